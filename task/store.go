@@ -1,0 +1,38 @@
+package task
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// ErrActive means the issue already has an active fix task; Record wrote
+// nothing and the caller may record a reply instead.
+var ErrActive = errors.New("issue already has an active task")
+
+// Store keeps deliveries and tasks durably. The SQLite implementation is the
+// default; a Postgres one serves several replicas.
+type Store interface {
+	// Record commits the delivery and, when t is not nil, enqueues t, in one
+	// transaction, and sets t.ID. A delivery seen before returns ErrDuplicate;
+	// a fix task for an issue that already has an active one returns
+	// ErrActive. In both cases nothing is written.
+	Record(ctx context.Context, d Delivery, t *Task) error
+	// Claim leases the oldest task that is ready to run: not terminal, due,
+	// and not leased by a live worker. It returns ErrNoTask when none is.
+	Claim(ctx context.Context, owner string, lease time.Duration) (*Task, error)
+	// Save writes t back; it fails with ErrLeaseLost unless owner holds t's lease.
+	Save(ctx context.Context, t *Task, owner string) error
+	// Renew extends owner's lease on a task.
+	Renew(ctx context.Context, id int64, owner string, lease time.Duration) error
+	// Release gives up owner's lease so another worker may claim the task at once.
+	Release(ctx context.Context, id int64, owner string) error
+	// Get reads a task.
+	Get(ctx context.Context, id int64) (*Task, error)
+	// Active returns the active fix task of an issue key, or ErrNotFound.
+	Active(ctx context.Context, issueKey string) (*Task, error)
+	// Latest returns the newest fix task of an issue key, or ErrNotFound.
+	Latest(ctx context.Context, issueKey string) (*Task, error)
+	// Close releases the store's resources.
+	Close() error
+}

@@ -1,0 +1,186 @@
+// Package task owns the life of one piece of work the bot was asked to do:
+// the task model, its state machine, the durable store it lives in, and the
+// workers that move it forward. It knows neither GitHub's JSON nor the LLM's
+// wire format: those arrive through the small interfaces in ports.go.
+package task
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// State is where a task stands in its lifecycle (see DESIGN.md).
+type State string
+
+const (
+	Queued           State = "queued"
+	Preparing        State = "preparing"
+	Working          State = "working"
+	AwaitingApproval State = "awaiting_approval"
+	Running          State = "running"
+	Publishing       State = "publishing"
+	Done             State = "done"
+	Failed           State = "failed"
+	Cancelled        State = "cancelled"
+)
+
+// Terminal reports whether no worker will ever touch a task in s again.
+func (s State) Terminal() bool { return s == Done || s == Failed || s == Cancelled }
+
+// transitions lists, for each state, the states a task may move to. Any
+// non-terminal state may also fail or be cancelled.
+var transitions = map[State][]State{
+	Queued:           {Preparing},
+	Preparing:        {Working},
+	Working:          {AwaitingApproval, Publishing},
+	AwaitingApproval: {Running, Working},
+	Running:          {Working},
+	Publishing:       {Done},
+}
+
+// CanMove reports whether the lifecycle allows going from one state to another.
+func CanMove(from, to State) bool {
+	if from.Terminal() {
+		return false
+	}
+	if to == Failed || to == Cancelled || from == to {
+		return true
+	}
+	for _, s := range transitions[from] {
+		if s == to {
+			return true
+		}
+	}
+	return false
+}
+
+// Kind says what a task does.
+type Kind string
+
+const (
+	// KindFix runs the agent and ends in a pull request.
+	KindFix Kind = "fix"
+	// KindReply posts one comment (help, usage, a refusal) and ends.
+	KindReply Kind = "reply"
+	// KindStatus answers "/agent status" with the state of the issue's task.
+	KindStatus Kind = "status"
+	// KindCancel stops the issue's active task.
+	KindCancel Kind = "cancel"
+	// KindApprove and KindReject answer a pending execution request.
+	KindApprove Kind = "approve"
+	KindReject  Kind = "reject"
+)
+
+// Repo identifies a repository and how to reach it.
+type Repo struct {
+	InstallationID int64  `json:"installation_id"`
+	Owner          string `json:"owner"`
+	Name           string `json:"name"`
+	CloneURL       string `json:"clone_url"`
+	DefaultBranch  string `json:"default_branch"`
+}
+
+// FullName is "owner/name".
+func (r Repo) FullName() string { return r.Owner + "/" + r.Name }
+
+// Delivery is one webhook delivery as recorded for de-duplication and audit.
+type Delivery struct {
+	ID         string
+	Event      string
+	Action     string
+	ReceivedAt time.Time
+}
+
+// Person is a GitHub user as the task remembers them.
+type Person struct {
+	Login string `json:"login"`
+	ID    int64  `json:"id"`
+}
+
+// PlanItem is one line of the agent's checklist.
+type PlanItem struct {
+	Title  string `json:"title"`
+	Status string `json:"status"` // pending, in_progress, done
+}
+
+// FileSnapshot is the content of one file the agent changed, kept in the
+// store so that a task picked up on another machine can rebuild its workspace.
+type FileSnapshot struct {
+	Path    string `json:"path"`
+	Content []byte `json:"content,omitempty"`
+	Deleted bool   `json:"deleted,omitempty"`
+}
+
+// Task is one unit of work: the request that created it and everything a
+// worker needs to continue it after a restart.
+type Task struct {
+	ID         int64  `json:"id"`
+	Kind       Kind   `json:"kind"`
+	State      State  `json:"state"`
+	DeliveryID string `json:"delivery_id"`
+	Repo       Repo   `json:"repo"`
+	Issue      int    `json:"issue"`
+	IsPR       bool   `json:"is_pr,omitempty"`
+	// CommentID is the comment that asked for the task (0 if none).
+	CommentID    int64  `json:"comment_id,omitempty"`
+	Requester    Person `json:"requester"`
+	Instructions string `json:"instructions,omitempty"`
+	// Reply is the body a KindReply task posts.
+	Reply string `json:"reply,omitempty"`
+
+	StatusCommentID int64  `json:"status_comment_id,omitempty"`
+	IssueTitle      string `json:"issue_title,omitempty"`
+	Branch          string `json:"branch,omitempty"`
+	BaseSHA         string `json:"base_sha,omitempty"`
+	HeadSHA         string `json:"head_sha,omitempty"`
+	Workdir         string `json:"workdir,omitempty"`
+	// Conversation is the agent's serialised state; opaque to this package.
+	Conversation []byte         `json:"conversation,omitempty"`
+	Files        []FileSnapshot `json:"files,omitempty"`
+	Plan         []PlanItem     `json:"plan,omitempty"`
+	Steps        []string       `json:"steps,omitempty"`
+	Turns        int            `json:"turns,omitempty"`
+	Tokens       int            `json:"tokens,omitempty"`
+	Title        string         `json:"title,omitempty"`
+	Summary      string         `json:"summary,omitempty"`
+	ChangedFiles []string       `json:"changed_files,omitempty"`
+	PRNumber     int            `json:"pr_number,omitempty"`
+	PRURL        string         `json:"pr_url,omitempty"`
+	// Error is the user-safe reason a task failed.
+	Error string `json:"error,omitempty"`
+	// Attempts counts consecutive failed tries of the current step.
+	Attempts  int       `json:"attempts,omitempty"`
+	RunAfter  time.Time `json:"run_after"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// IssueKey names the conversation a task belongs to; at most one fix task
+// per key is active at a time.
+func (t *Task) IssueKey() string {
+	return fmt.Sprintf("%d/%s/%d", t.Repo.InstallationID, t.Repo.FullName(), t.Issue)
+}
+
+// Move changes the task's state, refusing moves the lifecycle forbids.
+func (t *Task) Move(to State) error {
+	if !CanMove(t.State, to) {
+		return fmt.Errorf("task %d: %w: %s → %s", t.ID, ErrBadTransition, t.State, to)
+	}
+	t.State = to
+	t.Attempts = 0
+	return nil
+}
+
+var (
+	// ErrBadTransition is a move the lifecycle forbids.
+	ErrBadTransition = errors.New("transition not allowed")
+	// ErrDuplicate means the delivery was seen before; nothing was written.
+	ErrDuplicate = errors.New("delivery already recorded")
+	// ErrNotFound means no such task.
+	ErrNotFound = errors.New("task not found")
+	// ErrLeaseLost means another worker owns the task now.
+	ErrLeaseLost = errors.New("lease lost")
+	// ErrNoTask means nothing is ready to run.
+	ErrNoTask = errors.New("no task ready")
+)
