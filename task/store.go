@@ -33,6 +33,9 @@ type Store interface {
 	Active(ctx context.Context, issueKey string) (*Task, error)
 	// Latest returns the newest fix task of an issue key, or ErrNotFound.
 	Latest(ctx context.Context, issueKey string) (*Task, error)
+	// RequestCancel marks a task to be cancelled by a worker at its next
+	// step, and makes it due at once so a waiting task is cancelled now.
+	RequestCancel(ctx context.Context, id int64, by string) error
 	// Close releases the store's resources.
 	Close() error
 }

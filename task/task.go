@@ -149,6 +149,10 @@ type Task struct {
 	PRURL        string         `json:"pr_url,omitempty"`
 	// Error is the user-safe reason a task failed.
 	Error string `json:"error,omitempty"`
+	// CancelledBy is who asked to cancel the task ("" if nobody). The store
+	// keeps it apart from the rest so that a worker saving its own progress
+	// never overwrites a cancel that arrived meanwhile.
+	CancelledBy string `json:"-"`
 	// Attempts counts consecutive failed tries of the current step.
 	Attempts  int       `json:"attempts,omitempty"`
 	RunAfter  time.Time `json:"run_after"`
