@@ -31,7 +31,8 @@ func (s State) Terminal() bool { return s == Done || s == Failed || s == Cancell
 // transitions lists, for each state, the states a task may move to. Any
 // non-terminal state may also fail or be cancelled.
 var transitions = map[State][]State{
-	Queued:           {Preparing},
+	// A task with nothing to do (a reply, a refusal) ends straight away.
+	Queued:           {Preparing, Done},
 	Preparing:        {Working},
 	Working:          {AwaitingApproval, Publishing},
 	AwaitingApproval: {Running, Working},
@@ -145,6 +146,7 @@ type Task struct {
 	Title        string         `json:"title,omitempty"`
 	Summary      string         `json:"summary,omitempty"`
 	ChangedFiles []string       `json:"changed_files,omitempty"`
+	Pushed       bool           `json:"pushed,omitempty"`
 	PRNumber     int            `json:"pr_number,omitempty"`
 	PRURL        string         `json:"pr_url,omitempty"`
 	// Error is the user-safe reason a task failed.

@@ -1,0 +1,112 @@
+package task
+
+import (
+	"context"
+	"errors"
+)
+
+// The interfaces below are what a task needs from the packages around it.
+// cmd/bot adapts ghapp, agent and repo to them; tests use small fakes.
+
+// Identity is a git author: the bot's, or the requester's for co-authorship.
+type Identity struct{ Login, Name, Email string }
+
+// Issue is the conversation a task was asked on, as the agent will see it.
+type Issue struct {
+	Title, Body string
+	Locked      bool
+	Comments    []Comment
+}
+
+// Comment is one comment of an issue.
+type Comment struct{ Author, AuthorType, Body string }
+
+// NewPullRequest is what the bot opens at the end of a fix.
+type NewPullRequest struct{ Title, Body, Head, Base string }
+
+// PullRequest is an opened (or found) pull request.
+type PullRequest struct {
+	Number int
+	URL    string
+}
+
+// GitHub is the part of the GitHub API a task uses.
+type GitHub interface {
+	Identity(ctx context.Context) (Identity, error)
+	Token(ctx context.Context, installationID int64) (string, error)
+	AddReaction(ctx context.Context, r Repo, commentID int64, content string) error
+	// UpsertComment edits the comment carrying marker (commentID when known)
+	// or creates it, and returns its id.
+	UpsertComment(ctx context.Context, r Repo, issue int, marker string, commentID int64, body string) (int64, error)
+	Issue(ctx context.Context, r Repo, number int) (Issue, error)
+	// OpenPullRequest returns the open pull request for pr.Head if there is
+	// one, so that a retried step does not open a second.
+	OpenPullRequest(ctx context.Context, r Repo, pr NewPullRequest) (PullRequest, error)
+	// Permission is the user's role on the repository: admin, maintain,
+	// write, triage, read or none.
+	Permission(ctx context.Context, r Repo, user string) (string, error)
+}
+
+// Brief is what the agent is told when it starts.
+type Brief struct {
+	Repo         string
+	Issue        int
+	Title, Body  string
+	Comments     []Comment
+	Instructions string
+	Requester    string
+}
+
+// Progress is the agent's state after a turn.
+type Progress struct {
+	Conversation []byte
+	Turns        int
+	Tokens       int
+	Plan         []PlanItem
+	Steps        []string
+	Finished     bool
+	Title        string
+	Summary      string
+}
+
+// Agent runs the model one turn at a time over a conversation the task
+// keeps in the store.
+type Agent interface {
+	Start(b Brief) ([]byte, error)
+	Turn(ctx context.Context, conversation []byte, workdir string) (Progress, error)
+}
+
+// Change is one file that differs from the base commit.
+type Change struct {
+	Path    string
+	Deleted bool
+}
+
+// FileStat is the size of the change to one file.
+type FileStat struct {
+	Path           string
+	Added, Deleted int
+}
+
+// ErrNoChanges means there was nothing to commit.
+var ErrNoChanges = errors.New("no changes")
+
+// Workspace is one checkout on disk.
+type Workspace interface {
+	Dir() string
+	Head() (string, error)
+	CreateBranch(name string) error
+	Changes() ([]Change, error)
+	// CommitAll commits every change; ErrNoChanges when there is none.
+	CommitAll(msg string, author Identity, coAuthors ...Identity) (string, error)
+	// Push publishes branch; a remote that already has it is success.
+	Push(ctx context.Context, token, branch string) error
+	DiffStat(baseSHA string) ([]FileStat, error)
+	Remove() error
+}
+
+// Workspaces makes and reopens checkouts.
+type Workspaces interface {
+	Clone(ctx context.Context, url, branch, token, dir string) (Workspace, error)
+	Open(dir string) (Workspace, error)
+}

@@ -1,0 +1,145 @@
+package task
+
+import (
+	"fmt"
+	"strings"
+	"unicode/utf8"
+)
+
+// stateLine says in words where a task stands.
+var stateLine = map[State]string{
+	Queued:           "⏳ Queued",
+	Preparing:        "📥 Reading the issue and cloning the repository",
+	Working:          "🛠️ Working",
+	AwaitingApproval: "✋ Waiting for approval",
+	Running:          "▶️ Running an approved command",
+	Publishing:       "📤 Opening the pull request",
+	Done:             "✅ Done",
+	Failed:           "❌ Failed",
+	Cancelled:        "🛑 Cancelled",
+}
+
+// maxSteps is how many of the latest steps the status comment lists.
+const maxSteps = 15
+
+// RenderStatus is the body of a fix task's status comment, which is edited
+// in place as the task advances.
+func RenderStatus(t *Task, command string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "### Pullwright · task %d\n\n", t.ID)
+	fmt.Fprintf(&b, "**%s**", stateLine[t.State])
+	switch t.State {
+	case Done:
+		if t.PRURL != "" {
+			fmt.Fprintf(&b, ": opened %s", t.PRURL)
+		}
+	case Failed:
+		fmt.Fprintf(&b, ": %s", t.Error)
+	case Cancelled:
+		if t.CancelledBy != "" {
+			fmt.Fprintf(&b, " by @%s", t.CancelledBy)
+		}
+	}
+	b.WriteString("\n\n")
+	if t.Instructions != "" {
+		fmt.Fprintf(&b, "> %s\n\n", strings.ReplaceAll(clip(t.Instructions, 300), "\n", "\n> "))
+	}
+	if len(t.Plan) > 0 {
+		b.WriteString("**Plan**\n\n")
+		for _, p := range t.Plan {
+			box := " "
+			if p.Status == "done" {
+				box = "x"
+			}
+			suffix := ""
+			if p.Status == "in_progress" {
+				suffix = " *(in progress)*"
+			}
+			fmt.Fprintf(&b, "- [%s] %s%s\n", box, oneLine(p.Title), suffix)
+		}
+		b.WriteString("\n")
+	}
+	if len(t.Steps) > 0 {
+		steps := t.Steps
+		fmt.Fprintf(&b, "<details><summary>Steps (%d)</summary>\n\n", len(steps))
+		if len(steps) > maxSteps {
+			fmt.Fprintf(&b, "- … %d earlier steps\n", len(steps)-maxSteps)
+			steps = steps[len(steps)-maxSteps:]
+		}
+		for _, s := range steps {
+			fmt.Fprintf(&b, "- %s\n", oneLine(s))
+		}
+		b.WriteString("\n</details>\n\n")
+	}
+	fmt.Fprintf(&b, "<sub>%d turns · %d tokens", t.Turns, t.Tokens)
+	if t.Branch != "" {
+		fmt.Fprintf(&b, " · branch `%s`", t.Branch)
+	}
+	if !t.State.Terminal() {
+		fmt.Fprintf(&b, " · `%s status` · `%s cancel`", command, command)
+	}
+	b.WriteString("</sub>\n")
+	return b.String()
+}
+
+// StatusLine answers "/agent status" about t.
+func StatusLine(t *Task) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Task %d: **%s**", t.ID, stateLine[t.State])
+	switch {
+	case t.State == Done && t.PRURL != "":
+		fmt.Fprintf(&b, ", opened %s", t.PRURL)
+	case t.State == Failed:
+		fmt.Fprintf(&b, ": %s", t.Error)
+	}
+	fmt.Fprintf(&b, " (%d turns, %d tokens).", t.Turns, t.Tokens)
+	return b.String()
+}
+
+// RenderPullRequest is the body of the pull request a fix opens.
+func RenderPullRequest(t *Task) string {
+	var b strings.Builder
+	if s := strings.TrimSpace(t.Summary); s != "" {
+		b.WriteString(s)
+		b.WriteString("\n\n")
+	}
+	if len(t.ChangedFiles) > 0 {
+		b.WriteString("**Files changed**\n\n")
+		for _, f := range t.ChangedFiles {
+			fmt.Fprintf(&b, "- `%s`\n", f)
+		}
+		b.WriteString("\n")
+	}
+	fmt.Fprintf(&b, "Fixes #%d\n\n", t.Issue)
+	fmt.Fprintf(&b, "---\n<sub>Requested by @%s · Pullwright task %d · %d turns · %d tokens</sub>\n",
+		t.Requester.Login, t.ID, t.Turns, t.Tokens)
+	return b.String()
+}
+
+// CommitMessage is the message of the commit a fix pushes.
+func CommitMessage(t *Task) string {
+	title := oneLine(t.Title)
+	if title == "" {
+		title = fmt.Sprintf("Address #%d", t.Issue)
+	}
+	msg := clip(title, 72) + "\n"
+	if s := strings.TrimSpace(t.Summary); s != "" {
+		msg += "\n" + s + "\n"
+	}
+	msg += fmt.Sprintf("\nRequested in #%d by @%s.\n", t.Issue, t.Requester.Login)
+	return msg
+}
+
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// clip shortens s to at most n runes, marking the cut.
+func clip(s string, n int) string {
+	s = strings.TrimSpace(s)
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n-1]) + "…"
+}

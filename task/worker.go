@@ -1,0 +1,243 @@
+package task
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+)
+
+// Stepper advances a task; Flow is the production one.
+type Stepper interface {
+	Step(ctx context.Context, t *Task) error
+	// Finish reports a failed or cancelled task on GitHub.
+	Finish(ctx context.Context, t *Task) error
+}
+
+// Pool runs workers that claim tasks from the store and step them until
+// they finish, wait for a person, or hit an error worth retrying later.
+type Pool struct {
+	Store  Store
+	Steps  Stepper
+	Logger *slog.Logger
+	// Workers is how many tasks run at once (default 4).
+	Workers int
+	// Lease is how long a claim lasts without renewal (default 2m); a task
+	// whose worker died is picked up again once it runs out.
+	Lease time.Duration
+	// Poll is how often an idle worker looks for due tasks (default 2s);
+	// Notify wakes one sooner.
+	Poll time.Duration
+	// StepTimeout bounds one step (default 15m).
+	StepTimeout time.Duration
+	// MaxAttempts is how often a failing step is tried (default 5).
+	MaxAttempts int
+	// Backoff is the wait before retry n (1-based); default 5s·2ⁿ⁻¹ up to 10m.
+	Backoff func(n int) time.Duration
+
+	once sync.Once
+	wake chan struct{}
+	id   string
+}
+
+func (p *Pool) init() {
+	p.once.Do(func() {
+		if p.Workers <= 0 {
+			p.Workers = 4
+		}
+		if p.Lease <= 0 {
+			p.Lease = 2 * time.Minute
+		}
+		if p.Poll <= 0 {
+			p.Poll = 2 * time.Second
+		}
+		if p.StepTimeout <= 0 {
+			p.StepTimeout = 15 * time.Minute
+		}
+		if p.MaxAttempts <= 0 {
+			p.MaxAttempts = 5
+		}
+		if p.Backoff == nil {
+			p.Backoff = func(n int) time.Duration {
+				d := 5 * time.Second << (n - 1)
+				if d <= 0 || d > 10*time.Minute {
+					d = 10 * time.Minute
+				}
+				return d
+			}
+		}
+		if p.Logger == nil {
+			p.Logger = slog.New(slog.DiscardHandler)
+		}
+		p.wake = make(chan struct{}, 1)
+		host, _ := os.Hostname()
+		var b [4]byte
+		_, _ = rand.Read(b[:])
+		p.id = host + "-" + hex.EncodeToString(b[:])
+	})
+}
+
+// Notify tells an idle worker that a task may be due now. It never blocks.
+func (p *Pool) Notify() {
+	p.init()
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Run starts the workers and returns when ctx is done and all of them have
+// stopped. A task being worked on when ctx ends is released unfinished and
+// continues at the next start.
+func (p *Pool) Run(ctx context.Context) error {
+	p.init()
+	var wg sync.WaitGroup
+	for i := range p.Workers {
+		owner := fmt.Sprintf("%s-%d", p.id, i)
+		wg.Go(func() { p.loop(ctx, owner) })
+	}
+	wg.Wait()
+	return nil
+}
+
+func (p *Pool) loop(ctx context.Context, owner string) {
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		t, err := p.Store.Claim(ctx, owner, p.Lease)
+		switch {
+		case err == nil:
+			p.work(ctx, owner, t)
+			continue
+		case errors.Is(err, ErrNoTask):
+		case ctx.Err() != nil:
+			return
+		default:
+			p.Logger.ErrorContext(ctx, "claim task", "err", err)
+		}
+		timer.Reset(p.Poll)
+		select {
+		case <-ctx.Done():
+			return
+		case <-p.wake:
+		case <-timer.C:
+		}
+	}
+}
+
+// work steps one claimed task while the lease holds.
+func (p *Pool) work(ctx context.Context, owner string, t *Task) {
+	log := p.Logger.With("task_id", t.ID, "kind", t.Kind, "repo", t.Repo.FullName(), "issue", t.Issue, "worker", owner)
+	ctx, stop := context.WithCancelCause(ctx)
+
+	// Bookkeeping outlives a shutdown: saving what happened and releasing
+	// the lease use their own short deadline.
+	detached := func() (context.Context, context.CancelFunc) {
+		return context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	}
+	defer func() {
+		c, cancel := detached()
+		defer cancel()
+		if err := p.Store.Release(c, t.ID, owner); err != nil && !errors.Is(err, ErrLeaseLost) {
+			log.ErrorContext(c, "release task", "err", err)
+		}
+	}()
+	var hb sync.WaitGroup
+	hb.Go(func() { p.heartbeat(ctx, stop, owner, t.ID) })
+	defer hb.Wait()
+	defer stop(nil)
+
+	for !t.State.Terminal() {
+		if t.CancelledBy != "" {
+			t.State = Cancelled
+			p.finish(ctx, log, owner, t)
+			return
+		}
+		from := t.State
+		stepCtx, cancel := context.WithTimeout(ctx, p.StepTimeout)
+		err := p.Steps.Step(stepCtx, t)
+		cancel()
+		if err != nil {
+			if ctx.Err() != nil {
+				log.InfoContext(ctx, "step interrupted", "state", from, "cause", context.Cause(ctx))
+				return
+			}
+			t.Attempts++
+			if Permanent(err) || t.Attempts >= p.MaxAttempts {
+				log.ErrorContext(ctx, "task failed", "state", from, "attempts", t.Attempts, "err", err)
+				t.Error = UserMessage(err)
+				t.State = Failed
+				p.finish(ctx, log, owner, t)
+				return
+			}
+			wait := p.Backoff(t.Attempts)
+			log.WarnContext(ctx, "step failed, will retry", "state", from, "attempt", t.Attempts, "retry_in", wait, "err", err)
+			t.RunAfter = time.Now().Add(wait)
+			c, cancel := detached()
+			if err := p.Store.Save(c, t, owner); err != nil {
+				log.ErrorContext(c, "save task after failure", "err", err)
+			}
+			cancel()
+			return
+		}
+		t.Attempts = 0
+		if err := p.Store.Save(ctx, t, owner); err != nil {
+			log.ErrorContext(ctx, "save task", "state", t.State, "err", err)
+			return
+		}
+		if t.State != from {
+			log.InfoContext(ctx, "task moved", "from", from, "to", t.State)
+		}
+		if t.State == AwaitingApproval {
+			return
+		}
+	}
+}
+
+// finish records a failed or cancelled task and tells the issue.
+func (p *Pool) finish(ctx context.Context, log *slog.Logger, owner string, t *Task) {
+	c, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
+	if err := p.Store.Save(c, t, owner); err != nil {
+		log.ErrorContext(c, "save finished task", "state", t.State, "err", err)
+		return
+	}
+	if err := p.Steps.Finish(c, t); err != nil {
+		log.ErrorContext(c, "report finished task", "state", t.State, "err", err)
+		return
+	}
+	// Finish may have learnt the status comment's id.
+	if err := p.Store.Save(c, t, owner); err != nil {
+		log.ErrorContext(c, "save finished task", "state", t.State, "err", err)
+	}
+	log.InfoContext(c, "task ended", "state", t.State, "error", t.Error)
+}
+
+// heartbeat renews the lease until ctx ends; when the lease is lost it stops
+// the work so two workers never step one task.
+func (p *Pool) heartbeat(ctx context.Context, stop context.CancelCauseFunc, owner string, id int64) {
+	tick := time.NewTicker(p.Lease / 3)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			c, cancel := context.WithTimeout(ctx, p.Lease/3)
+			err := p.Store.Renew(c, id, owner, p.Lease)
+			cancel()
+			if errors.Is(err, ErrLeaseLost) {
+				stop(err)
+				return
+			}
+			if err != nil && ctx.Err() == nil {
+				p.Logger.WarnContext(ctx, "renew lease", "task_id", id, "err", err)
+			}
+		}
+	}
+}

@@ -1,0 +1,182 @@
+package task
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+)
+
+// scriptStepper moves fix tasks through the lifecycle and fails on demand.
+type scriptStepper struct {
+	mu       sync.Mutex
+	fail     map[State][]error // errors to return, in order, per state
+	steps    []State
+	finished []*Task
+	block    chan struct{} // when set, Working blocks until closed or ctx ends
+}
+
+func (s *scriptStepper) Step(ctx context.Context, t *Task) error {
+	s.mu.Lock()
+	s.steps = append(s.steps, t.State)
+	if errs := s.fail[t.State]; len(errs) > 0 {
+		s.fail[t.State] = errs[1:]
+		s.mu.Unlock()
+		return errs[0]
+	}
+	block := s.block
+	s.mu.Unlock()
+	next := map[State]State{Queued: Preparing, Preparing: Working, Working: Publishing, Publishing: Done}[t.State]
+	if t.State == Working && block != nil {
+		select {
+		case <-block:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return t.Move(next)
+}
+
+func (s *scriptStepper) Finish(_ context.Context, t *Task) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := *t
+	s.finished = append(s.finished, &c)
+	return nil
+}
+
+func runPool(t *testing.T, p *Pool) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { p.Run(ctx); close(done) }()
+	return func() { cancel(); <-done }
+}
+
+// waitFor polls the store until cond holds for the task.
+func waitFor(t *testing.T, s Store, id int64, cond func(*Task) bool) *Task {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		tk, err := s.Get(context.Background(), id)
+		if err == nil && cond(tk) {
+			return tk
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("task %d never reached the condition; last %+v (%v)", id, tk, err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestPoolRunsTaskToDone(t *testing.T) {
+	s, _ := openTestStore(t)
+	s.now = time.Now
+	st := &scriptStepper{fail: map[State][]error{}}
+	p := &Pool{Store: s, Steps: st, Workers: 2, Poll: 5 * time.Millisecond}
+	defer runPool(t, p)()
+	tk := fixTask(1)
+	if err := s.Record(context.Background(), Delivery{ID: "d"}, tk); err != nil {
+		t.Fatal(err)
+	}
+	p.Notify()
+	waitFor(t, s, tk.ID, func(t *Task) bool { return t.State == Done })
+}
+
+func TestPoolRetriesThenFails(t *testing.T) {
+	tests := []struct {
+		name      string
+		errs      []error
+		wantState State
+		wantSteps int // attempts at Preparing
+		wantError string
+	}{
+		{"transient errors then success", []error{Retry("clone failed", errors.New("eof")), Retry("clone failed", errors.New("eof"))}, Done, 3, ""},
+		{"permanent error fails at once", []error{Fatal("budget spent", nil)}, Failed, 1, "budget spent"},
+		{"attempts run out", []error{Retry("a", nil), Retry("b", nil), Retry("c", nil)}, Failed, 3, "c"},
+		{"unclassified error hides details", []error{errors.New("secret internal detail"), errors.New("x"), errors.New("y")}, Failed, 3, "an internal error stopped the task"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s, _ := openTestStore(t)
+			s.now = time.Now
+			st := &scriptStepper{fail: map[State][]error{Preparing: tc.errs}}
+			p := &Pool{Store: s, Steps: st, Workers: 1, Poll: 5 * time.Millisecond, MaxAttempts: 3,
+				Backoff: func(int) time.Duration { return time.Millisecond }}
+			defer runPool(t, p)()
+			tk := fixTask(1)
+			if err := s.Record(context.Background(), Delivery{ID: "d"}, tk); err != nil {
+				t.Fatal(err)
+			}
+			got := waitFor(t, s, tk.ID, func(t *Task) bool { return t.State.Terminal() })
+			if got.State != tc.wantState || got.Error != tc.wantError {
+				t.Fatalf("state %s error %q, want %s %q", got.State, got.Error, tc.wantState, tc.wantError)
+			}
+			st.mu.Lock()
+			defer st.mu.Unlock()
+			n := 0
+			for _, s := range st.steps {
+				if s == Preparing {
+					n++
+				}
+			}
+			if n != tc.wantSteps {
+				t.Fatalf("Preparing stepped %d times, want %d", n, tc.wantSteps)
+			}
+			if tc.wantState == Failed && len(st.finished) != 1 {
+				t.Fatalf("Finish called %d times, want 1", len(st.finished))
+			}
+		})
+	}
+}
+
+func TestPoolCancelStopsWork(t *testing.T) {
+	s, _ := openTestStore(t)
+	s.now = time.Now
+	block := make(chan struct{})
+	st := &scriptStepper{fail: map[State][]error{}, block: block}
+	p := &Pool{Store: s, Steps: st, Workers: 1, Poll: 5 * time.Millisecond}
+	defer runPool(t, p)()
+	tk := fixTask(1)
+	if err := s.Record(context.Background(), Delivery{ID: "d"}, tk); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, s, tk.ID, func(t *Task) bool { return t.State == Working })
+	if err := s.RequestCancel(context.Background(), tk.ID, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	close(block)
+	got := waitFor(t, s, tk.ID, func(t *Task) bool { return t.State.Terminal() })
+	if got.State != Cancelled || got.CancelledBy != "alice" {
+		t.Fatalf("got %s by %q, want cancelled by alice", got.State, got.CancelledBy)
+	}
+}
+
+// A worker that dies mid-task (its process is gone, the lease is not
+// renewed) leaves the task to be picked up by another worker.
+func TestLeaseExpiryHandsTaskToAnotherWorker(t *testing.T) {
+	s, c := openTestStore(t)
+	tk := fixTask(1)
+	if err := s.Record(context.Background(), Delivery{ID: "d"}, tk); err != nil {
+		t.Fatal(err)
+	}
+	dead, err := s.Claim(context.Background(), "dead-worker", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead.State = Preparing
+	if err := s.Save(context.Background(), dead, "dead-worker"); err != nil {
+		t.Fatal(err)
+	}
+	c.Add(2 * time.Minute)
+	st := &scriptStepper{fail: map[State][]error{}}
+	p := &Pool{Store: s, Steps: st, Workers: 1, Poll: 5 * time.Millisecond}
+	defer runPool(t, p)()
+	waitFor(t, s, tk.ID, func(t *Task) bool { return t.State == Done })
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.steps[0] != Preparing {
+		t.Fatalf("new worker started at %s, want the dead worker's Preparing", st.steps[0])
+	}
+}
