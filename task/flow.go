@@ -377,10 +377,7 @@ func (f *Flow) commit(ctx context.Context, t *Task) error {
 	if err != nil {
 		return retryf(err, "reading the change failed")
 	}
-	t.ChangedFiles = t.ChangedFiles[:0]
-	for _, s := range stats {
-		t.ChangedFiles = append(t.ChangedFiles, fmt.Sprintf("%s (+%d −%d)", s.Path, s.Added, s.Deleted))
-	}
+	t.ChangedFiles = stats
 	bot, err := f.GitHub.Identity(ctx)
 	if err != nil {
 		return retryf(err, "reading the app's identity failed")

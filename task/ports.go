@@ -84,8 +84,9 @@ type Change struct {
 
 // FileStat is the size of the change to one file.
 type FileStat struct {
-	Path           string
-	Added, Deleted int
+	Path    string `json:"path"`
+	Added   int    `json:"added"`
+	Deleted int    `json:"deleted"`
 }
 
 // ErrNoChanges means there was nothing to commit.

@@ -106,7 +106,7 @@ func RenderPullRequest(t *Task) string {
 	if len(t.ChangedFiles) > 0 {
 		b.WriteString("**Files changed**\n\n")
 		for _, f := range t.ChangedFiles {
-			fmt.Fprintf(&b, "- `%s`\n", f)
+			fmt.Fprintf(&b, "- `%s` (+%d −%d)\n", f.Path, f.Added, f.Deleted)
 		}
 		b.WriteString("\n")
 	}

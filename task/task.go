@@ -145,7 +145,7 @@ type Task struct {
 	Tokens       int            `json:"tokens,omitempty"`
 	Title        string         `json:"title,omitempty"`
 	Summary      string         `json:"summary,omitempty"`
-	ChangedFiles []string       `json:"changed_files,omitempty"`
+	ChangedFiles []FileStat     `json:"changed_files,omitempty"`
 	Pushed       bool           `json:"pushed,omitempty"`
 	PRNumber     int            `json:"pr_number,omitempty"`
 	PRURL        string         `json:"pr_url,omitempty"`

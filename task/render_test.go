@@ -1,0 +1,93 @@
+package task
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name+".golden")
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if got != string(want) {
+		t.Errorf("%s differs from golden file:\n--- got\n%s\n--- want\n%s", name, got, want)
+	}
+}
+
+func sampleTask() *Task {
+	return &Task{
+		ID: 12, Kind: KindFix, Issue: 1,
+		Repo:         Repo{Owner: "Codertocat", Name: "Hello-World", DefaultBranch: "master"},
+		Requester:    Person{Login: "Codertocat", ID: 21031067},
+		Instructions: "fix the spelling of 'commit' in the README\nand keep the rest",
+		Branch:       "agent/1-spelling-error-in-the-readme-file",
+		Turns:        4, Tokens: 5321,
+		Plan: []PlanItem{
+			{Title: "Find the misspelling", Status: "done"},
+			{Title: "Fix it", Status: "in_progress"},
+			{Title: "Summarise", Status: "pending"},
+		},
+		Steps:   []string{"grep `comitt` (1 match)", "read README.md", "edited README.md"},
+		Title:   "Fix the spelling of commit in the README",
+		Summary: "The README said `comitt`; it now says `commit`.",
+	}
+}
+
+func TestRenderGolden(t *testing.T) {
+	working := sampleTask()
+	working.State = Working
+
+	done := sampleTask()
+	done.State = Done
+	done.PRNumber, done.PRURL = 2, "https://github.com/Codertocat/Hello-World/pull/2"
+	done.ChangedFiles = []FileStat{{Path: "README.md", Added: 1, Deleted: 1}}
+
+	failed := sampleTask()
+	failed.State = Failed
+	failed.Error = "cloning https://github.com/Codertocat/Hello-World.git failed"
+
+	cancelled := sampleTask()
+	cancelled.State = Cancelled
+	cancelled.CancelledBy = "octocat"
+
+	tests := []struct {
+		name string
+		got  string
+	}{
+		{"status-working", RenderStatus(working, "/agent")},
+		{"status-done", RenderStatus(done, "/agent")},
+		{"status-failed", RenderStatus(failed, "/agent")},
+		{"status-cancelled", RenderStatus(cancelled, "/agent")},
+		{"pull-request", RenderPullRequest(done)},
+		{"commit-message", CommitMessage(done)},
+		{"status-line-done", StatusLine(done)},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) { golden(t, tc.name, tc.got) })
+	}
+}
+
+func TestRenderStatusListsOnlyRecentSteps(t *testing.T) {
+	tk := sampleTask()
+	tk.State = Working
+	tk.Steps = nil
+	for i := range 40 {
+		tk.Steps = append(tk.Steps, "step "+string(rune('a'+i%26)))
+	}
+	golden(t, "status-many-steps", RenderStatus(tk, "/agent"))
+}
