@@ -1,0 +1,359 @@
+// Package agent owns the LLM loop of a task: the prompts, the tools the model
+// may call and their implementations over a workspace directory, the token
+// and turn budgets, and the conversation state that the task worker persists
+// between turns.
+//
+// The loop is driven one turn at a time (Agent.Turn) so that a restart
+// resumes from the stored State. The agent must not execute anything itself:
+// its tools only read and write files inside the workspace, and running a
+// command is a request that the task package turns into an approval.
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"syscall"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+)
+
+// Defaults of Config.
+const (
+	DefaultMaxTurns      = 40
+	DefaultMaxTokens     = 400000
+	DefaultMaxToolOutput = 16 << 10
+	DefaultCallTimeout   = 3 * time.Minute
+)
+
+// ErrBudget is wrapped by Turn's error when the task used up its turns or
+// tokens; the worker should fail the task rather than retry.
+var ErrBudget = errors.New("agent: budget exhausted")
+
+// ErrFinished is wrapped by Turn's error when the model already called
+// finish; clear State.Finish to continue the conversation.
+var ErrFinished = errors.New("agent: the model already called finish")
+
+// Config configures an Agent.
+type Config struct {
+	// BaseURL, APIKey and Model select any OpenAI-compatible endpoint.
+	// BaseURL defaults to OpenAI's.
+	BaseURL, APIKey, Model string
+	HTTPClient             *http.Client
+	MaxTurns               int           // model calls per task, default 40
+	MaxTokens              int           // prompt+completion tokens per task (from the API's usage), default 400000
+	MaxToolOutput          int           // bytes of one tool result, default 16 KiB
+	CallTimeout            time.Duration // deadline of one model call, default 3m
+	Logger                 *slog.Logger
+}
+
+// Agent runs turns of the loop. It is safe for concurrent use by several
+// tasks, each with its own State and workspace.
+type Agent struct {
+	cfg    Config
+	client *openai.Client
+	log    *slog.Logger
+	tools  []openai.Tool
+}
+
+// New validates cfg, fills in defaults and builds the API client.
+func New(cfg Config) (*Agent, error) {
+	if strings.TrimSpace(cfg.Model) == "" {
+		return nil, errors.New("agent: model is required")
+	}
+	if cfg.MaxTurns < 0 || cfg.MaxTokens < 0 || cfg.MaxToolOutput < 0 || cfg.CallTimeout < 0 {
+		return nil, errors.New("agent: budgets and limits must not be negative")
+	}
+	if cfg.MaxTurns == 0 {
+		cfg.MaxTurns = DefaultMaxTurns
+	}
+	if cfg.MaxTokens == 0 {
+		cfg.MaxTokens = DefaultMaxTokens
+	}
+	if cfg.MaxToolOutput == 0 {
+		cfg.MaxToolOutput = DefaultMaxToolOutput
+	}
+	if cfg.CallTimeout == 0 {
+		cfg.CallTimeout = DefaultCallTimeout
+	}
+	if cfg.HTTPClient == nil {
+		cfg.HTTPClient = &http.Client{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	oc := openai.DefaultConfig(cfg.APIKey)
+	if cfg.BaseURL != "" {
+		u, err := url.Parse(cfg.BaseURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, fmt.Errorf("agent: base URL %q is not an http(s) URL", cfg.BaseURL)
+		}
+		oc.BaseURL = strings.TrimSuffix(cfg.BaseURL, "/")
+	}
+	oc.HTTPClient = cfg.HTTPClient
+	return &Agent{
+		cfg:    cfg,
+		client: openai.NewClientWithConfig(oc),
+		log:    cfg.Logger.With("model", cfg.Model),
+		tools:  toolDefs(),
+	}, nil
+}
+
+// Brief is what the agent is asked to do.
+type Brief struct {
+	Repo         string // owner/name
+	Issue        int
+	Title, Body  string    // untrusted
+	Comments     []Comment // untrusted
+	Instructions string    // the maintainer's request, trusted
+	Requester    string    // login of the maintainer who asked
+}
+
+// Comment is one comment of the issue or pull request.
+type Comment struct {
+	Author string `json:"author"`
+	Body   string `json:"body"`
+}
+
+// PlanItem is one entry of the model's checklist.
+type PlanItem struct {
+	Title  string `json:"title"`
+	Status string `json:"status"` // pending, in_progress or done
+}
+
+// Finish is what the model handed in with the finish tool.
+type Finish struct {
+	Title   string `json:"title"`
+	Summary string `json:"summary"`
+}
+
+// State is the whole conversation of a task. It round-trips through
+// encoding/json, so the worker can persist it between turns.
+type State struct {
+	Messages         []openai.ChatCompletionMessage `json:"messages"`
+	Turns            int                            `json:"turns"`
+	PromptTokens     int                            `json:"prompt_tokens"`
+	CompletionTokens int                            `json:"completion_tokens"`
+	Plan             []PlanItem                     `json:"plan,omitempty"`
+	Steps            []string                       `json:"steps,omitempty"` // one short human line per tool call
+	Finish           *Finish                        `json:"finish,omitempty"`
+}
+
+// Tokens is the number of tokens used so far.
+func (s *State) Tokens() int { return s.PromptTokens + s.CompletionTokens }
+
+// Start returns the state of a new conversation: the system prompt and the
+// first user message carrying the brief.
+func (a *Agent) Start(b Brief) *State {
+	return &State{Messages: []openai.ChatCompletionMessage{
+		{Role: openai.ChatMessageRoleSystem, Content: systemPrompt},
+		{Role: openai.ChatMessageRoleUser, Content: firstMessage(b)},
+	}}
+}
+
+// Turn makes one model call and carries out the tool calls it asks for
+// against workdir. It returns an error, and leaves st unchanged, when the
+// budget is used up (ErrBudget), the model already finished (ErrFinished),
+// the workspace cannot be opened, or the model call fails (see IsTransient).
+// Tool failures are not errors: they become "error: …" tool results.
+func (a *Agent) Turn(ctx context.Context, st *State, workdir string) error {
+	if st == nil || len(st.Messages) == 0 {
+		return errors.New("agent: empty state; use Start")
+	}
+	if st.Finish != nil {
+		return ErrFinished
+	}
+	if st.Turns >= a.cfg.MaxTurns {
+		return fmt.Errorf("%w: turns: %d of %d used", ErrBudget, st.Turns, a.cfg.MaxTurns)
+	}
+	if st.Tokens() >= a.cfg.MaxTokens {
+		return fmt.Errorf("%w: tokens: %d of %d used", ErrBudget, st.Tokens(), a.cfg.MaxTokens)
+	}
+	ws, err := openWorkspace(workdir)
+	if err != nil {
+		return fmt.Errorf("agent: open workspace: %w", err)
+	}
+	defer ws.Close()
+
+	turn := st.Turns + 1
+	log := a.log.With("turn", turn)
+	req := openai.ChatCompletionRequest{
+		Model:    a.cfg.Model,
+		Messages: st.Messages,
+		Tools:    a.tools,
+	}
+	callCtx, cancel := context.WithTimeout(ctx, a.cfg.CallTimeout)
+	resp, err := a.client.CreateChatCompletion(callCtx, req)
+	cancel()
+	if err != nil {
+		log.Warn("model call failed", "err", err, "transient", IsTransient(err))
+		return fmt.Errorf("model call (turn %d): %w", turn, err)
+	}
+	if len(resp.Choices) == 0 {
+		return fmt.Errorf("model call (turn %d): %w", turn, errNoChoices)
+	}
+
+	// The call succeeded: from here on the turn is committed to st.
+	msg := assistantMessage(resp.Choices[0].Message, turn)
+	st.Turns = turn
+	st.PromptTokens += resp.Usage.PromptTokens
+	st.CompletionTokens += resp.Usage.CompletionTokens
+	if resp.Usage.PromptTokens == 0 && resp.Usage.CompletionTokens == 0 {
+		log.Warn("model reported no token usage; the token budget cannot count this turn")
+	}
+
+	if len(msg.ToolCalls) == 0 {
+		if msg.Content != "" || msg.Refusal != "" {
+			st.Messages = append(st.Messages, msg)
+		}
+		st.Messages = append(st.Messages, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: nudge})
+		log.Info("agent turn", "prompt_tokens", resp.Usage.PromptTokens, "completion_tokens", resp.Usage.CompletionTokens,
+			"total_tokens", st.Tokens(), "tools", []string{}, "finish_reason", resp.Choices[0].FinishReason)
+		return nil
+	}
+
+	st.Messages = append(st.Messages, msg)
+	env := toolEnv{ctx: ctx, ws: ws, st: st}
+	names := make([]string, 0, len(msg.ToolCalls))
+	for _, tc := range msg.ToolCalls {
+		names = append(names, tc.Function.Name)
+		content, step := a.runTool(env, tc)
+		st.Steps = append(st.Steps, step)
+		st.Messages = append(st.Messages, openai.ChatCompletionMessage{
+			Role:       openai.ChatMessageRoleTool,
+			Content:    content,
+			ToolCallID: tc.ID,
+		})
+	}
+	log.Info("agent turn", "prompt_tokens", resp.Usage.PromptTokens, "completion_tokens", resp.Usage.CompletionTokens,
+		"total_tokens", st.Tokens(), "tools", names, "finished", st.Finish != nil)
+	return nil
+}
+
+var errNoChoices = errors.New("the response has no choices")
+
+// assistantMessage keeps what the conversation needs from the model's answer,
+// and gives every tool call an id and a type (some servers omit them).
+func assistantMessage(m openai.ChatCompletionMessage, turn int) openai.ChatCompletionMessage {
+	out := openai.ChatCompletionMessage{
+		Role:    openai.ChatMessageRoleAssistant,
+		Content: m.Content,
+		Refusal: m.Refusal,
+	}
+	if len(m.MultiContent) > 0 && m.Content == "" {
+		var parts []string
+		for _, p := range m.MultiContent {
+			if p.Text != "" {
+				parts = append(parts, p.Text)
+			}
+		}
+		out.Content = strings.Join(parts, "\n")
+	}
+	for i, tc := range m.ToolCalls {
+		tc.Index = nil
+		if tc.ID == "" {
+			tc.ID = fmt.Sprintf("call_t%d_%d", turn, i+1)
+		}
+		if tc.Type == "" {
+			tc.Type = openai.ToolTypeFunction
+		}
+		out.ToolCalls = append(out.ToolCalls, tc)
+	}
+	return out
+}
+
+// runTool runs one tool call and returns the tool message content and the
+// step line. It never fails: errors become "error: …" content.
+func (a *Agent) runTool(env toolEnv, tc openai.ToolCall) (content, step string) {
+	name := tc.Function.Name
+	t, ok := toolsByName[name]
+	if !ok {
+		return "error: unknown tool " + fmt.Sprintf("%q", name) + "; the available tools are: " + toolNames(),
+			fmt.Sprintf("called unknown tool `%s`", cutString(name, 40))
+	}
+	res, err := t.run(env, []byte(tc.Function.Arguments))
+	if err != nil {
+		var te *toolError
+		msg := err.Error()
+		if !errors.As(err, &te) {
+			msg = "internal error: " + describe(err)
+		}
+		return "error: " + a.cut(msg), name + " failed: " + cutString(firstLine(msg), 80)
+	}
+	text := a.cut(res.text)
+	if text == "" {
+		text = "(no output)"
+	}
+	if res.block != "" {
+		text = block(res.block, res.attrs, text)
+	}
+	return text, res.step
+}
+
+// cut bounds one tool output to MaxToolOutput bytes, on a line or rune
+// boundary, with a note saying how much was cut.
+func (a *Agent) cut(s string) string {
+	limit := a.cfg.MaxToolOutput
+	if len(s) <= limit {
+		return s
+	}
+	i := limit
+	if nl := strings.LastIndexByte(s[:limit], '\n'); nl >= limit/2 {
+		i = nl + 1
+	} else {
+		for i > 0 && s[i]&0xC0 == 0x80 { // not a rune start
+			i--
+		}
+	}
+	return s[:i] + fmt.Sprintf("\n[… %d bytes cut …]\n", len(s)-i)
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// IsTransient reports whether err, from Turn, is worth retrying later: server
+// errors (5xx), rate limits (429), request timeouts and connection failures.
+// Client errors (400, 401, 403, 404, …), budget errors and malformed answers
+// are not.
+func IsTransient(err error) bool {
+	if err == nil || errors.Is(err, ErrBudget) || errors.Is(err, ErrFinished) {
+		return false
+	}
+	var apiErr *openai.APIError
+	if errors.As(err, &apiErr) && apiErr.HTTPStatusCode != 0 {
+		return transientStatus(apiErr.HTTPStatusCode)
+	}
+	var reqErr *openai.RequestError
+	if errors.As(err, &reqErr) && reqErr.HTTPStatusCode != 0 {
+		return transientStatus(reqErr.HTTPStatusCode)
+	}
+	if errors.Is(err, context.Canceled) {
+		return false
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) {
+		return true
+	}
+	var netErr net.Error
+	if errors.As(err, &netErr) && netErr.Timeout() {
+		return true
+	}
+	var opErr *net.OpError
+	var dnsErr *net.DNSError
+	return errors.As(err, &opErr) || (errors.As(err, &dnsErr) && (dnsErr.IsTemporary || dnsErr.IsTimeout))
+}
+
+func transientStatus(code int) bool {
+	return code == http.StatusTooManyRequests || code == http.StatusRequestTimeout || code >= 500
+}

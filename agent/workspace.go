@@ -1,0 +1,469 @@
+package agent
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
+)
+
+// Bounds of the file tools. The tool output as a whole is further bounded by
+// Config.MaxToolOutput.
+const (
+	defaultReadLines = 400
+	maxReadLines     = 2000
+	maxLineBytes     = 2000    // read_file: longer lines are cut
+	binarySniffBytes = 8000    // like git: a NUL in the first 8000 bytes means binary
+	maxWriteBytes    = 4 << 20 // write_file and edit_file results
+	maxEditFileBytes = 8 << 20 // edit_file refuses larger files
+	maxGrepFileBytes = 4 << 20 // grep skips larger files
+	maxGrepMatches   = 100
+	maxGrepLineBytes = 300
+	maxGlobResults   = 500
+	maxWalkEntries   = 100000 // entries visited by one glob or grep
+	maxSymlinkHops   = 40
+	maxIgnoreBytes   = 1 << 20
+)
+
+// workspace is the repository checkout the tools act on. Every access goes
+// through an os.Root, so neither ".." nor a symlink can leave it, even if the
+// lexical checks below were wrong.
+type workspace struct {
+	root *os.Root
+}
+
+func openWorkspace(dir string) (*workspace, error) {
+	r, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, err
+	}
+	return &workspace{root: r}, nil
+}
+
+func (w *workspace) Close() error { return w.root.Close() }
+
+// toolError is an error whose text is shown to the model as is.
+type toolError struct{ msg string }
+
+func (e *toolError) Error() string { return e.msg }
+
+func errorf(format string, args ...any) error { return &toolError{fmt.Sprintf(format, args...)} }
+
+// clean validates a path given by the model and returns it cleaned, relative
+// to the workspace root, with forward slashes.
+func clean(p string) (string, error) {
+	if strings.TrimSpace(p) == "" {
+		return "", errorf("path is empty; give a path relative to the repository root, e.g. src/main.go")
+	}
+	if strings.ContainsRune(p, 0) {
+		return "", errorf("path %q contains a NUL byte", p)
+	}
+	p = strings.ReplaceAll(p, `\`, "/")
+	if path.IsAbs(p) || filepath.IsAbs(p) || filepath.VolumeName(p) != "" {
+		return "", errorf("absolute path %q refused: paths are relative to the repository root, e.g. src/main.go", p)
+	}
+	c := path.Clean(p)
+	if c == ".." || strings.HasPrefix(c, "../") {
+		return "", errorf("path %q is outside the workspace: paths are relative to the repository root and may not climb out of it", p)
+	}
+	if err := checkGitDir(c, p); err != nil {
+		return "", err
+	}
+	return c, nil
+}
+
+func checkGitDir(c, orig string) error {
+	for _, part := range strings.Split(c, "/") {
+		if strings.EqualFold(part, ".git") {
+			return errorf("path %q refused: the .git directory is off limits", orig)
+		}
+	}
+	return nil
+}
+
+// resolve follows the symlinks along p (a clean relative path) inside the
+// workspace and returns the path they lead to. A link that leaves the
+// workspace, has an absolute target, or leads into .git is refused. The final
+// access still goes through os.Root, which refuses escapes on its own.
+func (w *workspace) resolve(p string) (string, error) {
+	if p == "." {
+		return ".", nil
+	}
+	todo := strings.Split(p, "/")
+	var done []string
+	hops := 0
+	for len(todo) > 0 {
+		part := todo[0]
+		todo = todo[1:]
+		switch part {
+		case "", ".":
+			continue
+		case "..":
+			if len(done) == 0 {
+				return "", errorf("path %q leads outside the workspace through a symlink", p)
+			}
+			done = done[:len(done)-1]
+			continue
+		}
+		cur := path.Join(append(done, part)...)
+		fi, err := w.root.Lstat(cur)
+		if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+			// Missing components are taken lexically: the caller reports
+			// "not found" or creates them.
+			done = append(done, part)
+			continue
+		}
+		hops++
+		if hops > maxSymlinkHops {
+			return "", errorf("path %q: too many levels of symlinks", p)
+		}
+		target, err := w.root.Readlink(cur)
+		if err != nil {
+			return "", errorf("path %q: cannot read symlink %s: %v", p, cur, describe(err))
+		}
+		target = filepath.ToSlash(target)
+		if path.IsAbs(target) || filepath.IsAbs(target) {
+			return "", errorf("path %q refused: %s is a symlink to an absolute path outside the workspace", p, cur)
+		}
+		todo = append(strings.Split(target, "/"), todo...)
+	}
+	r := path.Join(done...)
+	if r == "" {
+		r = "."
+	}
+	if err := checkGitDir(r, p); err != nil {
+		return "", errorf("path %q refused: it is a symlink into the .git directory", p)
+	}
+	return r, nil
+}
+
+// target validates and resolves a path from the model.
+func (w *workspace) target(p string) (string, error) {
+	c, err := clean(p)
+	if err != nil {
+		return "", err
+	}
+	return w.resolve(c)
+}
+
+// describe turns an error from the file system into text for the model
+// without leaking host paths.
+func describe(err error) string {
+	var pe *fs.PathError
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return "no such file or directory"
+	case errors.Is(err, fs.ErrPermission):
+		return "permission denied"
+	case errors.As(err, &pe):
+		if strings.Contains(pe.Err.Error(), "escapes") {
+			return "path escapes the workspace"
+		}
+		return pe.Err.Error()
+	}
+	return err.Error()
+}
+
+func fileErr(p string, err error) error {
+	var te *toolError
+	if errors.As(err, &te) {
+		return err
+	}
+	return errorf("%s: %s", p, describe(err))
+}
+
+// readFile renders lines [start, start+max) of a file, numbered.
+func (w *workspace) readFile(p string, start, max int) (out string, first, last int, err error) {
+	rp, err := w.target(p)
+	if err != nil {
+		return "", 0, 0, err
+	}
+	f, err := w.root.Open(rp)
+	if err != nil {
+		return "", 0, 0, fileErr(p, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return "", 0, 0, fileErr(p, err)
+	}
+	if fi.IsDir() {
+		return "", 0, 0, errorf("%s is a directory; use glob to list files, e.g. %s/*", p, strings.TrimSuffix(p, "/"))
+	}
+	if !fi.Mode().IsRegular() {
+		return "", 0, 0, errorf("%s is not a regular file", p)
+	}
+	br := bufio.NewReaderSize(f, 64<<10)
+	head, _ := br.Peek(binarySniffBytes)
+	if bytes.IndexByte(head, 0) >= 0 {
+		return "", 0, 0, errorf("%s is a binary file (%d bytes); it cannot be shown", p, fi.Size())
+	}
+	if fi.Size() == 0 {
+		return "(empty file)", 0, 0, nil
+	}
+
+	var b strings.Builder
+	n := 0
+	first, last = 0, 0
+	for {
+		line, cut, eof, rerr := readLine(br, maxLineBytes)
+		if rerr != nil {
+			return "", 0, 0, fileErr(p, rerr)
+		}
+		if eof && line == nil {
+			break
+		}
+		n++
+		if n >= start && n < start+max {
+			if first == 0 {
+				first = n
+			}
+			last = n
+			fmt.Fprintf(&b, "%5d\t%s", n, strings.TrimSuffix(string(line), "\r"))
+			if cut > 0 {
+				fmt.Fprintf(&b, " [… line cut, %d more bytes]", cut)
+			}
+			b.WriteByte('\n')
+		}
+		if eof {
+			break
+		}
+	}
+	switch {
+	case first == 0:
+		return "", 0, 0, errorf("%s has %d lines; start_line %d is past the end", p, n, start)
+	case first > 1 || last < n:
+		fmt.Fprintf(&b, "[showing lines %d-%d of %d; use start_line to read more]\n", first, last, n)
+	}
+	return b.String(), first, last, nil
+}
+
+// readLine returns the next line without its newline, keeping at most max
+// bytes of it and counting the bytes dropped. eof reports that the input
+// ended; line is nil when there was nothing left to read.
+func readLine(br *bufio.Reader, max int) (line []byte, cut int, eof bool, err error) {
+	for {
+		chunk, rerr := br.ReadSlice('\n')
+		chunk = bytes.TrimSuffix(chunk, []byte("\n"))
+		if room := max - len(line); room > 0 {
+			take := min(room, len(chunk))
+			line = append(line, chunk[:take]...)
+			cut += len(chunk) - take
+		} else {
+			cut += len(chunk)
+		}
+		if line == nil {
+			line = []byte{}
+		}
+		switch {
+		case rerr == nil:
+			return line, cut, false, nil
+		case errors.Is(rerr, bufio.ErrBufferFull):
+			continue
+		case errors.Is(rerr, io.EOF):
+			if len(line) == 0 && cut == 0 {
+				return nil, 0, true, nil
+			}
+			return line, cut, true, nil
+		default:
+			return nil, 0, false, rerr
+		}
+	}
+}
+
+// writeFile creates or replaces a file, creating parent directories. It
+// reports whether the file was created.
+func (w *workspace) writeFile(p, content string) (created bool, err error) {
+	if len(content) > maxWriteBytes {
+		return false, errorf("content is %d bytes; the limit is %d", len(content), maxWriteBytes)
+	}
+	rp, err := w.target(p)
+	if err != nil {
+		return false, err
+	}
+	if rp == "." {
+		return false, errorf("%s is the repository root, not a file", p)
+	}
+	fi, err := w.root.Stat(rp)
+	switch {
+	case err == nil && fi.IsDir():
+		return false, errorf("%s is a directory", p)
+	case err == nil && !fi.Mode().IsRegular():
+		return false, errorf("%s is not a regular file", p)
+	case err != nil && !errors.Is(err, fs.ErrNotExist):
+		return false, fileErr(p, err)
+	}
+	created = err != nil
+	if dir := path.Dir(rp); dir != "." {
+		if err := w.root.MkdirAll(dir, 0o755); err != nil {
+			return false, fileErr(p, err)
+		}
+	}
+	// WriteFile keeps the mode of an existing file (it truncates it).
+	if err := w.root.WriteFile(rp, []byte(content), 0o644); err != nil {
+		return false, fileErr(p, err)
+	}
+	return created, nil
+}
+
+// editFile replaces old with new, which must occur exactly want times.
+func (w *workspace) editFile(p, old, repl string, want int) error {
+	if old == "" {
+		return errorf("old_text is empty; give the exact text to replace (use write_file to create a file)")
+	}
+	if old == repl {
+		return errorf("old_text and new_text are identical; nothing to change")
+	}
+	if want < 1 {
+		return errorf("expected_matches must be at least 1, got %d", want)
+	}
+	rp, err := w.target(p)
+	if err != nil {
+		return err
+	}
+	fi, err := w.root.Stat(rp)
+	if err != nil {
+		return fileErr(p, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return errorf("%s is not a regular file", p)
+	}
+	if fi.Size() > maxEditFileBytes {
+		return errorf("%s is %d bytes; edit_file handles files up to %d bytes", p, fi.Size(), maxEditFileBytes)
+	}
+	data, err := w.root.ReadFile(rp)
+	if err != nil {
+		return fileErr(p, err)
+	}
+	content := string(data)
+	got := strings.Count(content, old)
+	if got != want {
+		hint := ""
+		if got == 0 {
+			hint = "; old_text must match the file exactly, including whitespace and indentation (read the file again)"
+		} else {
+			hint = "; add surrounding lines to old_text to make it unique, or set expected_matches to replace all of them"
+		}
+		return errorf("old_text found %d times in %s, expected %d%s", got, p, want, hint)
+	}
+	out := strings.ReplaceAll(content, old, repl)
+	if len(out) > maxWriteBytes && len(out) > len(content) {
+		return errorf("the edit would make %s %d bytes; the limit is %d", p, len(out), maxWriteBytes)
+	}
+	if err := w.root.WriteFile(rp, []byte(out), fi.Mode().Perm()); err != nil {
+		return fileErr(p, err)
+	}
+	return nil
+}
+
+// walkFunc is called for each file (not directory) that is neither ignored
+// nor inside .git, in lexical order. Returning errStopWalk stops the walk.
+type walkFunc func(rel string, d fs.DirEntry) error
+
+var errStopWalk = errors.New("stop walk")
+
+// walk visits the files of the workspace, honouring .gitignore files (and
+// .git/info/exclude) the way git does, never entering .git, never following
+// symlinked directories, and visiting at most maxWalkEntries entries. It
+// reports whether that bound cut the walk short.
+func (w *workspace) walk(ctx context.Context, fn walkFunc) (truncated bool, err error) {
+	patterns := map[string][]gitignore.Pattern{}
+	rootPatterns := w.ignorePatterns(".git/info/exclude", nil)
+	visited := 0
+	err = fs.WalkDir(w.root.FS(), ".", func(rel string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if rel == "." {
+				return err
+			}
+			return nil // unreadable entry: skip it, keep walking
+		}
+		if rel == "." {
+			patterns["."] = append(rootPatterns, w.ignorePatterns(".gitignore", nil)...)
+			return nil
+		}
+		if visited++; visited > maxWalkEntries {
+			truncated = true
+			return fs.SkipAll
+		}
+		if visited%1024 == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		if d.Name() == ".git" {
+			if d.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		parts := strings.Split(rel, "/")
+		parent := path.Dir(rel)
+		if gitignore.NewMatcher(patterns[parent]).Match(parts, d.IsDir()) {
+			if d.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if d.IsDir() {
+			own := w.ignorePatterns(rel+"/.gitignore", parts)
+			inherited := patterns[parent]
+			patterns[rel] = append(inherited[:len(inherited):len(inherited)], own...)
+			return nil
+		}
+		if err := fn(rel, d); err != nil {
+			if errors.Is(err, errStopWalk) {
+				return fs.SkipAll
+			}
+			return err
+		}
+		return nil
+	})
+	return truncated, err
+}
+
+func (w *workspace) ignorePatterns(file string, domain []string) []gitignore.Pattern {
+	fi, err := w.root.Stat(file)
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() > maxIgnoreBytes {
+		return nil
+	}
+	data, err := w.root.ReadFile(file)
+	if err != nil {
+		return nil
+	}
+	var ps []gitignore.Pattern
+	for _, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimSuffix(line, "\r")
+		if strings.TrimSpace(line) == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		ps = append(ps, gitignore.ParsePattern(line, domain))
+	}
+	return ps
+}
+
+// isBinary reports whether data looks binary (a NUL byte near the start).
+func isBinary(data []byte) bool {
+	return bytes.IndexByte(data[:min(len(data), binarySniffBytes)], 0) >= 0
+}
+
+// cutString cuts s to at most n bytes on a rune boundary, marking the cut.
+func cutString(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	i := n
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i] + "…"
+}

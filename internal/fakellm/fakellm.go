@@ -1,0 +1,223 @@
+// Package fakellm is an OpenAI-compatible chat-completions server for tests.
+//
+// It replays a scripted conversation (or asks a function for each answer),
+// records every request it was sent, and answers in the wire format the real
+// API uses, so production code built on go-openai runs unchanged against it.
+// It owns nothing outside tests and must never be wired into the bot binary.
+package fakellm
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	openai "github.com/sashabaranov/go-openai"
+)
+
+// Default token usage reported for a step that sets none.
+const (
+	DefaultPromptTokens     = 100
+	DefaultCompletionTokens = 20
+)
+
+// ToolCall is one function call the fake model makes. Its ID is generated.
+type ToolCall struct {
+	Name      string
+	Arguments string // raw JSON text, sent verbatim (so it may be malformed on purpose)
+}
+
+// Usage is the token usage reported with a step.
+type Usage struct {
+	Prompt, Completion int
+}
+
+// Step is one scripted answer.
+type Step struct {
+	ToolCalls []ToolCall
+	Content   string
+	// Usage defaults to DefaultPromptTokens/DefaultCompletionTokens when zero.
+	Usage Usage
+	// Status, when non-zero, makes the answer an HTTP error with an
+	// OpenAI-style error body; Content, if set, is its message.
+	Status int
+	// RawBody, when set, is sent verbatim with status 200 (garbage responses).
+	RawBody string
+}
+
+// Server is a running fake. URL ends in /v1 and is meant as a client BaseURL.
+type Server struct {
+	URL string
+
+	t      testing.TB
+	srv    *httptest.Server
+	next   func(req openai.ChatCompletionRequest) (Step, bool)
+	mu     sync.Mutex
+	apiKey string
+	reqs   []openai.ChatCompletionRequest
+	calls  int
+	served int // scripted answers given
+}
+
+// New starts a server that answers with steps in order. When the script runs
+// out it answers 500 and reports the test as failed.
+func New(t testing.TB, steps ...Step) *Server {
+	t.Helper()
+	i := 0 // guarded by Server.mu: next is only called with the lock held
+	return start(t, func(openai.ChatCompletionRequest) (Step, bool) {
+		if i >= len(steps) {
+			return Step{}, false
+		}
+		s := steps[i]
+		i++
+		return s, true
+	})
+}
+
+// NewFunc starts a server that asks f for every answer. f is called with the
+// server's lock held, so it needs no locking of its own, and must not call
+// the Server's methods.
+func NewFunc(t testing.TB, f func(req openai.ChatCompletionRequest) Step) *Server {
+	t.Helper()
+	return start(t, func(req openai.ChatCompletionRequest) (Step, bool) { return f(req), true })
+}
+
+func start(t testing.TB, next func(openai.ChatCompletionRequest) (Step, bool)) *Server {
+	s := &Server{t: t, next: next}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/v1/chat/completions", s.handle)
+	mux.HandleFunc("/chat/completions", s.handle)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "fakellm: no route for "+r.Method+" "+r.URL.Path)
+	})
+	s.srv = httptest.NewServer(mux)
+	s.URL = s.srv.URL + "/v1"
+	t.Cleanup(s.srv.Close)
+	return s
+}
+
+// WithAPIKey makes the server require "Authorization: Bearer key" and answer
+// 401 otherwise. It returns s for chaining after New.
+func (s *Server) WithAPIKey(key string) *Server {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.apiKey = key
+	return s
+}
+
+// Requests returns a copy of every request received, as decoded.
+func (s *Server) Requests() []openai.ChatCompletionRequest {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]openai.ChatCompletionRequest(nil), s.reqs...)
+}
+
+// Calls is the number of chat-completion requests received, answered or not.
+func (s *Server) Calls() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.calls
+}
+
+func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		writeError(w, http.StatusMethodNotAllowed, "fakellm: method "+r.Method+" not allowed")
+		return
+	}
+	var req openai.ChatCompletionRequest
+	decodeErr := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<20)).Decode(&req)
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls++
+	if decodeErr != nil {
+		s.t.Errorf("fakellm: undecodable request: %v", decodeErr)
+		writeError(w, http.StatusBadRequest, "fakellm: undecodable request: "+decodeErr.Error())
+		return
+	}
+	s.reqs = append(s.reqs, req)
+
+	if s.apiKey != "" && r.Header.Get("Authorization") != "Bearer "+s.apiKey {
+		writeError(w, http.StatusUnauthorized, "Incorrect API key provided.")
+		return
+	}
+
+	step, ok := s.next(req)
+	if !ok {
+		msg := fmt.Sprintf("fakellm: script exhausted after %d steps", s.served)
+		s.t.Errorf("%s", msg)
+		writeError(w, http.StatusInternalServerError, msg)
+		return
+	}
+	s.served++
+	switch {
+	case step.Status != 0:
+		msg := step.Content
+		if msg == "" {
+			msg = http.StatusText(step.Status)
+		}
+		writeError(w, step.Status, msg)
+	case step.RawBody != "":
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(step.RawBody))
+	default:
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(s.response(req, step))
+	}
+}
+
+// response builds the answer for call number s.calls.
+func (s *Server) response(req openai.ChatCompletionRequest, step Step) openai.ChatCompletionResponse {
+	msg := openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant, Content: step.Content}
+	for i, tc := range step.ToolCalls {
+		msg.ToolCalls = append(msg.ToolCalls, openai.ToolCall{
+			ID:       fmt.Sprintf("call_%d_%d", s.calls, i+1),
+			Type:     openai.ToolTypeFunction,
+			Function: openai.FunctionCall{Name: tc.Name, Arguments: tc.Arguments},
+		})
+	}
+	finish := openai.FinishReasonStop
+	if len(msg.ToolCalls) > 0 {
+		finish = openai.FinishReasonToolCalls
+	}
+	u := step.Usage
+	if u == (Usage{}) {
+		u = Usage{Prompt: DefaultPromptTokens, Completion: DefaultCompletionTokens}
+	}
+	return openai.ChatCompletionResponse{
+		ID:      fmt.Sprintf("chatcmpl-fake-%d", s.calls),
+		Object:  "chat.completion",
+		Created: 1700000000, // fixed: tests must not depend on the clock
+		Model:   req.Model,
+		Choices: []openai.ChatCompletionChoice{{Index: 0, Message: msg, FinishReason: finish}},
+		Usage: openai.Usage{
+			PromptTokens:     u.Prompt,
+			CompletionTokens: u.Completion,
+			TotalTokens:      u.Prompt + u.Completion,
+		},
+	}
+}
+
+func writeError(w http.ResponseWriter, status int, msg string) {
+	typ := "invalid_request_error"
+	switch {
+	case status == http.StatusTooManyRequests:
+		typ = "rate_limit_error"
+	case status == http.StatusUnauthorized:
+		typ = "authentication_error"
+	case status >= 500:
+		typ = "server_error"
+	}
+	body := map[string]any{"error": map[string]any{
+		"message": msg,
+		"type":    typ,
+		"param":   nil,
+		"code":    strings.ReplaceAll(strings.ToLower(http.StatusText(status)), " ", "_"),
+	}}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(body)
+}
