@@ -1,0 +1,355 @@
+package ghapp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/go-github/v88/github"
+)
+
+// MaxBodyChars is the longest comment or pull request body GitHub accepts, in
+// Unicode code points (see FACTS.md §6: 65536 code points passes both the
+// "characters" and the 262144-byte reading of the limit).
+const MaxBodyChars = 65536
+
+const truncatedNote = "\n\n---\n*This text was cut: it exceeded GitHub's 65536-character limit.*"
+
+// Marker returns the hidden HTML comment that tags a bot comment:
+// "<!-- pullwright:" + key + " -->". Characters that could end or confuse
+// the HTML comment ('<', '>', line breaks) are replaced by '_'.
+func Marker(key string) string {
+	key = strings.Map(func(r rune) rune {
+		if r == '<' || r == '>' || r == '\n' || r == '\r' {
+			return '_'
+		}
+		return r
+	}, key)
+	return "<!-- pullwright:" + key + " -->"
+}
+
+// fitBody cuts body so that body+tail is at most MaxBodyChars code points,
+// adding a visible note when it cuts.
+func fitBody(body, tail string) string {
+	if utf8.RuneCountInString(body)+utf8.RuneCountInString(tail) <= MaxBodyChars {
+		return body + tail
+	}
+	keep := MaxBodyChars - utf8.RuneCountInString(truncatedNote) - utf8.RuneCountInString(tail)
+	n := 0
+	for i := range body {
+		if n == keep {
+			body = body[:i]
+			break
+		}
+		n++
+	}
+	return body + truncatedNote + tail
+}
+
+// AddReaction adds a reaction ("+1", "eyes", "rocket", ...) to an issue
+// comment. Adding one that already exists succeeds.
+func (a *App) AddReaction(ctx context.Context, inst int64, owner, repo string, commentID int64, content string) error {
+	ctx, cancel := a.callCtx(ctx)
+	defer cancel()
+	err := func() error {
+		gh, err := a.client(inst)
+		if err != nil {
+			return err
+		}
+		_, _, err = gh.Reactions.CreateIssueCommentReaction(ctx, owner, repo, commentID, content)
+		return err
+	}()
+	if err != nil {
+		return fmt.Errorf("add reaction %q to comment %d in %s/%s: %w", content, commentID, owner, repo, err)
+	}
+	return nil
+}
+
+// UpsertComment writes the bot's comment tagged with Marker(marker) on an
+// issue or pull request and returns its id. Marker(marker) is appended to
+// body on its own line; bodies too long for GitHub are cut with a note.
+//
+// With commentID != 0 that comment is edited; if it is gone (404) a comment
+// is created instead. With commentID == 0 the issue's comments are searched
+// for one written by this app that carries the marker, and that one is
+// edited; only if there is none is a comment created. So a retried step
+// (even after a create whose answer was lost) edits instead of posting twice.
+func (a *App) UpsertComment(ctx context.Context, inst int64, owner, repo string, issue int, marker string, commentID int64, body string) (int64, error) {
+	ctx, cancel := a.callCtx(ctx)
+	defer cancel()
+	mk := Marker(marker)
+	full := fitBody(strings.TrimRight(body, "\n"), "\n\n"+mk)
+	gh, err := a.client(inst)
+	if err != nil {
+		return 0, fmt.Errorf("upsert comment on %s/%s#%d: %w", owner, repo, issue, err)
+	}
+	edit := func(id int64) (int64, error) {
+		c, _, err := gh.Issues.EditComment(ctx, owner, repo, id, &github.IssueComment{Body: &full})
+		if err != nil {
+			return 0, err
+		}
+		return c.GetID(), nil
+	}
+
+	if commentID != 0 {
+		id, err := edit(commentID)
+		if err == nil {
+			return id, nil
+		}
+		if StatusCode(err) != http.StatusNotFound {
+			return 0, fmt.Errorf("edit comment %d on %s/%s#%d: %w", commentID, owner, repo, issue, err)
+		}
+		a.log.InfoContext(ctx, "github comment to edit is gone; creating a new one",
+			"repo", owner+"/"+repo, "issue", issue, "comment_id", commentID)
+	} else {
+		id, err := a.findMarked(ctx, gh, owner, repo, issue, mk)
+		if err != nil {
+			return 0, fmt.Errorf("find comment %s on %s/%s#%d: %w", mk, owner, repo, issue, err)
+		}
+		if id != 0 {
+			edited, err := edit(id)
+			if err != nil {
+				return 0, fmt.Errorf("edit comment %d on %s/%s#%d: %w", id, owner, repo, issue, err)
+			}
+			return edited, nil
+		}
+	}
+
+	c, _, err := gh.Issues.CreateComment(ctx, owner, repo, issue, &github.IssueComment{Body: &full})
+	if err != nil {
+		return 0, fmt.Errorf("create comment on %s/%s#%d: %w", owner, repo, issue, err)
+	}
+	return c.GetID(), nil
+}
+
+// findMarked returns the id of the oldest comment on the issue written by this
+// app's bot account that contains mk, or 0.
+func (a *App) findMarked(ctx context.Context, gh *github.Client, owner, repo string, issue int, mk string) (int64, error) {
+	slug, err := a.appSlug(ctx)
+	if err != nil {
+		return 0, err
+	}
+	login := slug + "[bot]"
+	opts := &github.IssueListCommentsOptions{ListOptions: github.ListOptions{PerPage: a.pageSize}}
+	for {
+		cs, resp, err := gh.Issues.ListComments(ctx, owner, repo, issue, opts)
+		if err != nil {
+			return 0, err
+		}
+		for _, c := range cs {
+			u := c.GetUser()
+			if u.GetType() == "Bot" && strings.EqualFold(u.GetLogin(), login) && strings.Contains(c.GetBody(), mk) {
+				return c.GetID(), nil
+			}
+		}
+		if resp.NextPage == 0 {
+			return 0, nil
+		}
+		opts.Page = resp.NextPage
+	}
+}
+
+// Issue is an issue or pull request with its newest comments.
+type Issue struct {
+	Number   int
+	Title    string
+	Body     string
+	Locked   bool
+	IsPR     bool // the issue is a pull request
+	Author   string
+	Comments []Comment // oldest first; at most the newest 100
+}
+
+// Comment is one issue comment.
+type Comment struct {
+	ID         int64
+	Author     string
+	AuthorType string // "User", "Bot", "Organization", ...
+	Body       string
+	CreatedAt  time.Time
+}
+
+// Issue returns an issue (or pull request) with its comments, oldest first.
+// Only the newest 100 comments are returned: on a longer thread the oldest
+// ones are left out (the first pages are not even fetched).
+func (a *App) Issue(ctx context.Context, inst int64, owner, repo string, number int) (Issue, error) {
+	ctx, cancel := a.callCtx(ctx)
+	defer cancel()
+	gh, err := a.client(inst)
+	if err != nil {
+		return Issue{}, fmt.Errorf("get issue %s/%s#%d: %w", owner, repo, number, err)
+	}
+	is, _, err := gh.Issues.Get(ctx, owner, repo, number)
+	if err != nil {
+		return Issue{}, fmt.Errorf("get issue %s/%s#%d: %w", owner, repo, number, err)
+	}
+	out := Issue{
+		Number: is.GetNumber(),
+		Title:  is.GetTitle(),
+		Body:   is.GetBody(),
+		Locked: is.GetLocked(),
+		IsPR:   is.IsPullRequest(),
+		Author: is.GetUser().GetLogin(),
+	}
+	cs, err := a.newestComments(ctx, gh, owner, repo, number)
+	if err != nil {
+		return Issue{}, fmt.Errorf("list comments of %s/%s#%d: %w", owner, repo, number, err)
+	}
+	for _, c := range cs {
+		out.Comments = append(out.Comments, Comment{
+			ID:         c.GetID(),
+			Author:     c.GetUser().GetLogin(),
+			AuthorType: c.GetUser().GetType(),
+			Body:       c.GetBody(),
+			CreatedAt:  c.GetCreatedAt().Time,
+		})
+	}
+	return out, nil
+}
+
+// newestComments returns the newest a.commentCap comments, oldest first. It
+// reads page 1 to learn the last page, then only the pages that can hold the
+// newest comments, following "next" links in case the thread grows meanwhile.
+func (a *App) newestComments(ctx context.Context, gh *github.Client, owner, repo string, number int) ([]*github.IssueComment, error) {
+	per := a.pageSize
+	opts := &github.IssueListCommentsOptions{ListOptions: github.ListOptions{PerPage: per, Page: 1}}
+	all, resp, err := gh.Issues.ListComments(ctx, owner, repo, number, opts)
+	if err != nil {
+		return nil, err
+	}
+	if resp.NextPage != 0 {
+		start := 2
+		if resp.LastPage != 0 {
+			// The last page holds at least one comment; the newest cap-1
+			// others fit in the ceil((cap-1)/per) pages before it.
+			start = max(2, resp.LastPage-(a.commentCap-1+per-1)/per)
+		}
+		if start > 2 {
+			all = nil
+		}
+		for page := start; page != 0; {
+			opts.Page = page
+			cs, resp, err := gh.Issues.ListComments(ctx, owner, repo, number, opts)
+			if err != nil {
+				return nil, err
+			}
+			all = append(all, cs...)
+			page = resp.NextPage
+		}
+	}
+	if len(all) > a.commentCap {
+		all = all[len(all)-a.commentCap:]
+	}
+	return all, nil
+}
+
+// NewPullRequest describes the pull request to open. Head is a branch of the
+// same repository ("branch") or "owner:branch".
+type NewPullRequest struct {
+	Title, Body, Head, Base string
+	Draft                   bool
+}
+
+// PullRequest is an opened (or found) pull request.
+type PullRequest struct {
+	Number  int
+	HTMLURL string
+	Created bool // false: an open pull request for Head already existed and was updated
+}
+
+// OpenPullRequest opens a pull request, idempotently: if an open pull request
+// from the same head exists, its title and body are updated and it is
+// returned with Created=false. Bodies too long for GitHub are cut with a note.
+func (a *App) OpenPullRequest(ctx context.Context, inst int64, owner, repo string, pr NewPullRequest) (PullRequest, error) {
+	ctx, cancel := a.callCtx(ctx)
+	defer cancel()
+	out, err := a.openPullRequest(ctx, inst, owner, repo, pr)
+	if err != nil {
+		return PullRequest{}, fmt.Errorf("open pull request %s → %s in %s/%s: %w", pr.Head, pr.Base, owner, repo, err)
+	}
+	return out, nil
+}
+
+func (a *App) openPullRequest(ctx context.Context, inst int64, owner, repo string, pr NewPullRequest) (PullRequest, error) {
+	if pr.Title == "" || pr.Head == "" || pr.Base == "" {
+		return PullRequest{}, errors.New("title, head and base are required")
+	}
+	gh, err := a.client(inst)
+	if err != nil {
+		return PullRequest{}, err
+	}
+	body := fitBody(pr.Body, "")
+	head := pr.Head
+	if !strings.Contains(head, ":") {
+		head = owner + ":" + head
+	}
+	update := func() (PullRequest, bool, error) {
+		open, _, err := gh.PullRequests.List(ctx, owner, repo, &github.PullRequestListOptions{
+			State: "open", Head: head, ListOptions: github.ListOptions{PerPage: 1},
+		})
+		if err != nil || len(open) == 0 {
+			return PullRequest{}, false, err
+		}
+		p, _, err := gh.PullRequests.Edit(ctx, owner, repo, open[0].GetNumber(), &github.PullRequest{
+			Title: &pr.Title, Body: &body,
+		})
+		if err != nil {
+			return PullRequest{}, true, fmt.Errorf("update #%d: %w", open[0].GetNumber(), err)
+		}
+		return PullRequest{Number: p.GetNumber(), HTMLURL: p.GetHTMLURL()}, true, nil
+	}
+
+	if out, found, err := update(); found || err != nil {
+		return out, err
+	}
+	p, _, err := gh.PullRequests.Create(ctx, owner, repo, &github.NewPullRequest{
+		Title: &pr.Title, Head: &pr.Head, Base: &pr.Base, Body: &body, Draft: &pr.Draft,
+	})
+	if StatusCode(err) == http.StatusUnprocessableEntity {
+		// Someone (or an earlier attempt whose answer was lost) opened it meanwhile.
+		if out, found, uerr := update(); found || uerr != nil {
+			return out, uerr
+		}
+	}
+	if err != nil {
+		return PullRequest{}, err
+	}
+	return PullRequest{Number: p.GetNumber(), HTMLURL: p.GetHTMLURL(), Created: true}, nil
+}
+
+// Permission returns a user's role on a repository: "admin", "maintain",
+// "write", "triage", "read" or "none". The role_name field is preferred when
+// it is one of these (it tells maintain and triage apart); otherwise, for
+// example with a custom organisation role, the legacy permission field is
+// used. A 404 (not a collaborator, no such user) means "none".
+func (a *App) Permission(ctx context.Context, inst int64, owner, repo, user string) (string, error) {
+	ctx, cancel := a.callCtx(ctx)
+	defer cancel()
+	gh, err := a.client(inst)
+	if err != nil {
+		return "", fmt.Errorf("permission of %s on %s/%s: %w", user, owner, repo, err)
+	}
+	lvl, _, err := gh.Repositories.GetPermissionLevel(ctx, owner, repo, user)
+	if StatusCode(err) == http.StatusNotFound {
+		return "none", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("permission of %s on %s/%s: %w", user, owner, repo, err)
+	}
+	switch r := lvl.GetRoleName(); r {
+	case "admin", "maintain", "write", "triage", "read", "none":
+		return r, nil
+	}
+	switch p := lvl.GetPermission(); p {
+	case "admin", "write", "read", "none":
+		return p, nil
+	case "":
+		return "", fmt.Errorf("permission of %s on %s/%s: GitHub returned no permission", user, owner, repo)
+	default:
+		return "", fmt.Errorf("permission of %s on %s/%s: unknown permission %q", user, owner, repo, p)
+	}
+}

@@ -1,0 +1,532 @@
+// Package fakegithub is a stateful fake of the part of GitHub's REST API that
+// Pullwright uses, served by net/http/httptest so that the production code
+// paths (go-github, ghinstallation, ghapp) run unchanged against it.
+//
+// It owns: a GitHub App with a freshly generated RSA key, installations and the
+// installation tokens minted for them, issues, issue comments, reactions, pull
+// requests and collaborator permissions, a log of every request it answered,
+// and fault injection (FailNext). It checks authentication the way GitHub does:
+// app endpoints need a JWT signed RS256 by the app key, repository endpoints
+// need an installation token minted for an installation that includes the
+// repository.
+//
+// It must not be used outside tests, and it does not try to be GitHub: only the
+// endpoints and fields Pullwright reads are modelled. HTML URLs point at
+// https://github.com (for example https://github.com/o/r/pull/3), whatever
+// address the fake listens on, so golden files stay stable.
+package fakegithub
+
+import (
+	"bytes"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/hex"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// HTMLBase is the host used in html_url fields.
+const HTMLBase = "https://github.com"
+
+// BotUserID is the user id of the app's bot account ("<slug>[bot]").
+const BotUserID int64 = 41000001
+
+// Issue is an issue (or pull request) seeded with AddIssue.
+type Issue struct {
+	Number int // 0: the next free number
+	Title  string
+	Body   string
+	Author string // login; defaults to "octocat"
+	Locked bool
+	IsPR   bool
+}
+
+// Comment is an issue comment as the fake currently stores it.
+type Comment struct {
+	ID         int64
+	Author     string
+	AuthorType string // "User" or "Bot"
+	Body       string
+	Edits      int // successful PATCHes
+	CreatedAt  time.Time
+}
+
+// PullRequest is a pull request as the fake currently stores it.
+type PullRequest struct {
+	Number  int
+	Title   string
+	Body    string
+	Head    string // branch name as sent (without "owner:")
+	Base    string
+	Draft   bool
+	State   string // "open" or "closed"
+	HTMLURL string
+}
+
+// Request is one request the fake received, in arrival order.
+type Request struct {
+	Method string
+	Path   string // API path without the server's prefix, e.g. "/repos/o/r/issues/1"
+	Query  string // raw query
+	Body   []byte
+	Auth   string // "jwt", "token", "none" or "bad"
+	Status int    // status answered
+}
+
+// Server is a running fake. Create it with New or NewWithPrefix.
+type Server struct {
+	URL     string // API base URL (includes the prefix, no trailing slash)
+	AppID   int64
+	AppSlug string
+
+	srv    *httptest.Server
+	key    *rsa.PrivateKey
+	prefix string
+	mux    *http.ServeMux
+
+	mu            sync.Mutex
+	installations map[int64]map[string]bool
+	tokens        map[string]tokenInfo
+	issues        map[string]map[int]*issue // repo key → number → issue
+	comments      map[int64]*comment
+	reactions     map[int64][]reaction
+	pulls         map[string][]*pullRequest
+	perms         map[string]map[string]string // repo key → user → role
+	users         map[string]int64
+	requests      []Request
+	faults        []fault
+	nextID        int64
+	privateMode   bool
+}
+
+type tokenInfo struct {
+	installation int64
+	expires      time.Time
+}
+
+type issue struct {
+	Issue
+	createdAt time.Time
+	comments  []int64
+}
+
+type comment struct {
+	Comment
+	repo   string
+	issue  int
+	isPR   bool
+	update time.Time
+}
+
+type reaction struct {
+	id      int64
+	user    string
+	content string
+}
+
+type pullRequest struct {
+	PullRequest
+	headOwner string
+}
+
+type fault struct {
+	method, prefix string
+	n, status      int
+	header         http.Header
+	apply          bool // handle the request, then answer the fault
+}
+
+// New starts a fake serving the API at the root of its URL. The server is
+// closed by t.Cleanup.
+func New(t testing.TB) *Server { return NewWithPrefix(t, "") }
+
+// NewWithPrefix starts a fake serving the API under prefix (for example
+// "/api/v3", like GitHub Enterprise Server). Requests outside the prefix get
+// 404. URL includes the prefix.
+func NewWithPrefix(t testing.TB, prefix string) *Server {
+	t.Helper()
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatalf("fakegithub: generate key: %v", err)
+	}
+	s := &Server{
+		AppID:         4242,
+		AppSlug:       "pullwright-test",
+		key:           key,
+		prefix:        strings.TrimRight(prefix, "/"),
+		installations: map[int64]map[string]bool{},
+		tokens:        map[string]tokenInfo{},
+		issues:        map[string]map[int]*issue{},
+		comments:      map[int64]*comment{},
+		reactions:     map[int64][]reaction{},
+		pulls:         map[string][]*pullRequest{},
+		perms:         map[string]map[string]string{},
+		users:         map[string]int64{},
+		nextID:        1000,
+	}
+	s.routes()
+	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
+	s.URL = s.srv.URL + s.prefix
+	t.Cleanup(s.srv.Close)
+	return s
+}
+
+// PrivateKeyPEM returns the app's private key, PKCS#1 PEM encoded, as GitHub
+// hands it out.
+func (s *Server) PrivateKeyPEM() []byte {
+	return pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(s.key)})
+}
+
+// BotLogin is the login of the app's bot account: "<slug>[bot]".
+func (s *Server) BotLogin() string { return s.AppSlug + "[bot]" }
+
+// AddInstallation adds (or extends) an installation with repositories given
+// as "owner/name".
+func (s *Server) AddInstallation(id int64, repos ...string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.installations[id] == nil {
+		s.installations[id] = map[string]bool{}
+	}
+	for _, r := range repos {
+		s.installations[id][strings.ToLower(r)] = true
+	}
+}
+
+// SetPrivateMode makes GET /users/{login} require an installation token, like
+// a GitHub Enterprise Server in private mode.
+func (s *Server) SetPrivateMode(on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.privateMode = on
+}
+
+// AddIssue seeds an issue (or, with IsPR, the issue half of a pull request).
+// It returns the issue's number.
+func (s *Server) AddIssue(owner, repo string, is Issue) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := repoKey(owner, repo)
+	if is.Number == 0 {
+		is.Number = s.nextNumberLocked(k)
+	}
+	if is.Author == "" {
+		is.Author = "octocat"
+	}
+	s.userLocked(is.Author)
+	if s.issues[k] == nil {
+		s.issues[k] = map[int]*issue{}
+	}
+	s.issues[k][is.Number] = &issue{Issue: is, createdAt: time.Now().UTC()}
+	return is.Number
+}
+
+// AddComment seeds a comment on an existing issue and returns its id. Authors
+// ending in "[bot]" get type "Bot".
+func (s *Server) AddComment(owner, repo string, number int, author, body string) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := repoKey(owner, repo)
+	is := s.issues[k][number]
+	if is == nil {
+		panic(fmt.Sprintf("fakegithub: AddComment: no issue %s#%d", k, number))
+	}
+	typ := "User"
+	if strings.HasSuffix(author, "[bot]") {
+		typ = "Bot"
+	}
+	return s.addCommentLocked(k, is, author, typ, body).ID
+}
+
+// SetPermission sets a user's role on a repository: "admin", "maintain",
+// "write", "triage", "read" or "none".
+func (s *Server) SetPermission(owner, repo, user, perm string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := repoKey(owner, repo)
+	if s.perms[k] == nil {
+		s.perms[k] = map[string]string{}
+	}
+	s.perms[k][strings.ToLower(user)] = perm
+	s.userLocked(user)
+}
+
+// ValidToken reports whether token is a live installation token and for which
+// installation (for the git server's auth check).
+func (s *Server) ValidToken(token string) (int64, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ti, ok := s.tokens[token]
+	if !ok || time.Now().After(ti.expires) {
+		return 0, false
+	}
+	return ti.installation, true
+}
+
+// TokenCanAccess reports whether token is live and its installation includes
+// the repository "owner/name".
+func (s *Server) TokenCanAccess(token, ownerRepo string) bool {
+	inst, ok := s.ValidToken(token)
+	if !ok {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.installations[inst][strings.ToLower(ownerRepo)]
+}
+
+// Comments returns the current comments of an issue, oldest first.
+func (s *Server) Comments(owner, repo string, number int) []Comment {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	is := s.issues[repoKey(owner, repo)][number]
+	if is == nil {
+		return nil
+	}
+	out := make([]Comment, 0, len(is.comments))
+	for _, id := range is.comments {
+		out = append(out, s.comments[id].Comment)
+	}
+	return out
+}
+
+// Reactions returns the reaction contents on a comment, in creation order.
+func (s *Server) Reactions(owner, repo string, commentID int64) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.comments[commentID]
+	if c == nil || c.repo != repoKey(owner, repo) {
+		return nil
+	}
+	var out []string
+	for _, r := range s.reactions[commentID] {
+		out = append(out, r.content)
+	}
+	return out
+}
+
+// PullRequests returns the repository's pull requests in creation order.
+func (s *Server) PullRequests(owner, repo string) []PullRequest {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []PullRequest
+	for _, p := range s.pulls[repoKey(owner, repo)] {
+		out = append(out, p.PullRequest)
+	}
+	return out
+}
+
+// Requests returns every request received so far, in arrival order.
+func (s *Server) Requests() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Request, len(s.requests))
+	copy(out, s.requests)
+	return out
+}
+
+// FailNext makes the next n requests whose method matches (empty: any) and
+// whose API path (without the server prefix) starts with pathPrefix be
+// answered with status and header, without touching any state. Faults are
+// consumed in the order they were added.
+func (s *Server) FailNext(method, pathPrefix string, n, status int, header http.Header) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults = append(s.faults, fault{method: method, prefix: pathPrefix, n: n, status: status, header: header.Clone()})
+}
+
+// FailNextAfterApply is FailNext for a request that GitHub applied but whose
+// answer was lost: the next n matching requests are handled normally (state
+// changes), then answered with status and header instead of the real reply.
+func (s *Server) FailNextAfterApply(method, pathPrefix string, n, status int, header http.Header) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults = append(s.faults, fault{method: method, prefix: pathPrefix, n: n, status: status, header: header.Clone(), apply: true})
+}
+
+// ---- plumbing ----
+
+type ctxKey struct{}
+
+// reqInfo travels with a request through the mux.
+type reqInfo struct {
+	auth         string
+	installation int64
+	fullPath     string // path as received, with prefix
+}
+
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	info := &reqInfo{fullPath: r.URL.Path}
+	info.auth, info.installation = s.classifyAuth(r.Header.Get("Authorization"))
+
+	path := r.URL.Path
+	inPrefix := s.prefix == "" || path == s.prefix || strings.HasPrefix(path, s.prefix+"/")
+	if inPrefix {
+		path = strings.TrimPrefix(path, s.prefix)
+		if path == "" {
+			path = "/"
+		}
+	}
+	sw := &statusWriter{ResponseWriter: w}
+	defer func() {
+		s.mu.Lock()
+		s.requests = append(s.requests, Request{
+			Method: r.Method, Path: path, Query: r.URL.RawQuery, Body: body,
+			Auth: info.auth, Status: sw.status,
+		})
+		s.mu.Unlock()
+	}()
+
+	r2 := r.Clone(r.Context())
+	r2.URL.Path = path
+	r2.URL.RawPath = ""
+	r2 = r2.WithContext(contextWith(r2, info))
+	if f, ok := s.takeFault(r.Method, path); ok {
+		if f.apply && inPrefix {
+			s.mux.ServeHTTP(httptest.NewRecorder(), r2)
+		}
+		for k, vs := range f.header {
+			for _, v := range vs {
+				sw.Header().Add(k, v)
+			}
+		}
+		writeJSON(sw, f.status, map[string]string{"message": http.StatusText(f.status)})
+		return
+	}
+	if !inPrefix {
+		notFound(sw)
+		return
+	}
+	s.mux.ServeHTTP(sw, r2)
+}
+
+func (s *Server) takeFault(method, path string) (fault, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range s.faults {
+		f := &s.faults[i]
+		if f.n <= 0 || (f.method != "" && f.method != method) || !strings.HasPrefix(path, f.prefix) {
+			continue
+		}
+		f.n--
+		out := *f
+		if f.n == 0 {
+			s.faults = append(s.faults[:i], s.faults[i+1:]...)
+		}
+		return out, true
+	}
+	return fault{}, false
+}
+
+// classifyAuth returns the auth kind and, for "token", the installation id.
+func (s *Server) classifyAuth(h string) (string, int64) {
+	if h == "" {
+		return "none", 0
+	}
+	scheme, cred, ok := strings.Cut(h, " ")
+	if !ok || cred == "" {
+		return "bad", 0
+	}
+	switch strings.ToLower(scheme) {
+	case "bearer":
+		if strings.Count(cred, ".") == 2 {
+			if err := s.verifyJWT(cred, time.Now()); err != nil {
+				return "bad", 0
+			}
+			return "jwt", 0
+		}
+		fallthrough
+	case "token":
+		if inst, ok := s.ValidToken(cred); ok {
+			return "token", inst
+		}
+	}
+	return "bad", 0
+}
+
+func (s *Server) userLocked(login string) int64 {
+	if id, ok := s.users[strings.ToLower(login)]; ok {
+		return id
+	}
+	s.nextID++
+	s.users[strings.ToLower(login)] = s.nextID
+	return s.nextID
+}
+
+func (s *Server) nextNumberLocked(k string) int {
+	n := 0
+	for num := range s.issues[k] {
+		n = max(n, num)
+	}
+	return n + 1
+}
+
+func (s *Server) addCommentLocked(k string, is *issue, author, typ, body string) *comment {
+	s.nextID++
+	now := time.Now().UTC()
+	c := &comment{
+		Comment: Comment{ID: s.nextID, Author: author, AuthorType: typ, Body: body, CreatedAt: now},
+		repo:    k, issue: is.Number, isPR: is.IsPR, update: now,
+	}
+	s.comments[c.ID] = c
+	is.comments = append(is.comments, c.ID)
+	if typ != "Bot" {
+		s.userLocked(author)
+	}
+	return c
+}
+
+func repoKey(owner, repo string) string { return strings.ToLower(owner + "/" + repo) }
+
+func randomToken() string {
+	b := make([]byte, 18)
+	_, _ = rand.Read(b)
+	return "ghs_" + hex.EncodeToString(b)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func notFound(w http.ResponseWriter) {
+	writeJSON(w, http.StatusNotFound, map[string]string{
+		"message":           "Not Found",
+		"documentation_url": "https://docs.github.com/rest",
+	})
+}
+
+func errorJSON(w http.ResponseWriter, status int, msg string) {
+	writeJSON(w, status, map[string]string{"message": msg})
+}

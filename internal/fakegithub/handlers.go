@@ -1,0 +1,600 @@
+package fakegithub
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// maxBody is GitHub's limit for comment and issue/PR bodies, in characters.
+const maxBody = 65536
+
+func contextWith(r *http.Request, info *reqInfo) context.Context {
+	return context.WithValue(r.Context(), ctxKey{}, info)
+}
+
+func infoOf(r *http.Request) *reqInfo {
+	if i, ok := r.Context().Value(ctxKey{}).(*reqInfo); ok {
+		return i
+	}
+	return &reqInfo{auth: "none"}
+}
+
+func (s *Server) routes() {
+	m := http.NewServeMux()
+	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { notFound(w) })
+
+	m.HandleFunc("GET /app", s.app(s.getApp))
+	m.HandleFunc("GET /app/installations", s.app(s.listInstallations))
+	m.HandleFunc("POST /app/installations/{id}/access_tokens", s.app(s.createToken))
+	m.HandleFunc("GET /users/{login}", s.getUser)
+
+	m.HandleFunc("GET /repos/{owner}/{repo}/issues/{number}", s.repo(s.getIssue))
+	m.HandleFunc("GET /repos/{owner}/{repo}/issues/{number}/comments", s.repo(s.listComments))
+	m.HandleFunc("POST /repos/{owner}/{repo}/issues/{number}/comments", s.repo(s.createComment))
+	m.HandleFunc("PATCH /repos/{owner}/{repo}/issues/comments/{id}", s.repo(s.editComment))
+	m.HandleFunc("POST /repos/{owner}/{repo}/issues/comments/{id}/reactions", s.repo(s.createReaction))
+	m.HandleFunc("GET /repos/{owner}/{repo}/pulls", s.repo(s.listPulls))
+	m.HandleFunc("POST /repos/{owner}/{repo}/pulls", s.repo(s.createPull))
+	m.HandleFunc("PATCH /repos/{owner}/{repo}/pulls/{number}", s.repo(s.editPull))
+	m.HandleFunc("GET /repos/{owner}/{repo}/collaborators/{user}/permission", s.repo(s.getPermission))
+	s.mux = m
+}
+
+// app guards endpoints that need the app's JWT.
+func (s *Server) app(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if infoOf(r).auth != "jwt" {
+			errorJSON(w, http.StatusUnauthorized, "A JSON web token could not be decoded")
+			return
+		}
+		h(w, r)
+	}
+}
+
+// repo guards repository endpoints: an installation token whose installation
+// includes the repository. Like GitHub, a repository the token cannot see is
+// "Not Found".
+func (s *Server) repo(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		info := infoOf(r)
+		switch info.auth {
+		case "token":
+		case "none":
+			errorJSON(w, http.StatusUnauthorized, "Requires authentication")
+			return
+		default:
+			errorJSON(w, http.StatusUnauthorized, "Bad credentials")
+			return
+		}
+		s.mu.Lock()
+		ok := s.installations[info.installation][repoKey(r.PathValue("owner"), r.PathValue("repo"))]
+		s.mu.Unlock()
+		if !ok {
+			notFound(w)
+			return
+		}
+		h(w, r)
+	}
+}
+
+func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
+	if err := json.NewDecoder(r.Body).Decode(v); err != nil {
+		errorJSON(w, http.StatusBadRequest, "Problems parsing JSON")
+		return false
+	}
+	return true
+}
+
+func validationFailed(w http.ResponseWriter, resource, field, code, msg string) {
+	e := map[string]string{"resource": resource, "field": field, "code": code}
+	if msg != "" {
+		e["message"] = msg
+	}
+	writeJSON(w, http.StatusUnprocessableEntity, map[string]any{
+		"message": "Validation Failed",
+		"errors":  []map[string]string{e},
+	})
+}
+
+// ---- JSON shapes ----
+
+type userJSON struct {
+	Login string `json:"login"`
+	ID    int64  `json:"id"`
+	Type  string `json:"type"`
+}
+
+func (s *Server) userJSONLocked(login string) userJSON {
+	if strings.EqualFold(login, s.BotLogin()) {
+		return userJSON{Login: s.BotLogin(), ID: BotUserID, Type: "Bot"}
+	}
+	typ := "User"
+	if strings.HasSuffix(login, "[bot]") {
+		typ = "Bot"
+	}
+	return userJSON{Login: login, ID: s.userLocked(login), Type: typ}
+}
+
+func (s *Server) commentJSONLocked(c *comment) map[string]any {
+	owner, repo, _ := strings.Cut(c.repo, "/")
+	kind := "issues"
+	if c.isPR {
+		kind = "pull"
+	}
+	return map[string]any{
+		"id":         c.ID,
+		"node_id":    fmt.Sprintf("IC_%d", c.ID),
+		"url":        fmt.Sprintf("%s/repos/%s/%s/issues/comments/%d", s.URL, owner, repo, c.ID),
+		"html_url":   fmt.Sprintf("%s/%s/%s/%s/%d#issuecomment-%d", HTMLBase, owner, repo, kind, c.issue, c.ID),
+		"issue_url":  fmt.Sprintf("%s/repos/%s/%s/issues/%d", s.URL, owner, repo, c.issue),
+		"body":       c.Body,
+		"user":       s.userJSONLocked(c.Author),
+		"created_at": c.CreatedAt.Format(time.RFC3339),
+		"updated_at": c.update.Format(time.RFC3339),
+	}
+}
+
+func pullHTMLURL(owner, repo string, n int) string {
+	return fmt.Sprintf("%s/%s/%s/pull/%d", HTMLBase, owner, repo, n)
+}
+
+func (s *Server) pullJSONLocked(owner, repo string, p *pullRequest) map[string]any {
+	return map[string]any{
+		"id":       int64(p.Number) + 500000,
+		"number":   p.Number,
+		"url":      fmt.Sprintf("%s/repos/%s/%s/pulls/%d", s.URL, owner, repo, p.Number),
+		"html_url": p.HTMLURL,
+		"title":    p.Title,
+		"body":     p.Body,
+		"state":    p.State,
+		"draft":    p.Draft,
+		"user":     s.userJSONLocked(s.BotLogin()),
+		"head":     map[string]any{"ref": p.Head, "label": p.headOwner + ":" + p.Head},
+		"base":     map[string]any{"ref": p.Base, "label": owner + ":" + p.Base},
+	}
+}
+
+// ---- app endpoints ----
+
+func (s *Server) getApp(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{
+		"id":       s.AppID,
+		"slug":     s.AppSlug,
+		"name":     "Pullwright (test)",
+		"html_url": HTMLBase + "/apps/" + s.AppSlug,
+		"owner":    userJSON{Login: "pullwright", ID: 1, Type: "Organization"},
+	})
+}
+
+func (s *Server) listInstallations(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	out := []map[string]any{}
+	for id := range s.installations {
+		out = append(out, map[string]any{"id": id, "app_id": s.AppID})
+	}
+	s.mu.Unlock()
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) createToken(w http.ResponseWriter, r *http.Request) {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err != nil || s.installations[id] == nil {
+		notFound(w)
+		return
+	}
+	tok := randomToken()
+	exp := time.Now().Add(time.Hour).UTC().Truncate(time.Second)
+	s.tokens[tok] = tokenInfo{installation: id, expires: exp}
+	writeJSON(w, http.StatusCreated, map[string]any{
+		"token":                tok,
+		"expires_at":           exp.Format(time.RFC3339),
+		"permissions":          map[string]string{"issues": "write", "pull_requests": "write", "contents": "write"},
+		"repository_selection": "selected",
+	})
+}
+
+func (s *Server) getUser(w http.ResponseWriter, r *http.Request) {
+	info := infoOf(r)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case info.auth == "bad":
+		errorJSON(w, http.StatusUnauthorized, "Bad credentials")
+		return
+	case s.privateMode && info.auth != "token":
+		errorJSON(w, http.StatusUnauthorized, "Must authenticate to access this API.")
+		return
+	}
+	login := r.PathValue("login")
+	if strings.EqualFold(login, s.BotLogin()) {
+		writeJSON(w, http.StatusOK, s.userJSONLocked(login))
+		return
+	}
+	if _, ok := s.users[strings.ToLower(login)]; !ok {
+		notFound(w)
+		return
+	}
+	writeJSON(w, http.StatusOK, s.userJSONLocked(login))
+}
+
+// ---- issues and comments ----
+
+func (s *Server) issueLocked(w http.ResponseWriter, r *http.Request) (*issue, bool) {
+	n, err := strconv.Atoi(r.PathValue("number"))
+	is := s.issues[repoKey(r.PathValue("owner"), r.PathValue("repo"))][n]
+	if err != nil || is == nil {
+		notFound(w)
+		return nil, false
+	}
+	return is, true
+}
+
+func (s *Server) getIssue(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	is, ok := s.issueLocked(w, r)
+	if !ok {
+		return
+	}
+	owner, repo := r.PathValue("owner"), r.PathValue("repo")
+	out := map[string]any{
+		"id":         int64(is.Number) + 900000,
+		"number":     is.Number,
+		"title":      is.Title,
+		"body":       is.Body,
+		"state":      "open",
+		"locked":     is.Locked,
+		"user":       s.userJSONLocked(is.Author),
+		"comments":   len(is.comments),
+		"html_url":   fmt.Sprintf("%s/%s/%s/issues/%d", HTMLBase, owner, repo, is.Number),
+		"created_at": is.createdAt.Format(time.RFC3339),
+	}
+	if is.IsPR {
+		out["html_url"] = pullHTMLURL(owner, repo, is.Number)
+		out["pull_request"] = map[string]any{
+			"url":      fmt.Sprintf("%s/repos/%s/%s/pulls/%d", s.URL, owner, repo, is.Number),
+			"html_url": pullHTMLURL(owner, repo, is.Number),
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) listComments(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	is, ok := s.issueLocked(w, r)
+	if !ok {
+		return
+	}
+	page, perPage := pageParams(r)
+	total := len(is.comments)
+	lo := min((page-1)*perPage, total)
+	hi := min(lo+perPage, total)
+	out := []map[string]any{}
+	for _, id := range is.comments[lo:hi] {
+		out = append(out, s.commentJSONLocked(s.comments[id]))
+	}
+	setLinks(w, r, page, perPage, total)
+	writeJSON(w, http.StatusOK, out)
+}
+
+func pageParams(r *http.Request) (page, perPage int) {
+	q := r.URL.Query()
+	page, perPage = 1, 30
+	if p, err := strconv.Atoi(q.Get("page")); err == nil && p > 0 {
+		page = p
+	}
+	if p, err := strconv.Atoi(q.Get("per_page")); err == nil && p > 0 {
+		perPage = min(p, 100)
+	}
+	return page, perPage
+}
+
+// setLinks writes a GitHub-style Link header with absolute URLs that keep the
+// request's other query parameters.
+func setLinks(w http.ResponseWriter, r *http.Request, page, perPage, total int) {
+	last := max(1, (total+perPage-1)/perPage)
+	if last == 1 {
+		return
+	}
+	link := func(p int, rel string) string {
+		q := r.URL.Query()
+		q.Set("page", strconv.Itoa(p))
+		q.Set("per_page", strconv.Itoa(perPage))
+		u := url.URL{Scheme: "http", Host: r.Host, Path: infoOf(r).fullPath, RawQuery: q.Encode()}
+		return fmt.Sprintf("<%s>; rel=%q", u.String(), rel)
+	}
+	var links []string
+	if page < last {
+		links = append(links, link(page+1, "next"), link(last, "last"))
+	}
+	if page > 1 {
+		links = append(links, link(1, "first"), link(page-1, "prev"))
+	}
+	w.Header().Set("Link", strings.Join(links, ", "))
+}
+
+func (s *Server) createComment(w http.ResponseWriter, r *http.Request) {
+	var in struct {
+		Body *string `json:"body"`
+	}
+	if !decodeBody(w, r, &in) {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	is, ok := s.issueLocked(w, r)
+	if !ok {
+		return
+	}
+	if !checkBody(w, "IssueComment", in.Body, true) {
+		return
+	}
+	// Locked issues accept comments from the app, as from a collaborator.
+	c := s.addCommentLocked(repoKey(r.PathValue("owner"), r.PathValue("repo")), is, s.BotLogin(), "Bot", *in.Body)
+	writeJSON(w, http.StatusCreated, s.commentJSONLocked(c))
+}
+
+// checkBody applies GitHub's body validation.
+func checkBody(w http.ResponseWriter, resource string, body *string, required bool) bool {
+	switch {
+	case body == nil && !required:
+		return true
+	case body == nil || (required && *body == ""):
+		validationFailed(w, resource, "body", "missing_field", "")
+		return false
+	case utf8.RuneCountInString(*body) > maxBody:
+		validationFailed(w, resource, "body", "custom", fmt.Sprintf("Body is too long (maximum is %d characters)", maxBody))
+		return false
+	}
+	return true
+}
+
+func (s *Server) commentLocked(w http.ResponseWriter, r *http.Request) (*comment, bool) {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	c := s.comments[id]
+	if err != nil || c == nil || c.repo != repoKey(r.PathValue("owner"), r.PathValue("repo")) {
+		notFound(w)
+		return nil, false
+	}
+	return c, true
+}
+
+func (s *Server) editComment(w http.ResponseWriter, r *http.Request) {
+	var in struct {
+		Body *string `json:"body"`
+	}
+	if !decodeBody(w, r, &in) {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.commentLocked(w, r)
+	if !ok {
+		return
+	}
+	if !checkBody(w, "IssueComment", in.Body, true) {
+		return
+	}
+	c.Body = *in.Body
+	c.Edits++
+	c.update = time.Now().UTC()
+	writeJSON(w, http.StatusOK, s.commentJSONLocked(c))
+}
+
+var reactionContents = map[string]bool{
+	"+1": true, "-1": true, "laugh": true, "confused": true,
+	"heart": true, "hooray": true, "rocket": true, "eyes": true,
+}
+
+func (s *Server) createReaction(w http.ResponseWriter, r *http.Request) {
+	var in struct {
+		Content string `json:"content"`
+	}
+	if !decodeBody(w, r, &in) {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.commentLocked(w, r)
+	if !ok {
+		return
+	}
+	if !reactionContents[in.Content] {
+		validationFailed(w, "Reaction", "content", "invalid", "")
+		return
+	}
+	user := s.BotLogin()
+	for _, re := range s.reactions[c.ID] {
+		if re.user == user && re.content == in.Content {
+			writeJSON(w, http.StatusOK, s.reactionJSONLocked(re))
+			return
+		}
+	}
+	s.nextID++
+	re := reaction{id: s.nextID, user: user, content: in.Content}
+	s.reactions[c.ID] = append(s.reactions[c.ID], re)
+	writeJSON(w, http.StatusCreated, s.reactionJSONLocked(re))
+}
+
+func (s *Server) reactionJSONLocked(re reaction) map[string]any {
+	return map[string]any{
+		"id":         re.id,
+		"node_id":    fmt.Sprintf("REA_%d", re.id),
+		"user":       s.userJSONLocked(re.user),
+		"content":    re.content,
+		"created_at": time.Now().UTC().Format(time.RFC3339),
+	}
+}
+
+// ---- pull requests ----
+
+// splitHead turns "owner:branch" or "branch" into its parts.
+func splitHead(head, defOwner string) (owner, branch string) {
+	if o, b, ok := strings.Cut(head, ":"); ok {
+		return o, b
+	}
+	return defOwner, head
+}
+
+func (s *Server) listPulls(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	owner, repo := r.PathValue("owner"), r.PathValue("repo")
+	state := q.Get("state")
+	if state == "" {
+		state = "open"
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := []map[string]any{}
+	for _, p := range s.pulls[repoKey(owner, repo)] {
+		if state != "all" && p.State != state {
+			continue
+		}
+		if h := q.Get("head"); h != "" {
+			ho, hb := splitHead(h, owner)
+			if !strings.EqualFold(ho, p.headOwner) || hb != p.Head {
+				continue
+			}
+		}
+		if b := q.Get("base"); b != "" && b != p.Base {
+			continue
+		}
+		out = append(out, s.pullJSONLocked(owner, repo, p))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) createPull(w http.ResponseWriter, r *http.Request) {
+	var in struct {
+		Title string `json:"title"`
+		Body  string `json:"body"`
+		Head  string `json:"head"`
+		Base  string `json:"base"`
+		Draft bool   `json:"draft"`
+	}
+	if !decodeBody(w, r, &in) {
+		return
+	}
+	owner, repo := r.PathValue("owner"), r.PathValue("repo")
+	switch {
+	case in.Title == "":
+		validationFailed(w, "PullRequest", "title", "missing_field", "")
+		return
+	case in.Head == "":
+		validationFailed(w, "PullRequest", "head", "missing_field", "")
+		return
+	case in.Base == "":
+		validationFailed(w, "PullRequest", "base", "missing_field", "")
+		return
+	}
+	if !checkBody(w, "PullRequest", &in.Body, false) {
+		return
+	}
+	ho, hb := splitHead(in.Head, owner)
+	k := repoKey(owner, repo)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, p := range s.pulls[k] {
+		if p.State == "open" && strings.EqualFold(p.headOwner, ho) && p.Head == hb && p.Base == in.Base {
+			validationFailed(w, "PullRequest", "", "custom", fmt.Sprintf("A pull request already exists for %s:%s.", ho, hb))
+			return
+		}
+	}
+	n := s.nextNumberLocked(k)
+	if s.issues[k] == nil {
+		s.issues[k] = map[int]*issue{}
+	}
+	s.issues[k][n] = &issue{
+		Issue:     Issue{Number: n, Title: in.Title, Body: in.Body, Author: s.BotLogin(), IsPR: true},
+		createdAt: time.Now().UTC(),
+	}
+	p := &pullRequest{
+		PullRequest: PullRequest{
+			Number: n, Title: in.Title, Body: in.Body, Head: hb, Base: in.Base,
+			Draft: in.Draft, State: "open", HTMLURL: pullHTMLURL(owner, repo, n),
+		},
+		headOwner: ho,
+	}
+	s.pulls[k] = append(s.pulls[k], p)
+	writeJSON(w, http.StatusCreated, s.pullJSONLocked(owner, repo, p))
+}
+
+func (s *Server) editPull(w http.ResponseWriter, r *http.Request) {
+	var in struct {
+		Title *string `json:"title"`
+		Body  *string `json:"body"`
+		State *string `json:"state"`
+		Base  *string `json:"base"`
+	}
+	if !decodeBody(w, r, &in) {
+		return
+	}
+	if !checkBody(w, "PullRequest", in.Body, false) {
+		return
+	}
+	owner, repo := r.PathValue("owner"), r.PathValue("repo")
+	n, _ := strconv.Atoi(r.PathValue("number"))
+	k := repoKey(owner, repo)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var p *pullRequest
+	for _, c := range s.pulls[k] {
+		if c.Number == n {
+			p = c
+		}
+	}
+	if p == nil {
+		notFound(w)
+		return
+	}
+	if in.Title != nil {
+		p.Title = *in.Title
+		s.issues[k][n].Title = *in.Title
+	}
+	if in.Body != nil {
+		p.Body = *in.Body
+		s.issues[k][n].Body = *in.Body
+	}
+	if in.State != nil {
+		p.State = *in.State
+	}
+	if in.Base != nil {
+		p.Base = *in.Base
+	}
+	writeJSON(w, http.StatusOK, s.pullJSONLocked(owner, repo, p))
+}
+
+// ---- permissions ----
+
+func (s *Server) getPermission(w http.ResponseWriter, r *http.Request) {
+	user := r.PathValue("user")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	role, ok := s.perms[repoKey(r.PathValue("owner"), r.PathValue("repo"))][strings.ToLower(user)]
+	if !ok {
+		errorJSON(w, http.StatusNotFound, fmt.Sprintf("%s is not a user", user))
+		return
+	}
+	legacy := role
+	switch role {
+	case "maintain":
+		legacy = "write"
+	case "triage":
+		legacy = "read"
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"permission": legacy,
+		"role_name":  role,
+		"user":       s.userJSONLocked(user),
+	})
+}
