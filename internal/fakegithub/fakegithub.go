@@ -102,10 +102,13 @@ type Server struct {
 	pulls         map[string][]*pullRequest
 	perms         map[string]map[string]string // repo key → user → role
 	users         map[string]int64
-	requests      []Request
-	faults        []fault
-	nextID        int64
-	privateMode   bool
+	// reqMu guards requests apart from mu: a request is recorded while its
+	// handler may still hold mu.
+	reqMu       sync.Mutex
+	requests    []Request
+	faults      []fault
+	nextID      int64
+	privateMode bool
 }
 
 type tokenInfo struct {
@@ -272,6 +275,18 @@ func (s *Server) ValidToken(token string) (int64, bool) {
 	return ti.installation, true
 }
 
+// IssuedTokens returns every installation token the fake minted, so a test
+// can check that none of them leaked into logs, files or messages.
+func (s *Server) IssuedTokens() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]string, 0, len(s.tokens))
+	for tok := range s.tokens {
+		out = append(out, tok)
+	}
+	return out
+}
+
 // TokenCanAccess reports whether token is live and its installation includes
 // the repository "owner/name".
 func (s *Server) TokenCanAccess(token, ownerRepo string) bool {
@@ -327,8 +342,8 @@ func (s *Server) PullRequests(owner, repo string) []PullRequest {
 
 // Requests returns every request received so far, in arrival order.
 func (s *Server) Requests() []Request {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.reqMu.Lock()
+	defer s.reqMu.Unlock()
 	out := make([]Request, len(s.requests))
 	copy(out, s.requests)
 	return out
@@ -364,21 +379,26 @@ type reqInfo struct {
 	fullPath     string // path as received, with prefix
 }
 
+// statusWriter records the request the moment its status is sent, before
+// the client can see the answer, so a test that inspects Requests right
+// after a call returns always finds that call.
 type statusWriter struct {
 	http.ResponseWriter
 	status int
+	record func(status int)
 }
 
 func (w *statusWriter) WriteHeader(code int) {
 	if w.status == 0 {
 		w.status = code
+		w.record(code)
 	}
 	w.ResponseWriter.WriteHeader(code)
 }
 
 func (w *statusWriter) Write(b []byte) (int, error) {
 	if w.status == 0 {
-		w.status = http.StatusOK
+		w.WriteHeader(http.StatusOK)
 	}
 	return w.ResponseWriter.Write(b)
 }
@@ -397,14 +417,18 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			path = "/"
 		}
 	}
-	sw := &statusWriter{ResponseWriter: w}
-	defer func() {
-		s.mu.Lock()
+	sw := &statusWriter{ResponseWriter: w, record: func(status int) {
+		s.reqMu.Lock()
 		s.requests = append(s.requests, Request{
 			Method: r.Method, Path: path, Query: r.URL.RawQuery, Body: body,
-			Auth: info.auth, Status: sw.status,
+			Auth: info.auth, Status: status,
 		})
-		s.mu.Unlock()
+		s.reqMu.Unlock()
+	}}
+	defer func() {
+		if sw.status == 0 {
+			sw.WriteHeader(http.StatusOK)
+		}
 	}()
 
 	r2 := r.Clone(r.Context())
