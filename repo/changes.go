@@ -1,0 +1,213 @@
+package repo
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/object"
+)
+
+// now is the commit time source.
+var now = time.Now
+
+// Change statuses.
+const (
+	StatusAdded    = "added"
+	StatusModified = "modified"
+	StatusDeleted  = "deleted"
+)
+
+// Change is one path that differs between the worktree and HEAD.
+type Change struct {
+	Path   string // slash-separated, relative to the workspace root
+	Status string // StatusAdded, StatusModified or StatusDeleted
+}
+
+// wtChange is a Change with the worktree content needed to diff it.
+type wtChange struct {
+	Change
+	mode    filemode.FileMode // worktree mode (not for deleted)
+	content []byte            // worktree content (not for deleted)
+	hash    plumbing.Hash     // blob hash of content
+}
+
+// Changes lists the paths whose worktree state differs from HEAD, sorted by
+// path. Untracked files are "added" unless .gitignore ignores them; the
+// index is not looked at, only HEAD and the files on disk.
+func (w *Workspace) Changes() ([]Change, error) {
+	cs, err := w.worktreeChanges(false)
+	if err != nil {
+		return nil, fmt.Errorf("changes %s: %w", w.dir, err)
+	}
+	out := make([]Change, len(cs))
+	for i, c := range cs {
+		out[i] = c.Change
+	}
+	return out, nil
+}
+
+func (w *Workspace) headTree() (*object.Tree, error) {
+	head, err := w.repo.Head()
+	if err != nil {
+		return nil, err
+	}
+	c, err := w.repo.CommitObject(head.Hash())
+	if err != nil {
+		return nil, err
+	}
+	return c.Tree()
+}
+
+// worktreeChanges compares the files on disk with HEAD's tree. go-git's
+// Status finds the candidate paths (it applies .gitignore and uses the
+// index's stat cache to avoid hashing every file); each candidate is then
+// decided against HEAD alone, so a staged-then-reverted file is not a change.
+func (w *Workspace) worktreeChanges(withContent bool) ([]wtChange, error) {
+	wt, err := w.repo.Worktree()
+	if err != nil {
+		return nil, err
+	}
+	st, err := wt.Status()
+	if err != nil {
+		return nil, fmt.Errorf("status: %w", err)
+	}
+	tree, err := w.headTree()
+	if err != nil {
+		return nil, err
+	}
+	var out []wtChange
+	for p, fs := range st {
+		if fs.Staging == git.Unmodified && fs.Worktree == git.Unmodified {
+			continue
+		}
+		var headEntry *object.TreeEntry
+		if e, err := tree.FindEntry(p); err == nil {
+			headEntry = e
+		} else if !errors.Is(err, object.ErrEntryNotFound) && !errors.Is(err, object.ErrDirectoryNotFound) {
+			return nil, fmt.Errorf("%s: %w", p, err)
+		}
+		mode, content, ok, err := readWorktreeFile(w.dir, p)
+		if err != nil {
+			return nil, err
+		}
+		c := wtChange{Change: Change{Path: p}}
+		switch {
+		case headEntry == nil && !ok:
+			continue // added to the index, then removed from disk
+		case headEntry == nil:
+			c.Status = StatusAdded
+		case !ok:
+			c.Status = StatusDeleted
+		default:
+			c.Status = StatusModified
+		}
+		if ok {
+			c.mode = mode
+			c.hash = plumbing.ComputeHash(plumbing.BlobObject, content)
+			if headEntry != nil && headEntry.Hash == c.hash && headEntry.Mode == mode {
+				continue // same as HEAD: only the index differed
+			}
+			if withContent {
+				c.content = content
+			}
+		}
+		out = append(out, c)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out, nil
+}
+
+// readWorktreeFile returns the git mode and blob content of the file at the
+// slash path p; ok is false if there is no file (or a directory) there.
+func readWorktreeFile(root, p string) (mode filemode.FileMode, content []byte, ok bool, err error) {
+	full := filepath.Join(root, filepath.FromSlash(p))
+	fi, err := os.Lstat(full)
+	if errors.Is(err, fs.ErrNotExist) || (err == nil && fi.IsDir()) {
+		return 0, nil, false, nil
+	}
+	if err != nil {
+		return 0, nil, false, err
+	}
+	switch {
+	case fi.Mode()&fs.ModeSymlink != 0:
+		target, err := os.Readlink(full)
+		if err != nil {
+			return 0, nil, false, err
+		}
+		return filemode.Symlink, []byte(filepath.ToSlash(target)), true, nil
+	case fi.Mode().IsRegular():
+		b, err := os.ReadFile(full)
+		if err != nil {
+			return 0, nil, false, err
+		}
+		if fi.Mode()&0o111 != 0 {
+			return filemode.Executable, b, true, nil
+		}
+		return filemode.Regular, b, true, nil
+	default:
+		return 0, nil, false, nil // sockets, devices: git ignores them too
+	}
+}
+
+// CommitAll stages every change (additions, modifications and deletions;
+// ignored files stay out) and commits it with author as author and committer.
+// Co-authors become "Co-authored-by:" trailers after a blank line. It returns
+// the new commit's SHA, or ErrNothingToCommit if the worktree matches HEAD.
+func (w *Workspace) CommitAll(msg string, author Identity, coAuthors ...Identity) (string, error) {
+	msg = strings.TrimSpace(msg)
+	if msg == "" {
+		return "", errors.New("commit: empty message")
+	}
+	if err := author.validate(); err != nil {
+		return "", fmt.Errorf("commit: author: %w", err)
+	}
+	var trailers []string
+	seen := map[string]bool{strings.ToLower(author.Email): true}
+	for _, co := range coAuthors {
+		if err := co.validate(); err != nil {
+			return "", fmt.Errorf("commit: co-author: %w", err)
+		}
+		if seen[strings.ToLower(co.Email)] {
+			continue
+		}
+		seen[strings.ToLower(co.Email)] = true
+		trailers = append(trailers, fmt.Sprintf("Co-authored-by: %s <%s>", co.Name, co.Email))
+	}
+	full := msg + "\n"
+	if len(trailers) > 0 {
+		full += "\n" + strings.Join(trailers, "\n") + "\n"
+	}
+
+	changes, err := w.Changes()
+	if err != nil {
+		return "", fmt.Errorf("commit: %w", err)
+	}
+	if len(changes) == 0 {
+		return "", ErrNothingToCommit
+	}
+	wt, err := w.repo.Worktree()
+	if err != nil {
+		return "", fmt.Errorf("commit: %w", err)
+	}
+	if err := wt.AddWithOptions(&git.AddOptions{All: true}); err != nil {
+		return "", fmt.Errorf("commit: stage: %w", err)
+	}
+	sig := &object.Signature{Name: author.Name, Email: author.Email, When: now()}
+	h, err := wt.Commit(full, &git.CommitOptions{Author: sig, Committer: sig})
+	if errors.Is(err, git.ErrEmptyCommit) {
+		return "", ErrNothingToCommit
+	}
+	if err != nil {
+		return "", fmt.Errorf("commit: %w", err)
+	}
+	return h.String(), nil
+}

@@ -1,0 +1,157 @@
+package repo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/config"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+)
+
+// Push pushes the local branch to the same name on origin, never forcing.
+//
+// It is idempotent: if the remote branch already points at the local commit
+// it returns nil without sending anything. If the remote branch has commits
+// the local branch does not contain (someone pushed meanwhile), it returns an
+// error wrapping ErrNonFastForward and leaves the remote untouched.
+//
+// Pushing from a shallow clone works with go-git v5.19: the shallow boundary
+// commits are counted as objects the server has, so the pack holds only the
+// new commits, trees and blobs. This is covered by TestPushFromShallowClone,
+// which also runs `git fsck` on the server's repository.
+func (w *Workspace) Push(ctx context.Context, token, branch string) error {
+	refName := plumbing.NewBranchReferenceName(branch)
+	if err := refName.Validate(); err != nil {
+		return fmt.Errorf("push %q: invalid branch: %w", branch, err)
+	}
+	local, err := w.repo.Reference(refName, true)
+	if err != nil {
+		return fmt.Errorf("push %s: local branch: %w", branch, err)
+	}
+	remote, err := w.repo.Remote(git.DefaultRemoteName)
+	if err != nil {
+		return fmt.Errorf("push %s: %w", branch, err)
+	}
+	target := branch
+	if urls := remote.Config().URLs; len(urls) > 0 {
+		safe, _ := checkURL(urls[0])
+		target = safe + " " + branch
+	}
+	op := "push " + target
+
+	// Look at the remote branch first, so "already there" and "someone
+	// pushed meanwhile" are decided on the advertised refs, before go-git
+	// would try (and fail) to walk history a shallow clone does not have.
+	remoteHash, err := w.remoteBranch(ctx, remote, refName, token)
+	if err != nil {
+		return opError(op, err, token)
+	}
+	if remoteHash == local.Hash() {
+		return nil
+	}
+	if !remoteHash.IsZero() {
+		if ok, err := w.contains(local.Hash(), remoteHash); err != nil {
+			return opError(op, err, token)
+		} else if !ok {
+			return fmt.Errorf("%s: remote is at %s: %w", op, remoteHash, ErrNonFastForward)
+		}
+	}
+
+	po := &git.PushOptions{
+		RemoteName: git.DefaultRemoteName,
+		RefSpecs:   []config.RefSpec{config.RefSpec(refName.String() + ":" + refName.String())},
+		Auth:       auth(token),
+	}
+	if !remoteHash.IsZero() {
+		// Refuse if the remote moved since we looked.
+		po.RequireRemoteRefs = []config.RefSpec{config.RefSpec(remoteHash.String() + ":" + refName.String())}
+	}
+	err = remote.PushContext(ctx, po)
+	if err == nil || errors.Is(err, git.NoErrAlreadyUpToDate) {
+		return nil
+	}
+	if isRejectedUpdate(err) {
+		return redact(fmt.Errorf("%s: %w (%v)", op, ErrNonFastForward, err), token)
+	}
+	if errors.Is(err, plumbing.ErrObjectNotFound) {
+		// go-git walks history to check fast-forward and fails on commits a
+		// shallow clone lacks: that happens when the branch appeared or
+		// moved on the remote between our look and the push.
+		if cur, lerr := w.remoteBranch(ctx, remote, refName, token); lerr == nil && cur != remoteHash {
+			return redact(fmt.Errorf("%s: remote moved to %s: %w", op, cur, ErrNonFastForward), token)
+		}
+	}
+	return opError(op, err, token)
+}
+
+// remoteBranch returns the hash the remote's branch points at, or the zero
+// hash if it has no such branch.
+func (w *Workspace) remoteBranch(ctx context.Context, remote *git.Remote, name plumbing.ReferenceName, token string) (plumbing.Hash, error) {
+	refs, err := remote.ListContext(ctx, &git.ListOptions{Auth: auth(token)})
+	if errors.Is(err, transport.ErrEmptyRemoteRepository) {
+		return plumbing.ZeroHash, nil
+	}
+	if err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("list remote refs: %w", err)
+	}
+	for _, r := range refs {
+		if r.Name() == name && r.Type() == plumbing.HashReference {
+			return r.Hash(), nil
+		}
+	}
+	return plumbing.ZeroHash, nil
+}
+
+// contains reports whether commit want is reachable from tip in the local
+// history. History missing from a shallow clone is not walked; a commit the
+// workspace does not have at all is not contained.
+func (w *Workspace) contains(tip, want plumbing.Hash) (bool, error) {
+	if _, err := w.repo.Storer.EncodedObject(plumbing.CommitObject, want); err != nil {
+		if errors.Is(err, plumbing.ErrObjectNotFound) {
+			return false, nil
+		}
+		return false, err
+	}
+	seen := map[plumbing.Hash]bool{}
+	queue := []plumbing.Hash{tip}
+	for len(queue) > 0 {
+		h := queue[0]
+		queue = queue[1:]
+		if h == want {
+			return true, nil
+		}
+		if seen[h] {
+			continue
+		}
+		seen[h] = true
+		c, err := object.GetCommit(w.repo.Storer, h)
+		if errors.Is(err, plumbing.ErrObjectNotFound) {
+			continue // beyond the shallow boundary
+		}
+		if err != nil {
+			return false, err
+		}
+		queue = append(queue, c.ParentHashes...)
+	}
+	return false, nil
+}
+
+// isRejectedUpdate recognises go-git's and the server's ways of saying a
+// ref update would not be a fast-forward (or the remote moved under us).
+func isRejectedUpdate(err error) bool {
+	if errors.Is(err, git.ErrForceNeeded) {
+		return true
+	}
+	msg := err.Error()
+	for _, s := range []string{"non-fast-forward", "fetch first", "required to be", "stale info"} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
+}
