@@ -1,0 +1,48 @@
+package webhook
+
+// event is the part of a delivery's JSON the handler reads. Every webhook
+// event carries action (most), installation (App deliveries), repository and
+// sender; issue and comment come with issue_comment. Unknown keys are skipped.
+type event struct {
+	Action       string        `json:"action"`
+	Installation *installation `json:"installation"`
+	Repository   *repository   `json:"repository"`
+	Sender       *user         `json:"sender"`
+	Issue        *issue        `json:"issue"`
+	Comment      *comment      `json:"comment"`
+}
+
+type installation struct {
+	ID int64 `json:"id"`
+}
+
+type repository struct {
+	Name          string `json:"name"`
+	FullName      string `json:"full_name"`
+	Owner         user   `json:"owner"`
+	CloneURL      string `json:"clone_url"`
+	DefaultBranch string `json:"default_branch"`
+}
+
+type user struct {
+	Login string `json:"login"`
+	ID    int64  `json:"id"`
+	Type  string `json:"type"` // "User", "Bot", "Organization"
+}
+
+type issue struct {
+	Number int    `json:"number"`
+	Title  string `json:"title"`
+	Body   string `json:"body"` // null when the issue has no description
+	Locked bool   `json:"locked"`
+	// PullRequest is present (an object) only when the issue is a pull request.
+	PullRequest *struct {
+		URL string `json:"url"`
+	} `json:"pull_request"`
+}
+
+type comment struct {
+	ID   int64  `json:"id"`
+	Body string `json:"body"`
+	User *user  `json:"user"`
+}

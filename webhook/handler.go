@@ -1,0 +1,394 @@
+// Package webhook receives GitHub's webhook deliveries. It owns the HTTP
+// handler — the body size limit, the HMAC signature check, event parsing,
+// delivery de-duplication (through the store) and comment command parsing —
+// and hands what a delivery asks for to package task as at most one queued
+// task. It must not call the LLM, clone, or wait on anything slow: a delivery
+// is answered as soon as it is committed to the store, and never before.
+package webhook
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/pullwright/pullwright/task"
+)
+
+// Recorder commits a delivery and, when t is not nil, enqueues t, in one
+// transaction. task.Store satisfies it.
+type Recorder interface {
+	Record(ctx context.Context, d task.Delivery, t *task.Task) error
+}
+
+// Config configures a Handler.
+type Config struct {
+	// Secret is the webhook's HMAC secret. Required: go-github's
+	// ValidatePayload skips the check on an empty secret, we refuse to.
+	Secret []byte
+	// Command is the comment command word; DefaultCommand when empty.
+	Command string
+	// BotLogin is the app's own login ("slug[bot]"); its comments are ignored.
+	BotLogin string
+	// Recorder is where deliveries and tasks go (a task.Store). Required.
+	Recorder Recorder
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+	// Now defaults to time.Now.
+	Now func() time.Time
+	// MaxBody is the largest body accepted, in bytes; DefaultMaxBody when 0.
+	MaxBody int64
+}
+
+// DefaultMaxBody is GitHub's payload cap: larger events are never delivered.
+const DefaultMaxBody = 25 << 20
+
+// Marker starts the hidden HTML comment the bot puts in everything it posts;
+// a comment holding it is never read as a command.
+const Marker = "<!-- pullwright:"
+
+const (
+	// recordTimeout bounds the store write; GitHub gives up after 10 seconds.
+	recordTimeout = 8 * time.Second
+	// maxDeliveryID bounds the X-GitHub-Delivery header (a GUID in practice).
+	maxDeliveryID = 200
+)
+
+// Handler answers GitHub's webhook deliveries. It is safe for concurrent use.
+type Handler struct {
+	secret   []byte
+	word     string
+	botLogin string
+	rec      Recorder
+	log      *slog.Logger
+	now      func() time.Time
+	maxBody  int64
+}
+
+// New checks cfg and builds a Handler.
+func New(cfg Config) (*Handler, error) {
+	if len(cfg.Secret) == 0 {
+		return nil, errors.New("webhook: a secret is required")
+	}
+	if cfg.Recorder == nil {
+		return nil, errors.New("webhook: a recorder is required")
+	}
+	word := cfg.Command
+	if word == "" {
+		word = DefaultCommand
+	}
+	if strings.ContainsAny(word, " \t\r\n") {
+		return nil, fmt.Errorf("webhook: command word %q contains whitespace", word)
+	}
+	if cfg.MaxBody < 0 {
+		return nil, fmt.Errorf("webhook: negative MaxBody %d", cfg.MaxBody)
+	}
+	h := &Handler{
+		secret:   append([]byte(nil), cfg.Secret...),
+		word:     word,
+		botLogin: cfg.BotLogin,
+		rec:      cfg.Recorder,
+		log:      cfg.Logger,
+		now:      cfg.Now,
+		maxBody:  cfg.MaxBody,
+	}
+	if h.log == nil {
+		h.log = slog.Default()
+	}
+	if h.now == nil {
+		h.now = time.Now
+	}
+	if h.maxBody == 0 {
+		h.maxBody = DefaultMaxBody
+	}
+	return h, nil
+}
+
+// outcome collects what is logged once per delivery.
+type outcome struct {
+	status       int
+	what         string
+	deliveryID   string
+	event        string
+	action       string
+	installation int64
+	repo         string
+	issue        int
+	taskID       int64
+	kind         task.Kind
+	err          error
+}
+
+func (o *outcome) attrs() []slog.Attr {
+	a := []slog.Attr{
+		slog.String("delivery_id", o.deliveryID),
+		slog.String("event", o.event),
+		slog.String("action", o.action),
+		slog.Int64("installation_id", o.installation),
+		slog.String("repo", o.repo),
+		slog.Int("issue", o.issue),
+		slog.String("outcome", o.what),
+		slog.Int("status", o.status),
+	}
+	if o.taskID != 0 {
+		a = append(a, slog.Int64("task_id", o.taskID), slog.String("kind", string(o.kind)))
+	}
+	if o.err != nil {
+		a = append(a, slog.String("error", o.err.Error()))
+	}
+	return a
+}
+
+// ServeHTTP handles one delivery: method, size, signature, headers and JSON
+// are checked in that order; the delivery (and the task it asks for, if any)
+// is committed to the store before the answer is written.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	o := &outcome{}
+	defer func() {
+		level := slog.LevelInfo
+		switch {
+		case o.status >= 500:
+			level = slog.LevelError
+		case o.status >= 400:
+			level = slog.LevelWarn
+		}
+		h.log.LogAttrs(r.Context(), level, "webhook delivery", o.attrs()...)
+	}()
+	reply := func(status int, what, body string) {
+		o.status, o.what = status, what
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		w.WriteHeader(status)
+		io.WriteString(w, body+"\n")
+	}
+	// Headers are logged only once the signature is known to be good.
+
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		reply(http.StatusMethodNotAllowed, "bad_method", "method not allowed")
+		return
+	}
+	if r.ContentLength > h.maxBody {
+		reply(http.StatusRequestEntityTooLarge, "too_large", "payload too large")
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.maxBody))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			reply(http.StatusRequestEntityTooLarge, "too_large", "payload too large")
+			return
+		}
+		o.err = err
+		reply(http.StatusBadRequest, "bad_body", "cannot read body")
+		return
+	}
+	if !h.validSignature(body, r.Header.Get("X-Hub-Signature-256")) {
+		reply(http.StatusUnauthorized, "bad_signature", "missing or invalid X-Hub-Signature-256")
+		return
+	}
+
+	o.event = r.Header.Get("X-GitHub-Event")
+	o.deliveryID = r.Header.Get("X-GitHub-Delivery")
+	if o.event == "" || o.deliveryID == "" {
+		reply(http.StatusBadRequest, "bad_headers", "missing X-GitHub-Event or X-GitHub-Delivery")
+		return
+	}
+	if len(o.deliveryID) > maxDeliveryID {
+		reply(http.StatusBadRequest, "bad_headers", "X-GitHub-Delivery too long")
+		return
+	}
+	payload, err := jsonPayload(r.Header.Get("Content-Type"), body)
+	if err != nil {
+		o.err = err
+		reply(http.StatusBadRequest, "bad_payload", err.Error())
+		return
+	}
+	var p event
+	if err := json.Unmarshal(payload, &p); err != nil {
+		// A field of an unexpected type only matters where we act on it; other
+		// events are recorded with whatever did decode.
+		var typeErr *json.UnmarshalTypeError
+		if !errors.As(err, &typeErr) || o.event == "issue_comment" {
+			o.err = err
+			reply(http.StatusBadRequest, "bad_payload", "invalid JSON payload")
+			return
+		}
+	}
+	o.action = p.Action
+	if p.Installation != nil {
+		o.installation = p.Installation.ID
+	}
+	if p.Repository != nil {
+		o.repo = p.Repository.FullName
+	}
+	if p.Issue != nil {
+		o.issue = p.Issue.Number
+	}
+
+	now := h.now()
+	d := task.Delivery{ID: o.deliveryID, Event: o.event, Action: p.Action, ReceivedAt: now}
+	t, why := h.decide(d, &p)
+
+	ctx, cancel := context.WithTimeout(r.Context(), recordTimeout)
+	defer cancel()
+	err = h.rec.Record(ctx, d, t)
+	if errors.Is(err, task.ErrActive) && t != nil && t.Kind == task.KindFix {
+		t = h.replyTask(t, fmt.Sprintf(
+			"A task is already running on this issue. Use `%s status` to see how it is going, or `%s cancel` to stop it before asking again.",
+			h.word, h.word))
+		why = "already_active"
+		err = h.rec.Record(ctx, d, t)
+	}
+	switch {
+	case errors.Is(err, task.ErrDuplicate):
+		reply(http.StatusOK, "duplicate", "duplicate delivery")
+	case err != nil:
+		o.err = err
+		reply(http.StatusServiceUnavailable, "store_failed", "cannot record delivery; please redeliver")
+	case t != nil:
+		o.taskID, o.kind = t.ID, t.Kind
+		reply(http.StatusAccepted, why, "accepted")
+	case o.event == "ping":
+		reply(http.StatusOK, why, "pong")
+	default:
+		reply(http.StatusOK, why, "ignored")
+	}
+}
+
+// validSignature checks header against the HMAC-SHA256 of body, in constant time.
+func (h *Handler) validSignature(body []byte, header string) bool {
+	hexSig, ok := strings.CutPrefix(header, "sha256=")
+	if !ok {
+		return false
+	}
+	got, err := hex.DecodeString(hexSig)
+	if err != nil || len(got) != sha256.Size {
+		return false
+	}
+	mac := hmac.New(sha256.New, h.secret)
+	mac.Write(body)
+	return hmac.Equal(got, mac.Sum(nil))
+}
+
+// jsonPayload returns the JSON document of a body, which a hook may send as
+// application/json or as the "payload" field of a form.
+func jsonPayload(contentType string, body []byte) ([]byte, error) {
+	mt, _, _ := mime.ParseMediaType(contentType)
+	if mt != "application/x-www-form-urlencoded" {
+		return body, nil
+	}
+	form, err := url.ParseQuery(string(body))
+	if err != nil {
+		return nil, errors.New("invalid form body")
+	}
+	if !form.Has("payload") {
+		return nil, errors.New("form body without payload")
+	}
+	return []byte(form.Get("payload")), nil
+}
+
+// decide turns a verified delivery into at most one task, and says why.
+func (h *Handler) decide(d task.Delivery, p *event) (*task.Task, string) {
+	switch d.Event {
+	case "ping":
+		return nil, "ping"
+	case "issue_comment":
+		return h.issueComment(d, p)
+	case "check_run":
+		// requested_action buttons are handled by a later change.
+		return nil, "check_run_ignored"
+	}
+	return nil, "event_ignored"
+}
+
+func (h *Handler) issueComment(d task.Delivery, p *event) (*task.Task, string) {
+	switch {
+	case p.Action != "created":
+		return nil, "comment_not_created"
+	case p.Comment == nil || p.Issue == nil || p.Repository == nil || p.Sender == nil:
+		return nil, "comment_incomplete"
+	case p.Sender.Type == "Bot" || (p.Comment.User != nil && p.Comment.User.Type == "Bot"):
+		return nil, "comment_by_bot"
+	case h.botLogin != "" && strings.EqualFold(p.Sender.Login, h.botLogin):
+		return nil, "comment_by_self"
+	case strings.Contains(p.Comment.Body, Marker):
+		return nil, "comment_has_marker"
+	}
+	res := Parse(h.word, p.Comment.Body)
+	if res.Ignored() {
+		return nil, "no_command"
+	}
+	if p.Installation == nil || p.Installation.ID == 0 {
+		// Without an installation there is no token to act with.
+		return nil, "no_installation"
+	}
+
+	t := &task.Task{
+		State:      task.Queued,
+		DeliveryID: d.ID,
+		Repo: task.Repo{
+			InstallationID: p.Installation.ID,
+			Owner:          p.Repository.Owner.Login,
+			Name:           p.Repository.Name,
+			CloneURL:       p.Repository.CloneURL,
+			DefaultBranch:  p.Repository.DefaultBranch,
+		},
+		Issue:      p.Issue.Number,
+		IsPR:       p.Issue.PullRequest != nil,
+		CommentID:  p.Comment.ID,
+		Requester:  task.Person{Login: p.Sender.Login, ID: p.Sender.ID},
+		IssueTitle: p.Issue.Title,
+		CreatedAt:  d.ReceivedAt,
+		RunAfter:   d.ReceivedAt,
+	}
+	if res.Reply != "" {
+		return h.replyTask(t, res.Reply), "reply"
+	}
+	c := res.Command
+	switch c.Verb {
+	case Fix:
+		switch {
+		case p.Issue.Locked:
+			return h.replyTask(t, "This conversation is locked, so I won't work on it here. Unlock it, or ask again in an open conversation."), "locked"
+		case c.Args == "" && strings.TrimSpace(p.Issue.Body) == "":
+			return h.replyTask(t, fmt.Sprintf(
+				"What should I fix? The issue has no description and the command none either: write the instructions after `%s fix`, or describe the problem in the issue and ask again.\n\n%s",
+				h.word, Usage(h.word))), "fix_without_instructions"
+		}
+		t.Kind, t.Instructions = task.KindFix, c.Args
+	case Help:
+		return h.replyTask(t, Usage(h.word)), "help"
+	case Cancel:
+		t.Kind, t.Instructions = task.KindCancel, c.Args
+	case Status:
+		t.Kind, t.Instructions = task.KindStatus, c.Args
+	case Approve:
+		t.Kind, t.Instructions = task.KindApprove, c.Args
+	case Reject:
+		t.Kind, t.Instructions = task.KindReject, c.Args
+	default:
+		return nil, "unknown_verb"
+	}
+	return t, string(c.Verb)
+}
+
+// replyTask makes a KindReply task that posts text on t's conversation.
+func (h *Handler) replyTask(t *task.Task, text string) *task.Task {
+	r := *t
+	r.ID = 0
+	r.Kind = task.KindReply
+	r.Instructions = ""
+	r.Reply = text
+	return &r
+}
