@@ -1,0 +1,162 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/pullwright/pullwright/agent"
+	"github.com/pullwright/pullwright/ghapp"
+	"github.com/pullwright/pullwright/repo"
+	"github.com/pullwright/pullwright/task"
+)
+
+// The adapters below turn ghapp, agent and repo into the interfaces task
+// declares, so that task imports none of them.
+
+type gitHub struct{ app *ghapp.App }
+
+func (g gitHub) Identity(ctx context.Context) (task.Identity, error) {
+	id, err := g.app.Identity(ctx)
+	return task.Identity{Login: id.Login, Name: id.Name, Email: id.Email}, err
+}
+
+func (g gitHub) Token(ctx context.Context, inst int64) (string, error) {
+	return g.app.Token(ctx, inst)
+}
+
+func (g gitHub) AddReaction(ctx context.Context, r task.Repo, commentID int64, content string) error {
+	return g.app.AddReaction(ctx, r.InstallationID, r.Owner, r.Name, commentID, content)
+}
+
+func (g gitHub) UpsertComment(ctx context.Context, r task.Repo, issue int, marker string, commentID int64, body string) (int64, error) {
+	return g.app.UpsertComment(ctx, r.InstallationID, r.Owner, r.Name, issue, marker, commentID, body)
+}
+
+func (g gitHub) Issue(ctx context.Context, r task.Repo, number int) (task.Issue, error) {
+	is, err := g.app.Issue(ctx, r.InstallationID, r.Owner, r.Name, number)
+	if err != nil {
+		return task.Issue{}, err
+	}
+	out := task.Issue{Title: is.Title, Body: is.Body, Locked: is.Locked}
+	for _, c := range is.Comments {
+		out.Comments = append(out.Comments, task.Comment{Author: c.Author, AuthorType: c.AuthorType, Body: c.Body})
+	}
+	return out, nil
+}
+
+func (g gitHub) OpenPullRequest(ctx context.Context, r task.Repo, pr task.NewPullRequest) (task.PullRequest, error) {
+	got, err := g.app.OpenPullRequest(ctx, r.InstallationID, r.Owner, r.Name, ghapp.NewPullRequest{
+		Title: pr.Title, Body: pr.Body, Head: pr.Head, Base: pr.Base,
+	})
+	return task.PullRequest{Number: got.Number, URL: got.HTMLURL}, err
+}
+
+func (g gitHub) Permission(ctx context.Context, r task.Repo, user string) (string, error) {
+	return g.app.Permission(ctx, r.InstallationID, r.Owner, r.Name, user)
+}
+
+// model keeps the agent's State as JSON in the task.
+type model struct{ a *agent.Agent }
+
+func (m model) Start(b task.Brief) ([]byte, error) {
+	ab := agent.Brief{
+		Repo: b.Repo, Issue: b.Issue, Title: b.Title, Body: b.Body,
+		Instructions: b.Instructions, Requester: b.Requester,
+	}
+	for _, c := range b.Comments {
+		ab.Comments = append(ab.Comments, agent.Comment{Author: c.Author, Body: c.Body})
+	}
+	return json.Marshal(m.a.Start(ab))
+}
+
+func (m model) Turn(ctx context.Context, conv []byte, workdir string) (task.Progress, error) {
+	var st agent.State
+	if err := json.Unmarshal(conv, &st); err != nil {
+		return task.Progress{}, task.Fatal("the saved conversation cannot be read", err)
+	}
+	if err := m.a.Turn(ctx, &st, workdir); err != nil {
+		switch {
+		case errors.Is(err, agent.ErrBudget):
+			return task.Progress{}, task.Fatal(err.Error(), err)
+		case agent.IsTransient(err):
+			return task.Progress{}, task.Retry("the model endpoint did not answer", err)
+		default:
+			return task.Progress{}, task.Fatal("the model endpoint refused the request or answered something unreadable", err)
+		}
+	}
+	out, err := json.Marshal(&st)
+	if err != nil {
+		return task.Progress{}, task.Fatal("saving the conversation failed", err)
+	}
+	p := task.Progress{
+		Conversation: out,
+		Turns:        st.Turns,
+		Tokens:       st.Tokens(),
+		Steps:        st.Steps,
+	}
+	for _, it := range st.Plan {
+		p.Plan = append(p.Plan, task.PlanItem{Title: it.Title, Status: it.Status})
+	}
+	if st.Finish != nil {
+		p.Finished, p.Title, p.Summary = true, st.Finish.Title, st.Finish.Summary
+	}
+	return p, nil
+}
+
+type workspaces struct{}
+
+func (workspaces) Clone(ctx context.Context, url, branch, token, dir string) (task.Workspace, error) {
+	ws, err := repo.Clone(ctx, repo.CloneOptions{URL: url, Branch: branch, Token: token, Dir: dir})
+	if err != nil {
+		return nil, err
+	}
+	return workspace{ws}, nil
+}
+
+func (workspaces) Open(dir string) (task.Workspace, error) {
+	ws, err := repo.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	return workspace{ws}, nil
+}
+
+type workspace struct{ *repo.Workspace }
+
+func (w workspace) Changes() ([]task.Change, error) {
+	cs, err := w.Workspace.Changes()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]task.Change, 0, len(cs))
+	for _, c := range cs {
+		out = append(out, task.Change{Path: c.Path, Deleted: c.Status == repo.StatusDeleted})
+	}
+	return out, nil
+}
+
+func (w workspace) CommitAll(msg string, author task.Identity, coAuthors ...task.Identity) (string, error) {
+	co := make([]repo.Identity, 0, len(coAuthors))
+	for _, c := range coAuthors {
+		co = append(co, repo.Identity{Name: c.Name, Email: c.Email})
+	}
+	sha, err := w.Workspace.CommitAll(msg, repo.Identity{Name: author.Name, Email: author.Email}, co...)
+	if errors.Is(err, repo.ErrNothingToCommit) {
+		return "", fmt.Errorf("%w: %w", task.ErrNoChanges, err)
+	}
+	return sha, err
+}
+
+func (w workspace) DiffStat(base string) ([]task.FileStat, error) {
+	st, err := w.Workspace.DiffStat(base)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]task.FileStat, 0, len(st))
+	for _, s := range st {
+		out = append(out, task.FileStat{Path: s.Path, Added: s.Added, Deleted: s.Deleted})
+	}
+	return out, nil
+}

@@ -1,0 +1,301 @@
+// Package app wires Pullwright's packages into the running bot: the store,
+// the GitHub App client, the agent, the webhook handler and the worker pool.
+// It holds no logic of its own beyond construction and the HTTP routes;
+// cmd/bot turns the environment into a Config and calls it.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/pullwright/pullwright/agent"
+	"github.com/pullwright/pullwright/ghapp"
+	"github.com/pullwright/pullwright/repo"
+	"github.com/pullwright/pullwright/task"
+	"github.com/pullwright/pullwright/webhook"
+)
+
+// Config is everything the bot needs to run. cmd/bot fills it from the
+// environment (see README.md for the variables).
+type Config struct {
+	Addr          string
+	DatabaseURL   string
+	Command       string
+	AppID         int64
+	PrivateKey    []byte
+	WebhookSecret string
+	APIURL        string
+	OpenAIKey     string
+	OpenAIBaseURL string
+	Model         string
+	Runner        string
+	SandboxImage  string
+	// WorkDir holds the task workspaces.
+	WorkDir string
+	// Workers is how many tasks run at once.
+	Workers int
+
+	// Tuning, mostly for tests; zero means the package default.
+	Poll        time.Duration
+	Lease       time.Duration
+	MaxAttempts int
+	Backoff     func(n int) time.Duration
+	MaxTurns    int
+	MaxTokens   int
+	GitHubRetry time.Duration
+
+	Logger *slog.Logger
+}
+
+// Defaults of the contract in DESIGN.md.
+const (
+	DefaultAddr        = ":8080"
+	DefaultDatabaseURL = "sqlite://./pullwright.db"
+	DefaultCommand     = "/agent"
+	DefaultAPIURL      = "https://api.github.com"
+	DefaultModel       = "gpt-4.1-mini"
+	DefaultRunner      = "docker"
+)
+
+// App is the wired bot.
+type App struct {
+	cfg     Config
+	log     *slog.Logger
+	store   task.Store
+	pool    *task.Pool
+	webhook *webhook.Handler
+	github  *ghapp.App
+}
+
+// New checks cfg and builds the bot. It opens the store but starts nothing.
+func New(ctx context.Context, cfg Config) (*App, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	setDefaults(&cfg)
+	if cfg.WebhookSecret == "" {
+		return nil, errors.New("GITHUB_WEBHOOK_SECRET is empty: refusing to accept unsigned deliveries")
+	}
+	if cfg.AppID == 0 {
+		return nil, errors.New("GITHUB_APP_ID is not set")
+	}
+	if len(cfg.PrivateKey) == 0 {
+		return nil, errors.New("GITHUB_APP_PRIVATE_KEY or GITHUB_APP_PRIVATE_KEY_PATH is not set")
+	}
+	switch cfg.Runner {
+	case "docker", "local":
+	default:
+		return nil, fmt.Errorf("BOT_RUNNER=%q: want docker or local", cfg.Runner)
+	}
+	log := cfg.Logger
+
+	gh, err := ghapp.New(ghapp.Config{
+		AppID:      cfg.AppID,
+		PrivateKey: cfg.PrivateKey,
+		BaseURL:    cfg.APIURL,
+		Logger:     log.With("component", "ghapp"),
+		MinBackoff: cfg.GitHubRetry,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("github app: %w", err)
+	}
+	llm, err := agent.New(agent.Config{
+		BaseURL:   cfg.OpenAIBaseURL,
+		APIKey:    cfg.OpenAIKey,
+		Model:     cfg.Model,
+		MaxTurns:  cfg.MaxTurns,
+		MaxTokens: cfg.MaxTokens,
+		Logger:    log.With("component", "agent"),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
+	if err := os.MkdirAll(cfg.WorkDir, 0o700); err != nil {
+		return nil, fmt.Errorf("create work dir %s: %w", cfg.WorkDir, err)
+	}
+	store, err := OpenStore(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return nil, err
+	}
+
+	a := &App{cfg: cfg, log: log, store: store, github: gh}
+	a.pool = &task.Pool{
+		Store: store,
+		Steps: &task.Flow{
+			Store:      store,
+			GitHub:     gitHub{gh},
+			Agent:      model{llm},
+			Workspaces: workspaces{},
+			Dir:        cfg.WorkDir,
+			BranchName: func(issue int, title string) string { return repo.BranchName("agent/", issue, title) },
+			Command:    cfg.Command,
+			Logger:     log.With("component", "task"),
+		},
+		Logger:      log.With("component", "worker"),
+		Workers:     cfg.Workers,
+		Lease:       cfg.Lease,
+		Poll:        cfg.Poll,
+		MaxAttempts: cfg.MaxAttempts,
+		Backoff:     cfg.Backoff,
+	}
+	a.webhook, err = webhook.New(webhook.Config{
+		Secret:   []byte(cfg.WebhookSecret),
+		Command:  cfg.Command,
+		BotLogin: a.botLogin(ctx),
+		Recorder: notifying{store, a.pool},
+		Logger:   log.With("component", "webhook"),
+	})
+	if err != nil {
+		store.Close()
+		return nil, fmt.Errorf("webhook: %w", err)
+	}
+	if cfg.Runner == "local" {
+		log.Warn("BOT_RUNNER=local: approved commands would run on this machine WITHOUT isolation; use it only on throwaway machines")
+	}
+	return a, nil
+}
+
+func setDefaults(c *Config) {
+	def := func(s *string, v string) {
+		if *s == "" {
+			*s = v
+		}
+	}
+	def(&c.Addr, DefaultAddr)
+	def(&c.DatabaseURL, DefaultDatabaseURL)
+	def(&c.Command, DefaultCommand)
+	def(&c.APIURL, DefaultAPIURL)
+	def(&c.Model, DefaultModel)
+	def(&c.Runner, DefaultRunner)
+	def(&c.WorkDir, filepath.Join(os.TempDir(), "pullwright"))
+}
+
+// botLogin asks GitHub who the app is, so that the webhook ignores the
+// app's own comments by name. Failing that, comments are still ignored by
+// their Bot sender type and by the marker every bot comment carries.
+func (a *App) botLogin(ctx context.Context) string {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	id, err := a.github.Identity(ctx)
+	if err != nil {
+		a.log.Warn("could not read the app's identity; its comments are still ignored by sender type and marker", "err", err)
+		return ""
+	}
+	a.log.Info("github app identity", "login", id.Login)
+	return id.Login
+}
+
+// OpenStore opens the store a database URL names.
+func OpenStore(ctx context.Context, url string) (task.Store, error) {
+	switch {
+	case strings.HasPrefix(url, "sqlite://"):
+		path := strings.TrimPrefix(url, "sqlite://")
+		if path == "" {
+			return nil, fmt.Errorf("database URL %q names no file", url)
+		}
+		if dir := filepath.Dir(path); dir != "." {
+			if err := os.MkdirAll(dir, 0o700); err != nil {
+				return nil, fmt.Errorf("create database directory %s: %w", dir, err)
+			}
+		}
+		return task.OpenSQLite(ctx, path)
+	case strings.HasPrefix(url, "postgres://"), strings.HasPrefix(url, "postgresql://"):
+		return nil, errors.New("the Postgres store is not available in this version; use sqlite:///path/file.db")
+	}
+	return nil, fmt.Errorf("database URL %q: want sqlite:///path/file.db", url)
+}
+
+// notifying wakes a worker as soon as a delivery created a task, so work
+// starts without waiting for the next poll. The handler itself starts no
+// goroutine: Notify only drops a token in a channel.
+type notifying struct {
+	task.Store
+	pool *task.Pool
+}
+
+func (n notifying) Record(ctx context.Context, d task.Delivery, t *task.Task) error {
+	err := n.Store.Record(ctx, d, t)
+	if err == nil && t != nil {
+		n.pool.Notify()
+	}
+	return err
+}
+
+// Handler serves the bot's HTTP endpoints.
+func (a *App) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("POST /webhook", a.webhook)
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc("GET /readyz", a.ready)
+	return mux
+}
+
+// ready answers 200 when the store answers.
+func (a *App) ready(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	if _, err := a.store.Get(ctx, 0); err != nil && !errors.Is(err, task.ErrNotFound) {
+		a.log.ErrorContext(ctx, "readiness: store", "err", err)
+		http.Error(w, "store unavailable", http.StatusServiceUnavailable)
+		return
+	}
+	fmt.Fprintln(w, "ready")
+}
+
+// Serve runs the HTTP server on ln and the workers until ctx ends, then
+// shuts both down: in-flight requests get a grace period, and a task being
+// worked on is released to continue at the next start.
+func (a *App) Serve(ctx context.Context, ln net.Listener) error {
+	srv := &http.Server{
+		Handler:           a.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       60 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(a.log.Handler(), slog.LevelWarn),
+	}
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	var wg sync.WaitGroup
+	wg.Go(func() { a.pool.Run(ctx) })
+	errc := make(chan error, 1)
+	wg.Go(func() {
+		a.log.Info("listening", "addr", ln.Addr().String())
+		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			errc <- fmt.Errorf("serve http: %w", err)
+		}
+	})
+	var err error
+	select {
+	case <-ctx.Done():
+	case err = <-errc:
+	}
+	shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+	defer cancel()
+	if serr := srv.Shutdown(shutdown); serr != nil && err == nil {
+		err = fmt.Errorf("shut down http: %w", serr)
+	}
+	stop()
+	wg.Wait()
+	return err
+}
+
+// RunWorkers runs only the worker pool until ctx ends.
+func (a *App) RunWorkers(ctx context.Context) error { return a.pool.Run(ctx) }
+
+// Store is the bot's store, for tests and tools that inspect tasks.
+func (a *App) Store() task.Store { return a.store }
+
+// Close releases the store.
+func (a *App) Close() error { return a.store.Close() }

@@ -1,0 +1,205 @@
+// Command bot is Pullwright: a GitHub App that turns "/agent fix …" comments
+// into pull requests. See README.md.
+//
+//	bot serve     run the webhook server and the workers
+//	bot version   print the version
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/pullwright/pullwright/app"
+)
+
+// version is set at build time with -ldflags "-X main.version=…".
+var version = ""
+
+func main() {
+	if err := run(context.Background(), os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "bot:", err)
+		os.Exit(1)
+	}
+}
+
+const usage = `usage: bot <command> [flags]
+
+commands:
+  serve     run the webhook server and the task workers
+  version   print the version
+
+Configuration comes from environment variables; a flag of the same name in
+kebab case overrides one (GITHUB_APP_ID → --github-app-id). Run
+"bot serve -h" for the list.`
+
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprintln(stderr, usage)
+		return errors.New("no command given")
+	}
+	switch args[0] {
+	case "version":
+		fmt.Fprintln(stdout, "pullwright", buildVersion())
+		return nil
+	case "serve":
+		return serve(ctx, args[1:], getenv, stderr)
+	case "-h", "--help", "help":
+		fmt.Fprintln(stdout, usage)
+		return nil
+	}
+	fmt.Fprintln(stderr, usage)
+	return fmt.Errorf("unknown command %q", args[0])
+}
+
+func buildVersion() string {
+	if version != "" {
+		return version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		return bi.Main.Version
+	}
+	return "(devel)"
+}
+
+// setting is one configuration variable and its flag.
+type setting struct {
+	env, help, def string
+	secret         bool
+	value          *string
+}
+
+func (s *setting) flagName() string {
+	return strings.ReplaceAll(strings.ToLower(s.env), "_", "-")
+}
+
+// settings declares every variable of the contract, registers its flag on
+// fs, and returns a lookup of the final values (flag over environment over
+// default).
+func settings(fs *flag.FlagSet, getenv func(string) string) func(env string) string {
+	list := []*setting{
+		{env: "BOT_ADDR", def: app.DefaultAddr, help: "listen address of serve"},
+		{env: "BOT_DATABASE_URL", def: app.DefaultDatabaseURL, help: "sqlite:///path/file.db"},
+		{env: "BOT_COMMAND", def: app.DefaultCommand, help: "the comment command word"},
+		{env: "GITHUB_APP_ID", help: "GitHub App id"},
+		{env: "GITHUB_APP_PRIVATE_KEY", secret: true, help: "GitHub App private key (PEM)"},
+		{env: "GITHUB_APP_PRIVATE_KEY_PATH", help: "file holding the GitHub App private key"},
+		{env: "GITHUB_WEBHOOK_SECRET", secret: true, help: "webhook HMAC secret (required)"},
+		{env: "GITHUB_API_URL", def: app.DefaultAPIURL, help: "REST base URL (GitHub Enterprise: https://HOST/api/v3)"},
+		{env: "OPENAI_API_KEY", secret: true, help: "key of the OpenAI-compatible endpoint"},
+		{env: "OPENAI_BASE_URL", help: "OpenAI-compatible base URL (default OpenAI's)"},
+		{env: "BOT_MODEL", def: app.DefaultModel, help: "model name"},
+		{env: "BOT_RUNNER", def: app.DefaultRunner, help: "docker or local (no isolation)"},
+		{env: "BOT_SANDBOX_IMAGE", help: "sandbox image when the repository names none"},
+		{env: "BOT_WORKDIR", help: "directory for task workspaces (default $TMPDIR/pullwright)"},
+		{env: "BOT_WORKERS", def: "4", help: "tasks worked on at once"},
+		{env: "BOT_LOG_FORMAT", def: "json", help: "json or text"},
+	}
+	byEnv := map[string]*setting{}
+	for _, s := range list {
+		v := getenv(s.env)
+		if v == "" {
+			v = s.def
+		}
+		s.value = new(string)
+		help := s.help + " (env " + s.env + ")"
+		if s.secret {
+			help += "; prefer the environment: flags show up in process lists"
+			fs.StringVar(s.value, s.flagName(), v, help)
+			// A secret's value must not be printed as a flag default.
+			fs.Lookup(s.flagName()).DefValue = ""
+		} else {
+			fs.StringVar(s.value, s.flagName(), v, help)
+		}
+		byEnv[s.env] = s
+	}
+	return func(env string) string { return *byEnv[env].value }
+}
+
+func serve(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	get := settings(fs, getenv)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	cfg, err := config(get)
+	if err != nil {
+		return err
+	}
+	cfg.Logger = logger(get("BOT_LOG_FORMAT"), stderr)
+
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	a, err := app.New(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
+	}
+	return a.Serve(ctx, ln)
+}
+
+func logger(format string, w io.Writer) *slog.Logger {
+	if format == "text" {
+		return slog.New(slog.NewTextHandler(w, nil))
+	}
+	return slog.New(slog.NewJSONHandler(w, nil))
+}
+
+// config turns settings into app.Config, checking what can be checked
+// before anything starts.
+func config(get func(string) string) (app.Config, error) {
+	cfg := app.Config{
+		Addr:          get("BOT_ADDR"),
+		DatabaseURL:   get("BOT_DATABASE_URL"),
+		Command:       get("BOT_COMMAND"),
+		WebhookSecret: get("GITHUB_WEBHOOK_SECRET"),
+		APIURL:        strings.TrimRight(get("GITHUB_API_URL"), "/"),
+		OpenAIKey:     get("OPENAI_API_KEY"),
+		OpenAIBaseURL: get("OPENAI_BASE_URL"),
+		Model:         get("BOT_MODEL"),
+		Runner:        get("BOT_RUNNER"),
+		SandboxImage:  get("BOT_SANDBOX_IMAGE"),
+		WorkDir:       get("BOT_WORKDIR"),
+	}
+	if cfg.WebhookSecret == "" {
+		return cfg, errors.New("GITHUB_WEBHOOK_SECRET is not set: serve refuses to accept unsigned deliveries")
+	}
+	id, err := strconv.ParseInt(get("GITHUB_APP_ID"), 10, 64)
+	if err != nil || id <= 0 {
+		return cfg, fmt.Errorf("GITHUB_APP_ID=%q: want the app's numeric id", get("GITHUB_APP_ID"))
+	}
+	cfg.AppID = id
+	switch key, path := get("GITHUB_APP_PRIVATE_KEY"), get("GITHUB_APP_PRIVATE_KEY_PATH"); {
+	case key != "":
+		cfg.PrivateKey = []byte(key)
+	case path != "":
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return cfg, fmt.Errorf("read GITHUB_APP_PRIVATE_KEY_PATH: %w", err)
+		}
+		cfg.PrivateKey = b
+	default:
+		return cfg, errors.New("set GITHUB_APP_PRIVATE_KEY or GITHUB_APP_PRIVATE_KEY_PATH")
+	}
+	if n, err := strconv.Atoi(get("BOT_WORKERS")); err != nil || n < 1 {
+		return cfg, fmt.Errorf("BOT_WORKERS=%q: want a positive number", get("BOT_WORKERS"))
+	} else {
+		cfg.Workers = n
+	}
+	return cfg, nil
+}
