@@ -20,6 +20,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sashabaranov/go-openai"
+
 	"github.com/pullwright/pullwright/app"
 	"github.com/pullwright/pullwright/internal/fakegithub"
 	"github.com/pullwright/pullwright/internal/fakellm"
@@ -64,6 +66,7 @@ type env struct {
 	bot    *app.App
 	url    string
 	logs   *syncBuffer
+	cfg    app.Config
 	cancel context.CancelFunc
 	done   chan error
 }
@@ -112,20 +115,28 @@ func newEnv(t *testing.T, llm *fakellm.Server, opts ...envOption) *env {
 	for _, o := range opts {
 		o(&cfg)
 	}
+	e := &env{t: t, gh: gh, git: git, llm: llm, logs: logs, cfg: cfg}
+	e.start()
+	t.Cleanup(e.stop)
+	return e
+}
+
+// start runs a bot on e.cfg; after stop, it runs a new one, as a restart.
+func (e *env) start() {
+	e.t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	bot, err := app.New(ctx, cfg)
+	bot, err := app.New(ctx, e.cfg)
 	if err != nil {
 		cancel()
-		t.Fatalf("app.New: %v", err)
+		e.t.Fatalf("app.New: %v", err)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatal(err)
+		cancel()
+		e.t.Fatal(err)
 	}
-	e := &env{t: t, gh: gh, git: git, llm: llm, bot: bot, url: "http://" + ln.Addr().String(), logs: logs, cancel: cancel, done: make(chan error, 1)}
+	e.bot, e.url, e.cancel, e.done = bot, "http://"+ln.Addr().String(), cancel, make(chan error, 1)
 	go func() { e.done <- bot.Serve(ctx, ln) }()
-	t.Cleanup(e.stop)
-	return e
 }
 
 func (e *env) stop() {
@@ -600,5 +611,105 @@ func TestHealthAndReadiness(t *testing.T) {
 		if resp.StatusCode != http.StatusOK {
 			t.Errorf("%s = %d", path, resp.StatusCode)
 		}
+	}
+}
+
+// The bot is stopped in the middle of a task and a new one, on another
+// machine (a fresh work directory) but the same database, finishes it: the
+// conversation and the files the agent changed come back from the store.
+func TestTaskSurvivesRestartOnAnotherMachine(t *testing.T) {
+	script := fixScript()
+	gate := make(chan struct{})
+	var (
+		mu    sync.Mutex
+		calls int
+	)
+	llm := fakellm.NewFunc(t, func(req openai.ChatCompletionRequest) fakellm.Step {
+		mu.Lock()
+		calls++
+		n := calls
+		mu.Unlock()
+		switch {
+		case n <= 3: // grep, read and edit, as in fixScript
+			return script[n-1]
+		case n == 4: // the first bot is stopped while waiting for this answer
+			<-gate
+			return fakellm.Step{Status: http.StatusServiceUnavailable}
+		default:
+			return script[3] // finish
+		}
+	})
+	e := newEnv(t, llm)
+	if code := e.deliver("d1", "issue_comment", e.payload("/agent fix the typo", nil)); code != http.StatusAccepted {
+		t.Fatalf("delivery answered %d", code)
+	}
+	key := (&task.Task{Repo: task.Repo{InstallationID: installID, Owner: owner, Name: repoName}, Issue: 1}).IssueKey()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		mu.Lock()
+		n := calls
+		mu.Unlock()
+		if n == 4 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the model was called %d times, want 4\n%s", n, e.logs.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	e.stop()
+	close(gate)
+
+	saved, err := func() (*task.Task, error) {
+		s, err := app.OpenStore(context.Background(), e.cfg.DatabaseURL)
+		if err != nil {
+			return nil, err
+		}
+		defer s.Close()
+		return s.Latest(context.Background(), key)
+	}()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if saved.State != task.Working || saved.Turns != 3 || len(saved.Files) != 1 || saved.Files[0].Path != "README.md" {
+		t.Fatalf("saved task = state %s, %d turns, files %+v", saved.State, saved.Turns, saved.Files)
+	}
+
+	// The first machine and its disk are gone.
+	if err := os.RemoveAll(e.cfg.WorkDir); err != nil {
+		t.Fatal(err)
+	}
+	e.cfg.WorkDir = t.TempDir()
+	e.start()
+	done := e.waitTask(1)
+	if done.State != task.Done {
+		t.Fatalf("after restart the task ended %s: %s\n%s", done.State, done.Error, e.logs.String())
+	}
+	readme, err := e.git.ReadFile(t, owner, repoName, done.Branch, "README.md")
+	if err != nil || readme != "# Hello-World\n\nRemember to commit your work.\n" {
+		t.Fatalf("README on the branch = %q, %v", readme, err)
+	}
+	if prs := e.gh.PullRequests(owner, repoName); len(prs) != 1 {
+		t.Fatalf("%d pull requests, want 1", len(prs))
+	}
+	if c := e.waitComments(1, 2); len(c) != 2 {
+		t.Fatalf("%d bot comments after the restart, want status + link", len(c))
+	}
+	// The resumed conversation is the one the first bot had.
+	reqs := e.llm.Requests()
+	last := reqs[len(reqs)-1].Messages
+	var sawEdit bool
+	for _, m := range last {
+		for _, tc := range m.ToolCalls {
+			if tc.Function.Name == "edit_file" {
+				sawEdit = true
+			}
+		}
+	}
+	if !sawEdit {
+		t.Fatalf("the resumed conversation lost the first bot's turns")
+	}
+	if !strings.Contains(e.logs.String(), "rebuilding workspace") {
+		t.Fatalf("the workspace was not rebuilt from the store")
 	}
 }
