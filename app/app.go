@@ -74,6 +74,7 @@ type App struct {
 	pool    *task.Pool
 	webhook *webhook.Handler
 	github  *ghapp.App
+	metrics *metrics
 }
 
 // New checks cfg and builds the bot. It opens the store but starts nothing.
@@ -127,7 +128,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		return nil, err
 	}
 
-	a := &App{cfg: cfg, log: log, store: store, github: gh}
+	a := &App{cfg: cfg, log: log, store: store, github: gh, metrics: newMetrics()}
 	a.pool = &task.Pool{
 		Store: store,
 		Steps: &task.Flow{
@@ -146,6 +147,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		Poll:        cfg.Poll,
 		MaxAttempts: cfg.MaxAttempts,
 		Backoff:     cfg.Backoff,
+		Observe:     a.metrics.observe,
 	}
 	a.webhook, err = webhook.New(webhook.Config{
 		Secret:   []byte(cfg.WebhookSecret),
@@ -233,7 +235,8 @@ func (n notifying) Record(ctx context.Context, d task.Delivery, t *task.Task) er
 // Handler serves the bot's HTTP endpoints.
 func (a *App) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("POST /webhook", a.webhook)
+	mux.Handle("POST /webhook", a.metrics.webhook(a.webhook))
+	mux.Handle("GET /metrics", a.metrics.handler())
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintln(w, "ok")
 	})

@@ -413,6 +413,33 @@ func TestFixCommentBecomesPullRequest(t *testing.T) {
 	if n := e.llm.Calls(); n != 4 {
 		t.Errorf("redelivery caused model calls: %d", n)
 	}
+
+	metrics := e.get("/metrics")
+	for _, want := range []string{
+		`pullwright_webhook_requests_total{code="202",event="issue_comment"} 1`,
+		`pullwright_webhook_requests_total{code="200",event="issue_comment"} 1`,
+		`pullwright_tasks_ended_total{kind="fix",state="done"} 1`,
+		`pullwright_task_steps_total{kind="fix",result="ok",state="working"} 4`,
+	} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+}
+
+// get fetches a path of the bot's HTTP server and returns the body.
+func (e *env) get(path string) string {
+	e.t.Helper()
+	resp, err := http.Get(e.url + path)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		e.t.Fatalf("GET %s = %d, %v", path, resp.StatusCode, err)
+	}
+	return string(b)
 }
 
 func TestFailuresEndWithAClearComment(t *testing.T) {
@@ -602,14 +629,9 @@ func TestBadDeliveries(t *testing.T) {
 
 func TestHealthAndReadiness(t *testing.T) {
 	e := newEnv(t, fakellm.New(t))
-	for _, path := range []string{"/healthz", "/readyz"} {
-		resp, err := http.Get(e.url + path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			t.Errorf("%s = %d", path, resp.StatusCode)
+	for path, want := range map[string]string{"/healthz": "ok", "/readyz": "ready", "/metrics": "go_goroutines"} {
+		if got := e.get(path); !strings.Contains(got, want) {
+			t.Errorf("%s = %q, want it to contain %q", path, got, want)
 		}
 	}
 }

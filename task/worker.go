@@ -39,6 +39,8 @@ type Pool struct {
 	MaxAttempts int
 	// Backoff is the wait before retry n (1-based); default 5s·2ⁿ⁻¹ up to 10m.
 	Backoff func(n int) time.Duration
+	// Observe, when set, is told of every step a worker takes (for metrics).
+	Observe func(StepResult)
 
 	once sync.Once
 	wake chan struct{}
@@ -80,6 +82,20 @@ func (p *Pool) init() {
 		_, _ = rand.Read(b[:])
 		p.id = host + "-" + hex.EncodeToString(b[:])
 	})
+}
+
+// StepResult describes one step, for Pool.Observe.
+type StepResult struct {
+	Kind     Kind
+	From, To State
+	Err      error
+	Duration time.Duration
+}
+
+func (p *Pool) observe(r StepResult) {
+	if p.Observe != nil {
+		p.Observe(r)
+	}
 }
 
 // Notify tells an idle worker that a task may be due now. It never blocks.
@@ -154,14 +170,17 @@ func (p *Pool) work(ctx context.Context, owner string, t *Task) {
 
 	for !t.State.Terminal() {
 		if t.CancelledBy != "" {
+			from := t.State
 			t.State = Cancelled
-			p.finish(ctx, log, owner, t)
+			p.finish(ctx, log, owner, t, from)
 			return
 		}
 		from := t.State
 		stepCtx, cancel := context.WithTimeout(ctx, p.StepTimeout)
+		began := time.Now()
 		err := p.Steps.Step(stepCtx, t)
 		cancel()
+		p.observe(StepResult{Kind: t.Kind, From: from, To: t.State, Err: err, Duration: time.Since(began)})
 		if err != nil {
 			if ctx.Err() != nil {
 				log.InfoContext(ctx, "step interrupted", "state", from, "cause", context.Cause(ctx))
@@ -172,7 +191,7 @@ func (p *Pool) work(ctx context.Context, owner string, t *Task) {
 				log.ErrorContext(ctx, "task failed", "state", from, "attempts", t.Attempts, "err", err)
 				t.Error = UserMessage(err)
 				t.State = Failed
-				p.finish(ctx, log, owner, t)
+				p.finish(ctx, log, owner, t, from)
 				return
 			}
 			wait := p.Backoff(t.Attempts)
@@ -200,7 +219,8 @@ func (p *Pool) work(ctx context.Context, owner string, t *Task) {
 }
 
 // finish records a failed or cancelled task and tells the issue.
-func (p *Pool) finish(ctx context.Context, log *slog.Logger, owner string, t *Task) {
+func (p *Pool) finish(ctx context.Context, log *slog.Logger, owner string, t *Task, from State) {
+	p.observe(StepResult{Kind: t.Kind, From: from, To: t.State})
 	c, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	defer cancel()
 	if err := p.Store.Save(c, t, owner); err != nil {
