@@ -16,9 +16,6 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 )
 
-// now is the commit time source.
-var now = time.Now
-
 // Change statuses.
 const (
 	StatusAdded    = "added"
@@ -158,11 +155,19 @@ func readWorktreeFile(root, p string) (mode filemode.FileMode, content []byte, o
 	}
 }
 
-// CommitAll stages every change (additions, modifications and deletions;
-// ignored files stay out) and commits it with author as author and committer.
-// Co-authors become "Co-authored-by:" trailers after a blank line. It returns
-// the new commit's SHA, or ErrNothingToCommit if the worktree matches HEAD.
+// CommitAll is CommitAllAt with the current time.
 func (w *Workspace) CommitAll(msg string, author Identity, coAuthors ...Identity) (string, error) {
+	return w.CommitAllAt(time.Now(), msg, author, coAuthors...)
+}
+
+// CommitAllAt stages every change (additions, modifications and deletions;
+// ignored files stay out) and commits it with author as author and committer,
+// dated when. Co-authors become "Co-authored-by:" trailers after a blank
+// line. It returns the new commit's SHA, or ErrNothingToCommit if the
+// worktree matches HEAD. The same tree, parent, message, identities and time
+// give the same SHA, so a commit remade after a crash equals the one that
+// may already have been pushed.
+func (w *Workspace) CommitAllAt(when time.Time, msg string, author Identity, coAuthors ...Identity) (string, error) {
 	msg = strings.TrimSpace(msg)
 	if msg == "" {
 		return "", errors.New("commit: empty message")
@@ -201,7 +206,7 @@ func (w *Workspace) CommitAll(msg string, author Identity, coAuthors ...Identity
 	if err := wt.AddWithOptions(&git.AddOptions{All: true}); err != nil {
 		return "", fmt.Errorf("commit: stage: %w", err)
 	}
-	sig := &object.Signature{Name: author.Name, Email: author.Email, When: now()}
+	sig := &object.Signature{Name: author.Name, Email: author.Email, When: when}
 	h, err := wt.Commit(full, &git.CommitOptions{Author: sig, Committer: sig})
 	if errors.Is(err, git.ErrEmptyCommit) {
 		return "", ErrNothingToCommit

@@ -1,0 +1,78 @@
+package repo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+)
+
+// ErrCommitGone means a commit is not in the cloned branch's history (the
+// branch was rewritten since), so work based on it cannot be rebuilt there.
+var ErrCommitGone = errors.New("commit is not in the branch's history")
+
+// deepenSteps are the history depths tried, in turn, to find a commit a
+// shallow clone lacks: most tasks resume within a few commits of the tip.
+var deepenSteps = []int{16, 256, 1 << 20}
+
+// ResetTo moves the checked-out branch and the worktree to commit sha,
+// fetching deeper history of the cloned branch first when the shallow clone
+// does not have it. The worktree's changes are discarded.
+func (w *Workspace) ResetTo(ctx context.Context, token, sha string) error {
+	h := plumbing.NewHash(sha)
+	if h.IsZero() || h.String() != sha {
+		return fmt.Errorf("reset to %q: not a commit SHA", sha)
+	}
+	for _, depth := range append([]int{0}, deepenSteps...) {
+		if _, err := w.repo.CommitObject(h); err == nil {
+			break
+		} else if !errors.Is(err, plumbing.ErrObjectNotFound) {
+			return fmt.Errorf("reset to %s: %w", sha, err)
+		}
+		if depth == 0 {
+			continue
+		}
+		err := w.repo.FetchContext(ctx, &git.FetchOptions{
+			RemoteName: git.DefaultRemoteName,
+			Depth:      depth,
+			Auth:       auth(token),
+			Tags:       git.NoTags,
+		})
+		if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
+			return opError(fmt.Sprintf("reset to %s: fetch depth %d", sha, depth), err, token)
+		}
+	}
+	if _, err := w.repo.CommitObject(h); err != nil {
+		if errors.Is(err, plumbing.ErrObjectNotFound) {
+			return fmt.Errorf("reset to %s: %w", sha, ErrCommitGone)
+		}
+		return fmt.Errorf("reset to %s: %w", sha, err)
+	}
+	wt, err := w.repo.Worktree()
+	if err != nil {
+		return fmt.Errorf("reset to %s: %w", sha, err)
+	}
+	if err := wt.Reset(&git.ResetOptions{Commit: h, Mode: git.HardReset}); err != nil {
+		return fmt.Errorf("reset to %s: %w", sha, err)
+	}
+	return nil
+}
+
+// RemoteBranch returns the commit origin's branch points at, or "" when
+// origin has no such branch.
+func (w *Workspace) RemoteBranch(ctx context.Context, token, branch string) (string, error) {
+	remote, err := w.repo.Remote(git.DefaultRemoteName)
+	if err != nil {
+		return "", fmt.Errorf("look up remote branch %s: %w", branch, err)
+	}
+	h, err := w.remoteBranch(ctx, remote, plumbing.NewBranchReferenceName(branch), token)
+	if err != nil {
+		return "", opError("look up remote branch "+branch, err, token)
+	}
+	if h.IsZero() {
+		return "", nil
+	}
+	return h.String(), nil
+}
