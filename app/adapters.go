@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/pullwright/pullwright/agent"
 	"github.com/pullwright/pullwright/ghapp"
@@ -76,6 +77,11 @@ func (m model) Turn(ctx context.Context, conv []byte, workdir string) (task.Prog
 	if err := json.Unmarshal(conv, &st); err != nil {
 		return task.Progress{}, task.Fatal("the saved conversation cannot be read", err)
 	}
+	if st.Finish != nil {
+		// The model finished in a turn whose outcome was not recorded; its
+		// answer stands, and no further call is made.
+		return progress(conv, &st), nil
+	}
 	if err := m.a.Turn(ctx, &st, workdir); err != nil {
 		switch {
 		case errors.Is(err, agent.ErrBudget):
@@ -90,6 +96,10 @@ func (m model) Turn(ctx context.Context, conv []byte, workdir string) (task.Prog
 	if err != nil {
 		return task.Progress{}, task.Fatal("saving the conversation failed", err)
 	}
+	return progress(out, &st), nil
+}
+
+func progress(out []byte, st *agent.State) task.Progress {
 	p := task.Progress{
 		Conversation: out,
 		Turns:        st.Turns,
@@ -102,7 +112,7 @@ func (m model) Turn(ctx context.Context, conv []byte, workdir string) (task.Prog
 	if st.Finish != nil {
 		p.Finished, p.Title, p.Summary = true, st.Finish.Title, st.Finish.Summary
 	}
-	return p, nil
+	return p
 }
 
 type workspaces struct{}
@@ -137,16 +147,32 @@ func (w workspace) Changes() ([]task.Change, error) {
 	return out, nil
 }
 
-func (w workspace) CommitAll(msg string, author task.Identity, coAuthors ...task.Identity) (string, error) {
+func (w workspace) CommitAll(when time.Time, msg string, author task.Identity, coAuthors ...task.Identity) (string, error) {
 	co := make([]repo.Identity, 0, len(coAuthors))
 	for _, c := range coAuthors {
 		co = append(co, repo.Identity{Name: c.Name, Email: c.Email})
 	}
-	sha, err := w.Workspace.CommitAll(msg, repo.Identity{Name: author.Name, Email: author.Email}, co...)
+	sha, err := w.Workspace.CommitAllAt(when, msg, repo.Identity{Name: author.Name, Email: author.Email}, co...)
 	if errors.Is(err, repo.ErrNothingToCommit) {
 		return "", fmt.Errorf("%w: %w", task.ErrNoChanges, err)
 	}
 	return sha, err
+}
+
+func (w workspace) Push(ctx context.Context, token, branch string) error {
+	err := w.Workspace.Push(ctx, token, branch)
+	if errors.Is(err, repo.ErrNonFastForward) {
+		return fmt.Errorf("%w: %w", task.ErrPushRejected, err)
+	}
+	return err
+}
+
+func (w workspace) ResetTo(ctx context.Context, token, sha string) error {
+	err := w.Workspace.ResetTo(ctx, token, sha)
+	if errors.Is(err, repo.ErrCommitGone) {
+		return fmt.Errorf("%w: %w", task.ErrBaseGone, err)
+	}
+	return err
 }
 
 func (w workspace) DiffStat(base string) ([]task.FileStat, error) {

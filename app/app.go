@@ -52,6 +52,7 @@ type Config struct {
 	MaxTurns    int
 	MaxTokens   int
 	GitHubRetry time.Duration
+	GitTimeout  time.Duration
 
 	Logger *slog.Logger
 }
@@ -139,6 +140,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 			Dir:        cfg.WorkDir,
 			BranchName: func(issue int, title string) string { return repo.BranchName("agent/", issue, title) },
 			Command:    cfg.Command,
+			GitTimeout: cfg.GitTimeout,
 			Logger:     log.With("component", "task"),
 		},
 		Logger:      log.With("component", "worker"),

@@ -59,16 +59,18 @@ func (s *syncBuffer) String() string {
 
 // env is one bot wired to real git, a fake GitHub and a scripted model.
 type env struct {
-	t      *testing.T
-	gh     *fakegithub.Server
-	git    *gitserver.Server
-	llm    *fakellm.Server
-	bot    *app.App
-	url    string
-	logs   *syncBuffer
-	cfg    app.Config
-	cancel context.CancelFunc
-	done   chan error
+	t    *testing.T
+	gh   *fakegithub.Server
+	git  *gitserver.Server
+	llm  *fakellm.Server
+	bot  *app.App
+	url  string
+	logs *syncBuffer
+	cfg  app.Config
+	// cloneURL, when set, replaces the git server's in deliveries.
+	cloneURL string
+	cancel   context.CancelFunc
+	done     chan error
 }
 
 type envOption func(*app.Config)
@@ -176,6 +178,9 @@ func (e *env) payload(body string, edit func(map[string]any)) []byte {
 	p["comment"].(map[string]any)["body"] = body
 	p["comment"].(map[string]any)["id"] = e.gh.AddComment(owner, repoName, 1, owner, body)
 	p["repository"].(map[string]any)["clone_url"] = e.git.CloneURL(owner, repoName)
+	if e.cloneURL != "" {
+		p["repository"].(map[string]any)["clone_url"] = e.cloneURL
+	}
 	if edit != nil {
 		edit(p)
 	}
@@ -274,6 +279,37 @@ func (e *env) waitComment(issue int, want string) fakegithub.Comment {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// silentURL is a clone URL whose server accepts connections and never answers.
+func silentURL(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conns []net.Conn
+	var mu sync.Mutex
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	return "http://" + ln.Addr().String() + "/" + owner + "/" + repoName + ".git"
 }
 
 func args(v any) string {
@@ -458,6 +494,18 @@ func TestFailuresEndWithAClearComment(t *testing.T) {
 			want:    "cloning",
 		},
 		{
+			name: "clone URL that accepts connections and never answers",
+			llm:  func(t *testing.T) *fakellm.Server { return fakellm.New(t) },
+			setup: func(e *env) {
+				e.cloneURL = silentURL(e.t)
+				e.cfg.GitTimeout = 300 * time.Millisecond
+				e.stop()
+				e.start()
+			},
+			comment: "/agent fix it",
+			want:    "cloning",
+		},
+		{
 			name: "model endpoint answers 500",
 			llm: func(t *testing.T) *fakellm.Server {
 				return fakellm.New(t, fakellm.Step{Status: 500}, fakellm.Step{Status: 500}, fakellm.Step{Status: 500})
@@ -624,6 +672,47 @@ func TestBadDeliveries(t *testing.T) {
 	// None of them was recorded: a good delivery with the same id still counts.
 	if code := e.deliver("bad-1", "issue_comment", good); code != http.StatusAccepted {
 		t.Fatalf("good delivery after bad ones answered %d", code)
+	}
+}
+
+// A second fix on an issue whose first branch is still there gets a branch
+// of its own instead of pushing over (or being refused by) the first.
+func TestSecondFixOnAnIssueGetsItsOwnBranch(t *testing.T) {
+	e := newEnv(t, fakellm.New(t, append(fixScript(), secondFix()...)...))
+	if code := e.deliver("d1", "issue_comment", e.payload("/agent fix the typo", nil)); code != http.StatusAccepted {
+		t.Fatalf("first delivery answered %d", code)
+	}
+	first := e.waitTask(1)
+	if code := e.deliver("d2", "issue_comment", e.payload("/agent fix also main.go", nil)); code != http.StatusAccepted {
+		t.Fatalf("second delivery answered %d", code)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	var second *task.Task
+	for second == nil || !second.State.Terminal() {
+		if time.Now().After(deadline) {
+			t.Fatalf("second task did not finish: %+v\n%s", second, e.logs.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+		second, _ = e.bot.Store().Get(context.Background(), first.ID+1)
+	}
+	if second.State != task.Done {
+		t.Fatalf("second task ended %s: %s", second.State, second.Error)
+	}
+	if want := first.Branch + "-" + fmt.Sprint(second.ID); second.Branch != want {
+		t.Fatalf("second branch = %q, want %q", second.Branch, want)
+	}
+	if prs := e.gh.PullRequests(owner, repoName); len(prs) != 2 {
+		t.Fatalf("%d pull requests, want 2", len(prs))
+	}
+	if got, _ := e.git.ReadFile(t, owner, repoName, first.Branch, "main.go"); got != "package main\n\nfunc main() {}\n" {
+		t.Fatalf("the first branch was changed by the second task: main.go = %q", got)
+	}
+}
+
+func secondFix() []fakellm.Step {
+	return []fakellm.Step{
+		{ToolCalls: []fakellm.ToolCall{call("write_file", map[string]any{"path": "main.go", "content": "package main\n\n// main does nothing.\nfunc main() {}\n"})}},
+		{ToolCalls: []fakellm.ToolCall{call("finish", map[string]any{"title": "Document main", "summary": "Adds a comment."})}},
 	}
 }
 

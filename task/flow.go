@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Flow moves a task one step along its lifecycle. Each call of Step does one
@@ -26,7 +27,19 @@ type Flow struct {
 	BranchName func(issue int, title string) string
 	// Command is the comment command word, for the help lines we print.
 	Command string
-	Logger  *slog.Logger
+	// GitTimeout bounds one clone, fetch or push (default 5m), so a git
+	// server that accepts connections and never answers fails the step
+	// instead of holding it for the whole step timeout.
+	GitTimeout time.Duration
+	Logger     *slog.Logger
+}
+
+func (f *Flow) gitCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	d := f.GitTimeout
+	if d <= 0 {
+		d = 5 * time.Minute
+	}
+	return context.WithTimeout(ctx, d)
 }
 
 // Step performs the next step of t.
@@ -113,6 +126,9 @@ func (f *Flow) cancelRequest(ctx context.Context, t *Task) error {
 	if err != nil {
 		return retryf(err, "reading the issue's task failed")
 	}
+	if active.Pushed {
+		return f.reply(ctx, t, fmt.Sprintf("Task %d has already pushed its branch `%s` and is opening the pull request; close the pull request instead.", active.ID, active.Branch))
+	}
 	err = f.Store.RequestCancel(ctx, active.ID, t.Requester.Login)
 	if errors.Is(err, ErrNotFound) {
 		return f.reply(ctx, t, fmt.Sprintf("Task %d is already finished or being cancelled.", active.ID))
@@ -134,8 +150,9 @@ func (f *Flow) acknowledge(ctx context.Context, t *Task) error {
 		return f.refuse(ctx, t, "ask me for changes")
 	}
 	if t.CommentID != 0 {
+		// The reaction is a courtesy: a deleted comment must not stop the work.
 		if err := f.GitHub.AddReaction(ctx, t.Repo, t.CommentID, "eyes"); err != nil {
-			return retryf(err, "reacting to the comment failed")
+			f.Logger.WarnContext(ctx, "react to comment", "task_id", t.ID, "comment_id", t.CommentID, "err", err)
 		}
 	}
 	if err := t.Move(Preparing); err != nil {
@@ -174,7 +191,11 @@ func (f *Flow) prepare(ctx context.Context, t *Task) error {
 		return retryf(err, "reading the cloned commit failed")
 	}
 	t.BaseSHA = base
-	t.Branch = f.BranchName(t.Issue, issue.Title)
+	branch, err := f.freeBranch(ctx, t, ws, f.BranchName(t.Issue, issue.Title))
+	if err != nil {
+		return err
+	}
+	t.Branch = branch
 	if err := ws.CreateBranch(t.Branch); err != nil {
 		return retryf(err, "creating branch %s failed", t.Branch)
 	}
@@ -195,6 +216,28 @@ func (f *Flow) prepare(ctx context.Context, t *Task) error {
 		return err
 	}
 	return f.updateStatus(ctx, t)
+}
+
+// freeBranch returns name, or name with the task id appended when the remote
+// already has a branch of that name (an earlier task's, or a person's): a
+// new task never builds on, or pushes over, a branch it did not make.
+func (f *Flow) freeBranch(ctx context.Context, t *Task, ws Workspace, name string) (string, error) {
+	token, err := f.GitHub.Token(ctx, t.Repo.InstallationID)
+	if err != nil {
+		return "", retryf(err, "getting an installation token failed")
+	}
+	gctx, cancel := f.gitCtx(ctx)
+	defer cancel()
+	for _, candidate := range []string{name, fmt.Sprintf("%s-%d", name, t.ID)} {
+		sha, err := ws.RemoteBranch(gctx, token, candidate)
+		if err != nil {
+			return "", retryf(err, "listing the repository's branches failed")
+		}
+		if sha == "" {
+			return candidate, nil
+		}
+	}
+	return "", Fatal(fmt.Sprintf("branches %s and %s-%d already exist", name, name, t.ID), nil)
 }
 
 // withoutBotComments drops our own comments: the model needs the people's
@@ -220,7 +263,9 @@ func (f *Flow) clone(ctx context.Context, t *Task) (Workspace, error) {
 	if err := os.RemoveAll(dir); err != nil {
 		return nil, retryf(err, "clearing the workspace failed")
 	}
-	ws, err := f.Workspaces.Clone(ctx, t.Repo.CloneURL, t.Repo.DefaultBranch, token, dir)
+	gctx, cancel := f.gitCtx(ctx)
+	defer cancel()
+	ws, err := f.Workspaces.Clone(gctx, t.Repo.CloneURL, t.Repo.DefaultBranch, token, dir)
 	if err != nil {
 		return nil, retryf(err, "cloning %s failed", t.Repo.CloneURL)
 	}
@@ -228,10 +273,25 @@ func (f *Flow) clone(ctx context.Context, t *Task) (Workspace, error) {
 	return ws, nil
 }
 
-// workspace reopens the task's checkout, or rebuilds it from the default
-// branch and the files saved in the store when this machine does not have
-// it (the task was picked up after a crash, or on another replica).
+// workspace returns the task's checkout exactly as the store describes it:
+// the base commit (plus the task's commit, once made) and the agent's saved
+// files. It reopens the checkout on this machine, or rebuilds it from the
+// default branch when this machine does not have it (the task was picked up
+// after a crash, or on another replica). Either way the files are made to
+// match the store, so a step replayed after a crash runs on what the store
+// recorded, not on what the lost attempt left behind.
 func (f *Flow) workspace(ctx context.Context, t *Task) (Workspace, error) {
+	ws, err := f.reopen(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	if err := syncFiles(ws, t.Files); err != nil {
+		return nil, retryf(err, "restoring the agent's changes failed")
+	}
+	return ws, nil
+}
+
+func (f *Flow) reopen(ctx context.Context, t *Task) (Workspace, error) {
 	if t.Workdir != "" {
 		if ws, err := f.Workspaces.Open(t.Workdir); err == nil {
 			return ws, nil
@@ -242,29 +302,70 @@ func (f *Flow) workspace(ctx context.Context, t *Task) (Workspace, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The saved files are whole files from the task's base commit, so they
+	// go back on that commit, not on whatever the default branch is now.
+	if head, err := ws.Head(); err != nil || head != t.BaseSHA {
+		token, err := f.GitHub.Token(ctx, t.Repo.InstallationID)
+		if err != nil {
+			return nil, retryf(err, "getting an installation token failed")
+		}
+		gctx, cancel := f.gitCtx(ctx)
+		err = ws.ResetTo(gctx, token, t.BaseSHA)
+		cancel()
+		if errors.Is(err, ErrBaseGone) {
+			return nil, Fatal(fmt.Sprintf("the default branch no longer contains %s, the commit this task started from", short(t.BaseSHA)), err)
+		}
+		if err != nil {
+			return nil, retryf(err, "restoring the base commit failed")
+		}
+	}
 	if err := ws.CreateBranch(t.Branch); err != nil {
 		return nil, retryf(err, "creating branch %s failed", t.Branch)
 	}
+	return ws, nil
+}
+
+// syncFiles makes the worktree differ from HEAD in exactly files.
+func syncFiles(ws Workspace, files []FileSnapshot) error {
+	changes, err := ws.Changes()
+	if err != nil {
+		return err
+	}
+	saved := make(map[string]bool, len(files))
+	for _, fs := range files {
+		saved[fs.Path] = true
+	}
+	var stray []string
+	for _, c := range changes {
+		if !saved[c.Path] {
+			stray = append(stray, c.Path)
+		}
+	}
+	if err := ws.Revert(stray...); err != nil {
+		return err
+	}
 	root, err := os.OpenRoot(ws.Dir())
 	if err != nil {
-		return nil, retryf(err, "opening the workspace failed")
+		return err
 	}
 	defer root.Close()
-	for _, fs := range t.Files {
+	for _, fs := range files {
 		if fs.Deleted {
 			if err := root.Remove(fs.Path); err != nil && !errors.Is(err, os.ErrNotExist) {
-				return nil, retryf(err, "restoring %s failed", fs.Path)
+				return fmt.Errorf("restore %s: %w", fs.Path, err)
 			}
 			continue
 		}
-		if err := root.MkdirAll(filepath.Dir(fs.Path), 0o755); err != nil {
-			return nil, retryf(err, "restoring %s failed", fs.Path)
+		if dir := filepath.Dir(fs.Path); dir != "." {
+			if err := root.MkdirAll(dir, 0o755); err != nil {
+				return fmt.Errorf("restore %s: %w", fs.Path, err)
+			}
 		}
 		if err := root.WriteFile(fs.Path, fs.Content, 0o644); err != nil {
-			return nil, retryf(err, "restoring %s failed", fs.Path)
+			return fmt.Errorf("restore %s: %w", fs.Path, err)
 		}
 	}
-	return ws, nil
+	return nil
 }
 
 // snapshot records the agent's changed files in t so that the work survives
@@ -314,6 +415,7 @@ func (f *Flow) work(ctx context.Context, t *Task) error {
 	t.Files = files
 	if p.Finished {
 		t.Title, t.Summary = p.Title, p.Summary
+		t.FinishedAt = time.Now().UTC().Truncate(time.Second)
 		if err := t.Move(Publishing); err != nil {
 			return err
 		}
@@ -332,18 +434,36 @@ func (f *Flow) publish(ctx context.Context, t *Task) error {
 		if err != nil {
 			return err
 		}
+		if head, err := ws.Head(); err != nil || head != t.HeadSHA {
+			// A rebuilt workspace lacks the unpushed commit. The same tree,
+			// message, identities and date make the same commit again.
+			sha, err := f.makeCommit(ctx, t, ws)
+			if err != nil {
+				return err
+			}
+			if sha != t.HeadSHA {
+				f.Logger.WarnContext(ctx, "remade commit differs", "task_id", t.ID, "was", t.HeadSHA, "now", sha)
+				t.HeadSHA = sha
+			}
+		}
 		token, err := f.GitHub.Token(ctx, t.Repo.InstallationID)
 		if err != nil {
 			return retryf(err, "getting an installation token failed")
 		}
-		if err := ws.Push(ctx, token, t.Branch); err != nil {
+		gctx, cancel := f.gitCtx(ctx)
+		defer cancel()
+		err = ws.Push(gctx, token, t.Branch)
+		if errors.Is(err, ErrPushRejected) {
+			return Fatal(fmt.Sprintf("branch %s gained commits the bot did not make, and the bot never force-pushes", t.Branch), err)
+		}
+		if err != nil {
 			return retryf(err, "pushing branch %s failed", t.Branch)
 		}
 		t.Pushed = true
 		return nil
 	case t.PRNumber == 0:
 		pr, err := f.GitHub.OpenPullRequest(ctx, t.Repo, NewPullRequest{
-			Title: t.Title,
+			Title: defang(t.Title),
 			Body:  RenderPullRequest(t),
 			Head:  t.Branch,
 			Base:  t.Repo.DefaultBranch,
@@ -355,7 +475,7 @@ func (f *Flow) publish(ctx context.Context, t *Task) error {
 		return nil
 	}
 	if _, err := f.GitHub.UpsertComment(ctx, t.Repo, t.Issue, marker(t, "done"), 0,
-		fmt.Sprintf("@%s I opened %s: **%s**", t.Requester.Login, t.PRURL, t.Title)); err != nil {
+		fmt.Sprintf("@%s I opened %s: **%s**", t.Requester.Login, t.PRURL, defang(oneLine(t.Title)))); err != nil {
 		return retryf(err, "posting the pull request link failed")
 	}
 	if err := t.Move(Done); err != nil {
@@ -378,24 +498,42 @@ func (f *Flow) commit(ctx context.Context, t *Task) error {
 		return retryf(err, "reading the change failed")
 	}
 	t.ChangedFiles = stats
+	sha, err := f.makeCommit(ctx, t, ws)
+	if err != nil {
+		return err
+	}
+	t.HeadSHA = sha
+	return nil
+}
+
+// makeCommit commits the workspace's changes for t, dated when the agent
+// finished, so that making it twice gives the same commit.
+func (f *Flow) makeCommit(ctx context.Context, t *Task, ws Workspace) (string, error) {
 	bot, err := f.GitHub.Identity(ctx)
 	if err != nil {
-		return retryf(err, "reading the app's identity failed")
+		return "", retryf(err, "reading the app's identity failed")
 	}
 	requester := Identity{
 		Login: t.Requester.Login,
 		Name:  t.Requester.Login,
 		Email: fmt.Sprintf("%d+%s@users.noreply.github.com", t.Requester.ID, t.Requester.Login),
 	}
-	sha, err := ws.CommitAll(CommitMessage(t), bot, requester)
+	when := t.FinishedAt
+	if when.IsZero() {
+		when = t.CreatedAt.UTC().Truncate(time.Second)
+	}
+	sha, err := ws.CommitAll(when, CommitMessage(t), bot, requester)
 	if errors.Is(err, ErrNoChanges) {
-		return Fatal("the agent finished without changing any file, so there is nothing to propose", err)
+		// An earlier try committed but did not live to record it.
+		if head, herr := ws.Head(); herr == nil && head != t.BaseSHA {
+			return head, nil
+		}
+		return "", Fatal("the agent finished without changing any file, so there is nothing to propose", err)
 	}
 	if err != nil {
-		return retryf(err, "committing the change failed")
+		return "", retryf(err, "committing the change failed")
 	}
-	t.HeadSHA = sha
-	return nil
+	return sha, nil
 }
 
 // Finish reports the end of a fix task that failed or was cancelled: its
@@ -406,6 +544,13 @@ func (f *Flow) Finish(ctx context.Context, t *Task) error {
 		return nil
 	}
 	return f.updateStatus(ctx, t)
+}
+
+func short(sha string) string {
+	if len(sha) > 12 {
+		return sha[:12]
+	}
+	return sha
 }
 
 func (f *Flow) cleanup(ctx context.Context, t *Task) {

@@ -3,6 +3,7 @@ package task
 import (
 	"context"
 	"errors"
+	"time"
 )
 
 // The interfaces below are what a task needs from the packages around it.
@@ -89,8 +90,16 @@ type FileStat struct {
 	Deleted int    `json:"deleted"`
 }
 
-// ErrNoChanges means there was nothing to commit.
-var ErrNoChanges = errors.New("no changes")
+var (
+	// ErrNoChanges means there was nothing to commit.
+	ErrNoChanges = errors.New("no changes")
+	// ErrPushRejected means the remote branch has commits the push would
+	// overwrite; the bot never forces.
+	ErrPushRejected = errors.New("push rejected: the remote branch has other commits")
+	// ErrBaseGone means the commit a task started from is no longer in the
+	// default branch's history.
+	ErrBaseGone = errors.New("base commit no longer on the default branch")
+)
 
 // Workspace is one checkout on disk.
 type Workspace interface {
@@ -98,10 +107,19 @@ type Workspace interface {
 	Head() (string, error)
 	CreateBranch(name string) error
 	Changes() ([]Change, error)
-	// CommitAll commits every change; ErrNoChanges when there is none.
-	CommitAll(msg string, author Identity, coAuthors ...Identity) (string, error)
-	// Push publishes branch; a remote that already has it is success.
+	// Revert puts paths back as HEAD has them (or removes them).
+	Revert(paths ...string) error
+	// CommitAll commits every change, dated when; ErrNoChanges when there
+	// is none. The same inputs give the same commit.
+	CommitAll(when time.Time, msg string, author Identity, coAuthors ...Identity) (string, error)
+	// Push publishes branch; a remote that already has it is success, one
+	// with other commits is ErrPushRejected.
 	Push(ctx context.Context, token, branch string) error
+	// RemoteBranch is the commit origin's branch points at, "" if none.
+	RemoteBranch(ctx context.Context, token, branch string) (string, error)
+	// ResetTo moves the checkout to commit sha, fetching history as needed;
+	// ErrBaseGone if the branch no longer has it.
+	ResetTo(ctx context.Context, token, sha string) error
 	DiffStat(baseSHA string) ([]FileStat, error)
 	Remove() error
 }

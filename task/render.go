@@ -2,9 +2,25 @@ package task
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 	"unicode/utf8"
 )
+
+var (
+	mention = regexp.MustCompile(`@([A-Za-z0-9])`)
+	// closing matches GitHub's issue-closing keywords before a reference.
+	closing = regexp.MustCompile(`(?i)\b(close[sd]?|fix(?:e[sd])?|resolve[sd]?)(\s*:?\s+(?:[\w.-]+/[\w.-]+)?#\d)`)
+)
+
+// defang keeps text the model wrote from acting on GitHub: an @mention would
+// notify people and teams, and "fixes #12" in a pull request would close an
+// issue nobody asked about. A zero-width joiner breaks both and reads the
+// same. Only the bot's own "Fixes #N" line links the task's issue.
+func defang(s string) string {
+	s = mention.ReplaceAllString(s, "@\u200d$1")
+	return closing.ReplaceAllString(s, "$1\u200d$2")
+}
 
 // stateLine says in words where a task stands.
 var stateLine = map[State]string{
@@ -55,7 +71,7 @@ func RenderStatus(t *Task, command string) string {
 			if p.Status == "in_progress" {
 				suffix = " *(in progress)*"
 			}
-			fmt.Fprintf(&b, "- [%s] %s%s\n", box, oneLine(p.Title), suffix)
+			fmt.Fprintf(&b, "- [%s] %s%s\n", box, defang(oneLine(p.Title)), suffix)
 		}
 		b.WriteString("\n")
 	}
@@ -67,7 +83,7 @@ func RenderStatus(t *Task, command string) string {
 			steps = steps[len(steps)-maxSteps:]
 		}
 		for _, s := range steps {
-			fmt.Fprintf(&b, "- %s\n", oneLine(s))
+			fmt.Fprintf(&b, "- %s\n", defang(oneLine(s)))
 		}
 		b.WriteString("\n</details>\n\n")
 	}
@@ -100,7 +116,7 @@ func StatusLine(t *Task) string {
 func RenderPullRequest(t *Task) string {
 	var b strings.Builder
 	if s := strings.TrimSpace(t.Summary); s != "" {
-		b.WriteString(s)
+		b.WriteString(defang(s))
 		b.WriteString("\n\n")
 	}
 	if len(t.ChangedFiles) > 0 {
@@ -122,9 +138,9 @@ func CommitMessage(t *Task) string {
 	if title == "" {
 		title = fmt.Sprintf("Address #%d", t.Issue)
 	}
-	msg := clip(title, 72) + "\n"
+	msg := defang(clip(title, 72)) + "\n"
 	if s := strings.TrimSpace(t.Summary); s != "" {
-		msg += "\n" + s + "\n"
+		msg += "\n" + defang(s) + "\n"
 	}
 	msg += fmt.Sprintf("\nRequested in #%d by @%s.\n", t.Issue, t.Requester.Login)
 	return msg

@@ -91,3 +91,20 @@ func TestRenderStatusListsOnlyRecentSteps(t *testing.T) {
 	}
 	golden(t, "status-many-steps", RenderStatus(tk, "/agent"))
 }
+
+func TestDefang(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"thanks @octocat and @org/team", "thanks @\u200doctocat and @\u200dorg/team"},
+		{"Fixes #12", "Fixes\u200d #12"},
+		{"this closes: #3 and resolves other/repo#4", "this closes\u200d: #3 and resolves\u200d other/repo#4"},
+		{"fixed #9", "fixed\u200d #9"},
+		{"prefix a@b.c email stays", "prefix a@\u200db.c email stays"},
+		{"a fix for #12 is not a keyword use", "a fix for #12 is not a keyword use"},
+		{"nothing here", "nothing here"},
+	}
+	for _, tc := range tests {
+		if got := defang(tc.in); got != tc.want {
+			t.Errorf("defang(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}

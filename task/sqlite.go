@@ -40,6 +40,7 @@ CREATE TABLE IF NOT EXISTS tasks (
 	lease_owner  TEXT NOT NULL DEFAULT '',
 	lease_until  INTEGER NOT NULL DEFAULT 0,
 	cancelled_by TEXT NOT NULL DEFAULT '',
+	crashes      INTEGER NOT NULL DEFAULT 0,
 	data         TEXT NOT NULL,
 	created_at   INTEGER NOT NULL,
 	updated_at   INTEGER NOT NULL
@@ -163,16 +164,39 @@ func (s *SQLite) Claim(ctx context.Context, owner string, lease time.Duration) (
 	}
 	defer tx.Rollback()
 	now := s.now().UnixMilli()
-	row := tx.QueryRowContext(ctx, `SELECT id, data, cancelled_by FROM tasks WHERE `+claimable+` ORDER BY run_after, id LIMIT 1`, now, now)
-	t, err := scanTask(row)
+	var (
+		id, crashes int64
+		data        string
+		cancelledBy string
+		leaseOwner  string
+	)
+	err = tx.QueryRowContext(ctx, `SELECT id, data, cancelled_by, crashes, lease_owner FROM tasks WHERE `+claimable+` ORDER BY run_after, id LIMIT 1`, now, now).
+		Scan(&id, &data, &cancelledBy, &crashes, &leaseOwner)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrNoTask
 	}
 	if err != nil {
 		return nil, fmt.Errorf("claim task: %w", err)
 	}
-	if _, err := tx.ExecContext(ctx, `UPDATE tasks SET lease_owner = ?, lease_until = ? WHERE id = ?`,
-		owner, now+lease.Milliseconds(), t.ID); err != nil {
+	t, derr := decodeTask(id, data, cancelledBy)
+	if derr != nil {
+		// A row no worker can read would be first in line forever: take it
+		// out of the queue and say why.
+		if _, err := tx.ExecContext(ctx, `UPDATE tasks SET state = 'failed', lease_owner = '', updated_at = ? WHERE id = ?`, now, id); err != nil {
+			return nil, fmt.Errorf("claim task %d: fail unreadable task: %w", id, err)
+		}
+		if err := tx.Commit(); err != nil {
+			return nil, fmt.Errorf("claim task %d: commit: %w", id, err)
+		}
+		return nil, fmt.Errorf("claim task %d: failed it: %w", id, derr)
+	}
+	// A lease that ran out with an owner means that worker vanished mid-step.
+	if leaseOwner != "" {
+		crashes++
+	}
+	t.Crashes = int(crashes)
+	if _, err := tx.ExecContext(ctx, `UPDATE tasks SET lease_owner = ?, lease_until = ?, crashes = ? WHERE id = ?`,
+		owner, now+lease.Milliseconds(), crashes, t.ID); err != nil {
 		return nil, fmt.Errorf("claim task %d: %w", t.ID, err)
 	}
 	if err := tx.Commit(); err != nil {
@@ -192,6 +216,10 @@ func scanTask(row scanner) (*Task, error) {
 	if err := row.Scan(&id, &data, &cancelledBy); err != nil {
 		return nil, err
 	}
+	return decodeTask(id, data, cancelledBy)
+}
+
+func decodeTask(id int64, data, cancelledBy string) (*Task, error) {
 	t := new(Task)
 	if err := json.Unmarshal([]byte(data), t); err != nil {
 		return nil, fmt.Errorf("decode task %d: %w", id, err)
@@ -212,8 +240,8 @@ func (s *SQLite) Save(ctx context.Context, t *Task, owner string) error {
 	// RETURNING hands back a cancel that arrived while the worker held the
 	// task, so the worker sees it without another read.
 	err = s.db.QueryRowContext(ctx,
-		`UPDATE tasks SET state = ?, run_after = ?, data = ?, updated_at = ? WHERE id = ? AND lease_owner = ? RETURNING cancelled_by`,
-		t.State, t.RunAfter.UnixMilli(), data, now.UnixMilli(), t.ID, owner).Scan(&t.CancelledBy)
+		`UPDATE tasks SET state = ?, run_after = ?, data = ?, updated_at = ? WHERE id = ? AND lease_owner = ? AND lease_until >= ? RETURNING cancelled_by`,
+		t.State, t.RunAfter.UnixMilli(), data, now.UnixMilli(), t.ID, owner, now.UnixMilli()).Scan(&t.CancelledBy)
 	if errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("save task %d: %w", t.ID, ErrLeaseLost)
 	}
@@ -236,8 +264,9 @@ func leaseHeld(res sql.Result, id int64, op string) error {
 
 // Renew implements Store.
 func (s *SQLite) Renew(ctx context.Context, id int64, owner string, lease time.Duration) error {
-	res, err := s.db.ExecContext(ctx, `UPDATE tasks SET lease_until = ? WHERE id = ? AND lease_owner = ?`,
-		s.now().Add(lease).UnixMilli(), id, owner)
+	now := s.now()
+	res, err := s.db.ExecContext(ctx, `UPDATE tasks SET lease_until = ? WHERE id = ? AND lease_owner = ? AND lease_until >= ?`,
+		now.Add(lease).UnixMilli(), id, owner, now.UnixMilli())
 	if err != nil {
 		return fmt.Errorf("renew lease on task %d: %w", id, err)
 	}

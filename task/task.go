@@ -143,18 +143,24 @@ type Task struct {
 	Steps        []string       `json:"steps,omitempty"`
 	Turns        int            `json:"turns,omitempty"`
 	Tokens       int            `json:"tokens,omitempty"`
-	Title        string         `json:"title,omitempty"`
-	Summary      string         `json:"summary,omitempty"`
-	ChangedFiles []FileStat     `json:"changed_files,omitempty"`
-	Pushed       bool           `json:"pushed,omitempty"`
-	PRNumber     int            `json:"pr_number,omitempty"`
-	PRURL        string         `json:"pr_url,omitempty"`
+	// FinishedAt is when the agent finished; it dates the commit, so that
+	// a commit remade after a crash is the very same commit.
+	FinishedAt   time.Time  `json:"finished_at,omitzero"`
+	Title        string     `json:"title,omitempty"`
+	Summary      string     `json:"summary,omitempty"`
+	ChangedFiles []FileStat `json:"changed_files,omitempty"`
+	Pushed       bool       `json:"pushed,omitempty"`
+	PRNumber     int        `json:"pr_number,omitempty"`
+	PRURL        string     `json:"pr_url,omitempty"`
 	// Error is the user-safe reason a task failed.
 	Error string `json:"error,omitempty"`
 	// CancelledBy is who asked to cancel the task ("" if nobody). The store
 	// keeps it apart from the rest so that a worker saving its own progress
 	// never overwrites a cancel that arrived meanwhile.
 	CancelledBy string `json:"-"`
+	// Crashes counts claims of the task after its worker vanished without
+	// releasing it (kept by the store, like CancelledBy).
+	Crashes int `json:"-"`
 	// Attempts counts consecutive failed tries of the current step.
 	Attempts  int       `json:"attempts,omitempty"`
 	RunAfter  time.Time `json:"run_after"`

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime/debug"
 	"sync"
 	"time"
 )
@@ -39,6 +40,10 @@ type Pool struct {
 	MaxAttempts int
 	// Backoff is the wait before retry n (1-based); default 5s·2ⁿ⁻¹ up to 10m.
 	Backoff func(n int) time.Duration
+	// MaxCrashes is how often a task may be found with its worker gone
+	// (its lease expired) before it is failed instead of tried again, so a
+	// task that kills the process cannot crash-loop the bot (default 3).
+	MaxCrashes int
 	// Observe, when set, is told of every step a worker takes (for metrics).
 	Observe func(StepResult)
 
@@ -63,6 +68,9 @@ func (p *Pool) init() {
 		}
 		if p.MaxAttempts <= 0 {
 			p.MaxAttempts = 5
+		}
+		if p.MaxCrashes <= 0 {
+			p.MaxCrashes = 3
 		}
 		if p.Backoff == nil {
 			p.Backoff = func(n int) time.Duration {
@@ -164,28 +172,40 @@ func (p *Pool) work(ctx context.Context, owner string, t *Task) {
 		}
 	}()
 	var hb sync.WaitGroup
-	hb.Go(func() { p.heartbeat(ctx, stop, owner, t.ID) })
+	id := t.ID
+	hb.Go(func() { p.heartbeat(ctx, stop, owner, id) })
 	defer hb.Wait()
 	defer stop(nil)
 
+	if t.Crashes > p.MaxCrashes {
+		from := t.State
+		t.Error = fmt.Sprintf("the task stopped its worker %d times, so it is not tried again", t.Crashes)
+		t.State = Failed
+		p.finish(ctx, log, owner, t, from)
+		return
+	}
 	for !t.State.Terminal() {
-		if t.CancelledBy != "" {
+		// Once the branch is pushed the pull request follows: stopping
+		// then would leave a branch nobody reports on.
+		if t.CancelledBy != "" && !t.Pushed {
 			from := t.State
 			t.State = Cancelled
 			p.finish(ctx, log, owner, t, from)
 			return
 		}
 		from := t.State
-		stepCtx, cancel := context.WithTimeout(ctx, p.StepTimeout)
+		// A failed step leaves no trace in the task but its retry count:
+		// what it half did is redone, idempotently, by the next try.
+		before := *t
 		began := time.Now()
-		err := p.Steps.Step(stepCtx, t)
-		cancel()
+		err := p.step(ctx, t)
 		p.observe(StepResult{Kind: t.Kind, From: from, To: t.State, Err: err, Duration: time.Since(began)})
 		if err != nil {
 			if ctx.Err() != nil {
 				log.InfoContext(ctx, "step interrupted", "state", from, "cause", context.Cause(ctx))
 				return
 			}
+			*t = before
 			t.Attempts++
 			if Permanent(err) || t.Attempts >= p.MaxAttempts {
 				log.ErrorContext(ctx, "task failed", "state", from, "attempts", t.Attempts, "err", err)
@@ -205,7 +225,11 @@ func (p *Pool) work(ctx context.Context, owner string, t *Task) {
 			return
 		}
 		t.Attempts = 0
-		if err := p.Store.Save(ctx, t, owner); err != nil {
+		// The step's effects happened: record them even if we are shutting down.
+		c, cancel := detached()
+		err = p.Store.Save(c, t, owner)
+		cancel()
+		if err != nil {
 			log.ErrorContext(ctx, "save task", "state", t.State, "err", err)
 			return
 		}
@@ -216,6 +240,20 @@ func (p *Pool) work(ctx context.Context, owner string, t *Task) {
 			return
 		}
 	}
+}
+
+// step runs one step under the step timeout. A panic in it fails the task
+// instead of the process.
+func (p *Pool) step(ctx context.Context, t *Task) (err error) {
+	ctx, cancel := context.WithTimeout(ctx, p.StepTimeout)
+	defer cancel()
+	defer func() {
+		if r := recover(); r != nil {
+			p.Logger.ErrorContext(ctx, "step panicked", "task_id", t.ID, "state", t.State, "panic", r, "stack", string(debug.Stack()))
+			err = Fatal("the bot hit an internal error", fmt.Errorf("panic: %v", r))
+		}
+	}()
+	return p.Steps.Step(ctx, t)
 }
 
 // finish records a failed or cancelled task and tells the issue.

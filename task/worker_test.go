@@ -180,3 +180,118 @@ func TestLeaseExpiryHandsTaskToAnotherWorker(t *testing.T) {
 		t.Fatalf("new worker started at %s, want the dead worker's Preparing", st.steps[0])
 	}
 }
+
+type panicStepper struct{ scriptStepper }
+
+func (p *panicStepper) Step(ctx context.Context, t *Task) error {
+	if t.State == Preparing {
+		panic("boom")
+	}
+	return p.scriptStepper.Step(ctx, t)
+}
+
+func TestPanicInStepFailsTheTaskNotTheProcess(t *testing.T) {
+	s, _ := openTestStore(t)
+	s.now = time.Now
+	st := &panicStepper{scriptStepper{fail: map[State][]error{}}}
+	p := &Pool{Store: s, Steps: st, Workers: 1, Poll: 5 * time.Millisecond}
+	defer runPool(t, p)()
+	tk := fixTask(1)
+	if err := s.Record(context.Background(), Delivery{ID: "d"}, tk); err != nil {
+		t.Fatal(err)
+	}
+	got := waitFor(t, s, tk.ID, func(t *Task) bool { return t.State.Terminal() })
+	if got.State != Failed || got.Error != "the bot hit an internal error" {
+		t.Fatalf("got %s %q", got.State, got.Error)
+	}
+	// The pool still works.
+	next := fixTask(2)
+	if err := s.Record(context.Background(), Delivery{ID: "d2"}, next); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, s, next.ID, func(t *Task) bool { return t.State == Failed })
+}
+
+// A task whose worker keeps vanishing (it crashes the process) is failed
+// after MaxCrashes instead of being claimed forever.
+func TestCrashLoopingTaskIsFailed(t *testing.T) {
+	ctx := context.Background()
+	s, c := openTestStore(t)
+	tk := fixTask(1)
+	if err := s.Record(ctx, Delivery{ID: "d"}, tk); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		got, err := s.Claim(ctx, "doomed", time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Crashes != i {
+			t.Fatalf("claim %d: crashes = %d, want %d", i, got.Crashes, i)
+		}
+		c.Add(2 * time.Minute) // the worker died holding the lease
+	}
+	st := &scriptStepper{fail: map[State][]error{}}
+	p := &Pool{Store: s, Steps: st, Workers: 1, Poll: 5 * time.Millisecond, MaxCrashes: 2}
+	defer runPool(t, p)()
+	got := waitFor(t, s, tk.ID, func(t *Task) bool { return t.State.Terminal() })
+	if got.State != Failed || got.Error != "the task stopped its worker 3 times, so it is not tried again" {
+		t.Fatalf("got %s %q", got.State, got.Error)
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if len(st.steps) != 0 {
+		t.Fatalf("a crash-looping task was stepped again: %v", st.steps)
+	}
+}
+
+func TestUnreadableTaskDoesNotBlockTheQueue(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTestStore(t)
+	s.now = time.Now
+	bad, good := fixTask(1), fixTask(2)
+	if err := s.Record(ctx, Delivery{ID: "d1"}, bad); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Record(ctx, Delivery{ID: "d2"}, good); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.db.Exec(`UPDATE tasks SET data = '{not json' WHERE id = ?`, bad.ID); err != nil {
+		t.Fatal(err)
+	}
+	st := &scriptStepper{fail: map[State][]error{}}
+	p := &Pool{Store: s, Steps: st, Workers: 1, Poll: 5 * time.Millisecond}
+	defer runPool(t, p)()
+	waitFor(t, s, good.ID, func(t *Task) bool { return t.State == Done })
+	var state string
+	if err := s.db.QueryRow(`SELECT state FROM tasks WHERE id = ?`, bad.ID).Scan(&state); err != nil || state != "failed" {
+		t.Fatalf("unreadable task state = %q, %v", state, err)
+	}
+}
+
+// A failed step leaves only its retry count: what it changed in the task
+// before failing is not saved.
+func TestFailedStepLeavesNoPartialState(t *testing.T) {
+	s, _ := openTestStore(t)
+	s.now = time.Now
+	st := &halfStepper{}
+	p := &Pool{Store: s, Steps: st, Workers: 1, Poll: 5 * time.Millisecond, MaxAttempts: 2,
+		Backoff: func(int) time.Duration { return time.Hour }}
+	defer runPool(t, p)()
+	tk := fixTask(1)
+	if err := s.Record(context.Background(), Delivery{ID: "d"}, tk); err != nil {
+		t.Fatal(err)
+	}
+	got := waitFor(t, s, tk.ID, func(t *Task) bool { return t.Attempts == 1 })
+	if got.State != Queued || got.Title != "" {
+		t.Fatalf("after a failed step: state %s, title %q; want queued and no title", got.State, got.Title)
+	}
+}
+
+type halfStepper struct{ scriptStepper }
+
+func (h *halfStepper) Step(_ context.Context, t *Task) error {
+	t.Title = "half done"
+	t.State = Preparing
+	return Retry("then it broke", nil)
+}

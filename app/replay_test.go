@@ -1,0 +1,166 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sashabaranov/go-openai"
+
+	"github.com/pullwright/pullwright/agent"
+	"github.com/pullwright/pullwright/ghapp"
+	"github.com/pullwright/pullwright/internal/fakegithub"
+	"github.com/pullwright/pullwright/internal/fakellm"
+	"github.com/pullwright/pullwright/internal/gitserver"
+	"github.com/pullwright/pullwright/repo"
+	"github.com/pullwright/pullwright/task"
+)
+
+// TestEveryStepCanBeReplayed runs a fix task step by step with the real
+// flow, and after every step throws its outcome away, as if the process died
+// before saving it, and runs the step again from what the store held. In
+// the "other machine" variant the workspace is also wiped before each replay
+// and the default branch moves on. Either way the task must end with one
+// status comment, one link, one pull request and one commit.
+func TestEveryStepCanBeReplayed(t *testing.T) {
+	for _, otherMachine := range []bool{false, true} {
+		t.Run(fmt.Sprintf("other machine %v", otherMachine), func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			const owner, name = "acme", "widgets"
+			gh := fakegithub.New(t)
+			gh.AddInstallation(1, owner+"/"+name)
+			gh.AddIssue(owner, name, fakegithub.Issue{Number: 1, Title: "Typo in README", Body: "comitt"})
+			gh.SetPermission(owner, name, "alice", "write")
+			trigger := gh.AddComment(owner, name, 1, "alice", "/agent fix the typo")
+			git := gitserver.New(t, gitserver.Options{Auth: func(_, pass string) bool { return gh.TokenCanAccess(pass, owner+"/"+name) }})
+			git.CreateRepo(t, owner, name, "main", map[string]string{"README.md": "Remember to comitt.\n", "other.txt": "x\n"})
+
+			// The model's answer depends only on how far the conversation
+			// got, so a replayed turn gets the same answer again.
+			answers := []fakellm.Step{
+				{ToolCalls: []fakellm.ToolCall{{Name: "edit_file", Arguments: `{"path":"README.md","old_text":"comitt","new_text":"commit"}`}}},
+				{ToolCalls: []fakellm.ToolCall{{Name: "write_file", Arguments: `{"path":"docs/NOTE.md","content":"spelling checked\n"}`}}},
+				{ToolCalls: []fakellm.ToolCall{{Name: "finish", Arguments: `{"title":"Fix README typo","summary":"comitt → commit"}`}}},
+			}
+			llm := fakellm.NewFunc(t, func(req openai.ChatCompletionRequest) fakellm.Step {
+				n := 0
+				for _, m := range req.Messages {
+					if m.Role == openai.ChatMessageRoleAssistant {
+						n++
+					}
+				}
+				return answers[min(n, len(answers)-1)]
+			})
+
+			log := slog.New(slog.DiscardHandler)
+			app, err := ghapp.New(ghapp.Config{AppID: gh.AppID, PrivateKey: gh.PrivateKeyPEM(), BaseURL: gh.URL, Logger: log, MinBackoff: time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			llmAgent, err := agent.New(agent.Config{BaseURL: llm.URL, APIKey: "k", Model: "m", Logger: log})
+			if err != nil {
+				t.Fatal(err)
+			}
+			store, err := task.OpenSQLite(ctx, filepath.Join(t.TempDir(), "db"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer store.Close()
+			dir := t.TempDir()
+			flow := &task.Flow{
+				Store: store, GitHub: gitHub{app}, Agent: model{llmAgent}, Workspaces: workspaces{}, Dir: dir,
+				BranchName: func(issue int, title string) string { return repo.BranchName("agent/", issue, title) },
+				Command:    "/agent", Logger: log, GitTimeout: 30 * time.Second,
+			}
+
+			tk := &task.Task{
+				ID: 1, Kind: task.KindFix, State: task.Queued, Issue: 1, CommentID: trigger,
+				Repo:         task.Repo{InstallationID: 1, Owner: owner, Name: name, CloneURL: git.CloneURL(owner, name), DefaultBranch: "main"},
+				Requester:    task.Person{Login: "alice", ID: 7},
+				Instructions: "fix the typo",
+			}
+			copyTask := func(in *task.Task) *task.Task {
+				b, err := json.Marshal(in)
+				if err != nil {
+					t.Fatal(err)
+				}
+				out := new(task.Task)
+				if err := json.Unmarshal(b, out); err != nil {
+					t.Fatal(err)
+				}
+				return out
+			}
+			var moves []string
+			for steps := 0; !tk.State.Terminal(); steps++ {
+				if steps > 30 {
+					t.Fatalf("no end after %d steps; at %s", steps, tk.State)
+				}
+				saved := copyTask(tk)
+				if err := flow.Step(ctx, tk); err != nil {
+					t.Fatalf("step from %s: %v", saved.State, err)
+				}
+				// The process dies here, before the store learns of the step.
+				if otherMachine {
+					if err := os.RemoveAll(filepath.Join(dir, "1")); err != nil {
+						t.Fatal(err)
+					}
+					git.Push(t, owner, name, "main", map[string]string{"other.txt": fmt.Sprintf("moved %d\n", steps)}, "Someone else's work")
+				}
+				replay := copyTask(saved)
+				if err := flow.Step(ctx, replay); err != nil {
+					t.Fatalf("replayed step from %s: %v", saved.State, err)
+				}
+				moves = append(moves, string(saved.State)+"→"+string(replay.State))
+				tk = replay
+			}
+			if tk.State != task.Done {
+				t.Fatalf("task ended %s: %s (moves %v)", tk.State, tk.Error, moves)
+			}
+
+			prs := gh.PullRequests(owner, name)
+			if len(prs) != 1 || !strings.Contains(prs[0].Body, "Fixes #1") {
+				t.Fatalf("pull requests = %+v", prs)
+			}
+			var status, links int
+			for _, c := range gh.Comments(owner, name, 1) {
+				switch {
+				case c.Author != gh.BotLogin():
+				case strings.Contains(c.Body, "pullwright:task-1-status"):
+					status++
+					if !strings.Contains(c.Body, "✅ Done") {
+						t.Errorf("status comment not final:\n%s", c.Body)
+					}
+				case strings.Contains(c.Body, "pullwright:task-1-done"):
+					links++
+				default:
+					t.Errorf("unexpected bot comment %q", c.Body)
+				}
+			}
+			if status != 1 || links != 1 {
+				t.Errorf("%d status and %d link comments, want 1 and 1", status, links)
+			}
+			commits := git.Commits(t, owner, name, tk.Branch)
+			if commits[0].Subject != "Fix README typo" || commits[1].SHA != tk.BaseSHA {
+				t.Fatalf("branch history: %+v, want one commit on the base %s", commits[:2], tk.BaseSHA)
+			}
+			// Files the agent did not touch are as the task's base had them,
+			// not as the default branch has them now.
+			otherAtBase, err := git.ReadFile(t, owner, name, tk.BaseSHA, "other.txt")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for path, want := range map[string]string{"README.md": "Remember to commit.\n", "docs/NOTE.md": "spelling checked\n", "other.txt": otherAtBase} {
+				if got, err := git.ReadFile(t, owner, name, tk.Branch, path); err != nil || got != want {
+					t.Errorf("%s on the branch = %q, %v; want %q", path, got, err, want)
+				}
+			}
+		})
+	}
+}
