@@ -6,7 +6,8 @@
 // The loop is driven one turn at a time (Agent.Turn) so that a restart
 // resumes from the stored State. The agent must not execute anything itself:
 // its tools only read and write files inside the workspace, and running a
-// command is a request that the task package turns into an approval.
+// command is a request (State.Pending, from the run tool) that the task
+// package turns into an approval, runs elsewhere, and answers with Resolve.
 package agent
 
 import (
@@ -18,6 +19,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -144,6 +146,9 @@ type State struct {
 	Plan             []PlanItem                     `json:"plan,omitempty"`
 	Steps            []string                       `json:"steps,omitempty"` // one short human line per tool call
 	Finish           *Finish                        `json:"finish,omitempty"`
+	// Pending is the execution request the last turn ended with; while it is
+	// set, Turn refuses to run (ErrPending) until Resolve answers it.
+	Pending *Request `json:"pending,omitempty"`
 }
 
 // Tokens is the number of tokens used so far.
@@ -159,13 +164,25 @@ func (a *Agent) Start(b Brief) *State {
 }
 
 // Turn makes one model call and carries out the tool calls it asks for
-// against workdir. It returns an error, and leaves st unchanged, when the
-// budget is used up (ErrBudget), the model already finished (ErrFinished),
-// the workspace cannot be opened, or the model call fails (see IsTransient).
+// against workdir, in order. It returns an error, and leaves st unchanged,
+// when an execution request waits for its answer (ErrPending), the budget is
+// used up (ErrBudget), the model already finished (ErrFinished), the
+// workspace cannot be opened, or the model call fails (see IsTransient).
 // Tool failures are not errors: they become "error: …" tool results.
+//
+// The first valid run call of the answer becomes st.Pending and gets no tool
+// message until Resolve; the other tool calls of the same answer run as
+// usual, a further run call gets an error result (one run request per turn),
+// and so does any finish call of an answer that contains a run call: the
+// model must see the result before it finishes. After a turn that ends with
+// st.Pending set, the caller persists st, has the request approved and run,
+// and calls Resolve before the next Turn.
 func (a *Agent) Turn(ctx context.Context, st *State, workdir string) error {
 	if st == nil || len(st.Messages) == 0 {
 		return errors.New("agent: empty state; use Start")
+	}
+	if st.Pending != nil {
+		return fmt.Errorf("%w (tool call %s)", ErrPending, st.Pending.ToolCallID)
 	}
 	if st.Finish != nil {
 		return ErrFinished
@@ -222,18 +239,44 @@ func (a *Agent) Turn(ctx context.Context, st *State, workdir string) error {
 	st.Messages = append(st.Messages, msg)
 	env := toolEnv{ctx: ctx, ws: ws, st: st}
 	names := make([]string, 0, len(msg.ToolCalls))
+	// A message that asks to run a command cannot also finish: the model has
+	// not seen the result yet. Its finish calls are refused, with a text that
+	// depends on whether the run request turned out valid.
+	hasRun := slices.ContainsFunc(msg.ToolCalls, func(tc openai.ToolCall) bool { return tc.Function.Name == ToolRun })
+	var refused []int // indexes in st.Messages of refused finish results
 	for _, tc := range msg.ToolCalls {
 		names = append(names, tc.Function.Name)
+		if hasRun && tc.Function.Name == ToolFinish {
+			refused = append(refused, len(st.Messages))
+			st.Steps = append(st.Steps, stepFinishRefused)
+			st.Messages = append(st.Messages, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleTool, ToolCallID: tc.ID})
+			continue
+		}
+		env.callID = tc.ID
+		wasPending := st.Pending != nil
 		content, step := a.runTool(env, tc)
 		st.Steps = append(st.Steps, step)
+		if !wasPending && st.Pending != nil {
+			continue // answered by Resolve
+		}
 		st.Messages = append(st.Messages, openai.ChatCompletionMessage{
 			Role:       openai.ChatMessageRoleTool,
 			Content:    content,
 			ToolCallID: tc.ID,
 		})
 	}
-	log.Info("agent turn", "prompt_tokens", resp.Usage.PromptTokens, "completion_tokens", resp.Usage.CompletionTokens,
-		"total_tokens", st.Tokens(), "tools", names, "finished", st.Finish != nil)
+	for _, i := range refused {
+		st.Messages[i].Content = finishRefusedFailed
+		if st.Pending != nil {
+			st.Messages[i].Content = finishRefusedPending
+		}
+	}
+	attrs := []any{"prompt_tokens", resp.Usage.PromptTokens, "completion_tokens", resp.Usage.CompletionTokens,
+		"total_tokens", st.Tokens(), "tools", names, "finished", st.Finish != nil}
+	if st.Pending != nil {
+		attrs = append(attrs, "pending_tool_call", st.Pending.ToolCallID)
+	}
+	log.Info("agent turn", attrs...)
 	return nil
 }
 
@@ -327,7 +370,7 @@ func firstLine(s string) string {
 // Client errors (400, 401, 403, 404, …), budget errors and malformed answers
 // are not.
 func IsTransient(err error) bool {
-	if err == nil || errors.Is(err, ErrBudget) || errors.Is(err, ErrFinished) {
+	if err == nil || errors.Is(err, ErrBudget) || errors.Is(err, ErrFinished) || errors.Is(err, ErrPending) {
 		return false
 	}
 	var apiErr *openai.APIError

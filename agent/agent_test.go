@@ -134,7 +134,7 @@ func TestConversation(t *testing.T) {
 		t.Fatalf("%d requests, want 4", len(reqs))
 	}
 	first := reqs[0]
-	if first.Model != "test-model" || len(first.Tools) != 8 || len(first.Messages) != 2 {
+	if first.Model != "test-model" || len(first.Tools) != 9 || len(first.Messages) != 2 {
 		t.Fatalf("first request: model %q, %d tools, %d messages", first.Model, len(first.Tools), len(first.Messages))
 	}
 	if first.Messages[0].Role != "system" || !strings.Contains(first.Messages[0].Content, "<untrusted-issue-body>") {
@@ -214,7 +214,7 @@ func TestBadToolCallsDoNotStopTheLoop(t *testing.T) {
 	s := fakellm.New(t,
 		fakellm.Step{ToolCalls: []fakellm.ToolCall{
 			call("read_file", `{"path": "a.txt"`), // malformed JSON
-			call("run", `{"command":"make test","reason":"verify"}`),
+			call("shell", `{"command":"make test"}`),
 			call("edit_file", `{"path":"a.txt","old_text":"zzz","new_text":"b"}`),
 			call("read_file", `{"path":"../../etc/passwd"}`),
 			call("read_file", ``), // no arguments at all
@@ -241,7 +241,7 @@ func TestBadToolCallsDoNotStopTheLoop(t *testing.T) {
 	}
 	wantPrefixes := []string{
 		"error: arguments of read_file are not a valid JSON object",
-		`error: unknown tool "run"`,
+		`error: unknown tool "shell"`,
 		"error: old_text found 0 times in a.txt, expected 1",
 		`error: path "../../etc/passwd" is outside the workspace`,
 		`error: read_file: missing required argument "path"`,
@@ -385,6 +385,7 @@ func TestIsTransient(t *testing.T) {
 		{io.ErrUnexpectedEOF, true},
 		{fmt.Errorf("%w: turns", ErrBudget), false},
 		{ErrFinished, false},
+		{fmt.Errorf("%w (tool call x)", ErrPending), false},
 		{&json.SyntaxError{}, false},
 		{errors.New("something else"), false},
 	}

@@ -53,7 +53,11 @@ func TestFirstMessage(t *testing.T) {
 }
 
 func TestSystemPrompt(t *testing.T) {
-	for _, want := range []string{"finish", "plan", "cannot run commands", "minimal", "DATA", "<untrusted-issue-body>", "<untrusted-file>"} {
+	if strings.Contains(systemPrompt, "cannot run commands") {
+		t.Error("system prompt still says the agent cannot run commands")
+	}
+	for _, want := range []string{"finish", "plan", "never run them yourself", "human maintainer", "`reason`", "rejected",
+		"never try to get around a rejection", "minimal", "DATA", "<untrusted-issue-body>", "<untrusted-file>", "<untrusted-output>"} {
 		if !strings.Contains(systemPrompt, want) {
 			t.Errorf("system prompt lacks %q", want)
 		}

@@ -26,6 +26,7 @@ const (
 	ToolGrep      = "grep"
 	ToolThink     = "think"
 	ToolPlan      = "plan"
+	ToolRun       = "run"
 	ToolFinish    = "finish"
 )
 
@@ -46,9 +47,10 @@ type toolResult struct {
 }
 
 type toolEnv struct {
-	ctx context.Context
-	ws  *workspace
-	st  *State
+	ctx    context.Context
+	ws     *workspace
+	st     *State
+	callID string // id of the tool call being run
 }
 
 type tool struct {
@@ -193,6 +195,25 @@ var tools = []*tool{
 		run: runPlan,
 	},
 	{
+		name: ToolRun,
+		description: "Ask to run a shell command, such as the tests or a build. You do not run it yourself: the request " +
+			"ends your turn and a maintainer is asked to approve it; once approved it runs in a sandbox at the " +
+			"repository root, with your changes so far, without network access and with a time limit. Ask for the " +
+			"narrowest command that answers your question (e.g. \"go test ./pkg/pagination/...\" rather than the " +
+			"whole suite) and say why in reason. One run request per turn. The result arrives as this tool's result: " +
+			"the exit code and the (bounded) output, or the maintainer's rejection; if rejected, continue without it.",
+		schema: `{
+  "type": "object",
+  "properties": {
+    "command": {"type": "string", "description": "The command line, run at the repository root, e.g. \"go test ./internal/cache/...\". No network access; do not install anything."},
+    "reason": {"type": "string", "description": "One or two sentences for the maintainer who approves it: what the command checks and why you need it now."}
+  },
+  "required": ["command", "reason"],
+  "additionalProperties": false
+}`,
+		run: runRun,
+	},
+	{
 		name: ToolFinish,
 		description: "End the work when the change is complete (or when you cannot make progress). A pull request " +
 			"is opened with your title and summary as its body; it links the issue by itself.",
@@ -200,7 +221,7 @@ var tools = []*tool{
   "type": "object",
   "properties": {
     "title": {"type": "string", "description": "Pull request title: one line, imperative mood, at most 72 characters, e.g. \"Fix off-by-one in pagination\"."},
-    "summary": {"type": "string", "description": "Pull request body in Markdown: what changed and why, files touched, anything the reviewer should check or that you could not do (you could not run tests)."}
+    "summary": {"type": "string", "description": "Pull request body in Markdown: what changed and why, files touched, anything the reviewer should check, which commands you ran and what you could not verify."}
   },
   "required": ["title", "summary"],
   "additionalProperties": false

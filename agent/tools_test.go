@@ -436,11 +436,11 @@ func TestUnknownToolAndTruncation(t *testing.T) {
 	dir := workspaceDir(t, map[string]string{"big.txt": strings.Repeat("0123456789abcdef\n", 2000)})
 	a := newTestAgent(t, Config{MaxToolOutput: 1000})
 
-	got, step := callTool(t, a, dir, &State{}, "run", `{"command":"make"}`)
-	if !strings.HasPrefix(got, `error: unknown tool "run"; the available tools are: read_file, write_file, edit_file, glob, grep, think, plan, finish`) {
+	got, step := callTool(t, a, dir, &State{}, "shell", `{"command":"make"}`)
+	if !strings.HasPrefix(got, `error: unknown tool "shell"; the available tools are: read_file, write_file, edit_file, glob, grep, think, plan, run, finish`) {
 		t.Errorf("unknown tool = %q", got)
 	}
-	if step != "called unknown tool `run`" {
+	if step != "called unknown tool `shell`" {
 		t.Errorf("step = %q", step)
 	}
 
@@ -485,12 +485,14 @@ func TestToolSchemas(t *testing.T) {
 		"grep":       {"pattern"},
 		"think":      {"thought"},
 		"plan":       {"items"},
+		"run":        {"command", "reason"},
 		"finish":     {"title", "summary"},
 	}
 	props := map[string][]string{
 		"read_file": {"path", "start_line", "max_lines"},
 		"edit_file": {"path", "old_text", "new_text", "expected_matches"},
 		"grep":      {"pattern", "path_glob"},
+		"run":       {"command", "reason"},
 	}
 	defs := toolDefs()
 	if len(defs) != len(want) {
