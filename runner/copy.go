@@ -1,0 +1,129 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"syscall"
+)
+
+// copyTree copies the directory tree at src to dst, which must not exist.
+// Regular files keep their contents, permission bits and modification times;
+// symbolic links are recreated with the same target and never followed, so a
+// link pointing out of the tree stays a link; directories keep their
+// permission bits (applied after their contents are copied, so a read-only
+// directory can still be filled). Sockets, devices and named pipes are
+// skipped. Hard links become separate files. .git is copied like anything
+// else: tools that read VCS information need it.
+func copyTree(ctx context.Context, src, dst string) error {
+	root, err := filepath.EvalSymlinks(src)
+	if err != nil {
+		return err
+	}
+	info, err := os.Stat(root)
+	if err != nil {
+		return err
+	}
+	if !info.IsDir() {
+		return fmt.Errorf("%s is not a directory", src)
+	}
+
+	type dirMode struct {
+		path string
+		info fs.FileInfo
+	}
+	var dirs []dirMode // fixed up after the walk, deepest last
+	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(root, path)
+		if err != nil {
+			return err
+		}
+		target := filepath.Join(dst, rel)
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		switch mode := info.Mode(); {
+		case mode.IsDir():
+			if err := os.Mkdir(target, 0o700); err != nil {
+				return err
+			}
+			dirs = append(dirs, dirMode{target, info})
+		case mode&fs.ModeSymlink != 0:
+			link, err := os.Readlink(path)
+			if err != nil {
+				return err
+			}
+			return os.Symlink(link, target)
+		case mode.IsRegular():
+			return copyFile(path, target, info)
+		}
+		return nil // sockets, devices, named pipes
+	})
+	if err != nil {
+		return err
+	}
+	for i := len(dirs) - 1; i >= 0; i-- {
+		d := dirs[i]
+		if err := os.Chmod(d.path, d.info.Mode().Perm()|d.info.Mode()&(fs.ModeSetgid|fs.ModeSticky)); err != nil {
+			return err
+		}
+		if err := os.Chtimes(d.path, d.info.ModTime(), d.info.ModTime()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// copyFile copies one regular file, refusing to follow a symlink that replaced
+// it since the walk saw it.
+func copyFile(src, dst string, info fs.FileInfo) error {
+	in, err := os.OpenFile(src, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(out, in)
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	// Chmod, not the mode given to OpenFile, so the umask does not apply.
+	if err := os.Chmod(dst, info.Mode().Perm()|info.Mode()&(fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky)); err != nil {
+		return err
+	}
+	return os.Chtimes(dst, info.ModTime(), info.ModTime())
+}
+
+// removeTree removes path and everything below it, first making directories
+// writable and searchable if a plain os.RemoveAll fails: a command may leave
+// read-only directories behind (chmod -R a-w, Go's module cache).
+func removeTree(path string) error {
+	if err := os.RemoveAll(path); err == nil {
+		return nil
+	}
+	_ = filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
+		// WalkDir calls this for a directory before reading it, so opening
+		// it up here lets the walk descend into it.
+		if err == nil && d.IsDir() {
+			_ = os.Chmod(p, 0o700)
+		}
+		return nil
+	})
+	return os.RemoveAll(path)
+}

@@ -1,0 +1,95 @@
+package runner
+
+import (
+	"log/slog"
+	"math/rand/v2"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestBoundedOutput(t *testing.T) {
+	tests := []struct {
+		name          string
+		limit         int
+		writes        []string
+		want          string
+		wantTruncated bool
+	}{
+		{"nothing", 10, nil, "", false},
+		{"empty write", 10, []string{""}, "", false},
+		{"under the limit", 10, []string{"abc", "def"}, "abcdef", false},
+		{"exactly the limit", 10, []string{"0123456789"}, "0123456789", false},
+		{"one over", 10, []string{"0123456789X"}, "01234" + cutMarker(1) + "6789X", true},
+		{"many small writes", 4, []string{"a", "b", "c", "d", "e", "f", "g"}, "ab" + cutMarker(3) + "fg", true},
+		{"one huge write", 4, []string{strings.Repeat("x", 100) + "yz"}, "xx" + cutMarker(98) + "yz", true},
+		{"tail wraps around", 6, []string{"abc", "defg", "hij", "kl"}, "abc" + cutMarker(6) + "jkl", true},
+		{"odd limit keeps more tail", 5, []string{"0123456789"}, "01" + cutMarker(5) + "789", true},
+		{"limit 1", 1, []string{"abc"}, cutMarker(2) + "c", true},
+		{"limit 0 behaves as 1", 0, []string{"abc"}, cutMarker(2) + "c", true},
+		// "é" is 2 bytes, "€" 3: the cut is widened rather than split them.
+		{"utf-8 not split at head", 6, []string{"éé€", "0123456789", "xyz"}, "é" + cutMarker(15) + "xyz", true},
+		{"utf-8 not split at tail", 6, []string{"abc", "0123456789", "€x"}, "abc" + cutMarker(13) + "x", true},
+		{"utf-8 whole at both ends", 6, []string{"aé", "0123456789", "€"}, "aé" + cutMarker(10) + "€", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := newBoundedOutput(tt.limit)
+			for _, w := range tt.writes {
+				if n, err := b.Write([]byte(w)); n != len(w) || err != nil {
+					t.Fatalf("Write(%q) = %d, %v", w, n, err)
+				}
+			}
+			got, truncated := b.String()
+			if got != tt.want || truncated != tt.wantTruncated {
+				t.Errorf("String() = %q, %v, want %q, %v", got, truncated, tt.want, tt.wantTruncated)
+			}
+		})
+	}
+}
+
+// TestBoundedOutputChunking checks that how the output is split into writes
+// does not matter: the result is always the first and last halves of it.
+func TestBoundedOutputChunking(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := range 500 {
+		limit := 1 + r.IntN(40)
+		data := make([]byte, r.IntN(120))
+		for j := range data {
+			data[j] = 'a' + byte(r.IntN(26))
+		}
+		b := newBoundedOutput(limit)
+		for rest := data; len(rest) > 0; {
+			n := min(len(rest), 1+r.IntN(limit+5))
+			b.Write(rest[:n])
+			rest = rest[n:]
+		}
+		want := string(data)
+		if len(data) > limit {
+			h := limit / 2
+			want = string(data[:h]) + cutMarker(int64(len(data)-limit)) + string(data[len(data)-(limit-h):])
+		}
+		if got, _ := b.String(); got != want {
+			t.Fatalf("case %d (limit %d, %d bytes): String() = %q, want %q", i, limit, len(data), got, want)
+		}
+	}
+}
+
+// TestLocalEscapedProcess checks that a process that left the process group
+// and keeps the output pipe open does not make Run hang.
+func TestLocalEscapedProcess(t *testing.T) {
+	if _, err := exec.LookPath("setsid"); err != nil {
+		t.Skip("no setsid")
+	}
+	l := &Local{TempDir: t.TempDir(), Logger: slog.New(slog.DiscardHandler), waitDelay: 100 * time.Millisecond}
+	res, err := l.Run(t.Context(), Spec{Dir: t.TempDir(), Command: `setsid sh -c 'touch ready; exec sleep 3' &
+		while [ ! -e ready ]; do sleep 0.01; done
+		echo left`})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if res.ExitCode != 0 || res.Output != "left\n" {
+		t.Errorf("Result = %d %q, want 0 %q", res.ExitCode, res.Output, "left\n")
+	}
+}

@@ -1,0 +1,86 @@
+// Package runner owns running one approved command in a sandbox and returning
+// its exit code and bounded output. It must not decide whether a command is
+// allowed: whoever calls Run has already asked policy and a maintainer.
+//
+// A Runner never works in the caller's workspace: it runs the command on a
+// copy (or, for container backends, a mount of a copy), so whatever the command
+// writes, deletes or chmods, the workspace the agent edits is unchanged. The
+// command gets a minimal environment, never the bot's.
+//
+// Backends: Local (a process group on this machine; no isolation, for
+// development and GitHub Actions runners only). A Docker backend implements
+// the same interface.
+package runner
+
+import (
+	"context"
+	"time"
+)
+
+// Defaults applied to a Spec's zero values.
+const (
+	DefaultTimeout   = 10 * time.Minute
+	DefaultMaxOutput = 1 << 20 // 1 MiB
+)
+
+// Spec is one command to run.
+type Spec struct {
+	// Dir is the workspace to run in. The runner works on a copy of it and
+	// never changes the original.
+	Dir string
+	// Command is run with /bin/sh -c.
+	Command string
+	// Timeout is the wall-clock limit for the command (not for copying the
+	// workspace); zero or negative means DefaultTimeout.
+	Timeout time.Duration
+	// MaxOutput is how many bytes of output are kept; zero or negative means
+	// DefaultMaxOutput. Beyond it the first and last MaxOutput/2 bytes are
+	// kept and the middle is replaced by "\n[… N bytes cut …]\n".
+	MaxOutput int
+	// Labels identify the run (task id, request id) in logs and, for
+	// container backends, as container labels. They are not passed to the
+	// command.
+	Labels map[string]string
+}
+
+// Result is what a command did. A command that fails, times out or is killed
+// is a normal Result, not an error.
+type Result struct {
+	// ExitCode is the command's exit status, or -1 if it never exited
+	// normally (killed by a signal, timed out, cancelled).
+	ExitCode int
+	// Output is stdout and stderr interleaved in the order they were
+	// written, bounded by Spec.MaxOutput plus the cut marker. A note such as
+	// "[timed out after 10m0s]" or "[killed by signal 9 (SIGKILL)]" is
+	// written at the end, within the same bound.
+	Output string
+	// Truncated reports that the middle of the output was cut.
+	Truncated bool
+	// TimedOut reports that Spec.Timeout elapsed and the command was killed.
+	TimedOut bool
+	// OOMKilled reports that the sandbox killed the command for exceeding
+	// its memory limit. Always false for Local.
+	OOMKilled bool
+	// Duration is how long the command ran, from start until it and its
+	// process group were gone. It does not include copying the workspace.
+	Duration time.Duration
+}
+
+// Runner runs one approved command. The error is only for failures of the
+// runner itself (the workspace cannot be copied, the shell cannot be started)
+// and for ctx being done, in which case the partial Result is returned too
+// and the error wraps ctx.Err().
+type Runner interface {
+	Run(ctx context.Context, s Spec) (Result, error)
+}
+
+// withDefaults returns s with its zero values replaced by the defaults.
+func (s Spec) withDefaults() Spec {
+	if s.Timeout <= 0 {
+		s.Timeout = DefaultTimeout
+	}
+	if s.MaxOutput <= 0 {
+		s.MaxOutput = DefaultMaxOutput
+	}
+	return s
+}
