@@ -79,51 +79,59 @@ func (a *App) AddReaction(ctx context.Context, inst int64, owner, repo string, c
 // edited; only if there is none is a comment created. So a retried step
 // (even after a create whose answer was lost) edits instead of posting twice.
 func (a *App) UpsertComment(ctx context.Context, inst int64, owner, repo string, issue int, marker string, commentID int64, body string) (int64, error) {
+	id, _, err := a.UpsertCommentURL(ctx, inst, owner, repo, issue, marker, commentID, body)
+	return id, err
+}
+
+// UpsertCommentURL is UpsertComment that also returns the comment's html_url
+// (https://github.com/o/r/issues/1#issuecomment-N, or .../pull/N#... on a
+// pull request), for linking to it from elsewhere.
+func (a *App) UpsertCommentURL(ctx context.Context, inst int64, owner, repo string, issue int, marker string, commentID int64, body string) (id int64, htmlURL string, err error) {
 	ctx, cancel := a.callCtx(ctx)
 	defer cancel()
 	mk := Marker(marker)
 	full := fitBody(strings.TrimRight(body, "\n"), "\n\n"+mk)
 	gh, err := a.client(inst)
 	if err != nil {
-		return 0, fmt.Errorf("upsert comment on %s/%s#%d: %w", owner, repo, issue, err)
+		return 0, "", fmt.Errorf("upsert comment on %s/%s#%d: %w", owner, repo, issue, err)
 	}
-	edit := func(id int64) (int64, error) {
+	edit := func(id int64) (int64, string, error) {
 		c, _, err := gh.Issues.EditComment(ctx, owner, repo, id, &github.IssueComment{Body: &full})
 		if err != nil {
-			return 0, err
+			return 0, "", err
 		}
-		return c.GetID(), nil
+		return c.GetID(), c.GetHTMLURL(), nil
 	}
 
 	if commentID != 0 {
-		id, err := edit(commentID)
+		id, u, err := edit(commentID)
 		if err == nil {
-			return id, nil
+			return id, u, nil
 		}
 		if StatusCode(err) != http.StatusNotFound {
-			return 0, fmt.Errorf("edit comment %d on %s/%s#%d: %w", commentID, owner, repo, issue, err)
+			return 0, "", fmt.Errorf("edit comment %d on %s/%s#%d: %w", commentID, owner, repo, issue, err)
 		}
 		a.log.InfoContext(ctx, "github comment to edit is gone; creating a new one",
 			"repo", owner+"/"+repo, "issue", issue, "comment_id", commentID)
 	} else {
 		id, err := a.findMarked(ctx, gh, owner, repo, issue, mk)
 		if err != nil {
-			return 0, fmt.Errorf("find comment %s on %s/%s#%d: %w", mk, owner, repo, issue, err)
+			return 0, "", fmt.Errorf("find comment %s on %s/%s#%d: %w", mk, owner, repo, issue, err)
 		}
 		if id != 0 {
-			edited, err := edit(id)
+			edited, u, err := edit(id)
 			if err != nil {
-				return 0, fmt.Errorf("edit comment %d on %s/%s#%d: %w", id, owner, repo, issue, err)
+				return 0, "", fmt.Errorf("edit comment %d on %s/%s#%d: %w", id, owner, repo, issue, err)
 			}
-			return edited, nil
+			return edited, u, nil
 		}
 	}
 
 	c, _, err := gh.Issues.CreateComment(ctx, owner, repo, issue, &github.IssueComment{Body: &full})
 	if err != nil {
-		return 0, fmt.Errorf("create comment on %s/%s#%d: %w", owner, repo, issue, err)
+		return 0, "", fmt.Errorf("create comment on %s/%s#%d: %w", owner, repo, issue, err)
 	}
-	return c.GetID(), nil
+	return c.GetID(), c.GetHTMLURL(), nil
 }
 
 // findMarked returns the id of the oldest comment on the issue written by this
@@ -258,12 +266,22 @@ type NewPullRequest struct {
 type PullRequest struct {
 	Number  int
 	HTMLURL string
+	NodeID  string // GraphQL global id
+	Draft   bool
 	Created bool // false: an open pull request for Head already existed and was updated
 }
 
-// OpenPullRequest opens a pull request, idempotently: if an open pull request
-// from the same head exists, its title and body are updated and it is
-// returned with Created=false. Bodies too long for GitHub are cut with a note.
+func pullRequestOf(p *github.PullRequest, created bool) PullRequest {
+	return PullRequest{
+		Number: p.GetNumber(), HTMLURL: p.GetHTMLURL(), NodeID: p.GetNodeID(), Draft: p.GetDraft(), Created: created,
+	}
+}
+
+// OpenPullRequest opens a pull request (a draft when pr.Draft),
+// idempotently: if an open pull request from the same head exists, its title
+// and body are updated and it is returned with Created=false (its draft state
+// is left as it is and reported in Draft). Bodies too long for GitHub are cut
+// with a note.
 func (a *App) OpenPullRequest(ctx context.Context, inst int64, owner, repo string, pr NewPullRequest) (PullRequest, error) {
 	ctx, cancel := a.callCtx(ctx)
 	defer cancel()
@@ -300,7 +318,7 @@ func (a *App) openPullRequest(ctx context.Context, inst int64, owner, repo strin
 		if err != nil {
 			return PullRequest{}, true, fmt.Errorf("update #%d: %w", open[0].GetNumber(), err)
 		}
-		return PullRequest{Number: p.GetNumber(), HTMLURL: p.GetHTMLURL()}, true, nil
+		return pullRequestOf(p, false), true, nil
 	}
 
 	if out, found, err := update(); found || err != nil {
@@ -318,7 +336,38 @@ func (a *App) openPullRequest(ctx context.Context, inst int64, owner, repo strin
 	if err != nil {
 		return PullRequest{}, err
 	}
-	return PullRequest{Number: p.GetNumber(), HTMLURL: p.GetHTMLURL(), Created: true}, nil
+	return pullRequestOf(p, true), nil
+}
+
+// UpdatePullRequest sets a pull request's title and body (PATCH). An empty
+// title or body leaves that field as it is; a body too long for GitHub is cut
+// with a note.
+func (a *App) UpdatePullRequest(ctx context.Context, inst int64, owner, repo string, number int, title, body string) error {
+	if title == "" && body == "" {
+		return nil
+	}
+	ctx, cancel := a.callCtx(ctx)
+	defer cancel()
+	err := func() error {
+		gh, err := a.client(inst)
+		if err != nil {
+			return err
+		}
+		var edit github.PullRequest
+		if title != "" {
+			edit.Title = &title
+		}
+		if body != "" {
+			b := fitBody(body, "")
+			edit.Body = &b
+		}
+		_, _, err = gh.PullRequests.Edit(ctx, owner, repo, number, &edit)
+		return err
+	}()
+	if err != nil {
+		return fmt.Errorf("update pull request %s/%s#%d: %w", owner, repo, number, err)
+	}
+	return nil
 }
 
 // Permission returns a user's role on a repository: "admin", "maintain",

@@ -4,11 +4,15 @@
 //
 // It owns: a GitHub App with a freshly generated RSA key, installations and the
 // installation tokens minted for them, issues, issue comments, reactions, pull
-// requests and collaborator permissions, a log of every request it answered,
-// and fault injection (FailNext). It checks authentication the way GitHub does:
-// app endpoints need a JWT signed RS256 by the app key, repository endpoints
-// need an installation token minted for an installation that includes the
-// repository.
+// requests (drafts included; a pull request is also an issue of the same
+// number, as on GitHub), the GraphQL mutation markPullRequestReadyForReview,
+// check runs, collaborator permissions, a log of every request it answered,
+// and fault injection (FailNext, FailNextAfterApply, FailNextGraphQL). It
+// checks authentication the way GitHub does: app endpoints need a JWT signed
+// RS256 by the app key, repository endpoints and GraphQL need an installation
+// token, minted for an installation that includes the repository. GraphQL is
+// served where GitHub serves it relative to the REST base: base + "/graphql",
+// or /api/graphql next to an "/api/v3" prefix (see GraphQLURL).
 //
 // It must not be used outside tests, and it does not try to be GitHub: only the
 // endpoints and fields Pullwright reads are modelled. HTML URLs point at
@@ -63,6 +67,7 @@ type Comment struct {
 // PullRequest is a pull request as the fake currently stores it.
 type PullRequest struct {
 	Number  int
+	NodeID  string // GraphQL global id, "PR_kw…"
 	Title   string
 	Body    string
 	Head    string // branch name as sent (without "owner:")
@@ -72,10 +77,35 @@ type PullRequest struct {
 	HTMLURL string
 }
 
+// CheckRun is a check run as the fake currently stores it.
+type CheckRun struct {
+	ID          int64
+	Repo        string // "owner/name", lower case
+	Name        string
+	HeadSHA     string
+	Status      string // "queued", "in_progress" or "completed"
+	Conclusion  string
+	ExternalID  string
+	DetailsURL  string
+	Title       string // output.title
+	Summary     string // output.summary
+	Text        string // output.text
+	Actions     []CheckAction
+	Updates     int // successful PATCHes
+	CompletedAt time.Time
+}
+
+// CheckAction is a requested-action button of a check run.
+type CheckAction struct {
+	Label       string `json:"label"`
+	Description string `json:"description"`
+	Identifier  string `json:"identifier"`
+}
+
 // Request is one request the fake received, in arrival order.
 type Request struct {
 	Method string
-	Path   string // API path without the server's prefix, e.g. "/repos/o/r/issues/1"
+	Path   string // API path without the server's prefix, e.g. "/repos/o/r/issues/1"; "/api/graphql" for GraphQL next to an "/api/v3" prefix
 	Query  string // raw query
 	Body   []byte
 	Auth   string // "jwt", "token", "none" or "bad"
@@ -84,14 +114,16 @@ type Request struct {
 
 // Server is a running fake. Create it with New or NewWithPrefix.
 type Server struct {
-	URL     string // API base URL (includes the prefix, no trailing slash)
-	AppID   int64
-	AppSlug string
+	URL        string // API base URL (includes the prefix, no trailing slash)
+	GraphQLURL string // GraphQL endpoint: URL+"/graphql", or …/api/graphql for an "/api/v3" prefix
+	AppID      int64
+	AppSlug    string
 
-	srv    *httptest.Server
-	key    *rsa.PrivateKey
-	prefix string
-	mux    *http.ServeMux
+	srv         *httptest.Server
+	key         *rsa.PrivateKey
+	prefix      string
+	graphqlPath string // full path of the GraphQL endpoint
+	mux         *http.ServeMux
 
 	mu            sync.Mutex
 	installations map[int64]map[string]bool
@@ -100,6 +132,9 @@ type Server struct {
 	comments      map[int64]*comment
 	reactions     map[int64][]reaction
 	pulls         map[string][]*pullRequest
+	checkRuns     map[int64]*CheckRun
+	checkOrder    map[string][]int64           // repo key → check run ids in creation order
+	graphqlFaults []string                     // messages for the next GraphQL answers
 	perms         map[string]map[string]string // repo key → user → role
 	users         map[string]int64
 	// reqMu guards requests apart from mu: a request is recorded while its
@@ -172,13 +207,20 @@ func NewWithPrefix(t testing.TB, prefix string) *Server {
 		comments:      map[int64]*comment{},
 		reactions:     map[int64][]reaction{},
 		pulls:         map[string][]*pullRequest{},
+		checkRuns:     map[int64]*CheckRun{},
+		checkOrder:    map[string][]int64{},
 		perms:         map[string]map[string]string{},
 		users:         map[string]int64{},
 		nextID:        1000,
 	}
+	s.graphqlPath = s.prefix + "/graphql"
+	if b, ok := strings.CutSuffix(s.prefix, "/api/v3"); ok {
+		s.graphqlPath = b + "/api/graphql"
+	}
 	s.routes()
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	s.URL = s.srv.URL + s.prefix
+	s.GraphQLURL = s.srv.URL + s.graphqlPath
 	t.Cleanup(s.srv.Close)
 	return s
 }
@@ -340,6 +382,34 @@ func (s *Server) PullRequests(owner, repo string) []PullRequest {
 	return out
 }
 
+// CheckRuns returns the repository's check runs in creation order.
+func (s *Server) CheckRuns(owner, repo string) []CheckRun {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []CheckRun
+	for _, id := range s.checkOrder[repoKey(owner, repo)] {
+		out = append(out, s.checkRuns[id].clone())
+	}
+	return out
+}
+
+// CheckRun returns one check run by id.
+func (s *Server) CheckRun(id int64) (CheckRun, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cr, ok := s.checkRuns[id]
+	if !ok {
+		return CheckRun{}, false
+	}
+	return cr.clone(), true
+}
+
+func (c *CheckRun) clone() CheckRun {
+	out := *c
+	out.Actions = append([]CheckAction(nil), c.Actions...)
+	return out
+}
+
 // Requests returns every request received so far, in arrival order.
 func (s *Server) Requests() []Request {
 	s.reqMu.Lock()
@@ -366,6 +436,17 @@ func (s *Server) FailNextAfterApply(method, pathPrefix string, n, status int, he
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.faults = append(s.faults, fault{method: method, prefix: pathPrefix, n: n, status: status, header: header.Clone(), apply: true})
+}
+
+// FailNextGraphQL makes the next n GraphQL requests be answered like GitHub
+// answers a failed query: 200 OK with {"data": null, "errors": [{message}]},
+// without touching any state. It is applied after authentication.
+func (s *Server) FailNextGraphQL(n int, message string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for range n {
+		s.graphqlFaults = append(s.graphqlFaults, message)
+	}
 }
 
 // ---- plumbing ----
@@ -409,6 +490,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	info := &reqInfo{fullPath: r.URL.Path}
 	info.auth, info.installation = s.classifyAuth(r.Header.Get("Authorization"))
 
+	// path is what Requests records and faults match; muxPath is what the
+	// mux routes, "" when nothing is served there.
 	path := r.URL.Path
 	inPrefix := s.prefix == "" || path == s.prefix || strings.HasPrefix(path, s.prefix+"/")
 	if inPrefix {
@@ -416,6 +499,13 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		if path == "" {
 			path = "/"
 		}
+	}
+	muxPath := ""
+	switch {
+	case r.URL.Path == s.graphqlPath:
+		muxPath = "/graphql"
+	case inPrefix && path != "/graphql":
+		muxPath = path
 	}
 	sw := &statusWriter{ResponseWriter: w, record: func(status int) {
 		s.reqMu.Lock()
@@ -432,11 +522,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}()
 
 	r2 := r.Clone(r.Context())
-	r2.URL.Path = path
+	r2.URL.Path = muxPath
 	r2.URL.RawPath = ""
 	r2 = r2.WithContext(contextWith(r2, info))
 	if f, ok := s.takeFault(r.Method, path); ok {
-		if f.apply && inPrefix {
+		if f.apply && muxPath != "" {
 			s.mux.ServeHTTP(httptest.NewRecorder(), r2)
 		}
 		for k, vs := range f.header {
@@ -447,7 +537,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		writeJSON(sw, f.status, map[string]string{"message": http.StatusText(f.status)})
 		return
 	}
-	if !inPrefix {
+	if muxPath == "" {
 		notFound(sw)
 		return
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -42,7 +43,14 @@ func (s *Server) routes() {
 	m.HandleFunc("POST /repos/{owner}/{repo}/issues/comments/{id}/reactions", s.repo(s.createReaction))
 	m.HandleFunc("GET /repos/{owner}/{repo}/pulls", s.repo(s.listPulls))
 	m.HandleFunc("POST /repos/{owner}/{repo}/pulls", s.repo(s.createPull))
+	m.HandleFunc("GET /repos/{owner}/{repo}/pulls/{number}", s.repo(s.getPull))
 	m.HandleFunc("PATCH /repos/{owner}/{repo}/pulls/{number}", s.repo(s.editPull))
+	m.HandleFunc("POST /repos/{owner}/{repo}/check-runs", s.repo(s.createCheckRun))
+	m.HandleFunc("GET /repos/{owner}/{repo}/check-runs/{id}", s.repo(s.getCheckRun))
+	m.HandleFunc("PATCH /repos/{owner}/{repo}/check-runs/{id}", s.repo(s.updateCheckRun))
+	// serve maps the GraphQL endpoint (which lives outside an "/api/v3"
+	// prefix) to this route.
+	m.HandleFunc("POST /graphql", s.graphql)
 	m.HandleFunc("GET /repos/{owner}/{repo}/collaborators/{user}/permission", s.repo(s.getPermission))
 	s.mux = m
 }
@@ -148,6 +156,7 @@ func pullHTMLURL(owner, repo string, n int) string {
 func (s *Server) pullJSONLocked(owner, repo string, p *pullRequest) map[string]any {
 	return map[string]any{
 		"id":       int64(p.Number) + 500000,
+		"node_id":  p.NodeID,
 		"number":   p.Number,
 		"url":      fmt.Sprintf("%s/repos/%s/%s/pulls/%d", s.URL, owner, repo, p.Number),
 		"html_url": p.HTMLURL,
@@ -197,7 +206,7 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, map[string]any{
 		"token":                tok,
 		"expires_at":           exp.Format(time.RFC3339),
-		"permissions":          map[string]string{"issues": "write", "pull_requests": "write", "contents": "write"},
+		"permissions":          map[string]string{"issues": "write", "pull_requests": "write", "contents": "write", "checks": "write"},
 		"repository_selection": "selected",
 	})
 }
@@ -510,6 +519,8 @@ func (s *Server) createPull(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	// Pull requests share the issue number space: the PR is also issue n,
+	// so issue comments, reactions and GET /issues/n work on it.
 	n := s.nextNumberLocked(k)
 	if s.issues[k] == nil {
 		s.issues[k] = map[int]*issue{}
@@ -520,13 +531,45 @@ func (s *Server) createPull(w http.ResponseWriter, r *http.Request) {
 	}
 	p := &pullRequest{
 		PullRequest: PullRequest{
-			Number: n, Title: in.Title, Body: in.Body, Head: hb, Base: in.Base,
+			Number: n, NodeID: pullNodeID(k, n), Title: in.Title, Body: in.Body, Head: hb, Base: in.Base,
 			Draft: in.Draft, State: "open", HTMLURL: pullHTMLURL(owner, repo, n),
 		},
 		headOwner: ho,
 	}
 	s.pulls[k] = append(s.pulls[k], p)
 	writeJSON(w, http.StatusCreated, s.pullJSONLocked(owner, repo, p))
+}
+
+// pullNodeID is a stable, globally unique node id for pull request n of the
+// repository k. It does not take from nextID, so adding node ids did not
+// shift the ids of comments made after a pull request.
+func pullNodeID(k string, n int) string {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(k))
+	return fmt.Sprintf("PR_kwDO%08x_%d", h.Sum32(), n)
+}
+
+func (s *Server) pullLocked(w http.ResponseWriter, r *http.Request) (*pullRequest, bool) {
+	n, err := strconv.Atoi(r.PathValue("number"))
+	if err == nil {
+		for _, p := range s.pulls[repoKey(r.PathValue("owner"), r.PathValue("repo"))] {
+			if p.Number == n {
+				return p, true
+			}
+		}
+	}
+	notFound(w)
+	return nil, false
+}
+
+func (s *Server) getPull(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, ok := s.pullLocked(w, r)
+	if !ok {
+		return
+	}
+	writeJSON(w, http.StatusOK, s.pullJSONLocked(r.PathValue("owner"), r.PathValue("repo"), p))
 }
 
 func (s *Server) editPull(w http.ResponseWriter, r *http.Request) {

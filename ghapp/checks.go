@@ -1,0 +1,244 @@
+package ghapp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"unicode/utf8"
+
+	"github.com/google/go-github/v88/github"
+)
+
+// Check run limits from GitHub's "create/update a check run" request body
+// (FACTS.md §5 for the actions).
+const (
+	MaxCheckActions           = 3
+	MaxCheckActionLabel       = 20
+	MaxCheckActionIdentifier  = 20
+	MaxCheckActionDescription = 40
+	// MaxCheckOutputChars is the limit of output.summary and output.text.
+	// It is enforced in UTF-8 bytes, which also satisfies a reading of the
+	// limit in characters.
+	MaxCheckOutputChars = 65535
+)
+
+const checkTruncatedNote = "\n\n---\n*This text was cut: it exceeded GitHub's 65535-character limit.*"
+
+// CheckRun is the state of a check run the bot writes. ID 0 creates one;
+// otherwise that check run is updated.
+type CheckRun struct {
+	ID         int64  // 0 → create, else update
+	Name       string // e.g. "pullwright / approval"; required on create
+	HeadSHA    string // required on create; ignored on update (GitHub cannot move a check run)
+	Status     string // "queued" | "in_progress" | "completed"; "" with a Conclusion means completed
+	Conclusion string // when completed: "action_required" | "success" | "failure" | "neutral" | "cancelled" | "timed_out" | "skipped"
+	ExternalID string
+	DetailsURL string // required by GitHub when Conclusion is "action_required"
+
+	// Output. Title and Summary are required together when any of the three
+	// is set; with all three empty the output is left as it is. Summary and
+	// Text longer than GitHub allows are cut with a note.
+	Title, Summary, Text string
+
+	// Actions are the requested-action buttons, shown once the run is
+	// completed. On update the list replaces the run's buttons: an empty
+	// list removes them.
+	Actions []CheckAction
+}
+
+// CheckAction is a requested-action button. Pressing it makes GitHub send a
+// check_run "requested_action" event carrying Identifier.
+type CheckAction struct{ Label, Description, Identifier string }
+
+// FieldError is a request the bot refuses to send because GitHub would
+// reject it (422): Field names the offending field, as in CheckRun.
+type FieldError struct {
+	Field   string // e.g. "Actions[1].Label"
+	Problem string
+}
+
+func (e *FieldError) Error() string { return e.Field + ": " + e.Problem }
+
+var (
+	checkStatuses    = map[string]bool{"queued": true, "in_progress": true, "completed": true}
+	checkConclusions = map[string]bool{
+		"action_required": true, "success": true, "failure": true, "neutral": true,
+		"cancelled": true, "timed_out": true, "skipped": true,
+	}
+)
+
+// normalize checks cr against GitHub's rules and fills in Status
+// "completed" when only a Conclusion is given.
+func (cr *CheckRun) normalize() error {
+	if cr.ID < 0 {
+		return &FieldError{"ID", fmt.Sprintf("invalid check run id %d", cr.ID)}
+	}
+	if cr.ID == 0 {
+		if cr.Name == "" {
+			return &FieldError{"Name", "required to create a check run"}
+		}
+		if cr.HeadSHA == "" {
+			return &FieldError{"HeadSHA", "required to create a check run"}
+		}
+	}
+	if cr.Status == "" && cr.Conclusion != "" {
+		cr.Status = "completed"
+	}
+	switch {
+	case cr.Status != "" && !checkStatuses[cr.Status]:
+		return &FieldError{"Status", fmt.Sprintf("%q is not queued, in_progress or completed", cr.Status)}
+	case cr.Conclusion != "" && !checkConclusions[cr.Conclusion]:
+		return &FieldError{"Conclusion", fmt.Sprintf("unknown conclusion %q", cr.Conclusion)}
+	case cr.Status == "completed" && cr.Conclusion == "":
+		return &FieldError{"Conclusion", "required when Status is completed"}
+	case cr.Status != "completed" && cr.Conclusion != "":
+		return &FieldError{"Conclusion", fmt.Sprintf("only allowed with Status completed, not %q", cr.Status)}
+	case cr.Conclusion == "action_required" && cr.DetailsURL == "":
+		return &FieldError{"DetailsURL", "required when Conclusion is action_required"}
+	}
+	if cr.Title != "" || cr.Summary != "" || cr.Text != "" {
+		if cr.Title == "" {
+			return &FieldError{"Title", "required when Summary or Text is set"}
+		}
+		if cr.Summary == "" {
+			return &FieldError{"Summary", "required when Title or Text is set"}
+		}
+	}
+	if len(cr.Actions) > MaxCheckActions {
+		return &FieldError{"Actions", fmt.Sprintf("%d actions, GitHub allows at most %d", len(cr.Actions), MaxCheckActions)}
+	}
+	for i, a := range cr.Actions {
+		for _, f := range []struct {
+			name, val string
+			max       int
+		}{
+			{"Label", a.Label, MaxCheckActionLabel},
+			{"Description", a.Description, MaxCheckActionDescription},
+			{"Identifier", a.Identifier, MaxCheckActionIdentifier},
+		} {
+			field := fmt.Sprintf("Actions[%d].%s", i, f.name)
+			if f.val == "" {
+				return &FieldError{field, "required"}
+			}
+			if n := utf8.RuneCountInString(f.val); n > f.max {
+				return &FieldError{field, fmt.Sprintf("%q is %d characters, GitHub allows at most %d", f.val, n, f.max)}
+			}
+		}
+	}
+	return nil
+}
+
+// fitBytes cuts s to at most limit bytes (on a rune boundary), ending it
+// with note when it cuts.
+func fitBytes(s string, limit int, note string) string {
+	if len(s) <= limit {
+		return s
+	}
+	keep := limit - len(note)
+	for keep > 0 && !utf8.RuneStart(s[keep]) {
+		keep--
+	}
+	return s[:keep] + note
+}
+
+// checkRunBody is the create/update request body. Unlike go-github's
+// options it always sends "actions" on update, so buttons can be removed.
+type checkRunBody struct {
+	Name       string            `json:"name,omitempty"`
+	HeadSHA    string            `json:"head_sha,omitempty"`
+	Status     string            `json:"status,omitempty"`
+	Conclusion string            `json:"conclusion,omitempty"`
+	ExternalID string            `json:"external_id,omitempty"`
+	DetailsURL string            `json:"details_url,omitempty"`
+	Output     *checkRunOutput   `json:"output,omitempty"`
+	Actions    []checkActionJSON `json:"actions"`
+}
+
+type checkActionJSON struct {
+	Label       string `json:"label"`
+	Description string `json:"description"`
+	Identifier  string `json:"identifier"`
+}
+
+type checkRunOutput struct {
+	Title   string `json:"title"`
+	Summary string `json:"summary"`
+	Text    string `json:"text,omitempty"`
+}
+
+// UpsertCheckRun creates (cr.ID == 0) or updates a check run and returns its
+// id. cr is checked first against GitHub's limits (at most 3 actions, label
+// and identifier ≤ 20 characters, description ≤ 40, a details URL with
+// action_required, a conclusion exactly when completed): a violation is a
+// *FieldError naming the field, and no request is made. Summary and Text
+// longer than GitHub accepts are cut with a note.
+//
+// Updating a check run that is gone (404) creates a new one when cr.HeadSHA
+// and cr.Name are set; the new id is returned.
+func (a *App) UpsertCheckRun(ctx context.Context, inst int64, owner, repo string, cr CheckRun) (int64, error) {
+	ctx, cancel := a.callCtx(ctx)
+	defer cancel()
+	what := fmt.Sprintf("create check run %q in %s/%s", cr.Name, owner, repo)
+	if cr.ID != 0 {
+		what = fmt.Sprintf("update check run %d (%q) in %s/%s", cr.ID, cr.Name, owner, repo)
+	}
+	if err := cr.normalize(); err != nil {
+		return 0, fmt.Errorf("%s: %w", what, err)
+	}
+	gh, err := a.client(inst)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", what, err)
+	}
+	id, err := a.writeCheckRun(ctx, gh, owner, repo, cr)
+	if cr.ID != 0 && StatusCode(err) == http.StatusNotFound && cr.HeadSHA != "" && cr.Name != "" {
+		a.log.InfoContext(ctx, "github check run to update is gone; creating a new one",
+			"repo", owner+"/"+repo, "check_run_id", cr.ID, "name", cr.Name)
+		cr.ID = 0
+		what = fmt.Sprintf("create check run %q in %s/%s", cr.Name, owner, repo)
+		id, err = a.writeCheckRun(ctx, gh, owner, repo, cr)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", what, err)
+	}
+	return id, nil
+}
+
+func (a *App) writeCheckRun(ctx context.Context, gh *github.Client, owner, repo string, cr CheckRun) (int64, error) {
+	b := checkRunBody{
+		Name:       cr.Name,
+		Status:     cr.Status,
+		Conclusion: cr.Conclusion,
+		ExternalID: cr.ExternalID,
+		DetailsURL: cr.DetailsURL,
+		Actions:    []checkActionJSON{},
+	}
+	for _, ac := range cr.Actions {
+		b.Actions = append(b.Actions, checkActionJSON(ac))
+	}
+	if cr.Title != "" {
+		b.Output = &checkRunOutput{
+			Title:   cr.Title,
+			Summary: fitBytes(cr.Summary, MaxCheckOutputChars, checkTruncatedNote),
+			Text:    fitBytes(cr.Text, MaxCheckOutputChars, checkTruncatedNote),
+		}
+	}
+	method, u := http.MethodPost, fmt.Sprintf("repos/%s/%s/check-runs", owner, repo)
+	if cr.ID != 0 {
+		method, u = http.MethodPatch, fmt.Sprintf("%s/%d", u, cr.ID)
+	} else {
+		b.HeadSHA = cr.HeadSHA
+	}
+	req, err := gh.NewRequest(ctx, method, u, b)
+	if err != nil {
+		return 0, err
+	}
+	var out github.CheckRun
+	if _, err := gh.Do(req, &out); err != nil {
+		return 0, err
+	}
+	if out.GetID() == 0 {
+		return 0, errors.New("GitHub returned no check run id")
+	}
+	return out.GetID(), nil
+}

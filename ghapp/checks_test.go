@@ -1,0 +1,387 @@
+package ghapp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/pullwright/pullwright/internal/fakegithub"
+)
+
+const sha = "0123456789abcdef0123456789abcdef01234567"
+
+func TestUpsertCheckRun(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	approve := CheckAction{Label: "Approve", Description: "Run `go test ./...` in the sandbox", Identifier: "approve"}
+	reject := CheckAction{Label: "Reject", Description: "Do not run it", Identifier: "reject"}
+
+	steps := []struct {
+		name    string
+		cr      CheckRun // ID filled from the previous step unless wantNew
+		wantNew bool
+		want    fakegithub.CheckRun // fields compared: Status, Conclusion, DetailsURL, ExternalID, Title, Summary, Actions, Updates
+	}{
+		{
+			name: "create in progress",
+			cr:   CheckRun{Name: "pullwright / approval", HeadSHA: sha, Status: "in_progress", ExternalID: "task-1", Title: "Working", Summary: "The agent is reading the code."},
+			want: fakegithub.CheckRun{Status: "in_progress", ExternalID: "task-1", Title: "Working", Summary: "The agent is reading the code."},
+		},
+		{
+			name: "update to action_required with two buttons",
+			cr: CheckRun{
+				Name: "pullwright / approval", Status: "completed", Conclusion: "action_required",
+				DetailsURL: "https://github.com/acme/widgets/issues/1#issuecomment-9",
+				Title:      "Approval needed", Summary: "The agent wants to run `go test ./...`.", Text: "details",
+				Actions: []CheckAction{approve, reject},
+			},
+			want: fakegithub.CheckRun{
+				Status: "completed", Conclusion: "action_required", ExternalID: "task-1",
+				DetailsURL: "https://github.com/acme/widgets/issues/1#issuecomment-9",
+				Title:      "Approval needed", Summary: "The agent wants to run `go test ./...`.", Text: "details",
+				Actions: []fakegithub.CheckAction{
+					{Label: "Approve", Description: "Run `go test ./...` in the sandbox", Identifier: "approve"},
+					{Label: "Reject", Description: "Do not run it", Identifier: "reject"},
+				},
+				Updates: 1,
+			},
+		},
+		{
+			name: "conclusion alone completes; no actions removes the buttons; output kept",
+			cr:   CheckRun{Conclusion: "success"},
+			want: fakegithub.CheckRun{
+				Status: "completed", Conclusion: "success", ExternalID: "task-1",
+				DetailsURL: "https://github.com/acme/widgets/issues/1#issuecomment-9",
+				Title:      "Approval needed", Summary: "The agent wants to run `go test ./...`.", Text: "details",
+				Updates: 2,
+			},
+		},
+	}
+	var id int64
+	for _, st := range steps {
+		cr := st.cr
+		cr.ID = id
+		got, err := e.app.UpsertCheckRun(ctx, inst, owner, repo, cr)
+		if err != nil {
+			t.Fatalf("%s: %v", st.name, err)
+		}
+		if id != 0 && got != id {
+			t.Fatalf("%s: id %d, want %d", st.name, got, id)
+		}
+		id = got
+		fc, ok := e.fake.CheckRun(id)
+		if !ok {
+			t.Fatalf("%s: fake has no check run %d", st.name, id)
+		}
+		w := st.want
+		if fc.Name != "pullwright / approval" || fc.HeadSHA != sha || fc.Status != w.Status || fc.Conclusion != w.Conclusion ||
+			fc.DetailsURL != w.DetailsURL || fc.ExternalID != w.ExternalID || fc.Title != w.Title || fc.Summary != w.Summary ||
+			fc.Text != w.Text || fc.Updates != w.Updates || fmt.Sprint(fc.Actions) != fmt.Sprint(w.Actions) {
+			t.Errorf("%s: fake check run = %+v\nwant %+v", st.name, fc, w)
+		}
+	}
+	if n := e.count("POST", "/repos/acme/widgets/check-runs"); n != 1 {
+		t.Errorf("POST check-runs made %d times, want 1", n)
+	}
+	if n := e.count("PATCH", fmt.Sprintf("/repos/acme/widgets/check-runs/%d", id)); n != 2 {
+		t.Errorf("PATCH check-runs made %d times, want 2", n)
+	}
+
+	// A check run that is gone is created again when HeadSHA and Name are known.
+	again, err := e.app.UpsertCheckRun(ctx, inst, owner, repo, CheckRun{ID: 987654, Name: "pullwright / approval", HeadSHA: sha, Status: "queued"})
+	if err != nil || again == 0 || again == id {
+		t.Fatalf("update of a gone check run = %d, %v; want a new id", again, err)
+	}
+	if _, err := e.app.UpsertCheckRun(ctx, inst, owner, repo, CheckRun{ID: 987654, Status: "queued"}); StatusCode(err) != http.StatusNotFound ||
+		!strings.Contains(err.Error(), "update check run 987654") {
+		t.Errorf("update of a gone check run without HeadSHA: %v, want a 404 naming the run", err)
+	}
+	if got := len(e.fake.CheckRuns(owner, repo)); got != 2 {
+		t.Errorf("fake has %d check runs, want 2", got)
+	}
+}
+
+func TestCheckRunOutputTruncated(t *testing.T) {
+	e := newEnv(t)
+	long := strings.Repeat("é", MaxCheckOutputChars) // 2 bytes each
+	id, err := e.app.UpsertCheckRun(context.Background(), inst, owner, repo, CheckRun{
+		Name: "n", HeadSHA: sha, Title: "t", Summary: long, Text: strings.Repeat("x", MaxCheckOutputChars+1),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fc, _ := e.fake.CheckRun(id)
+	for name, v := range map[string]string{"summary": fc.Summary, "text": fc.Text} {
+		if len(v) > MaxCheckOutputChars || len(v) < MaxCheckOutputChars-len(checkTruncatedNote)-1 || !strings.HasSuffix(v, checkTruncatedNote) {
+			t.Errorf("%s: %d bytes, note %v", name, len(v), strings.HasSuffix(v, checkTruncatedNote))
+		}
+	}
+	if !strings.HasPrefix(fc.Summary, "éé") || strings.ContainsRune(fc.Summary, '\uFFFD') {
+		t.Error("summary was not cut on a rune boundary")
+	}
+}
+
+func TestCheckRunValidation(t *testing.T) {
+	e := newEnv(t)
+	ok := CheckAction{Label: "Approve", Description: "Run it", Identifier: "approve"}
+	n := func(c rune, k int) string { return strings.Repeat(string(c), k) }
+	base := CheckRun{Name: "n", HeadSHA: sha, Status: "completed", Conclusion: "action_required", DetailsURL: "https://example.com/x"}
+	with := func(f func(*CheckRun)) CheckRun {
+		cr := base
+		cr.Actions = []CheckAction{ok}
+		f(&cr)
+		return cr
+	}
+	tests := []struct {
+		name      string
+		cr        CheckRun
+		wantField string // "" → accepted
+	}{
+		{"at the limits (multi-byte counts as one)", with(func(c *CheckRun) {
+			c.Actions = []CheckAction{ok, ok, {Label: n('é', 20), Description: n('ß', 40), Identifier: n('i', 20)}}
+		}), ""},
+		{"four actions", with(func(c *CheckRun) { c.Actions = []CheckAction{ok, ok, ok, ok} }), "Actions"},
+		{"label 21", with(func(c *CheckRun) {
+			c.Actions = []CheckAction{ok, {Label: n('l', 21), Description: "d", Identifier: "i"}}
+		}), "Actions[1].Label"},
+		{"identifier 21", with(func(c *CheckRun) { c.Actions[0].Identifier = n('i', 21) }), "Actions[0].Identifier"},
+		{"description 41", with(func(c *CheckRun) { c.Actions[0].Description = n('d', 41) }), "Actions[0].Description"},
+		{"empty description", with(func(c *CheckRun) { c.Actions[0].Description = "" }), "Actions[0].Description"},
+		{"action_required without details URL", with(func(c *CheckRun) { c.DetailsURL = "" }), "DetailsURL"},
+		{"completed without conclusion", with(func(c *CheckRun) { c.Conclusion = "" }), "Conclusion"},
+		{"conclusion while in progress", with(func(c *CheckRun) { c.Status = "in_progress" }), "Conclusion"},
+		{"unknown conclusion", with(func(c *CheckRun) { c.Conclusion = "stale" }), "Conclusion"},
+		{"unknown status", with(func(c *CheckRun) { c.Status, c.Conclusion = "running", "" }), "Status"},
+		{"create without name", with(func(c *CheckRun) { c.Name = "" }), "Name"},
+		{"create without head sha", with(func(c *CheckRun) { c.HeadSHA = "" }), "HeadSHA"},
+		{"text without title", with(func(c *CheckRun) { c.Summary, c.Text = "s", "t" }), "Title"},
+		{"title without summary", with(func(c *CheckRun) { c.Title = "t" }), "Summary"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := len(e.fake.Requests())
+			_, err := e.app.UpsertCheckRun(context.Background(), inst, owner, repo, tt.cr)
+			if tt.wantField == "" {
+				if err != nil {
+					t.Fatalf("rejected: %v", err)
+				}
+				return
+			}
+			var fe *FieldError
+			if !errors.As(err, &fe) || fe.Field != tt.wantField || !strings.Contains(err.Error(), tt.wantField) {
+				t.Fatalf("error = %v, want a *FieldError for %s", err, tt.wantField)
+			}
+			if !strings.Contains(err.Error(), "acme/widgets") {
+				t.Errorf("error %q does not name the repository", err)
+			}
+			if got := len(e.fake.Requests()); got != before {
+				t.Errorf("%d requests made for an invalid check run", got-before)
+			}
+		})
+	}
+}
+
+func TestDraftPullRequestReady(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	pr, err := e.app.OpenPullRequest(ctx, inst, owner, repo, NewPullRequest{Title: "Fix", Body: "b", Head: "pullwright/task-2", Base: "main", Draft: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !pr.Created || !pr.Draft || !strings.HasPrefix(pr.NodeID, "PR_") {
+		t.Fatalf("opened %+v, want a created draft with a node id", pr)
+	}
+	if prs := e.fake.PullRequests(owner, repo); !prs[0].Draft {
+		t.Fatalf("fake PR %+v is not a draft", prs[0])
+	}
+	for i := range 2 { // the second call finds it ready: no mutation
+		if err := e.app.MarkReadyForReview(ctx, inst, owner, repo, pr.Number); err != nil {
+			t.Fatalf("MarkReadyForReview #%d: %v", i+1, err)
+		}
+		if prs := e.fake.PullRequests(owner, repo); prs[0].Draft {
+			t.Fatalf("after MarkReadyForReview #%d the fake PR is still a draft", i+1)
+		}
+	}
+	if n := e.count("POST", "/graphql"); n != 1 {
+		t.Errorf("POST /graphql made %d times, want 1", n)
+	}
+	for _, r := range e.fake.Requests() {
+		if r.Path == "/graphql" && (r.Auth != "token" || !strings.Contains(string(r.Body), `"variables":{"id":"`+pr.NodeID+`"}`)) {
+			t.Errorf("GraphQL request auth %s body %s", r.Auth, r.Body)
+		}
+	}
+
+	// Re-opening the same head updates and reports the current state.
+	again, err := e.app.OpenPullRequest(ctx, inst, owner, repo, NewPullRequest{Title: "Fix v2", Body: "b2", Head: "pullwright/task-2", Base: "main", Draft: true})
+	if err != nil || again.Created || again.Draft || again.NodeID != pr.NodeID || again.Number != pr.Number {
+		t.Errorf("re-open = %+v, %v; want the same PR, no longer a draft", again, err)
+	}
+
+	// UpdatePullRequest.
+	if err := e.app.UpdatePullRequest(ctx, inst, owner, repo, pr.Number, "Fix v3", ""); err != nil {
+		t.Fatal(err)
+	}
+	if p := e.fake.PullRequests(owner, repo)[0]; p.Title != "Fix v3" || p.Body != "b2" {
+		t.Errorf("after title-only update: %+v", p)
+	}
+	if err := e.app.UpdatePullRequest(ctx, inst, owner, repo, pr.Number, "", strings.Repeat("y", MaxBodyChars+10)); err != nil {
+		t.Fatalf("long body: %v", err)
+	}
+	if p := e.fake.PullRequests(owner, repo)[0]; p.Title != "Fix v3" || !strings.HasSuffix(p.Body, truncatedNote) {
+		t.Errorf("after body-only update: title %q, body ends %q", p.Title, p.Body[len(p.Body)-40:])
+	}
+	if err := e.app.UpdatePullRequest(ctx, inst, owner, repo, 404, "t", "b"); StatusCode(err) != http.StatusNotFound || !strings.Contains(err.Error(), "acme/widgets#404") {
+		t.Errorf("update of a missing PR: %v", err)
+	}
+}
+
+func TestMarkReadyForReviewErrors(t *testing.T) {
+	tests := []struct {
+		name       string
+		inject     func(f *fakegithub.Server)
+		number     int // 0: the draft PR
+		want       string
+		wantStatus int
+		wantGQL    bool
+	}{
+		{
+			name:    "GraphQL error surfaced",
+			inject:  func(f *fakegithub.Server) { f.FailNextGraphQL(1, "Something went wrong while executing your query.") },
+			want:    "Something went wrong while executing your query.",
+			wantGQL: true,
+		},
+		{
+			name:       "GraphQL endpoint failing",
+			inject:     func(f *fakegithub.Server) { f.FailNext("POST", "/graphql", 1, http.StatusBadGateway, nil) },
+			want:       "502",
+			wantStatus: http.StatusBadGateway,
+		},
+		{
+			name:       "no such pull request",
+			number:     99,
+			want:       "acme/widgets#99",
+			wantStatus: http.StatusNotFound,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t)
+			ctx := context.Background()
+			pr, err := e.app.OpenPullRequest(ctx, inst, owner, repo, NewPullRequest{Title: "Fix", Head: "h", Base: "main", Draft: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.inject != nil {
+				tt.inject(e.fake)
+			}
+			num := pr.Number
+			if tt.number != 0 {
+				num = tt.number
+			}
+			err = e.app.MarkReadyForReview(ctx, inst, owner, repo, num)
+			if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "ready for review") {
+				t.Fatalf("error = %v, want it to contain %q", err, tt.want)
+			}
+			if got := StatusCode(err); got != tt.wantStatus {
+				t.Errorf("StatusCode = %d, want %d", got, tt.wantStatus)
+			}
+			var ge GraphQLErrors
+			if errors.As(err, &ge) != tt.wantGQL {
+				t.Errorf("errors.As(GraphQLErrors) = %v, want %v", !tt.wantGQL, tt.wantGQL)
+			}
+			if !e.fake.PullRequests(owner, repo)[0].Draft {
+				t.Error("the PR is no longer a draft")
+			}
+		})
+	}
+}
+
+func TestGraphQLURL(t *testing.T) {
+	for base, want := range map[string]string{
+		"https://api.github.com":             "https://api.github.com/graphql",
+		"https://ghe.example.com/api/v3":     "https://ghe.example.com/api/graphql",
+		"http://127.0.0.1:4444":              "http://127.0.0.1:4444/graphql",
+		"http://127.0.0.1:4444/some/prefix":  "http://127.0.0.1:4444/some/prefix/graphql",
+		"https://ghe.example.com/gh/api/v3":  "https://ghe.example.com/gh/api/graphql",
+		"https://ghe.example.com/api/v3beta": "https://ghe.example.com/api/v3beta/graphql",
+	} {
+		if got := graphQLURL(base); got != want {
+			t.Errorf("graphQLURL(%q) = %q, want %q", base, got, want)
+		}
+	}
+}
+
+func TestEnterpriseGraphQL(t *testing.T) {
+	fake := fakegithub.NewWithPrefix(t, "/api/v3")
+	e := newEnvOn(t, fake, func(c *Config) { c.BaseURL += "/" })
+	ctx := context.Background()
+	pr, err := e.app.OpenPullRequest(ctx, inst, owner, repo, NewPullRequest{Title: "t", Head: "h", Base: "main", Draft: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.app.MarkReadyForReview(ctx, inst, owner, repo, pr.Number); err != nil {
+		t.Fatalf("MarkReadyForReview on GHES: %v", err)
+	}
+	if fake.PullRequests(owner, repo)[0].Draft {
+		t.Error("still a draft")
+	}
+	if n := e.count("POST", "/api/graphql"); n != 1 {
+		t.Errorf("POST /api/graphql made %d times, want 1; requests %+v", n, fake.Requests())
+	}
+	if _, err := e.app.UpsertCheckRun(ctx, inst, owner, repo, CheckRun{Name: "n", HeadSHA: sha}); err != nil {
+		t.Errorf("check run on GHES: %v", err)
+	}
+	for _, r := range fake.Requests() {
+		if r.Status >= 400 {
+			t.Errorf("request %s %s answered %d", r.Method, r.Path, r.Status)
+		}
+	}
+}
+
+func TestUpsertCommentURL(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	pr, err := e.app.OpenPullRequest(ctx, inst, owner, repo, NewPullRequest{Title: "t", Head: "h", Base: "main"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name   string
+		issue  int
+		prefix string
+	}{
+		{"issue", 1, "https://github.com/acme/widgets/issues/1#issuecomment-"},
+		{"pull request number", pr.Number, fmt.Sprintf("https://github.com/acme/widgets/pull/%d#issuecomment-", pr.Number)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			id, u, err := e.app.UpsertCommentURL(ctx, inst, owner, repo, tt.issue, "status", 0, "hello")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := fmt.Sprintf("%s%d", tt.prefix, id); u != want {
+				t.Errorf("html_url = %q, want %q", u, want)
+			}
+			// Edited by marker, then by id: same comment, same URL.
+			for _, cid := range []int64{0, id} {
+				id2, u2, err := e.app.UpsertCommentURL(ctx, inst, owner, repo, tt.issue, "status", cid, "edited")
+				if err != nil || id2 != id || u2 != u {
+					t.Errorf("edit (commentID %d) = %d %q %v, want %d %q", cid, id2, u2, err, id, u)
+				}
+			}
+			cs := e.fake.Comments(owner, repo, tt.issue)
+			if len(cs) != 1 || cs[0].Edits != 2 || !strings.HasPrefix(cs[0].Body, "edited") {
+				t.Errorf("comments on #%d = %+v", tt.issue, cs)
+			}
+		})
+	}
+	if is, err := e.app.Issue(ctx, inst, owner, repo, pr.Number); err != nil || !is.IsPR || len(is.Comments) != 1 {
+		t.Errorf("Issue(PR #%d) = %+v, %v; want a PR with the bot's comment", pr.Number, is, err)
+	}
+	if err := e.app.AddReaction(ctx, inst, owner, repo, e.fake.Comments(owner, repo, pr.Number)[0].ID, "rocket"); err != nil {
+		t.Errorf("reaction on a PR comment: %v", err)
+	}
+}
