@@ -10,6 +10,7 @@ import (
 	"github.com/pullwright/pullwright/agent"
 	"github.com/pullwright/pullwright/ghapp"
 	"github.com/pullwright/pullwright/repo"
+	"github.com/pullwright/pullwright/runner"
 	"github.com/pullwright/pullwright/task"
 )
 
@@ -31,8 +32,27 @@ func (g gitHub) AddReaction(ctx context.Context, r task.Repo, commentID int64, c
 	return g.app.AddReaction(ctx, r.InstallationID, r.Owner, r.Name, commentID, content)
 }
 
-func (g gitHub) UpsertComment(ctx context.Context, r task.Repo, issue int, marker string, commentID int64, body string) (int64, error) {
-	return g.app.UpsertComment(ctx, r.InstallationID, r.Owner, r.Name, issue, marker, commentID, body)
+func (g gitHub) UpsertComment(ctx context.Context, r task.Repo, issue int, marker string, commentID int64, body string) (int64, string, error) {
+	return g.app.UpsertCommentURL(ctx, r.InstallationID, r.Owner, r.Name, issue, marker, commentID, body)
+}
+
+func (g gitHub) UpdatePullRequest(ctx context.Context, r task.Repo, number int, title, body string) error {
+	return g.app.UpdatePullRequest(ctx, r.InstallationID, r.Owner, r.Name, number, title, body)
+}
+
+func (g gitHub) MarkReadyForReview(ctx context.Context, r task.Repo, number int) error {
+	return g.app.MarkReadyForReview(ctx, r.InstallationID, r.Owner, r.Name, number)
+}
+
+func (g gitHub) UpsertCheckRun(ctx context.Context, r task.Repo, cr task.CheckRun) (int64, error) {
+	out := ghapp.CheckRun{
+		ID: cr.ID, Name: cr.Name, HeadSHA: cr.HeadSHA, Status: cr.Status, Conclusion: cr.Conclusion,
+		ExternalID: cr.ExternalID, DetailsURL: cr.DetailsURL, Title: cr.Title, Summary: cr.Summary, Text: cr.Text,
+	}
+	for _, a := range cr.Actions {
+		out.Actions = append(out.Actions, ghapp.CheckAction{Label: a.Label, Description: a.Description, Identifier: a.Identifier})
+	}
+	return g.app.UpsertCheckRun(ctx, r.InstallationID, r.Owner, r.Name, out)
 }
 
 func (g gitHub) Issue(ctx context.Context, r task.Repo, number int) (task.Issue, error) {
@@ -49,7 +69,7 @@ func (g gitHub) Issue(ctx context.Context, r task.Repo, number int) (task.Issue,
 
 func (g gitHub) OpenPullRequest(ctx context.Context, r task.Repo, pr task.NewPullRequest) (task.PullRequest, error) {
 	got, err := g.app.OpenPullRequest(ctx, r.InstallationID, r.Owner, r.Name, ghapp.NewPullRequest{
-		Title: pr.Title, Body: pr.Body, Head: pr.Head, Base: pr.Base,
+		Title: pr.Title, Body: pr.Body, Head: pr.Head, Base: pr.Base, Draft: pr.Draft,
 	})
 	return task.PullRequest{Number: got.Number, URL: got.HTMLURL}, err
 }
@@ -77,9 +97,9 @@ func (m model) Turn(ctx context.Context, conv []byte, workdir string) (task.Prog
 	if err := json.Unmarshal(conv, &st); err != nil {
 		return task.Progress{}, task.Fatal("the saved conversation cannot be read", err)
 	}
-	if st.Finish != nil {
-		// The model finished in a turn whose outcome was not recorded; its
-		// answer stands, and no further call is made.
+	if st.Finish != nil || st.Pending != nil {
+		// The model finished, or asked to run something, in a turn whose
+		// outcome was not recorded; that stands, and no call is made.
 		return progress(conv, &st), nil
 	}
 	if err := m.a.Turn(ctx, &st, workdir); err != nil {
@@ -99,6 +119,36 @@ func (m model) Turn(ctx context.Context, conv []byte, workdir string) (task.Prog
 	return progress(out, &st), nil
 }
 
+func (m model) Resolve(conv []byte, o task.Outcome) ([]byte, error) {
+	var st agent.State
+	if err := json.Unmarshal(conv, &st); err != nil {
+		return nil, fmt.Errorf("read the saved conversation: %w", err)
+	}
+	var result string
+	switch o.Verdict {
+	case task.Approved:
+		if o.Result == nil {
+			return nil, errors.New("an approved request without a result")
+		}
+		r := o.Result
+		output := r.Output
+		if r.OOMKilled {
+			output += "\n[the sandbox killed the command: it ran out of memory]"
+		}
+		result = agent.RunResult(r.ExitCode, output, r.Truncated, r.TimedOut, r.Duration)
+	case task.Rejected:
+		result = agent.Rejected(o.By, o.Reason)
+	case task.TimedOut:
+		result = agent.TimedOut()
+	default:
+		return nil, fmt.Errorf("unknown verdict %q", o.Verdict)
+	}
+	if err := m.a.Resolve(&st, result); err != nil {
+		return nil, err
+	}
+	return json.Marshal(&st)
+}
+
 func progress(out []byte, st *agent.State) task.Progress {
 	p := task.Progress{
 		Conversation: out,
@@ -112,10 +162,17 @@ func progress(out []byte, st *agent.State) task.Progress {
 	if st.Finish != nil {
 		p.Finished, p.Title, p.Summary = true, st.Finish.Title, st.Finish.Summary
 	}
+	if st.Pending != nil {
+		p.Pending = &task.Pending{Command: st.Pending.Command, Reason: st.Pending.Reason}
+	}
 	return p
 }
 
 type workspaces struct{}
+
+func (workspaces) RemoteHead(ctx context.Context, url, token, branch string) (string, error) {
+	return repo.RemoteHead(ctx, url, token, branch)
+}
 
 func (workspaces) Clone(ctx context.Context, url, branch, token, dir string) (task.Workspace, error) {
 	ws, err := repo.Clone(ctx, repo.CloneOptions{URL: url, Branch: branch, Token: token, Dir: dir})
@@ -168,11 +225,29 @@ func (w workspace) Push(ctx context.Context, token, branch string) error {
 }
 
 func (w workspace) ResetTo(ctx context.Context, token, sha string) error {
-	err := w.Workspace.ResetTo(ctx, token, sha)
+	return commitGone(w.Workspace.ResetTo(ctx, token, sha))
+}
+
+func (w workspace) Fetch(ctx context.Context, token, sha string) error {
+	return commitGone(w.Workspace.Fetch(ctx, token, sha))
+}
+
+func commitGone(err error) error {
 	if errors.Is(err, repo.ErrCommitGone) {
 		return fmt.Errorf("%w: %w", task.ErrBaseGone, err)
 	}
 	return err
+}
+
+// sandbox runs approved commands through a runner.Runner.
+type sandbox struct{ r runner.Runner }
+
+func (s sandbox) Run(ctx context.Context, spec task.RunSpec) (task.RunResult, error) {
+	res, err := s.r.Run(ctx, runner.Spec{Dir: spec.Dir, Command: spec.Command, Labels: spec.Labels})
+	return task.RunResult{
+		ExitCode: res.ExitCode, Output: res.Output, Truncated: res.Truncated,
+		TimedOut: res.TimedOut, OOMKilled: res.OOMKilled, Duration: res.Duration,
+	}, err
 }
 
 func (w workspace) DiffStat(base string) ([]task.FileStat, error) {
@@ -185,4 +260,13 @@ func (w workspace) DiffStat(base string) ([]task.FileStat, error) {
 		out = append(out, task.FileStat{Path: s.Path, Added: s.Added, Deleted: s.Deleted})
 	}
 	return out, nil
+}
+
+// noSandbox answers every approved command with a result that says the
+// Docker sandbox is missing, so the agent learns it and goes on; the bot
+// never falls back to running commands unisolated on its own.
+type noSandbox struct{}
+
+func (noSandbox) Run(context.Context, task.RunSpec) (task.RunResult, error) {
+	return task.RunResult{ExitCode: -1, Output: "not run: this bot's Docker sandbox is not available (BOT_RUNNER=docker is not implemented in this version)"}, nil
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/pullwright/pullwright/agent"
 	"github.com/pullwright/pullwright/ghapp"
 	"github.com/pullwright/pullwright/repo"
+	"github.com/pullwright/pullwright/runner"
 	"github.com/pullwright/pullwright/task"
 	"github.com/pullwright/pullwright/webhook"
 )
@@ -53,6 +54,8 @@ type Config struct {
 	MaxTokens   int
 	GitHubRetry time.Duration
 	GitTimeout  time.Duration
+	// ApprovalTimeout is how long an execution request waits (default 24h).
+	ApprovalTimeout time.Duration
 
 	Logger *slog.Logger
 }
@@ -130,18 +133,31 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	}
 
 	a := &App{cfg: cfg, log: log, store: store, github: gh, metrics: newMetrics()}
+	var sb task.Runner = noSandbox{}
+	if cfg.Runner == "local" {
+		runs := filepath.Join(cfg.WorkDir, "runs")
+		if err := os.MkdirAll(runs, 0o700); err != nil {
+			store.Close()
+			return nil, fmt.Errorf("create %s: %w", runs, err)
+		}
+		sb = sandbox{runner.NewLocal(runs, log.With("component", "runner"))}
+	} else {
+		log.Error("BOT_RUNNER=docker: the Docker sandbox is not in this version yet; approved commands get a result saying so. BOT_RUNNER=local runs them without isolation, on throwaway machines only")
+	}
 	a.pool = &task.Pool{
 		Store: store,
 		Steps: &task.Flow{
-			Store:      store,
-			GitHub:     gitHub{gh},
-			Agent:      model{llm},
-			Workspaces: workspaces{},
-			Dir:        cfg.WorkDir,
-			BranchName: func(issue int, title string) string { return repo.BranchName("agent/", issue, title) },
-			Command:    cfg.Command,
-			GitTimeout: cfg.GitTimeout,
-			Logger:     log.With("component", "task"),
+			Store:           store,
+			GitHub:          gitHub{gh},
+			Agent:           model{llm},
+			Workspaces:      workspaces{},
+			Dir:             cfg.WorkDir,
+			BranchName:      func(issue int, title string) string { return repo.BranchName("agent/", issue, title) },
+			Command:         cfg.Command,
+			GitTimeout:      cfg.GitTimeout,
+			Runner:          sb,
+			Logger:          log.With("component", "task"),
+			ApprovalTimeout: cfg.ApprovalTimeout,
 		},
 		Logger:      log.With("component", "worker"),
 		Workers:     cfg.Workers,
@@ -161,9 +177,6 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	if err != nil {
 		store.Close()
 		return nil, fmt.Errorf("webhook: %w", err)
-	}
-	if cfg.Runner == "local" {
-		log.Warn("BOT_RUNNER=local: approved commands would run on this machine WITHOUT isolation; use it only on throwaway machines")
 	}
 	return a, nil
 }

@@ -6,7 +6,9 @@ import (
 	"fmt"
 
 	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/storage/memory"
 )
 
 // ErrCommitGone means a commit is not in the cloned branch's history (the
@@ -21,15 +23,32 @@ var deepenSteps = []int{16, 256, 1 << 20}
 // fetching deeper history of the cloned branch first when the shallow clone
 // does not have it. The worktree's changes are discarded.
 func (w *Workspace) ResetTo(ctx context.Context, token, sha string) error {
+	if err := w.Fetch(ctx, token, sha); err != nil {
+		return fmt.Errorf("reset: %w", err)
+	}
+	wt, err := w.repo.Worktree()
+	if err != nil {
+		return fmt.Errorf("reset to %s: %w", sha, err)
+	}
+	if err := wt.Reset(&git.ResetOptions{Commit: plumbing.NewHash(sha), Mode: git.HardReset}); err != nil {
+		return fmt.Errorf("reset to %s: %w", sha, err)
+	}
+	return nil
+}
+
+// Fetch makes sure the workspace has commit sha, deepening the shallow
+// clone's history of its branch until it appears. ErrCommitGone if the
+// branch's whole history lacks it.
+func (w *Workspace) Fetch(ctx context.Context, token, sha string) error {
 	h := plumbing.NewHash(sha)
 	if h.IsZero() || h.String() != sha {
-		return fmt.Errorf("reset to %q: not a commit SHA", sha)
+		return fmt.Errorf("fetch %q: not a commit SHA", sha)
 	}
 	for _, depth := range append([]int{0}, deepenSteps...) {
 		if _, err := w.repo.CommitObject(h); err == nil {
-			break
+			return nil
 		} else if !errors.Is(err, plumbing.ErrObjectNotFound) {
-			return fmt.Errorf("reset to %s: %w", sha, err)
+			return fmt.Errorf("fetch %s: %w", sha, err)
 		}
 		if depth == 0 {
 			continue
@@ -41,21 +60,14 @@ func (w *Workspace) ResetTo(ctx context.Context, token, sha string) error {
 			Tags:       git.NoTags,
 		})
 		if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
-			return opError(fmt.Sprintf("reset to %s: fetch depth %d", sha, depth), err, token)
+			return opError(fmt.Sprintf("fetch %s: depth %d", sha, depth), err, token)
 		}
 	}
 	if _, err := w.repo.CommitObject(h); err != nil {
 		if errors.Is(err, plumbing.ErrObjectNotFound) {
-			return fmt.Errorf("reset to %s: %w", sha, ErrCommitGone)
+			return fmt.Errorf("fetch %s: %w", sha, ErrCommitGone)
 		}
-		return fmt.Errorf("reset to %s: %w", sha, err)
-	}
-	wt, err := w.repo.Worktree()
-	if err != nil {
-		return fmt.Errorf("reset to %s: %w", sha, err)
-	}
-	if err := wt.Reset(&git.ResetOptions{Commit: h, Mode: git.HardReset}); err != nil {
-		return fmt.Errorf("reset to %s: %w", sha, err)
+		return fmt.Errorf("fetch %s: %w", sha, err)
 	}
 	return nil
 }
@@ -70,6 +82,26 @@ func (w *Workspace) RemoteBranch(ctx context.Context, token, branch string) (str
 	h, err := w.remoteBranch(ctx, remote, plumbing.NewBranchReferenceName(branch), token)
 	if err != nil {
 		return "", opError("look up remote branch "+branch, err, token)
+	}
+	if h.IsZero() {
+		return "", nil
+	}
+	return h.String(), nil
+}
+
+// RemoteHead returns the commit a branch of the repository at url points
+// at, or "" when there is no such branch, without a local clone: it is one
+// ref listing, cheap enough to check an approval against the branch.
+func RemoteHead(ctx context.Context, url, token, branch string) (string, error) {
+	safe, err := checkURL(url)
+	if err != nil {
+		return "", fmt.Errorf("look up %s on %s: %w", branch, safe, err)
+	}
+	remote := git.NewRemote(memory.NewStorage(), &config.RemoteConfig{Name: git.DefaultRemoteName, URLs: []string{url}})
+	w := &Workspace{}
+	h, err := w.remoteBranch(ctx, remote, plumbing.NewBranchReferenceName(branch), token)
+	if err != nil {
+		return "", opError(fmt.Sprintf("look up %s on %s", branch, safe), err, token)
 	}
 	if h.IsZero() {
 		return "", nil

@@ -104,3 +104,24 @@ func TestRevert(t *testing.T) {
 		t.Fatalf("Revert of nothing: %v", err)
 	}
 }
+
+func TestRemoteHead(t *testing.T) {
+	s := newServer(t)
+	u, tip := seed(t, s)
+	for _, tc := range []struct {
+		branch, token, want string
+		wantErr             bool
+	}{
+		{"main", token, tip, false},
+		{"nope", token, "", false},
+		{"main", "bad-token", "", true},
+	} {
+		got, err := repo.RemoteHead(ctxT(t), u, tc.token, tc.branch)
+		if (err != nil) != tc.wantErr || got != tc.want {
+			t.Errorf("RemoteHead(%s, %s) = %q, %v", tc.branch, tc.token, got, err)
+		}
+		if err != nil && strings.Contains(err.Error(), tc.token) {
+			t.Errorf("error shows the token: %v", err)
+		}
+	}
+}

@@ -22,8 +22,12 @@ type Issue struct {
 // Comment is one comment of an issue.
 type Comment struct{ Author, AuthorType, Body string }
 
-// NewPullRequest is what the bot opens at the end of a fix.
-type NewPullRequest struct{ Title, Body, Head, Base string }
+// NewPullRequest is what the bot opens: a draft at the first execution
+// request, or a ready one at the end of a fix.
+type NewPullRequest struct {
+	Title, Body, Head, Base string
+	Draft                   bool
+}
 
 // PullRequest is an opened (or found) pull request.
 type PullRequest struct {
@@ -37,16 +41,35 @@ type GitHub interface {
 	Token(ctx context.Context, installationID int64) (string, error)
 	AddReaction(ctx context.Context, r Repo, commentID int64, content string) error
 	// UpsertComment edits the comment carrying marker (commentID when known)
-	// or creates it, and returns its id.
-	UpsertComment(ctx context.Context, r Repo, issue int, marker string, commentID int64, body string) (int64, error)
+	// or creates it, and returns its id and web address.
+	UpsertComment(ctx context.Context, r Repo, issue int, marker string, commentID int64, body string) (int64, string, error)
 	Issue(ctx context.Context, r Repo, number int) (Issue, error)
 	// OpenPullRequest returns the open pull request for pr.Head if there is
 	// one, so that a retried step does not open a second.
 	OpenPullRequest(ctx context.Context, r Repo, pr NewPullRequest) (PullRequest, error)
+	// UpdatePullRequest sets a pull request's title and body.
+	UpdatePullRequest(ctx context.Context, r Repo, number int, title, body string) error
+	// MarkReadyForReview turns a draft pull request into a ready one.
+	MarkReadyForReview(ctx context.Context, r Repo, number int) error
+	// UpsertCheckRun creates (ID 0) or updates a check run; it returns the id.
+	UpsertCheckRun(ctx context.Context, r Repo, cr CheckRun) (int64, error)
 	// Permission is the user's role on the repository: admin, maintain,
 	// write, triage, read or none.
 	Permission(ctx context.Context, r Repo, user string) (string, error)
 }
+
+// CheckRun is a check run the bot shows on a commit.
+type CheckRun struct {
+	ID                     int64
+	Name, HeadSHA          string
+	Status, Conclusion     string
+	ExternalID, DetailsURL string
+	Title, Summary, Text   string
+	Actions                []CheckAction
+}
+
+// CheckAction is a button on a completed check run.
+type CheckAction struct{ Label, Description, Identifier string }
 
 // Brief is what the agent is told when it starts.
 type Brief struct {
@@ -68,6 +91,19 @@ type Progress struct {
 	Finished     bool
 	Title        string
 	Summary      string
+	// Pending is the command the agent asked to run, if it asked.
+	Pending *Pending
+}
+
+// Pending is an execution request as the agent made it.
+type Pending struct{ Command, Reason string }
+
+// Outcome is what the agent is told about its execution request.
+type Outcome struct {
+	Verdict string // Approved (then Result is set), Rejected, TimedOut, Withdrawn
+	By      string
+	Reason  string
+	Result  *RunResult
 }
 
 // Agent runs the model one turn at a time over a conversation the task
@@ -75,6 +111,22 @@ type Progress struct {
 type Agent interface {
 	Start(b Brief) ([]byte, error)
 	Turn(ctx context.Context, conversation []byte, workdir string) (Progress, error)
+	// Resolve hands the agent the outcome of its pending request.
+	Resolve(conversation []byte, o Outcome) ([]byte, error)
+}
+
+// RunSpec is one approved command to run.
+type RunSpec struct {
+	Dir     string
+	Command string
+	Labels  map[string]string
+}
+
+// Runner runs approved commands in a sandbox. A command that fails, times
+// out or runs out of memory is a normal result; an error means the runner
+// itself failed.
+type Runner interface {
+	Run(ctx context.Context, s RunSpec) (RunResult, error)
 }
 
 // Change is one file that differs from the base commit.
@@ -120,6 +172,8 @@ type Workspace interface {
 	// ResetTo moves the checkout to commit sha, fetching history as needed;
 	// ErrBaseGone if the branch no longer has it.
 	ResetTo(ctx context.Context, token, sha string) error
+	// Fetch makes sure the workspace has commit sha (ErrBaseGone if not).
+	Fetch(ctx context.Context, token, sha string) error
 	DiffStat(baseSHA string) ([]FileStat, error)
 	Remove() error
 }
@@ -128,4 +182,7 @@ type Workspace interface {
 type Workspaces interface {
 	Clone(ctx context.Context, url, branch, token, dir string) (Workspace, error)
 	Open(dir string) (Workspace, error)
+	// RemoteHead is the commit a branch of the repository at url points
+	// at, "" if there is no such branch.
+	RemoteHead(ctx context.Context, url, token, branch string) (string, error)
 }

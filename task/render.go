@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"time"
 	"unicode/utf8"
 )
 
@@ -57,6 +58,16 @@ func RenderStatus(t *Task, command string) string {
 		}
 	}
 	b.WriteString("\n\n")
+	if r := t.Request; r != nil && (t.State == AwaitingApproval || t.State == Running) {
+		fmt.Fprintf(&b, "Request `%s`: `%s`", r.ID, oneLine(fence(r.Command)))
+		if t.State == AwaitingApproval && r.CommentURL != "" {
+			fmt.Fprintf(&b, " — [answer it](%s) with `/approve` or `/reject <reason>`", r.CommentURL)
+		}
+		b.WriteString("\n\n")
+	}
+	if t.PRURL != "" && t.Draft {
+		fmt.Fprintf(&b, "Draft pull request: %s\n\n", t.PRURL)
+	}
 	if t.Instructions != "" {
 		fmt.Fprintf(&b, "> %s\n\n", strings.ReplaceAll(clip(t.Instructions, 300), "\n", "\n> "))
 	}
@@ -107,6 +118,9 @@ func StatusLine(t *Task) string {
 		fmt.Fprintf(&b, ", opened %s", t.PRURL)
 	case t.State == Failed:
 		fmt.Fprintf(&b, ": %s", t.Error)
+	case t.State == AwaitingApproval && t.Request != nil:
+		fmt.Fprintf(&b, ": request `%s` asks to run `%s`; answer with `/approve` or `/reject <reason>` before %s",
+			t.Request.ID, oneLine(fence(t.Request.Command)), t.Request.Deadline.UTC().Format("2006-01-02 15:04 MST"))
 	}
 	fmt.Fprintf(&b, " (%d turns, %d tokens).", t.Turns, t.Tokens)
 	return b.String()
@@ -159,3 +173,67 @@ func clip(s string, n int) string {
 	r := []rune(s)
 	return string(r[:n-1]) + "…"
 }
+
+// RenderRequest is the comment that shows an execution request on the issue
+// and on the draft pull request.
+func RenderRequest(t *Task, changes []FileStat) string {
+	r := t.Request
+	var b strings.Builder
+	fmt.Fprintf(&b, "### ✋ Pullwright asks to run a command · request `%s`\n\n", r.ID)
+	fmt.Fprintf(&b, "```sh\n%s\n```\n\n", fence(r.Command))
+	if reason := strings.TrimSpace(r.Reason); reason != "" {
+		fmt.Fprintf(&b, "**Why:** %s\n\n", defang(oneLine(reason)))
+	}
+	fmt.Fprintf(&b, "It would run on commit %s", short(r.SHA))
+	if t.PushedSHA != "" {
+		fmt.Fprintf(&b, " of branch `%s`", t.Branch)
+	}
+	b.WriteString(", in a sandbox with no network and none of the bot's credentials.\n\n")
+	if len(changes) > 0 {
+		b.WriteString("<details><summary>Files changed so far</summary>\n\n")
+		for _, c := range changes {
+			fmt.Fprintf(&b, "- `%s` (+%d −%d)\n", c.Path, c.Added, c.Deleted)
+		}
+		b.WriteString("\n</details>\n\n")
+	}
+	fmt.Fprintf(&b, "Answer with `/approve` (or `/approve %s`) to run it, or `/reject <reason>` to refuse; the agent then goes on without it. "+
+		"The buttons on the **%s** check run do the same. A push to the branch makes this request stale.\n", r.ID, ApprovalCheck)
+	return b.String()
+}
+
+// RenderRequestSummary is the summary of the request's check runs.
+func RenderRequestSummary(t *Task) string {
+	r := t.Request
+	s := fmt.Sprintf("Request `%s` of task %d on #%d asks to run:\n\n```sh\n%s\n```\n", r.ID, t.ID, t.Issue, fence(r.Command))
+	if reason := strings.TrimSpace(r.Reason); reason != "" {
+		s += "\n**Why:** " + defang(oneLine(reason)) + "\n"
+	}
+	if a := r.Answer; a != nil {
+		s += fmt.Sprintf("\n**Answer:** %s by @%s", a.Verdict, a.By)
+		if a.Reason != "" {
+			s += ": " + defang(oneLine(a.Reason))
+		}
+		s += "\n"
+	}
+	return s
+}
+
+// RunTitle sums up a run's result in a line.
+func RunTitle(r *RunResult) string {
+	switch {
+	case r.TimedOut:
+		return fmt.Sprintf("Timed out after %s", r.Duration.Round(time.Millisecond))
+	case r.OOMKilled:
+		return "Killed: out of memory"
+	}
+	return fmt.Sprintf("Exit code %d after %s", r.ExitCode, r.Duration.Round(time.Millisecond))
+}
+
+// CheckpointMessage is the message of the commit made before a request.
+func CheckpointMessage(t *Task) string {
+	return fmt.Sprintf("WIP: checkpoint before request %s\n\nThe agent asked to run `%s`.\nRequested in #%d by @%s.\n",
+		t.Request.ID, oneLine(t.Request.Command), t.Issue, t.Requester.Login)
+}
+
+// fence keeps a command from closing the code block it is shown in.
+func fence(s string) string { return strings.ReplaceAll(s, "```", "`\u200d``") }

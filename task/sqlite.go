@@ -41,6 +41,13 @@ CREATE TABLE IF NOT EXISTS tasks (
 	lease_until  INTEGER NOT NULL DEFAULT 0,
 	cancelled_by TEXT NOT NULL DEFAULT '',
 	crashes      INTEGER NOT NULL DEFAULT 0,
+	-- The current execution request and its answer live outside data so
+	-- that an answer can be set with a compare-and-swap by whoever handles
+	-- the "/approve", while no worker holds the task.
+	request_id   TEXT NOT NULL DEFAULT '',
+	answer       TEXT NOT NULL DEFAULT '',
+	-- The pull request the task opened, so answers given there find it.
+	pr_key       TEXT NOT NULL DEFAULT '',
 	data         TEXT NOT NULL,
 	created_at   INTEGER NOT NULL,
 	updated_at   INTEGER NOT NULL
@@ -52,6 +59,7 @@ CREATE UNIQUE INDEX IF NOT EXISTS tasks_one_active_fix ON tasks(issue_key)
 CREATE INDEX IF NOT EXISTS tasks_due ON tasks(run_after)
 	WHERE state NOT IN ('done', 'failed', 'cancelled');
 CREATE INDEX IF NOT EXISTS tasks_issue ON tasks(issue_key, id);
+CREATE INDEX IF NOT EXISTS tasks_pr ON tasks(pr_key, id) WHERE pr_key <> '';
 `
 
 // OpenSQLite opens (creating if needed) the database file at path.
@@ -150,10 +158,9 @@ func (s *SQLite) Record(ctx context.Context, d Delivery, t *Task) error {
 }
 
 // claimable is the SQL condition for a task a worker may take: not finished,
-// not parked waiting for a person unless someone asked to cancel it, due,
-// and free of a live lease.
+// due, and free of a live lease. A task waiting for approval is due at its
+// deadline, or at once when it is answered or cancelled.
 const claimable = `state NOT IN ('done', 'failed', 'cancelled')
-	AND (state <> 'awaiting_approval' OR cancelled_by <> '')
 	AND run_after <= ? AND (lease_owner = '' OR lease_until < ?)`
 
 // Claim implements Store.
@@ -168,17 +175,18 @@ func (s *SQLite) Claim(ctx context.Context, owner string, lease time.Duration) (
 		id, crashes int64
 		data        string
 		cancelledBy string
+		answer      string
 		leaseOwner  string
 	)
-	err = tx.QueryRowContext(ctx, `SELECT id, data, cancelled_by, crashes, lease_owner FROM tasks WHERE `+claimable+` ORDER BY run_after, id LIMIT 1`, now, now).
-		Scan(&id, &data, &cancelledBy, &crashes, &leaseOwner)
+	err = tx.QueryRowContext(ctx, `SELECT id, data, cancelled_by, answer, crashes, lease_owner FROM tasks WHERE `+claimable+` ORDER BY run_after, id LIMIT 1`, now, now).
+		Scan(&id, &data, &cancelledBy, &answer, &crashes, &leaseOwner)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrNoTask
 	}
 	if err != nil {
 		return nil, fmt.Errorf("claim task: %w", err)
 	}
-	t, derr := decodeTask(id, data, cancelledBy)
+	t, derr := decodeTask(id, data, cancelledBy, answer)
 	if derr != nil {
 		// A row no worker can read would be first in line forever: take it
 		// out of the queue and say why.
@@ -209,24 +217,66 @@ type scanner interface{ Scan(dest ...any) error }
 
 func scanTask(row scanner) (*Task, error) {
 	var (
-		id          int64
-		data        string
-		cancelledBy string
+		id, runAfter int64
+		data         string
+		cancelledBy  string
+		answer       string
 	)
-	if err := row.Scan(&id, &data, &cancelledBy); err != nil {
+	if err := row.Scan(&id, &data, &cancelledBy, &answer, &runAfter); err != nil {
 		return nil, err
 	}
-	return decodeTask(id, data, cancelledBy)
+	t, err := decodeTask(id, data, cancelledBy, answer)
+	if err != nil {
+		return nil, err
+	}
+	t.RunAfter = time.UnixMilli(runAfter).UTC()
+	return t, nil
 }
 
-func decodeTask(id int64, data, cancelledBy string) (*Task, error) {
+// taskColumns are what scanTask reads.
+const taskColumns = `id, data, cancelled_by, answer, run_after`
+
+func decodeTask(id int64, data, cancelledBy, answer string) (*Task, error) {
 	t := new(Task)
 	if err := json.Unmarshal([]byte(data), t); err != nil {
 		return nil, fmt.Errorf("decode task %d: %w", id, err)
 	}
 	t.ID = id
 	t.CancelledBy = cancelledBy
+	if err := setAnswer(t, answer); err != nil {
+		return nil, fmt.Errorf("decode task %d: %w", id, err)
+	}
 	return t, nil
+}
+
+func setAnswer(t *Task, answer string) error {
+	if answer == "" || t.Request == nil {
+		return nil
+	}
+	a := new(Answer)
+	if err := json.Unmarshal([]byte(answer), a); err != nil {
+		return fmt.Errorf("answer: %w", err)
+	}
+	t.Request.Answer = a
+	return nil
+}
+
+func answerColumn(t *Task) (requestID, answer string, err error) {
+	if t.Request == nil {
+		return "", "", nil
+	}
+	if t.Request.Answer == nil {
+		return t.Request.ID, "", nil
+	}
+	b, err := json.Marshal(t.Request.Answer)
+	return t.Request.ID, string(b), err
+}
+
+func prKey(t *Task) string {
+	if t.PRNumber == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d/%s/%d", t.Repo.InstallationID, t.Repo.FullName(), t.PRNumber)
 }
 
 // Save implements Store.
@@ -237,16 +287,68 @@ func (s *SQLite) Save(ctx context.Context, t *Task, owner string) error {
 	if err != nil {
 		return fmt.Errorf("save task %d: encode: %w", t.ID, err)
 	}
-	// RETURNING hands back a cancel that arrived while the worker held the
-	// task, so the worker sees it without another read.
-	err = s.db.QueryRowContext(ctx,
-		`UPDATE tasks SET state = ?, run_after = ?, data = ?, updated_at = ? WHERE id = ? AND lease_owner = ? AND lease_until >= ? RETURNING cancelled_by`,
-		t.State, t.RunAfter.UnixMilli(), data, now.UnixMilli(), t.ID, owner, now.UnixMilli()).Scan(&t.CancelledBy)
+	requestID, answer, err := answerColumn(t)
+	if err != nil {
+		return fmt.Errorf("save task %d: encode answer: %w", t.ID, err)
+	}
+	// An answer given while the worker held the task (it was woken at its
+	// deadline, say) is never erased by the worker's older copy: for the
+	// same request, a stored answer wins over none, and makes the task due.
+	// RETURNING hands back that answer and any cancel that arrived
+	// meanwhile, so the worker sees them without another read.
+	var (
+		stored   string
+		runAfter int64
+	)
+	err = s.db.QueryRowContext(ctx, `
+UPDATE tasks SET
+	state = ?,
+	run_after = CASE WHEN ? = '' AND request_id = ? AND answer <> '' THEN min(?, ?) ELSE ? END,
+	answer = CASE WHEN ? = '' AND request_id = ? THEN answer ELSE ? END,
+	request_id = ?,
+	pr_key = ?,
+	data = ?,
+	updated_at = ?
+WHERE id = ? AND lease_owner = ? AND lease_until >= ?
+RETURNING cancelled_by, answer, run_after`,
+		t.State,
+		answer, requestID, t.RunAfter.UnixMilli(), now.UnixMilli(), t.RunAfter.UnixMilli(),
+		answer, requestID, answer,
+		requestID, prKey(t), data, now.UnixMilli(),
+		t.ID, owner, now.UnixMilli()).Scan(&t.CancelledBy, &stored, &runAfter)
 	if errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("save task %d: %w", t.ID, ErrLeaseLost)
 	}
 	if err != nil {
 		return fmt.Errorf("save task %d: %w", t.ID, err)
+	}
+	if err := setAnswer(t, stored); err != nil {
+		return fmt.Errorf("save task %d: %w", t.ID, err)
+	}
+	t.RunAfter = time.UnixMilli(runAfter).UTC()
+	return nil
+}
+
+// ErrAnswered means the request already has an answer, or is no longer the
+// task's current request, or the task no longer waits for one.
+var ErrAnswered = errors.New("request already answered or no longer waiting")
+
+// Answer implements Store.
+func (s *SQLite) Answer(ctx context.Context, id int64, requestID string, a Answer) error {
+	b, err := json.Marshal(a)
+	if err != nil {
+		return fmt.Errorf("answer request %s: %w", requestID, err)
+	}
+	res, err := s.db.ExecContext(ctx,
+		`UPDATE tasks SET answer = ?, run_after = ? WHERE id = ? AND request_id = ? AND answer = '' AND state = 'awaiting_approval'`,
+		string(b), s.now().UnixMilli(), id, requestID)
+	if err != nil {
+		return fmt.Errorf("answer request %s: %w", requestID, err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("answer request %s: %w", requestID, err)
+	} else if n == 0 {
+		return fmt.Errorf("answer request %s: %w", requestID, ErrAnswered)
 	}
 	return nil
 }
@@ -284,7 +386,7 @@ func (s *SQLite) Release(ctx context.Context, id int64, owner string) error {
 
 // Get implements Store.
 func (s *SQLite) Get(ctx context.Context, id int64) (*Task, error) {
-	t, err := scanTask(s.db.QueryRowContext(ctx, `SELECT id, data, cancelled_by FROM tasks WHERE id = ?`, id))
+	t, err := scanTask(s.db.QueryRowContext(ctx, `SELECT `+taskColumns+` FROM tasks WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("get task %d: %w", id, ErrNotFound)
 	}
@@ -296,7 +398,7 @@ func (s *SQLite) Get(ctx context.Context, id int64) (*Task, error) {
 
 func (s *SQLite) oneFor(ctx context.Context, op, where, key string) (*Task, error) {
 	t, err := scanTask(s.db.QueryRowContext(ctx,
-		`SELECT id, data, cancelled_by FROM tasks WHERE issue_key = ? AND kind = 'fix' `+where+` ORDER BY id DESC LIMIT 1`, key))
+		`SELECT `+taskColumns+` FROM tasks WHERE (issue_key = ? OR pr_key = ?) AND kind = 'fix' `+where+` ORDER BY id DESC LIMIT 1`, key, key))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("%s task of %s: %w", op, key, ErrNotFound)
 	}

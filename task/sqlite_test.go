@@ -136,33 +136,155 @@ func TestClaimLeaseAndSave(t *testing.T) {
 	}
 }
 
-func TestAwaitingApprovalIsNotClaimedUntilCancelled(t *testing.T) {
+// A task waiting for approval is a row, not a claim: it is due at its
+// deadline, or at once when answered or cancelled.
+func TestAwaitingApprovalIsDueOnlyWhenAnsweredCancelledOrLate(t *testing.T) {
 	ctx := context.Background()
-	s, _ := openTestStore(t)
+	park := func(t *testing.T, s *SQLite, c *clock) *Task {
+		t.Helper()
+		tk := fixTask(1)
+		if err := s.Record(ctx, Delivery{ID: "d1"}, tk); err != nil {
+			t.Fatal(err)
+		}
+		got, _ := s.Claim(ctx, "w1", time.Minute)
+		got.State = AwaitingApproval
+		got.Request = &ExecRequest{ID: fmt.Sprint(got.ID, "-1"), Command: "go test ./...", Asked: true}
+		got.RunAfter = c.Now().Add(24 * time.Hour)
+		if err := s.Save(ctx, got, "w1"); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Release(ctx, got.ID, "w1"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Claim(ctx, "w1", time.Minute); !errors.Is(err, ErrNoTask) {
+			t.Fatalf("waiting task claimed: %v", err)
+		}
+		return got
+	}
+	t.Run("cancelled", func(t *testing.T) {
+		s, c := openTestStore(t)
+		got := park(t, s, c)
+		if err := s.RequestCancel(ctx, got.ID, "alice"); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.RequestCancel(ctx, got.ID, "bob"); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("second cancel = %v, want ErrNotFound", err)
+		}
+		cl, err := s.Claim(ctx, "w1", time.Minute)
+		if err != nil || cl.CancelledBy != "alice" {
+			t.Fatalf("claim after cancel = %+v, %v", cl, err)
+		}
+	})
+	t.Run("answered", func(t *testing.T) {
+		s, c := openTestStore(t)
+		got := park(t, s, c)
+		if err := s.Answer(ctx, got.ID, got.Request.ID, Answer{Verdict: Approved, By: "alice"}); err != nil {
+			t.Fatal(err)
+		}
+		cl, err := s.Claim(ctx, "w1", time.Minute)
+		if err != nil || cl.Request.Answer == nil || cl.Request.Answer.By != "alice" {
+			t.Fatalf("claim after answer = %+v, %v", cl, err)
+		}
+	})
+	t.Run("deadline", func(t *testing.T) {
+		s, c := openTestStore(t)
+		got := park(t, s, c)
+		c.Add(25 * time.Hour)
+		cl, err := s.Claim(ctx, "w1", time.Minute)
+		if err != nil || cl.ID != got.ID || cl.Request.Answer != nil {
+			t.Fatalf("claim after the deadline = %+v, %v", cl, err)
+		}
+	})
+}
+
+func TestAnswerIsACompareAndSwap(t *testing.T) {
+	ctx := context.Background()
+	s, c := openTestStore(t)
+	tk := fixTask(1)
+	if err := s.Record(ctx, Delivery{ID: "d1"}, tk); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := s.Claim(ctx, "w1", time.Minute)
+	got.Request = &ExecRequest{ID: "1-1", Command: "make"}
+	// Not waiting yet: nothing can be answered.
+	if err := s.Save(ctx, got, "w1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Answer(ctx, got.ID, "1-1", Answer{Verdict: Approved}); !errors.Is(err, ErrAnswered) {
+		t.Fatalf("answer before waiting = %v", err)
+	}
+	got.State = AwaitingApproval
+	got.RunAfter = c.Now().Add(time.Hour)
+	if err := s.Save(ctx, got, "w1"); err != nil {
+		t.Fatal(err)
+	}
+	s.Release(ctx, got.ID, "w1")
+
+	// Many answers at once: exactly one wins.
+	var wins, losses int
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for i := range 16 {
+		wg.Go(func() {
+			err := s.Answer(ctx, got.ID, "1-1", Answer{Verdict: Approved, By: fmt.Sprint("user", i)})
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				wins++
+			case errors.Is(err, ErrAnswered):
+				losses++
+			default:
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if wins != 1 || losses != 15 {
+		t.Fatalf("wins %d, losses %d; want 1 and 15", wins, losses)
+	}
+	if err := s.Answer(ctx, got.ID, "1-2", Answer{Verdict: Rejected}); !errors.Is(err, ErrAnswered) {
+		t.Fatalf("answer to another request id = %v", err)
+	}
+}
+
+// A worker that held a waiting task with no answer (woken at the deadline)
+// must not erase an answer given meanwhile.
+func TestSaveKeepsAnAnswerGivenMeanwhile(t *testing.T) {
+	ctx := context.Background()
+	s, c := openTestStore(t)
 	tk := fixTask(1)
 	if err := s.Record(ctx, Delivery{ID: "d1"}, tk); err != nil {
 		t.Fatal(err)
 	}
 	got, _ := s.Claim(ctx, "w1", time.Minute)
 	got.State = AwaitingApproval
+	got.Request = &ExecRequest{ID: "1-1", Command: "make"}
+	got.RunAfter = c.Now()
 	if err := s.Save(ctx, got, "w1"); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Release(ctx, got.ID, "w1"); err != nil {
+	if err := s.Answer(ctx, got.ID, "1-1", Answer{Verdict: Approved, By: "alice"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Claim(ctx, "w1", time.Minute); !errors.Is(err, ErrNoTask) {
-		t.Fatalf("waiting task claimed: %v", err)
-	}
-	if err := s.RequestCancel(ctx, got.ID, "alice"); err != nil {
+	got.RunAfter = c.Now().Add(time.Hour) // the worker's stale plan: park until the deadline
+	if err := s.Save(ctx, got, "w1"); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.RequestCancel(ctx, got.ID, "bob"); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("second cancel = %v, want ErrNotFound", err)
+	if got.Request.Answer == nil || got.Request.Answer.By != "alice" {
+		t.Fatalf("Save did not hand back the answer: %+v", got.Request.Answer)
 	}
-	c, err := s.Claim(ctx, "w1", time.Minute)
-	if err != nil || c.CancelledBy != "alice" {
-		t.Fatalf("claim after cancel = %+v, %v", c, err)
+	stored, _ := s.Get(ctx, got.ID)
+	if stored.Request.Answer == nil || stored.RunAfter.After(c.Now()) {
+		t.Fatalf("stored answer %+v, run after %v; want the answer kept and the task due", stored.Request.Answer, stored.RunAfter)
+	}
+	// A new request starts with no answer.
+	got.Request = &ExecRequest{ID: "1-2", Command: "make test"}
+	if err := s.Save(ctx, got, "w1"); err != nil {
+		t.Fatal(err)
+	}
+	if stored, _ := s.Get(ctx, got.ID); stored.Request.Answer != nil {
+		t.Fatalf("new request inherited an answer: %+v", stored.Request.Answer)
 	}
 }
 

@@ -29,10 +29,15 @@ type Store interface {
 	Release(ctx context.Context, id int64, owner string) error
 	// Get reads a task.
 	Get(ctx context.Context, id int64) (*Task, error)
-	// Active returns the active fix task of an issue key, or ErrNotFound.
+	// Active returns the active fix task of an issue key, or of the pull
+	// request a task opened (same key form), or ErrNotFound.
 	Active(ctx context.Context, issueKey string) (*Task, error)
 	// Latest returns the newest fix task of an issue key, or ErrNotFound.
 	Latest(ctx context.Context, issueKey string) (*Task, error)
+	// Answer records the answer to a task's waiting execution request and
+	// makes the task due, if and only if requestID is its current request,
+	// it waits, and nobody answered before: ErrAnswered otherwise.
+	Answer(ctx context.Context, id int64, requestID string, a Answer) error
 	// RequestCancel marks a task to be cancelled by a worker at its next
 	// step, and makes it due at once so a waiting task is cancelled now.
 	RequestCancel(ctx context.Context, id int64, by string) error

@@ -68,6 +68,8 @@ const (
 	KindStatus Kind = "status"
 	// KindCancel stops the issue's active task.
 	KindCancel Kind = "cancel"
+	// KindBusy answers a fix asked while another runs on the issue.
+	KindBusy Kind = "busy"
 	// KindApprove and KindReject answer a pending execution request.
 	KindApprove Kind = "approve"
 	KindReject  Kind = "reject"
@@ -113,6 +115,59 @@ type FileSnapshot struct {
 	Deleted bool   `json:"deleted,omitempty"`
 }
 
+// Verdicts an execution request can get.
+const (
+	Approved  = "approved"
+	Rejected  = "rejected"
+	TimedOut  = "timed_out"
+	Withdrawn = "cancelled"
+)
+
+// Answer is how an execution request was answered. The store sets it with
+// a compare-and-swap, so two answers arriving at once cannot both win.
+type Answer struct {
+	Verdict string    `json:"verdict"`
+	By      string    `json:"by,omitempty"`
+	Reason  string    `json:"reason,omitempty"`
+	At      time.Time `json:"at"`
+}
+
+// RunResult is what an approved command did.
+type RunResult struct {
+	ExitCode  int           `json:"exit_code"`
+	Output    string        `json:"output"`
+	Truncated bool          `json:"truncated,omitempty"`
+	TimedOut  bool          `json:"timed_out,omitempty"`
+	OOMKilled bool          `json:"oom_killed,omitempty"`
+	Duration  time.Duration `json:"duration"`
+}
+
+// ExecRequest is one command the agent asked to run: bound to the commit it
+// was asked on, shown on the issue and as a check run, answered once.
+type ExecRequest struct {
+	// ID is "<task id>-<sequence>", what "/approve <id>" names.
+	ID      string    `json:"id"`
+	Command string    `json:"command"`
+	Reason  string    `json:"reason"`
+	AskedAt time.Time `json:"asked_at"`
+	// SHA is the checkpoint commit the request is bound to.
+	SHA      string    `json:"sha,omitempty"`
+	Deadline time.Time `json:"deadline,omitzero"`
+	// Where the request is shown; each is set once that post exists.
+	CommentID   int64  `json:"comment_id,omitempty"`
+	CommentURL  string `json:"comment_url,omitempty"`
+	PRCommentID int64  `json:"pr_comment_id,omitempty"`
+	CheckRunID  int64  `json:"check_run_id,omitempty"`
+	// Asked is true once the request is fully shown and the task waits.
+	Asked bool `json:"asked,omitempty"`
+	// Answer is kept by the store apart from the task's data.
+	Answer     *Answer    `json:"-"`
+	RunCheckID int64      `json:"run_check_id,omitempty"`
+	Result     *RunResult `json:"result,omitempty"`
+	// Closed is true once the approval check run shows the answer.
+	Closed bool `json:"closed,omitempty"`
+}
+
 // Task is one unit of work: the request that created it and everything a
 // worker needs to continue it after a restart.
 type Task struct {
@@ -130,12 +185,13 @@ type Task struct {
 	// Reply is the body a KindReply task posts.
 	Reply string `json:"reply,omitempty"`
 
-	StatusCommentID int64  `json:"status_comment_id,omitempty"`
-	IssueTitle      string `json:"issue_title,omitempty"`
-	Branch          string `json:"branch,omitempty"`
-	BaseSHA         string `json:"base_sha,omitempty"`
-	HeadSHA         string `json:"head_sha,omitempty"`
-	Workdir         string `json:"workdir,omitempty"`
+	StatusCommentID  int64  `json:"status_comment_id,omitempty"`
+	StatusCommentURL string `json:"status_comment_url,omitempty"`
+	IssueTitle       string `json:"issue_title,omitempty"`
+	Branch           string `json:"branch,omitempty"`
+	BaseSHA          string `json:"base_sha,omitempty"`
+	HeadSHA          string `json:"head_sha,omitempty"`
+	Workdir          string `json:"workdir,omitempty"`
 	// Conversation is the agent's serialised state; opaque to this package.
 	Conversation []byte         `json:"conversation,omitempty"`
 	Files        []FileSnapshot `json:"files,omitempty"`
@@ -143,15 +199,27 @@ type Task struct {
 	Steps        []string       `json:"steps,omitempty"`
 	Turns        int            `json:"turns,omitempty"`
 	Tokens       int            `json:"tokens,omitempty"`
-	// FinishedAt is when the agent finished; it dates the commit, so that
-	// a commit remade after a crash is the very same commit.
-	FinishedAt   time.Time  `json:"finished_at,omitzero"`
-	Title        string     `json:"title,omitempty"`
-	Summary      string     `json:"summary,omitempty"`
-	ChangedFiles []FileStat `json:"changed_files,omitempty"`
-	Pushed       bool       `json:"pushed,omitempty"`
-	PRNumber     int        `json:"pr_number,omitempty"`
-	PRURL        string     `json:"pr_url,omitempty"`
+	Title        string         `json:"title,omitempty"`
+	Summary      string         `json:"summary,omitempty"`
+	ChangedFiles []FileStat     `json:"changed_files"`
+	// PushedSHA is the last commit of the task's branch known to be on
+	// the remote; Files are the changes relative to it (or to BaseSHA
+	// before the first push), so a lost workspace is rebuilt from there.
+	PushedSHA string `json:"pushed_sha,omitempty"`
+	// CommitAt dates the next commit, so that remaking it gives the same SHA.
+	CommitAt time.Time `json:"commit_at,omitzero"`
+	// Draft is true while the task's pull request is a draft.
+	Draft bool `json:"draft,omitempty"`
+	// Request is the agent's current (or last) execution request.
+	Request    *ExecRequest `json:"request,omitempty"`
+	RequestSeq int          `json:"request_seq,omitempty"`
+	// RequestID and AnswerSHA are set on approve and reject tasks: the
+	// request answered (empty: the issue's current one) and, for a
+	// check-run button, the commit the button was on.
+	RequestID string `json:"request_id,omitempty"`
+	AnswerSHA string `json:"answer_sha,omitempty"`
+	PRNumber  int    `json:"pr_number,omitempty"`
+	PRURL     string `json:"pr_url,omitempty"`
 	// Error is the user-safe reason a task failed.
 	Error string `json:"error,omitempty"`
 	// CancelledBy is who asked to cancel the task ("" if nobody). The store

@@ -187,7 +187,7 @@ func (p *Pool) work(ctx context.Context, owner string, t *Task) {
 	for !t.State.Terminal() {
 		// Once the branch is pushed the pull request follows: stopping
 		// then would leave a branch nobody reports on.
-		if t.CancelledBy != "" && !t.Pushed {
+		if t.CancelledBy != "" && !t.published() {
 			from := t.State
 			t.State = Cancelled
 			p.finish(ctx, log, owner, t, from)

@@ -10,6 +10,19 @@ type event struct {
 	Sender       *user         `json:"sender"`
 	Issue        *issue        `json:"issue"`
 	Comment      *comment      `json:"comment"`
+	// check_run deliveries.
+	CheckRun        *checkRun        `json:"check_run"`
+	RequestedAction *requestedAction `json:"requested_action"`
+}
+
+type checkRun struct {
+	Name       string `json:"name"`
+	HeadSHA    string `json:"head_sha"`
+	ExternalID string `json:"external_id"`
+}
+
+type requestedAction struct {
+	Identifier string `json:"identifier"`
 }
 
 type installation struct {

@@ -244,10 +244,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	err = h.rec.Record(ctx, d, t)
 	if errors.Is(err, task.ErrActive) && t != nil && t.Kind == task.KindFix {
-		t = h.replyTask(t, fmt.Sprintf(
-			"A task is already running on this issue. Use `%s status` to see how it is going, or `%s cancel` to stop it before asking again.",
-			h.word, h.word))
-		why = "already_active"
+		// The worker answers it, linking the task that is running.
+		busy := *t
+		busy.Kind, busy.Instructions = task.KindBusy, ""
+		t, why = &busy, "already_active"
 		err = h.rec.Record(ctx, d, t)
 	}
 	switch {
@@ -306,8 +306,7 @@ func (h *Handler) decide(d task.Delivery, p *event) (*task.Task, string) {
 	case "issue_comment":
 		return h.issueComment(d, p)
 	case "check_run":
-		// requested_action buttons are handled by a later change.
-		return nil, "check_run_ignored"
+		return h.checkRun(d, p)
 	}
 	return nil, "event_ignored"
 }
@@ -374,13 +373,56 @@ func (h *Handler) issueComment(d task.Delivery, p *event) (*task.Task, string) {
 	case Status:
 		t.Kind, t.Instructions = task.KindStatus, c.Args
 	case Approve:
-		t.Kind, t.Instructions = task.KindApprove, c.Args
+		t.Kind, t.RequestID = task.KindApprove, c.Args
 	case Reject:
 		t.Kind, t.Instructions = task.KindReject, c.Args
 	default:
 		return nil, "unknown_verb"
 	}
 	return t, string(c.Verb)
+}
+
+// checkRun turns a press of the approval check run's Approve or Reject
+// button into an answer task. The request it answers is the run's
+// external_id, bound to the commit the run is on.
+func (h *Handler) checkRun(d task.Delivery, p *event) (*task.Task, string) {
+	switch {
+	case p.Action != "requested_action":
+		return nil, "check_run_ignored"
+	case p.CheckRun == nil || p.RequestedAction == nil || p.Repository == nil || p.Sender == nil:
+		return nil, "check_run_incomplete"
+	case p.Sender.Type == "Bot" || (h.botLogin != "" && strings.EqualFold(p.Sender.Login, h.botLogin)):
+		return nil, "action_by_bot"
+	case p.Installation == nil || p.Installation.ID == 0:
+		return nil, "no_installation"
+	case p.CheckRun.ExternalID == "":
+		return nil, "check_run_not_ours"
+	}
+	t := &task.Task{
+		State:      task.Queued,
+		DeliveryID: d.ID,
+		Repo: task.Repo{
+			InstallationID: p.Installation.ID,
+			Owner:          p.Repository.Owner.Login,
+			Name:           p.Repository.Name,
+			CloneURL:       p.Repository.CloneURL,
+			DefaultBranch:  p.Repository.DefaultBranch,
+		},
+		Requester: task.Person{Login: p.Sender.Login, ID: p.Sender.ID},
+		RequestID: p.CheckRun.ExternalID,
+		AnswerSHA: p.CheckRun.HeadSHA,
+		CreatedAt: d.ReceivedAt,
+		RunAfter:  d.ReceivedAt,
+	}
+	switch p.RequestedAction.Identifier {
+	case "approve":
+		t.Kind = task.KindApprove
+	case "reject":
+		t.Kind, t.Instructions = task.KindReject, "rejected with the check run's button"
+	default:
+		return nil, "unknown_action"
+	}
+	return t, "button_" + p.RequestedAction.Identifier
 }
 
 // replyTask makes a KindReply task that posts text on t's conversation.

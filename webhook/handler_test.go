@@ -217,6 +217,7 @@ func str(s string) *string { return &s }
 type wantTask struct {
 	Kind         task.Kind
 	Instructions string
+	RequestID    string
 	Reply        string // substring of Reply
 	IsPR         bool
 }
@@ -251,7 +252,7 @@ func TestServeHTTP(t *testing.T) {
 
 		// Events other than comments.
 		{name: "ping", d: delivery{event: "ping"}, file: "ping.json", wantStatus: 200, wantBody: "pong", wantRecorded: true},
-		{name: "check_run requested_action", d: delivery{event: "check_run"}, file: "check_run.requested_action.json", wantStatus: 200, wantBody: "ignored", wantRecorded: true},
+		{name: "check_run requested_action of another app's button", d: delivery{event: "check_run"}, file: "check_run.requested_action.json", wantStatus: 200, wantBody: "ignored", wantRecorded: true},
 		{name: "pull_request opened", d: delivery{event: "pull_request"}, file: "pull_request.opened.json", wantStatus: 200, wantBody: "ignored", wantRecorded: true},
 		{name: "issues opened", d: delivery{event: "issues"}, file: "issues.opened.json", wantStatus: 200, wantBody: "ignored", wantRecorded: true},
 		{name: "unknown event with odd field types", d: delivery{event: "future_event"}, file: "ping.json",
@@ -302,7 +303,7 @@ func TestServeHTTP(t *testing.T) {
 			want: wantTask{Kind: task.KindReply, Reply: "did you mean `status`?"}},
 		{name: "status", d: delivery{event: "issue_comment"}, file: created, edit: commentBody("/agent status"), wantStatus: 202, wantRecorded: true, want: wantTask{Kind: task.KindStatus}},
 		{name: "cancel", d: delivery{event: "issue_comment"}, file: created, edit: commentBody("/agent cancel"), wantStatus: 202, wantRecorded: true, want: wantTask{Kind: task.KindCancel}},
-		{name: "approve", d: delivery{event: "issue_comment"}, file: created, edit: commentBody("/approve r-17"), wantStatus: 202, wantRecorded: true, want: wantTask{Kind: task.KindApprove, Instructions: "r-17"}},
+		{name: "approve", d: delivery{event: "issue_comment"}, file: created, edit: commentBody("/approve r-17"), wantStatus: 202, wantRecorded: true, want: wantTask{Kind: task.KindApprove, RequestID: "r-17"}},
 		{name: "reject", d: delivery{event: "issue_comment"}, file: created, edit: commentBody("/reject use make test"), wantStatus: 202, wantRecorded: true, want: wantTask{Kind: task.KindReject, Instructions: "use make test"}},
 		{name: "custom command word", cfg: func(c *Config) { c.Command = "/bot" }, d: delivery{event: "issue_comment"}, file: created, edit: commentBody("/bot fix it"), wantStatus: 202, wantRecorded: true,
 			want: wantTask{Kind: task.KindFix, Instructions: "it"}},
@@ -372,6 +373,9 @@ func checkTask(t *testing.T, got task.Task, deliveryID string, want wantTask) {
 	}
 	if got.Instructions != want.Instructions {
 		t.Errorf("instructions %q, want %q", got.Instructions, want.Instructions)
+	}
+	if got.RequestID != want.RequestID {
+		t.Errorf("request id %q, want %q", got.RequestID, want.RequestID)
 	}
 	if want.Reply != "" && !strings.Contains(got.Reply, want.Reply) {
 		t.Errorf("reply %q does not contain %q", got.Reply, want.Reply)
@@ -522,7 +526,8 @@ func TestFixWhileActive(t *testing.T) {
 	if len(deliveries) != 2 || len(tasks) != 2 {
 		t.Fatalf("%d deliveries, %d tasks; want 2, 2", len(deliveries), len(tasks))
 	}
-	checkTask(t, tasks[1], "b", wantTask{Kind: task.KindReply, Reply: "`/agent cancel`"})
+	// The worker answers it with a link to the running task.
+	checkTask(t, tasks[1], "b", wantTask{Kind: task.KindBusy})
 
 	// A status request on the same issue is not refused.
 	status := delivery{event: "issue_comment", id: "c", body: variant(t, "issue_comment.created.json", commentBody("/agent status"))}
@@ -650,5 +655,60 @@ func TestConcurrentDeliveries(t *testing.T) {
 	}
 	if _, tasks := rec.snapshot(); accepted != 20 || dup != 20 || len(tasks) != 20 {
 		t.Errorf("accepted %d, duplicates %d, tasks %d; want 20 each", accepted, dup, len(tasks))
+	}
+}
+
+// The approval check run's buttons become answer tasks bound to the
+// request (external_id) and the commit the run is on (head_sha).
+func TestCheckRunButtons(t *testing.T) {
+	button := func(identifier, externalID string) func(map[string]any) {
+		return func(m map[string]any) {
+			obj(m, "requested_action")["identifier"] = identifier
+			obj(m, "check_run")["external_id"] = externalID
+		}
+	}
+	tests := []struct {
+		name       string
+		edit       func(map[string]any)
+		wantStatus int
+		wantKind   task.Kind
+	}{
+		{"approve", button("approve", "12-1"), 202, task.KindApprove},
+		{"reject", button("reject", "12-1"), 202, task.KindReject},
+		{"another app's button", button("lgtm|26764", "12-1"), 200, ""},
+		{"no external id", button("approve", ""), 200, ""},
+		{"pressed by a bot", func(m map[string]any) {
+			button("approve", "12-1")(m)
+			obj(m, "sender")["type"] = "Bot"
+		}, 200, ""},
+		{"rerequested, not a button", func(m map[string]any) {
+			button("approve", "12-1")(m)
+			m["action"] = "rerequested"
+		}, 200, ""},
+	}
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := newFakeRecorder()
+			h, _ := newHandler(t, rec, nil)
+			d := delivery{event: "check_run", id: fmt.Sprint("cr-", i), body: variant(t, "check_run.requested_action.json", tc.edit)}
+			if w := serve(h, d); w.Code != tc.wantStatus {
+				t.Fatalf("status %d, want %d (%s)", w.Code, tc.wantStatus, w.Body)
+			}
+			_, tasks := rec.snapshot()
+			if tc.wantKind == "" {
+				if len(tasks) != 0 {
+					t.Fatalf("task created: %+v", tasks)
+				}
+				return
+			}
+			if len(tasks) != 1 {
+				t.Fatalf("%d tasks, want 1", len(tasks))
+			}
+			got := tasks[0]
+			if got.Kind != tc.wantKind || got.RequestID != "12-1" || got.AnswerSHA == "" || got.Issue != 0 ||
+				got.Repo.InstallationID != 690857 || got.Repo.FullName() != "electron/electron" || got.Requester.Login == "" {
+				t.Fatalf("task = %+v", got)
+			}
+		})
 	}
 }

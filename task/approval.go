@@ -1,0 +1,390 @@
+package task
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Check run names, as maintainers see them on the commit.
+const (
+	ApprovalCheck = "pullwright / approval"
+	RunCheck      = "pullwright / run"
+)
+
+// The buttons of the approval check run; GitHub sends the identifier back.
+var approvalActions = []CheckAction{
+	{Label: "Approve", Description: "Run this command in the sandbox", Identifier: "approve"},
+	{Label: "Reject", Description: "Do not run it; the agent goes on", Identifier: "reject"},
+}
+
+func (f *Flow) approvalTimeout() time.Duration {
+	if f.ApprovalTimeout > 0 {
+		return f.ApprovalTimeout
+	}
+	return 24 * time.Hour
+}
+
+// ask shows the agent's execution request and parks the task until it is
+// answered: checkpoint the work (commit, push), open or keep the draft pull
+// request, post the request on the issue and the pull request, and put a
+// check run with Approve and Reject buttons on the checkpoint commit. Each
+// call does one of these; the request is bound to the checkpoint's SHA.
+func (f *Flow) ask(ctx context.Context, t *Task) error {
+	r := t.Request
+	if r.SHA == "" {
+		done, err := f.checkpoint(ctx, t)
+		if err != nil || !done {
+			return err
+		}
+		r.SHA = t.PushedSHA
+		if r.SHA == "" {
+			r.SHA = t.BaseSHA // nothing changed yet: the request is on the base
+		}
+		return nil
+	}
+	switch {
+	case t.PRNumber == 0 && t.PushedSHA != "":
+		pr, err := f.GitHub.OpenPullRequest(ctx, t.Repo, NewPullRequest{
+			Title: "[WIP] " + draftTitle(t),
+			Body:  RenderPullRequest(t),
+			Head:  t.Branch,
+			Base:  t.Repo.DefaultBranch,
+			Draft: true,
+		})
+		if err != nil {
+			return retryf(err, "opening the draft pull request failed")
+		}
+		t.PRNumber, t.PRURL, t.Draft = pr.Number, pr.URL, true
+		return nil
+	case r.CommentID == 0:
+		id, url, err := f.GitHub.UpsertComment(ctx, t.Repo, t.Issue, marker(t, "request-"+r.ID), 0, RenderRequest(t, f.changes(ctx, t)))
+		if err != nil {
+			return retryf(err, "posting the execution request failed")
+		}
+		r.CommentID, r.CommentURL = id, url
+		return nil
+	case r.PRCommentID == 0 && t.PRNumber != 0:
+		id, _, err := f.GitHub.UpsertComment(ctx, t.Repo, t.PRNumber, marker(t, "request-"+r.ID+"-pr"), 0, RenderRequest(t, f.changes(ctx, t)))
+		if err != nil {
+			return retryf(err, "posting the execution request on the pull request failed")
+		}
+		r.PRCommentID = id
+		return nil
+	case r.CheckRunID == 0:
+		id, err := f.GitHub.UpsertCheckRun(ctx, t.Repo, CheckRun{
+			Name:       ApprovalCheck,
+			HeadSHA:    r.SHA,
+			Status:     "completed",
+			Conclusion: "action_required",
+			ExternalID: r.ID,
+			DetailsURL: r.CommentURL,
+			Title:      clip("Approve running: "+oneLine(r.Command), 200),
+			Summary:    RenderRequestSummary(t),
+			Actions:    approvalActions,
+		})
+		if err != nil {
+			return retryf(err, "creating the approval check run failed")
+		}
+		r.CheckRunID = id
+		return nil
+	}
+	r.Asked = true
+	r.Deadline = r.AskedAt.Add(f.approvalTimeout())
+	t.RunAfter = r.Deadline
+	if err := t.Move(AwaitingApproval); err != nil {
+		return err
+	}
+	return f.updateStatus(ctx, t)
+}
+
+func draftTitle(t *Task) string {
+	if t.IssueTitle != "" {
+		return defang(oneLine(t.IssueTitle))
+	}
+	return fmt.Sprintf("Work on #%d", t.Issue)
+}
+
+// changes lists the files changed so far, for the request comment; a
+// failure to compute it only leaves the list out.
+func (f *Flow) changes(ctx context.Context, t *Task) []FileStat {
+	stats, err := f.diffStat(ctx, t)
+	if err != nil {
+		f.Logger.WarnContext(ctx, "diff stat for the request comment", "task_id", t.ID, "err", err)
+		return nil
+	}
+	return stats
+}
+
+// await handles a parked task that became due: its request was answered,
+// or its deadline passed.
+func (f *Flow) await(ctx context.Context, t *Task) error {
+	r := t.Request
+	if r.Answer == nil {
+		if f.now().Before(r.Deadline) {
+			// Woken early (a restart, a clock step): park again.
+			t.RunAfter = r.Deadline
+			return nil
+		}
+		err := f.Store.Answer(ctx, t.ID, r.ID, Answer{Verdict: TimedOut, At: f.now()})
+		if err != nil && !errors.Is(err, ErrAnswered) {
+			return retryf(err, "recording the timeout failed")
+		}
+		// Either the timeout or an answer that beat it is in the store now.
+		fresh, err := f.Store.Get(ctx, t.ID)
+		if err != nil {
+			return retryf(err, "reading the task failed")
+		}
+		r.Answer = fresh.Request.Answer
+		return nil
+	}
+	a := r.Answer
+	switch a.Verdict {
+	case Approved:
+		if !r.Closed {
+			if err := f.closeApproval(ctx, t, "success", "Approved by @"+a.By); err != nil {
+				return err
+			}
+			return nil
+		}
+		if err := t.Move(Running); err != nil {
+			return err
+		}
+		return f.updateStatus(ctx, t)
+	case TimedOut:
+		if _, _, err := f.GitHub.UpsertComment(ctx, t.Repo, t.Issue, marker(t, "request-"+r.ID+"-timeout"), 0,
+			fmt.Sprintf("Request `%s` got no answer within %s, so it counts as rejected: `%s` was not run, and the agent goes on without it.",
+				r.ID, f.approvalTimeout(), oneLine(r.Command))); err != nil {
+			return retryf(err, "reporting the timeout failed")
+		}
+		if !r.Closed {
+			return f.closeApproval(ctx, t, "timed_out", "No answer in time")
+		}
+	default:
+		if !r.Closed {
+			return f.closeApproval(ctx, t, "neutral", "Rejected by @"+a.By)
+		}
+	}
+	return f.resolve(ctx, t, Outcome{Verdict: a.Verdict, By: a.By, Reason: a.Reason})
+}
+
+// closeApproval completes the approval check run with the answer, so its
+// buttons no longer invite one.
+func (f *Flow) closeApproval(ctx context.Context, t *Task, conclusion, title string) error {
+	r := t.Request
+	if _, err := f.GitHub.UpsertCheckRun(ctx, t.Repo, CheckRun{
+		ID:         r.CheckRunID,
+		Name:       ApprovalCheck,
+		HeadSHA:    r.SHA,
+		Status:     "completed",
+		Conclusion: conclusion,
+		ExternalID: r.ID,
+		DetailsURL: r.CommentURL,
+		Title:      title,
+		Summary:    RenderRequestSummary(t),
+	}); err != nil {
+		return retryf(err, "updating the approval check run failed")
+	}
+	r.Closed = true
+	return nil
+}
+
+// resolve hands the agent its request's outcome and lets it go on.
+func (f *Flow) resolve(ctx context.Context, t *Task, o Outcome) error {
+	conv, err := f.Agent.Resolve(t.Conversation, o)
+	if err != nil {
+		return Fatal("handing the result to the agent failed", err)
+	}
+	t.Conversation = conv
+	if err := t.Move(Working); err != nil {
+		return err
+	}
+	return f.updateStatus(ctx, t)
+}
+
+// run executes an approved request in the sandbox, with a check run on the
+// request's commit showing it.
+func (f *Flow) run(ctx context.Context, t *Task) error {
+	r := t.Request
+	switch {
+	case r.RunCheckID == 0:
+		id, err := f.GitHub.UpsertCheckRun(ctx, t.Repo, CheckRun{
+			Name: RunCheck, HeadSHA: r.SHA, Status: "in_progress", ExternalID: r.ID, DetailsURL: r.CommentURL,
+			Title: clip("Running: "+oneLine(r.Command), 200), Summary: RenderRequestSummary(t),
+		})
+		if err != nil {
+			return retryf(err, "creating the run check run failed")
+		}
+		r.RunCheckID = id
+		return nil
+	case r.Result == nil:
+		ws, err := f.workspace(ctx, t)
+		if err != nil {
+			return err
+		}
+		res, err := f.Runner.Run(ctx, RunSpec{
+			Dir:     ws.Dir(),
+			Command: r.Command,
+			Labels:  map[string]string{"pullwright.task": strconv.FormatInt(t.ID, 10), "pullwright.request": r.ID},
+		})
+		if err != nil {
+			return retryf(err, "the sandbox could not run the command")
+		}
+		r.Result = &res
+		return nil
+	}
+	res := r.Result
+	conclusion := "success"
+	if res.ExitCode != 0 || res.TimedOut || res.OOMKilled {
+		conclusion = "failure"
+	}
+	if _, err := f.GitHub.UpsertCheckRun(ctx, t.Repo, CheckRun{
+		ID: r.RunCheckID, Name: RunCheck, HeadSHA: r.SHA, Status: "completed", Conclusion: conclusion,
+		ExternalID: r.ID, DetailsURL: r.CommentURL,
+		Title:   RunTitle(res),
+		Summary: RenderRequestSummary(t),
+		Text:    "```\n" + tail(res.Output, 60, 60000) + "\n```",
+	}); err != nil {
+		return retryf(err, "completing the run check run failed")
+	}
+	return f.resolve(ctx, t, Outcome{Verdict: Approved, By: r.Answer.By, Result: res})
+}
+
+// tail is the last n lines of s, at most max bytes.
+func tail(s string, n, max int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	out := strings.Join(lines, "\n")
+	if len(out) > max {
+		out = out[len(out)-max:]
+	}
+	return strings.ReplaceAll(out, "```", "`\u200d``")
+}
+
+// answer handles "/approve", "/reject" and the check run's buttons.
+func (f *Flow) answer(ctx context.Context, t *Task) error {
+	verb := "approve"
+	if t.Kind == KindReject {
+		verb = "reject"
+	}
+	ok, err := f.mayWrite(ctx, t.Repo, t.Requester.Login)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		if t.Issue == 0 {
+			return t.Move(Done) // a button press by an outsider: no issue to answer on
+		}
+		return f.refuse(ctx, t, verb+" the commands I ask to run")
+	}
+	target, err := f.requestTarget(ctx, t)
+	if errors.Is(err, ErrNotFound) || (err == nil && (target.Request == nil || target.State != AwaitingApproval)) {
+		if t.Issue == 0 {
+			return t.Move(Done)
+		}
+		return f.reply(ctx, t, fmt.Sprintf("@%s there is no execution request waiting for an answer here.", t.Requester.Login))
+	}
+	if err != nil {
+		return err
+	}
+	// Replies go where the answer was given; a button has no comment, so
+	// its reply goes to the task's issue.
+	where := *t
+	if where.Issue == 0 {
+		where.Issue = target.Issue
+	}
+	r := target.Request
+	switch {
+	case t.RequestID != "" && t.RequestID != r.ID:
+		return f.reply(ctx, &where, fmt.Sprintf("@%s request `%s` is not the one waiting; the current request is `%s`: `%s`.",
+			t.Requester.Login, t.RequestID, r.ID, oneLine(r.Command)))
+	case r.Answer != nil:
+		return f.reply(ctx, &where, fmt.Sprintf("@%s request `%s` was already answered (%s by @%s).", t.Requester.Login, r.ID, r.Answer.Verdict, r.Answer.By))
+	case t.AnswerSHA != "" && t.AnswerSHA != r.SHA:
+		return f.reply(ctx, &where, fmt.Sprintf("@%s that button belongs to an older commit; the current request is `%s` on %s.", t.Requester.Login, r.ID, short(r.SHA)))
+	}
+	if verb == "approve" {
+		stale, err := f.stale(ctx, target)
+		if err != nil {
+			return err
+		}
+		if stale != "" {
+			return f.reply(ctx, &where, fmt.Sprintf("@%s request `%s` is stale: %s. It was not approved; `%s cancel` and ask again, or wait for it to time out.",
+				t.Requester.Login, r.ID, stale, f.Command))
+		}
+	}
+	a := Answer{Verdict: Approved, By: t.Requester.Login, At: f.now()}
+	if verb == "reject" {
+		a.Verdict, a.Reason = Rejected, strings.TrimSpace(t.Instructions)
+	}
+	err = f.Store.Answer(ctx, target.ID, r.ID, a)
+	if errors.Is(err, ErrAnswered) {
+		return f.reply(ctx, &where, fmt.Sprintf("@%s request `%s` was already answered.", t.Requester.Login, r.ID))
+	}
+	if err != nil {
+		return retryf(err, "recording the answer failed")
+	}
+	f.Logger.InfoContext(ctx, "request answered", "task_id", target.ID, "request", r.ID, "verdict", a.Verdict, "by", a.By)
+	if t.CommentID != 0 {
+		if err := f.GitHub.AddReaction(ctx, t.Repo, t.CommentID, "+1"); err != nil {
+			f.Logger.WarnContext(ctx, "react to answer", "task_id", t.ID, "err", err)
+		}
+	}
+	return t.Move(Done)
+}
+
+// requestTarget finds the task an answer is for: the one its request id
+// names, or the active task of the issue or pull request it was given on.
+func (f *Flow) requestTarget(ctx context.Context, t *Task) (*Task, error) {
+	if t.RequestID == "" {
+		return f.activeTask(ctx, t)
+	}
+	idPart, _, ok := strings.Cut(t.RequestID, "-")
+	id, err := strconv.ParseInt(idPart, 10, 64)
+	if !ok || err != nil {
+		return nil, ErrNotFound
+	}
+	target, err := f.Store.Get(ctx, id)
+	if errors.Is(err, ErrNotFound) {
+		return nil, err
+	}
+	if err != nil {
+		return nil, retryf(err, "reading task %d failed", id)
+	}
+	// An id only names a task of the same installation and repository.
+	if target.Repo.InstallationID != t.Repo.InstallationID || !strings.EqualFold(target.Repo.FullName(), t.Repo.FullName()) {
+		return nil, ErrNotFound
+	}
+	return target, nil
+}
+
+// stale says why a request no longer matches its branch, or "" if it does:
+// an approval covers the exact commit it was asked on, so a push by anyone
+// after the request voids it.
+func (f *Flow) stale(ctx context.Context, t *Task) (string, error) {
+	if t.PushedSHA == "" {
+		return "", nil // nothing pushed: the request is on the base commit
+	}
+	token, err := f.token(ctx, t)
+	if err != nil {
+		return "", err
+	}
+	gctx, cancel := f.gitCtx(ctx)
+	defer cancel()
+	head, err := f.Workspaces.RemoteHead(gctx, t.Repo.CloneURL, token, t.Branch)
+	if err != nil {
+		return "", retryf(err, "reading branch %s failed", t.Branch)
+	}
+	if head != t.Request.SHA {
+		if head == "" {
+			return fmt.Sprintf("branch `%s` was deleted", t.Branch), nil
+		}
+		return fmt.Sprintf("branch `%s` moved from %s to %s after the request", t.Branch, short(t.Request.SHA), short(head)), nil
+	}
+	return "", nil
+}

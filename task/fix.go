@@ -1,0 +1,484 @@
+package task
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// acknowledge checks who asked, reacts to the comment and posts the status
+// comment that the rest of the task edits in place.
+func (f *Flow) acknowledge(ctx context.Context, t *Task) error {
+	ok, err := f.mayWrite(ctx, t.Repo, t.Requester.Login)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return f.refuse(ctx, t, "ask me for changes")
+	}
+	if t.CommentID != 0 {
+		// The reaction is a courtesy: a deleted comment must not stop the work.
+		if err := f.GitHub.AddReaction(ctx, t.Repo, t.CommentID, "eyes"); err != nil {
+			f.Logger.WarnContext(ctx, "react to comment", "task_id", t.ID, "comment_id", t.CommentID, "err", err)
+		}
+	}
+	if err := t.Move(Preparing); err != nil {
+		return err
+	}
+	return f.updateStatus(ctx, t)
+}
+
+func (f *Flow) workdir(t *Task) string {
+	return filepath.Join(f.Dir, strconv.FormatInt(t.ID, 10))
+}
+
+func (f *Flow) token(ctx context.Context, t *Task) (string, error) {
+	token, err := f.GitHub.Token(ctx, t.Repo.InstallationID)
+	if err != nil {
+		return "", retryf(err, "getting an installation token failed")
+	}
+	return token, nil
+}
+
+// prepare reads the issue, clones the default branch, creates the work
+// branch and starts the agent's conversation.
+func (f *Flow) prepare(ctx context.Context, t *Task) error {
+	issue, err := f.GitHub.Issue(ctx, t.Repo, t.Issue)
+	if err != nil {
+		return retryf(err, "reading issue #%d failed", t.Issue)
+	}
+	t.IssueTitle = issue.Title
+	ws, err := f.clone(ctx, t, t.Repo.DefaultBranch)
+	if err != nil {
+		return err
+	}
+	base, err := ws.Head()
+	if err != nil {
+		return retryf(err, "reading the cloned commit failed")
+	}
+	t.BaseSHA = base
+	branch, err := f.freeBranch(ctx, t, f.BranchName(t.Issue, issue.Title))
+	if err != nil {
+		return err
+	}
+	t.Branch = branch
+	if err := ws.CreateBranch(t.Branch); err != nil {
+		return retryf(err, "creating branch %s failed", t.Branch)
+	}
+	conv, err := f.Agent.Start(Brief{
+		Repo:         t.Repo.FullName(),
+		Issue:        t.Issue,
+		Title:        issue.Title,
+		Body:         issue.Body,
+		Comments:     withoutBotComments(issue.Comments),
+		Instructions: t.Instructions,
+		Requester:    t.Requester.Login,
+	})
+	if err != nil {
+		return Fatal("starting the agent failed", err)
+	}
+	t.Conversation = conv
+	if err := t.Move(Working); err != nil {
+		return err
+	}
+	return f.updateStatus(ctx, t)
+}
+
+// freeBranch returns name, or name with the task id appended when the remote
+// already has a branch of that name (an earlier task's, or a person's): a
+// new task never builds on, or pushes over, a branch it did not make.
+func (f *Flow) freeBranch(ctx context.Context, t *Task, name string) (string, error) {
+	token, err := f.token(ctx, t)
+	if err != nil {
+		return "", err
+	}
+	gctx, cancel := f.gitCtx(ctx)
+	defer cancel()
+	for _, candidate := range []string{name, fmt.Sprintf("%s-%d", name, t.ID)} {
+		sha, err := f.Workspaces.RemoteHead(gctx, t.Repo.CloneURL, token, candidate)
+		if err != nil {
+			return "", retryf(err, "listing the repository's branches failed")
+		}
+		if sha == "" {
+			return candidate, nil
+		}
+	}
+	return "", Fatal(fmt.Sprintf("branches %s and %s-%d already exist", name, name, t.ID), nil)
+}
+
+// withoutBotComments drops our own comments: the model needs the people's
+// words, not the bot's status reports about itself.
+func withoutBotComments(cs []Comment) []Comment {
+	out := cs[:0:0]
+	for _, c := range cs {
+		if strings.Contains(c.Body, "<!-- pullwright:") {
+			continue
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// clone makes a fresh checkout of branch in the task's workdir.
+func (f *Flow) clone(ctx context.Context, t *Task, branch string) (Workspace, error) {
+	token, err := f.token(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	dir := f.workdir(t)
+	if err := os.RemoveAll(dir); err != nil {
+		return nil, retryf(err, "clearing the workspace failed")
+	}
+	gctx, cancel := f.gitCtx(ctx)
+	defer cancel()
+	ws, err := f.Workspaces.Clone(gctx, t.Repo.CloneURL, branch, token, dir)
+	if err != nil {
+		return nil, retryf(err, "cloning %s failed", t.Repo.CloneURL)
+	}
+	t.Workdir = dir
+	return ws, nil
+}
+
+// workspace returns the task's checkout exactly as the store describes it:
+// the last pushed commit (or the base) plus the agent's saved files. It
+// reopens the checkout on this machine, or rebuilds it when this machine
+// does not have it (the task was picked up after a crash, or on another
+// replica). Either way the files are made to match the store, so a step
+// replayed after a crash runs on what the store recorded, not on what the
+// lost attempt left behind.
+func (f *Flow) workspace(ctx context.Context, t *Task) (Workspace, error) {
+	ws, err := f.reopen(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	if err := syncFiles(ws, t.Files); err != nil {
+		return nil, retryf(err, "restoring the agent's changes failed")
+	}
+	return ws, nil
+}
+
+func (f *Flow) reopen(ctx context.Context, t *Task) (Workspace, error) {
+	if t.Workdir != "" {
+		if ws, err := f.Workspaces.Open(t.Workdir); err == nil {
+			return ws, nil
+		}
+	}
+	f.Logger.InfoContext(ctx, "rebuilding workspace", "task_id", t.ID, "files", len(t.Files))
+	// The saved files are whole files relative to the last pushed commit,
+	// or to the base before any push, so they go back on that commit, not
+	// on whatever the branch is now.
+	from, at := t.Repo.DefaultBranch, t.BaseSHA
+	if t.PushedSHA != "" {
+		from, at = t.Branch, t.PushedSHA
+	}
+	ws, err := f.clone(ctx, t, from)
+	if err != nil {
+		return nil, err
+	}
+	if head, err := ws.Head(); err != nil || head != at {
+		token, err := f.token(ctx, t)
+		if err != nil {
+			return nil, err
+		}
+		gctx, cancel := f.gitCtx(ctx)
+		err = ws.ResetTo(gctx, token, at)
+		cancel()
+		if errors.Is(err, ErrBaseGone) {
+			return nil, Fatal(fmt.Sprintf("branch %s no longer contains %s, the commit this task built on", from, short(at)), err)
+		}
+		if err != nil {
+			return nil, retryf(err, "restoring commit %s failed", short(at))
+		}
+	}
+	if err := ws.CreateBranch(t.Branch); err != nil {
+		return nil, retryf(err, "creating branch %s failed", t.Branch)
+	}
+	return ws, nil
+}
+
+// syncFiles makes the worktree differ from HEAD in at most files, and have
+// their saved content.
+func syncFiles(ws Workspace, files []FileSnapshot) error {
+	changes, err := ws.Changes()
+	if err != nil {
+		return err
+	}
+	saved := make(map[string]bool, len(files))
+	for _, fs := range files {
+		saved[fs.Path] = true
+	}
+	var stray []string
+	for _, c := range changes {
+		if !saved[c.Path] {
+			stray = append(stray, c.Path)
+		}
+	}
+	if err := ws.Revert(stray...); err != nil {
+		return err
+	}
+	root, err := os.OpenRoot(ws.Dir())
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	for _, fs := range files {
+		if fs.Deleted {
+			if err := root.Remove(fs.Path); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("restore %s: %w", fs.Path, err)
+			}
+			continue
+		}
+		if dir := filepath.Dir(fs.Path); dir != "." {
+			if err := root.MkdirAll(dir, 0o755); err != nil {
+				return fmt.Errorf("restore %s: %w", fs.Path, err)
+			}
+		}
+		if err := root.WriteFile(fs.Path, fs.Content, 0o644); err != nil {
+			return fmt.Errorf("restore %s: %w", fs.Path, err)
+		}
+	}
+	return nil
+}
+
+// snapshot records the agent's changed files in t so that the work survives
+// the loss of this machine's disk.
+func snapshot(ws Workspace) ([]FileSnapshot, error) {
+	changes, err := ws.Changes()
+	if err != nil {
+		return nil, err
+	}
+	root, err := os.OpenRoot(ws.Dir())
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	out := make([]FileSnapshot, 0, len(changes))
+	for _, c := range changes {
+		if c.Deleted {
+			out = append(out, FileSnapshot{Path: c.Path, Deleted: true})
+			continue
+		}
+		b, err := root.ReadFile(c.Path)
+		if err != nil {
+			return nil, fmt.Errorf("snapshot %s: %w", c.Path, err)
+		}
+		out = append(out, FileSnapshot{Path: c.Path, Content: b})
+	}
+	return out, nil
+}
+
+// work runs one turn of the agent.
+func (f *Flow) work(ctx context.Context, t *Task) error {
+	ws, err := f.workspace(ctx, t)
+	if err != nil {
+		return err
+	}
+	p, err := f.Agent.Turn(ctx, t.Conversation, ws.Dir())
+	if err != nil {
+		return err
+	}
+	t.Conversation = p.Conversation
+	t.Turns, t.Tokens = p.Turns, p.Tokens
+	t.Plan, t.Steps = p.Plan, p.Steps
+	files, err := snapshot(ws)
+	if err != nil {
+		return retryf(err, "saving the agent's changes failed")
+	}
+	t.Files = files
+	now := f.now().UTC().Truncate(time.Second)
+	switch {
+	case p.Pending != nil:
+		t.RequestSeq++
+		t.Request = &ExecRequest{
+			ID:      fmt.Sprintf("%d-%d", t.ID, t.RequestSeq),
+			Command: p.Pending.Command,
+			Reason:  p.Pending.Reason,
+			AskedAt: now,
+		}
+		t.CommitAt = now
+	case p.Finished:
+		t.Title, t.Summary = p.Title, p.Summary
+		t.CommitAt = now
+		if err := t.Move(Publishing); err != nil {
+			return err
+		}
+	}
+	return f.updateStatus(ctx, t)
+}
+
+// checkpoint brings the remote branch up to date with the workspace:
+// commit the changes (local, and the same commit however often it is made)
+// and push them. It reports done when the remote already has everything.
+func (f *Flow) checkpoint(ctx context.Context, t *Task) (done bool, err error) {
+	ws, err := f.workspace(ctx, t)
+	if err != nil {
+		return false, err
+	}
+	changes, err := ws.Changes()
+	if err != nil {
+		return false, retryf(err, "reading the workspace failed")
+	}
+	head, err := ws.Head()
+	if err != nil {
+		return false, retryf(err, "reading the workspace failed")
+	}
+	if len(changes) > 0 {
+		if head, err = f.makeCommit(ctx, t, ws); err != nil {
+			return false, err
+		}
+		t.HeadSHA = head
+	}
+	rebuiltFrom := t.PushedSHA
+	if rebuiltFrom == "" {
+		rebuiltFrom = t.BaseSHA
+	}
+	if t.HeadSHA == "" && head != rebuiltFrom {
+		// An earlier try committed but did not live to record it.
+		t.HeadSHA = head
+	}
+	if t.HeadSHA == "" || head == t.PushedSHA {
+		return true, nil
+	}
+	token, err := f.token(ctx, t)
+	if err != nil {
+		return false, err
+	}
+	gctx, cancel := f.gitCtx(ctx)
+	defer cancel()
+	err = ws.Push(gctx, token, t.Branch)
+	if errors.Is(err, ErrPushRejected) {
+		return false, Fatal(fmt.Sprintf("branch %s gained commits the bot did not make, and the bot never force-pushes", t.Branch), err)
+	}
+	if err != nil {
+		return false, retryf(err, "pushing branch %s failed", t.Branch)
+	}
+	t.HeadSHA, t.PushedSHA = head, head
+	// The remote has every change now; the saved files were relative to
+	// the previous push.
+	t.Files = nil
+	return false, nil
+}
+
+// makeCommit commits the workspace's changes for t, dated t.CommitAt, so
+// that making it twice gives the same commit.
+func (f *Flow) makeCommit(ctx context.Context, t *Task, ws Workspace) (string, error) {
+	bot, err := f.GitHub.Identity(ctx)
+	if err != nil {
+		return "", retryf(err, "reading the app's identity failed")
+	}
+	requester := Identity{
+		Login: t.Requester.Login,
+		Name:  t.Requester.Login,
+		Email: fmt.Sprintf("%d+%s@users.noreply.github.com", t.Requester.ID, t.Requester.Login),
+	}
+	when := t.CommitAt
+	if when.IsZero() {
+		when = t.CreatedAt.UTC().Truncate(time.Second)
+	}
+	msg := CommitMessage(t)
+	if t.State == Working && t.Request != nil {
+		msg = CheckpointMessage(t)
+	}
+	sha, err := ws.CommitAll(when, msg, bot, requester)
+	if err != nil {
+		return "", retryf(err, "committing the change failed")
+	}
+	return sha, nil
+}
+
+// publish commits, pushes, opens the pull request (or makes the draft
+// ready) and reports, one idempotent sub-step per call.
+func (f *Flow) publish(ctx context.Context, t *Task) error {
+	if !t.published() {
+		done, err := f.checkpoint(ctx, t)
+		if err != nil || !done {
+			return err
+		}
+		if t.HeadSHA == "" {
+			return Fatal("the agent finished without changing any file, so there is nothing to propose", ErrNoChanges)
+		}
+		return Fatal(fmt.Sprintf("the workspace is not at the task's commit %s", short(t.HeadSHA)), nil)
+	}
+	if t.ChangedFiles == nil {
+		stats, err := f.diffStat(ctx, t)
+		if err != nil {
+			return retryf(err, "reading the change failed")
+		}
+		t.ChangedFiles = append(make([]FileStat, 0, len(stats)), stats...)
+		return nil
+	}
+	switch {
+	case t.PRNumber == 0:
+		pr, err := f.GitHub.OpenPullRequest(ctx, t.Repo, NewPullRequest{
+			Title: defang(t.Title),
+			Body:  RenderPullRequest(t),
+			Head:  t.Branch,
+			Base:  t.Repo.DefaultBranch,
+		})
+		if err != nil {
+			return retryf(err, "opening the pull request failed")
+		}
+		t.PRNumber, t.PRURL = pr.Number, pr.URL
+		return nil
+	case t.Draft:
+		if err := f.GitHub.UpdatePullRequest(ctx, t.Repo, t.PRNumber, defang(t.Title), RenderPullRequest(t)); err != nil {
+			return retryf(err, "updating the pull request failed")
+		}
+		if err := f.GitHub.MarkReadyForReview(ctx, t.Repo, t.PRNumber); err != nil {
+			return retryf(err, "marking the pull request ready for review failed")
+		}
+		t.Draft = false
+		return nil
+	}
+	if _, _, err := f.GitHub.UpsertComment(ctx, t.Repo, t.Issue, marker(t, "done"), 0,
+		fmt.Sprintf("@%s the pull request is ready: %s **%s**", t.Requester.Login, t.PRURL, defang(oneLine(t.Title)))); err != nil {
+		return retryf(err, "posting the pull request link failed")
+	}
+	if err := t.Move(Done); err != nil {
+		return err
+	}
+	if err := f.updateStatus(ctx, t); err != nil {
+		return err
+	}
+	f.cleanup(ctx, t)
+	return nil
+}
+
+// diffStat sizes the whole change against the base, for the pull request.
+func (f *Flow) diffStat(ctx context.Context, t *Task) ([]FileStat, error) {
+	ws, err := f.workspace(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	token, err := f.token(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	gctx, cancel := f.gitCtx(ctx)
+	defer cancel()
+	if err := ws.Fetch(gctx, token, t.BaseSHA); err != nil {
+		return nil, err
+	}
+	return ws.DiffStat(t.BaseSHA)
+}
+
+func short(sha string) string {
+	if len(sha) > 12 {
+		return sha[:12]
+	}
+	return sha
+}
+
+func (f *Flow) cleanup(ctx context.Context, t *Task) {
+	if t.Workdir == "" {
+		return
+	}
+	if err := os.RemoveAll(t.Workdir); err != nil {
+		f.Logger.WarnContext(ctx, "remove workspace", "task_id", t.ID, "err", err)
+	}
+}
