@@ -232,10 +232,22 @@ func (e *env) waitTask(issue int) *task.Task {
 			e.t.Fatal(err)
 		}
 		if time.Now().After(deadline) {
-			e.t.Fatalf("task on #%d did not finish: %+v\nlogs:\n%s", issue, tk, e.logs.String())
+			e.t.Fatalf("task on #%d did not finish: %s\nlogs:\n%s", issue, describe(tk), e.logs.String())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// describe is a task in a line, for failure messages.
+func describe(t *task.Task) string {
+	if t == nil {
+		return "no task"
+	}
+	s := fmt.Sprintf("task %d %s (error %q, attempts %d, run after %s)", t.ID, t.State, t.Error, t.Attempts, t.RunAfter.Format(time.StampMilli))
+	if r := t.Request; r != nil {
+		s += fmt.Sprintf(" request %s %q asked %v answer %+v", r.ID, r.Command, r.Asked, r.Answer)
+	}
+	return s
 }
 
 // waitComments waits until the issue has n comments by the bot.

@@ -144,11 +144,8 @@ func (f *Flow) await(ctx context.Context, t *Task) error {
 	a := r.Answer
 	switch a.Verdict {
 	case Approved:
-		if !r.Closed {
-			if err := f.closeApproval(ctx, t, "success", "Approved by @"+a.By); err != nil {
-				return err
-			}
-			return nil
+		if err := f.closeApproval(ctx, t, "success", "Approved by @"+a.By); err != nil {
+			return err
 		}
 		if err := t.Move(Running); err != nil {
 			return err
@@ -160,21 +157,24 @@ func (f *Flow) await(ctx context.Context, t *Task) error {
 				r.ID, f.approvalTimeout(), oneLine(r.Command))); err != nil {
 			return retryf(err, "reporting the timeout failed")
 		}
-		if !r.Closed {
-			return f.closeApproval(ctx, t, "timed_out", "No answer in time")
+		if err := f.closeApproval(ctx, t, "timed_out", "No answer in time"); err != nil {
+			return err
 		}
 	default:
-		if !r.Closed {
-			return f.closeApproval(ctx, t, "neutral", "Rejected by @"+a.By)
+		if err := f.closeApproval(ctx, t, "neutral", "Rejected by @"+a.By); err != nil {
+			return err
 		}
 	}
 	return f.resolve(ctx, t, Outcome{Verdict: a.Verdict, By: a.By, Reason: a.Reason})
 }
 
 // closeApproval completes the approval check run with the answer, so its
-// buttons no longer invite one.
+// buttons no longer invite one. Done once; repeating it is harmless.
 func (f *Flow) closeApproval(ctx context.Context, t *Task, conclusion, title string) error {
 	r := t.Request
+	if r.Closed || r.CheckRunID == 0 {
+		return nil
+	}
 	if _, err := f.GitHub.UpsertCheckRun(ctx, t.Repo, CheckRun{
 		ID:         r.CheckRunID,
 		Name:       ApprovalCheck,
@@ -283,6 +283,10 @@ func (f *Flow) answer(ctx context.Context, t *Task) error {
 		return f.refuse(ctx, t, verb+" the commands I ask to run")
 	}
 	target, err := f.requestTarget(ctx, t)
+	if errors.Is(err, ErrNotFound) && t.RequestID != "" && t.Issue != 0 {
+		// An id that names nothing here: answer about the request that waits.
+		target, err = f.activeTask(ctx, t)
+	}
 	if errors.Is(err, ErrNotFound) || (err == nil && (target.Request == nil || target.State != AwaitingApproval)) {
 		if t.Issue == 0 {
 			return t.Move(Done)
@@ -294,19 +298,19 @@ func (f *Flow) answer(ctx context.Context, t *Task) error {
 	}
 	// Replies go where the answer was given; a button has no comment, so
 	// its reply goes to the task's issue.
-	where := *t
-	if where.Issue == 0 {
-		where.Issue = target.Issue
+	where := t.Issue
+	if where == 0 {
+		where = target.Issue
 	}
 	r := target.Request
 	switch {
 	case t.RequestID != "" && t.RequestID != r.ID:
-		return f.reply(ctx, &where, fmt.Sprintf("@%s request `%s` is not the one waiting; the current request is `%s`: `%s`.",
+		return f.replyOn(ctx, t, where, fmt.Sprintf("@%s request `%s` is not the one waiting; the current request is `%s`: `%s`.",
 			t.Requester.Login, t.RequestID, r.ID, oneLine(r.Command)))
 	case r.Answer != nil:
-		return f.reply(ctx, &where, fmt.Sprintf("@%s request `%s` was already answered (%s by @%s).", t.Requester.Login, r.ID, r.Answer.Verdict, r.Answer.By))
+		return f.replyOn(ctx, t, where, fmt.Sprintf("@%s request `%s` was already answered (%s by @%s).", t.Requester.Login, r.ID, r.Answer.Verdict, r.Answer.By))
 	case t.AnswerSHA != "" && t.AnswerSHA != r.SHA:
-		return f.reply(ctx, &where, fmt.Sprintf("@%s that button belongs to an older commit; the current request is `%s` on %s.", t.Requester.Login, r.ID, short(r.SHA)))
+		return f.replyOn(ctx, t, where, fmt.Sprintf("@%s that button belongs to an older commit; the current request is `%s` on %s.", t.Requester.Login, r.ID, short(r.SHA)))
 	}
 	if verb == "approve" {
 		stale, err := f.stale(ctx, target)
@@ -314,7 +318,7 @@ func (f *Flow) answer(ctx context.Context, t *Task) error {
 			return err
 		}
 		if stale != "" {
-			return f.reply(ctx, &where, fmt.Sprintf("@%s request `%s` is stale: %s. It was not approved; `%s cancel` and ask again, or wait for it to time out.",
+			return f.replyOn(ctx, t, where, fmt.Sprintf("@%s request `%s` is stale: %s. It was not approved; `%s cancel` and ask again, or wait for it to time out.",
 				t.Requester.Login, r.ID, stale, f.Command))
 		}
 	}
@@ -324,7 +328,7 @@ func (f *Flow) answer(ctx context.Context, t *Task) error {
 	}
 	err = f.Store.Answer(ctx, target.ID, r.ID, a)
 	if errors.Is(err, ErrAnswered) {
-		return f.reply(ctx, &where, fmt.Sprintf("@%s request `%s` was already answered.", t.Requester.Login, r.ID))
+		return f.replyOn(ctx, t, where, fmt.Sprintf("@%s request `%s` was already answered.", t.Requester.Login, r.ID))
 	}
 	if err != nil {
 		return retryf(err, "recording the answer failed")

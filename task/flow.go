@@ -94,8 +94,13 @@ func (f *Flow) fix(ctx context.Context, t *Task) error {
 func marker(t *Task, what string) string { return fmt.Sprintf("task-%d-%s", t.ID, what) }
 
 func (f *Flow) reply(ctx context.Context, t *Task, body string) error {
-	if _, _, err := f.GitHub.UpsertComment(ctx, t.Repo, t.Issue, marker(t, "reply"), 0, body); err != nil {
-		return retryf(err, "posting a reply on #%d failed", t.Issue)
+	return f.replyOn(ctx, t, t.Issue, body)
+}
+
+// replyOn posts t's one reply on issue, and ends t.
+func (f *Flow) replyOn(ctx context.Context, t *Task, issue int, body string) error {
+	if _, _, err := f.GitHub.UpsertComment(ctx, t.Repo, issue, marker(t, "reply"), 0, body); err != nil {
+		return retryf(err, "posting a reply on #%d failed", issue)
 	}
 	return t.Move(Done)
 }

@@ -173,13 +173,14 @@ func (s *SQLite) Claim(ctx context.Context, owner string, lease time.Duration) (
 	now := s.now().UnixMilli()
 	var (
 		id, crashes int64
+		runAfter    int64
 		data        string
 		cancelledBy string
 		answer      string
 		leaseOwner  string
 	)
-	err = tx.QueryRowContext(ctx, `SELECT id, data, cancelled_by, answer, crashes, lease_owner FROM tasks WHERE `+claimable+` ORDER BY run_after, id LIMIT 1`, now, now).
-		Scan(&id, &data, &cancelledBy, &answer, &crashes, &leaseOwner)
+	err = tx.QueryRowContext(ctx, `SELECT id, data, cancelled_by, answer, run_after, crashes, lease_owner FROM tasks WHERE `+claimable+` ORDER BY run_after, id LIMIT 1`, now, now).
+		Scan(&id, &data, &cancelledBy, &answer, &runAfter, &crashes, &leaseOwner)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrNoTask
 	}
@@ -198,6 +199,7 @@ func (s *SQLite) Claim(ctx context.Context, owner string, lease time.Duration) (
 		}
 		return nil, fmt.Errorf("claim task %d: failed it: %w", id, derr)
 	}
+	t.RunAfter = time.UnixMilli(runAfter).UTC()
 	// A lease that ran out with an owner means that worker vanished mid-step.
 	if leaseOwner != "" {
 		crashes++

@@ -92,6 +92,10 @@ func (p *Pool) init() {
 	})
 }
 
+// maxStepsPerClaim bounds the steps one claim of a task may take. A whole
+// fix with its turns takes far fewer between two waits.
+const maxStepsPerClaim = 500
+
 // StepResult describes one step, for Pool.Observe.
 type StepResult struct {
 	Kind     Kind
@@ -184,7 +188,13 @@ func (p *Pool) work(ctx context.Context, owner string, t *Task) {
 		p.finish(ctx, log, owner, t, from)
 		return
 	}
-	for !t.State.Terminal() {
+	for steps := 0; !t.State.Terminal(); steps++ {
+		if steps == maxStepsPerClaim {
+			// Insurance against a step that succeeds without moving the
+			// task on: give the worker back instead of spinning on it.
+			log.ErrorContext(ctx, "task made no end after many steps; releasing it", "steps", steps, "state", t.State)
+			return
+		}
 		// Once the branch is pushed the pull request follows: stopping
 		// then would leave a branch nobody reports on.
 		if t.CancelledBy != "" && !t.published() {

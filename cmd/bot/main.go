@@ -19,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/pullwright/pullwright/app"
 )
@@ -103,6 +104,7 @@ func settings(fs *flag.FlagSet, getenv func(string) string) func(env string) str
 		{env: "BOT_SANDBOX_IMAGE", help: "sandbox image when the repository names none"},
 		{env: "BOT_WORKDIR", help: "directory for task workspaces (default $TMPDIR/pullwright)"},
 		{env: "BOT_WORKERS", def: "4", help: "tasks worked on at once"},
+		{env: "BOT_APPROVAL_TIMEOUT", def: "24h", help: "how long an execution request waits for /approve or /reject before it counts as rejected"},
 		{env: "BOT_LOG_FORMAT", def: "json", help: "json or text"},
 	}
 	byEnv := map[string]*setting{}
@@ -195,6 +197,11 @@ func config(get func(string) string) (app.Config, error) {
 		cfg.PrivateKey = b
 	default:
 		return cfg, errors.New("set GITHUB_APP_PRIVATE_KEY or GITHUB_APP_PRIVATE_KEY_PATH")
+	}
+	if d, err := time.ParseDuration(get("BOT_APPROVAL_TIMEOUT")); err != nil || d <= 0 {
+		return cfg, fmt.Errorf("BOT_APPROVAL_TIMEOUT=%q: want a duration such as 24h or 90m", get("BOT_APPROVAL_TIMEOUT"))
+	} else {
+		cfg.ApprovalTimeout = d
 	}
 	if n, err := strconv.Atoi(get("BOT_WORKERS")); err != nil || n < 1 {
 		return cfg, fmt.Errorf("BOT_WORKERS=%q: want a positive number", get("BOT_WORKERS"))
