@@ -19,6 +19,7 @@ import (
 	"github.com/pullwright/pullwright/internal/fakellm"
 	"github.com/pullwright/pullwright/internal/gitserver"
 	"github.com/pullwright/pullwright/repo"
+	"github.com/pullwright/pullwright/runner"
 	"github.com/pullwright/pullwright/task"
 )
 
@@ -28,9 +29,14 @@ import (
 // the "other machine" variant the workspace is also wiped before each replay
 // and the default branch moves on. Either way the task must end with one
 // status comment, one link, one pull request and one commit.
+//
+// With a run request in the middle, the request is approved when the task
+// waits, and everything about it must also exist once: its comments, its
+// check runs and the draft pull request that becomes ready.
 func TestEveryStepCanBeReplayed(t *testing.T) {
-	for _, otherMachine := range []bool{false, true} {
-		t.Run(fmt.Sprintf("other machine %v", otherMachine), func(t *testing.T) {
+	for _, tc := range []struct{ otherMachine, withRun bool }{{false, false}, {true, false}, {false, true}, {true, true}} {
+		otherMachine, withRun := tc.otherMachine, tc.withRun
+		t.Run(fmt.Sprintf("other machine %v, run %v", otherMachine, withRun), func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
 			const owner, name = "acme", "widgets"
@@ -48,6 +54,10 @@ func TestEveryStepCanBeReplayed(t *testing.T) {
 				{ToolCalls: []fakellm.ToolCall{{Name: "edit_file", Arguments: `{"path":"README.md","old_text":"comitt","new_text":"commit"}`}}},
 				{ToolCalls: []fakellm.ToolCall{{Name: "write_file", Arguments: `{"path":"docs/NOTE.md","content":"spelling checked\n"}`}}},
 				{ToolCalls: []fakellm.ToolCall{{Name: "finish", Arguments: `{"title":"Fix README typo","summary":"comitt → commit"}`}}},
+			}
+			if withRun {
+				run := fakellm.Step{ToolCalls: []fakellm.ToolCall{{Name: "run", Arguments: `{"command":"grep -c commit README.md","reason":"check"}`}}}
+				answers = append(answers[:2], run, answers[2])
 			}
 			llm := fakellm.NewFunc(t, func(req openai.ChatCompletionRequest) fakellm.Step {
 				n := 0
@@ -78,6 +88,7 @@ func TestEveryStepCanBeReplayed(t *testing.T) {
 				Store: store, GitHub: gitHub{app}, Agent: model{llmAgent}, Workspaces: workspaces{}, Dir: dir,
 				BranchName: func(issue int, title string) string { return repo.BranchName("agent/", issue, title) },
 				Command:    "/agent", Logger: log, GitTimeout: 30 * time.Second,
+				Runner:     sandbox{runner.NewLocal(t.TempDir(), log)},
 			}
 
 			tk := &task.Task{
@@ -95,12 +106,22 @@ func TestEveryStepCanBeReplayed(t *testing.T) {
 				if err := json.Unmarshal(b, out); err != nil {
 					t.Fatal(err)
 				}
+				if in.Request != nil && in.Request.Answer != nil {
+					// The store keeps the answer apart from the task's data.
+					a := *in.Request.Answer
+					out.Request.Answer = &a
+				}
 				return out
 			}
 			var moves []string
 			for steps := 0; !tk.State.Terminal(); steps++ {
 				if steps > 30 {
 					t.Fatalf("no end after %d steps; at %s", steps, tk.State)
+				}
+				if tk.State == task.AwaitingApproval && tk.Request.Answer == nil {
+					// A maintainer approves; the worker that claims the task
+					// finds the answer on it.
+					tk.Request.Answer = &task.Answer{Verdict: task.Approved, By: "alice", At: time.Now()}
 				}
 				saved := copyTask(tk)
 				if err := flow.Step(ctx, tk); err != nil {
@@ -125,13 +146,15 @@ func TestEveryStepCanBeReplayed(t *testing.T) {
 			}
 
 			prs := gh.PullRequests(owner, name)
-			if len(prs) != 1 || !strings.Contains(prs[0].Body, "Fixes #1") {
+			if len(prs) != 1 || !strings.Contains(prs[0].Body, "Fixes #1") || prs[0].Draft {
 				t.Fatalf("pull requests = %+v", prs)
 			}
-			var status, links int
+			var status, links, requests int
 			for _, c := range gh.Comments(owner, name, 1) {
 				switch {
 				case c.Author != gh.BotLogin():
+				case strings.Contains(c.Body, "pullwright:task-1-request-1-1 "):
+					requests++
 				case strings.Contains(c.Body, "pullwright:task-1-status"):
 					status++
 					if !strings.Contains(c.Body, "✅ Done") {
@@ -146,9 +169,26 @@ func TestEveryStepCanBeReplayed(t *testing.T) {
 			if status != 1 || links != 1 {
 				t.Errorf("%d status and %d link comments, want 1 and 1", status, links)
 			}
+			subject := "Fix README typo"
+			if withRun {
+				subject = "WIP: checkpoint before request 1-1"
+				if requests != 1 {
+					t.Errorf("%d request comments on the issue, want 1", requests)
+				}
+				if n := len(gh.Comments(owner, name, prs[0].Number)); n != 1 {
+					t.Errorf("%d comments on the pull request, want the request only", n)
+				}
+				checks := map[string]int{}
+				for _, cr := range gh.CheckRuns(owner, name) {
+					checks[cr.Name+" "+cr.Conclusion]++
+				}
+				if checks[task.ApprovalCheck+" success"] != 1 || checks[task.RunCheck+" success"] != 1 || len(checks) != 2 {
+					t.Errorf("check runs = %v, want one approval and one run, both successful", checks)
+				}
+			}
 			commits := git.Commits(t, owner, name, tk.Branch)
-			if commits[0].Subject != "Fix README typo" || commits[1].SHA != tk.BaseSHA {
-				t.Fatalf("branch history: %+v, want one commit on the base %s", commits[:2], tk.BaseSHA)
+			if commits[0].Subject != subject || commits[1].SHA != tk.BaseSHA {
+				t.Fatalf("branch history: %+v, want one commit (%q) on the base %s", commits[:2], subject, tk.BaseSHA)
 			}
 			// Files the agent did not touch are as the task's base had them,
 			// not as the default branch has them now.

@@ -190,6 +190,18 @@ func (a *App) UpsertCheckRun(ctx context.Context, inst int64, owner, repo string
 	if err != nil {
 		return 0, fmt.Errorf("%s: %w", what, err)
 	}
+	if cr.ID == 0 && cr.ExternalID != "" {
+		// A create whose answer was lost (or a step replayed after a crash)
+		// must not make a second run: find ours by external id first.
+		found, err := a.findCheckRun(ctx, gh, owner, repo, cr)
+		if err != nil {
+			return 0, fmt.Errorf("%s: %w", what, err)
+		}
+		if found != 0 {
+			cr.ID = found
+			what = fmt.Sprintf("update check run %d (%q) in %s/%s", cr.ID, cr.Name, owner, repo)
+		}
+	}
 	id, err := a.writeCheckRun(ctx, gh, owner, repo, cr)
 	if cr.ID != 0 && StatusCode(err) == http.StatusNotFound && cr.HeadSHA != "" && cr.Name != "" {
 		a.log.InfoContext(ctx, "github check run to update is gone; creating a new one",
@@ -202,6 +214,31 @@ func (a *App) UpsertCheckRun(ctx context.Context, inst int64, owner, repo string
 		return 0, fmt.Errorf("%s: %w", what, err)
 	}
 	return id, nil
+}
+
+// findCheckRun returns the id of the app's check run named cr.Name on
+// cr.HeadSHA that carries cr.ExternalID, or 0.
+func (a *App) findCheckRun(ctx context.Context, gh *github.Client, owner, repo string, cr CheckRun) (int64, error) {
+	slug, err := a.appSlug(ctx)
+	if err != nil {
+		return 0, err
+	}
+	opts := &github.ListCheckRunsOptions{CheckName: github.Ptr(cr.Name), Filter: github.Ptr("all"), ListOptions: github.ListOptions{PerPage: 100}}
+	for {
+		res, resp, err := gh.Checks.ListCheckRunsForRef(ctx, owner, repo, cr.HeadSHA, opts)
+		if err != nil {
+			return 0, fmt.Errorf("list check runs on %s: %w", cr.HeadSHA, err)
+		}
+		for _, run := range res.CheckRuns {
+			if run.GetExternalID() == cr.ExternalID && run.GetApp().GetSlug() == slug {
+				return run.GetID(), nil
+			}
+		}
+		if resp.NextPage == 0 {
+			return 0, nil
+		}
+		opts.Page = resp.NextPage
+	}
 }
 
 func (a *App) writeCheckRun(ctx context.Context, gh *github.Client, owner, repo string, cr CheckRun) (int64, error) {

@@ -385,3 +385,31 @@ func TestUpsertCommentURL(t *testing.T) {
 		t.Errorf("reaction on a PR comment: %v", err)
 	}
 }
+
+// A create repeated after its answer was lost (or a step replayed after a
+// crash) finds the first run by its external id instead of making a second.
+func TestCreateCheckRunTwiceMakesOne(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	cr := CheckRun{Name: "pullwright / run", HeadSHA: sha, Status: "in_progress", ExternalID: "7-1", Title: "Running", Summary: "go test"}
+	first, err := e.app.UpsertCheckRun(ctx, inst, owner, repo, cr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := e.app.UpsertCheckRun(ctx, inst, owner, repo, cr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := cr
+	other.ExternalID = "7-2"
+	third, err := e.app.UpsertCheckRun(ctx, inst, owner, repo, other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second != first || third == first {
+		t.Fatalf("ids %d, %d, %d: want the same run twice, then a new one for another request", first, second, third)
+	}
+	if n := len(e.fake.CheckRuns(owner, repo)); n != 2 {
+		t.Fatalf("%d check runs, want 2", n)
+	}
+}

@@ -195,6 +195,25 @@ func (s *Server) checkRunLocked(w http.ResponseWriter, r *http.Request) (*CheckR
 	return cr, true
 }
 
+// listCheckRunsForRef serves GET /repos/{o}/{r}/commits/{ref}/check-runs for
+// a commit SHA, with the check_name filter; newest first, like GitHub.
+func (s *Server) listCheckRunsForRef(w http.ResponseWriter, r *http.Request) {
+	k := repoKey(r.PathValue("owner"), r.PathValue("repo"))
+	ref, name := r.PathValue("ref"), r.URL.Query().Get("check_name")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	runs := []any{}
+	ids := s.checkOrder[k]
+	for i := len(ids) - 1; i >= 0; i-- {
+		cr := s.checkRuns[ids[i]]
+		if cr.HeadSHA != ref || (name != "" && cr.Name != name) {
+			continue
+		}
+		runs = append(runs, s.checkRunJSONLocked(cr))
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"total_count": len(runs), "check_runs": runs})
+}
+
 func (s *Server) getCheckRun(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

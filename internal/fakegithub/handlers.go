@@ -47,6 +47,7 @@ func (s *Server) routes() {
 	m.HandleFunc("PATCH /repos/{owner}/{repo}/pulls/{number}", s.repo(s.editPull))
 	m.HandleFunc("POST /repos/{owner}/{repo}/check-runs", s.repo(s.createCheckRun))
 	m.HandleFunc("GET /repos/{owner}/{repo}/check-runs/{id}", s.repo(s.getCheckRun))
+	m.HandleFunc("GET /repos/{owner}/{repo}/commits/{ref}/check-runs", s.repo(s.listCheckRunsForRef))
 	m.HandleFunc("PATCH /repos/{owner}/{repo}/check-runs/{id}", s.repo(s.updateCheckRun))
 	// serve maps the GraphQL endpoint (which lives outside an "/api/v3"
 	// prefix) to this route.
