@@ -88,7 +88,7 @@ func TestEveryStepCanBeReplayed(t *testing.T) {
 				Store: store, GitHub: gitHub{app}, Agent: model{llmAgent}, Workspaces: workspaces{}, Dir: dir,
 				BranchName: func(issue int, title string) string { return repo.BranchName("agent/", issue, title) },
 				Command:    "/agent", Logger: log, GitTimeout: 30 * time.Second,
-				Runner:     sandbox{runner.NewLocal(t.TempDir(), log)},
+				Runner: sandbox{runner.NewLocal(t.TempDir(), log)},
 			}
 
 			tk := &task.Task{
