@@ -59,6 +59,14 @@ func (f *Flow) ask(ctx context.Context, t *Task) error {
 			return retryf(err, "opening the draft pull request failed")
 		}
 		t.PRNumber, t.PRURL, t.Draft = pr.Number, pr.URL, true
+		r.PRUpdated = true
+		return nil
+	case t.PRNumber != 0 && t.Draft && !r.PRUpdated:
+		// A later request: the draft's body follows the work.
+		if err := f.GitHub.UpdatePullRequest(ctx, t.Repo, t.PRNumber, "", RenderPullRequest(t)); err != nil {
+			return retryf(err, "updating the draft pull request failed")
+		}
+		r.PRUpdated = true
 		return nil
 	case r.CommentID == 0:
 		id, url, err := f.GitHub.UpsertComment(ctx, t.Repo, t.Issue, marker(t, "request-"+r.ID), 0, RenderRequest(t, f.changes(ctx, t)))

@@ -132,6 +132,8 @@ func RenderPullRequest(t *Task) string {
 	if s := strings.TrimSpace(t.Summary); s != "" {
 		b.WriteString(defang(s))
 		b.WriteString("\n\n")
+	} else {
+		fmt.Fprintf(&b, "Work in progress: the agent is still working on #%d and keeps this draft up to date at each checkpoint.\n\n", t.Issue)
 	}
 	if len(t.ChangedFiles) > 0 {
 		b.WriteString("**Files changed**\n\n")

@@ -158,6 +158,8 @@ type ExecRequest struct {
 	CommentURL  string `json:"comment_url,omitempty"`
 	PRCommentID int64  `json:"pr_comment_id,omitempty"`
 	CheckRunID  int64  `json:"check_run_id,omitempty"`
+	// PRUpdated is true once an existing draft's body shows this checkpoint.
+	PRUpdated bool `json:"pr_updated,omitempty"`
 	// Asked is true once the request is fully shown and the task waits.
 	Asked bool `json:"asked,omitempty"`
 	// Answer is kept by the store apart from the task's data.
