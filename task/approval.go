@@ -146,8 +146,10 @@ func (f *Flow) await(ctx context.Context, t *Task) error {
 		if err != nil {
 			return retryf(err, "reading the task failed")
 		}
+		if fresh.Request == nil || fresh.Request.Answer == nil {
+			return retryf(nil, "the request's answer was not recorded")
+		}
 		r.Answer = fresh.Request.Answer
-		return nil
 	}
 	a := r.Answer
 	switch a.Verdict {
