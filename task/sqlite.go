@@ -220,11 +220,12 @@ type scanner interface{ Scan(dest ...any) error }
 func scanTask(row scanner) (*Task, error) {
 	var (
 		id, runAfter int64
+		crashes      int
 		data         string
 		cancelledBy  string
 		answer       string
 	)
-	if err := row.Scan(&id, &data, &cancelledBy, &answer, &runAfter); err != nil {
+	if err := row.Scan(&id, &data, &cancelledBy, &answer, &runAfter, &crashes); err != nil {
 		return nil, err
 	}
 	t, err := decodeTask(id, data, cancelledBy, answer)
@@ -232,11 +233,12 @@ func scanTask(row scanner) (*Task, error) {
 		return nil, err
 	}
 	t.RunAfter = time.UnixMilli(runAfter).UTC()
+	t.Crashes = crashes
 	return t, nil
 }
 
 // taskColumns are what scanTask reads.
-const taskColumns = `id, data, cancelled_by, answer, run_after`
+const taskColumns = `id, data, cancelled_by, answer, run_after, crashes`
 
 func decodeTask(id int64, data, cancelledBy, answer string) (*Task, error) {
 	t := new(Task)

@@ -104,12 +104,15 @@ func TestPoolRetriesThenFails(t *testing.T) {
 			st := &scriptStepper{fail: map[State][]error{Preparing: tc.errs}}
 			p := &Pool{Store: s, Steps: st, Workers: 1, Poll: 5 * time.Millisecond, MaxAttempts: 3,
 				Backoff: func(int) time.Duration { return time.Millisecond }}
-			defer runPool(t, p)()
+			stop := runPool(t, p)
 			tk := fixTask(1)
 			if err := s.Record(context.Background(), Delivery{ID: "d"}, tk); err != nil {
 				t.Fatal(err)
 			}
 			got := waitFor(t, s, tk.ID, func(t *Task) bool { return t.State.Terminal() })
+			// The worker saves the end before it reports it: stopping the
+			// pool waits for the report.
+			stop()
 			if got.State != tc.wantState || got.Error != tc.wantError {
 				t.Fatalf("state %s error %q, want %s %q", got.State, got.Error, tc.wantState, tc.wantError)
 			}

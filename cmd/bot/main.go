@@ -104,6 +104,7 @@ func settings(fs *flag.FlagSet, getenv func(string) string) func(env string) str
 		{env: "BOT_SANDBOX_IMAGE", help: "sandbox image when the repository names none"},
 		{env: "BOT_WORKDIR", help: "directory for task workspaces (default $TMPDIR/pullwright)"},
 		{env: "BOT_WORKERS", def: "4", help: "tasks worked on at once"},
+		{env: "BOT_LEASE", def: "1m", help: "how long a worker's claim on a task lasts unrenewed: a task whose bot died is taken up again after it"},
 		{env: "BOT_APPROVAL_TIMEOUT", def: "24h", help: "how long an execution request waits for /approve or /reject before it counts as rejected"},
 		{env: "BOT_LOG_FORMAT", def: "json", help: "json or text"},
 	}
@@ -202,6 +203,11 @@ func config(get func(string) string) (app.Config, error) {
 		return cfg, fmt.Errorf("BOT_APPROVAL_TIMEOUT=%q: want a duration such as 24h or 90m", get("BOT_APPROVAL_TIMEOUT"))
 	} else {
 		cfg.ApprovalTimeout = d
+	}
+	if d, err := time.ParseDuration(get("BOT_LEASE")); err != nil || d < 3*time.Second {
+		return cfg, fmt.Errorf("BOT_LEASE=%q: want a duration of at least 3s, such as 1m", get("BOT_LEASE"))
+	} else {
+		cfg.Lease = d
 	}
 	if n, err := strconv.Atoi(get("BOT_WORKERS")); err != nil || n < 1 {
 		return cfg, fmt.Errorf("BOT_WORKERS=%q: want a positive number", get("BOT_WORKERS"))

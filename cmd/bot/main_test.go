@@ -40,6 +40,7 @@ func TestConfig(t *testing.T) {
 		{name: "no key", env: with("GITHUB_APP_PRIVATE_KEY", ""), wantErr: "GITHUB_APP_PRIVATE_KEY"},
 		{name: "missing key file", env: with("GITHUB_APP_PRIVATE_KEY", "", "GITHUB_APP_PRIVATE_KEY_PATH", "/nonexistent"), wantErr: "GITHUB_APP_PRIVATE_KEY_PATH"},
 		{name: "bad workers", env: with("BOT_WORKERS", "0"), wantErr: "BOT_WORKERS"},
+		{name: "lease too short", env: with("BOT_LEASE", "1s"), wantErr: "BOT_LEASE"},
 		{name: "bad approval timeout", env: with("BOT_APPROVAL_TIMEOUT", "soon"), wantErr: "BOT_APPROVAL_TIMEOUT"},
 		{name: "defaults", env: with(), check: func(t *testing.T, addr, db, cmd, api string, workers int, key string) {
 			if addr != ":8080" || db != "sqlite://./pullwright.db" || cmd != "/agent" || api != "https://api.github.com" || workers != 4 {

@@ -1,0 +1,286 @@
+package main_test
+
+// Kill -9 tests: the real bot binary is killed with SIGKILL at the moments
+// that matter and started again on the same database; the task must finish
+// with nothing lost and nothing done twice on GitHub.
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sashabaranov/go-openai"
+
+	"github.com/pullwright/pullwright/internal/botproc"
+	"github.com/pullwright/pullwright/internal/fakellm"
+	"github.com/pullwright/pullwright/task"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	botproc.Cleanup()
+	os.Exit(code)
+}
+
+func call(name string, v any) fakellm.ToolCall {
+	b, _ := json.Marshal(v)
+	return fakellm.ToolCall{Name: name, Arguments: string(b)}
+}
+
+// turn is how far a conversation got: the number of model answers in it.
+// A scripted model that answers by it gives a resumed or replayed turn the
+// same answer as the lost one.
+func turn(req openai.ChatCompletionRequest) int {
+	n := 0
+	for _, m := range req.Messages {
+		if m.Role == openai.ChatMessageRoleAssistant {
+			n++
+		}
+	}
+	return n
+}
+
+var (
+	pullsCreated     = regexp.MustCompile(`^/repos/[^/]+/[^/]+/pulls$`)
+	checkRunsCreated = regexp.MustCompile(`^/repos/[^/]+/[^/]+/check-runs$`)
+	commentsCreated  = regexp.MustCompile(`^/repos/[^/]+/[^/]+/issues/\d+/comments$`)
+)
+
+// wantComments checks that the bot's comments on number carry exactly the
+// markers want (task-N-<what> for each what), once each.
+func wantComments(t *testing.T, h *botproc.Harness, number int, id int64, what ...string) {
+	t.Helper()
+	want := map[string]int{}
+	for _, w := range what {
+		want[fmt.Sprintf("task-%d-%s", id, w)] = 1
+	}
+	got := h.BotComments(number)
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("bot comments on #%d by marker = %v, want %v", number, got, want)
+	}
+}
+
+func TestKillDuringApprovalWaitLosesNothing(t *testing.T) {
+	const command = "grep -c commit README.md"
+	steps := []fakellm.Step{
+		{ToolCalls: []fakellm.ToolCall{call("edit_file", map[string]any{"path": "README.md", "old_text": "comitt", "new_text": "commit"})}},
+		{ToolCalls: []fakellm.ToolCall{call("run", map[string]any{"command": command, "reason": "check that the typo is gone"})}},
+		{ToolCalls: []fakellm.ToolCall{call("finish", map[string]any{"title": "Fix the spelling of commit in the README", "summary": "Fixed and checked."})}},
+	}
+	llm := fakellm.NewFunc(t, func(req openai.ChatCompletionRequest) fakellm.Step {
+		return steps[min(turn(req), len(steps)-1)]
+	})
+	h := botproc.New(t, llm, botproc.Options{})
+	h.GitHub.SetPermission(botproc.Owner, botproc.Repo, "maintainer", "write")
+
+	if code := h.Comment("fix-1", 1, botproc.Owner, "/agent fix the typo"); code != http.StatusAccepted {
+		t.Fatalf("fix answered %d", code)
+	}
+	// Parked: the state is saved and no worker holds the task any more.
+	waiting := h.WaitState(1, task.AwaitingApproval)
+	r := waiting.Request
+	if r == nil || r.Command != command || r.SHA == "" || r.CheckRunID == 0 || r.CommentID == 0 {
+		t.Fatalf("request = %+v", r)
+	}
+	if ac := h.CheckRuns(task.ApprovalCheck); len(ac) != 1 || ac[0].Conclusion != "action_required" || ac[0].ExternalID != r.ID {
+		t.Fatalf("approval check runs before the kill = %+v", ac)
+	}
+
+	h.Bot.Kill()
+
+	// The row is all there is, and it is intact.
+	saved := h.Latest(1)
+	if saved.State != task.AwaitingApproval || saved.Request == nil || saved.Request.ID != r.ID || saved.Request.Answer != nil || h.Crashes(saved.ID) != 0 {
+		t.Fatalf("after kill -9 the store holds %s", botproc.Describe(saved))
+	}
+	if h.Leased(saved.ID) {
+		t.Fatalf("a parked task holds a lease")
+	}
+
+	h.Bot.Restart()
+	// Nothing happens on its own after the restart: the request still waits.
+	time.Sleep(300 * time.Millisecond)
+	if n := llm.Calls(); n != 2 {
+		t.Fatalf("the model was called %d times before the answer, want 2", n)
+	}
+	if st := h.Latest(1); st.State != task.AwaitingApproval {
+		t.Fatalf("after the restart, before any answer: %s", botproc.Describe(st))
+	}
+
+	if code := h.Comment("approve-1", 1, "maintainer", "/approve"); code != http.StatusAccepted {
+		t.Fatalf("/approve answered %d", code)
+	}
+	done := h.WaitState(1, task.Done)
+
+	// The command ran, once, and its result reached the model.
+	runs := h.CheckRuns(task.RunCheck)
+	if len(runs) != 1 || runs[0].Status != "completed" || runs[0].Conclusion != "success" || runs[0].HeadSHA != r.SHA {
+		t.Fatalf("run check runs = %+v", runs)
+	}
+	ac := h.CheckRuns(task.ApprovalCheck)
+	if len(ac) != 1 || ac[0].Conclusion != "success" || !strings.Contains(ac[0].Title, "maintainer") {
+		t.Fatalf("approval check runs = %+v", ac)
+	}
+	reqs := llm.Requests()
+	if len(reqs) != 3 {
+		t.Fatalf("the model was called %d times, want 3 (edit, run, finish)", len(reqs))
+	}
+	var result string
+	for _, m := range reqs[2].Messages {
+		if m.Role == openai.ChatMessageRoleTool && strings.Contains(m.Content, "exit code") {
+			result = m.Content
+		}
+	}
+	if !strings.Contains(result, "exit code 0") {
+		t.Fatalf("the model's run result = %q", result)
+	}
+
+	// One pull request, out of draft; each comment once.
+	prs := h.GitHub.PullRequests(botproc.Owner, botproc.Repo)
+	if len(prs) != 1 || prs[0].Draft || prs[0].Head != done.Branch || !strings.Contains(prs[0].Body, "Fixes #1") {
+		t.Fatalf("pull requests = %+v", prs)
+	}
+	wantComments(t, h, 1, done.ID, "status", "request-"+r.ID, "done")
+	wantComments(t, h, prs[0].Number, done.ID, "request-"+r.ID+"-pr")
+	if n := h.Posts(http.MethodPost, pullsCreated); n != 1 {
+		t.Errorf("%d pull requests created, want 1", n)
+	}
+	if n := h.Posts(http.MethodPost, checkRunsCreated); n != 2 {
+		t.Errorf("%d check runs created, want 2 (approval, run)", n)
+	}
+	if n := h.Posts(http.MethodPost, commentsCreated); n != 4 {
+		t.Errorf("%d comments created, want 4 (status, request on the issue and the PR, link)", n)
+	}
+	commits := h.Git.Commits(t, botproc.Owner, botproc.Repo, done.Branch)
+	if len(commits) != 2 || commits[0].SHA != r.SHA {
+		t.Fatalf("branch history %+v: want the base and the one checkpoint", commits)
+	}
+}
+
+func TestKillBetweenTurnsResumes(t *testing.T) {
+	steps := []fakellm.Step{
+		{ToolCalls: []fakellm.ToolCall{call("edit_file", map[string]any{"path": "README.md", "old_text": "comitt", "new_text": "commit"})}},
+		{ToolCalls: []fakellm.ToolCall{call("write_file", map[string]any{"path": "NOTES.md", "content": "Spelling is checked by hand.\n"})}},
+		{ToolCalls: []fakellm.ToolCall{call("edit_file", map[string]any{"path": "main.go", "old_text": "func main", "new_text": "// main does nothing.\nfunc main"})}},
+		{ToolCalls: []fakellm.ToolCall{call("finish", map[string]any{"title": "Fix the spelling of commit", "summary": "README fixed, a note and a comment added."})}},
+	}
+	const killAt = 2 // the third model call (after two turns) is in flight at the kill
+	var (
+		mu    sync.Mutex
+		turns []int // turn() of every request, in order
+	)
+	inFlight := make(chan struct{})
+	killed := make(chan struct{})
+	llm := fakellm.NewFunc(t, func(req openai.ChatCompletionRequest) fakellm.Step {
+		n := turn(req)
+		mu.Lock()
+		turns = append(turns, n)
+		first := n == killAt && slices.Index(turns, killAt) == len(turns)-1
+		mu.Unlock()
+		if first {
+			close(inFlight)
+			<-killed // the bot that asked is dead; this answer goes nowhere
+			return fakellm.Step{Status: http.StatusServiceUnavailable}
+		}
+		return steps[min(n, len(steps)-1)]
+	})
+	// A short lease, so the restarted bot takes the dead one's task soon.
+	h := botproc.New(t, llm, botproc.Options{Env: []string{"BOT_LEASE=3s"}})
+	if code := h.Comment("fix-1", 1, botproc.Owner, "/agent fix the typo"); code != http.StatusAccepted {
+		t.Fatalf("fix answered %d", code)
+	}
+	select {
+	case <-inFlight:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("the model never got its third call\n%s", h.Bot.Logs())
+	}
+	h.Bot.Kill()
+	close(killed)
+
+	// What the dead bot left: two turns and their files, and its lease.
+	saved := h.Latest(1)
+	if saved.State != task.Working || saved.Turns != killAt || len(saved.Files) != 2 {
+		t.Fatalf("after kill -9 the store holds %s, files %v", botproc.Describe(saved), saved.Files)
+	}
+	if !h.Leased(saved.ID) {
+		t.Fatalf("the killed worker's lease is gone; the kill was not in the middle of a step")
+	}
+	h.Bot.Restart()
+	done := h.WaitState(1, task.Done)
+	if n := h.Crashes(done.ID); n != 1 {
+		t.Errorf("crashes = %d, want 1 (the kill)", n)
+	}
+
+	// The model was asked turns 0, 1, 2 (lost with the bot), 2 again, 3:
+	// the interrupted call was redone once, and no earlier turn was.
+	mu.Lock()
+	got := slices.Clone(turns)
+	mu.Unlock()
+	if want := []int{0, 1, killAt, killAt, 3}; !slices.Equal(got, want) {
+		t.Fatalf("model calls by turn = %v, want %v", got, want)
+	}
+	// The resumed call is the lost one, word for word: it carries the
+	// earlier turns' tool calls and their results.
+	reqs := llm.Requests()
+	lost, resumed := reqs[2].Messages, reqs[3].Messages
+	if a, b := mustJSON(t, lost), mustJSON(t, resumed); a != b {
+		t.Errorf("the resumed conversation differs from the one the killed bot sent:\nbefore: %s\nafter:  %s", a, b)
+	}
+	var calls []string
+	for _, m := range resumed {
+		for _, tc := range m.ToolCalls {
+			calls = append(calls, tc.Function.Name+" "+tc.Function.Arguments)
+		}
+	}
+	if len(calls) != 2 || !strings.Contains(calls[0], "edit_file") || !strings.Contains(calls[0], "comitt") || !strings.Contains(calls[1], "write_file") {
+		t.Fatalf("tool calls in the resumed conversation = %q", calls)
+	}
+
+	// The branch: the base and one commit with all three changes.
+	base, err := h.Git.RevParse(t, botproc.Owner, botproc.Repo, "master")
+	if err != nil {
+		t.Fatal(err)
+	}
+	commits := h.Git.Commits(t, botproc.Owner, botproc.Repo, done.Branch)
+	if len(commits) != 2 || commits[1].SHA != base {
+		t.Fatalf("branch history = %+v, want base %s and one commit", commits, base)
+	}
+	for path, want := range map[string]string{
+		"README.md": "# Hello-World\n\nRemember to commit your work.\n",
+		"NOTES.md":  "Spelling is checked by hand.\n",
+		"main.go":   "package main\n\n// main does nothing.\nfunc main() {}\n",
+	} {
+		if got, err := h.Git.ReadFile(t, botproc.Owner, botproc.Repo, done.Branch, path); err != nil || got != want {
+			t.Errorf("%s on the branch = %q, %v; want %q", path, got, err, want)
+		}
+	}
+
+	// Nothing on GitHub twice.
+	prs := h.GitHub.PullRequests(botproc.Owner, botproc.Repo)
+	if len(prs) != 1 || prs[0].Draft || prs[0].Head != done.Branch {
+		t.Fatalf("pull requests = %+v", prs)
+	}
+	wantComments(t, h, 1, done.ID, "status", "done")
+	if n := h.Posts(http.MethodPost, pullsCreated); n != 1 {
+		t.Errorf("%d pull requests created, want 1", n)
+	}
+	if n := h.Posts(http.MethodPost, commentsCreated); n != 2 {
+		t.Errorf("%d comments created, want 2 (status, link)", n)
+	}
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package botproc
+
+const raceEnabled = false
