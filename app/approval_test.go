@@ -330,3 +330,58 @@ func TestSecondFixWhileOneRunsLinksIt(t *testing.T) {
 		t.Fatalf("busy reply does not link the running task: %q", c.Body)
 	}
 }
+
+// The common loop: edit, run the tests, fix what they show, finish. What the
+// agent changed after the run must reach the branch and the pull request.
+func TestWorkAfterTheRunIsPublished(t *testing.T) {
+	steps := []fakellm.Step{
+		{ToolCalls: []fakellm.ToolCall{call("edit_file", map[string]any{"path": "README.md", "old_text": "comitt", "new_text": "commit"})}},
+		{ToolCalls: []fakellm.ToolCall{call("run", map[string]any{"command": "grep -c commit README.md", "reason": "check"})}},
+		{ToolCalls: []fakellm.ToolCall{call("write_file", map[string]any{"path": "AFTER.md", "content": "written after the run\n"})}},
+		{ToolCalls: []fakellm.ToolCall{call("finish", map[string]any{"title": "Fix and note", "summary": "Fixed, checked, noted."})}},
+	}
+	llm := fakellm.NewFunc(t, func(req openai.ChatCompletionRequest) fakellm.Step {
+		n := 0
+		for _, m := range req.Messages {
+			if m.Role == openai.ChatMessageRoleAssistant {
+				n++
+			}
+		}
+		return steps[min(n, len(steps)-1)]
+	})
+	e := newEnv(t, llm)
+	e.comment("d1", 1, owner, "/agent fix the typo")
+	r := e.waitState(1, task.AwaitingApproval).Request
+	e.comment("a1", 1, owner, "/approve "+r.ID)
+	done := e.waitTask(1)
+	if done.State != task.Done {
+		t.Fatalf("task ended %s: %s", done.State, done.Error)
+	}
+	if got, err := e.git.ReadFile(t, owner, repoName, done.Branch, "AFTER.md"); err != nil || got != "written after the run\n" {
+		t.Fatalf("AFTER.md on the branch = %q, %v", got, err)
+	}
+	commits := e.git.Commits(t, owner, repoName, done.Branch)
+	if len(commits) != 3 || commits[1].SHA != r.SHA || commits[0].Subject != "Fix and note" {
+		t.Fatalf("branch history = %+v; want base, the checkpoint, the final commit", commits)
+	}
+	prs := e.gh.PullRequests(owner, repoName)
+	if len(prs) != 1 || prs[0].Draft || !strings.Contains(prs[0].Body, "`AFTER.md` (+1 −0)") {
+		t.Fatalf("pull request = %+v", prs)
+	}
+	if n := len(checkRunsNamed(e.gh, task.ApprovalCheck)); n != 1 {
+		t.Fatalf("%d approval check runs", n)
+	}
+}
+
+// An answer naming a request of another issue's task does not answer it.
+func TestAnswerOnAnotherIssueIsRefused(t *testing.T) {
+	e := newEnv(t, newRunLLM(t, "make test"))
+	e.gh.AddIssue(owner, repoName, fakegithub.Issue{Number: 2, Title: "Another", Body: "x", Author: owner})
+	e.comment("d1", 1, owner, "/agent fix the typo")
+	r := e.waitState(1, task.AwaitingApproval).Request
+	e.comment("a1", 2, owner, "/approve "+r.ID)
+	e.waitComment(2, "there is no execution request waiting for an answer here")
+	if st := e.waitState(1, task.AwaitingApproval); st.Request.Answer != nil {
+		t.Fatalf("an answer on #2 answered #1's request: %+v", st.Request.Answer)
+	}
+}

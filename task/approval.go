@@ -101,6 +101,7 @@ func (f *Flow) ask(ctx context.Context, t *Task) error {
 		return nil
 	}
 	r.Asked = true
+	r.ParkedAt = f.now()
 	r.Deadline = r.AskedAt.Add(f.approvalTimeout())
 	t.RunAfter = r.Deadline
 	if err := t.Move(AwaitingApproval); err != nil {
@@ -216,7 +217,9 @@ func (f *Flow) resolve(ctx context.Context, t *Task, o Outcome) error {
 }
 
 // run executes an approved request in the sandbox, with a check run on the
-// request's commit showing it.
+// request's commit showing it. An approval runs the command once: a run cut
+// short (the bot died, the sandbox failed) is reported to the agent, which
+// may ask again, never repeated on the same approval.
 func (f *Flow) run(ctx context.Context, t *Task) error {
 	r := t.Request
 	switch {
@@ -230,10 +233,24 @@ func (f *Flow) run(ctx context.Context, t *Task) error {
 		}
 		r.RunCheckID = id
 		return nil
+	case r.Result == nil && r.StartedIn == 0:
+		// Saved before the command starts, so a crash during the run is
+		// seen as such by whoever picks the task up next.
+		r.StartedIn = max(t.Claim, 1)
+		return nil
 	case r.Result == nil:
+		if r.StartedIn != t.Claim {
+			// An earlier claim started the command and did not finish.
+			r.Result = &RunResult{ExitCode: -1, Output: "the run was interrupted before it finished (the bot stopped or the step failed); " +
+				"it was not repeated, because an approval covers one run: ask again if you still need it"}
+			return nil
+		}
 		ws, err := f.workspace(ctx, t)
 		if err != nil {
 			return err
+		}
+		if head, err := ws.Head(); err != nil || head != r.SHA {
+			return Fatal(fmt.Sprintf("the workspace is not at the approved commit %s", short(r.SHA)), err)
 		}
 		res, err := f.Runner.Run(ctx, RunSpec{
 			Dir:     ws.Dir(),
@@ -241,7 +258,11 @@ func (f *Flow) run(ctx context.Context, t *Task) error {
 			Labels:  map[string]string{"pullwright.task": strconv.FormatInt(t.ID, 10), "pullwright.request": r.ID},
 		})
 		if err != nil {
-			return retryf(err, "the sandbox could not run the command")
+			if ctx.Err() != nil {
+				return err
+			}
+			f.Logger.ErrorContext(ctx, "sandbox failed", "task_id", t.ID, "request", r.ID, "err", err)
+			res = RunResult{ExitCode: -1, Output: "the sandbox failed to run the command: " + UserMessage(Retry(sandboxMessage(err), err))}
 		}
 		r.Result = &res
 		return nil
@@ -251,16 +272,39 @@ func (f *Flow) run(ctx context.Context, t *Task) error {
 	if res.ExitCode != 0 || res.TimedOut || res.OOMKilled {
 		conclusion = "failure"
 	}
+	if err := f.closeRun(ctx, t, conclusion, RunTitle(res)); err != nil {
+		return err
+	}
+	return f.resolve(ctx, t, Outcome{Verdict: Approved, By: r.Answer.By, Result: res})
+}
+
+// sandboxMessage is what the agent and the check run may learn of a sandbox
+// failure: its kind, not the bot's internals.
+func sandboxMessage(err error) string {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return "it did not finish in time"
+	}
+	return "the sandbox is not working; a maintainer can see the bot's logs"
+}
+
+// closeRun completes the run check run, once.
+func (f *Flow) closeRun(ctx context.Context, t *Task, conclusion, title string) error {
+	r := t.Request
+	if r.RunClosed || r.RunCheckID == 0 {
+		return nil
+	}
+	text := ""
+	if r.Result != nil {
+		text = "```\n" + tail(r.Result.Output, 60, 60000) + "\n```"
+	}
 	if _, err := f.GitHub.UpsertCheckRun(ctx, t.Repo, CheckRun{
 		ID: r.RunCheckID, Name: RunCheck, HeadSHA: r.SHA, Status: "completed", Conclusion: conclusion,
-		ExternalID: r.ID, DetailsURL: r.CommentURL,
-		Title:   RunTitle(res),
-		Summary: RenderRequestSummary(t),
-		Text:    "```\n" + tail(res.Output, 60, 60000) + "\n```",
+		ExternalID: r.ID, DetailsURL: r.CommentURL, Title: title, Summary: RenderRequestSummary(t), Text: text,
 	}); err != nil {
 		return retryf(err, "completing the run check run failed")
 	}
-	return f.resolve(ctx, t, Outcome{Verdict: Approved, By: r.Answer.By, Result: res})
+	r.RunClosed = true
+	return nil
 }
 
 // tail is the last n lines of s, at most max bytes.
@@ -282,45 +326,60 @@ func (f *Flow) answer(ctx context.Context, t *Task) error {
 	if t.Kind == KindReject {
 		verb = "reject"
 	}
-	ok, err := f.mayWrite(ctx, t.Repo, t.Requester.Login)
-	if err != nil {
-		return err
-	}
-	if !ok {
-		if t.Issue == 0 {
-			return t.Move(Done) // a button press by an outsider: no issue to answer on
-		}
-		return f.refuse(ctx, t, verb+" the commands I ask to run")
-	}
 	target, err := f.requestTarget(ctx, t)
 	if errors.Is(err, ErrNotFound) && t.RequestID != "" && t.Issue != 0 {
 		// An id that names nothing here: answer about the request that waits.
 		target, err = f.activeTask(ctx, t)
 	}
-	if errors.Is(err, ErrNotFound) || (err == nil && (target.Request == nil || target.State != AwaitingApproval)) {
-		if t.Issue == 0 {
-			return t.Move(Done)
-		}
-		return f.reply(ctx, t, fmt.Sprintf("@%s there is no execution request waiting for an answer here.", t.Requester.Login))
-	}
-	if err != nil {
+	if err != nil && !errors.Is(err, ErrNotFound) {
 		return err
 	}
 	// Replies go where the answer was given; a button has no comment, so
-	// its reply goes to the task's issue.
+	// its reply goes to the issue of the task it names.
 	where := t.Issue
-	if where == 0 {
+	if where == 0 && target != nil {
 		where = target.Issue
 	}
+	if where == 0 {
+		// A button for a task we do not know: nowhere to answer.
+		f.Logger.WarnContext(ctx, "answer for an unknown request", "request", t.RequestID, "by", t.Requester.Login)
+		return t.Move(Done)
+	}
+	ok, err := f.mayWrite(ctx, t.Repo, t.Requester.Login)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return f.replyOn(ctx, t, where, fmt.Sprintf("@%s only people with write access to this repository can %s the commands I ask to run.", t.Requester.Login, verb))
+	}
+	if target == nil || target.Request == nil {
+		return f.replyOn(ctx, t, where, fmt.Sprintf("@%s there is no execution request waiting for an answer here.", t.Requester.Login))
+	}
 	r := target.Request
+	if a := r.Answer; a != nil && a.Via == t.DeliveryID && t.DeliveryID != "" {
+		return f.answered(ctx, t) // this very answer won before a crash
+	}
+	if target.State != AwaitingApproval {
+		if target.State == Working && r.CommentID != 0 && !r.Asked {
+			// Shown, but not parked yet: try again in a moment.
+			return Retry(fmt.Sprintf("request %s is still being posted", r.ID), nil)
+		}
+		return f.replyOn(ctx, t, where, fmt.Sprintf("@%s there is no execution request waiting for an answer here.", t.Requester.Login))
+	}
 	switch {
 	case t.RequestID != "" && t.RequestID != r.ID:
-		return f.replyOn(ctx, t, where, fmt.Sprintf("@%s request `%s` is not the one waiting; the current request is `%s`: `%s`.",
-			t.Requester.Login, t.RequestID, r.ID, oneLine(r.Command)))
+		return f.replyOn(ctx, t, where, fmt.Sprintf("@%s request `%s` is not the one waiting; the current request is `%s`: %s.",
+			t.Requester.Login, t.RequestID, r.ID, code(oneLine(r.Command))))
+	case t.RequestID == "" && !t.CreatedAt.IsZero() && t.CreatedAt.Before(r.ParkedAt):
+		// Written before this request was shown: it was about an earlier one.
+		return f.replyOn(ctx, t, where, fmt.Sprintf("@%s your answer came before the current request `%s` (%s) was asked; answer it with `/%s %s` if you mean it.",
+			t.Requester.Login, r.ID, code(oneLine(r.Command)), verb, r.ID))
 	case r.Answer != nil:
 		return f.replyOn(ctx, t, where, fmt.Sprintf("@%s request `%s` was already answered (%s by @%s).", t.Requester.Login, r.ID, r.Answer.Verdict, r.Answer.By))
 	case t.AnswerSHA != "" && t.AnswerSHA != r.SHA:
 		return f.replyOn(ctx, t, where, fmt.Sprintf("@%s that button belongs to an older commit; the current request is `%s` on %s.", t.Requester.Login, r.ID, short(r.SHA)))
+	case target.CancelledBy != "":
+		return f.replyOn(ctx, t, where, fmt.Sprintf("@%s task %d is being cancelled; its request was not answered.", t.Requester.Login, target.ID))
 	}
 	if verb == "approve" {
 		stale, err := f.stale(ctx, target)
@@ -332,7 +391,7 @@ func (f *Flow) answer(ctx context.Context, t *Task) error {
 				t.Requester.Login, r.ID, stale, f.Command))
 		}
 	}
-	a := Answer{Verdict: Approved, By: t.Requester.Login, At: f.now()}
+	a := Answer{Verdict: Approved, By: t.Requester.Login, Via: t.DeliveryID, At: f.now()}
 	if verb == "reject" {
 		a.Verdict, a.Reason = Rejected, strings.TrimSpace(t.Instructions)
 	}
@@ -344,6 +403,11 @@ func (f *Flow) answer(ctx context.Context, t *Task) error {
 		return retryf(err, "recording the answer failed")
 	}
 	f.Logger.InfoContext(ctx, "request answered", "task_id", target.ID, "request", r.ID, "verdict", a.Verdict, "by", a.By)
+	return f.answered(ctx, t)
+}
+
+// answered acknowledges an answer that was recorded.
+func (f *Flow) answered(ctx context.Context, t *Task) error {
 	if t.CommentID != 0 {
 		if err := f.GitHub.AddReaction(ctx, t.Repo, t.CommentID, "+1"); err != nil {
 			f.Logger.WarnContext(ctx, "react to answer", "task_id", t.ID, "err", err)
@@ -370,8 +434,12 @@ func (f *Flow) requestTarget(ctx context.Context, t *Task) (*Task, error) {
 	if err != nil {
 		return nil, retryf(err, "reading task %d failed", id)
 	}
-	// An id only names a task of the same installation and repository.
+	// An id only names a task of the same installation and repository, and,
+	// when given in a comment, of that issue or the task's pull request.
 	if target.Repo.InstallationID != t.Repo.InstallationID || !strings.EqualFold(target.Repo.FullName(), t.Repo.FullName()) {
+		return nil, ErrNotFound
+	}
+	if t.Issue != 0 && target.Issue != t.Issue && (target.PRNumber == 0 || target.PRNumber != t.Issue) {
 		return nil, ErrNotFound
 	}
 	return target, nil

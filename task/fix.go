@@ -394,7 +394,7 @@ func (f *Flow) makeCommit(ctx context.Context, t *Task, ws Workspace) (string, e
 // publish commits, pushes, opens the pull request (or makes the draft
 // ready) and reports, one idempotent sub-step per call.
 func (f *Flow) publish(ctx context.Context, t *Task) error {
-	if !t.published() {
+	if !t.Final {
 		done, err := f.checkpoint(ctx, t)
 		if err != nil || !done {
 			return err
@@ -402,7 +402,8 @@ func (f *Flow) publish(ctx context.Context, t *Task) error {
 		if t.HeadSHA == "" {
 			return Fatal("the agent finished without changing any file, so there is nothing to propose", ErrNoChanges)
 		}
-		return Fatal(fmt.Sprintf("the workspace is not at the task's commit %s", short(t.HeadSHA)), nil)
+		t.Final = true
+		return nil
 	}
 	if t.ChangedFiles == nil {
 		stats, err := f.diffStat(ctx, t)

@@ -193,7 +193,7 @@ func (f *Flow) cancelRequest(ctx context.Context, t *Task) error {
 // published reports whether the task pushed its final commit: from there
 // on the pull request follows, and stopping would leave it half made.
 func (t *Task) published() bool {
-	return t.State == Publishing && t.HeadSHA != "" && t.PushedSHA == t.HeadSHA
+	return t.State == Publishing && t.Final
 }
 
 func (f *Flow) updateStatus(ctx context.Context, t *Task) error {
@@ -213,12 +213,15 @@ func (f *Flow) Finish(ctx context.Context, t *Task) error {
 	if t.Kind != KindFix {
 		return nil
 	}
-	if r := t.Request; r != nil && r.CheckRunID != 0 && !r.Closed {
+	if r := t.Request; r != nil {
 		conclusion, title := "cancelled", "Cancelled"
 		if t.State == Failed {
 			conclusion, title = "neutral", "The task failed"
 		}
 		if err := f.closeApproval(ctx, t, conclusion, title); err != nil {
+			return err
+		}
+		if err := f.closeRun(ctx, t, conclusion, title); err != nil {
 			return err
 		}
 	}

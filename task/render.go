@@ -59,7 +59,7 @@ func RenderStatus(t *Task, command string) string {
 	}
 	b.WriteString("\n\n")
 	if r := t.Request; r != nil && (t.State == AwaitingApproval || t.State == Running) {
-		fmt.Fprintf(&b, "Request `%s`: `%s`", r.ID, oneLine(fence(r.Command)))
+		fmt.Fprintf(&b, "Request `%s`: %s", r.ID, code(oneLine(r.Command)))
 		if t.State == AwaitingApproval && r.CommentURL != "" {
 			fmt.Fprintf(&b, " — [answer it](%s) with `/approve` or `/reject <reason>`", r.CommentURL)
 		}
@@ -119,8 +119,8 @@ func StatusLine(t *Task) string {
 	case t.State == Failed:
 		fmt.Fprintf(&b, ": %s", t.Error)
 	case t.State == AwaitingApproval && t.Request != nil:
-		fmt.Fprintf(&b, ": request `%s` asks to run `%s`; answer with `/approve` or `/reject <reason>` before %s",
-			t.Request.ID, oneLine(fence(t.Request.Command)), t.Request.Deadline.UTC().Format("2006-01-02 15:04 MST"))
+		fmt.Fprintf(&b, ": request `%s` asks to run %s; answer with `/approve` or `/reject <reason>` before %s",
+			t.Request.ID, code(oneLine(t.Request.Command)), t.Request.Deadline.UTC().Format("2006-01-02 15:04 MST"))
 	}
 	fmt.Fprintf(&b, " (%d turns, %d tokens).", t.Turns, t.Tokens)
 	return b.String()
@@ -233,8 +233,27 @@ func RunTitle(r *RunResult) string {
 
 // CheckpointMessage is the message of the commit made before a request.
 func CheckpointMessage(t *Task) string {
-	return fmt.Sprintf("WIP: checkpoint before request %s\n\nThe agent asked to run `%s`.\nRequested in #%d by @%s.\n",
-		t.Request.ID, oneLine(t.Request.Command), t.Issue, t.Requester.Login)
+	return fmt.Sprintf("WIP: checkpoint before request %s\n\nThe agent asked to run %s.\nRequested in #%d by @%s.\n",
+		t.Request.ID, defang(code(oneLine(t.Request.Command))), t.Issue, t.Requester.Login)
+}
+
+// code shows s as inline code whatever backticks it holds: the delimiter
+// is one backtick longer than the longest run inside.
+func code(s string) string {
+	longest, run := 0, 0
+	for _, c := range s {
+		if c == '`' {
+			run++
+			longest = max(longest, run)
+		} else {
+			run = 0
+		}
+	}
+	d := strings.Repeat("`", longest+1)
+	if longest > 0 {
+		return d + " " + s + " " + d
+	}
+	return d + s + d
 }
 
 // fence keeps a command from closing the code block it is shown in.

@@ -41,6 +41,7 @@ CREATE TABLE IF NOT EXISTS tasks (
 	lease_until  INTEGER NOT NULL DEFAULT 0,
 	cancelled_by TEXT NOT NULL DEFAULT '',
 	crashes      INTEGER NOT NULL DEFAULT 0,
+	claims       INTEGER NOT NULL DEFAULT 0,
 	-- The current execution request and its answer live outside data so
 	-- that an answer can be set with a compare-and-swap by whoever handles
 	-- the "/approve", while no worker holds the task.
@@ -129,6 +130,18 @@ func (s *SQLite) Record(ctx context.Context, d Delivery, t *Task) error {
 		if err != nil {
 			return fmt.Errorf("record delivery %s: encode task: %w", d.ID, err)
 		}
+		if t.Kind == KindFix {
+			// A fix asked on the pull request an active task opened is a
+			// fix on that task's conversation too.
+			var busy int
+			err := tx.QueryRowContext(ctx, `SELECT count(*) FROM tasks WHERE pr_key = ? AND kind = 'fix' AND state NOT IN ('done', 'failed', 'cancelled')`, t.IssueKey()).Scan(&busy)
+			if err != nil {
+				return fmt.Errorf("record delivery %s: %w", d.ID, err)
+			}
+			if busy > 0 {
+				return fmt.Errorf("record delivery %s: %s: %w", d.ID, t.IssueKey(), ErrActive)
+			}
+		}
 		res, err := tx.ExecContext(ctx,
 			`INSERT INTO tasks (kind, state, issue_key, run_after, data, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
 			t.Kind, t.State, t.IssueKey(), t.RunAfter.UnixMilli(), data, t.CreatedAt.UnixMilli(), now.UnixMilli())
@@ -205,8 +218,8 @@ func (s *SQLite) Claim(ctx context.Context, owner string, lease time.Duration) (
 		crashes++
 	}
 	t.Crashes = int(crashes)
-	if _, err := tx.ExecContext(ctx, `UPDATE tasks SET lease_owner = ?, lease_until = ?, crashes = ? WHERE id = ?`,
-		owner, now+lease.Milliseconds(), crashes, t.ID); err != nil {
+	if err := tx.QueryRowContext(ctx, `UPDATE tasks SET lease_owner = ?, lease_until = ?, crashes = ?, claims = claims + 1 WHERE id = ? RETURNING claims`,
+		owner, now+lease.Milliseconds(), crashes, t.ID).Scan(&t.Claim); err != nil {
 		return nil, fmt.Errorf("claim task %d: %w", t.ID, err)
 	}
 	if err := tx.Commit(); err != nil {
@@ -344,7 +357,7 @@ func (s *SQLite) Answer(ctx context.Context, id int64, requestID string, a Answe
 		return fmt.Errorf("answer request %s: %w", requestID, err)
 	}
 	res, err := s.db.ExecContext(ctx,
-		`UPDATE tasks SET answer = ?, run_after = ? WHERE id = ? AND request_id = ? AND answer = '' AND state = 'awaiting_approval'`,
+		`UPDATE tasks SET answer = ?, run_after = ? WHERE id = ? AND request_id = ? AND answer = '' AND state = 'awaiting_approval' AND cancelled_by = ''`,
 		string(b), s.now().UnixMilli(), id, requestID)
 	if err != nil {
 		return fmt.Errorf("answer request %s: %w", requestID, err)

@@ -126,10 +126,13 @@ const (
 // Answer is how an execution request was answered. The store sets it with
 // a compare-and-swap, so two answers arriving at once cannot both win.
 type Answer struct {
-	Verdict string    `json:"verdict"`
-	By      string    `json:"by,omitempty"`
-	Reason  string    `json:"reason,omitempty"`
-	At      time.Time `json:"at"`
+	Verdict string `json:"verdict"`
+	By      string `json:"by,omitempty"`
+	// Via is the delivery that answered, so replaying that answer's step
+	// after a crash recognises its own success.
+	Via    string    `json:"via,omitempty"`
+	Reason string    `json:"reason,omitempty"`
+	At     time.Time `json:"at"`
 }
 
 // RunResult is what an approved command did.
@@ -160,8 +163,17 @@ type ExecRequest struct {
 	CheckRunID  int64  `json:"check_run_id,omitempty"`
 	// PRUpdated is true once an existing draft's body shows this checkpoint.
 	PRUpdated bool `json:"pr_updated,omitempty"`
-	// Asked is true once the request is fully shown and the task waits.
-	Asked bool `json:"asked,omitempty"`
+	// Asked is true once the request is fully shown and the task waits;
+	// ParkedAt is when. An answer without a request id given before then
+	// was about an earlier request.
+	Asked    bool      `json:"asked,omitempty"`
+	ParkedAt time.Time `json:"parked_at,omitzero"`
+	// StartedIn is the claim (Task.Claim) in which the command was handed
+	// to the sandbox: an approval runs it once, and a run cut short (found
+	// by a later claim) is reported, not repeated.
+	StartedIn int `json:"started_in,omitempty"`
+	// RunClosed is true once the run check run shows the end.
+	RunClosed bool `json:"run_closed,omitempty"`
 	// Answer is kept by the store apart from the task's data.
 	Answer     *Answer    `json:"-"`
 	RunCheckID int64      `json:"run_check_id,omitempty"`
@@ -210,6 +222,9 @@ type Task struct {
 	PushedSHA string `json:"pushed_sha,omitempty"`
 	// CommitAt dates the next commit, so that remaking it gives the same SHA.
 	CommitAt time.Time `json:"commit_at,omitzero"`
+	// Final is true once the branch holds all of the agent's work and only
+	// the pull request and the report are left to do.
+	Final bool `json:"final,omitempty"`
 	// Draft is true while the task's pull request is a draft.
 	Draft bool `json:"draft,omitempty"`
 	// Request is the agent's current (or last) execution request.
@@ -231,6 +246,8 @@ type Task struct {
 	// Crashes counts claims of the task after its worker vanished without
 	// releasing it (kept by the store, like CancelledBy).
 	Crashes int `json:"-"`
+	// Claim numbers the claims of the task, from 1 (kept by the store).
+	Claim int `json:"-"`
 	// Attempts counts consecutive failed tries of the current step.
 	Attempts  int       `json:"attempts,omitempty"`
 	RunAfter  time.Time `json:"run_after"`

@@ -207,6 +207,11 @@ func (p *Pool) work(ctx context.Context, owner string, t *Task) {
 		// A failed step leaves no trace in the task but its retry count:
 		// what it half did is redone, idempotently, by the next try.
 		before := *t
+		if t.Request != nil {
+			// Steps change the request in place: keep a copy of it too.
+			r := *t.Request
+			before.Request = &r
+		}
 		began := time.Now()
 		err := p.step(ctx, t)
 		p.observe(StepResult{Kind: t.Kind, From: from, To: t.State, Err: err, Duration: time.Since(began)})
