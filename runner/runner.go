@@ -7,9 +7,9 @@
 // writes, deletes or chmods, the workspace the agent edits is unchanged. The
 // command gets a minimal environment, never the bot's.
 //
-// Backends: Local (a process group on this machine; no isolation, for
-// development and GitHub Actions runners only). A Docker backend implements
-// the same interface.
+// Backends: Docker (one locked-down container per command, the default) and
+// Local (a process group on this machine; no isolation, for development and
+// GitHub Actions runners only).
 package runner
 
 import (
@@ -37,6 +37,11 @@ type Spec struct {
 	// DefaultMaxOutput. Beyond it the first and last MaxOutput/2 bytes are
 	// kept and the middle is replaced by "\n[… N bytes cut …]\n".
 	MaxOutput int
+	// Image is the container image to run in, for container backends: the
+	// repository's configured image, if any. Empty lets the backend choose
+	// (Docker: its configured image, else by language, see ImageFor). Local
+	// ignores it.
+	Image string
 	// Labels identify the run (task id, request id) in logs and, for
 	// container backends, as container labels. They are not passed to the
 	// command.
@@ -47,7 +52,10 @@ type Spec struct {
 // is a normal Result, not an error.
 type Result struct {
 	// ExitCode is the command's exit status, or -1 if it never exited
-	// normally (killed by a signal, timed out, cancelled).
+	// normally (Local: killed by a signal; both: timed out, cancelled, or,
+	// for Docker, the image could not be had). In a Docker container the
+	// shell is process 1 and a command killed by signal n exits 128+n as
+	// a shell reports it (137 for SIGKILL, and so for OOMKilled).
 	ExitCode int
 	// Output is stdout and stderr interleaved in the order they were
 	// written, bounded by Spec.MaxOutput plus the cut marker. A note such as

@@ -1,0 +1,118 @@
+package runner
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"testing"
+	"time"
+
+	"github.com/moby/moby/api/pkg/stdcopy"
+	"github.com/moby/moby/client"
+)
+
+// BenchmarkDockerOverhead measures, in the same run and interleaved so that
+// drift in the machine's load hits all alike, the cost of running `true`:
+//
+//   - runner: Docker.Run, container per command (copy of an empty
+//     workspace, create, attach, start, wait, inspect, remove);
+//     start-ms is the part from Run being called to the container started
+//     ("approved" to "command started");
+//   - cli: `docker run --rm --network none IMAGE true`;
+//   - exec: one container per task, kept running, and `docker exec` per
+//     command (create, attach, start, inspect of the exec).
+//
+// Needs the Docker engine and the sandbox image (scripts/sandbox-image.sh,
+// or PULLWRIGHT_SANDBOX_IMAGE):
+//
+//	go test -run '^$' -bench DockerOverhead -benchtime 20x ./runner/
+func BenchmarkDockerOverhead(b *testing.B) {
+	image := os.Getenv("PULLWRIGHT_SANDBOX_IMAGE")
+	if image == "" {
+		image = "pullwright/sandbox-go:test"
+	}
+	ctx := context.Background()
+	d, err := NewDocker(DockerConfig{Image: image, TempDir: b.TempDir(), Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer d.Close()
+	if _, err := d.cli.ImageInspect(ctx, image); err != nil {
+		b.Skipf("image %s not available (run scripts/sandbox-image.sh): %v", image, err)
+	}
+	dir := b.TempDir()
+
+	// The per-task container for the exec variant, locked down like a run.
+	nano, err := d.checkHost(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	opts := d.containerConfig(Spec{Command: "sleep 86400"}, image, dir, nano)
+	task, err := d.cli.ContainerCreate(ctx, opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer d.remove(d.log, task.ID)
+	if _, err := d.cli.ContainerStart(ctx, task.ID, client.ContainerStartOptions{}); err != nil {
+		b.Fatal(err)
+	}
+
+	var started time.Time
+	d.onStarted = func() { started = time.Now() }
+	var runner, toStart, cli, execd time.Duration
+	n := 0
+	for b.Loop() {
+		n++
+		t0 := time.Now()
+		res, err := d.Run(ctx, Spec{Dir: dir, Command: "true"})
+		if err != nil || res.ExitCode != 0 {
+			b.Fatalf("runner: %v %+v", err, res)
+		}
+		runner += time.Since(t0)
+		toStart += started.Sub(t0)
+
+		t0 = time.Now()
+		if out, err := exec.Command("docker", "run", "--rm", "--network", "none", image, "true").CombinedOutput(); err != nil {
+			b.Fatalf("docker run: %v\n%s", err, out)
+		}
+		cli += time.Since(t0)
+
+		t0 = time.Now()
+		if code := execTrue(ctx, b, d.cli, task.ID); code != 0 {
+			b.Fatalf("exec: exit %d", code)
+		}
+		execd += time.Since(t0)
+	}
+	ms := func(total time.Duration) float64 { return float64(total.Microseconds()) / 1000 / float64(n) }
+	b.ReportMetric(0, "ns/op") // the three variants are reported separately
+	b.ReportMetric(ms(runner), "runner-ms")
+	b.ReportMetric(ms(toStart), "runner-start-ms")
+	b.ReportMetric(ms(cli), "cli-ms")
+	b.ReportMetric(ms(execd), "exec-ms")
+	b.ReportMetric(float64(runner)/float64(cli), "runner/cli")
+	b.ReportMetric(float64(execd)/float64(runner), "exec/runner")
+}
+
+// execTrue runs `true` in the running container id, as an exec, and returns
+// its exit code.
+func execTrue(ctx context.Context, b *testing.B, cli *client.Client, id string) int {
+	e, err := cli.ExecCreate(ctx, id, client.ExecCreateOptions{
+		Cmd: []string{"true"}, AttachStdout: true, AttachStderr: true, WorkingDir: SandboxWorkdir,
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	att, err := cli.ExecAttach(ctx, e.ID, client.ExecAttachOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	_, _ = stdcopy.StdCopy(io.Discard, io.Discard, att.Reader)
+	att.Close()
+	ins, err := cli.ExecInspect(ctx, e.ID, client.ExecInspectOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return ins.ExitCode
+}
