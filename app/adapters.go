@@ -261,12 +261,3 @@ func (w workspace) DiffStat(base string) ([]task.FileStat, error) {
 	}
 	return out, nil
 }
-
-// noSandbox answers every approved command with a result that says the
-// Docker sandbox is missing, so the agent learns it and goes on; the bot
-// never falls back to running commands unisolated on its own.
-type noSandbox struct{}
-
-func (noSandbox) Run(context.Context, task.RunSpec) (task.RunResult, error) {
-	return task.RunResult{ExitCode: -1, Output: "not run: this bot's Docker sandbox is not available (BOT_RUNNER=docker is not implemented in this version)"}, nil
-}

@@ -79,6 +79,7 @@ type App struct {
 	webhook *webhook.Handler
 	github  *ghapp.App
 	metrics *metrics
+	closers []func() error
 }
 
 // New checks cfg and builds the bot. It opens the store but starts nothing.
@@ -133,16 +134,10 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	}
 
 	a := &App{cfg: cfg, log: log, store: store, github: gh, metrics: newMetrics()}
-	var sb task.Runner = noSandbox{}
-	if cfg.Runner == "local" {
-		runs := filepath.Join(cfg.WorkDir, "runs")
-		if err := os.MkdirAll(runs, 0o700); err != nil {
-			store.Close()
-			return nil, fmt.Errorf("create %s: %w", runs, err)
-		}
-		sb = sandbox{runner.NewLocal(runs, log.With("component", "runner"))}
-	} else {
-		log.Error("BOT_RUNNER=docker: the Docker sandbox is not in this version yet; approved commands get a result saying so. BOT_RUNNER=local runs them without isolation, on throwaway machines only")
+	sb, err := a.sandbox(ctx)
+	if err != nil {
+		store.Close()
+		return nil, err
 	}
 	a.pool = &task.Pool{
 		Store: store,
@@ -194,6 +189,39 @@ func setDefaults(c *Config) {
 	def(&c.Model, DefaultModel)
 	def(&c.Runner, DefaultRunner)
 	def(&c.WorkDir, filepath.Join(os.TempDir(), "pullwright"))
+}
+
+// sandbox builds the runner BOT_RUNNER names. Docker is checked and
+// cleared of containers a crashed bot left behind; a daemon that does not
+// answer is logged loudly, and each approved command then gets a result
+// saying the sandbox failed: the bot never falls back to running commands
+// without isolation.
+func (a *App) sandbox(ctx context.Context) (task.Runner, error) {
+	log := a.log.With("component", "runner")
+	dir := filepath.Join(a.cfg.WorkDir, "runs")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("create %s: %w", dir, err)
+	}
+	if a.cfg.Runner == "local" {
+		return sandbox{runner.NewLocal(dir, log)}, nil
+	}
+	d, err := runner.NewDocker(runner.DockerConfig{Image: a.cfg.SandboxImage, TempDir: dir, Logger: log})
+	if err != nil {
+		return nil, fmt.Errorf("docker sandbox: %w", err)
+	}
+	a.closers = append(a.closers, d.Close)
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := d.Ping(pctx); err != nil {
+		log.Error("the Docker engine does not answer: approved commands will fail until it does", "err", err)
+		return sandbox{d}, nil
+	}
+	if n, err := d.CleanupOrphans(pctx); err != nil {
+		log.Error("remove sandboxes left by an earlier run", "err", err)
+	} else if n > 0 {
+		log.Warn("removed sandboxes left by an earlier run", "containers", n)
+	}
+	return sandbox{d}, nil
 }
 
 // botLogin asks GitHub who the app is, so that the webhook ignores the
@@ -316,4 +344,10 @@ func (a *App) RunWorkers(ctx context.Context) error { return a.pool.Run(ctx) }
 func (a *App) Store() task.Store { return a.store }
 
 // Close releases the store.
-func (a *App) Close() error { return a.store.Close() }
+func (a *App) Close() error {
+	err := a.store.Close()
+	for _, c := range a.closers {
+		err = errors.Join(err, c())
+	}
+	return err
+}

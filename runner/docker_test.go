@@ -1,11 +1,7 @@
 package runner_test
 
-// Tests of the Docker runner against the real engine. They need the Docker
-// daemon and the sandbox image built by scripts/sandbox-image.sh (busybox +
-// this machine's Go toolchain, no registry needed); if the image is missing
-// and Docker is there, the tests build it by running that script once. With
-// CI=true a missing daemon or image fails the tests; elsewhere they skip.
-// PULLWRIGHT_SANDBOX_IMAGE names another image.
+// Tests of the Docker runner against the real engine; internal/sandboxtest
+// says what they need and when they skip.
 
 import (
 	"context"
@@ -14,13 +10,11 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -29,60 +23,12 @@ import (
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 
+	"github.com/pullwright/pullwright/internal/sandboxtest"
 	"github.com/pullwright/pullwright/runner"
 )
 
-const defaultTestImage = "pullwright/sandbox-go:test"
-
-var (
-	dockerOnce  sync.Once
-	dockerImage string
-	dockerErr   error
-)
-
-// sandboxImage returns the test image, building it if Docker is there and
-// the image is not. Without Docker or the image the test is skipped, or
-// fails under CI=true.
-func sandboxImage(t testing.TB) string {
-	t.Helper()
-	dockerOnce.Do(func() {
-		dockerImage = os.Getenv("PULLWRIGHT_SANDBOX_IMAGE")
-		if dockerImage == "" {
-			dockerImage = defaultTestImage
-		}
-		cli, err := client.New(client.FromEnv)
-		if err != nil {
-			dockerErr = fmt.Errorf("docker client: %w", err)
-			return
-		}
-		defer cli.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if _, err := cli.Ping(ctx, client.PingOptions{NegotiateAPIVersion: true}); err != nil {
-			dockerErr = fmt.Errorf("the Docker engine is not reachable: %w", err)
-			return
-		}
-		if _, err := cli.ImageInspect(ctx, dockerImage); err == nil {
-			return
-		}
-		if dockerImage != defaultTestImage {
-			dockerErr = fmt.Errorf("image %s (PULLWRIGHT_SANDBOX_IMAGE) is not on the Docker host", dockerImage)
-			return
-		}
-		script, _ := filepath.Abs("../scripts/sandbox-image.sh")
-		out, err := exec.Command(script, dockerImage).CombinedOutput()
-		if err != nil {
-			dockerErr = fmt.Errorf("image %s is missing and %s failed: %v\n%s", dockerImage, script, err, out)
-		}
-	})
-	if dockerErr != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("CI=true and the Docker sandbox cannot be tested: %v", dockerErr)
-		}
-		t.Skipf("Docker sandbox tests skipped (set CI=true to make this a failure): %v", dockerErr)
-	}
-	return dockerImage
-}
+// sandboxImage returns the test image (see internal/sandboxtest).
+func sandboxImage(t testing.TB) string { return sandboxtest.Image(t) }
 
 var testOwners atomic.Int64
 
