@@ -6,6 +6,8 @@ package app
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -205,7 +207,7 @@ func (a *App) sandbox(ctx context.Context) (task.Runner, error) {
 	if a.cfg.Runner == "local" {
 		return sandbox{runner.NewLocal(dir, log)}, nil
 	}
-	d, err := runner.NewDocker(runner.DockerConfig{Image: a.cfg.SandboxImage, TempDir: dir, Logger: log})
+	d, err := runner.NewDocker(runner.DockerConfig{Image: a.cfg.SandboxImage, TempDir: dir, Owner: sandboxOwner(dir), Logger: log})
 	if err != nil {
 		return nil, fmt.Errorf("docker sandbox: %w", err)
 	}
@@ -222,6 +224,16 @@ func (a *App) sandbox(ctx context.Context) (task.Runner, error) {
 		log.Warn("removed sandboxes left by an earlier run", "containers", n)
 	}
 	return sandbox{d}, nil
+}
+
+// sandboxOwner names this bot's sandboxes on a Docker host that others may
+// share (replicas, other bots, tests): the host name and the work
+// directory, stable across restarts, so that the clean-up at start removes
+// what this bot left and nothing of anyone else's.
+func sandboxOwner(dir string) string {
+	host, _ := os.Hostname()
+	sum := sha256.Sum256([]byte(host + "\x00" + dir))
+	return hex.EncodeToString(sum[:8])
 }
 
 // botLogin asks GitHub who the app is, so that the webhook ignores the
