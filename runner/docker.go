@@ -293,19 +293,11 @@ func (d *Docker) Run(ctx context.Context, s Spec) (Result, error) {
 		return res, nil
 	}
 
-	base, err := os.MkdirTemp(d.cfg.TempDir, "pullwright-docker-")
+	_, work, remove, err := copyWorkspace(ctx, log, d.cfg.TempDir, "pullwright-docker-", s.Dir)
 	if err != nil {
-		return res, fmt.Errorf("create run directory: %w", err)
+		return res, err
 	}
-	defer func() {
-		if err := removeTree(base); err != nil {
-			log.Error("runner: remove workspace copy", "dir", base, "err", err)
-		}
-	}()
-	work := filepath.Join(base, "workspace")
-	if err := copyTree(ctx, s.Dir, work); err != nil {
-		return res, fmt.Errorf("copy workspace %s: %w", s.Dir, err)
-	}
+	defer remove()
 	if err := d.handOver(work); err != nil {
 		return res, fmt.Errorf("prepare workspace copy: %w", err)
 	}

@@ -79,19 +79,11 @@ func (l *Local) Run(ctx context.Context, s Spec) (Result, error) {
 	}
 	log := l.logger().With(labelAttrs(s.Labels)...)
 
-	base, err := os.MkdirTemp(l.TempDir, "pullwright-run-")
+	base, work, remove, err := copyWorkspace(ctx, log, l.TempDir, "pullwright-run-", s.Dir)
 	if err != nil {
-		return res, fmt.Errorf("create run directory: %w", err)
+		return res, err
 	}
-	defer func() {
-		if err := removeTree(base); err != nil {
-			log.Error("runner: remove run directory", "dir", base, "err", err)
-		}
-	}()
-	work := filepath.Join(base, "work")
-	if err := copyTree(ctx, s.Dir, work); err != nil {
-		return res, fmt.Errorf("copy workspace %s: %w", s.Dir, err)
-	}
+	defer remove()
 	env := []string{"PATH=" + DefaultPath, "LANG=C.UTF-8", "CI=true"}
 	for _, v := range []struct{ name, dir string }{
 		{"HOME", "home"}, {"TMPDIR", "tmp"}, {"GOCACHE", "gocache"}, {"GOPATH", "gopath"},

@@ -14,6 +14,10 @@ package runner
 
 import (
 	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
 	"time"
 )
 
@@ -91,4 +95,26 @@ func (s Spec) withDefaults() Spec {
 		s.MaxOutput = DefaultMaxOutput
 	}
 	return s
+}
+
+// copyWorkspace makes a fresh run directory under tempDir (named after
+// pattern) and copies src into its "work" folder. It returns the run
+// directory, the copy, and the function that removes both, which the
+// caller defers.
+func copyWorkspace(ctx context.Context, log *slog.Logger, tempDir, pattern, src string) (base, work string, remove func(), err error) {
+	base, err = os.MkdirTemp(tempDir, pattern)
+	if err != nil {
+		return "", "", nil, fmt.Errorf("create run directory: %w", err)
+	}
+	remove = func() {
+		if err := removeTree(base); err != nil {
+			log.Error("runner: remove workspace copy", "dir", base, "err", err)
+		}
+	}
+	work = filepath.Join(base, "work")
+	if err := copyTree(ctx, src, work); err != nil {
+		remove()
+		return "", "", nil, fmt.Errorf("copy workspace %s: %w", src, err)
+	}
+	return base, work, remove, nil
 }
