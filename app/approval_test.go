@@ -30,15 +30,7 @@ func newRunLLM(t *testing.T, command string) *fakellm.Server {
 		{ToolCalls: []fakellm.ToolCall{call("run", map[string]any{"command": command, "reason": "check that the typo is gone"})}},
 		{ToolCalls: []fakellm.ToolCall{call("finish", map[string]any{"title": "Fix the spelling of commit in the README", "summary": "Fixed and checked."})}},
 	}
-	return fakellm.NewFunc(t, func(req openai.ChatCompletionRequest) fakellm.Step {
-		n := 0
-		for _, m := range req.Messages {
-			if m.Role == openai.ChatMessageRoleAssistant {
-				n++
-			}
-		}
-		return steps[min(n, len(steps)-1)]
-	})
+	return fakellm.NewByTurn(t, steps...)
 }
 
 // waitState waits until the latest fix task is in state s.
@@ -340,16 +332,7 @@ func TestWorkAfterTheRunIsPublished(t *testing.T) {
 		{ToolCalls: []fakellm.ToolCall{call("write_file", map[string]any{"path": "AFTER.md", "content": "written after the run\n"})}},
 		{ToolCalls: []fakellm.ToolCall{call("finish", map[string]any{"title": "Fix and note", "summary": "Fixed, checked, noted."})}},
 	}
-	llm := fakellm.NewFunc(t, func(req openai.ChatCompletionRequest) fakellm.Step {
-		n := 0
-		for _, m := range req.Messages {
-			if m.Role == openai.ChatMessageRoleAssistant {
-				n++
-			}
-		}
-		return steps[min(n, len(steps)-1)]
-	})
-	e := newEnv(t, llm)
+	e := newEnv(t, fakellm.NewByTurn(t, steps...))
 	e.comment("d1", 1, owner, "/agent fix the typo")
 	r := e.waitState(1, task.AwaitingApproval).Request
 	e.comment("a1", 1, owner, "/approve "+r.ID)

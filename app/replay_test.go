@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sashabaranov/go-openai"
-
 	"github.com/pullwright/pullwright/agent"
 	"github.com/pullwright/pullwright/ghapp"
 	"github.com/pullwright/pullwright/internal/fakegithub"
@@ -59,15 +57,7 @@ func TestEveryStepCanBeReplayed(t *testing.T) {
 				run := fakellm.Step{ToolCalls: []fakellm.ToolCall{{Name: "run", Arguments: `{"command":"grep -c commit README.md","reason":"check"}`}}}
 				answers = append(answers[:2], run, answers[2])
 			}
-			llm := fakellm.NewFunc(t, func(req openai.ChatCompletionRequest) fakellm.Step {
-				n := 0
-				for _, m := range req.Messages {
-					if m.Role == openai.ChatMessageRoleAssistant {
-						n++
-					}
-				}
-				return answers[min(n, len(answers)-1)]
-			})
+			llm := fakellm.NewByTurn(t, answers...)
 
 			log := slog.New(slog.DiscardHandler)
 			app, err := ghapp.New(ghapp.Config{AppID: gh.AppID, PrivateKey: gh.PrivateKeyPEM(), BaseURL: gh.URL, Logger: log, MinBackoff: time.Millisecond})

@@ -37,16 +37,6 @@ func call(name string, v any) fakellm.ToolCall {
 // turn is how far a conversation got: the number of model answers in it.
 // A scripted model that answers by it gives a resumed or replayed turn the
 // same answer as the lost one.
-func turn(req openai.ChatCompletionRequest) int {
-	n := 0
-	for _, m := range req.Messages {
-		if m.Role == openai.ChatMessageRoleAssistant {
-			n++
-		}
-	}
-	return n
-}
-
 var (
 	pullsCreated     = regexp.MustCompile(`^/repos/[^/]+/[^/]+/pulls$`)
 	checkRunsCreated = regexp.MustCompile(`^/repos/[^/]+/[^/]+/check-runs$`)
@@ -75,7 +65,7 @@ func TestKillDuringApprovalWaitLosesNothing(t *testing.T) {
 		{ToolCalls: []fakellm.ToolCall{call("finish", map[string]any{"title": "Fix the spelling of commit in the README", "summary": "Fixed and checked."})}},
 	}
 	llm := fakellm.NewFunc(t, func(req openai.ChatCompletionRequest) fakellm.Step {
-		return steps[min(turn(req), len(steps)-1)]
+		return steps[min(fakellm.Turn(req), len(steps)-1)]
 	})
 	h := botproc.New(t, llm, botproc.Options{})
 	h.GitHub.SetPermission(botproc.Owner, botproc.Repo, "maintainer", "write")
@@ -174,12 +164,12 @@ func TestKillBetweenTurnsResumes(t *testing.T) {
 	const killAt = 2 // the third model call (after two turns) is in flight at the kill
 	var (
 		mu    sync.Mutex
-		turns []int // turn() of every request, in order
+		turns []int // fakellm.Turn of every request, in order
 	)
 	inFlight := make(chan struct{})
 	killed := make(chan struct{})
 	llm := fakellm.NewFunc(t, func(req openai.ChatCompletionRequest) fakellm.Step {
-		n := turn(req)
+		n := fakellm.Turn(req)
 		mu.Lock()
 		turns = append(turns, n)
 		first := n == killAt && slices.Index(turns, killAt) == len(turns)-1

@@ -77,6 +77,29 @@ func New(t testing.TB, steps ...Step) *Server {
 	})
 }
 
+// Turn is how many answers the model already gave in req's conversation.
+func Turn(req openai.ChatCompletionRequest) int {
+	n := 0
+	for _, m := range req.Messages {
+		if m.Role == openai.ChatMessageRoleAssistant {
+			n++
+		}
+	}
+	return n
+}
+
+// NewByTurn starts a server whose answer depends only on how far the
+// conversation got: steps[Turn(req)], and the last step past the end. A
+// turn replayed after a crash, or resumed after a restart, gets the same
+// answer again, which a plain script (one step per call) cannot give.
+func NewByTurn(t testing.TB, steps ...Step) *Server {
+	t.Helper()
+	if len(steps) == 0 {
+		t.Fatal("fakellm: NewByTurn needs at least one step")
+	}
+	return NewFunc(t, func(req openai.ChatCompletionRequest) Step { return steps[min(Turn(req), len(steps)-1)] })
+}
+
 // NewFunc starts a server that asks f for every answer. f is called with the
 // server's lock held, so it needs no locking of its own, and must not call
 // the Server's methods.
