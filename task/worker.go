@@ -92,6 +92,9 @@ func (p *Pool) init() {
 	})
 }
 
+// finishTries is how often the report of a failed or cancelled task is tried.
+const finishTries = 3
+
 // maxStepsPerClaim bounds the steps one claim of a task may take. A whole
 // fix with its turns takes far fewer between two waits.
 const maxStepsPerClaim = 500
@@ -280,8 +283,25 @@ func (p *Pool) finish(ctx context.Context, log *slog.Logger, owner string, t *Ta
 		log.ErrorContext(c, "save finished task", "state", t.State, "err", err)
 		return
 	}
-	if err := p.Steps.Finish(c, t); err != nil {
-		log.ErrorContext(c, "report finished task", "state", t.State, "err", err)
+	// The task is saved as ended and no worker will claim it again, so the
+	// report gets a few tries of its own before it is given up.
+	var err error
+	for try := 1; ; try++ {
+		if err = p.Steps.Finish(c, t); err == nil || try == finishTries {
+			break
+		}
+		wait := p.Backoff(try)
+		log.WarnContext(c, "report finished task, will retry", "state", t.State, "attempt", try, "retry_in", wait, "err", err)
+		select {
+		case <-c.Done():
+		case <-time.After(wait):
+		}
+		if c.Err() != nil {
+			break
+		}
+	}
+	if err != nil {
+		log.ErrorContext(c, "report finished task: giving up; the issue does not show the end", "state", t.State, "err", err)
 		return
 	}
 	// Finish may have learnt the status comment's id.

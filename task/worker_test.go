@@ -15,6 +15,9 @@ type scriptStepper struct {
 	steps    []State
 	finished []*Task
 	block    chan struct{} // when set, Working blocks until closed or ctx ends
+	// finishFails is how many Finish calls fail before one succeeds.
+	finishFails int
+	finishCalls int
 }
 
 func (s *scriptStepper) Step(ctx context.Context, t *Task) error {
@@ -41,6 +44,10 @@ func (s *scriptStepper) Step(ctx context.Context, t *Task) error {
 func (s *scriptStepper) Finish(_ context.Context, t *Task) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.finishCalls++
+	if s.finishCalls <= s.finishFails {
+		return Retry("GitHub is down", nil)
+	}
 	c := *t
 	s.finished = append(s.finished, &c)
 	return nil
@@ -297,4 +304,24 @@ func (h *halfStepper) Step(_ context.Context, t *Task) error {
 	t.Title = "half done"
 	t.State = Preparing
 	return Retry("then it broke", nil)
+}
+
+// The report of a failed task is tried again when GitHub refuses it.
+func TestFinishReportIsRetried(t *testing.T) {
+	s, _ := openTestStore(t)
+	s.now = time.Now
+	st := &scriptStepper{fail: map[State][]error{Preparing: {Fatal("no", nil)}}, finishFails: 2}
+	p := &Pool{Store: s, Steps: st, Workers: 1, Poll: 5 * time.Millisecond, Backoff: func(int) time.Duration { return time.Millisecond }}
+	stop := runPool(t, p)
+	tk := fixTask(1)
+	if err := s.Record(context.Background(), Delivery{ID: "d"}, tk); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, s, tk.ID, func(t *Task) bool { return t.State == Failed })
+	stop()
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.finishCalls != 3 || len(st.finished) != 1 {
+		t.Fatalf("Finish called %d times, reported %d; want 3 and 1", st.finishCalls, len(st.finished))
+	}
 }
