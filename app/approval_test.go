@@ -2,10 +2,8 @@ package app_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -14,12 +12,11 @@ import (
 	"github.com/sashabaranov/go-openai"
 
 	"github.com/pullwright/pullwright/app"
+	"github.com/pullwright/pullwright/internal/botproc"
 	"github.com/pullwright/pullwright/internal/fakegithub"
 	"github.com/pullwright/pullwright/internal/fakellm"
 	"github.com/pullwright/pullwright/task"
 )
-
-const checkRunPayload = "../webhook/testdata/check_run.requested_action.json"
 
 // newRunLLM is a model that fixes the README, asks to run command, and
 // finishes once it has the answer. Its answer depends only on how far the
@@ -47,7 +44,7 @@ func (e *env) waitState(issue int, s task.State) *task.Task {
 			e.t.Fatalf("task ended %s (%s) while waiting for %s\n%s", tk.State, tk.Error, s, e.logs.String())
 		}
 		if time.Now().After(deadline) {
-			e.t.Fatalf("task never reached %s: %s\n%s", s, describe(tk), e.logs.String())
+			e.t.Fatalf("task never reached %s: %s\n%s", s, botproc.Describe(tk), e.logs.String())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -64,31 +61,10 @@ func (e *env) comment(id string, issue int, user, body string) int {
 	}))
 }
 
-// button delivers a press of an approval check run button, from GitHub's
-// real requested_action payload pointed at this test's repository.
+// button delivers a press of an approval check run button.
 func (e *env) button(id, user, identifier, externalID, headSHA string) int {
 	e.t.Helper()
-	raw, err := os.ReadFile(checkRunPayload)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	var p map[string]any
-	if err := json.Unmarshal(raw, &p); err != nil {
-		e.t.Fatal(err)
-	}
-	p["installation"].(map[string]any)["id"] = installID
-	r := p["repository"].(map[string]any)
-	r["name"], r["full_name"], r["clone_url"], r["default_branch"] = repoName, owner+"/"+repoName, e.git.CloneURL(owner, repoName), "master"
-	r["owner"].(map[string]any)["login"] = owner
-	cr := p["check_run"].(map[string]any)
-	cr["external_id"], cr["head_sha"], cr["name"] = externalID, headSHA, task.ApprovalCheck
-	p["requested_action"].(map[string]any)["identifier"] = identifier
-	p["sender"].(map[string]any)["login"] = user
-	body, err := json.Marshal(p)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return e.deliver(id, "check_run", body)
+	return e.deliver(id, "check_run", botproc.ButtonPayload(e.t, e.git.CloneURL(owner, repoName), user, identifier, externalID, headSHA))
 }
 
 func checkRunsNamed(gh *fakegithub.Server, name string) []fakegithub.CheckRun {

@@ -3,9 +3,6 @@ package app_test
 import (
 	"bytes"
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -23,17 +20,19 @@ import (
 	"github.com/sashabaranov/go-openai"
 
 	"github.com/pullwright/pullwright/app"
+	"github.com/pullwright/pullwright/internal/botproc"
 	"github.com/pullwright/pullwright/internal/fakegithub"
 	"github.com/pullwright/pullwright/internal/fakellm"
 	"github.com/pullwright/pullwright/internal/gitserver"
 	"github.com/pullwright/pullwright/task"
 )
 
+// The repository and secret the subprocess harness uses too.
 const (
-	secret    = "It's a Secret to Everybody"
-	owner     = "Codertocat"
-	repoName  = "Hello-World"
-	installID = 1
+	secret    = botproc.Secret
+	owner     = botproc.Owner
+	repoName  = botproc.Repo
+	installID = botproc.InstallID
 	// payloadFile is the real delivery GitHub's docs publish, unchanged
 	// (see ../shared/testdata/github-webhooks/SOURCE.md).
 	payloadFile = "../webhook/testdata/issue_comment.created.json"
@@ -191,12 +190,6 @@ func (e *env) payload(body string, edit func(map[string]any)) []byte {
 	return out
 }
 
-func sign(body []byte) string {
-	m := hmac.New(sha256.New, []byte(secret))
-	m.Write(body)
-	return "sha256=" + hex.EncodeToString(m.Sum(nil))
-}
-
 // deliver posts a signed delivery and returns the status code.
 func (e *env) deliver(id, event string, body []byte) int {
 	e.t.Helper()
@@ -207,7 +200,7 @@ func (e *env) deliver(id, event string, body []byte) int {
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("X-GitHub-Event", event)
 	req.Header.Set("X-GitHub-Delivery", id)
-	req.Header.Set("X-Hub-Signature-256", sign(body))
+	req.Header.Set("X-Hub-Signature-256", botproc.Sign(body))
 	req.Header.Set("User-Agent", "GitHub-Hookshot/044aadd")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -232,22 +225,10 @@ func (e *env) waitTask(issue int) *task.Task {
 			e.t.Fatal(err)
 		}
 		if time.Now().After(deadline) {
-			e.t.Fatalf("task on #%d did not finish: %s\nlogs:\n%s", issue, describe(tk), e.logs.String())
+			e.t.Fatalf("task on #%d did not finish: %s\nlogs:\n%s", issue, botproc.Describe(tk), e.logs.String())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-}
-
-// describe is a task in a line, for failure messages.
-func describe(t *task.Task) string {
-	if t == nil {
-		return "no task"
-	}
-	s := fmt.Sprintf("task %d %s (error %q, attempts %d, run after %s)", t.ID, t.State, t.Error, t.Attempts, t.RunAfter.Format(time.StampMilli))
-	if r := t.Request; r != nil {
-		s += fmt.Sprintf(" request %s %q asked %v answer %+v", r.ID, r.Command, r.Asked, r.Answer)
-	}
-	return s
 }
 
 // waitComments waits until the issue has n comments by the bot.
@@ -670,9 +651,9 @@ func TestBadDeliveries(t *testing.T) {
 	}{
 		{"missing signature", good, "", http.StatusUnauthorized},
 		{"wrong signature", good, "sha256=" + strings.Repeat("0", 64), http.StatusUnauthorized},
-		{"signature of another body", good, sign([]byte("x")), http.StatusUnauthorized},
-		{"truncated JSON", truncated, sign(truncated), http.StatusBadRequest},
-		{"oversized body", huge, sign(huge), http.StatusRequestEntityTooLarge},
+		{"signature of another body", good, botproc.Sign([]byte("x")), http.StatusUnauthorized},
+		{"truncated JSON", truncated, botproc.Sign(truncated), http.StatusBadRequest},
+		{"oversized body", huge, botproc.Sign(huge), http.StatusRequestEntityTooLarge},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -638,10 +638,30 @@ func (h *Harness) Comment(id string, issue int, user, body string) int {
 // payload, for the request externalID on headSHA.
 func (h *Harness) Button(id, user, identifier, externalID, headSHA string) int {
 	h.T.Helper()
-	p := h.testdata("check_run.requested_action.json")
+	return h.Deliver(id, "check_run", ButtonPayload(h.T, h.Git.CloneURL(Owner, Repo), user, identifier, externalID, headSHA))
+}
+
+// ButtonPayload is GitHub's real check_run requested_action delivery,
+// rewritten into a press by user of the approval check run's button
+// identifier, for request externalID on headSHA, in the seeded repository
+// cloned from cloneURL. The in-process tests of package app use it too.
+func ButtonPayload(t testing.TB, cloneURL, user, identifier, externalID, headSHA string) []byte {
+	t.Helper()
+	root, err := ModuleRoot()
+	if err != nil {
+		t.Fatalf("botproc: %v", err)
+	}
+	raw, err := os.ReadFile(filepath.Join(root, "webhook", "testdata", "check_run.requested_action.json"))
+	if err != nil {
+		t.Fatalf("botproc: %v", err)
+	}
+	var p map[string]any
+	if err := json.Unmarshal(raw, &p); err != nil {
+		t.Fatalf("botproc: %v", err)
+	}
 	p["installation"].(map[string]any)["id"] = InstallID
 	r := p["repository"].(map[string]any)
-	r["name"], r["full_name"], r["clone_url"], r["default_branch"] = Repo, Owner+"/"+Repo, h.Git.CloneURL(Owner, Repo), "master"
+	r["name"], r["full_name"], r["clone_url"], r["default_branch"] = Repo, Owner+"/"+Repo, cloneURL, "master"
 	r["owner"].(map[string]any)["login"] = Owner
 	cr := p["check_run"].(map[string]any)
 	cr["external_id"], cr["head_sha"], cr["name"] = externalID, headSHA, task.ApprovalCheck
@@ -649,9 +669,9 @@ func (h *Harness) Button(id, user, identifier, externalID, headSHA string) int {
 	p["sender"].(map[string]any)["login"] = user
 	body, err := json.Marshal(p)
 	if err != nil {
-		h.T.Fatalf("botproc: %v", err)
+		t.Fatalf("botproc: %v", err)
 	}
-	return h.Deliver(id, "check_run", body)
+	return body
 }
 
 // ---------------------------------------------------------------------------
