@@ -1,0 +1,89 @@
+package policy
+
+import "time"
+
+// Operator is the configuration of whoever runs the bot (a YAML file given
+// to serve --config): what it serves, the defaults, and the caps that no
+// repository can exceed.
+type Operator struct {
+	// Installations and Organizations, when not empty, are the only ones
+	// served: deliveries from others are acknowledged and ignored.
+	Installations []int64  `yaml:"installations" json:"installations"`
+	Organizations []string `yaml:"organizations" json:"organizations"`
+	// AllowedBots are bot logins ("renovate[bot]") whose comments are
+	// heard; every other bot is ignored. Their permission is still asked.
+	AllowedBots []string `yaml:"allowed_bots" json:"allowed_bots"`
+	// Models: the default, and the ones a repository may choose (the
+	// default is always allowed).
+	Models Models `yaml:"models" json:"models"`
+	// Prices are USD per million tokens, by model, for cost budgets.
+	Prices map[string]Price `yaml:"prices" json:"prices"`
+	// Defaults apply where a repository sets nothing.
+	Defaults Limits `yaml:"defaults" json:"defaults"`
+	// Caps bound what a repository may set.
+	Caps Limits `yaml:"caps" json:"caps"`
+	// Rate limits per installation.
+	Rate Rate `yaml:"rate" json:"rate"`
+	// LowestPermission is the lowest role a repository may let trigger or
+	// approve (default write).
+	LowestPermission string `yaml:"lowest_permission" json:"lowest_permission"`
+
+	lines map[string]int
+}
+
+// Models is the operator's model choice.
+type Models struct {
+	Default string   `yaml:"default" json:"default"`
+	Allowed []string `yaml:"allowed" json:"allowed"`
+}
+
+// Price is what a model costs, in USD per million tokens.
+type Price struct {
+	Input  float64 `yaml:"input" json:"input"`
+	Output float64 `yaml:"output" json:"output"`
+}
+
+// Limits are sandbox and budget bounds, as defaults or as caps.
+type Limits struct {
+	// Images, in Caps only: the images a repository may name; empty means
+	// any.
+	Images      []string `yaml:"images" json:"images"`
+	Network     string   `yaml:"network" json:"network"` // none or bridge
+	Memory      string   `yaml:"memory" json:"memory"`
+	CPUs        float64  `yaml:"cpus" json:"cpus"`
+	Timeout     Duration `yaml:"timeout" json:"timeout"`
+	MaxTurns    int      `yaml:"max_turns" json:"max_turns"`
+	MaxTokens   int      `yaml:"max_tokens" json:"max_tokens"`
+	MaxWallTime Duration `yaml:"max_wall_time" json:"max_wall_time"`
+	MaxCostUSD  float64  `yaml:"max_cost_usd" json:"max_cost_usd"`
+}
+
+// Rate bounds the work of one installation.
+type Rate struct {
+	// ConcurrentTasks is how many fix tasks may be active at once.
+	ConcurrentTasks int `yaml:"concurrent_tasks" json:"concurrent_tasks"`
+	// TasksPerHour is how many fix tasks may start in any hour.
+	TasksPerHour int `yaml:"tasks_per_hour" json:"tasks_per_hour"`
+}
+
+// Settings are the rules of one task: a repository's Config resolved
+// against the Operator. They are stored with the task, so a task keeps the
+// rules it started under across restarts.
+type Settings struct {
+	Trigger     Who        `json:"trigger"`
+	Approve     Approvers  `json:"approve"`
+	Protected   []string   `json:"protected"`
+	AutoApprove []AutoRule `json:"auto_approve,omitempty"`
+	Sandbox     Sandbox    `json:"sandbox"`
+	// MemoryBytes is Sandbox.Memory parsed.
+	MemoryBytes int64         `json:"memory_bytes"`
+	TestCommand string        `json:"test_command,omitempty"`
+	MaxTurns    int           `json:"max_turns"`
+	MaxTokens   int           `json:"max_tokens"`
+	MaxWallTime time.Duration `json:"max_wall_time"`
+	MaxCostUSD  float64       `json:"max_cost_usd,omitempty"`
+	Model       string        `json:"model"`
+	Price       Price         `json:"price"`
+	// BranchPrefix ends in "/" or "-" as written; default "agent/".
+	BranchPrefix string `json:"branch_prefix"`
+}
