@@ -7,11 +7,13 @@ import "time"
 // repository can exceed.
 type Operator struct {
 	// Installations and Organizations, when not empty, are the only ones
-	// served: deliveries from others are acknowledged and ignored.
+	// served: deliveries from others are acknowledged and ignored. When
+	// both are set, a delivery must pass both.
 	Installations []int64  `yaml:"installations" json:"installations"`
 	Organizations []string `yaml:"organizations" json:"organizations"`
-	// AllowedBots are bot logins ("renovate[bot]") whose comments are
-	// heard; every other bot is ignored. Their permission is still asked.
+	// AllowedBots are bot logins ("renovate[bot]", or "renovate") whose
+	// comments are heard; every other bot is ignored. Their permission is
+	// still asked.
 	AllowedBots []string `yaml:"allowed_bots" json:"allowed_bots"`
 	// Models: the default, and the ones a repository may choose (the
 	// default is always allowed).
@@ -20,7 +22,8 @@ type Operator struct {
 	Prices map[string]Price `yaml:"prices" json:"prices"`
 	// Defaults apply where a repository sets nothing.
 	Defaults Limits `yaml:"defaults" json:"defaults"`
-	// Caps bound what a repository may set.
+	// Caps bound what a repository may set. MaxCostUSD 0 means no cap; with
+	// a cap and no default, the cap is every task's budget.
 	Caps Limits `yaml:"caps" json:"caps"`
 	// Rate limits per installation.
 	Rate Rate `yaml:"rate" json:"rate"`
@@ -46,7 +49,8 @@ type Price struct {
 // Limits are sandbox and budget bounds, as defaults or as caps.
 type Limits struct {
 	// Images, in Caps only: the images a repository may name; empty means
-	// any.
+	// any. (The image of a repository that names none is the runner's
+	// choice, which the operator controls anyway.)
 	Images      []string `yaml:"images" json:"images"`
 	Network     string   `yaml:"network" json:"network"` // none or bridge
 	Memory      string   `yaml:"memory" json:"memory"`
@@ -84,6 +88,7 @@ type Settings struct {
 	MaxCostUSD  float64       `json:"max_cost_usd,omitempty"`
 	Model       string        `json:"model"`
 	Price       Price         `json:"price"`
-	// BranchPrefix ends in "/" or "-" as written; default "agent/".
+	// BranchPrefix starts the bot's branch names, as written (usually
+	// ending in "/" or "-"); default "agent/".
 	BranchPrefix string `json:"branch_prefix"`
 }

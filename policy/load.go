@@ -1,0 +1,466 @@
+package policy
+
+import (
+	"fmt"
+	"maps"
+	"math"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	units "github.com/docker/go-units"
+)
+
+// Load decodes a repository's .github/pullwright.yml strictly. An empty
+// file (or one with only comments) is a zero Config. Otherwise every
+// problem is reported, with its line and key, as an *Errors: unknown keys,
+// wrong types, values out of range, duplicate keys and YAML syntax errors.
+func Load(data []byte) (*Config, error) {
+	errs := &Errors{File: Path}
+	c := &Config{lines: map[string]int{}}
+	if root := parseYAML(data, errs); root != nil {
+		d := decoder{errs: errs, lines: c.lines}
+		d.decodeDocument(root, c)
+		c.validate(errs)
+	}
+	if err := errs.err(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Line returns the line key (a dotted path such as "sandbox.memory") was
+// written on, or 0 if the file does not set it.
+func (c *Config) Line(key string) int {
+	if c == nil {
+		return 0
+	}
+	return c.lines[key]
+}
+
+func (c *Config) validate(errs *Errors) {
+	at := func(key string) int { return c.lines[key] }
+	for key, v := range map[string]string{
+		"trigger.permission": c.Trigger.Permission, "approve.permission": c.Approve.Permission,
+		"sandbox.network": c.Sandbox.Network, "model": c.Model, "branch_prefix": c.BranchPrefix,
+	} {
+		// "" is how Config says "not set"; written out, it is a mistake
+		// (a value lost in editing) that would silently mean the default.
+		if v == "" && at(key) > 0 {
+			errs.add(at(key), key, "is empty; write a value, or leave the key out to use the default")
+		}
+	}
+	checkWho(errs, at, "trigger", c.Trigger)
+	checkWho(errs, at, "approve", c.Approve.Who)
+	for i, g := range c.ProtectedPaths {
+		if k := fmt.Sprintf("protected_paths[%d]", i); at(k) > 0 && !ValidGlob(g) {
+			errs.add(at(k), k, "%q is not a valid glob (use * within a directory, ** across directories)", shorten(g, 80))
+		}
+	}
+	for i, r := range c.AutoApprove {
+		if k := fmt.Sprintf("auto_approve[%d]", i); at(k) > 0 {
+			checkAutoRule(errs, at, k, r)
+		}
+	}
+	checkImage(errs, at, "sandbox.image", c.Sandbox.Image)
+	checkNetwork(errs, at, "sandbox.network", c.Sandbox.Network)
+	checkMemory(errs, at, "sandbox.memory", c.Sandbox.Memory)
+	if c.Sandbox.CPUs < 0 || (c.Sandbox.CPUs == 0 && at("sandbox.cpus") > 0) {
+		errs.add(at("sandbox.cpus"), "sandbox.cpus", "%v is not a CPU quota: it must be more than 0 (e.g. 1.5)", c.Sandbox.CPUs)
+	}
+	checkCount(errs, at, "budget.max_turns", c.Budget.MaxTurns)
+	checkCount(errs, at, "budget.max_tokens", c.Budget.MaxTokens)
+	if c.Budget.MaxCostUSD < 0 || (c.Budget.MaxCostUSD == 0 && at("budget.max_cost_usd") > 0) {
+		errs.add(at("budget.max_cost_usd"), "budget.max_cost_usd", "%v is not a budget: it must be more than 0 (leave it out to use the installation's default)", c.Budget.MaxCostUSD)
+	}
+	if c.Model != "" && !validModel(c.Model) {
+		errs.add(at("model"), "model", "%q is not a model name", shorten(c.Model, 80))
+	}
+	if c.BranchPrefix != "" {
+		if why := branchPrefixProblem(c.BranchPrefix); why != "" {
+			errs.add(at("branch_prefix"), "branch_prefix", "%q cannot start a branch name: %s", shorten(c.BranchPrefix, 80), why)
+		}
+	}
+	if strings.ContainsRune(c.TestCommand, 0) {
+		errs.add(at("test_command"), "test_command", "contains a NUL character")
+	}
+}
+
+// permissions are GitHub's repository roles, lowest first.
+var permissions = []string{"read", "triage", "write", "maintain", "admin"}
+
+// Rank orders repository roles: 0 for none or a role it does not know
+// (a custom role is not trusted until the operator maps it), then read 1,
+// triage 2, write 3, maintain 4, admin 5.
+func Rank(role string) int {
+	for i, p := range permissions {
+		if strings.EqualFold(role, p) {
+			return i + 1
+		}
+	}
+	return 0
+}
+
+func checkPermission(errs *Errors, line int, key, p string) {
+	if p == "" || Rank(p) > 0 && p == strings.ToLower(p) {
+		return
+	}
+	msg := fmt.Sprintf("%q is not a permission; use one of %s", shorten(p, 40), strings.Join(permissions, ", "))
+	if s := suggest(p, permissions); s != "" {
+		msg = fmt.Sprintf("%q is not a permission; did you mean %s?", shorten(p, 40), s)
+	}
+	errs.add(line, key, "%s", msg)
+}
+
+var (
+	loginRE = regexp.MustCompile(`^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})(?:\[bot\])?$`)
+	teamRE  = regexp.MustCompile(`^(?:[A-Za-z0-9][A-Za-z0-9-]{0,38}/)?[A-Za-z0-9_.-]{1,100}$`)
+)
+
+func checkWho(errs *Errors, at func(string) int, path string, w Who) {
+	checkPermission(errs, at(path+".permission"), path+".permission", w.Permission)
+	for i, u := range w.Users {
+		k := fmt.Sprintf("%s.users[%d]", path, i)
+		switch {
+		case at(k) == 0:
+			// not decoded; reported already
+		case strings.HasPrefix(u, "@"):
+			errs.add(at(k), k, "write the login without @: %s", shorten(u[1:], 40))
+		case !loginRE.MatchString(u):
+			errs.add(at(k), k, "%q is not a GitHub login", shorten(u, 40))
+		}
+	}
+	for i, t := range w.Teams {
+		k := fmt.Sprintf("%s.teams[%d]", path, i)
+		switch {
+		case at(k) == 0:
+		case strings.HasPrefix(t, "@"):
+			errs.add(at(k), k, "write the team without @: %s", shorten(t[1:], 60))
+		case !teamRE.MatchString(t):
+			errs.add(at(k), k, "%q is not a team; write org/team-slug, or team-slug for a team of the repository's owner", shorten(t, 60))
+		}
+	}
+}
+
+func checkAutoRule(errs *Errors, at func(string) int, path string, r AutoRule) {
+	line := at(path)
+	cmd, pat := strings.TrimSpace(r.Command), r.Pattern
+	switch {
+	case cmd == "" && pat == "":
+		errs.add(line, path, "needs a command (the exact command) or a pattern (a regular expression for the whole command)")
+	case cmd != "" && pat != "":
+		errs.add(line, path, "has both command and pattern; write two entries")
+	case pat != "":
+		if _, err := compileRule(pat); err != nil {
+			errs.add(at(path+".pattern"), path+".pattern", "%q is not a regular expression: %s", shorten(pat, 80), strings.TrimPrefix(err.Error(), "error parsing regexp: "))
+		}
+	}
+}
+
+func checkImage(errs *Errors, at func(string) int, key, image string) {
+	if image == "" && at(key) == 0 {
+		return
+	}
+	if image == "" || strings.HasPrefix(image, "-") || strings.IndexFunc(image, func(r rune) bool { return r <= ' ' || r == 0x7f }) >= 0 {
+		errs.add(at(key), key, "%q is not an image name (like golang:1.26 or ghcr.io/org/image:tag)", shorten(image, 80))
+	}
+}
+
+func checkNetwork(errs *Errors, at func(string) int, key, network string) {
+	if network != "" && network != "none" && network != "bridge" {
+		errs.add(at(key), key, "%q is not a network; use none (no network, the default) or bridge", shorten(network, 40))
+	}
+}
+
+func checkMemory(errs *Errors, at func(string) int, key, mem string) {
+	if mem == "" && at(key) == 0 {
+		return
+	}
+	if _, err := parseMemory(mem); err != nil {
+		errs.add(at(key), key, "%s", err.Error())
+	}
+}
+
+func checkCount(errs *Errors, at func(string) int, key string, n int) {
+	if n < 0 || (n == 0 && at(key) > 0) {
+		errs.add(at(key), key, "%d is not a limit: it must be at least 1 (leave it out to use the default)", n)
+	}
+}
+
+// sizeRE is the size syntax documented in the schema. go-units accepts a
+// little more ("1.2.3", hexadecimal floats), which nobody means.
+var sizeRE = regexp.MustCompile(`^[0-9]+(\.[0-9]+)? ?([kKmMgGtTpP]([iI]?[bB])?|[bB])?$`)
+
+// minMemory is Docker's lower bound for a container's memory limit.
+const minMemory = 6 << 20
+
+// parseMemory reads a size such as "2GiB", "512MiB" or "2g". Units are
+// binary whatever their spelling, as for docker run --memory.
+func parseMemory(s string) (int64, error) {
+	notSize := fmt.Errorf("%q is not a size (write it like 2GiB or 512MiB)", shorten(s, 40))
+	if !sizeRE.MatchString(s) {
+		return 0, notSize
+	}
+	// RAMInBytes converts a float to int64, which wraps (or saturates,
+	// depending on the CPU) above 8EiB; nobody means that much, so
+	// refuse it first.
+	digits := strings.TrimRight(s, "kKmMgGtTpPiIbB ")
+	num, _ := strconv.ParseFloat(digits, 64)
+	if unit := strings.TrimLeft(s[len(digits):], " "); unit != "" {
+		num *= math.Pow(1024, float64(strings.IndexByte("bkmgtp", lower(unit[0]))))
+	}
+	if num >= 1<<62 {
+		return 0, fmt.Errorf("%q is too large", shorten(s, 40))
+	}
+	n, err := units.RAMInBytes(s)
+	if err != nil || n < 0 {
+		return 0, notSize
+	}
+	if n < minMemory {
+		return 0, fmt.Errorf("%q is too small: a container needs at least 6MiB", s)
+	}
+	return n, nil
+}
+
+// modelRE admits the names OpenAI-compatible servers use: "gpt-4.1-mini",
+// "llama3.1:8b", "openrouter/anthropic/claude-3.5", "org@model+v2".
+var modelRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,199}$`)
+
+func validModel(m string) bool { return modelRE.MatchString(m) }
+
+// branchPrefixProblem applies git check-ref-format's rules to the start of
+// a branch name; "" means the prefix is fine.
+func branchPrefixProblem(p string) string {
+	switch {
+	case len(p) > 100:
+		return "it is longer than 100 characters"
+	case strings.HasPrefix(p, "/"), strings.HasPrefix(p, "-"), strings.HasPrefix(p, "."):
+		return "it may not start with " + p[:1]
+	case strings.Contains(p, ".."):
+		return "it may not contain .."
+	case strings.Contains(p, "@{"):
+		return "it may not contain @{"
+	case strings.Contains(p, "//"):
+		return "it may not contain //"
+	case strings.Contains(p, "/."):
+		return "no part between slashes may start with ."
+	case strings.Contains(p, ".lock/"):
+		return "no part between slashes may end with .lock"
+	case p == "@":
+		return "it may not be @"
+	}
+	for _, r := range p {
+		switch {
+		case r <= ' ' || r == 0x7f:
+			return "it may not contain spaces or control characters"
+		case strings.ContainsRune("~^:?*[\\", r):
+			return fmt.Sprintf("it may not contain %c", r)
+		}
+	}
+	return ""
+}
+
+// DefaultOperator is the operator configuration when no file is given:
+// no network, modest sandboxes, and caps a single machine can bear.
+func DefaultOperator() *Operator {
+	return &Operator{
+		Models: Models{Default: "gpt-4.1-mini"},
+		Defaults: Limits{
+			Network:     "none",
+			Memory:      "2GiB",
+			CPUs:        2,
+			Timeout:     Duration(10 * time.Minute),
+			MaxTurns:    40,
+			MaxTokens:   400_000,
+			MaxWallTime: Duration(2 * time.Hour),
+		},
+		Caps: Limits{
+			Network:     "none",
+			Memory:      "8GiB",
+			CPUs:        4,
+			Timeout:     Duration(time.Hour),
+			MaxTurns:    200,
+			MaxTokens:   4_000_000,
+			MaxWallTime: Duration(24 * time.Hour),
+		},
+		Rate:             Rate{ConcurrentTasks: 5, TasksPerHour: 30},
+		LowestPermission: "write",
+		lines:            map[string]int{},
+	}
+}
+
+// LoadOperator decodes the operator's file as strictly as Load does a
+// repository's, over DefaultOperator: a key the file does not set keeps
+// its default. The *Errors it returns has an empty File; the caller, who
+// knows the file's name, may set it.
+func LoadOperator(data []byte) (*Operator, error) {
+	errs := &Errors{}
+	o := DefaultOperator()
+	if root := parseYAML(data, errs); root != nil {
+		d := decoder{errs: errs, lines: o.lines}
+		d.decodeDocument(root, o)
+		o.validate(errs)
+	}
+	if err := errs.err(); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+func (o *Operator) validate(errs *Errors) {
+	at := func(key string) int { return o.lines[key] }
+	for i, id := range o.Installations {
+		if k := fmt.Sprintf("installations[%d]", i); at(k) > 0 && id <= 0 {
+			errs.add(at(k), k, "%d is not an installation id", id)
+		}
+	}
+	for i, org := range o.Organizations {
+		if k := fmt.Sprintf("organizations[%d]", i); at(k) > 0 && (!loginRE.MatchString(org) || strings.HasSuffix(org, "]")) {
+			errs.add(at(k), k, "%q is not an organization or user name", shorten(org, 40))
+		}
+	}
+	for i, b := range o.AllowedBots {
+		if k := fmt.Sprintf("allowed_bots[%d]", i); at(k) > 0 && !loginRE.MatchString(b) {
+			errs.add(at(k), k, "%q is not a login (a bot's login looks like renovate[bot])", shorten(b, 40))
+		}
+	}
+	if !validModel(o.Models.Default) {
+		errs.add(at("models.default"), "models.default", "%q is not a model name", shorten(o.Models.Default, 80))
+	}
+	for i, m := range o.Models.Allowed {
+		if k := fmt.Sprintf("models.allowed[%d]", i); at(k) > 0 && !validModel(m) {
+			errs.add(at(k), k, "%q is not a model name", shorten(m, 80))
+		}
+	}
+	for _, m := range slices.Sorted(maps.Keys(o.Prices)) {
+		p, k := o.Prices[m], "prices["+strconv.Quote(m)+"]"
+		if !validModel(m) {
+			errs.add(at(k), k, "%q is not a model name", shorten(m, 80))
+		}
+		if p.Input < 0 {
+			errs.add(at(k+".input"), k+".input", "a price cannot be negative")
+		}
+		if p.Output < 0 {
+			errs.add(at(k+".output"), k+".output", "a price cannot be negative")
+		}
+	}
+	o.validateLimits(errs, "defaults", o.Defaults)
+	o.validateLimits(errs, "caps", o.Caps)
+	if len(o.Defaults.Images) > 0 {
+		errs.add(at("defaults.images"), "defaults.images", "images belong under caps (the images a repository may name); the default image is the runner's choice")
+	}
+	for i := range o.Caps.Images {
+		if k := fmt.Sprintf("caps.images[%d]", i); at(k) > 0 {
+			checkImage(errs, at, k, o.Caps.Images[i])
+		}
+	}
+	o.validateDefaultsWithinCaps(errs)
+	if o.Defaults.MaxCostUSD > 0 || o.Caps.MaxCostUSD > 0 {
+		for _, m := range append([]string{o.Models.Default}, o.Models.Allowed...) {
+			if _, ok := o.Prices[m]; !ok && validModel(m) {
+				errs.add(at("prices"), "prices", "no price for %s, so a cost budget cannot be enforced for it; add prices.%s (input and output, USD per million tokens)", m, m)
+			}
+		}
+	}
+	if o.Rate.ConcurrentTasks < 1 {
+		errs.add(at("rate.concurrent_tasks"), "rate.concurrent_tasks", "must be at least 1")
+	}
+	if o.Rate.TasksPerHour < 1 {
+		errs.add(at("rate.tasks_per_hour"), "rate.tasks_per_hour", "must be at least 1")
+	}
+	if o.LowestPermission == "" {
+		errs.add(at("lowest_permission"), "lowest_permission", "must be one of %s", strings.Join(permissions, ", "))
+	} else {
+		checkPermission(errs, at("lowest_permission"), "lowest_permission", o.LowestPermission)
+	}
+}
+
+func (o *Operator) validateLimits(errs *Errors, path string, l Limits) {
+	at := func(key string) int { return o.lines[key] }
+	if l.Network == "" {
+		errs.add(at(path+".network"), path+".network", "must be none or bridge")
+	}
+	checkNetwork(errs, at, path+".network", l.Network)
+	if _, err := parseMemory(l.Memory); err != nil {
+		errs.add(at(path+".memory"), path+".memory", "%s", err.Error())
+	}
+	if !(l.CPUs > 0) {
+		errs.add(at(path+".cpus"), path+".cpus", "must be more than 0")
+	}
+	if l.Timeout <= 0 {
+		errs.add(at(path+".timeout"), path+".timeout", "must be a positive duration like 10m")
+	}
+	if l.MaxTurns < 1 {
+		errs.add(at(path+".max_turns"), path+".max_turns", "must be at least 1")
+	}
+	if l.MaxTokens < 1 {
+		errs.add(at(path+".max_tokens"), path+".max_tokens", "must be at least 1")
+	}
+	if l.MaxWallTime <= 0 {
+		errs.add(at(path+".max_wall_time"), path+".max_wall_time", "must be a positive duration like 2h")
+	}
+	if l.MaxCostUSD < 0 {
+		errs.add(at(path+".max_cost_usd"), path+".max_cost_usd", "cannot be negative (0 means no limit)")
+	}
+}
+
+// validateDefaultsWithinCaps compares only caps that are valid, which
+// validateLimits has reported otherwise. It names the default's line when the file sets
+// it (the usual mistake: a lower cap, and the built-in default left above
+// it), else the cap's.
+func (o *Operator) validateDefaultsWithinCaps(errs *Errors) {
+	d, c := o.Defaults, o.Caps
+	above := func(key, def, limit string) {
+		line := o.lines["defaults."+key]
+		if line == 0 {
+			line = o.lines["caps."+key]
+		}
+		errs.add(line, "defaults."+key, "%s is above caps.%s (%s); lower the default or raise the cap", def, key, limit)
+	}
+	if networkRank(d.Network) > networkRank(c.Network) {
+		above("network", d.Network, c.Network)
+	}
+	dm, err1 := parseMemory(d.Memory)
+	cm, err2 := parseMemory(c.Memory)
+	if err1 == nil && err2 == nil && dm > cm {
+		above("memory", d.Memory, c.Memory)
+	}
+	if c.CPUs > 0 && d.CPUs > c.CPUs {
+		above("cpus", fmtFloat(d.CPUs), fmtFloat(c.CPUs))
+	}
+	if c.Timeout > 0 && d.Timeout > c.Timeout {
+		above("timeout", d.Timeout.String(), c.Timeout.String())
+	}
+	if c.MaxTurns > 0 && d.MaxTurns > c.MaxTurns {
+		above("max_turns", strconv.Itoa(d.MaxTurns), strconv.Itoa(c.MaxTurns))
+	}
+	if c.MaxTokens > 0 && d.MaxTokens > c.MaxTokens {
+		above("max_tokens", strconv.Itoa(d.MaxTokens), strconv.Itoa(c.MaxTokens))
+	}
+	if c.MaxWallTime > 0 && d.MaxWallTime > c.MaxWallTime {
+		above("max_wall_time", d.MaxWallTime.String(), c.MaxWallTime.String())
+	}
+	if c.MaxCostUSD > 0 && d.MaxCostUSD > c.MaxCostUSD {
+		above("max_cost_usd", fmtUSD(d.MaxCostUSD), fmtUSD(c.MaxCostUSD))
+	}
+}
+
+func networkRank(n string) int {
+	if n == "bridge" {
+		return 1
+	}
+	return 0
+}
+
+func fmtFloat(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
+
+func fmtUSD(f float64) string { return "$" + strconv.FormatFloat(f, 'f', 2, 64) }
+
+func lower(b byte) byte {
+	if 'A' <= b && b <= 'Z' {
+		return b + 'a' - 'A'
+	}
+	return b
+}

@@ -1,0 +1,221 @@
+package policy
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestDefaultOperator(t *testing.T) {
+	o := DefaultOperator()
+	want := &Operator{
+		Models: Models{Default: "gpt-4.1-mini"},
+		Defaults: Limits{Network: "none", Memory: "2GiB", CPUs: 2, Timeout: Duration(10 * time.Minute),
+			MaxTurns: 40, MaxTokens: 400000, MaxWallTime: Duration(2 * time.Hour)},
+		Caps: Limits{Network: "none", Memory: "8GiB", CPUs: 4, Timeout: Duration(time.Hour),
+			MaxTurns: 200, MaxTokens: 4000000, MaxWallTime: Duration(24 * time.Hour)},
+		Rate:             Rate{ConcurrentTasks: 5, TasksPerHour: 30},
+		LowestPermission: "write",
+		lines:            map[string]int{},
+	}
+	if !reflect.DeepEqual(o, want) {
+		t.Errorf("DefaultOperator() =\n%+v\nwant\n%+v", o, want)
+	}
+	// Each call is a fresh value: changing one must not change the next.
+	o.Caps.Images = append(o.Caps.Images, "x")
+	if len(DefaultOperator().Caps.Images) != 0 {
+		t.Error("DefaultOperator shares state between calls")
+	}
+	// The defaults pass the checks a file is held to.
+	errs := &Errors{}
+	DefaultOperator().validate(errs)
+	if err := errs.err(); err != nil {
+		t.Errorf("DefaultOperator does not validate: %v", err)
+	}
+}
+
+func TestLoadOperatorOverlaysDefaults(t *testing.T) {
+	o, err := LoadOperator([]byte(`
+installations: [42, 43]
+organizations: [acme]
+allowed_bots: ["renovate[bot]", dependabot]
+models:
+  allowed: [gpt-4.1, o3]
+prices:
+  gpt-4.1-mini: {input: 0.4, output: 1.6}
+  gpt-4.1: {input: 2, output: 8}
+  o3: {input: 2, output: 8}
+defaults:
+  memory: 1GiB
+  max_cost_usd: 1
+caps:
+  network: bridge
+  images: [golang:1.26, node:22]
+  max_cost_usd: 5
+rate:
+  tasks_per_hour: 10
+lowest_permission: maintain
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := DefaultOperator()
+	want.Installations = []int64{42, 43}
+	want.Organizations = []string{"acme"}
+	want.AllowedBots = []string{"renovate[bot]", "dependabot"}
+	want.Models.Allowed = []string{"gpt-4.1", "o3"}
+	want.Prices = map[string]Price{"gpt-4.1-mini": {0.4, 1.6}, "gpt-4.1": {2, 8}, "o3": {2, 8}}
+	want.Defaults.Memory = "1GiB"
+	want.Defaults.MaxCostUSD = 1
+	want.Caps.Network = "bridge"
+	want.Caps.Images = []string{"golang:1.26", "node:22"}
+	want.Caps.MaxCostUSD = 5
+	want.Rate.TasksPerHour = 10
+	want.LowestPermission = "maintain"
+	o.lines, want.lines = nil, nil
+	if !reflect.DeepEqual(o, want) {
+		t.Errorf("got\n%+v\nwant\n%+v", o, want)
+	}
+}
+
+func TestLoadOperatorEmpty(t *testing.T) {
+	for _, in := range []string{"", "# defaults\n", "defaults:\ncaps:\n"} {
+		o, err := LoadOperator([]byte(in))
+		if err != nil {
+			t.Fatalf("LoadOperator(%q): %v", in, err)
+		}
+		o.lines = nil
+		want := DefaultOperator()
+		want.lines = nil
+		if !reflect.DeepEqual(o, want) {
+			t.Errorf("LoadOperator(%q) = %+v, want the defaults", in, o)
+		}
+	}
+}
+
+func TestLoadOperatorErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		yml  string
+		want []string
+	}{
+		{"unknown key", "cap:\n  memory: 1GiB\n", []string{"line 1: cap: unknown key; did you mean caps?"}},
+		{"unknown nested key", "rate:\n  task_per_hour: 3\n", []string{"line 2: rate.task_per_hour: unknown key; did you mean tasks_per_hour?"}},
+		{"default above a lowered cap", "caps:\n  memory: 1GiB\n  cpus: 1\n", []string{
+			"line 2: defaults.memory: 2GiB is above caps.memory (1GiB); lower the default or raise the cap",
+			"line 3: defaults.cpus: 2 is above caps.cpus (1); lower the default or raise the cap",
+		}},
+		{"default above its cap, both written", "defaults:\n  timeout: 2h\n  max_wall_time: 48h\n", []string{
+			"line 2: defaults.timeout: 2h is above caps.timeout (1h); lower the default or raise the cap",
+			"line 3: defaults.max_wall_time: 48h is above caps.max_wall_time (24h); lower the default or raise the cap",
+		}},
+		{"default network above cap", "defaults:\n  network: bridge\n", []string{"line 2: defaults.network: bridge is above caps.network (none); lower the default or raise the cap"}},
+		{"budgets above caps", "defaults:\n  max_turns: 201\n  max_tokens: 5000000\n  max_cost_usd: 10\ncaps:\n  max_cost_usd: 5\nprices:\n  gpt-4.1-mini: {input: 1, output: 1}\n", []string{
+			"line 2: defaults.max_turns: 201 is above caps.max_turns (200); lower the default or raise the cap",
+			"line 3: defaults.max_tokens: 5000000 is above caps.max_tokens (4000000); lower the default or raise the cap",
+			"line 4: defaults.max_cost_usd: $10.00 is above caps.max_cost_usd ($5.00); lower the default or raise the cap",
+		}},
+		{"cost without price", "caps:\n  max_cost_usd: 5\nmodels:\n  allowed: [o3]\nprices:\n  o3: {input: 2, output: 8}\n", []string{
+			"line 5: prices: no price for gpt-4.1-mini, so a cost budget cannot be enforced for it; add prices.gpt-4.1-mini (input and output, USD per million tokens)",
+		}},
+		{"cost without any prices", "defaults:\n  max_cost_usd: 1\n", []string{
+			"prices: no price for gpt-4.1-mini, so a cost budget cannot be enforced for it; add prices.gpt-4.1-mini (input and output, USD per million tokens)",
+		}},
+		{"negative prices", "prices:\n  m1:\n    input: -1\n    output: -2\n", []string{
+			"line 3: prices[\"m1\"].input: a price cannot be negative",
+			"line 4: prices[\"m1\"].output: a price cannot be negative",
+		}},
+		{"duplicate price", "prices:\n  m1: {input: 1}\n  m1: {input: 2}\n", []string{`line 3: prices["m1"]: set twice (first on line 2); keep one`}},
+		{"bad model names", "models:\n  default: ''\n  allowed: ['a b', '-x']\n", []string{
+			`line 2: models.default: "" is not a model name`,
+			`line 3: models.allowed[0]: "a b" is not a model name`,
+			`line 3: models.allowed[1]: "-x" is not a model name`,
+		}},
+		{"bad limits", "defaults:\n  network: host\n  memory: 1TB-ish\n  cpus: 0\n  max_turns: 0\n  max_tokens: -1\n  max_cost_usd: -1\n", []string{
+			`line 2: defaults.network: "host" is not a network; use none (no network, the default) or bridge`,
+			`line 3: defaults.memory: "1TB-ish" is not a size (write it like 2GiB or 512MiB)`,
+			"line 4: defaults.cpus: must be more than 0",
+			"line 5: defaults.max_turns: must be at least 1",
+			"line 6: defaults.max_tokens: must be at least 1",
+			"line 7: defaults.max_cost_usd: cannot be negative (0 means no limit)",
+		}},
+		{"images in defaults", "defaults:\n  images: [golang:1.26]\ncaps:\n  images: ['', 'a b']\n", []string{
+			"line 2: defaults.images: images belong under caps (the images a repository may name); the default image is the runner's choice",
+			`line 4: caps.images[0]: "" is not an image name (like golang:1.26 or ghcr.io/org/image:tag)`,
+			`line 4: caps.images[1]: "a b" is not an image name (like golang:1.26 or ghcr.io/org/image:tag)`,
+		}},
+		{"rate", "rate:\n  concurrent_tasks: 0\n  tasks_per_hour: -1\n", []string{
+			"line 2: rate.concurrent_tasks: must be at least 1",
+			"line 3: rate.tasks_per_hour: must be at least 1",
+		}},
+		{"lowest permission", "lowest_permission: ''\n", []string{"line 1: lowest_permission: must be one of read, triage, write, maintain, admin"}},
+		{"lowest permission typo", "lowest_permission: maintainer\n", []string{`line 1: lowest_permission: "maintainer" is not a permission; did you mean maintain?`}},
+		{"ids and names", "installations: [0, x]\norganizations: ['a b']\nallowed_bots: ['@renovate']\n", []string{
+			"line 1: installations[0]: 0 is not an installation id",
+			`line 1: installations[1]: expected a whole number, got the text "x"`,
+			`line 2: organizations[0]: "a b" is not an organization or user name`,
+			`line 3: allowed_bots[0]: "@renovate" is not a login (a bot's login looks like renovate[bot])`,
+		}},
+		{"a list", "- caps\n", []string{"line 1: the file must be a set of keys and values (like model: gpt-4.1-mini), not a list"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o, err := LoadOperator([]byte(tt.yml))
+			var errs *Errors
+			if !errors.As(err, &errs) || o != nil {
+				t.Fatalf("LoadOperator(%q) = %v, %v; want only *Errors", tt.yml, o, err)
+			}
+			if got := err.Error(); got != strings.Join(tt.want, "\n") {
+				t.Errorf("LoadOperator(%q):\ngot\n\t%s\nwant\n\t%s", tt.yml, strings.ReplaceAll(got, "\n", "\n\t"), strings.Join(tt.want, "\n\t"))
+			}
+		})
+	}
+}
+
+func TestServes(t *testing.T) {
+	tests := []struct {
+		installations []int64
+		orgs          []string
+		id            int64
+		owner         string
+		want          bool
+	}{
+		{nil, nil, 1, "anyone", true},
+		{[]int64{1, 2}, nil, 2, "x", true},
+		{[]int64{1, 2}, nil, 3, "x", false},
+		{nil, []string{"Acme"}, 9, "acme", true},
+		{nil, []string{"acme"}, 9, "acme-evil", false},
+		{[]int64{1}, []string{"acme"}, 1, "acme", true},
+		{[]int64{1}, []string{"acme"}, 1, "other", false},
+		{[]int64{1}, []string{"acme"}, 2, "acme", false},
+	}
+	for _, tt := range tests {
+		o := &Operator{Installations: tt.installations, Organizations: tt.orgs}
+		if got := o.Serves(tt.id, tt.owner); got != tt.want {
+			t.Errorf("Serves(%d, %q) with %v %v = %v, want %v", tt.id, tt.owner, tt.installations, tt.orgs, got, tt.want)
+		}
+	}
+}
+
+func TestBotAllowed(t *testing.T) {
+	o := &Operator{AllowedBots: []string{"renovate[bot]", "Dependabot"}}
+	for login, want := range map[string]bool{
+		"renovate[bot]":       true,
+		"Renovate[BOT]":       true,
+		"renovate":            true,
+		"dependabot[bot]":     true,
+		"github-actions[bot]": false,
+		"renovate-evil[bot]":  false,
+		"":                    false,
+		"[bot]":               false,
+	} {
+		if got := o.BotAllowed(login); got != want {
+			t.Errorf("BotAllowed(%q) = %v, want %v", login, got, want)
+		}
+	}
+	if (&Operator{}).BotAllowed("renovate[bot]") {
+		t.Error("no allowed bots, yet one is allowed")
+	}
+}

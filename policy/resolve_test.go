@@ -1,0 +1,308 @@
+package policy
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func mustLoad(t *testing.T, yml string) *Config {
+	t.Helper()
+	c, err := Load([]byte(yml))
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	return c
+}
+
+func mustOperator(t *testing.T, yml string) *Operator {
+	t.Helper()
+	o, err := LoadOperator([]byte(yml))
+	if err != nil {
+		t.Fatalf("LoadOperator: %v", err)
+	}
+	return o
+}
+
+func TestResolveNoFile(t *testing.T) {
+	want := Settings{
+		Trigger:     Who{Permission: "write"},
+		Approve:     Approvers{Who: Who{Permission: "write"}},
+		Protected:   []string{".github/workflows/**", ".github/pullwright.yml"},
+		Sandbox:     Sandbox{Network: "none", Memory: "2GiB", CPUs: 2, Timeout: Duration(10 * time.Minute)},
+		MemoryBytes: 2 << 30,
+		MaxTurns:    40, MaxTokens: 400000, MaxWallTime: 2 * time.Hour,
+		Model:        "gpt-4.1-mini",
+		BranchPrefix: "agent/",
+	}
+	for name, c := range map[string]*Config{"nil": nil, "empty": mustLoad(t, "")} {
+		s, err := DefaultOperator().Resolve(c)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if !reflect.DeepEqual(s, want) {
+			t.Errorf("%s:\ngot  %+v\nwant %+v", name, s, want)
+		}
+	}
+	// A nil operator is the default one.
+	var o *Operator
+	if s, err := o.Resolve(nil); err != nil || !reflect.DeepEqual(s, want) {
+		t.Errorf("nil operator: %+v, %v", s, err)
+	}
+}
+
+func TestResolveRepositoryValues(t *testing.T) {
+	o := mustOperator(t, `
+models:
+  allowed: [gpt-4.1]
+prices:
+  gpt-4.1: {input: 2, output: 8}
+  gpt-4.1-mini: {input: 0.4, output: 1.6}
+caps:
+  network: bridge
+  images: [golang:1.26]
+  max_cost_usd: 10
+`)
+	c := mustLoad(t, `
+trigger:
+  permission: admin
+  users: [alice]
+approve:
+  teams: [acme/core]
+  exclude_requester: true
+protected_paths: ["secrets/**", ".github/workflows/**", ".GitHub/Pullwright.yml"]
+auto_approve:
+  - command: make test
+sandbox:
+  image: golang:1.26
+  network: bridge
+  memory: 8GiB
+  cpus: 4
+  timeout: 1h
+test_command: make test
+budget:
+  max_turns: 200
+  max_tokens: 4000000
+  max_wall_time: 24h
+  max_cost_usd: 2.5
+model: gpt-4.1
+branch_prefix: pw-
+`)
+	s, err := o.Resolve(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Settings{
+		Trigger:     Who{Permission: "admin", Users: []string{"alice"}},
+		Approve:     Approvers{Who: Who{Permission: "write", Teams: []string{"acme/core"}}, ExcludeRequester: true},
+		Protected:   []string{"secrets/**", ".github/workflows/**", ".GitHub/Pullwright.yml"},
+		AutoApprove: []AutoRule{{Command: "make test"}},
+		Sandbox:     Sandbox{Image: "golang:1.26", Network: "bridge", Memory: "8GiB", CPUs: 4, Timeout: Duration(time.Hour)},
+		MemoryBytes: 8 << 30,
+		TestCommand: "make test",
+		MaxTurns:    200, MaxTokens: 4000000, MaxWallTime: 24 * time.Hour, MaxCostUSD: 2.5,
+		Model: "gpt-4.1", Price: Price{2, 8},
+		BranchPrefix: "pw-",
+	}
+	if !reflect.DeepEqual(s, want) {
+		t.Errorf("got  %+v\nwant %+v", s, want)
+	}
+	// Settings are stored as JSON with the task.
+	b, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Settings
+	if err := json.Unmarshal(b, &back); err != nil || !reflect.DeepEqual(back, s) {
+		t.Errorf("JSON round trip: %v\n%+v\n%s", err, back, b)
+	}
+}
+
+func TestResolveProtected(t *testing.T) {
+	always := []string{".github/workflows/**", Path}
+	tests := []struct {
+		yml  string
+		want []string
+	}{
+		{"", always},
+		{"protected_paths: []", always},
+		{"protected_paths: [docs/**]", append([]string{"docs/**"}, always...)},
+		{"protected_paths: [docs/**, docs/**, /.github/workflows/**/]", append([]string{"docs/**", "/.github/workflows/**/"}, Path)},
+	}
+	for _, tt := range tests {
+		s, err := DefaultOperator().Resolve(mustLoad(t, tt.yml))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(s.Protected, tt.want) {
+			t.Errorf("%q: Protected = %q, want %q", tt.yml, s.Protected, tt.want)
+		}
+		for _, p := range []string{".github/workflows/ci.yml", ".github/pullwright.yml", ".GITHUB/PULLWRIGHT.YML"} {
+			if _, ok := s.Protects(p); !ok {
+				t.Errorf("%q: %s is not protected", tt.yml, p)
+			}
+		}
+	}
+	// Resolve must not change the package's lists.
+	if !reflect.DeepEqual(AlwaysProtected, always) || !reflect.DeepEqual(DefaultProtected, always) {
+		t.Errorf("AlwaysProtected = %q, DefaultProtected = %q", AlwaysProtected, DefaultProtected)
+	}
+}
+
+func TestResolveErrors(t *testing.T) {
+	const f = ".github/pullwright.yml:"
+	priced := `
+models:
+  allowed: [gpt-4.1, local-llama]
+prices:
+  gpt-4.1: {input: 2, output: 8}
+  gpt-4.1-mini: {input: 0.4, output: 1.6}
+  local-llama: {input: 0, output: 0}
+caps:
+  images: [golang:1.26, node:22]
+  max_cost_usd: 5
+lowest_permission: maintain
+`
+	tests := []struct {
+		name     string
+		operator string
+		yml      string
+		want     []string
+	}{
+		{"memory", "", "sandbox:\n  memory: 16GiB\n", []string{f + "2: sandbox.memory: 16GiB is above this installation's cap of 8GiB"}},
+		{"everything above the caps", "", `sandbox:
+  network: bridge
+  memory: 9g
+  cpus: 4.5
+  timeout: 61m
+budget:
+  max_turns: 201
+  max_tokens: 4000001
+  max_wall_time: 25h
+`, []string{
+			f + "2: sandbox.network: bridge is not allowed by this installation, whose sandboxes have no network",
+			f + "3: sandbox.memory: 9g is above this installation's cap of 8GiB",
+			f + "4: sandbox.cpus: 4.5 is above this installation's cap of 4",
+			f + "5: sandbox.timeout: 1h1m is above this installation's cap of 1h",
+			f + "7: budget.max_turns: 201 is above this installation's cap of 200",
+			f + "8: budget.max_tokens: 4000001 is above this installation's cap of 4000000",
+			f + "9: budget.max_wall_time: 25h is above this installation's cap of 24h",
+		}},
+		{"image", priced, "sandbox:\n  image: ubuntu\n", []string{f + "2: sandbox.image: ubuntu is not one of the images this installation allows (golang:1.26, node:22)"}},
+		{"model", priced, "model: o3\n", []string{f + "1: model: o3 is not a model this installation allows (allowed: gpt-4.1-mini, gpt-4.1, local-llama)"}},
+		{"model not allowed by default", "", "model: gpt-4.1\n", []string{f + "1: model: gpt-4.1 is not a model this installation allows (allowed: gpt-4.1-mini)"}},
+		{"cost above cap", priced, "budget:\n  max_cost_usd: 6\n", []string{f + "2: budget.max_cost_usd: $6.00 is above this installation's cap of $5.00"}},
+		{"cost budget without price", "", "budget:\n  max_cost_usd: 1\n", []string{f + "2: budget.max_cost_usd: a cost budget of $1.00 cannot be enforced: this installation has no price for the model gpt-4.1-mini"}},
+		{"permission below lowest", priced, "trigger:\n  permission: write\napprove:\n  permission: triage\n", []string{
+			f + "2: trigger.permission: write is below the lowest permission this installation lets trigger or approve (maintain)",
+			f + "4: approve.permission: triage is below the lowest permission this installation lets trigger or approve (maintain)",
+		}},
+		{"read below default lowest", "", "trigger:\n  permission: read\n", []string{f + "2: trigger.permission: read is below the lowest permission this installation lets trigger or approve (write)"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := DefaultOperator()
+			if tt.operator != "" {
+				o = mustOperator(t, tt.operator)
+			}
+			s, err := o.Resolve(mustLoad(t, tt.yml))
+			var errs *Errors
+			if !errors.As(err, &errs) {
+				t.Fatalf("Resolve = %+v, %v; want *Errors", s, err)
+			}
+			if got := err.Error(); got != strings.Join(tt.want, "\n") {
+				t.Errorf("got\n\t%s\nwant\n\t%s", strings.ReplaceAll(got, "\n", "\n\t"), strings.Join(tt.want, "\n\t"))
+			}
+		})
+	}
+}
+
+func TestResolveOperatorChoices(t *testing.T) {
+	o := mustOperator(t, `
+models:
+  default: local-llama
+prices:
+  local-llama: {input: 0, output: 0}
+  gpt-4.1-mini: {input: 0.4, output: 1.6}
+defaults:
+  network: bridge
+  max_cost_usd: 0
+caps:
+  network: bridge
+  max_cost_usd: 3
+lowest_permission: maintain
+`)
+	s, err := o.Resolve(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Model != "local-llama" || s.Price != (Price{}) {
+		t.Errorf("Model %q Price %+v", s.Model, s.Price)
+	}
+	// With a cap and no default, the cap is the budget.
+	if s.MaxCostUSD != 3 {
+		t.Errorf("MaxCostUSD = %v, want the cap 3", s.MaxCostUSD)
+	}
+	if s.Sandbox.Network != "bridge" {
+		t.Errorf("Network = %q, want the operator's default bridge", s.Sandbox.Network)
+	}
+	// The default permission rises to the operator's lowest.
+	if s.Trigger.Permission != "maintain" || s.Approve.Permission != "maintain" {
+		t.Errorf("permissions %q %q, want maintain", s.Trigger.Permission, s.Approve.Permission)
+	}
+	// A repository may lower the cost budget.
+	s, err = o.Resolve(mustLoad(t, "budget:\n  max_cost_usd: 0.5\n"))
+	if err != nil || s.MaxCostUSD != 0.5 {
+		t.Errorf("lowered budget: %v, %v", s.MaxCostUSD, err)
+	}
+	// A model without a price needs no price when there is no budget.
+	s, err = mustOperator(t, "models: {default: m}\n").Resolve(nil)
+	if err != nil || s.Model != "m" || s.MaxCostUSD != 0 {
+		t.Errorf("unpriced model without budget: %+v, %v", s, err)
+	}
+}
+
+// An Operator built in code, without LoadOperator's checks, must still
+// not admit everyone or panic.
+func TestResolveOperatorInCode(t *testing.T) {
+	s, err := (&Operator{}).Resolve(mustLoad(t, "sandbox:\n  memory: 64GiB\n  cpus: 64\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Trigger.Permission != "write" || s.Approve.Permission != "write" || s.Sandbox.Network != "none" || s.MemoryBytes != 64<<30 {
+		t.Errorf("%+v", s)
+	}
+	// LoadOperator refuses a cost cap with an unpriced model; in code, it
+	// is Resolve that refuses it.
+	o := DefaultOperator()
+	o.Models.Allowed = []string{"local"}
+	o.Caps.MaxCostUSD = 5
+	o.Prices = map[string]Price{"gpt-4.1-mini": {1, 1}}
+	_, err = o.Resolve(mustLoad(t, "model: local\n"))
+	if got, want := fmt.Sprint(err), ".github/pullwright.yml:1: model: a cost budget of $5.00 cannot be enforced: this installation has no price for the model local"; got != want {
+		t.Errorf("got %s, want %s", got, want)
+	}
+	o = &Operator{Defaults: Limits{Memory: "lots"}}
+	if _, err := o.Resolve(nil); err == nil {
+		t.Error("an unparsable default memory resolved")
+	}
+}
+
+func TestCost(t *testing.T) {
+	s := Settings{Price: Price{Input: 2, Output: 8}}
+	for _, tt := range []struct {
+		in, out int
+		want    float64
+	}{{0, 0, 0}, {1_000_000, 0, 2}, {0, 1_000_000, 8}, {500_000, 250_000, 3}, {1, 1, 0.00001}} {
+		if got := s.Cost(tt.in, tt.out); got < tt.want-1e-12 || got > tt.want+1e-12 {
+			t.Errorf("Cost(%d, %d) = %v, want %v", tt.in, tt.out, got, tt.want)
+		}
+	}
+	if (Settings{}).Cost(1e6, 1e6) != 0 {
+		t.Error("no price, yet a cost")
+	}
+}
