@@ -375,7 +375,24 @@ func (a *App) UpdatePullRequest(ctx context.Context, inst int64, owner, repo str
 // it is one of these (it tells maintain and triage apart); otherwise, for
 // example with a custom organisation role, the legacy permission field is
 // used. A 404 (not a collaborator, no such user) means "none".
+//
+// Answers are cached per installation, repository and user (compared case
+// insensitively) for Config.PermissionTTL, at most a minute; errors are not.
 func (a *App) Permission(ctx context.Context, inst int64, owner, repo, user string) (string, error) {
+	key := answerKey{kind: "permission", inst: inst, scope: strings.ToLower(owner + "/" + repo), user: strings.ToLower(user)}
+	if role, ok := a.answers.get(key); ok {
+		return role, nil
+	}
+	asked := a.cfg.Now()
+	role, err := a.permission(ctx, inst, owner, repo, user)
+	if err != nil {
+		return "", err
+	}
+	a.answers.put(key, role, asked)
+	return role, nil
+}
+
+func (a *App) permission(ctx context.Context, inst int64, owner, repo, user string) (string, error) {
 	ctx, cancel := a.callCtx(ctx)
 	defer cancel()
 	gh, err := a.client(inst)
@@ -383,7 +400,7 @@ func (a *App) Permission(ctx context.Context, inst int64, owner, repo, user stri
 		return "", fmt.Errorf("permission of %s on %s/%s: %w", user, owner, repo, err)
 	}
 	lvl, _, err := gh.Repositories.GetPermissionLevel(ctx, owner, repo, user)
-	if StatusCode(err) == http.StatusNotFound {
+	if apiNotFound(err) {
 		return "none", nil
 	}
 	if err != nil {

@@ -4,11 +4,12 @@
 // through ghinstallation for per-installation tokens that are cached and
 // refreshed), the few REST calls the bot makes (reactions, idempotent marker
 // comments, issues with their comments, idempotent pull requests, check runs
-// with requested-action buttons, collaborator permissions), the one GraphQL
-// mutation REST lacks (marking a draft pull request ready for review),
-// retries and rate-limit handling for every one of them, and GitHub
-// Enterprise Server base URLs (REST at https://HOST/api/v3, GraphQL at
-// https://HOST/api/graphql).
+// with requested-action buttons, collaborator permissions and team
+// memberships, both cached for at most a minute, and file contents at a
+// ref), the one GraphQL mutation REST lacks (marking a draft pull request
+// ready for review), retries and rate-limit handling for every one of them,
+// and GitHub Enterprise Server base URLs (REST at https://HOST/api/v3,
+// GraphQL at https://HOST/api/graphql).
 //
 // It must not leak *github.Client or any other go-github type through its API:
 // callers see the small structs declared here, so other packages stay
@@ -60,6 +61,14 @@ type Config struct {
 	// CallTimeout bounds each exported call when ctx has no sooner deadline;
 	// default 30s.
 	CallTimeout time.Duration
+	// PermissionTTL is how long a Permission or TeamMember answer is reused
+	// for the same installation, repository or team, and user; default 30s.
+	// A longer value is lowered to one minute, so that a user whose rights
+	// were revoked loses them here within a minute. Negative disables the
+	// cache. Errors are never cached.
+	PermissionTTL time.Duration
+	// Now is the clock of the permission cache; default time.Now. For tests.
+	Now func() time.Time
 }
 
 // App is a GitHub App client. It is safe for concurrent use.
@@ -84,6 +93,8 @@ type App struct {
 
 	idMu  sync.Mutex
 	ident *Identity
+
+	answers *answerCache // Permission and TeamMember answers
 }
 
 type installation struct {
@@ -132,6 +143,17 @@ func New(cfg Config) (*App, error) {
 	if cfg.CallTimeout <= 0 {
 		cfg.CallTimeout = 30 * time.Second
 	}
+	switch {
+	case cfg.PermissionTTL == 0:
+		cfg.PermissionTTL = defaultPermissionTTL
+	case cfg.PermissionTTL > maxPermissionTTL:
+		cfg.Logger.Warn("permission cache TTL lowered to the maximum",
+			slog.Duration("asked", cfg.PermissionTTL), slog.Duration("used", maxPermissionTTL))
+		cfg.PermissionTTL = maxPermissionTTL
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
 
 	a := &App{
 		cfg:        cfg,
@@ -141,6 +163,7 @@ func New(cfg Config) (*App, error) {
 		pageSize:   100,
 		commentCap: 100,
 		insts:      map[int64]*installation{},
+		answers:    newAnswerCache(cfg.PermissionTTL, cfg.Now, maxAnswers),
 	}
 	a.rt = newRetryTransport(cfg.Transport, cfg.Logger, cfg.MaxRetries, cfg.MinBackoff, cfg.MaxWait)
 
@@ -325,6 +348,15 @@ func (a *App) appSlug(ctx context.Context) (string, error) {
 	}
 	a.slug = app.GetSlug()
 	return a.slug, nil
+}
+
+// apiNotFound reports whether GitHub answered the API call itself with 404.
+// A 404 while minting the installation token (an installation that does
+// not exist) is not one: it must not read as "no such file" or "not a
+// member".
+func apiNotFound(err error) bool {
+	var er *github.ErrorResponse
+	return errors.As(err, &er) && er.Response != nil && er.Response.StatusCode == http.StatusNotFound
 }
 
 // StatusCode returns the HTTP status GitHub answered for a failed call, or 0

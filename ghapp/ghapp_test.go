@@ -546,8 +546,10 @@ func TestPermission(t *testing.T) {
 			}
 		})
 	}
+	// A user not asked about yet: u-admin's answer is cached.
+	e.fake.SetPermission(owner, repo, "u-admin2", "admin")
 	e.fake.FailNext("GET", "/repos/acme/widgets/collaborators", 1, http.StatusForbidden, nil)
-	if _, err := e.app.Permission(context.Background(), inst, owner, repo, "u-admin"); StatusCode(err) != http.StatusForbidden {
+	if _, err := e.app.Permission(context.Background(), inst, owner, repo, "u-admin2"); StatusCode(err) != http.StatusForbidden {
 		t.Errorf("403 answered: error %v, want a 403 error (not \"none\")", err)
 	}
 }
@@ -583,9 +585,11 @@ func TestRetries(t *testing.T) {
 		}
 		return out
 	}
-	future := time.Now().Add(2 * time.Second)
-	resetHeader := fmt.Sprint(future.Unix())
-	httpDate := time.Now().Add(3 * time.Second).UTC().Format(http.TimeFormat)
+	// The transport's clock is held at base, so the waits these headers
+	// ask for do not shrink while the table runs on a loaded machine.
+	base := time.Now()
+	resetHeader := fmt.Sprint(base.Add(2 * time.Second).Unix())
+	httpDate := base.Add(3 * time.Second).UTC().Format(http.TimeFormat)
 
 	tests := []struct {
 		name       string
@@ -699,6 +703,7 @@ func TestRetries(t *testing.T) {
 					c.MaxRetries = tt.maxRetries
 				}
 			})
+			e.app.rt.now = func() time.Time { return base }
 			e.fake.FailNext(tt.method, tt.path, tt.n, tt.status, tt.header)
 			err := tt.call(context.Background(), e.app)
 			if tt.wantErr == nil && err != nil {

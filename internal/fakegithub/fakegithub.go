@@ -3,16 +3,20 @@
 // paths (go-github, ghinstallation, ghapp) run unchanged against it.
 //
 // It owns: a GitHub App with a freshly generated RSA key, installations and the
-// installation tokens minted for them, issues, issue comments, reactions, pull
-// requests (drafts included; a pull request is also an issue of the same
-// number, as on GitHub), the GraphQL mutation markPullRequestReadyForReview,
-// check runs, collaborator permissions, a log of every request it answered,
-// and fault injection (FailNext, FailNextAfterApply, FailNextGraphQL). It
-// checks authentication the way GitHub does: app endpoints need a JWT signed
-// RS256 by the app key, repository endpoints and GraphQL need an installation
-// token, minted for an installation that includes the repository. GraphQL is
-// served where GitHub serves it relative to the REST base: base + "/graphql",
-// or /api/graphql next to an "/api/v3" prefix (see GraphQLURL).
+// installation tokens minted for them (with a recognisable prefix if a test
+// asks, SetTokenPrefix), issues, issue comments, reactions, pull requests
+// (drafts included; a pull request is also an issue of the same number, as on
+// GitHub), the GraphQL mutation markPullRequestReadyForReview, check runs,
+// collaborator permissions, team memberships, file contents at a ref (stored
+// with SetFile, or served by the Files hook, for example from a real
+// repository of internal/gitserver), a log of every request it answered, and
+// fault injection (FailNext, FailNextAfterApply, FailNextGraphQL). It checks
+// authentication the way GitHub does: app endpoints need a JWT signed RS256 by
+// the app key, repository endpoints and GraphQL need an installation token,
+// minted for an installation that includes the repository (organisation
+// endpoints: one repository of the organisation). GraphQL is served where
+// GitHub serves it relative to the REST base: base + "/graphql", or
+// /api/graphql next to an "/api/v3" prefix (see GraphQLURL).
 //
 // It must not be used outside tests, and it does not try to be GitHub: only the
 // endpoints and fields Pullwright reads are modelled. HTML URLs point at
@@ -119,6 +123,14 @@ type Server struct {
 	AppID      int64
 	AppSlug    string
 
+	// Files, when set, serves the contents endpoint for paths that SetFile
+	// and SetSymlink did not store: content and true for a regular file at
+	// ref, false (404) for anything else, an error (500) when it cannot
+	// tell. ref is as requested, or the default branch. Set it before the
+	// first request; a real repository can answer through
+	// internal/gitserver: fake.Files = git.File.
+	Files func(owner, repo, ref, path string) ([]byte, bool, error)
+
 	srv         *httptest.Server
 	key         *rsa.PrivateKey
 	prefix      string
@@ -137,6 +149,10 @@ type Server struct {
 	graphqlFaults []string                     // messages for the next GraphQL answers
 	perms         map[string]map[string]string // repo key → user → role
 	users         map[string]int64
+	files         map[string]map[string]map[string]entry // repo key → ref → path → entry
+	defaultBranch map[string]string                      // repo key → branch
+	teams         map[string]map[string]string           // "org/team" lower case → user → state
+	tokenPrefix   string
 	// reqMu guards requests apart from mu: a request is recorded while its
 	// handler may still hold mu.
 	reqMu       sync.Mutex
@@ -211,6 +227,10 @@ func NewWithPrefix(t testing.TB, prefix string) *Server {
 		checkOrder:    map[string][]int64{},
 		perms:         map[string]map[string]string{},
 		users:         map[string]int64{},
+		files:         map[string]map[string]map[string]entry{},
+		defaultBranch: map[string]string{},
+		teams:         map[string]map[string]string{},
+		tokenPrefix:   "ghs_",
 		nextID:        1000,
 	}
 	s.graphqlPath = s.prefix + "/graphql"
@@ -622,10 +642,10 @@ func (s *Server) addCommentLocked(k string, is *issue, author, typ, body string)
 
 func repoKey(owner, repo string) string { return strings.ToLower(owner + "/" + repo) }
 
-func randomToken() string {
+func randomToken(prefix string) string {
 	b := make([]byte, 18)
 	_, _ = rand.Read(b)
-	return "ghs_" + hex.EncodeToString(b)
+	return prefix + hex.EncodeToString(b)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -53,6 +53,8 @@ func (s *Server) routes() {
 	// prefix) to this route.
 	m.HandleFunc("POST /graphql", s.graphql)
 	m.HandleFunc("GET /repos/{owner}/{repo}/collaborators/{user}/permission", s.repo(s.getPermission))
+	m.HandleFunc("GET /repos/{owner}/{repo}/contents/{path...}", s.repo(s.getContents))
+	m.HandleFunc("GET /orgs/{org}/teams/{team}/memberships/{user}", s.orgScope(s.getTeamMembership))
 	s.mux = m
 }
 
@@ -201,13 +203,13 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request) {
 		notFound(w)
 		return
 	}
-	tok := randomToken()
+	tok := randomToken(s.tokenPrefix)
 	exp := time.Now().Add(time.Hour).UTC().Truncate(time.Second)
 	s.tokens[tok] = tokenInfo{installation: id, expires: exp}
 	writeJSON(w, http.StatusCreated, map[string]any{
 		"token":                tok,
 		"expires_at":           exp.Format(time.RFC3339),
-		"permissions":          map[string]string{"issues": "write", "pull_requests": "write", "contents": "write", "checks": "write"},
+		"permissions":          map[string]string{"issues": "write", "pull_requests": "write", "contents": "write", "checks": "write", "members": "read", "metadata": "read"},
 		"repository_selection": "selected",
 	})
 }

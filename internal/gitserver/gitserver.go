@@ -431,10 +431,67 @@ func (s *Server) Push(t testing.TB, owner, name, branch string, files map[string
 	return sha
 }
 
-// ReadFile returns the content of path at ref in owner/name.
+// ReadFile returns the content of path at ref in owner/name; a missing file
+// is an error like any other (File tells the two apart).
 func (s *Server) ReadFile(t testing.TB, owner, name, ref, p string) (string, error) {
 	t.Helper()
 	return s.git(s.BareDir(owner, name), nil, "cat-file", "blob", ref+":"+p)
+}
+
+// File returns the content of the regular file p at ref (a branch, tag or
+// commit SHA) in owner/name, read from the bare repository with the git CLI,
+// so a fake API (fakegithub's Files hook) can serve the repository's real
+// content: fake.Files = git.File.
+//
+// found is false, with a nil error, when the repository, the ref or the path
+// does not exist, and also when p names something other than a regular file
+// (a directory, a symbolic link or a submodule): none of those has content a
+// caller could use as the file's. An error means git itself failed.
+func (s *Server) File(owner, name, ref, p string) (content []byte, found bool, err error) {
+	if checkName(owner, name) != nil || ref == "" || strings.HasPrefix(ref, "-") {
+		return nil, false, nil
+	}
+	p = strings.Trim(p, "/")
+	if p == "" {
+		return nil, false, nil // the root is a tree
+	}
+	bare := s.BareDir(owner, name)
+	if _, err := os.Stat(bare); errors.Is(err, os.ErrNotExist) {
+		return nil, false, nil
+	}
+	commit, err := s.git(bare, nil, "rev-parse", "--verify", "--quiet", "--end-of-options", ref+"^{commit}")
+	if err != nil {
+		// --verify --quiet exits 1, silently, for a ref that does not exist.
+		var ee *exec.ExitError
+		if errors.As(err, &ee) && ee.ExitCode() == 1 {
+			return nil, false, nil
+		}
+		return nil, false, fmt.Errorf("read %s at %s in %s/%s: %w", p, ref, owner, name, err)
+	}
+	commit = strings.TrimSpace(commit)
+	// ls-tree gives the entry's mode, which cat-file alone does not: a
+	// symbolic link is a blob too. Literal pathspecs, so that a path like
+	// ":(glob)*" or "*.yml" names exactly that path.
+	out, err := s.git(bare, []string{"GIT_LITERAL_PATHSPECS=1"}, "ls-tree", "-z", "--full-tree", commit, "--", p)
+	if err != nil {
+		return nil, false, fmt.Errorf("read %s at %s in %s/%s: %w", p, ref, owner, name, err)
+	}
+	for _, entry := range strings.Split(out, "\x00") {
+		meta, entryPath, ok := strings.Cut(entry, "\t")
+		if !ok || entryPath != p {
+			continue
+		}
+		f := strings.Fields(meta) // mode, type, object
+		if len(f) != 3 || f[1] != "blob" || (f[0] != "100644" && f[0] != "100755") {
+			return nil, false, nil
+		}
+		blob, err := s.git(bare, nil, "cat-file", "blob", f[2])
+		if err != nil {
+			return nil, false, fmt.Errorf("read %s at %s in %s/%s: %w", p, ref, owner, name, err)
+		}
+		return []byte(blob), true, nil
+	}
+	return nil, false, nil
 }
 
 // RevParse resolves ref to a commit SHA; it is an error if ref is missing.

@@ -253,3 +253,82 @@ func TestStartClose(t *testing.T) {
 		t.Errorf("Close left %s: %v", dir, err)
 	}
 }
+
+func TestFile(t *testing.T) {
+	s := newServer(t)
+	s.CreateRepo(t, "acme", "widgets", "main", map[string]string{
+		".github/pullwright.yml": "version: 1\n",
+		"README.md":              "hello\n",
+		"empty":                  "",
+		"bin/data":               "a\x00b\xff",
+		"*.md":                   "a file named like a glob\n",
+	})
+	seed, err := s.RevParse(t, "acme", "widgets", "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Push(t, "acme", "widgets", "main", map[string]string{"README.md": "changed\n"}, "Change README")
+	if out, err := s.Git("acme", "widgets", "tag", "v1", seed); err != nil {
+		t.Fatal(err, out)
+	}
+
+	// A symbolic link and a submodule, committed with the real CLI and pushed
+	// to the bare repository directly.
+	dir := t.TempDir()
+	if out, err := git(t, dir, "clone", "--quiet", s.BareDir("acme", "widgets"), "."); err != nil {
+		t.Fatal(err, out)
+	}
+	if err := os.Symlink("README.md", filepath.Join(dir, "link")); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := git(t, dir, "update-index", "--add", "--cacheinfo", "160000,"+seed+",sub"); err != nil {
+		t.Fatal(err, out)
+	}
+	if out, err := git(t, dir, "add", "link"); err != nil {
+		t.Fatal(err, out)
+	}
+	if out, err := git(t, dir, "commit", "-qm", "link and submodule"); err != nil {
+		t.Fatal(err, out)
+	}
+	if out, err := git(t, dir, "push", "--quiet", "origin", "HEAD:refs/heads/odd"); err != nil {
+		t.Fatal(err, out)
+	}
+
+	tests := []struct {
+		name, owner, repo, ref, path string
+		want                         string
+		found                        bool
+	}{
+		{"file at branch", "acme", "widgets", "main", "README.md", "changed\n", true},
+		{"file at commit", "acme", "widgets", seed, "README.md", "hello\n", true},
+		{"file at tag", "acme", "widgets", "v1", "README.md", "hello\n", true},
+		{"full ref name", "acme", "widgets", "refs/heads/main", "README.md", "changed\n", true},
+		{"nested file", "acme", "widgets", "main", ".github/pullwright.yml", "version: 1\n", true},
+		{"leading slash", "acme", "widgets", "main", "/.github/pullwright.yml", "version: 1\n", true},
+		{"empty file", "acme", "widgets", "main", "empty", "", true},
+		{"binary file", "acme", "widgets", "main", "bin/data", "a\x00b\xff", true},
+		{"glob characters are literal", "acme", "widgets", "main", "*.md", "a file named like a glob\n", true},
+		{"glob does not match others", "acme", "widgets", "main", "READ*", "", false},
+		{"missing path", "acme", "widgets", "main", "nope.yml", "", false},
+		{"missing ref", "acme", "widgets", "nope", "README.md", "", false},
+		{"empty ref", "acme", "widgets", "", "README.md", "", false},
+		{"missing repository", "acme", "nothing", "main", "README.md", "", false},
+		{"invalid repository name", "..", "widgets", "main", "README.md", "", false},
+		{"directory", "acme", "widgets", "main", ".github", "", false},
+		{"root", "acme", "widgets", "main", "", "", false},
+		{"symbolic link", "acme", "widgets", "odd", "link", "", false},
+		{"submodule", "acme", "widgets", "odd", "sub", "", false},
+		{"file next to them", "acme", "widgets", "odd", "README.md", "changed\n", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, found, err := s.File(tt.owner, tt.repo, tt.ref, tt.path)
+			if err != nil || found != tt.found || string(got) != tt.want {
+				t.Errorf("File(%s/%s, %q, %q) = %q, %v, %v; want %q, %v, nil", tt.owner, tt.repo, tt.ref, tt.path, got, found, err, tt.want, tt.found)
+			}
+		})
+	}
+	if len(s.Requests()) != 0 {
+		t.Errorf("File went through HTTP: %+v", s.Requests())
+	}
+}
