@@ -1,7 +1,8 @@
 // Package agent owns the LLM loop of a task: the prompts, the tools the model
-// may call and their implementations over a workspace directory, the token
-// and turn budgets, and the conversation state that the task worker persists
-// between turns.
+// may call and their implementations over a workspace directory, the turn,
+// token and cost budgets, the paths the tools may not change, retries of the
+// model endpoint, and the conversation state that the task worker persists
+// between turns. A task's own rules (Limits) travel in that state.
 //
 // The loop is driven one turn at a time (Agent.Turn) so that a restart
 // resumes from the stored State. The agent must not execute anything itself:
@@ -11,17 +12,15 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/url"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
@@ -35,8 +34,8 @@ const (
 	DefaultCallTimeout   = 3 * time.Minute
 )
 
-// ErrBudget is wrapped by Turn's error when the task used up its turns or
-// tokens; the worker should fail the task rather than retry.
+// ErrBudget is wrapped by Turn's error when the task used up its turns,
+// tokens or money; the worker should fail the task rather than retry.
 var ErrBudget = errors.New("agent: budget exhausted")
 
 // ErrFinished is wrapped by Turn's error when the model already called
@@ -46,14 +45,28 @@ var ErrFinished = errors.New("agent: the model already called finish")
 // Config configures an Agent.
 type Config struct {
 	// BaseURL, APIKey and Model select any OpenAI-compatible endpoint.
-	// BaseURL defaults to OpenAI's.
+	// BaseURL defaults to OpenAI's. A task's Limits.Model replaces Model.
 	BaseURL, APIKey, Model string
-	HTTPClient             *http.Client
-	MaxTurns               int           // model calls per task, default 40
-	MaxTokens              int           // prompt+completion tokens per task (from the API's usage), default 400000
-	MaxToolOutput          int           // bytes of one tool result, default 16 KiB
-	CallTimeout            time.Duration // deadline of one model call, default 3m
-	Logger                 *slog.Logger
+	// HTTPClient makes the model calls; its Transport (or
+	// http.DefaultTransport) is wrapped to retry them (see MaxRetries).
+	HTTPClient *http.Client
+	// MaxTurns and MaxTokens apply to tasks whose Limits set none.
+	MaxTurns      int           // model calls per task, default 40
+	MaxTokens     int           // prompt+completion tokens per task (from the API's usage), default 400000
+	MaxToolOutput int           // bytes of one tool result, default 16 KiB
+	CallTimeout   time.Duration // deadline of one model call, retries included, default 3m
+	// MaxRetries is how many times one model call is retried after a 429,
+	// 500, 502, 503 or 504 answer or a connection error, within
+	// CallTimeout; default 3, negative for none.
+	MaxRetries int
+	// RetryBackoff is the first wait before a retry when the server does
+	// not say (Retry-After); it doubles with each retry, with jitter.
+	// Default 1s.
+	RetryBackoff time.Duration
+	// MaxRetryWait caps every wait before a retry, Retry-After included.
+	// Default 60s.
+	MaxRetryWait time.Duration
+	Logger       *slog.Logger
 }
 
 // Agent runs turns of the loop. It is safe for concurrent use by several
@@ -61,6 +74,7 @@ type Config struct {
 type Agent struct {
 	cfg    Config
 	client *openai.Client
+	retry  *retryTransport // inside client; tests set its clock
 	log    *slog.Logger
 	tools  []openai.Tool
 }
@@ -70,7 +84,8 @@ func New(cfg Config) (*Agent, error) {
 	if strings.TrimSpace(cfg.Model) == "" {
 		return nil, errors.New("agent: model is required")
 	}
-	if cfg.MaxTurns < 0 || cfg.MaxTokens < 0 || cfg.MaxToolOutput < 0 || cfg.CallTimeout < 0 {
+	if cfg.MaxTurns < 0 || cfg.MaxTokens < 0 || cfg.MaxToolOutput < 0 || cfg.CallTimeout < 0 ||
+		cfg.RetryBackoff < 0 || cfg.MaxRetryWait < 0 {
 		return nil, errors.New("agent: budgets and limits must not be negative")
 	}
 	if cfg.MaxTurns == 0 {
@@ -84,6 +99,15 @@ func New(cfg Config) (*Agent, error) {
 	}
 	if cfg.CallTimeout == 0 {
 		cfg.CallTimeout = DefaultCallTimeout
+	}
+	if cfg.MaxRetries == 0 {
+		cfg.MaxRetries = DefaultMaxRetries
+	}
+	if cfg.RetryBackoff == 0 {
+		cfg.RetryBackoff = DefaultRetryBackoff
+	}
+	if cfg.MaxRetryWait == 0 {
+		cfg.MaxRetryWait = DefaultMaxRetryWait
 	}
 	if cfg.HTTPClient == nil {
 		cfg.HTTPClient = &http.Client{}
@@ -99,13 +123,40 @@ func New(cfg Config) (*Agent, error) {
 		}
 		oc.BaseURL = strings.TrimSuffix(cfg.BaseURL, "/")
 	}
-	oc.HTTPClient = cfg.HTTPClient
+	// The caller's client keeps its own transport; ours wraps it in a copy.
+	hc := *cfg.HTTPClient
+	rt := newRetryTransport(hc.Transport, cfg, cfg.Logger)
+	hc.Transport = rt
+	oc.HTTPClient = &hc
 	return &Agent{
 		cfg:    cfg,
 		client: openai.NewClientWithConfig(oc),
-		log:    cfg.Logger.With("model", cfg.Model),
+		retry:  rt,
+		log:    cfg.Logger,
 		tools:  toolDefs(),
 	}, nil
+}
+
+// Limits are the rules of one task, from its repository's policy as the
+// caller resolved it against the operator's caps. They travel in State, so
+// that a task keeps the rules it started under across restarts and one
+// Agent serves repositories with different rules. A zero value means
+// Config's default (MaxTurns, MaxTokens, Model) or no limit (MaxCostUSD,
+// Protected).
+type Limits struct {
+	MaxTurns  int `json:"max_turns,omitempty"`
+	MaxTokens int `json:"max_tokens,omitempty"`
+	// MaxCostUSD bounds what the task's model calls cost, priced with
+	// PriceInput and PriceOutput: USD per million prompt and completion
+	// tokens.
+	MaxCostUSD  float64 `json:"max_cost_usd,omitempty"`
+	PriceInput  float64 `json:"price_input,omitempty"`
+	PriceOutput float64 `json:"price_output,omitempty"`
+	// Model replaces Config.Model for this task.
+	Model string `json:"model,omitempty"`
+	// Protected are globs (as policy.ProtectedBy matches them) of paths
+	// the model may read but not create, change or delete.
+	Protected []string `json:"protected,omitempty"`
 }
 
 // Brief is what the agent is asked to do.
@@ -116,6 +167,11 @@ type Brief struct {
 	Comments     []Comment // untrusted
 	Instructions string    // the maintainer's request, trusted
 	Requester    string    // login of the maintainer who asked
+	// Limits are the task's rules; Start keeps them in the State.
+	Limits Limits
+	// TestCommand is how the maintainers test the repository (its
+	// configuration's test_command), a hint for the model; may be empty.
+	TestCommand string
 }
 
 // Comment is one comment of the issue or pull request.
@@ -149,25 +205,70 @@ type State struct {
 	// Pending is the execution request the last turn ended with; while it is
 	// set, Turn refuses to run (ErrPending) until Resolve answers it.
 	Pending *Request `json:"pending,omitempty"`
+	// Limits are the task's rules, from Brief.Limits. A State saved before
+	// they existed has none, and runs under Config's.
+	Limits Limits `json:"limits,omitzero"`
 }
 
 // Tokens is the number of tokens used so far.
 func (s *State) Tokens() int { return s.PromptTokens + s.CompletionTokens }
 
+// CostUSD is what the model calls so far cost, in USD, at the prices of
+// s.Limits (0 if they are not set).
+func (s *State) CostUSD() float64 {
+	return (float64(s.PromptTokens)*s.Limits.PriceInput + float64(s.CompletionTokens)*s.Limits.PriceOutput) / 1e6
+}
+
 // Start returns the state of a new conversation: the system prompt and the
-// first user message carrying the brief.
+// first user message carrying the brief, under the brief's limits.
 func (a *Agent) Start(b Brief) *State {
-	return &State{Messages: []openai.ChatCompletionMessage{
-		{Role: openai.ChatMessageRoleSystem, Content: systemPrompt},
-		{Role: openai.ChatMessageRoleUser, Content: firstMessage(b)},
-	}}
+	b.Limits.Protected = cleanGlobs(b.Limits.Protected)
+	if b.Limits.MaxCostUSD > 0 && b.Limits.PriceInput <= 0 && b.Limits.PriceOutput <= 0 {
+		a.log.Warn("a cost budget without prices cannot be enforced", "repo", b.Repo, "max_cost_usd", b.Limits.MaxCostUSD)
+	}
+	return &State{
+		Limits: b.Limits,
+		Messages: []openai.ChatCompletionMessage{
+			{Role: openai.ChatMessageRoleSystem, Content: systemPrompt},
+			{Role: openai.ChatMessageRoleUser, Content: firstMessage(b)},
+		},
+	}
+}
+
+// cleanGlobs copies globs without blank entries; nil if none is left, so
+// that the State encodes the same before and after a round trip.
+func cleanGlobs(globs []string) []string {
+	var out []string
+	for _, g := range globs {
+		if g = strings.TrimSpace(g); g != "" {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// budget checks st against its limits, or Config's where it sets none.
+func (a *Agent) budget(st *State) error {
+	maxTurns := cmp.Or(max(st.Limits.MaxTurns, 0), a.cfg.MaxTurns)
+	maxTokens := cmp.Or(max(st.Limits.MaxTokens, 0), a.cfg.MaxTokens)
+	switch {
+	case st.Turns >= maxTurns:
+		return fmt.Errorf("%w: turns: %d of %d used", ErrBudget, st.Turns, maxTurns)
+	case st.Tokens() >= maxTokens:
+		return fmt.Errorf("%w: tokens: %d of %d used", ErrBudget, st.Tokens(), maxTokens)
+	case st.Limits.MaxCostUSD > 0 && st.CostUSD() >= st.Limits.MaxCostUSD:
+		return fmt.Errorf("%w: cost: %.4f of %.4f USD used", ErrBudget, st.CostUSD(), st.Limits.MaxCostUSD)
+	}
+	return nil
 }
 
 // Turn makes one model call and carries out the tool calls it asks for
 // against workdir, in order. It returns an error, and leaves st unchanged,
-// when an execution request waits for its answer (ErrPending), the budget is
-// used up (ErrBudget), the model already finished (ErrFinished), the
-// workspace cannot be opened, or the model call fails (see IsTransient).
+// when an execution request waits for its answer (ErrPending), the budget of
+// st.Limits (or Config) is used up (ErrBudget: turns, tokens or cost), the
+// model already finished (ErrFinished), the workspace cannot be opened, or
+// the model call fails after its retries (see IsTransient). A Turn is never
+// more than one model call, so it never takes the task past its turn limit.
 // Tool failures are not errors: they become "error: …" tool results.
 //
 // The first valid run call of the answer becomes st.Pending and gets no tool
@@ -187,11 +288,8 @@ func (a *Agent) Turn(ctx context.Context, st *State, workdir string) error {
 	if st.Finish != nil {
 		return ErrFinished
 	}
-	if st.Turns >= a.cfg.MaxTurns {
-		return fmt.Errorf("%w: turns: %d of %d used", ErrBudget, st.Turns, a.cfg.MaxTurns)
-	}
-	if st.Tokens() >= a.cfg.MaxTokens {
-		return fmt.Errorf("%w: tokens: %d of %d used", ErrBudget, st.Tokens(), a.cfg.MaxTokens)
+	if err := a.budget(st); err != nil {
+		return err
 	}
 	ws, err := openWorkspace(workdir)
 	if err != nil {
@@ -200,9 +298,10 @@ func (a *Agent) Turn(ctx context.Context, st *State, workdir string) error {
 	defer ws.Close()
 
 	turn := st.Turns + 1
-	log := a.log.With("turn", turn)
+	model := cmp.Or(st.Limits.Model, a.cfg.Model)
+	log := a.log.With("model", model, "turn", turn)
 	req := openai.ChatCompletionRequest{
-		Model:    a.cfg.Model,
+		Model:    model,
 		Messages: st.Messages,
 		Tools:    a.tools,
 	}
@@ -273,6 +372,9 @@ func (a *Agent) Turn(ctx context.Context, st *State, workdir string) error {
 	}
 	attrs := []any{"prompt_tokens", resp.Usage.PromptTokens, "completion_tokens", resp.Usage.CompletionTokens,
 		"total_tokens", st.Tokens(), "tools", names, "finished", st.Finish != nil}
+	if st.Limits.PriceInput > 0 || st.Limits.PriceOutput > 0 {
+		attrs = append(attrs, "cost_usd", st.CostUSD())
+	}
 	if st.Pending != nil {
 		attrs = append(attrs, "pending_tool_call", st.Pending.ToolCallID)
 	}
@@ -384,17 +486,12 @@ func IsTransient(err error) bool {
 	if errors.Is(err, context.Canceled) {
 		return false
 	}
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) ||
-		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) {
+	// The call's deadline ended it, retries included; a later turn may
+	// fare better.
+	if errors.Is(err, context.DeadlineExceeded) {
 		return true
 	}
-	var netErr net.Error
-	if errors.As(err, &netErr) && netErr.Timeout() {
-		return true
-	}
-	var opErr *net.OpError
-	var dnsErr *net.DNSError
-	return errors.As(err, &opErr) || (errors.As(err, &dnsErr) && (dnsErr.IsTemporary || dnsErr.IsTimeout))
+	return connectionError(err)
 }
 
 func transientStatus(code int) bool {

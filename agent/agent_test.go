@@ -262,29 +262,36 @@ func TestBadToolCallsDoNotStopTheLoop(t *testing.T) {
 	}
 }
 
+// TestModelErrorsLeaveStateUnchanged: a call that fails, after its retries
+// where the failure is worth one, changes nothing.
 func TestModelErrorsLeaveStateUnchanged(t *testing.T) {
+	const tries = 1 + DefaultMaxRetries
 	tests := []struct {
 		name          string
 		step          fakellm.Step
 		key           string // configured on the server
 		wantTransient bool
+		wantCalls     int
 	}{
-		{"500", fakellm.Step{Status: 500}, "", true},
-		{"502", fakellm.Step{Status: 502, Content: "bad gateway"}, "", true},
-		{"503", fakellm.Step{Status: 503}, "", true},
-		{"429", fakellm.Step{Status: 429, Content: "Rate limit reached"}, "", true},
-		{"400", fakellm.Step{Status: 400, Content: "context_length_exceeded"}, "", false},
-		{"401 from server", fakellm.Step{Status: 401}, "", false},
-		{"401 wrong key", fakellm.Step{Content: "never sent"}, "the-right-key", false},
-		{"404", fakellm.Step{Status: 404, Content: "model not found"}, "", false},
-		{"garbage 200", fakellm.Step{RawBody: "<html>502 Bad Gateway</html>"}, "", false},
-		{"no choices", fakellm.Step{RawBody: `{"id":"x","choices":[]}`}, "", false},
-		{"truncated 200", fakellm.Step{RawBody: `{"id":"x","choices":[{"message":{"role":"assi`}, "", true},
+		{"500", fakellm.Step{Status: 500}, "", true, tries},
+		{"502", fakellm.Step{Status: 502, Content: "bad gateway"}, "", true, tries},
+		{"503", fakellm.Step{Status: 503}, "", true, tries},
+		{"504", fakellm.Step{Status: 504}, "", true, tries},
+		{"429", fakellm.Step{Status: 429, Content: "Rate limit reached"}, "", true, tries},
+		{"529 is not retried here", fakellm.Step{Status: 529}, "", true, 1},
+		{"408 is not retried here", fakellm.Step{Status: 408}, "", true, 1},
+		{"400", fakellm.Step{Status: 400, Content: "context_length_exceeded"}, "", false, 1},
+		{"401 from server", fakellm.Step{Status: 401}, "", false, 1},
+		{"401 wrong key", fakellm.Step{Content: "never sent"}, "the-right-key", false, 1},
+		{"404", fakellm.Step{Status: 404, Content: "model not found"}, "", false, 1},
+		{"garbage 200", fakellm.Step{RawBody: "<html>502 Bad Gateway</html>"}, "", false, 1},
+		{"no choices", fakellm.Step{RawBody: `{"id":"x","choices":[]}`}, "", false, 1},
+		{"truncated 200", fakellm.Step{RawBody: `{"id":"x","choices":[{"message":{"role":"assi`}, "", true, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := workspaceDir(t, nil)
-			s := fakellm.New(t, tt.step)
+			s := fakellm.NewByTurn(t, tt.step) // the same answer to every try
 			if tt.key != "" {
 				s.WithAPIKey(tt.key)
 			}
@@ -307,8 +314,8 @@ func TestModelErrorsLeaveStateUnchanged(t *testing.T) {
 			if !reflect.DeepEqual(st, before) {
 				t.Errorf("state changed by a failed turn:\n got %+v\nwant %+v", st, before)
 			}
-			if s.Calls() != 1 {
-				t.Errorf("calls = %d", s.Calls())
+			if s.Calls() != tt.wantCalls {
+				t.Errorf("calls = %d, want %d", s.Calls(), tt.wantCalls)
 			}
 		})
 	}
@@ -345,9 +352,13 @@ func TestTransportErrorsAreTransient(t *testing.T) {
 		addr := l.Addr().String()
 		l.Close()
 		a := newTestAgent(t, Config{BaseURL: "http://" + addr + "/v1"})
+		clock := withClock(a)
 		err = a.Turn(context.Background(), a.Start(testBrief), workspaceDir(t, nil))
 		if err == nil || !IsTransient(err) {
 			t.Errorf("err = %v, transient %v; want transient", err, IsTransient(err))
+		}
+		if n := len(clock.Waits()); n != DefaultMaxRetries {
+			t.Errorf("%d waits before retries, want %d", n, DefaultMaxRetries)
 		}
 	})
 	t.Run("caller cancelled", func(t *testing.T) {
@@ -398,16 +409,28 @@ func TestIsTransient(t *testing.T) {
 
 func TestBudgets(t *testing.T) {
 	loop := fakellm.Step{ToolCalls: []fakellm.ToolCall{call("think", `{"thought":"again"}`)}}
+	// Per turn: 100 prompt and 20 completion tokens by default; at $2 and
+	// $8 per million that is 0.00036 USD.
+	priced := Limits{PriceInput: 2, PriceOutput: 8}
 	tests := []struct {
 		name      string
 		cfg       Config
+		limits    Limits
 		usage     fakellm.Usage
 		wantTurns int
 		wantMsg   string
 	}{
-		{"turns", Config{MaxTurns: 3}, fakellm.Usage{}, 3, "turns: 3 of 3 used"},
-		{"tokens", Config{MaxTokens: 1000}, fakellm.Usage{Prompt: 300, Completion: 100}, 3, "tokens: 1200 of 1000 used"},
-		{"tokens exactly", Config{MaxTokens: 800}, fakellm.Usage{Prompt: 300, Completion: 100}, 2, "tokens: 800 of 800 used"},
+		{"turns", Config{MaxTurns: 3}, Limits{}, fakellm.Usage{}, 3, "turns: 3 of 3 used"},
+		{"tokens", Config{MaxTokens: 1000}, Limits{}, fakellm.Usage{Prompt: 300, Completion: 100}, 3, "tokens: 1200 of 1000 used"},
+		{"tokens exactly", Config{MaxTokens: 800}, Limits{}, fakellm.Usage{Prompt: 300, Completion: 100}, 2, "tokens: 800 of 800 used"},
+		{"turns of the task", Config{}, Limits{MaxTurns: 2}, fakellm.Usage{}, 2, "turns: 2 of 2 used"},
+		{"the task's turns over the config's", Config{MaxTurns: 2}, Limits{MaxTurns: 4}, fakellm.Usage{}, 4, "turns: 4 of 4 used"},
+		{"tokens of the task", Config{MaxTokens: 100000}, Limits{MaxTokens: 800}, fakellm.Usage{Prompt: 300, Completion: 100}, 2, "tokens: 800 of 800 used"},
+		{"cost", Config{}, Limits{MaxCostUSD: 0.001, PriceInput: priced.PriceInput, PriceOutput: priced.PriceOutput},
+			fakellm.Usage{}, 3, "cost: 0.0011 of 0.0010 USD used"},
+		{"cost exactly", Config{}, Limits{MaxCostUSD: 0.00072, PriceInput: priced.PriceInput, PriceOutput: priced.PriceOutput},
+			fakellm.Usage{}, 2, "cost: 0.0007 of 0.0007 USD used"},
+		{"cost without a budget", Config{MaxTurns: 5}, priced, fakellm.Usage{}, 5, "turns: 5 of 5 used"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -419,7 +442,9 @@ func TestBudgets(t *testing.T) {
 			}
 			s := fakellm.New(t, steps...)
 			a := agentFor(t, s, tt.cfg)
-			st := a.Start(testBrief)
+			brief := testBrief
+			brief.Limits = tt.limits
+			st := roundTrip(t, a.Start(brief)) // the limits survive a restart
 			dir := workspaceDir(t, nil)
 			var err error
 			for range 10 {
@@ -541,9 +566,9 @@ func TestServerWithoutToolCallIDs(t *testing.T) {
 
 func TestAPIKeyIsSentAndNeverLogged(t *testing.T) {
 	const key = "sk-test-very-secret-key"
-	s := fakellm.New(t,
+	s := fakellm.NewByTurn(t,
 		fakellm.Step{ToolCalls: []fakellm.ToolCall{call("glob", `{"pattern":"**"}`)}},
-		fakellm.Step{Status: 500},
+		fakellm.Step{Status: 500}, // and its retries
 	).WithAPIKey(key)
 	var logs bytes.Buffer
 	a := agentFor(t, s, Config{APIKey: key, Logger: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
@@ -559,7 +584,8 @@ func TestAPIKeyIsSentAndNeverLogged(t *testing.T) {
 	if strings.Contains(out, key) || strings.Contains(out, "very-secret") {
 		t.Errorf("API key in logs:\n%s", out)
 	}
-	for _, want := range []string{`"turn":1`, `"total_tokens":120`, `"tools":["glob"]`, `"turn":2`, `"transient":true`} {
+	for _, want := range []string{`"turn":1`, `"total_tokens":120`, `"tools":["glob"]`, `"turn":2`, `"transient":true`,
+		`"msg":"model endpoint failed; retrying","status":500`, `"model":"test-model"`} {
 		if !strings.Contains(out, want) {
 			t.Errorf("logs lack %s:\n%s", want, out)
 		}

@@ -30,6 +30,10 @@ const (
 	ToolFinish    = "finish"
 )
 
+// protectedNote ends the description of every tool that changes files.
+const protectedNote = "Paths the maintainers protected (listed in the first message, if any) are refused, " +
+	"also through symlinks: read them if useful, but describe a change they would need in your finish summary instead."
+
 // Plan item statuses.
 const (
 	StatusPending    = "pending"
@@ -86,7 +90,8 @@ var tools = []*tool{
 	{
 		name: ToolWriteFile,
 		description: "Create a file, or replace the whole content of an existing one. Parent directories are created. " +
-			"Prefer edit_file for changes to existing files; use write_file for new files or complete rewrites of small files.",
+			"Prefer edit_file for changes to existing files; use write_file for new files or complete rewrites of small files. " +
+			protectedNote,
 		schema: `{
   "type": "object",
   "properties": {
@@ -103,7 +108,7 @@ var tools = []*tool{
 		description: "Replace exact text in a file. old_text must match the file byte for byte (whitespace and " +
 			"indentation included, without the line-number prefixes read_file shows) and occur exactly " +
 			"expected_matches times (default 1), otherwise nothing is changed and the error says how many " +
-			"occurrences were found. Include enough surrounding lines to make old_text unique.",
+			"occurrences were found. Include enough surrounding lines to make old_text unique. " + protectedNote,
 		schema: `{
   "type": "object",
   "properties": {
@@ -372,7 +377,7 @@ func runWriteFile(env toolEnv, raw json.RawMessage) (toolResult, error) {
 	if err := toolsByName[ToolWriteFile].decodeArgs(raw, &a); err != nil {
 		return toolResult{}, err
 	}
-	created, err := env.ws.writeFile(a.Path, a.Content)
+	created, err := env.ws.writeFile(a.Path, a.Content, env.st.Limits.Protected)
 	if err != nil {
 		return toolResult{}, err
 	}
@@ -396,7 +401,7 @@ func runEditFile(env toolEnv, raw json.RawMessage) (toolResult, error) {
 	if a.ExpectedMatches != nil {
 		want = *a.ExpectedMatches
 	}
-	if err := env.ws.editFile(a.Path, a.OldText, a.NewText, want); err != nil {
+	if err := env.ws.editFile(a.Path, a.OldText, a.NewText, want, env.st.Limits.Protected); err != nil {
 		return toolResult{}, err
 	}
 	noun := "occurrence"

@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	openai "github.com/sashabaranov/go-openai"
 )
@@ -44,7 +47,49 @@ func newTestAgent(t *testing.T, cfg Config) *Agent {
 	if err != nil {
 		t.Fatal(err)
 	}
+	withClock(a) // no test waits for real between retries
 	return a
+}
+
+// fakeClock is the retry transport's clock in tests: sleeping returns at
+// once (unless the context is done) and moves the clock on, and every wait
+// is recorded.
+type fakeClock struct {
+	mu    sync.Mutex
+	t     time.Time
+	waits []time.Duration
+}
+
+// withClock gives a's retries a fresh fake clock, set to the current
+// second, and returns it.
+func withClock(a *Agent) *fakeClock {
+	c := &fakeClock{t: time.Now().Truncate(time.Second)}
+	a.retry.sleep, a.retry.now = c.sleep, c.now
+	return c
+}
+
+func (c *fakeClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) sleep(ctx context.Context, d time.Duration) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.waits = append(c.waits, d)
+	c.t = c.t.Add(d)
+	return nil
+}
+
+// Waits returns the waits so far.
+func (c *fakeClock) Waits() []time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.waits)
 }
 
 // callTool runs one tool call directly, as Turn would.

@@ -15,6 +15,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
+
+	"github.com/pullwright/pullwright/policy"
 )
 
 // Bounds of the file tools. The tool output as a whole is further bounded by
@@ -156,6 +158,44 @@ func (w *workspace) target(p string) (string, error) {
 	return w.resolve(c)
 }
 
+// writable validates and resolves a path from the model for a tool that
+// creates, changes or deletes a file: every such tool goes through it. A path
+// is refused when one of the protected globs matches it as given or the path
+// its symlinks lead to, so that neither a symlink in the repository
+// (notes.yml -> .github/workflows/ci.yml) nor a symlinked directory opens a
+// protected file up.
+func (w *workspace) writable(p string, protected []string) (string, error) {
+	c, err := clean(p)
+	if err != nil {
+		return "", err
+	}
+	if g, ok := policy.ProtectedBy(protected, c); ok {
+		return "", protectedError(p, "", g)
+	}
+	r, err := w.resolve(c)
+	if err != nil {
+		return "", err
+	}
+	if r != c {
+		if g, ok := policy.ProtectedBy(protected, r); ok {
+			return "", protectedError(p, r, g)
+		}
+	}
+	return r, nil
+}
+
+// protectedError tells the model why it may not change p (which leads to
+// target, if p is a symlink) and what to do instead.
+func protectedError(p, target, glob string) error {
+	what := p + " is protected"
+	if target != "" {
+		what = fmt.Sprintf("%s leads through a symlink to %s, which is protected", p, target)
+	}
+	return errorf("%s: it matches %q, one of the paths the maintainers of this repository protected, "+
+		"so it may be read but not created, changed or deleted. Do not try another way to change it; "+
+		"leave it as it is and say in your finish summary what change you would have made there.", what, glob)
+}
+
 // describe turns an error from the file system into text for the model
 // without leaking host paths.
 func describe(err error) string {
@@ -281,13 +321,13 @@ func readLine(br *bufio.Reader, max int) (line []byte, cut int, eof bool, err er
 	}
 }
 
-// writeFile creates or replaces a file, creating parent directories. It
-// reports whether the file was created.
-func (w *workspace) writeFile(p, content string) (created bool, err error) {
+// writeFile creates or replaces a file, creating parent directories, unless
+// protected (globs) refuses it. It reports whether the file was created.
+func (w *workspace) writeFile(p, content string, protected []string) (created bool, err error) {
 	if len(content) > maxWriteBytes {
 		return false, errorf("content is %d bytes; the limit is %d", len(content), maxWriteBytes)
 	}
-	rp, err := w.target(p)
+	rp, err := w.writable(p, protected)
 	if err != nil {
 		return false, err
 	}
@@ -316,8 +356,9 @@ func (w *workspace) writeFile(p, content string) (created bool, err error) {
 	return created, nil
 }
 
-// editFile replaces old with new, which must occur exactly want times.
-func (w *workspace) editFile(p, old, repl string, want int) error {
+// editFile replaces old with new, which must occur exactly want times,
+// unless protected (globs) refuses the file.
+func (w *workspace) editFile(p, old, repl string, want int, protected []string) error {
 	if old == "" {
 		return errorf("old_text is empty; give the exact text to replace (use write_file to create a file)")
 	}
@@ -327,7 +368,7 @@ func (w *workspace) editFile(p, old, repl string, want int) error {
 	if want < 1 {
 		return errorf("expected_matches must be at least 1, got %d", want)
 	}
-	rp, err := w.target(p)
+	rp, err := w.writable(p, protected)
 	if err != nil {
 		return err
 	}

@@ -62,13 +62,16 @@ type DockerConfig struct {
 	NoPull bool
 
 	// NetworkMode: "none" (default). Anything else gives the command a
-	// network; only for operators who know why.
+	// network; only for operators who know why. A Spec's Network replaces
+	// it for one run.
 	NetworkMode string
 	// Memory is the memory limit in bytes, default 2 GiB. Swap is always
-	// off: MemorySwap is set equal to Memory.
+	// off: MemorySwap is set equal to Memory. A Spec's Memory replaces it
+	// for one run.
 	Memory int64
 	// NanoCPUs is the CPU quota in billionths of a CPU, default 2 CPUs. It
-	// is lowered to the Docker host's CPU count if that is smaller.
+	// is lowered to the Docker host's CPU count if that is smaller. A
+	// Spec's NanoCPUs replaces it for one run (and is lowered the same way).
 	NanoCPUs int64
 	// PidsLimit bounds processes and threads in the container, default 512.
 	PidsLimit int64
@@ -120,6 +123,14 @@ type DockerConfig struct {
 //     (e.g. its PATH); nothing of the bot's;
 //   - /bin/sh -c Spec.Command as the entry point (the image's is ignored).
 //
+// Spec.Network, Spec.Memory and Spec.NanoCPUs, when set, replace the
+// network mode, memory limit and CPU quota of DockerConfig for one run. The
+// caller has already checked them against the operator's caps; Run still
+// refuses a Network other than "", "none" or "bridge" (never host or
+// container:<id>), and lowers NanoCPUs to the host's CPUs. Swap stays off
+// (memory+swap = memory) and /tmp's tmpfs still counts against the memory
+// limit, whichever limit applies.
+//
 // A timeout, an OOM kill or an image that cannot be pulled is a normal
 // Result. Every container is removed when Run returns, also on timeout and
 // on ctx being done; CleanupOrphans removes those a crashed bot left.
@@ -135,7 +146,7 @@ type Docker struct {
 	hostMu      sync.Mutex
 	hostChecked bool
 	hostErr     error
-	nanoCPUs    int64 // cfg.NanoCPUs, lowered to the host's CPUs
+	hostCPUs    int64 // the host's CPUs in billionths, 0 if the daemon did not say
 
 	warned sync.Map // create warnings already logged
 
@@ -227,13 +238,14 @@ func (d *Docker) Ping(ctx context.Context) error {
 }
 
 // checkHost asks the daemon, once, whether it can enforce the limits, and
-// lowers the CPU quota to the host's CPU count. A daemon that cannot limit
-// memory or pids is refused: the sandbox would be weaker than configured.
+// returns the host's CPU count in billionths of a CPU (0 if unknown), the
+// most a CPU quota may be. A daemon that cannot limit memory or pids is
+// refused: the sandbox would be weaker than configured.
 func (d *Docker) checkHost(ctx context.Context) (int64, error) {
 	d.hostMu.Lock()
 	defer d.hostMu.Unlock()
 	if d.hostChecked {
-		return d.nanoCPUs, d.hostErr
+		return d.hostCPUs, d.hostErr
 	}
 	info, err := d.cli.Info(ctx, client.InfoOptions{})
 	if err != nil {
@@ -249,12 +261,38 @@ func (d *Docker) checkHost(ctx context.Context) (int64, error) {
 	if !info.Info.SwapLimit {
 		d.log.Warn("runner: the Docker host cannot limit swap; the memory limit holds only if the host has no swap")
 	}
-	d.nanoCPUs = d.cfg.NanoCPUs
-	if n := int64(info.Info.NCPU) * 1e9; n > 0 && d.nanoCPUs > n {
+	d.hostCPUs = max(int64(info.Info.NCPU)*1e9, 0)
+	if d.hostCPUs > 0 && d.cfg.NanoCPUs > d.hostCPUs {
 		d.log.Warn("runner: CPU limit lowered to the Docker host's CPU count", "cpus", info.Info.NCPU)
-		d.nanoCPUs = n
 	}
-	return d.nanoCPUs, d.hostErr
+	return d.hostCPUs, d.hostErr
+}
+
+// limits are the network, memory and CPU quota of one run.
+type limits struct {
+	network  string
+	memory   int64
+	nanoCPUs int64
+}
+
+// limitsFor applies s's limits over the configuration's, and lowers the CPU
+// quota to hostCPUs (if known): Docker refuses a quota above the host's CPUs.
+// s has passed checkLimits.
+func (d *Docker) limitsFor(s Spec, hostCPUs int64) limits {
+	l := limits{network: d.cfg.NetworkMode, memory: d.cfg.Memory, nanoCPUs: d.cfg.NanoCPUs}
+	if s.Network != "" {
+		l.network = s.Network
+	}
+	if s.Memory > 0 {
+		l.memory = s.Memory
+	}
+	if s.NanoCPUs > 0 {
+		l.nanoCPUs = s.NanoCPUs
+	}
+	if hostCPUs > 0 && l.nanoCPUs > hostCPUs {
+		l.nanoCPUs = hostCPUs
+	}
+	return l
 }
 
 // Run copies s.Dir, runs s.Command in a new container on the copy, and
@@ -274,16 +312,20 @@ func (d *Docker) Run(ctx context.Context, s Spec) (Result, error) {
 	if s.Command == "" {
 		return res, errors.New("run: empty command")
 	}
+	if err := s.checkLimits(); err != nil {
+		return res, err
+	}
 	if err := ctx.Err(); err != nil {
 		return res, fmt.Errorf("run: %w", err)
 	}
 	image := ImageFor(s.Dir, firstNonEmpty(s.Image, d.cfg.Image), d.cfg.FallbackImage)
 	log := d.log.With(labelAttrs(s.Labels)...).With("image", image)
 
-	nanoCPUs, err := d.checkHost(ctx)
+	hostCPUs, err := d.checkHost(ctx)
 	if err != nil {
 		return res, err
 	}
+	lim := d.limitsFor(s, hostCPUs)
 	if err := d.ensureImage(ctx, log, image); err != nil {
 		if ctx.Err() != nil {
 			return res, fmt.Errorf("run: %w", ctx.Err())
@@ -305,7 +347,7 @@ func (d *Docker) Run(ctx context.Context, s Spec) (Result, error) {
 	if err != nil {
 		return res, err
 	}
-	return d.run(ctx, log, s, d.containerConfig(s, image, abs, nanoCPUs))
+	return d.run(ctx, log, s, lim, d.containerConfig(s, image, abs, lim))
 }
 
 // firstNonEmpty returns a, or b if a is empty.
@@ -392,7 +434,7 @@ func (d *Docker) ensureImage(ctx context.Context, log *slog.Logger, image string
 }
 
 // containerConfig is what a run's container is created with.
-func (d *Docker) containerConfig(s Spec, image, work string, nanoCPUs int64) client.ContainerCreateOptions {
+func (d *Docker) containerConfig(s Spec, image, work string, lim limits) client.ContainerCreateOptions {
 	labels := maps.Clone(s.Labels)
 	if labels == nil {
 		labels = map[string]string{}
@@ -418,10 +460,10 @@ func (d *Docker) containerConfig(s Spec, image, work string, nanoCPUs int64) cli
 			AttachStdout:    true,
 			AttachStderr:    true,
 			Labels:          labels,
-			NetworkDisabled: d.cfg.NetworkMode == "none",
+			NetworkDisabled: lim.network == NetworkNone,
 		},
 		HostConfig: &container.HostConfig{
-			NetworkMode:    container.NetworkMode(d.cfg.NetworkMode),
+			NetworkMode:    container.NetworkMode(lim.network),
 			ReadonlyRootfs: true,
 			CapDrop:        []string{"ALL"},
 			SecurityOpt:    []string{"no-new-privileges"},
@@ -435,9 +477,9 @@ func (d *Docker) containerConfig(s Spec, image, work string, nanoCPUs int64) cli
 				BindOptions: &mount.BindOptions{Propagation: mount.PropagationRPrivate},
 			}},
 			Resources: container.Resources{
-				Memory:     d.cfg.Memory,
-				MemorySwap: d.cfg.Memory,
-				NanoCPUs:   nanoCPUs,
+				Memory:     lim.memory,
+				MemorySwap: lim.memory,
+				NanoCPUs:   lim.nanoCPUs,
 				PidsLimit:  &pids,
 			},
 		},
@@ -445,7 +487,7 @@ func (d *Docker) containerConfig(s Spec, image, work string, nanoCPUs int64) cli
 }
 
 // run creates, starts and waits for the container; see Run.
-func (d *Docker) run(ctx context.Context, log *slog.Logger, s Spec, opts client.ContainerCreateOptions) (Result, error) {
+func (d *Docker) run(ctx context.Context, log *slog.Logger, s Spec, lim limits, opts client.ContainerCreateOptions) (Result, error) {
 	res := Result{ExitCode: -1}
 	created, err := d.cli.ContainerCreate(ctx, opts)
 	if err != nil {
@@ -486,7 +528,8 @@ func (d *Docker) run(ctx context.Context, log *slog.Logger, s Spec, opts client.
 	}()
 	wait := d.cli.ContainerWait(streamCtx, id, client.ContainerWaitOptions{Condition: container.WaitConditionNextExit})
 
-	log.Info("runner: start", "command", s.Command, "timeout", s.Timeout)
+	log.Info("runner: start", "command", s.Command, "timeout", s.Timeout,
+		"network", lim.network, "memory", lim.memory, "nano_cpus", lim.nanoCPUs)
 	start := time.Now()
 	if _, err := d.cli.ContainerStart(ctx, id, client.ContainerStartOptions{}); err != nil {
 		if ctx.Err() != nil {
@@ -566,7 +609,7 @@ func (d *Docker) run(ctx context.Context, log *slog.Logger, s Spec, opts client.
 	}
 	if res.OOMKilled {
 		out.ensureNewline()
-		fmt.Fprintf(out, "[killed: out of memory (the sandbox's limit is %s)]\n", formatBytes(d.cfg.Memory))
+		fmt.Fprintf(out, "[killed: out of memory (the sandbox's limit is %s)]\n", formatBytes(lim.memory))
 	}
 	res.Output, res.Truncated = out.String()
 

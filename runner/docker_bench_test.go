@@ -45,11 +45,12 @@ func BenchmarkDockerOverhead(b *testing.B) {
 	dir := b.TempDir()
 
 	// The per-task container for the exec variant, locked down like a run.
-	nano, err := d.checkHost(ctx)
+	hostCPUs, err := d.checkHost(ctx)
 	if err != nil {
 		b.Fatal(err)
 	}
-	opts := d.containerConfig(Spec{Command: "sleep 86400"}, image, dir, nano)
+	spec := Spec{Command: "sleep 86400"}
+	opts := d.containerConfig(spec, image, dir, d.limitsFor(spec, hostCPUs))
 	task, err := d.cli.ContainerCreate(ctx, opts)
 	if err != nil {
 		b.Fatal(err)

@@ -230,6 +230,18 @@ func TestDockerLimits(t *testing.T) {
 		}
 	})
 
+	t.Run("out of memory under a Spec limit", func(t *testing.T) {
+		t.Parallel()
+		res, err := d.Run(t.Context(), runner.Spec{Dir: t.TempDir(), Command: "dd if=/dev/zero of=/dev/null bs=256M count=1",
+			Timeout: time.Minute, Memory: 64 << 20})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !res.OOMKilled || !strings.Contains(res.Output, "[killed: out of memory (the sandbox's limit is 64 MiB)]") {
+			t.Errorf("got OOMKilled %v, output %q; want the Spec's 64 MiB limit named", res.OOMKilled, res.Output)
+		}
+	})
+
 	t.Run("fork bomb", func(t *testing.T) {
 		t.Parallel()
 		small := newDocker(t, runner.DockerConfig{PidsLimit: 20})
@@ -308,6 +320,130 @@ func TestDockerLimits(t *testing.T) {
 			}
 		}
 	})
+}
+
+// limitsProbe prints what the container sees of its limits as key=value
+// lines, the same on cgroup v1 and v2 hosts: "net" the network interfaces,
+// "memory" the memory limit in bytes, "swap" how much swap comes on top of
+// it, and "cpu" the CFS quota and period in microseconds.
+const limitsProbe = `echo "net=$(ls /sys/class/net | tr '\n' ' ')"
+if [ -f /sys/fs/cgroup/memory.max ]; then
+	echo "memory=$(cat /sys/fs/cgroup/memory.max)"
+	echo "swap=$(cat /sys/fs/cgroup/memory.swap.max)"
+	echo "cpu=$(cat /sys/fs/cgroup/cpu.max)"
+else
+	m=$(cat /sys/fs/cgroup/memory/memory.limit_in_bytes)
+	echo "memory=$m"
+	echo "swap=$(( $(cat /sys/fs/cgroup/memory/memory.memsw.limit_in_bytes) - m ))"
+	echo "cpu=$(cat /sys/fs/cgroup/cpu/cpu.cfs_quota_us) $(cat /sys/fs/cgroup/cpu/cpu.cfs_period_us)"
+fi
+`
+
+func TestDockerSpecLimits(t *testing.T) {
+	t.Parallel()
+	d := newDocker(t, runner.DockerConfig{})
+	tests := []struct {
+		name string
+		spec runner.Spec
+		want map[string]string // probe keys; "net" is matched by wantNet
+		// wantNet reports whether the interfaces are right.
+		wantNet func(ifaces []string) bool
+	}{
+		{
+			name:    "defaults",
+			want:    map[string]string{"memory": strconv.Itoa(runner.DefaultMemory), "swap": "0"},
+			wantNet: onlyLoopback,
+		},
+		{
+			name:    "64 MiB",
+			spec:    runner.Spec{Memory: 64 << 20},
+			want:    map[string]string{"memory": "67108864", "swap": "0"},
+			wantNet: onlyLoopback,
+		},
+		{
+			name: "half a CPU",
+			spec: runner.Spec{NanoCPUs: 5e8},
+			want: map[string]string{"cpu": "50000 100000"},
+		},
+		{
+			// More CPUs than any test host has: lowered, not refused.
+			name: "more CPUs than the host",
+			spec: runner.Spec{NanoCPUs: 4096e9},
+		},
+		{
+			name:    "no network, explicitly",
+			spec:    runner.Spec{Network: "none"},
+			wantNet: onlyLoopback,
+		},
+		{
+			name: "bridge",
+			spec: runner.Spec{Network: "bridge"},
+			wantNet: func(ifaces []string) bool {
+				return slices.ContainsFunc(ifaces, func(s string) bool { return s != "lo" })
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			spec := tt.spec
+			spec.Dir, spec.Command, spec.Timeout = t.TempDir(), limitsProbe, time.Minute
+			res, err := d.Run(t.Context(), spec)
+			if err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+			t.Logf("exit %d:\n%s", res.ExitCode, res.Output)
+			if res.ExitCode != 0 {
+				t.Fatalf("probe failed with exit code %d", res.ExitCode)
+			}
+			got := map[string]string{}
+			for _, line := range strings.Split(strings.TrimSpace(res.Output), "\n") {
+				k, v, _ := strings.Cut(line, "=")
+				got[k] = strings.TrimSpace(v)
+			}
+			for k, want := range tt.want {
+				if got[k] != want {
+					t.Errorf("%s = %q, want %q", k, got[k], want)
+				}
+			}
+			if ifaces := strings.Fields(got["net"]); tt.wantNet != nil && !tt.wantNet(ifaces) {
+				t.Errorf("network interfaces %q", ifaces)
+			}
+		})
+	}
+}
+
+func onlyLoopback(ifaces []string) bool { return slices.Equal(ifaces, []string{"lo"}) }
+
+func TestDockerRefusesSpecLimits(t *testing.T) {
+	t.Parallel()
+	d := newDocker(t, runner.DockerConfig{})
+	tests := []struct {
+		name    string
+		spec    runner.Spec
+		wantErr string
+	}{
+		{"host network", runner.Spec{Network: "host"}, `network "host" refused`},
+		{"another container's network", runner.Spec{Network: "container:abc"}, `network "container:abc" refused`},
+		{"a named network", runner.Spec{Network: "my-net"}, `network "my-net" refused`},
+		{"case", runner.Spec{Network: "Bridge"}, `network "Bridge" refused`},
+		{"negative memory", runner.Spec{Memory: -1}, "negative memory limit"},
+		{"negative CPUs", runner.Spec{NanoCPUs: -1}, "negative CPU limit"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			spec := tt.spec
+			spec.Dir, spec.Command = t.TempDir(), "echo ran"
+			res, err := d.Run(t.Context(), spec)
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("err = %v, want one containing %q", err, tt.wantErr)
+			}
+			if strings.Contains(res.Output, "ran") || res.ExitCode != -1 {
+				t.Errorf("the command ran: %+v", res)
+			}
+		})
+	}
 }
 
 // TestDockerEnvironment cannot run in parallel: it sets an environment

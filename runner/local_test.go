@@ -519,3 +519,14 @@ func TestLocalLogs(t *testing.T) {
 		}
 	}
 }
+
+// Local has no isolation to apply a Spec's sandbox limits to: it runs the
+// command as it would without them, rather than failing a task over a
+// setting meant for the Docker backend.
+func TestLocalIgnoresSandboxLimits(t *testing.T) {
+	l, runs := newLocal(t)
+	res, err := run(t, l, runs, runner.Spec{Dir: t.TempDir(), Command: "echo ran", Network: "bridge", Memory: 64 << 20, NanoCPUs: 5e8})
+	if err != nil || res.ExitCode != 0 || res.Output != "ran\n" {
+		t.Errorf("Run = %+v, %v; want it to run as without limits", res, err)
+	}
+}

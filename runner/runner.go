@@ -50,6 +50,41 @@ type Spec struct {
 	// container backends, as container labels. They are not passed to the
 	// command.
 	Labels map[string]string
+
+	// Network, Memory and NanoCPUs are this run's sandbox limits: the
+	// repository's settings, which the caller has already checked against
+	// the operator's caps (the runner does not know those caps). A zero
+	// value means the backend's default; a set value replaces it. Network
+	// is "", "none" or "bridge"; Memory is in bytes; NanoCPUs is in
+	// billionths of a CPU. Local ignores all three: it has no isolation
+	// to apply them to.
+	Network  string
+	Memory   int64
+	NanoCPUs int64
+}
+
+// Network modes a Spec may ask for. Anything else (host, container:<id>, a
+// user-defined network) would give the command more than the operator
+// decided per repository, so it is refused rather than passed to the backend.
+const (
+	NetworkNone   = "none"
+	NetworkBridge = "bridge"
+)
+
+// checkLimits refuses Spec limits no backend should see.
+func (s Spec) checkLimits() error {
+	switch s.Network {
+	case "", NetworkNone, NetworkBridge:
+	default:
+		return fmt.Errorf("run: network %q refused: a run may ask for %q or %q only", s.Network, NetworkNone, NetworkBridge)
+	}
+	if s.Memory < 0 {
+		return fmt.Errorf("run: negative memory limit %d", s.Memory)
+	}
+	if s.NanoCPUs < 0 {
+		return fmt.Errorf("run: negative CPU limit %d", s.NanoCPUs)
+	}
+	return nil
 }
 
 // Result is what a command did. A command that fails, times out or is killed

@@ -59,7 +59,14 @@ type Server struct {
 	apiKey string
 	reqs   []openai.ChatCompletionRequest
 	calls  int
-	served int // scripted answers given
+	served int       // scripted answers given
+	fails  []failure // answers owed before the script is asked again, in order
+}
+
+// failure is one HTTP error owed by FailNext.
+type failure struct {
+	status int
+	header http.Header
 }
 
 // New starts a server that answers with steps in order. When the script runs
@@ -131,6 +138,20 @@ func (s *Server) WithAPIKey(key string) *Server {
 	return s
 }
 
+// FailNext makes the next n requests (after any failures already queued)
+// fail with status, an OpenAI-style error body and header (for instance
+// Retry-After), as a rate limiter or an overloaded gateway in front of the
+// model would. They are recorded like any request but do not use up a step
+// of the script. It returns s for chaining.
+func (s *Server) FailNext(n, status int, header http.Header) *Server {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for range n {
+		s.fails = append(s.fails, failure{status: status, header: header.Clone()})
+	}
+	return s
+}
+
 // Requests returns a copy of every request received, as decoded.
 func (s *Server) Requests() []openai.ChatCompletionRequest {
 	s.mu.Lock()
@@ -165,6 +186,16 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 
 	if s.apiKey != "" && r.Header.Get("Authorization") != "Bearer "+s.apiKey {
 		writeError(w, http.StatusUnauthorized, "Incorrect API key provided.")
+		return
+	}
+
+	if len(s.fails) > 0 {
+		f := s.fails[0]
+		s.fails = s.fails[1:]
+		for k, vs := range f.header {
+			w.Header()[k] = vs
+		}
+		writeError(w, f.status, http.StatusText(f.status))
 		return
 	}
 

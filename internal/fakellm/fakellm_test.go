@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -199,5 +200,46 @@ func TestConcurrentUse(t *testing.T) {
 	wg.Wait()
 	if s.Calls() != n {
 		t.Errorf("calls = %d, want %d", s.Calls(), n)
+	}
+}
+
+func TestFailNext(t *testing.T) {
+	s := New(t, Step{Content: "first"}, Step{Content: "second"})
+	s.FailNext(2, http.StatusTooManyRequests, http.Header{"Retry-After": {"1"}}).
+		FailNext(1, http.StatusServiceUnavailable, nil)
+	post := func() (*http.Response, string) {
+		t.Helper()
+		resp, err := http.Post(s.URL+"/chat/completions", "application/json",
+			strings.NewReader(`{"model":"m","messages":[{"role":"user","content":"x"}]}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var b strings.Builder
+		if _, err := io.Copy(&b, resp.Body); err != nil {
+			t.Fatal(err)
+		}
+		return resp, b.String()
+	}
+	tests := []struct {
+		status     int
+		retryAfter string
+		body       string
+	}{
+		{429, "1", `"type":"rate_limit_error"`},
+		{429, "1", `"type":"rate_limit_error"`},
+		{503, "", `"type":"server_error"`},
+		{200, "", `"content":"first"`}, // the script was not used up by the failures
+		{200, "", `"content":"second"`},
+	}
+	for i, tt := range tests {
+		resp, body := post()
+		if resp.StatusCode != tt.status || resp.Header.Get("Retry-After") != tt.retryAfter || !strings.Contains(body, tt.body) {
+			t.Errorf("request %d: %d, Retry-After %q, body %s; want %d, %q, %s",
+				i+1, resp.StatusCode, resp.Header.Get("Retry-After"), body, tt.status, tt.retryAfter, tt.body)
+		}
+	}
+	if s.Calls() != 5 || len(s.Requests()) != 5 {
+		t.Errorf("calls %d, requests %d; want every request recorded, failed or not", s.Calls(), len(s.Requests()))
 	}
 }
