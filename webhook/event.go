@@ -58,4 +58,9 @@ type comment struct {
 	ID   int64  `json:"id"`
 	Body string `json:"body"`
 	User *user  `json:"user"`
+	// PerformedVia is the app that posted the comment with a person's token;
+	// null otherwise.
+	PerformedVia *struct {
+		Slug string `json:"slug"`
+	} `json:"performed_via_github_app"`
 }

@@ -40,6 +40,18 @@ type Config struct {
 	Command string
 	// BotLogin is the app's own login ("slug[bot]"); its comments are ignored.
 	BotLogin string
+	// AllowedBots lists the bots whose comments are read like a person's, by
+	// login ("renovate[bot]", any case). Listing a bot only lets its comments
+	// be parsed: whether it may ask for anything is still decided by the
+	// permission API, as for anyone. Every other bot is ignored, and BotLogin
+	// never counts as listed, so the bot cannot answer itself.
+	AllowedBots []string
+	// Serves reports whether the bot works for an installation (0 when the
+	// delivery names none) and the login of the repository's owner, as
+	// GitHub spells it; nil serves everyone. It runs before the answer is
+	// written, so it must be quick and do no I/O. A delivery it refuses is
+	// acknowledged and recorded like any ignored one, and starts nothing.
+	Serves func(installationID int64, owner string) bool
 	// Recorder is where deliveries and tasks go (a task.Store). Required.
 	Recorder Recorder
 	// Logger defaults to slog.Default().
@@ -69,10 +81,16 @@ type Handler struct {
 	secret   []byte
 	word     string
 	botLogin string
-	rec      Recorder
-	log      *slog.Logger
-	now      func() time.Time
-	maxBody  int64
+	// botSlug is the app's slug, which GitHub names in a comment's
+	// performed_via_github_app when the app posts on someone's behalf.
+	botSlug string
+	// allowedBots holds the lower-cased logins of Config.AllowedBots.
+	allowedBots map[string]bool
+	serves      func(installationID int64, owner string) bool
+	rec         Recorder
+	log         *slog.Logger
+	now         func() time.Time
+	maxBody     int64
 }
 
 // New checks cfg and builds a Handler.
@@ -94,16 +112,33 @@ func New(cfg Config) (*Handler, error) {
 		return nil, fmt.Errorf("webhook: negative MaxBody %d", cfg.MaxBody)
 	}
 	h := &Handler{
-		secret:   append([]byte(nil), cfg.Secret...),
-		word:     word,
-		botLogin: cfg.BotLogin,
-		rec:      cfg.Recorder,
-		log:      cfg.Logger,
-		now:      cfg.Now,
-		maxBody:  cfg.MaxBody,
+		secret:      append([]byte(nil), cfg.Secret...),
+		word:        word,
+		botLogin:    cfg.BotLogin,
+		allowedBots: make(map[string]bool, len(cfg.AllowedBots)),
+		serves:      cfg.Serves,
+		rec:         cfg.Recorder,
+		log:         cfg.Logger,
+		now:         cfg.Now,
+		maxBody:     cfg.MaxBody,
 	}
 	if h.log == nil {
 		h.log = slog.Default()
+	}
+	if slug, ok := strings.CutSuffix(strings.ToLower(cfg.BotLogin), "[bot]"); ok {
+		h.botSlug = slug
+	}
+	for _, login := range cfg.AllowedBots {
+		login = strings.TrimSpace(login)
+		if login == "" || strings.ContainsAny(login, " \t\r\n,") {
+			return nil, fmt.Errorf("webhook: allowed bot %q is not a login", login)
+		}
+		if h.isSelf(login) {
+			// Listing it would let the bot answer its own comments.
+			h.log.Warn("the app's own login is listed in the allowed bots; its comments stay ignored", "login", login)
+			continue
+		}
+		h.allowedBots[strings.ToLower(login)] = true
 	}
 	if h.now == nil {
 		h.now = time.Now
@@ -122,6 +157,7 @@ type outcome struct {
 	event        string
 	action       string
 	installation int64
+	owner        string
 	repo         string
 	issue        int
 	taskID       int64
@@ -135,6 +171,7 @@ func (o *outcome) attrs() []slog.Attr {
 		slog.String("event", o.event),
 		slog.String("action", o.action),
 		slog.Int64("installation_id", o.installation),
+		slog.String("owner", o.owner),
 		slog.String("repo", o.repo),
 		slog.Int("issue", o.issue),
 		slog.String("outcome", o.what),
@@ -216,10 +253,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	var p event
 	if err := json.Unmarshal(payload, &p); err != nil {
-		// A field of an unexpected type only matters where we act on it; other
-		// events are recorded with whatever did decode.
+		// A field of an unexpected type only matters where we act on it: there
+		// a field left at its zero value (a sender's type, say) could change
+		// the decision. Other events are recorded with whatever did decode.
 		var typeErr *json.UnmarshalTypeError
-		if !errors.As(err, &typeErr) || o.event == "issue_comment" {
+		if !errors.As(err, &typeErr) || h.actor(o.event) != nil {
 			o.err = err
 			reply(http.StatusBadRequest, "bad_payload", "invalid JSON payload")
 			return
@@ -230,7 +268,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		o.installation = p.Installation.ID
 	}
 	if p.Repository != nil {
-		o.repo = p.Repository.FullName
+		o.owner, o.repo = p.Repository.Owner.Login, p.Repository.FullName
 	}
 	if p.Issue != nil {
 		o.issue = p.Issue.Number
@@ -300,15 +338,74 @@ func jsonPayload(contentType string, body []byte) ([]byte, error) {
 
 // decide turns a verified delivery into at most one task, and says why.
 func (h *Handler) decide(d task.Delivery, p *event) (*task.Task, string) {
-	switch d.Event {
-	case "ping":
+	act := h.actor(d.Event)
+	switch {
+	case d.Event == "ping":
 		return nil, "ping"
-	case "issue_comment":
-		return h.issueComment(d, p)
-	case "check_run":
-		return h.checkRun(d, p)
+	case act == nil:
+		return nil, "event_ignored"
+	case !h.served(p):
+		// Checked here rather than in each actor, so that an event handled
+		// later cannot forget it.
+		return nil, "not_served"
 	}
-	return nil, "event_ignored"
+	return act(d, p)
+}
+
+// actor returns what turns an event into a task; nil for the events the
+// handler only records.
+func (h *Handler) actor(name string) func(task.Delivery, *event) (*task.Task, string) {
+	switch name {
+	case "issue_comment":
+		return h.issueComment
+	case "check_run":
+		return h.checkRun
+	}
+	return nil
+}
+
+// served asks Config.Serves about the delivery's installation and owner.
+func (h *Handler) served(p *event) bool {
+	if h.serves == nil {
+		return true
+	}
+	var (
+		installationID int64
+		owner          string
+	)
+	if p.Installation != nil {
+		installationID = p.Installation.ID
+	}
+	if p.Repository != nil {
+		owner = p.Repository.Owner.Login
+	}
+	return h.serves(installationID, owner)
+}
+
+// isSelf reports whether login is the app's own.
+func (h *Handler) isSelf(login string) bool {
+	return h.botLogin != "" && strings.EqualFold(login, h.botLogin)
+}
+
+// isBot reports whether u is an app. The "[bot]" suffix counts as well as
+// the type: no person's login can hold brackets, and a payload that says
+// "User" for an app must not open a loop.
+func isBot(u *user) bool {
+	return u != nil && (u.Type == "Bot" || strings.HasSuffix(strings.ToLower(u.Login), "[bot]"))
+}
+
+// listed reports whether u is a person or a bot of Config.AllowedBots.
+func (h *Handler) listed(u *user) bool {
+	return !isBot(u) || h.allowedBots[strings.ToLower(u.Login)]
+}
+
+// wroteSelf reports whether the app wrote c: as its author, or through a
+// person's token (performed_via_github_app), which GitHub shows as theirs.
+func (h *Handler) wroteSelf(sender *user, c *comment) bool {
+	if h.isSelf(sender.Login) || (c.User != nil && h.isSelf(c.User.Login)) {
+		return true
+	}
+	return h.botSlug != "" && c.PerformedVia != nil && strings.EqualFold(c.PerformedVia.Slug, h.botSlug)
 }
 
 func (h *Handler) issueComment(d task.Delivery, p *event) (*task.Task, string) {
@@ -317,12 +414,14 @@ func (h *Handler) issueComment(d task.Delivery, p *event) (*task.Task, string) {
 		return nil, "comment_not_created"
 	case p.Comment == nil || p.Issue == nil || p.Repository == nil || p.Sender == nil:
 		return nil, "comment_incomplete"
-	case p.Sender.Type == "Bot" || (p.Comment.User != nil && p.Comment.User.Type == "Bot"):
-		return nil, "comment_by_bot"
-	case h.botLogin != "" && strings.EqualFold(p.Sender.Login, h.botLogin):
+	case h.wroteSelf(p.Sender, p.Comment):
 		return nil, "comment_by_self"
 	case strings.Contains(p.Comment.Body, Marker):
+		// Whoever posted it: a bot quoting the bot's reply, or a person
+		// pasting it, must not turn one task into the next.
 		return nil, "comment_has_marker"
+	case !h.listed(p.Sender) || !h.listed(p.Comment.User):
+		return nil, "comment_by_bot"
 	}
 	res := Parse(h.word, p.Comment.Body)
 	if res.Ignored() {
@@ -391,7 +490,8 @@ func (h *Handler) checkRun(d task.Delivery, p *event) (*task.Task, string) {
 		return nil, "check_run_ignored"
 	case p.CheckRun == nil || p.RequestedAction == nil || p.Repository == nil || p.Sender == nil:
 		return nil, "check_run_incomplete"
-	case p.Sender.Type == "Bot" || (h.botLogin != "" && strings.EqualFold(p.Sender.Login, h.botLogin)):
+	case isBot(p.Sender) || h.isSelf(p.Sender.Login):
+		// Buttons are pressed by people; AllowedBots is about comments.
 		return nil, "action_by_bot"
 	case p.Installation == nil || p.Installation.ID == 0:
 		return nil, "no_installation"

@@ -104,7 +104,12 @@ func payload(t *testing.T, name string) []byte {
 // variant derives a payload from a real one by editing its decoded JSON.
 func variant(t *testing.T, name string, edit func(m map[string]any)) []byte {
 	t.Helper()
-	raw := payload(t, name)
+	return edited(t, payload(t, name), edit)
+}
+
+// edited applies edit to the decoded JSON of raw.
+func edited(t *testing.T, raw []byte, edit func(m map[string]any)) []byte {
+	t.Helper()
 	if edit == nil {
 		return raw
 	}
@@ -316,6 +321,11 @@ func TestServeHTTP(t *testing.T) {
 		// Bad JSON after a good signature.
 		{name: "truncated JSON", d: delivery{event: "issue_comment"}, file: created, edit: nil, wantStatus: 400},
 		{name: "issue_comment with wrong field types", d: delivery{event: "issue_comment"}, file: created, edit: func(m map[string]any) { obj(m, "issue")["number"] = "one" }, wantStatus: 400},
+		{name: "check_run with wrong field types", d: delivery{event: "check_run"}, file: "check_run.requested_action.json", edit: func(m map[string]any) {
+			obj(m, "requested_action")["identifier"] = "approve"
+			obj(m, "check_run")["external_id"] = "12-1"
+			obj(m, "sender")["type"] = 2 // a zero Type must not pass for a person
+		}, wantStatus: 400},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
