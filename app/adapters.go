@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/pullwright/pullwright/agent"
@@ -78,13 +79,32 @@ func (g gitHub) Permission(ctx context.Context, r task.Repo, user string) (strin
 	return g.app.Permission(ctx, r.InstallationID, r.Owner, r.Name, user)
 }
 
+func (g gitHub) TeamMember(ctx context.Context, r task.Repo, org, team, user string) (bool, error) {
+	return g.app.TeamMember(ctx, r.InstallationID, org, team, user)
+}
+
+func (g gitHub) File(ctx context.Context, r task.Repo, ref, path string) ([]byte, error) {
+	b, err := g.app.File(ctx, r.InstallationID, r.Owner, r.Name, ref, path)
+	if errors.Is(err, ghapp.ErrNotFound) {
+		return nil, fmt.Errorf("%w: %w", task.ErrNoFile, err)
+	}
+	return b, err
+}
+
 // model keeps the agent's State as JSON in the task.
 type model struct{ a *agent.Agent }
 
 func (m model) Start(b task.Brief) ([]byte, error) {
+	s := b.Settings
 	ab := agent.Brief{
 		Repo: b.Repo, Issue: b.Issue, Title: b.Title, Body: b.Body,
 		Instructions: b.Instructions, Requester: b.Requester,
+		TestCommand: s.TestCommand,
+		Limits: agent.Limits{
+			MaxTurns: s.MaxTurns, MaxTokens: s.MaxTokens, MaxCostUSD: s.MaxCostUSD,
+			PriceInput: s.Price.Input, PriceOutput: s.Price.Output,
+			Model: s.Model, Protected: s.Protected,
+		},
 	}
 	for _, c := range b.Comments {
 		ab.Comments = append(ab.Comments, agent.Comment{Author: c.Author, Body: c.Body})
@@ -105,7 +125,7 @@ func (m model) Turn(ctx context.Context, conv []byte, workdir string) (task.Prog
 	if err := m.a.Turn(ctx, &st, workdir); err != nil {
 		switch {
 		case errors.Is(err, agent.ErrBudget):
-			return task.Progress{}, task.Fatal(err.Error(), err)
+			return task.Progress{}, task.Fatal(budgetMessage(err), fmt.Errorf("%w: %w", task.ErrBudget, err))
 		case agent.IsTransient(err):
 			return task.Progress{}, task.Retry("the model endpoint did not answer", err)
 		default:
@@ -147,6 +167,12 @@ func (m model) Resolve(conv []byte, o task.Outcome) ([]byte, error) {
 		return nil, err
 	}
 	return json.Marshal(&st)
+}
+
+// budgetMessage says which budget the agent spent, for the issue.
+func budgetMessage(err error) string {
+	msg := strings.TrimPrefix(err.Error(), agent.ErrBudget.Error()+": ")
+	return "the agent used up its budget (" + msg + ")"
 }
 
 func progress(out []byte, st *agent.State) task.Progress {
@@ -243,7 +269,11 @@ func commitGone(err error) error {
 type sandbox struct{ r runner.Runner }
 
 func (s sandbox) Run(ctx context.Context, spec task.RunSpec) (task.RunResult, error) {
-	res, err := s.r.Run(ctx, runner.Spec{Dir: spec.Dir, Command: spec.Command, Labels: spec.Labels})
+	res, err := s.r.Run(ctx, runner.Spec{
+		Dir: spec.Dir, Command: spec.Command, Labels: spec.Labels,
+		Image: spec.Image, Network: spec.Network, Memory: spec.Memory,
+		NanoCPUs: int64(spec.CPUs * 1e9), Timeout: spec.Timeout,
+	})
 	return task.RunResult{
 		ExitCode: res.ExitCode, Output: res.Output, Truncated: res.Truncated,
 		TimedOut: res.TimedOut, OOMKilled: res.OOMKilled, Duration: res.Duration,

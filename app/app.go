@@ -21,6 +21,7 @@ import (
 
 	"github.com/pullwright/pullwright/agent"
 	"github.com/pullwright/pullwright/ghapp"
+	"github.com/pullwright/pullwright/policy"
 	"github.com/pullwright/pullwright/repo"
 	"github.com/pullwright/pullwright/runner"
 	"github.com/pullwright/pullwright/task"
@@ -54,10 +55,19 @@ type Config struct {
 	Backoff     func(n int) time.Duration
 	MaxTurns    int
 	MaxTokens   int
+	// LLMRetries is how often one model call is retried on 429 and 5xx
+	// (0: the agent's default, negative: never).
+	LLMRetries  int
 	GitHubRetry time.Duration
 	GitTimeout  time.Duration
 	// ApprovalTimeout is how long an execution request waits (default 24h).
 	ApprovalTimeout time.Duration
+	// Operator is the operator's configuration (serve --config): caps,
+	// defaults, allowed models, rates, served installations. Nil means
+	// policy.DefaultOperator with Model as the default model.
+	Operator *policy.Operator
+	// PermissionTTL is how long a permission answer is cached (at most 1m).
+	PermissionTTL time.Duration
 
 	Logger *slog.Logger
 }
@@ -105,24 +115,30 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		return nil, fmt.Errorf("BOT_RUNNER=%q: want docker or local", cfg.Runner)
 	}
 	log := cfg.Logger
+	op, err := operator(cfg)
+	if err != nil {
+		return nil, err
+	}
 
 	gh, err := ghapp.New(ghapp.Config{
-		AppID:      cfg.AppID,
-		PrivateKey: cfg.PrivateKey,
-		BaseURL:    cfg.APIURL,
-		Logger:     log.With("component", "ghapp"),
-		MinBackoff: cfg.GitHubRetry,
+		AppID:         cfg.AppID,
+		PrivateKey:    cfg.PrivateKey,
+		BaseURL:       cfg.APIURL,
+		Logger:        log.With("component", "ghapp"),
+		MinBackoff:    cfg.GitHubRetry,
+		PermissionTTL: cfg.PermissionTTL,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("github app: %w", err)
 	}
 	llm, err := agent.New(agent.Config{
-		BaseURL:   cfg.OpenAIBaseURL,
-		APIKey:    cfg.OpenAIKey,
-		Model:     cfg.Model,
-		MaxTurns:  cfg.MaxTurns,
-		MaxTokens: cfg.MaxTokens,
-		Logger:    log.With("component", "agent"),
+		BaseURL:    cfg.OpenAIBaseURL,
+		APIKey:     cfg.OpenAIKey,
+		Model:      op.Models.Default,
+		MaxTurns:   cfg.MaxTurns,
+		MaxTokens:  cfg.MaxTokens,
+		MaxRetries: cfg.LLMRetries,
+		Logger:     log.With("component", "agent"),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("agent: %w", err)
@@ -149,7 +165,8 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 			Agent:           model{llm},
 			Workspaces:      workspaces{},
 			Dir:             cfg.WorkDir,
-			BranchName:      func(issue int, title string) string { return repo.BranchName("agent/", issue, title) },
+			BranchName:      repo.BranchName,
+			Operator:        op,
 			Command:         cfg.Command,
 			GitTimeout:      cfg.GitTimeout,
 			Runner:          sb,
@@ -165,17 +182,46 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		Observe:     a.metrics.observe,
 	}
 	a.webhook, err = webhook.New(webhook.Config{
-		Secret:   []byte(cfg.WebhookSecret),
-		Command:  cfg.Command,
-		BotLogin: a.botLogin(ctx),
-		Recorder: notifying{store, a.pool},
-		Logger:   log.With("component", "webhook"),
+		Secret:      []byte(cfg.WebhookSecret),
+		Command:     cfg.Command,
+		BotLogin:    a.botLogin(ctx),
+		AllowedBots: op.AllowedBots,
+		Serves:      op.Serves,
+		Recorder:    notifying{store, a.pool},
+		Logger:      log.With("component", "webhook"),
 	})
 	if err != nil {
 		store.Close()
 		return nil, fmt.Errorf("webhook: %w", err)
 	}
 	return a, nil
+}
+
+// operator is the operator's configuration with the environment's model
+// and the tests' budget knobs folded in.
+func operator(cfg Config) (*policy.Operator, error) {
+	op := cfg.Operator
+	if op == nil {
+		op = policy.DefaultOperator()
+		op.Models.Default = cfg.Model
+	} else {
+		c := *op
+		op = &c
+	}
+	if cfg.MaxTurns > 0 {
+		op.Defaults.MaxTurns = cfg.MaxTurns
+		op.Caps.MaxTurns = max(op.Caps.MaxTurns, cfg.MaxTurns)
+	}
+	if cfg.MaxTokens > 0 {
+		op.Defaults.MaxTokens = cfg.MaxTokens
+		op.Caps.MaxTokens = max(op.Caps.MaxTokens, cfg.MaxTokens)
+	}
+	// A task resolves the defaults whenever a repository has no file; an
+	// operator file whose defaults break its own caps is refused now.
+	if _, err := op.Resolve(nil); err != nil {
+		return nil, fmt.Errorf("operator configuration: %w", err)
+	}
+	return op, nil
 }
 
 func setDefaults(c *Config) {

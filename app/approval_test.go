@@ -211,7 +211,7 @@ func TestRefusedAnswers(t *testing.T) {
 	r := waiting.Request
 
 	e.comment("a1", 1, "reader", "/approve")
-	e.waitComment(1, "@reader only people with write access")
+	e.waitComment(1, "@reader sorry: approving commands needs write permission or higher")
 	e.comment("a2", 1, "maintainer", "/approve 999-1")
 	e.waitComment(1, "@maintainer request `999-1` is not the one waiting; the current request is `"+r.ID+"`")
 	e.button("a3", "maintainer", "approve", r.ID, strings.Repeat("0", 40))

@@ -93,6 +93,10 @@ func newEnv(t *testing.T, llm *fakellm.Server, opts ...envOption) *env {
 		"README.md": "# Hello-World\n\nRemember to comitt your work.\n",
 		"main.go":   "package main\n\nfunc main() {}\n",
 	})
+	// The contents API serves the real repository, so a configuration file
+	// pushed to it is what the bot reads.
+	gh.Files = git.File
+	gh.SetDefaultBranch(owner, repoName, "master")
 
 	logs := &syncBuffer{}
 	cfg := app.Config{
@@ -111,7 +115,10 @@ func newEnv(t *testing.T, llm *fakellm.Server, opts ...envOption) *env {
 		MaxAttempts:   3,
 		Backoff:       func(int) time.Duration { return 10 * time.Millisecond },
 		GitHubRetry:   time.Millisecond,
-		Logger:        slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		// The pool's retries of a failed step are what these tests watch;
+		// the agent's own retries of a call are tested in agent.
+		LLMRetries: -1,
+		Logger:     slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	}
 	for _, o := range opts {
 		o(&cfg)
@@ -525,7 +532,7 @@ func TestFailuresEndWithAClearComment(t *testing.T) {
 			llm:     func(t *testing.T) *fakellm.Server { return fakellm.New(t) },
 			setup:   func(e *env) { e.gh.SetPermission(owner, repoName, owner, "read") },
 			comment: "/agent fix it",
-			want:    "only people with write access",
+			want:    "asking me for changes needs write permission or higher",
 		},
 	}
 	for _, tc := range tests {

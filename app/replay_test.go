@@ -76,7 +76,7 @@ func TestEveryStepCanBeReplayed(t *testing.T) {
 			dir := t.TempDir()
 			flow := &task.Flow{
 				Store: store, GitHub: gitHub{app}, Agent: model{llmAgent}, Workspaces: workspaces{}, Dir: dir,
-				BranchName: func(issue int, title string) string { return repo.BranchName("agent/", issue, title) },
+				BranchName: repo.BranchName,
 				Command:    "/agent", Logger: log, GitTimeout: 30 * time.Second,
 				Runner: sandbox{runner.NewLocal(t.TempDir(), log)},
 			}

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/pullwright/pullwright/policy"
 )
 
 // Check run names, as maintainers see them on the commit.
@@ -45,6 +47,17 @@ func (f *Flow) ask(ctx context.Context, t *Task) error {
 			r.SHA = t.BaseSHA // nothing changed yet: the request is on the base
 		}
 		return nil
+	}
+	if rule, ok := f.settings(t).AutoApproved(r.Command); ok && r.Answer == nil && r.CommentID == 0 {
+		// The repository chose to run this command without asking: the
+		// answer is recorded as the rule's, and the run is shown as usual.
+		now := f.now()
+		r.Auto = rule
+		r.Answer = &Answer{Verdict: Approved, By: "auto_approve", Reason: rule, At: now}
+		r.Asked, r.ParkedAt, r.Deadline = true, now, now
+		t.RunAfter = now
+		f.Logger.InfoContext(ctx, "request auto-approved", "task_id", t.ID, "request", r.ID, "rule", rule)
+		return t.Move(AwaitingApproval)
 	}
 	switch {
 	case t.PRNumber == 0 && t.PushedSHA != "":
@@ -153,6 +166,9 @@ func (f *Flow) await(ctx context.Context, t *Task) error {
 		r.Answer = fresh.Request.Answer
 	}
 	a := r.Answer
+	if wait := a.At.Sub(r.ParkedAt); wait > 0 {
+		t.Waited += wait
+	}
 	switch a.Verdict {
 	case Approved:
 		if err := f.closeApproval(ctx, t, "success", "Approved by @"+a.By); err != nil {
@@ -252,10 +268,16 @@ func (f *Flow) run(ctx context.Context, t *Task) error {
 		if head, err := ws.Head(); err != nil || head != r.SHA {
 			return Fatal(fmt.Sprintf("the workspace is not at the approved commit %s", short(r.SHA)), err)
 		}
+		sb := f.settings(t)
 		res, err := f.Runner.Run(ctx, RunSpec{
 			Dir:     ws.Dir(),
 			Command: r.Command,
 			Labels:  map[string]string{"pullwright.task": strconv.FormatInt(t.ID, 10), "pullwright.request": r.ID},
+			Image:   sb.Sandbox.Image,
+			Network: sb.Sandbox.Network,
+			Memory:  sb.MemoryBytes,
+			CPUs:    sb.Sandbox.CPUs,
+			Timeout: time.Duration(sb.Sandbox.Timeout),
 		})
 		if err != nil {
 			if ctx.Err() != nil {
@@ -345,12 +367,34 @@ func (f *Flow) answer(ctx context.Context, t *Task) error {
 		f.Logger.WarnContext(ctx, "answer for an unknown request", "request", t.RequestID, "by", t.Requester.Login)
 		return t.Move(Done)
 	}
-	ok, err := f.mayWrite(ctx, t.Repo, t.Requester.Login)
+	// The rules are those of the task answered; without one, the default.
+	rule := policy.Approvers{}
+	requester := ""
+	if target != nil {
+		rule, requester = f.settings(target).Approve, target.Requester.Login
+	}
+	role, err := f.GitHub.Permission(ctx, t.Repo, t.Requester.Login)
 	if err != nil {
-		return err
+		return retryf(err, "checking @%s's permission failed", t.Requester.Login)
+	}
+	var (
+		ok  bool
+		why string
+	)
+	member := f.member(ctx, t.Repo, t.Requester.Login)
+	if verb == "approve" {
+		ok, why, err = rule.AdmitsAnswer(role, t.Requester.Login, requester, t.Repo.Owner, member)
+	} else {
+		// Refusing to run something is safe whoever does it, as long as the
+		// rule admits them: the requester may reject their own task's request.
+		ok, err = rule.Admits(role, t.Requester.Login, t.Repo.Owner, member)
+		why = rule.Refusal(role, "rejecting commands")
+	}
+	if err != nil {
+		return retryf(err, "checking @%s's team membership failed", t.Requester.Login)
 	}
 	if !ok {
-		return f.replyOn(ctx, t, where, fmt.Sprintf("@%s only people with write access to this repository can %s the commands I ask to run.", t.Requester.Login, verb))
+		return f.replyOn(ctx, t, where, fmt.Sprintf("@%s sorry: %s.", t.Requester.Login, why))
 	}
 	if target == nil || target.Request == nil {
 		return f.replyOn(ctx, t, where, fmt.Sprintf("@%s there is no execution request waiting for an answer here.", t.Requester.Login))

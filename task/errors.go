@@ -23,6 +23,10 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
+// ErrBudget is wrapped by the agent's error when a task spent its turns,
+// tokens or money: the task stops, keeping its work, rather than retrying.
+var ErrBudget = errors.New("budget spent")
+
 // Retry wraps a failure that may pass on a later try (a network error, a 5xx).
 func Retry(msg string, err error) error { return &Error{Msg: msg, Err: err} }
 

@@ -9,17 +9,47 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/pullwright/pullwright/policy"
 )
 
-// acknowledge checks who asked, reacts to the comment and posts the status
+// acknowledge reads the repository's rules, checks who asked against them
+// and the installation's rate, reacts to the comment and posts the status
 // comment that the rest of the task edits in place.
 func (f *Flow) acknowledge(ctx context.Context, t *Task) error {
-	ok, err := f.mayWrite(ctx, t.Repo, t.Requester.Login)
+	if t.Settings == nil {
+		s, err := f.loadSettings(ctx, t)
+		if Permanent(err) {
+			// A broken file is reported only to someone the default rule
+			// admits; anyone else gets the usual refusal.
+			ok, why, aerr := f.admits(ctx, t.Repo, policy.Who{}, t.Requester.Login, "asking me for changes")
+			if aerr != nil {
+				return aerr
+			}
+			if !ok {
+				return f.refuse(ctx, t, why)
+			}
+			return err
+		}
+		if err != nil {
+			return err
+		}
+		t.Settings = &s
+	}
+	ok, why, err := f.admits(ctx, t.Repo, t.Settings.Trigger, t.Requester.Login, "asking me for changes")
 	if err != nil {
 		return err
 	}
 	if !ok {
-		return f.refuse(ctx, t, "ask me for changes")
+		return f.refuse(ctx, t, why)
+	}
+	why, err = f.overRate(ctx, t)
+	if err != nil {
+		return err
+	}
+	if why != "" {
+		f.Logger.InfoContext(ctx, "task refused: rate limit", "task_id", t.ID, "installation_id", t.Repo.InstallationID, "why", why)
+		return f.reply(ctx, t, fmt.Sprintf("@%s sorry, I can't start on this now: %s. Please ask again a little later.", t.Requester.Login, why))
 	}
 	if t.CommentID != 0 {
 		// The reaction is a courtesy: a deleted comment must not stop the work.
@@ -62,7 +92,8 @@ func (f *Flow) prepare(ctx context.Context, t *Task) error {
 		return retryf(err, "reading the cloned commit failed")
 	}
 	t.BaseSHA = base
-	branch, err := f.freeBranch(ctx, t, f.BranchName(t.Issue, issue.Title))
+	settings := f.settings(t)
+	branch, err := f.freeBranch(ctx, t, f.BranchName(settings.BranchPrefix, t.Issue, issue.Title))
 	if err != nil {
 		return err
 	}
@@ -70,14 +101,20 @@ func (f *Flow) prepare(ctx context.Context, t *Task) error {
 	if err := ws.CreateBranch(t.Branch); err != nil {
 		return retryf(err, "creating branch %s failed", t.Branch)
 	}
+	comments, unheard, err := f.heard(ctx, t, issue.Comments)
+	if err != nil {
+		return err
+	}
+	t.Unheard = unheard
 	conv, err := f.Agent.Start(Brief{
 		Repo:         t.Repo.FullName(),
 		Issue:        t.Issue,
-		Title:        issue.Title,
-		Body:         issue.Body,
-		Comments:     withoutBotComments(issue.Comments),
+		Title:        policy.Visible(issue.Title),
+		Body:         policy.Visible(issue.Body),
+		Comments:     comments,
 		Instructions: t.Instructions,
 		Requester:    t.Requester.Login,
+		Settings:     settings,
 	})
 	if err != nil {
 		return Fatal("starting the agent failed", err)
@@ -109,19 +146,6 @@ func (f *Flow) freeBranch(ctx context.Context, t *Task, name string) (string, er
 		}
 	}
 	return "", Fatal(fmt.Sprintf("branches %s and %s-%d already exist", name, name, t.ID), nil)
-}
-
-// withoutBotComments drops our own comments: the model needs the people's
-// words, not the bot's status reports about itself.
-func withoutBotComments(cs []Comment) []Comment {
-	out := cs[:0:0]
-	for _, c := range cs {
-		if strings.Contains(c.Body, "<!-- pullwright:") {
-			continue
-		}
-		out = append(out, c)
-	}
-	return out
 }
 
 // clone makes a fresh checkout of branch in the task's workdir.
@@ -272,13 +296,30 @@ func snapshot(ws Workspace) ([]FileSnapshot, error) {
 	return out, nil
 }
 
-// work runs one turn of the agent.
+// work runs one turn of the agent, unless a budget is spent: then the
+// work so far is pushed and the task stops.
 func (f *Flow) work(ctx context.Context, t *Task) error {
+	if t.Stop != "" {
+		return f.stop(ctx, t)
+	}
+	if limit := f.settings(t).MaxWallTime; limit > 0 && !t.CreatedAt.IsZero() {
+		if used := f.now().Sub(t.CreatedAt) - t.Waited; used >= limit {
+			t.Stop = fmt.Sprintf("the task used its wall-time budget (%s of %s, not counting waits for approval)",
+				used.Round(time.Second), limit)
+			t.CommitAt = f.now().UTC().Truncate(time.Second)
+			return nil
+		}
+	}
 	ws, err := f.workspace(ctx, t)
 	if err != nil {
 		return err
 	}
 	p, err := f.Agent.Turn(ctx, t.Conversation, ws.Dir())
+	if errors.Is(err, ErrBudget) {
+		t.Stop = UserMessage(err)
+		t.CommitAt = f.now().UTC().Truncate(time.Second)
+		return nil
+	}
 	if err != nil {
 		return err
 	}
@@ -328,6 +369,9 @@ func (f *Flow) checkpoint(ctx context.Context, t *Task) (done bool, err error) {
 		return false, retryf(err, "reading the workspace failed")
 	}
 	if len(changes) > 0 {
+		if bad := protectedChanges(f.settings(t), ws.Dir(), changes); len(bad) > 0 {
+			return false, Fatal("the change touches paths this repository protects, so nothing was pushed: "+strings.Join(bad, ", "), nil)
+		}
 		if head, err = f.makeCommit(ctx, t, ws); err != nil {
 			return false, err
 		}
@@ -381,7 +425,10 @@ func (f *Flow) makeCommit(ctx context.Context, t *Task, ws Workspace) (string, e
 		when = t.CreatedAt.UTC().Truncate(time.Second)
 	}
 	msg := CommitMessage(t)
-	if t.State == Working && t.Request != nil {
+	switch {
+	case t.Stop != "":
+		msg = StopMessage(t)
+	case t.State == Working && t.Request != nil:
 		msg = CheckpointMessage(t)
 	}
 	sha, err := ws.CommitAll(when, msg, bot, requester)
@@ -448,6 +495,26 @@ func (f *Flow) publish(ctx context.Context, t *Task) error {
 	}
 	f.cleanup(ctx, t)
 	return nil
+}
+
+// stop ends a task whose budget is spent: the work so far is committed and
+// pushed, so nothing the agent did is lost, and the task fails saying why
+// and where the work is.
+func (f *Flow) stop(ctx context.Context, t *Task) error {
+	done, err := f.checkpoint(ctx, t)
+	if err != nil || !done {
+		return err
+	}
+	msg := "stopped: " + t.Stop + "."
+	switch {
+	case t.PRURL != "":
+		msg += fmt.Sprintf(" The work so far is on branch `%s` and in the draft pull request %s.", t.Branch, t.PRURL)
+	case t.PushedSHA != "":
+		msg += fmt.Sprintf(" The work so far is on branch `%s`.", t.Branch)
+	default:
+		msg += " No file had been changed yet."
+	}
+	return Fatal(msg, nil)
 }
 
 // diffStat sizes the whole change against the base, for the pull request.

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/pullwright/pullwright/policy"
 )
 
 // Flow moves a task one step along its lifecycle. Each call of Step does one
@@ -20,8 +22,8 @@ type Flow struct {
 	Runner     Runner
 	// Dir holds one workspace per task.
 	Dir string
-	// BranchName names the work branch of an issue.
-	BranchName func(issue int, title string) string
+	// BranchName names the work branch of an issue, under prefix.
+	BranchName func(prefix string, issue int, title string) string
 	// Command is the comment command word, for the help lines we print.
 	Command string
 	// GitTimeout bounds one clone, fetch or push (default 5m), so a git
@@ -31,6 +33,9 @@ type Flow struct {
 	// ApprovalTimeout is how long an execution request waits for an
 	// answer before it counts as rejected (default 24h).
 	ApprovalTimeout time.Duration
+	// Operator is the operator's configuration: caps, defaults, rates
+	// (nil: the built-in policy.DefaultOperator).
+	Operator *policy.Operator
 	// Now is the clock (default time.Now).
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -105,23 +110,8 @@ func (f *Flow) replyOn(ctx context.Context, t *Task, issue int, body string) err
 	return t.Move(Done)
 }
 
-// mayWrite reports whether user holds a role that may ask the bot for work
-// or answer its requests. Trust comes from the permission API only, never
-// from the payload.
-func (f *Flow) mayWrite(ctx context.Context, r Repo, user string) (bool, error) {
-	perm, err := f.GitHub.Permission(ctx, r, user)
-	if err != nil {
-		return false, retryf(err, "checking @%s's permission failed", user)
-	}
-	switch perm {
-	case "admin", "maintain", "write":
-		return true, nil
-	}
-	return false, nil
-}
-
-func (f *Flow) refuse(ctx context.Context, t *Task, what string) error {
-	return f.reply(ctx, t, fmt.Sprintf("@%s only people with write access to this repository can %s.", t.Requester.Login, what))
+func (f *Flow) refuse(ctx context.Context, t *Task, why string) error {
+	return f.reply(ctx, t, fmt.Sprintf("@%s sorry: %s.", t.Requester.Login, why))
 }
 
 // activeTask is the running fix task of the conversation t was asked on:
@@ -163,12 +153,19 @@ func (f *Flow) busy(ctx context.Context, t *Task) error {
 }
 
 func (f *Flow) cancelRequest(ctx context.Context, t *Task) error {
-	ok, err := f.mayWrite(ctx, t.Repo, t.Requester.Login)
+	// Whoever may start a task here may stop one.
+	rule := policy.Who{}
+	if active, err := f.activeTask(ctx, t); err == nil {
+		rule = f.settings(active).Trigger
+	} else if !errors.Is(err, ErrNotFound) {
+		return err
+	}
+	ok, why, err := f.admits(ctx, t.Repo, rule, t.Requester.Login, "cancelling a task")
 	if err != nil {
 		return err
 	}
 	if !ok {
-		return f.refuse(ctx, t, "cancel a task")
+		return f.refuse(ctx, t, why)
 	}
 	active, err := f.activeTask(ctx, t)
 	if errors.Is(err, ErrNotFound) {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/pullwright/pullwright/policy"
 )
 
 // The interfaces below are what a task needs from the packages around it.
@@ -56,6 +58,10 @@ type GitHub interface {
 	// Permission is the user's role on the repository: admin, maintain,
 	// write, triage, read or none.
 	Permission(ctx context.Context, r Repo, user string) (string, error)
+	// TeamMember reports whether user is an active member of org's team.
+	TeamMember(ctx context.Context, r Repo, org, team, user string) (bool, error)
+	// File is a file's content at ref; ErrNoFile when it does not exist.
+	File(ctx context.Context, r Repo, ref, path string) ([]byte, error)
 }
 
 // CheckRun is a check run the bot shows on a commit.
@@ -79,6 +85,9 @@ type Brief struct {
 	Comments     []Comment
 	Instructions string
 	Requester    string
+	// Settings are the repository's rules: budgets, model, protected
+	// paths, the test command hint.
+	Settings policy.Settings
 }
 
 // Progress is the agent's state after a turn.
@@ -115,11 +124,17 @@ type Agent interface {
 	Resolve(conversation []byte, o Outcome) ([]byte, error)
 }
 
-// RunSpec is one approved command to run.
+// RunSpec is one approved command to run, with the sandbox the
+// repository's settings ask for (already within the operator's caps).
 type RunSpec struct {
 	Dir     string
 	Command string
 	Labels  map[string]string
+	Image   string
+	Network string // none or bridge
+	Memory  int64  // bytes
+	CPUs    float64
+	Timeout time.Duration
 }
 
 // Runner runs approved commands in a sandbox. A command that fails, times

@@ -71,6 +71,14 @@ func RenderStatus(t *Task, command string) string {
 	if t.Instructions != "" {
 		fmt.Fprintf(&b, "> %s\n\n", strings.ReplaceAll(clip(t.Instructions, 300), "\n", "\n> "))
 	}
+	if t.Unheard > 0 {
+		verb := "were"
+		if t.Unheard == 1 {
+			verb = "was"
+		}
+		fmt.Fprintf(&b, "%s by people without write access %s left out of what the agent reads.\n\n",
+			plural(t.Unheard, "comment", "comments"), verb)
+	}
 	if len(t.Plan) > 0 {
 		b.WriteString("**Plan**\n\n")
 		for _, p := range t.Plan {
@@ -190,7 +198,22 @@ func RenderRequest(t *Task, changes []FileStat) string {
 	if t.PushedSHA != "" {
 		fmt.Fprintf(&b, " of branch `%s`", t.Branch)
 	}
-	b.WriteString(", in a sandbox with no network and none of the bot's credentials.\n\n")
+	network := "no network"
+	if t.Settings != nil && t.Settings.Sandbox.Network == "bridge" {
+		network = "network access (this repository allows it)"
+	}
+	fmt.Fprintf(&b, ", in a sandbox with %s and none of the bot's credentials.\n\n", network)
+	if t.Settings != nil && len(t.Settings.AutoApprove) > 0 {
+		var rules []string
+		for _, a := range t.Settings.AutoApprove {
+			if a.Command != "" {
+				rules = append(rules, code(oneLine(a.Command)))
+			} else {
+				rules = append(rules, "pattern "+code(oneLine(a.Pattern)))
+			}
+		}
+		fmt.Fprintf(&b, "Auto-approve is **on** in this repository for %s; this command matched none of them, so it needs an answer.\n\n", strings.Join(rules, ", "))
+	}
 	if len(changes) > 0 {
 		b.WriteString("<details><summary>Files changed so far</summary>\n\n")
 		for _, c := range changes {
@@ -210,7 +233,9 @@ func RenderRequestSummary(t *Task) string {
 	if reason := strings.TrimSpace(r.Reason); reason != "" {
 		s += "\n**Why:** " + defang(oneLine(reason)) + "\n"
 	}
-	if a := r.Answer; a != nil {
+	if a := r.Answer; a != nil && r.Auto != "" {
+		s += fmt.Sprintf("\n**Answer:** approved without asking, by this repository's auto_approve rule (%s)\n", r.Auto)
+	} else if a != nil {
 		s += fmt.Sprintf("\n**Answer:** %s by @%s", a.Verdict, a.By)
 		if a.Reason != "" {
 			s += ": " + defang(oneLine(a.Reason))
@@ -237,6 +262,12 @@ func CheckpointMessage(t *Task) string {
 		t.Request.ID, defang(code(oneLine(t.Request.Command))), t.Issue, t.Requester.Login)
 }
 
+// StopMessage is the message of the commit that keeps a stopped task's work.
+func StopMessage(t *Task) string {
+	return fmt.Sprintf("WIP: work so far, stopped\n\nThe task was stopped: %s.\nRequested in #%d by @%s.\n",
+		defang(oneLine(t.Stop)), t.Issue, t.Requester.Login)
+}
+
 // code shows s as inline code whatever backticks it holds: the delimiter
 // is one backtick longer than the longest run inside.
 func code(s string) string {
@@ -258,3 +289,11 @@ func code(s string) string {
 
 // fence keeps a command from closing the code block it is shown in.
 func fence(s string) string { return strings.ReplaceAll(s, "```", "`\u200d``") }
+
+// plural is "1 comment" or "3 comments".
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}

@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/pullwright/pullwright/policy"
 )
 
 // State is where a task stands in its lifecycle (see DESIGN.md).
@@ -174,6 +176,8 @@ type ExecRequest struct {
 	StartedIn int `json:"started_in,omitempty"`
 	// RunClosed is true once the run check run shows the end.
 	RunClosed bool `json:"run_closed,omitempty"`
+	// Auto is the auto_approve rule that answered the request, if one did.
+	Auto string `json:"auto,omitempty"`
 	// Answer is kept by the store apart from the task's data.
 	Answer     *Answer    `json:"-"`
 	RunCheckID int64      `json:"run_check_id,omitempty"`
@@ -239,6 +243,19 @@ type Task struct {
 	PRURL     string `json:"pr_url,omitempty"`
 	// Error is the user-safe reason a task failed.
 	Error string `json:"error,omitempty"`
+	// Settings are the repository's rules, resolved against the
+	// operator's caps when the task started; later steps and restarts use
+	// these, not a file that may have changed since.
+	Settings *policy.Settings `json:"settings,omitempty"`
+	// Unheard counts the issue's comments left out of the brief because
+	// their authors lack write access.
+	Unheard int `json:"unheard,omitempty"`
+	// Stop is why the agent was stopped (a budget spent); the work so far
+	// is pushed before the task fails with it.
+	Stop string `json:"stop,omitempty"`
+	// Waited is the time spent waiting for answers, which the wall-time
+	// budget does not count.
+	Waited time.Duration `json:"waited,omitempty"`
 	// CancelledBy is who asked to cancel the task ("" if nobody). The store
 	// keeps it apart from the rest so that a worker saving its own progress
 	// never overwrites a cancel that arrived meanwhile.

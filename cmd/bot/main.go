@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/pullwright/pullwright/app"
+	"github.com/pullwright/pullwright/policy"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -107,6 +108,7 @@ func settings(fs *flag.FlagSet, getenv func(string) string) func(env string) str
 		{env: "BOT_LEASE", def: "1m", help: "how long a worker's claim on a task lasts unrenewed: a task whose bot died is taken up again after it"},
 		{env: "BOT_APPROVAL_TIMEOUT", def: "24h", help: "how long an execution request waits for /approve or /reject before it counts as rejected"},
 		{env: "BOT_LOG_FORMAT", def: "json", help: "json or text"},
+		{env: "BOT_CONFIG", help: "operator configuration file (YAML): caps, defaults, allowed models, prices, rates, served installations; see docs/configuration.md"},
 	}
 	byEnv := map[string]*setting{}
 	for _, s := range list {
@@ -126,6 +128,8 @@ func settings(fs *flag.FlagSet, getenv func(string) string) func(env string) str
 		}
 		byEnv[s.env] = s
 	}
+	// "serve --config FILE" is how operators will write it.
+	fs.StringVar(byEnv["BOT_CONFIG"].value, "config", *byEnv["BOT_CONFIG"].value, "same as --bot-config")
 	return func(env string) string { return *byEnv[env].value }
 }
 
@@ -208,6 +212,21 @@ func config(get func(string) string) (app.Config, error) {
 		return cfg, fmt.Errorf("BOT_LEASE=%q: want a duration of at least 3s, such as 1m", get("BOT_LEASE"))
 	} else {
 		cfg.Lease = d
+	}
+	if path := get("BOT_CONFIG"); path != "" {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return cfg, fmt.Errorf("read the operator configuration: %w", err)
+		}
+		op, err := policy.LoadOperator(b)
+		if err != nil {
+			return cfg, fmt.Errorf("operator configuration %s:\n%w", path, err)
+		}
+		// BOT_MODEL is the default model unless the file names one.
+		if op.Models.Default == policy.DefaultOperator().Models.Default {
+			op.Models.Default = cfg.Model
+		}
+		cfg.Operator = op
 	}
 	if n, err := strconv.Atoi(get("BOT_WORKERS")); err != nil || n < 1 {
 		return cfg, fmt.Errorf("BOT_WORKERS=%q: want a positive number", get("BOT_WORKERS"))

@@ -1,0 +1,186 @@
+package task
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/pullwright/pullwright/policy"
+)
+
+// ErrNoFile means the repository has no such file on that ref.
+var ErrNoFile = errors.New("no such file")
+
+// operator is the operator's configuration, or the built-in one.
+func (f *Flow) operator() *policy.Operator {
+	if f.Operator != nil {
+		return f.Operator
+	}
+	return policy.DefaultOperator()
+}
+
+// loadSettings reads .github/pullwright.yml from the default branch (never
+// from a work branch, which the agent writes) and resolves it against the
+// operator's caps. A broken file is a permanent failure whose message
+// names the file, line and key; no file means the defaults.
+func (f *Flow) loadSettings(ctx context.Context, t *Task) (policy.Settings, error) {
+	op := f.operator()
+	data, err := f.GitHub.File(ctx, t.Repo, t.Repo.DefaultBranch, policy.Path)
+	if err != nil && !errors.Is(err, ErrNoFile) {
+		return policy.Settings{}, retryf(err, "reading %s failed", policy.Path)
+	}
+	var cfg *policy.Config
+	if err == nil {
+		cfg, err = policy.Load(data)
+		if err != nil {
+			return policy.Settings{}, Fatal(configProblem(t, err), err)
+		}
+	}
+	s, err := op.Resolve(cfg)
+	if err != nil {
+		return policy.Settings{}, Fatal(configProblem(t, err), err)
+	}
+	return s, nil
+}
+
+// configProblem is what the issue is told about a configuration file that
+// cannot be used.
+func configProblem(t *Task, err error) string {
+	var list *policy.Errors
+	detail := "\n\n" + err.Error()
+	if errors.As(err, &list) {
+		detail = "\n\n" + list.Markdown()
+	}
+	return fmt.Sprintf("`%s` on `%s` cannot be used, so the task did not start. Fix it on the default branch and ask again:%s",
+		policy.Path, t.Repo.DefaultBranch, detail)
+}
+
+// settings are the rules t runs under: those it recorded when it started,
+// or the defaults for a task from before repository configuration existed.
+func (f *Flow) settings(t *Task) policy.Settings {
+	if t.Settings != nil {
+		return *t.Settings
+	}
+	s, err := f.operator().Resolve(nil)
+	if err != nil {
+		// The operator file was checked at start-up, so this cannot happen;
+		// if it does, the strictest rules stand in.
+		return policy.Settings{Protected: policy.AlwaysProtected}
+	}
+	return s
+}
+
+// admits asks GitHub whether user passes rule: trust comes from the
+// permission and team APIs, never from the payload. When user does not,
+// why is a sentence saying what doing would need.
+func (f *Flow) admits(ctx context.Context, r Repo, rule policy.Who, user, doing string) (ok bool, why string, err error) {
+	role, err := f.GitHub.Permission(ctx, r, user)
+	if err != nil {
+		return false, "", retryf(err, "checking @%s's permission failed", user)
+	}
+	ok, err = rule.Admits(role, user, r.Owner, f.member(ctx, r, user))
+	if err != nil {
+		return false, "", retryf(err, "checking @%s's team membership failed", user)
+	}
+	if !ok {
+		why = rule.Refusal(role, doing)
+	}
+	return ok, why, nil
+}
+
+func (f *Flow) member(ctx context.Context, r Repo, user string) func(org, team string) (bool, error) {
+	return func(org, team string) (bool, error) { return f.GitHub.TeamMember(ctx, r, org, team, user) }
+}
+
+// heard keeps the comments the model may read: those of people with write
+// access, with hidden markup removed. The bot's own comments are left out
+// too: the model needs the people's words, not the bot's reports. It
+// returns how many comments by others were left out.
+func (f *Flow) heard(ctx context.Context, t *Task, cs []Comment) ([]Comment, int, error) {
+	out := cs[:0:0]
+	left := 0
+	roles := map[string]bool{}
+	for _, c := range cs {
+		if strings.Contains(c.Body, "<!-- pullwright:") {
+			continue
+		}
+		login := strings.ToLower(c.Author)
+		ok, seen := roles[login]
+		if !seen {
+			role, err := f.GitHub.Permission(ctx, t.Repo, c.Author)
+			if err != nil {
+				return nil, 0, retryf(err, "checking @%s's permission failed", c.Author)
+			}
+			ok = policy.Rank(role) >= policy.Rank("write")
+			roles[login] = ok
+		}
+		if !ok {
+			left++
+			continue
+		}
+		out = append(out, Comment{Author: c.Author, AuthorType: c.AuthorType, Body: policy.Visible(c.Body)})
+	}
+	return out, left, nil
+}
+
+// overRate says why the installation may not start another task now, or "".
+func (f *Flow) overRate(ctx context.Context, t *Task) (string, error) {
+	rate := f.operator().Rate
+	if rate.ConcurrentTasks <= 0 && rate.TasksPerHour <= 0 {
+		return "", nil
+	}
+	active, started, err := f.Store.Usage(ctx, t.Repo.InstallationID, f.now().Add(-time.Hour), t.ID)
+	if err != nil {
+		return "", retryf(err, "counting this installation's tasks failed")
+	}
+	switch {
+	case rate.ConcurrentTasks > 0 && active >= rate.ConcurrentTasks:
+		return fmt.Sprintf("%d tasks are already running for this installation, the most this bot runs at once", active), nil
+	case rate.TasksPerHour > 0 && started >= rate.TasksPerHour:
+		return fmt.Sprintf("%d tasks were started for this installation in the last hour, the most this bot starts in an hour", started), nil
+	}
+	return "", nil
+}
+
+// protectedChanges lists the changed paths that t's rules protect, each
+// with the glob that protects it. The agent's tools refuse these already;
+// this is the second check, on what would actually be committed.
+// A changed symlink is refused when it leads out of the workspace or into
+// a protected path: the sandbox or a later tool would follow it.
+func protectedChanges(s policy.Settings, dir string, changes []Change) []string {
+	var out []string
+	for _, c := range changes {
+		if g, ok := s.Protects(c.Path); ok {
+			out = append(out, fmt.Sprintf("`%s` (protected by `%s`)", c.Path, g))
+			continue
+		}
+		if c.Deleted {
+			continue
+		}
+		fi, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(c.Path)))
+		if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+			continue
+		}
+		target, err := os.Readlink(filepath.Join(dir, filepath.FromSlash(c.Path)))
+		if err != nil {
+			out = append(out, fmt.Sprintf("`%s` (a symlink that cannot be read)", c.Path))
+			continue
+		}
+		to := path.Join(path.Dir(c.Path), filepath.ToSlash(target))
+		switch {
+		case filepath.IsAbs(target) || path.IsAbs(filepath.ToSlash(target)) || to == ".." || strings.HasPrefix(to, "../"):
+			out = append(out, fmt.Sprintf("`%s` (a symlink out of the repository)", c.Path))
+		default:
+			if g, ok := s.Protects(to); ok {
+				out = append(out, fmt.Sprintf("`%s` (a symlink to `%s`, protected by `%s`)", c.Path, to, g))
+			}
+		}
+	}
+	return out
+}
