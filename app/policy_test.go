@@ -4,11 +4,13 @@ import (
 	"encoding/json"
 	"errors"
 	"io/fs"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pullwright/pullwright/app"
 	"github.com/pullwright/pullwright/internal/fakegithub"
@@ -409,4 +411,51 @@ func itoa(i int) string { return strconv.Itoa(i) }
 
 func fakegithubIssue(number int, title, body string) fakegithub.Issue {
 	return fakegithub.Issue{Number: number, Title: title, Body: body, Author: owner}
+}
+
+// The operator's file decides which installations are served and which
+// bots are heard; a listed bot still needs write permission.
+func TestOperatorServesAndHearsListedBots(t *testing.T) {
+	op := policy.DefaultOperator()
+	op.AllowedBots = []string{"renovate[bot]"}
+	llm := fakellm.NewByTurn(t, fixScript()...)
+	e := newEnv(t, llm, func(c *app.Config) { c.Operator = op })
+	byBot := func(p map[string]any) {
+		for _, who := range []map[string]any{p["sender"].(map[string]any), p["comment"].(map[string]any)["user"].(map[string]any)} {
+			who["login"], who["type"] = "renovate[bot]", "Bot"
+		}
+	}
+	byOtherBot := func(p map[string]any) {
+		for _, who := range []map[string]any{p["sender"].(map[string]any), p["comment"].(map[string]any)["user"].(map[string]any)} {
+			who["login"], who["type"] = "dependabot[bot]", "Bot"
+		}
+	}
+	if code := e.deliver("other-bot", "issue_comment", e.payload("/agent fix the typo", byOtherBot)); code != http.StatusOK {
+		t.Fatalf("an unlisted bot's command answered %d, want 200 (ignored)", code)
+	}
+	// Listed, but without write permission: refused like anyone.
+	if code := e.deliver("bot-1", "issue_comment", e.payload("/agent fix the typo", byBot)); code != http.StatusAccepted {
+		t.Fatalf("a listed bot's command answered %d, want 202", code)
+	}
+	e.waitComment(1, "@renovate[bot] sorry: asking me for changes needs write permission")
+	e.gh.SetPermission(owner, repoName, "renovate[bot]", "write")
+	if code := e.deliver("bot-2", "issue_comment", e.payload("/agent fix the typo", byBot)); code != http.StatusAccepted {
+		t.Fatalf("a listed bot's command answered %d, want 202", code)
+	}
+	if tk := e.waitTask(1); tk.State != task.Done || tk.Requester.Login != "renovate[bot]" {
+		t.Fatalf("task ended %s for %s: %s", tk.State, tk.Requester.Login, tk.Error)
+	}
+
+	// An installation the operator does not serve is acknowledged and ignored.
+	e.stop()
+	op.Installations = []int64{installID + 1}
+	e.start()
+	calls := llm.Calls()
+	if code := e.deliver("unserved", "issue_comment", e.payload("/agent fix the typo again", nil)); code != http.StatusOK {
+		t.Fatalf("an unserved installation's command answered %d, want 200 (ignored)", code)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if n := llm.Calls(); n != calls {
+		t.Fatalf("an unserved installation's command called the model")
+	}
 }

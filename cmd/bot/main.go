@@ -219,6 +219,10 @@ func config(get func(string) string) (app.Config, error) {
 			return cfg, fmt.Errorf("read the operator configuration: %w", err)
 		}
 		op, err := policy.LoadOperator(b)
+		var list *policy.Errors
+		if errors.As(err, &list) {
+			list.File = path // so that each line reads "FILE:LINE: key: problem"
+		}
 		if err != nil {
 			return cfg, fmt.Errorf("operator configuration %s:\n%w", path, err)
 		}

@@ -109,3 +109,66 @@ func TestRunCommands(t *testing.T) {
 		t.Fatalf("serve without secret: %v", err)
 	}
 }
+
+func TestOperatorConfigFile(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	good := write("good.yml", "installations: [7]\nmodels:\n  allowed: [big-model]\nrate:\n  tasks_per_hour: 3\ncaps:\n  memory: 4GiB\n")
+	named := write("named.yml", "models:\n  default: house-model\n")
+	bad := write("bad.yml", "rate:\n  task_per_hour: 3\n")
+	base := map[string]string{"GITHUB_WEBHOOK_SECRET": "s", "GITHUB_APP_ID": "42", "GITHUB_APP_PRIVATE_KEY": "PEM", "BOT_MODEL": "env-model"}
+
+	tests := []struct {
+		name      string
+		args      []string
+		wantErr   []string
+		wantModel string
+	}{
+		{name: "no file: built-in defaults"},
+		{name: "--config", args: []string{"--config", good}, wantModel: "env-model"},
+		{name: "--bot-config", args: []string{"--bot-config", good}, wantModel: "env-model"},
+		{name: "the file's model wins over BOT_MODEL", args: []string{"--config", named}, wantModel: "house-model"},
+		{name: "broken file names the line and key", args: []string{"--config", bad}, wantErr: []string{bad, ":2", "task_per_hour", "tasks_per_hour"}},
+		{name: "missing file", args: []string{"--config", filepath.Join(dir, "nope.yml")}, wantErr: []string{"operator configuration", "nope.yml"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+			get := settings(fs, env(base))
+			if err := fs.Parse(tc.args); err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := config(get)
+			if tc.wantErr != nil {
+				for _, w := range tc.wantErr {
+					if err == nil || !strings.Contains(err.Error(), w) {
+						t.Errorf("err = %v, want it to contain %q", err, w)
+					}
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.wantModel == "" {
+				if cfg.Operator != nil {
+					t.Fatalf("an operator configuration without a file: %+v", cfg.Operator)
+				}
+				return
+			}
+			op := cfg.Operator
+			if op == nil || op.Models.Default != tc.wantModel {
+				t.Fatalf("operator = %+v, want default model %q", op, tc.wantModel)
+			}
+			if tc.wantModel == "env-model" && (!op.Serves(7, "any") || op.Serves(8, "any") || op.Rate.TasksPerHour != 3 || op.Rate.ConcurrentTasks != 5) {
+				t.Errorf("the file was not applied over the defaults: %+v", op)
+			}
+		})
+	}
+}
