@@ -85,8 +85,11 @@ func (g gitHub) TeamMember(ctx context.Context, r task.Repo, org, team, user str
 
 func (g gitHub) File(ctx context.Context, r task.Repo, ref, path string) ([]byte, error) {
 	b, err := g.app.File(ctx, r.InstallationID, r.Owner, r.Name, ref, path)
-	if errors.Is(err, ghapp.ErrNotFound) {
+	switch {
+	case errors.Is(err, ghapp.ErrNotFound):
 		return nil, fmt.Errorf("%w: %w", task.ErrNoFile, err)
+	case errors.Is(err, ghapp.ErrNotAFile):
+		return nil, fmt.Errorf("%w: %w", task.ErrNotAFile, err)
 	}
 	return b, err
 }

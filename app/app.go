@@ -167,6 +167,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 			Dir:             cfg.WorkDir,
 			BranchName:      repo.BranchName,
 			Operator:        op,
+			Unisolated:      cfg.Runner == "local",
 			Command:         cfg.Command,
 			GitTimeout:      cfg.GitTimeout,
 			Runner:          sb,
@@ -185,7 +186,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		Secret:      []byte(cfg.WebhookSecret),
 		Command:     cfg.Command,
 		BotLogin:    a.botLogin(ctx),
-		AllowedBots: op.AllowedBots,
+		AllowedBots: botLogins(op.AllowedBots),
 		Serves:      op.Serves,
 		Recorder:    notifying{store, a.pool},
 		Logger:      log.With("component", "webhook"),
@@ -222,6 +223,20 @@ func operator(cfg Config) (*policy.Operator, error) {
 		return nil, fmt.Errorf("operator configuration: %w", err)
 	}
 	return op, nil
+}
+
+// botLogins spells the operator's allowed bots as GitHub sends them: the
+// file may name "renovate" for "renovate[bot]".
+func botLogins(names []string) []string {
+	out := make([]string, 0, len(names))
+	for _, n := range names {
+		n = strings.TrimSpace(n)
+		if !strings.HasSuffix(strings.ToLower(n), "[bot]") {
+			n += "[bot]"
+		}
+		out = append(out, n)
+	}
+	return out
 }
 
 func setDefaults(c *Config) {

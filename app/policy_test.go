@@ -215,12 +215,16 @@ func TestPromptInjectionEndsAtARequestNeverAnExecution(t *testing.T) {
 }
 
 func TestRevokedPermissionCannotApprove(t *testing.T) {
-	e := newEnv(t, newRunLLM(t, "grep -c commit README.md"), func(c *app.Config) { c.PermissionTTL = -1 })
+	const ttl = 200 * time.Millisecond
+	e := newEnv(t, newRunLLM(t, "grep -c commit README.md"), func(c *app.Config) { c.PermissionTTL = ttl })
 	e.gh.SetPermission(owner, repoName, "maintainer", "write")
 	e.comment("d1", 1, "maintainer", "/agent fix the typo")
 	e.waitState(1, task.AwaitingApproval)
 
+	// Revoked after triggering: once the cached answer expires (in
+	// production within a minute), the approval is refused.
 	e.gh.SetPermission(owner, repoName, "maintainer", "read")
+	time.Sleep(2 * ttl)
 	e.comment("a1", 1, "maintainer", "/approve")
 	e.waitComment(1, "@maintainer sorry: approving commands needs write permission or higher")
 	if st := e.waitState(1, task.AwaitingApproval); st.Request.Answer != nil {
@@ -301,7 +305,7 @@ func TestTasksPerHourAreLimited(t *testing.T) {
 		t.Fatalf("first task ended %s: %s", tk.State, tk.Error)
 	}
 	e.comment("d2", 2, owner, "/agent fix the other typo")
-	e.waitComment(2, "@Codertocat sorry, I can't start on this now: 1 tasks were started for this installation in the last hour")
+	e.waitComment(2, "@Codertocat sorry, I can't start on this now: 1 task was started for this installation in the last hour")
 }
 
 // A full task with recognisable credentials: none of them may appear in a

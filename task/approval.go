@@ -82,14 +82,14 @@ func (f *Flow) ask(ctx context.Context, t *Task) error {
 		r.PRUpdated = true
 		return nil
 	case r.CommentID == 0:
-		id, url, err := f.GitHub.UpsertComment(ctx, t.Repo, t.Issue, marker(t, "request-"+r.ID), 0, RenderRequest(t, f.changes(ctx, t)))
+		id, url, err := f.GitHub.UpsertComment(ctx, t.Repo, t.Issue, marker(t, "request-"+r.ID), 0, RenderRequest(t, f.changes(ctx, t), f.Unisolated))
 		if err != nil {
 			return retryf(err, "posting the execution request failed")
 		}
 		r.CommentID, r.CommentURL = id, url
 		return nil
 	case r.PRCommentID == 0 && t.PRNumber != 0:
-		id, _, err := f.GitHub.UpsertComment(ctx, t.Repo, t.PRNumber, marker(t, "request-"+r.ID+"-pr"), 0, RenderRequest(t, f.changes(ctx, t)))
+		id, _, err := f.GitHub.UpsertComment(ctx, t.Repo, t.PRNumber, marker(t, "request-"+r.ID+"-pr"), 0, RenderRequest(t, f.changes(ctx, t), f.Unisolated))
 		if err != nil {
 			return retryf(err, "posting the execution request on the pull request failed")
 		}

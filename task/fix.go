@@ -51,6 +51,7 @@ func (f *Flow) acknowledge(ctx context.Context, t *Task) error {
 		f.Logger.InfoContext(ctx, "task refused: rate limit", "task_id", t.ID, "installation_id", t.Repo.InstallationID, "why", why)
 		return f.reply(ctx, t, fmt.Sprintf("@%s sorry, I can't start on this now: %s. Please ask again a little later.", t.Requester.Login, why))
 	}
+	t.AdmittedMS = f.now().UnixMilli()
 	if t.CommentID != 0 {
 		// The reaction is a courtesy: a deleted comment must not stop the work.
 		if err := f.GitHub.AddReaction(ctx, t.Repo, t.CommentID, "eyes"); err != nil {
@@ -101,10 +102,7 @@ func (f *Flow) prepare(ctx context.Context, t *Task) error {
 	if err := ws.CreateBranch(t.Branch); err != nil {
 		return retryf(err, "creating branch %s failed", t.Branch)
 	}
-	comments, unheard, err := f.heard(ctx, t, issue.Comments)
-	if err != nil {
-		return err
-	}
+	comments, unheard := f.heard(ctx, t, issue.Comments)
 	t.Unheard = unheard
 	conv, err := f.Agent.Start(Brief{
 		Repo:         t.Repo.FullName(),
@@ -112,7 +110,7 @@ func (f *Flow) prepare(ctx context.Context, t *Task) error {
 		Title:        policy.Visible(issue.Title),
 		Body:         policy.Visible(issue.Body),
 		Comments:     comments,
-		Instructions: t.Instructions,
+		Instructions: policy.Visible(t.Instructions),
 		Requester:    t.Requester.Login,
 		Settings:     settings,
 	})
@@ -332,7 +330,14 @@ func (f *Flow) work(ctx context.Context, t *Task) error {
 	}
 	t.Files = files
 	now := f.now().UTC().Truncate(time.Second)
+	s := f.settings(t)
 	switch {
+	case p.Pending != nil && ((s.MaxTurns > 0 && p.Turns >= s.MaxTurns) || (s.MaxTokens > 0 && p.Tokens >= s.MaxTokens)):
+		// The agent could never read the result: asking a maintainer to
+		// approve it would waste their time and a sandbox run.
+		t.Stop = fmt.Sprintf("the agent used up its budget (%d of %d turns, %d of %d tokens) with a request to run %s that it could not have used",
+			p.Turns, s.MaxTurns, p.Tokens, s.MaxTokens, code(oneLine(p.Pending.Command)))
+		t.CommitAt = now
 	case p.Pending != nil:
 		t.RequestSeq++
 		t.Request = &ExecRequest{

@@ -33,6 +33,9 @@ type Flow struct {
 	// ApprovalTimeout is how long an execution request waits for an
 	// answer before it counts as rejected (default 24h).
 	ApprovalTimeout time.Duration
+	// Unisolated is true when approved commands run on the bot's machine
+	// (BOT_RUNNER=local): request comments must not promise a sandbox.
+	Unisolated bool
 	// Operator is the operator's configuration: caps, defaults, rates
 	// (nil: the built-in policy.DefaultOperator).
 	Operator *policy.Operator
@@ -153,19 +156,29 @@ func (f *Flow) busy(ctx context.Context, t *Task) error {
 }
 
 func (f *Flow) cancelRequest(ctx context.Context, t *Task) error {
-	// Whoever may start a task here may stop one.
-	rule := policy.Who{}
+	// Whoever may start a task here, or answer its requests, may stop one.
+	rules := []policy.Who{{}}
 	if active, err := f.activeTask(ctx, t); err == nil {
-		rule = f.settings(active).Trigger
+		s := f.settings(active)
+		rules = []policy.Who{s.Trigger, s.Approve.Who}
 	} else if !errors.Is(err, ErrNotFound) {
 		return err
 	}
-	ok, why, err := f.admits(ctx, t.Repo, rule, t.Requester.Login, "cancelling a task")
-	if err != nil {
-		return err
-	}
-	if !ok {
-		return f.refuse(ctx, t, why)
+	var why string
+	for i, rule := range rules {
+		ok, w, err := f.admits(ctx, t.Repo, rule, t.Requester.Login, "cancelling a task")
+		if err != nil {
+			return err
+		}
+		if ok {
+			break
+		}
+		if i == 0 {
+			why = w
+		}
+		if i == len(rules)-1 {
+			return f.refuse(ctx, t, why)
+		}
 	}
 	active, err := f.activeTask(ctx, t)
 	if errors.Is(err, ErrNotFound) {

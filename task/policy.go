@@ -17,6 +17,10 @@ import (
 // ErrNoFile means the repository has no such file on that ref.
 var ErrNoFile = errors.New("no such file")
 
+// ErrNotAFile means the path exists but is no readable file (a directory,
+// a symbolic link, a file too big to read).
+var ErrNotAFile = errors.New("not a readable file")
+
 // operator is the operator's configuration, or the built-in one.
 func (f *Flow) operator() *policy.Operator {
 	if f.Operator != nil {
@@ -32,6 +36,9 @@ func (f *Flow) operator() *policy.Operator {
 func (f *Flow) loadSettings(ctx context.Context, t *Task) (policy.Settings, error) {
 	op := f.operator()
 	data, err := f.GitHub.File(ctx, t.Repo, t.Repo.DefaultBranch, policy.Path)
+	if errors.Is(err, ErrNotAFile) {
+		return policy.Settings{}, Fatal(configProblem(t, errors.New("the path exists but is not a file the bot reads: a directory, a symbolic link, a submodule, or a file over 1 MiB")), err)
+	}
 	if err != nil && !errors.Is(err, ErrNoFile) {
 		return policy.Settings{}, retryf(err, "reading %s failed", policy.Path)
 	}
@@ -102,7 +109,7 @@ func (f *Flow) member(ctx context.Context, r Repo, user string) func(org, team s
 // access, with hidden markup removed. The bot's own comments are left out
 // too: the model needs the people's words, not the bot's reports. It
 // returns how many comments by others were left out.
-func (f *Flow) heard(ctx context.Context, t *Task, cs []Comment) ([]Comment, int, error) {
+func (f *Flow) heard(ctx context.Context, t *Task, cs []Comment) ([]Comment, int) {
 	out := cs[:0:0]
 	left := 0
 	roles := map[string]bool{}
@@ -113,11 +120,7 @@ func (f *Flow) heard(ctx context.Context, t *Task, cs []Comment) ([]Comment, int
 		login := strings.ToLower(c.Author)
 		ok, seen := roles[login]
 		if !seen {
-			role, err := f.GitHub.Permission(ctx, t.Repo, c.Author)
-			if err != nil {
-				return nil, 0, retryf(err, "checking @%s's permission failed", c.Author)
-			}
-			ok = policy.Rank(role) >= policy.Rank("write")
+			ok = f.writer(ctx, t, c)
 			roles[login] = ok
 		}
 		if !ok {
@@ -126,7 +129,23 @@ func (f *Flow) heard(ctx context.Context, t *Task, cs []Comment) ([]Comment, int
 		}
 		out = append(out, Comment{Author: c.Author, AuthorType: c.AuthorType, Body: policy.Visible(c.Body)})
 	}
-	return out, left, nil
+	return out, left
+}
+
+// writer reports whether a comment's author has write access. Other apps'
+// comments are left out without asking, and so is the comment of anyone
+// whose permission cannot be read: when in doubt, the model does not hear
+// it, and the task goes on.
+func (f *Flow) writer(ctx context.Context, t *Task, c Comment) bool {
+	if c.AuthorType == "Bot" || strings.HasSuffix(strings.ToLower(c.Author), "[bot]") {
+		return false
+	}
+	role, err := f.GitHub.Permission(ctx, t.Repo, c.Author)
+	if err != nil {
+		f.Logger.WarnContext(ctx, "permission of a commenter unknown; the comment is left out", "task_id", t.ID, "user", c.Author, "err", err)
+		return false
+	}
+	return policy.Rank(role) >= policy.Rank("write")
 }
 
 // overRate says why the installation may not start another task now, or "".
@@ -141,9 +160,9 @@ func (f *Flow) overRate(ctx context.Context, t *Task) (string, error) {
 	}
 	switch {
 	case rate.ConcurrentTasks > 0 && active >= rate.ConcurrentTasks:
-		return fmt.Sprintf("%d tasks are already running for this installation, the most this bot runs at once", active), nil
+		return fmt.Sprintf("%s already running for this installation, the most this bot runs at once", plural(active, "task is", "tasks are")), nil
 	case rate.TasksPerHour > 0 && started >= rate.TasksPerHour:
-		return fmt.Sprintf("%d tasks were started for this installation in the last hour, the most this bot starts in an hour", started), nil
+		return fmt.Sprintf("%s started for this installation in the last hour, the most this bot starts in an hour", plural(started, "task was", "tasks were")), nil
 	}
 	return "", nil
 }

@@ -185,8 +185,9 @@ func clip(s string, n int) string {
 }
 
 // RenderRequest is the comment that shows an execution request on the issue
-// and on the draft pull request.
-func RenderRequest(t *Task, changes []FileStat) string {
+// and on the draft pull request; unisolated says the command would run on
+// the bot's own machine.
+func RenderRequest(t *Task, changes []FileStat, unisolated bool) string {
 	r := t.Request
 	var b strings.Builder
 	fmt.Fprintf(&b, "### ✋ Pullwright asks to run a command · request `%s`\n\n", r.ID)
@@ -198,11 +199,20 @@ func RenderRequest(t *Task, changes []FileStat) string {
 	if t.PushedSHA != "" {
 		fmt.Fprintf(&b, " of branch `%s`", t.Branch)
 	}
-	network := "no network"
-	if t.Settings != nil && t.Settings.Sandbox.Network == "bridge" {
-		network = "network access (this repository allows it)"
+	switch {
+	case unisolated:
+		b.WriteString(", **without a sandbox**: this bot runs commands on its own machine (`BOT_RUNNER=local`), with its network and files, though none of its credentials.\n\n")
+	default:
+		network := "no network"
+		if t.Settings != nil && t.Settings.Sandbox.Network == "bridge" {
+			network = "network access (this repository allows it)"
+		}
+		image := ""
+		if t.Settings != nil && t.Settings.Sandbox.Image != "" {
+			image = " (image " + code(t.Settings.Sandbox.Image) + ")"
+		}
+		fmt.Fprintf(&b, ", in a sandbox%s with %s and none of the bot's credentials.\n\n", image, network)
 	}
-	fmt.Fprintf(&b, ", in a sandbox with %s and none of the bot's credentials.\n\n", network)
 	if t.Settings != nil && len(t.Settings.AutoApprove) > 0 {
 		var rules []string
 		for _, a := range t.Settings.AutoApprove {

@@ -452,16 +452,17 @@ func (s *SQLite) RequestCancel(ctx context.Context, id int64, by string) error {
 	return nil
 }
 
-// Usage implements Store. Only tasks older than except count, so that two
-// tasks judged at once cannot each count the other and both be refused. An
+// Usage implements Store. Only admitted tasks count (Task.AdmittedMS): a
+// flood of refused requests must not use up an installation's rate. An
 // issue key starts with the installation id, so the count needs no column
 // of its own.
 func (s *SQLite) Usage(ctx context.Context, installationID int64, since time.Time, except int64) (active, started int, err error) {
 	prefix := fmt.Sprintf("%d/", installationID)
 	err = s.db.QueryRowContext(ctx, `SELECT
 		coalesce(sum(state NOT IN ('done', 'failed', 'cancelled')), 0),
-		coalesce(sum(created_at >= ?), 0)
-		FROM tasks WHERE kind = 'fix' AND substr(issue_key, 1, ?) = ? AND id < ?`,
+		coalesce(sum(json_extract(data, '$.admitted_ms') >= ?), 0)
+		FROM tasks WHERE kind = 'fix' AND substr(issue_key, 1, ?) = ? AND id <> ?
+		AND json_extract(data, '$.admitted_ms') > 0`,
 		since.UnixMilli(), len(prefix), prefix, except).Scan(&active, &started)
 	if err != nil {
 		return 0, 0, fmt.Errorf("count tasks of installation %d: %w", installationID, err)

@@ -41,8 +41,8 @@ type Store interface {
 	// RequestCancel marks a task to be cancelled by a worker at its next
 	// step, and makes it due at once so a waiting task is cancelled now.
 	RequestCancel(ctx context.Context, id int64, by string) error
-	// Usage counts an installation's fix tasks older than task except:
-	// those active now, and those created since the given time.
+	// Usage counts an installation's admitted fix tasks other than except:
+	// those active now, and those admitted since the given time.
 	Usage(ctx context.Context, installationID int64, since time.Time, except int64) (active, started int, err error)
 	// Close releases the store's resources.
 	Close() error

@@ -247,6 +247,10 @@ type Task struct {
 	// operator's caps when the task started; later steps and restarts use
 	// these, not a file that may have changed since.
 	Settings *policy.Settings `json:"settings,omitempty"`
+	// AdmittedMS is when (Unix milliseconds) the task passed its permission
+	// and rate checks; only admitted tasks count against an installation's
+	// rates, so refused requests cannot lock others out.
+	AdmittedMS int64 `json:"admitted_ms,omitempty"`
 	// Unheard counts the issue's comments left out of the brief because
 	// their authors lack write access.
 	Unheard int `json:"unheard,omitempty"`
