@@ -290,13 +290,7 @@ func (s *Server) setTeamMembership(org, team, user, state string) {
 func (s *Server) orgScope(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		info := infoOf(r)
-		switch info.auth {
-		case "token":
-		case "none":
-			errorJSON(w, http.StatusUnauthorized, "Requires authentication")
-			return
-		default:
-			errorJSON(w, http.StatusUnauthorized, "Bad credentials")
+		if !tokenAuth(w, info.auth) {
 			return
 		}
 		prefix := strings.ToLower(r.PathValue("org")) + "/"

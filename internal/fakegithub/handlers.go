@@ -69,19 +69,27 @@ func (s *Server) app(h http.HandlerFunc) http.HandlerFunc {
 	}
 }
 
+// tokenAuth answers 401, as GitHub does, unless the request carries an
+// installation token; it reports whether the request may go on.
+func tokenAuth(w http.ResponseWriter, auth string) bool {
+	switch auth {
+	case "token":
+		return true
+	case "none":
+		errorJSON(w, http.StatusUnauthorized, "Requires authentication")
+	default:
+		errorJSON(w, http.StatusUnauthorized, "Bad credentials")
+	}
+	return false
+}
+
 // repo guards repository endpoints: an installation token whose installation
 // includes the repository. Like GitHub, a repository the token cannot see is
 // "Not Found".
 func (s *Server) repo(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		info := infoOf(r)
-		switch info.auth {
-		case "token":
-		case "none":
-			errorJSON(w, http.StatusUnauthorized, "Requires authentication")
-			return
-		default:
-			errorJSON(w, http.StatusUnauthorized, "Bad credentials")
+		if !tokenAuth(w, info.auth) {
 			return
 		}
 		s.mu.Lock()
