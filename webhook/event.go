@@ -1,5 +1,7 @@
 package webhook
 
+import "github.com/pullwright/pullwright/task"
+
 // event is the part of a delivery's JSON the handler reads. Every webhook
 // event carries action (most), installation (App deliveries), repository and
 // sender; issue and comment come with issue_comment. Unknown keys are skipped.
@@ -13,6 +15,18 @@ type event struct {
 	// check_run deliveries.
 	CheckRun        *checkRun        `json:"check_run"`
 	RequestedAction *requestedAction `json:"requested_action"`
+}
+
+// repo is the repository a delivery is about, as a task keeps it; the
+// caller has checked that installation and repository are present.
+func (p *event) repo() task.Repo {
+	return task.Repo{
+		InstallationID: p.Installation.ID,
+		Owner:          p.Repository.Owner.Login,
+		Name:           p.Repository.Name,
+		CloneURL:       p.Repository.CloneURL,
+		DefaultBranch:  p.Repository.DefaultBranch,
+	}
 }
 
 type checkRun struct {

@@ -435,13 +435,7 @@ func (h *Handler) issueComment(d task.Delivery, p *event) (*task.Task, string) {
 	t := &task.Task{
 		State:      task.Queued,
 		DeliveryID: d.ID,
-		Repo: task.Repo{
-			InstallationID: p.Installation.ID,
-			Owner:          p.Repository.Owner.Login,
-			Name:           p.Repository.Name,
-			CloneURL:       p.Repository.CloneURL,
-			DefaultBranch:  p.Repository.DefaultBranch,
-		},
+		Repo:       p.repo(),
 		Issue:      p.Issue.Number,
 		IsPR:       p.Issue.PullRequest != nil,
 		CommentID:  p.Comment.ID,
@@ -501,18 +495,12 @@ func (h *Handler) checkRun(d task.Delivery, p *event) (*task.Task, string) {
 	t := &task.Task{
 		State:      task.Queued,
 		DeliveryID: d.ID,
-		Repo: task.Repo{
-			InstallationID: p.Installation.ID,
-			Owner:          p.Repository.Owner.Login,
-			Name:           p.Repository.Name,
-			CloneURL:       p.Repository.CloneURL,
-			DefaultBranch:  p.Repository.DefaultBranch,
-		},
-		Requester: task.Person{Login: p.Sender.Login, ID: p.Sender.ID},
-		RequestID: p.CheckRun.ExternalID,
-		AnswerSHA: p.CheckRun.HeadSHA,
-		CreatedAt: d.ReceivedAt,
-		RunAfter:  d.ReceivedAt,
+		Repo:       p.repo(),
+		Requester:  task.Person{Login: p.Sender.Login, ID: p.Sender.ID},
+		RequestID:  p.CheckRun.ExternalID,
+		AnswerSHA:  p.CheckRun.HeadSHA,
+		CreatedAt:  d.ReceivedAt,
+		RunAfter:   d.ReceivedAt,
 	}
 	switch p.RequestedAction.Identifier {
 	case "approve":
