@@ -40,7 +40,7 @@ func TestBrokenConfigurationNamesTheLineAndStartsNothing(t *testing.T) {
 	if tk.State != task.Failed {
 		t.Fatalf("task ended %s, want failed", tk.State)
 	}
-	status := e.statusComment(1)
+	status := e.waitComment(1, "cannot be used").Body
 	for _, want := range []string{"`.github/pullwright.yml` on `master` cannot be used", "4", "line 4, `sandbox.memory`", "line 5, `protected_path`", "did you mean protected"} {
 		if !strings.Contains(status, want) {
 			t.Errorf("status comment lacks %q:\n%s", want, status)
@@ -290,9 +290,8 @@ func TestBudgetStopKeepsTheWorkPushed(t *testing.T) {
 	if err != nil || !strings.Contains(readme, "commit your work") {
 		t.Fatalf("the work so far was not pushed: %q, %v", readme, err)
 	}
-	if status := e.statusComment(1); !strings.Contains(status, "used up its budget") {
-		t.Errorf("status comment does not say why it stopped:\n%s", status)
-	}
+	// The end is saved before it is reported: wait for the report.
+	e.waitComment(1, "used up its budget")
 }
 
 func TestTasksPerHourAreLimited(t *testing.T) {
