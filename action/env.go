@@ -40,6 +40,9 @@ type Env struct {
 	ApprovalTimeout time.Duration
 	// TempDir is where the run's store and workspaces go (RUNNER_TEMP).
 	TempDir string
+	// Path is the job's PATH, which approved commands get with the local
+	// runner: it holds what the job's setup steps installed.
+	Path string
 }
 
 // MinStateKey is the shortest state key accepted, in bytes.
@@ -75,6 +78,7 @@ func FromEnv(getenv func(string) string) (Env, error) {
 		SandboxImage:  input(getenv, "sandbox-image", "BOT_SANDBOX_IMAGE"),
 		StateKey:      []byte(input(getenv, "state-key", "PULLWRIGHT_STATE_KEY")),
 		TempDir:       getenv("RUNNER_TEMP"),
+		Path:          getenv("PATH"),
 	}
 	var problems []string
 	add := func(format string, a ...any) { problems = append(problems, fmt.Sprintf(format, a...)) }

@@ -116,16 +116,44 @@ func (m model) Start(b task.Brief) ([]byte, error) {
 }
 
 func (m model) Turn(ctx context.Context, conv []byte, workdir string) (task.Progress, error) {
+	p, _, err := m.turn(ctx, conv, workdir)
+	return p, err
+}
+
+// turnUsage is what one Turn spent: model calls answered, their tokens,
+// and the agent's error when the turn failed.
+type turnUsage struct {
+	Turns, PromptTokens, CompletionTokens int
+	Err                                   error
+}
+
+func (m model) turn(ctx context.Context, conv []byte, workdir string) (task.Progress, turnUsage, error) {
 	var st agent.State
 	if err := json.Unmarshal(conv, &st); err != nil {
-		return task.Progress{}, task.Fatal("the saved conversation cannot be read", err)
+		return task.Progress{}, turnUsage{}, task.Fatal("the saved conversation cannot be read", err)
 	}
 	if st.Finish != nil || st.Pending != nil {
 		// The model finished, or asked to run something, in a turn whose
 		// outcome was not recorded; that stands, and no call is made.
-		return progress(conv, &st), nil
+		return progress(conv, &st), turnUsage{}, nil
 	}
-	if err := m.a.Turn(ctx, &st, workdir); err != nil {
+	// The state's counts are the task's totals; the turn's are the difference.
+	turns, prompt, completion := st.Turns, st.PromptTokens, st.CompletionTokens
+	err := m.a.Turn(ctx, &st, workdir)
+	u := turnUsage{
+		Turns:            st.Turns - turns,
+		PromptTokens:     st.PromptTokens - prompt,
+		CompletionTokens: st.CompletionTokens - completion,
+		Err:              err,
+	}
+	p, err := m.outcome(&st, err)
+	return p, u, err
+}
+
+// outcome turns the end of a Turn into the conversation to save, or the
+// error the task sees.
+func (m model) outcome(st *agent.State, err error) (task.Progress, error) {
+	if err != nil {
 		switch {
 		case errors.Is(err, agent.ErrBudget):
 			return task.Progress{}, task.Fatal(budgetMessage(err), fmt.Errorf("%w: %w", task.ErrBudget, err))
@@ -135,11 +163,23 @@ func (m model) Turn(ctx context.Context, conv []byte, workdir string) (task.Prog
 			return task.Progress{}, task.Fatal("the model endpoint refused the request or answered something unreadable", err)
 		}
 	}
-	out, err := json.Marshal(&st)
+	out, err := json.Marshal(st)
 	if err != nil {
 		return task.Progress{}, task.Fatal("saving the conversation failed", err)
 	}
-	return progress(out, &st), nil
+	return progress(out, st), nil
+}
+
+// metered is a model whose turns are counted in the metrics.
+type metered struct {
+	model
+	m *metrics
+}
+
+func (m metered) Turn(ctx context.Context, conv []byte, workdir string) (task.Progress, error) {
+	p, u, err := m.model.turn(ctx, conv, workdir)
+	m.m.turn(u)
+	return p, err
 }
 
 func (m model) Resolve(conv []byte, o task.Outcome) ([]byte, error) {
@@ -281,6 +321,19 @@ func (s sandbox) Run(ctx context.Context, spec task.RunSpec) (task.RunResult, er
 		ExitCode: res.ExitCode, Output: res.Output, Truncated: res.Truncated,
 		TimedOut: res.TimedOut, OOMKilled: res.OOMKilled, Duration: res.Duration,
 	}, err
+}
+
+// timed is a runner whose runs are counted and timed in the metrics.
+type timed struct {
+	task.Runner
+	m *metrics
+}
+
+func (s timed) Run(ctx context.Context, spec task.RunSpec) (task.RunResult, error) {
+	began := time.Now()
+	res, err := s.Runner.Run(ctx, spec)
+	s.m.run(res, err, time.Since(began))
+	return res, err
 }
 
 func (w workspace) DiffStat(base string) ([]task.FileStat, error) {

@@ -6,6 +6,7 @@ package app
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -68,6 +69,15 @@ type Config struct {
 	Operator *policy.Operator
 	// PermissionTTL is how long a permission answer is cached (at most 1m).
 	PermissionTTL time.Duration
+	// Token, when set, is the one GitHub token the bot acts with instead
+	// of the App's credentials (bot action, with the job's token), and
+	// TokenIdentity who it acts as (default: github-actions[bot]). AppID,
+	// PrivateKey and WebhookSecret are then not needed.
+	Token         string
+	TokenIdentity *ghapp.Identity
+	// LocalPath is the PATH of commands run with Runner "local" (default
+	// runner.DefaultPath).
+	LocalPath string
 
 	Logger *slog.Logger
 }
@@ -100,13 +110,23 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		cfg.Logger = slog.Default()
 	}
 	setDefaults(&cfg)
-	if cfg.WebhookSecret == "" {
+	switch {
+	case cfg.Token != "":
+		if cfg.TokenIdentity == nil {
+			id := ActionsIdentity()
+			cfg.TokenIdentity = &id
+		}
+		if cfg.WebhookSecret == "" {
+			// Nothing arrives over HTTP in this mode; the handler only
+			// decides events read from a file. A secret nobody knows
+			// keeps its HTTP side shut all the same.
+			cfg.WebhookSecret = rand.Text()
+		}
+	case cfg.WebhookSecret == "":
 		return nil, errors.New("GITHUB_WEBHOOK_SECRET is empty: refusing to accept unsigned deliveries")
-	}
-	if cfg.AppID == 0 {
+	case cfg.AppID == 0:
 		return nil, errors.New("GITHUB_APP_ID is not set")
-	}
-	if len(cfg.PrivateKey) == 0 {
+	case len(cfg.PrivateKey) == 0:
 		return nil, errors.New("GITHUB_APP_PRIVATE_KEY or GITHUB_APP_PRIVATE_KEY_PATH is not set")
 	}
 	switch cfg.Runner {
@@ -127,6 +147,8 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		Logger:        log.With("component", "ghapp"),
 		MinBackoff:    cfg.GitHubRetry,
 		PermissionTTL: cfg.PermissionTTL,
+		Token:         cfg.Token,
+		Identity:      cfg.TokenIdentity,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("github app: %w", err)
@@ -151,7 +173,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		return nil, err
 	}
 
-	a := &App{cfg: cfg, log: log, store: store, github: gh, metrics: newMetrics()}
+	a := &App{cfg: cfg, log: log, store: store, github: gh, metrics: newMetrics(store, log.With("component", "metrics"))}
 	sb, err := a.sandbox(ctx)
 	if err != nil {
 		store.Close()
@@ -162,7 +184,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		Steps: &task.Flow{
 			Store:           store,
 			GitHub:          gitHub{gh},
-			Agent:           model{llm},
+			Agent:           metered{model{llm}, a.metrics},
 			Workspaces:      workspaces{},
 			Dir:             cfg.WorkDir,
 			BranchName:      repo.BranchName,
@@ -170,7 +192,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 			Unisolated:      cfg.Runner == "local",
 			Command:         cfg.Command,
 			GitTimeout:      cfg.GitTimeout,
-			Runner:          sb,
+			Runner:          timed{sb, a.metrics},
 			Logger:          log.With("component", "task"),
 			ApprovalTimeout: cfg.ApprovalTimeout,
 		},
@@ -188,7 +210,9 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		BotLogin:    a.botLogin(ctx),
 		AllowedBots: botLogins(op.AllowedBots),
 		Serves:      op.Serves,
+		OneToken:    cfg.Token != "",
 		Recorder:    notifying{store, a.pool},
+		Observe:     a.metrics.delivery,
 		Logger:      log.With("component", "webhook"),
 	})
 	if err != nil {
@@ -266,7 +290,9 @@ func (a *App) sandbox(ctx context.Context) (task.Runner, error) {
 		return nil, fmt.Errorf("create %s: %w", dir, err)
 	}
 	if a.cfg.Runner == "local" {
-		return sandbox{runner.NewLocal(dir, log)}, nil
+		l := runner.NewLocal(dir, log)
+		l.Path = a.cfg.LocalPath
+		return sandbox{l}, nil
 	}
 	d, err := runner.NewDocker(runner.DockerConfig{Image: a.cfg.SandboxImage, TempDir: dir, Owner: sandboxOwner(dir), Logger: log})
 	if err != nil {
@@ -360,13 +386,21 @@ func (a *App) Handler() http.Handler {
 	return mux
 }
 
-// ready answers 200 when the store answers.
+// ready answers 200 when the store answers and the GitHub App's
+// credentials can sign a token (no call to GitHub: its outages must not
+// take the bot out of its load balancer), 503 with a short reason
+// otherwise; the details are only logged.
 func (a *App) ready(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
 	if _, err := a.store.Get(ctx, 0); err != nil && !errors.Is(err, task.ErrNotFound) {
 		a.log.ErrorContext(ctx, "readiness: store", "err", err)
 		http.Error(w, "store unavailable", http.StatusServiceUnavailable)
+		return
+	}
+	if err := a.github.Ready(); err != nil {
+		a.log.ErrorContext(ctx, "readiness: github credentials", "err", err)
+		http.Error(w, "github credentials unusable", http.StatusServiceUnavailable)
 		return
 	}
 	fmt.Fprintln(w, "ready")

@@ -1,6 +1,9 @@
 package app
 
 import (
+	"context"
+	"errors"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"time"
@@ -9,24 +12,49 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/pullwright/pullwright/agent"
 	"github.com/pullwright/pullwright/task"
 )
 
 // metrics are the bot's Prometheus series, on a registry of its own so that
-// two bots in one process (tests) do not collide.
+// two bots in one process (tests) do not collide. Every label takes its
+// values from a fixed set, so no request can add series.
 type metrics struct {
-	reg        *prometheus.Registry
-	deliveries *prometheus.CounterVec
-	latency    prometheus.Histogram
-	steps      *prometheus.CounterVec
-	stepTime   *prometheus.HistogramVec
-	ended      *prometheus.CounterVec
+	reg          *prometheus.Registry
+	log          *slog.Logger
+	requests     *prometheus.CounterVec
+	latency      prometheus.Histogram
+	deliveries   *prometheus.CounterVec
+	steps        *prometheus.CounterVec
+	stepTime     *prometheus.HistogramVec
+	ended        *prometheus.CounterVec
+	approvalWait *prometheus.HistogramVec
+	runs         *prometheus.CounterVec
+	runTime      *prometheus.HistogramVec
+	tokens       *prometheus.CounterVec
+	turns        prometheus.Counter
+	llmErrors    *prometheus.CounterVec
 }
 
-func newMetrics() *metrics {
+// Label values known in advance: their series exist from the start, at 0.
+var (
+	verdicts       = []string{task.Approved, task.Rejected, task.TimedOut}
+	runOutcomes    = []string{"ok", "failed", "timed_out", "oom_killed", "error"}
+	tokenTypes     = []string{"prompt", "completion"}
+	llmErrorKinds  = []string{"transient", "permanent"}
+	unfinishedTask = []task.State{task.Queued, task.Preparing, task.Working, task.AwaitingApproval, task.Running, task.Publishing}
+)
+
+// counter is the part of task.Store the tasks gauge reads.
+type counter interface {
+	Counts(ctx context.Context) (map[task.State]int, error)
+}
+
+func newMetrics(store counter, log *slog.Logger) *metrics {
 	m := &metrics{
 		reg: prometheus.NewRegistry(),
-		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
+		log: log,
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "pullwright_webhook_requests_total",
 			Help: "Webhook requests by HTTP status answered and GitHub event.",
 		}, []string{"code", "event"}),
@@ -35,6 +63,10 @@ func newMetrics() *metrics {
 			Help:    "Time from a webhook request to its answer, store commit included.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
 		}),
+		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "pullwright_deliveries_total",
+			Help: "Webhook deliveries by GitHub event and what the bot made of them (the outcome it logs).",
+		}, []string{"event", "outcome"}),
 		steps: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "pullwright_task_steps_total",
 			Help: "Task steps by kind, the state they started in, and result (ok or error).",
@@ -48,8 +80,50 @@ func newMetrics() *metrics {
 			Name: "pullwright_tasks_ended_total",
 			Help: "Tasks that reached a final state, by kind and state.",
 		}, []string{"kind", "state"}),
+		approvalWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "pullwright_approval_wait_seconds",
+			Help:    "Time from an execution request being shown to its answer, by verdict (approved, rejected, timed_out). Auto-approved requests are not counted.",
+			Buckets: []float64{10, 30, 60, 120, 300, 600, 1800, 3600, 2 * 3600, 4 * 3600, 8 * 3600, 24 * 3600, 48 * 3600},
+		}, []string{"verdict"}),
+		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "pullwright_sandbox_runs_total",
+			Help: "Approved commands run in the sandbox, by outcome: ok, failed (non-zero exit), timed_out, oom_killed, error (the sandbox itself failed).",
+		}, []string{"outcome"}),
+		runTime: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "pullwright_sandbox_run_duration_seconds",
+			Help:    "Wall time of a sandbox run, workspace copy and container included, by outcome.",
+			Buckets: prometheus.ExponentialBuckets(0.1, 2, 15),
+		}, []string{"outcome"}),
+		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "pullwright_llm_tokens_total",
+			Help: "Tokens the model reported using, by type (prompt or completion).",
+		}, []string{"type"}),
+		turns: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "pullwright_llm_turns_total",
+			Help: "Model calls answered (agent turns).",
+		}),
+		llmErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "pullwright_llm_errors_total",
+			Help: "Agent turns that failed, after the agent's own retries, by kind: transient (429, 5xx, timeouts, connection errors; the task retries) or permanent (the task fails).",
+		}, []string{"kind"}),
 	}
-	m.reg.MustRegister(m.deliveries, m.latency, m.steps, m.stepTime, m.ended,
+	for _, v := range verdicts {
+		m.approvalWait.WithLabelValues(v)
+	}
+	for _, o := range runOutcomes {
+		m.runs.WithLabelValues(o)
+		m.runTime.WithLabelValues(o)
+	}
+	for _, t := range tokenTypes {
+		m.tokens.WithLabelValues(t)
+	}
+	for _, k := range llmErrorKinds {
+		m.llmErrors.WithLabelValues(k)
+	}
+	m.reg.MustRegister(m.requests, m.latency, m.deliveries, m.steps, m.stepTime, m.ended,
+		m.approvalWait, m.runs, m.runTime, m.tokens, m.turns, m.llmErrors,
+		&taskGauge{store: store, desc: prometheus.NewDesc("pullwright_tasks",
+			"Tasks not yet ended, by state, read from the store at scrape time.", []string{"state"}, nil)},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -61,18 +135,26 @@ var knownEvents = map[string]bool{
 	"issues": true, "ping": true, "installation": true, "installation_repositories": true,
 }
 
+func eventLabel(event string) string {
+	if !knownEvents[event] {
+		return "other"
+	}
+	return event
+}
+
 func (m *metrics) webhook(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		began := time.Now()
 		sw := &statusWriter{ResponseWriter: w, code: http.StatusOK}
 		next.ServeHTTP(sw, r)
-		event := r.Header.Get("X-GitHub-Event")
-		if !knownEvents[event] {
-			event = "other"
-		}
-		m.deliveries.WithLabelValues(strconv.Itoa(sw.code), event).Inc()
+		m.requests.WithLabelValues(strconv.Itoa(sw.code), eventLabel(r.Header.Get("X-GitHub-Event"))).Inc()
 		m.latency.Observe(time.Since(began).Seconds())
 	})
+}
+
+// delivery is webhook.Config.Observe: the handler bounds the outcome.
+func (m *metrics) delivery(event, outcome string) {
+	m.deliveries.WithLabelValues(eventLabel(event), outcome).Inc()
 }
 
 func (m *metrics) observe(r task.StepResult) {
@@ -87,10 +169,83 @@ func (m *metrics) observe(r task.StepResult) {
 	if r.To.Terminal() && r.Err == nil {
 		m.ended.WithLabelValues(string(r.Kind), string(r.To)).Inc()
 	}
+	if r.Answer != nil {
+		switch v := r.Answer.Verdict; v {
+		case task.Approved, task.Rejected, task.TimedOut:
+			m.approvalWait.WithLabelValues(v).Observe(r.Waited.Seconds())
+		}
+	}
+}
+
+// run counts one sandbox run.
+func (m *metrics) run(res task.RunResult, err error, took time.Duration) {
+	outcome := "ok"
+	switch {
+	case err != nil:
+		outcome = "error"
+	case res.OOMKilled:
+		outcome = "oom_killed"
+	case res.TimedOut:
+		outcome = "timed_out"
+	case res.ExitCode != 0:
+		outcome = "failed"
+	}
+	m.runs.WithLabelValues(outcome).Inc()
+	m.runTime.WithLabelValues(outcome).Observe(took.Seconds())
+}
+
+// turn counts what one agent turn spent, and its failure. A turn the
+// budget refused, or one cut short by a shutdown, is no model error.
+func (m *metrics) turn(u turnUsage) {
+	if u.Turns > 0 {
+		m.turns.Add(float64(u.Turns))
+	}
+	if u.PromptTokens > 0 {
+		m.tokens.WithLabelValues("prompt").Add(float64(u.PromptTokens))
+	}
+	if u.CompletionTokens > 0 {
+		m.tokens.WithLabelValues("completion").Add(float64(u.CompletionTokens))
+	}
+	switch err := u.Err; {
+	case err == nil, errors.Is(err, agent.ErrBudget), errors.Is(err, context.Canceled):
+	case agent.IsTransient(err):
+		m.llmErrors.WithLabelValues("transient").Inc()
+	default:
+		m.llmErrors.WithLabelValues("permanent").Inc()
+	}
+}
+
+// taskGauge reads the number of unfinished tasks by state from the store
+// at each scrape. Ended tasks are left out: their number only grows (see
+// pullwright_tasks_ended_total), and counting them would read the whole
+// table at every scrape.
+type taskGauge struct {
+	store counter
+	desc  *prometheus.Desc
+}
+
+func (g *taskGauge) Describe(ch chan<- *prometheus.Desc) { ch <- g.desc }
+
+func (g *taskGauge) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	n, err := g.store.Counts(ctx)
+	if err != nil {
+		// The other series are still served (ContinueOnError).
+		ch <- prometheus.NewInvalidMetric(g.desc, err)
+		return
+	}
+	for _, s := range unfinishedTask {
+		ch <- prometheus.MustNewConstMetric(g.desc, prometheus.GaugeValue, float64(n[s]), string(s))
+	}
 }
 
 func (m *metrics) handler() http.Handler {
-	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{
+		Registry:      m.reg,
+		ErrorHandling: promhttp.ContinueOnError,
+		ErrorLog:      slog.NewLogLogger(m.log.Handler(), slog.LevelError),
+	})
 }
 
 type statusWriter struct {

@@ -42,13 +42,22 @@ const DefaultBaseURL = "https://api.github.com"
 
 const userAgent = "pullwright"
 
-// Config configures an App. Only AppID and PrivateKey are required.
+// Config configures an App. AppID and PrivateKey are required, unless
+// Token is set.
 type Config struct {
 	AppID      int64
-	PrivateKey []byte            // PEM (PKCS#1 as GitHub issues it, or PKCS#8)
-	BaseURL    string            // default "https://api.github.com"; GHES: "https://ghe.example.com/api/v3"
-	Transport  http.RoundTripper // base transport; default http.DefaultTransport
-	Logger     *slog.Logger      // default slog.Default()
+	PrivateKey []byte // PEM (PKCS#1 as GitHub issues it, or PKCS#8)
+	// Token, when set, replaces the app's credentials: every call and every
+	// git operation uses this one token, whatever the installation. It is
+	// how the bot runs as a workflow step, with the job's GITHUB_TOKEN (or
+	// a token the workflow made). Identity must then be set too.
+	Token string
+	// Identity is who Token acts as ("github-actions[bot]" for a workflow's
+	// GITHUB_TOKEN); used only with Token.
+	Identity  *Identity
+	BaseURL   string            // default "https://api.github.com"; GHES: "https://ghe.example.com/api/v3"
+	Transport http.RoundTripper // base transport; default http.DefaultTransport
+	Logger    *slog.Logger      // default slog.Default()
 
 	// MaxRetries is how many times one request is retried; default 4,
 	// negative disables retries.
@@ -79,7 +88,8 @@ type App struct {
 	key  *rsa.PrivateKey
 	rt   *retryTransport
 
-	appClient  *github.Client // authenticated with the app JWT
+	appClient  *github.Client // authenticated with the app JWT (nil with Config.Token)
+	static     *installation  // the one client of Config.Token
 	anonClient *github.Client // unauthenticated (public lookups)
 
 	pageSize   int // per_page for list calls
@@ -104,15 +114,23 @@ type installation struct {
 
 // New checks cfg and builds an App. It makes no network call.
 func New(cfg Config) (*App, error) {
-	if cfg.AppID <= 0 {
+	var (
+		key *rsa.PrivateKey
+		err error
+	)
+	switch {
+	case cfg.Token != "":
+		if cfg.Identity == nil || cfg.Identity.Login == "" {
+			return nil, errors.New("ghapp: a token needs the identity it acts as")
+		}
+	case cfg.AppID <= 0:
 		return nil, errors.New("ghapp: missing GitHub App ID (GITHUB_APP_ID)")
-	}
-	if len(cfg.PrivateKey) == 0 {
+	case len(cfg.PrivateKey) == 0:
 		return nil, errors.New("ghapp: missing GitHub App private key (GITHUB_APP_PRIVATE_KEY)")
-	}
-	key, err := parseKey(cfg.PrivateKey)
-	if err != nil {
-		return nil, fmt.Errorf("ghapp: GitHub App private key: %w", err)
+	default:
+		if key, err = parseKey(cfg.PrivateKey); err != nil {
+			return nil, fmt.Errorf("ghapp: GitHub App private key: %w", err)
+		}
 	}
 	if cfg.BaseURL == "" {
 		cfg.BaseURL = DefaultBaseURL
@@ -167,15 +185,39 @@ func New(cfg Config) (*App, error) {
 	}
 	a.rt = newRetryTransport(cfg.Transport, cfg.Logger, cfg.MaxRetries, cfg.MinBackoff, cfg.MaxWait)
 
+	if a.anonClient, err = a.newClient(a.rt); err != nil {
+		return nil, err
+	}
+	if cfg.Token != "" {
+		id := *cfg.Identity
+		a.ident = &id
+		// Marker comments are found by their author's app slug.
+		a.slug = strings.TrimSuffix(strings.ToLower(id.Login), "[bot]")
+		gh, err := a.newClient(&staticToken{next: a.rt, token: cfg.Token})
+		if err != nil {
+			return nil, err
+		}
+		a.static = &installation{gh: gh}
+		return a, nil
+	}
 	atr := ghinstallation.NewAppsTransportFromPrivateKey(a.rt, cfg.AppID, key)
 	atr.BaseURL = base
 	if a.appClient, err = a.newClient(atr); err != nil {
 		return nil, err
 	}
-	if a.anonClient, err = a.newClient(a.rt); err != nil {
-		return nil, err
-	}
 	return a, nil
+}
+
+// staticToken authenticates every request with one token.
+type staticToken struct {
+	next  http.RoundTripper
+	token string
+}
+
+func (s *staticToken) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+s.token)
+	return s.next.RoundTrip(r)
 }
 
 // newClient builds a go-github client over rt. go-github's own rate-limit
@@ -218,6 +260,11 @@ func parseKey(b []byte) (*rsa.PrivateKey, error) {
 // Each installation gets its own AppsTransport: ghinstallation writes to the
 // AppsTransport while refreshing a token, so sharing one would race.
 func (a *App) installation(id int64) (*installation, error) {
+	if a.static != nil {
+		// A token reaches what it reaches: the installation (absent from
+		// a workflow's events) does not choose it.
+		return a.static, nil
+	}
 	if id <= 0 {
 		return nil, fmt.Errorf("invalid installation id %d", id)
 	}
@@ -257,6 +304,9 @@ func (a *App) callCtx(ctx context.Context) (context.Context, context.CancelFunc)
 func (a *App) Token(ctx context.Context, installationID int64) (string, error) {
 	ctx, cancel := a.callCtx(ctx)
 	defer cancel()
+	if a.cfg.Token != "" {
+		return a.cfg.Token, nil
+	}
 	in, err := a.installation(installationID)
 	if err != nil {
 		return "", fmt.Errorf("installation token for installation %d: %w", installationID, err)

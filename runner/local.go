@@ -38,7 +38,11 @@ type Local struct {
 	// TempDir is where per-run directories (the workspace copy, HOME,
 	// TMPDIR, GOCACHE, GOPATH) are created and removed again.
 	TempDir string
-	Logger  *slog.Logger
+	// Path is the PATH a command gets (default DefaultPath). A GitHub
+	// Actions job passes its own, which holds the toolchains its setup
+	// steps installed.
+	Path   string
+	Logger *slog.Logger
 
 	waitDelay time.Duration // 0 means defaultWaitDelay; tests shorten it
 }
@@ -81,12 +85,19 @@ func (l *Local) Run(ctx context.Context, s Spec) (Result, error) {
 	}
 	log := l.logger().With(labelAttrs(s.Labels)...)
 
+	if _, err := os.Stat("/bin/sh"); err != nil {
+		return res, fmt.Errorf("run: this machine has no /bin/sh to run commands with (a minimal container image?): %w", err)
+	}
 	base, work, remove, err := copyWorkspace(ctx, log, l.TempDir, "pullwright-run-", s.Dir)
 	if err != nil {
 		return res, err
 	}
 	defer remove()
-	env := []string{"PATH=" + DefaultPath, "LANG=C.UTF-8", "CI=true"}
+	path := l.Path
+	if path == "" {
+		path = DefaultPath
+	}
+	env := []string{"PATH=" + path, "LANG=C.UTF-8", "CI=true"}
 	for _, v := range []struct{ name, dir string }{
 		{"HOME", "home"}, {"TMPDIR", "tmp"}, {"GOCACHE", "gocache"}, {"GOPATH", "gopath"},
 	} {

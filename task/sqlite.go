@@ -469,3 +469,29 @@ func (s *SQLite) Usage(ctx context.Context, installationID int64, since time.Tim
 	}
 	return active, started, nil
 }
+
+// Counts implements Store. The tasks_due index holds exactly the tasks
+// that are not ended, so the count reads no ended row.
+func (s *SQLite) Counts(ctx context.Context) (map[State]int, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT state, count(*) FROM tasks
+		WHERE state NOT IN ('done', 'failed', 'cancelled') GROUP BY state`)
+	if err != nil {
+		return nil, fmt.Errorf("count tasks by state: %w", err)
+	}
+	defer rows.Close()
+	out := map[State]int{}
+	for rows.Next() {
+		var (
+			st State
+			n  int
+		)
+		if err := rows.Scan(&st, &n); err != nil {
+			return nil, fmt.Errorf("count tasks by state: %w", err)
+		}
+		out[st] = n
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("count tasks by state: %w", err)
+	}
+	return out, nil
+}

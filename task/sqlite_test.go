@@ -410,3 +410,47 @@ func TestCanMove(t *testing.T) {
 		}
 	}
 }
+
+func TestCountsOnlyUnfinishedTasks(t *testing.T) {
+	ctx := context.Background()
+	s, c := openTestStore(t)
+	if got, err := s.Counts(ctx); err != nil || len(got) != 0 {
+		t.Fatalf("counts of an empty store = %v, %v", got, err)
+	}
+	for i := 1; i <= 4; i++ {
+		if err := s.Record(ctx, Delivery{ID: fmt.Sprintf("d%d", i)}, fixTask(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Claims take the oldest due task: 1, 2 and 3 move on (and are not due
+	// again), 4 stays queued.
+	for _, to := range []State{Working, AwaitingApproval, Done} {
+		tk, err := s.Claim(ctx, "w", time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tk.State, tk.RunAfter = to, c.Now().Add(time.Hour)
+		if to == AwaitingApproval {
+			tk.Request = &ExecRequest{ID: fmt.Sprintf("%d-1", tk.ID), Command: "make test"}
+		}
+		if err := s.Save(ctx, tk, "w"); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Release(ctx, tk.ID, "w"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := s.Counts(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[State]int{Queued: 1, Working: 1, AwaitingApproval: 1}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("counts = %v, want %v", got, want)
+	}
+
+	s.Close()
+	if _, err := s.Counts(ctx); err == nil {
+		t.Fatal("counts on a closed store succeeded")
+	}
+}

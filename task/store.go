@@ -44,6 +44,11 @@ type Store interface {
 	// Usage counts an installation's admitted fix tasks other than except:
 	// those active now, and those admitted since the given time.
 	Usage(ctx context.Context, installationID int64, since time.Time, except int64) (active, started int, err error)
+	// Counts returns how many tasks are in each non-terminal state, for
+	// the metrics; a state without tasks is absent. Ended tasks are not
+	// counted: their number only grows, and counting them would read the
+	// whole table.
+	Counts(ctx context.Context) (map[State]int, error)
 	// Close releases the store's resources.
 	Close() error
 }

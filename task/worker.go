@@ -105,6 +105,26 @@ type StepResult struct {
 	From, To State
 	Err      error
 	Duration time.Duration
+	// Answer is set on the step that took the answer to an execution
+	// request (the task left AwaitingApproval), and Waited is how long the
+	// request waited for it: from being shown to being answered. A request
+	// an auto_approve rule answered waited for nobody, and sets neither.
+	Answer *Answer
+	Waited time.Duration
+}
+
+// answered fills in r.Answer and r.Waited when the step took t out of the
+// wait for an answer.
+func (r *StepResult) answered(t *Task) {
+	if r.Err != nil || r.From != AwaitingApproval || r.To == AwaitingApproval {
+		return
+	}
+	req := t.Request
+	if req == nil || req.Answer == nil || req.Auto != "" || req.ParkedAt.IsZero() {
+		return
+	}
+	a := *req.Answer
+	r.Answer, r.Waited = &a, max(a.At.Sub(req.ParkedAt), 0)
 }
 
 func (p *Pool) observe(r StepResult) {
@@ -217,7 +237,9 @@ func (p *Pool) work(ctx context.Context, owner string, t *Task) {
 		}
 		began := time.Now()
 		err := p.step(ctx, t)
-		p.observe(StepResult{Kind: t.Kind, From: from, To: t.State, Err: err, Duration: time.Since(began)})
+		res := StepResult{Kind: t.Kind, From: from, To: t.State, Err: err, Duration: time.Since(began)}
+		res.answered(t)
+		p.observe(res)
 		if err != nil {
 			if ctx.Err() != nil {
 				log.InfoContext(ctx, "step interrupted", "state", from, "cause", context.Cause(ctx))

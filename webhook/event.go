@@ -18,10 +18,15 @@ type event struct {
 }
 
 // repo is the repository a delivery is about, as a task keeps it; the
-// caller has checked that installation and repository are present.
+// caller has checked that the repository is present, and the installation
+// unless the bot acts with one token (Config.OneToken).
 func (p *event) repo() task.Repo {
+	var inst int64
+	if p.Installation != nil {
+		inst = p.Installation.ID
+	}
 	return task.Repo{
-		InstallationID: p.Installation.ID,
+		InstallationID: inst,
 		Owner:          p.Repository.Owner.Login,
 		Name:           p.Repository.Name,
 		CloneURL:       p.Repository.CloneURL,

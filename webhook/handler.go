@@ -52,6 +52,10 @@ type Config struct {
 	// written, so it must be quick and do no I/O. A delivery it refuses is
 	// acknowledged and recorded like any ignored one, and starts nothing.
 	Serves func(installationID int64, owner string) bool
+	// OneToken is true when the bot acts with a single token whatever the
+	// installation (a GitHub Actions step with the job's token), so events
+	// that name no installation, as a workflow's do, are acted on.
+	OneToken bool
 	// Recorder is where deliveries and tasks go (a task.Store). Required.
 	Recorder Recorder
 	// Logger defaults to slog.Default().
@@ -60,6 +64,13 @@ type Config struct {
 	Now func() time.Time
 	// MaxBody is the largest body accepted, in bytes; DefaultMaxBody when 0.
 	MaxBody int64
+	// Observe, when set, is told of every delivery once it is answered
+	// (for metrics): the X-GitHub-Event header as sent, which is not
+	// verified when the signature was bad and so must be bounded by the
+	// caller, and the outcome that is logged, one of a fixed set of words
+	// ("fix", "approve", "no_command", "bad_signature", "duplicate", …;
+	// see outcomes), or "other".
+	Observe func(event, outcome string)
 }
 
 // DefaultMaxBody is GitHub's payload cap: larger events are never delivered.
@@ -87,7 +98,9 @@ type Handler struct {
 	// allowedBots holds the lower-cased logins of Config.AllowedBots.
 	allowedBots map[string]bool
 	serves      func(installationID int64, owner string) bool
+	oneToken    bool
 	rec         Recorder
+	observe     func(event, outcome string)
 	log         *slog.Logger
 	now         func() time.Time
 	maxBody     int64
@@ -117,7 +130,9 @@ func New(cfg Config) (*Handler, error) {
 		botLogin:    cfg.BotLogin,
 		allowedBots: make(map[string]bool, len(cfg.AllowedBots)),
 		serves:      cfg.Serves,
+		oneToken:    cfg.OneToken,
 		rec:         cfg.Recorder,
+		observe:     cfg.Observe,
 		log:         cfg.Logger,
 		now:         cfg.Now,
 		maxBody:     cfg.MaxBody,
@@ -147,6 +162,24 @@ func New(cfg Config) (*Handler, error) {
 		h.maxBody = DefaultMaxBody
 	}
 	return h, nil
+}
+
+// outcomes are the words outcome.what may hold: Config.Observe gets one of
+// them, or "other", so that a metric labelled by them stays bounded.
+var outcomes = map[string]bool{
+	// Refused before the delivery is known to be GitHub's, or not recorded.
+	"bad_method": true, "too_large": true, "bad_body": true, "bad_signature": true,
+	"bad_headers": true, "bad_payload": true, "duplicate": true, "store_failed": true,
+	// Recorded, nothing to do.
+	"ping": true, "event_ignored": true, "not_served": true, "no_installation": true,
+	"comment_not_created": true, "comment_incomplete": true, "comment_by_self": true,
+	"comment_has_marker": true, "comment_by_bot": true, "no_command": true, "unknown_verb": true,
+	"check_run_ignored": true, "check_run_incomplete": true, "action_by_bot": true,
+	"check_run_not_ours": true, "unknown_action": true,
+	// Recorded with a task.
+	"fix": true, "cancel": true, "status": true, "approve": true, "reject": true, "help": true,
+	"reply": true, "locked": true, "fix_without_instructions": true, "already_active": true,
+	"button_approve": true, "button_reject": true,
 }
 
 // outcome collects what is logged once per delivery.
@@ -200,6 +233,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			level = slog.LevelWarn
 		}
 		h.log.LogAttrs(r.Context(), level, "webhook delivery", o.attrs()...)
+		if h.observe != nil {
+			what := o.what
+			if !outcomes[what] {
+				what = "other"
+			}
+			h.observe(r.Header.Get("X-GitHub-Event"), what)
+		}
 	}()
 	reply := func(status int, what, body string) {
 		o.status, o.what = status, what
@@ -427,7 +467,7 @@ func (h *Handler) issueComment(d task.Delivery, p *event) (*task.Task, string) {
 	if res.Ignored() {
 		return nil, "no_command"
 	}
-	if p.Installation == nil || p.Installation.ID == 0 {
+	if !h.oneToken && (p.Installation == nil || p.Installation.ID == 0) {
 		// Without an installation there is no token to act with.
 		return nil, "no_installation"
 	}
@@ -487,7 +527,7 @@ func (h *Handler) checkRun(d task.Delivery, p *event) (*task.Task, string) {
 	case isBot(p.Sender) || h.isSelf(p.Sender.Login):
 		// Buttons are pressed by people; AllowedBots is about comments.
 		return nil, "action_by_bot"
-	case p.Installation == nil || p.Installation.ID == 0:
+	case !h.oneToken && (p.Installation == nil || p.Installation.ID == 0):
 		return nil, "no_installation"
 	case p.CheckRun.ExternalID == "":
 		return nil, "check_run_not_ours"

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // maxInlineContent is the largest file the contents API returns inline.
@@ -347,4 +348,18 @@ func isPrintableASCII(v string) bool {
 		}
 	}
 	return true
+}
+
+// WorkflowToken mints a token of installation, as GitHub gives a workflow
+// job its GITHUB_TOKEN: a test of the GitHub Action hands it to the bot
+// directly, with no app credentials. It expires in an hour like the rest.
+func (s *Server) WorkflowToken(installation int64) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.installations[installation] == nil {
+		panic(fmt.Sprintf("fakegithub: WorkflowToken: no installation %d", installation))
+	}
+	tok := randomToken(s.tokenPrefix)
+	s.tokens[tok] = tokenInfo{installation: installation, expires: time.Now().Add(time.Hour)}
+	return tok
 }

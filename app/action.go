@@ -1,0 +1,329 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pullwright/pullwright/action"
+	"github.com/pullwright/pullwright/ghapp"
+	"github.com/pullwright/pullwright/repo"
+	"github.com/pullwright/pullwright/task"
+)
+
+// ActionsIdentity is who a workflow's GITHUB_TOKEN acts as.
+func ActionsIdentity() ghapp.Identity {
+	return ghapp.Identity{
+		Login: "github-actions[bot]",
+		Name:  "github-actions[bot]",
+		Email: "41898282+github-actions[bot]@users.noreply.github.com",
+		ID:    41898282,
+	}
+}
+
+// ActionResult is how one run of the GitHub Action ended.
+type ActionResult struct {
+	// Outcome is "ignored" (the event asks nothing of the bot), "waiting"
+	// (a task waits for an answer and its state is saved), or the final
+	// state of the run's fix task ("done", "failed", "cancelled"), or
+	// "answered" when the event's own task (a reply, an answer) is all
+	// there was to do.
+	Outcome string
+	// Why says why an event was ignored, as the webhook logs it.
+	Why    string
+	TaskID int64
+	Issue  int
+	PRURL  string
+	// StateRef is where the waiting task's state was saved.
+	StateRef string
+	// Error is the user-safe reason a fix task failed.
+	Error string
+}
+
+// stateStore is what a run needs of its store beyond task.Store: the
+// SQLite store of one run has all of it.
+type stateStore interface {
+	task.Store
+	task.Due
+	Restore(ctx context.Context, t *task.Task) error
+	StartIDsAt(ctx context.Context, n int64) error
+}
+
+// actionEvent is what a run reads of its event before the webhook rules do:
+// which saved task it may concern, and where the repository is.
+type actionEvent struct {
+	Issue *struct {
+		Number int `json:"number"`
+	} `json:"issue"`
+	CheckRun *struct {
+		ExternalID string `json:"external_id"`
+	} `json:"check_run"`
+	Repository *struct {
+		FullName string `json:"full_name"`
+		CloneURL string `json:"clone_url"`
+	} `json:"repository"`
+}
+
+// idsPerRun spaces the task ids of runs apart: a run's tasks get ids from
+// its run id times this, so a task restored from an earlier run never
+// shares an id with one made now, and a re-run of a run reuses its ids,
+// finding the comments it posted the first time by their markers.
+const idsPerRun = 100
+
+// RunAction is `bot action`: one workflow run. It restores the task the
+// event concerns from the state an earlier run saved in the repository,
+// turns the event into a task with the webhook's rules, works every task
+// until it ends or waits for a person, then saves the state of a waiting
+// task for the run that its answer will start, or removes the state of one
+// that ended. cfg carries tuning and the logger; env fills in the rest.
+func RunAction(ctx context.Context, env action.Env, cfg Config) (ActionResult, error) {
+	dir, err := os.MkdirTemp(env.TempDir, "pullwright-run-")
+	if err != nil && env.TempDir != os.TempDir() {
+		// RUNNER_TEMP names a path of the runner's machine, which a
+		// container action does not see.
+		dir, err = os.MkdirTemp("", "pullwright-run-")
+	}
+	if err != nil {
+		return ActionResult{}, fmt.Errorf("create the run's directory: %w", err)
+	}
+	// The store and workspaces live for this run only: what outlives it is
+	// on GitHub and in the repository.
+	defer os.RemoveAll(dir)
+	cfg.Token = env.Token
+	cfg.APIURL = env.APIURL
+	cfg.OpenAIKey, cfg.OpenAIBaseURL = env.OpenAIKey, env.OpenAIBaseURL
+	if env.Model != "" {
+		cfg.Model = env.Model
+	}
+	if env.Command != "" {
+		cfg.Command = env.Command
+	}
+	cfg.Runner, cfg.SandboxImage = env.Runner, env.SandboxImage
+	cfg.LocalPath = env.Path
+	cfg.ApprovalTimeout = env.ApprovalTimeout
+	cfg.DatabaseURL = "sqlite://" + filepath.Join(dir, "run.db")
+	cfg.WorkDir = filepath.Join(dir, "work")
+	cfg.Workers = 1
+	a, err := New(ctx, cfg)
+	if err != nil {
+		return ActionResult{}, err
+	}
+	defer a.Close()
+	return a.runAction(ctx, env)
+}
+
+func (a *App) runAction(ctx context.Context, env action.Env) (ActionResult, error) {
+	store, ok := a.store.(stateStore)
+	if !ok {
+		return ActionResult{}, fmt.Errorf("the store %T cannot restore tasks", a.store)
+	}
+	var ev actionEvent
+	if err := json.Unmarshal(env.Event, &ev); err != nil {
+		return ActionResult{}, fmt.Errorf("decode the %s event: %w", env.EventName, err)
+	}
+	if err := store.StartIDsAt(ctx, env.RunID*idsPerRun); err != nil {
+		return ActionResult{}, err
+	}
+	log := a.log.With("run_id", env.RunID, "event", env.EventName)
+
+	restored, err := a.restore(ctx, env, ev, store)
+	if err != nil {
+		return ActionResult{}, err
+	}
+
+	now := time.Now()
+	d := task.Delivery{ID: env.DeliveryID(), Event: env.EventName, ReceivedAt: now}
+	t, why, err := a.webhook.Decide(d, env.Event)
+	if err != nil {
+		return ActionResult{}, err
+	}
+	res := ActionResult{Outcome: "ignored", Why: why}
+	if t != nil {
+		err := store.Record(ctx, d, t)
+		if errors.Is(err, task.ErrActive) && t.Kind == task.KindFix {
+			busy := *t
+			busy.Kind, busy.Instructions = task.KindBusy, ""
+			t, why = &busy, "already_active"
+			err = store.Record(ctx, d, t)
+		}
+		if err != nil {
+			return res, fmt.Errorf("record the event's task: %w", err)
+		}
+		res = ActionResult{Outcome: "answered", Why: why, TaskID: t.ID, Issue: t.Issue}
+		log.InfoContext(ctx, "event accepted", "task_id", t.ID, "kind", t.Kind, "why", why)
+	} else {
+		log.InfoContext(ctx, "event asks nothing of the bot", "why", why)
+	}
+
+	// A restored task may also be due by itself: its deadline passed.
+	if err := a.pool.Drain(ctx, store); err != nil {
+		return res, err
+	}
+
+	fixes := slices.Sorted(func(yield func(int64) bool) {
+		for id := range restored {
+			if !yield(id) {
+				return
+			}
+		}
+	})
+	if t != nil && t.Kind == task.KindFix {
+		fixes = append(fixes, t.ID)
+	}
+	var failed error
+	for _, id := range fixes {
+		ft, err := store.Get(ctx, id)
+		if err != nil {
+			return res, fmt.Errorf("read task %d after the run: %w", id, err)
+		}
+		res.TaskID, res.Issue, res.PRURL, res.Error = ft.ID, ft.Issue, ft.PRURL, ft.Error
+		ref, err := a.settle(ctx, env, ft, restored[id])
+		if err != nil {
+			return res, err
+		}
+		switch {
+		case ref != "":
+			res.Outcome, res.StateRef = "waiting", ref
+		default:
+			res.Outcome = string(ft.State)
+			if ft.State == task.Failed {
+				failed = fmt.Errorf("task %d failed: %s", ft.ID, ft.Error)
+			}
+		}
+	}
+	return res, failed
+}
+
+// restore reads the saved states the event may concern, checks their seal
+// and puts them in the run's store. A state that fails its check is
+// reported on its issue and removed, and the run stops: nothing of it is
+// used, so nothing a forger wrote is run.
+func (a *App) restore(ctx context.Context, env action.Env, ev actionEvent, store stateStore) (map[int64]string, error) {
+	restored := map[int64]string{}
+	issue := 0
+	if ev.Issue != nil {
+		issue = ev.Issue.Number
+	}
+	var taskID int64
+	if ev.CheckRun != nil {
+		idPart, _, _ := strings.Cut(ev.CheckRun.ExternalID, "-")
+		taskID, _ = strconv.ParseInt(idPart, 10, 64)
+	}
+	if (issue == 0 && taskID == 0) || ev.Repository == nil || ev.Repository.CloneURL == "" {
+		return restored, nil
+	}
+	url := ev.Repository.CloneURL
+	token, err := a.github.Token(ctx, 0)
+	if err != nil {
+		return nil, err
+	}
+	gctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	refs, err := repo.ListRefs(gctx, url, token, action.StateRefPrefix)
+	if err != nil {
+		return nil, fmt.Errorf("look for saved tasks: %w", err)
+	}
+	for _, ref := range slices.Sorted(func(yield func(string) bool) {
+		for r := range refs {
+			if !yield(r) {
+				return
+			}
+		}
+	}) {
+		refIssue, id, ok := action.ParseStateRef(ref)
+		if !ok || (refIssue != issue && id != taskID) {
+			continue
+		}
+		data, commit, err := repo.ReadRefFile(gctx, url, token, ref, action.StateFile)
+		if err != nil {
+			return nil, fmt.Errorf("read the saved task %s: %w", ref, err)
+		}
+		t, err := action.Open(env.StateKey, env.Repository, data)
+		if err != nil {
+			a.log.ErrorContext(ctx, "saved task refused", "ref", ref, "commit", commit, "err", err)
+			if rerr := a.refuseState(ctx, env, refIssue, id, ref, commit, err); rerr != nil {
+				return nil, errors.Join(err, rerr)
+			}
+			if derr := repo.DeleteRef(gctx, url, token, ref); derr != nil {
+				return nil, errors.Join(err, derr)
+			}
+			return nil, fmt.Errorf("the saved state of task %d (%s): %w", id, ref, err)
+		}
+		if t.ID != id || t.Issue != refIssue {
+			return nil, fmt.Errorf("the saved state in %s is of task %d on #%d", ref, t.ID, t.Issue)
+		}
+		if err := store.Restore(ctx, t); err != nil {
+			return nil, err
+		}
+		restored[t.ID] = ref
+		a.log.InfoContext(ctx, "saved task restored", "task_id", t.ID, "issue", t.Issue, "request", t.Request.ID, "ref", ref)
+	}
+	return restored, nil
+}
+
+// refuseState tells the issue why its waiting task cannot go on.
+func (a *App) refuseState(ctx context.Context, env action.Env, issue int, id int64, ref, commit string, why error) error {
+	reason := "it failed its integrity check: it was changed after it was saved, or the `state-key` secret is not the one it was saved with"
+	if errors.Is(why, action.ErrStateVersion) {
+		reason = "it was saved by a Pullwright version whose format this one does not read"
+	}
+	body := fmt.Sprintf("Task %d cannot go on: its saved state (`%s`, commit %s) was refused because %s. "+
+		"Nothing of it was used and nothing was run; the state was removed. Its branch keeps the work pushed so far. "+
+		"Start again with `%s fix <instructions>`.", id, ref, commit, reason, a.cfg.Command)
+	if _, _, err := a.github.UpsertCommentURL(ctx, 0, env.Owner(), env.Name(), issue,
+		fmt.Sprintf("task-%d-state-refused-%d", id, env.RunID), 0, body); err != nil {
+		return fmt.Errorf("report the refused state on #%d: %w", issue, err)
+	}
+	return nil
+}
+
+// settle saves the state of a task that waits for an answer and returns
+// its ref, or removes the saved state of a task that ended. A task that is
+// neither has been interrupted: the run failed.
+func (a *App) settle(ctx context.Context, env action.Env, t *task.Task, saved string) (string, error) {
+	token, err := a.github.Token(ctx, 0)
+	if err != nil {
+		return "", err
+	}
+	gctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	switch {
+	case t.State == task.AwaitingApproval && t.Request != nil && t.Request.Answer == nil:
+		now := time.Now()
+		doc, err := action.Seal(env.StateKey, t, now)
+		if err != nil {
+			return "", err
+		}
+		id, err := a.github.Identity(ctx)
+		if err != nil {
+			return "", err
+		}
+		ref := action.StateRef(t.Issue, t.ID)
+		msg := fmt.Sprintf("Pullwright: task %d on #%d waits for an answer to request %s\n\nRun: %s\n", t.ID, t.Issue, t.Request.ID, env.RunURL())
+		if _, err := repo.WriteRefFile(gctx, t.Repo.CloneURL, token, ref, action.StateFile, doc, repo.Identity{Name: id.Name, Email: id.Email}, msg, now); err != nil {
+			return "", fmt.Errorf("save the state of task %d: %w", t.ID, err)
+		}
+		if saved != "" && saved != ref {
+			if err := repo.DeleteRef(gctx, t.Repo.CloneURL, token, saved); err != nil {
+				return "", err
+			}
+		}
+		a.log.InfoContext(ctx, "task waits for an answer; state saved", "task_id", t.ID, "request", t.Request.ID, "ref", ref)
+		return ref, nil
+	case t.State.Terminal():
+		if saved != "" {
+			if err := repo.DeleteRef(gctx, t.Repo.CloneURL, token, saved); err != nil {
+				return "", fmt.Errorf("remove the state of task %d: %w", t.ID, err)
+			}
+		}
+		return "", nil
+	}
+	return "", fmt.Errorf("task %d stopped in state %s before it ended or waited for an answer", t.ID, t.State)
+}

@@ -1,0 +1,27 @@
+package webhook
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/pullwright/pullwright/task"
+)
+
+// Decide turns one event that came from a trusted place rather than over
+// HTTP (the event file of a GitHub Actions run, written by the runner) into
+// at most one task, and says why, with the same rules as a delivery: who
+// wrote it, which command, which bots are heard. Nothing is recorded: the
+// caller records the task, after restoring whatever the task needs.
+func (h *Handler) Decide(d task.Delivery, payload []byte) (*task.Task, string, error) {
+	var p event
+	if err := json.Unmarshal(payload, &p); err != nil {
+		var typeErr *json.UnmarshalTypeError
+		if !errors.As(err, &typeErr) || h.actor(d.Event) != nil {
+			return nil, "", fmt.Errorf("decode the %s event: %w", d.Event, err)
+		}
+	}
+	d.Action = p.Action
+	t, why := h.decide(d, &p)
+	return t, why, nil
+}
