@@ -1,8 +1,11 @@
 // Command bot is Pullwright: a GitHub App that turns "/agent fix …" comments
 // into pull requests. See README.md.
 //
-//	bot serve     run the webhook server and the workers
-//	bot version   print the version
+//	bot serve        run the webhook server and the workers
+//	bot action       run as a GitHub Actions step
+//	bot run          work on a local checkout
+//	bot healthcheck  ask a running serve's /healthz
+//	bot version      print the version
 package main
 
 import (
@@ -38,8 +41,11 @@ func main() {
 const usage = `usage: bot <command> [flags]
 
 commands:
-  serve     run the webhook server and the task workers
-  version   print the version
+  serve        run the webhook server and the task workers
+  action       run as a GitHub Actions step (see action.yml, docs/action.md)
+  run          work on a local checkout, no GitHub App needed ("bot run -h")
+  healthcheck  ask a running serve's /healthz (the image's HEALTHCHECK)
+  version      print the version
 
 Configuration comes from environment variables; a flag of the same name in
 kebab case overrides one (GITHUB_APP_ID → --github-app-id). Run
@@ -56,6 +62,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return nil
 	case "serve":
 		return serve(ctx, args[1:], getenv, stderr)
+	case "action":
+		return runAction(ctx, getenv, stderr)
+	case "healthcheck":
+		return healthcheck(ctx, getenv, stdout)
+	case "run":
+		return runLocal(ctx, args[1:], getenv, os.Stdin, stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprintln(stdout, usage)
 		return nil

@@ -1,0 +1,151 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/pullwright/pullwright/localrun"
+)
+
+const runUsage = `usage: bot run [flags] "instructions"
+
+Runs the agent on a local checkout, with any OpenAI-compatible endpoint and
+no GitHub App. It works in a clone of HEAD; each command the agent wants to
+run is asked at the terminal (y, n REASON, or a to approve that exact command
+for the rest of the run) and runs in the Docker sandbox; the work ends as a
+commit on a new local branch. Your current branch and files are not touched.
+
+Environment: OPENAI_API_KEY (may be empty for Ollama), OPENAI_BASE_URL,
+BOT_MODEL, BOT_RUNNER, BOT_SANDBOX_IMAGE. Example with Ollama:
+
+  OPENAI_BASE_URL=http://localhost:11434/v1 BOT_MODEL=qwen2.5-coder \
+    bot run "fix the off-by-one in pagination, keep the public API"
+
+Flags may come before or after the instructions; -- ends the flags.
+
+flags:`
+
+// stringList is a repeatable flag.
+type stringList []string
+
+func (l *stringList) String() string     { return strings.Join(*l, ", ") }
+func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
+
+// runLocal is "bot run".
+func runLocal(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
+	o, err := runOptions(args, getenv, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	o.Stdin, o.Stdout, o.Stderr = stdin, stdout, stderr
+	ctx, stop := interrupts(ctx, stderr)
+	defer stop()
+	if _, err := localrun.Run(ctx, o); err != nil {
+		return fmt.Errorf("run: %w", err)
+	}
+	return nil
+}
+
+// runOptions turns the flags and environment of "bot run" into
+// localrun.Options; usage and flag errors go to stderr.
+func runOptions(args []string, getenv func(string) string, stderr io.Writer) (localrun.Options, error) {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, runUsage)
+		fs.PrintDefaults()
+	}
+	var o localrun.Options
+	// With --runner local, commands find the user's toolchains.
+	o.Path = getenv("PATH")
+	var yesTo stringList
+	fs.StringVar(&o.Repo, "repo", ".", "the checkout to work on (any directory in it)")
+	fs.StringVar(&o.Runner, "runner", orDefault(getenv("BOT_RUNNER"), localrun.RunnerDocker),
+		"where approved commands run: docker (sandbox) or local (NO isolation, as you) (env BOT_RUNNER)")
+	fs.Var(&yesTo, "yes-to", "a command that runs without asking (exact match; repeatable); with input that is not a terminal, every other command is rejected")
+	fs.StringVar(&o.Model, "model", getenv("BOT_MODEL"), "model name (env BOT_MODEL; default: the repository's, else "+localrun.DefaultModel+")")
+	fs.StringVar(&o.BaseURL, "base-url", getenv("OPENAI_BASE_URL"), "OpenAI-compatible base URL, e.g. http://localhost:11434/v1 for Ollama (env OPENAI_BASE_URL; default OpenAI's)")
+	fs.StringVar(&o.Image, "image", "", "sandbox image for every command, over the repository's sandbox.image (default: BOT_SANDBOX_IMAGE, else by language)")
+	fs.StringVar(&o.Branch, "branch", "", "name of the new branch (default pullwright/<instructions>)")
+	fs.DurationVar(&o.CallTimeout, "call-timeout", localrun.DefaultCallTimeout, "limit of one model call, retries included")
+	fs.BoolVar(&o.Verbose, "v", false, "log more")
+
+	// Flags may follow the instructions: parse, take a word, parse on.
+	var words []string
+	for len(args) > 0 {
+		if err := fs.Parse(args); err != nil {
+			return o, err
+		}
+		rest := fs.Args()
+		if n := len(args) - len(rest); n > 0 && args[n-1] == "--" {
+			words = append(words, rest...)
+			break
+		}
+		if len(rest) == 0 {
+			break
+		}
+		words, args = append(words, rest[0]), rest[1:]
+	}
+	o.Instructions = strings.TrimSpace(strings.Join(words, " "))
+	if o.Instructions == "" {
+		fs.Usage()
+		return o, errors.New("run: no instructions given")
+	}
+	o.YesTo = yesTo
+	o.APIKey = getenv("OPENAI_API_KEY")
+	o.DefaultImage = getenv("BOT_SANDBOX_IMAGE")
+	if o.APIKey == "" && o.BaseURL == "" {
+		return o, errors.New("run: OPENAI_API_KEY is not set: set it to use OpenAI, or point OPENAI_BASE_URL (--base-url) " +
+			"at another OpenAI-compatible endpoint, such as Ollama's http://localhost:11434/v1")
+	}
+	return o, nil
+}
+
+// interrupts cancels ctx at the first Ctrl-C (or SIGTERM), so that the run
+// stops and saves its work, and exits at the second.
+func interrupts(ctx context.Context, stderr io.Writer) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	sig := make(chan os.Signal, 2)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		select {
+		case <-sig:
+		case <-done:
+			return
+		}
+		fmt.Fprintln(stderr, "\nStopping: saving the work so far on the new branch (Ctrl-C again to quit at once).")
+		cancel()
+		select {
+		case <-sig:
+			fmt.Fprintln(stderr, "Quit: the temporary workspace may be left in the temporary directory (pullwright-run-*).")
+			os.Exit(130)
+		case <-done:
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(sig)
+		close(done)
+		<-finished
+		cancel()
+	}
+}
+
+func orDefault(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
+}

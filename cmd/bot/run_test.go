@@ -1,0 +1,193 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/pullwright/pullwright/internal/fakellm"
+	"github.com/pullwright/pullwright/localrun"
+)
+
+func TestRunOptions(t *testing.T) {
+	base := map[string]string{"OPENAI_API_KEY": "sk-test"}
+	tests := []struct {
+		name    string
+		args    []string
+		env     map[string]string
+		want    localrun.Options
+		wantErr string
+	}{
+		{
+			name: "defaults",
+			args: []string{"fix", "the", "typo"},
+			env:  base,
+			want: localrun.Options{Repo: ".", Runner: "docker", Instructions: "fix the typo", APIKey: "sk-test", CallTimeout: localrun.DefaultCallTimeout},
+		},
+		{
+			name: "environment",
+			args: []string{"fix it"},
+			env: map[string]string{"OPENAI_BASE_URL": "http://localhost:11434/v1", "BOT_MODEL": "qwen2.5-coder",
+				"BOT_RUNNER": "local", "BOT_SANDBOX_IMAGE": "golang:1.26"},
+			want: localrun.Options{Repo: ".", Runner: "local", Instructions: "fix it", BaseURL: "http://localhost:11434/v1",
+				Model: "qwen2.5-coder", DefaultImage: "golang:1.26", CallTimeout: localrun.DefaultCallTimeout},
+		},
+		{
+			name: "flags before, between and after the instructions",
+			args: []string{"--repo", "/src", "fix", "--yes-to", "go test ./...", "the typo", "--runner=local", "--yes-to", "make",
+				"--model", "m", "--base-url", "http://h/v1", "--image", "img", "--branch", "b", "--call-timeout", "1m", "-v"},
+			env: map[string]string{"BOT_MODEL": "env-model", "BOT_RUNNER": "docker"},
+			want: localrun.Options{Repo: "/src", Runner: "local", Instructions: "fix the typo", YesTo: []string{"go test ./...", "make"},
+				Model: "m", BaseURL: "http://h/v1", Image: "img", Branch: "b", CallTimeout: time.Minute, Verbose: true},
+		},
+		{
+			name: "-- ends the flags",
+			args: []string{"--runner", "local", "--", "explain", "--runner", "-v"},
+			env:  base,
+			want: localrun.Options{Repo: ".", Runner: "local", Instructions: "explain --runner -v", APIKey: "sk-test", CallTimeout: localrun.DefaultCallTimeout},
+		},
+		{name: "no instructions", args: []string{"--runner", "local"}, env: base, wantErr: "no instructions"},
+		{name: "no key and no endpoint", args: []string{"fix it"}, wantErr: "OPENAI_API_KEY is not set"},
+		{name: "unknown flag", args: []string{"--frobnicate", "fix it"}, env: base, wantErr: "frobnicate"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stderr bytes.Buffer
+			got, err := runOptions(tt.args, func(k string) string { return tt.env[k] }, &stderr)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error %v, want one about %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("options\n got %+v\nwant %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestRunLocalHelp(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if err := runLocal(context.Background(), []string{"-h"}, func(string) string { return "" }, strings.NewReader(""), &stdout, &stderr); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"usage: bot run", "-yes-to", "-runner", "Ollama"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("help lacks %q:\n%s", want, stderr.String())
+		}
+	}
+}
+
+// runTestGit runs git in dir, isolated from the machine's configuration.
+func runTestGit(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// runTestRepo is a checkout on main holding the skeleton issue's typo.
+func runTestRepo(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	runTestGit(t, dir, "init", "-q", "-b", "main")
+	runTestGit(t, dir, "config", "user.name", "Test User")
+	runTestGit(t, dir, "config", "user.email", "test@example.com")
+	if err := os.WriteFile(filepath.Join(dir, "README.md"), []byte("# Hello-World\n\nRemember to comitt your work.\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	runTestGit(t, dir, "add", ".")
+	runTestGit(t, dir, "commit", "-q", "-m", "Start")
+	return dir
+}
+
+func runTestCall(name string, v any) fakellm.ToolCall {
+	b, _ := json.Marshal(v)
+	return fakellm.ToolCall{Name: name, Arguments: string(b)}
+}
+
+// The command line end to end: piped input with --yes-to runs the listed
+// command, rejects the other one, and leaves the work on a new branch.
+func TestRunLocalWithYesTo(t *testing.T) {
+	dir := runTestRepo(t)
+	llm := fakellm.New(t,
+		fakellm.Step{ToolCalls: []fakellm.ToolCall{runTestCall("read_file", map[string]string{"path": "README.md"})}},
+		fakellm.Step{ToolCalls: []fakellm.ToolCall{runTestCall("edit_file", map[string]string{"path": "README.md", "old_text": "comitt", "new_text": "commit"})}},
+		fakellm.Step{ToolCalls: []fakellm.ToolCall{runTestCall("run", map[string]string{"command": "cat README.md", "reason": "check"})}},
+		fakellm.Step{ToolCalls: []fakellm.ToolCall{runTestCall("run", map[string]string{"command": "echo not listed", "reason": "say hello"})}},
+		fakellm.Step{ToolCalls: []fakellm.ToolCall{runTestCall("finish", map[string]string{"title": "Fix the typo", "summary": "comitt → commit"})}},
+	)
+	getenv := func(k string) string {
+		return map[string]string{"OPENAI_BASE_URL": llm.URL, "BOT_MODEL": "test-model"}[k]
+	}
+	var stdout, stderr bytes.Buffer
+	args := []string{"--repo", dir, "fix", "the", "typo", "--runner", "local", "--yes-to", "cat README.md"}
+	if err := runLocal(context.Background(), args, getenv, strings.NewReader(""), &stdout, &stderr); err != nil {
+		t.Fatalf("run: %v\n%s", err, stderr.String())
+	}
+	if got := runTestGit(t, dir, "show", "pullwright/fix-the-typo:README.md"); !strings.Contains(got, "commit your work") {
+		t.Errorf("README.md on the branch:\n%s", got)
+	}
+	if got := runTestGit(t, dir, "rev-parse", "--abbrev-ref", "HEAD"); got != "main" {
+		t.Errorf("the checkout is on %s", got)
+	}
+	reqs := llm.Requests()
+	if len(reqs) != 5 {
+		t.Fatalf("%d model requests, want 5", len(reqs))
+	}
+	results := func(r openai.ChatCompletionRequest) string {
+		var b strings.Builder
+		for _, m := range r.Messages {
+			if m.Role == openai.ChatMessageRoleTool {
+				b.WriteString(m.Content + "\n")
+			}
+		}
+		return b.String()
+	}
+	if got := results(reqs[3]); !strings.Contains(got, "Remember to commit your work.") {
+		t.Errorf("the model did not see the output of cat:\n%s", got)
+	}
+	if got := results(reqs[4]); !strings.Contains(got, "not on the --yes-to list") {
+		t.Errorf("the model did not see why echo was rejected:\n%s", got)
+	}
+	if !strings.Contains(stdout.String(), "New branch pullwright/fix-the-typo") || strings.Contains(stderr.String(), "Run it") {
+		t.Errorf("stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
+	}
+}
+
+func TestRunLocalRefusesPipedInputWithoutYesTo(t *testing.T) {
+	dir := runTestRepo(t)
+	llm := fakellm.New(t)
+	getenv := func(k string) string { return map[string]string{"OPENAI_BASE_URL": llm.URL}[k] }
+	err := runLocal(context.Background(), []string{"--repo", dir, "--runner", "local", "fix it"}, getenv,
+		strings.NewReader("y\n"), io.Discard, io.Discard)
+	if !errors.Is(err, localrun.ErrNotTerminal) {
+		t.Fatalf("run: %v, want ErrNotTerminal", err)
+	}
+	if got := runTestGit(t, dir, "branch", "--format=%(refname:short)"); got != "main" {
+		t.Errorf("branches: %q", got)
+	}
+	if llm.Calls() != 0 {
+		t.Errorf("the model was called")
+	}
+}

@@ -1,0 +1,177 @@
+package localrun
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"strings"
+	"sync"
+
+	"github.com/pullwright/pullwright/agent"
+)
+
+// Rejection reasons the agent is given when nobody was asked.
+const (
+	reasonNotListed = "not on the --yes-to list"
+	reasonNoInput   = "not on the --yes-to list, and it could not be asked: the input ended"
+	reasonEOF       = "no answer: the input ended"
+)
+
+// verdict is the answer to one execution request.
+type verdict struct {
+	approved bool
+	// how says why it runs without a question (approvals), or is the
+	// reason handed to the agent (rejections).
+	how string
+}
+
+// asker answers execution requests: from the --yes-to list, from the
+// commands approved with "a" earlier in the run, or by asking at the
+// terminal.
+type asker struct {
+	interactive bool
+	yes         map[string]bool
+	always      map[string]bool
+	in          *lineReader
+	d           *display
+	eof         bool // the input ended: nothing more is asked
+}
+
+func newAsker(in io.Reader, interactive bool, yesTo []string, d *display) *asker {
+	a := &asker{interactive: interactive, yes: map[string]bool{}, always: map[string]bool{}, in: newLineReader(in), d: d}
+	for _, c := range yesTo {
+		a.yes[c] = true
+	}
+	return a
+}
+
+func (a *asker) close() { a.in.close() }
+
+// question is what the user sees of a request.
+type question struct {
+	req   agent.Request
+	where string // "in the Docker sandbox", "UNSANDBOXED on this machine"
+	stat  string // diff stat of the work so far
+}
+
+// decide answers q. Its error is only ctx's.
+func (a *asker) decide(ctx context.Context, q question) (verdict, error) {
+	cmd := strings.TrimSpace(q.req.Command)
+	switch {
+	case a.yes[cmd]:
+		return verdict{approved: true, how: "on the --yes-to list"}, nil
+	case a.always[cmd]:
+		return verdict{approved: true, how: "approved with \"a\" earlier in this run"}, nil
+	case !a.interactive:
+		return verdict{how: reasonNotListed}, nil
+	case a.eof:
+		return verdict{how: reasonNoInput}, nil
+	}
+	var b strings.Builder
+	b.WriteString("\nThe agent asks to run a command:\n")
+	b.WriteString(indent(safe(cmd), "    $ "))
+	b.WriteString("  Reason: " + strings.TrimLeft(indent(safe(q.req.Reason), "          "), " "))
+	b.WriteString("  Changes so far (against HEAD):\n")
+	b.WriteString(indent(q.stat, "   "))
+	a.d.printf("%s", b.String())
+	for {
+		a.d.prompt("Run it " + q.where + "? [y] yes  [n REASON] no, telling the agent why  [a] yes, also to this exact command later: ")
+		line, err := a.in.next(ctx)
+		a.d.answered(strings.TrimSpace(line))
+		if errors.Is(err, io.EOF) {
+			a.eof = true
+			return verdict{how: reasonEOF}, nil
+		}
+		if err != nil {
+			return verdict{}, err
+		}
+		word, rest, _ := strings.Cut(strings.TrimSpace(line), " ")
+		switch strings.ToLower(word) {
+		case "y", "yes":
+			return verdict{approved: true, how: "approved"}, nil
+		case "a", "always":
+			a.always[cmd] = true
+			return verdict{approved: true, how: "approved for the rest of this run"}, nil
+		case "n", "no":
+			reason := strings.TrimSpace(strings.TrimLeft(rest, " :,-"))
+			if reason == "" {
+				a.d.prompt("Why not? The agent is told (Enter for no reason): ")
+				line, err := a.in.next(ctx)
+				a.d.answered(strings.TrimSpace(line))
+				if errors.Is(err, io.EOF) {
+					a.eof = true
+				} else if err != nil {
+					return verdict{}, err
+				}
+				reason = strings.TrimSpace(line)
+			}
+			return verdict{how: reason}, nil
+		}
+		a.d.printf("Answer y, n followed by a reason, or a.\n")
+	}
+}
+
+// lineReader reads lines from the input in a goroutine of its own, one
+// per call of next, so that a question can be abandoned when ctx ends
+// (Ctrl-C) while the read goes on. The goroutine ends with close, or, if
+// it is blocked reading a terminal then, when that read returns (at the
+// latest when the process exits).
+type lineReader struct {
+	r       *bufio.Reader
+	req     chan struct{}
+	out     chan lineResult
+	stop    chan struct{}
+	start   sync.Once
+	stopped sync.Once
+	eof     bool
+}
+
+type lineResult struct {
+	line string
+	err  error
+}
+
+func newLineReader(r io.Reader) *lineReader {
+	return &lineReader{r: bufio.NewReader(r), req: make(chan struct{}), out: make(chan lineResult, 1), stop: make(chan struct{})}
+}
+
+// next returns the next line without its line ending, or io.EOF at the end
+// of the input, or ctx's error.
+func (l *lineReader) next(ctx context.Context) (string, error) {
+	if l.eof {
+		return "", io.EOF
+	}
+	l.start.Do(func() { go l.loop() })
+	select {
+	case l.req <- struct{}{}:
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+	select {
+	case r := <-l.out:
+		if errors.Is(r.err, io.EOF) {
+			l.eof = true
+			if r.line != "" {
+				return r.line, nil
+			}
+		}
+		return r.line, r.err
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+}
+
+func (l *lineReader) loop() {
+	for {
+		select {
+		case <-l.stop:
+			return
+		case <-l.req:
+		}
+		s, err := l.r.ReadString('\n')
+		l.out <- lineResult{line: strings.TrimRight(s, "\r\n"), err: err}
+	}
+}
+
+func (l *lineReader) close() { l.stopped.Do(func() { close(l.stop) }) }

@@ -1,0 +1,155 @@
+package localrun
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/pullwright/pullwright/agent"
+	"github.com/pullwright/pullwright/repo"
+)
+
+func TestDiffStat(t *testing.T) {
+	tests := []struct {
+		name  string
+		stats []repo.FileStat
+		want  string
+	}{
+		{"none", nil, "no changes\n"},
+		{"one", []repo.FileStat{{Path: "README.md", Added: 1, Deleted: 1}},
+			" README.md | 2 +-\n 1 file changed, 1 insertion(+), 1 deletion(-)\n"},
+		{"aligned, binary, deletions only", []repo.FileStat{
+			{Path: "a.go", Added: 10}, {Path: "img/logo.png"}, {Path: "old.txt", Deleted: 3},
+		}, "" +
+			" a.go         | 10 ++++++++++\n" +
+			" img/logo.png | Bin\n" +
+			" old.txt      |  3 ---\n" +
+			" 3 files changed, 10 insertions(+), 3 deletions(-)\n"},
+		{"scaled", []repo.FileStat{{Path: "big", Added: 400, Deleted: 1}, {Path: "small", Added: 1}}, "" +
+			" big   | 401 " + strings.Repeat("+", 39) + "-\n" +
+			" small |   1 +\n" +
+			" 2 files changed, 401 insertions(+), 1 deletion(-)\n"},
+		{"escaped name", []repo.FileStat{{Path: "a\x1b[2Jb", Added: 1}}, " a\\x1b[2Jb | 1 +\n 1 file changed, 1 insertion(+)\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := diffStat(tt.stats); got != tt.want {
+				t.Errorf("diffStat:\n%s\nwant:\n%s", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestSafe(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"go test ./...", "go test ./..."},
+		{"a\nb\tc", "a\nb\tc"},
+		{"rm -rf / \x1b[1A\x1b[2K\recho hi", `rm -rf / \x1b[1A\x1b[2K\recho hi`},
+		{"ls \u202egnp.exe", `ls \u202egnp.exe`},
+		{"bad \xff byte", `bad \ufffd byte`},
+		{"été", "été"},
+	}
+	for _, tt := range tests {
+		if got := safe(tt.in); got != tt.want {
+			t.Errorf("safe(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestThousands(t *testing.T) {
+	for n, want := range map[int]string{0: "0", 999: "999", 1000: "1,000", 400000: "400,000", 1234567: "1,234,567", -1234: "-1,234"} {
+		if got := thousands(n); got != want {
+			t.Errorf("thousands(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
+
+func TestDisplayRewritesTheStatusLineOnATerminal(t *testing.T) {
+	var b bytes.Buffer
+	d := newDisplay(&b, true)
+	d.status("one")
+	d.status("two")
+	d.printf("a line\n")
+	d.done()
+	want := "one\r\033[Ktwo\r\033[Ka line\ntwo\r\033[K"
+	if got := b.String(); got != want {
+		t.Errorf("terminal output %q, want %q", got, want)
+	}
+
+	b.Reset()
+	d = newDisplay(&b, false)
+	d.status("one")
+	d.status("one")
+	d.printf("a line\n")
+	d.prompt("Run it? ")
+	d.answered("y")
+	if got, want := b.String(), "… one\na line\nRun it? y\n"; got != want {
+		t.Errorf("plain output %q, want %q", got, want)
+	}
+}
+
+func TestLineReader(t *testing.T) {
+	l := newLineReader(strings.NewReader("y\r\nlast"))
+	defer l.close()
+	ctx := context.Background()
+	for _, want := range []string{"y", "last"} {
+		if got, err := l.next(ctx); got != want || err != nil {
+			t.Fatalf("next = %q, %v; want %q", got, err, want)
+		}
+	}
+	if _, err := l.next(ctx); !errors.Is(err, io.EOF) {
+		t.Fatalf("next at the end: %v, want EOF", err)
+	}
+
+	// A question abandoned when ctx ends.
+	r, w := io.Pipe()
+	defer w.Close()
+	l = newLineReader(r)
+	defer l.close()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := l.next(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("next with a cancelled context: %v", err)
+	}
+}
+
+func TestAskerShowsTheRequestSafely(t *testing.T) {
+	var b bytes.Buffer
+	a := newAsker(strings.NewReader("y\n"), true, nil, newDisplay(&b, false))
+	defer a.close()
+	v, err := a.decide(context.Background(), question{
+		req:   agent.Request{Command: "echo ok\x1b[2K\rrm -rf ~", Reason: "line one\nline two"},
+		where: "in the Docker sandbox",
+		stat:  "no changes\n",
+	})
+	if err != nil || !v.approved {
+		t.Fatalf("decide = %+v, %v", v, err)
+	}
+	for _, want := range []string{`$ echo ok\x1b[2K\rrm -rf ~`, "Reason: line one\n          line two\n", "Run it in the Docker sandbox?"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("question does not contain %q:\n%s", want, b.String())
+		}
+	}
+}
+
+func TestIsTerminal(t *testing.T) {
+	f, err := os.CreateTemp(t.TempDir(), "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	null, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer null.Close()
+	for _, v := range []any{f, null, strings.NewReader(""), nil, (*os.File)(nil)} {
+		if IsTerminal(v) {
+			t.Errorf("IsTerminal(%T %v) = true", v, v)
+		}
+	}
+}

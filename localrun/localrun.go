@@ -1,0 +1,309 @@
+// Package localrun owns `bot run`: the agent of the GitHub App working on a
+// local checkout, with any OpenAI-compatible endpoint and no GitHub at all.
+// Execution requests are asked at the terminal (or answered from a --yes-to
+// allow-list), approved commands run in the Docker sandbox (or, on request,
+// unsandboxed on this machine), and the work ends as a commit on a new local
+// branch of the user's repository.
+//
+// It never touches the user's current branch or working tree: the agent
+// works in a shallow clone of HEAD in a temporary directory, and the result
+// is pushed back into the user's repository as a new branch, never forced.
+// It must not read the environment: cmd/bot turns flags and variables into
+// Options.
+package localrun
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/user"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/pullwright/pullwright/agent"
+	"github.com/pullwright/pullwright/policy"
+	"github.com/pullwright/pullwright/repo"
+	"github.com/pullwright/pullwright/runner"
+)
+
+// DefaultModel is the model when neither Options nor the repository's
+// configuration names one.
+const DefaultModel = "gpt-4.1-mini"
+
+// Runner kinds of Options.Runner.
+const (
+	RunnerDocker = "docker"
+	RunnerLocal  = "local"
+)
+
+// BranchPrefix starts the names of the branches bot run creates.
+const BranchPrefix = "pullwright/"
+
+// DefaultCallTimeout bounds one model call, retries included: local models
+// can be slow, so it is longer than the service's.
+const DefaultCallTimeout = 10 * time.Minute
+
+// saveTimeout bounds committing and pushing the work after the run ended,
+// also when it ended because the context was cancelled (Ctrl-C).
+const saveTimeout = 2 * time.Minute
+
+// ErrNotTerminal is returned, before anything is done, when standard input
+// is not a terminal and no command may run without asking.
+var ErrNotTerminal = errors.New("standard input is not a terminal, so execution requests cannot be asked: " +
+	"run bot run from a terminal, or name the commands that may run with --yes-to CMD (repeatable, exact match; " +
+	"every other command is then rejected)")
+
+// Options is what one run does. Repo, Instructions, Stdin, Stdout and Stderr
+// are required.
+type Options struct {
+	// Repo is a directory of the user's checkout (any directory inside it).
+	Repo string
+	// Instructions are what the agent is asked to do.
+	Instructions string
+	// Branch names the new branch. Empty derives pullwright/<slug of the
+	// instructions>, with a numbered suffix if that name is taken; a name
+	// given here that is taken is an error.
+	Branch string
+
+	// BaseURL, APIKey and Model select the OpenAI-compatible endpoint;
+	// BaseURL "" is OpenAI's, and APIKey may be empty for endpoints that
+	// need none (Ollama). Model "" means the repository configuration's
+	// model, else DefaultModel.
+	BaseURL, APIKey, Model string
+	// CallTimeout bounds one model call, retries included; zero means
+	// DefaultCallTimeout.
+	CallTimeout time.Duration
+	// LLMRetries is how often a failed model call is retried (see
+	// agent.Config.MaxRetries): 0 means the agent's default, negative none.
+	LLMRetries int
+
+	// Runner is RunnerDocker (the default) or RunnerLocal (no isolation).
+	Runner string
+	// Path is the PATH of commands run with RunnerLocal: the user's own,
+	// so that their toolchains are found (default runner.DefaultPath).
+	Path string
+	// Image is the sandbox image of every command; it wins over the
+	// repository's sandbox.image. DefaultImage is used when neither names
+	// one; when that is empty too, the image is chosen by language.
+	Image, DefaultImage string
+
+	// YesTo are commands that run without asking (exact match, spaces at
+	// the ends aside). When Stdin is not a terminal, every other command
+	// is rejected without asking.
+	YesTo []string
+
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+	// IsTerminal reports whether Stdin or Stderr is an interactive
+	// terminal; nil means the real check on *os.File values.
+	IsTerminal func(f any) bool
+	// TempDir is where the workspace and the copies the runner makes are
+	// created; "" means os.TempDir().
+	TempDir string
+	// Verbose logs at Info level instead of Warn.
+	Verbose bool
+}
+
+// Result is what a run left behind.
+type Result struct {
+	// Repo is the top directory of the user's checkout; Base the commit the
+	// work started from.
+	Repo, Base string
+	// Branch is the new branch in the user's repository, "" if nothing was
+	// committed; Commits the commits on it (the last one is its tip).
+	Branch  string
+	Commits []string
+	// Files is the change, per file.
+	Files []repo.FileStat
+	// Finished reports that the agent called finish, with Title and
+	// Summary; otherwise Stopped says why the run ended early.
+	Finished       bool
+	Title, Summary string
+	Stopped        string
+	Turns, Tokens  int
+	// Workspace is the temporary clone, kept only when the work could not
+	// be pushed into the user's repository; "" once removed.
+	Workspace string
+}
+
+// Run works on o.Instructions in a clone of o.Repo's HEAD and leaves the
+// result on a new branch of o.Repo. Progress and questions go to o.Stderr,
+// the final report to o.Stdout. It returns an error when the run could not
+// start, when the agent did not finish (the work so far is still committed
+// and pushed, and Result says where) or when the work could not be saved.
+// Cancelling ctx stops the run as soon as possible and saves the work so
+// far.
+func Run(ctx context.Context, o Options) (Result, error) {
+	if err := o.check(); err != nil {
+		return Result{}, err
+	}
+	isTerm := o.IsTerminal
+	if isTerm == nil {
+		isTerm = IsTerminal
+	}
+	interactive := isTerm(o.Stdin)
+	if !interactive && len(o.YesTo) == 0 {
+		return Result{}, ErrNotTerminal
+	}
+	d := newDisplay(o.Stderr, isTerm(o.Stderr))
+	defer d.done()
+	level := slog.LevelWarn
+	if o.Verbose {
+		level = slog.LevelInfo
+	}
+	log := slog.New(slog.NewTextHandler(d, &slog.HandlerOptions{Level: level}))
+
+	src, err := openCheckout(o.Repo)
+	if err != nil {
+		return Result{}, err
+	}
+	res := Result{Repo: src.top, Base: src.head}
+	settings, notes, err := resolveSettings(src, o.Model)
+	if err != nil {
+		return res, err
+	}
+	model := cmp.Or(o.Model, settings.Model, DefaultModel)
+	a, err := agent.New(agent.Config{
+		BaseURL:     o.BaseURL,
+		APIKey:      o.APIKey,
+		Model:       model,
+		CallTimeout: cmp.Or(o.CallTimeout, DefaultCallTimeout),
+		MaxRetries:  o.LLMRetries,
+		Logger:      log.With("component", "agent"),
+	})
+	if err != nil {
+		return res, err
+	}
+	sb, err := newSandbox(ctx, o, log)
+	if err != nil {
+		return res, err
+	}
+	defer sb.close()
+
+	branch, err := src.freeBranch(o.Branch, o.Instructions)
+	if err != nil {
+		return res, err
+	}
+	r := &run{
+		o: o, d: d, log: log, src: src, settings: settings, agent: a, sb: sb,
+		model: model, branch: branch, res: &res, who: localUser(),
+		ask: newAsker(o.Stdin, interactive, o.YesTo, d),
+	}
+	defer r.ask.close()
+	d.status("looking for uncommitted changes in " + src.top)
+	r.banner(notes)
+
+	base, err := os.MkdirTemp(o.TempDir, "pullwright-run-")
+	if err != nil {
+		return res, fmt.Errorf("create the workspace: %w", err)
+	}
+	removeBase := true
+	defer func() {
+		if removeBase {
+			if err := os.RemoveAll(base); err != nil {
+				d.printf("warning: could not remove the workspace %s: %v\n", base, err)
+			}
+		}
+	}()
+	d.status("cloning " + src.top)
+	ws, err := src.clone(ctx, base)
+	if err != nil {
+		return res, err
+	}
+	if err := ws.CreateBranch(branch); err != nil {
+		return res, err
+	}
+	r.ws = ws
+
+	r.work(ctx)
+	if err := r.save(ctx); err != nil {
+		removeBase = false
+		res.Workspace = ws.Dir()
+		return res, fmt.Errorf("%w\nThe work is still in %s (branch %s).", err, ws.Dir(), branch)
+	}
+	r.report()
+	if r.failure != nil {
+		return res, r.failure
+	}
+	if !res.Finished {
+		return res, fmt.Errorf("the agent did not finish: %s", res.Stopped)
+	}
+	return res, nil
+}
+
+func (o *Options) check() error {
+	switch {
+	case strings.TrimSpace(o.Instructions) == "":
+		return errors.New("no instructions: say what the agent should do")
+	case o.Stdin == nil || o.Stdout == nil || o.Stderr == nil:
+		return errors.New("localrun: Stdin, Stdout and Stderr are required")
+	case o.CallTimeout < 0:
+		return errors.New("the model call timeout must not be negative")
+	}
+	if o.Repo == "" {
+		o.Repo = "."
+	}
+	if o.Runner == "" {
+		o.Runner = RunnerDocker
+	}
+	if o.Runner != RunnerDocker && o.Runner != RunnerLocal {
+		return fmt.Errorf("runner %q: want %s or %s", o.Runner, RunnerDocker, RunnerLocal)
+	}
+	var yes []string
+	for _, c := range o.YesTo {
+		if c = strings.TrimSpace(c); c != "" && !slices.Contains(yes, c) {
+			yes = append(yes, c)
+		}
+	}
+	o.YesTo = yes
+	return nil
+}
+
+// resolveSettings reads .github/pullwright.yml at HEAD, if any, and resolves
+// it as the service would, with the user as the operator: the repository
+// may ask for a network and name its model, and no cost budget applies
+// (bot run knows no prices). notes say what was set aside.
+func resolveSettings(src *checkout, model string) (policy.Settings, []string, error) {
+	data, found, err := src.file(policy.Path)
+	if err != nil {
+		return policy.Settings{}, nil, err
+	}
+	var c *policy.Config
+	var notes []string
+	if found {
+		if c, err = policy.Load(data); err != nil {
+			return policy.Settings{}, nil, fmt.Errorf("the repository configuration at HEAD is invalid:\n%w", err)
+		}
+		if c.Budget.MaxCostUSD > 0 {
+			notes = append(notes, fmt.Sprintf("%s: budget.max_cost_usd is not enforced by bot run, which knows no prices", policy.Path))
+			c.Budget.MaxCostUSD = 0
+		}
+		if len(c.AutoApprove) > 0 {
+			notes = append(notes, fmt.Sprintf("%s: auto_approve is not used by bot run; name commands with --yes-to", policy.Path))
+		}
+	}
+	op := policy.DefaultOperator()
+	op.Caps.Network = runner.NetworkBridge
+	op.Models.Default = cmp.Or(model, DefaultModel)
+	if c != nil && c.Model != "" {
+		op.Models.Allowed = append(op.Models.Allowed, c.Model)
+	}
+	s, err := op.Resolve(c)
+	if err != nil {
+		return policy.Settings{}, nil, fmt.Errorf("the repository configuration at HEAD asks for more than bot run allows:\n%w", err)
+	}
+	return s, notes, nil
+}
+
+// localUser is the name the agent is told answered its requests.
+func localUser() string {
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return u.Username
+	}
+	return "local-user"
+}

@@ -1,0 +1,363 @@
+package localrun
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/pullwright/pullwright/agent"
+	"github.com/pullwright/pullwright/policy"
+	"github.com/pullwright/pullwright/repo"
+	"github.com/pullwright/pullwright/runner"
+)
+
+// outputTail is how many lines of a command's output are shown.
+const outputTail = 10
+
+// run is one bot run between the clone and the report.
+type run struct {
+	o        Options
+	d        *display
+	log      *slog.Logger
+	src      *checkout
+	settings policy.Settings
+	agent    *agent.Agent
+	sb       *sandbox
+	ask      *asker
+	model    string
+	branch   string
+	who      string // the local user, as the agent is told
+	ws       *repo.Workspace
+	st       *agent.State
+	res      *Result
+	// failure is why the run could not go on (the model endpoint failed,
+	// the input could not be read); the work so far is saved anyway.
+	failure error
+}
+
+func (r *run) banner(notes []string) {
+	d, s := r.d, r.settings
+	d.printf("Pullwright: %s, branch %s at %s\n", r.src.top, r.src.branch, short(r.src.head))
+	d.printf("  model %s at %s\n", r.model, endpoint(r.o.BaseURL))
+	image := "chosen by language"
+	if img := cmp.Or(r.o.Image, s.Sandbox.Image, r.o.DefaultImage); img != "" {
+		image = img
+	}
+	if r.o.Runner == RunnerLocal {
+		d.printf("  commands run %s, after your approval\n", r.sb.where)
+	} else {
+		d.printf("  commands run %s (image %s, network %s), after your approval\n", r.sb.where, image, s.Sandbox.Network)
+	}
+	if len(r.o.YesTo) > 0 {
+		d.printf("  run without asking (--yes-to): %s\n", strings.Join(quoteAll(r.o.YesTo), ", "))
+	}
+	d.printf("  budget: %d turns, %s tokens\n", s.MaxTurns, thousands(s.MaxTokens))
+	d.printf("  the work goes to the new branch %s; your branch and files are left alone\n", r.branch)
+	for _, n := range notes {
+		d.printf("  note: %s\n", n)
+	}
+	if paths, err := r.src.uncommitted(); err != nil {
+		d.printf("warning: could not check %s for uncommitted changes: %v\n", r.src.top, err)
+	} else if len(paths) > 0 {
+		slices.Sort(paths)
+		list := strings.Join(quoteAll(paths[:min(len(paths), 5)]), ", ")
+		if len(paths) > 5 {
+			list += fmt.Sprintf(" and %d more", len(paths)-5)
+		}
+		d.printf("warning: %d uncommitted %s (%s) will NOT be seen by the agent: it starts from the last commit, %s\n",
+			len(paths), plural(len(paths), "change", "changes"), list, short(r.src.head))
+	}
+	d.printf("\n")
+}
+
+// work runs the agent until it finishes, stops or fails, recording how in
+// r.res and r.failure.
+func (r *run) work(ctx context.Context) {
+	s := r.settings
+	brief := agent.Brief{
+		Repo:         filepath.Base(r.src.top),
+		Title:        "(none: a local run of bot run)",
+		Body:         "There is no issue: the maintainer's request above is the whole task.",
+		Instructions: r.o.Instructions,
+		Requester:    r.who,
+		TestCommand:  s.TestCommand,
+		Limits: agent.Limits{
+			MaxTurns: s.MaxTurns, MaxTokens: s.MaxTokens,
+			Model: r.model, Protected: s.Protected,
+		},
+	}
+	r.st = r.agent.Start(brief)
+	start := time.Now()
+	var waited time.Duration // answering questions does not count against the wall time
+	shownSteps := 0
+	var shownPlan []agent.PlanItem
+	for {
+		if ctx.Err() != nil {
+			r.res.Stopped = "interrupted"
+			return
+		}
+		if s.MaxWallTime > 0 {
+			if used := time.Since(start) - waited; used >= s.MaxWallTime {
+				r.res.Stopped = fmt.Sprintf("the run used its wall-time budget (%s of %s, not counting your answers)",
+					used.Round(time.Second), s.MaxWallTime)
+				return
+			}
+		}
+		r.status("waiting for the model")
+		err := r.agent.Turn(ctx, r.st, r.ws.Dir())
+		r.res.Turns, r.res.Tokens = r.st.Turns, r.st.Tokens()
+		for _, step := range r.st.Steps[shownSteps:] {
+			r.d.printf("  %s\n", clip(oneLine(step), 200))
+		}
+		shownSteps = len(r.st.Steps)
+		if !slices.Equal(shownPlan, r.st.Plan) {
+			shownPlan = slices.Clone(r.st.Plan)
+			r.d.printf("%s", planText(shownPlan))
+		}
+		switch {
+		case err == nil:
+		case ctx.Err() != nil:
+			r.res.Stopped = "interrupted"
+			return
+		case errors.Is(err, agent.ErrBudget):
+			r.res.Stopped = "the agent used up its budget (" + strings.TrimPrefix(err.Error(), agent.ErrBudget.Error()+": ") + ")"
+			return
+		default:
+			r.failure = fmt.Errorf("the model endpoint %s failed: %w", endpoint(r.o.BaseURL), err)
+			r.res.Stopped = "the model endpoint failed"
+			return
+		}
+		switch {
+		case r.st.Finish != nil:
+			r.res.Finished = true
+			r.res.Title, r.res.Summary = r.st.Finish.Title, r.st.Finish.Summary
+			return
+		case r.st.Pending != nil:
+			if r.st.Turns >= s.MaxTurns || r.st.Tokens() >= s.MaxTokens {
+				r.res.Stopped = fmt.Sprintf("the agent used up its budget (%d of %d turns, %s of %s tokens) with a request to run `%s` it could not have used",
+					r.st.Turns, s.MaxTurns, thousands(r.st.Tokens()), thousands(s.MaxTokens), oneLine(r.st.Pending.Command))
+				return
+			}
+			asked := time.Now()
+			result, err := r.request(ctx, *r.st.Pending)
+			waited += time.Since(asked)
+			if err != nil {
+				if ctx.Err() != nil {
+					r.res.Stopped = "interrupted"
+				} else {
+					r.failure = err
+					r.res.Stopped = "the run failed"
+				}
+				return
+			}
+			if err := r.agent.Resolve(r.st, result); err != nil {
+				r.failure = err
+				r.res.Stopped = "the run failed"
+				return
+			}
+		}
+	}
+}
+
+func (r *run) status(what string) {
+	s := r.settings
+	r.d.status(fmt.Sprintf("%d/%d turns · %s tokens · %s", r.st.Turns, s.MaxTurns, thousands(r.st.Tokens()), what))
+}
+
+// request answers one execution request, running it if approved, and
+// returns the tool result for the agent. The time the answer took is not
+// the agent's.
+func (r *run) request(ctx context.Context, req agent.Request) (string, error) {
+	stats, err := r.ws.DiffStat(r.src.head)
+	stat := ""
+	if err != nil {
+		stat = fmt.Sprintf("(the diff stat could not be made: %v)\n", err)
+	} else {
+		stat = diffStat(stats)
+	}
+	r.status("waiting for your answer")
+	v, err := r.ask.decide(ctx, question{req: req, where: r.sb.where, stat: stat})
+	if err != nil {
+		return "", fmt.Errorf("read your answer: %w", err)
+	}
+	cmd := oneLine(req.Command)
+	if !v.approved {
+		r.d.printf("  rejected `%s`: %s\n", clip(cmd, 120), cmp.Or(oneLine(v.how), "no reason given"))
+		return agent.Rejected(r.who, v.how), nil
+	}
+	if v.how != "approved" {
+		r.d.printf("  running `%s` (%s)\n", clip(cmd, 120), v.how)
+	}
+	r.status("running " + cmd)
+	s := r.settings
+	image := cmp.Or(r.o.Image, s.Sandbox.Image)
+	res, err := r.sb.r.Run(ctx, runner.Spec{
+		Dir:      r.ws.Dir(),
+		Command:  req.Command,
+		Timeout:  s.Sandbox.Timeout.D(),
+		Image:    image,
+		Network:  s.Sandbox.Network,
+		Memory:   s.MemoryBytes,
+		NanoCPUs: int64(s.Sandbox.CPUs * 1e9),
+		Labels:   map[string]string{"pullwright.run": "bot-run"},
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return "", ctx.Err()
+		}
+		r.d.printf("  `%s` could not be run: %v\n", clip(cmd, 120), err)
+		return fmt.Sprintf("error: the sandbox failed, so the command did not run: %v", err), nil
+	}
+	output := res.Output
+	if res.OOMKilled {
+		output += "\n[the sandbox killed the command: it ran out of memory]"
+	}
+	how := fmt.Sprintf("exit code %d after %s", res.ExitCode, res.Duration.Round(time.Millisecond))
+	if res.TimedOut {
+		how = fmt.Sprintf("timed out after %s", res.Duration.Round(time.Second))
+	}
+	r.d.printf("  ran `%s`: %s\n%s", clip(cmd, 120), how, tail(output, outputTail))
+	return agent.RunResult(res.ExitCode, output, res.Truncated, res.TimedOut, res.Duration), nil
+}
+
+// tail is the last n lines of output, indented, made safe to print.
+func tail(output string, n int) string {
+	output = strings.TrimRight(output, "\n")
+	if output == "" {
+		return ""
+	}
+	lines := strings.Split(output, "\n")
+	prefix := ""
+	if len(lines) > n {
+		prefix = fmt.Sprintf("    │ (%d lines before)\n", len(lines)-n)
+		lines = lines[len(lines)-n:]
+	}
+	for i, l := range lines {
+		lines[i] = clip(safe(l), 200)
+	}
+	return prefix + indent(strings.Join(lines, "\n"), "    │ ")
+}
+
+func planText(items []agent.PlanItem) string {
+	if len(items) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("  plan:\n")
+	for _, it := range items {
+		mark := "[ ]"
+		switch it.Status {
+		case "done":
+			mark = "[x]"
+		case "in_progress":
+			mark = "[>]"
+		}
+		fmt.Fprintf(&b, "    %s %s\n", mark, clip(oneLine(it.Title), 100))
+	}
+	return b.String()
+}
+
+// save commits the work, if any, and pushes it into the user's repository
+// as the new branch. It runs even when ctx is done.
+func (r *run) save(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), saveTimeout)
+	defer cancel()
+	r.d.status("saving the work")
+	changes, err := r.ws.Changes()
+	if err != nil {
+		return fmt.Errorf("read the workspace: %w", err)
+	}
+	if len(changes) == 0 {
+		return nil
+	}
+	sha, err := r.ws.CommitAll(r.commitMessage(), r.src.identity())
+	if err != nil {
+		return err
+	}
+	if stats, err := r.ws.DiffStat(r.src.head); err == nil {
+		r.res.Files = stats
+	}
+	if err := r.ws.Push(ctx, "", r.branch); err != nil {
+		return fmt.Errorf("create branch %s in %s: %w%s", r.branch, r.src.top, err, gitHint(err))
+	}
+	r.res.Branch = r.branch
+	r.res.Commits = append(r.res.Commits, sha)
+	return nil
+}
+
+func (r *run) commitMessage() string {
+	instr := strings.TrimSpace(r.o.Instructions)
+	var b strings.Builder
+	if r.res.Finished {
+		title := oneLine(r.res.Title)
+		if title == "" {
+			title = oneLine(instr)
+		}
+		b.WriteString(clip(title, 72) + "\n")
+		if s := strings.TrimSpace(r.res.Summary); s != "" {
+			b.WriteString("\n" + s + "\n")
+		}
+	} else {
+		b.WriteString(clip("WIP: "+oneLine(instr), 72) + "\n")
+		b.WriteString("\nThe work so far: the run stopped before the agent finished (" + r.res.Stopped + ").\n")
+	}
+	b.WriteString("\nMade with Pullwright (bot run) from these instructions:\n\n" + indent(instr, "    "))
+	return b.String()
+}
+
+// report prints the outcome on Stdout.
+func (r *run) report() {
+	r.d.done()
+	res, w := r.res, r.o.Stdout
+	fmt.Fprintln(w)
+	switch {
+	case res.Finished:
+		fmt.Fprintf(w, "Done: %s\n", oneLine(res.Title))
+		if s := strings.TrimSpace(res.Summary); s != "" {
+			fmt.Fprintf(w, "\n%s\n", indent(safe(s), "  "))
+		}
+	default:
+		fmt.Fprintf(w, "Stopped: %s.\n", res.Stopped)
+	}
+	fmt.Fprintf(w, "(%d %s, %s tokens)\n\n", res.Turns, plural(res.Turns, "turn", "turns"), thousands(res.Tokens))
+	if res.Branch == "" {
+		fmt.Fprintf(w, "The agent changed no file, so no branch was created. %s is as it was.\n", r.src.top)
+		return
+	}
+	fmt.Fprintf(w, "New branch %s in %s:\n", res.Branch, r.src.top)
+	for _, c := range res.Commits {
+		fmt.Fprintf(w, "  commit %s\n", c)
+	}
+	fmt.Fprint(w, indent(diffStat(res.Files), " "))
+	fmt.Fprintf(w, "\nYour branch %s and your working tree were not touched. To look at the work:\n", r.src.branch)
+	fmt.Fprintf(w, "  git diff %s...%s\n", r.src.branch, res.Branch)
+	fmt.Fprintf(w, "  git switch %s\n", res.Branch)
+}
+
+// endpoint names the model endpoint without any credentials in its URL.
+func endpoint(baseURL string) string {
+	if baseURL == "" {
+		return "OpenAI"
+	}
+	u, err := url.Parse(baseURL)
+	if err != nil {
+		return "(an unreadable URL)"
+	}
+	u.User = nil
+	return u.String()
+}
+
+func quoteAll(list []string) []string {
+	out := make([]string, len(list))
+	for i, s := range list {
+		out[i] = "`" + clip(oneLine(s), 80) + "`"
+	}
+	return out
+}

@@ -1,0 +1,57 @@
+package localrun
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/pullwright/pullwright/runner"
+)
+
+// pingTimeout bounds the check that the Docker engine answers.
+const pingTimeout = 10 * time.Second
+
+// sandbox is the runner of a run and what to say about it.
+type sandbox struct {
+	r     runner.Runner
+	where string // "in the Docker sandbox", "UNSANDBOXED on this machine"
+	close func()
+}
+
+// localWarning is printed when commands run without isolation.
+const localWarning = `
+WARNING: --runner local: approved commands run UNSANDBOXED on this machine, as you,
+with your files, your network and your credentials. Approve only commands you
+would type yourself. Use the Docker sandbox (the default) when you can.
+
+`
+
+// newSandbox builds the runner o.Runner names. Docker must answer: bot run
+// never falls back to running commands without isolation.
+func newSandbox(ctx context.Context, o Options, log *slog.Logger) (*sandbox, error) {
+	rlog := log.With("component", "runner")
+	if o.Runner == RunnerLocal {
+		fmt.Fprint(o.Stderr, localWarning)
+		// Not runner.NewLocal: its warning is the one above, in words
+		// for a terminal.
+		return &sandbox{r: &runner.Local{TempDir: o.TempDir, Path: o.Path, Logger: rlog}, where: "UNSANDBOXED on this machine", close: func() {}}, nil
+	}
+	d, err := runner.NewDocker(runner.DockerConfig{
+		Image:   o.DefaultImage,
+		TempDir: o.TempDir,
+		Owner:   "bot-run",
+		Logger:  rlog,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("docker sandbox: %w; to run commands unsandboxed instead, use --runner local", err)
+	}
+	pctx, cancel := context.WithTimeout(ctx, pingTimeout)
+	defer cancel()
+	if err := d.Ping(pctx); err != nil {
+		d.Close()
+		return nil, fmt.Errorf("the Docker engine does not answer (%v): start it (docker info should work), "+
+			"or run the approved commands unsandboxed on this machine with --runner local", err)
+	}
+	return &sandbox{r: d, where: "in the Docker sandbox", close: func() { d.Close() }}, nil
+}
