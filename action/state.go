@@ -94,6 +94,10 @@ var (
 	// ErrStateTampered means the seal does not match: the state was changed,
 	// or sealed with another key or for another repository.
 	ErrStateTampered = errors.New("the saved state failed its integrity check")
+	// ErrStateReplayed means the state is genuine but not the task's
+	// latest: the request it waits on was answered since, or is no longer
+	// shown. Someone put an older state back.
+	ErrStateReplayed = errors.New("the saved state is not the task's latest: its request is no longer waiting")
 	// ErrStateVersion means the state was written by a Pullwright whose
 	// format this one does not read.
 	ErrStateVersion = errors.New("the saved state has a format this version does not read")

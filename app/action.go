@@ -246,18 +246,26 @@ func (a *App) restore(ctx context.Context, env action.Env, ev actionEvent, store
 			return nil, fmt.Errorf("read the saved task %s: %w", ref, err)
 		}
 		t, err := action.Open(env.StateKey, env.Repository, data)
+		switch {
+		case err != nil:
+		case t.ID != id || t.Issue != refIssue:
+			err = fmt.Errorf("it names task %d on #%d: %w", t.ID, t.Issue, action.ErrStateTampered)
+		default:
+			err = a.stillWaiting(ctx, t)
+		}
 		if err != nil {
 			a.log.ErrorContext(ctx, "saved task refused", "ref", ref, "commit", commit, "err", err)
-			if rerr := a.refuseState(ctx, env, refIssue, id, ref, commit, err); rerr != nil {
-				return nil, errors.Join(err, rerr)
-			}
-			if derr := repo.DeleteRef(gctx, url, token, ref); derr != nil {
-				return nil, errors.Join(err, derr)
+			if errors.Is(err, action.ErrStateTampered) || errors.Is(err, action.ErrStateReplayed) || errors.Is(err, action.ErrStateVersion) {
+				// Nothing of it is used; it is removed so that the issue
+				// can start again, and the comment names its commit.
+				if rerr := a.refuseState(ctx, env, refIssue, id, ref, commit, err); rerr != nil {
+					return nil, errors.Join(err, rerr)
+				}
+				if derr := repo.DeleteRef(gctx, url, token, ref); derr != nil {
+					return nil, errors.Join(err, derr)
+				}
 			}
 			return nil, fmt.Errorf("the saved state of task %d (%s): %w", id, ref, err)
-		}
-		if t.ID != id || t.Issue != refIssue {
-			return nil, fmt.Errorf("the saved state in %s is of task %d on #%d", ref, t.ID, t.Issue)
 		}
 		if err := store.Restore(ctx, t); err != nil {
 			return nil, err
@@ -268,11 +276,44 @@ func (a *App) restore(ctx context.Context, env action.Env, ev actionEvent, store
 	return restored, nil
 }
 
+// stillWaiting checks a genuine state against what GitHub shows: the seal
+// proves the bot wrote the state, not that it is the task's latest, and
+// whoever can push may put an older one back (a request answered since,
+// or a task that ended). The approval check run of the request it waits
+// on must still ask for an answer, on the same commit; the bot completes
+// that run as soon as a request is answered, and only the app that
+// created a check run can change it.
+func (a *App) stillWaiting(ctx context.Context, t *task.Task) error {
+	r := t.Request
+	if t.State != task.AwaitingApproval || r == nil || r.Answer != nil || r.CheckRunID == 0 {
+		return fmt.Errorf("task %d is %s, not waiting for an answer: %w", t.ID, t.State, action.ErrStateReplayed)
+	}
+	cr, err := a.github.GetCheckRun(ctx, 0, t.Repo.Owner, t.Repo.Name, r.CheckRunID)
+	if err != nil {
+		return fmt.Errorf("read the approval check run of request %s: %w", r.ID, err)
+	}
+	me, err := a.github.Identity(ctx)
+	if err != nil {
+		return err
+	}
+	slug := strings.TrimSuffix(strings.ToLower(me.Login), "[bot]")
+	if cr.ExternalID != r.ID || cr.HeadSHA != r.SHA || (cr.App != "" && !strings.EqualFold(cr.App, slug)) {
+		return fmt.Errorf("request %s: its check run is another's: %w", r.ID, action.ErrStateTampered)
+	}
+	if cr.Status != "completed" || cr.Conclusion != "action_required" {
+		return fmt.Errorf("request %s: its check run is %s/%s: %w", r.ID, cr.Status, cr.Conclusion, action.ErrStateReplayed)
+	}
+	return nil
+}
+
 // refuseState tells the issue why its waiting task cannot go on.
 func (a *App) refuseState(ctx context.Context, env action.Env, issue int, id int64, ref, commit string, why error) error {
 	reason := "it failed its integrity check: it was changed after it was saved, or the `state-key` secret is not the one it was saved with"
-	if errors.Is(why, action.ErrStateVersion) {
+	switch {
+	case errors.Is(why, action.ErrStateVersion):
 		reason = "it was saved by a Pullwright version whose format this one does not read"
+	case errors.Is(why, action.ErrStateReplayed):
+		reason = "it is not the task's latest state: the request it waits on was answered since, or is no longer shown (an older state was put back)"
 	}
 	body := fmt.Sprintf("Task %d cannot go on: its saved state (`%s`, commit %s) was refused because %s. "+
 		"Nothing of it was used and nothing was run; the state was removed. Its branch keeps the work pushed so far. "+

@@ -373,3 +373,39 @@ func TestActionEnvironmentErrors(t *testing.T) {
 		t.Errorf("the error repeats the state key")
 	}
 }
+
+func TestActionRefusesAReplayedState(t *testing.T) {
+	w := newWorkflow(t, newRunLLM(t, "grep -c commit README.md"))
+	first := w.firstRun()
+	url := w.git.CloneURL(owner, repoName)
+	old, _, err := repo.ReadRefFile(context.Background(), url, w.token, first.StateRef, action.StateFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := w.run("issue_comment", w.commentEvent(owner, "/approve")); err != nil || res.Outcome != "done" {
+		t.Fatalf("approval run = %+v, %v", res, err)
+	}
+	calls := w.llm.Calls()
+	// The task ended and removed its state; someone who can push puts the
+	// genuine, sealed, older state back and hopes for a second run.
+	if _, err := repo.WriteRefFile(context.Background(), url, w.token, first.StateRef, action.StateFile, old,
+		repo.Identity{Name: "mallory", Email: "m@example.com"}, "state", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	res, err := w.run("issue_comment", w.commentEvent(owner, "/approve"))
+	if !errors.Is(err, action.ErrStateReplayed) {
+		t.Fatalf("replay run = %+v, %v; want the state refused as replayed", res, err)
+	}
+	if runs := checkRunsNamed(w.gh, task.RunCheck); len(runs) != 1 {
+		t.Errorf("the command ran again: %+v", runs)
+	}
+	if w.llm.Calls() != calls {
+		t.Errorf("the model was called with a replayed conversation")
+	}
+	if len(w.botComments("is not the task's latest state")) != 1 {
+		t.Errorf("no comment says why: %+v", w.gh.Comments(owner, repoName, 1))
+	}
+	if refs := w.stateRefs(); len(refs) != 0 {
+		t.Errorf("the replayed state is still there: %v", refs)
+	}
+}

@@ -279,3 +279,28 @@ func (a *App) writeCheckRun(ctx context.Context, gh *github.Client, owner, repo 
 	}
 	return out.GetID(), nil
 }
+
+// CheckRunState is what GitHub shows of a check run now.
+type CheckRunState struct {
+	HeadSHA, ExternalID, Status, Conclusion string
+	// App is the slug of the app that created the run.
+	App string
+}
+
+// GetCheckRun reads a check run.
+func (a *App) GetCheckRun(ctx context.Context, inst int64, owner, repo string, id int64) (CheckRunState, error) {
+	ctx, cancel := a.callCtx(ctx)
+	defer cancel()
+	gh, err := a.client(inst)
+	if err != nil {
+		return CheckRunState{}, fmt.Errorf("get check run %d of %s/%s: %w", id, owner, repo, err)
+	}
+	cr, _, err := gh.Checks.GetCheckRun(ctx, owner, repo, id)
+	if err != nil {
+		return CheckRunState{}, fmt.Errorf("get check run %d of %s/%s: %w", id, owner, repo, err)
+	}
+	return CheckRunState{
+		HeadSHA: cr.GetHeadSHA(), ExternalID: cr.GetExternalID(),
+		Status: cr.GetStatus(), Conclusion: cr.GetConclusion(), App: cr.GetApp().GetSlug(),
+	}, nil
+}
