@@ -94,7 +94,7 @@ func (w *workflow) commentEvent(user, body string) []byte {
 func (w *workflow) buttonEvent(user, identifier, externalID, headSHA string) []byte {
 	w.t.Helper()
 	var p map[string]any
-	if err := json.Unmarshal(botproc.ButtonPayload(w.t, w.git.CloneURL(owner, repoName), user, identifier, externalID, headSHA), &p); err != nil {
+	if err := json.Unmarshal(botproc.ButtonPayload(w.t, w.git.CloneURL(owner, repoName), user, identifier, externalID, headSHA, botproc.ApprovalRunID(w.gh, externalID)), &p); err != nil {
 		w.t.Fatal(err)
 	}
 	delete(p, "installation")
@@ -407,5 +407,31 @@ func TestActionRefusesAReplayedState(t *testing.T) {
 	}
 	if refs := w.stateRefs(); len(refs) != 0 {
 		t.Errorf("the replayed state is still there: %v", refs)
+	}
+}
+
+func TestActionButtonOnAnotherCheckRunIsRefused(t *testing.T) {
+	w := newWorkflow(t, newRunLLM(t, "grep -c commit README.md"))
+	first := w.firstRun()
+	requestID := fmt.Sprintf("%d-1", first.TaskID)
+	head := checkRunsNamed(w.gh, task.ApprovalCheck)[0].HeadSHA
+	// Any workflow with checks: write can create a run that names the
+	// request, on its commit, with a harmless title; its button must not
+	// answer the request.
+	var p map[string]any
+	if err := json.Unmarshal(botproc.ButtonPayload(w.t, w.git.CloneURL(owner, repoName), owner, "approve", requestID, head, 987654321), &p); err != nil {
+		t.Fatal(err)
+	}
+	delete(p, "installation")
+	forged, _ := json.Marshal(p)
+	res, err := w.run("check_run", forged)
+	if err != nil || res.Outcome != "waiting" {
+		t.Fatalf("run = %+v, %v", res, err)
+	}
+	if len(w.botComments("that button is not on the approval check run")) != 1 {
+		t.Errorf("no reply refuses the button: %+v", w.gh.Comments(owner, repoName, 1))
+	}
+	if runs := checkRunsNamed(w.gh, task.RunCheck); len(runs) != 0 {
+		t.Errorf("a foreign button ran the command: %+v", runs)
 	}
 }

@@ -64,7 +64,7 @@ func (e *env) comment(id string, issue int, user, body string) int {
 // button delivers a press of an approval check run button.
 func (e *env) button(id, user, identifier, externalID, headSHA string) int {
 	e.t.Helper()
-	return e.deliver(id, "check_run", botproc.ButtonPayload(e.t, e.git.CloneURL(owner, repoName), user, identifier, externalID, headSHA))
+	return e.deliver(id, "check_run", botproc.ButtonPayload(e.t, e.git.CloneURL(owner, repoName), user, identifier, externalID, headSHA, botproc.ApprovalRunID(e.gh, externalID)))
 }
 
 func checkRunsNamed(gh *fakegithub.Server, name string) []fakegithub.CheckRun {

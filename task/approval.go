@@ -420,6 +420,9 @@ func (f *Flow) answer(ctx context.Context, t *Task) error {
 			t.Requester.Login, r.ID, code(oneLine(r.Command)), verb, r.ID))
 	case r.Answer != nil:
 		return f.replyOn(ctx, t, where, fmt.Sprintf("@%s request `%s` was already answered (%s by @%s).", t.Requester.Login, r.ID, r.Answer.Verdict, r.Answer.By))
+	case t.AnswerRun != 0 && r.CheckRunID != 0 && t.AnswerRun != r.CheckRunID:
+		return f.replyOn(ctx, t, where, fmt.Sprintf("@%s that button is not on the approval check run of request `%s`, so it does not answer it; use the one the bot posted, or `/%s %s`.",
+			t.Requester.Login, r.ID, verb, r.ID))
 	case t.AnswerSHA != "" && t.AnswerSHA != r.SHA:
 		return f.replyOn(ctx, t, where, fmt.Sprintf("@%s that button belongs to an older commit; the current request is `%s` on %s.", t.Requester.Login, r.ID, short(r.SHA)))
 	case target.CancelledBy != "":

@@ -51,3 +51,23 @@ func TestDrainStopsWithItsContext(t *testing.T) {
 		t.Fatalf("Drain = %v, want the context's end", err)
 	}
 }
+
+// stuckStepper succeeds without ever moving a task on.
+type stuckStepper struct{ scriptStepper }
+
+func (s *stuckStepper) Step(context.Context, *Task) error { return nil }
+
+func TestDrainGivesUpOnATaskThatNeverMovesOn(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s, _ := openTestStore(t)
+	s.now = time.Now
+	p := &Pool{Store: s, Steps: &stuckStepper{}, MaxDrainClaims: 2}
+	if err := s.Record(ctx, Delivery{ID: "d1"}, fixTask(1)); err != nil {
+		t.Fatal(err)
+	}
+	err := p.Drain(ctx, s)
+	if err == nil || ctx.Err() != nil {
+		t.Fatalf("Drain = %v (context %v); want it to give up by itself", err, ctx.Err())
+	}
+}

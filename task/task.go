@@ -239,6 +239,10 @@ type Task struct {
 	// check-run button, the commit the button was on.
 	RequestID string `json:"request_id,omitempty"`
 	AnswerSHA string `json:"answer_sha,omitempty"`
+	// AnswerRun is the check run whose button was pressed: only the
+	// request's own approval check run answers it, not another run that
+	// names the request (any workflow may create one).
+	AnswerRun int64  `json:"answer_run,omitempty"`
 	PRNumber  int    `json:"pr_number,omitempty"`
 	PRURL     string `json:"pr_url,omitempty"`
 	// Error is the user-safe reason a task failed.

@@ -44,6 +44,9 @@ type Pool struct {
 	// (its lease expired) before it is failed instead of tried again, so a
 	// task that kills the process cannot crash-loop the bot (default 3).
 	MaxCrashes int
+	// MaxDrainClaims is how often Drain takes up one task before it gives
+	// up on a task that never ends or waits (default 20).
+	MaxDrainClaims int
 	// Observe, when set, is told of every step a worker takes (for metrics).
 	Observe func(StepResult)
 

@@ -35,6 +35,7 @@ func (p *event) repo() task.Repo {
 }
 
 type checkRun struct {
+	ID         int64  `json:"id"`
 	Name       string `json:"name"`
 	HeadSHA    string `json:"head_sha"`
 	ExternalID string `json:"external_id"`

@@ -539,6 +539,7 @@ func (h *Handler) checkRun(d task.Delivery, p *event) (*task.Task, string) {
 		Requester:  task.Person{Login: p.Sender.Login, ID: p.Sender.ID},
 		RequestID:  p.CheckRun.ExternalID,
 		AnswerSHA:  p.CheckRun.HeadSHA,
+		AnswerRun:  p.CheckRun.ID,
 		CreatedAt:  d.ReceivedAt,
 		RunAfter:   d.ReceivedAt,
 	}

@@ -638,14 +638,27 @@ func (h *Harness) Comment(id string, issue int, user, body string) int {
 // payload, for the request externalID on headSHA.
 func (h *Harness) Button(id, user, identifier, externalID, headSHA string) int {
 	h.T.Helper()
-	return h.Deliver(id, "check_run", ButtonPayload(h.T, h.Git.CloneURL(Owner, Repo), user, identifier, externalID, headSHA))
+	return h.Deliver(id, "check_run", ButtonPayload(h.T, h.Git.CloneURL(Owner, Repo), user, identifier, externalID, headSHA, ApprovalRunID(h.GitHub, externalID)))
+}
+
+// ApprovalRunID is the id of the approval check run the fake GitHub holds
+// for request externalID (the newest), or 0: a button press names the
+// check run it is on.
+func ApprovalRunID(gh *fakegithub.Server, externalID string) int64 {
+	var id int64
+	for _, cr := range gh.CheckRuns(Owner, Repo) {
+		if cr.Name == task.ApprovalCheck && cr.ExternalID == externalID {
+			id = cr.ID
+		}
+	}
+	return id
 }
 
 // ButtonPayload is GitHub's real check_run requested_action delivery,
 // rewritten into a press by user of the approval check run's button
 // identifier, for request externalID on headSHA, in the seeded repository
 // cloned from cloneURL. The in-process tests of package app use it too.
-func ButtonPayload(t testing.TB, cloneURL, user, identifier, externalID, headSHA string) []byte {
+func ButtonPayload(t testing.TB, cloneURL, user, identifier, externalID, headSHA string, checkRunID int64) []byte {
 	t.Helper()
 	root, err := ModuleRoot()
 	if err != nil {
@@ -664,7 +677,7 @@ func ButtonPayload(t testing.TB, cloneURL, user, identifier, externalID, headSHA
 	r["name"], r["full_name"], r["clone_url"], r["default_branch"] = Repo, Owner+"/"+Repo, cloneURL, "master"
 	r["owner"].(map[string]any)["login"] = Owner
 	cr := p["check_run"].(map[string]any)
-	cr["external_id"], cr["head_sha"], cr["name"] = externalID, headSHA, task.ApprovalCheck
+	cr["external_id"], cr["head_sha"], cr["name"], cr["id"] = externalID, headSHA, task.ApprovalCheck, checkRunID
 	p["requested_action"].(map[string]any)["identifier"] = identifier
 	p["sender"].(map[string]any)["login"] = user
 	body, err := json.Marshal(p)
