@@ -205,8 +205,8 @@ func (a *App) runAction(ctx context.Context, env action.Env) (ActionResult, erro
 // and puts them in the run's store. A state that fails its check is
 // reported on its issue and removed, and the run stops: nothing of it is
 // used, so nothing a forger wrote is run.
-func (a *App) restore(ctx context.Context, env action.Env, ev actionEvent, store stateStore) (map[int64]string, error) {
-	restored := map[int64]string{}
+func (a *App) restore(ctx context.Context, env action.Env, ev actionEvent, store stateStore) (map[int64]savedState, error) {
+	restored := map[int64]savedState{}
 	issue := 0
 	if ev.Issue != nil {
 		issue = ev.Issue.Number
@@ -261,16 +261,31 @@ func (a *App) restore(ctx context.Context, env action.Env, ev actionEvent, store
 				if rerr := a.refuseState(ctx, env, refIssue, id, ref, commit, err); rerr != nil {
 					return nil, errors.Join(err, rerr)
 				}
-				if derr := repo.DeleteRef(gctx, url, token, ref); derr != nil {
+				if derr := repo.DeleteRef(gctx, url, token, ref, commit); derr != nil {
 					return nil, errors.Join(err, derr)
 				}
 			}
 			return nil, fmt.Errorf("the saved state of task %d (%s): %w", id, ref, err)
 		}
+		// Claim the state before acting on it: two runs on one task (a
+		// button and a comment, say) both read it, and only the one whose
+		// claim moves the ref from what both read goes on.
+		me, err := a.github.Identity(ctx)
+		if err != nil {
+			return nil, err
+		}
+		claim, err := repo.WriteRefFile(gctx, url, token, ref, action.StateFile, data, repo.Identity{Name: me.Name, Email: me.Email},
+			fmt.Sprintf("Pullwright: run %d works on task %d\n\nRun: %s\n", env.RunID, t.ID, env.RunURL()), time.Now(), commit)
+		if errors.Is(err, repo.ErrRefMoved) {
+			return nil, fmt.Errorf("another run is working on task %d (its state moved while this run read it), so this event was not acted on; give the other run time and answer again: %w", t.ID, err)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("claim the saved task %s: %w", ref, err)
+		}
 		if err := store.Restore(ctx, t); err != nil {
 			return nil, err
 		}
-		restored[t.ID] = ref
+		restored[t.ID] = savedState{ref: ref, claim: claim}
 		a.log.InfoContext(ctx, "saved task restored", "task_id", t.ID, "issue", t.Issue, "request", t.Request.ID, "ref", ref)
 	}
 	return restored, nil
@@ -306,6 +321,10 @@ func (a *App) stillWaiting(ctx context.Context, t *task.Task) error {
 	return nil
 }
 
+// savedState is where a restored task's state is, and the commit of this
+// run's claim on it, which the state is replaced or removed against.
+type savedState struct{ ref, claim string }
+
 // refuseState tells the issue why its waiting task cannot go on.
 func (a *App) refuseState(ctx context.Context, env action.Env, issue int, id int64, ref, commit string, why error) error {
 	reason := "it failed its integrity check: it was changed after it was saved, or the `state-key` secret is not the one it was saved with"
@@ -328,7 +347,7 @@ func (a *App) refuseState(ctx context.Context, env action.Env, issue int, id int
 // settle saves the state of a task that waits for an answer and returns
 // its ref, or removes the saved state of a task that ended. A task that is
 // neither has been interrupted: the run failed.
-func (a *App) settle(ctx context.Context, env action.Env, t *task.Task, saved string) (string, error) {
+func (a *App) settle(ctx context.Context, env action.Env, t *task.Task, saved savedState) (string, error) {
 	token, err := a.github.Token(ctx, 0)
 	if err != nil {
 		return "", err
@@ -348,19 +367,23 @@ func (a *App) settle(ctx context.Context, env action.Env, t *task.Task, saved st
 		}
 		ref := action.StateRef(t.Issue, t.ID)
 		msg := fmt.Sprintf("Pullwright: task %d on #%d waits for an answer to request %s\n\nRun: %s\n", t.ID, t.Issue, t.Request.ID, env.RunURL())
-		if _, err := repo.WriteRefFile(gctx, t.Repo.CloneURL, token, ref, action.StateFile, doc, repo.Identity{Name: id.Name, Email: id.Email}, msg, now); err != nil {
+		expect := ""
+		if saved.ref == ref {
+			expect = saved.claim
+		}
+		if _, err := repo.WriteRefFile(gctx, t.Repo.CloneURL, token, ref, action.StateFile, doc, repo.Identity{Name: id.Name, Email: id.Email}, msg, now, expect); err != nil {
 			return "", fmt.Errorf("save the state of task %d: %w", t.ID, err)
 		}
-		if saved != "" && saved != ref {
-			if err := repo.DeleteRef(gctx, t.Repo.CloneURL, token, saved); err != nil {
+		if saved.ref != "" && saved.ref != ref {
+			if err := repo.DeleteRef(gctx, t.Repo.CloneURL, token, saved.ref, saved.claim); err != nil {
 				return "", err
 			}
 		}
 		a.log.InfoContext(ctx, "task waits for an answer; state saved", "task_id", t.ID, "request", t.Request.ID, "ref", ref)
 		return ref, nil
 	case t.State.Terminal():
-		if saved != "" {
-			if err := repo.DeleteRef(gctx, t.Repo.CloneURL, token, saved); err != nil {
+		if saved.ref != "" {
+			if err := repo.DeleteRef(gctx, t.Repo.CloneURL, token, saved.ref, saved.claim); err != nil {
 				return "", fmt.Errorf("remove the state of task %d: %w", t.ID, err)
 			}
 		}

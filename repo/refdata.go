@@ -116,10 +116,16 @@ func ReadRefFile(ctx context.Context, url, token, ref, path string) ([]byte, str
 	return b, c.Hash.String(), nil
 }
 
+// ErrRefMoved means a data ref no longer points at the commit the caller
+// read: someone else wrote it meanwhile.
+var ErrRefMoved = errors.New("the ref moved since it was read")
+
 // WriteRefFile points ref at a new commit, with no parent, whose tree holds
-// data at path (a single file name), and returns that commit. The ref is
-// replaced whatever it pointed at: it holds data, not anyone's work.
-func WriteRefFile(ctx context.Context, url, token, ref, path string, data []byte, author Identity, msg string, when time.Time) (string, error) {
+// data at path (a single file name), and returns that commit. With expect
+// "", the ref is replaced whatever it pointed at: it holds data, not
+// anyone's work. Otherwise it is replaced only if it still points at
+// expect (ErrRefMoved if not), so two writers cannot both win.
+func WriteRefFile(ctx context.Context, url, token, ref, path string, data []byte, author Identity, msg string, when time.Time, expect string) (string, error) {
 	safe, err := checkURL(url)
 	if err != nil {
 		return "", fmt.Errorf("write %s on %s: %w", ref, safe, err)
@@ -172,18 +178,36 @@ func WriteRefFile(ctx context.Context, url, token, ref, path string, data []byte
 	}
 	remote := git.NewRemote(st, &config.RemoteConfig{Name: git.DefaultRemoteName, URLs: []string{url}})
 	err = remote.PushContext(ctx, &git.PushOptions{
-		RefSpecs: []config.RefSpec{config.RefSpec("+" + ref + ":" + ref)},
-		Auth:     auth(token),
+		RefSpecs:          []config.RefSpec{config.RefSpec("+" + ref + ":" + ref)},
+		RequireRemoteRefs: required(expect, ref),
+		Auth:              auth(token),
 	})
 	if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
-		return "", opError(fmt.Sprintf("push %s to %s", ref, safe), err, token)
+		return "", refError(fmt.Sprintf("push %s to %s", ref, safe), err, token, expect)
 	}
 	return commitHash.String(), nil
 }
 
+func required(expect, ref string) []config.RefSpec {
+	if expect == "" {
+		return nil
+	}
+	return []config.RefSpec{config.RefSpec(expect + ":" + ref)}
+}
+
+// refError is opError, with go-git's refusal of RequireRemoteRefs as
+// ErrRefMoved.
+func refError(op string, err error, token, expect string) error {
+	if expect != "" && strings.Contains(err.Error(), "required to be") {
+		return fmt.Errorf("%s: %w", op, ErrRefMoved)
+	}
+	return opError(op, err, token)
+}
+
 // DeleteRef removes ref from the repository at url; a ref that is not
-// there is no error.
-func DeleteRef(ctx context.Context, url, token, ref string) error {
+// there is no error. With expect set, only if it still points at expect
+// (ErrRefMoved if not).
+func DeleteRef(ctx context.Context, url, token, ref, expect string) error {
 	safe, err := checkURL(url)
 	if err != nil {
 		return fmt.Errorf("delete %s on %s: %w", ref, safe, err)
@@ -192,11 +216,12 @@ func DeleteRef(ctx context.Context, url, token, ref string) error {
 		return err
 	}
 	err = remoteAt(url).PushContext(ctx, &git.PushOptions{
-		RefSpecs: []config.RefSpec{config.RefSpec(":" + ref)},
-		Auth:     auth(token),
+		RefSpecs:          []config.RefSpec{config.RefSpec(":" + ref)},
+		RequireRemoteRefs: required(expect, ref),
+		Auth:              auth(token),
 	})
 	if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
-		return opError(fmt.Sprintf("delete %s on %s", ref, safe), err, token)
+		return refError(fmt.Sprintf("delete %s on %s", ref, safe), err, token, expect)
 	}
 	return nil
 }
