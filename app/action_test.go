@@ -53,15 +53,7 @@ func newWorkflow(t *testing.T, llm *fakellm.Server) *workflow {
 	})
 	gh.SetPermission(owner, repoName, owner, "admin")
 	gh.SetPermission(owner, repoName, "reader", "read")
-	git := gitserver.New(t, gitserver.Options{Auth: func(user, pass string) bool {
-		return user == "x-access-token" && gh.TokenCanAccess(pass, owner+"/"+repoName)
-	}})
-	git.CreateRepo(t, owner, repoName, "master", map[string]string{
-		"README.md": "# Hello-World\n\nRemember to comitt your work.\n",
-		"main.go":   "package main\n\nfunc main() {}\n",
-	})
-	gh.Files = git.File
-	gh.SetDefaultBranch(owner, repoName, "master")
+	git := newRepository(t, gh)
 	return &workflow{t: t, gh: gh, git: git, llm: llm, token: gh.WorkflowToken(installID), logs: &syncBuffer{}, runID: 9000}
 }
 

@@ -86,17 +86,7 @@ func newEnv(t *testing.T, llm *fakellm.Server, opts ...envOption) *env {
 	})
 	gh.SetPermission(owner, repoName, owner, "admin")
 
-	git := gitserver.New(t, gitserver.Options{Auth: func(user, pass string) bool {
-		return user == "x-access-token" && gh.TokenCanAccess(pass, owner+"/"+repoName)
-	}})
-	git.CreateRepo(t, owner, repoName, "master", map[string]string{
-		"README.md": "# Hello-World\n\nRemember to comitt your work.\n",
-		"main.go":   "package main\n\nfunc main() {}\n",
-	})
-	// The contents API serves the real repository, so a configuration file
-	// pushed to it is what the bot reads.
-	gh.Files = git.File
-	gh.SetDefaultBranch(owner, repoName, "master")
+	git := newRepository(t, gh)
 
 	logs := &syncBuffer{}
 	cfg := app.Config{
@@ -127,6 +117,24 @@ func newEnv(t *testing.T, llm *fakellm.Server, opts ...envOption) *env {
 	e.start()
 	t.Cleanup(e.stop)
 	return e
+}
+
+// newRepository is the tests' repository on a real git server that takes
+// the tokens gh issues, with a typo in its README.
+func newRepository(t *testing.T, gh *fakegithub.Server) *gitserver.Server {
+	t.Helper()
+	git := gitserver.New(t, gitserver.Options{Auth: func(user, pass string) bool {
+		return user == "x-access-token" && gh.TokenCanAccess(pass, owner+"/"+repoName)
+	}})
+	git.CreateRepo(t, owner, repoName, "master", map[string]string{
+		"README.md": "# Hello-World\n\nRemember to comitt your work.\n",
+		"main.go":   "package main\n\nfunc main() {}\n",
+	})
+	// The contents API serves the real repository, so a configuration file
+	// pushed to it is what the bot reads.
+	gh.Files = git.File
+	gh.SetDefaultBranch(owner, repoName, "master")
+	return git
 }
 
 // start runs a bot on e.cfg; after stop, it runs a new one, as a restart.
