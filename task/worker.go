@@ -312,7 +312,7 @@ func (p *Pool) finish(ctx context.Context, log *slog.Logger, owner string, t *Ta
 	// report gets a few tries of its own before it is given up.
 	var err error
 	for try := 1; ; try++ {
-		if err = p.Steps.Finish(c, t); err == nil || try == finishTries {
+		if err = p.report(c, t); err == nil || try == finishTries {
 			break
 		}
 		wait := p.Backoff(try)
@@ -334,6 +334,18 @@ func (p *Pool) finish(ctx context.Context, log *slog.Logger, owner string, t *Ta
 		log.ErrorContext(c, "save finished task", "state", t.State, "err", err)
 	}
 	log.InfoContext(c, "task ended", "state", t.State, "error", t.Error)
+}
+
+// report runs Steps.Finish; a panic in it fails the report, not the
+// process, as a panic in a step fails the task.
+func (p *Pool) report(ctx context.Context, t *Task) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			p.Logger.ErrorContext(ctx, "report panicked", "task_id", t.ID, "panic", r, "stack", string(debug.Stack()))
+			err = fmt.Errorf("report task %d: panic: %v", t.ID, r)
+		}
+	}()
+	return p.Steps.Finish(ctx, t)
 }
 
 // heartbeat renews the lease until ctx ends; when the lease is lost it stops

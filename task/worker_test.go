@@ -325,3 +325,24 @@ func TestFinishReportIsRetried(t *testing.T) {
 		t.Fatalf("Finish called %d times, reported %d; want 3 and 1", st.finishCalls, len(st.finished))
 	}
 }
+
+// finishPanics panics while reporting the end of a task.
+type finishPanics struct{ scriptStepper }
+
+func (f *finishPanics) Finish(context.Context, *Task) error { panic("boom") }
+
+func TestAPanickingReportDoesNotStopTheProcess(t *testing.T) {
+	s, _ := openTestStore(t)
+	s.now = time.Now
+	st := &finishPanics{scriptStepper{fail: map[State][]error{Preparing: {Fatal("no", nil)}}}}
+	p := &Pool{Store: s, Steps: st, Workers: 1, Poll: 5 * time.Millisecond, Backoff: func(int) time.Duration { return time.Millisecond }}
+	stop := runPool(t, p)
+	defer stop()
+	tk := fixTask(1)
+	if err := s.Record(context.Background(), Delivery{ID: "d"}, tk); err != nil {
+		t.Fatal(err)
+	}
+	if got := waitFor(t, s, tk.ID, func(t *Task) bool { return t.State.Terminal() }); got.State != Failed {
+		t.Fatalf("task ended %s", got.State)
+	}
+}
