@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,6 +17,7 @@ import (
 	"github.com/pullwright/pullwright/ghapp"
 	"github.com/pullwright/pullwright/repo"
 	"github.com/pullwright/pullwright/task"
+	"github.com/pullwright/pullwright/webhook"
 )
 
 // ActionsIdentity is who a workflow's GITHUB_TOKEN acts as.
@@ -146,13 +148,8 @@ func (a *App) runAction(ctx context.Context, env action.Env) (ActionResult, erro
 	}
 	res := ActionResult{Outcome: "ignored", Why: why}
 	if t != nil {
-		err := store.Record(ctx, d, t)
-		if errors.Is(err, task.ErrActive) && t.Kind == task.KindFix {
-			busy := *t
-			busy.Kind, busy.Instructions = task.KindBusy, ""
-			t, why = &busy, "already_active"
-			err = store.Record(ctx, d, t)
-		}
+		var err error
+		t, why, err = webhook.Record(ctx, store, d, t, why)
 		if err != nil {
 			return res, fmt.Errorf("record the event's task: %w", err)
 		}
@@ -167,13 +164,7 @@ func (a *App) runAction(ctx context.Context, env action.Env) (ActionResult, erro
 		return res, err
 	}
 
-	fixes := slices.Sorted(func(yield func(int64) bool) {
-		for id := range restored {
-			if !yield(id) {
-				return
-			}
-		}
-	})
+	fixes := slices.Sorted(maps.Keys(restored))
 	if t != nil && t.Kind == task.KindFix {
 		fixes = append(fixes, t.ID)
 	}
@@ -230,13 +221,7 @@ func (a *App) restore(ctx context.Context, env action.Env, ev actionEvent, store
 	if err != nil {
 		return nil, fmt.Errorf("look for saved tasks: %w", err)
 	}
-	for _, ref := range slices.Sorted(func(yield func(string) bool) {
-		for r := range refs {
-			if !yield(r) {
-				return
-			}
-		}
-	}) {
+	for _, ref := range slices.Sorted(maps.Keys(refs)) {
 		refIssue, id, ok := action.ParseStateRef(ref)
 		if !ok || (refIssue != issue && id != taskID) {
 			continue

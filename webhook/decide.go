@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -24,4 +25,19 @@ func (h *Handler) Decide(d task.Delivery, payload []byte) (*task.Task, string, e
 	d.Action = p.Action
 	t, why := h.decide(d, &p)
 	return t, why, nil
+}
+
+// Record commits the delivery and the task decided for it (why says why),
+// and returns what was recorded. A fix asked while the conversation has an
+// active one is recorded as a busy task instead, which the worker answers
+// by linking the running task.
+func Record(ctx context.Context, rec Recorder, d task.Delivery, t *task.Task, why string) (*task.Task, string, error) {
+	err := rec.Record(ctx, d, t)
+	if errors.Is(err, task.ErrActive) && t != nil && t.Kind == task.KindFix {
+		busy := *t
+		busy.Kind, busy.Instructions = task.KindBusy, ""
+		t, why = &busy, "already_active"
+		err = rec.Record(ctx, d, t)
+	}
+	return t, why, err
 }

@@ -320,14 +320,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	ctx, cancel := context.WithTimeout(r.Context(), recordTimeout)
 	defer cancel()
-	err = h.rec.Record(ctx, d, t)
-	if errors.Is(err, task.ErrActive) && t != nil && t.Kind == task.KindFix {
-		// The worker answers it, linking the task that is running.
-		busy := *t
-		busy.Kind, busy.Instructions = task.KindBusy, ""
-		t, why = &busy, "already_active"
-		err = h.rec.Record(ctx, d, t)
-	}
+	t, why, err = Record(ctx, h.rec, d, t, why)
 	switch {
 	case errors.Is(err, task.ErrDuplicate):
 		reply(http.StatusOK, "duplicate", "duplicate delivery")
