@@ -6,17 +6,29 @@
 // installation tokens minted for them (with a recognisable prefix if a test
 // asks, SetTokenPrefix), issues, issue comments, reactions, pull requests
 // (drafts included; a pull request is also an issue of the same number, as on
-// GitHub), the GraphQL mutation markPullRequestReadyForReview, check runs,
-// collaborator permissions, team memberships, file contents at a ref (stored
-// with SetFile, or served by the Files hook, for example from a real
-// repository of internal/gitserver), a log of every request it answered, and
-// fault injection (FailNext, FailNextAfterApply, FailNextGraphQL). It checks
-// authentication the way GitHub does: app endpoints need a JWT signed RS256 by
-// the app key, repository endpoints and GraphQL need an installation token,
-// minted for an installation that includes the repository (organisation
-// endpoints: one repository of the organisation). GraphQL is served where
-// GitHub serves it relative to the REST base: base + "/graphql", or
-// /api/graphql next to an "/api/v3" prefix (see GraphQLURL).
+// GitHub), whether opened by the app or seeded (AddPullRequest, with a head
+// branch in the same repository or in a fork, SetPullHead), their diffs
+// (served by the Diffs hook, or refused as too large, DiffTooLarge), review
+// (line) comments and their threads (AddReviewComment, replies, edits,
+// reactions, ResolveThread), the GraphQL mutation markPullRequestReadyForReview
+// and query reviewThreads, check runs, collaborator permissions, team
+// memberships, file contents at a ref (stored with SetFile, or served by the
+// Files hook, for example from a real repository of internal/gitserver), a
+// log of every request it answered, and fault injection (FailNext,
+// FailNextAfterApply, FailNextGraphQL). The Files, Refs, Diffs and CloneURL
+// hooks let a real repository of internal/gitserver answer for content,
+// commits, diffs and clone addresses.
+//
+// It checks authentication the way GitHub does: app endpoints need a JWT
+// signed RS256 by the app key, repository endpoints and GraphQL need an
+// installation token, minted for an installation that includes the repository
+// (organisation endpoints: one repository of the organisation). A repository
+// outside the installation is "Not Found", unless it is public (SetPublic):
+// then it can be read but writes are refused with 403 "Resource not
+// accessible by integration", which is also the answer to opening a pull
+// request in any repository outside the installation (a fork, typically).
+// GraphQL is served where GitHub serves it relative to the REST base: base +
+// "/graphql", or /api/graphql next to an "/api/v3" prefix (see GraphQLURL).
 //
 // It must not be used outside tests, and it does not try to be GitHub: only the
 // endpoints and fields Pullwright reads are modelled. HTML URLs point at
@@ -74,11 +86,25 @@ type PullRequest struct {
 	NodeID  string // GraphQL global id, "PR_kw…"
 	Title   string
 	Body    string
+	Author  string // login; the app's bot for the pull requests it opened
 	Head    string // branch name as sent (without "owner:")
 	Base    string
 	Draft   bool
 	State   string // "open" or "closed"
 	HTMLURL string
+	// HeadOwner/HeadRepo is the repository of the head branch: the base
+	// repository, or a fork of it.
+	HeadOwner, HeadRepo string
+	// HeadSHA and BaseSHA are as seeded (or set with SetPullHead); empty
+	// for the pull requests the app opened, whose commits the Refs hook
+	// reports.
+	HeadSHA, BaseSHA    string
+	MaintainerCanModify bool
+	Merged              bool
+	Locked              bool // the conversation is locked (the issue's Locked)
+	// HeadRepoDeleted is true when the fork was deleted: GitHub then
+	// answers "head": {"repo": null}.
+	HeadRepoDeleted bool
 }
 
 // CheckRun is a check run as the fake currently stores it.
@@ -131,6 +157,28 @@ type Server struct {
 	// internal/gitserver: fake.Files = git.File.
 	Files func(owner, repo, ref, path string) ([]byte, bool, error)
 
+	// Refs, when set, gives the commit a branch points at (true) or says
+	// that there is no such branch (false), for the head.sha and base.sha
+	// of GET /repos/{o}/{r}/pulls/{n} when the pull request has none of
+	// its own (the ones the app opens). Set it before the first request:
+	// fake.Refs = git.Ref (internal/gitserver).
+	Refs func(owner, repo, ref string) (string, bool, error)
+
+	// Diffs, when set, serves a pull request's diff (GET
+	// /repos/{o}/{r}/pulls/{n} with Accept: application/vnd.github.diff)
+	// in the base repository owner/repo, from the base branch to head:
+	// the head SHA, or, when the fake knows none, the head branch (same
+	// repository) or refs/pull/{n}/head (fork). Without it a diff request
+	// is answered 501. Set it before the first request:
+	// fake.Diffs = git.Diff (internal/gitserver).
+	Diffs func(owner, repo, base, head string) (string, error)
+
+	// CloneURL, when set, gives the clone_url of the repositories in pull
+	// request answers (head.repo, base.repo); by default
+	// https://github.com/owner/repo.git. Set it before the first request:
+	// fake.CloneURL = git.CloneURL (internal/gitserver).
+	CloneURL func(owner, repo string) string
+
 	srv         *httptest.Server
 	key         *rsa.PrivateKey
 	prefix      string
@@ -152,6 +200,12 @@ type Server struct {
 	files         map[string]map[string]map[string]entry // repo key → ref → path → entry
 	defaultBranch map[string]string                      // repo key → branch
 	teams         map[string]map[string]string           // "org/team" lower case → user → state
+	public        map[string]bool                        // repo key → readable by any installation
+	forkParent    map[string]string                      // fork's repo key → its parent's
+	diffTooLarge  map[string]bool                        // "repo key#n" → answer diffs 406
+	review        map[int64]*reviewComment               // review (line) comments by id
+	reviewOrder   map[string][]int64                     // "repo key#n" → review comment ids, oldest first
+	resolved      map[int64]bool                         // root review comment id → thread resolved
 	tokenPrefix   string
 	// reqMu guards requests apart from mu: a request is recorded while its
 	// handler may still hold mu.
@@ -189,7 +243,6 @@ type reaction struct {
 
 type pullRequest struct {
 	PullRequest
-	headOwner string
 }
 
 type fault struct {
@@ -230,6 +283,12 @@ func NewWithPrefix(t testing.TB, prefix string) *Server {
 		files:         map[string]map[string]map[string]entry{},
 		defaultBranch: map[string]string{},
 		teams:         map[string]map[string]string{},
+		public:        map[string]bool{},
+		forkParent:    map[string]string{},
+		diffTooLarge:  map[string]bool{},
+		review:        map[int64]*reviewComment{},
+		reviewOrder:   map[string][]int64{},
+		resolved:      map[int64]bool{},
 		tokenPrefix:   "ghs_",
 		nextID:        1000,
 	}
@@ -395,9 +454,10 @@ func (s *Server) Reactions(owner, repo string, commentID int64) []string {
 func (s *Server) PullRequests(owner, repo string) []PullRequest {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	k := repoKey(owner, repo)
 	var out []PullRequest
-	for _, p := range s.pulls[repoKey(owner, repo)] {
-		out = append(out, p.PullRequest)
+	for _, p := range s.pulls[k] {
+		out = append(out, s.pullViewLocked(k, p))
 	}
 	return out
 }

@@ -42,9 +42,17 @@ func (s *Server) routes() {
 	m.HandleFunc("PATCH /repos/{owner}/{repo}/issues/comments/{id}", s.repo(s.editComment))
 	m.HandleFunc("POST /repos/{owner}/{repo}/issues/comments/{id}/reactions", s.repo(s.createReaction))
 	m.HandleFunc("GET /repos/{owner}/{repo}/pulls", s.repo(s.listPulls))
-	m.HandleFunc("POST /repos/{owner}/{repo}/pulls", s.repo(s.createPull))
+	// GitHub refuses a pull request in a repository the installation does
+	// not include with 403, not 404: the head usually is in a repository
+	// the token sees, the base in a fork it does not.
+	m.HandleFunc("POST /repos/{owner}/{repo}/pulls", s.repoWrite(s.createPull))
 	m.HandleFunc("GET /repos/{owner}/{repo}/pulls/{number}", s.repo(s.getPull))
 	m.HandleFunc("PATCH /repos/{owner}/{repo}/pulls/{number}", s.repo(s.editPull))
+	m.HandleFunc("GET /repos/{owner}/{repo}/pulls/{number}/comments", s.repo(s.listReviewComments))
+	m.HandleFunc("POST /repos/{owner}/{repo}/pulls/{number}/comments", s.repo(s.createReviewComment))
+	m.HandleFunc("POST /repos/{owner}/{repo}/pulls/{number}/comments/{id}/replies", s.repo(s.createReviewReply))
+	m.HandleFunc("PATCH /repos/{owner}/{repo}/pulls/comments/{id}", s.repo(s.editReviewComment))
+	m.HandleFunc("POST /repos/{owner}/{repo}/pulls/comments/{id}/reactions", s.repo(s.createReviewReaction))
 	m.HandleFunc("POST /repos/{owner}/{repo}/check-runs", s.repo(s.createCheckRun))
 	m.HandleFunc("GET /repos/{owner}/{repo}/check-runs/{id}", s.repo(s.getCheckRun))
 	m.HandleFunc("GET /repos/{owner}/{repo}/commits/{ref}/check-runs", s.repo(s.listCheckRunsForRef))
@@ -85,21 +93,33 @@ func tokenAuth(w http.ResponseWriter, auth string) bool {
 
 // repo guards repository endpoints: an installation token whose installation
 // includes the repository. Like GitHub, a repository the token cannot see is
-// "Not Found".
-func (s *Server) repo(h http.HandlerFunc) http.HandlerFunc {
+// "Not Found"; a public one (SetPublic) it can read but not write to (403).
+func (s *Server) repo(h http.HandlerFunc) http.HandlerFunc { return s.repoGuard(h, false) }
+
+// repoWrite is repo for an endpoint that GitHub refuses with 403 "Resource
+// not accessible by integration" whenever the installation does not include
+// the repository, public or not.
+func (s *Server) repoWrite(h http.HandlerFunc) http.HandlerFunc { return s.repoGuard(h, true) }
+
+func (s *Server) repoGuard(h http.HandlerFunc, forbid bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		info := infoOf(r)
 		if !tokenAuth(w, info.auth) {
 			return
 		}
+		k := repoKey(r.PathValue("owner"), r.PathValue("repo"))
 		s.mu.Lock()
-		ok := s.installations[info.installation][repoKey(r.PathValue("owner"), r.PathValue("repo"))]
+		ok, public := s.installations[info.installation][k], s.public[k]
 		s.mu.Unlock()
-		if !ok {
+		read := r.Method == http.MethodGet || r.Method == http.MethodHead
+		switch {
+		case ok, public && read && !forbid:
+			h(w, r)
+		case public, forbid:
+			errorJSON(w, http.StatusForbidden, "Resource not accessible by integration")
+		default:
 			notFound(w)
-			return
 		}
-		h(w, r)
 	}
 }
 
@@ -162,23 +182,6 @@ func (s *Server) commentJSONLocked(c *comment) map[string]any {
 
 func pullHTMLURL(owner, repo string, n int) string {
 	return fmt.Sprintf("%s/%s/%s/pull/%d", HTMLBase, owner, repo, n)
-}
-
-func (s *Server) pullJSONLocked(owner, repo string, p *pullRequest) map[string]any {
-	return map[string]any{
-		"id":       int64(p.Number) + 500000,
-		"node_id":  p.NodeID,
-		"number":   p.Number,
-		"url":      fmt.Sprintf("%s/repos/%s/%s/pulls/%d", s.URL, owner, repo, p.Number),
-		"html_url": p.HTMLURL,
-		"title":    p.Title,
-		"body":     p.Body,
-		"state":    p.State,
-		"draft":    p.Draft,
-		"user":     s.userJSONLocked(s.BotLogin()),
-		"head":     map[string]any{"ref": p.Head, "label": p.headOwner + ":" + p.Head},
-		"base":     map[string]any{"ref": p.Base, "label": owner + ":" + p.Base},
-	}
 }
 
 // ---- app endpoints ----
@@ -429,20 +432,26 @@ func (s *Server) createReaction(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if !reactionContents[in.Content] {
+	s.reactLocked(w, c.ID, in.Content)
+}
+
+// reactLocked adds the app's reaction to a comment (issue or review comment:
+// their ids do not collide in the fake); an existing one is answered 200.
+func (s *Server) reactLocked(w http.ResponseWriter, id int64, content string) {
+	if !reactionContents[content] {
 		validationFailed(w, "Reaction", "content", "invalid", "")
 		return
 	}
 	user := s.BotLogin()
-	for _, re := range s.reactions[c.ID] {
-		if re.user == user && re.content == in.Content {
+	for _, re := range s.reactions[id] {
+		if re.user == user && re.content == content {
 			writeJSON(w, http.StatusOK, s.reactionJSONLocked(re))
 			return
 		}
 	}
 	s.nextID++
-	re := reaction{id: s.nextID, user: user, content: in.Content}
-	s.reactions[c.ID] = append(s.reactions[c.ID], re)
+	re := reaction{id: s.nextID, user: user, content: content}
+	s.reactions[id] = append(s.reactions[id], re)
 	writeJSON(w, http.StatusCreated, s.reactionJSONLocked(re))
 }
 
@@ -482,14 +491,14 @@ func (s *Server) listPulls(w http.ResponseWriter, r *http.Request) {
 		}
 		if h := q.Get("head"); h != "" {
 			ho, hb := splitHead(h, owner)
-			if !strings.EqualFold(ho, p.headOwner) || hb != p.Head {
+			if !strings.EqualFold(ho, p.HeadOwner) || hb != p.Head {
 				continue
 			}
 		}
 		if b := q.Get("base"); b != "" && b != p.Base {
 			continue
 		}
-		out = append(out, s.pullJSONLocked(owner, repo, p))
+		out = append(out, s.pullJSONLocked(owner, repo, p, refSHAs{}))
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -525,7 +534,7 @@ func (s *Server) createPull(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, p := range s.pulls[k] {
-		if p.State == "open" && strings.EqualFold(p.headOwner, ho) && p.Head == hb && p.Base == in.Base {
+		if p.State == "open" && strings.EqualFold(p.HeadOwner, ho) && p.Head == hb && p.Base == in.Base {
 			validationFailed(w, "PullRequest", "", "custom", fmt.Sprintf("A pull request already exists for %s:%s.", ho, hb))
 			return
 		}
@@ -542,13 +551,13 @@ func (s *Server) createPull(w http.ResponseWriter, r *http.Request) {
 	}
 	p := &pullRequest{
 		PullRequest: PullRequest{
-			Number: n, NodeID: pullNodeID(k, n), Title: in.Title, Body: in.Body, Head: hb, Base: in.Base,
-			Draft: in.Draft, State: "open", HTMLURL: pullHTMLURL(owner, repo, n),
+			Number: n, NodeID: pullNodeID(k, n), Title: in.Title, Body: in.Body, Author: s.BotLogin(),
+			Head: hb, Base: in.Base, Draft: in.Draft, State: "open", HTMLURL: pullHTMLURL(owner, repo, n),
+			HeadOwner: ho, HeadRepo: s.headRepoLocked(k, ho, repo),
 		},
-		headOwner: ho,
 	}
 	s.pulls[k] = append(s.pulls[k], p)
-	writeJSON(w, http.StatusCreated, s.pullJSONLocked(owner, repo, p))
+	writeJSON(w, http.StatusCreated, s.pullJSONLocked(owner, repo, p, refSHAs{}))
 }
 
 // pullNodeID is a stable, globally unique node id for pull request n of the
@@ -571,16 +580,6 @@ func (s *Server) pullLocked(w http.ResponseWriter, r *http.Request) (*pullReques
 	}
 	notFound(w)
 	return nil, false
-}
-
-func (s *Server) getPull(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	p, ok := s.pullLocked(w, r)
-	if !ok {
-		return
-	}
-	writeJSON(w, http.StatusOK, s.pullJSONLocked(r.PathValue("owner"), r.PathValue("repo"), p))
 }
 
 func (s *Server) editPull(w http.ResponseWriter, r *http.Request) {
@@ -625,7 +624,7 @@ func (s *Server) editPull(w http.ResponseWriter, r *http.Request) {
 	if in.Base != nil {
 		p.Base = *in.Base
 	}
-	writeJSON(w, http.StatusOK, s.pullJSONLocked(owner, repo, p))
+	writeJSON(w, http.StatusOK, s.pullJSONLocked(owner, repo, p, refSHAs{}))
 }
 
 // ---- permissions ----

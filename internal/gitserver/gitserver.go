@@ -6,6 +6,13 @@
 // are not tests (the clone benchmark) use Start and Close, and the
 // error-returning InitRepo and CommitFiles instead of the testing.TB helpers.
 //
+// Besides serving repositories it does, on the bare repositories directly,
+// what GitHub does around pull requests (pulls.go): forks (Fork), the
+// refs/pull/N/head ref that makes a fork's commits reachable in the base
+// repository (MirrorPullHead, SetRef), a pull request's diff (Diff) and the
+// commit a ref points at (Ref), so that fakegithub can answer with real
+// content through its hooks.
+//
 // Nothing of the calling process's environment reaches the git processes the
 // server starts: they get a minimal environment with their own HOME and no
 // system or global git configuration, and the Authorization header is removed
