@@ -57,8 +57,16 @@ func (id Identity) validate() error {
 
 // CloneOptions says what to clone and where.
 type CloneOptions struct {
-	URL    string // HTTP(S) clone URL without user information
-	Branch string // branch to clone; empty means the remote's default branch
+	URL string // HTTP(S) clone URL without user information
+	// Branch is the branch to clone, as a name ("main") or a full ref name
+	// ("refs/heads/main"); empty means the remote's default branch. It may
+	// also be "refs/pull/<n>/head", a pull request's head as GitHub serves
+	// it in the base repository (fork pull requests included): the clone
+	// then has it checked out as the local branch PullHeadBranch. No other
+	// full ref name is accepted, nor a branch whose own name starts with
+	// "refs/": the ref becomes the workspace's fetch refspec, reused by every
+	// Fetch, so the door is kept narrow (see parseCloneRef).
+	Branch string
 	Token  string // installation token, sent as Basic auth x-access-token:<token>; empty means anonymous
 	Dir    string // target directory; must not exist or be empty
 	Depth  int    // history depth; 0 means 1
@@ -71,7 +79,8 @@ type Workspace struct {
 }
 
 // Clone makes a shallow, single-branch clone of o.Branch into o.Dir. On
-// failure nothing is left in o.Dir.
+// failure nothing is left in o.Dir; a branch or pull request ref the remote
+// does not have gives an error wrapping ErrRefNotFound.
 func Clone(ctx context.Context, o CloneOptions) (*Workspace, error) {
 	safeURL, err := checkURL(o.URL)
 	if err != nil {
@@ -80,10 +89,9 @@ func Clone(ctx context.Context, o CloneOptions) (*Workspace, error) {
 	if o.Dir == "" {
 		return nil, fmt.Errorf("clone %s: no target directory", safeURL)
 	}
-	if o.Branch != "" {
-		if err := plumbing.NewBranchReferenceName(o.Branch).Validate(); err != nil {
-			return nil, fmt.Errorf("clone %s: invalid branch %q: %w", safeURL, o.Branch, err)
-		}
+	branch, pull, err := parseCloneRef(o.Branch)
+	if err != nil {
+		return nil, fmt.Errorf("clone %s: %w", safeURL, err)
 	}
 	depth := o.Depth
 	if depth <= 0 {
@@ -93,6 +101,14 @@ func Clone(ctx context.Context, o CloneOptions) (*Workspace, error) {
 	if err != nil {
 		return nil, fmt.Errorf("clone %s: %w", safeURL, err)
 	}
+	if pull != "" {
+		w, err := clonePull(ctx, o, pull, depth)
+		if err != nil {
+			cleanDir(o.Dir, created)
+			return nil, opError("clone "+safeURL+" "+pull.String(), err, o.Token)
+		}
+		return w, nil
+	}
 	co := &git.CloneOptions{
 		URL:          o.URL,
 		Auth:         auth(o.Token),
@@ -101,13 +117,13 @@ func Clone(ctx context.Context, o CloneOptions) (*Workspace, error) {
 		Depth:        depth,
 		Tags:         git.NoTags,
 	}
-	if o.Branch != "" {
-		co.ReferenceName = plumbing.NewBranchReferenceName(o.Branch)
+	if branch != "" {
+		co.ReferenceName = plumbing.NewBranchReferenceName(branch)
 	}
 	r, err := git.PlainCloneContext(ctx, o.Dir, false, co)
 	if err != nil {
 		cleanDir(o.Dir, created)
-		return nil, opError("clone "+safeURL, err, o.Token)
+		return nil, opError("clone "+safeURL, notFound(err), o.Token)
 	}
 	return &Workspace{dir: o.Dir, repo: r}, nil
 }

@@ -37,8 +37,9 @@ func (w *Workspace) ResetTo(ctx context.Context, token, sha string) error {
 }
 
 // Fetch makes sure the workspace has commit sha, deepening the shallow
-// clone's history of its branch until it appears. ErrCommitGone if the
-// branch's whole history lacks it.
+// clone's history of its branch (or pull request head: the fetch uses the
+// refspec Clone configured) until it appears. ErrCommitGone if the whole
+// history lacks it.
 func (w *Workspace) Fetch(ctx context.Context, token, sha string) error {
 	h := plumbing.NewHash(sha)
 	if h.IsZero() || h.String() != sha {
