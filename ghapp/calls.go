@@ -282,10 +282,19 @@ func pullRequestOf(p *github.PullRequest, created bool) PullRequest {
 // and body are updated and it is returned with Created=false (its draft state
 // is left as it is and reported in Draft). Bodies too long for GitHub are cut
 // with a note.
+//
+// The head may be in another repository ("owner:branch"), for example a
+// pull request against a contributor's fork from a branch of the base
+// repository. When GitHub refuses for lack of access (403 or 404: the
+// installation does not cover the repository, "Resource not accessible by
+// integration"), the error wraps ErrNotPermitted.
 func (a *App) OpenPullRequest(ctx context.Context, inst int64, owner, repo string, pr NewPullRequest) (PullRequest, error) {
 	ctx, cancel := a.callCtx(ctx)
 	defer cancel()
 	out, err := a.openPullRequest(ctx, inst, owner, repo, pr)
+	if refused(err) {
+		err = fmt.Errorf("%w: %w", ErrNotPermitted, err)
+	}
 	if err != nil {
 		return PullRequest{}, fmt.Errorf("open pull request %s → %s in %s/%s: %w", pr.Head, pr.Base, owner, repo, err)
 	}

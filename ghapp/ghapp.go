@@ -3,13 +3,15 @@
 // It owns GitHub App authentication (a JWT signed with the app key, exchanged
 // through ghinstallation for per-installation tokens that are cached and
 // refreshed), the few REST calls the bot makes (reactions, idempotent marker
-// comments, issues with their comments, idempotent pull requests, check runs
-// with requested-action buttons, collaborator permissions and team
-// memberships, both cached for at most a minute, and file contents at a
-// ref), the one GraphQL mutation REST lacks (marking a draft pull request
-// ready for review), retries and rate-limit handling for every one of them,
-// and GitHub Enterprise Server base URLs (REST at https://HOST/api/v3,
-// GraphQL at https://HOST/api/graphql).
+// comments, issues with their comments, idempotent pull requests, also
+// against forks, pull requests with their diffs and review threads,
+// idempotent replies in review threads, check runs with requested-action
+// buttons, collaborator permissions and team memberships, both cached for at
+// most a minute, and file contents at a ref), the GraphQL REST lacks
+// (marking a draft pull request ready for review, whether review threads
+// are resolved), retries and rate-limit handling for every one of them, and
+// GitHub Enterprise Server base URLs (REST at https://HOST/api/v3, GraphQL at
+// https://HOST/api/graphql).
 //
 // It must not leak *github.Client or any other go-github type through its API:
 // callers see the small structs declared here, so other packages stay
