@@ -172,6 +172,54 @@ type Brief struct {
 	// TestCommand is how the maintainers test the repository (its
 	// configuration's test_command), a hint for the model; may be empty.
 	TestCommand string
+	// Pull is set when the task works on a pull request; Title, Body and
+	// Comments are then the pull request's. Nil for an issue.
+	Pull *PullBrief
+}
+
+// PullBrief is what the agent is told about the pull request it works on.
+// Everything but the number, the refs and Fork was written by users and is
+// rendered as data.
+type PullBrief struct {
+	Number  int
+	Author  string // login of the pull request's author
+	HeadRef string // the branch checked out in the workspace
+	BaseRef string // the branch the pull request merges into
+	// Fork is true when the head is in another repository: its code then
+	// comes from outside and is no more trusted than its text.
+	Fork bool
+	// Diff is the pull request's diff against its base; DiffTruncated says
+	// the caller already cut it short.
+	Diff          string
+	DiffTruncated bool
+	// Review is the line comment the task was asked in, if it was.
+	Review *ReviewBrief
+	// Checklist are the review threads to address, numbered from 1 in
+	// order; finish may reply to each (Finish.Replies).
+	Checklist []ThreadBrief
+}
+
+// ReviewBrief is a review comment on a line, or a range of lines, of the diff.
+type ReviewBrief struct {
+	Path string
+	// StartLine (only for a range) and Line are the commented lines of the
+	// file; Line is 0 when the comment no longer applies to the diff.
+	StartLine, Line int
+	Side            string // RIGHT (the pull request's version) or LEFT (the base's)
+	DiffHunk        string // the diff up to the commented line, as GitHub gives it
+	Author, Comment string
+	// Thread are the earlier comments of the comment's thread, oldest first.
+	Thread []Comment
+}
+
+// ThreadBrief is one review thread of the checklist.
+type ThreadBrief struct {
+	Path     string
+	Line     int // 0 when the thread no longer applies to the diff
+	DiffHunk string
+	// Comments are the thread's comments, oldest first; the first is the
+	// request.
+	Comments []Comment
 }
 
 // Comment is one comment of the issue or pull request.
@@ -190,6 +238,10 @@ type PlanItem struct {
 type Finish struct {
 	Title   string `json:"title"`
 	Summary string `json:"summary"`
+	// Replies are the model's notes for the brief's checklist, by thread
+	// number (from 1): what it did about the thread, or why not. Threads
+	// without a note are absent.
+	Replies map[int]string `json:"replies,omitempty"`
 }
 
 // State is the whole conversation of a task. It round-trips through
@@ -208,6 +260,10 @@ type State struct {
 	// Limits are the task's rules, from Brief.Limits. A State saved before
 	// they existed has none, and runs under Config's.
 	Limits Limits `json:"limits,omitzero"`
+	// Threads is how many review threads the brief's checklist numbered
+	// (0 without one): finish accepts replies to threads 1 to Threads. It
+	// is kept apart from Plan, which the model rewrites at will.
+	Threads int `json:"threads,omitempty"`
 }
 
 // Tokens is the number of tokens used so far.
@@ -226,13 +282,21 @@ func (a *Agent) Start(b Brief) *State {
 	if b.Limits.MaxCostUSD > 0 && b.Limits.PriceInput <= 0 && b.Limits.PriceOutput <= 0 {
 		a.log.Warn("a cost budget without prices cannot be enforced", "repo", b.Repo, "max_cost_usd", b.Limits.MaxCostUSD)
 	}
-	return &State{
+	st := &State{
 		Limits: b.Limits,
 		Messages: []openai.ChatCompletionMessage{
 			{Role: openai.ChatMessageRoleSystem, Content: systemPrompt},
 			{Role: openai.ChatMessageRoleUser, Content: firstMessage(b)},
 		},
 	}
+	if b.Pull != nil && len(b.Pull.Checklist) > 0 {
+		// The status comment shows the checklist before the model's first
+		// turn; the model takes the plan over from there.
+		threads := listedThreads(b.Pull.Checklist)
+		st.Threads = len(threads)
+		st.Plan = threadPlan(threads)
+	}
+	return st
 }
 
 // cleanGlobs copies globs without blank entries; nil if none is left, so

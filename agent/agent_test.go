@@ -124,7 +124,7 @@ func TestConversation(t *testing.T) {
 	if want := []PlanItem{{"Find the greeting", "done"}, {"Fix the typo", "done"}}; !reflect.DeepEqual(st.Plan, want) {
 		t.Errorf("plan = %v", st.Plan)
 	}
-	if *st.Finish != (Finish{"Fix greeting typo", "Helo → Hello in greet.go and README."}) {
+	if !reflect.DeepEqual(*st.Finish, Finish{Title: "Fix greeting typo", Summary: "Helo → Hello in greet.go and README."}) {
 		t.Errorf("finish = %+v", st.Finish)
 	}
 

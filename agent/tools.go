@@ -220,13 +220,29 @@ var tools = []*tool{
 	},
 	{
 		name: ToolFinish,
-		description: "End the work when the change is complete (or when you cannot make progress). A pull request " +
-			"is opened with your title and summary as its body; it links the issue by itself.",
+		description: "End the work when the change is complete (or when you cannot make progress). For an issue, a pull " +
+			"request is opened with your title and summary as its body; it links the issue by itself. For a pull request, " +
+			"the title and summary describe your commits on it. When the first message lists review threads to address, " +
+			"add replies: one short note per thread, posted in that thread.",
 		schema: `{
   "type": "object",
   "properties": {
     "title": {"type": "string", "description": "Pull request title: one line, imperative mood, at most 72 characters, e.g. \"Fix off-by-one in pagination\"."},
-    "summary": {"type": "string", "description": "Pull request body in Markdown: what changed and why, files touched, anything the reviewer should check, which commands you ran and what you could not verify."}
+    "summary": {"type": "string", "description": "Pull request body in Markdown: what changed and why, files touched, anything the reviewer should check, which commands you ran and what you could not verify."},
+    "replies": {
+      "type": "array",
+      "maxItems": ` + strconv.Itoa(maxThreads) + `,
+      "description": "Only when the first message lists review threads: at most one reply per thread, by the thread's number.",
+      "items": {
+        "type": "object",
+        "properties": {
+          "thread": {"type": "integer", "minimum": 1, "description": "The thread's number in the first message's list."},
+          "reply": {"type": "string", "description": "A short note for the reviewer, at most ` + strconv.Itoa(maxReplyBytes) + ` bytes: what you changed for this thread, or why you did not."}
+        },
+        "required": ["thread", "reply"],
+        "additionalProperties": false
+      }
+    }
   },
   "required": ["title", "summary"],
   "additionalProperties": false
@@ -613,8 +629,18 @@ func normaliseStatus(s string) (string, bool) {
 	return "", false
 }
 
+// reply is one entry of finish's replies.
+type reply struct {
+	Thread *int   `json:"thread"`
+	Reply  string `json:"reply"`
+}
+
 func runFinish(env toolEnv, raw json.RawMessage) (toolResult, error) {
-	var a Finish
+	var a struct {
+		Title   string  `json:"title"`
+		Summary string  `json:"summary"`
+		Replies []reply `json:"replies"`
+	}
 	if err := toolsByName[ToolFinish].decodeArgs(raw, &a); err != nil {
 		return toolResult{}, err
 	}
@@ -626,11 +652,54 @@ func runFinish(env toolEnv, raw json.RawMessage) (toolResult, error) {
 	if summary == "" {
 		return toolResult{}, errorf("summary is empty; describe what changed and why")
 	}
-	env.st.Finish = &Finish{Title: cutString(title, 200), Summary: summary}
-	return toolResult{
-		text: "finished: the pull request will be opened with this title and summary",
-		step: "finished: " + env.st.Finish.Title,
-	}, nil
+	text := "finished: your title and summary are recorded"
+	var replies map[int]string
+	switch {
+	case env.st.Threads == 0 && len(a.Replies) > 0:
+		// Nothing could be posted anywhere, and refusing the last call of
+		// the work for it would only cost a turn.
+		text += "; the replies were ignored, as this task has no review threads"
+	case len(a.Replies) > 0:
+		var err error
+		if replies, err = checkReplies(a.Replies, env.st.Threads); err != nil {
+			return toolResult{}, err
+		}
+		text += fmt.Sprintf("; %d of %d review threads get your reply", len(replies), env.st.Threads)
+	}
+	env.st.Finish = &Finish{Title: cutString(title, 200), Summary: summary, Replies: replies}
+	return toolResult{text: text, step: "finished: " + env.st.Finish.Title}, nil
+}
+
+// checkReplies validates finish's replies against a checklist of threads
+// threads, so that each reply lands in the thread the model meant.
+func checkReplies(rs []reply, threads int) (map[int]string, error) {
+	if len(rs) > threads {
+		return nil, errorf("replies has %d entries, but there %s %d review %s; give at most one reply per thread",
+			len(rs), plural(threads, "is", "are"), threads, plural(threads, "thread", "threads"))
+	}
+	out := make(map[int]string, len(rs))
+	for i, r := range rs {
+		if r.Thread == nil {
+			return nil, errorf("replies[%d] has no thread number", i)
+		}
+		n := *r.Thread
+		if n < 1 || n > threads {
+			return nil, errorf("replies[%d]: there is no thread %d; the review threads are numbered 1 to %d", i, n, threads)
+		}
+		if _, dup := out[n]; dup {
+			return nil, errorf("thread %d has two replies; give one reply per thread", n)
+		}
+		text := strings.TrimSpace(r.Reply)
+		switch {
+		case text == "":
+			return nil, errorf("the reply for thread %d is empty; say briefly what you did or why not, or leave the thread out", n)
+		case len(text) > maxReplyBytes:
+			return nil, errorf("the reply for thread %d is %d bytes; keep each reply within %d bytes: a short note of "+
+				"what you did or why not (the summary can say more)", n, len(text), maxReplyBytes)
+		}
+		out[n] = text
+	}
+	return out, nil
 }
 
 func plural(n int, one, many string) string {

@@ -469,7 +469,7 @@ func TestThinkPlanFinish(t *testing.T) {
 		t.Errorf("finish with empty title = %q, %v", got, st.Finish)
 	}
 	got, step = callTool(t, a, dir, st, "finish", `{"title":"Fix\nthe bug","summary":"Did it."}`)
-	if strings.HasPrefix(got, "error") || st.Finish == nil || *st.Finish != (Finish{"Fix the bug", "Did it."}) {
+	if strings.HasPrefix(got, "error") || st.Finish == nil || st.Finish.Title != "Fix the bug" || st.Finish.Summary != "Did it." || st.Finish.Replies != nil {
 		t.Errorf("finish = %q, %+v", got, st.Finish)
 	}
 	if step != "finished: Fix the bug" {
