@@ -432,3 +432,58 @@ func TestOpenPullRequestAcrossRepositories(t *testing.T) {
 		}
 	}
 }
+
+// changesOf serves the fake's compare endpoint from git's real comparison.
+func changesOf(git *gitserver.Server) func(owner, repo, base, head string) ([]fakegithub.ChangedFile, error) {
+	return func(owner, repo, base, head string) ([]fakegithub.ChangedFile, error) {
+		fs, err := git.ChangedFiles(owner, repo, base, head)
+		out := make([]fakegithub.ChangedFile, 0, len(fs))
+		for _, f := range fs {
+			out = append(out, fakegithub.ChangedFile{Path: f.Path, Previous: f.Previous, Status: f.Status})
+		}
+		return out, err
+	}
+}
+
+func TestChangedFiles(t *testing.T) {
+	git := gitserver.New(t, gitserver.Options{})
+	git.CreateRepo(t, owner, repo, "main", map[string]string{".github/workflows/ci.yml": "on: push\n", "a.txt": "a\n"})
+	if err := git.Fork(owner, repo, "alice", repo); err != nil {
+		t.Fatal(err)
+	}
+	git.Push(t, "alice", repo, "fix", map[string]string{
+		".github/workflows/ci.yml": "", ".github/workflows/evil.yml": "on: push\n", "b.txt": "b\n",
+	}, "Rename the workflow")
+	head, err := git.MirrorPullHead(owner, repo, 7, "alice", repo, "fix")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t)
+	e.fake.Changes = changesOf(git)
+
+	paths, complete, err := e.app.ChangedFiles(context.Background(), inst, owner, repo, "main", head)
+	if err != nil || !complete {
+		t.Fatalf("ChangedFiles = %q, %v, %v", paths, complete, err)
+	}
+	// The rename names both paths: the old one is a change too.
+	want := []string{".github/workflows/evil.yml", ".github/workflows/ci.yml", "b.txt"}
+	if strings.Join(paths, ",") != strings.Join(want, ",") {
+		t.Errorf("ChangedFiles = %q, want %q", paths, want)
+	}
+
+	// GitHub lists at most 300 files, with no page for the rest.
+	e.fake.Changes = func(_, _, _, _ string) ([]fakegithub.ChangedFile, error) {
+		fs := make([]fakegithub.ChangedFile, 301)
+		for i := range fs {
+			fs[i] = fakegithub.ChangedFile{Path: fmt.Sprint("f", i), Status: "added"}
+		}
+		return fs, nil
+	}
+	if paths, complete, err := e.app.ChangedFiles(context.Background(), inst, owner, repo, "main", head); err != nil || complete || len(paths) != 300 {
+		t.Errorf("a cut comparison = %d paths, complete %v, %v", len(paths), complete, err)
+	}
+	e.fake.Changes = changesOf(git)
+	if _, _, err := e.app.ChangedFiles(context.Background(), inst, owner, repo, "main", strings.Repeat("0", 40)); StatusCode(err) != http.StatusNotFound {
+		t.Errorf("a missing head: %v", err)
+	}
+}

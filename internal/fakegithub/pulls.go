@@ -351,3 +351,47 @@ func (s *Server) servePullDiff(w http.ResponseWriter, owner, repo string, v Pull
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write([]byte(d))
 }
+
+// ChangedFile is one file of a comparison, as the Changes hook reports it.
+type ChangedFile struct {
+	Path     string
+	Previous string // the old path of a renamed file
+	Status   string // added, removed, modified, renamed, copied, changed
+}
+
+// maxCompareFiles is how many files GitHub's compare endpoint lists at
+// most, with no way to page through the rest.
+const maxCompareFiles = 300
+
+// compare serves GET /repos/{owner}/{repo}/compare/{base}...{head} through
+// the Changes hook: the files only (commits are not listed). The hook runs
+// without the lock: it may be slow (git).
+func (s *Server) compare(w http.ResponseWriter, r *http.Request) {
+	base, head, ok := strings.Cut(r.PathValue("basehead"), "...")
+	if !ok || base == "" || head == "" {
+		notFound(w)
+		return
+	}
+	s.mu.Lock()
+	changes := s.Changes
+	s.mu.Unlock()
+	if changes == nil {
+		errorJSON(w, http.StatusNotImplemented, "fakegithub: set Server.Changes to serve comparisons")
+		return
+	}
+	files, err := changes(r.PathValue("owner"), r.PathValue("repo"), base, head)
+	if err != nil {
+		// GitHub's answer for a base or head it cannot find.
+		notFound(w)
+		return
+	}
+	out := []map[string]any{}
+	for _, f := range files[:min(len(files), maxCompareFiles)] {
+		o := map[string]any{"filename": f.Path, "status": f.Status}
+		if f.Previous != "" {
+			o["previous_filename"] = f.Previous
+		}
+		out = append(out, o)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"status": "ahead", "files": out})
+}

@@ -529,3 +529,55 @@ func TestPullRequestsAcrossRepositories(t *testing.T) {
 		t.Errorf("stored = %+v", stored)
 	}
 }
+
+func TestCompare(t *testing.T) {
+	s := New(t)
+	s.AddInstallation(1, "acme/widgets")
+	auth := mintToken(t, s, 1)
+	url := s.URL + "/repos/acme/widgets/compare/"
+
+	resp, body := doAccept(t, "GET", url+"main...topic", auth, "application/vnd.github+json", "")
+	if resp.StatusCode != http.StatusNotImplemented || !strings.Contains(body, "Changes") {
+		t.Errorf("without a Changes hook: %d %s", resp.StatusCode, body)
+	}
+	var asked []string
+	s.Changes = func(owner, repo, base, head string) ([]ChangedFile, error) {
+		asked = append(asked, owner+"/"+repo+" "+base+"..."+head)
+		if head == "nope" {
+			return nil, fmt.Errorf("unknown revision")
+		}
+		files := []ChangedFile{{Path: "new.go", Previous: "old.go", Status: "renamed"}}
+		for i := range 400 {
+			files = append(files, ChangedFile{Path: fmt.Sprintf("f%d", i), Status: "added"})
+		}
+		return files, nil
+	}
+	resp, body = doAccept(t, "GET", url+"main...feature/x", auth, "application/vnd.github+json", "")
+	var got struct {
+		Files []struct {
+			Filename, Status string
+			Previous         string `json:"previous_filename"`
+		}
+	}
+	if err := json.Unmarshal([]byte(body), &got); resp.StatusCode != 200 || err != nil {
+		t.Fatalf("compare: %d %v %s", resp.StatusCode, err, body)
+	}
+	if len(got.Files) != 300 || got.Files[0].Filename != "new.go" || got.Files[0].Previous != "old.go" || got.Files[0].Status != "renamed" {
+		t.Errorf("compare listed %d files, first %+v; want GitHub's 300, the rename first", len(got.Files), got.Files[0])
+	}
+	for _, tt := range []struct {
+		path string
+		want int
+	}{
+		{"main...nope", 404},
+		{"main..topic", 404},
+		{"...topic", 404},
+	} {
+		if resp, _ := doAccept(t, "GET", url+tt.path, auth, "application/vnd.github+json", ""); resp.StatusCode != tt.want {
+			t.Errorf("compare %s: %d, want %d", tt.path, resp.StatusCode, tt.want)
+		}
+	}
+	if want := []string{"acme/widgets main...feature/x", "acme/widgets main...nope"}; strings.Join(asked, ",") != strings.Join(want, ",") {
+		t.Errorf("the hook was asked %q, want %q", asked, want)
+	}
+}

@@ -181,3 +181,58 @@ func (s *Server) MirrorPullHead(baseOwner, baseName string, pr int, forkOwner, f
 	}
 	return strings.TrimSpace(out), nil
 }
+
+// ChangedFile is one file a comparison changed, as GitHub's compare
+// endpoint lists it.
+type ChangedFile struct {
+	Path string
+	// Previous is the old path of a renamed file ("" otherwise).
+	Previous string
+	// Status is GitHub's: added, removed, modified, renamed, copied or
+	// changed (a type change).
+	Status string
+}
+
+// ChangedFiles lists the files changed between base and head of
+// owner/name as GitHub's compare endpoint does for base...head: the changes
+// head made since it left base, with renames found. It fits fakegithub's
+// Changes hook: fake.Changes = git.ChangedFiles.
+func (s *Server) ChangedFiles(owner, name, base, head string) ([]ChangedFile, error) {
+	if err := checkName(owner, name); err != nil {
+		return nil, err
+	}
+	for _, r := range []string{base, head} {
+		if err := checkRev(r); err != nil {
+			return nil, fmt.Errorf("changed files of %s/%s: %w", owner, name, err)
+		}
+	}
+	out, err := s.git(s.BareDir(owner, name), nil,
+		"diff", "--name-status", "-z", "-M", "--no-ext-diff", base+"..."+head, "--")
+	if err != nil {
+		return nil, fmt.Errorf("changed files %s...%s in %s/%s: %w", base, head, owner, name, err)
+	}
+	// -z: "STATUS\0PATH\0", or "R100\0OLD\0NEW\0" for renames and copies.
+	fields := strings.Split(strings.TrimSuffix(out, "\x00"), "\x00")
+	var files []ChangedFile
+	for i := 0; i < len(fields) && fields[i] != ""; {
+		st := fields[i]
+		switch {
+		case (st[0] == 'R' || st[0] == 'C') && i+2 < len(fields):
+			status := "renamed"
+			if st[0] == 'C' {
+				status = "copied"
+			}
+			files = append(files, ChangedFile{Path: fields[i+2], Previous: fields[i+1], Status: status})
+			i += 3
+		case i+1 < len(fields):
+			files = append(files, ChangedFile{Path: fields[i+1], Status: changeStatus[st[0]]})
+			i += 2
+		default:
+			return nil, fmt.Errorf("changed files %s...%s in %s/%s: cannot read %q", base, head, owner, name, out)
+		}
+	}
+	return files, nil
+}
+
+// changeStatus maps git's one-letter statuses to GitHub's words.
+var changeStatus = map[byte]string{'A': "added", 'D': "removed", 'M': "modified", 'T': "changed"}
