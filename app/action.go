@@ -64,6 +64,11 @@ type actionEvent struct {
 	Issue *struct {
 		Number int `json:"number"`
 	} `json:"issue"`
+	// PullRequest is a review comment's pull request, whose number is
+	// the conversation's as an issue comment's would be.
+	PullRequest *struct {
+		Number int `json:"number"`
+	} `json:"pull_request"`
 	CheckRun *struct {
 		ExternalID string `json:"external_id"`
 	} `json:"check_run"`
@@ -199,8 +204,11 @@ func (a *App) runAction(ctx context.Context, env action.Env) (ActionResult, erro
 func (a *App) restore(ctx context.Context, env action.Env, ev actionEvent, store stateStore) (map[int64]savedState, error) {
 	restored := map[int64]savedState{}
 	issue := 0
-	if ev.Issue != nil {
+	switch {
+	case ev.Issue != nil:
 		issue = ev.Issue.Number
+	case ev.PullRequest != nil:
+		issue = ev.PullRequest.Number
 	}
 	var taskID int64
 	if ev.CheckRun != nil {

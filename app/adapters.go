@@ -72,7 +72,7 @@ func (g gitHub) OpenPullRequest(ctx context.Context, r task.Repo, pr task.NewPul
 	got, err := g.app.OpenPullRequest(ctx, r.InstallationID, r.Owner, r.Name, ghapp.NewPullRequest{
 		Title: pr.Title, Body: pr.Body, Head: pr.Head, Base: pr.Base, Draft: pr.Draft,
 	})
-	return task.PullRequest{Number: got.Number, URL: got.HTMLURL}, err
+	return task.PullRequest{Number: got.Number, URL: got.HTMLURL}, notPermitted(err)
 }
 
 func (g gitHub) Permission(ctx context.Context, r task.Repo, user string) (string, error) {
@@ -109,9 +109,8 @@ func (m model) Start(b task.Brief) ([]byte, error) {
 			Model: s.Model, Protected: s.Protected,
 		},
 	}
-	for _, c := range b.Comments {
-		ab.Comments = append(ab.Comments, agent.Comment{Author: c.Author, Body: c.Body})
-	}
+	ab.Comments = agentComments(b.Comments)
+	ab.Pull = agentPull(b.Pull)
 	return json.Marshal(m.a.Start(ab))
 }
 
@@ -230,6 +229,7 @@ func progress(out []byte, st *agent.State) task.Progress {
 	}
 	if st.Finish != nil {
 		p.Finished, p.Title, p.Summary = true, st.Finish.Title, st.Finish.Summary
+		p.Replies = st.Finish.Replies
 	}
 	if st.Pending != nil {
 		p.Pending = &task.Pending{Command: st.Pending.Command, Reason: st.Pending.Reason}

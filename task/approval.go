@@ -48,7 +48,9 @@ func (f *Flow) ask(ctx context.Context, t *Task) error {
 		}
 		return nil
 	}
-	if rule, ok := f.settings(t).AutoApproved(r.Command); ok && r.Answer == nil && r.CommentID == 0 {
+	// Code from a fork was written by nobody with write access: a person
+	// reads every command that would run it, whatever the rules say.
+	if rule, ok := f.settings(t).AutoApproved(r.Command); ok && !t.forkCode() && r.Answer == nil && r.CommentID == 0 {
 		// The repository chose to run this command without asking: the
 		// answer is recorded as the rule's, and the run is shown as usual.
 		now := f.now()
@@ -60,12 +62,12 @@ func (f *Flow) ask(ctx context.Context, t *Task) error {
 		return t.Move(AwaitingApproval)
 	}
 	switch {
-	case t.PRNumber == 0 && t.PushedSHA != "":
+	case t.PRNumber == 0 && t.PushedSHA != "" && t.draftable():
 		pr, err := f.GitHub.OpenPullRequest(ctx, t.Repo, NewPullRequest{
 			Title: "[WIP] " + draftTitle(t),
 			Body:  RenderPullRequest(t),
 			Head:  t.Branch,
-			Base:  t.Repo.DefaultBranch,
+			Base:  t.prBase(),
 			Draft: true,
 		})
 		if err != nil {
@@ -121,6 +123,19 @@ func (f *Flow) ask(ctx context.Context, t *Task) error {
 		return err
 	}
 	return f.updateStatus(ctx, t)
+}
+
+// draftable reports whether the task shows its work in a draft pull request
+// of its own while it waits for answers: not when its commits go onto a
+// pull request's branch, nor when the pull request it opens is in a fork.
+func (t *Task) draftable() bool { return t.Pull == nil || t.Pull.Mode == PullInBase }
+
+// prBase is the branch the task's pull request targets.
+func (t *Task) prBase() string {
+	if t.Pull != nil {
+		return t.Pull.Info.BaseRef
+	}
+	return t.Repo.DefaultBranch
 }
 
 func draftTitle(t *Task) string {
@@ -455,11 +470,7 @@ func (f *Flow) answer(ctx context.Context, t *Task) error {
 
 // answered acknowledges an answer that was recorded.
 func (f *Flow) answered(ctx context.Context, t *Task) error {
-	if t.CommentID != 0 {
-		if err := f.GitHub.AddReaction(ctx, t.Repo, t.CommentID, "+1"); err != nil {
-			f.Logger.WarnContext(ctx, "react to answer", "task_id", t.ID, "err", err)
-		}
-	}
+	f.react(ctx, t, "+1")
 	return t.Move(Done)
 }
 
@@ -496,8 +507,10 @@ func (f *Flow) requestTarget(ctx context.Context, t *Task) (*Task, error) {
 // an approval covers the exact commit it was asked on, so a push by anyone
 // after the request voids it.
 func (f *Flow) stale(ctx context.Context, t *Task) (string, error) {
-	if t.PushedSHA == "" {
-		return "", nil // nothing pushed: the request is on the base commit
+	if t.PushedSHA == "" && !t.onHead() {
+		// Nothing pushed to a branch of the task's own: the request is on
+		// the commit it started from, which is what runs.
+		return "", nil
 	}
 	token, err := f.token(ctx, t)
 	if err != nil {

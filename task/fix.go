@@ -51,13 +51,14 @@ func (f *Flow) acknowledge(ctx context.Context, t *Task) error {
 		f.Logger.InfoContext(ctx, "task refused: rate limit", "task_id", t.ID, "installation_id", t.Repo.InstallationID, "why", why)
 		return f.reply(ctx, t, fmt.Sprintf("@%s sorry, I can't start on this now: %s. Please ask again a little later.", t.Requester.Login, why))
 	}
-	t.AdmittedMS = f.now().UnixMilli()
-	if t.CommentID != 0 {
-		// The reaction is a courtesy: a deleted comment must not stop the work.
-		if err := f.GitHub.AddReaction(ctx, t.Repo, t.CommentID, "eyes"); err != nil {
-			f.Logger.WarnContext(ctx, "react to comment", "task_id", t.ID, "comment_id", t.CommentID, "err", err)
+	if t.IsPR {
+		ended, err := f.admitPull(ctx, t)
+		if err != nil || ended {
+			return err
 		}
 	}
+	t.AdmittedMS = f.now().UnixMilli()
+	f.react(ctx, t, "eyes")
 	if err := t.Move(Preparing); err != nil {
 		return err
 	}
@@ -79,6 +80,9 @@ func (f *Flow) token(ctx context.Context, t *Task) (string, error) {
 // prepare reads the issue, clones the default branch, creates the work
 // branch and starts the agent's conversation.
 func (f *Flow) prepare(ctx context.Context, t *Task) error {
+	if t.Pull != nil {
+		return f.preparePull(ctx, t)
+	}
 	issue, err := f.GitHub.Issue(ctx, t.Repo, t.Issue)
 	if err != nil {
 		return retryf(err, "reading issue #%d failed", t.Issue)
@@ -194,7 +198,7 @@ func (f *Flow) reopen(ctx context.Context, t *Task) (Workspace, error) {
 	// The saved files are whole files relative to the last pushed commit,
 	// or to the base before any push, so they go back on that commit, not
 	// on whatever the branch is now.
-	from, at := t.Repo.DefaultBranch, t.BaseSHA
+	from, at := t.startRef(), t.BaseSHA
 	if t.PushedSHA != "" {
 		from, at = t.Branch, t.PushedSHA
 	}
@@ -349,6 +353,9 @@ func (f *Flow) work(ctx context.Context, t *Task) error {
 		t.CommitAt = now
 	case p.Finished:
 		t.Title, t.Summary = p.Title, p.Summary
+		if t.Pull != nil {
+			t.Pull.Notes = p.Replies
+		}
 		t.CommitAt = now
 		if err := t.Move(Publishing); err != nil {
 			return err
@@ -401,10 +408,21 @@ func (f *Flow) checkpoint(ctx context.Context, t *Task) (done bool, err error) {
 	defer cancel()
 	err = ws.Push(gctx, token, t.Branch)
 	if errors.Is(err, ErrPushRejected) {
-		return false, Fatal(fmt.Sprintf("branch %s gained commits the bot did not make, and the bot never force-pushes", t.Branch), err)
+		// A person pushed to the branch meanwhile: never force over it.
+		return false, f.rebase(ctx, t, ws, token)
 	}
 	if err != nil {
 		return false, retryf(err, "pushing branch %s failed", t.Branch)
+	}
+	if t.Pull != nil {
+		// Each push is one commit on rebuiltFrom; summing them keeps a
+		// person's commits, rebased onto, out of the bot's account.
+		stats, err := ws.DiffStat(rebuiltFrom)
+		if err != nil {
+			return false, retryf(err, "reading the pushed change failed")
+		}
+		t.Pull.Stats = addStats(t.Pull.Stats, stats)
+		t.Pull.Commits = append(t.Pull.Commits, head)
 	}
 	t.HeadSHA, t.PushedSHA = head, head
 	// The remote has every change now; the saved files were relative to
@@ -457,6 +475,10 @@ func (f *Flow) publish(ctx context.Context, t *Task) error {
 		t.Final = true
 		return nil
 	}
+	if t.ChangedFiles == nil && t.Pull != nil {
+		t.ChangedFiles = append(make([]FileStat, 0, len(t.Pull.Stats)), t.Pull.Stats...)
+		return nil
+	}
 	if t.ChangedFiles == nil {
 		stats, err := f.diffStat(ctx, t)
 		if err != nil {
@@ -464,6 +486,9 @@ func (f *Flow) publish(ctx context.Context, t *Task) error {
 		}
 		t.ChangedFiles = append(make([]FileStat, 0, len(stats)), stats...)
 		return nil
+	}
+	if t.Pull != nil {
+		return f.publishPull(ctx, t)
 	}
 	switch {
 	case t.PRNumber == 0:

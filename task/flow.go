@@ -235,5 +235,20 @@ func (f *Flow) Finish(ctx context.Context, t *Task) error {
 			return err
 		}
 	}
+	if t.Review != nil && t.Pull != nil && !t.Pull.ReviewReplied {
+		// Whoever asked on the line looks for the answer there.
+		what := "was cancelled"
+		if t.State == Failed {
+			what = "failed: " + t.Error
+		}
+		body := fmt.Sprintf("Task %d %s", t.ID, what)
+		if t.StatusCommentURL != "" {
+			body += fmt.Sprintf(" ([status](%s))", t.StatusCommentURL)
+		}
+		if _, err := f.GitHub.ReplyInThread(ctx, t.Repo, t.Issue, t.Review.Root(), marker(t, "review"), body); err != nil {
+			return retryf(err, "replying in the review thread failed")
+		}
+		t.Pull.ReviewReplied = true
+	}
 	return f.updateStatus(ctx, t)
 }

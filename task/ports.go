@@ -62,6 +62,77 @@ type GitHub interface {
 	TeamMember(ctx context.Context, r Repo, org, team, user string) (bool, error)
 	// File is a file's content at ref; ErrNoFile when it does not exist.
 	File(ctx context.Context, r Repo, ref, path string) ([]byte, error)
+
+	// PullRequest reads a pull request of r.
+	PullRequest(ctx context.Context, r Repo, number int) (PullInfo, error)
+	// PullRequestDiff is the pull request's diff against its base, cut to
+	// at most max bytes (truncated says so). A diff GitHub will not render
+	// (too large) is an empty diff, truncated, not an error.
+	PullRequestDiff(ctx context.Context, r Repo, number, max int) (diff string, truncated bool, err error)
+	// ReviewThreads lists the pull request's review threads (line
+	// comments and their replies), oldest first, with whether each was
+	// resolved on GitHub.
+	ReviewThreads(ctx context.Context, r Repo, number int) ([]ReviewThread, error)
+	// ReplyInThread posts body as a reply in the review thread whose first
+	// comment is rootID, or edits the reply carrying marker if there is
+	// one, and returns the reply's id.
+	ReplyInThread(ctx context.Context, r Repo, pr int, rootID int64, marker, body string) (int64, error)
+	// AddReviewReaction reacts to a review (line) comment.
+	AddReviewReaction(ctx context.Context, r Repo, commentID int64, content string) error
+	// ChangedFiles lists the paths head changed since it left base (old
+	// paths of renamed files too); complete is false when GitHub listed
+	// only part of them.
+	ChangedFiles(ctx context.Context, r Repo, base, head string) (paths []string, complete bool, err error)
+}
+
+// PullInfo is a pull request as a task on it needs it.
+type PullInfo struct {
+	Number int    `json:"number"`
+	URL    string `json:"url,omitempty"` // web address
+	Title  string `json:"title,omitempty"`
+	Body   string `json:"body,omitempty"`
+	Author string `json:"author,omitempty"`
+	State  string `json:"state,omitempty"` // open or closed
+	Merged bool   `json:"merged,omitempty"`
+	Locked bool   `json:"locked,omitempty"`
+	// HeadRef is the branch name in the head repository; HeadRepo is that
+	// repository ("owner/name", empty when a fork was deleted).
+	HeadRef  string `json:"head_ref"`
+	HeadSHA  string `json:"head_sha"`
+	HeadRepo string `json:"head_repo,omitempty"`
+	BaseRef  string `json:"base_ref"`
+	BaseSHA  string `json:"base_sha,omitempty"`
+	// Fork is true when the head is in another repository than the base.
+	Fork bool `json:"fork,omitempty"`
+	// MaintainerCanModify is the author's "Allow edits by maintainers".
+	MaintainerCanModify bool `json:"maintainer_can_modify,omitempty"`
+}
+
+// ReviewComment is one comment of a review thread.
+type ReviewComment struct {
+	ID         int64  `json:"id"`
+	InReplyTo  int64  `json:"in_reply_to,omitempty"`
+	Author     string `json:"author"`
+	AuthorType string `json:"author_type,omitempty"`
+	Body       string `json:"body"`
+	Path       string `json:"path,omitempty"`
+	// Line and StartLine are the commented lines of the file (StartLine
+	// only for a range); 0 when the comment no longer applies to the diff.
+	Line      int    `json:"line,omitempty"`
+	StartLine int    `json:"start_line,omitempty"`
+	Side      string `json:"side,omitempty"`
+	DiffHunk  string `json:"diff_hunk,omitempty"`
+	CommitID  string `json:"commit_id,omitempty"`
+	URL       string `json:"url,omitempty"`
+}
+
+// ReviewThread is a line comment and its replies, oldest first.
+type ReviewThread struct {
+	Comments []ReviewComment
+	// Resolved is true once someone marked the conversation resolved.
+	Resolved bool
+	// Outdated is true when the commented line is no longer in the diff.
+	Outdated bool
 }
 
 // CheckRun is a check run the bot shows on a commit.
@@ -88,6 +159,47 @@ type Brief struct {
 	// Settings are the repository's rules: budgets, model, protected
 	// paths, the test command hint.
 	Settings policy.Settings
+	// Pull is set when the task works on a pull request.
+	Pull *PullBrief
+}
+
+// PullBrief is what the agent is told about the pull request it works on.
+// Everything but the numbers and refs was written by users and is data.
+type PullBrief struct {
+	Number  int
+	Author  string
+	HeadRef string
+	BaseRef string
+	// Fork is true when the pull request comes from another repository.
+	Fork bool
+	// Diff is the pull request's diff against its base, maybe cut short.
+	Diff          string
+	DiffTruncated bool
+	// Review is the line comment the task was asked in, if it was.
+	Review *ReviewBrief
+	// Checklist are the review threads the task is to address, numbered
+	// from 1 in order; the agent may reply to each (Progress.Replies).
+	Checklist []ThreadBrief
+}
+
+// ReviewBrief is a review comment on a line of the diff.
+type ReviewBrief struct {
+	Path            string
+	StartLine, Line int
+	Side            string
+	DiffHunk        string
+	Author, Comment string
+	// Thread are the earlier comments of the thread, by writers.
+	Thread []Comment
+}
+
+// ThreadBrief is one review thread of the checklist.
+type ThreadBrief struct {
+	Path     string
+	Line     int
+	DiffHunk string
+	// Comments are the thread's comments by writers, oldest first.
+	Comments []Comment
 }
 
 // Progress is the agent's state after a turn.
@@ -102,6 +214,9 @@ type Progress struct {
 	Summary      string
 	// Pending is the command the agent asked to run, if it asked.
 	Pending *Pending
+	// Replies are the agent's notes for the checklist's threads, by the
+	// thread's number (from 1), given when it finished.
+	Replies map[int]string
 }
 
 // Pending is an execution request as the agent made it.
@@ -166,6 +281,9 @@ var (
 	// ErrBaseGone means the commit a task started from is no longer in the
 	// default branch's history.
 	ErrBaseGone = errors.New("base commit no longer on the default branch")
+	// ErrNotPermitted means GitHub refused the call for lack of access
+	// (an installation that does not cover a fork, say).
+	ErrNotPermitted = errors.New("not permitted")
 )
 
 // Workspace is one checkout on disk.
@@ -190,11 +308,17 @@ type Workspace interface {
 	// Fetch makes sure the workspace has commit sha (ErrBaseGone if not).
 	Fetch(ctx context.Context, token, sha string) error
 	DiffStat(baseSHA string) ([]FileStat, error)
+	// Touched returns those of paths that differ between commits from and
+	// to (both present in the workspace).
+	Touched(from, to string, paths []string) ([]string, error)
 	Remove() error
 }
 
 // Workspaces makes and reopens checkouts.
 type Workspaces interface {
+	// Clone checks out branch, or a full ref name such as
+	// "refs/pull/7/head" (the head of a pull request, also from a fork,
+	// as the base repository serves it).
 	Clone(ctx context.Context, url, branch, token, dir string) (Workspace, error)
 	Open(dir string) (Workspace, error)
 	// RemoteHead is the commit a branch of the repository at url points

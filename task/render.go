@@ -47,7 +47,10 @@ func RenderStatus(t *Task, command string) string {
 	fmt.Fprintf(&b, "**%s**", stateLine[t.State])
 	switch t.State {
 	case Done:
-		if t.PRURL != "" {
+		switch {
+		case t.onHead():
+			fmt.Fprintf(&b, ": pushed %s to `%s`", plural(len(t.Pull.Commits), "commit", "commits"), t.Branch)
+		case t.PRURL != "":
 			fmt.Fprintf(&b, ": opened %s", t.PRURL)
 		}
 	case Failed:
@@ -67,6 +70,12 @@ func RenderStatus(t *Task, command string) string {
 	}
 	if t.PRURL != "" && t.Draft {
 		fmt.Fprintf(&b, "Draft pull request: %s\n\n", t.PRURL)
+	}
+	if t.Pull != nil && t.Pull.Why != "" {
+		fmt.Fprintf(&b, "Not pushed to this pull request's branch: %s.\n\n", t.Pull.Why)
+	}
+	if t.Review != nil {
+		fmt.Fprintf(&b, "Asked on `%s` %s.\n\n", t.Review.Path, lineRange(t.Review.StartLine, t.Review.Line))
 	}
 	if t.Instructions != "" {
 		fmt.Fprintf(&b, "> %s\n\n", strings.ReplaceAll(clip(t.Instructions, 300), "\n", "\n> "))
@@ -122,6 +131,8 @@ func StatusLine(t *Task) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Task %d: **%s**", t.ID, stateLine[t.State])
 	switch {
+	case t.State == Done && t.onHead():
+		fmt.Fprintf(&b, ", pushed %s to `%s`", plural(len(t.Pull.Commits), "commit", "commits"), t.Branch)
 	case t.State == Done && t.PRURL != "":
 		fmt.Fprintf(&b, ", opened %s", t.PRURL)
 	case t.State == Failed:
@@ -150,7 +161,15 @@ func RenderPullRequest(t *Task) string {
 		}
 		b.WriteString("\n")
 	}
-	fmt.Fprintf(&b, "Fixes #%d\n\n", t.Issue)
+	if p := t.Pull; p != nil {
+		fmt.Fprintf(&b, "Builds on #%d by @%s", t.Issue, p.Info.Author)
+		if p.Info.Fork {
+			fmt.Fprintf(&b, " (from `%s:%s`)", p.Info.HeadRepo, p.Info.HeadRef)
+		}
+		b.WriteString(": it holds that pull request's commits and the agent's on top.\n\n")
+	} else {
+		fmt.Fprintf(&b, "Fixes #%d\n\n", t.Issue)
+	}
 	fmt.Fprintf(&b, "---\n<sub>Requested by @%s · Pullwright task %d · %d turns · %d tokens</sub>\n",
 		t.Requester.Login, t.ID, t.Turns, t.Tokens)
 	return b.String()
@@ -168,6 +187,17 @@ func CommitMessage(t *Task) string {
 	}
 	msg += fmt.Sprintf("\nRequested in #%d by @%s.\n", t.Issue, t.Requester.Login)
 	return msg
+}
+
+// lineRange is "line 12" or "lines 10–14".
+func lineRange(start, end int) string {
+	switch {
+	case end <= 0:
+		return "(a line no longer in the diff)"
+	case start > 0 && start < end:
+		return fmt.Sprintf("lines %d–%d", start, end)
+	}
+	return fmt.Sprintf("line %d", end)
 }
 
 func oneLine(s string) string {
@@ -195,8 +225,12 @@ func RenderRequest(t *Task, changes []FileStat, unisolated bool) string {
 	if reason := strings.TrimSpace(r.Reason); reason != "" {
 		fmt.Fprintf(&b, "**Why:** %s\n\n", defang(oneLine(reason)))
 	}
+	if p := t.Pull; p != nil && p.Info.Fork {
+		fmt.Fprintf(&b, "⚠️ **This runs code from a fork.** Pull request #%d comes from `%s` by @%s: nobody with write access here wrote it, and the command runs it. Read the change before you approve.\n\n",
+			t.Issue, p.Info.HeadRepo, p.Info.Author)
+	}
 	fmt.Fprintf(&b, "It would run on commit %s", short(r.SHA))
-	if t.PushedSHA != "" {
+	if t.PushedSHA != "" || t.onHead() {
 		fmt.Fprintf(&b, " of branch `%s`", t.Branch)
 	}
 	switch {

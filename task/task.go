@@ -195,7 +195,13 @@ type Task struct {
 	DeliveryID string `json:"delivery_id"`
 	Repo       Repo   `json:"repo"`
 	Issue      int    `json:"issue"`
-	IsPR       bool   `json:"is_pr,omitempty"`
+	// IsPR is true when the task was asked on a pull request (Issue is
+	// its number): a fix then changes that pull request.
+	IsPR bool `json:"is_pr,omitempty"`
+	// Review is the review (line) comment the task was asked in, if it was.
+	Review *ReviewRef `json:"review,omitempty"`
+	// Pull is what a fix on a pull request knows of it and did to it.
+	Pull *PullWork `json:"pull,omitempty"`
 	// CommentID is the comment that asked for the task (0 if none).
 	CommentID    int64  `json:"comment_id,omitempty"`
 	Requester    Person `json:"requester"`
@@ -224,6 +230,9 @@ type Task struct {
 	// the remote; Files are the changes relative to it (or to BaseSHA
 	// before the first push), so a lost workspace is rebuilt from there.
 	PushedSHA string `json:"pushed_sha,omitempty"`
+	// Rebased lists the heads pushed by people while the task worked,
+	// onto which the bot moved its unpushed commit instead of forcing.
+	Rebased []string `json:"rebased,omitempty"`
 	// CommitAt dates the next commit, so that remaking it gives the same SHA.
 	CommitAt time.Time `json:"commit_at,omitzero"`
 	// Final is true once the branch holds all of the agent's work and only
@@ -278,6 +287,79 @@ type Task struct {
 	RunAfter  time.Time `json:"run_after"`
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// ReviewRef is the review comment a task was asked in, as the delivery
+// had it.
+type ReviewRef struct {
+	CommentID int64 `json:"comment_id"`
+	// InReplyTo is the thread's first comment when this one is a reply.
+	InReplyTo int64  `json:"in_reply_to,omitempty"`
+	Path      string `json:"path"`
+	Line      int    `json:"line,omitempty"`
+	StartLine int    `json:"start_line,omitempty"`
+	Side      string `json:"side,omitempty"`
+	DiffHunk  string `json:"diff_hunk,omitempty"`
+	CommitID  string `json:"commit_id,omitempty"`
+	Body      string `json:"body,omitempty"`
+	URL       string `json:"url,omitempty"`
+}
+
+// Root is the id of the thread's first comment, which replies go under.
+func (r *ReviewRef) Root() int64 {
+	if r.InReplyTo != 0 {
+		return r.InReplyTo
+	}
+	return r.CommentID
+}
+
+// How a fix on a pull request delivers its commits.
+const (
+	// PushToHead pushes onto the pull request's own branch (same repository).
+	PushToHead = "push"
+	// PullToFork opens a pull request against the fork's head branch, from
+	// a branch of the base repository; the fork itself is never pushed to.
+	PullToFork = "fork_pr"
+	// PullInBase opens a pull request in the base repository, from a branch
+	// there that holds the original's commits and the bot's.
+	PullInBase = "base_pr"
+)
+
+// PullWork is what a fix on a pull request knows of it and did to it.
+type PullWork struct {
+	// Info is the pull request as it was when the task started.
+	Info PullInfo `json:"info"`
+	// Mode is how the commits are delivered (PushToHead, PullToFork or
+	// PullInBase); Why says why, for the status comment.
+	Mode string `json:"mode"`
+	Why  string `json:"why,omitempty"`
+	// Threads are the review threads the task addresses (its checklist
+	// when asked without instructions), and Replied counts the replies
+	// posted to them.
+	Threads []ThreadRef `json:"threads,omitempty"`
+	Replied int         `json:"replied,omitempty"`
+	// Commits are the commits the bot pushed, oldest first; Stats sums
+	// their changes (which, after a rebase, a diff against the start
+	// would mix with the person's).
+	Commits []string   `json:"commits,omitempty"`
+	Stats   []FileStat `json:"stats,omitempty"`
+	// Notes are the agent's replies for the threads, by number from 1.
+	Notes map[int]string `json:"notes,omitempty"`
+	// ForkPRFailed is why opening the pull request against the fork
+	// failed, when the task fell back to one in the base repository.
+	ForkPRFailed string `json:"fork_pr_failed,omitempty"`
+	// ReviewReplied is true once the review comment that asked got its answer.
+	ReviewReplied bool `json:"review_replied,omitempty"`
+}
+
+// ThreadRef is one review thread a task addresses.
+type ThreadRef struct {
+	Root   int64  `json:"root"`
+	Author string `json:"author"`
+	Path   string `json:"path,omitempty"`
+	Line   int    `json:"line,omitempty"`
+	Body   string `json:"body,omitempty"`
+	URL    string `json:"url,omitempty"`
 }
 
 // IssueKey names the conversation a task belongs to; at most one fix task

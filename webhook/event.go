@@ -4,7 +4,8 @@ import "github.com/pullwright/pullwright/task"
 
 // event is the part of a delivery's JSON the handler reads. Every webhook
 // event carries action (most), installation (App deliveries), repository and
-// sender; issue and comment come with issue_comment. Unknown keys are skipped.
+// sender; issue and comment come with issue_comment, pull_request and comment
+// with pull_request_review_comment. Unknown keys are skipped.
 type event struct {
 	Action       string        `json:"action"`
 	Installation *installation `json:"installation"`
@@ -12,6 +13,7 @@ type event struct {
 	Sender       *user         `json:"sender"`
 	Issue        *issue        `json:"issue"`
 	Comment      *comment      `json:"comment"`
+	PullRequest  *pullRequest  `json:"pull_request"`
 	// check_run deliveries.
 	CheckRun        *checkRun        `json:"check_run"`
 	RequestedAction *requestedAction `json:"requested_action"`
@@ -69,9 +71,24 @@ type issue struct {
 	Body   string `json:"body"` // null when the issue has no description
 	Locked bool   `json:"locked"`
 	// PullRequest is present (an object) only when the issue is a pull request.
-	PullRequest *struct {
-		URL string `json:"url"`
-	} `json:"pull_request"`
+	PullRequest *pullLink `json:"pull_request"`
+}
+
+// pullLink is what an issue_comment delivery says of the pull request an
+// issue is.
+type pullLink struct {
+	URL     string `json:"url"`
+	HTMLURL string `json:"html_url"`
+}
+
+// pullRequest is the part of a full pull request object the handler reads;
+// the task fetches the rest (head, base) when it starts, as it may have
+// moved since.
+type pullRequest struct {
+	Number  int    `json:"number"`
+	Title   string `json:"title"`
+	Locked  bool   `json:"locked"`
+	HTMLURL string `json:"html_url"`
 }
 
 type comment struct {
@@ -83,4 +100,16 @@ type comment struct {
 	PerformedVia *struct {
 		Slug string `json:"slug"`
 	} `json:"performed_via_github_app"`
+	HTMLURL string `json:"html_url"`
+
+	// Review (line) comments only. InReplyTo is absent on a thread's first
+	// comment; line and start_line are null when GitHub has none (a
+	// single-line comment, an outdated one).
+	InReplyTo int64  `json:"in_reply_to_id"`
+	Path      string `json:"path"`
+	Line      int    `json:"line"`
+	StartLine int    `json:"start_line"`
+	Side      string `json:"side"`
+	DiffHunk  string `json:"diff_hunk"`
+	CommitID  string `json:"commit_id"`
 }

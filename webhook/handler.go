@@ -173,6 +173,7 @@ var outcomes = map[string]bool{
 	// Recorded, nothing to do.
 	"ping": true, "event_ignored": true, "not_served": true, "no_installation": true,
 	"comment_not_created": true, "comment_incomplete": true, "comment_by_self": true,
+	"review_comment_not_created": true, "review_comment_incomplete": true,
 	"comment_has_marker": true, "comment_by_bot": true, "no_command": true, "unknown_verb": true,
 	"check_run_ignored": true, "check_run_incomplete": true, "action_by_bot": true,
 	"check_run_not_ours": true, "unknown_action": true,
@@ -310,8 +311,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if p.Repository != nil {
 		o.owner, o.repo = p.Repository.Owner.Login, p.Repository.FullName
 	}
-	if p.Issue != nil {
+	switch {
+	case p.Issue != nil:
 		o.issue = p.Issue.Number
+	case p.PullRequest != nil:
+		o.issue = p.PullRequest.Number
 	}
 
 	now := h.now()
@@ -391,6 +395,8 @@ func (h *Handler) actor(name string) func(task.Delivery, *event) (*task.Task, st
 	switch name {
 	case "issue_comment":
 		return h.issueComment
+	case "pull_request_review_comment":
+		return h.reviewComment
 	case "check_run":
 		return h.checkRun
 	}
@@ -441,12 +447,77 @@ func (h *Handler) wroteSelf(sender *user, c *comment) bool {
 	return h.botSlug != "" && c.PerformedVia != nil && strings.EqualFold(c.PerformedVia.Slug, h.botSlug)
 }
 
+// issueComment reads a comment on an issue or on a pull request's
+// conversation.
 func (h *Handler) issueComment(d task.Delivery, p *event) (*task.Task, string) {
 	switch {
 	case p.Action != "created":
 		return nil, "comment_not_created"
 	case p.Comment == nil || p.Issue == nil || p.Repository == nil || p.Sender == nil:
 		return nil, "comment_incomplete"
+	}
+	return h.command(d, p, ask{
+		commentID: p.Comment.ID,
+		number:    p.Issue.Number,
+		title:     p.Issue.Title,
+		body:      p.Issue.Body,
+		locked:    p.Issue.Locked,
+		isPR:      p.Issue.PullRequest != nil,
+	})
+}
+
+// reviewComment reads a review (line) comment on a pull request's diff.
+func (h *Handler) reviewComment(d task.Delivery, p *event) (*task.Task, string) {
+	switch {
+	case p.Action != "created":
+		return nil, "review_comment_not_created"
+	case p.Comment == nil || p.PullRequest == nil || p.Repository == nil || p.Sender == nil:
+		return nil, "review_comment_incomplete"
+	}
+	c := p.Comment
+	return h.command(d, p, ask{
+		// A review comment's reactions and replies go through other
+		// endpoints than an issue comment's: the task reaches it through
+		// Review, and a comment id here would be read as an issue comment's.
+		commentID: 0,
+		number:    p.PullRequest.Number,
+		title:     p.PullRequest.Title,
+		locked:    p.PullRequest.Locked,
+		isPR:      true,
+		review: &task.ReviewRef{
+			CommentID: c.ID,
+			InReplyTo: c.InReplyTo,
+			Path:      c.Path,
+			Line:      c.Line,
+			StartLine: c.StartLine,
+			Side:      c.Side,
+			DiffHunk:  c.DiffHunk,
+			CommitID:  c.CommitID,
+			Body:      c.Body,
+			URL:       c.HTMLURL,
+		},
+	})
+}
+
+// ask is what command needs to know of the conversation a comment was
+// written in, whichever event brought the comment.
+type ask struct {
+	commentID int64
+	number    int
+	title     string
+	// body is the issue's description, which an empty fix on an issue
+	// works from.
+	body   string
+	locked bool
+	isPR   bool
+	review *task.ReviewRef
+}
+
+// command turns p.Comment into a task, with the same protections and verbs
+// for every kind of comment. The caller has checked that the comment, the
+// repository and the sender are present.
+func (h *Handler) command(d task.Delivery, p *event, a ask) (*task.Task, string) {
+	switch {
 	case h.wroteSelf(p.Sender, p.Comment):
 		return nil, "comment_by_self"
 	case strings.Contains(p.Comment.Body, Marker):
@@ -469,11 +540,12 @@ func (h *Handler) issueComment(d task.Delivery, p *event) (*task.Task, string) {
 		State:      task.Queued,
 		DeliveryID: d.ID,
 		Repo:       p.repo(),
-		Issue:      p.Issue.Number,
-		IsPR:       p.Issue.PullRequest != nil,
-		CommentID:  p.Comment.ID,
+		Issue:      a.number,
+		IsPR:       a.isPR,
+		Review:     a.review,
+		CommentID:  a.commentID,
 		Requester:  task.Person{Login: p.Sender.Login, ID: p.Sender.ID},
-		IssueTitle: p.Issue.Title,
+		IssueTitle: a.title,
 		CreatedAt:  d.ReceivedAt,
 		RunAfter:   d.ReceivedAt,
 	}
@@ -484,9 +556,11 @@ func (h *Handler) issueComment(d task.Delivery, p *event) (*task.Task, string) {
 	switch c.Verb {
 	case Fix:
 		switch {
-		case p.Issue.Locked:
+		case a.locked:
 			return h.replyTask(t, "This conversation is locked, so I won't work on it here. Unlock it, or ask again in an open conversation."), "locked"
-		case c.Args == "" && strings.TrimSpace(p.Issue.Body) == "":
+		case c.Args == "" && !a.isPR && strings.TrimSpace(a.body) == "":
+			// On a pull request an empty fix has work to go on: the
+			// unresolved review comments, or the one it was asked in.
 			return h.replyTask(t, fmt.Sprintf(
 				"What should I fix? The issue has no description and the command none either: write the instructions after `%s fix`, or describe the problem in the issue and ask again.\n\n%s",
 				h.word, Usage(h.word))), "fix_without_instructions"

@@ -158,6 +158,11 @@ func checkFuzzTask(t *testing.T, got task.Task, deliveryID string) {
 	if (got.Kind == task.KindReply) != (got.Reply != "") {
 		t.Fatalf("%s task with reply %q", got.Kind, got.Reply)
 	}
+	// A review comment is reached through Review alone: its id is no
+	// issue comment's, and it is always on a pull request.
+	if got.Review != nil && (!got.IsPR || got.CommentID != 0 || got.Review.CommentID == 0) {
+		t.Fatalf("review task on a pull request %v, comment %d, review comment %d", got.IsPR, got.CommentID, got.Review.CommentID)
+	}
 }
 
 // fuzzSeed is one seed of FuzzHandler's corpus.
@@ -183,6 +188,7 @@ func fuzzSeeds(t *testing.T) []fuzzSeed {
 		seeds = append(seeds, fuzzSeed{"payload-" + strings.TrimSuffix(base, ".json"), event, payload(t, base)})
 	}
 	created := "issue_comment.created.json"
+	review := "pull_request_review_comment.created.json"
 	button := func(identifier string) func(map[string]any) {
 		return func(m map[string]any) {
 			obj(m, "requested_action")["identifier"] = identifier
@@ -196,9 +202,14 @@ func fuzzSeeds(t *testing.T) []fuzzSeed {
 	}{
 		{"fix", "issue_comment", created, commentBody("/agent fix the typo\nin the README")},
 		{"help", "issue_comment", created, commentBody("/agent help")},
-		{"approve-on-pr", "issue_comment", created, then(commentBody("/approve 12-1"), func(m map[string]any) {
-			obj(m, "issue")["pull_request"] = map[string]any{"url": "https://api.github.com/repos/Codertocat/Hello-World/pulls/1"}
+		{"approve-on-pr", "issue_comment", created, then(commentBody("/approve 12-1"), onPR)},
+		{"empty-fix-on-pr", "issue_comment", created, then(commentBody("/agent fix"), onPR, func(m map[string]any) { obj(m, "issue")["body"] = nil })},
+		{"review-fix", "pull_request_review_comment", review, commentBody("/agent fix use more emoji")},
+		{"review-reply-in-thread", "pull_request_review_comment", review, then(commentBody("/agent fix"), func(m map[string]any) { obj(m, "comment")["in_reply_to_id"] = 284312000 })},
+		{"review-self-via-app", "pull_request_review_comment", review, then(commentBody("/agent fix it"), func(m map[string]any) {
+			obj(m, "comment")["performed_via_github_app"] = map[string]any{"id": 1, "slug": "pullwright", "name": "Pullwright"}
 		})},
+		{"review-no-installation", "pull_request_review_comment", review, then(commentBody("/agent status"), func(m map[string]any) { delete(m, "installation") })},
 		{"allowed-bot", "issue_comment", created, then(commentBody("/agent fix deps"), by("renovate[bot]", "Bot"))},
 		{"other-bot", "issue_comment", created, then(commentBody("/agent fix deps"), by("dependabot[bot]", "Bot"))},
 		{"self-typed-user", "issue_comment", created, then(commentBody("/agent fix it"), author("Codertocat", "User", botLogin, "User"))},

@@ -128,9 +128,23 @@ func edited(t *testing.T, raw []byte, edit func(m map[string]any)) []byte {
 // obj returns m[key] as an object, for editing nested payload fields.
 func obj(m map[string]any, key string) map[string]any { return m[key].(map[string]any) }
 
-// commentBody sets the comment body of an issue_comment payload.
+// commentBody sets the comment body of an issue_comment or
+// pull_request_review_comment payload.
 func commentBody(body string) func(map[string]any) {
 	return func(m map[string]any) { obj(m, "comment")["body"] = body }
+}
+
+// onPR makes the issue of an issue_comment payload a pull request, with the
+// pull_request object GitHub adds to it then (FACTS.md §4); the rest of
+// the payload stays as GitHub sent it for a plain issue.
+func onPR(m map[string]any) {
+	obj(m, "issue")["pull_request"] = map[string]any{
+		"url":       "https://api.github.com/repos/Codertocat/Hello-World/pulls/1",
+		"html_url":  "https://github.com/Codertocat/Hello-World/pull/1",
+		"diff_url":  "https://github.com/Codertocat/Hello-World/pull/1.diff",
+		"patch_url": "https://github.com/Codertocat/Hello-World/pull/1.patch",
+		"merged_at": nil,
+	}
 }
 
 // then applies several edits in order.
@@ -279,15 +293,8 @@ func TestServeHTTP(t *testing.T) {
 			want: wantTask{Kind: task.KindFix, Instructions: "the typo\nin the README"}},
 		{name: "bare instructions", d: delivery{event: "issue_comment"}, file: created, edit: commentBody("Thanks!\r\n\r\n/agent please fix the typo"), wantStatus: 202, wantRecorded: true,
 			want: wantTask{Kind: task.KindFix, Instructions: "please fix the typo"}},
-		{name: "fix on a pull request", d: delivery{event: "issue_comment"}, file: created, edit: then(commentBody("/agent fix it"), func(m map[string]any) {
-			obj(m, "issue")["pull_request"] = map[string]any{
-				"url":       "https://api.github.com/repos/Codertocat/Hello-World/pulls/1",
-				"html_url":  "https://github.com/Codertocat/Hello-World/pull/1",
-				"diff_url":  "https://github.com/Codertocat/Hello-World/pull/1.diff",
-				"patch_url": "https://github.com/Codertocat/Hello-World/pull/1.patch",
-				"merged_at": nil,
-			}
-		}), wantStatus: 202, wantRecorded: true, want: wantTask{Kind: task.KindFix, Instructions: "it", IsPR: true}},
+		{name: "fix on a pull request", d: delivery{event: "issue_comment"}, file: created, edit: then(commentBody("/agent fix it"), onPR),
+			wantStatus: 202, wantRecorded: true, want: wantTask{Kind: task.KindFix, Instructions: "it", IsPR: true}},
 		{name: "pull_request null is not a PR", d: delivery{event: "issue_comment"}, file: created, edit: then(commentBody("/agent fix it"), func(m map[string]any) { obj(m, "issue")["pull_request"] = nil }),
 			wantStatus: 202, wantRecorded: true, want: wantTask{Kind: task.KindFix, Instructions: "it"}},
 		{name: "empty fix with issue body", d: delivery{event: "issue_comment"}, file: created, edit: commentBody("/agent fix"), wantStatus: 202, wantRecorded: true,

@@ -167,6 +167,7 @@ func Usage(word string) string {
 	for _, r := range rows {
 		fmt.Fprintf(&b, "| `%s` | %s |\n", r[0], r[1])
 	}
+	fmt.Fprintf(&b, "\nOn a pull request, `%s fix` changes that pull request; with no instructions, it addresses the unresolved review comments (in a review comment: that comment).\n", word)
 	return b.String()
 }
 

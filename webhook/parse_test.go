@@ -141,6 +141,9 @@ func TestUsageListsEveryCommand(t *testing.T) {
 			t.Errorf("Usage misses %q:\n%s", want, u)
 		}
 	}
+	if !strings.Contains(u, "On a pull request, `/bot fix` changes that pull request") {
+		t.Errorf("Usage does not say what a fix on a pull request does:\n%s", u)
+	}
 	if Usage("") != Usage(DefaultCommand) {
 		t.Error("Usage(\"\") differs from Usage(DefaultCommand)")
 	}

@@ -1,0 +1,555 @@
+package task
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/pullwright/pullwright/policy"
+)
+
+// Bounds of what a fix on a pull request reads of it.
+const (
+	// maxPullDiff is the most of a pull request's diff the agent is given;
+	// it reads files for the rest.
+	maxPullDiff = 64 << 10
+	// maxThreads is the most review threads one task addresses.
+	maxThreads = 30
+	// maxRebases is how often a task moves its commit onto a person's new
+	// push before it gives up: someone pushing that often is working on
+	// the branch, and the bot should step aside.
+	maxRebases = 5
+)
+
+// pullRef is the ref of a pull request's head in its base repository,
+// which also holds the commits of a pull request from a fork.
+func pullRef(number int) string { return fmt.Sprintf("refs/pull/%d/head", number) }
+
+// startRef is what a task's work starts from: the default branch for an
+// issue, the pull request's branch or head ref for a pull request.
+func (t *Task) startRef() string {
+	switch {
+	case t.Pull == nil:
+		return t.Repo.DefaultBranch
+	case t.Pull.Mode == PushToHead:
+		return t.Pull.Info.HeadRef
+	}
+	return pullRef(t.Issue)
+}
+
+// onHead reports whether the task pushes onto a branch that existed before
+// it: a pull request's own branch.
+func (t *Task) onHead() bool { return t.Pull != nil && t.Pull.Mode == PushToHead }
+
+// forkCode reports whether the task works on code from a fork, which
+// nobody with write access wrote.
+func (t *Task) forkCode() bool { return t.Pull != nil && t.Pull.Info.Fork }
+
+// deliveryMode decides how a fix delivers its commits to a pull request,
+// and says why for the status comment. The bot never pushes to a fork,
+// even one whose author allows edits by maintainers: its token would then
+// write to a repository nobody here controls.
+func deliveryMode(info PullInfo) (mode, why string) {
+	switch {
+	case !info.Fork:
+		return PushToHead, ""
+	case info.HeadRepo == "":
+		return PullInBase, "the fork this pull request came from was deleted, so the change is on a branch of this repository, in a new pull request that builds on this one"
+	case info.MaintainerCanModify:
+		return PullToFork, fmt.Sprintf("this pull request comes from the fork `%s`, which the bot never pushes to; its author allows edits by maintainers, so the change is proposed as a pull request against `%s:%s`",
+			info.HeadRepo, info.HeadRepo, info.HeadRef)
+	}
+	return PullInBase, fmt.Sprintf("this pull request comes from the fork `%s`, which the bot never pushes to, and its author does not allow edits by maintainers, so the change is on a branch of this repository, in a new pull request that builds on this one",
+		info.HeadRepo)
+}
+
+// admitPull reads the pull request a fix was asked on and decides how the
+// commits will reach it. A closed pull request, or a request to address
+// review comments when none is open, ends the task with a reply (ended).
+func (f *Flow) admitPull(ctx context.Context, t *Task) (ended bool, err error) {
+	if t.Pull == nil {
+		info, err := f.GitHub.PullRequest(ctx, t.Repo, t.Issue)
+		if err != nil {
+			return false, retryf(err, "reading pull request #%d failed", t.Issue)
+		}
+		if info.State != "open" {
+			what := "closed"
+			if info.Merged {
+				what = "merged"
+			}
+			return true, f.reply(ctx, t, fmt.Sprintf("@%s pull request #%d is %s, so I won't change it. Reopen it, or ask on an issue.", t.Requester.Login, t.Issue, what))
+		}
+		mode, why := deliveryMode(info)
+		t.Pull = &PullWork{Info: info, Mode: mode, Why: why}
+	}
+	if strings.TrimSpace(t.Instructions) == "" && t.Review == nil && t.Pull.Threads == nil {
+		threads, err := f.openThreads(ctx, t)
+		if err != nil {
+			return false, err
+		}
+		if len(threads) == 0 {
+			return true, f.reply(ctx, t, fmt.Sprintf("@%s this pull request has no unresolved review comments by people with write access, so there is nothing to address. Say what to change with `%s fix <instructions>`.",
+				t.Requester.Login, f.Command))
+		}
+		t.Pull.Threads = threads
+	}
+	return false, nil
+}
+
+// openThreads are the review threads a fix without instructions addresses:
+// not resolved, not outdated, started by someone with write access, and
+// not answered last by the bot.
+func (f *Flow) openThreads(ctx context.Context, t *Task) ([]ThreadRef, error) {
+	all, err := f.GitHub.ReviewThreads(ctx, t.Repo, t.Issue)
+	if err != nil {
+		return nil, retryf(err, "reading the review comments of #%d failed", t.Issue)
+	}
+	writers := map[string]bool{}
+	var out []ThreadRef
+	for _, th := range all {
+		if th.Resolved || th.Outdated || len(th.Comments) == 0 {
+			continue
+		}
+		root, last := th.Comments[0], th.Comments[len(th.Comments)-1]
+		if strings.Contains(last.Body, "<!-- pullwright:") || !f.writerCached(ctx, t, writers, root) {
+			continue
+		}
+		out = append(out, ThreadRef{Root: root.ID, Author: root.Author, Path: root.Path, Line: root.Line,
+			Body: clip(policy.Visible(root.Body), 300), URL: root.URL})
+		if len(out) == maxThreads {
+			break
+		}
+	}
+	return out, nil
+}
+
+// writerCached is writer with the answers of one task's pass kept.
+func (f *Flow) writerCached(ctx context.Context, t *Task, seen map[string]bool, c ReviewComment) bool {
+	login := strings.ToLower(c.Author)
+	ok, known := seen[login]
+	if !known {
+		ok = f.writer(ctx, t, Comment{Author: c.Author, AuthorType: c.AuthorType})
+		seen[login] = ok
+	}
+	return ok
+}
+
+// preparePull clones the pull request's head, names the branch the work
+// goes to and starts the agent with the pull request as its context.
+func (f *Flow) preparePull(ctx context.Context, t *Task) error {
+	pr, err := f.GitHub.Issue(ctx, t.Repo, t.Issue)
+	if err != nil {
+		return retryf(err, "reading pull request #%d failed", t.Issue)
+	}
+	t.IssueTitle = pr.Title
+	ws, err := f.clone(ctx, t, t.startRef())
+	if err != nil {
+		return err
+	}
+	base, err := ws.Head()
+	if err != nil {
+		return retryf(err, "reading the cloned commit failed")
+	}
+	t.BaseSHA = base
+	settings := f.settings(t)
+	if t.forkCode() {
+		if err := f.checkForkPaths(ctx, t, settings); err != nil {
+			return err
+		}
+	}
+	if t.onHead() {
+		t.Branch = t.Pull.Info.HeadRef
+	} else {
+		branch, err := f.freeBranch(ctx, t, f.BranchName(settings.BranchPrefix, t.Issue, pr.Title))
+		if err != nil {
+			return err
+		}
+		t.Branch = branch
+	}
+	if err := ws.CreateBranch(t.Branch); err != nil {
+		return retryf(err, "creating branch %s failed", t.Branch)
+	}
+	brief, err := f.pullBrief(ctx, t)
+	if err != nil {
+		return err
+	}
+	comments, unheard := f.heard(ctx, t, pr.Comments)
+	t.Unheard = unheard
+	conv, err := f.Agent.Start(Brief{
+		Repo:         t.Repo.FullName(),
+		Issue:        t.Issue,
+		Title:        policy.Visible(pr.Title),
+		Body:         policy.Visible(pr.Body),
+		Comments:     comments,
+		Instructions: policy.Visible(t.Instructions),
+		Requester:    t.Requester.Login,
+		Settings:     settings,
+		Pull:         brief,
+	})
+	if err != nil {
+		return Fatal("starting the agent failed", err)
+	}
+	t.Conversation = conv
+	if err := t.Move(Working); err != nil {
+		return err
+	}
+	return f.updateStatus(ctx, t)
+}
+
+// checkForkPaths refuses a pull request from a fork that changes a path
+// the repository protects. The bot is about to put the fork's commits on a
+// branch of this repository, and its workflows run on a push there with
+// this repository's secrets: a fork's change to .github/workflows would
+// then run, unreviewed, as this repository's own. The check is on the
+// exact commit cloned, and a list GitHub cut short counts as touching.
+func (f *Flow) checkForkPaths(ctx context.Context, t *Task, s policy.Settings) error {
+	paths, complete, err := f.GitHub.ChangedFiles(ctx, t.Repo, t.Pull.Info.BaseRef, t.BaseSHA)
+	if err != nil {
+		return retryf(err, "listing the files pull request #%d changes failed", t.Issue)
+	}
+	const refusal = "pull request #%d comes from the fork `%s`, and its commits would go on a branch of this repository, where workflows run on a push with this repository's secrets; %s, so nothing was pushed. A maintainer can make the change by hand, or bring the pull request's commits into this repository after reviewing them"
+	if !complete {
+		return Fatal(fmt.Sprintf(refusal, t.Issue, t.Pull.Info.HeadRepo,
+			"it changes more files than GitHub lists, so the bot cannot check them against the protected paths"), nil)
+	}
+	var bad []string
+	for _, p := range paths {
+		if g, ok := s.Protects(p); ok {
+			bad = append(bad, fmt.Sprintf("`%s` (protected by `%s`)", p, g))
+		}
+	}
+	if len(bad) > 5 {
+		bad = append(bad[:5], fmt.Sprintf("and %d more", len(bad)-5))
+	}
+	if len(bad) > 0 {
+		return Fatal(fmt.Sprintf(refusal, t.Issue, t.Pull.Info.HeadRepo,
+			"it changes paths this repository protects: "+strings.Join(bad, ", ")), nil)
+	}
+	return nil
+}
+
+// pullBrief gathers what the agent is told of the pull request beyond its
+// conversation: the diff, the line comment it was asked in, the threads to
+// address. Only writers' review comments are passed on.
+func (f *Flow) pullBrief(ctx context.Context, t *Task) (*PullBrief, error) {
+	info := t.Pull.Info
+	b := &PullBrief{Number: t.Issue, Author: info.Author, HeadRef: info.HeadRef, BaseRef: info.BaseRef, Fork: info.Fork}
+	diff, cut, err := f.GitHub.PullRequestDiff(ctx, t.Repo, t.Issue, maxPullDiff)
+	if err != nil {
+		// The agent can still read the files; the diff is a convenience.
+		f.Logger.WarnContext(ctx, "pull request diff", "task_id", t.ID, "pr", t.Issue, "err", err)
+		diff, cut = "", true
+	}
+	b.Diff, b.DiffTruncated = diff, cut
+	r := t.Review
+	if r == nil && len(t.Pull.Threads) == 0 {
+		return b, nil
+	}
+	all, err := f.GitHub.ReviewThreads(ctx, t.Repo, t.Issue)
+	if err != nil {
+		return nil, retryf(err, "reading the review comments of #%d failed", t.Issue)
+	}
+	byRoot := make(map[int64]ReviewThread, len(all))
+	for _, th := range all {
+		if len(th.Comments) > 0 {
+			byRoot[th.Comments[0].ID] = th
+		}
+	}
+	writers := map[string]bool{}
+	heard := func(cs []ReviewComment, skip int64) []Comment {
+		var out []Comment
+		for _, c := range cs {
+			if c.ID == skip || strings.Contains(c.Body, "<!-- pullwright:") || !f.writerCached(ctx, t, writers, c) {
+				continue
+			}
+			out = append(out, Comment{Author: c.Author, AuthorType: c.AuthorType, Body: policy.Visible(c.Body)})
+		}
+		return out
+	}
+	if r != nil {
+		b.Review = &ReviewBrief{
+			Path: r.Path, StartLine: r.StartLine, Line: r.Line, Side: r.Side, DiffHunk: r.DiffHunk,
+			Author: t.Requester.Login, Comment: policy.Visible(r.Body),
+		}
+		if th, ok := byRoot[r.Root()]; ok {
+			b.Review.Thread = heard(th.Comments, r.CommentID)
+		}
+	}
+	for _, ref := range t.Pull.Threads {
+		th, ok := byRoot[ref.Root]
+		if !ok {
+			// Deleted since: still listed, so thread numbers match the
+			// checklist the status comment shows.
+			b.Checklist = append(b.Checklist, ThreadBrief{Path: ref.Path, Line: ref.Line,
+				Comments: []Comment{{Author: ref.Author, Body: ref.Body}}})
+			continue
+		}
+		root := th.Comments[0]
+		b.Checklist = append(b.Checklist, ThreadBrief{Path: root.Path, Line: root.Line, DiffHunk: root.DiffHunk, Comments: heard(th.Comments, 0)})
+	}
+	return b, nil
+}
+
+// rebase moves the task's unpushed commit onto a branch a person pushed to
+// while the agent worked, when their commits leave the files the agent
+// changed alone: the agent's files are whole-file contents, so laying them
+// on the new head is the same change. When the person changed those files
+// too, the bot stops, keeping its commit on a branch of its own: it never
+// force-pushes over a person's work, and never merges it on a guess.
+func (f *Flow) rebase(ctx context.Context, t *Task, ws Workspace, token string) error {
+	gctx, cancel := f.gitCtx(ctx)
+	defer cancel()
+	head, err := f.Workspaces.RemoteHead(gctx, t.Repo.CloneURL, token, t.Branch)
+	if err != nil {
+		return retryf(err, "reading branch %s failed", t.Branch)
+	}
+	if head == "" {
+		return Fatal(fmt.Sprintf("branch `%s` was deleted while the agent worked, so nothing was pushed", t.Branch), nil)
+	}
+	from := t.PushedSHA
+	if from == "" {
+		from = t.BaseSHA
+	}
+	err = ws.Fetch(gctx, token, head)
+	if errors.Is(err, ErrBaseGone) {
+		// The new head is not in the history the workspace follows (the
+		// branch was rewritten, or the task cloned another ref).
+		return f.keepAside(ctx, t, ws, token, head, "the new commits could not be followed from the commit the agent built on")
+	}
+	if err != nil {
+		return retryf(err, "fetching branch %s failed", t.Branch)
+	}
+	paths := make([]string, 0, len(t.Files))
+	for _, fs := range t.Files {
+		paths = append(paths, fs.Path)
+	}
+	touched, err := ws.Touched(from, head, paths)
+	if err != nil {
+		return retryf(err, "comparing branch %s with the agent's change failed", t.Branch)
+	}
+	if len(touched) > 0 {
+		return f.keepAside(ctx, t, ws, token, head, "those commits change "+listPaths(touched)+", which the agent changed too")
+	}
+	if len(t.Rebased) >= maxRebases {
+		return f.keepAside(ctx, t, ws, token, head, fmt.Sprintf("the agent already moved its work onto new pushes %d times", len(t.Rebased)))
+	}
+	if err := ws.ResetTo(gctx, token, head); err != nil {
+		return retryf(err, "moving to the new head %s failed", short(head))
+	}
+	if err := syncFiles(ws, t.Files); err != nil {
+		return retryf(err, "laying the agent's change on %s failed", short(head))
+	}
+	f.Logger.InfoContext(ctx, "rebased onto a person's push", "task_id", t.ID, "branch", t.Branch, "from", from, "onto", head)
+	// The saved files are relative to the new head now, which the remote
+	// has: the next checkpoint commits on it and pushes a fast-forward.
+	t.PushedSHA, t.HeadSHA = head, ""
+	t.Rebased = append(t.Rebased, head)
+	t.Steps = append(t.Steps, fmt.Sprintf("someone pushed %s to %s; the agent's change was moved on top of it", short(head), t.Branch))
+	return nil
+}
+
+// keepAside pushes the task's commit to a branch of its own and stops the
+// task, saying why it did not go onto t.Branch.
+func (f *Flow) keepAside(ctx context.Context, t *Task, ws Workspace, token, head, why string) error {
+	aside := fmt.Sprintf("%s-pullwright-%d", t.Branch, t.ID)
+	msg := fmt.Sprintf("someone pushed to `%s` while the agent worked (it is now at %s), and %s. The bot never force-pushes over a person's work, so it stopped", t.Branch, short(head), why)
+	gctx, cancel := f.gitCtx(ctx)
+	defer cancel()
+	if err := ws.CreateBranch(aside); err != nil {
+		return Fatal(msg+"; its change could not be kept on a branch of its own, so ask again to start from the new head", err)
+	}
+	err := ws.Push(gctx, token, aside)
+	if err != nil && !errors.Is(err, ErrPushRejected) {
+		return retryf(err, "pushing branch %s failed", aside)
+	}
+	if err != nil {
+		return Fatal(msg+fmt.Sprintf("; branch `%s` for its change exists already, so it was not pushed either", aside), err)
+	}
+	return Fatal(msg+fmt.Sprintf(": its change is on branch `%s`, to merge by hand or drop. Ask again to start from the new head", aside), ErrPushRejected)
+}
+
+func listPaths(paths []string) string {
+	if len(paths) > 5 {
+		return fmt.Sprintf("`%s` and %d more", strings.Join(paths[:5], "`, `"), len(paths)-5)
+	}
+	return "`" + strings.Join(paths, "`, `") + "`"
+}
+
+// addStats adds the changes of one pushed commit to the task's total.
+func addStats(total []FileStat, more []FileStat) []FileStat {
+	for _, m := range more {
+		i := slices.IndexFunc(total, func(s FileStat) bool { return s.Path == m.Path })
+		if i < 0 {
+			total = append(total, m)
+			continue
+		}
+		total[i].Added += m.Added
+		total[i].Deleted += m.Deleted
+	}
+	return total
+}
+
+// publishPull delivers a finished fix to its pull request, one sub-step
+// per call after the final commit is pushed: open the follow-up pull
+// request (unless the commits went onto the branch itself), answer the
+// review threads, then report.
+func (f *Flow) publishPull(ctx context.Context, t *Task) error {
+	p := t.Pull
+	switch {
+	case p.Mode == PullToFork && t.PRURL == "":
+		return f.openForkPull(ctx, t)
+	case p.Mode == PullInBase && t.PRNumber == 0:
+		pr, err := f.GitHub.OpenPullRequest(ctx, t.Repo, NewPullRequest{
+			Title: defang(t.Title), Body: RenderPullRequest(t), Head: t.Branch, Base: p.Info.BaseRef,
+		})
+		if err != nil {
+			return retryf(err, "opening the pull request failed")
+		}
+		t.PRNumber, t.PRURL = pr.Number, pr.URL
+		return nil
+	case p.Mode == PullInBase && t.Draft:
+		if err := f.GitHub.UpdatePullRequest(ctx, t.Repo, t.PRNumber, defang(t.Title), RenderPullRequest(t)); err != nil {
+			return retryf(err, "updating the pull request failed")
+		}
+		if err := f.GitHub.MarkReadyForReview(ctx, t.Repo, t.PRNumber); err != nil {
+			return retryf(err, "marking the pull request ready for review failed")
+		}
+		t.Draft = false
+		return nil
+	case t.Review != nil && !p.ReviewReplied:
+		if _, err := f.GitHub.ReplyInThread(ctx, t.Repo, t.Issue, t.Review.Root(), marker(t, "review"), f.reviewReply(t, "")); err != nil {
+			return retryf(err, "replying in the review thread failed")
+		}
+		p.ReviewReplied = true
+		return nil
+	case p.Replied < len(p.Threads):
+		th := p.Threads[p.Replied]
+		if _, err := f.GitHub.ReplyInThread(ctx, t.Repo, t.Issue, th.Root, marker(t, fmt.Sprintf("thread-%d", p.Replied+1)), f.reviewReply(t, p.Notes[p.Replied+1])); err != nil {
+			return retryf(err, "replying in review thread %d failed", p.Replied+1)
+		}
+		p.Replied++
+		return nil
+	}
+	if _, _, err := f.GitHub.UpsertComment(ctx, t.Repo, t.Issue, marker(t, "done"), 0, renderPullDone(t)); err != nil {
+		return retryf(err, "posting the result failed")
+	}
+	if err := t.Move(Done); err != nil {
+		return err
+	}
+	if err := f.updateStatus(ctx, t); err != nil {
+		return err
+	}
+	f.cleanup(ctx, t)
+	return nil
+}
+
+// openForkPull proposes the change to the fork's branch. An installation
+// rarely covers the fork, so GitHub may refuse: then the change goes into
+// a pull request in this repository instead, and the reason is kept.
+func (f *Flow) openForkPull(ctx context.Context, t *Task) error {
+	p := t.Pull
+	owner, name, _ := strings.Cut(p.Info.HeadRepo, "/")
+	fork := Repo{InstallationID: t.Repo.InstallationID, Owner: owner, Name: name}
+	pr, err := f.GitHub.OpenPullRequest(ctx, fork, NewPullRequest{
+		Title: defang(t.Title), Body: RenderPullRequest(t), Head: t.Repo.Owner + ":" + t.Branch, Base: p.Info.HeadRef,
+	})
+	if errors.Is(err, ErrNotPermitted) {
+		f.Logger.InfoContext(ctx, "pull request against the fork refused; opening one here", "task_id", t.ID, "fork", p.Info.HeadRepo, "err", err)
+		p.ForkPRFailed = "GitHub refused to open a pull request in the fork for this app"
+		p.Mode = PullInBase
+		p.Why = fmt.Sprintf("this pull request comes from the fork `%s`, which the bot never pushes to; %s, so the change is on a branch of this repository, in a new pull request that builds on this one",
+			p.Info.HeadRepo, p.ForkPRFailed)
+		return nil
+	}
+	if err != nil {
+		return retryf(err, "opening the pull request against the fork failed")
+	}
+	t.PRURL = pr.URL
+	return nil
+}
+
+// reviewReply is the answer posted in a review thread once the work is
+// pushed; note is the agent's own word on that thread, if it gave one.
+func (f *Flow) reviewReply(t *Task, note string) string {
+	var b strings.Builder
+	switch {
+	case strings.TrimSpace(note) != "":
+		b.WriteString(defang(clip(note, 1000)))
+	case strings.TrimSpace(t.Summary) != "":
+		b.WriteString(defang(clip(oneLine(t.Summary), 600)))
+	default:
+		b.WriteString(defang(oneLine(t.Title)))
+	}
+	b.WriteString("\n\n")
+	b.WriteString(whereItWent(t))
+	return b.String()
+}
+
+// whereItWent says where the task's commits are, in a sentence.
+func whereItWent(t *Task) string {
+	p := t.Pull
+	commits := ""
+	if n := len(p.Commits); n > 0 {
+		commits = fmt.Sprintf(" (%s, last %s)", plural(n, "commit", "commits"), short(p.Commits[n-1]))
+	}
+	switch p.Mode {
+	case PushToHead:
+		return fmt.Sprintf("Pushed to `%s`%s.", t.Branch, commits)
+	case PullToFork:
+		return fmt.Sprintf("Proposed to the fork in %s, from branch `%s`%s.", t.PRURL, t.Branch, commits)
+	}
+	return fmt.Sprintf("In %s, from branch `%s`%s.", t.PRURL, t.Branch, commits)
+}
+
+// renderPullDone is the comment that reports a finished fix on a pull request.
+func renderPullDone(t *Task) string {
+	p := t.Pull
+	var b strings.Builder
+	fmt.Fprintf(&b, "@%s done: **%s**\n\n", t.Requester.Login, defang(oneLine(t.Title)))
+	switch p.Mode {
+	case PushToHead:
+		fmt.Fprintf(&b, "I pushed %s to this pull request's branch `%s`", plural(len(p.Commits), "commit", "commits"), t.Branch)
+		if n := len(p.Commits); n > 0 {
+			fmt.Fprintf(&b, ", up to %s", p.Commits[n-1])
+		}
+		b.WriteString(".")
+		if n := len(t.Rebased); n > 0 {
+			fmt.Fprintf(&b, " Someone pushed to the branch while I worked; my change was moved on top of their commits (%s), never forced over them.", plural(n, "time", "times"))
+		}
+	case PullToFork:
+		fmt.Fprintf(&b, "I opened %s against `%s:%s`: %s.", t.PRURL, p.Info.HeadRepo, p.Info.HeadRef, p.Why)
+	default:
+		fmt.Fprintf(&b, "I opened %s, which holds this pull request's commits and mine: %s.", t.PRURL, p.Why)
+	}
+	b.WriteString("\n")
+	if len(p.Threads) > 0 {
+		fmt.Fprintf(&b, "\nI answered %s.\n", plural(len(p.Threads), "review thread", "review threads"))
+	}
+	if len(t.ChangedFiles) > 0 {
+		b.WriteString("\n**Files changed**\n\n")
+		for _, f := range t.ChangedFiles {
+			fmt.Fprintf(&b, "- `%s` (+%d −%d)\n", f.Path, f.Added, f.Deleted)
+		}
+	}
+	return b.String()
+}
+
+// react puts a reaction on the comment that asked for t: an issue
+// comment, or a review comment, which GitHub reacts to elsewhere. It is a
+// courtesy: a deleted comment must not stop the work.
+func (f *Flow) react(ctx context.Context, t *Task, content string) {
+	var err error
+	switch {
+	case t.Review != nil:
+		err = f.GitHub.AddReviewReaction(ctx, t.Repo, t.Review.CommentID, content)
+	case t.CommentID != 0:
+		err = f.GitHub.AddReaction(ctx, t.Repo, t.CommentID, content)
+	default:
+		return
+	}
+	if err != nil {
+		f.Logger.WarnContext(ctx, "react to comment", "task_id", t.ID, "content", content, "err", err)
+	}
+}

@@ -1,0 +1,143 @@
+package task
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestDeliveryMode(t *testing.T) {
+	tests := []struct {
+		name     string
+		info     PullInfo
+		mode     string
+		whySays  string
+		whyEmpty bool
+	}{
+		{"same repository", PullInfo{HeadRepo: "o/r", HeadRef: "fix"}, PushToHead, "", true},
+		{"same repository, edits allowed", PullInfo{HeadRepo: "o/r", HeadRef: "fix", MaintainerCanModify: true}, PushToHead, "", true},
+		{"fork allowing edits", PullInfo{Fork: true, HeadRepo: "alice/r", HeadRef: "fix", MaintainerCanModify: true}, PullToFork, "against `alice/r:fix`", false},
+		{"fork not allowing edits", PullInfo{Fork: true, HeadRepo: "alice/r", HeadRef: "fix"}, PullInBase, "does not allow edits by maintainers", false},
+		{"deleted fork", PullInfo{Fork: true, HeadRef: "fix", MaintainerCanModify: true}, PullInBase, "was deleted", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			mode, why := deliveryMode(tt.info)
+			if mode != tt.mode {
+				t.Errorf("mode = %q, want %q", mode, tt.mode)
+			}
+			if tt.whyEmpty != (why == "") || !strings.Contains(why, tt.whySays) {
+				t.Errorf("why = %q, want it to say %q", why, tt.whySays)
+			}
+			if tt.info.Fork && !strings.Contains(why, "never pushes to") && tt.info.HeadRepo != "" {
+				t.Errorf("why = %q does not say the fork is never pushed to", why)
+			}
+		})
+	}
+}
+
+func TestStartRef(t *testing.T) {
+	tests := []struct {
+		name string
+		t    Task
+		want string
+	}{
+		{"issue", Task{Repo: Repo{DefaultBranch: "main"}, Issue: 3}, "main"},
+		{"same-repository pull request", Task{Repo: Repo{DefaultBranch: "main"}, Issue: 3, Pull: &PullWork{Mode: PushToHead, Info: PullInfo{HeadRef: "feature"}}}, "feature"},
+		{"fork", Task{Repo: Repo{DefaultBranch: "main"}, Issue: 3, Pull: &PullWork{Mode: PullInBase, Info: PullInfo{HeadRef: "feature", Fork: true}}}, "refs/pull/3/head"},
+		{"fork allowing edits", Task{Repo: Repo{DefaultBranch: "main"}, Issue: 3, Pull: &PullWork{Mode: PullToFork, Info: PullInfo{HeadRef: "feature", Fork: true}}}, "refs/pull/3/head"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.t.startRef(); got != tt.want {
+				t.Errorf("startRef = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestAddStats(t *testing.T) {
+	got := addStats(nil, []FileStat{{Path: "a", Added: 1}, {Path: "b", Deleted: 2}})
+	got = addStats(got, []FileStat{{Path: "a", Added: 2, Deleted: 1}, {Path: "c", Added: 5}})
+	want := []FileStat{{Path: "a", Added: 3, Deleted: 1}, {Path: "b", Deleted: 2}, {Path: "c", Added: 5}}
+	if len(got) != len(want) {
+		t.Fatalf("got %+v, want %+v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("stat %d = %+v, want %+v", i, got[i], want[i])
+		}
+	}
+}
+
+func TestLineRange(t *testing.T) {
+	for _, tt := range []struct {
+		start, end int
+		want       string
+	}{
+		{0, 12, "line 12"},
+		{10, 14, "lines 10–14"},
+		{14, 14, "line 14"},
+		{0, 0, "(a line no longer in the diff)"},
+	} {
+		if got := lineRange(tt.start, tt.end); got != tt.want {
+			t.Errorf("lineRange(%d, %d) = %q, want %q", tt.start, tt.end, got, tt.want)
+		}
+	}
+}
+
+func TestRenderRequestWarnsOfForkCode(t *testing.T) {
+	base := Task{ID: 7, Issue: 2, Branch: "agent/2-x", Request: &ExecRequest{ID: "7-1", Command: "make test", SHA: "0123456789abcdef"}}
+	fork := base
+	fork.Pull = &PullWork{Mode: PullInBase, Info: PullInfo{Fork: true, HeadRepo: "mallory/r", Author: "mallory"}}
+	same := base
+	same.Pull = &PullWork{Mode: PushToHead, Info: PullInfo{HeadRepo: "o/r", HeadRef: "feature"}}
+	same.Branch = "feature"
+	if got := RenderRequest(&fork, nil, false); !strings.Contains(got, "This runs code from a fork") || !strings.Contains(got, "`mallory/r` by @mallory") {
+		t.Errorf("request on fork code does not warn:\n%s", got)
+	}
+	got := RenderRequest(&same, nil, false)
+	if strings.Contains(got, "from a fork") {
+		t.Errorf("request on a same-repository pull request warns of a fork:\n%s", got)
+	}
+	if !strings.Contains(got, "of branch `feature`") {
+		t.Errorf("request on the pull request's branch does not name it:\n%s", got)
+	}
+}
+
+func TestRenderPullDone(t *testing.T) {
+	tests := []struct {
+		name string
+		t    Task
+		want []string
+	}{
+		{
+			name: "pushed onto the branch, after a rebase",
+			t: Task{Requester: Person{Login: "octo"}, Title: "Use emoji", Branch: "changes", Rebased: []string{"abc"},
+				Pull:         &PullWork{Mode: PushToHead, Commits: []string{"1111111111111111", "2222222222222222"}},
+				ChangedFiles: []FileStat{{Path: "README.md", Added: 1, Deleted: 1}}},
+			want: []string{"@octo done: **Use emoji**", "pushed 2 commits to this pull request's branch `changes`, up to 2222222222222222", "never forced", "`README.md` (+1 −1)"},
+		},
+		{
+			name: "fork, pull request in this repository",
+			t: Task{Requester: Person{Login: "octo"}, Title: "Fix", Branch: "agent/2-x", PRURL: "https://github.com/o/r/pull/3",
+				Pull: &PullWork{Mode: PullInBase, Why: "it comes from a fork", Threads: []ThreadRef{{Root: 1}, {Root: 2}}}},
+			want: []string{"I opened https://github.com/o/r/pull/3", "it comes from a fork", "I answered 2 review threads"},
+		},
+		{
+			name: "fork, pull request against its branch",
+			t: Task{Requester: Person{Login: "octo"}, Title: "Fix", Branch: "agent/2-x", PRURL: "https://github.com/alice/r/pull/9",
+				Pull: &PullWork{Mode: PullToFork, Why: "edits allowed", Info: PullInfo{HeadRepo: "alice/r", HeadRef: "fix"}}},
+			want: []string{"against `alice/r:fix`", "edits allowed"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := renderPullDone(&tt.t)
+			for _, w := range tt.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("report lacks %q:\n%s", w, got)
+				}
+			}
+		})
+	}
+}
