@@ -749,3 +749,43 @@ func TestCommandOnForkCodeIsNeverAutoApproved(t *testing.T) {
 		t.Fatalf("a command ran: %+v", runs)
 	}
 }
+
+// The GitHub Action takes a review comment on a line like the service
+// does: the commit goes onto the pull request's branch, the answer into
+// the thread, in one workflow run.
+func TestActionReviewCommentOnALine(t *testing.T) {
+	w := newWorkflow(t, fixDocs(t))
+	e := &env{t: t, gh: w.gh, git: w.git}
+	head := e.openPull()
+	c := fakegithub.ReviewComment{
+		Author: owner, Body: "/agent fix the spelling here", Path: "docs.md", Line: 1, Side: "RIGHT",
+		DiffHunk: "@@ -0,0 +1 @@\n+How to comitt your work.", CommitID: head,
+	}
+	c.ID = w.gh.AddReviewComment(owner, repoName, pr, c)
+	p := readPayload(t, reviewPayloadFile)
+	delete(p, "installation")
+	p["pull_request"].(map[string]any)["number"] = pr
+	cm := p["comment"].(map[string]any)
+	cm["id"], cm["body"], cm["path"], cm["line"], cm["diff_hunk"], cm["commit_id"] = c.ID, c.Body, c.Path, c.Line, c.DiffHunk, head
+	e.sender(p, owner)
+
+	res, err := w.run("pull_request_review_comment", e.marshal(p))
+	if err != nil || res.Outcome != "done" || res.Issue != pr {
+		t.Fatalf("run = %+v, %v\nlogs:\n%s", res, err, w.logs.String())
+	}
+	if got, _ := w.git.ReadFile(t, owner, repoName, prBranch, "docs.md"); got != docsFixed {
+		t.Errorf("docs.md on %s = %q", prBranch, got)
+	}
+	var replies []fakegithub.ReviewComment
+	for _, rc := range w.gh.ReviewComments(owner, repoName, pr) {
+		if rc.Author == "github-actions[bot]" {
+			replies = append(replies, rc)
+		}
+	}
+	if len(replies) != 1 || replies[0].InReplyTo != c.ID || !strings.Contains(replies[0].Body, "Pushed to `docs`") {
+		t.Fatalf("replies = %+v", replies)
+	}
+	if prs := w.gh.PullRequests(owner, repoName); len(prs) != 1 {
+		t.Errorf("pull requests = %+v", prs)
+	}
+}
