@@ -138,6 +138,9 @@ func firstMessage(b Brief) string {
 	}
 	m.WriteString(block("untrusted-"+kind+"-title", "", cutString(strings.TrimSpace(b.Title), maxTitleBytes)))
 	m.WriteString("\n")
+	if p != nil {
+		writeBranches(&m, p)
+	}
 	body := strings.TrimSpace(b.Body)
 	if body == "" {
 		body = "(empty)"
