@@ -155,3 +155,19 @@ func isRejectedUpdate(err error) bool {
 	}
 	return false
 }
+
+// Contains reports whether commit sha is tip itself or in its history, as
+// far as the workspace has that history (a shallow clone's boundary ends the
+// search: beyond it the answer is false). Both are full SHAs.
+func (w *Workspace) Contains(tip, sha string) (bool, error) {
+	for _, s := range []string{tip, sha} {
+		if !plumbing.IsHash(s) || plumbing.NewHash(s).String() != s {
+			return false, fmt.Errorf("contains %s in %s: %q is not a full lower-case commit SHA", sha, tip, s)
+		}
+	}
+	ok, err := w.contains(plumbing.NewHash(tip), plumbing.NewHash(sha))
+	if err != nil {
+		return false, fmt.Errorf("contains %s in %s: %w", sha, tip, err)
+	}
+	return ok, nil
+}
