@@ -63,16 +63,14 @@ func (g gitHub) ReviewThreads(ctx context.Context, r task.Repo, number int) ([]t
 
 func (g gitHub) ReplyInThread(ctx context.Context, r task.Repo, pr int, rootID int64, marker, body string) (int64, error) {
 	id, err := g.app.ReplyInThread(ctx, r.InstallationID, r.Owner, r.Name, pr, rootID, marker, body)
+	if errors.Is(err, ghapp.ErrNotFound) {
+		return 0, fmt.Errorf("%w: %w", task.ErrGone, err)
+	}
 	return id, notPermitted(err)
 }
 
 func (g gitHub) AddReviewReaction(ctx context.Context, r task.Repo, commentID int64, content string) error {
 	return notPermitted(g.app.AddReviewReaction(ctx, r.InstallationID, r.Owner, r.Name, commentID, content))
-}
-
-func (g gitHub) ChangedFiles(ctx context.Context, r task.Repo, base, head string) ([]string, bool, error) {
-	paths, complete, err := g.app.ChangedFiles(ctx, r.InstallationID, r.Owner, r.Name, base, head)
-	return paths, complete, notPermitted(err)
 }
 
 func agentComments(cs []task.Comment) []agent.Comment {

@@ -23,7 +23,7 @@ import (
 // request's issue) or in a review comment on a line of its diff (the real
 // pull_request_review_comment delivery). The pull request's branches live on
 // the real git server, forks included; GitHub's side of them is the fake,
-// which reads the branches, diffs and comparisons from that server.
+// which reads the branches and diffs from that server.
 
 const (
 	reviewPayloadFile = "../webhook/testdata/pull_request_review_comment.created.json"
@@ -38,17 +38,9 @@ const (
 )
 
 // servePulls lets the fake answer for pull requests from the git server:
-// head and base commits, diffs and comparisons.
+// head and base commits, and diffs.
 func (e *env) servePulls() {
 	e.gh.Refs, e.gh.Diffs, e.gh.CloneURL = e.git.Ref, e.git.Diff, e.git.CloneURL
-	e.gh.Changes = func(owner, repo, base, head string) ([]fakegithub.ChangedFile, error) {
-		fs, err := e.git.ChangedFiles(owner, repo, base, head)
-		out := make([]fakegithub.ChangedFile, 0, len(fs))
-		for _, f := range fs {
-			out = append(out, fakegithub.ChangedFile{Path: f.Path, Previous: f.Previous, Status: f.Status})
-		}
-		return out, err
-	}
 }
 
 // openPull opens pull request #2 from branch docs of the base repository,
@@ -227,7 +219,8 @@ func TestFixOnAPullRequestPushesOntoItsBranch(t *testing.T) {
 	// request; the pull request's text as data.
 	first := firstPrompt(e.llm)
 	for _, want := range []string{
-		"Pull request: #2 by @alice, branch `docs` into `master`",
+		"Pull request: #2 by @alice\n",
+		"<untrusted-pr-branches>\nhead: docs\nbase: master\n</untrusted-pr-branches>",
 		"the spelling on the new page",
 		"<untrusted-pr-title>\nAdd a page on committing",
 		"<untrusted-pr-diff>",
@@ -366,31 +359,78 @@ func mapsEqual(a, b map[string]string) bool {
 	return true
 }
 
-// A fork's change to a workflow never reaches a branch of the base
-// repository, where it would run with the repository's secrets.
-func TestForkPullRequestThatChangesAWorkflowIsRefused(t *testing.T) {
+// A fork's tree never reaches a branch of the base repository with a
+// workflow other than the repository's own: workflows run on a push there
+// with the repository's secrets. Its own workflow is refused, and so is an
+// older copy of one that the repository has since changed.
+func TestForkPullRequestWithAnotherWorkflowIsRefused(t *testing.T) {
+	tests := []struct {
+		name  string
+		fork  map[string]string
+		after func(e *env) // runs once the fork exists
+		want  string
+	}{
+		{
+			name: "the fork adds a workflow",
+			fork: map[string]string{"docs.md": docs, ".github/workflows/deploy.yml": "on: push\njobs: {}\n"},
+			want: "`.github/workflows/deploy.yml` (protected by `.github/workflows/**`)",
+		},
+		{
+			name: "the repository fixed its workflow after the fork branched",
+			fork: map[string]string{"docs.md": docs},
+			after: func(e *env) {
+				e.git.Push(e.t, owner, repoName, "master", map[string]string{".github/workflows/ci.yml": "on: push # fixed\n"}, "Fix CI")
+			},
+			want: "`.github/workflows/ci.yml` (protected by `.github/workflows/**`)",
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, fakellm.New(t))
+			e.git.Push(t, owner, repoName, "master", map[string]string{".github/workflows/ci.yml": "on: push\n"}, "Add CI")
+			e.openForkPull(fakegithub.PullRequestSeed{}, tc.fork)
+			if tc.after != nil {
+				tc.after(e)
+			}
+			before := branches(t, e.git, owner, repoName)
+			if code := e.prComment("d1", pr, owner, "/agent fix the spelling"); code != http.StatusAccepted {
+				t.Fatalf("delivery answered %d", code)
+			}
+			tk := e.waitTask(pr)
+			if tk.State != task.Failed {
+				t.Fatalf("task ended %s, want failed", tk.State)
+			}
+			e.waitComment(pr, "its files differ from `master` on paths this repository protects: "+tc.want)
+			if got := branches(t, e.git, owner, repoName); !mapsEqual(got, before) {
+				t.Errorf("branches changed: %v, were %v", got, before)
+			}
+			if n := e.llm.Calls(); n != 0 {
+				t.Errorf("the model was called %d times", n)
+			}
+			if prs := e.gh.PullRequests(owner, repoName); len(prs) != 1 {
+				t.Errorf("pull requests = %+v", prs)
+			}
+		})
+	}
+}
+
+// Asking for work on a fork's pull request puts its code where this
+// repository's workflows run it, so it takes who may approve commands.
+func TestForkPullRequestNeedsAnApprover(t *testing.T) {
 	e := newEnv(t, fakellm.New(t))
-	e.openForkPull(fakegithub.PullRequestSeed{}, map[string]string{
-		"docs.md":                      docs,
-		".github/workflows/deploy.yml": "on: push\njobs: {}\n",
-	})
+	e.configure("approve:\n  permission: maintain\n")
+	e.gh.SetPermission(owner, repoName, "writer", "write")
+	e.openForkPull(fakegithub.PullRequestSeed{}, map[string]string{"docs.md": docs})
 	before := branches(t, e.git, owner, repoName)
-	if code := e.prComment("d1", pr, owner, "/agent fix the spelling"); code != http.StatusAccepted {
+	if code := e.prComment("d1", pr, "writer", "/agent fix the spelling"); code != http.StatusAccepted {
 		t.Fatalf("delivery answered %d", code)
 	}
-	tk := e.waitTask(pr)
-	if tk.State != task.Failed {
-		t.Fatalf("task ended %s, want failed", tk.State)
-	}
-	e.waitComment(pr, "changes paths this repository protects: `.github/workflows/deploy.yml` (protected by `.github/workflows/**`)")
+	e.waitComment(pr, "@writer sorry: working on a pull request from a fork, whose code then runs in this repository's workflows, needs maintain permission or higher")
 	if got := branches(t, e.git, owner, repoName); !mapsEqual(got, before) {
 		t.Errorf("branches changed: %v, were %v", got, before)
 	}
 	if n := e.llm.Calls(); n != 0 {
 		t.Errorf("the model was called %d times", n)
-	}
-	if prs := e.gh.PullRequests(owner, repoName); len(prs) != 1 {
-		t.Errorf("pull requests = %+v", prs)
 	}
 }
 
@@ -424,7 +464,7 @@ func TestReviewCommentOnALine(t *testing.T) {
 	// The agent got the place: file, line, hunk, the thread and the ask.
 	first := firstPrompt(e.llm)
 	for _, want := range []string{
-		"You were asked in a review comment on `docs.md`, line 1 (RIGHT side)",
+		"You were asked in a review comment on line 1 (RIGHT side) of the file in the diff hunk's path attribute below",
 		"<untrusted-diff-hunk path=\"docs.md\">\n@@ -0,0 +1 @@\n+How to comitt your work.",
 		"This word is misspelt.",
 		"spell it the way the README should",
@@ -503,7 +543,7 @@ func TestEmptyFixAddressesTheUnresolvedReviewThreads(t *testing.T) {
 	// The checklist is the two open threads by writers, in order; nothing
 	// else reached the model.
 	first := firstPrompt(llm)
-	for _, want := range []string{"Review threads to address: 2.", "Thread 1: `docs.md:1`", "Typo: comitt.", "Thread 2: `docs.md:1`", "Say what the page is for"} {
+	for _, want := range []string{"Review threads to address: 2.", "Thread 1: line 1 of the file", "Typo: comitt.", "Thread 2: line 1 of the file", "Say what the page is for"} {
 		if !strings.Contains(first, want) {
 			t.Errorf("first prompt lacks %q:\n%s", want, first)
 		}
@@ -787,5 +827,62 @@ func TestActionReviewCommentOnALine(t *testing.T) {
 	}
 	if prs := w.gh.PullRequests(owner, repoName); len(prs) != 1 {
 		t.Errorf("pull requests = %+v", prs)
+	}
+}
+
+// A review thread deleted while the agent works gets no reply, and the task
+// still ends well: its work is pushed, and the report says so.
+func TestReviewThreadDeletedWhileTheAgentWorks(t *testing.T) {
+	var (
+		e       *env
+		gone    int64
+		deleted bool
+	)
+	steps := []fakellm.Step{
+		{ToolCalls: []fakellm.ToolCall{call("edit_file", map[string]any{"path": "docs.md", "old_text": "comitt", "new_text": "commit"})}},
+		{ToolCalls: []fakellm.ToolCall{call("finish", map[string]any{
+			"title": "Address the review", "summary": "Fixed the typo.",
+			"replies": []map[string]any{{"thread": 1, "reply": "Fixed."}, {"thread": 2, "reply": "Not needed."}},
+		})}},
+	}
+	llm := fakellm.NewFunc(t, func(req openai.ChatCompletionRequest) fakellm.Step {
+		n := fakellm.Turn(req)
+		if n == 1 && !deleted {
+			// Its author deletes the second thread before the agent is done.
+			e.gh.DeleteReviewComment(owner, repoName, pr, gone)
+			deleted = true
+		}
+		return steps[min(n, len(steps)-1)]
+	})
+	e = newEnv(t, llm)
+	head := e.openPull()
+	kept := e.gh.AddReviewComment(owner, repoName, pr, fakegithub.ReviewComment{Author: owner, Body: "Typo.", Path: "docs.md", Line: 1, CommitID: head})
+	gone = e.gh.AddReviewComment(owner, repoName, pr, fakegithub.ReviewComment{Author: owner, Body: "Add a title.", Path: "docs.md", Line: 1, CommitID: head})
+
+	if code := e.prComment("d1", pr, owner, "/agent fix"); code != http.StatusAccepted {
+		t.Fatalf("delivery answered %d", code)
+	}
+	tk := e.waitTask(pr)
+	if tk.State != task.Done {
+		t.Fatalf("task ended %s: %s\n%s", tk.State, tk.Error, e.logs.String())
+	}
+	if got, _ := e.git.ReadFile(t, owner, repoName, prBranch, "docs.md"); got != docsFixed {
+		t.Errorf("docs.md = %q", got)
+	}
+	var replies []fakegithub.ReviewComment
+	for _, c := range e.gh.ReviewComments(owner, repoName, pr) {
+		if c.Author == e.gh.BotLogin() {
+			replies = append(replies, c)
+		}
+	}
+	if len(replies) != 1 || replies[0].InReplyTo != kept {
+		t.Errorf("bot replies = %+v, want one under %d", replies, kept)
+	}
+	report := e.waitComment(pr, "I answered 1 review thread.")
+	if !strings.Contains(report.Body, "1 review thread was deleted before I could answer there.") {
+		t.Errorf("report:\n%s", report.Body)
+	}
+	if status := e.waitComment(pr, "### Pullwright · task"); !strings.Contains(status.Body, "Done") {
+		t.Errorf("status comment not final:\n%s", status.Body)
 	}
 }

@@ -199,3 +199,148 @@ func TestEveryStepCanBeReplayed(t *testing.T) {
 		})
 	}
 }
+
+// TestEveryStepOfAPullRequestTaskCanBeReplayed is the same for a fix asked
+// on a pull request without instructions: the agent addresses its two
+// review threads and the task pushes onto the pull request's branch and
+// answers each thread. In the "person pushes" variant someone pushes to
+// that branch between every step and its replay, also between a push the
+// bot made and the record of it: the bot's commit and every one of theirs
+// must end on the branch, with nothing forced and nothing posted twice.
+func TestEveryStepOfAPullRequestTaskCanBeReplayed(t *testing.T) {
+	for _, personPushes := range []bool{false, true} {
+		t.Run(fmt.Sprintf("person pushes %v", personPushes), func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			const owner, name, branch, pr = "acme", "widgets", "docs", 2
+			gh := fakegithub.New(t)
+			gh.AddInstallation(1, owner+"/"+name)
+			gh.SetPermission(owner, name, "alice", "write")
+			git := gitserver.New(t, gitserver.Options{Auth: func(_, pass string) bool { return gh.TokenCanAccess(pass, owner+"/"+name) }})
+			git.CreateRepo(t, owner, name, "main", map[string]string{"README.md": "Hello.\n"})
+			head := git.Push(t, owner, name, branch, map[string]string{"docs.md": "How to comitt.\n"}, "Add docs")
+			gh.Refs, gh.Diffs, gh.CloneURL = git.Ref, git.Diff, git.CloneURL
+			gh.AddPullRequest(owner, name, fakegithub.PullRequestSeed{Number: pr, Title: "Docs", Author: "bob", HeadRef: branch, BaseRef: "main"})
+			var roots []int64
+			for _, body := range []string{"Typo: comitt.", "Add a title."} {
+				roots = append(roots, gh.AddReviewComment(owner, name, pr, fakegithub.ReviewComment{
+					Author: "alice", Body: body, Path: "docs.md", Line: 1, DiffHunk: "@@ -0,0 +1 @@\n+How to comitt.", CommitID: head,
+				}))
+			}
+			trigger := gh.AddComment(owner, name, pr, "alice", "/agent fix")
+
+			llm := fakellm.NewByTurn(t,
+				fakellm.Step{ToolCalls: []fakellm.ToolCall{{Name: "edit_file", Arguments: `{"path":"docs.md","old_text":"comitt","new_text":"commit"}`}}},
+				fakellm.Step{ToolCalls: []fakellm.ToolCall{{Name: "edit_file", Arguments: `{"path":"docs.md","old_text":"How","new_text":"# Docs\n\nHow"}`}}},
+				fakellm.Step{ToolCalls: []fakellm.ToolCall{{Name: "finish", Arguments: `{"title":"Address the review","summary":"Both done.","replies":[{"thread":1,"reply":"Fixed the typo."},{"thread":2,"reply":"Added a title."}]}`}}},
+			)
+			log := slog.New(slog.DiscardHandler)
+			app, err := ghapp.New(ghapp.Config{AppID: gh.AppID, PrivateKey: gh.PrivateKeyPEM(), BaseURL: gh.URL, Logger: log, MinBackoff: time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			llmAgent, err := agent.New(agent.Config{BaseURL: llm.URL, APIKey: "k", Model: "m", Logger: log})
+			if err != nil {
+				t.Fatal(err)
+			}
+			store, err := task.OpenSQLite(ctx, filepath.Join(t.TempDir(), "db"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer store.Close()
+			flow := &task.Flow{
+				Store: store, GitHub: gitHub{app}, Agent: model{llmAgent}, Workspaces: workspaces{}, Dir: t.TempDir(),
+				BranchName: repo.BranchName, Command: "/agent", Logger: log, GitTimeout: 30 * time.Second,
+			}
+			tk := &task.Task{
+				ID: 1, Kind: task.KindFix, State: task.Queued, Issue: pr, IsPR: true, CommentID: trigger,
+				Repo:      task.Repo{InstallationID: 1, Owner: owner, Name: name, CloneURL: git.CloneURL(owner, name), DefaultBranch: "main"},
+				Requester: task.Person{Login: "alice", ID: 7},
+			}
+			replayed := func(in *task.Task) *task.Task {
+				b, err := json.Marshal(in)
+				if err != nil {
+					t.Fatal(err)
+				}
+				out := new(task.Task)
+				if err := json.Unmarshal(b, out); err != nil {
+					t.Fatal(err)
+				}
+				return out
+			}
+			var theirs []string
+			for steps := 0; !tk.State.Terminal(); steps++ {
+				if steps > 40 {
+					t.Fatalf("no end after %d steps; at %s", steps, tk.State)
+				}
+				saved := replayed(tk)
+				tk.Claim = 2 * steps
+				if err := flow.Step(ctx, tk); err != nil {
+					t.Fatalf("step from %s: %v", saved.State, err)
+				}
+				// The process dies before the store learns of the step,
+				// and someone pushes to the pull request's branch.
+				if personPushes {
+					theirs = append(theirs, git.Push(t, owner, name, branch, map[string]string{fmt.Sprintf("person-%d.txt", steps): "mine\n"}, "A person's work"))
+				}
+				replay := replayed(saved)
+				replay.Claim = 2*steps + 1
+				if err := flow.Step(ctx, replay); err != nil {
+					t.Fatalf("replayed step from %s: %v", saved.State, err)
+				}
+				tk = replay
+			}
+			if tk.State != task.Done {
+				t.Fatalf("task ended %s: %s", tk.State, tk.Error)
+			}
+
+			// The branch holds the agent's change and every person's
+			// commit; no pull request was opened.
+			if got, _ := git.ReadFile(t, owner, name, branch, "docs.md"); got != "# Docs\n\nHow to commit.\n" {
+				t.Errorf("docs.md = %q", got)
+			}
+			tip, _ := git.RevParse(t, owner, name, branch)
+			for _, sha := range append(theirs, head) {
+				if _, err := git.Git(owner, name, "merge-base", "--is-ancestor", sha, tip); err != nil {
+					t.Errorf("commit %s is not on the branch any more: %v", sha, err)
+				}
+			}
+			if len(tk.Pull.Commits) == 0 {
+				t.Fatal("no commit recorded as pushed")
+			}
+			for _, c := range tk.Pull.Commits {
+				if _, err := git.Git(owner, name, "merge-base", "--is-ancestor", c, tip); err != nil {
+					t.Errorf("the bot's commit %s is not on the branch: %v", c, err)
+				}
+			}
+			if prs := gh.PullRequests(owner, name); len(prs) != 1 {
+				t.Errorf("pull requests = %+v", prs)
+			}
+			// One reply per thread, one status comment, one report.
+			replies := map[int64]int{}
+			for _, c := range gh.ReviewComments(owner, name, pr) {
+				if c.Author == gh.BotLogin() {
+					replies[c.InReplyTo]++
+				}
+			}
+			if len(replies) != 2 || replies[roots[0]] != 1 || replies[roots[1]] != 1 {
+				t.Errorf("bot replies by thread = %v, want one under each of %v", replies, roots)
+			}
+			var status, done int
+			for _, c := range gh.Comments(owner, name, pr) {
+				switch {
+				case c.Author != gh.BotLogin():
+				case strings.Contains(c.Body, "pullwright:task-1-status"):
+					status++
+				case strings.Contains(c.Body, "pullwright:task-1-done"):
+					done++
+				default:
+					t.Errorf("unexpected bot comment %q", c.Body)
+				}
+			}
+			if status != 1 || done != 1 {
+				t.Errorf("%d status and %d report comments, want 1 and 1", status, done)
+			}
+		})
+	}
+}

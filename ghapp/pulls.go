@@ -378,6 +378,8 @@ func (a *App) resolvedThreads(ctx context.Context, gh *github.Client, owner, rep
 // (PATCH /repos/{o}/{r}/pulls/comments/{id}); only otherwise is one created
 // (POST /repos/{o}/{r}/pulls/{pr}/comments/{rootID}/replies). So a retried
 // step, even after a create whose answer was lost, does not reply twice.
+// When the thread's first comment no longer exists, the error wraps
+// ErrNotFound.
 func (a *App) ReplyInThread(ctx context.Context, inst int64, owner, repo string, pr int, rootID int64, marker, body string) (int64, error) {
 	ctx, cancel := a.callCtx(ctx)
 	defer cancel()
@@ -409,6 +411,10 @@ func (a *App) ReplyInThread(ctx context.Context, inst int64, owner, repo string,
 	}
 	var c github.PullRequestComment
 	if _, err := gh.Do(req, &c); err != nil {
+		if StatusCode(err) == http.StatusNotFound {
+			// The thread's first comment was deleted (or never was one).
+			err = fmt.Errorf("%w: %w", ErrNotFound, err)
+		}
 		return 0, fmt.Errorf("reply in review thread %d of %s/%s#%d: %w", rootID, owner, repo, pr, err)
 	}
 	return c.GetID(), nil
@@ -452,35 +458,4 @@ func (a *App) AddReviewReaction(ctx context.Context, inst int64, owner, repo str
 		return fmt.Errorf("add reaction %q to review comment %d in %s/%s: %w", content, commentID, owner, repo, err)
 	}
 	return nil
-}
-
-// maxCompareFiles is the most files GitHub's compare endpoint lists; a
-// comparison that changes more is cut there, with no page for the rest.
-const maxCompareFiles = 300
-
-// ChangedFiles lists the paths head changed since it left base in
-// owner/repo (GET /repos/{o}/{r}/compare/{base}...{head}): each changed
-// file, and the old path of a renamed or copied one too. complete is false
-// when GitHub cut the list at its 300 files, so a caller that must see every
-// path can refuse rather than guess. base and head are branches or SHAs;
-// head may be a fork's commit that the repository serves as a pull
-// request's head.
-func (a *App) ChangedFiles(ctx context.Context, inst int64, owner, repo, base, head string) (paths []string, complete bool, err error) {
-	ctx, cancel := a.callCtx(ctx)
-	defer cancel()
-	gh, err := a.client(inst)
-	if err != nil {
-		return nil, false, fmt.Errorf("compare %s...%s in %s/%s: %w", base, head, owner, repo, err)
-	}
-	c, _, err := gh.Repositories.CompareCommits(ctx, owner, repo, base, head, &github.ListOptions{PerPage: 1})
-	if err != nil {
-		return nil, false, fmt.Errorf("compare %s...%s in %s/%s: %w", base, head, owner, repo, err)
-	}
-	for _, f := range c.Files {
-		paths = append(paths, f.GetFilename())
-		if p := f.GetPreviousFilename(); p != "" {
-			paths = append(paths, p)
-		}
-	}
-	return paths, len(c.Files) < maxCompareFiles, nil
 }

@@ -127,8 +127,10 @@ func (f *Flow) ask(ctx context.Context, t *Task) error {
 
 // draftable reports whether the task shows its work in a draft pull request
 // of its own while it waits for answers: not when its commits go onto a
-// pull request's branch, nor when the pull request it opens is in a fork.
-func (t *Task) draftable() bool { return t.Pull == nil || t.Pull.Mode == PullInBase }
+// pull request's branch, and not for a fork's code, whose pull request
+// here would start this repository's pull_request workflows on it before
+// the agent is done (its requests are shown on the fork's pull request).
+func (t *Task) draftable() bool { return t.Pull == nil || (t.Pull.Mode == PullInBase && !t.forkCode()) }
 
 // prBase is the branch the task's pull request targets.
 func (t *Task) prBase() string {

@@ -414,12 +414,18 @@ func (f *Flow) checkpoint(ctx context.Context, t *Task) (done bool, err error) {
 	if err != nil {
 		return false, retryf(err, "pushing branch %s failed", t.Branch)
 	}
+	return false, pushed(t, ws, head, rebuiltFrom)
+}
+
+// pushed records that the remote branch has head, the workspace's commit
+// on from.
+func pushed(t *Task, ws Workspace, head, from string) error {
 	if t.Pull != nil {
-		// Each push is one commit on rebuiltFrom; summing them keeps a
-		// person's commits, rebased onto, out of the bot's account.
-		stats, err := ws.DiffStat(rebuiltFrom)
+		// Each push is one commit on from; summing them keeps a person's
+		// commits, rebased onto, out of the bot's account.
+		stats, err := ws.DiffStat(from)
 		if err != nil {
-			return false, retryf(err, "reading the pushed change failed")
+			return retryf(err, "reading the pushed change failed")
 		}
 		t.Pull.Stats = addStats(t.Pull.Stats, stats)
 		t.Pull.Commits = append(t.Pull.Commits, head)
@@ -428,7 +434,7 @@ func (f *Flow) checkpoint(ctx context.Context, t *Task) (done bool, err error) {
 	// The remote has every change now; the saved files were relative to
 	// the previous push.
 	t.Files = nil
-	return false, nil
+	return nil
 }
 
 // makeCommit commits the workspace's changes for t, dated t.CommitAt, so
@@ -513,9 +519,13 @@ func (f *Flow) publish(ctx context.Context, t *Task) error {
 		t.Draft = false
 		return nil
 	}
-	if _, _, err := f.GitHub.UpsertComment(ctx, t.Repo, t.Issue, marker(t, "done"), 0,
-		fmt.Sprintf("@%s the pull request is ready: %s **%s**", t.Requester.Login, t.PRURL, defang(oneLine(t.Title)))); err != nil {
-		return retryf(err, "posting the pull request link failed")
+	return f.done(ctx, t, fmt.Sprintf("@%s the pull request is ready: %s **%s**", t.Requester.Login, t.PRURL, defang(oneLine(t.Title))))
+}
+
+// done posts the report of a finished task and ends it.
+func (f *Flow) done(ctx context.Context, t *Task, report string) error {
+	if _, _, err := f.GitHub.UpsertComment(ctx, t.Repo, t.Issue, marker(t, "done"), 0, report); err != nil {
+		return retryf(err, "posting the result failed")
 	}
 	if err := t.Move(Done); err != nil {
 		return err

@@ -152,7 +152,7 @@ func (f *Flow) busy(ctx context.Context, t *Task) error {
 		where = fmt.Sprintf("[task %d](%s)", active.ID, active.StatusCommentURL)
 	}
 	return f.reply(ctx, t, fmt.Sprintf("@%s %s is already working on this issue (%s). Use `%s status` to follow it, or `%s cancel` to stop it before asking again.",
-		t.Requester.Login, where, stateLine[active.State], f.Command, f.Command))
+		t.Requester.Login, where, stateOf(active), f.Command, f.Command))
 }
 
 func (f *Flow) cancelRequest(ctx context.Context, t *Task) error {
@@ -245,7 +245,7 @@ func (f *Flow) Finish(ctx context.Context, t *Task) error {
 		if t.StatusCommentURL != "" {
 			body += fmt.Sprintf(" ([status](%s))", t.StatusCommentURL)
 		}
-		if _, err := f.GitHub.ReplyInThread(ctx, t.Repo, t.Issue, t.Review.Root(), marker(t, "review"), body); err != nil {
+		if err := f.replyInThread(ctx, t, t.Review.Root(), marker(t, "review-ended"), body); err != nil {
 			return retryf(err, "replying in the review thread failed")
 		}
 		t.Pull.ReviewReplied = true

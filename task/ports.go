@@ -75,14 +75,10 @@ type GitHub interface {
 	ReviewThreads(ctx context.Context, r Repo, number int) ([]ReviewThread, error)
 	// ReplyInThread posts body as a reply in the review thread whose first
 	// comment is rootID, or edits the reply carrying marker if there is
-	// one, and returns the reply's id.
+	// one, and returns the reply's id; ErrGone when the thread was deleted.
 	ReplyInThread(ctx context.Context, r Repo, pr int, rootID int64, marker, body string) (int64, error)
 	// AddReviewReaction reacts to a review (line) comment.
 	AddReviewReaction(ctx context.Context, r Repo, commentID int64, content string) error
-	// ChangedFiles lists the paths head changed since it left base (old
-	// paths of renamed files too); complete is false when GitHub listed
-	// only part of them.
-	ChangedFiles(ctx context.Context, r Repo, base, head string) (paths []string, complete bool, err error)
 }
 
 // PullInfo is a pull request as a task on it needs it.
@@ -284,6 +280,9 @@ var (
 	// ErrNotPermitted means GitHub refused the call for lack of access
 	// (an installation that does not cover a fork, say).
 	ErrNotPermitted = errors.New("not permitted")
+	// ErrGone means what the call was about was deleted on GitHub (a
+	// review thread's first comment, say).
+	ErrGone = errors.New("deleted on GitHub")
 )
 
 // Workspace is one checkout on disk.
@@ -311,6 +310,15 @@ type Workspace interface {
 	// Touched returns those of paths that differ between commits from and
 	// to (both present in the workspace).
 	Touched(from, to string, paths []string) ([]string, error)
+	// Contains reports whether commit sha is tip or in its history, as
+	// far as the workspace has it.
+	Contains(tip, sha string) (bool, error)
+	// FetchBranch brings the tip of the remote's branch into the workspace,
+	// without checking it out, and returns its SHA.
+	FetchBranch(ctx context.Context, token, branch string) (string, error)
+	// ChangedPaths lists the paths whose files differ between the trees of
+	// two commits in the workspace.
+	ChangedPaths(from, to string) ([]string, error)
 	Remove() error
 }
 

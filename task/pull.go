@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -51,8 +52,11 @@ func (t *Task) forkCode() bool { return t.Pull != nil && t.Pull.Info.Fork }
 // and says why for the status comment. The bot never pushes to a fork,
 // even one whose author allows edits by maintainers: its token would then
 // write to a repository nobody here controls.
-func deliveryMode(info PullInfo) (mode, why string) {
+func deliveryMode(info PullInfo, defaultBranch string) (mode, why string) {
 	switch {
+	case !info.Fork && info.HeadRef == defaultBranch:
+		// Commits on the default branch skip every review: never there.
+		return PullInBase, fmt.Sprintf("its branch `%s` is this repository's default branch, which the bot never pushes to, so the change is on a branch of its own, in a new pull request that builds on this one", info.HeadRef)
 	case !info.Fork:
 		return PushToHead, ""
 	case info.HeadRepo == "":
@@ -81,7 +85,19 @@ func (f *Flow) admitPull(ctx context.Context, t *Task) (ended bool, err error) {
 			}
 			return true, f.reply(ctx, t, fmt.Sprintf("@%s pull request #%d is %s, so I won't change it. Reopen it, or ask on an issue.", t.Requester.Login, t.Issue, what))
 		}
-		mode, why := deliveryMode(info)
+		if info.Fork {
+			// The fork's commits go on a branch here, where workflows run
+			// them with this repository's secrets: asking for that is
+			// approving code to run, so it takes who may approve.
+			ok, why, err := f.admits(ctx, t.Repo, f.settings(t).Approve.Who, t.Requester.Login, "working on a pull request from a fork, whose code then runs in this repository's workflows,")
+			if err != nil {
+				return false, err
+			}
+			if !ok {
+				return true, f.refuse(ctx, t, why)
+			}
+		}
+		mode, why := deliveryMode(info, t.Repo.DefaultBranch)
 		t.Pull = &PullWork{Info: info, Mode: mode, Why: why}
 	}
 	if strings.TrimSpace(t.Instructions) == "" && t.Review == nil && t.Pull.Threads == nil {
@@ -98,9 +114,13 @@ func (f *Flow) admitPull(ctx context.Context, t *Task) (ended bool, err error) {
 	return false, nil
 }
 
+// answeredRE finds the marker of a reply that reports work done in a review
+// thread (publishPull's), not one that says a task failed or was cancelled.
+var answeredRE = regexp.MustCompile(`<!-- pullwright:task-[0-9]+-(?:review|thread-[0-9]+) -->`)
+
 // openThreads are the review threads a fix without instructions addresses:
 // not resolved, not outdated, started by someone with write access, and
-// not answered last by the bot.
+// not last answered by a task that did the work.
 func (f *Flow) openThreads(ctx context.Context, t *Task) ([]ThreadRef, error) {
 	all, err := f.GitHub.ReviewThreads(ctx, t.Repo, t.Issue)
 	if err != nil {
@@ -113,7 +133,7 @@ func (f *Flow) openThreads(ctx context.Context, t *Task) ([]ThreadRef, error) {
 			continue
 		}
 		root, last := th.Comments[0], th.Comments[len(th.Comments)-1]
-		if strings.Contains(last.Body, "<!-- pullwright:") || !f.writerCached(ctx, t, writers, root) {
+		if answeredRE.MatchString(last.Body) || !f.writerCached(ctx, t, writers, root) {
 			continue
 		}
 		out = append(out, ThreadRef{Root: root.ID, Author: root.Author, Path: root.Path, Line: root.Line,
@@ -155,7 +175,7 @@ func (f *Flow) preparePull(ctx context.Context, t *Task) error {
 	t.BaseSHA = base
 	settings := f.settings(t)
 	if t.forkCode() {
-		if err := f.checkForkPaths(ctx, t, settings); err != nil {
+		if err := f.checkForkPaths(ctx, t, ws, settings); err != nil {
 			return err
 		}
 	}
@@ -198,21 +218,28 @@ func (f *Flow) preparePull(ctx context.Context, t *Task) error {
 	return f.updateStatus(ctx, t)
 }
 
-// checkForkPaths refuses a pull request from a fork that changes a path
-// the repository protects. The bot is about to put the fork's commits on a
-// branch of this repository, and its workflows run on a push there with
-// this repository's secrets: a fork's change to .github/workflows would
-// then run, unreviewed, as this repository's own. The check is on the
-// exact commit cloned, and a list GitHub cut short counts as touching.
-func (f *Flow) checkForkPaths(ctx context.Context, t *Task, s policy.Settings) error {
-	paths, complete, err := f.GitHub.ChangedFiles(ctx, t.Repo, t.Pull.Info.BaseRef, t.BaseSHA)
+// checkForkPaths refuses a pull request from a fork whose tree differs
+// from the default branch's on a path the repository protects. The bot is
+// about to put the fork's commits on a branch of this repository, and
+// workflows run on a push there, from that branch's own workflow files,
+// with this repository's secrets: a fork's workflow, or an older copy of
+// one this repository has since fixed, would then run as this repository's
+// own. So the check compares whole trees, the exact commit cloned against
+// the default branch's tip, not only what the fork's commits changed.
+func (f *Flow) checkForkPaths(ctx context.Context, t *Task, ws Workspace, s policy.Settings) error {
+	token, err := f.token(ctx, t)
 	if err != nil {
-		return retryf(err, "listing the files pull request #%d changes failed", t.Issue)
+		return err
 	}
-	const refusal = "pull request #%d comes from the fork `%s`, and its commits would go on a branch of this repository, where workflows run on a push with this repository's secrets; %s, so nothing was pushed. A maintainer can make the change by hand, or bring the pull request's commits into this repository after reviewing them"
-	if !complete {
-		return Fatal(fmt.Sprintf(refusal, t.Issue, t.Pull.Info.HeadRepo,
-			"it changes more files than GitHub lists, so the bot cannot check them against the protected paths"), nil)
+	gctx, cancel := f.gitCtx(ctx)
+	defer cancel()
+	tip, err := ws.FetchBranch(gctx, token, t.Repo.DefaultBranch)
+	if err != nil {
+		return retryf(err, "fetching branch %s failed", t.Repo.DefaultBranch)
+	}
+	paths, err := ws.ChangedPaths(tip, t.BaseSHA)
+	if err != nil {
+		return retryf(err, "comparing pull request #%d with %s failed", t.Issue, t.Repo.DefaultBranch)
 	}
 	var bad []string
 	for _, p := range paths {
@@ -220,14 +247,15 @@ func (f *Flow) checkForkPaths(ctx context.Context, t *Task, s policy.Settings) e
 			bad = append(bad, fmt.Sprintf("`%s` (protected by `%s`)", p, g))
 		}
 	}
+	if len(bad) == 0 {
+		return nil
+	}
 	if len(bad) > 5 {
 		bad = append(bad[:5], fmt.Sprintf("and %d more", len(bad)-5))
 	}
-	if len(bad) > 0 {
-		return Fatal(fmt.Sprintf(refusal, t.Issue, t.Pull.Info.HeadRepo,
-			"it changes paths this repository protects: "+strings.Join(bad, ", ")), nil)
-	}
-	return nil
+	return Fatal(fmt.Sprintf("pull request #%d comes from the fork `%s`, and its commits would go on a branch of this repository, where workflows run on a push with this repository's secrets; "+
+		"its files differ from `%s` on paths this repository protects: %s. So nothing was pushed. If the fork only lags behind, updating it from `%s` clears this; otherwise a maintainer makes the change by hand",
+		t.Issue, t.Pull.Info.HeadRepo, t.Repo.DefaultBranch, strings.Join(bad, ", "), t.Repo.DefaultBranch), nil)
 }
 
 // pullBrief gathers what the agent is told of the pull request beyond its
@@ -320,6 +348,17 @@ func (f *Flow) rebase(ctx context.Context, t *Task, ws Workspace, token string) 
 	}
 	if err != nil {
 		return retryf(err, "fetching branch %s failed", t.Branch)
+	}
+	local, err := ws.Head()
+	if err != nil {
+		return retryf(err, "reading the workspace failed")
+	}
+	if in, err := ws.Contains(head, local); err == nil && in {
+		// An earlier try pushed this commit and did not live to record
+		// it; someone has pushed on top of it since. It is there: record
+		// it, and build on it as before.
+		f.Logger.InfoContext(ctx, "the branch already has the bot's commit", "task_id", t.ID, "branch", t.Branch, "commit", local, "head", head)
+		return pushed(t, ws, local, from)
 	}
 	paths := make([]string, 0, len(t.Files))
 	for _, fs := range t.Files {
@@ -419,30 +458,33 @@ func (f *Flow) publishPull(ctx context.Context, t *Task) error {
 		t.Draft = false
 		return nil
 	case t.Review != nil && !p.ReviewReplied:
-		if _, err := f.GitHub.ReplyInThread(ctx, t.Repo, t.Issue, t.Review.Root(), marker(t, "review"), f.reviewReply(t, "")); err != nil {
+		if err := f.replyInThread(ctx, t, t.Review.Root(), marker(t, "review"), f.reviewReply(t, "")); err != nil {
 			return retryf(err, "replying in the review thread failed")
 		}
 		p.ReviewReplied = true
 		return nil
 	case p.Replied < len(p.Threads):
 		th := p.Threads[p.Replied]
-		if _, err := f.GitHub.ReplyInThread(ctx, t.Repo, t.Issue, th.Root, marker(t, fmt.Sprintf("thread-%d", p.Replied+1)), f.reviewReply(t, p.Notes[p.Replied+1])); err != nil {
+		if err := f.replyInThread(ctx, t, th.Root, marker(t, fmt.Sprintf("thread-%d", p.Replied+1)), f.reviewReply(t, p.Notes[p.Replied+1])); err != nil {
 			return retryf(err, "replying in review thread %d failed", p.Replied+1)
 		}
 		p.Replied++
 		return nil
 	}
-	if _, _, err := f.GitHub.UpsertComment(ctx, t.Repo, t.Issue, marker(t, "done"), 0, renderPullDone(t)); err != nil {
-		return retryf(err, "posting the result failed")
+	return f.done(ctx, t, renderPullDone(t))
+}
+
+// replyInThread posts t's reply in the review thread of root. A thread
+// deleted since is counted in Pull.Gone and is no error: the work is pushed,
+// and there is nowhere left to answer.
+func (f *Flow) replyInThread(ctx context.Context, t *Task, root int64, mk, body string) error {
+	_, err := f.GitHub.ReplyInThread(ctx, t.Repo, t.Issue, root, mk, body)
+	if errors.Is(err, ErrGone) {
+		f.Logger.WarnContext(ctx, "review thread deleted; its reply is not posted", "task_id", t.ID, "root", root, "err", err)
+		t.Pull.Gone++
+		return nil
 	}
-	if err := t.Move(Done); err != nil {
-		return err
-	}
-	if err := f.updateStatus(ctx, t); err != nil {
-		return err
-	}
-	f.cleanup(ctx, t)
-	return nil
+	return err
 }
 
 // openForkPull proposes the change to the fork's branch. An installation
@@ -524,8 +566,11 @@ func renderPullDone(t *Task) string {
 		fmt.Fprintf(&b, "I opened %s, which holds this pull request's commits and mine: %s.", t.PRURL, p.Why)
 	}
 	b.WriteString("\n")
-	if len(p.Threads) > 0 {
-		fmt.Fprintf(&b, "\nI answered %s.\n", plural(len(p.Threads), "review thread", "review threads"))
+	if n := len(p.Threads); n > 0 {
+		fmt.Fprintf(&b, "\nI answered %s.\n", plural(n-min(p.Gone, n), "review thread", "review threads"))
+	}
+	if p.Gone > 0 {
+		fmt.Fprintf(&b, "\n%s deleted before I could answer there.\n", plural(p.Gone, "review thread was", "review threads were"))
 	}
 	if len(t.ChangedFiles) > 0 {
 		b.WriteString("\n**Files changed**\n\n")

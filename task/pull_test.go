@@ -18,10 +18,11 @@ func TestDeliveryMode(t *testing.T) {
 		{"fork allowing edits", PullInfo{Fork: true, HeadRepo: "alice/r", HeadRef: "fix", MaintainerCanModify: true}, PullToFork, "against `alice/r:fix`", false},
 		{"fork not allowing edits", PullInfo{Fork: true, HeadRepo: "alice/r", HeadRef: "fix"}, PullInBase, "does not allow edits by maintainers", false},
 		{"deleted fork", PullInfo{Fork: true, HeadRef: "fix", MaintainerCanModify: true}, PullInBase, "was deleted", false},
+		{"the default branch as head", PullInfo{HeadRepo: "o/r", HeadRef: "main", BaseRef: "release"}, PullInBase, "`main` is this repository's default branch", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			mode, why := deliveryMode(tt.info)
+			mode, why := deliveryMode(tt.info, "main")
 			if mode != tt.mode {
 				t.Errorf("mode = %q, want %q", mode, tt.mode)
 			}
@@ -139,5 +140,25 @@ func TestRenderPullDone(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestStateOfAPullRequestTask(t *testing.T) {
+	onHead := &PullWork{Mode: PushToHead}
+	tests := []struct {
+		t    Task
+		want string
+	}{
+		{Task{State: Publishing}, "📤 Opening the pull request"},
+		{Task{State: Publishing, IsPR: true, Pull: &PullWork{Mode: PullInBase}}, "📤 Opening the pull request"},
+		{Task{State: Publishing, IsPR: true, Pull: onHead}, "📤 Pushing to the pull request's branch"},
+		{Task{State: Preparing}, "📥 Reading the issue and cloning the repository"},
+		{Task{State: Preparing, IsPR: true}, "📥 Reading the pull request and cloning its branch"},
+		{Task{State: Working, IsPR: true, Pull: onHead}, "🛠️ Working"},
+	}
+	for _, tt := range tests {
+		if got := stateOf(&tt.t); got != tt.want {
+			t.Errorf("stateOf(%s, pull %+v) = %q, want %q", tt.t.State, tt.t.Pull, got, tt.want)
+		}
 	}
 }

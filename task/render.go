@@ -36,6 +36,19 @@ var stateLine = map[State]string{
 	Cancelled:        "🛑 Cancelled",
 }
 
+// stateOf is t's state as the status comment says it: a task that pushes
+// onto a pull request's branch opens no pull request, and one asked on a
+// pull request reads it, not an issue.
+func stateOf(t *Task) string {
+	switch {
+	case t.State == Publishing && t.onHead():
+		return "📤 Pushing to the pull request's branch"
+	case t.State == Preparing && t.IsPR:
+		return "📥 Reading the pull request and cloning its branch"
+	}
+	return stateLine[t.State]
+}
+
 // maxSteps is how many of the latest steps the status comment lists.
 const maxSteps = 15
 
@@ -44,7 +57,7 @@ const maxSteps = 15
 func RenderStatus(t *Task, command string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "### Pullwright · task %d\n\n", t.ID)
-	fmt.Fprintf(&b, "**%s**", stateLine[t.State])
+	fmt.Fprintf(&b, "**%s**", stateOf(t))
 	switch t.State {
 	case Done:
 		switch {
@@ -129,7 +142,7 @@ func RenderStatus(t *Task, command string) string {
 // StatusLine answers "/agent status" about t.
 func StatusLine(t *Task) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Task %d: **%s**", t.ID, stateLine[t.State])
+	fmt.Fprintf(&b, "Task %d: **%s**", t.ID, stateOf(t))
 	switch {
 	case t.State == Done && t.onHead():
 		fmt.Fprintf(&b, ", pushed %s to `%s`", plural(len(t.Pull.Commits), "commit", "commits"), t.Branch)

@@ -350,6 +350,8 @@ type PullWork struct {
 	ForkPRFailed string `json:"fork_pr_failed,omitempty"`
 	// ReviewReplied is true once the review comment that asked got its answer.
 	ReviewReplied bool `json:"review_replied,omitempty"`
+	// Gone counts the review threads deleted before their reply.
+	Gone int `json:"gone,omitempty"`
 }
 
 // ThreadRef is one review thread a task addresses.

@@ -173,13 +173,6 @@ type Server struct {
 	// fake.Diffs = git.Diff (internal/gitserver).
 	Diffs func(owner, repo, base, head string) (string, error)
 
-	// Changes, when set, serves the compare endpoint (GET
-	// /repos/{o}/{r}/compare/{base}...{head}): the files head changed since
-	// it left base, in owner/repo. Like GitHub, the answer lists at most
-	// 300 files. Without it a comparison is answered 501. Set it before the
-	// first request, for example from internal/gitserver's ChangedFiles.
-	Changes func(owner, repo, base, head string) ([]ChangedFile, error)
-
 	// CloneURL, when set, gives the clone_url of the repositories in pull
 	// request answers (head.repo, base.repo); by default
 	// https://github.com/owner/repo.git. Set it before the first request:

@@ -53,7 +53,6 @@ func (s *Server) routes() {
 	m.HandleFunc("POST /repos/{owner}/{repo}/pulls/{number}/comments/{id}/replies", s.repo(s.createReviewReply))
 	m.HandleFunc("PATCH /repos/{owner}/{repo}/pulls/comments/{id}", s.repo(s.editReviewComment))
 	m.HandleFunc("POST /repos/{owner}/{repo}/pulls/comments/{id}/reactions", s.repo(s.createReviewReaction))
-	m.HandleFunc("GET /repos/{owner}/{repo}/compare/{basehead...}", s.repo(s.compare))
 	m.HandleFunc("POST /repos/{owner}/{repo}/check-runs", s.repo(s.createCheckRun))
 	m.HandleFunc("GET /repos/{owner}/{repo}/check-runs/{id}", s.repo(s.getCheckRun))
 	m.HandleFunc("GET /repos/{owner}/{repo}/commits/{ref}/check-runs", s.repo(s.listCheckRunsForRef))

@@ -530,54 +530,34 @@ func TestPullRequestsAcrossRepositories(t *testing.T) {
 	}
 }
 
-func TestCompare(t *testing.T) {
+func TestDeleteReviewComment(t *testing.T) {
 	s := New(t)
 	s.AddInstallation(1, "acme/widgets")
 	auth := mintToken(t, s, 1)
-	url := s.URL + "/repos/acme/widgets/compare/"
+	pr := s.AddPullRequest("acme", "widgets", PullRequestSeed{HeadRef: "topic", HeadSHA: "aaa"})
+	keep := s.AddReviewComment("acme", "widgets", pr, ReviewComment{Body: "keep", Path: "a.go", Line: 1})
+	gone := s.AddReviewComment("acme", "widgets", pr, ReviewComment{Body: "gone", Path: "a.go", Line: 2})
+	s.DeleteReviewComment("acme", "widgets", pr, gone)
 
-	resp, body := doAccept(t, "GET", url+"main...topic", auth, "application/vnd.github+json", "")
-	if resp.StatusCode != http.StatusNotImplemented || !strings.Contains(body, "Changes") {
-		t.Errorf("without a Changes hook: %d %s", resp.StatusCode, body)
+	if cs := s.ReviewComments("acme", "widgets", pr); len(cs) != 1 || cs[0].ID != keep {
+		t.Errorf("comments after the delete = %+v", cs)
 	}
-	var asked []string
-	s.Changes = func(owner, repo, base, head string) ([]ChangedFile, error) {
-		asked = append(asked, owner+"/"+repo+" "+base+"..."+head)
-		if head == "nope" {
-			return nil, fmt.Errorf("unknown revision")
-		}
-		files := []ChangedFile{{Path: "new.go", Previous: "old.go", Status: "renamed"}}
-		for i := range 400 {
-			files = append(files, ChangedFile{Path: fmt.Sprintf("f%d", i), Status: "added"})
-		}
-		return files, nil
-	}
-	resp, body = doAccept(t, "GET", url+"main...feature/x", auth, "application/vnd.github+json", "")
-	var got struct {
-		Files []struct {
-			Filename, Status string
-			Previous         string `json:"previous_filename"`
-		}
-	}
-	if err := json.Unmarshal([]byte(body), &got); resp.StatusCode != 200 || err != nil {
-		t.Fatalf("compare: %d %v %s", resp.StatusCode, err, body)
-	}
-	if len(got.Files) != 300 || got.Files[0].Filename != "new.go" || got.Files[0].Previous != "old.go" || got.Files[0].Status != "renamed" {
-		t.Errorf("compare listed %d files, first %+v; want GitHub's 300, the rename first", len(got.Files), got.Files[0])
-	}
-	for _, tt := range []struct {
-		path string
-		want int
-	}{
-		{"main...nope", 404},
-		{"main..topic", 404},
-		{"...topic", 404},
+	for _, tt := range []struct{ method, path, body string }{
+		{"POST", fmt.Sprintf("/repos/acme/widgets/pulls/%d/comments/%d/replies", pr, gone), `{"body":"x"}`},
+		{"PATCH", fmt.Sprintf("/repos/acme/widgets/pulls/comments/%d", gone), `{"body":"x"}`},
+		{"POST", fmt.Sprintf("/repos/acme/widgets/pulls/comments/%d/reactions", gone), `{"content":"eyes"}`},
 	} {
-		if resp, _ := doAccept(t, "GET", url+tt.path, auth, "application/vnd.github+json", ""); resp.StatusCode != tt.want {
-			t.Errorf("compare %s: %d, want %d", tt.path, resp.StatusCode, tt.want)
+		if resp, body := do(t, tt.method, s.URL+tt.path, auth, tt.body); resp.StatusCode != http.StatusNotFound {
+			t.Errorf("%s %s on a deleted comment: %d %s", tt.method, tt.path, resp.StatusCode, body)
 		}
 	}
-	if want := []string{"acme/widgets main...feature/x", "acme/widgets main...nope"}; strings.Join(asked, ",") != strings.Join(want, ",") {
-		t.Errorf("the hook was asked %q, want %q", asked, want)
+	if resp, body := do(t, "POST", s.URL+fmt.Sprintf("/repos/acme/widgets/pulls/%d/comments/%d/replies", pr, keep), auth, `{"body":"x"}`); resp.StatusCode != http.StatusCreated {
+		t.Errorf("reply to the kept comment: %d %s", resp.StatusCode, body)
 	}
+	defer func() {
+		if recover() == nil {
+			t.Error("deleting a missing comment did not panic")
+		}
+	}()
+	s.DeleteReviewComment("acme", "widgets", pr, gone)
 }

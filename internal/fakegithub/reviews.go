@@ -3,6 +3,7 @@ package fakegithub
 import (
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -140,6 +141,23 @@ func (s *Server) ResolveThread(owner, repo string, pr int, rootID int64) {
 		panic(fmt.Sprintf("fakegithub: ResolveThread: %d is not the first comment of a thread of %s#%d", rootID, repoKey(owner, repo), pr))
 	}
 	s.resolved[rootID] = true
+}
+
+// DeleteReviewComment deletes review comment id of pull request pr of
+// owner/repo, as its author can on GitHub: it is gone from the list, and a
+// reply to it, an edit or a reaction is answered 404. Its replies stay,
+// as GitHub keeps them.
+func (s *Server) DeleteReviewComment(owner, repo string, pr int, id int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := repoKey(owner, repo)
+	c := s.review[id]
+	if c == nil || c.repo != k || c.pr != pr {
+		panic(fmt.Sprintf("fakegithub: DeleteReviewComment: no review comment %d on %s#%d", id, k, pr))
+	}
+	delete(s.review, id)
+	pk := pullKey(k, pr)
+	s.reviewOrder[pk] = slices.DeleteFunc(s.reviewOrder[pk], func(x int64) bool { return x == id })
 }
 
 func (s *Server) reviewJSONLocked(c *reviewComment) map[string]any {

@@ -3,8 +3,6 @@ package gitserver_test
 import (
 	"strings"
 	"testing"
-
-	"github.com/pullwright/pullwright/internal/gitserver"
 )
 
 func TestRef(t *testing.T) {
@@ -186,47 +184,5 @@ func TestForkAndMirrorPullHead(t *testing.T) {
 	}
 	if len(s.Requests()) != 0 {
 		t.Errorf("helpers went through HTTP: %+v", s.Requests())
-	}
-}
-
-func TestChangedFiles(t *testing.T) {
-	s := newServer(t)
-	s.CreateRepo(t, "acme", "widgets", "main", map[string]string{
-		"keep.txt": "keep\n", "edit.txt": "one\n", "gone.txt": "gone\n",
-		"old name.txt": "a file long enough that git sees its rename\nline two\nline three\n",
-	})
-	s.Push(t, "acme", "widgets", "topic", map[string]string{
-		"edit.txt":     "two\n",
-		"gone.txt":     "",
-		"new.txt":      "new\n",
-		"old name.txt": "",
-		"new name.txt": "a file long enough that git sees its rename\nline two\nline three\n",
-	}, "Change things")
-	// A later commit on main is not the topic's change (base...head).
-	s.Push(t, "acme", "widgets", "main", map[string]string{"keep.txt": "kept\n"}, "Move main on")
-
-	got, err := s.ChangedFiles("acme", "widgets", "main", "topic")
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := map[string]gitserver.ChangedFile{
-		"edit.txt":     {Path: "edit.txt", Status: "modified"},
-		"gone.txt":     {Path: "gone.txt", Status: "removed"},
-		"new.txt":      {Path: "new.txt", Status: "added"},
-		"new name.txt": {Path: "new name.txt", Previous: "old name.txt", Status: "renamed"},
-	}
-	if len(got) != len(want) {
-		t.Fatalf("ChangedFiles = %+v, want %d files", got, len(want))
-	}
-	for _, f := range got {
-		if want[f.Path] != f {
-			t.Errorf("file %+v, want %+v", f, want[f.Path])
-		}
-	}
-	if _, err := s.ChangedFiles("acme", "widgets", "--output=x", "topic"); err == nil {
-		t.Error("an option-like revision was accepted")
-	}
-	if _, err := s.ChangedFiles("acme", "widgets", "main", "nope"); err == nil {
-		t.Error("a missing revision gave no error")
 	}
 }
