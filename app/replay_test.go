@@ -59,49 +59,14 @@ func TestEveryStepCanBeReplayed(t *testing.T) {
 			}
 			llm := fakellm.NewByTurn(t, answers...)
 
-			log := slog.New(slog.DiscardHandler)
-			app, err := ghapp.New(ghapp.Config{AppID: gh.AppID, PrivateKey: gh.PrivateKeyPEM(), BaseURL: gh.URL, Logger: log, MinBackoff: time.Millisecond})
-			if err != nil {
-				t.Fatal(err)
-			}
-			llmAgent, err := agent.New(agent.Config{BaseURL: llm.URL, APIKey: "k", Model: "m", Logger: log})
-			if err != nil {
-				t.Fatal(err)
-			}
-			store, err := task.OpenSQLite(ctx, filepath.Join(t.TempDir(), "db"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer store.Close()
 			dir := t.TempDir()
-			flow := &task.Flow{
-				Store: store, GitHub: gitHub{app}, Agent: model{llmAgent}, Workspaces: workspaces{}, Dir: dir,
-				BranchName: repo.BranchName,
-				Command:    "/agent", Logger: log, GitTimeout: 30 * time.Second,
-				Runner: sandbox{runner.NewLocal(t.TempDir(), log)},
-			}
+			flow := replayFlow(ctx, t, gh, llm, dir)
 
 			tk := &task.Task{
 				ID: 1, Kind: task.KindFix, State: task.Queued, Issue: 1, CommentID: trigger,
 				Repo:         task.Repo{InstallationID: 1, Owner: owner, Name: name, CloneURL: git.CloneURL(owner, name), DefaultBranch: "main"},
 				Requester:    task.Person{Login: "alice", ID: 7},
 				Instructions: "fix the typo",
-			}
-			copyTask := func(in *task.Task) *task.Task {
-				b, err := json.Marshal(in)
-				if err != nil {
-					t.Fatal(err)
-				}
-				out := new(task.Task)
-				if err := json.Unmarshal(b, out); err != nil {
-					t.Fatal(err)
-				}
-				if in.Request != nil && in.Request.Answer != nil {
-					// The store keeps the answer apart from the task's data.
-					a := *in.Request.Answer
-					out.Request.Answer = &a
-				}
-				return out
 			}
 			var moves []string
 			for steps := 0; !tk.State.Terminal(); steps++ {
@@ -113,7 +78,7 @@ func TestEveryStepCanBeReplayed(t *testing.T) {
 					// finds the answer on it.
 					tk.Request.Answer = &task.Answer{Verdict: task.Approved, By: "alice", At: time.Now()}
 				}
-				saved := copyTask(tk)
+				saved := snapshot(t, tk)
 				tk.Claim = 2 * steps // the first try, in one claim of the task
 				if err := flow.Step(ctx, tk); err != nil {
 					t.Fatalf("step from %s: %v", saved.State, err)
@@ -125,7 +90,7 @@ func TestEveryStepCanBeReplayed(t *testing.T) {
 					}
 					git.Push(t, owner, name, "main", map[string]string{"other.txt": fmt.Sprintf("moved %d\n", steps)}, "Someone else's work")
 				}
-				replay := copyTask(saved)
+				replay := snapshot(t, saved)
 				replay.Claim = 2*steps + 1 // the replay, in the next claim
 				if err := flow.Step(ctx, replay); err != nil {
 					t.Fatalf("replayed step from %s: %v", saved.State, err)
@@ -234,46 +199,18 @@ func TestEveryStepOfAPullRequestTaskCanBeReplayed(t *testing.T) {
 				fakellm.Step{ToolCalls: []fakellm.ToolCall{{Name: "edit_file", Arguments: `{"path":"docs.md","old_text":"How","new_text":"# Docs\n\nHow"}`}}},
 				fakellm.Step{ToolCalls: []fakellm.ToolCall{{Name: "finish", Arguments: `{"title":"Address the review","summary":"Both done.","replies":[{"thread":1,"reply":"Fixed the typo."},{"thread":2,"reply":"Added a title."}]}`}}},
 			)
-			log := slog.New(slog.DiscardHandler)
-			app, err := ghapp.New(ghapp.Config{AppID: gh.AppID, PrivateKey: gh.PrivateKeyPEM(), BaseURL: gh.URL, Logger: log, MinBackoff: time.Millisecond})
-			if err != nil {
-				t.Fatal(err)
-			}
-			llmAgent, err := agent.New(agent.Config{BaseURL: llm.URL, APIKey: "k", Model: "m", Logger: log})
-			if err != nil {
-				t.Fatal(err)
-			}
-			store, err := task.OpenSQLite(ctx, filepath.Join(t.TempDir(), "db"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer store.Close()
-			flow := &task.Flow{
-				Store: store, GitHub: gitHub{app}, Agent: model{llmAgent}, Workspaces: workspaces{}, Dir: t.TempDir(),
-				BranchName: repo.BranchName, Command: "/agent", Logger: log, GitTimeout: 30 * time.Second,
-			}
+			flow := replayFlow(ctx, t, gh, llm, t.TempDir())
 			tk := &task.Task{
 				ID: 1, Kind: task.KindFix, State: task.Queued, Issue: pr, IsPR: true, CommentID: trigger,
 				Repo:      task.Repo{InstallationID: 1, Owner: owner, Name: name, CloneURL: git.CloneURL(owner, name), DefaultBranch: "main"},
 				Requester: task.Person{Login: "alice", ID: 7},
-			}
-			replayed := func(in *task.Task) *task.Task {
-				b, err := json.Marshal(in)
-				if err != nil {
-					t.Fatal(err)
-				}
-				out := new(task.Task)
-				if err := json.Unmarshal(b, out); err != nil {
-					t.Fatal(err)
-				}
-				return out
 			}
 			var theirs []string
 			for steps := 0; !tk.State.Terminal(); steps++ {
 				if steps > 40 {
 					t.Fatalf("no end after %d steps; at %s", steps, tk.State)
 				}
-				saved := replayed(tk)
+				saved := snapshot(t, tk)
 				tk.Claim = 2 * steps
 				if err := flow.Step(ctx, tk); err != nil {
 					t.Fatalf("step from %s: %v", saved.State, err)
@@ -283,7 +220,7 @@ func TestEveryStepOfAPullRequestTaskCanBeReplayed(t *testing.T) {
 				if personPushes {
 					theirs = append(theirs, git.Push(t, owner, name, branch, map[string]string{fmt.Sprintf("person-%d.txt", steps): "mine\n"}, "A person's work"))
 				}
-				replay := replayed(saved)
+				replay := snapshot(t, saved)
 				replay.Claim = 2*steps + 1
 				if err := flow.Step(ctx, replay); err != nil {
 					t.Fatalf("replayed step from %s: %v", saved.State, err)
@@ -343,4 +280,48 @@ func TestEveryStepOfAPullRequestTaskCanBeReplayed(t *testing.T) {
 			}
 		})
 	}
+}
+
+// replayFlow is the real flow of a fix task, on the fake GitHub and the
+// scripted model, with a SQLite store and the local runner, working in dir.
+func replayFlow(ctx context.Context, t *testing.T, gh *fakegithub.Server, llm *fakellm.Server, dir string) *task.Flow {
+	t.Helper()
+	log := slog.New(slog.DiscardHandler)
+	app, err := ghapp.New(ghapp.Config{AppID: gh.AppID, PrivateKey: gh.PrivateKeyPEM(), BaseURL: gh.URL, Logger: log, MinBackoff: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	llmAgent, err := agent.New(agent.Config{BaseURL: llm.URL, APIKey: "k", Model: "m", Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := task.OpenSQLite(ctx, filepath.Join(t.TempDir(), "db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	return &task.Flow{
+		Store: store, GitHub: gitHub{app}, Agent: model{llmAgent}, Workspaces: workspaces{}, Dir: dir,
+		BranchName: repo.BranchName, Command: "/agent", Logger: log, GitTimeout: 30 * time.Second,
+		Runner: sandbox{runner.NewLocal(t.TempDir(), log)},
+	}
+}
+
+// snapshot is the task as the store would give it back: its JSON, and the
+// answer to its request, which the store keeps apart from the task's data.
+func snapshot(t *testing.T, in *task.Task) *task.Task {
+	t.Helper()
+	b, err := json.Marshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := new(task.Task)
+	if err := json.Unmarshal(b, out); err != nil {
+		t.Fatal(err)
+	}
+	if in.Request != nil && in.Request.Answer != nil {
+		a := *in.Request.Answer
+		out.Request.Answer = &a
+	}
+	return out
 }

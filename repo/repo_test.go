@@ -29,7 +29,7 @@ var (
 	alice = repo.Identity{Name: "Alice Maintainer", Email: "alice@example.com"}
 )
 
-func newServer(t *testing.T) *gitserver.Server {
+func newServer(t testing.TB) *gitserver.Server {
 	t.Helper()
 	return gitserver.New(t, gitserver.Options{Auth: func(u, p string) bool {
 		return u == "x-access-token" && p == token
