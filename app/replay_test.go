@@ -168,13 +168,23 @@ func TestEveryStepCanBeReplayed(t *testing.T) {
 // TestEveryStepOfAPullRequestTaskCanBeReplayed is the same for a fix asked
 // on a pull request without instructions: the agent addresses its two
 // review threads and the task pushes onto the pull request's branch and
-// answers each thread. In the "person pushes" variant someone pushes to
-// that branch between every step and its replay, also between a push the
-// bot made and the record of it: the bot's commit and every one of theirs
-// must end on the branch, with nothing forced and nothing posted twice.
+// answers each thread. With "every step", someone pushes to that branch
+// between every step and its replay, also between a push the bot made and
+// the record of it; with "on the bot's push", once, right after the bot's
+// first push (made for a request to run a command), which it did not live
+// to record. Either way the bot's commit and every one of theirs must end on
+// the branch, with nothing forced and nothing posted twice, and a request
+// must be bound to what the branch holds.
 func TestEveryStepOfAPullRequestTaskCanBeReplayed(t *testing.T) {
-	for _, personPushes := range []bool{false, true} {
-		t.Run(fmt.Sprintf("person pushes %v", personPushes), func(t *testing.T) {
+	for _, tc := range []struct {
+		name                        string
+		everyStep, onBotPush, isRun bool
+	}{
+		{name: "alone"},
+		{name: "a person pushes every step", everyStep: true},
+		{name: "a person pushes on the bot's push", onBotPush: true, isRun: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
 			const owner, name, branch, pr = "acme", "widgets", "docs", 2
@@ -194,11 +204,16 @@ func TestEveryStepOfAPullRequestTaskCanBeReplayed(t *testing.T) {
 			}
 			trigger := gh.AddComment(owner, name, pr, "alice", "/agent fix")
 
-			llm := fakellm.NewByTurn(t,
-				fakellm.Step{ToolCalls: []fakellm.ToolCall{{Name: "edit_file", Arguments: `{"path":"docs.md","old_text":"comitt","new_text":"commit"}`}}},
-				fakellm.Step{ToolCalls: []fakellm.ToolCall{{Name: "edit_file", Arguments: `{"path":"docs.md","old_text":"How","new_text":"# Docs\n\nHow"}`}}},
-				fakellm.Step{ToolCalls: []fakellm.ToolCall{{Name: "finish", Arguments: `{"title":"Address the review","summary":"Both done.","replies":[{"thread":1,"reply":"Fixed the typo."},{"thread":2,"reply":"Added a title."}]}`}}},
-			)
+			answers := []fakellm.Step{
+				{ToolCalls: []fakellm.ToolCall{{Name: "edit_file", Arguments: `{"path":"docs.md","old_text":"comitt","new_text":"commit"}`}}},
+				{ToolCalls: []fakellm.ToolCall{{Name: "edit_file", Arguments: `{"path":"docs.md","old_text":"How","new_text":"# Docs\n\nHow"}`}}},
+				{ToolCalls: []fakellm.ToolCall{{Name: "finish", Arguments: `{"title":"Address the review","summary":"Both done.","replies":[{"thread":1,"reply":"Fixed the typo."},{"thread":2,"reply":"Added a title."}]}`}}},
+			}
+			if tc.isRun {
+				run := fakellm.Step{ToolCalls: []fakellm.ToolCall{{Name: "run", Arguments: `{"command":"cat docs.md","reason":"check"}`}}}
+				answers = append(answers[:1], append([]fakellm.Step{run}, answers[1:]...)...)
+			}
+			llm := fakellm.NewByTurn(t, answers...)
 			flow := replayFlow(ctx, t, gh, llm, t.TempDir())
 			tk := &task.Task{
 				ID: 1, Kind: task.KindFix, State: task.Queued, Issue: pr, IsPR: true, CommentID: trigger,
@@ -210,6 +225,12 @@ func TestEveryStepOfAPullRequestTaskCanBeReplayed(t *testing.T) {
 				if steps > 40 {
 					t.Fatalf("no end after %d steps; at %s", steps, tk.State)
 				}
+				if tk.State == task.AwaitingApproval && tk.Request.Answer == nil {
+					if tip, _ := git.RevParse(t, owner, name, branch); tc.onBotPush && tk.Request.SHA != tip {
+						t.Fatalf("the request is bound to %s, the branch holds %s", tk.Request.SHA, tip)
+					}
+					tk.Request.Answer = &task.Answer{Verdict: task.Approved, By: "alice", At: time.Now()}
+				}
 				saved := snapshot(t, tk)
 				tk.Claim = 2 * steps
 				if err := flow.Step(ctx, tk); err != nil {
@@ -217,7 +238,7 @@ func TestEveryStepOfAPullRequestTaskCanBeReplayed(t *testing.T) {
 				}
 				// The process dies before the store learns of the step,
 				// and someone pushes to the pull request's branch.
-				if personPushes {
+				if tc.everyStep || (tc.onBotPush && saved.PushedSHA == "" && tk.PushedSHA != "" && len(theirs) == 0) {
 					theirs = append(theirs, git.Push(t, owner, name, branch, map[string]string{fmt.Sprintf("person-%d.txt", steps): "mine\n"}, "A person's work"))
 				}
 				replay := snapshot(t, saved)
@@ -229,6 +250,9 @@ func TestEveryStepOfAPullRequestTaskCanBeReplayed(t *testing.T) {
 			}
 			if tk.State != task.Done {
 				t.Fatalf("task ended %s: %s", tk.State, tk.Error)
+			}
+			if tc.onBotPush && len(theirs) != 1 {
+				t.Fatalf("the person pushed %d times, want once after the bot's push", len(theirs))
 			}
 
 			// The branch holds the agent's change and every person's
@@ -271,6 +295,10 @@ func TestEveryStepOfAPullRequestTaskCanBeReplayed(t *testing.T) {
 					status++
 				case strings.Contains(c.Body, "pullwright:task-1-done"):
 					done++
+				case tc.isRun && strings.Contains(c.Body, "pullwright:task-1-request-1-1 "):
+					if !strings.Contains(c.Body, "- `docs.md` (+1 −1)\n\n</details>") {
+						t.Errorf("the request lists other files than the agent's:\n%s", c.Body)
+					}
 				default:
 					t.Errorf("unexpected bot comment %q", c.Body)
 				}

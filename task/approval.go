@@ -148,8 +148,13 @@ func draftTitle(t *Task) string {
 }
 
 // changes lists the files changed so far, for the request comment; a
-// failure to compute it only leaves the list out.
+// failure to compute it only leaves the list out. On a pull request it is
+// the bot's own pushes (a request comes after a checkpoint), not whatever
+// a person pushed to the branch meanwhile.
 func (f *Flow) changes(ctx context.Context, t *Task) []FileStat {
+	if t.Pull != nil {
+		return t.Pull.Stats
+	}
 	stats, err := f.diffStat(ctx, t)
 	if err != nil {
 		f.Logger.WarnContext(ctx, "diff stat for the request comment", "task_id", t.ID, "err", err)

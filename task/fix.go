@@ -400,6 +400,11 @@ func (f *Flow) checkpoint(ctx context.Context, t *Task) (done bool, err error) {
 	if t.HeadSHA == "" || head == t.PushedSHA {
 		return true, nil
 	}
+	if t.forkCode() {
+		if err := f.checkForkPaths(ctx, t, ws, head); err != nil {
+			return false, err
+		}
+	}
 	token, err := f.token(ctx, t)
 	if err != nil {
 		return false, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -86,15 +87,8 @@ func (f *Flow) admitPull(ctx context.Context, t *Task) (ended bool, err error) {
 			return true, f.reply(ctx, t, fmt.Sprintf("@%s pull request #%d is %s, so I won't change it. Reopen it, or ask on an issue.", t.Requester.Login, t.Issue, what))
 		}
 		if info.Fork {
-			// The fork's commits go on a branch here, where workflows run
-			// them with this repository's secrets: asking for that is
-			// approving code to run, so it takes who may approve.
-			ok, why, err := f.admits(ctx, t.Repo, f.settings(t).Approve.Who, t.Requester.Login, "working on a pull request from a fork, whose code then runs in this repository's workflows,")
-			if err != nil {
-				return false, err
-			}
-			if !ok {
-				return true, f.refuse(ctx, t, why)
+			if ended, err := f.admitFork(ctx, t, info); err != nil || ended {
+				return ended, err
 			}
 		}
 		mode, why := deliveryMode(info, t.Repo.DefaultBranch)
@@ -110,6 +104,32 @@ func (f *Flow) admitPull(ctx context.Context, t *Task) (ended bool, err error) {
 				t.Requester.Login, f.Command))
 		}
 		t.Pull.Threads = threads
+	}
+	return false, nil
+}
+
+// admitFork decides whether the requester alone may have a fork's code
+// worked on. Its commits will go on a branch here, where workflows run them
+// with this repository's secrets: asking for that is approving code to
+// run, so it takes who may approve, and, where approvals take a second
+// person, it is not one person's to ask. A review comment asked on an
+// older commit than the fork's head is refused too: the head is code the
+// requester has not seen.
+func (f *Flow) admitFork(ctx context.Context, t *Task, info PullInfo) (ended bool, err error) {
+	rule := f.settings(t).Approve
+	if rule.ExcludeRequester {
+		return true, f.refuse(ctx, t, "this repository has a second person approve what runs (`approve.exclude_requester`), and working on a pull request from a fork would put its code in this repository's workflows on one person's word. A maintainer can bring its commits in by hand after review")
+	}
+	ok, why, err := f.admits(ctx, t.Repo, rule.Who, t.Requester.Login, "working on a pull request from a fork, whose code then runs in this repository's workflows,")
+	if err != nil {
+		return false, err
+	}
+	if !ok {
+		return true, f.refuse(ctx, t, why)
+	}
+	if r := t.Review; r != nil && r.CommitID != "" && info.HeadSHA != "" && r.CommitID != info.HeadSHA {
+		return true, f.refuse(ctx, t, fmt.Sprintf("the fork pushed %s since your comment on %s, and I only work on fork code you have seen. Look at the new commits and ask again",
+			short(info.HeadSHA), short(r.CommitID)))
 	}
 	return false, nil
 }
@@ -175,7 +195,13 @@ func (f *Flow) preparePull(ctx context.Context, t *Task) error {
 	t.BaseSHA = base
 	settings := f.settings(t)
 	if t.forkCode() {
-		if err := f.checkForkPaths(ctx, t, ws, settings); err != nil {
+		if head := t.Pull.Info.HeadSHA; head != "" && base != head {
+			// The fork pushed between the request and the clone: what
+			// would run is not what was asked about.
+			return Fatal(fmt.Sprintf("the fork pushed %s while the task started (it was at %s when asked), and fork code is only worked on as it was when asked. Look at the new commits and ask again",
+				short(base), short(head)), nil)
+		}
+		if err := f.checkForkPaths(ctx, t, ws, base); err != nil {
 			return err
 		}
 	}
@@ -218,44 +244,58 @@ func (f *Flow) preparePull(ctx context.Context, t *Task) error {
 	return f.updateStatus(ctx, t)
 }
 
-// checkForkPaths refuses a pull request from a fork whose tree differs
-// from the default branch's on a path the repository protects. The bot is
-// about to put the fork's commits on a branch of this repository, and
-// workflows run on a push there, from that branch's own workflow files,
-// with this repository's secrets: a fork's workflow, or an older copy of
-// one this repository has since fixed, would then run as this repository's
-// own. So the check compares whole trees, the exact commit cloned against
-// the default branch's tip, not only what the fork's commits changed.
-func (f *Flow) checkForkPaths(ctx context.Context, t *Task, ws Workspace, s policy.Settings) error {
+// checkForkPaths refuses to push commit sha, which holds a fork's code,
+// when its tree differs on a path the repository protects from both the
+// default branch's tip and that of the branch the pull request merges into.
+// A push here runs workflows from the pushed branch's own files with this
+// repository's secrets: a fork's workflow, or an older copy of one this
+// repository has since fixed, would run as this repository's own. So whole
+// trees are compared, not only what the fork's commits changed, and before
+// every push of the fork's code: a branch may fix a workflow meanwhile.
+func (f *Flow) checkForkPaths(ctx context.Context, t *Task, ws Workspace, sha string) error {
+	s := f.settings(t)
 	token, err := f.token(ctx, t)
 	if err != nil {
 		return err
 	}
+	trusted := []string{t.Repo.DefaultBranch}
+	if b := t.Pull.Info.BaseRef; b != "" && b != t.Repo.DefaultBranch {
+		trusted = append(trusted, b)
+	}
 	gctx, cancel := f.gitCtx(ctx)
 	defer cancel()
-	tip, err := ws.FetchBranch(gctx, token, t.Repo.DefaultBranch)
-	if err != nil {
-		return retryf(err, "fetching branch %s failed", t.Repo.DefaultBranch)
-	}
-	paths, err := ws.ChangedPaths(tip, t.BaseSHA)
-	if err != nil {
-		return retryf(err, "comparing pull request #%d with %s failed", t.Issue, t.Repo.DefaultBranch)
-	}
-	var bad []string
-	for _, p := range paths {
-		if g, ok := s.Protects(p); ok {
-			bad = append(bad, fmt.Sprintf("`%s` (protected by `%s`)", p, g))
+	// bad keeps the protected paths that differ from every trusted tree.
+	var bad map[string]string
+	for _, branch := range trusted {
+		tip, err := ws.FetchBranch(gctx, token, branch)
+		if err != nil {
+			return retryf(err, "fetching branch %s failed", branch)
 		}
+		paths, err := ws.ChangedPaths(tip, sha)
+		if err != nil {
+			return retryf(err, "comparing the pull request's code with %s failed", branch)
+		}
+		differ := map[string]string{}
+		for _, p := range paths {
+			if g, ok := s.Protects(p); ok && (bad == nil || bad[p] != "") {
+				differ[p] = g
+			}
+		}
+		bad = differ
 	}
 	if len(bad) == 0 {
 		return nil
 	}
-	if len(bad) > 5 {
-		bad = append(bad[:5], fmt.Sprintf("and %d more", len(bad)-5))
+	var list []string
+	for _, p := range slices.Sorted(maps.Keys(bad)) {
+		list = append(list, fmt.Sprintf("`%s` (protected by `%s`)", p, bad[p]))
+	}
+	if len(list) > 5 {
+		list = append(list[:5], fmt.Sprintf("and %d more", len(list)-5))
 	}
 	return Fatal(fmt.Sprintf("pull request #%d comes from the fork `%s`, and its commits would go on a branch of this repository, where workflows run on a push with this repository's secrets; "+
-		"its files differ from `%s` on paths this repository protects: %s. So nothing was pushed. If the fork only lags behind, updating it from `%s` clears this; otherwise a maintainer makes the change by hand",
-		t.Issue, t.Pull.Info.HeadRepo, t.Repo.DefaultBranch, strings.Join(bad, ", "), t.Repo.DefaultBranch), nil)
+		"its files differ from `%s` on paths this repository protects: %s. So nothing more was pushed. If the fork only lags behind, updating it from `%s` clears this; otherwise a maintainer makes the change by hand",
+		t.Issue, t.Pull.Info.HeadRepo, strings.Join(trusted, "` and `"), strings.Join(list, ", "), t.Pull.Info.BaseRef), nil)
 }
 
 // pullBrief gathers what the agent is told of the pull request beyond its
@@ -358,7 +398,17 @@ func (f *Flow) rebase(ctx context.Context, t *Task, ws Workspace, token string) 
 		// it; someone has pushed on top of it since. It is there: record
 		// it, and build on it as before.
 		f.Logger.InfoContext(ctx, "the branch already has the bot's commit", "task_id", t.ID, "branch", t.Branch, "commit", local, "head", head)
-		return pushed(t, ws, local, from)
+		if err := pushed(t, ws, local, from); err != nil {
+			return err
+		}
+		// Work on from the branch as it is now, as after a rebase: a
+		// request is then bound to, and runs on, what the branch holds.
+		if err := ws.ResetTo(gctx, token, head); err != nil {
+			return retryf(err, "moving to the new head %s failed", short(head))
+		}
+		t.PushedSHA, t.HeadSHA = head, head
+		t.Steps = append(t.Steps, fmt.Sprintf("someone pushed %s to %s on top of the agent's commit %s", short(head), t.Branch, short(local)))
+		return nil
 	}
 	paths := make([]string, 0, len(t.Files))
 	for _, fs := range t.Files {
