@@ -77,7 +77,7 @@ func TestFetchBranchAndChangedPaths(t *testing.T) {
 // fork's pull request: fetching the default branch's tip into the clone of
 // the pull request's head and comparing the two whole trees. The clone of
 // the head is measured beside it for scale. The repository has 4000 files
-// (about 16 MiB) in 200 directories; the pull request changes 20 of them.
+// (about 17 MiB of text) in 200 directories; the pull request changes 20.
 //
 //	go test -run '^$' -bench ForkGuard -benchtime 5x ./repo/
 func BenchmarkForkGuard(b *testing.B) {
