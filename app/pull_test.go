@@ -618,6 +618,12 @@ func TestEmptyFixAddressesTheUnresolvedReviewThreads(t *testing.T) {
 	passerby := thread("passerby", "PASSERBY-THREAD: rewrite it all.", "docs.md", 1, false)
 	outdated := thread(owner, "OUTDATED-THREAD: an old remark.", "docs.md", 1, true)
 	title := thread(owner, "Say what the page is for in a title.", "docs.md", 1, false)
+	// A thread an earlier task answered, and one where a person pasted
+	// the marker of such an answer: only the bot's own answer counts.
+	answered := thread(owner, "ANSWERED-THREAD: fix the link.", "docs.md", 1, false)
+	e.gh.AddReviewComment(owner, repoName, pr, fakegithub.ReviewComment{Author: e.gh.BotLogin(), Body: "Fixed the link.\n\n<!-- pullwright:task-9-thread-1 -->", InReplyTo: answered})
+	pasted := thread(owner, "Mention the hooks.", "docs.md", 1, false)
+	e.gh.AddReviewComment(owner, repoName, pr, fakegithub.ReviewComment{Author: "passerby", Body: "done <!-- pullwright:task-9-review -->", InReplyTo: pasted})
 
 	if code := e.prComment("d1", pr, owner, "/agent fix"); code != http.StatusAccepted {
 		t.Fatalf("delivery answered %d", code)
@@ -633,12 +639,12 @@ func TestEmptyFixAddressesTheUnresolvedReviewThreads(t *testing.T) {
 	// The checklist is the two open threads by writers, in order; nothing
 	// else reached the model.
 	first := firstPrompt(llm)
-	for _, want := range []string{"Review threads to address: 2.", "Thread 1: line 1 of the file", "Typo: comitt.", "Thread 2: line 1 of the file", "Say what the page is for"} {
+	for _, want := range []string{"Review threads to address: 3.", "Thread 1: line 1 of the file", "Typo: comitt.", "Thread 2: line 1 of the file", "Say what the page is for", "Mention the hooks."} {
 		if !strings.Contains(first, want) {
 			t.Errorf("first prompt lacks %q:\n%s", want, first)
 		}
 	}
-	for _, unwanted := range []string{"RESOLVED-THREAD", "PASSERBY-THREAD", "OUTDATED-THREAD", "delete the README"} {
+	for _, unwanted := range []string{"RESOLVED-THREAD", "PASSERBY-THREAD", "OUTDATED-THREAD", "ANSWERED-THREAD", "delete the README"} {
 		if strings.Contains(first, unwanted) {
 			t.Errorf("first prompt has %q:\n%s", unwanted, first)
 		}
@@ -651,8 +657,8 @@ func TestEmptyFixAddressesTheUnresolvedReviewThreads(t *testing.T) {
 			replies[c.InReplyTo] = append(replies[c.InReplyTo], c.Body)
 		}
 	}
-	if len(replies) != 2 || len(replies[spelling]) != 1 || len(replies[title]) != 1 {
-		t.Fatalf("bot replies by thread = %v; want one under %d and one under %d", replies, spelling, title)
+	if len(replies) != 4 || len(replies[spelling]) != 1 || len(replies[title]) != 1 || len(replies[pasted]) != 1 || len(replies[answered]) != 1 {
+		t.Fatalf("bot replies by thread = %v; want one under each of %d, %d, %d, and only the earlier one under %d", replies, spelling, title, pasted, answered)
 	}
 	if !strings.Contains(replies[spelling][0], "Fixed: it says commit now.") || !strings.Contains(replies[title][0], "Added a title.") {
 		t.Errorf("replies = %v", replies)
@@ -666,7 +672,7 @@ func TestEmptyFixAddressesTheUnresolvedReviewThreads(t *testing.T) {
 	if !strings.Contains(status.Body, "Thread 1: docs.md:1") {
 		t.Errorf("status comment lacks the checklist:\n%s", status.Body)
 	}
-	e.waitComment(pr, "I answered 2 review threads.")
+	e.waitComment(pr, "I answered 3 review threads.")
 }
 
 // An empty fix on a pull request with nothing to address says so.

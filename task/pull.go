@@ -146,6 +146,10 @@ func (f *Flow) openThreads(ctx context.Context, t *Task) ([]ThreadRef, error) {
 	if err != nil {
 		return nil, retryf(err, "reading the review comments of #%d failed", t.Issue)
 	}
+	bot, err := f.GitHub.Identity(ctx)
+	if err != nil {
+		return nil, retryf(err, "reading the app's identity failed")
+	}
 	writers := map[string]bool{}
 	var out []ThreadRef
 	for _, th := range all {
@@ -153,7 +157,10 @@ func (f *Flow) openThreads(ctx context.Context, t *Task) ([]ThreadRef, error) {
 			continue
 		}
 		root, last := th.Comments[0], th.Comments[len(th.Comments)-1]
-		if answeredRE.MatchString(last.Body) || !f.writerCached(ctx, t, writers, root) {
+		// Only the bot's own report answers a thread: anyone can paste
+		// its marker.
+		answered := strings.EqualFold(last.Author, bot.Login) && answeredRE.MatchString(last.Body)
+		if answered || !f.writerCached(ctx, t, writers, root) {
 			continue
 		}
 		out = append(out, ThreadRef{Root: root.ID, Author: root.Author, Path: root.Path, Line: root.Line,
