@@ -106,17 +106,25 @@ func (f *Flow) prepare(ctx context.Context, t *Task) error {
 	if err := ws.CreateBranch(t.Branch); err != nil {
 		return retryf(err, "creating branch %s failed", t.Branch)
 	}
-	comments, unheard := f.heard(ctx, t, issue.Comments)
+	return f.startAgent(ctx, t, issue, settings, nil)
+}
+
+// startAgent starts the agent's conversation on the issue or pull request
+// is (pull is set for a pull request), with what people wrote made
+// visible text, and moves t to working.
+func (f *Flow) startAgent(ctx context.Context, t *Task, is Issue, s policy.Settings, pull *PullBrief) error {
+	comments, unheard := f.heard(ctx, t, is.Comments)
 	t.Unheard = unheard
 	conv, err := f.Agent.Start(Brief{
 		Repo:         t.Repo.FullName(),
 		Issue:        t.Issue,
-		Title:        policy.Visible(issue.Title),
-		Body:         policy.Visible(issue.Body),
+		Title:        policy.Visible(is.Title),
+		Body:         policy.Visible(is.Body),
 		Comments:     comments,
 		Instructions: policy.Visible(t.Instructions),
 		Requester:    t.Requester.Login,
-		Settings:     settings,
+		Settings:     s,
+		Pull:         pull,
 	})
 	if err != nil {
 		return Fatal("starting the agent failed", err)

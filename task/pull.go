@@ -228,27 +228,7 @@ func (f *Flow) preparePull(ctx context.Context, t *Task) error {
 	if err != nil {
 		return err
 	}
-	comments, unheard := f.heard(ctx, t, pr.Comments)
-	t.Unheard = unheard
-	conv, err := f.Agent.Start(Brief{
-		Repo:         t.Repo.FullName(),
-		Issue:        t.Issue,
-		Title:        policy.Visible(pr.Title),
-		Body:         policy.Visible(pr.Body),
-		Comments:     comments,
-		Instructions: policy.Visible(t.Instructions),
-		Requester:    t.Requester.Login,
-		Settings:     settings,
-		Pull:         brief,
-	})
-	if err != nil {
-		return Fatal("starting the agent failed", err)
-	}
-	t.Conversation = conv
-	if err := t.Move(Working); err != nil {
-		return err
-	}
-	return f.updateStatus(ctx, t)
+	return f.startAgent(ctx, t, pr, settings, brief)
 }
 
 // checkForkPaths refuses to push commit sha, which holds a fork's code,
