@@ -77,18 +77,20 @@ func (f *Flow) token(ctx context.Context, t *Task) (string, error) {
 	return token, nil
 }
 
-// prepare reads the issue, clones the default branch, creates the work
-// branch and starts the agent's conversation.
+// prepare reads the issue or pull request, clones where the work starts
+// (the default branch, or the pull request's head), names the branch the
+// work goes to and starts the agent's conversation.
 func (f *Flow) prepare(ctx context.Context, t *Task) error {
+	what := "issue"
 	if t.Pull != nil {
-		return f.preparePull(ctx, t)
+		what = "pull request"
 	}
 	issue, err := f.GitHub.Issue(ctx, t.Repo, t.Issue)
 	if err != nil {
-		return retryf(err, "reading issue #%d failed", t.Issue)
+		return retryf(err, "reading %s #%d failed", what, t.Issue)
 	}
 	t.IssueTitle = issue.Title
-	ws, err := f.clone(ctx, t, t.Repo.DefaultBranch)
+	ws, err := f.clone(ctx, t, t.startRef())
 	if err != nil {
 		return err
 	}
@@ -97,33 +99,41 @@ func (f *Flow) prepare(ctx context.Context, t *Task) error {
 		return retryf(err, "reading the cloned commit failed")
 	}
 	t.BaseSHA = base
-	settings := f.settings(t)
-	branch, err := f.freeBranch(ctx, t, f.BranchName(settings.BranchPrefix, t.Issue, issue.Title))
-	if err != nil {
-		return err
+	if t.forkCode() {
+		if err := f.checkForkStart(ctx, t, ws); err != nil {
+			return err
+		}
 	}
-	t.Branch = branch
+	settings := f.settings(t)
+	if t.onHead() {
+		t.Branch = t.Pull.Info.HeadRef
+	} else {
+		branch, err := f.freeBranch(ctx, t, f.BranchName(settings.BranchPrefix, t.Issue, issue.Title))
+		if err != nil {
+			return err
+		}
+		t.Branch = branch
+	}
 	if err := ws.CreateBranch(t.Branch); err != nil {
 		return retryf(err, "creating branch %s failed", t.Branch)
 	}
-	return f.startAgent(ctx, t, issue, settings, nil)
-}
-
-// startAgent starts the agent's conversation on the issue or pull request
-// is (pull is set for a pull request), with what people wrote made
-// visible text, and moves t to working.
-func (f *Flow) startAgent(ctx context.Context, t *Task, is Issue, s policy.Settings, pull *PullBrief) error {
-	comments, unheard := f.heard(ctx, t, is.Comments)
+	var pull *PullBrief
+	if t.Pull != nil {
+		if pull, err = f.pullBrief(ctx, t); err != nil {
+			return err
+		}
+	}
+	comments, unheard := f.heard(ctx, t, issue.Comments)
 	t.Unheard = unheard
 	conv, err := f.Agent.Start(Brief{
 		Repo:         t.Repo.FullName(),
 		Issue:        t.Issue,
-		Title:        policy.Visible(is.Title),
-		Body:         policy.Visible(is.Body),
+		Title:        policy.Visible(issue.Title),
+		Body:         policy.Visible(issue.Body),
 		Comments:     comments,
 		Instructions: policy.Visible(t.Instructions),
 		Requester:    t.Requester.Login,
-		Settings:     s,
+		Settings:     settings,
 		Pull:         pull,
 	})
 	if err != nil {

@@ -183,52 +183,17 @@ func (f *Flow) writerCached(ctx context.Context, t *Task, seen map[string]bool, 
 	return ok
 }
 
-// preparePull clones the pull request's head, names the branch the work
-// goes to and starts the agent with the pull request as its context.
-func (f *Flow) preparePull(ctx context.Context, t *Task) error {
-	pr, err := f.GitHub.Issue(ctx, t.Repo, t.Issue)
-	if err != nil {
-		return retryf(err, "reading pull request #%d failed", t.Issue)
+// checkForkStart refuses a fork's code that is not what was asked about,
+// or that the protected paths forbid here, before the agent sees it. The
+// workspace holds the clone of the pull request's head, at t.BaseSHA.
+func (f *Flow) checkForkStart(ctx context.Context, t *Task, ws Workspace) error {
+	if head := t.Pull.Info.HeadSHA; head != "" && t.BaseSHA != head {
+		// The fork pushed between the request and the clone: what would
+		// run is not what was asked about.
+		return Fatal(fmt.Sprintf("the fork pushed %s while the task started (it was at %s when asked), and fork code is only worked on as it was when asked. Look at the new commits and ask again",
+			short(t.BaseSHA), short(head)), nil)
 	}
-	t.IssueTitle = pr.Title
-	ws, err := f.clone(ctx, t, t.startRef())
-	if err != nil {
-		return err
-	}
-	base, err := ws.Head()
-	if err != nil {
-		return retryf(err, "reading the cloned commit failed")
-	}
-	t.BaseSHA = base
-	settings := f.settings(t)
-	if t.forkCode() {
-		if head := t.Pull.Info.HeadSHA; head != "" && base != head {
-			// The fork pushed between the request and the clone: what
-			// would run is not what was asked about.
-			return Fatal(fmt.Sprintf("the fork pushed %s while the task started (it was at %s when asked), and fork code is only worked on as it was when asked. Look at the new commits and ask again",
-				short(base), short(head)), nil)
-		}
-		if err := f.checkForkPaths(ctx, t, ws, base); err != nil {
-			return err
-		}
-	}
-	if t.onHead() {
-		t.Branch = t.Pull.Info.HeadRef
-	} else {
-		branch, err := f.freeBranch(ctx, t, f.BranchName(settings.BranchPrefix, t.Issue, pr.Title))
-		if err != nil {
-			return err
-		}
-		t.Branch = branch
-	}
-	if err := ws.CreateBranch(t.Branch); err != nil {
-		return retryf(err, "creating branch %s failed", t.Branch)
-	}
-	brief, err := f.pullBrief(ctx, t)
-	if err != nil {
-		return err
-	}
-	return f.startAgent(ctx, t, pr, settings, brief)
+	return f.checkForkPaths(ctx, t, ws, t.BaseSHA)
 }
 
 // checkForkPaths refuses to push commit sha, which holds a fork's code,
