@@ -982,3 +982,50 @@ func TestReviewThreadDeletedWhileTheAgentWorks(t *testing.T) {
 		t.Errorf("status comment not final:\n%s", status.Body)
 	}
 }
+
+// Two pull requests from one branch (docs into master and into release):
+// while a task works on the branch for one, a fix asked on the other is
+// refused, and the branch keeps only the first task's work.
+func TestTwoPullRequestsSharingABranchGetOneTaskAtATime(t *testing.T) {
+	e := newEnv(t, runDocs(t))
+	e.git.Push(t, owner, repoName, "release", map[string]string{"RELEASE.md": "1.0\n"}, "Release branch")
+	e.openPull()
+	const other = pr + 1
+	e.gh.AddPullRequest(owner, repoName, fakegithub.PullRequestSeed{
+		Number: other, Title: prTitle, Body: "The page for the release too.", Author: contributor,
+		HeadRef: prBranch, BaseRef: "release",
+	})
+	e.gh.SetPermission(owner, repoName, "maintainer", "write")
+	if code := e.prComment("d1", pr, owner, "/agent fix the typo"); code != http.StatusAccepted {
+		t.Fatalf("delivery answered %d", code)
+	}
+	waiting := e.waitState(pr, task.AwaitingApproval)
+	held, _ := e.git.RevParse(t, owner, repoName, prBranch)
+
+	if code := e.prComment("d2", other, owner, "/agent fix the typo as well"); code != http.StatusAccepted {
+		t.Fatalf("delivery answered %d", code)
+	}
+	refused := e.waitTask(other)
+	want := fmt.Sprintf("task %d, asked on #%d, is working on branch `%s` now", waiting.ID, pr, prBranch)
+	if refused.State != task.Failed || !strings.Contains(refused.Error, want) {
+		t.Fatalf("the second task ended %s: %q; want failed with %q", refused.State, refused.Error, want)
+	}
+	e.waitComment(other, want)
+	if got, _ := e.git.RevParse(t, owner, repoName, prBranch); got != held {
+		t.Fatalf("branch %s moved from %s to %s", prBranch, held, got)
+	}
+	if n := e.llm.Calls(); n != 2 {
+		t.Fatalf("the model was called %d times, want 2 (the first task's turns only)", n)
+	}
+
+	// The first task goes on as if nothing happened.
+	if code := e.prComment("d3", pr, "maintainer", "/approve"); code != http.StatusAccepted {
+		t.Fatalf("approve answered %d", code)
+	}
+	if done := e.waitTask(pr); done.State != task.Done {
+		t.Fatalf("the first task ended %s: %s\n%s", done.State, done.Error, e.logs.String())
+	}
+	if got, _ := e.git.ReadFile(t, owner, repoName, prBranch, "docs.md"); got != docsFixed {
+		t.Errorf("docs.md = %q", got)
+	}
+}

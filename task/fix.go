@@ -114,6 +114,15 @@ func (f *Flow) prepare(ctx context.Context, t *Task) error {
 		}
 		t.Branch = branch
 	}
+	// Two pull requests may share a head branch, or a person may open one
+	// from another task's branch: one task at a time pushes to a branch.
+	holder, err := f.Store.HoldBranch(ctx, t)
+	if err != nil {
+		return retryf(err, "recording the work branch failed")
+	}
+	if holder != nil {
+		return Fatal(fmt.Sprintf("task %d, asked on #%d, is working on branch %s now; ask again when it has ended", holder.ID, holder.Issue, code(t.Branch)), nil)
+	}
 	if err := ws.CreateBranch(t.Branch); err != nil {
 		return retryf(err, "creating branch %s failed", t.Branch)
 	}

@@ -63,6 +63,61 @@ CREATE INDEX IF NOT EXISTS tasks_issue ON tasks(issue_key, id);
 CREATE INDEX IF NOT EXISTS tasks_pr ON tasks(pr_key, id) WHERE pr_key <> '';
 `
 
+// sqliteMigrations bring a database made by an earlier version up to date.
+// PRAGMA user_version counts those that have run; sqliteSchema is the
+// shape before the first, so a new file and an old one take the same path.
+// Append only: a migration that shipped is never edited.
+var sqliteMigrations = []string{
+	// 1: the branch a task pushes to. Two pull requests may share a head
+	// branch, and a person may open one from a task's branch: the
+	// database itself keeps two active tasks off one branch.
+	`ALTER TABLE tasks ADD COLUMN branch_key TEXT NOT NULL DEFAULT '';
+CREATE UNIQUE INDEX tasks_one_per_branch ON tasks(branch_key)
+	WHERE branch_key <> '' AND state NOT IN ('done', 'failed', 'cancelled');`,
+}
+
+// migrate runs the migrations the file has not had, each in the
+// transaction that counts it: the transaction takes the write lock when it
+// begins (_txlock=immediate), so two processes opening one file at once
+// run each migration once.
+func migrate(ctx context.Context, db *sql.DB) error {
+	for {
+		done, err := migrateOne(ctx, db)
+		if err != nil || done {
+			return err
+		}
+	}
+}
+
+func migrateOne(ctx context.Context, db *sql.DB) (done bool, err error) {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return false, fmt.Errorf("migrate: begin: %w", err)
+	}
+	defer tx.Rollback()
+	var version int
+	if err := tx.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&version); err != nil {
+		return false, fmt.Errorf("migrate: read version: %w", err)
+	}
+	switch {
+	case version > len(sqliteMigrations):
+		return false, fmt.Errorf("migrate: the database is at schema version %d, newer than this bot knows (%d): run a newer bot", version, len(sqliteMigrations))
+	case version == len(sqliteMigrations):
+		return true, nil
+	}
+	if _, err := tx.ExecContext(ctx, sqliteMigrations[version]); err != nil {
+		return false, fmt.Errorf("migrate to schema version %d: %w", version+1, err)
+	}
+	// PRAGMA takes no parameters; version is an int we read.
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf(`PRAGMA user_version = %d`, version+1)); err != nil {
+		return false, fmt.Errorf("migrate to schema version %d: %w", version+1, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return false, fmt.Errorf("migrate to schema version %d: commit: %w", version+1, err)
+	}
+	return false, nil
+}
+
 // OpenSQLite opens (creating if needed) the database file at path.
 func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
 	q := url.Values{}
@@ -80,6 +135,10 @@ func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
 	if _, err := db.ExecContext(ctx, sqliteSchema); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("create sqlite schema in %s: %w", path, err)
+	}
+	if err := migrate(ctx, db); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}
 	return &SQLite{db: db, now: time.Now}, nil
 }
@@ -294,6 +353,40 @@ func prKey(t *Task) string {
 		return ""
 	}
 	return fmt.Sprintf("%d/%s/%d", t.Repo.InstallationID, t.Repo.FullName(), t.PRNumber)
+}
+
+// branchKey names the branch a task pushes to, across installations: one
+// repository has one set of branches whoever reaches it.
+func branchKey(t *Task) string {
+	if t.Branch == "" {
+		return ""
+	}
+	return strings.ToLower(t.Repo.FullName()) + ":" + t.Branch
+}
+
+// HoldBranch implements Store.
+func (s *SQLite) HoldBranch(ctx context.Context, t *Task) (*Task, error) {
+	key := branchKey(t)
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("hold branch %s for task %d: begin: %w", key, t.ID, err)
+	}
+	defer tx.Rollback()
+	holder, err := scanTask(tx.QueryRowContext(ctx, `SELECT `+taskColumns+` FROM tasks
+		WHERE branch_key = ? AND branch_key <> '' AND id <> ? AND state NOT IN ('done', 'failed', 'cancelled')`, key, t.ID))
+	switch {
+	case err == nil:
+		return holder, nil
+	case !errors.Is(err, sql.ErrNoRows):
+		return nil, fmt.Errorf("hold branch %s for task %d: read holder: %w", key, t.ID, err)
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE tasks SET branch_key = ? WHERE id = ?`, key, t.ID); err != nil {
+		return nil, fmt.Errorf("hold branch %s for task %d: %w", key, t.ID, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, fmt.Errorf("hold branch %s for task %d: commit: %w", key, t.ID, err)
+	}
+	return nil, nil
 }
 
 // Save implements Store.

@@ -33,9 +33,9 @@ func (s *SQLite) Restore(ctx context.Context, t *Task) error {
 		t.CreatedAt = now
 	}
 	_, err = s.db.ExecContext(ctx,
-		`INSERT INTO tasks (id, kind, state, issue_key, run_after, cancelled_by, request_id, answer, pr_key, data, created_at, updated_at)
-		 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		t.ID, t.Kind, t.State, t.IssueKey(), t.RunAfter.UnixMilli(), t.CancelledBy, requestID, answer, prKey(t), data,
+		`INSERT INTO tasks (id, kind, state, issue_key, run_after, cancelled_by, request_id, answer, pr_key, branch_key, data, created_at, updated_at)
+		 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		t.ID, t.Kind, t.State, t.IssueKey(), t.RunAfter.UnixMilli(), t.CancelledBy, requestID, answer, prKey(t), branchKey(t), data,
 		t.CreatedAt.UnixMilli(), now.UnixMilli())
 	if isUniqueViolation(err) {
 		return fmt.Errorf("restore task %d: %s: %w", t.ID, t.IssueKey(), ErrActive)

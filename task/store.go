@@ -32,6 +32,10 @@ type Store interface {
 	// Active returns the active fix task of an issue key, or of the pull
 	// request a task opened (same key form), or ErrNotFound.
 	Active(ctx context.Context, issueKey string) (*Task, error)
+	// HoldBranch marks t.Branch as t's: while t is active, no other task
+	// may hold it. When another active task holds it, nothing is written
+	// and that task is returned; otherwise the result is nil.
+	HoldBranch(ctx context.Context, t *Task) (*Task, error)
 	// Latest returns the newest fix task of an issue key, or ErrNotFound.
 	Latest(ctx context.Context, issueKey string) (*Task, error)
 	// Answer records the answer to a task's waiting execution request and
