@@ -179,10 +179,15 @@ func TestEveryStepOfAPullRequestTaskCanBeReplayed(t *testing.T) {
 	for _, tc := range []struct {
 		name                        string
 		everyStep, onBotPush, isRun bool
+		// commits is how many commits each push of a person's has.
+		commits int
 	}{
 		{name: "alone"},
-		{name: "a person pushes every step", everyStep: true},
-		{name: "a person pushes on the bot's push", onBotPush: true, isRun: true},
+		{name: "a person pushes every step", everyStep: true, commits: 1},
+		{name: "a person pushes on the bot's push", onBotPush: true, isRun: true, commits: 1},
+		// More than the first deepening of the shallow clone brings, so
+		// the bot's own commit is found only in deeper history.
+		{name: "a person pushes many commits on the bot's push", onBotPush: true, isRun: true, commits: 20},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -239,7 +244,9 @@ func TestEveryStepOfAPullRequestTaskCanBeReplayed(t *testing.T) {
 				// The process dies before the store learns of the step,
 				// and someone pushes to the pull request's branch.
 				if tc.everyStep || (tc.onBotPush && saved.PushedSHA == "" && tk.PushedSHA != "" && len(theirs) == 0) {
-					theirs = append(theirs, git.Push(t, owner, name, branch, map[string]string{fmt.Sprintf("person-%d.txt", steps): "mine\n"}, "A person's work"))
+					for i := range tc.commits {
+						theirs = append(theirs, git.Push(t, owner, name, branch, map[string]string{fmt.Sprintf("person-%d-%d.txt", steps, i): "mine\n"}, "A person's work"))
+					}
 				}
 				replay := snapshot(t, saved)
 				replay.Claim = 2*steps + 1
@@ -251,8 +258,8 @@ func TestEveryStepOfAPullRequestTaskCanBeReplayed(t *testing.T) {
 			if tk.State != task.Done {
 				t.Fatalf("task ended %s: %s", tk.State, tk.Error)
 			}
-			if tc.onBotPush && len(theirs) != 1 {
-				t.Fatalf("the person pushed %d times, want once after the bot's push", len(theirs))
+			if tc.onBotPush && len(theirs) != tc.commits {
+				t.Fatalf("the person pushed %d commits, want %d at once after the bot's push", len(theirs), tc.commits)
 			}
 
 			// The branch holds the agent's change and every person's

@@ -1,6 +1,9 @@
 package repo_test
 
-import "testing"
+import (
+	"fmt"
+	"testing"
+)
 
 func TestContains(t *testing.T) {
 	s := newServer(t)
@@ -36,10 +39,79 @@ func TestContains(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := w.Contains(tt.tip, tt.sha)
+			got, err := w.Contains(ctxT(t), token, tt.tip, tt.sha)
 			if got != tt.want || (err != nil) != tt.wantError {
 				t.Errorf("Contains = %v, %v; want %v, error %v", got, err, tt.want, tt.wantError)
 			}
 		})
+	}
+}
+
+// A person may push many commits on top of the bot's, more than the first
+// deepening of a shallow clone brings: Contains fetches deeper history when
+// the walk ends at the clone's boundary, and only then.
+func TestContainsDeepensPastTheShallowBoundary(t *testing.T) {
+	s := newServer(t)
+	u, _ := seed(t, s)
+	w := clone(t, u)
+	write(t, w, map[string]string{"README.md": "# widgets\nmine\n"})
+	mine, err := w.CommitAll("mine", bot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Push(ctxT(t), token, "main"); err != nil {
+		t.Fatal(err)
+	}
+	push := func(n int) string {
+		var tip string
+		for i := range n {
+			tip = s.Push(t, owner, name, "main", map[string]string{"NOTES.md": fmt.Sprint("note ", i, "\n")}, fmt.Sprint("Person ", i))
+		}
+		return tip
+	}
+	fetches := func() int {
+		n := 0
+		for _, r := range s.Requests() {
+			if r.Method == "POST" && r.Path == "/"+owner+"/"+name+".git/git-upload-pack" {
+				n++
+			}
+		}
+		return n
+	}
+
+	// A few commits on the bot's: a commit of the bot's own on top of
+	// its pushed one is known not to be there without more history.
+	tip := push(3)
+	if err := w.Fetch(ctxT(t), token, tip); err != nil {
+		t.Fatal(err)
+	}
+	write(t, w, map[string]string{"README.md": "# widgets\nmine, again\n"})
+	unpushed, err := w.CommitAll("mine again", bot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := fetches()
+	if in, err := w.Contains(ctxT(t), token, tip, unpushed); err != nil || in {
+		t.Fatalf("Contains(tip, unpushed) = %v, %v; want false", in, err)
+	}
+	if in, err := w.Contains(ctxT(t), token, tip, mine); err != nil || !in {
+		t.Fatalf("Contains(tip, mine) = %v, %v; want true", in, err)
+	}
+	if n := fetches() - before; n != 0 {
+		t.Fatalf("Contains fetched %d times with the history at hand", n)
+	}
+
+	// Twenty more: Fetch brings the tip with sixteen commits of history,
+	// which end before the bot's commit.
+	tip = push(20)
+	if err := w.Fetch(ctxT(t), token, tip); err != nil {
+		t.Fatal(err)
+	}
+	before = fetches()
+	if in, err := w.Contains(ctxT(t), token, tip, mine); err != nil || !in {
+		t.Fatalf("Contains(tip, mine) under 23 commits = %v, %v; want true", in, err)
+	}
+	if n := fetches() - before; n == 0 {
+		t.Fatal("Contains found the commit without deepening; the test no longer crosses the boundary")
 	}
 }

@@ -55,7 +55,7 @@ func (w *Workspace) Push(ctx context.Context, token, branch string) error {
 		return nil
 	}
 	if !remoteHash.IsZero() {
-		if ok, err := w.contains(local.Hash(), remoteHash); err != nil {
+		if ok, _, err := w.contains(local.Hash(), remoteHash); err != nil {
 			return opError(op, err, token)
 		} else if !ok {
 			return fmt.Errorf("%s: remote is at %s: %w", op, remoteHash, ErrNonFastForward)
@@ -108,22 +108,29 @@ func (w *Workspace) remoteBranch(ctx context.Context, remote *git.Remote, name p
 }
 
 // contains reports whether commit want is reachable from tip in the local
-// history. History missing from a shallow clone is not walked; a commit the
-// workspace does not have at all is not contained.
-func (w *Workspace) contains(tip, want plumbing.Hash) (bool, error) {
-	if _, err := w.repo.Storer.EncodedObject(plumbing.CommitObject, want); err != nil {
-		if errors.Is(err, plumbing.ErrObjectNotFound) {
-			return false, nil
-		}
-		return false, err
+// history, and whether the walk met the shallow boundary before it could
+// tell. A commit the workspace does not have at all is not contained. The
+// walk stops at want's parents: want cannot be in a parent's history, so
+// when a person's commits sit on want's parent, the answer needs no more
+// history than those commits.
+func (w *Workspace) contains(tip, want plumbing.Hash) (found, truncated bool, err error) {
+	wc, err := object.GetCommit(w.repo.Storer, want)
+	if errors.Is(err, plumbing.ErrObjectNotFound) {
+		return false, false, nil
+	}
+	if err != nil {
+		return false, false, err
 	}
 	seen := map[plumbing.Hash]bool{}
+	for _, p := range wc.ParentHashes {
+		seen[p] = true
+	}
 	queue := []plumbing.Hash{tip}
 	for len(queue) > 0 {
 		h := queue[0]
 		queue = queue[1:]
 		if h == want {
-			return true, nil
+			return true, false, nil
 		}
 		if seen[h] {
 			continue
@@ -131,14 +138,15 @@ func (w *Workspace) contains(tip, want plumbing.Hash) (bool, error) {
 		seen[h] = true
 		c, err := object.GetCommit(w.repo.Storer, h)
 		if errors.Is(err, plumbing.ErrObjectNotFound) {
-			continue // beyond the shallow boundary
+			truncated = true // beyond the shallow boundary
+			continue
 		}
 		if err != nil {
-			return false, err
+			return false, false, err
 		}
 		queue = append(queue, c.ParentHashes...)
 	}
-	return false, nil
+	return false, truncated, nil
 }
 
 // isRejectedUpdate recognises go-git's and the server's ways of saying a
@@ -156,18 +164,29 @@ func isRejectedUpdate(err error) bool {
 	return false
 }
 
-// Contains reports whether commit sha is tip itself or in its history, as
-// far as the workspace has that history (a shallow clone's boundary ends the
-// search: beyond it the answer is false). Both are full SHAs.
-func (w *Workspace) Contains(tip, sha string) (bool, error) {
+// Contains reports whether commit sha is tip itself or in its history.
+// Both are full SHAs, and tip must be in the workspace (Fetch it). When the
+// shallow clone's history ends before the answer, it fetches deeper history
+// of the cloned ref, as Fetch does.
+func (w *Workspace) Contains(ctx context.Context, token, tip, sha string) (bool, error) {
 	for _, s := range []string{tip, sha} {
 		if !plumbing.IsHash(s) || plumbing.NewHash(s).String() != s {
 			return false, fmt.Errorf("contains %s in %s: %q is not a full lower-case commit SHA", sha, tip, s)
 		}
 	}
-	ok, err := w.contains(plumbing.NewHash(tip), plumbing.NewHash(sha))
-	if err != nil {
-		return false, fmt.Errorf("contains %s in %s: %w", sha, tip, err)
+	for _, depth := range append([]int{0}, deepenSteps...) {
+		if depth > 0 {
+			if err := w.deepen(ctx, token, depth); err != nil {
+				return false, fmt.Errorf("contains %s in %s: %w", sha, tip, err)
+			}
+		}
+		found, truncated, err := w.contains(plumbing.NewHash(tip), plumbing.NewHash(sha))
+		if err != nil {
+			return false, fmt.Errorf("contains %s in %s: %w", sha, tip, err)
+		}
+		if found || !truncated {
+			return found, nil
+		}
 	}
-	return ok, nil
+	return false, nil
 }

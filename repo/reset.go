@@ -54,14 +54,8 @@ func (w *Workspace) Fetch(ctx context.Context, token, sha string) error {
 		if depth == 0 {
 			continue
 		}
-		err := w.repo.FetchContext(ctx, &git.FetchOptions{
-			RemoteName: git.DefaultRemoteName,
-			Depth:      depth,
-			Auth:       auth(token),
-			Tags:       git.NoTags,
-		})
-		if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
-			return opError(fmt.Sprintf("fetch %s: depth %d", sha, depth), err, token)
+		if err := w.deepen(ctx, token, depth); err != nil {
+			return fmt.Errorf("fetch %s: %w", sha, err)
 		}
 	}
 	if _, err := w.repo.CommitObject(h); err != nil {
@@ -69,6 +63,21 @@ func (w *Workspace) Fetch(ctx context.Context, token, sha string) error {
 			return fmt.Errorf("fetch %s: %w", sha, ErrCommitGone)
 		}
 		return fmt.Errorf("fetch %s: %w", sha, err)
+	}
+	return nil
+}
+
+// deepen fetches the cloned ref (the refspec Clone configured) with depth
+// commits of history.
+func (w *Workspace) deepen(ctx context.Context, token string, depth int) error {
+	err := w.repo.FetchContext(ctx, &git.FetchOptions{
+		RemoteName: git.DefaultRemoteName,
+		Depth:      depth,
+		Auth:       auth(token),
+		Tags:       git.NoTags,
+	})
+	if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
+		return opError(fmt.Sprintf("deepen to %d commits", depth), err, token)
 	}
 	return nil
 }

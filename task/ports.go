@@ -310,9 +310,9 @@ type Workspace interface {
 	// Touched returns those of paths that differ between commits from and
 	// to (both present in the workspace).
 	Touched(from, to string, paths []string) ([]string, error)
-	// Contains reports whether commit sha is tip or in its history, as
-	// far as the workspace has it.
-	Contains(tip, sha string) (bool, error)
+	// Contains reports whether commit sha is tip or in its history,
+	// fetching deeper history when the workspace's ends too soon.
+	Contains(ctx context.Context, token, tip, sha string) (bool, error)
 	// FetchBranch brings the tip of the remote's branch into the workspace,
 	// without checking it out, and returns its SHA.
 	FetchBranch(ctx context.Context, token, branch string) (string, error)
