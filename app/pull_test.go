@@ -1029,3 +1029,85 @@ func TestTwoPullRequestsSharingABranchGetOneTaskAtATime(t *testing.T) {
 		t.Errorf("docs.md = %q", got)
 	}
 }
+
+// A person pushes to the branch the bot made, after an approved run and
+// before the agent's last push: on an issue, and on a fork's pull request
+// (where the workspace was cloned from the pull request's head, not from
+// the branch). Either way the bot follows that branch, and lays its change
+// on the person's commit.
+func TestPersonPushesToTheBotsBranch(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		issue int
+		path  string
+		open  func(e *env)
+	}{
+		{name: "issue", issue: 1, path: "README.md", open: func(*env) {}},
+		{name: "fork pull request", issue: pr, path: "docs.md", open: func(e *env) {
+			e.openForkPull(fakegithub.PullRequestSeed{}, map[string]string{"docs.md": docs})
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var (
+				mu     sync.Mutex
+				theirs string
+				e      *env
+			)
+			steps := []fakellm.Step{
+				{ToolCalls: []fakellm.ToolCall{call("edit_file", map[string]any{"path": tc.path, "old_text": "comitt", "new_text": "commit"})}},
+				{ToolCalls: []fakellm.ToolCall{call("run", map[string]any{"command": "cat " + tc.path, "reason": "check"})}},
+				{ToolCalls: []fakellm.ToolCall{call("write_file", map[string]any{"path": "CHANGES.md", "content": "Fixed a typo.\n"})}},
+				{ToolCalls: []fakellm.ToolCall{call("finish", map[string]any{"title": "Fix the typo", "summary": "Fixed."})}},
+			}
+			llm := fakellm.NewFunc(t, func(req openai.ChatCompletionRequest) fakellm.Step {
+				n := fakellm.Turn(req)
+				mu.Lock()
+				defer mu.Unlock()
+				if n == 2 && theirs == "" {
+					// The run is approved and done; a person pushes to
+					// the bot's branch before the agent's next change.
+					tk := e.waitState(tc.issue, task.Working)
+					sha, err := e.git.CommitFiles(owner, repoName, tk.Branch, map[string]string{"person.md": "Mine.\n"}, "The person's change")
+					if err != nil {
+						t.Errorf("person's push: %v", err)
+					}
+					theirs = sha
+				}
+				return steps[min(n, len(steps)-1)]
+			})
+			e = newEnv(t, llm)
+			e.gh.SetPermission(owner, repoName, "maintainer", "write")
+			tc.open(e)
+			if tc.issue == pr {
+				e.prComment("d1", pr, owner, "/agent fix the typo")
+			} else {
+				e.comment("d1", tc.issue, owner, "/agent fix the typo")
+			}
+			e.waitState(tc.issue, task.AwaitingApproval)
+			if tc.issue == pr {
+				e.prComment("d2", pr, "maintainer", "/approve")
+			} else {
+				e.comment("d2", tc.issue, "maintainer", "/approve")
+			}
+			tk := e.waitTask(tc.issue)
+			if tk.State != task.Done {
+				t.Fatalf("task ended %s: %s\n%s", tk.State, tk.Error, e.logs.String())
+			}
+			mu.Lock()
+			person := theirs
+			mu.Unlock()
+			commits := e.git.Commits(t, owner, repoName, tk.Branch)
+			if len(commits) < 3 || commits[1].SHA != person || commits[0].AuthorName != e.gh.BotLogin() {
+				t.Fatalf("branch %s has %+v; want the agent's commit on the person's %s", tk.Branch, commits, person)
+			}
+			for file, want := range map[string]string{"person.md": "Mine.\n", "CHANGES.md": "Fixed a typo.\n"} {
+				if got, _ := e.git.ReadFile(t, owner, repoName, tk.Branch, file); got != want {
+					t.Errorf("%s on %s = %q, want %q", file, tk.Branch, got, want)
+				}
+			}
+			if len(tk.Rebased) != 1 || tk.Rebased[0] != person {
+				t.Errorf("rebased onto %v, want the person's %s", tk.Rebased, person)
+			}
+		})
+	}
+}

@@ -1,8 +1,11 @@
 package repo_test
 
 import (
+	"errors"
 	"fmt"
 	"testing"
+
+	"github.com/pullwright/pullwright/repo"
 )
 
 func TestContains(t *testing.T) {
@@ -113,5 +116,48 @@ func TestContainsDeepensPastTheShallowBoundary(t *testing.T) {
 	}
 	if n := fetches() - before; n == 0 {
 		t.Fatal("Contains found the commit without deepening; the test no longer crosses the boundary")
+	}
+}
+
+// A task clones one ref and pushes to another: commits a person pushes to
+// the task's branch are found only once the workspace tracks that branch,
+// and it still does when opened again.
+func TestTrackFollowsTheTasksBranch(t *testing.T) {
+	s := newServer(t)
+	u, _ := seed(t, s)
+	w := clone(t, u)
+	if err := w.CreateBranch("work"); err != nil {
+		t.Fatal(err)
+	}
+	write(t, w, map[string]string{"README.md": "# widgets\nmine\n"})
+	mine, err := w.CommitAll("mine", bot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Push(ctxT(t), token, "work"); err != nil {
+		t.Fatal(err)
+	}
+	var tip string
+	for i := range 3 {
+		tip = s.Push(t, owner, name, "work", map[string]string{"NOTES.md": fmt.Sprint("note ", i, "\n")}, "Person")
+	}
+	if err := w.Fetch(ctxT(t), token, tip); !errors.Is(err, repo.ErrCommitGone) {
+		t.Fatalf("Fetch of the work branch's tip along main = %v, want ErrCommitGone", err)
+	}
+	if err := w.Track("work"); err != nil {
+		t.Fatal(err)
+	}
+	again, err := repo.Open(w.Dir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := again.Fetch(ctxT(t), token, tip); err != nil {
+		t.Fatalf("Fetch after Track: %v", err)
+	}
+	if in, err := again.Contains(ctxT(t), token, tip, mine); err != nil || !in {
+		t.Fatalf("Contains(tip, mine) = %v, %v", in, err)
+	}
+	if err := again.Track("no such..branch"); err == nil {
+		t.Fatal("Track took a bad branch name")
 	}
 }

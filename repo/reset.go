@@ -67,8 +67,38 @@ func (w *Workspace) Fetch(ctx context.Context, token, sha string) error {
 	return nil
 }
 
-// deepen fetches the cloned ref (the refspec Clone configured) with depth
-// commits of history.
+// Track makes origin's branch the ref that Fetch, ResetTo and Contains
+// fetch history of, in place of the ref Clone configured. A task clones one
+// ref (the default branch, a pull request's head) and pushes to another:
+// once a person has pushed to the task's branch, that branch's history is
+// the one to follow. The change is in the workspace's git config, so it
+// holds when the workspace is opened again.
+func (w *Workspace) Track(branch string) error {
+	ref := plumbing.NewBranchReferenceName(branch)
+	if err := ref.Validate(); err != nil {
+		return fmt.Errorf("track branch %q: %w", branch, err)
+	}
+	spec := config.RefSpec("+" + ref.String() + ":" + plumbing.NewRemoteReferenceName(git.DefaultRemoteName, branch).String())
+	cfg, err := w.repo.Config()
+	if err != nil {
+		return fmt.Errorf("track branch %s: %w", branch, err)
+	}
+	remote, ok := cfg.Remotes[git.DefaultRemoteName]
+	if !ok {
+		return fmt.Errorf("track branch %s: no remote %s", branch, git.DefaultRemoteName)
+	}
+	if len(remote.Fetch) == 1 && remote.Fetch[0] == spec {
+		return nil
+	}
+	remote.Fetch = []config.RefSpec{spec}
+	if err := w.repo.SetConfig(cfg); err != nil {
+		return fmt.Errorf("track branch %s: %w", branch, err)
+	}
+	return nil
+}
+
+// deepen fetches the followed ref (the refspec Clone configured, or Track
+// set) with depth commits of history.
 func (w *Workspace) deepen(ctx context.Context, token string, depth int) error {
 	err := w.repo.FetchContext(ctx, &git.FetchOptions{
 		RemoteName: git.DefaultRemoteName,

@@ -304,6 +304,9 @@ type Workspace interface {
 	// ResetTo moves the checkout to commit sha, fetching history as needed;
 	// ErrBaseGone if the branch no longer has it.
 	ResetTo(ctx context.Context, token, sha string) error
+	// Track makes the remote's branch the one whose history Fetch, ResetTo
+	// and Contains fetch, instead of the ref the workspace was cloned from.
+	Track(branch string) error
 	// Fetch makes sure the workspace has commit sha (ErrBaseGone if not).
 	Fetch(ctx context.Context, token, sha string) error
 	DiffStat(baseSHA string) ([]FileStat, error)

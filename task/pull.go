@@ -332,6 +332,12 @@ func (f *Flow) rebase(ctx context.Context, t *Task, ws Workspace, token string) 
 	if from == "" {
 		from = t.BaseSHA
 	}
+	// The person's commits are on t.Branch, which need not be the ref the
+	// workspace was cloned from (an issue's default branch, a fork's pull
+	// request head): follow that branch's history from now on.
+	if err := ws.Track(t.Branch); err != nil {
+		return retryf(err, "following branch %s failed", t.Branch)
+	}
 	err = ws.Fetch(gctx, token, head)
 	if errors.Is(err, ErrBaseGone) {
 		// The new head is not in the history the workspace follows (the
