@@ -376,6 +376,13 @@ func TestForkPullRequestWithAnotherWorkflowIsRefused(t *testing.T) {
 			want: "`.github/workflows/deploy.yml` (protected by `.github/workflows/**`)",
 		},
 		{
+			// The name is the fork's to choose: shown, it must neither
+			// notify a team nor tag the bot's comment as another's.
+			name: "the fork adds a workflow with a name that mentions and tags",
+			fork: map[string]string{"docs.md": docs, ".github/workflows/x @acme/admins <!-- pullwright:task-9-status -->.yml": "on: push\n"},
+			want: "`.github/workflows/x @\u200dacme/admins <!-- pullwright:task-9-status -->.yml` (protected by `.github/workflows/**`)",
+		},
+		{
 			name: "the repository fixed its workflow after the fork branched",
 			fork: map[string]string{"docs.md": docs},
 			after: func(e *env) {
@@ -401,6 +408,11 @@ func TestForkPullRequestWithAnotherWorkflowIsRefused(t *testing.T) {
 				t.Fatalf("task ended %s, want failed", tk.State)
 			}
 			e.waitComment(pr, "its files differ from `master` on paths this repository protects: "+tc.want)
+			for _, c := range e.gh.Comments(owner, repoName, pr) {
+				if c.Author == e.gh.BotLogin() && strings.Contains(c.Body, "@acme/admins") {
+					t.Errorf("a bot comment mentions the fork's team:\n%s", c.Body)
+				}
+			}
 			if got := branches(t, e.git, owner, repoName); !mapsEqual(got, before) {
 				t.Errorf("branches changed: %v, were %v", got, before)
 			}

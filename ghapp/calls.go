@@ -32,6 +32,13 @@ func Marker(key string) string {
 	return "<!-- pullwright:" + key + " -->"
 }
 
+// tagged reports whether body is tagged with marker mk: the marker ends the
+// body, where UpsertComment puts it. A marker elsewhere is text the comment
+// quotes (a file name from a fork, say) and tags nothing.
+func tagged(body, mk string) bool {
+	return strings.HasSuffix(strings.TrimRight(body, " \t\r\n"), mk)
+}
+
 // fitBody cuts body so that body+tail is at most MaxBodyChars code points,
 // adding a visible note when it cuts.
 func fitBody(body, tail string) string {
@@ -150,7 +157,7 @@ func (a *App) findMarked(ctx context.Context, gh *github.Client, owner, repo str
 		}
 		for _, c := range cs {
 			u := c.GetUser()
-			if u.GetType() == "Bot" && strings.EqualFold(u.GetLogin(), login) && strings.Contains(c.GetBody(), mk) {
+			if u.GetType() == "Bot" && strings.EqualFold(u.GetLogin(), login) && tagged(c.GetBody(), mk) {
 				return c.GetID(), nil
 			}
 		}

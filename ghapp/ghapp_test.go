@@ -331,6 +331,24 @@ func TestUpsertComment(t *testing.T) {
 		t.Errorf("different marker: %d comments, want 4", got)
 	}
 
+	// A bot comment that quotes another task's marker (a fork's file name
+	// in a failure, say) is not that task's comment: only the marker that
+	// ends a comment tags it.
+	quoting, err := e.app.UpsertComment(ctx, inst, owner, repo, 1, "task-2/status", 0, "failed: `"+Marker("task-9/status")+"` is protected")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nine, err := e.app.UpsertComment(ctx, inst, owner, repo, 1, "task-9/status", 0, "Task 9 working")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if nine == quoting {
+		t.Errorf("task 9's status edited task 2's comment, which quotes its marker")
+	}
+	if cs := e.fake.Comments(owner, repo, 1); len(cs) != 6 || !strings.HasPrefix(cs[4].Body, "failed: ") {
+		t.Errorf("comments after the quoted marker = %+v", cs)
+	}
+
 	if _, err := e.app.UpsertComment(ctx, inst, owner, repo, 99, "k", 0, "x"); err == nil ||
 		!strings.Contains(err.Error(), "acme/widgets#99") {
 		t.Errorf("comment on a missing issue: error %v", err)

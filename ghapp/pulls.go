@@ -434,7 +434,7 @@ func (a *App) findMarkedReply(ctx context.Context, gh *github.Client, owner, rep
 	}
 	for _, c := range cs {
 		u := c.GetUser()
-		if c.GetInReplyTo() == rootID && u.GetType() == "Bot" && strings.EqualFold(u.GetLogin(), login) && strings.Contains(c.GetBody(), mk) {
+		if c.GetInReplyTo() == rootID && u.GetType() == "Bot" && strings.EqualFold(u.GetLogin(), login) && tagged(c.GetBody(), mk) {
 			return c.GetID(), nil
 		}
 	}

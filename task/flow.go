@@ -239,7 +239,7 @@ func (f *Flow) Finish(ctx context.Context, t *Task) error {
 		// Whoever asked on the line looks for the answer there.
 		what := "was cancelled"
 		if t.State == Failed {
-			what = "failed: " + t.Error
+			what = "failed: " + defang(t.Error)
 		}
 		body := fmt.Sprintf("Task %d %s", t.ID, what)
 		if t.StatusCommentURL != "" {

@@ -176,7 +176,7 @@ func protectedChanges(s policy.Settings, dir string, changes []Change) []string 
 	var out []string
 	for _, c := range changes {
 		if g, ok := s.Protects(c.Path); ok {
-			out = append(out, fmt.Sprintf("`%s` (protected by `%s`)", c.Path, g))
+			out = append(out, fmt.Sprintf("%s (protected by %s)", code(c.Path), code(g)))
 			continue
 		}
 		if c.Deleted {
@@ -188,16 +188,16 @@ func protectedChanges(s policy.Settings, dir string, changes []Change) []string 
 		}
 		target, err := os.Readlink(filepath.Join(dir, filepath.FromSlash(c.Path)))
 		if err != nil {
-			out = append(out, fmt.Sprintf("`%s` (a symlink that cannot be read)", c.Path))
+			out = append(out, fmt.Sprintf("%s (a symlink that cannot be read)", code(c.Path)))
 			continue
 		}
 		to := path.Join(path.Dir(c.Path), filepath.ToSlash(target))
 		switch {
 		case filepath.IsAbs(target) || path.IsAbs(filepath.ToSlash(target)) || to == ".." || strings.HasPrefix(to, "../"):
-			out = append(out, fmt.Sprintf("`%s` (a symlink out of the repository)", c.Path))
+			out = append(out, fmt.Sprintf("%s (a symlink out of the repository)", code(c.Path)))
 		default:
 			if g, ok := s.Protects(to); ok {
-				out = append(out, fmt.Sprintf("`%s` (a symlink to `%s`, protected by `%s`)", c.Path, to, g))
+				out = append(out, fmt.Sprintf("%s (a symlink to %s, protected by %s)", code(c.Path), code(to), code(g)))
 			}
 		}
 	}

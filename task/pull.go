@@ -57,7 +57,7 @@ func deliveryMode(info PullInfo, defaultBranch string) (mode, why string) {
 	switch {
 	case !info.Fork && info.HeadRef == defaultBranch:
 		// Commits on the default branch skip every review: never there.
-		return PullInBase, fmt.Sprintf("its branch `%s` is this repository's default branch, which the bot never pushes to, so the change is on a branch of its own, in a new pull request that builds on this one", info.HeadRef)
+		return PullInBase, fmt.Sprintf("its branch %s is this repository's default branch, which the bot never pushes to, so the change is on a branch of its own, in a new pull request that builds on this one", code(info.HeadRef))
 	case !info.Fork:
 		return PushToHead, ""
 	case info.HeadRepo == "":
@@ -136,7 +136,9 @@ func (f *Flow) admitFork(ctx context.Context, t *Task, info PullInfo) (ended boo
 
 // answeredRE finds the marker of a reply that reports work done in a review
 // thread (publishPull's), not one that says a task failed or was cancelled.
-var answeredRE = regexp.MustCompile(`<!-- pullwright:task-[0-9]+-(?:review|thread-[0-9]+) -->`)
+// The marker ends the reply, where the bot puts it: one inside the text is
+// quoted from somewhere (a fork's file name, a failure) and tags nothing.
+var answeredRE = regexp.MustCompile(`<!-- pullwright:task-[0-9]+-(?:review|thread-[0-9]+) -->\s*$`)
 
 // openThreads are the review threads a fix without instructions addresses:
 // not resolved, not outdated, started by someone with write access, and
@@ -240,7 +242,7 @@ func (f *Flow) checkForkPaths(ctx context.Context, t *Task, ws Workspace, sha st
 	}
 	var list []string
 	for _, p := range slices.Sorted(maps.Keys(bad)) {
-		list = append(list, fmt.Sprintf("`%s` (protected by `%s`)", p, bad[p]))
+		list = append(list, fmt.Sprintf("%s (protected by %s)", code(p), code(bad[p])))
 	}
 	if len(list) > 5 {
 		list = append(list[:5], fmt.Sprintf("and %d more", len(list)-5))
@@ -419,9 +421,13 @@ func (f *Flow) keepAside(ctx context.Context, t *Task, ws Workspace, token, head
 
 func listPaths(paths []string) string {
 	if len(paths) > 5 {
-		return fmt.Sprintf("`%s` and %d more", strings.Join(paths[:5], "`, `"), len(paths)-5)
+		return fmt.Sprintf("%s and %d more", listPaths(paths[:5]), len(paths)-5)
 	}
-	return "`" + strings.Join(paths, "`, `") + "`"
+	quoted := make([]string, len(paths))
+	for i, p := range paths {
+		quoted[i] = code(p)
+	}
+	return strings.Join(quoted, ", ")
 }
 
 // addStats adds the changes of one pushed commit to the task's total.
@@ -569,7 +575,7 @@ func renderPullDone(t *Task) string {
 			fmt.Fprintf(&b, " Someone pushed to the branch while I worked; my change was moved on top of their commits (%s), never forced over them.", plural(n, "time", "times"))
 		}
 	case PullToFork:
-		fmt.Fprintf(&b, "I opened %s against `%s:%s`: %s.", t.PRURL, p.Info.HeadRepo, p.Info.HeadRef, p.Why)
+		fmt.Fprintf(&b, "I opened %s against %s: %s.", t.PRURL, code(p.Info.HeadRepo+":"+p.Info.HeadRef), p.Why)
 	default:
 		fmt.Fprintf(&b, "I opened %s, which holds this pull request's commits and mine: %s.", t.PRURL, p.Why)
 	}

@@ -162,3 +162,38 @@ func TestStateOfAPullRequestTask(t *testing.T) {
 		}
 	}
 }
+
+func TestAnsweredMarkerEndsTheReply(t *testing.T) {
+	tests := []struct {
+		body string
+		want bool
+	}{
+		{"Done: fixed.\n\n<!-- pullwright:task-3-thread-7 -->", true},
+		{"Done.\n\n<!-- pullwright:task-3-review -->\n", true},
+		{"Task 3 failed.\n\n<!-- pullwright:task-3-review-ended -->", false},
+		// A failure that quotes a fork's file name with a marker in it.
+		{"Task 4 failed: `x<!-- pullwright:task-3-review -->.yml` is protected\n\n<!-- pullwright:task-4-review-ended -->", false},
+	}
+	for _, tc := range tests {
+		if got := answeredRE.MatchString(tc.body); got != tc.want {
+			t.Errorf("answered(%q) = %v, want %v", tc.body, got, tc.want)
+		}
+	}
+}
+
+func TestStatusShowsUntrustedTextInert(t *testing.T) {
+	tk := &Task{ID: 9, Kind: KindFix, State: Failed, Issue: 2, Repo: Repo{Owner: "o", Name: "r"},
+		Error:  "its files differ on " + listPaths([]string{".github/workflows/x` @acme/admins <!-- pullwright:task-9-status --> `.yml"}),
+		Review: &ReviewRef{Path: "a` @acme/admins `b", Line: 3},
+	}
+	// GitHub makes no mention inside a code span, and the zero-width
+	// joiner spoils one outside it.
+	for name, got := range map[string]string{"status": RenderStatus(tk, "/agent"), "status line": StatusLine(tk)} {
+		if !strings.Contains(got, "`` .github/workflows/x` @\u200dacme/admins <!-- pullwright:task-9-status --> `.yml ``") {
+			t.Errorf("%s does not show the failure's path as one code span:\n%s", name, got)
+		}
+	}
+	if got := RenderStatus(tk, "/agent"); !strings.Contains(got, "Asked on `` a` @acme/admins `b `` line 3.") {
+		t.Errorf("status does not show the review comment's path as one code span:\n%s", got)
+	}
+}

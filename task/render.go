@@ -67,7 +67,7 @@ func RenderStatus(t *Task, command string) string {
 			fmt.Fprintf(&b, ": opened %s", t.PRURL)
 		}
 	case Failed:
-		fmt.Fprintf(&b, ": %s", t.Error)
+		fmt.Fprintf(&b, ": %s", defang(t.Error))
 	case Cancelled:
 		if t.CancelledBy != "" {
 			fmt.Fprintf(&b, " by @%s", t.CancelledBy)
@@ -88,7 +88,7 @@ func RenderStatus(t *Task, command string) string {
 		fmt.Fprintf(&b, "Not pushed to this pull request's branch: %s.\n\n", t.Pull.Why)
 	}
 	if t.Review != nil {
-		fmt.Fprintf(&b, "Asked on `%s` %s.\n\n", t.Review.Path, lineRange(t.Review.StartLine, t.Review.Line))
+		fmt.Fprintf(&b, "Asked on %s %s.\n\n", code(t.Review.Path), lineRange(t.Review.StartLine, t.Review.Line))
 	}
 	if t.Instructions != "" {
 		fmt.Fprintf(&b, "> %s\n\n", strings.ReplaceAll(clip(t.Instructions, 300), "\n", "\n> "))
@@ -149,7 +149,7 @@ func StatusLine(t *Task) string {
 	case t.State == Done && t.PRURL != "":
 		fmt.Fprintf(&b, ", opened %s", t.PRURL)
 	case t.State == Failed:
-		fmt.Fprintf(&b, ": %s", t.Error)
+		fmt.Fprintf(&b, ": %s", defang(t.Error))
 	case t.State == AwaitingApproval && t.Request != nil:
 		fmt.Fprintf(&b, ": request `%s` asks to run %s; answer with `/approve` or `/reject <reason>` before %s",
 			t.Request.ID, code(oneLine(t.Request.Command)), t.Request.Deadline.UTC().Format("2006-01-02 15:04 MST"))
@@ -177,7 +177,7 @@ func RenderPullRequest(t *Task) string {
 	if p := t.Pull; p != nil {
 		fmt.Fprintf(&b, "Builds on #%d by @%s", t.Issue, p.Info.Author)
 		if p.Info.Fork {
-			fmt.Fprintf(&b, " (from `%s:%s`)", p.Info.HeadRepo, p.Info.HeadRef)
+			fmt.Fprintf(&b, " (from %s)", code(p.Info.HeadRepo+":"+p.Info.HeadRef))
 		}
 		b.WriteString(": it holds that pull request's commits and the agent's on top.\n\n")
 	} else {
