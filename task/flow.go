@@ -188,6 +188,11 @@ func (f *Flow) cancelRequest(ctx context.Context, t *Task) error {
 		return err
 	}
 	if active.published() {
+		if active.onHead() {
+			// Its commits went onto a pull request that is not the bot's
+			// to close: what is left is replies, and they tell where.
+			return f.reply(ctx, t, fmt.Sprintf("Task %d has already pushed its final commit to `%s`, this pull request's branch, and is only posting its replies; revert its commits on the branch if you do not want them.", active.ID, active.Branch))
+		}
 		return f.reply(ctx, t, fmt.Sprintf("Task %d has already pushed its final commit to `%s` and is finishing the pull request; close the pull request instead.", active.ID, active.Branch))
 	}
 	err = f.Store.RequestCancel(ctx, active.ID, t.Requester.Login)
