@@ -383,6 +383,13 @@ func TestForkPullRequestWithAnotherWorkflowIsRefused(t *testing.T) {
 			want: "`.github/workflows/x @\u200dacme/admins <!-- pullwright:task-9-status -->.yml` (protected by `.github/workflows/**`)",
 		},
 		{
+			// The repository's own workflows run local actions from the
+			// pushed tree, with its secrets.
+			name: "the fork changes a local action",
+			fork: map[string]string{"docs.md": docs, ".github/actions/setup/action.yml": "runs: {using: composite, steps: []}\n"},
+			want: "`.github/actions/setup/action.yml` (protected by `.github/**`)",
+		},
+		{
 			name: "the repository fixed its workflow after the fork branched",
 			fork: map[string]string{"docs.md": docs},
 			after: func(e *env) {

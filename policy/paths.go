@@ -45,6 +45,22 @@ func ValidGlob(g string) bool {
 	return strings.TrimSpace(g) != "" && doublestar.ValidatePattern(strings.TrimPrefix(g, "/"))
 }
 
+// ForkGuarded are the paths where a fork's code must match this
+// repository's before the bot pushes it here, on top of those s protects:
+// everything under .github, since this repository's workflows, which run
+// with its secrets, also run the local actions kept there
+// (uses: ./.github/actions/…).
+var ForkGuarded = []string{".github/**"}
+
+// ProtectsFromForks reports the glob that keeps p of a fork's tree from
+// differing from this repository's: one s protects, or ForkGuarded.
+func (s Settings) ProtectsFromForks(p string) (string, bool) {
+	if g, ok := s.Protects(p); ok {
+		return g, true
+	}
+	return ProtectedBy(ForkGuarded, p)
+}
+
 // Protects reports the glob of s that protects p, if any.
 func (s Settings) Protects(p string) (string, bool) {
 	return ProtectedBy(s.Protected, p)

@@ -39,3 +39,23 @@ func TestValidGlob(t *testing.T) {
 		}
 	}
 }
+
+func TestProtectsFromForks(t *testing.T) {
+	s := Settings{Protected: []string{".github/workflows/**", Path, "Makefile"}}
+	tests := []struct {
+		path, want string
+	}{
+		{".github/workflows/ci.yml", ".github/workflows/**"},
+		{".github/actions/setup/action.yml", ".github/**"},
+		{".GitHub/CODEOWNERS", ".github/**"},
+		{"Makefile", "Makefile"},
+		{"src/main.go", ""},
+		{".githubx/a", ""},
+	}
+	for _, tc := range tests {
+		got, ok := s.ProtectsFromForks(tc.path)
+		if got != tc.want || ok != (tc.want != "") {
+			t.Errorf("ProtectsFromForks(%q) = %q, %v; want %q", tc.path, got, ok, tc.want)
+		}
+	}
+}

@@ -231,7 +231,7 @@ func (f *Flow) checkForkPaths(ctx context.Context, t *Task, ws Workspace, sha st
 		}
 		differ := map[string]string{}
 		for _, p := range paths {
-			if g, ok := s.Protects(p); ok && (bad == nil || bad[p] != "") {
+			if g, ok := s.ProtectsFromForks(p); ok && (bad == nil || bad[p] != "") {
 				differ[p] = g
 			}
 		}
