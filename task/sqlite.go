@@ -70,8 +70,17 @@ CREATE INDEX IF NOT EXISTS tasks_pr ON tasks(pr_key, id) WHERE pr_key <> '';
 var sqliteMigrations = []string{
 	// 1: the branch a task pushes to. Two pull requests may share a head
 	// branch, and a person may open one from a task's branch: the
-	// database itself keeps two active tasks off one branch.
+	// database itself keeps two active tasks off one branch. Tasks active
+	// at the upgrade hold their branches as branchKey names them; where
+	// two already share one, the older holds it.
 	`ALTER TABLE tasks ADD COLUMN branch_key TEXT NOT NULL DEFAULT '';
+CREATE TEMP VIEW active_branches AS SELECT id,
+	lower(json_extract(data, '$.repo.owner') || '/' || json_extract(data, '$.repo.name')) || ':' || json_extract(data, '$.branch') AS k
+	FROM tasks WHERE kind = 'fix' AND state NOT IN ('done', 'failed', 'cancelled') AND coalesce(json_extract(data, '$.branch'), '') <> ''
+	AND json_extract(data, '$.repo.owner') IS NOT NULL AND json_extract(data, '$.repo.name') IS NOT NULL;
+UPDATE tasks SET branch_key = (SELECT k FROM active_branches a WHERE a.id = tasks.id)
+	WHERE id IN (SELECT min(id) FROM active_branches GROUP BY k);
+DROP VIEW active_branches;
 CREATE UNIQUE INDEX tasks_one_per_branch ON tasks(branch_key)
 	WHERE branch_key <> '' AND state NOT IN ('done', 'failed', 'cancelled');`,
 }

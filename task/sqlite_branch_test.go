@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -78,7 +79,7 @@ func TestOpenSQLiteMigratesAnOlderFile(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "old.db")
 	// A file as the bot made it before schema versions: the base schema,
-	// user_version 0, and an active task.
+	// user_version 0, and tasks of every sort.
 	old, err := sql.Open("sqlite", "file:"+path)
 	if err != nil {
 		t.Fatal(err)
@@ -86,9 +87,24 @@ func TestOpenSQLiteMigratesAnOlderFile(t *testing.T) {
 	if _, err := old.ExecContext(ctx, sqliteSchema); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := old.ExecContext(ctx, `INSERT INTO tasks (kind, state, issue_key, run_after, data, created_at, updated_at)
-		VALUES ('fix', 'working', '1/o/r/7', 0, '{"kind":"fix","state":"working","issue":7,"branch":"feature"}', 0, 0)`); err != nil {
-		t.Fatal(err)
+	rows := []struct {
+		issue  int
+		state  State
+		branch string
+		repo   string
+	}{
+		{7, Working, "feature", `{"owner":"O","name":"r"}`},          // 1: holds feature
+		{8, AwaitingApproval, "feature", `{"owner":"o","name":"r"}`}, // 2: the same branch: the older task holds it
+		{9, Done, "old", `{"owner":"o","name":"r"}`},                 // 3: ended
+		{10, Queued, "", `{"owner":"o","name":"r"}`},                 // 4: no branch yet
+		{11, Working, "x", `null`},                                   // 5: no repository (never made so)
+	}
+	for _, r := range rows {
+		data := fmt.Sprintf(`{"kind":"fix","state":%q,"issue":%d,"branch":%q,"repo":%s}`, r.state, r.issue, r.branch, r.repo)
+		if _, err := old.ExecContext(ctx, `INSERT INTO tasks (kind, state, issue_key, run_after, data, created_at, updated_at)
+			VALUES ('fix', ?, ?, 0, ?, 0, 0)`, r.state, fmt.Sprint("1/o/r/", r.issue), data); err != nil {
+			t.Fatal(err)
+		}
 	}
 	old.Close()
 
@@ -101,20 +117,36 @@ func TestOpenSQLiteMigratesAnOlderFile(t *testing.T) {
 		if err := s.db.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&version); err != nil || version != len(sqliteMigrations) {
 			t.Fatalf("open #%d: user_version = %d (%v), want %d", try, version, err, len(sqliteMigrations))
 		}
-		kept, err := s.Get(ctx, 1)
-		if err != nil || kept.Issue != 7 || kept.State != Working {
-			t.Fatalf("open #%d: the old task is %+v, %v", try, kept, err)
+		keys := map[int64]string{}
+		q, err := s.db.QueryContext(ctx, `SELECT id, branch_key FROM tasks WHERE id <= 5`)
+		if err != nil {
+			t.Fatal(err)
 		}
-		// The old task holds nothing: it started before holds existed.
-		// The first new one holds the branch; the second finds it held.
-		tk := fixTask(7 + try)
+		for q.Next() {
+			var (
+				id  int64
+				key string
+			)
+			if err := q.Scan(&id, &key); err != nil {
+				t.Fatal(err)
+			}
+			keys[id] = key
+		}
+		q.Close()
+		if want := map[int64]string{1: "o/r:feature", 2: "", 3: "", 4: "", 5: ""}; !maps.Equal(keys, want) {
+			t.Fatalf("open #%d: branch keys %v, want %v", try, keys, want)
+		}
+		if kept, err := s.Get(ctx, 2); err != nil || kept.Issue != 8 || kept.State != AwaitingApproval {
+			t.Fatalf("open #%d: task 2 is %+v, %v", try, kept, err)
+		}
+		// A new task on the branch finds the task that holds it.
+		tk := fixTask(20 + try)
 		if err := s.Record(ctx, Delivery{ID: fmt.Sprint("d", try)}, tk); err != nil {
 			t.Fatal(err)
 		}
 		tk.Branch = "feature"
-		holder, err := s.HoldBranch(ctx, tk)
-		if err != nil || (try == 1) != (holder == nil) {
-			t.Fatalf("open #%d: hold = %v, %v", try, holder, err)
+		if holder, err := s.HoldBranch(ctx, tk); err != nil || holder == nil || holder.ID != 1 {
+			t.Fatalf("open #%d: hold = %v, %v; want held by task 1", try, holder, err)
 		}
 		s.Close()
 	}
