@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/sashabaranov/go-openai"
 
@@ -1126,6 +1127,118 @@ func TestPersonPushesToTheBotsBranch(t *testing.T) {
 			}
 			if len(tk.Rebased) != 1 || tk.Rebased[0] != person {
 				t.Errorf("rebased onto %v, want the person's %s", tk.Rebased, person)
+			}
+		})
+	}
+}
+
+// prSync delivers the real pull_request delivery, made a synchronize of
+// pull request #pr to head at GitHub's time at.
+func (e *env) prSync(id, head string, at time.Time) {
+	e.t.Helper()
+	p := readPayload(e.t, "../webhook/testdata/pull_request.opened.json")
+	p["action"] = "synchronize"
+	pull := p["pull_request"].(map[string]any)
+	pull["number"], pull["updated_at"] = pr, at.UTC().Format(time.RFC3339)
+	pull["head"].(map[string]any)["sha"] = head
+	e.sender(p, contributor)
+	if code := e.deliver(id, "pull_request", e.marshal(p)); code != http.StatusOK {
+		e.t.Fatalf("synchronize delivery answered %d", code)
+	}
+}
+
+// prCommentAt is prComment with the comment made at GitHub's time at.
+func (e *env) prCommentAt(id string, user, body string, at time.Time) {
+	e.t.Helper()
+	p := readPayload(e.t, payloadFile)
+	issue := p["issue"].(map[string]any)
+	issue["number"], issue["title"], issue["body"] = pr, prTitle, "A page for newcomers."
+	issue["pull_request"] = map[string]any{"url": fmt.Sprintf("https://api.github.com/repos/%s/%s/pulls/%d", owner, repoName, pr)}
+	c := p["comment"].(map[string]any)
+	c["body"], c["id"], c["created_at"] = body, e.gh.AddComment(owner, repoName, pr, user, body), at.UTC().Format(time.RFC3339)
+	e.sender(p, user)
+	if code := e.deliver(id, "issue_comment", e.marshal(p)); code != http.StatusAccepted {
+		e.t.Fatalf("comment delivery answered %d", code)
+	}
+}
+
+// A comment in a fork's pull request names no commit: the fork's code is
+// worked on only if GitHub's pull_request deliveries do not say it came
+// after the comment, whether the delivery arrives before the task clones
+// or while the agent works.
+func TestForkCodePushedAfterTheCommentIsRefused(t *testing.T) {
+	const (
+		before  = iota // the fork pushed before the comment
+		atClone        // after it, and the delivery came before the clone
+		atPush         // after it, and the delivery came while the agent worked
+	)
+	for _, tc := range []struct {
+		name string
+		when int
+	}{
+		{"pushed before the comment", before},
+		{"pushed after, known at the clone", atClone},
+		{"pushed after, known before the push", atPush},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			asked := time.Now().Add(-time.Minute).Truncate(time.Second)
+			var (
+				mu   sync.Mutex
+				e    *env
+				head string
+				sent bool
+			)
+			steps := []fakellm.Step{
+				{ToolCalls: []fakellm.ToolCall{call("edit_file", map[string]any{"path": "docs.md", "old_text": "comitt", "new_text": "commit"})}},
+				{ToolCalls: []fakellm.ToolCall{call("finish", map[string]any{"title": "Fix the docs", "summary": "Fixed."})}},
+			}
+			llm := fakellm.NewFunc(t, func(req openai.ChatCompletionRequest) fakellm.Step {
+				mu.Lock()
+				defer mu.Unlock()
+				if tc.when == atPush && !sent {
+					e.prSync("sync", head, asked.Add(30*time.Second))
+					sent = true
+				}
+				return steps[min(fakellm.Turn(req), len(steps)-1)]
+			})
+			e = newEnv(t, llm)
+			first := e.openForkPull(fakegithub.PullRequestSeed{}, map[string]string{"docs.md": "Draft.\n"})
+			// The fork's newer commit: its head when the task starts.
+			e.git.Push(t, contributor, repoName, "fix", map[string]string{"docs.md": docs}, "The page")
+			h, err := e.git.MirrorPullHead(owner, repoName, pr, contributor, repoName, "fix")
+			if err != nil {
+				t.Fatal(err)
+			}
+			mu.Lock()
+			head = h
+			mu.Unlock()
+			e.prSync("opened", first, asked.Add(-time.Hour))
+			switch tc.when {
+			case before:
+				e.prSync("sync", head, asked.Add(-time.Second))
+			case atClone:
+				e.prSync("sync", head, asked.Add(30*time.Second))
+			}
+			branchesBefore := branches(t, e.git, owner, repoName)
+			e.prCommentAt("d1", owner, "/agent fix the typo", asked)
+
+			tk := e.waitTask(pr)
+			if tc.when == before {
+				if tk.State != task.Done {
+					t.Fatalf("task ended %s: %s\n%s", tk.State, tk.Error, e.logs.String())
+				}
+				return
+			}
+			want := fmt.Sprintf("the fork pushed %s (GitHub says at %s), after the comment that asked for this (%s)",
+				head[:12], asked.Add(30*time.Second).UTC().Format(time.RFC3339), asked.UTC().Format(time.RFC3339))
+			if tk.State != task.Failed || !strings.Contains(tk.Error, want) {
+				t.Fatalf("task ended %s: %q; want failed with %q", tk.State, tk.Error, want)
+			}
+			if got := branches(t, e.git, owner, repoName); !mapsEqual(got, branchesBefore) {
+				t.Errorf("branches changed: %v, were %v", got, branchesBefore)
+			}
+			if n := e.llm.Calls(); (tc.when == atClone) != (n == 0) {
+				t.Errorf("the model was called %d times", n)
 			}
 		})
 	}

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/pullwright/pullwright/policy"
 )
@@ -198,6 +199,31 @@ func (f *Flow) checkForkStart(ctx context.Context, t *Task, ws Workspace) error 
 	return f.checkForkPaths(ctx, t, ws, t.BaseSHA)
 }
 
+// checkForkSeen refuses a fork's code that came to the pull request's head
+// after the comment that asked for work on it: its asker had not seen it.
+// A review comment names its commit (admitFork compares it); a comment in
+// the conversation names none, so the time GitHub's pull_request delivery
+// gives for the head coming to the cloned commit is compared with the
+// comment's, and, lest one clock be trusted alone, so are the times this
+// bot received the two deliveries. A delivery may arrive only after the
+// clone, which is why this runs again before every push.
+func (f *Flow) checkForkSeen(ctx context.Context, t *Task) error {
+	at, received, found, err := f.Store.HeadPushedAt(ctx, t.IssueKey(), t.BaseSHA)
+	if err != nil {
+		return retryf(err, "reading when the pull request's head moved failed")
+	}
+	after := found && ((!t.AskedAt.IsZero() && !at.Before(t.AskedAt)) || (!t.CreatedAt.IsZero() && received.After(t.CreatedAt)))
+	if !after {
+		return nil
+	}
+	asked := t.AskedAt
+	if asked.IsZero() {
+		asked = t.CreatedAt
+	}
+	return Fatal(fmt.Sprintf("the fork pushed %s (GitHub says at %s), after the comment that asked for this (%s), and fork code is only worked on as it was when asked. Look at the new commits and ask again",
+		short(t.BaseSHA), at.UTC().Format(time.RFC3339), asked.UTC().Format(time.RFC3339)), nil)
+}
+
 // checkForkPaths refuses to push commit sha, which holds a fork's code,
 // when its tree differs on a path the repository protects from both the
 // default branch's tip and that of the branch the pull request merges into.
@@ -207,6 +233,9 @@ func (f *Flow) checkForkStart(ctx context.Context, t *Task, ws Workspace) error 
 // trees are compared, not only what the fork's commits changed, and before
 // every push of the fork's code: a branch may fix a workflow meanwhile.
 func (f *Flow) checkForkPaths(ctx context.Context, t *Task, ws Workspace, sha string) error {
+	if err := f.checkForkSeen(ctx, t); err != nil {
+		return err
+	}
 	s := f.settings(t)
 	token, err := f.token(ctx, t)
 	if err != nil {

@@ -83,6 +83,16 @@ UPDATE tasks SET branch_key = (SELECT k FROM active_branches a WHERE a.id = task
 DROP VIEW active_branches;
 CREATE UNIQUE INDEX tasks_one_per_branch ON tasks(branch_key)
 	WHERE branch_key <> '' AND state NOT IN ('done', 'failed', 'cancelled');`,
+	// 2: when each pull request's head came to each commit, by GitHub's
+	// clock, so a fork's code pushed after the comment that asked for work
+	// on it is known as such. A row per delivery that moved a head.
+	`CREATE TABLE pull_heads (
+	delivery_id TEXT PRIMARY KEY REFERENCES deliveries(id),
+	pull_key    TEXT NOT NULL,
+	sha         TEXT NOT NULL,
+	at          INTEGER NOT NULL
+);
+CREATE INDEX pull_heads_sha ON pull_heads(pull_key, sha);`,
 }
 
 // migrate runs the migrations the file has not had, each in the
@@ -180,6 +190,12 @@ func (s *SQLite) Record(ctx context.Context, d Delivery, t *Task) error {
 			return fmt.Errorf("record delivery %s: %w", d.ID, ErrDuplicate)
 		}
 		return fmt.Errorf("record delivery %s: %w", d.ID, err)
+	}
+	if h := d.Head; h != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO pull_heads (delivery_id, pull_key, sha, at) VALUES (?, ?, ?, ?)`,
+			d.ID, h.PullKey, h.SHA, h.At.UnixMilli()); err != nil {
+			return fmt.Errorf("record delivery %s: head of %s: %w", d.ID, h.PullKey, err)
+		}
 	}
 	if t != nil {
 		now := s.now()
@@ -371,6 +387,20 @@ func branchKey(t *Task) string {
 		return ""
 	}
 	return strings.ToLower(t.Repo.FullName()) + ":" + t.Branch
+}
+
+// HeadPushedAt implements Store.
+func (s *SQLite) HeadPushedAt(ctx context.Context, pullKey, sha string) (at, received time.Time, found bool, err error) {
+	var a, r sql.NullInt64
+	err = s.db.QueryRowContext(ctx, `SELECT max(h.at), max(d.received_at) FROM pull_heads h JOIN deliveries d ON d.id = h.delivery_id
+		WHERE h.pull_key = ? AND h.sha = ?`, pullKey, sha).Scan(&a, &r)
+	if err != nil {
+		return time.Time{}, time.Time{}, false, fmt.Errorf("when %s came to %s: %w", pullKey, sha, err)
+	}
+	if !a.Valid || !r.Valid {
+		return time.Time{}, time.Time{}, false, nil
+	}
+	return time.UnixMilli(a.Int64).UTC(), time.UnixMilli(r.Int64).UTC(), true, nil
 }
 
 // HoldBranch implements Store.

@@ -3,6 +3,7 @@ package task
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"maps"
 	"path/filepath"
@@ -166,5 +167,38 @@ func TestOpenSQLiteRefusesANewerFile(t *testing.T) {
 	_, err = OpenSQLite(ctx, path)
 	if err == nil || !strings.Contains(err.Error(), "schema version 99, newer than this bot knows") {
 		t.Fatalf("open = %v, want a refusal naming the version", err)
+	}
+}
+
+func TestHeadPushedAt(t *testing.T) {
+	ctx := context.Background()
+	s, c := openTestStore(t)
+	const key = "1/o/r/2"
+	sha := strings.Repeat("a", 40)
+	at := func(m int) time.Time { return time.Date(2026, 11, 23, 12, m, 0, 0, time.UTC) }
+	if _, _, found, err := s.HeadPushedAt(ctx, key, sha); err != nil || found {
+		t.Fatalf("before any delivery: found %v, %v", found, err)
+	}
+	record := func(id string, sha string, m int) {
+		t.Helper()
+		if err := s.Record(ctx, Delivery{ID: id, Event: "pull_request", Action: "synchronize", Head: &HeadPush{PullKey: key, SHA: sha, At: at(m)}}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	record("d1", sha, 1)
+	c.Add(time.Minute)
+	record("d2", strings.Repeat("b", 40), 2)
+	c.Add(time.Minute)
+	record("d3", sha, 3) // pushed back to sha
+	// A redelivery is a duplicate and adds nothing.
+	if err := s.Record(ctx, Delivery{ID: "d1", Head: &HeadPush{PullKey: key, SHA: sha, At: at(9)}}, nil); !errors.Is(err, ErrDuplicate) {
+		t.Fatalf("redelivery = %v", err)
+	}
+	got, received, found, err := s.HeadPushedAt(ctx, key, sha)
+	if err != nil || !found || !got.Equal(at(3)) || !received.Equal(c.Now()) {
+		t.Fatalf("HeadPushedAt = %v, %v, %v, %v; want the latest push at %v, received %v", got, received, found, err, at(3), c.Now())
+	}
+	if _, _, found, _ := s.HeadPushedAt(ctx, "1/o/r/3", sha); found {
+		t.Fatal("another pull request's head was found")
 	}
 }

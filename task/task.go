@@ -95,6 +95,18 @@ type Delivery struct {
 	Event      string
 	Action     string
 	ReceivedAt time.Time
+	// Head is the commit a pull request's head came to by the delivered
+	// event (opened, reopened, synchronize), nil for other deliveries.
+	Head *HeadPush
+}
+
+// HeadPush is a pull request's head coming to a commit, as GitHub tells of
+// it: At is the pull request's updated_at in the delivery, GitHub's clock,
+// the same clock as a comment's created_at.
+type HeadPush struct {
+	PullKey string // the pull request's issue key (Task.IssueKey's form)
+	SHA     string
+	At      time.Time
 }
 
 // Person is a GitHub user as the task remembers them.
@@ -203,9 +215,12 @@ type Task struct {
 	// Pull is what a fix on a pull request knows of it and did to it.
 	Pull *PullWork `json:"pull,omitempty"`
 	// CommentID is the comment that asked for the task (0 if none).
-	CommentID    int64  `json:"comment_id,omitempty"`
-	Requester    Person `json:"requester"`
-	Instructions string `json:"instructions,omitempty"`
+	CommentID int64 `json:"comment_id,omitempty"`
+	// AskedAt is that comment's created_at, GitHub's clock (zero if not
+	// known): a fork's code pushed after it is code the asker did not see.
+	AskedAt      time.Time `json:"asked_at,omitzero"`
+	Requester    Person    `json:"requester"`
+	Instructions string    `json:"instructions,omitempty"`
 	// Reply is the body a KindReply task posts.
 	Reply string `json:"reply,omitempty"`
 

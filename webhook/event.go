@@ -89,6 +89,12 @@ type pullRequest struct {
 	Title   string `json:"title"`
 	Locked  bool   `json:"locked"`
 	HTMLURL string `json:"html_url"`
+	Head    struct {
+		SHA string `json:"sha"`
+	} `json:"head"`
+	// UpdatedAt is kept as text: a malformed time in an event the handler
+	// only records must not fail the delivery.
+	UpdatedAt string `json:"updated_at"`
 }
 
 type comment struct {
@@ -101,6 +107,8 @@ type comment struct {
 		Slug string `json:"slug"`
 	} `json:"performed_via_github_app"`
 	HTMLURL string `json:"html_url"`
+	// CreatedAt is GitHub's time of the comment, as text (see UpdatedAt).
+	CreatedAt string `json:"created_at"`
 
 	// Review (line) comments only. InReplyTo is absent on a thread's first
 	// comment; line and start_line are null when GitHub has none (a

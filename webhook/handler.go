@@ -321,6 +321,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	now := h.now()
 	d := task.Delivery{ID: o.deliveryID, Event: o.event, Action: p.Action, ReceivedAt: now}
 	t, why := h.decide(d, &p)
+	d.Head = h.headPush(d, &p)
 
 	ctx, cancel := context.WithTimeout(r.Context(), recordTimeout)
 	defer cancel()
@@ -387,6 +388,39 @@ func (h *Handler) decide(d task.Delivery, p *event) (*task.Task, string) {
 		return nil, "not_served"
 	}
 	return act(d, p)
+}
+
+// headPush is the commit a pull_request delivery brought the pull
+// request's head to, with GitHub's time of it, for the fork checks: nil
+// for every other delivery, and for one that lacks what it takes.
+func (h *Handler) headPush(d task.Delivery, p *event) *task.HeadPush {
+	if d.Event != "pull_request" || p.PullRequest == nil || p.Repository == nil || !h.served(p) {
+		return nil
+	}
+	switch d.Action {
+	case "opened", "reopened", "synchronize":
+	default:
+		return nil
+	}
+	pr := p.PullRequest
+	at, err := time.Parse(time.RFC3339, pr.UpdatedAt)
+	if err != nil || pr.Number <= 0 || !isSHA(pr.Head.SHA) {
+		return nil
+	}
+	return &task.HeadPush{PullKey: (&task.Task{Repo: p.repo(), Issue: pr.Number}).IssueKey(), SHA: pr.Head.SHA, At: at.UTC()}
+}
+
+// isSHA reports whether s is a full lower-case hex commit SHA.
+func isSHA(s string) bool {
+	if len(s) != 40 {
+		return false
+	}
+	for _, c := range s {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // actor returns what turns an event into a task; nil for the events the
@@ -548,6 +582,9 @@ func (h *Handler) command(d task.Delivery, p *event, a ask) (*task.Task, string)
 		IssueTitle: a.title,
 		CreatedAt:  d.ReceivedAt,
 		RunAfter:   d.ReceivedAt,
+	}
+	if at, err := time.Parse(time.RFC3339, p.Comment.CreatedAt); err == nil {
+		t.AskedAt = at.UTC()
 	}
 	if res.Reply != "" {
 		return h.replyTask(t, res.Reply), "reply"

@@ -253,7 +253,9 @@ func TestServeHTTP(t *testing.T) {
 		wantBody   string
 		// wantRecorded: the delivery reached the store (with or without a task).
 		wantRecorded bool
-		want         wantTask
+		// wantHead: the pull request head the delivery is recorded with.
+		wantHead *task.HeadPush
+		want     wantTask
 	}{
 		// Transport checks, before any JSON is looked at.
 		{name: "GET", d: delivery{method: http.MethodGet, event: "ping"}, file: "ping.json", wantStatus: 405},
@@ -272,7 +274,23 @@ func TestServeHTTP(t *testing.T) {
 		// Events other than comments.
 		{name: "ping", d: delivery{event: "ping"}, file: "ping.json", wantStatus: 200, wantBody: "pong", wantRecorded: true},
 		{name: "check_run requested_action of another app's button", d: delivery{event: "check_run"}, file: "check_run.requested_action.json", wantStatus: 200, wantBody: "ignored", wantRecorded: true},
-		{name: "pull_request opened", d: delivery{event: "pull_request"}, file: "pull_request.opened.json", wantStatus: 200, wantBody: "ignored", wantRecorded: true},
+		// A pull request's head is recorded with GitHub's time of it, for
+		// the fork checks.
+		{name: "pull_request opened", d: delivery{event: "pull_request"}, file: "pull_request.opened.json", wantStatus: 200, wantBody: "ignored", wantRecorded: true,
+			wantHead: &task.HeadPush{PullKey: "1/Codertocat/Hello-World/2", SHA: "ec26c3e57ca3a959ca5aad62de7213c562f8c821", At: time.Date(2019, 5, 15, 15, 20, 33, 0, time.UTC)}},
+		{name: "pull_request synchronize", d: delivery{event: "pull_request"}, file: "pull_request.opened.json", wantStatus: 200, wantBody: "ignored", wantRecorded: true,
+			edit: func(m map[string]any) {
+				m["action"] = "synchronize"
+				pr := obj(m, "pull_request")
+				obj(pr, "head")["sha"], pr["updated_at"] = strings.Repeat("ab", 20), "2019-05-15T16:00:00Z"
+			},
+			wantHead: &task.HeadPush{PullKey: "1/Codertocat/Hello-World/2", SHA: strings.Repeat("ab", 20), At: time.Date(2019, 5, 15, 16, 0, 0, 0, time.UTC)}},
+		{name: "pull_request edited moves no head", d: delivery{event: "pull_request"}, file: "pull_request.opened.json", wantStatus: 200, wantBody: "ignored", wantRecorded: true,
+			edit: func(m map[string]any) { m["action"] = "edited" }},
+		{name: "pull_request with a bad time records no head", d: delivery{event: "pull_request"}, file: "pull_request.opened.json", wantStatus: 200, wantBody: "ignored", wantRecorded: true,
+			edit: func(m map[string]any) { obj(m, "pull_request")["updated_at"] = "yesterday" }},
+		{name: "pull_request with a short sha records no head", d: delivery{event: "pull_request"}, file: "pull_request.opened.json", wantStatus: 200, wantBody: "ignored", wantRecorded: true,
+			edit: func(m map[string]any) { obj(obj(m, "pull_request"), "head")["sha"] = "ec26c3e" }},
 		{name: "issues opened", d: delivery{event: "issues"}, file: "issues.opened.json", wantStatus: 200, wantBody: "ignored", wantRecorded: true},
 		{name: "unknown event with odd field types", d: delivery{event: "future_event"}, file: "ping.json",
 			edit: func(m map[string]any) { m["action"] = 7; m["issue"] = "x" }, wantStatus: 200, wantBody: "ignored", wantRecorded: true},
@@ -361,8 +379,13 @@ func TestServeHTTP(t *testing.T) {
 			if tt.wantRecorded {
 				got := deliveries[d.id]
 				want := task.Delivery{ID: d.id, Event: d.event, Action: got.Action, ReceivedAt: testNow}
+				head := got.Head
+				got.Head = nil
 				if got != want {
 					t.Errorf("delivery %+v, want %+v", got, want)
+				}
+				if (head == nil) != (tt.wantHead == nil) || (head != nil && *head != *tt.wantHead) {
+					t.Errorf("delivery's head %+v, want %+v", head, tt.wantHead)
 				}
 			}
 			if tt.want.Kind == "" {

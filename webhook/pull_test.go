@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pullwright/pullwright/task"
 )
@@ -44,6 +45,8 @@ func reviewTask(body string) task.Task {
 			Body:      body,
 			URL:       "https://github.com/Codertocat/Hello-World/pull/2#discussion_r284312630",
 		},
+		// The comment's created_at in the payload.
+		AskedAt:   time.Date(2019, 5, 15, 15, 20, 37, 0, time.UTC),
 		CreatedAt: testNow,
 		RunAfter:  testNow,
 	}
@@ -60,6 +63,7 @@ func conversationTask() task.Task {
 		CommentID:  492700400,
 		Requester:  task.Person{Login: "Codertocat", ID: 21031067},
 		IssueTitle: "Spelling error in the README file",
+		AskedAt:    time.Date(2019, 5, 15, 15, 20, 21, 0, time.UTC),
 		CreatedAt:  testNow,
 		RunAfter:   testNow,
 	}
