@@ -64,8 +64,8 @@ func deliveryMode(info PullInfo, defaultBranch string) (mode, why string) {
 	case info.HeadRepo == "":
 		return PullInBase, "the fork this pull request came from was deleted, so the change is on a branch of this repository, in a new pull request that builds on this one"
 	case info.MaintainerCanModify:
-		return PullToFork, fmt.Sprintf("this pull request comes from the fork `%s`, which the bot never pushes to; its author allows edits by maintainers, so the change is proposed as a pull request against `%s:%s`",
-			info.HeadRepo, info.HeadRepo, info.HeadRef)
+		return PullToFork, fmt.Sprintf("this pull request comes from the fork %s, which the bot never pushes to; its author allows edits by maintainers, so the change is proposed as a pull request against %s",
+			code(info.HeadRepo), code(info.HeadRepo+":"+info.HeadRef))
 	}
 	return PullInBase, fmt.Sprintf("this pull request comes from the fork `%s`, which the bot never pushes to, and its author does not allow edits by maintainers, so the change is on a branch of this repository, in a new pull request that builds on this one",
 		info.HeadRepo)
@@ -604,9 +604,9 @@ func renderPullDone(t *Task) string {
 			fmt.Fprintf(&b, " Someone pushed to the branch while I worked; my change was moved on top of their commits (%s), never forced over them.", plural(n, "time", "times"))
 		}
 	case PullToFork:
-		fmt.Fprintf(&b, "I opened %s against %s: %s.", t.PRURL, code(p.Info.HeadRepo+":"+p.Info.HeadRef), p.Why)
+		fmt.Fprintf(&b, "I opened %s against %s: %s.", t.PRURL, code(p.Info.HeadRepo+":"+p.Info.HeadRef), defang(p.Why))
 	default:
-		fmt.Fprintf(&b, "I opened %s, which holds this pull request's commits and mine: %s.", t.PRURL, p.Why)
+		fmt.Fprintf(&b, "I opened %s, which holds this pull request's commits and mine: %s.", t.PRURL, defang(p.Why))
 	}
 	b.WriteString("\n")
 	if n := len(p.Threads); n > 0 {

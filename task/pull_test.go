@@ -182,9 +182,12 @@ func TestAnsweredMarkerEndsTheReply(t *testing.T) {
 }
 
 func TestStatusShowsUntrustedTextInert(t *testing.T) {
+	info := PullInfo{Fork: true, HeadRepo: "evil/fork", HeadRef: "x`@acme/admins`y", MaintainerCanModify: true}
+	mode, why := deliveryMode(info, "main")
 	tk := &Task{ID: 9, Kind: KindFix, State: Failed, Issue: 2, Repo: Repo{Owner: "o", Name: "r"},
 		Error:  "its files differ on " + listPaths([]string{".github/workflows/x` @acme/admins <!-- pullwright:task-9-status --> `.yml"}),
 		Review: &ReviewRef{Path: "a` @acme/admins `b", Line: 3},
+		Pull:   &PullWork{Info: info, Mode: mode, Why: why},
 	}
 	// GitHub makes no mention inside a code span, and the zero-width
 	// joiner spoils one outside it.
@@ -193,7 +196,13 @@ func TestStatusShowsUntrustedTextInert(t *testing.T) {
 			t.Errorf("%s does not show the failure's path as one code span:\n%s", name, got)
 		}
 	}
-	if got := RenderStatus(tk, "/agent"); !strings.Contains(got, "Asked on `` a` @acme/admins `b `` line 3.") {
-		t.Errorf("status does not show the review comment's path as one code span:\n%s", got)
+	if got := RenderStatus(tk, "/agent"); !strings.Contains(got, "Asked on `` a` @acme/admins `b `` line 3.") ||
+		!strings.Contains(got, "a pull request against `` evil/fork:x`@\u200dacme/admins`y ``") {
+		t.Errorf("status does not show the review comment's path and the fork's branch as code spans:\n%s", got)
+	}
+	// A blank line would end the span, and git allows one in a name.
+	tk.Review.Path = "a\n\n@acme/admins"
+	if got := RenderStatus(tk, "/agent"); !strings.Contains(got, "Asked on `a\uFFFD\uFFFD@acme/admins` line 3.") {
+		t.Errorf("a path with line breaks:\n%s", got)
 	}
 }

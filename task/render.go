@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -85,7 +86,7 @@ func RenderStatus(t *Task, command string) string {
 		fmt.Fprintf(&b, "Draft pull request: %s\n\n", t.PRURL)
 	}
 	if t.Pull != nil && t.Pull.Why != "" {
-		fmt.Fprintf(&b, "Not pushed to this pull request's branch: %s.\n\n", t.Pull.Why)
+		fmt.Fprintf(&b, "Not pushed to this pull request's branch: %s.\n\n", defang(t.Pull.Why))
 	}
 	if t.Review != nil {
 		fmt.Fprintf(&b, "Asked on %s %s.\n\n", code(t.Review.Path), lineRange(t.Review.StartLine, t.Review.Line))
@@ -326,8 +327,16 @@ func StopMessage(t *Task) string {
 }
 
 // code shows s as inline code whatever backticks it holds: the delimiter
-// is one backtick longer than the longest run inside.
+// is one backtick longer than the longest run inside. Line breaks and other
+// control characters, which git allows in names and which could end the
+// span (a blank line ends any inline markup), are shown as U+FFFD.
 func code(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return '\uFFFD'
+		}
+		return r
+	}, s)
 	longest, run := 0, 0
 	for _, c := range s {
 		if c == '`' {

@@ -76,7 +76,8 @@ var sqliteMigrations = []string{
 	`ALTER TABLE tasks ADD COLUMN branch_key TEXT NOT NULL DEFAULT '';
 CREATE TEMP VIEW active_branches AS SELECT id,
 	lower(json_extract(data, '$.repo.owner') || '/' || json_extract(data, '$.repo.name')) || ':' || json_extract(data, '$.branch') AS k
-	FROM tasks WHERE kind = 'fix' AND state NOT IN ('done', 'failed', 'cancelled') AND coalesce(json_extract(data, '$.branch'), '') <> ''
+	FROM tasks WHERE kind = 'fix' AND state NOT IN ('done', 'failed', 'cancelled') AND json_valid(data)
+	AND coalesce(json_extract(data, '$.branch'), '') <> ''
 	AND json_extract(data, '$.repo.owner') IS NOT NULL AND json_extract(data, '$.repo.name') IS NOT NULL;
 UPDATE tasks SET branch_key = (SELECT k FROM active_branches a WHERE a.id = tasks.id)
 	WHERE id IN (SELECT min(id) FROM active_branches GROUP BY k);

@@ -99,6 +99,7 @@ func TestOpenSQLiteMigratesAnOlderFile(t *testing.T) {
 		{9, Done, "old", `{"owner":"o","name":"r"}`},                 // 3: ended
 		{10, Queued, "", `{"owner":"o","name":"r"}`},                 // 4: no branch yet
 		{11, Working, "x", `null`},                                   // 5: no repository (never made so)
+		{12, Working, "y", `{"owner":"o","name":"r"`},                // 6: unreadable (a row Claim fails on)
 	}
 	for _, r := range rows {
 		data := fmt.Sprintf(`{"kind":"fix","state":%q,"issue":%d,"branch":%q,"repo":%s}`, r.state, r.issue, r.branch, r.repo)
@@ -119,7 +120,7 @@ func TestOpenSQLiteMigratesAnOlderFile(t *testing.T) {
 			t.Fatalf("open #%d: user_version = %d (%v), want %d", try, version, err, len(sqliteMigrations))
 		}
 		keys := map[int64]string{}
-		q, err := s.db.QueryContext(ctx, `SELECT id, branch_key FROM tasks WHERE id <= 5`)
+		q, err := s.db.QueryContext(ctx, `SELECT id, branch_key FROM tasks WHERE id <= 6`)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -134,7 +135,7 @@ func TestOpenSQLiteMigratesAnOlderFile(t *testing.T) {
 			keys[id] = key
 		}
 		q.Close()
-		if want := map[int64]string{1: "o/r:feature", 2: "", 3: "", 4: "", 5: ""}; !maps.Equal(keys, want) {
+		if want := map[int64]string{1: "o/r:feature", 2: "", 3: "", 4: "", 5: "", 6: ""}; !maps.Equal(keys, want) {
 			t.Fatalf("open #%d: branch keys %v, want %v", try, keys, want)
 		}
 		if kept, err := s.Get(ctx, 2); err != nil || kept.Issue != 8 || kept.State != AwaitingApproval {
