@@ -3,6 +3,7 @@ package repo_test
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/pullwright/pullwright/repo"
@@ -159,5 +160,73 @@ func TestTrackFollowsTheTasksBranch(t *testing.T) {
 	}
 	if err := again.Track("no such..branch"); err == nil {
 		t.Fatal("Track took a bad branch name")
+	}
+}
+
+// A person merges a long-lived base branch into the task's branch: the
+// walk goes down the base's history. Contains deepens at most twice and
+// answers false rather than fetch the whole repository.
+func TestContainsStopsShortOfTheWholeHistory(t *testing.T) {
+	s := newServer(t)
+	u, _ := seed(t, s)
+	w := clone(t, u)
+	if err := w.CreateBranch("work"); err != nil {
+		t.Fatal(err)
+	}
+	write(t, w, map[string]string{"README.md": "# widgets\nmine\n"})
+	mine, err := w.CommitAll("mine", bot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Push(ctxT(t), token, "work"); err != nil {
+		t.Fatal(err)
+	}
+	write(t, w, map[string]string{"README.md": "# widgets\nmine, again\n"})
+	unpushed, err := w.CommitAll("mine again", bot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 300 commits on main, then main merged into work.
+	gitOut := func(args ...string) string {
+		t.Helper()
+		out, err := s.Git(owner, name, args...)
+		if err != nil {
+			t.Fatalf("git %v: %v", args, err)
+		}
+		return strings.TrimSpace(out)
+	}
+	tree := gitOut("rev-parse", "main^{tree}")
+	tip := gitOut("rev-parse", "main")
+	for i := range 300 {
+		tip = gitOut("-c", "user.name=P", "-c", "user.email=p@example.com", "commit-tree", tree, "-p", tip, "-m", fmt.Sprint("base ", i))
+	}
+	gitOut("update-ref", "refs/heads/main", tip)
+	merge := gitOut("-c", "user.name=P", "-c", "user.email=p@example.com", "commit-tree", gitOut("rev-parse", mine+"^{tree}"), "-p", mine, "-p", tip, "-m", "Merge main")
+	gitOut("update-ref", "refs/heads/work", merge)
+
+	if err := w.Track("work"); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Fetch(ctxT(t), token, merge); err != nil {
+		t.Fatal(err)
+	}
+	fetches := func() int {
+		n := 0
+		for _, r := range s.Requests() {
+			if r.Method == "POST" && strings.HasSuffix(r.Path, "/git-upload-pack") {
+				n++
+			}
+		}
+		return n
+	}
+	before := fetches()
+	if in, err := w.Contains(ctxT(t), token, merge, unpushed); err != nil || in {
+		t.Fatalf("Contains(merge, unpushed) = %v, %v; want false", in, err)
+	}
+	if n := fetches() - before; n == 0 || n > 2 {
+		t.Fatalf("Contains fetched %d times; want it to deepen, at most twice", n)
+	}
+	if in, err := w.Contains(ctxT(t), token, merge, mine); err != nil || !in {
+		t.Fatalf("Contains(merge, mine) = %v, %v; want true", in, err)
 	}
 }

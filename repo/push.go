@@ -164,17 +164,26 @@ func isRejectedUpdate(err error) bool {
 	return false
 }
 
+// containsSteps are the history depths Contains fetches, in turn, when the
+// walk meets the shallow boundary. Unlike Fetch it stops short of the
+// whole history: a person who merged the base branch into the task's
+// branch sends the walk down the base's history, and "not contained" is
+// the safe answer (the bot keeps its change aside) where "contained" would
+// need the whole repository.
+var containsSteps = []int{16, 256}
+
 // Contains reports whether commit sha is tip itself or in its history.
 // Both are full SHAs, and tip must be in the workspace (Fetch it). When the
 // shallow clone's history ends before the answer, it fetches deeper history
-// of the cloned ref, as Fetch does.
+// of the followed ref (containsSteps); where even that ends first, the
+// answer is false.
 func (w *Workspace) Contains(ctx context.Context, token, tip, sha string) (bool, error) {
 	for _, s := range []string{tip, sha} {
 		if !plumbing.IsHash(s) || plumbing.NewHash(s).String() != s {
 			return false, fmt.Errorf("contains %s in %s: %q is not a full lower-case commit SHA", sha, tip, s)
 		}
 	}
-	for _, depth := range append([]int{0}, deepenSteps...) {
+	for _, depth := range append([]int{0}, containsSteps...) {
 		if depth > 0 {
 			if err := w.deepen(ctx, token, depth); err != nil {
 				return false, fmt.Errorf("contains %s in %s: %w", sha, tip, err)

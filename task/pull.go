@@ -382,7 +382,11 @@ func (f *Flow) rebase(ctx context.Context, t *Task, ws Workspace, token string) 
 	if err != nil {
 		return retryf(err, "reading the workspace failed")
 	}
-	if in, err := ws.Contains(gctx, token, head, local); err == nil && in {
+	in, err := ws.Contains(gctx, token, head, local)
+	if err != nil {
+		return retryf(err, "reading the history of branch %s failed", t.Branch)
+	}
+	if in {
 		// An earlier try pushed this commit and did not live to record
 		// it; someone has pushed on top of it since. It is there: record
 		// it, and build on it as before.
