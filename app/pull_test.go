@@ -1132,12 +1132,13 @@ func TestPersonPushesToTheBotsBranch(t *testing.T) {
 	}
 }
 
-// prSync delivers the real pull_request delivery, made a synchronize of
-// pull request #pr to head at GitHub's time at.
-func (e *env) prSync(id, head string, at time.Time) {
+// prSync delivers the real pull_request delivery, made the given action
+// (opened, reopened, synchronize) of pull request #pr at head, at GitHub's
+// time at.
+func (e *env) prSync(id, action, head string, at time.Time) {
 	e.t.Helper()
 	p := readPayload(e.t, "../webhook/testdata/pull_request.opened.json")
-	p["action"] = "synchronize"
+	p["action"] = action
 	pull := p["pull_request"].(map[string]any)
 	pull["number"], pull["updated_at"] = pr, at.UTC().Format(time.RFC3339)
 	pull["head"].(map[string]any)["sha"] = head
@@ -1163,30 +1164,45 @@ func (e *env) prCommentAt(id string, user, body string, at time.Time) {
 }
 
 // A comment in a fork's pull request names no commit: the fork's code is
-// worked on only if GitHub's pull_request deliveries do not say it came
-// after the comment, whether the delivery arrives before the task clones
-// or while the agent works.
+// worked on only as GitHub's pull_request deliveries say the head was when
+// the comment came, or, with none on record from before it, if none says
+// the cloned commit came after it; whether the delivery arrives before the
+// task clones or while the agent works.
 func TestForkCodePushedAfterTheCommentIsRefused(t *testing.T) {
-	const (
-		before  = iota // the fork pushed before the comment
-		atClone        // after it, and the delivery came before the clone
-		atPush         // after it, and the delivery came while the agent worked
-	)
+	type delivery struct {
+		id, action string
+		newHead    bool          // the fork's newer commit, or its first
+		at         time.Duration // GitHub's time of it, from the comment's
+		late       bool          // delivered while the agent works
+	}
 	for _, tc := range []struct {
-		name string
-		when int
+		name   string
+		syncs  []delivery
+		want   string // in the error; "" for done
+		worked bool   // the agent ran before the refusal
 	}{
-		{"pushed before the comment", before},
-		{"pushed after, known at the clone", atClone},
-		{"pushed after, known before the push", atPush},
+		{name: "pushed before the comment",
+			syncs: []delivery{{"o", "opened", false, -time.Hour, false}, {"s", "synchronize", true, -time.Second, false}}},
+		{name: "pushed after, the delivery came first",
+			syncs: []delivery{{"o", "opened", false, -time.Hour, false}, {"s", "synchronize", true, 30 * time.Second, false}},
+			want:  "when you asked, this pull request's head was %[1]s; the fork has pushed since (the task found %[2]s)"},
+		{name: "pushed after, no delivery yet",
+			syncs: []delivery{{"o", "opened", false, -time.Hour, false}},
+			want:  "when you asked, this pull request's head was %[1]s; the fork has pushed since (the task found %[2]s)"},
+		{name: "nothing on record from before, the delivery came late",
+			syncs:  []delivery{{"s", "synchronize", true, 30 * time.Second, true}},
+			want:   "the fork pushed %[2]s (GitHub says at %[3]s), after the comment that asked for this (%[4]s)",
+			worked: true},
+		{name: "reopened after the comment with the head it had",
+			syncs: []delivery{{"r", "reopened", true, 30 * time.Second, false}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			asked := time.Now().Add(-time.Minute).Truncate(time.Second)
 			var (
-				mu   sync.Mutex
-				e    *env
-				head string
-				sent bool
+				mu    sync.Mutex
+				e     *env
+				late  []func()
+				ready bool
 			)
 			steps := []fakellm.Step{
 				{ToolCalls: []fakellm.ToolCall{call("edit_file", map[string]any{"path": "docs.md", "old_text": "comitt", "new_text": "commit"})}},
@@ -1195,9 +1211,11 @@ func TestForkCodePushedAfterTheCommentIsRefused(t *testing.T) {
 			llm := fakellm.NewFunc(t, func(req openai.ChatCompletionRequest) fakellm.Step {
 				mu.Lock()
 				defer mu.Unlock()
-				if tc.when == atPush && !sent {
-					e.prSync("sync", head, asked.Add(30*time.Second))
-					sent = true
+				if ready {
+					for _, f := range late {
+						f()
+					}
+					late, ready = nil, false
 				}
 				return steps[min(fakellm.Turn(req), len(steps)-1)]
 			})
@@ -1205,39 +1223,43 @@ func TestForkCodePushedAfterTheCommentIsRefused(t *testing.T) {
 			first := e.openForkPull(fakegithub.PullRequestSeed{}, map[string]string{"docs.md": "Draft.\n"})
 			// The fork's newer commit: its head when the task starts.
 			e.git.Push(t, contributor, repoName, "fix", map[string]string{"docs.md": docs}, "The page")
-			h, err := e.git.MirrorPullHead(owner, repoName, pr, contributor, repoName, "fix")
+			head, err := e.git.MirrorPullHead(owner, repoName, pr, contributor, repoName, "fix")
 			if err != nil {
 				t.Fatal(err)
 			}
-			mu.Lock()
-			head = h
-			mu.Unlock()
-			e.prSync("opened", first, asked.Add(-time.Hour))
-			switch tc.when {
-			case before:
-				e.prSync("sync", head, asked.Add(-time.Second))
-			case atClone:
-				e.prSync("sync", head, asked.Add(30*time.Second))
+			for _, s := range tc.syncs {
+				sha := first
+				if s.newHead {
+					sha = head
+				}
+				deliver := func() { e.prSync(s.id, s.action, sha, asked.Add(s.at)) }
+				if s.late {
+					late = append(late, deliver)
+				} else {
+					deliver()
+				}
 			}
+			mu.Lock()
+			ready = true
+			mu.Unlock()
 			branchesBefore := branches(t, e.git, owner, repoName)
 			e.prCommentAt("d1", owner, "/agent fix the typo", asked)
 
 			tk := e.waitTask(pr)
-			if tc.when == before {
+			if tc.want == "" {
 				if tk.State != task.Done {
 					t.Fatalf("task ended %s: %s\n%s", tk.State, tk.Error, e.logs.String())
 				}
 				return
 			}
-			want := fmt.Sprintf("the fork pushed %s (GitHub says at %s), after the comment that asked for this (%s)",
-				head[:12], asked.Add(30*time.Second).UTC().Format(time.RFC3339), asked.UTC().Format(time.RFC3339))
+			want := fmt.Sprintf(tc.want, first[:12], head[:12], asked.Add(30*time.Second).UTC().Format(time.RFC3339), asked.UTC().Format(time.RFC3339))
 			if tk.State != task.Failed || !strings.Contains(tk.Error, want) {
 				t.Fatalf("task ended %s: %q; want failed with %q", tk.State, tk.Error, want)
 			}
 			if got := branches(t, e.git, owner, repoName); !mapsEqual(got, branchesBefore) {
 				t.Errorf("branches changed: %v, were %v", got, branchesBefore)
 			}
-			if n := e.llm.Calls(); (tc.when == atClone) != (n == 0) {
+			if n := e.llm.Calls(); tc.worked != (n > 0) {
 				t.Errorf("the model was called %d times", n)
 			}
 		})

@@ -201,27 +201,44 @@ func (f *Flow) checkForkStart(ctx context.Context, t *Task, ws Workspace) error 
 
 // checkForkSeen refuses a fork's code that came to the pull request's head
 // after the comment that asked for work on it: its asker had not seen it.
-// A review comment names its commit (admitFork compares it); a comment in
-// the conversation names none, so the time GitHub's pull_request delivery
-// gives for the head coming to the cloned commit is compared with the
-// comment's, and, lest one clock be trusted alone, so are the times this
-// bot received the two deliveries. A delivery may arrive only after the
-// clone, which is why this runs again before every push.
+// A review comment names its commit, which admitFork and checkForkStart
+// compare. A comment in the conversation names none, so the pull_request
+// deliveries (opened, reopened, synchronize) tell what the head was when
+// it came: the last one that both came before the comment's delivery and
+// says, by GitHub's clock, that it happened before the comment. With none
+// such on record (the bot was installed later, or missed them), the cloned
+// commit is refused if a delivery says it came after the comment, by
+// GitHub's clock; a reopening, which brings back a head, does not count.
+// A delivery may arrive only after the clone, which is why this runs again
+// before every push.
 func (f *Flow) checkForkSeen(ctx context.Context, t *Task) error {
-	at, received, found, err := f.Store.HeadPushedAt(ctx, t.IssueKey(), t.BaseSHA)
-	if err != nil {
-		return retryf(err, "reading when the pull request's head moved failed")
-	}
-	after := found && ((!t.AskedAt.IsZero() && !at.Before(t.AskedAt)) || (!t.CreatedAt.IsZero() && received.After(t.CreatedAt)))
-	if !after {
+	if t.Review != nil && t.Review.CommitID == t.BaseSHA {
 		return nil
 	}
-	asked := t.AskedAt
-	if asked.IsZero() {
-		asked = t.CreatedAt
+	heads, err := f.Store.PullHeads(ctx, t.IssueKey())
+	if err != nil {
+		return retryf(err, "reading what GitHub told of the pull request's head failed")
 	}
-	return Fatal(fmt.Sprintf("the fork pushed %s (GitHub says at %s), after the comment that asked for this (%s), and fork code is only worked on as it was when asked. Look at the new commits and ask again",
-		short(t.BaseSHA), at.UTC().Format(time.RFC3339), asked.UTC().Format(time.RFC3339)), nil)
+	var asked *HeadRecord
+	for i, h := range heads {
+		if !t.CreatedAt.IsZero() && !h.Received.After(t.CreatedAt) && (t.AskedAt.IsZero() || h.At.Before(t.AskedAt)) {
+			asked = &heads[i]
+		}
+	}
+	if asked != nil {
+		if asked.SHA == t.BaseSHA {
+			return nil
+		}
+		return Fatal(fmt.Sprintf("when you asked, this pull request's head was %s; the fork has pushed since (the task found %s), and fork code is only worked on as it was when asked. Look at the new commits and ask again",
+			short(asked.SHA), short(t.BaseSHA)), nil)
+	}
+	for _, h := range heads {
+		if h.SHA == t.BaseSHA && h.Action != "reopened" && !t.AskedAt.IsZero() && !h.At.Before(t.AskedAt) {
+			return Fatal(fmt.Sprintf("the fork pushed %s (GitHub says at %s), after the comment that asked for this (%s), and fork code is only worked on as it was when asked. Look at the new commits and ask again",
+				short(t.BaseSHA), h.At.UTC().Format(time.RFC3339), t.AskedAt.UTC().Format(time.RFC3339)), nil)
+		}
+	}
+	return nil
 }
 
 // checkForkPaths refuses to push commit sha, which holds a fork's code,

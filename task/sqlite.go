@@ -390,18 +390,35 @@ func branchKey(t *Task) string {
 	return strings.ToLower(t.Repo.FullName()) + ":" + t.Branch
 }
 
-// HeadPushedAt implements Store.
-func (s *SQLite) HeadPushedAt(ctx context.Context, pullKey, sha string) (at, received time.Time, found bool, err error) {
-	var a, r sql.NullInt64
-	err = s.db.QueryRowContext(ctx, `SELECT max(h.at), max(d.received_at) FROM pull_heads h JOIN deliveries d ON d.id = h.delivery_id
-		WHERE h.pull_key = ? AND h.sha = ?`, pullKey, sha).Scan(&a, &r)
+// maxPullHeads bounds what PullHeads reads: a pull request pushed to more
+// often than this is judged on its latest pushes.
+const maxPullHeads = 500
+
+// PullHeads implements Store.
+func (s *SQLite) PullHeads(ctx context.Context, pullKey string) ([]HeadRecord, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT sha, at, received_at, action FROM (
+		SELECT h.sha, h.at, d.received_at, d.action, h.rowid AS n FROM pull_heads h JOIN deliveries d ON d.id = h.delivery_id
+		WHERE h.pull_key = ? ORDER BY d.received_at DESC, h.rowid DESC LIMIT ?) ORDER BY received_at, n`, pullKey, maxPullHeads)
 	if err != nil {
-		return time.Time{}, time.Time{}, false, fmt.Errorf("when %s came to %s: %w", pullKey, sha, err)
+		return nil, fmt.Errorf("heads of %s: %w", pullKey, err)
 	}
-	if !a.Valid || !r.Valid {
-		return time.Time{}, time.Time{}, false, nil
+	defer rows.Close()
+	var out []HeadRecord
+	for rows.Next() {
+		var (
+			h            HeadRecord
+			at, received int64
+		)
+		if err := rows.Scan(&h.SHA, &at, &received, &h.Action); err != nil {
+			return nil, fmt.Errorf("heads of %s: %w", pullKey, err)
+		}
+		h.At, h.Received = time.UnixMilli(at).UTC(), time.UnixMilli(received).UTC()
+		out = append(out, h)
 	}
-	return time.UnixMilli(a.Int64).UTC(), time.UnixMilli(r.Int64).UTC(), true, nil
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("heads of %s: %w", pullKey, err)
+	}
+	return out, nil
 }
 
 // HoldBranch implements Store.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -171,35 +172,43 @@ func TestOpenSQLiteRefusesANewerFile(t *testing.T) {
 	}
 }
 
-func TestHeadPushedAt(t *testing.T) {
+func TestPullHeads(t *testing.T) {
 	ctx := context.Background()
 	s, c := openTestStore(t)
 	const key = "1/o/r/2"
-	sha := strings.Repeat("a", 40)
+	a, b := strings.Repeat("a", 40), strings.Repeat("b", 40)
 	at := func(m int) time.Time { return time.Date(2026, 11, 23, 12, m, 0, 0, time.UTC) }
-	if _, _, found, err := s.HeadPushedAt(ctx, key, sha); err != nil || found {
-		t.Fatalf("before any delivery: found %v, %v", found, err)
+	if heads, err := s.PullHeads(ctx, key); err != nil || len(heads) != 0 {
+		t.Fatalf("before any delivery: %v, %v", heads, err)
 	}
-	record := func(id string, sha string, m int) {
+	record := func(id, action, sha string, m int) {
 		t.Helper()
-		if err := s.Record(ctx, Delivery{ID: id, Event: "pull_request", Action: "synchronize", Head: &HeadPush{PullKey: key, SHA: sha, At: at(m)}}, nil); err != nil {
+		c.Add(time.Minute)
+		if err := s.Record(ctx, Delivery{ID: id, Event: "pull_request", Action: action, Head: &HeadPush{PullKey: key, SHA: sha, At: at(m)}}, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
-	record("d1", sha, 1)
-	c.Add(time.Minute)
-	record("d2", strings.Repeat("b", 40), 2)
-	c.Add(time.Minute)
-	record("d3", sha, 3) // pushed back to sha
+	record("d1", "opened", a, 1)
+	record("d2", "synchronize", b, 5) // GitHub's clock need not follow the order of receipt
+	record("d3", "reopened", a, 3)
+	if err := s.Record(ctx, Delivery{ID: "d4", Event: "pull_request", Head: &HeadPush{PullKey: "1/o/r/3", SHA: a, At: at(9)}}, nil); err != nil {
+		t.Fatal(err)
+	}
 	// A redelivery is a duplicate and adds nothing.
-	if err := s.Record(ctx, Delivery{ID: "d1", Head: &HeadPush{PullKey: key, SHA: sha, At: at(9)}}, nil); !errors.Is(err, ErrDuplicate) {
+	if err := s.Record(ctx, Delivery{ID: "d1", Head: &HeadPush{PullKey: key, SHA: b, At: at(9)}}, nil); !errors.Is(err, ErrDuplicate) {
 		t.Fatalf("redelivery = %v", err)
 	}
-	got, received, found, err := s.HeadPushedAt(ctx, key, sha)
-	if err != nil || !found || !got.Equal(at(3)) || !received.Equal(c.Now()) {
-		t.Fatalf("HeadPushedAt = %v, %v, %v, %v; want the latest push at %v, received %v", got, received, found, err, at(3), c.Now())
+	heads, err := s.PullHeads(ctx, key)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if _, _, found, _ := s.HeadPushedAt(ctx, "1/o/r/3", sha); found {
-		t.Fatal("another pull request's head was found")
+	start := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	want := []HeadRecord{
+		{SHA: a, At: at(1), Received: start.Add(time.Minute), Action: "opened"},
+		{SHA: b, At: at(5), Received: start.Add(2 * time.Minute), Action: "synchronize"},
+		{SHA: a, At: at(3), Received: start.Add(3 * time.Minute), Action: "reopened"},
+	}
+	if !slices.Equal(heads, want) {
+		t.Fatalf("PullHeads = %+v\nwant %+v", heads, want)
 	}
 }

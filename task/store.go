@@ -32,10 +32,10 @@ type Store interface {
 	// Active returns the active fix task of an issue key, or of the pull
 	// request a task opened (same key form), or ErrNotFound.
 	Active(ctx context.Context, issueKey string) (*Task, error)
-	// HeadPushedAt tells when deliveries last told of the pull request
-	// with key pullKey coming to commit sha (Delivery.Head): at by
-	// GitHub's clock, received by ours. found is false if none did.
-	HeadPushedAt(ctx context.Context, pullKey, sha string) (at, received time.Time, found bool, err error)
+	// PullHeads lists what deliveries told of the heads of the pull
+	// request with key pullKey (Delivery.Head), in the order they were
+	// received, the latest maxPullHeads at most.
+	PullHeads(ctx context.Context, pullKey string) ([]HeadRecord, error)
 	// HoldBranch marks t.Branch as t's: while t is active, no other task
 	// may hold it. When another active task holds it, nothing is written
 	// and that task is returned; otherwise the result is nil.

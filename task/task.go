@@ -109,6 +109,16 @@ type HeadPush struct {
 	At      time.Time
 }
 
+// HeadRecord is a HeadPush as the store gives it back, with the delivery
+// that told of it: when this bot received it, and its action (opened,
+// reopened, synchronize).
+type HeadRecord struct {
+	SHA      string
+	At       time.Time
+	Received time.Time
+	Action   string
+}
+
 // Person is a GitHub user as the task remembers them.
 type Person struct {
 	Login string `json:"login"`
