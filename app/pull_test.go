@@ -1183,18 +1183,23 @@ func TestForkCodePushedAfterTheCommentIsRefused(t *testing.T) {
 	}{
 		{name: "pushed before the comment",
 			syncs: []delivery{{"o", "opened", false, -time.Hour, false}, {"s", "synchronize", true, -time.Second, false}}},
+		{name: "pushed before the comment, the deliveries out of order",
+			syncs: []delivery{{"s", "synchronize", true, -10 * time.Second, false}, {"o", "opened", false, -20 * time.Second, false}}},
+		{name: "pushed before the comment, its delivery after it",
+			syncs: []delivery{{"o", "opened", false, -time.Hour, true}, {"s", "synchronize", true, -time.Second, true}}},
 		{name: "pushed after, the delivery came first",
 			syncs: []delivery{{"o", "opened", false, -time.Hour, false}, {"s", "synchronize", true, 30 * time.Second, false}},
-			want:  "when you asked, this pull request's head was %[1]s; the fork has pushed since (the task found %[2]s)"},
+			want:  "GitHub says the fork's head came to %[2]s at or after %[4]s, when you asked"},
 		{name: "pushed after, no delivery yet",
 			syncs: []delivery{{"o", "opened", false, -time.Hour, false}},
-			want:  "when you asked, this pull request's head was %[1]s; the fork has pushed since (the task found %[2]s)"},
+			want:  "when you asked (%[4]s), this pull request's head was %[1]s; the fork has pushed since (the task found %[2]s)"},
 		{name: "nothing on record from before, the delivery came late",
 			syncs:  []delivery{{"s", "synchronize", true, 30 * time.Second, true}},
-			want:   "the fork pushed %[2]s (GitHub says at %[3]s), after the comment that asked for this (%[4]s)",
+			want:   "GitHub says the fork's head came to %[2]s at or after %[4]s, when you asked",
 			worked: true},
-		{name: "reopened after the comment with the head it had",
-			syncs: []delivery{{"r", "reopened", true, 30 * time.Second, false}}},
+		{name: "closed, pushed and reopened after the comment",
+			syncs: []delivery{{"r", "reopened", true, 30 * time.Second, false}},
+			want:  "GitHub says the fork's head came to %[2]s at or after %[4]s, when you asked"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			asked := time.Now().Add(-time.Minute).Truncate(time.Second)
@@ -1252,7 +1257,7 @@ func TestForkCodePushedAfterTheCommentIsRefused(t *testing.T) {
 				}
 				return
 			}
-			want := fmt.Sprintf(tc.want, first[:12], head[:12], asked.Add(30*time.Second).UTC().Format(time.RFC3339), asked.UTC().Format(time.RFC3339))
+			want := fmt.Sprintf(tc.want, first[:12], head[:12], "", asked.UTC().Format(time.RFC3339))
 			if tk.State != task.Failed || !strings.Contains(tk.Error, want) {
 				t.Fatalf("task ended %s: %q; want failed with %q", tk.State, tk.Error, want)
 			}

@@ -202,41 +202,37 @@ func (f *Flow) checkForkStart(ctx context.Context, t *Task, ws Workspace) error 
 // checkForkSeen refuses a fork's code that came to the pull request's head
 // after the comment that asked for work on it: its asker had not seen it.
 // A review comment names its commit, which admitFork and checkForkStart
-// compare. A comment in the conversation names none, so the pull_request
-// deliveries (opened, reopened, synchronize) tell what the head was when
-// it came: the last one that both came before the comment's delivery and
-// says, by GitHub's clock, that it happened before the comment. With none
-// such on record (the bot was installed later, or missed them), the cloned
-// commit is refused if a delivery says it came after the comment, by
-// GitHub's clock; a reopening, which brings back a head, does not count.
-// A delivery may arrive only after the clone, which is why this runs again
-// before every push.
+// compare. A comment in the conversation names none, so what the
+// pull_request deliveries (opened, reopened, synchronize) told of the head
+// is compared with the comment's time, all by GitHub's clock, whatever
+// order the deliveries came in: the cloned commit must be the latest head
+// from before the comment, if one is on record, and no delivery may say the
+// head came to it at the comment's time or later (a force-push back to an
+// older commit, a reopening that brings a head: refusing those costs a
+// second request). A delivery may arrive only after the clone, which is
+// why this runs again before every push.
 func (f *Flow) checkForkSeen(ctx context.Context, t *Task) error {
 	if t.Review != nil && t.Review.CommitID == t.BaseSHA {
 		return nil
 	}
-	heads, err := f.Store.PullHeads(ctx, t.IssueKey())
+	if t.AskedAt.IsZero() {
+		f.Logger.WarnContext(ctx, "fork code without the time it was asked for: only the head at the start is checked", "task_id", t.ID)
+		return nil
+	}
+	heads, err := f.Store.PullHeadsAround(ctx, PullKey(t.Repo, t.Issue), t.BaseSHA, t.AskedAt)
 	if err != nil {
 		return retryf(err, "reading what GitHub told of the pull request's head failed")
 	}
-	var asked *HeadRecord
-	for i, h := range heads {
-		if !t.CreatedAt.IsZero() && !h.Received.After(t.CreatedAt) && (t.AskedAt.IsZero() || h.At.Before(t.AskedAt)) {
-			asked = &heads[i]
-		}
-	}
-	if asked != nil {
-		if asked.SHA == t.BaseSHA {
-			return nil
-		}
-		return Fatal(fmt.Sprintf("when you asked, this pull request's head was %s; the fork has pushed since (the task found %s), and fork code is only worked on as it was when asked. Look at the new commits and ask again",
-			short(asked.SHA), short(t.BaseSHA)), nil)
-	}
-	for _, h := range heads {
-		if h.SHA == t.BaseSHA && h.Action != "reopened" && !t.AskedAt.IsZero() && !h.At.Before(t.AskedAt) {
-			return Fatal(fmt.Sprintf("the fork pushed %s (GitHub says at %s), after the comment that asked for this (%s), and fork code is only worked on as it was when asked. Look at the new commits and ask again",
-				short(t.BaseSHA), h.At.UTC().Format(time.RFC3339), t.AskedAt.UTC().Format(time.RFC3339)), nil)
-		}
+	asked := t.AskedAt.UTC().Format(time.RFC3339)
+	switch {
+	case heads.Since:
+		return Fatal(fmt.Sprintf("GitHub says the fork's head came to %s at or after %s, when you asked, and fork code is only worked on as it was when asked. Look at the new commits and ask again",
+			short(t.BaseSHA), asked), nil)
+	case len(heads.Before) > 1:
+		return Fatal(fmt.Sprintf("GitHub gave the fork's head several commits in the same second before %s, when you asked, so which one you saw is not known. Look at the commits and ask again", asked), nil)
+	case len(heads.Before) == 1 && heads.Before[0] != t.BaseSHA:
+		return Fatal(fmt.Sprintf("when you asked (%s), this pull request's head was %s; the fork has pushed since (the task found %s), and fork code is only worked on as it was when asked. Look at the new commits and ask again",
+			asked, short(heads.Before[0]), short(t.BaseSHA)), nil)
 	}
 	return nil
 }

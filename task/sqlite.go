@@ -93,7 +93,8 @@ CREATE UNIQUE INDEX tasks_one_per_branch ON tasks(branch_key)
 	sha         TEXT NOT NULL,
 	at          INTEGER NOT NULL
 );
-CREATE INDEX pull_heads_sha ON pull_heads(pull_key, sha);`,
+CREATE INDEX pull_heads_sha ON pull_heads(pull_key, sha, at);
+CREATE INDEX pull_heads_at ON pull_heads(pull_key, at);`,
 }
 
 // migrate runs the migrations the file has not had, each in the
@@ -390,33 +391,31 @@ func branchKey(t *Task) string {
 	return strings.ToLower(t.Repo.FullName()) + ":" + t.Branch
 }
 
-// maxPullHeads bounds what PullHeads reads: a pull request pushed to more
-// often than this is judged on its latest pushes.
-const maxPullHeads = 500
-
-// PullHeads implements Store.
-func (s *SQLite) PullHeads(ctx context.Context, pullKey string) ([]HeadRecord, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT sha, at, received_at, action FROM (
-		SELECT h.sha, h.at, d.received_at, d.action, h.rowid AS n FROM pull_heads h JOIN deliveries d ON d.id = h.delivery_id
-		WHERE h.pull_key = ? ORDER BY d.received_at DESC, h.rowid DESC LIMIT ?) ORDER BY received_at, n`, pullKey, maxPullHeads)
+// PullHeadsAround implements Store. Both answers are read whole, however
+// many deliveries the pull request had: no window can push a record out.
+func (s *SQLite) PullHeadsAround(ctx context.Context, pullKey, sha string, at time.Time) (HeadsAround, error) {
+	var out HeadsAround
+	err := s.db.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM pull_heads WHERE pull_key = ? AND sha = ? AND at >= ?)`,
+		pullKey, sha, at.UnixMilli()).Scan(&out.Since)
 	if err != nil {
-		return nil, fmt.Errorf("heads of %s: %w", pullKey, err)
+		return HeadsAround{}, fmt.Errorf("heads of %s since %s: %w", pullKey, at, err)
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT DISTINCT sha FROM pull_heads WHERE pull_key = ?
+		AND at = (SELECT max(at) FROM pull_heads WHERE pull_key = ? AND at < ?) ORDER BY sha`,
+		pullKey, pullKey, at.UnixMilli())
+	if err != nil {
+		return HeadsAround{}, fmt.Errorf("head of %s before %s: %w", pullKey, at, err)
 	}
 	defer rows.Close()
-	var out []HeadRecord
 	for rows.Next() {
-		var (
-			h            HeadRecord
-			at, received int64
-		)
-		if err := rows.Scan(&h.SHA, &at, &received, &h.Action); err != nil {
-			return nil, fmt.Errorf("heads of %s: %w", pullKey, err)
+		var sha string
+		if err := rows.Scan(&sha); err != nil {
+			return HeadsAround{}, fmt.Errorf("head of %s before %s: %w", pullKey, at, err)
 		}
-		h.At, h.Received = time.UnixMilli(at).UTC(), time.UnixMilli(received).UTC()
-		out = append(out, h)
+		out.Before = append(out.Before, sha)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("heads of %s: %w", pullKey, err)
+		return HeadsAround{}, fmt.Errorf("head of %s before %s: %w", pullKey, at, err)
 	}
 	return out, nil
 }

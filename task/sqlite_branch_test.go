@@ -172,43 +172,49 @@ func TestOpenSQLiteRefusesANewerFile(t *testing.T) {
 	}
 }
 
-func TestPullHeads(t *testing.T) {
+func TestPullHeadsAround(t *testing.T) {
 	ctx := context.Background()
-	s, c := openTestStore(t)
-	const key = "1/o/r/2"
-	a, b := strings.Repeat("a", 40), strings.Repeat("b", 40)
+	s, _ := openTestStore(t)
+	const key = "o/r#2"
+	a, b, c := strings.Repeat("a", 40), strings.Repeat("b", 40), strings.Repeat("c", 40)
 	at := func(m int) time.Time { return time.Date(2026, 11, 23, 12, m, 0, 0, time.UTC) }
-	if heads, err := s.PullHeads(ctx, key); err != nil || len(heads) != 0 {
-		t.Fatalf("before any delivery: %v, %v", heads, err)
-	}
-	record := func(id, action, sha string, m int) {
+	n := 0
+	record := func(key, sha string, m int) {
 		t.Helper()
-		c.Add(time.Minute)
-		if err := s.Record(ctx, Delivery{ID: id, Event: "pull_request", Action: action, Head: &HeadPush{PullKey: key, SHA: sha, At: at(m)}}, nil); err != nil {
+		n++
+		if err := s.Record(ctx, Delivery{ID: fmt.Sprint("d", n), Event: "pull_request", Head: &HeadPush{PullKey: key, SHA: sha, At: at(m)}}, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
-	record("d1", "opened", a, 1)
-	record("d2", "synchronize", b, 5) // GitHub's clock need not follow the order of receipt
-	record("d3", "reopened", a, 3)
-	if err := s.Record(ctx, Delivery{ID: "d4", Event: "pull_request", Head: &HeadPush{PullKey: "1/o/r/3", SHA: a, At: at(9)}}, nil); err != nil {
-		t.Fatal(err)
+	// Received out of GitHub's order, and one pull request apart.
+	record(key, b, 5)
+	record(key, a, 1)
+	record(key, c, 5)
+	record(key, a, 8)
+	record("o/r#3", c, 2)
+	tests := []struct {
+		sha  string
+		at   int
+		want HeadsAround
+	}{
+		{a, 0, HeadsAround{Since: true}},                      // nothing before; a came at 1 and 8
+		{a, 3, HeadsAround{Before: []string{a}, Since: true}}, // a again at 8
+		{b, 3, HeadsAround{Before: []string{a}, Since: true}}, // b came at 5
+		{b, 7, HeadsAround{Before: []string{b, c}}},           // two heads in one second
+		{c, 5, HeadsAround{Before: []string{a}, Since: true}}, // the same second counts as since
+		{b, 9, HeadsAround{Before: []string{a}}},              // the latest by GitHub's clock, not by receipt
+	}
+	for _, tc := range tests {
+		got, err := s.PullHeadsAround(ctx, key, tc.sha, at(tc.at))
+		if err != nil || !slices.Equal(got.Before, tc.want.Before) || got.Since != tc.want.Since {
+			t.Errorf("PullHeadsAround(%s, %d) = %+v, %v; want %+v", tc.sha[:1], tc.at, got, err, tc.want)
+		}
 	}
 	// A redelivery is a duplicate and adds nothing.
 	if err := s.Record(ctx, Delivery{ID: "d1", Head: &HeadPush{PullKey: key, SHA: b, At: at(9)}}, nil); !errors.Is(err, ErrDuplicate) {
 		t.Fatalf("redelivery = %v", err)
 	}
-	heads, err := s.PullHeads(ctx, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	start := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
-	want := []HeadRecord{
-		{SHA: a, At: at(1), Received: start.Add(time.Minute), Action: "opened"},
-		{SHA: b, At: at(5), Received: start.Add(2 * time.Minute), Action: "synchronize"},
-		{SHA: a, At: at(3), Received: start.Add(3 * time.Minute), Action: "reopened"},
-	}
-	if !slices.Equal(heads, want) {
-		t.Fatalf("PullHeads = %+v\nwant %+v", heads, want)
+	if got, _ := s.PullHeadsAround(ctx, key, b, at(9)); got.Since {
+		t.Fatal("a duplicate delivery was recorded")
 	}
 }

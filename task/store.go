@@ -32,10 +32,10 @@ type Store interface {
 	// Active returns the active fix task of an issue key, or of the pull
 	// request a task opened (same key form), or ErrNotFound.
 	Active(ctx context.Context, issueKey string) (*Task, error)
-	// PullHeads lists what deliveries told of the heads of the pull
-	// request with key pullKey (Delivery.Head), in the order they were
-	// received, the latest maxPullHeads at most.
-	PullHeads(ctx context.Context, pullKey string) ([]HeadRecord, error)
+	// PullHeadsAround tells what deliveries (Delivery.Head) said of the
+	// head of the pull request with key pullKey around time at, and of
+	// commit sha coming to it.
+	PullHeadsAround(ctx context.Context, pullKey, sha string, at time.Time) (HeadsAround, error)
 	// HoldBranch marks t.Branch as t's: while t is active, no other task
 	// may hold it. When another active task holds it, nothing is written
 	// and that task is returned; otherwise the result is nil.

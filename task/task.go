@@ -7,6 +7,7 @@ package task
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/pullwright/pullwright/policy"
@@ -104,19 +105,28 @@ type Delivery struct {
 // it: At is the pull request's updated_at in the delivery, GitHub's clock,
 // the same clock as a comment's created_at.
 type HeadPush struct {
-	PullKey string // the pull request's issue key (Task.IssueKey's form)
+	PullKey string // PullKey of the pull request
 	SHA     string
 	At      time.Time
 }
 
-// HeadRecord is a HeadPush as the store gives it back, with the delivery
-// that told of it: when this bot received it, and its action (opened,
-// reopened, synchronize).
-type HeadRecord struct {
-	SHA      string
-	At       time.Time
-	Received time.Time
-	Action   string
+// PullKey names pull request number of r for its recorded heads. Unlike
+// an issue key it leaves out the installation, so that heads recorded
+// before the app was installed again still count.
+func PullKey(r Repo, number int) string {
+	return fmt.Sprintf("%s#%d", strings.ToLower(r.FullName()), number)
+}
+
+// HeadsAround is what deliveries told of a pull request's head around a
+// time, by GitHub's clock.
+type HeadsAround struct {
+	// Before are the commits the head came to at the latest time before
+	// it: one, or several when GitHub gave several the same second; none
+	// when nothing is on record from before.
+	Before []string
+	// Since is true when the head came to the commit asked about at that
+	// time or after it.
+	Since bool
 }
 
 // Person is a GitHub user as the task remembers them.

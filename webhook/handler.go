@@ -407,7 +407,7 @@ func (h *Handler) headPush(d task.Delivery, p *event) *task.HeadPush {
 	if err != nil || pr.Number <= 0 || !isSHA(pr.Head.SHA) {
 		return nil
 	}
-	return &task.HeadPush{PullKey: (&task.Task{Repo: p.repo(), Issue: pr.Number}).IssueKey(), SHA: pr.Head.SHA, At: at.UTC()}
+	return &task.HeadPush{PullKey: task.PullKey(p.repo(), pr.Number), SHA: pr.Head.SHA, At: at.UTC()}
 }
 
 // isSHA reports whether s is a full lower-case hex commit SHA.

@@ -277,14 +277,14 @@ func TestServeHTTP(t *testing.T) {
 		// A pull request's head is recorded with GitHub's time of it, for
 		// the fork checks.
 		{name: "pull_request opened", d: delivery{event: "pull_request"}, file: "pull_request.opened.json", wantStatus: 200, wantBody: "ignored", wantRecorded: true,
-			wantHead: &task.HeadPush{PullKey: "1/Codertocat/Hello-World/2", SHA: "ec26c3e57ca3a959ca5aad62de7213c562f8c821", At: time.Date(2019, 5, 15, 15, 20, 33, 0, time.UTC)}},
+			wantHead: &task.HeadPush{PullKey: "codertocat/hello-world#2", SHA: "ec26c3e57ca3a959ca5aad62de7213c562f8c821", At: time.Date(2019, 5, 15, 15, 20, 33, 0, time.UTC)}},
 		{name: "pull_request synchronize", d: delivery{event: "pull_request"}, file: "pull_request.opened.json", wantStatus: 200, wantBody: "ignored", wantRecorded: true,
 			edit: func(m map[string]any) {
 				m["action"] = "synchronize"
 				pr := obj(m, "pull_request")
 				obj(pr, "head")["sha"], pr["updated_at"] = strings.Repeat("ab", 20), "2019-05-15T16:00:00Z"
 			},
-			wantHead: &task.HeadPush{PullKey: "1/Codertocat/Hello-World/2", SHA: strings.Repeat("ab", 20), At: time.Date(2019, 5, 15, 16, 0, 0, 0, time.UTC)}},
+			wantHead: &task.HeadPush{PullKey: "codertocat/hello-world#2", SHA: strings.Repeat("ab", 20), At: time.Date(2019, 5, 15, 16, 0, 0, 0, time.UTC)}},
 		{name: "pull_request edited moves no head", d: delivery{event: "pull_request"}, file: "pull_request.opened.json", wantStatus: 200, wantBody: "ignored", wantRecorded: true,
 			edit: func(m map[string]any) { m["action"] = "edited" }},
 		{name: "pull_request with a bad time records no head", d: delivery{event: "pull_request"}, file: "pull_request.opened.json", wantStatus: 200, wantBody: "ignored", wantRecorded: true,
