@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pullwright/pullwright/internal/gitserver"
 	"github.com/pullwright/pullwright/repo"
 )
 
@@ -120,10 +121,10 @@ func TestContainsDeepensPastTheShallowBoundary(t *testing.T) {
 	}
 }
 
-// A task clones one ref and pushes to another: commits a person pushes to
-// the task's branch are found only once the workspace tracks that branch,
-// and it still does when opened again.
-func TestTrackFollowsTheTasksBranch(t *testing.T) {
+// pushedWork is a workspace cloned from main (depth 1) that has pushed
+// the bot's commit, mine, to a branch work of its own.
+func pushedWork(t *testing.T) (*gitserver.Server, *repo.Workspace, string) {
+	t.Helper()
 	s := newServer(t)
 	u, _ := seed(t, s)
 	w := clone(t, u)
@@ -138,6 +139,14 @@ func TestTrackFollowsTheTasksBranch(t *testing.T) {
 	if err := w.Push(ctxT(t), token, "work"); err != nil {
 		t.Fatal(err)
 	}
+	return s, w, mine
+}
+
+// A task clones one ref and pushes to another: commits a person pushes to
+// the task's branch are found only once the workspace tracks that branch,
+// and it still does when opened again.
+func TestTrackFollowsTheTasksBranch(t *testing.T) {
+	s, w, mine := pushedWork(t)
 	var tip string
 	for i := range 3 {
 		tip = s.Push(t, owner, name, "work", map[string]string{"NOTES.md": fmt.Sprint("note ", i, "\n")}, "Person")
@@ -167,20 +176,7 @@ func TestTrackFollowsTheTasksBranch(t *testing.T) {
 // walk goes down the base's history. Contains deepens at most twice and
 // answers false rather than fetch the whole repository.
 func TestContainsStopsShortOfTheWholeHistory(t *testing.T) {
-	s := newServer(t)
-	u, _ := seed(t, s)
-	w := clone(t, u)
-	if err := w.CreateBranch("work"); err != nil {
-		t.Fatal(err)
-	}
-	write(t, w, map[string]string{"README.md": "# widgets\nmine\n"})
-	mine, err := w.CommitAll("mine", bot)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Push(ctxT(t), token, "work"); err != nil {
-		t.Fatal(err)
-	}
+	s, w, mine := pushedWork(t)
 	write(t, w, map[string]string{"README.md": "# widgets\nmine, again\n"})
 	unpushed, err := w.CommitAll("mine again", bot)
 	if err != nil {

@@ -110,9 +110,9 @@ type HeadPush struct {
 	At      time.Time
 }
 
-// PullKey names pull request number of r for its recorded heads. Unlike
-// an issue key it leaves out the installation, so that heads recorded
-// before the app was installed again still count.
+// PullKey names the pull request numbered number in r, for its recorded
+// heads. Unlike an issue key it leaves out the installation, so that heads
+// recorded before the app was installed again still count.
 func PullKey(r Repo, number int) string {
 	return fmt.Sprintf("%s#%d", strings.ToLower(r.FullName()), number)
 }
