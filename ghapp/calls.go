@@ -60,6 +60,16 @@ func fitBody(body, tail string) string {
 // AddReaction adds a reaction ("+1", "eyes", "rocket", ...) to an issue
 // comment. Adding one that already exists succeeds.
 func (a *App) AddReaction(ctx context.Context, inst int64, owner, repo string, commentID int64, content string) error {
+	return a.addReaction(ctx, inst, owner, repo, "comment", commentID, content, (*github.ReactionsService).CreateIssueCommentReaction)
+}
+
+// createReaction is go-github's call that adds a reaction to one kind of
+// comment; the issue and review comment ones have the same shape.
+type createReaction func(*github.ReactionsService, context.Context, string, string, int64, string) (*github.Reaction, *github.Response, error)
+
+// addReaction adds content to comment commentID (of the kind what names,
+// for the error) with create.
+func (a *App) addReaction(ctx context.Context, inst int64, owner, repo, what string, commentID int64, content string, create createReaction) error {
 	ctx, cancel := a.callCtx(ctx)
 	defer cancel()
 	err := func() error {
@@ -67,11 +77,11 @@ func (a *App) AddReaction(ctx context.Context, inst int64, owner, repo string, c
 		if err != nil {
 			return err
 		}
-		_, _, err = gh.Reactions.CreateIssueCommentReaction(ctx, owner, repo, commentID, content)
+		_, _, err = create(gh.Reactions, ctx, owner, repo, commentID, content)
 		return err
 	}()
 	if err != nil {
-		return fmt.Errorf("add reaction %q to comment %d in %s/%s: %w", content, commentID, owner, repo, err)
+		return fmt.Errorf("add reaction %q to %s %d in %s/%s: %w", content, what, commentID, owner, repo, err)
 	}
 	return nil
 }

@@ -444,18 +444,5 @@ func (a *App) findMarkedReply(ctx context.Context, gh *github.Client, owner, rep
 // AddReviewReaction adds a reaction ("+1", "eyes", "rocket", ...) to a
 // review (line) comment. Adding one that already exists succeeds.
 func (a *App) AddReviewReaction(ctx context.Context, inst int64, owner, repo string, commentID int64, content string) error {
-	ctx, cancel := a.callCtx(ctx)
-	defer cancel()
-	err := func() error {
-		gh, err := a.client(inst)
-		if err != nil {
-			return err
-		}
-		_, _, err = gh.Reactions.CreatePullRequestCommentReaction(ctx, owner, repo, commentID, content)
-		return err
-	}()
-	if err != nil {
-		return fmt.Errorf("add reaction %q to review comment %d in %s/%s: %w", content, commentID, owner, repo, err)
-	}
-	return nil
+	return a.addReaction(ctx, inst, owner, repo, "review comment", commentID, content, (*github.ReactionsService).CreatePullRequestCommentReaction)
 }
