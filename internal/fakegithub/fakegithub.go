@@ -443,8 +443,14 @@ func (s *Server) Reactions(owner, repo string, commentID int64) []string {
 	if c == nil || c.repo != repoKey(owner, repo) {
 		return nil
 	}
+	return s.reactionContentsLocked(commentID)
+}
+
+// reactionContentsLocked lists the reaction contents on comment id (issue
+// or review comment), in creation order.
+func (s *Server) reactionContentsLocked(id int64) []string {
 	var out []string
-	for _, r := range s.reactions[commentID] {
+	for _, r := range s.reactions[id] {
 		out = append(out, r.content)
 	}
 	return out

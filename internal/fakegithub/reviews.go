@@ -123,11 +123,7 @@ func (s *Server) ReviewReactions(owner, repo string, commentID int64) []string {
 	if c == nil || c.repo != repoKey(owner, repo) {
 		return nil
 	}
-	var out []string
-	for _, r := range s.reactions[commentID] {
-		out = append(out, r.content)
-	}
-	return out
+	return s.reactionContentsLocked(commentID)
 }
 
 // ResolveThread marks the review thread whose first comment is rootID
