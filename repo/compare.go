@@ -47,13 +47,9 @@ func (w *Workspace) FetchBranch(ctx context.Context, token, branch string) (stri
 // sorted. Unlike a diff against a merge base it compares the two trees as
 // they are: a file that to has in an older version than from is a change.
 func (w *Workspace) ChangedPaths(from, to string) ([]string, error) {
-	a, err := w.commitTree(from)
+	a, b, err := w.commitTrees(from, to)
 	if err != nil {
-		return nil, fmt.Errorf("changed paths %s..%s: from: %w", from, to, err)
-	}
-	b, err := w.commitTree(to)
-	if err != nil {
-		return nil, fmt.Errorf("changed paths %s..%s: to: %w", from, to, err)
+		return nil, fmt.Errorf("changed paths %s..%s: %w", from, to, err)
 	}
 	changes, err := object.DiffTree(a, b)
 	if err != nil {

@@ -11,17 +11,7 @@ import (
 )
 
 func TestContains(t *testing.T) {
-	s := newServer(t)
-	u, base := seed(t, s)
-	w := clone(t, u)
-	write(t, w, map[string]string{"README.md": "# widgets\nmine\n"})
-	mine, err := w.CommitAll("mine", bot)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Push(ctxT(t), token, "main"); err != nil {
-		t.Fatal(err)
-	}
+	s, w, base, mine := pushedWork(t, "main")
 	// A person builds on the bot's commit; another branch does not.
 	person := s.Push(t, owner, name, "main", map[string]string{"NOTES.md": "notes\n"}, "Person")
 	other := s.Push(t, owner, name, "other", map[string]string{"OTHER.md": "x\n"}, "Elsewhere")
@@ -56,17 +46,7 @@ func TestContains(t *testing.T) {
 // deepening of a shallow clone brings: Contains fetches deeper history when
 // the walk ends at the clone's boundary, and only then.
 func TestContainsDeepensPastTheShallowBoundary(t *testing.T) {
-	s := newServer(t)
-	u, _ := seed(t, s)
-	w := clone(t, u)
-	write(t, w, map[string]string{"README.md": "# widgets\nmine\n"})
-	mine, err := w.CommitAll("mine", bot)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Push(ctxT(t), token, "main"); err != nil {
-		t.Fatal(err)
-	}
+	s, w, _, mine := pushedWork(t, "main")
 	push := func(n int) string {
 		var tip string
 		for i := range n {
@@ -121,32 +101,34 @@ func TestContainsDeepensPastTheShallowBoundary(t *testing.T) {
 	}
 }
 
-// pushedWork is a workspace cloned from main (depth 1) that has pushed
-// the bot's commit, mine, to a branch work of its own.
-func pushedWork(t *testing.T) (*gitserver.Server, *repo.Workspace, string) {
+// pushedWork is a workspace cloned from main (depth 1), at base, that has
+// pushed the bot's commit, mine, to branch (main, or a new one of its own).
+func pushedWork(t *testing.T, branch string) (s *gitserver.Server, w *repo.Workspace, base, mine string) {
 	t.Helper()
-	s := newServer(t)
-	u, _ := seed(t, s)
-	w := clone(t, u)
-	if err := w.CreateBranch("work"); err != nil {
-		t.Fatal(err)
+	s = newServer(t)
+	u, base := seed(t, s)
+	w = clone(t, u)
+	if branch != "main" {
+		if err := w.CreateBranch(branch); err != nil {
+			t.Fatal(err)
+		}
 	}
 	write(t, w, map[string]string{"README.md": "# widgets\nmine\n"})
 	mine, err := w.CommitAll("mine", bot)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := w.Push(ctxT(t), token, "work"); err != nil {
+	if err := w.Push(ctxT(t), token, branch); err != nil {
 		t.Fatal(err)
 	}
-	return s, w, mine
+	return s, w, base, mine
 }
 
 // A task clones one ref and pushes to another: commits a person pushes to
 // the task's branch are found only once the workspace tracks that branch,
 // and it still does when opened again.
 func TestTrackFollowsTheTasksBranch(t *testing.T) {
-	s, w, mine := pushedWork(t)
+	s, w, _, mine := pushedWork(t, "work")
 	var tip string
 	for i := range 3 {
 		tip = s.Push(t, owner, name, "work", map[string]string{"NOTES.md": fmt.Sprint("note ", i, "\n")}, "Person")
@@ -176,7 +158,7 @@ func TestTrackFollowsTheTasksBranch(t *testing.T) {
 // walk goes down the base's history. Contains deepens at most twice and
 // answers false rather than fetch the whole repository.
 func TestContainsStopsShortOfTheWholeHistory(t *testing.T) {
-	s, w, mine := pushedWork(t)
+	s, w, _, mine := pushedWork(t, "work")
 	write(t, w, map[string]string{"README.md": "# widgets\nmine, again\n"})
 	unpushed, err := w.CommitAll("mine again", bot)
 	if err != nil {

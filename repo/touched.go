@@ -25,13 +25,9 @@ import (
 // first); only their trees are compared, not the commits in between, so a
 // file changed and changed back counts as untouched.
 func (w *Workspace) Touched(from, to string, paths []string) ([]string, error) {
-	fromTree, err := w.commitTree(from)
+	fromTree, toTree, err := w.commitTrees(from, to)
 	if err != nil {
-		return nil, fmt.Errorf("touched %s..%s: from: %w", from, to, err)
-	}
-	toTree, err := w.commitTree(to)
-	if err != nil {
-		return nil, fmt.Errorf("touched %s..%s: to: %w", from, to, err)
+		return nil, fmt.Errorf("touched %s..%s: %w", from, to, err)
 	}
 	var out []string
 	seen := map[string]bool{}
@@ -59,6 +55,18 @@ func (w *Workspace) Touched(from, to string, paths []string) ([]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// commitTrees are the root trees of commits from and to, both in the
+// workspace.
+func (w *Workspace) commitTrees(from, to string) (a, b *object.Tree, err error) {
+	if a, err = w.commitTree(from); err != nil {
+		return nil, nil, fmt.Errorf("from: %w", err)
+	}
+	if b, err = w.commitTree(to); err != nil {
+		return nil, nil, fmt.Errorf("to: %w", err)
+	}
+	return a, b, nil
 }
 
 // commitTree is the root tree of commit sha, which must be in the workspace.
