@@ -132,7 +132,7 @@ func (f *Flow) prepare(ctx context.Context, t *Task) error {
 			return err
 		}
 	}
-	comments, unheard := f.heard(ctx, t, issue.Comments)
+	comments, unheard := f.heard(ctx, t, issue.Comments, map[string]bool{})
 	t.Unheard = unheard
 	conv, err := f.Agent.Start(Brief{
 		Repo:         t.Repo.FullName(),
@@ -528,30 +528,41 @@ func (f *Flow) publish(ctx context.Context, t *Task) error {
 	if t.Pull != nil {
 		return f.publishPull(ctx, t)
 	}
+	if acted, err := f.openPullRequest(ctx, t); acted || err != nil {
+		return err
+	}
+	return f.done(ctx, t, fmt.Sprintf("@%s the pull request is ready: %s **%s**", t.Requester.Login, t.PRURL, defang(oneLine(t.Title))))
+}
+
+// openPullRequest opens the task's pull request from t.Branch into
+// t.prBase(), or, when it opened a draft while it worked, gives the draft
+// its final title and body and makes it ready for review. It reports
+// whether it did either: one sub-step of publishing.
+func (f *Flow) openPullRequest(ctx context.Context, t *Task) (acted bool, err error) {
 	switch {
 	case t.PRNumber == 0:
 		pr, err := f.GitHub.OpenPullRequest(ctx, t.Repo, NewPullRequest{
 			Title: defang(t.Title),
 			Body:  RenderPullRequest(t),
 			Head:  t.Branch,
-			Base:  t.Repo.DefaultBranch,
+			Base:  t.prBase(),
 		})
 		if err != nil {
-			return retryf(err, "opening the pull request failed")
+			return true, retryf(err, "opening the pull request failed")
 		}
 		t.PRNumber, t.PRURL = pr.Number, pr.URL
-		return nil
+		return true, nil
 	case t.Draft:
 		if err := f.GitHub.UpdatePullRequest(ctx, t.Repo, t.PRNumber, defang(t.Title), RenderPullRequest(t)); err != nil {
-			return retryf(err, "updating the pull request failed")
+			return true, retryf(err, "updating the pull request failed")
 		}
 		if err := f.GitHub.MarkReadyForReview(ctx, t.Repo, t.PRNumber); err != nil {
-			return retryf(err, "marking the pull request ready for review failed")
+			return true, retryf(err, "marking the pull request ready for review failed")
 		}
 		t.Draft = false
-		return nil
+		return true, nil
 	}
-	return f.done(ctx, t, fmt.Sprintf("@%s the pull request is ready: %s **%s**", t.Requester.Login, t.PRURL, defang(oneLine(t.Title))))
+	return false, nil
 }
 
 // done posts the report of a finished task and ends it.

@@ -108,28 +108,33 @@ func (f *Flow) member(ctx context.Context, r Repo, user string) func(org, team s
 // heard keeps the comments the model may read: those of people with write
 // access, with hidden markup removed. The bot's own comments are left out
 // too: the model needs the people's words, not the bot's reports. It
-// returns how many comments by others were left out.
-func (f *Flow) heard(ctx context.Context, t *Task, cs []Comment) ([]Comment, int) {
+// returns how many comments by others were left out. seen keeps who was
+// found a writer, across the calls of one task's step.
+func (f *Flow) heard(ctx context.Context, t *Task, cs []Comment, seen map[string]bool) ([]Comment, int) {
 	out := cs[:0:0]
 	left := 0
-	roles := map[string]bool{}
 	for _, c := range cs {
 		if strings.Contains(c.Body, "<!-- pullwright:") {
 			continue
 		}
-		login := strings.ToLower(c.Author)
-		ok, seen := roles[login]
-		if !seen {
-			ok = f.writer(ctx, t, c)
-			roles[login] = ok
-		}
-		if !ok {
+		if !f.writerCached(ctx, t, seen, c) {
 			left++
 			continue
 		}
 		out = append(out, Comment{Author: c.Author, AuthorType: c.AuthorType, Body: policy.Visible(c.Body)})
 	}
 	return out, left
+}
+
+// writerCached is writer with the answers kept in seen, by login.
+func (f *Flow) writerCached(ctx context.Context, t *Task, seen map[string]bool, c Comment) bool {
+	login := strings.ToLower(c.Author)
+	ok, known := seen[login]
+	if !known {
+		ok = f.writer(ctx, t, c)
+		seen[login] = ok
+	}
+	return ok
 }
 
 // writer reports whether a comment's author has write access. Other apps'

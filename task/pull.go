@@ -163,7 +163,7 @@ func (f *Flow) openThreads(ctx context.Context, t *Task) ([]ThreadRef, error) {
 		// Only the bot's own report answers a thread: anyone can paste
 		// its marker.
 		answered := strings.EqualFold(last.Author, bot.Login) && answeredRE.MatchString(last.Body)
-		if answered || !f.writerCached(ctx, t, writers, root) {
+		if answered || !f.writerCached(ctx, t, writers, Comment{Author: root.Author, AuthorType: root.AuthorType}) {
 			continue
 		}
 		out = append(out, ThreadRef{Root: root.ID, Author: root.Author, Path: root.Path, Line: root.Line,
@@ -173,17 +173,6 @@ func (f *Flow) openThreads(ctx context.Context, t *Task) ([]ThreadRef, error) {
 		}
 	}
 	return out, nil
-}
-
-// writerCached is writer with the answers of one task's pass kept.
-func (f *Flow) writerCached(ctx context.Context, t *Task, seen map[string]bool, c ReviewComment) bool {
-	login := strings.ToLower(c.Author)
-	ok, known := seen[login]
-	if !known {
-		ok = f.writer(ctx, t, Comment{Author: c.Author, AuthorType: c.AuthorType})
-		seen[login] = ok
-	}
-	return ok
 }
 
 // checkForkStart refuses a fork's code that is not what was asked about,
@@ -323,13 +312,13 @@ func (f *Flow) pullBrief(ctx context.Context, t *Task) (*PullBrief, error) {
 	}
 	writers := map[string]bool{}
 	heard := func(cs []ReviewComment, skip int64) []Comment {
-		var out []Comment
+		var in []Comment
 		for _, c := range cs {
-			if c.ID == skip || strings.Contains(c.Body, "<!-- pullwright:") || !f.writerCached(ctx, t, writers, c) {
-				continue
+			if c.ID != skip {
+				in = append(in, Comment{Author: c.Author, AuthorType: c.AuthorType, Body: c.Body})
 			}
-			out = append(out, Comment{Author: c.Author, AuthorType: c.AuthorType, Body: policy.Visible(c.Body)})
 		}
+		out, _ := f.heard(ctx, t, in, writers)
 		return out
 	}
 	if r != nil {
@@ -499,24 +488,9 @@ func (f *Flow) publishPull(ctx context.Context, t *Task) error {
 	switch {
 	case p.Mode == PullToFork && t.PRURL == "":
 		return f.openForkPull(ctx, t)
-	case p.Mode == PullInBase && t.PRNumber == 0:
-		pr, err := f.GitHub.OpenPullRequest(ctx, t.Repo, NewPullRequest{
-			Title: defang(t.Title), Body: RenderPullRequest(t), Head: t.Branch, Base: p.Info.BaseRef,
-		})
-		if err != nil {
-			return retryf(err, "opening the pull request failed")
-		}
-		t.PRNumber, t.PRURL = pr.Number, pr.URL
-		return nil
-	case p.Mode == PullInBase && t.Draft:
-		if err := f.GitHub.UpdatePullRequest(ctx, t.Repo, t.PRNumber, defang(t.Title), RenderPullRequest(t)); err != nil {
-			return retryf(err, "updating the pull request failed")
-		}
-		if err := f.GitHub.MarkReadyForReview(ctx, t.Repo, t.PRNumber); err != nil {
-			return retryf(err, "marking the pull request ready for review failed")
-		}
-		t.Draft = false
-		return nil
+	case p.Mode == PullInBase && (t.PRNumber == 0 || t.Draft):
+		_, err := f.openPullRequest(ctx, t)
+		return err
 	case t.Review != nil && !p.ReviewReplied:
 		if err := f.replyInThread(ctx, t, t.Review.Root(), marker(t, "review"), f.reviewReply(t, "")); err != nil {
 			return retryf(err, "replying in the review thread failed")
