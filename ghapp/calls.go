@@ -32,11 +32,13 @@ func Marker(key string) string {
 	return "<!-- pullwright:" + key + " -->"
 }
 
-// tagged reports whether body is tagged with marker mk: the marker ends the
-// body, where UpsertComment puts it. A marker elsewhere is text the comment
-// quotes (a file name from a fork, say) and tags nothing.
-func tagged(body, mk string) bool {
-	return strings.HasSuffix(strings.TrimRight(body, " \t\r\n"), mk)
+// botTagged reports whether a comment by u with body is the bot's (login)
+// and tagged with marker mk: the marker ends the body, where UpsertComment
+// and ReplyInThread put it. A marker elsewhere is text the comment quotes
+// (a file name from a fork, say) and tags nothing.
+func botTagged(u *github.User, login, body, mk string) bool {
+	return u.GetType() == "Bot" && strings.EqualFold(u.GetLogin(), login) &&
+		strings.HasSuffix(strings.TrimRight(body, " \t\r\n"), mk)
 }
 
 // fitBody cuts body so that body+tail is at most MaxBodyChars code points,
@@ -92,7 +94,7 @@ func (a *App) addReaction(ctx context.Context, inst int64, owner, repo, what str
 //
 // With commentID != 0 that comment is edited; if it is gone (404) a comment
 // is created instead. With commentID == 0 the issue's comments are searched
-// for one written by this app that carries the marker, and that one is
+// for one written by this app that ends with the marker, and that one is
 // edited; only if there is none is a comment created. So a retried step
 // (even after a create whose answer was lost) edits instead of posting twice.
 func (a *App) UpsertComment(ctx context.Context, inst int64, owner, repo string, issue int, marker string, commentID int64, body string) (int64, error) {
@@ -152,7 +154,7 @@ func (a *App) UpsertCommentURL(ctx context.Context, inst int64, owner, repo stri
 }
 
 // findMarked returns the id of the oldest comment on the issue written by this
-// app's bot account that contains mk, or 0.
+// app's bot account and tagged with mk (botTagged), or 0.
 func (a *App) findMarked(ctx context.Context, gh *github.Client, owner, repo string, issue int, mk string) (int64, error) {
 	slug, err := a.appSlug(ctx)
 	if err != nil {
@@ -166,8 +168,7 @@ func (a *App) findMarked(ctx context.Context, gh *github.Client, owner, repo str
 			return 0, err
 		}
 		for _, c := range cs {
-			u := c.GetUser()
-			if u.GetType() == "Bot" && strings.EqualFold(u.GetLogin(), login) && tagged(c.GetBody(), mk) {
+			if botTagged(c.GetUser(), login, c.GetBody(), mk) {
 				return c.GetID(), nil
 			}
 		}

@@ -374,7 +374,7 @@ func (a *App) resolvedThreads(ctx context.Context, gh *github.Client, owner, rep
 // line; bodies too long for GitHub are cut with a note.
 //
 // Like UpsertComment it is idempotent: if the thread already has a reply by
-// this app carrying the marker, that reply is edited
+// this app ending with the marker, that reply is edited
 // (PATCH /repos/{o}/{r}/pulls/comments/{id}); only otherwise is one created
 // (POST /repos/{o}/{r}/pulls/{pr}/comments/{rootID}/replies). So a retried
 // step, even after a create whose answer was lost, does not reply twice.
@@ -421,7 +421,7 @@ func (a *App) ReplyInThread(ctx context.Context, inst int64, owner, repo string,
 }
 
 // findMarkedReply returns the id of the oldest reply to rootID written by
-// this app's bot account that contains mk, or 0.
+// this app's bot account and tagged with mk (botTagged), or 0.
 func (a *App) findMarkedReply(ctx context.Context, gh *github.Client, owner, repo string, pr int, rootID int64, mk string) (int64, error) {
 	slug, err := a.appSlug(ctx)
 	if err != nil {
@@ -433,8 +433,7 @@ func (a *App) findMarkedReply(ctx context.Context, gh *github.Client, owner, rep
 		return 0, err
 	}
 	for _, c := range cs {
-		u := c.GetUser()
-		if c.GetInReplyTo() == rootID && u.GetType() == "Bot" && strings.EqualFold(u.GetLogin(), login) && tagged(c.GetBody(), mk) {
+		if c.GetInReplyTo() == rootID && botTagged(c.GetUser(), login, c.GetBody(), mk) {
 			return c.GetID(), nil
 		}
 	}
