@@ -179,7 +179,7 @@ var containsSteps = []int{16, 256}
 // answer is false.
 func (w *Workspace) Contains(ctx context.Context, token, tip, sha string) (bool, error) {
 	for _, s := range []string{tip, sha} {
-		if !plumbing.IsHash(s) || plumbing.NewHash(s).String() != s {
+		if !fullSHA(s) {
 			return false, fmt.Errorf("contains %s in %s: %q is not a full lower-case commit SHA", sha, tip, s)
 		}
 	}

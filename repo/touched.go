@@ -69,9 +69,13 @@ func (w *Workspace) commitTrees(from, to string) (a, b *object.Tree, err error) 
 	return a, b, nil
 }
 
+// fullSHA reports whether s is a commit SHA written out whole, in lower
+// case, as git prints it.
+func fullSHA(s string) bool { return plumbing.IsHash(s) && plumbing.NewHash(s).String() == s }
+
 // commitTree is the root tree of commit sha, which must be in the workspace.
 func (w *Workspace) commitTree(sha string) (*object.Tree, error) {
-	if !plumbing.IsHash(sha) || plumbing.NewHash(sha).String() != sha {
+	if !fullSHA(sha) {
 		return nil, fmt.Errorf("%q is not a full lower-case commit SHA", sha)
 	}
 	c, err := w.repo.CommitObject(plumbing.NewHash(sha))
