@@ -301,6 +301,22 @@ func (w workspace) Fetch(ctx context.Context, token, sha string) error {
 	return commitGone(w.Workspace.Fetch(ctx, token, sha))
 }
 
+func (w workspace) Export(ctx context.Context, sha, dir string) error {
+	t, err := w.Workspace.CommitTree(sha)
+	if err != nil {
+		return err
+	}
+	return t.Export(ctx, dir)
+}
+
+func (w workspace) LeftOut(sha string, max int) ([]string, int, error) {
+	t, err := w.Workspace.CommitTree(sha)
+	if err != nil {
+		return nil, 0, err
+	}
+	return w.Workspace.LeftOut(t, max)
+}
+
 func commitGone(err error) error {
 	if errors.Is(err, repo.ErrCommitGone) {
 		return fmt.Errorf("%w: %w", task.ErrBaseGone, err)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/pullwright/pullwright/app"
+	"github.com/pullwright/pullwright/internal/fakellm"
 	"github.com/pullwright/pullwright/internal/sandboxtest"
 	"github.com/pullwright/pullwright/task"
 )
@@ -48,5 +49,49 @@ func TestApprovedCommandRunsInDockerWhileTheBotServes(t *testing.T) {
 	}
 	if runs := checkRunsNamed(e.gh, task.RunCheck); len(runs) != 1 || runs[0].Conclusion != "success" {
 		t.Fatalf("run check runs = %+v", runs)
+	}
+}
+
+// The attack of the review: the agent (or the issue steering it) hides
+// files from git behind a harmless edit, and the maintainer approves a
+// test run of a commit that only fixes a typo. The hidden files must not
+// run, with either runner: a run has the approved commit's files only, and
+// the agent is told what was left out.
+func TestFilesGitIgnoresDoNotRun(t *testing.T) {
+	for _, runnerName := range []string{"local", "docker"} {
+		t.Run(runnerName, func(t *testing.T) {
+			image := ""
+			if runnerName == "docker" {
+				image = sandboxtest.Image(t)
+			}
+			llm := fakellm.NewByTurn(t,
+				fakellm.Step{ToolCalls: []fakellm.ToolCall{call("write_file", map[string]any{"path": ".gitignore", "content": "*\n"})}},
+				fakellm.Step{ToolCalls: []fakellm.ToolCall{call("write_file", map[string]any{"path": "go.mod", "content": "module hidden\n\ngo 1.21\n"})}},
+				fakellm.Step{ToolCalls: []fakellm.ToolCall{call("write_file", map[string]any{"path": "zz_test.go",
+					"content": "package main\n\nimport \"testing\"\n\nfunc TestHidden(t *testing.T) { t.Fatal(\"HIDDEN CODE RAN\") }\n"})}},
+				fakellm.Step{ToolCalls: []fakellm.ToolCall{call("edit_file", map[string]any{"path": "README.md", "old_text": "comitt", "new_text": "commit"})}},
+				fakellm.Step{ToolCalls: []fakellm.ToolCall{call("run", map[string]any{"command": "go test ./...", "reason": "run the tests"})}},
+				fakellm.Step{ToolCalls: []fakellm.ToolCall{call("finish", map[string]any{"title": "Fix the spelling of commit", "summary": "Fixed."})}},
+			)
+			e := newEnv(t, llm, func(c *app.Config) { c.Runner, c.SandboxImage = runnerName, image })
+			e.comment("d1", 1, owner, "/agent fix the typo")
+			r := e.waitState(1, task.AwaitingApproval).Request
+			shown := e.waitComment(1, "asks to run a command").Body
+			if !strings.Contains(shown, "`README.md`") || strings.Contains(shown, "zz_test.go") || strings.Contains(shown, "go.mod") {
+				t.Fatalf("the request comment does not list exactly the typo fix:\n%s", shown)
+			}
+			e.comment("a1", 1, owner, "/approve "+r.ID)
+			done := e.waitTask(1)
+			res := done.Request.Result
+			if res == nil {
+				t.Fatalf("no run result: %s", done.Error)
+			}
+			if strings.Contains(res.Output, "HIDDEN CODE RAN") || res.ExitCode == 0 {
+				t.Fatalf("the run had the files git ignores (exit %d):\n%s", res.ExitCode, res.Output)
+			}
+			if !strings.Contains(res.Output, "not part of this run, because git ignores them: .gitignore, go.mod, zz_test.go") {
+				t.Errorf("the agent is not told what the run left out:\n%s", res.Output)
+			}
+		})
 	}
 }

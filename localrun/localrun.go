@@ -218,7 +218,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	if err := ws.CreateBranch(branch); err != nil {
 		return res, err
 	}
-	r.ws = ws
+	r.ws, r.base = ws, base
 
 	r.work(ctx)
 	if err := r.save(ctx); err != nil {

@@ -588,3 +588,25 @@ func TestRunNoFreeBranchName(t *testing.T) {
 		t.Fatalf("Run with --branch: %+v, %v", res, err)
 	}
 }
+
+// A run has the files the question showed: a file the agent wrote and git
+// ignores is not part of it, and the agent is told so.
+func TestRunLeavesOutFilesGitIgnores(t *testing.T) {
+	dir := newRepo(t, false, map[string]string{".gitignore": "*.local.sh\n"})
+	llm := fakellm.New(t,
+		step(call("write_file", map[string]string{"path": "check.local.sh", "content": "echo HIDDEN CODE RAN\n"})),
+		editStep,
+		run("sh check.local.sh; ls", "check"),
+		finishStep,
+	)
+	o, _, stderr := options(t, dir, llm, strings.NewReader("y\n"), true)
+	if _, err := localrun.Run(context.Background(), o); err != nil {
+		t.Fatalf("Run: %v\nstderr:\n%s", err, stderr)
+	}
+	got := lastResult(t, llm.Requests(), 3)
+	if strings.Contains(got, "HIDDEN CODE RAN") {
+		t.Fatalf("the run had a file git ignores:\n%s", got)
+	}
+	mustContain(t, "the run's result", got, "README.md", "not part of this run, because git ignores them: check.local.sh")
+	mustContain(t, "stderr", stderr.String(), " README.md | 2 +-", " 1 file changed")
+}

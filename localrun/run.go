@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -20,6 +21,9 @@ import (
 
 // outputTail is how many lines of a command's output are shown.
 const outputTail = 10
+
+// leftOutShown is how many of the files a run left out are named.
+const leftOutShown = 10
 
 // run is one bot run between the clone and the report.
 type run struct {
@@ -35,8 +39,10 @@ type run struct {
 	branch   string
 	who      string // the local user, as the agent is told
 	ws       *repo.Workspace
-	st       *agent.State
-	res      *Result
+	// base holds the workspace (base/work) and each run's files (base/run).
+	base string
+	st   *agent.State
+	res  *Result
 	// failure is why the run could not go on (the model endpoint failed,
 	// the input could not be read); the work so far is saved anyway.
 	failure error
@@ -175,7 +181,13 @@ func (r *run) status(what string) {
 // returns the tool result for the agent. The time the answer took is not
 // the agent's.
 func (r *run) request(ctx context.Context, req agent.Request) (string, error) {
-	stats, err := r.ws.DiffStat(r.src.head)
+	// The files that run are the ones shown: the workspace's state as a
+	// commit would hold it, taken now. Files git ignores are not part of it.
+	tree, err := r.ws.Current()
+	if err != nil {
+		return fmt.Sprintf("error: the workspace could not be read, so the command did not run: %v", err), nil
+	}
+	stats, err := r.ws.DiffStatOf(r.src.head, tree)
 	stat := ""
 	if err != nil {
 		stat = fmt.Sprintf("(the diff stat could not be made: %v)\n", err)
@@ -198,8 +210,20 @@ func (r *run) request(ctx context.Context, req agent.Request) (string, error) {
 	r.status("running " + cmd)
 	s := r.settings
 	image := cmp.Or(r.o.Image, s.Sandbox.Image)
+	dir := filepath.Join(r.base, "run")
+	if err := os.RemoveAll(dir); err != nil {
+		return "", fmt.Errorf("clear the run's files: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	if err := tree.Export(ctx, dir); err != nil {
+		if ctx.Err() != nil {
+			return "", ctx.Err()
+		}
+		r.d.printf("  `%s` could not be run: %v\n", clip(cmd, 120), err)
+		return fmt.Sprintf("error: the workspace's files could not be written out for the run, so the command did not run: %v", err), nil
+	}
 	res, err := r.sb.r.Run(ctx, runner.Spec{
-		Dir:      r.ws.Dir(),
+		Dir:      dir,
 		Command:  req.Command,
 		Timeout:  s.Sandbox.Timeout.D(),
 		Image:    image,
@@ -218,6 +242,13 @@ func (r *run) request(ctx context.Context, req agent.Request) (string, error) {
 	output := res.Output
 	if res.OOMKilled {
 		output += "\n[the sandbox killed the command: it ran out of memory]"
+	}
+	if left, more, err := r.ws.LeftOut(tree, leftOutShown); err == nil && len(left) > 0 {
+		list := strings.Join(left, ", ")
+		if more > 0 {
+			list += fmt.Sprintf(" and %d more", more)
+		}
+		output += fmt.Sprintf("\n[not part of this run, because git ignores them: %s. A run has the files a commit of the workspace would hold only.]\n", list)
 	}
 	how := fmt.Sprintf("exit code %d after %s", res.ExitCode, res.Duration.Round(time.Millisecond))
 	if res.TimedOut {

@@ -39,7 +39,12 @@ func (w *Workspace) DiffStat(baseSHA string) ([]FileStat, error) {
 	if err != nil {
 		return nil, fmt.Errorf("diffstat %s: %w", baseSHA, err)
 	}
-	// Not p.Stats(): it leaves binary files out; here they count 0/0.
+	return stats(p), nil
+}
+
+// stats counts each file's lines. Not p.Stats(): it leaves binary files
+// out; here they count 0/0.
+func stats(p *object.Patch) []FileStat {
 	var out []FileStat
 	for _, fp := range p.FilePatches() {
 		from, to := fp.Files()
@@ -66,12 +71,29 @@ func (w *Workspace) DiffStat(baseSHA string) ([]FileStat, error) {
 		out = append(out, st)
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Path < out[j].Path })
-	return out, nil
+	return out
 }
 
-// patch builds the tree of the current state in memory (the workspace's
-// object store is not written to) and lets go-git diff it against the base.
+// patch diffs the base commit's tree against the current state (Current).
 func (w *Workspace) patch(baseSHA string) (*object.Patch, error) {
+	cur, err := w.currentTree()
+	if err != nil {
+		return nil, err
+	}
+	return w.patchTo(baseSHA, cur)
+}
+
+// DiffStatOf is DiffStat against the tree t instead of the current state,
+// so that what a person is shown is the tree that will run.
+func (w *Workspace) DiffStatOf(baseSHA string, t *Tree) ([]FileStat, error) {
+	p, err := w.patchTo(baseSHA, t.tree)
+	if err != nil {
+		return nil, fmt.Errorf("diffstat %s: %w", baseSHA, err)
+	}
+	return stats(p), nil
+}
+
+func (w *Workspace) patchTo(baseSHA string, cur *object.Tree) (*object.Patch, error) {
 	if !plumbing.IsHash(baseSHA) {
 		return nil, fmt.Errorf("not a commit SHA: %q", baseSHA)
 	}
@@ -83,6 +105,18 @@ func (w *Workspace) patch(baseSHA string) (*object.Patch, error) {
 	if err != nil {
 		return nil, err
 	}
+	diff, err := object.DiffTree(baseTree, cur)
+	if err != nil {
+		return nil, err
+	}
+	sort.Sort(diff)
+	return diff.Patch()
+}
+
+// currentTree builds the tree of the current state in memory (the
+// workspace's object store is not written to): HEAD's tree with the
+// worktree's changes on top.
+func (w *Workspace) currentTree() (*object.Tree, error) {
 	headTree, err := w.headTree()
 	if err != nil {
 		return nil, err
@@ -91,49 +125,41 @@ func (w *Workspace) patch(baseSHA string) (*object.Patch, error) {
 	if err != nil {
 		return nil, err
 	}
-	cur := headTree
-	if len(changes) > 0 {
-		ov := &overlayStorer{EncodedObjectStorer: w.repo.Storer, mem: map[plumbing.Hash]plumbing.EncodedObject{}}
-		entries := map[string]object.TreeEntry{}
-		walker := object.NewTreeWalker(headTree, true, nil)
-		defer walker.Close()
-		for {
-			name, e, err := walker.Next()
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				return nil, err
-			}
-			if e.Mode != filemode.Dir {
-				entries[name] = object.TreeEntry{Name: name, Mode: e.Mode, Hash: e.Hash}
-			}
+	if len(changes) == 0 {
+		return headTree, nil
+	}
+	ov := &overlayStorer{EncodedObjectStorer: w.repo.Storer, mem: map[plumbing.Hash]plumbing.EncodedObject{}}
+	entries := map[string]object.TreeEntry{}
+	walker := object.NewTreeWalker(headTree, true, nil)
+	defer walker.Close()
+	for {
+		name, e, err := walker.Next()
+		if err == io.EOF {
+			break
 		}
-		for _, c := range changes {
-			if c.Status == StatusDeleted {
-				delete(entries, c.Path)
-				continue
-			}
-			h, err := ov.put(plumbing.BlobObject, c.content)
-			if err != nil {
-				return nil, err
-			}
-			entries[c.Path] = object.TreeEntry{Name: c.Path, Mode: c.mode, Hash: h}
-		}
-		root, err := buildTree(ov, "", entries)
 		if err != nil {
 			return nil, err
 		}
-		if cur, err = object.GetTree(ov, root); err != nil {
-			return nil, err
+		if e.Mode != filemode.Dir {
+			entries[name] = object.TreeEntry{Name: name, Mode: e.Mode, Hash: e.Hash}
 		}
 	}
-	diff, err := object.DiffTree(baseTree, cur)
+	for _, c := range changes {
+		if c.Status == StatusDeleted {
+			delete(entries, c.Path)
+			continue
+		}
+		h, err := ov.put(plumbing.BlobObject, c.content)
+		if err != nil {
+			return nil, err
+		}
+		entries[c.Path] = object.TreeEntry{Name: c.Path, Mode: c.mode, Hash: h}
+	}
+	root, err := buildTree(ov, "", entries)
 	if err != nil {
 		return nil, err
 	}
-	sort.Sort(diff)
-	return diff.Patch()
+	return object.GetTree(ov, root)
 }
 
 // buildTree writes the tree for the directory prefix (""=root) holding the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -290,9 +291,25 @@ func (f *Flow) run(ctx context.Context, t *Task) error {
 		if head, err := ws.Head(); err != nil || head != r.SHA {
 			return Fatal(fmt.Sprintf("the workspace is not at the approved commit %s", short(r.SHA)), err)
 		}
+		// What runs is the approved commit's tree and nothing else: not
+		// the files git ignores in the workspace, which the request did not
+		// show, and nothing an earlier run left.
+		tree := f.runTree(t)
+		if err := os.RemoveAll(tree); err != nil {
+			return retryf(err, "clearing the run's files failed")
+		}
+		defer f.removeRunTree(ctx, t)
+		if err := ws.Export(ctx, r.SHA, tree); err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			f.Logger.ErrorContext(ctx, "export of the approved commit failed", "task_id", t.ID, "request", r.ID, "sha", r.SHA, "err", err)
+			r.Result = &RunResult{ExitCode: -1, Output: fmt.Sprintf("not run: the files of the approved commit %s could not be written out for the run; a maintainer can see the bot's logs", short(r.SHA))}
+			return nil
+		}
 		sb := f.settings(t)
 		res, err := f.Runner.Run(ctx, RunSpec{
-			Dir:     ws.Dir(),
+			Dir:     tree,
 			Command: r.Command,
 			Labels:  map[string]string{"pullwright.task": strconv.FormatInt(t.ID, 10), "pullwright.request": r.ID},
 			Image:   sb.Sandbox.Image,
@@ -308,6 +325,7 @@ func (f *Flow) run(ctx context.Context, t *Task) error {
 			f.Logger.ErrorContext(ctx, "sandbox failed", "task_id", t.ID, "request", r.ID, "err", err)
 			res = RunResult{ExitCode: -1, Output: "the sandbox failed to run the command: " + UserMessage(Retry(sandboxMessage(err), err))}
 		}
+		res.Output += f.leftOutNote(ctx, t, ws)
 		r.Result = &res
 		return nil
 	}
@@ -320,6 +338,38 @@ func (f *Flow) run(ctx context.Context, t *Task) error {
 		return err
 	}
 	return f.resolve(ctx, t, Outcome{Verdict: Approved, By: r.Answer.By, Result: res})
+}
+
+// runTree is where the approved commit's files are written for one run,
+// beside the task's workspace.
+func (f *Flow) runTree(t *Task) string { return f.workdir(t) + ".run" }
+
+func (f *Flow) removeRunTree(ctx context.Context, t *Task) {
+	if err := os.RemoveAll(f.runTree(t)); err != nil {
+		f.Logger.WarnContext(ctx, "remove the run's files", "task_id", t.ID, "err", err)
+	}
+}
+
+// leftOutShown is how many of the files a run left out are named.
+const leftOutShown = 10
+
+// leftOutNote tells the agent (and the run's check) which files of its
+// workspace the run did not have, because git ignores them: a test or
+// build file the agent wrote there never runs, and it should know why.
+func (f *Flow) leftOutNote(ctx context.Context, t *Task, ws Workspace) string {
+	paths, more, err := ws.LeftOut(t.Request.SHA, leftOutShown)
+	if err != nil {
+		f.Logger.WarnContext(ctx, "list the files a run left out", "task_id", t.ID, "err", err)
+		return ""
+	}
+	if len(paths) == 0 {
+		return ""
+	}
+	list := strings.Join(paths, ", ")
+	if more > 0 {
+		list += fmt.Sprintf(" and %d more", more)
+	}
+	return fmt.Sprintf("\n[not part of this run, because git ignores them: %s. A run has the files of the approved commit %s only.]\n", list, short(t.Request.SHA))
 }
 
 // sandboxMessage is what the agent and the check run may learn of a sandbox

@@ -632,4 +632,5 @@ func (f *Flow) cleanup(ctx context.Context, t *Task) {
 	if err := os.RemoveAll(t.Workdir); err != nil {
 		f.Logger.WarnContext(ctx, "remove workspace", "task_id", t.ID, "err", err)
 	}
+	f.removeRunTree(ctx, t)
 }

@@ -322,6 +322,12 @@ type Workspace interface {
 	// ChangedPaths lists the paths whose files differ between the trees of
 	// two commits in the workspace.
 	ChangedPaths(from, to string) ([]string, error)
+	// Export writes the files of commit sha, and nothing else, into dir,
+	// which must not exist, and checks what it wrote against the commit.
+	Export(ctx context.Context, sha, dir string) error
+	// LeftOut lists what the worktree holds that commit sha does not
+	// (files git ignores): at most max paths, and how many more there are.
+	LeftOut(sha string, max int) ([]string, int, error)
 	Remove() error
 }
 
