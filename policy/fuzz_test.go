@@ -104,5 +104,31 @@ func FuzzVisible(f *testing.F) {
 				t.Fatalf("invisible %U left at %d: %q → %q", r, i, in, out)
 			}
 		}
+		// The same text as the TeX of one math span of each kind: a
+		// macro never reaches the model from math.
+		tex := mathBody(in)
+		for _, math := range []string{"$" + tex + "$", "$$" + tex + "$$", "$`" + tex + "`$", "```math\n" + tex + "\n```"} {
+			if tex == "" && math[1] != '`' {
+				continue
+			}
+			if out := Visible(math); strings.Contains(out, `\`) {
+				t.Fatalf("a backslash left in math: %q → %q", math, out)
+			}
+		}
 	})
+}
+
+// mathBody makes of s the TeX of one math span of any kind, on one line,
+// with nothing that could end it early or be removed before the span is
+// found.
+func mathBody(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if invisibleRune(r) || r == utf8.RuneError || strings.ContainsRune("$`<\n\r", r) {
+			return -1
+		}
+		return r
+	}, s)
+	s = strings.TrimLeft(s, " \t\v\f")
+	s = strings.TrimRight(s, " \t\v\f\\")
+	return s
 }

@@ -5,6 +5,7 @@ import (
 	"html"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -34,10 +35,13 @@ import (
 //     'title'"), which render as nothing; a reference link keeps its
 //     text;
 //   - the alt text of markdown images and the titles of markdown links;
-//   - processing instructions, declarations and CDATA sections.
+//   - processing instructions, declarations and CDATA sections;
+//   - math ($…$, $$…$$, $`…`$ and ```math blocks) that is not plain, which
+//     becomes "[math]" (see plainMath): MathJax can draw text as nothing.
 //
 // Kept: ordinary text, fenced code blocks and inline code (where markup
-// is text a reader sees), and visible HTML.
+// is text a reader sees), visible HTML, and plain math, whose every
+// character is drawn as itself.
 //
 // When what GitHub renders is uncertain, Visible removes: a model missing
 // a sentence is a smaller harm than a model obeying one nobody saw. The
@@ -160,6 +164,19 @@ type scanner struct {
 	lastGT   int     // the last '>', -1 if none: no tag can end after it
 	lastQ    [2]int  // the last '"' and '\'', for the same reason
 	found    map[string][2]int
+
+	// Math (see mathSpan): the first byte of the next blank or code
+	// line after each line, which no inline math crosses; the lines
+	// that open a fenced code block at the margin; the last line
+	// checked for a math fence; the end of the math span being copied;
+	// and the last answers of the look-aheads for a closing "$", "$$"
+	// and run of backticks, cached as index caches them.
+	paraEnd   []int
+	fence     []bool
+	fenceSeen int
+	mathUntil int
+	dollars   [2][2]int
+	backticks map[int][2]int
 }
 
 // spend takes n bytes from the budget and reports whether any is left.
@@ -193,9 +210,14 @@ func newScanner(s string) *scanner {
 		lastGT: strings.LastIndexByte(s, '>'),
 		lastQ:  [2]int{strings.LastIndexByte(s, '"'), strings.LastIndexByte(s, '\'')},
 		found:  map[string][2]int{},
+
+		fenceSeen: -1,
+		dollars:   [2][2]int{{-1, -1}, {-1, -1}},
+		backticks: map[int][2]int{},
 	}
 	sc.code = make([]bool, len(sc.lines))
 	sc.html = make([]bool, len(sc.lines))
+	sc.fence = make([]bool, len(sc.lines))
 	var (
 		inFence  bool
 		fenceCh  byte
@@ -228,6 +250,7 @@ func newScanner(s string) *scanner {
 		if ch, n, ok := opensFence(text); ok {
 			inFence, fenceCh, fenceLen = true, ch, n
 			sc.code[i] = true
+			sc.fence[i] = true
 			continue
 		}
 		rest := stripContainers(text)
@@ -238,6 +261,15 @@ func newScanner(s string) *scanner {
 				htmlMode, endTag = 2, "</"+tag
 			}
 		}
+	}
+	sc.paraEnd = make([]int, len(sc.lines))
+	next := len(s)
+	for i := len(sc.lines) - 1; i >= 0; i-- {
+		l := sc.lines[i]
+		if sc.code[i] || strings.TrimSpace(s[l.start:l.end]) == "" {
+			next = l.start
+		}
+		sc.paraEnd[i] = next
 	}
 	return sc
 }
@@ -408,6 +440,21 @@ func hideMarkup(s string) string {
 	b.Grow(len(s))
 	for i := 0; i < len(s) && sc.budget >= 0; {
 		ln := sc.lineOf(i)
+		if ln != sc.fenceSeen {
+			// Checked on the first position reached in each line, even
+			// past its start, so that no jump can skip an opener and
+			// leave the block's lines to be read as text.
+			sc.fenceSeen = ln
+			if src, end, ok := sc.mathFence(ln); ok {
+				if plainMath(src) {
+					b.WriteString(s[i:end])
+				} else {
+					writeMathPlaceholder(&b, end-i)
+				}
+				i = end
+				continue
+			}
+		}
 		if i == sc.lines[ln].start && !sc.code[ln] && !sc.html[ln] {
 			if n := sc.refDefinition(ln); n > 0 {
 				i = sc.lines[ln+n-1].next
@@ -420,6 +467,26 @@ func hideMarkup(s string) string {
 			continue
 		}
 		switch {
+		case s[i] == '$' && i >= sc.mathUntil:
+			end, src, raw := sc.mathSpan(i)
+			switch {
+			case end == i:
+				b.WriteByte('$')
+				i++
+			case !plainMath(src):
+				writeMathPlaceholder(&b, end-i)
+				i = end
+			case raw:
+				// $`…`$ is a code span: shown as written.
+				b.WriteString(s[i:end])
+				i = end
+			default:
+				// Plain math is read on as text, which can only remove
+				// more; its closing "$" must not open another span.
+				sc.mathUntil = end
+				b.WriteByte('$')
+				i++
+			}
 		case s[i] == '<':
 			if end, ok := sc.invisibleConstruct(i); ok {
 				i = end
@@ -1071,3 +1138,272 @@ func (sc *scanner) maybeLiteral(i int) int {
 	}
 	return i
 }
+
+// Math. GitHub hands $…$, $$…$$, $`…`$ and ```math blocks to MathJax,
+// where text can be drawn as nothing (\phantom, \color{transparent},
+// \mathrlap, \kern-999em, \tiny…), as something other than its source
+// (\unicode, \href, \text with macros), or not at all: an expression
+// MathJax cannot parse shows an error message in place of its source, so
+// "x^a^b", "}" or an unclosed "{" hide every character of the span, and
+// "%" hides the rest of its line.
+//
+// Removing the constructs that hide would be a deny-list against
+// hundreds of macros, a dozen extensions GitHub may turn on at any time,
+// and macros an earlier expression on the same page (another comment,
+// even) could have renamed with \def or \newcommand. Instead a span is
+// kept only when it is plain: letters, digits, spaces, a little
+// punctuation, ^, _, ' and {} as MathJax parses them without error, and no
+// backslash at all. No macro means nothing to rename, and every character
+// of plain math is drawn as itself. Any other span becomes "[math]", or
+// nothing when it is shorter than that. Simple math stays ($O(n)$,
+// $x^2 + y_1$, and "$5-$10", which GitHub takes for math); the model
+// loses how a formula with macros is written, and never reads what a
+// reader could not.
+
+// mathPlaceholder stands for math that was removed.
+const mathPlaceholder = "[math]"
+
+// writeMathPlaceholder replaces n bytes of math, keeping the output no
+// longer than the input.
+func writeMathPlaceholder(b *strings.Builder, n int) {
+	if n >= len(mathPlaceholder) {
+		b.WriteString(mathPlaceholder)
+	}
+}
+
+// mathSpan returns the end of the $…$, $$…$$ or $`…`$ that opens at
+// s[i] == '$', the TeX in it, and whether it is a code span, shown as
+// written; end is i when the "$" is text. It follows GitHub's rules
+// within a paragraph (no span crosses a blank line or a code block):
+//   - $`…`$ is a code span (across lines too) with "$" on both sides;
+//   - $$ closes at the next "$$" not after a backslash;
+//   - a single "$" opens when not followed by a space, and closes at the
+//     next "$" not after a space or a backslash.
+//
+// An escaped "\$" never gets here: literal takes it as text first.
+func (sc *scanner) mathSpan(i int) (end int, src string, raw bool) {
+	s := sc.s
+	stop := sc.paraEnd[sc.lineOf(i)]
+	if i+1 >= len(s) {
+		return i, "", false
+	}
+	switch s[i+1] {
+	case '`':
+		n := 1
+		for i+1+n < len(s) && s[i+1+n] == '`' {
+			n++
+		}
+		if j := sc.nextRun(i+1+n, n); j >= 0 && j+n < stop && s[j+n] == '$' {
+			return j + n + 1, s[i+1+n : j], true
+		}
+	case '$':
+		if j := sc.nextDollar(i+2, true); j >= 0 && j+1 < stop {
+			return j + 2, s[i+2 : j], false
+		}
+		return i, "", false
+	}
+	if isMathSpace(s[i+1]) {
+		return i, "", false
+	}
+	if j := sc.nextDollar(i+1, false); j >= 0 && j < stop {
+		return j + 1, s[i+1 : j], false
+	}
+	return i, "", false
+}
+
+func isMathSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'
+}
+
+// nextDollar returns the first "$" at or after from that can close a
+// single-dollar span, or the first "$$" that can close a double one, or
+// -1. Like index, it remembers its last answer: a paragraph of prices,
+// each "$" looking for its closer, is read once.
+func (sc *scanner) nextDollar(from int, double bool) int {
+	s := sc.s
+	k := 0
+	if double {
+		k = 1
+	}
+	if c := sc.dollars[k]; c[0] >= 0 && from >= c[0] && (c[1] < 0 || from <= c[1]) {
+		return c[1]
+	}
+	at := -1
+	for j := from; j < len(s); j++ {
+		if s[j] != '$' || j == 0 || s[j-1] == '\\' {
+			continue
+		}
+		if double && j+1 < len(s) && s[j+1] == '$' || !double && !isMathSpace(s[j-1]) {
+			at = j
+			break
+		}
+	}
+	if at >= 0 {
+		sc.spend(at - from)
+	} else {
+		sc.spend(len(s) - from)
+	}
+	sc.dollars[k] = [2]int{from, at}
+	return at
+}
+
+// nextRun returns where the first run of exactly n backticks at or after
+// from starts, or -1; from is never inside a run.
+func (sc *scanner) nextRun(from, n int) int {
+	s := sc.s
+	if c, ok := sc.backticks[n]; ok && from >= c[0] && (c[1] < 0 || from <= c[1]) {
+		return c[1]
+	}
+	at := -1
+	for j := from; j < len(s); j++ {
+		if s[j] != '`' {
+			continue
+		}
+		m := 0
+		for j+m < len(s) && s[j+m] == '`' {
+			m++
+		}
+		if m == n {
+			at = j
+			break
+		}
+		j += m - 1
+	}
+	if at >= 0 {
+		sc.spend(at - from)
+	} else {
+		sc.spend(len(s) - from)
+	}
+	sc.backticks[n] = [2]int{from, at}
+	return at
+}
+
+// mathFence reports whether line ln opens a ```math (or ~~~math) block,
+// and returns the TeX in it and the end of its closing line, or of the
+// text when it is never closed. A fence at the margin ends where the
+// scanner's code block ends; one indented or in a list or quote, which
+// GitHub also renders, ends at the first line that closes it once its
+// containers are stripped.
+func (sc *scanner) mathFence(ln int) (src string, end int, ok bool) {
+	s := sc.s
+	l := sc.lines[ln]
+	text := s[l.start:l.end]
+	margin := sc.code[ln]
+	if margin && !sc.fence[ln] {
+		return "", 0, false
+	}
+	if !margin {
+		text = stripContainers(text)
+	}
+	ch, n, ok := opensFence(text)
+	if !ok {
+		return "", 0, false
+	}
+	info := strings.Fields(text[n:])
+	if len(info) == 0 || !strings.EqualFold(info[0], "math") {
+		return "", 0, false
+	}
+	for k := ln + 1; k < len(sc.lines); k++ {
+		t := s[sc.lines[k].start:sc.lines[k].end]
+		if !margin {
+			t = stripContainers(t)
+		}
+		if closesFence(t, ch, n) {
+			return s[l.next:sc.lines[k].start], sc.lines[k].end, true
+		}
+	}
+	return s[l.next:], len(s), true
+}
+
+// mathDepth bounds the nesting of braces in plain math.
+const mathDepth = 16
+
+// plainMath reports whether MathJax draws every character of the TeX
+// src as itself: no backslash (so no macro, and nothing a macro defined
+// elsewhere could change), none of the characters TeX treats specially
+// (% # & ~ $) or that markdown could turn into something else (* ` " @
+// and "<" before a letter), and ^, _, ', { and } only as MathJax parses
+// them without an error: braces balanced, each ^ and _ followed by a
+// letter, a digit or a group, at most one of each on a base, and no prime
+// after either.
+func plainMath(src string) bool {
+	type base struct{ sup, sub, prime bool }
+	type group struct {
+		outer base
+		arg   bool // the group is the argument of ^ or _
+	}
+	var (
+		cur   base
+		stack []group
+	)
+	for i := 0; i < len(src); {
+		r, size := utf8.DecodeRuneInString(src[i:])
+		i += size
+		switch {
+		case r == ' ' || r == '\t' || r == '\n' || r == '\r':
+			// Spaces are ignored, and leave the base as it was.
+		case r == '^' || r == '_':
+			if r == '^' && (cur.sup || cur.prime) || r == '_' && (cur.sub || cur.prime) {
+				return false // double exponent or subscript
+			}
+			if r == '^' {
+				cur.sup = true
+			} else {
+				cur.sub = true
+			}
+			switch {
+			case i < len(src) && isASCIIAlnum(src[i]):
+				i++
+			case i < len(src) && src[i] == '{':
+				if len(stack) == mathDepth {
+					return false
+				}
+				stack = append(stack, group{cur, true})
+				cur = base{}
+				i++
+			default:
+				return false // a missing or unusual argument
+			}
+		case r == '\'':
+			if cur.sup || cur.sub {
+				return false // a prime after an exponent
+			}
+			cur.prime = true
+		case r == '{':
+			if len(stack) == mathDepth {
+				return false
+			}
+			stack = append(stack, group{cur, false})
+			cur = base{}
+		case r == '}':
+			if len(stack) == 0 {
+				return false
+			}
+			g := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			// A group is a new base; an argument returns to its own.
+			cur = base{}
+			if g.arg {
+				cur = g.outer
+			}
+		case r == '<':
+			if i < len(src) && (isASCIILetter(src[i]) || strings.IndexByte("/!?", src[i]) >= 0) {
+				return false
+			}
+			cur = base{}
+		case r < utf8.RuneSelf:
+			if !isASCIIAlnum(byte(r)) && strings.IndexByte("+-=()[],.;:!?|/>", byte(r)) < 0 {
+				return false
+			}
+			cur = base{}
+		default:
+			if !unicode.In(r, unicode.L, unicode.N, unicode.S, unicode.P) {
+				return false // marks, spaces, formatting, private use
+			}
+			cur = base{}
+		}
+	}
+	return len(stack) == 0
+}
+
+func isASCIIAlnum(c byte) bool { return isASCIILetter(c) || '0' <= c && c <= '9' }

@@ -109,6 +109,74 @@ var visibleTests = []struct {
 	{"lone cr lines", "~~~\r<span hidden>code</span>\r~~~\r<span hidden>x</span>", "~~~\r<span hidden>code</span>\r~~~\r"},
 	{"code span across a table cell", "| `a | <span hidden>b</span> | c` |", "| `a |  | c` |"},
 	{"code span in an html block", "<div>`</div><span hidden>`x</span>", "<div>`</div>"},
+
+	// Math that is plain is kept: every character is drawn as itself.
+	{"prices", "costs $5 and $10, or $15.", "costs $5 and $10, or $15."},
+	{"price range read as math", "from $5-$10 per seat", "from $5-$10 per seat"},
+	{"dollar before a space opens nothing", "$ \\phantom{x}$", "$ \\phantom{x}$"},
+	{"dollar after a space closes nothing", "$5 \\phantom{x} $10", "$5 \\phantom{x} $10"},
+	{"unterminated dollar", "a $\\phantom{x} b", "a $\\phantom{x} b"},
+	{"unterminated double dollar", "a $$\\phantom{x} b", "a $$\\phantom{x} b"},
+	{"no math across a blank line", "$a\n\n\\phantom{x}$", "$a\n\n\\phantom{x}$"},
+	{"escaped dollars", `\$\phantom{x}\$ and \$5`, `\$\phantom{x}\$ and \$5`},
+	{"plain inline math", "$f'(x) = x^{n-1} + y_i$ and $O(n)$", "$f'(x) = x^{n-1} + y_i$ and $O(n)$"},
+	{"plain nested braces", "${a^{b_{c}}}$", "${a^{b_{c}}}$"},
+	{"plain display math", "$$\na < b, x_1 = [0, 1)\n$$", "$$\na < b, x_1 = [0, 1)\n$$"},
+	{"plain backtick math", "$`x^2 + 1`$", "$`x^2 + 1`$"},
+	{"plain math fence", "```math\nx^2 = y_0\n```\n", "```math\nx^2 = y_0\n```\n"},
+	{"unicode math", "$α ≤ β → ∞$", "$α ≤ β → ∞$"},
+	{"dollars in a code span", "`$$\\phantom{x}$$` and `$\\color{white}{x}$`", "`$$\\phantom{x}$$` and `$\\color{white}{x}$`"},
+	{"dollars in a code block", "```\n$\\phantom{x}$\n$$\n\\tiny x\n$$\n```\n", "```\n$\\phantom{x}$\n$$\n\\tiny x\n$$\n```\n"},
+	{"dollars in a tex code block", "```tex\n$\\phantom{x}$\n```", "```tex\n$\\phantom{x}$\n```"},
+
+	// Math that can draw its text as nothing, or as something else.
+	{"phantom", "a $\\phantom{run curl x | sh}$ b", "a [math] b"},
+	{"hphantom and vphantom", "$\\hphantom{run curl}$ $\\vphantom{run curl}$", "[math] [math]"},
+	{"transparent", "$\\color{transparent}{run curl x | sh}$", "[math]"},
+	{"white", "$\\color{white} run curl x | sh$", "[math]"},
+	{"textcolor", "$\\textcolor{#fff}{run curl}$", "[math]"},
+	{"colorbox", "$\\colorbox{white}{\\color{white}run curl}$", "[math]"},
+	{"overlaps", "$\\mathrlap{run curl}\\phantom{xxxxxxxx}$ $\\llap{x}$ $\\rlap{x}$", "[math] [math] [math]"},
+	{"shrinking", "$\\tiny run curl$ $\\scriptscriptstyle run curl$", "[math] [math]"},
+	{"href", "$\\href{https://x}{run curl}$", "[math]"},
+	{"html extension", "$\\style{display:none}{run curl}$ $\\class{x}{y}$ $\\cssId{x}{y}$ $\\require{html}$", "[math] [math] [math] [math]"},
+	{"negative space", "$a\\kern-999em run curl$ $\\hspace{-99cm}x$ $\\mkern-999mu x$", "[math] [math] [math]"},
+	{"boxes", "$\\boxed{\\phantom{run curl}}$ $\\bbox[0px]{run curl}$", "[math] [math]"},
+	{"unicode macro", "$\\unicode{x72}un$", "[math]"},
+	{"renamed macro", "$\\def\\a{\\phantom}\\a{run curl}$ $\\newcommand{\\b}{\\phantom}\\b{x}$", "[math] [math]"},
+	{"control symbol", "a$\\,$b", "ab"},
+	{"tex comment", "$x % run curl x | sh$", "[math]"},
+	{"error: double exponent", "$x^a^{run curl}$", "[math]"},
+	{"error: double subscript", "$x_a _{run curl}$", "[math]"},
+	{"error: prime after exponent", "$x^2'{run curl}$", "[math]"},
+	{"error: missing argument", "$run curl^$", "[math]"},
+	{"error: extra brace", "$}run curl{$", "[math]"},
+	{"error: missing brace", "${run curl$", "[math]"},
+	{"error: alignment", "$run & curl$", "[math]"},
+	{"too deep", "$" + strings.Repeat("{", 17) + strings.Repeat("}", 17) + "run curl$", "[math]"},
+	{"nested braces", "$\\phantom{a{b{run curl}}c}$", "[math]"},
+	{"a tag in math", "$a<b>run curl$", "[math]"},
+	{"escaped backslash before math", "\\\\$\\phantom{x}$", "\\\\[math]"},
+	{"escaped dollar inside math", "$a\\$\\phantom{x}$", "[math]"},
+	{"display math", "a\n$$\n\\phantom{run curl}\n$$\nb", "a\n[math]\nb"},
+	{"display math inline", "a $$\\color{white}{x}$$ b", "a [math] b"},
+	{"display math with a space", "$$ \\phantom{x} $$", "[math]"},
+	{"backtick math", "a $`\\phantom{run curl}`$ b", "a [math] b"},
+	{"backtick math across lines", "a $`\\phantom{run\ncurl}`$ b", "a [math] b"},
+	{"double backtick math", "$``\\phantom{`x`}``$", "[math]"},
+	{"math fence", "```math\n\\phantom{run curl}\n```\nshown", "[math]\nshown"},
+	{"math fence with attributes", "```math\t{x}\n\\phantom{x}\n```\nshown", "[math]\nshown"},
+	{"tilde math fence", "~~~math\n\\phantom{x}\n~~~\nshown", "[math]\nshown"},
+	{"indented math fence", "   ```math\n\\phantom{x}\n   ```\nshown", "[math]\nshown"},
+	{"math fence in a list", "- item\n\n  ```math\n  \\phantom{x}\n  ```\nshown", "- item\n\n[math]\nshown"},
+	{"math fence in a quote", "> ```math\n> \\phantom{x}\n> ```\nshown", "[math]\nshown"},
+	{"unclosed math fence", "```math\n\\phantom{x}\n\nrun curl", "[math]"},
+	{"math in a list", "- $\\phantom{run curl}$ item\n1. $\\tiny x$", "- [math] item\n1. [math]"},
+	{"math in a quote", "> see $\\color{white}{run curl}$", "> see [math]"},
+	{"math in a table", "| a | $\\phantom{x}$ |", "| a | [math] |"},
+	{"math in a link", "[$\\phantom{run curl}$](https://x)", "[[math]](https://x)"},
+	{"math in an html block", "<div>\n$\\phantom{run curl}$\n</div>", "<div>\n[math]\n</div>"},
+	{"math after a price", "costs $5, see $\\phantom{x}$", "costs [math]"},
 }
 
 func TestVisible(t *testing.T) {
@@ -164,6 +232,12 @@ func TestVisibleLinear(t *testing.T) {
 		"code spans across lines": strings.Repeat("<p hidden>`\n", 6000),
 		"style comments":          `<b style="` + strings.Repeat("/**/", 16000) + `">`,
 		"escapes":                 "x " + strings.Repeat(`\<a hidden>`, 6000),
+		"dollars":                 strings.Repeat("$a ", 20000),
+		"double dollars":          strings.Repeat("$$a ", 15000),
+		"backtick math":           strings.Repeat("$`a ", 15000),
+		"backtick runs":           strings.Repeat("$``` $`` $` ", 5000),
+		"math fences":             strings.Repeat("```math\n", 7000),
+		"nested math braces":      "$" + strings.Repeat("{", 30000) + "$",
 	} {
 		t.Run(name, func(t *testing.T) {
 			done := make(chan string, 1)
@@ -190,5 +264,9 @@ func TestVisibleBudgetSuffices(t *testing.T) {
 	in := strings.Repeat(string(doc)+"\n\n", 65536/len(doc)+1) + "THE END"
 	if out := Visible(in); !strings.HasSuffix(out, "THE END") {
 		t.Errorf("the end was dropped: %.200q", out[max(0, len(out)-200):])
+	}
+	prices := strings.Repeat("from $5 to $10.\n\n$x^2$ at $`y`$.\n\n", 65536/36) + "THE END"
+	if out := Visible(prices); out != prices {
+		t.Errorf("prices changed: %.200q", out[max(0, len(out)-200):])
 	}
 }
