@@ -10,6 +10,8 @@ import (
 	"unicode/utf8"
 
 	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/pullwright/pullwright/policy"
 )
 
 // Request is a command the model asked to run, waiting for an answer.
@@ -68,10 +70,12 @@ func runRun(env toolEnv, raw json.RawMessage) (toolResult, error) {
 	switch {
 	case cmd == "":
 		return toolResult{}, errorf("command is empty; give the exact command line to run, e.g. \"go test ./pkg/...\"")
-	case strings.ContainsRune(cmd, 0):
-		return toolResult{}, errorf("command contains a NUL byte")
 	case len(cmd) > maxCommandBytes:
 		return toolResult{}, errorf("command is %d bytes; the limit is %d: ask for a shorter, narrower command", len(cmd), maxCommandBytes)
+	}
+	if err := policy.CheckCommand(cmd); err != nil {
+		// A maintainer must see exactly what runs.
+		return toolResult{}, errorf("%v; write the command with plain characters only", err)
 	}
 	reason := strings.TrimSpace(a.Reason)
 	if reason == "" {

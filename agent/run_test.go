@@ -333,7 +333,14 @@ func TestRunBadArguments(t *testing.T) {
 		{"missing reason", `{"command":"go test ./..."}`, `run: missing required argument "reason"`},
 		{"empty reason", `{"command":"go test ./...","reason":""}`, "reason is empty"},
 		{"unknown argument", `{"command":"go test ./...","reason":"x","timeout":60}`, `run has no argument "timeout"; its arguments are: command, reason`},
-		{"NUL", `{"command":"go test\u0000","reason":"x"}`, "NUL byte"},
+		{"NUL", `{"command":"go test\u0000","reason":"x"}`, "U+0000"},
+		// What is approved must be what runs: nothing that shows as
+		// something else (Trojan Source) or as nothing.
+		{"bidi override", `{"command":"echo ok \u202e; rm -rf . #","reason":"x"}`, "byte 8 of the command is U+202E"},
+		{"bidi isolate", `{"command":"make \u2066check\u2069","reason":"x"}`, "U+2066"},
+		{"zero-width space", `{"command":"curl\u200b x","reason":"x"}`, "U+200B"},
+		{"carriage return", `{"command":"echo safe\r rm -rf .","reason":"x"}`, "U+000D"},
+		{"escape sequence", `{"command":"echo \u001b[2K","reason":"x"}`, "U+001B"},
 		{"too long", `{"command":"` + strings.Repeat("x", maxCommandBytes+1) + `","reason":"x"}`, "the limit is 4096"},
 	}
 	for _, tt := range tests {

@@ -330,7 +330,7 @@ func (a *App) refuseState(ctx context.Context, env action.Env, issue int, id int
 	body := fmt.Sprintf("Task %d cannot go on: its saved state (`%s`, commit %s) was refused because %s. "+
 		"Nothing of it was used and nothing was run; the state was removed. Its branch keeps the work pushed so far. "+
 		"Start again with `%s fix <instructions>`.", id, ref, commit, reason, a.cfg.Command)
-	if _, _, err := a.github.UpsertCommentURL(ctx, 0, env.Owner(), env.Name(), issue,
+	if _, err := a.github.UpsertCommentURL(ctx, 0, env.Owner(), env.Name(), issue,
 		fmt.Sprintf("task-%d-state-refused-%d", id, env.RunID), 0, body); err != nil {
 		return fmt.Errorf("report the refused state on #%d: %w", issue, err)
 	}

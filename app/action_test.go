@@ -72,9 +72,13 @@ func (w *workflow) commentEvent(user, body string) []byte {
 	}
 	delete(p, "installation")
 	c := p["comment"].(map[string]any)
-	c["body"], c["id"] = body, w.gh.AddComment(owner, repoName, 1, user, body)
+	id := w.gh.AddComment(owner, repoName, 1, user, body)
+	c["body"], c["id"], c["created_at"] = body, id, commentTime(w.t, w.gh, id)
 	c["user"].(map[string]any)["login"] = user
 	p["sender"].(map[string]any)["login"] = user
+	if user != owner {
+		p["sender"].(map[string]any)["id"] = botproc.UserID(user)
+	}
 	p["repository"].(map[string]any)["clone_url"] = w.git.CloneURL(owner, repoName)
 	out, err := json.Marshal(p)
 	if err != nil {
@@ -425,5 +429,49 @@ func TestActionButtonOnAnotherCheckRunIsRefused(t *testing.T) {
 	}
 	if runs := checkRunsNamed(w.gh, task.RunCheck); len(runs) != 0 {
 		t.Errorf("a foreign button ran the command: %+v", runs)
+	}
+}
+
+// In Action mode too, two bare /approves in a row answer one request: the
+// second's run, and a re-run of the first's, find the next request shown
+// after their comments were written, and its command does not run.
+func TestActionAnApprovalAnswersOneRequest(t *testing.T) {
+	w := newWorkflow(t, newTwoRunLLM(t, "grep -c commit README.md", "wc -l README.md"))
+	w.gh.SetPermission(owner, repoName, "maintainer", "write")
+	first := w.firstRun()
+	mine := w.commentEvent(owner, "/approve")
+	theirs := w.commentEvent("maintainer", "/approve")
+	// The per-issue concurrency group queues the second run behind the first.
+	if res, err := w.run("issue_comment", mine); err != nil || res.Outcome != "waiting" {
+		t.Fatalf("first approval run = %+v, %v\nlogs:\n%s", res, err, w.logs.String())
+	}
+	secondID := fmt.Sprintf("%d-2", first.TaskID)
+	if len(w.botComments("request `"+secondID+"`")) == 0 {
+		t.Fatalf("the second request is not shown: %+v", w.gh.Comments(owner, repoName, 1))
+	}
+	for _, ev := range []struct {
+		payload []byte
+		told    string
+	}{
+		{theirs, "@maintainer your answer was written before request `" + secondID + "`"},
+		{mine, "@" + owner + " that answer was already used for an earlier request, so it does not answer request `" + secondID + "`"}, // a re-run
+	} {
+		res, err := w.run("issue_comment", ev.payload)
+		if err != nil || res.Outcome != "waiting" {
+			t.Fatalf("late approval run = %+v, %v\nlogs:\n%s", res, err, w.logs.String())
+		}
+		if len(w.botComments(ev.told)) != 1 {
+			t.Fatalf("no comment says %q: %+v", ev.told, w.gh.Comments(owner, repoName, 1))
+		}
+	}
+	runs := checkRunsNamed(w.gh, task.RunCheck)
+	if len(runs) != 1 || !strings.Contains(runs[0].Summary, "grep -c commit README.md") {
+		t.Fatalf("run check runs = %+v, want only the first request's", runs)
+	}
+	if res, err := w.run("issue_comment", w.commentEvent("maintainer", "/approve")); err != nil || res.Outcome != "done" {
+		t.Fatalf("fresh approval run = %+v, %v\nlogs:\n%s", res, err, w.logs.String())
+	}
+	if runs := checkRunsNamed(w.gh, task.RunCheck); len(runs) != 2 {
+		t.Fatalf("%d run check runs after a fresh approval, want 2", len(runs))
 	}
 }

@@ -33,8 +33,9 @@ func (g gitHub) AddReaction(ctx context.Context, r task.Repo, commentID int64, c
 	return g.app.AddReaction(ctx, r.InstallationID, r.Owner, r.Name, commentID, content)
 }
 
-func (g gitHub) UpsertComment(ctx context.Context, r task.Repo, issue int, marker string, commentID int64, body string) (int64, string, error) {
-	return g.app.UpsertCommentURL(ctx, r.InstallationID, r.Owner, r.Name, issue, marker, commentID, body)
+func (g gitHub) UpsertComment(ctx context.Context, r task.Repo, issue int, marker string, commentID int64, body string) (task.Posted, error) {
+	p, err := g.app.UpsertCommentURL(ctx, r.InstallationID, r.Owner, r.Name, issue, marker, commentID, body)
+	return task.Posted{ID: p.ID, URL: p.URL, CreatedAt: p.CreatedAt}, err
 }
 
 func (g gitHub) UpdatePullRequest(ctx context.Context, r task.Repo, number int, title, body string) error {

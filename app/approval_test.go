@@ -30,6 +30,17 @@ func newRunLLM(t *testing.T, command string) *fakellm.Server {
 	return fakellm.NewByTurn(t, steps...)
 }
 
+// newTwoRunLLM is newRunLLM asking to run first, then second.
+func newTwoRunLLM(t *testing.T, first, second string) *fakellm.Server {
+	steps := []fakellm.Step{
+		{ToolCalls: []fakellm.ToolCall{call("edit_file", map[string]any{"path": "README.md", "old_text": "comitt", "new_text": "commit"})}},
+		{ToolCalls: []fakellm.ToolCall{call("run", map[string]any{"command": first, "reason": "check that the typo is gone"})}},
+		{ToolCalls: []fakellm.ToolCall{call("run", map[string]any{"command": second, "reason": "count the lines"})}},
+		{ToolCalls: []fakellm.ToolCall{call("finish", map[string]any{"title": "Fix the spelling of commit in the README", "summary": "Fixed and checked."})}},
+	}
+	return fakellm.NewByTurn(t, steps...)
+}
+
 // waitState waits until the issue's latest fix task is in state s.
 func (e *env) waitState(issue int, s task.State) *task.Task {
 	e.t.Helper()
@@ -53,12 +64,22 @@ func (e *env) waitState(issue int, s task.State) *task.Task {
 // comment delivers an issue comment by user on issue.
 func (e *env) comment(id string, issue int, user, body string) int {
 	e.t.Helper()
-	return e.deliver(id, "issue_comment", e.payload(body, func(p map[string]any) {
+	return e.deliver(id, "issue_comment", e.commentPayload(issue, user, body))
+}
+
+// commentPayload makes an issue comment by user on issue, as GitHub would,
+// and returns the delivery that tells of it, to be delivered when a test
+// wants.
+func (e *env) commentPayload(issue int, user, body string) []byte {
+	e.t.Helper()
+	return e.payload(body, func(p map[string]any) {
 		p["issue"].(map[string]any)["number"] = issue
-		p["sender"].(map[string]any)["login"] = user
-		p["sender"].(map[string]any)["id"] = 1000 + len(user)
+		if user != owner {
+			p["sender"].(map[string]any)["login"] = user
+			p["sender"].(map[string]any)["id"] = botproc.UserID(user)
+		}
 		p["comment"].(map[string]any)["user"].(map[string]any)["login"] = user
-	}))
+	})
 }
 
 // button delivers a press of an approval check run button.
@@ -342,5 +363,89 @@ func TestAnswerOnAnotherIssueIsRefused(t *testing.T) {
 	e.waitComment(2, "there is no execution request waiting for an answer here")
 	if st := e.waitState(1, task.AwaitingApproval); st.Request.Answer != nil {
 		t.Fatalf("an answer on #2 answered #1's request: %+v", st.Request.Answer)
+	}
+}
+
+// Two bare /approves in a row answer one request: the second, however late
+// it reaches the bot, was written before the next request was shown, so the
+// next request's command does not run on it; nor does the first's comment,
+// delivered again.
+func TestAnApprovalAnswersOneRequest(t *testing.T) {
+	e := newEnv(t, newTwoRunLLM(t, "grep -c commit README.md", "wc -l README.md"))
+	e.gh.SetPermission(owner, repoName, "maintainer", "write")
+	e.comment("d1", 1, owner, "/agent fix the typo")
+	first := e.waitState(1, task.AwaitingApproval).Request
+
+	// Both write /approve on seeing the first request; the second
+	// maintainer's delivery is late.
+	mine := e.commentPayload(1, owner, "/approve")
+	theirs := e.commentPayload(1, "maintainer", "/approve")
+	if code := e.deliver("a1", "issue_comment", mine); code != http.StatusAccepted {
+		t.Fatalf("first /approve answered %d", code)
+	}
+	second := e.waitState(1, task.AwaitingApproval).Request
+	for second.ID == first.ID {
+		time.Sleep(20 * time.Millisecond)
+		second = e.waitState(1, task.AwaitingApproval).Request
+	}
+	if second.Command != "wc -l README.md" || !second.ShownAt.After(first.ShownAt) {
+		t.Fatalf("second request = %+v (first shown at %v)", second, first.ShownAt)
+	}
+	if code := e.deliver("a2", "issue_comment", theirs); code != http.StatusAccepted {
+		t.Fatalf("second /approve answered %d", code)
+	}
+	e.waitComment(1, "@maintainer your answer was written before request `"+second.ID+"`")
+	// A redelivery of the first /approve under a new delivery id.
+	if code := e.deliver("a1-again", "issue_comment", mine); code != http.StatusAccepted {
+		t.Fatalf("redelivered /approve answered %d", code)
+	}
+	e.waitComment(1, "@"+owner+" that answer was already used for an earlier request, so it does not answer request `"+second.ID+"`")
+
+	if st := e.waitState(1, task.AwaitingApproval); st.Request.ID != second.ID || st.Request.Answer != nil {
+		t.Fatalf("the second request was answered: %+v", st.Request)
+	}
+	runs := checkRunsNamed(e.gh, task.RunCheck)
+	if len(runs) != 1 || !strings.Contains(runs[0].Summary, "grep -c commit README.md") {
+		t.Fatalf("run check runs = %+v, want only the first request's", runs)
+	}
+	// An answer written after the request was shown runs it.
+	e.comment("a3", 1, "maintainer", "/approve")
+	if done := e.waitTask(1); done.State != task.Done {
+		t.Fatalf("task ended %s: %s", done.State, done.Error)
+	}
+	if runs := checkRunsNamed(e.gh, task.RunCheck); len(runs) != 2 {
+		t.Fatalf("%d run check runs after a fresh approval, want 2", len(runs))
+	}
+}
+
+// A command that would show as something other than what runs (Trojan
+// Source) is never shown for approval: the model is told why, and only the
+// plain command it asks next reaches the comment and the check run.
+func TestACommandThatHidesTextIsNeverShown(t *testing.T) {
+	const hidden = "echo ok \u202e; rm -rf . #"
+	e := newEnv(t, fakellm.NewByTurn(t,
+		fakellm.Step{ToolCalls: []fakellm.ToolCall{call("edit_file", map[string]any{"path": "README.md", "old_text": "comitt", "new_text": "commit"})}},
+		fakellm.Step{ToolCalls: []fakellm.ToolCall{call("run", map[string]any{"command": hidden, "reason": "check"})}},
+		fakellm.Step{ToolCalls: []fakellm.ToolCall{call("run", map[string]any{"command": "grep -c commit README.md", "reason": "check"})}},
+		fakellm.Step{ToolCalls: []fakellm.ToolCall{call("finish", map[string]any{"title": "Fix the typo", "summary": "Fixed."})}},
+	))
+	e.comment("d1", 1, owner, "/agent fix the typo")
+	r := e.waitState(1, task.AwaitingApproval).Request
+	if r.Command != "grep -c commit README.md" {
+		t.Fatalf("request = %+v, want the plain command", r)
+	}
+	if got := lastToolResult(e.llm); !strings.Contains(got, "U+202E") {
+		t.Fatalf("the model was told %q", got)
+	}
+	e.waitComment(1, "request `"+r.ID+"`")
+	for _, c := range e.gh.Comments(owner, repoName, 1) {
+		if strings.Contains(c.Body, "\u202e") || strings.Contains(c.Body, "rm -rf") {
+			t.Errorf("a comment shows the hidden command:\n%s", c.Body)
+		}
+	}
+	for _, cr := range e.gh.CheckRuns(owner, repoName) {
+		if strings.Contains(cr.Title+cr.Summary+cr.Text, "rm -rf") {
+			t.Errorf("check run %q shows the hidden command", cr.Name)
+		}
 	}
 }

@@ -179,6 +179,18 @@ func (e *env) stop() {
 // payload is the real issue_comment delivery with its comment body and
 // clone URL pointed at this test's servers. The comment is also made on the
 // fake GitHub, as GitHub would have it before sending the delivery.
+// commentTime is GitHub's created_at of comment id as a delivery carries
+// it: the order of a request and its answer is judged on it, so a delivery
+// must not carry the payload file's own.
+func commentTime(t *testing.T, gh *fakegithub.Server, id int64) string {
+	t.Helper()
+	c, ok := gh.Comment(id)
+	if !ok {
+		t.Fatalf("no comment %d on the fake", id)
+	}
+	return c.CreatedAt.Format(time.RFC3339)
+}
+
 func (e *env) payload(body string, edit func(map[string]any)) []byte {
 	e.t.Helper()
 	raw, err := os.ReadFile(payloadFile)
@@ -190,7 +202,9 @@ func (e *env) payload(body string, edit func(map[string]any)) []byte {
 		e.t.Fatal(err)
 	}
 	p["comment"].(map[string]any)["body"] = body
-	p["comment"].(map[string]any)["id"] = e.gh.AddComment(owner, repoName, 1, owner, body)
+	id := e.gh.AddComment(owner, repoName, 1, owner, body)
+	p["comment"].(map[string]any)["id"] = id
+	p["comment"].(map[string]any)["created_at"] = commentTime(e.t, e.gh, id)
 	p["repository"].(map[string]any)["clone_url"] = e.git.CloneURL(owner, repoName)
 	if e.cloneURL != "" {
 		p["repository"].(map[string]any)["clone_url"] = e.cloneURL

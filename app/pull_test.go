@@ -13,6 +13,7 @@ import (
 
 	"github.com/sashabaranov/go-openai"
 
+	"github.com/pullwright/pullwright/internal/botproc"
 	"github.com/pullwright/pullwright/internal/fakegithub"
 	"github.com/pullwright/pullwright/internal/fakellm"
 	"github.com/pullwright/pullwright/internal/gitserver"
@@ -92,7 +93,8 @@ func (e *env) prComment(id string, n int, user, body string) int {
 		"merged_at": nil,
 	}
 	c := p["comment"].(map[string]any)
-	c["body"], c["id"] = body, e.gh.AddComment(owner, repoName, n, user, body)
+	cid := e.gh.AddComment(owner, repoName, n, user, body)
+	c["body"], c["id"], c["created_at"] = body, cid, commentTime(e.t, e.gh, cid)
 	e.sender(p, user)
 	return e.deliver(id, "issue_comment", e.marshal(p))
 }
@@ -108,6 +110,11 @@ func (e *env) reviewComment(id string, c fakegithub.ReviewComment) int {
 	cm["id"], cm["body"], cm["path"], cm["line"], cm["side"] = c.ID, c.Body, c.Path, c.Line, c.Side
 	cm["original_line"], cm["diff_hunk"], cm["commit_id"], cm["original_commit_id"] = c.Line, c.DiffHunk, c.CommitID, c.CommitID
 	cm["html_url"] = fmt.Sprintf("https://github.com/%s/%s/pull/%d#discussion_r%d", owner, repoName, pr, c.ID)
+	for _, seeded := range e.gh.ReviewComments(owner, repoName, pr) {
+		if seeded.ID == c.ID {
+			cm["created_at"] = seeded.CreatedAt.Format(time.RFC3339)
+		}
+	}
 	if c.StartLine > 0 {
 		cm["start_line"], cm["start_side"] = c.StartLine, c.Side
 	}
@@ -137,7 +144,7 @@ func readPayload(t *testing.T, file string) map[string]any {
 func (e *env) sender(p map[string]any, user string) {
 	if user != owner {
 		p["sender"].(map[string]any)["login"] = user
-		p["sender"].(map[string]any)["id"] = 1000 + len(user)
+		p["sender"].(map[string]any)["id"] = botproc.UserID(user)
 	}
 	p["repository"].(map[string]any)["clone_url"] = e.git.CloneURL(owner, repoName)
 }

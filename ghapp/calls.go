@@ -98,59 +98,73 @@ func (a *App) addReaction(ctx context.Context, inst int64, owner, repo, what str
 // edited; only if there is none is a comment created. So a retried step
 // (even after a create whose answer was lost) edits instead of posting twice.
 func (a *App) UpsertComment(ctx context.Context, inst int64, owner, repo string, issue int, marker string, commentID int64, body string) (int64, error) {
-	id, _, err := a.UpsertCommentURL(ctx, inst, owner, repo, issue, marker, commentID, body)
-	return id, err
+	p, err := a.UpsertCommentURL(ctx, inst, owner, repo, issue, marker, commentID, body)
+	return p.ID, err
 }
 
-// UpsertCommentURL is UpsertComment that also returns the comment's html_url
-// (https://github.com/o/r/issues/1#issuecomment-N, or .../pull/N#... on a
-// pull request), for linking to it from elsewhere.
-func (a *App) UpsertCommentURL(ctx context.Context, inst int64, owner, repo string, issue int, marker string, commentID int64, body string) (id int64, htmlURL string, err error) {
+// Posted is a comment the bot wrote, as GitHub answered the write.
+type Posted struct {
+	ID int64
+	// URL is the comment's html_url (https://github.com/o/r/issues/1#issuecomment-N,
+	// or .../pull/N#... on a pull request), for linking to it from elsewhere.
+	URL string
+	// CreatedAt is GitHub's created_at of the comment: the first write's
+	// time, also when this write edited it.
+	CreatedAt time.Time
+}
+
+func posted(c *github.IssueComment) Posted {
+	return Posted{ID: c.GetID(), URL: c.GetHTMLURL(), CreatedAt: c.GetCreatedAt().Time}
+}
+
+// UpsertCommentURL is UpsertComment that also returns the comment's address
+// and GitHub's time of it.
+func (a *App) UpsertCommentURL(ctx context.Context, inst int64, owner, repo string, issue int, marker string, commentID int64, body string) (Posted, error) {
 	ctx, cancel := a.callCtx(ctx)
 	defer cancel()
 	mk := Marker(marker)
 	full := fitBody(strings.TrimRight(body, "\n"), "\n\n"+mk)
 	gh, err := a.client(inst)
 	if err != nil {
-		return 0, "", fmt.Errorf("upsert comment on %s/%s#%d: %w", owner, repo, issue, err)
+		return Posted{}, fmt.Errorf("upsert comment on %s/%s#%d: %w", owner, repo, issue, err)
 	}
-	edit := func(id int64) (int64, string, error) {
+	edit := func(id int64) (Posted, error) {
 		c, _, err := gh.Issues.EditComment(ctx, owner, repo, id, &github.IssueComment{Body: &full})
 		if err != nil {
-			return 0, "", err
+			return Posted{}, err
 		}
-		return c.GetID(), c.GetHTMLURL(), nil
+		return posted(c), nil
 	}
 
 	if commentID != 0 {
-		id, u, err := edit(commentID)
+		p, err := edit(commentID)
 		if err == nil {
-			return id, u, nil
+			return p, nil
 		}
 		if StatusCode(err) != http.StatusNotFound {
-			return 0, "", fmt.Errorf("edit comment %d on %s/%s#%d: %w", commentID, owner, repo, issue, err)
+			return Posted{}, fmt.Errorf("edit comment %d on %s/%s#%d: %w", commentID, owner, repo, issue, err)
 		}
 		a.log.InfoContext(ctx, "github comment to edit is gone; creating a new one",
 			"repo", owner+"/"+repo, "issue", issue, "comment_id", commentID)
 	} else {
 		id, err := a.findMarked(ctx, gh, owner, repo, issue, mk)
 		if err != nil {
-			return 0, "", fmt.Errorf("find comment %s on %s/%s#%d: %w", mk, owner, repo, issue, err)
+			return Posted{}, fmt.Errorf("find comment %s on %s/%s#%d: %w", mk, owner, repo, issue, err)
 		}
 		if id != 0 {
-			edited, u, err := edit(id)
+			p, err := edit(id)
 			if err != nil {
-				return 0, "", fmt.Errorf("edit comment %d on %s/%s#%d: %w", id, owner, repo, issue, err)
+				return Posted{}, fmt.Errorf("edit comment %d on %s/%s#%d: %w", id, owner, repo, issue, err)
 			}
-			return edited, u, nil
+			return p, nil
 		}
 	}
 
 	c, _, err := gh.Issues.CreateComment(ctx, owner, repo, issue, &github.IssueComment{Body: &full})
 	if err != nil {
-		return 0, "", fmt.Errorf("create comment on %s/%s#%d: %w", owner, repo, issue, err)
+		return Posted{}, fmt.Errorf("create comment on %s/%s#%d: %w", owner, repo, issue, err)
 	}
-	return c.GetID(), c.GetHTMLURL(), nil
+	return posted(c), nil
 }
 
 // findMarked returns the id of the oldest comment on the issue written by this

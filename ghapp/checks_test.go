@@ -358,18 +358,24 @@ func TestUpsertCommentURL(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			id, u, err := e.app.UpsertCommentURL(ctx, inst, owner, repo, tt.issue, "status", 0, "hello")
+			p, err := e.app.UpsertCommentURL(ctx, inst, owner, repo, tt.issue, "status", 0, "hello")
 			if err != nil {
 				t.Fatal(err)
 			}
+			id, u := p.ID, p.URL
 			if want := fmt.Sprintf("%s%d", tt.prefix, id); u != want {
 				t.Errorf("html_url = %q, want %q", u, want)
 			}
-			// Edited by marker, then by id: same comment, same URL.
+			// GitHub's created_at, in whole seconds as its API gives it.
+			if c, ok := e.fake.Comment(id); !ok || p.CreatedAt.IsZero() || !p.CreatedAt.Equal(c.CreatedAt) {
+				t.Errorf("created_at = %v, the fake has %v", p.CreatedAt, c.CreatedAt)
+			}
+			// Edited by marker, then by id: same comment, same URL, and
+			// the time it was first written.
 			for _, cid := range []int64{0, id} {
-				id2, u2, err := e.app.UpsertCommentURL(ctx, inst, owner, repo, tt.issue, "status", cid, "edited")
-				if err != nil || id2 != id || u2 != u {
-					t.Errorf("edit (commentID %d) = %d %q %v, want %d %q", cid, id2, u2, err, id, u)
+				p2, err := e.app.UpsertCommentURL(ctx, inst, owner, repo, tt.issue, "status", cid, "edited")
+				if err != nil || p2 != p {
+					t.Errorf("edit (commentID %d) = %+v %v, want %+v", cid, p2, err, p)
 				}
 			}
 			cs := e.fake.Comments(owner, repo, tt.issue)

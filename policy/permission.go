@@ -73,14 +73,30 @@ func isBot(login string) bool {
 	return strings.HasSuffix(strings.ToLower(login), "[bot]")
 }
 
-// AdmitsAnswer reports whether login may answer (approve or reject) an
+// Account is a GitHub user as a delivery names them.
+type Account struct {
+	Login string
+	ID    int64 // 0 when not known
+}
+
+// Same reports whether a and b are one person. A login can be renamed
+// and then taken by someone else, so the ids decide when both are known;
+// without them, logins compared as GitHub does, ignoring case.
+func (a Account) Same(b Account) bool {
+	if a.ID != 0 && b.ID != 0 {
+		return a.ID == b.ID
+	}
+	return a.Login != "" && strings.EqualFold(a.Login, b.Login)
+}
+
+// AdmitsAnswer reports whether who may answer (approve or reject) an
 // execution request of a task that requester started. When it may not,
 // why is a sentence for the reply comment.
-func (a Approvers) AdmitsAnswer(role, login, requester, owner string, member func(org, team string) (bool, error)) (ok bool, why string, err error) {
-	if a.ExcludeRequester && requester != "" && strings.EqualFold(login, requester) {
+func (a Approvers) AdmitsAnswer(role string, who, requester Account, owner string, member func(org, team string) (bool, error)) (ok bool, why string, err error) {
+	if a.ExcludeRequester && who.Same(requester) {
 		return false, "the requester of a task may not approve its commands in this repository", nil
 	}
-	ok, err = a.Admits(role, login, owner, member)
+	ok, err = a.Admits(role, who.Login, owner, member)
 	switch {
 	case err != nil:
 		return false, "", err

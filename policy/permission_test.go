@@ -113,30 +113,40 @@ func TestAdmits(t *testing.T) {
 func TestAdmitsAnswer(t *testing.T) {
 	f := &teams{members: map[string][]string{"acme/release": {"carol"}}}
 	a := Approvers{Who: Who{Permission: "maintain", Teams: []string{"acme/release"}}, ExcludeRequester: true}
+	f.members["acme/release"] = append(f.members["acme/release"], "carol-renamed")
+	const requesterOnly = "the requester of a task may not approve its commands in this repository"
 	tests := []struct {
-		role, login, requester string
-		want                   bool
-		why                    string
+		role           string
+		who, requester Account
+		want           bool
+		why            string
 	}{
-		{"admin", "carol", "alice", true, ""},
-		{"admin", "Carol", "carol", false, "the requester of a task may not approve its commands in this repository"},
-		{"write", "carol", "alice", false, "approving commands needs maintain permission or higher on this repository"},
-		{"admin", "dave", "alice", false, "approving commands is limited to the people and teams listed in .github/pullwright.yml"},
+		{"admin", Account{"carol", 3}, Account{"alice", 1}, true, ""},
+		{"admin", Account{"Carol", 3}, Account{"carol", 3}, false, requesterOnly},
+		// The requester renamed their account: the same person.
+		{"admin", Account{"carol-renamed", 3}, Account{"carol", 3}, false, requesterOnly},
+		// Someone else took the requester's old login: another person.
+		{"admin", Account{"carol", 4}, Account{"carol", 3}, true, ""},
+		// Without an id (a task recorded before ids were), the logins.
+		{"admin", Account{"carol", 3}, Account{"Carol", 0}, false, requesterOnly},
+		{"write", Account{"carol", 3}, Account{"alice", 1}, false, "approving commands needs maintain permission or higher on this repository"},
+		{"admin", Account{"dave", 5}, Account{"alice", 1}, false, "approving commands is limited to the people and teams listed in .github/pullwright.yml"},
 	}
 	for _, tt := range tests {
-		ok, why, err := a.AdmitsAnswer(tt.role, tt.login, tt.requester, "acme", f.member(strings.ToLower(tt.login)))
+		ok, why, err := a.AdmitsAnswer(tt.role, tt.who, tt.requester, "acme", f.member(strings.ToLower(tt.who.Login)))
 		if err != nil || ok != tt.want || why != tt.why {
-			t.Errorf("AdmitsAnswer(%s, %s, requester %s) = %v, %q, %v; want %v, %q", tt.role, tt.login, tt.requester, ok, why, err, tt.want, tt.why)
+			t.Errorf("AdmitsAnswer(%s, %+v, requester %+v) = %v, %q, %v; want %v, %q", tt.role, tt.who, tt.requester, ok, why, err, tt.want, tt.why)
 		}
 	}
+	carol := Account{"carol", 3}
 	// The requester is refused before GitHub is asked anything.
 	f.asked = nil
-	if ok, _, _ := a.AdmitsAnswer("admin", "carol", "carol", "acme", f.member("carol")); ok || len(f.asked) != 0 {
+	if ok, _, _ := a.AdmitsAnswer("admin", carol, carol, "acme", f.member("carol")); ok || len(f.asked) != 0 {
 		t.Errorf("requester: ok %v, asked %q", ok, f.asked)
 	}
 	// Without ExcludeRequester, the requester may approve.
 	a.ExcludeRequester = false
-	if ok, _, _ := a.AdmitsAnswer("admin", "carol", "carol", "acme", f.member("carol")); !ok {
+	if ok, _, _ := a.AdmitsAnswer("admin", carol, carol, "acme", f.member("carol")); !ok {
 		t.Error("requester refused without exclude_requester")
 	}
 	if got := (Who{}).Refusal("read", "starting a task"); got != "starting a task needs write permission or higher on this repository" {

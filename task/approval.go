@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -49,6 +50,17 @@ func (f *Flow) ask(ctx context.Context, t *Task) error {
 		}
 		return nil
 	}
+	if err := policy.CheckCommand(r.Command); err != nil && r.Answer == nil {
+		// A command that would show as something other than what runs is
+		// never shown for approval: the agent hears why and goes on. (The
+		// agent refuses such a request itself; this is the task's own word.)
+		now := f.now()
+		r.Answer = &Answer{Verdict: Rejected, By: "pullwright", Reason: err.Error(), At: now}
+		r.Asked, r.ParkedAt, r.Deadline = true, now, now
+		t.RunAfter = now
+		f.Logger.WarnContext(ctx, "request refused unshown", "task_id", t.ID, "request", r.ID, "error", err)
+		return t.Move(AwaitingApproval)
+	}
 	// Code from a fork was written by nobody with write access: a person
 	// reads every command that would run it, whatever the rules say.
 	if rule, ok := f.settings(t).AutoApproved(r.Command); ok && !t.forkCode() && r.Answer == nil && r.CommentID == 0 {
@@ -85,18 +97,20 @@ func (f *Flow) ask(ctx context.Context, t *Task) error {
 		r.PRUpdated = true
 		return nil
 	case r.CommentID == 0:
-		id, url, err := f.GitHub.UpsertComment(ctx, t.Repo, t.Issue, marker(t, "request-"+r.ID), 0, RenderRequest(t, f.changes(ctx, t), f.Unisolated))
+		p, err := f.GitHub.UpsertComment(ctx, t.Repo, t.Issue, marker(t, "request-"+r.ID), 0, RenderRequest(t, f.changes(ctx, t), f.Unisolated))
 		if err != nil {
 			return retryf(err, "posting the execution request failed")
 		}
-		r.CommentID, r.CommentURL = id, url
+		r.CommentID, r.CommentURL = p.ID, p.URL
+		r.shown(p.CreatedAt)
 		return nil
 	case r.PRCommentID == 0 && t.PRNumber != 0:
-		id, _, err := f.GitHub.UpsertComment(ctx, t.Repo, t.PRNumber, marker(t, "request-"+r.ID+"-pr"), 0, RenderRequest(t, f.changes(ctx, t), f.Unisolated))
+		p, err := f.GitHub.UpsertComment(ctx, t.Repo, t.PRNumber, marker(t, "request-"+r.ID+"-pr"), 0, RenderRequest(t, f.changes(ctx, t), f.Unisolated))
 		if err != nil {
 			return retryf(err, "posting the execution request on the pull request failed")
 		}
-		r.PRCommentID = id
+		r.PRCommentID = p.ID
+		r.shown(p.CreatedAt)
 		return nil
 	case r.CheckRunID == 0:
 		id, err := f.GitHub.UpsertCheckRun(ctx, t.Repo, CheckRun{
@@ -106,7 +120,7 @@ func (f *Flow) ask(ctx context.Context, t *Task) error {
 			Conclusion: "action_required",
 			ExternalID: r.ID,
 			DetailsURL: r.CommentURL,
-			Title:      clip("Approve running: "+oneLine(r.Command), 200),
+			Title:      clip("Approve running: "+oneLine(policy.Escaped(r.Command)), 200),
 			Summary:    RenderRequestSummary(t),
 			Actions:    approvalActions,
 		})
@@ -192,6 +206,9 @@ func (f *Flow) await(ctx context.Context, t *Task) error {
 	if wait := a.At.Sub(r.ParkedAt); wait > 0 {
 		t.Waited += wait
 	}
+	if a.Source != "" && !slices.Contains(t.Answers, a.Source) {
+		t.Answers = append(t.Answers, a.Source)
+	}
 	switch a.Verdict {
 	case Approved:
 		if err := f.closeApproval(ctx, t, "success", "Approved by @"+a.By); err != nil {
@@ -202,9 +219,9 @@ func (f *Flow) await(ctx context.Context, t *Task) error {
 		}
 		return f.updateStatus(ctx, t)
 	case TimedOut:
-		if _, _, err := f.GitHub.UpsertComment(ctx, t.Repo, t.Issue, marker(t, "request-"+r.ID+"-timeout"), 0,
-			fmt.Sprintf("Request `%s` got no answer within %s, so it counts as rejected: `%s` was not run, and the agent goes on without it.",
-				r.ID, f.approvalTimeout(), oneLine(r.Command))); err != nil {
+		if _, err := f.GitHub.UpsertComment(ctx, t.Repo, t.Issue, marker(t, "request-"+r.ID+"-timeout"), 0,
+			fmt.Sprintf("Request `%s` got no answer within %s, so it counts as rejected: %s was not run, and the agent goes on without it.",
+				r.ID, f.approvalTimeout(), code(oneLine(r.Command)))); err != nil {
 			return retryf(err, "reporting the timeout failed")
 		}
 		if err := f.closeApproval(ctx, t, "timed_out", "No answer in time"); err != nil {
@@ -265,7 +282,7 @@ func (f *Flow) run(ctx context.Context, t *Task) error {
 	case r.RunCheckID == 0:
 		id, err := f.GitHub.UpsertCheckRun(ctx, t.Repo, CheckRun{
 			Name: RunCheck, HeadSHA: r.SHA, Status: "in_progress", ExternalID: r.ID, DetailsURL: r.CommentURL,
-			Title: clip("Running: "+oneLine(r.Command), 200), Summary: RenderRequestSummary(t),
+			Title: clip("Running: "+oneLine(policy.Escaped(r.Command)), 200), Summary: RenderRequestSummary(t),
 		})
 		if err != nil {
 			return retryf(err, "creating the run check run failed")
@@ -441,9 +458,9 @@ func (f *Flow) answer(ctx context.Context, t *Task) error {
 	}
 	// The rules are those of the task answered; without one, the default.
 	rule := policy.Approvers{}
-	requester := ""
+	var requester policy.Account
 	if target != nil {
-		rule, requester = f.settings(target).Approve, target.Requester.Login
+		rule, requester = f.settings(target).Approve, policy.Account{Login: target.Requester.Login, ID: target.Requester.ID}
 	}
 	role, err := f.GitHub.Permission(ctx, t.Repo, t.Requester.Login)
 	if err != nil {
@@ -455,7 +472,7 @@ func (f *Flow) answer(ctx context.Context, t *Task) error {
 	)
 	member := f.member(ctx, t.Repo, t.Requester.Login)
 	if verb == "approve" {
-		ok, why, err = rule.AdmitsAnswer(role, t.Requester.Login, requester, t.Repo.Owner, member)
+		ok, why, err = rule.AdmitsAnswer(role, policy.Account{Login: t.Requester.Login, ID: t.Requester.ID}, requester, t.Repo.Owner, member)
 	} else {
 		// Refusing to run something is safe whoever does it, as long as the
 		// rule admits them: the requester may reject their own task's request.
@@ -482,23 +499,9 @@ func (f *Flow) answer(ctx context.Context, t *Task) error {
 		}
 		return f.replyOn(ctx, t, where, fmt.Sprintf("@%s there is no execution request waiting for an answer here.", t.Requester.Login))
 	}
-	switch {
-	case t.RequestID != "" && t.RequestID != r.ID:
-		return f.replyOn(ctx, t, where, fmt.Sprintf("@%s request `%s` is not the one waiting; the current request is `%s`: %s.",
-			t.Requester.Login, t.RequestID, r.ID, code(oneLine(r.Command))))
-	case t.RequestID == "" && !t.CreatedAt.IsZero() && t.CreatedAt.Before(r.ParkedAt):
-		// Written before this request was shown: it was about an earlier one.
-		return f.replyOn(ctx, t, where, fmt.Sprintf("@%s your answer came before the current request `%s` (%s) was asked; answer it with `/%s %s` if you mean it.",
-			t.Requester.Login, r.ID, code(oneLine(r.Command)), verb, r.ID))
-	case r.Answer != nil:
-		return f.replyOn(ctx, t, where, fmt.Sprintf("@%s request `%s` was already answered (%s by @%s).", t.Requester.Login, r.ID, r.Answer.Verdict, r.Answer.By))
-	case t.AnswerRun != 0 && r.CheckRunID != 0 && t.AnswerRun != r.CheckRunID:
-		return f.replyOn(ctx, t, where, fmt.Sprintf("@%s that button is not on the approval check run of request `%s`, so it does not answer it; use the one the bot posted, or `/%s %s`.",
-			t.Requester.Login, r.ID, verb, r.ID))
-	case t.AnswerSHA != "" && t.AnswerSHA != r.SHA:
-		return f.replyOn(ctx, t, where, fmt.Sprintf("@%s that button belongs to an older commit; the current request is `%s` on %s.", t.Requester.Login, r.ID, short(r.SHA)))
-	case target.CancelledBy != "":
-		return f.replyOn(ctx, t, where, fmt.Sprintf("@%s task %d is being cancelled; its request was not answered.", t.Requester.Login, target.ID))
+	source := answerSource(t)
+	if why := refusal(t, target, source, verb); why != "" {
+		return f.replyOn(ctx, t, where, why)
 	}
 	if verb == "approve" {
 		stale, err := f.stale(ctx, target)
@@ -510,7 +513,7 @@ func (f *Flow) answer(ctx context.Context, t *Task) error {
 				t.Requester.Login, r.ID, stale, f.Command))
 		}
 	}
-	a := Answer{Verdict: Approved, By: t.Requester.Login, Via: t.DeliveryID, At: f.now()}
+	a := Answer{Verdict: Approved, By: t.Requester.Login, Via: t.DeliveryID, Source: source, At: f.now()}
 	if verb == "reject" {
 		a.Verdict, a.Reason = Rejected, strings.TrimSpace(t.Instructions)
 	}
@@ -523,6 +526,57 @@ func (f *Flow) answer(ctx context.Context, t *Task) error {
 	}
 	f.Logger.InfoContext(ctx, "request answered", "task_id", target.ID, "request", r.ID, "verdict", a.Verdict, "by", a.By)
 	return f.answered(ctx, t)
+}
+
+// refusal is why answer task t (from source, by verb) does not answer
+// target's waiting request, or "" when it may.
+func refusal(t, target *Task, source, verb string) string {
+	r := target.Request
+	switch {
+	case t.RequestID != "" && t.RequestID != r.ID:
+		return fmt.Sprintf("@%s request `%s` is not the one waiting; the current request is `%s`: %s.",
+			t.Requester.Login, t.RequestID, r.ID, code(oneLine(r.Command)))
+	case slices.Contains(target.Answers, source):
+		// An Action re-run, or a redelivery under a new id: this comment
+		// or button already answered one of the task's requests.
+		return fmt.Sprintf("@%s that answer was already used for an earlier request, so it does not answer request `%s` (%s); answer it anew if you mean it.",
+			t.Requester.Login, r.ID, code(oneLine(r.Command)))
+	case t.AnswerRun == 0 && (t.AskedAt.IsZero() || r.ShownAt.IsZero()):
+		// Order is judged on GitHub's clock alone; without both times
+		// there is no order to judge.
+		return fmt.Sprintf("@%s GitHub's time of your comment or of request `%s` is not known, so your answer cannot be matched to it; answer again, or use the buttons of the **%s** check run.",
+			t.Requester.Login, r.ID, ApprovalCheck)
+	case t.AnswerRun == 0 && !t.AskedAt.After(r.ShownAt):
+		// Written before this request was shown (GitHub's clock, in whole
+		// seconds; the same second counts as before): it was about an
+		// earlier request, however late it reached the bot.
+		return fmt.Sprintf("@%s your answer was written before request `%s` (%s) was shown, so it does not answer it; answer it with `/%s %s` if you mean it.",
+			t.Requester.Login, r.ID, code(oneLine(r.Command)), verb, r.ID)
+	case r.Answer != nil:
+		return fmt.Sprintf("@%s request `%s` was already answered (%s by @%s).", t.Requester.Login, r.ID, r.Answer.Verdict, r.Answer.By)
+	case t.AnswerRun != 0 && r.CheckRunID != 0 && t.AnswerRun != r.CheckRunID:
+		return fmt.Sprintf("@%s that button is not on the approval check run of request `%s`, so it does not answer it; use the one the bot posted, or `/%s %s`.",
+			t.Requester.Login, r.ID, verb, r.ID)
+	case t.AnswerSHA != "" && t.AnswerSHA != r.SHA:
+		return fmt.Sprintf("@%s that button belongs to an older commit; the current request is `%s` on %s.", t.Requester.Login, r.ID, short(r.SHA))
+	case target.CancelledBy != "":
+		return fmt.Sprintf("@%s task %d is being cancelled; its request was not answered.", t.Requester.Login, target.ID)
+	}
+	return ""
+}
+
+// answerSource names what gave answer task t: its comment (issue and
+// review comments have ids of their own), or the button press's delivery.
+func answerSource(t *Task) string {
+	switch {
+	case t.Review != nil:
+		return fmt.Sprintf("review comment %d", t.Review.CommentID)
+	case t.CommentID != 0:
+		return fmt.Sprintf("comment %d", t.CommentID)
+	case t.AnswerRun != 0:
+		return "button " + t.DeliveryID
+	}
+	return "delivery " + t.DeliveryID
 }
 
 // answered acknowledges an answer that was recorded.

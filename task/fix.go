@@ -567,7 +567,7 @@ func (f *Flow) openPullRequest(ctx context.Context, t *Task) (acted bool, err er
 
 // done posts the report of a finished task and ends it.
 func (f *Flow) done(ctx context.Context, t *Task, report string) error {
-	if _, _, err := f.GitHub.UpsertComment(ctx, t.Repo, t.Issue, marker(t, "done"), 0, report); err != nil {
+	if _, err := f.GitHub.UpsertComment(ctx, t.Repo, t.Issue, marker(t, "done"), 0, report); err != nil {
 		return retryf(err, "posting the result failed")
 	}
 	if err := t.Move(Done); err != nil {

@@ -107,7 +107,7 @@ func (f *Flow) reply(ctx context.Context, t *Task, body string) error {
 
 // replyOn posts t's one reply on issue, and ends t.
 func (f *Flow) replyOn(ctx context.Context, t *Task, issue int, body string) error {
-	if _, _, err := f.GitHub.UpsertComment(ctx, t.Repo, issue, marker(t, "reply"), 0, body); err != nil {
+	if _, err := f.GitHub.UpsertComment(ctx, t.Repo, issue, marker(t, "reply"), 0, body); err != nil {
 		return retryf(err, "posting a reply on #%d failed", issue)
 	}
 	return t.Move(Done)
@@ -212,11 +212,11 @@ func (t *Task) published() bool {
 }
 
 func (f *Flow) updateStatus(ctx context.Context, t *Task) error {
-	id, url, err := f.GitHub.UpsertComment(ctx, t.Repo, t.Issue, marker(t, "status"), t.StatusCommentID, RenderStatus(t, f.Command))
+	p, err := f.GitHub.UpsertComment(ctx, t.Repo, t.Issue, marker(t, "status"), t.StatusCommentID, RenderStatus(t, f.Command))
 	if err != nil {
 		return retryf(err, "updating the status comment failed")
 	}
-	t.StatusCommentID, t.StatusCommentURL = id, url
+	t.StatusCommentID, t.StatusCommentURL = p.ID, p.URL
 	return nil
 }
 

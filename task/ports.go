@@ -24,6 +24,16 @@ type Issue struct {
 // Comment is one comment of an issue.
 type Comment struct{ Author, AuthorType, Body string }
 
+// Posted is a comment the bot wrote, as GitHub answered the write.
+type Posted struct {
+	ID  int64
+	URL string // web address
+	// CreatedAt is GitHub's time of the comment's first write, also when
+	// the write edited it: the order of a request and its answer is judged
+	// on GitHub's clock alone.
+	CreatedAt time.Time
+}
+
 // NewPullRequest is what the bot opens: a draft at the first execution
 // request, or a ready one at the end of a fix.
 type NewPullRequest struct {
@@ -43,8 +53,8 @@ type GitHub interface {
 	Token(ctx context.Context, installationID int64) (string, error)
 	AddReaction(ctx context.Context, r Repo, commentID int64, content string) error
 	// UpsertComment edits the comment carrying marker (commentID when known)
-	// or creates it, and returns its id and web address.
-	UpsertComment(ctx context.Context, r Repo, issue int, marker string, commentID int64, body string) (int64, string, error)
+	// or creates it, and returns it as GitHub answered.
+	UpsertComment(ctx context.Context, r Repo, issue int, marker string, commentID int64, body string) (Posted, error)
 	Issue(ctx context.Context, r Repo, number int) (Issue, error)
 	// OpenPullRequest returns the open pull request for pr.Head if there is
 	// one, so that a retried step does not open a second.

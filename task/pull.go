@@ -609,7 +609,7 @@ func renderPullDone(t *Task) string {
 	if len(t.ChangedFiles) > 0 {
 		b.WriteString("\n**Files changed**\n\n")
 		for _, f := range t.ChangedFiles {
-			fmt.Fprintf(&b, "- `%s` (+%d −%d)\n", f.Path, f.Added, f.Deleted)
+			fmt.Fprintf(&b, "- %s (+%d −%d)\n", code(f.Path), f.Added, f.Deleted)
 		}
 	}
 	return b.String()

@@ -7,6 +7,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/pullwright/pullwright/policy"
 )
 
 var (
@@ -171,7 +173,7 @@ func RenderPullRequest(t *Task) string {
 	if len(t.ChangedFiles) > 0 {
 		b.WriteString("**Files changed**\n\n")
 		for _, f := range t.ChangedFiles {
-			fmt.Fprintf(&b, "- `%s` (+%d −%d)\n", f.Path, f.Added, f.Deleted)
+			fmt.Fprintf(&b, "- %s (+%d −%d)\n", code(f.Path), f.Added, f.Deleted)
 		}
 		b.WriteString("\n")
 	}
@@ -275,7 +277,7 @@ func RenderRequest(t *Task, changes []FileStat, unisolated bool) string {
 	if len(changes) > 0 {
 		b.WriteString("<details><summary>Files changed so far</summary>\n\n")
 		for _, c := range changes {
-			fmt.Fprintf(&b, "- `%s` (+%d −%d)\n", c.Path, c.Added, c.Deleted)
+			fmt.Fprintf(&b, "- %s (+%d −%d)\n", code(c.Path), c.Added, c.Deleted)
 		}
 		b.WriteString("\n</details>\n\n")
 	}
@@ -327,16 +329,18 @@ func StopMessage(t *Task) string {
 }
 
 // code shows s as inline code whatever backticks it holds: the delimiter
-// is one backtick longer than the longest run inside. Line breaks and other
-// control characters, which git allows in names and which could end the
-// span (a blank line ends any inline markup), are shown as U+FFFD.
+// is one backtick longer than the longest run inside. Characters that do
+// not show as themselves are written as their code points
+// (policy.Escaped); line breaks and tabs, which git allows in names and
+// which could end the span (a blank line ends any inline markup), are
+// shown as U+FFFD.
 func code(s string) string {
 	s = strings.Map(func(r rune) rune {
 		if unicode.IsControl(r) {
 			return '\uFFFD'
 		}
 		return r
-	}, s)
+	}, policy.Escaped(s))
 	longest, run := 0, 0
 	for _, c := range s {
 		if c == '`' {
@@ -353,8 +357,11 @@ func code(s string) string {
 	return d + s + d
 }
 
-// fence keeps a command from closing the code block it is shown in.
-func fence(s string) string { return strings.ReplaceAll(s, "```", "`\u200d``") }
+// fence keeps a command from closing the code block it is shown in, and
+// shows what does not show as itself as its code point: a command never
+// holds such characters (policy.CheckCommand), and if one ever did the
+// maintainer would see it.
+func fence(s string) string { return strings.ReplaceAll(policy.Escaped(s), "```", "`\u200d``") }
 
 // plural is "1 comment" or "3 comments".
 func plural(n int, one, many string) string {

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -106,5 +107,30 @@ func TestDefang(t *testing.T) {
 		if got := defang(tc.in); got != tc.want {
 			t.Errorf("defang(%q) = %q, want %q", tc.in, got, tc.want)
 		}
+	}
+}
+
+// A command, or a changed file's name, never shows as something other than
+// what it holds: characters that reorder or hide text are written as their
+// code points wherever the request is shown.
+func TestRequestShowsUnshownCharactersEscaped(t *testing.T) {
+	const rlo = "\u202e"
+	tk := &Task{ID: 7, Issue: 2, State: AwaitingApproval, Branch: "agent/2-x", Requester: Person{Login: "alice"},
+		Request: &ExecRequest{ID: "7-1", Command: "echo ok " + rlo + "; rm -rf . #", Reason: "why", SHA: "0123456789abcdef"}}
+	files := []FileStat{{Path: "x" + rlo + "og.sh", Added: 1}}
+	for name, got := range map[string]string{
+		"comment":   RenderRequest(tk, files, false),
+		"check run": RenderRequestSummary(tk),
+		"status":    RenderStatus(tk, "/agent"),
+	} {
+		if strings.Contains(got, rlo) {
+			t.Errorf("the %s holds U+202E as is:\n%s", name, got)
+		}
+		if !strings.Contains(got, "echo ok <U+202E>; rm -rf . #") {
+			t.Errorf("the %s does not show the command escaped:\n%s", name, got)
+		}
+	}
+	if got := RenderRequest(tk, files, false); !strings.Contains(got, "x<U+202E>og.sh") {
+		t.Errorf("the file name is not shown escaped:\n%s", got)
 	}
 }

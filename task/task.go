@@ -164,7 +164,11 @@ type Answer struct {
 	By      string `json:"by,omitempty"`
 	// Via is the delivery that answered, so replaying that answer's step
 	// after a crash recognises its own success.
-	Via    string    `json:"via,omitempty"`
+	Via string `json:"via,omitempty"`
+	// Source is what answered: "comment <id>" for a comment, "button
+	// <delivery>" for a check run's button. One source answers one
+	// request, ever (Task.Answers keeps those used).
+	Source string    `json:"source,omitempty"`
 	Reason string    `json:"reason,omitempty"`
 	At     time.Time `json:"at"`
 }
@@ -197,9 +201,14 @@ type ExecRequest struct {
 	CheckRunID  int64  `json:"check_run_id,omitempty"`
 	// PRUpdated is true once an existing draft's body shows this checkpoint.
 	PRUpdated bool `json:"pr_updated,omitempty"`
+	// ShownAt is GitHub's created_at of the newest comment showing the
+	// request, as GitHub answered when the bot posted it. Only a comment
+	// GitHub dates later answers the request: one written before it was
+	// about something else (an earlier request, or nothing), whenever it
+	// reached the bot.
+	ShownAt time.Time `json:"shown_at,omitzero"`
 	// Asked is true once the request is fully shown and the task waits;
-	// ParkedAt is when. An answer without a request id given before then
-	// was about an earlier request.
+	// ParkedAt is when, on the bot's clock (for the wait's metrics).
 	Asked    bool      `json:"asked,omitempty"`
 	ParkedAt time.Time `json:"parked_at,omitzero"`
 	// StartedIn is the claim (Task.Claim) in which the command was handed
@@ -216,6 +225,13 @@ type ExecRequest struct {
 	Result     *RunResult `json:"result,omitempty"`
 	// Closed is true once the approval check run shows the answer.
 	Closed bool `json:"closed,omitempty"`
+}
+
+// shown records GitHub's time of a comment that shows the request.
+func (r *ExecRequest) shown(at time.Time) {
+	if at.After(r.ShownAt) {
+		r.ShownAt = at.UTC()
+	}
 }
 
 // Task is one unit of work: the request that created it and everything a
@@ -278,6 +294,9 @@ type Task struct {
 	// Request is the agent's current (or last) execution request.
 	Request    *ExecRequest `json:"request,omitempty"`
 	RequestSeq int          `json:"request_seq,omitempty"`
+	// Answers are the sources (Answer.Source) that answered the task's
+	// earlier requests: none of them may answer another.
+	Answers []string `json:"answers,omitempty"`
 	// RequestID and AnswerSHA are set on approve and reject tasks: the
 	// request answered (empty: the issue's current one) and, for a
 	// check-run button, the commit the button was on.

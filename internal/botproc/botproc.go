@@ -24,6 +24,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"net"
 	"net/http"
@@ -609,14 +610,20 @@ func (h *Harness) CommentPayload(issue int, user, body string) []byte {
 	p := h.testdata("issue_comment.created.json")
 	c := p["comment"].(map[string]any)
 	c["body"] = body
-	c["id"] = h.GitHub.AddComment(Owner, Repo, issue, user, body)
+	id := h.GitHub.AddComment(Owner, Repo, issue, user, body)
+	c["id"] = id
+	// GitHub's clock, as GitHub sends it: the order of a request and its
+	// answer is judged on it.
+	if made, ok := h.GitHub.Comment(id); ok {
+		c["created_at"] = made.CreatedAt.Format(time.RFC3339)
+	}
 	c["user"].(map[string]any)["login"] = user
 	is := p["issue"].(map[string]any)
 	is["number"], is["title"], is["body"] = issue, IssueTitle, IssueBody
 	s := p["sender"].(map[string]any)
 	s["login"] = user
 	if user != Owner {
-		s["id"] = 1000 + len(user)
+		s["id"] = UserID(user)
 	}
 	p["installation"].(map[string]any)["id"] = InstallID
 	p["repository"].(map[string]any)["clone_url"] = h.Git.CloneURL(Owner, Repo)
@@ -680,6 +687,10 @@ func ButtonPayload(t testing.TB, cloneURL, user, identifier, externalID, headSHA
 	cr["external_id"], cr["head_sha"], cr["name"], cr["id"] = externalID, headSHA, task.ApprovalCheck, checkRunID
 	p["requested_action"].(map[string]any)["identifier"] = identifier
 	p["sender"].(map[string]any)["login"] = user
+	p["sender"].(map[string]any)["id"] = UserID(user)
+	if user == Owner {
+		p["sender"].(map[string]any)["id"] = OwnerID
+	}
 	body, err := json.Marshal(p)
 	if err != nil {
 		t.Fatalf("botproc: %v", err)
@@ -867,4 +878,16 @@ func (h *Harness) Posts(method string, re *regexp.Regexp) int {
 		}
 	}
 	return n
+}
+
+// OwnerID is the repository owner's user id in the recorded deliveries.
+const OwnerID = 21031067
+
+// UserID is the GitHub user id the test deliveries give login: the same
+// for a login in every delivery, and different for different logins, as
+// the bot compares people by id.
+func UserID(login string) int64 {
+	h := fnv.New32a()
+	h.Write([]byte(strings.ToLower(login)))
+	return 1000 + int64(h.Sum32())
 }

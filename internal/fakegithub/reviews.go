@@ -93,7 +93,7 @@ func (s *Server) addReviewLocked(k string, pr int, c ReviewComment) *reviewComme
 		c.Side = "RIGHT"
 	}
 	s.nextID++
-	now := time.Now().UTC()
+	now := s.commentTimeLocked()
 	c.ID, c.CreatedAt, c.Edits = s.nextID, now, 0
 	rc := &reviewComment{ReviewComment: c, repo: k, pr: pr, update: now}
 	s.review[c.ID] = rc

@@ -1,0 +1,82 @@
+package task
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// An answer answers the waiting request only if GitHub dates it after the
+// request was shown, and only once: what a maintainer approves is what they
+// were shown, whenever their comment reaches the bot.
+func TestRefusalJudgesOrderOnGitHubsClock(t *testing.T) {
+	shown := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+	waiting := func() *Task {
+		return &Task{ID: 12, Request: &ExecRequest{ID: "12-2", Command: "make check", SHA: "abc", CheckRunID: 77, ShownAt: shown}}
+	}
+	comment := func(id int64, at time.Time) *Task {
+		return &Task{CommentID: id, AskedAt: at, Requester: Person{Login: "maintainer", ID: 1}}
+	}
+	for _, tc := range []struct {
+		name   string
+		answer *Task
+		edit   func(target *Task)
+		want   string // part of the refusal; "" when the answer counts
+	}{
+		{name: "written after the request was shown", answer: comment(5, shown.Add(time.Second))},
+		{name: "written before", answer: comment(5, shown.Add(-time.Minute)), want: "written before request `12-2`"},
+		{name: "written in the same second", answer: comment(5, shown), want: "written before request `12-2`"},
+		{name: "naming the request, written before it was shown", answer: func() *Task {
+			a := comment(5, shown.Add(-time.Second))
+			a.RequestID = "12-2"
+			return a
+		}(), want: "written before request `12-2`"},
+		{name: "comment without GitHub's time", answer: comment(5, time.Time{}), want: "is not known"},
+		{name: "request without GitHub's time", answer: comment(5, shown.Add(time.Hour)),
+			edit: func(target *Task) { target.Request.ShownAt = time.Time{} }, want: "is not known"},
+		{name: "comment that answered an earlier request", answer: comment(5, shown.Add(time.Hour)),
+			edit: func(target *Task) { target.Answers = []string{"comment 5"} }, want: "already used"},
+		{name: "review comment with the id of a used issue comment", answer: func() *Task {
+			a := comment(0, shown.Add(time.Second))
+			a.Review = &ReviewRef{CommentID: 5}
+			return a
+		}(), edit: func(target *Task) { target.Answers = []string{"comment 5"} }},
+		{name: "button of the request's check run", answer: &Task{DeliveryID: "d1", AnswerRun: 77, RequestID: "12-2", AnswerSHA: "abc"}},
+		{name: "button pressed again under a new delivery", answer: &Task{DeliveryID: "d1", AnswerRun: 77, RequestID: "12-2", AnswerSHA: "abc"},
+			edit: func(target *Task) { target.Answers = []string{"button d1"} }, want: "already used"},
+		{name: "button of another check run", answer: &Task{DeliveryID: "d2", AnswerRun: 76, RequestID: "12-2", AnswerSHA: "abc"},
+			want: "not on the approval check run"},
+		{name: "request already answered", answer: comment(6, shown.Add(time.Second)),
+			edit: func(target *Task) { target.Request.Answer = &Answer{Verdict: Approved, By: "other"} }, want: "already answered"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			target := waiting()
+			if tc.edit != nil {
+				tc.edit(target)
+			}
+			got := refusal(tc.answer, target, answerSource(tc.answer), "approve")
+			switch {
+			case tc.want == "" && got != "":
+				t.Fatalf("refused: %s", got)
+			case tc.want != "" && !strings.Contains(got, tc.want):
+				t.Fatalf("refusal = %q, want it to say %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// ShownAt keeps the newest of the comments that show a request: an answer
+// must come after the request was shown everywhere it is shown.
+func TestShownKeepsTheNewest(t *testing.T) {
+	at := time.Date(2026, 11, 25, 10, 0, 0, 0, time.FixedZone("x", 3600))
+	var r ExecRequest
+	r.shown(at)
+	r.shown(at.Add(-time.Minute))
+	if !r.ShownAt.Equal(at) || r.ShownAt.Location() != time.UTC {
+		t.Fatalf("ShownAt = %v, want %v in UTC", r.ShownAt, at)
+	}
+	r.shown(at.Add(time.Second))
+	if !r.ShownAt.Equal(at.Add(time.Second)) {
+		t.Fatalf("ShownAt = %v", r.ShownAt)
+	}
+}
