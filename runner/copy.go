@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"archive/tar"
 	"context"
 	"fmt"
 	"io"
@@ -126,4 +127,111 @@ func removeTree(path string) error {
 		return nil
 	})
 	return os.RemoveAll(path)
+}
+
+// tarTree writes the directory tree at src to w as a tar stream, with the
+// same rules as copyTree (regular files with their contents, permission bits
+// and modification times; directories; symbolic links recreated, never
+// followed; other types skipped; hard links as separate files). Every entry
+// is owned by uid:gid, so the receiver needs no chown pass. The root itself
+// has no entry: the receiver's directory keeps its own owner and mode.
+// reserve, if not nil, is asked before each regular file with its size; its
+// error stops the stream before that file is sent.
+func tarTree(ctx context.Context, src string, w io.Writer, uid, gid int, reserve func(size int64) error) error {
+	root, err := filepath.EvalSymlinks(src)
+	if err != nil {
+		return err
+	}
+	info, err := os.Stat(root)
+	if err != nil {
+		return err
+	}
+	if !info.IsDir() {
+		return fmt.Errorf("%s is not a directory", src)
+	}
+	tw := tar.NewWriter(w)
+	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if path == root {
+			return nil
+		}
+		rel, err := filepath.Rel(root, path)
+		if err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		hdr := &tar.Header{
+			Name:    filepath.ToSlash(rel),
+			Mode:    tarMode(info.Mode()),
+			ModTime: info.ModTime(),
+			Uid:     uid,
+			Gid:     gid,
+		}
+		switch mode := info.Mode(); {
+		case mode.IsDir():
+			hdr.Typeflag, hdr.Name = tar.TypeDir, hdr.Name+"/"
+			return tw.WriteHeader(hdr)
+		case mode&fs.ModeSymlink != 0:
+			if hdr.Linkname, err = os.Readlink(path); err != nil {
+				return err
+			}
+			hdr.Typeflag = tar.TypeSymlink
+			return tw.WriteHeader(hdr)
+		case mode.IsRegular():
+			hdr.Typeflag, hdr.Size = tar.TypeReg, info.Size()
+			if reserve != nil {
+				if err := reserve(hdr.Size); err != nil {
+					return err
+				}
+			}
+			return tarFile(tw, path, hdr)
+		}
+		return nil // sockets, devices, named pipes
+	})
+	if err != nil {
+		return err
+	}
+	return tw.Close()
+}
+
+// tarFile writes one regular file, refusing to follow a symlink that replaced
+// it since the walk saw it. A file that shrank since is an error (the header
+// already promised its size); one that grew is cut at that size.
+func tarFile(tw *tar.Writer, path string, hdr *tar.Header) error {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := tw.WriteHeader(hdr); err != nil {
+		return err
+	}
+	if _, err := io.CopyN(tw, f, hdr.Size); err != nil {
+		return fmt.Errorf("read %s: %w", path, err)
+	}
+	return nil
+}
+
+// tarMode is the tar header mode of m: permission, setuid, setgid and sticky
+// bits, in the numeric form tar uses.
+func tarMode(m fs.FileMode) int64 {
+	mode := int64(m.Perm())
+	if m&fs.ModeSetuid != 0 {
+		mode |= 0o4000
+	}
+	if m&fs.ModeSetgid != 0 {
+		mode |= 0o2000
+	}
+	if m&fs.ModeSticky != 0 {
+		mode |= 0o1000
+	}
+	return mode
 }

@@ -6,7 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io/fs"
+	"io"
 	"log/slog"
 	"maps"
 	"os"
@@ -23,9 +23,9 @@ import (
 	"github.com/moby/moby/client"
 )
 
-// Labels every container of the Docker runner carries. Spec.Labels are added
-// as they are (the task package sets "pullwright.task" and
-// "pullwright.request").
+// Labels every container and workspace volume of the Docker runner carries.
+// Spec.Labels are added as they are (the task package sets "pullwright.task"
+// and "pullwright.request").
 const (
 	LabelManaged = "pullwright.managed" // "true"
 	LabelOwner   = "pullwright.owner"   // DockerConfig.Owner, if set
@@ -38,11 +38,23 @@ const (
 	DefaultNanoCPUs    = 2e9     // 2 CPUs
 	DefaultPidsLimit   = 512
 	DefaultTmpfsSize   = 1 << 30 // 1 GiB; tmpfs pages count against Memory
-	DefaultSandboxUser = "65534:65534"
+	// DefaultWorkspaceSize caps /workspace, the copy of the workspace
+	// included; like /tmp it is memory.
+	DefaultWorkspaceSize = 2 << 30 // 2 GiB
+	DefaultSandboxUser   = "65534:65534"
 	// SandboxWorkdir is where the copy of the workspace is mounted, and the
 	// command's working directory.
 	SandboxWorkdir = "/workspace"
 )
+
+// volumePrefix starts the name of every workspace volume.
+const volumePrefix = "pullwright-ws-"
+
+// goAheadScript is the container's entry point: it waits for one line on
+// stdin, which Run writes once the workspace is in /workspace, and only then
+// runs the command, which comes as $1 so it is never part of a script. If
+// stdin closes without that line (the copy failed), the command never runs.
+const goAheadScript = `read -r _ && exec /bin/sh -c "$1"`
 
 // cleanupTimeout bounds the clean-up calls (kill, inspect, remove) that run
 // on a fresh context after the run's context is done.
@@ -78,11 +90,15 @@ type DockerConfig struct {
 	// TmpfsSize is the size of the writable /tmp in bytes, default 1 GiB.
 	// What is written there counts against Memory.
 	TmpfsSize int64
+	// WorkspaceSize is the size of /workspace in bytes, the copy of the
+	// workspace included, default 2 GiB. What the command writes there
+	// counts against Memory. It is also the cap on a Spec's Disk: a
+	// smaller Disk replaces it for one run, a larger one is lowered to it.
+	WorkspaceSize int64
 	// User runs the command, as "uid:gid" (numeric, so no /etc/passwd
-	// lookup is needed). Default: 65534:65534 (nobody) when the bot runs as
-	// root, which then chowns the workspace copy to it; otherwise the bot's
-	// own uid:gid, which already owns the copy and can remove whatever the
-	// command creates. Never root.
+	// lookup is needed), and owns /workspace and every file of the copy.
+	// Default: 65534:65534 (nobody) when the bot runs as root, otherwise
+	// the bot's own uid:gid. Never root.
 	User string
 	// Runtime is the OCI runtime, e.g. "runsc" for gVisor; "" is Docker's
 	// default (runc).
@@ -93,14 +109,15 @@ type DockerConfig struct {
 	// MaxOutput applies to Specs without one; zero means DefaultMaxOutput.
 	MaxOutput int
 
-	// Owner, if not empty, is put on every container as the label
-	// pullwright.owner, and CleanupOrphans then removes only containers
-	// with the same owner: set it when several bots share one Docker host.
+	// Owner, if not empty, is put on every container and workspace volume
+	// as the label pullwright.owner, and CleanupOrphans then removes only
+	// those with the same owner: set it when several bots share one Docker
+	// host.
 	Owner string
-	// TempDir is where workspace copies are made (and, if set, where
-	// CleanupOrphans removes copies left by a crash). The Docker daemon
-	// must see the same path: with a remote DOCKER_HOST it has to be a
-	// directory shared with that host. "" means os.TempDir().
+	// TempDir, if set, is where CleanupOrphans removes the workspace
+	// copies (pullwright-docker-*) that versions which bind-mounted them
+	// left after a crash. The runner itself writes nothing there: the
+	// workspace reaches the engine through its API.
 	TempDir string
 	Logger  *slog.Logger
 }
@@ -110,30 +127,54 @@ type DockerConfig struct {
 //
 //   - the image: Spec.Image, else DockerConfig.Image, else by the
 //     workspace's language (ImageFor); pulled if missing;
-//   - a copy of Spec.Dir, owned by the sandbox user, bind-mounted read-write
-//     at /workspace, the working directory; removed after the run, so the
-//     agent's workspace never changes;
+//   - a copy of Spec.Dir at /workspace, the working directory, owned by
+//     the sandbox user, in a volume of its own (a 2 GiB tmpfs); removed
+//     after the run, so the agent's workspace never changes;
 //   - no network; 2 GiB of memory and no swap; 2 CPUs; 512 pids; a
 //     read-only root file system with a 1 GiB tmpfs at /tmp (exec allowed,
 //     so `go test` can run its binaries); all capabilities dropped;
 //     no-new-privileges; a non-root user; no Docker logs kept (output is
-//     streamed and bounded, so a command cannot fill the host's disk);
+//     streamed and bounded);
 //   - environment: only HOME=/tmp, TMPDIR=/tmp, GOCACHE=/tmp/gocache,
 //     GOPATH=/tmp/go, CI=true and LANG=C.UTF-8 on top of the image's own
 //     (e.g. its PATH); nothing of the bot's;
-//   - /bin/sh -c Spec.Command as the entry point (the image's is ignored).
+//   - /bin/sh -c Spec.Command, once the copy is in place (the image's
+//     entry point is ignored).
 //
-// Spec.Network, Spec.Memory and Spec.NanoCPUs, when set, replace the
-// network mode, memory limit and CPU quota of DockerConfig for one run. The
-// caller has already checked them against the operator's caps; Run still
-// refuses a Network other than "", "none" or "bridge" (never host or
-// container:<id>), and lowers NanoCPUs to the host's CPUs. Swap stays off
-// (memory+swap = memory) and /tmp's tmpfs still counts against the memory
-// limit, whichever limit applies.
+// Nothing a command writes reaches the host's disk: the root is read-only,
+// and /workspace and /tmp are memory-backed tmpfs with a size cap each
+// (WorkspaceSize, TmpfsSize). The kernel charges tmpfs pages to the cgroup
+// of whoever writes them, so what the command writes there counts against
+// its memory limit, and whichever comes first ends the writing: the cap
+// (the write fails with "No space left on device") or the memory limit (an
+// OOM kill). The copy of the workspace is written by the engine, so it is
+// charged to the engine, not the command, and bounded by the cap. A full
+// /workspace or /tmp is a result the agent sees: Run adds a note naming
+// both caps to an output that says "No space left on device". A workspace
+// larger than the cap is a failed Result that says so, and the command is
+// not run.
 //
-// A timeout, an OOM kill or an image that cannot be pulled is a normal
-// Result. Every container is removed when Run returns, also on timeout and
-// on ctx being done; CleanupOrphans removes those a crashed bot left.
+// The copy reaches the engine through its API, as a tar stream into the
+// running container's volume, never as a path on the bot's machine: a
+// remote DOCKER_HOST works, and the bot needs no directory shared with the
+// engine. The container waits on stdin for a go-ahead line that Run writes
+// after the copy, so the command never sees a partial workspace; Spec.Timeout
+// and Result.Duration count from that line.
+//
+// Spec.Network, Spec.Memory, Spec.NanoCPUs and Spec.Disk, when set, replace
+// the network mode, memory limit, CPU quota and workspace size of
+// DockerConfig for one run. The caller has already checked them against the
+// operator's caps; Run still refuses a Network other than "", "none" or
+// "bridge" (never host or container:<id>), lowers NanoCPUs to the host's
+// CPUs, and lowers Disk to WorkspaceSize, the operator's cap, with a
+// warning in the log (a workspace limit is no reason to fail a run the
+// caller let through). Swap stays off (memory+swap = memory) and both tmpfs
+// still count against the memory limit, whichever limit applies.
+//
+// A timeout, an OOM kill, an image that cannot be pulled or a workspace
+// that does not fit is a normal Result. Every container and its volume are
+// removed when Run returns, also on timeout and on ctx being done;
+// CleanupOrphans removes those a crashed bot left.
 //
 // A Docker is safe for concurrent use. Its Docker client comes from the
 // environment (DOCKER_HOST, DOCKER_TLS_VERIFY, DOCKER_CERT_PATH,
@@ -150,8 +191,8 @@ type Docker struct {
 
 	warned sync.Map // create warnings already logged
 
-	// onStarted, if set, is called when the container has been started;
-	// benchmarks use it to measure the time to start.
+	// onStarted, if set, is called when the command has been let go (the
+	// workspace copied in); benchmarks use it to measure the time to start.
 	onStarted func()
 }
 
@@ -186,6 +227,9 @@ func newDocker(cli *client.Client, cfg DockerConfig) (*Docker, error) {
 	}
 	if cfg.TmpfsSize <= 0 {
 		cfg.TmpfsSize = DefaultTmpfsSize
+	}
+	if cfg.WorkspaceSize <= 0 {
+		cfg.WorkspaceSize = DefaultWorkspaceSize
 	}
 	if cfg.User == "" {
 		if os.Geteuid() == 0 {
@@ -268,18 +312,20 @@ func (d *Docker) checkHost(ctx context.Context) (int64, error) {
 	return d.hostCPUs, d.hostErr
 }
 
-// limits are the network, memory and CPU quota of one run.
+// limits are the network, memory, CPU quota and workspace size of one run.
 type limits struct {
 	network  string
 	memory   int64
 	nanoCPUs int64
+	disk     int64
 }
 
-// limitsFor applies s's limits over the configuration's, and lowers the CPU
-// quota to hostCPUs (if known): Docker refuses a quota above the host's CPUs.
-// s has passed checkLimits.
+// limitsFor applies s's limits over the configuration's, lowers the CPU
+// quota to hostCPUs (if known), since Docker refuses a quota above the
+// host's CPUs, and lowers the workspace size to WorkspaceSize, the
+// operator's cap. s has passed checkLimits.
 func (d *Docker) limitsFor(s Spec, hostCPUs int64) limits {
-	l := limits{network: d.cfg.NetworkMode, memory: d.cfg.Memory, nanoCPUs: d.cfg.NanoCPUs}
+	l := limits{network: d.cfg.NetworkMode, memory: d.cfg.Memory, nanoCPUs: d.cfg.NanoCPUs, disk: d.cfg.WorkspaceSize}
 	if s.Network != "" {
 		l.network = s.Network
 	}
@@ -289,14 +335,17 @@ func (d *Docker) limitsFor(s Spec, hostCPUs int64) limits {
 	if s.NanoCPUs > 0 {
 		l.nanoCPUs = s.NanoCPUs
 	}
+	if s.Disk > 0 {
+		l.disk = min(s.Disk, d.cfg.WorkspaceSize)
+	}
 	if hostCPUs > 0 && l.nanoCPUs > hostCPUs {
 		l.nanoCPUs = hostCPUs
 	}
 	return l
 }
 
-// Run copies s.Dir, runs s.Command in a new container on the copy, and
-// removes both, whatever happened. See Docker.
+// Run creates a workspace volume and a container, copies s.Dir into it, runs
+// s.Command there, and removes both, whatever happened. See Docker.
 func (d *Docker) Run(ctx context.Context, s Spec) (Result, error) {
 	if s.Timeout <= 0 {
 		s.Timeout = d.cfg.Timeout
@@ -326,6 +375,10 @@ func (d *Docker) Run(ctx context.Context, s Spec) (Result, error) {
 		return res, err
 	}
 	lim := d.limitsFor(s, hostCPUs)
+	if s.Disk > lim.disk {
+		// The caller was meant to check this: say so, but run within the cap.
+		log.Warn("runner: workspace size lowered to the operator's cap", "disk", s.Disk, "cap", lim.disk)
+	}
 	if err := d.ensureImage(ctx, log, image); err != nil {
 		if ctx.Err() != nil {
 			return res, fmt.Errorf("run: %w", ctx.Err())
@@ -334,20 +387,7 @@ func (d *Docker) Run(ctx context.Context, s Spec) (Result, error) {
 		res.Output = fmt.Sprintf("not run: image %s is not available and could not be pulled: %v\n", image, err)
 		return res, nil
 	}
-
-	_, work, remove, err := copyWorkspace(ctx, log, d.cfg.TempDir, "pullwright-docker-", s.Dir)
-	if err != nil {
-		return res, err
-	}
-	defer remove()
-	if err := d.handOver(work); err != nil {
-		return res, fmt.Errorf("prepare workspace copy: %w", err)
-	}
-	abs, err := filepath.Abs(work)
-	if err != nil {
-		return res, err
-	}
-	return d.run(ctx, log, s, lim, d.containerConfig(s, image, abs, lim))
+	return d.run(ctx, log, s, image, lim)
 }
 
 // firstNonEmpty returns a, or b if a is empty.
@@ -356,37 +396,6 @@ func firstNonEmpty(a, b string) string {
 		return a
 	}
 	return b
-}
-
-// handOver makes the workspace copy writable by the sandbox user: chown when
-// the bot can, else (the sandbox user is not the bot's) world-writable.
-func (d *Docker) handOver(dir string) error {
-	uid, gid, _ := parseUser(d.cfg.User)
-	if os.Geteuid() == 0 {
-		return filepath.WalkDir(dir, func(p string, _ fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			return os.Lchown(p, uid, gid)
-		})
-	}
-	if uid == os.Getuid() {
-		return nil
-	}
-	return filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		info, err := e.Info()
-		if err != nil || info.Mode()&fs.ModeSymlink != 0 {
-			return err
-		}
-		mode := info.Mode().Perm() | 0o666
-		if info.IsDir() || info.Mode()&0o111 != 0 {
-			mode |= 0o111
-		}
-		return os.Chmod(p, mode|info.Mode()&(fs.ModeSetgid|fs.ModeSticky))
-	})
 }
 
 // ensureImage pulls image unless the daemon has it, logging progress.
@@ -433,8 +442,8 @@ func (d *Docker) ensureImage(ctx context.Context, log *slog.Logger, image string
 	return nil
 }
 
-// containerConfig is what a run's container is created with.
-func (d *Docker) containerConfig(s Spec, image, work string, lim limits) client.ContainerCreateOptions {
+// labels are what a run's container and volume carry.
+func (d *Docker) labels(s Spec) map[string]string {
 	labels := maps.Clone(s.Labels)
 	if labels == nil {
 		labels = map[string]string{}
@@ -443,6 +452,35 @@ func (d *Docker) containerConfig(s Spec, image, work string, lim limits) client.
 	if d.cfg.Owner != "" {
 		labels[LabelOwner] = d.cfg.Owner
 	}
+	return labels
+}
+
+// createVolume creates the run's /workspace: a tmpfs of size bytes whose
+// root belongs to the sandbox user, so the command can write there without
+// any chown, and whose pages are memory, never the engine host's disk. Like
+// /tmp it is nosuid and nodev: a set-uid file or a device node in the copy
+// must not become a way out.
+func (d *Docker) createVolume(ctx context.Context, s Spec, size int64) (string, error) {
+	uid, gid, _ := parseUser(d.cfg.User)
+	v, err := d.cli.VolumeCreate(ctx, client.VolumeCreateOptions{
+		Name:   volumePrefix + randomHex(6),
+		Driver: "local",
+		DriverOpts: map[string]string{
+			"type":   "tmpfs",
+			"device": "tmpfs",
+			"o":      fmt.Sprintf("size=%d,uid=%d,gid=%d,mode=0700,nosuid,nodev", size, uid, gid),
+		},
+		Labels: d.labels(s),
+	})
+	if err != nil {
+		return "", fmt.Errorf("create workspace volume: %w", err)
+	}
+	return v.Volume.Name, nil
+}
+
+// containerConfig is what a run's container is created with, its workspace
+// being the volume named volume.
+func (d *Docker) containerConfig(s Spec, image, volume string, lim limits) client.ContainerCreateOptions {
 	pids := d.cfg.PidsLimit
 	return client.ContainerCreateOptions{
 		Name: "pullwright-run-" + randomHex(6),
@@ -450,16 +488,19 @@ func (d *Docker) containerConfig(s Spec, image, work string, lim limits) client.
 			Image:      image,
 			User:       d.cfg.User,
 			Hostname:   "sandbox",
-			Entrypoint: []string{"/bin/sh", "-c"},
+			Entrypoint: []string{"/bin/sh", "-c", goAheadScript, "pullwright"},
 			Cmd:        []string{s.Command},
 			WorkingDir: SandboxWorkdir,
 			Env: []string{
 				"HOME=/tmp", "TMPDIR=/tmp", "GOCACHE=/tmp/gocache", "GOPATH=/tmp/go",
 				"CI=true", "LANG=C.UTF-8",
 			},
+			AttachStdin:     true,
 			AttachStdout:    true,
 			AttachStderr:    true,
-			Labels:          labels,
+			OpenStdin:       true,
+			StdinOnce:       true,
+			Labels:          d.labels(s),
 			NetworkDisabled: lim.network == NetworkNone,
 		},
 		HostConfig: &container.HostConfig{
@@ -472,10 +513,7 @@ func (d *Docker) containerConfig(s Spec, image, work string, lim limits) client.
 			Tmpfs: map[string]string{
 				"/tmp": fmt.Sprintf("rw,exec,nosuid,nodev,size=%d,mode=1777", d.cfg.TmpfsSize),
 			},
-			Mounts: []mount.Mount{{
-				Type: mount.TypeBind, Source: work, Target: SandboxWorkdir,
-				BindOptions: &mount.BindOptions{Propagation: mount.PropagationRPrivate},
-			}},
+			Mounts: []mount.Mount{{Type: mount.TypeVolume, Source: volume, Target: SandboxWorkdir}},
 			Resources: container.Resources{
 				Memory:     lim.memory,
 				MemorySwap: lim.memory,
@@ -486,10 +524,20 @@ func (d *Docker) containerConfig(s Spec, image, work string, lim limits) client.
 	}
 }
 
-// run creates, starts and waits for the container; see Run.
-func (d *Docker) run(ctx context.Context, log *slog.Logger, s Spec, lim limits, opts client.ContainerCreateOptions) (Result, error) {
+// run creates the volume and the container, starts it, copies the workspace
+// in, lets the command go and waits for it; see Run.
+func (d *Docker) run(ctx context.Context, log *slog.Logger, s Spec, image string, lim limits) (Result, error) {
 	res := Result{ExitCode: -1}
-	created, err := d.cli.ContainerCreate(ctx, opts)
+	volume, err := d.createVolume(ctx, s, lim.disk)
+	if err != nil {
+		if ctx.Err() != nil {
+			return res, fmt.Errorf("run: %w", ctx.Err())
+		}
+		return res, err
+	}
+	log = log.With("volume", volume)
+	defer d.removeVolume(log, volume) // after the container, which holds it
+	created, err := d.cli.ContainerCreate(ctx, d.containerConfig(s, image, volume, lim))
 	if err != nil {
 		if ctx.Err() != nil {
 			return res, fmt.Errorf("run: %w", ctx.Err())
@@ -512,31 +560,62 @@ func (d *Docker) run(ctx context.Context, log *slog.Logger, s Spec, lim limits, 
 	streamCtx, cancelStream := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelStream()
 	attach, err := d.cli.ContainerAttach(streamCtx, id, client.ContainerAttachOptions{
-		Stream: true, Stdout: true, Stderr: true,
+		Stream: true, Stdin: true, Stdout: true, Stderr: true,
 	})
 	if err != nil {
 		return res, fmt.Errorf("attach to container: %w", err)
 	}
-	defer attach.Close()
 	out := newBoundedOutput(s.MaxOutput)
+	noSpace := newPhraseSpotter(noSpaceMessage)
 	copied := make(chan struct{})
 	go func() {
 		defer close(copied)
 		// One writer for both streams keeps them in the order the daemon
-		// saw them; boundedOutput never fails a write.
-		_, _ = stdcopy.StdCopy(out, out, attach.Reader)
+		// saw them; neither writer ever fails.
+		w := io.MultiWriter(out, noSpace)
+		_, _ = stdcopy.StdCopy(w, w, attach.Reader)
+	}()
+	defer func() {
+		attach.Close()
+		<-copied
 	}()
 	wait := d.cli.ContainerWait(streamCtx, id, client.ContainerWaitOptions{Condition: container.WaitConditionNextExit})
 
-	log.Info("runner: start", "command", s.Command, "timeout", s.Timeout,
-		"network", lim.network, "memory", lim.memory, "nano_cpus", lim.nanoCPUs)
-	start := time.Now()
+	// The copy goes into the running container: the engine writes into
+	// the volume only while it is mounted for a running container (before
+	// the start, it would be lost at unmount), and the entry point waits
+	// for the go-ahead meanwhile.
 	if _, err := d.cli.ContainerStart(ctx, id, client.ContainerStartOptions{}); err != nil {
 		if ctx.Err() != nil {
 			return res, fmt.Errorf("run: %w", ctx.Err())
 		}
 		return res, fmt.Errorf("start container: %w", err)
 	}
+	if err := d.copyIn(ctx, id, s.Dir, lim.disk); err != nil {
+		// Stdin closes without the go-ahead: the command never runs.
+		_ = attach.CloseWrite()
+		switch {
+		case ctx.Err() != nil:
+			return res, fmt.Errorf("run: %w", ctx.Err())
+		case errors.Is(err, errWorkspaceTooBig):
+			log.Warn("runner: the workspace does not fit in the sandbox", "disk", lim.disk, "err", err)
+			res.Output = fmt.Sprintf("not run: the workspace is larger than the %s the sandbox's %s holds\n",
+				formatBytes(lim.disk), SandboxWorkdir)
+			return res, nil
+		}
+		return res, err
+	}
+
+	log.Info("runner: start", "command", s.Command, "timeout", s.Timeout,
+		"network", lim.network, "memory", lim.memory, "nano_cpus", lim.nanoCPUs, "disk", lim.disk)
+	if _, err := attach.Conn.Write([]byte("\n")); err != nil {
+		return res, fmt.Errorf("start command: %w", err)
+	}
+	// End of stdin for the command too: one that reads it must not hang.
+	if err := attach.CloseWrite(); err != nil {
+		return res, fmt.Errorf("start command: %w", err)
+	}
+	start := time.Now()
 	if d.onStarted != nil {
 		d.onStarted()
 	}
@@ -611,15 +690,82 @@ func (d *Docker) run(ctx context.Context, log *slog.Logger, s Spec, lim limits, 
 		out.ensureNewline()
 		fmt.Fprintf(out, "[killed: out of memory (the sandbox's limit is %s)]\n", formatBytes(lim.memory))
 	}
+	if noSpace.seen {
+		out.ensureNewline()
+		fmt.Fprintf(out, "[out of space: %s holds at most %s and /tmp %s in this sandbox]\n",
+			SandboxWorkdir, formatBytes(lim.disk), formatBytes(d.cfg.TmpfsSize))
+	}
 	res.Output, res.Truncated = out.String()
 
 	log.Info("runner: end", "command", s.Command, "exit_code", res.ExitCode,
 		"duration", res.Duration, "timed_out", res.TimedOut, "oom_killed", res.OOMKilled,
-		"cancelled", cancelled, "output_bytes", out.total, "truncated", res.Truncated)
+		"out_of_space", noSpace.seen, "cancelled", cancelled, "output_bytes", out.total, "truncated", res.Truncated)
 	if cancelled {
 		return res, fmt.Errorf("run %q: %w", s.Command, ctx.Err())
 	}
 	return res, nil
+}
+
+// errWorkspaceTooBig reports a workspace larger than its volume.
+var errWorkspaceTooBig = errors.New("the workspace is larger than the sandbox's workspace volume")
+
+// errCopyEnded stops the tar writer once the engine has answered.
+var errCopyEnded = errors.New("copy ended")
+
+// copyIn sends the workspace at dir into the container's /workspace as a tar
+// stream. It returns an error wrapping errWorkspaceTooBig if the files need
+// more than size bytes. They are counted before they are sent, in the whole
+// pages tmpfs stores them in, so an oversized workspace is cut short here
+// rather than left to the engine, whose out-of-space answer can be lost to a
+// broken pipe while the rest of the stream is still being written.
+func (d *Docker) copyIn(ctx context.Context, id, dir string, size int64) error {
+	uid, gid, _ := parseUser(d.cfg.User)
+	page := int64(os.Getpagesize())
+	left := size
+	reserve := func(n int64) error {
+		if left -= (n + page - 1) / page * page; left < 0 {
+			return errWorkspaceTooBig
+		}
+		return nil
+	}
+	pr, pw := io.Pipe()
+	tarred := make(chan error, 1)
+	go func() {
+		err := tarTree(ctx, dir, pw, uid, gid, reserve)
+		pw.CloseWithError(err)
+		tarred <- err
+	}()
+	_, err := d.cli.CopyToContainer(ctx, id, client.CopyToContainerOptions{
+		DestinationPath: SandboxWorkdir, Content: pr,
+	})
+	// The engine may answer before it has read everything: unblock the
+	// writer, then wait for it.
+	pr.CloseWithError(errCopyEnded)
+	tarErr := <-tarred
+	switch {
+	case errors.Is(tarErr, errWorkspaceTooBig):
+		return fmt.Errorf("copy workspace %s: %w", dir, tarErr)
+	case tarErr != nil && !errors.Is(tarErr, errCopyEnded) && !errors.Is(tarErr, io.ErrClosedPipe):
+		return fmt.Errorf("copy workspace %s: %w", dir, tarErr)
+	case err != nil && strings.Contains(strings.ToLower(err.Error()), noSpaceMessage):
+		// What the count misses: a larger page on the engine's host, or
+		// symbolic links long enough for tmpfs to give them a page.
+		return fmt.Errorf("copy workspace %s: %w: %w", dir, errWorkspaceTooBig, err)
+	case err != nil:
+		return fmt.Errorf("copy workspace %s into the container: %w", dir, err)
+	}
+	return nil
+}
+
+// removeVolume removes the run's workspace volume, on a fresh context like
+// remove, and after it: the engine refuses to remove a volume in use.
+func (d *Docker) removeVolume(log *slog.Logger, name string) {
+	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+	defer cancel()
+	_, err := d.cli.VolumeRemove(ctx, name, client.VolumeRemoveOptions{})
+	if err != nil && !cerrdefs.IsNotFound(err) {
+		log.Error("runner: remove workspace volume", "err", err)
+	}
 }
 
 // remove force-removes the container, on a fresh context: it must happen
@@ -633,12 +779,13 @@ func (d *Docker) remove(log *slog.Logger, id string) {
 	}
 }
 
-// CleanupOrphans removes every container this runner's configuration owns
-// (label pullwright.managed=true and, if DockerConfig.Owner is set, the same
-// pullwright.owner), running or not, and, if DockerConfig.TempDir is set,
-// the workspace copies left in it. Call it when the bot starts, before any
-// run: whatever it finds was left by a bot that died. It returns how many
-// containers it removed.
+// CleanupOrphans removes every container and workspace volume this runner's
+// configuration owns (label pullwright.managed=true and, if
+// DockerConfig.Owner is set, the same pullwright.owner), running or not,
+// and, if DockerConfig.TempDir is set, the workspace copies older versions
+// left in it. Call it when the bot starts, before any run: whatever it finds
+// was left by a bot that died. It returns how many containers it removed;
+// each run has one volume besides, which is only logged.
 func (d *Docker) CleanupOrphans(ctx context.Context) (int, error) {
 	filters := client.Filters{}.Add("label", LabelManaged+"=true")
 	if d.cfg.Owner != "" {
@@ -660,6 +807,21 @@ func (d *Docker) CleanupOrphans(ctx context.Context) (int, error) {
 		case cerrdefs.IsNotFound(err):
 		default:
 			errs = append(errs, fmt.Errorf("remove container %s: %w", shortID(c.ID), err))
+		}
+	}
+	// After the containers: a volume still mounted in one cannot go.
+	vols, err := d.cli.VolumeList(ctx, client.VolumeListOptions{Filters: filters})
+	if err != nil {
+		errs = append(errs, fmt.Errorf("list workspace volumes: %w", err))
+	}
+	for _, v := range vols.Items {
+		_, err := d.cli.VolumeRemove(ctx, v.Name, client.VolumeRemoveOptions{})
+		switch {
+		case err == nil:
+			d.log.Warn("runner: removed a workspace volume left behind", "volume", v.Name, "labels", v.Labels)
+		case cerrdefs.IsNotFound(err):
+		default:
+			errs = append(errs, fmt.Errorf("remove volume %s: %w", v.Name, err))
 		}
 	}
 	if d.cfg.TempDir != "" {

@@ -16,10 +16,11 @@ import (
 // BenchmarkDockerOverhead measures, in the same run and interleaved so that
 // drift in the machine's load hits all alike, the cost of running `true`:
 //
-//   - runner: Docker.Run, container per command (copy of an empty
-//     workspace, create, attach, start, wait, inspect, remove);
-//     start-ms is the part from Run being called to the container started
-//     ("approved" to "command started");
+//   - runner: Docker.Run, container per command (volume create, create,
+//     attach, start, copy of an empty workspace into it, wait, inspect,
+//     remove of container and volume); start-ms is the part from Run being
+//     called to the go-ahead after the copy ("approved" to "command
+//     started");
 //   - cli: `docker run --rm --network none IMAGE true`;
 //   - exec: one container per task, kept running, and `docker exec` per
 //     command (create, attach, start, inspect of the exec).
@@ -34,7 +35,7 @@ func BenchmarkDockerOverhead(b *testing.B) {
 		image = "pullwright/sandbox-go:test"
 	}
 	ctx := context.Background()
-	d, err := NewDocker(DockerConfig{Image: image, TempDir: b.TempDir(), Logger: slog.New(slog.DiscardHandler)})
+	d, err := NewDocker(DockerConfig{Image: image, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -50,7 +51,16 @@ func BenchmarkDockerOverhead(b *testing.B) {
 		b.Fatal(err)
 	}
 	spec := Spec{Command: "sleep 86400"}
-	opts := d.containerConfig(spec, image, dir, d.limitsFor(spec, hostCPUs))
+	lim := d.limitsFor(spec, hostCPUs)
+	volume, err := d.createVolume(ctx, spec, lim.disk)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer d.removeVolume(d.log, volume)
+	opts := d.containerConfig(spec, image, volume, lim)
+	// No go-ahead comes for this one: it runs its command at once.
+	opts.Config.Entrypoint, opts.Config.Cmd = []string{"/bin/sh", "-c"}, []string{spec.Command}
+	opts.Config.OpenStdin, opts.Config.AttachStdin = false, false
 	task, err := d.cli.ContainerCreate(ctx, opts)
 	if err != nil {
 		b.Fatal(err)

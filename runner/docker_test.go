@@ -32,10 +32,10 @@ func sandboxImage(t testing.TB) string { return sandboxtest.Image(t) }
 
 var testOwners atomic.Int64
 
-// newDocker returns a Docker runner on the test image whose containers carry
-// an owner label of their own and whose copies live in a directory of the
-// test, and checks when the test ends that neither a container nor a copy is
-// left.
+// newDocker returns a Docker runner on the test image whose containers and
+// volumes carry an owner label of their own and whose TempDir is a directory
+// of the test, and checks when the test ends that no container, volume or
+// file there is left.
 func newDocker(t *testing.T, cfg runner.DockerConfig) *runner.Docker {
 	t.Helper()
 	image := sandboxImage(t)
@@ -57,6 +57,9 @@ func newDocker(t *testing.T, cfg runner.DockerConfig) *runner.Docker {
 		defer d.Close()
 		if left := ownedContainers(t, cfg.Owner); len(left) > 0 {
 			t.Errorf("containers left behind: %v", left)
+		}
+		if left := ownedVolumes(t, cfg.Owner); len(left) > 0 {
+			t.Errorf("volumes left behind: %v", left)
 		}
 		assertEmpty(t, cfg.TempDir)
 	})
@@ -429,6 +432,7 @@ func TestDockerRefusesSpecLimits(t *testing.T) {
 		{"case", runner.Spec{Network: "Bridge"}, `network "Bridge" refused`},
 		{"negative memory", runner.Spec{Memory: -1}, "negative memory limit"},
 		{"negative CPUs", runner.Spec{NanoCPUs: -1}, "negative CPU limit"},
+		{"negative disk", runner.Spec{Disk: -1}, "negative disk limit"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

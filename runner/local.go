@@ -28,9 +28,10 @@ const defaultWaitDelay = 2 * time.Second
 // gives NO isolation: the command runs as the bot's user, sees the bot's file
 // system and network, and a process that calls setsid escapes the group kill.
 // Use it for development and on GitHub Actions runners only. Local is Unix
-// only. For the same reason it ignores Spec.Network, Spec.Memory and
-// Spec.NanoCPUs: it has no network namespace or cgroup to apply them to,
-// so a command gets the host's network, memory and CPUs whatever they say.
+// only. For the same reason it ignores Spec.Network, Spec.Memory,
+// Spec.NanoCPUs and Spec.Disk: it has no network namespace, cgroup or
+// file system of its own to apply them to, so a command gets the host's
+// network, memory, CPUs and disk whatever they say.
 //
 // The zero value is usable: TempDir "" means os.TempDir() and a nil Logger
 // means slog.Default().

@@ -525,7 +525,7 @@ func TestLocalLogs(t *testing.T) {
 // setting meant for the Docker backend.
 func TestLocalIgnoresSandboxLimits(t *testing.T) {
 	l, runs := newLocal(t)
-	res, err := run(t, l, runs, runner.Spec{Dir: t.TempDir(), Command: "echo ran", Network: "bridge", Memory: 64 << 20, NanoCPUs: 5e8})
+	res, err := run(t, l, runs, runner.Spec{Dir: t.TempDir(), Command: "echo ran", Network: "bridge", Memory: 64 << 20, NanoCPUs: 5e8, Disk: 1 << 20})
 	if err != nil || res.ExitCode != 0 || res.Output != "ran\n" {
 		t.Errorf("Run = %+v, %v; want it to run as without limits", res, err)
 	}

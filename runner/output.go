@@ -1,7 +1,9 @@
 package runner
 
 import (
+	"bytes"
 	"fmt"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -121,4 +123,43 @@ func trimPartialRuneStart(p []byte) []byte {
 		}
 	}
 	return p
+}
+
+// noSpaceMessage is how strerror(ENOSPC) reads, in lower case: what a
+// program prints when a write finds its file system full.
+const noSpaceMessage = "no space left on device"
+
+// phraseSpotter is an io.Writer that records whether an ASCII phrase was
+// written, in any letter case and also when split across writes. It keeps
+// only the last len(phrase)-1 bytes between writes. Like boundedOutput it
+// never fails and is not safe for concurrent use.
+type phraseSpotter struct {
+	phrase []byte // lower case
+	buf    []byte // the carried bytes, then the current write, lowered
+	seen   bool
+}
+
+func newPhraseSpotter(phrase string) *phraseSpotter {
+	return &phraseSpotter{phrase: []byte(strings.ToLower(phrase))}
+}
+
+func (p *phraseSpotter) Write(b []byte) (int, error) {
+	if p.seen || len(b) == 0 {
+		return len(b), nil
+	}
+	start := len(p.buf)
+	p.buf = append(p.buf, b...)
+	for i, c := range p.buf[start:] {
+		if 'A' <= c && c <= 'Z' {
+			p.buf[start+i] = c + ('a' - 'A')
+		}
+	}
+	if bytes.Contains(p.buf, p.phrase) {
+		p.seen = true
+		p.buf = nil
+		return len(b), nil
+	}
+	keep := min(len(p.buf), len(p.phrase)-1)
+	p.buf = append(p.buf[:0], p.buf[len(p.buf)-keep:]...)
+	return len(b), nil
 }

@@ -93,3 +93,38 @@ func TestLocalEscapedProcess(t *testing.T) {
 		t.Errorf("Result = %d %q, want 0 %q", res.ExitCode, res.Output, "left\n")
 	}
 }
+
+func TestPhraseSpotter(t *testing.T) {
+	tests := []struct {
+		name   string
+		writes []string
+		want   bool
+	}{
+		{"as strerror says it", []string{"dd: error writing 'big': No space left on device\n"}, true},
+		{"upper case", []string{"NO SPACE LEFT ON DEVICE"}, true},
+		{"split across writes", []string{"write: No spa", "ce left on", " device"}, true},
+		{"one byte at a time", strings.Split("xNo space left on devicex", ""), true},
+		{"after much else", []string{strings.Repeat("a", 100000), "no space left on device"}, true},
+		{"false start", []string{"no space no space left on d", "evice"}, true},
+		{"twice", []string{"no space left on device\n", "no space left on device\n"}, true},
+		{"absent", []string{"No space left", "\n", "on device"}, false},
+		{"nothing", nil, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := newPhraseSpotter(noSpaceMessage)
+			for _, w := range tt.writes {
+				if n, err := p.Write([]byte(w)); n != len(w) || err != nil {
+					t.Fatalf("Write = %d, %v", n, err)
+				}
+			}
+			if p.seen != tt.want {
+				t.Errorf("seen = %v, want %v", p.seen, tt.want)
+			}
+			// It carries less than the phrase, whatever was written.
+			if len(p.buf) >= len(p.phrase) {
+				t.Errorf("carries %d bytes, want fewer than %d", len(p.buf), len(p.phrase))
+			}
+		})
+	}
+}

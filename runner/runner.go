@@ -3,9 +3,9 @@
 // allowed: whoever calls Run has already asked policy and a maintainer.
 //
 // A Runner never works in the caller's workspace: it runs the command on a
-// copy (or, for container backends, a mount of a copy), so whatever the command
-// writes, deletes or chmods, the workspace the agent edits is unchanged. The
-// command gets a minimal environment, never the bot's.
+// copy (for container backends, a copy sent into the container), so whatever
+// the command writes, deletes or chmods, the workspace the agent edits is
+// unchanged. The command gets a minimal environment, never the bot's.
 //
 // Backends: Docker (one locked-down container per command, the default) and
 // Local (a process group on this machine; no isolation, for development and
@@ -51,16 +51,19 @@ type Spec struct {
 	// command.
 	Labels map[string]string
 
-	// Network, Memory and NanoCPUs are this run's sandbox limits: the
-	// repository's settings, which the caller has already checked against
-	// the operator's caps (the runner does not know those caps). A zero
-	// value means the backend's default; a set value replaces it. Network
-	// is "", "none" or "bridge"; Memory is in bytes; NanoCPUs is in
-	// billionths of a CPU. Local ignores all three: it has no isolation
-	// to apply them to.
+	// Network, Memory, NanoCPUs and Disk are this run's sandbox limits:
+	// the repository's settings, which the caller has already checked
+	// against the operator's caps (the runner does not know those caps,
+	// except Disk's: Docker lowers a Disk above DockerConfig.WorkspaceSize
+	// to it). A zero value means the backend's default; a set value
+	// replaces it. Network is "", "none" or "bridge"; Memory is in bytes;
+	// NanoCPUs is in billionths of a CPU; Disk is the size of the workspace
+	// in the sandbox in bytes (Docker: of /workspace, the copy included).
+	// Local ignores all four: it has no isolation to apply them to.
 	Network  string
 	Memory   int64
 	NanoCPUs int64
+	Disk     int64
 }
 
 // Network modes a Spec may ask for. Anything else (host, container:<id>, a
@@ -84,6 +87,9 @@ func (s Spec) checkLimits() error {
 	if s.NanoCPUs < 0 {
 		return fmt.Errorf("run: negative CPU limit %d", s.NanoCPUs)
 	}
+	if s.Disk < 0 {
+		return fmt.Errorf("run: negative disk limit %d", s.Disk)
+	}
 	return nil
 }
 
@@ -92,9 +98,10 @@ func (s Spec) checkLimits() error {
 type Result struct {
 	// ExitCode is the command's exit status, or -1 if it never exited
 	// normally (Local: killed by a signal; both: timed out, cancelled, or,
-	// for Docker, the image could not be had). In a Docker container the
-	// shell is process 1 and a command killed by signal n exits 128+n as
-	// a shell reports it (137 for SIGKILL, and so for OOMKilled).
+	// for Docker, the image could not be had or the workspace did not fit
+	// in the sandbox). In a Docker container the shell is process 1 and a
+	// command killed by signal n exits 128+n as a shell reports it (137
+	// for SIGKILL, and so for OOMKilled).
 	ExitCode int
 	// Output is stdout and stderr interleaved in the order they were
 	// written, bounded by Spec.MaxOutput plus the cut marker. A note such as

@@ -1,0 +1,35 @@
+package runner
+
+import (
+	"testing"
+)
+
+func TestLimitsFor(t *testing.T) {
+	d, err := newDocker(nil, DockerConfig{User: "1000:1000", WorkspaceSize: 64 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const host = 4e9
+	tests := []struct {
+		name     string
+		spec     Spec
+		hostCPUs int64
+		want     limits
+	}{
+		{"defaults", Spec{}, host, limits{network: "none", memory: DefaultMemory, nanoCPUs: DefaultNanoCPUs, disk: 64 << 20}},
+		{"spec lowers", Spec{Network: "bridge", Memory: 1 << 20, NanoCPUs: 5e8, Disk: 8 << 20}, host,
+			limits{network: "bridge", memory: 1 << 20, nanoCPUs: 5e8, disk: 8 << 20}},
+		{"disk at the cap", Spec{Disk: 64 << 20}, host, limits{network: "none", memory: DefaultMemory, nanoCPUs: DefaultNanoCPUs, disk: 64 << 20}},
+		// The operator's WorkspaceSize is a cap, not a default.
+		{"disk above the cap", Spec{Disk: 1 << 40}, host, limits{network: "none", memory: DefaultMemory, nanoCPUs: DefaultNanoCPUs, disk: 64 << 20}},
+		{"CPUs above the host's", Spec{NanoCPUs: 8e9}, host, limits{network: "none", memory: DefaultMemory, nanoCPUs: host, disk: 64 << 20}},
+		{"host CPUs unknown", Spec{NanoCPUs: 8e9}, 0, limits{network: "none", memory: DefaultMemory, nanoCPUs: 8e9, disk: 64 << 20}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := d.limitsFor(tt.spec, tt.hostCPUs); got != tt.want {
+				t.Errorf("limitsFor = %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
