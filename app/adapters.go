@@ -331,7 +331,7 @@ type sandbox struct{ r runner.Runner }
 func (s sandbox) Run(ctx context.Context, spec task.RunSpec) (task.RunResult, error) {
 	res, err := s.r.Run(ctx, runner.Spec{
 		Dir: spec.Dir, Command: spec.Command, Labels: spec.Labels,
-		Image: spec.Image, Network: spec.Network, Memory: spec.Memory,
+		Image: spec.Image, Network: spec.Network, Memory: spec.Memory, Disk: spec.Disk,
 		NanoCPUs: int64(spec.CPUs * 1e9), Timeout: spec.Timeout,
 	})
 	return task.RunResult{

@@ -174,7 +174,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	}
 
 	a := &App{cfg: cfg, log: log, store: store, github: gh, metrics: newMetrics(store, log.With("component", "metrics"))}
-	sb, err := a.sandbox(ctx)
+	sb, err := a.sandbox(ctx, op)
 	if err != nil {
 		store.Close()
 		return nil, err
@@ -283,7 +283,7 @@ func setDefaults(c *Config) {
 // answer is logged loudly, and each approved command then gets a result
 // saying the sandbox failed: the bot never falls back to running commands
 // without isolation.
-func (a *App) sandbox(ctx context.Context) (task.Runner, error) {
+func (a *App) sandbox(ctx context.Context, op *policy.Operator) (task.Runner, error) {
 	log := a.log.With("component", "runner")
 	dir := filepath.Join(a.cfg.WorkDir, "runs")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -294,7 +294,12 @@ func (a *App) sandbox(ctx context.Context) (task.Runner, error) {
 		l.Path = a.cfg.LocalPath
 		return sandbox{l}, nil
 	}
-	d, err := runner.NewDocker(runner.DockerConfig{Image: a.cfg.SandboxImage, TempDir: dir, Owner: sandboxOwner(dir), Logger: log})
+	d, err := runner.NewDocker(runner.DockerConfig{
+		Image: a.cfg.SandboxImage, TempDir: dir, Owner: sandboxOwner(dir), Logger: log,
+		// A repository's sandbox.disk is within caps.disk: the volume is
+		// made as large as the cap allows, never larger.
+		WorkspaceSize: op.DiskCap(),
+	})
 	if err != nil {
 		return nil, fmt.Errorf("docker sandbox: %w", err)
 	}

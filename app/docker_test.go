@@ -95,3 +95,29 @@ func TestFilesGitIgnoresDoNotRun(t *testing.T) {
 		})
 	}
 }
+
+// A repository's sandbox.disk reaches the sandbox: an approved command that
+// writes past it fails inside the sandbox with "no space left on device",
+// and the agent sees that as the command's result, with the limits named.
+func TestWritingPastTheDiskLimitIsAResult(t *testing.T) {
+	image := sandboxtest.Image(t)
+	e := newEnv(t, newRunLLM(t, "dd if=/dev/zero of=big bs=1M count=64; echo exit=$?"), func(c *app.Config) {
+		c.Runner, c.SandboxImage = "docker", image
+	})
+	e.configure("sandbox:\n  disk: 16MiB\n")
+	e.comment("d1", 1, owner, "/agent fix the typo")
+	r := e.waitState(1, task.AwaitingApproval).Request
+	e.comment("a1", 1, owner, "/approve "+r.ID)
+	done := e.waitTask(1)
+	if done.State != task.Done {
+		t.Fatalf("task ended %s: %s", done.State, done.Error)
+	}
+	res := done.Request.Result
+	if res == nil || !strings.Contains(strings.ToLower(res.Output), "no space left on device") ||
+		!strings.Contains(res.Output, "[out of space: /workspace holds at most 16 MiB") {
+		t.Fatalf("run result = %+v", res)
+	}
+	if got := lastToolResult(e.llm); !strings.Contains(got, "[out of space:") {
+		t.Fatalf("the model got %q", got)
+	}
+}

@@ -229,6 +229,7 @@ func (r *run) request(ctx context.Context, req agent.Request) (string, error) {
 		Image:    image,
 		Network:  s.Sandbox.Network,
 		Memory:   s.MemoryBytes,
+		Disk:     s.DiskBytes,
 		NanoCPUs: int64(s.Sandbox.CPUs * 1e9),
 		Labels:   map[string]string{"pullwright.run": "bot-run"},
 	})

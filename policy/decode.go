@@ -213,7 +213,9 @@ func (d *decoder) value(n *yaml.Node, v reflect.Value, path string) {
 		d.mapValue(n, v, path)
 	case reflect.String:
 		if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!str" {
-			if strings.HasSuffix(path, "memory") {
+			// The usual hint, to quote a number, would lead to a size
+			// in bytes, too small to be meant: show the units instead.
+			if strings.HasSuffix(path, "memory") || strings.HasSuffix(path, "disk") {
 				d.fail(n, path, "expected a size like 2GiB or 512MiB, got %s", describe(n))
 				return
 			}

@@ -151,6 +151,7 @@ func TestSchemaAgreesWithLoad(t *testing.T) {
 		{"model: gpt-4.1-mini\n", true},
 		{"sandbox: {memory: 2g, cpus: 0.5, timeout: 1h30m, network: bridge}\n", true},
 		{"sandbox: {memory: 512MiB}\n", true},
+		{"sandbox: {disk: 1GiB, memory: 2g}\n", true},
 		{"auto_approve: [{command: make}, {pattern: 'go .*'}]\n", true},
 		{"branch_prefix: bots/pw-\n", true},
 		{"trigger: {users: ['renovate[bot]'], teams: [acme/core, core]}\n", true},
@@ -169,6 +170,9 @@ func TestSchemaAgreesWithLoad(t *testing.T) {
 		{"trigger: {permission: owner}\n", false},             // not a role
 		{"sandbox: {network: host}\n", false},                 // not a network
 		{"sandbox: {memory: lots}\n", false},                  // not a size
+		{"sandbox: {disk: lots}\n", false},                    // not a size
+		{"sandbox: {disk: 2048}\n", false},                    // a number, not a size
+		{"sandbox: {dsik: 2GiB}\n", false},                    // unknown nested key
 		{"sandbox: {timeout: '600'}\n", false},                // not a duration
 		{"sandbox: {timeout: -5m}\n", false},                  // negative
 		{"auto_approve: [{command: a, pattern: b}]\n", false}, // both

@@ -66,7 +66,8 @@ func (c *Config) validate(errs *Errors) {
 	}
 	checkImage(errs, at, "sandbox.image", c.Sandbox.Image)
 	checkNetwork(errs, at, "sandbox.network", c.Sandbox.Network)
-	checkMemory(errs, at, "sandbox.memory", c.Sandbox.Memory)
+	checkSize(errs, at, "sandbox.memory", c.Sandbox.Memory, parseMemory)
+	checkSize(errs, at, "sandbox.disk", c.Sandbox.Disk, parseDisk)
 	if c.Sandbox.CPUs < 0 || (c.Sandbox.CPUs == 0 && at("sandbox.cpus") > 0) {
 		errs.add(at("sandbox.cpus"), "sandbox.cpus", "%v is not a CPU quota: it must be more than 0 (e.g. 1.5)", c.Sandbox.CPUs)
 	}
@@ -174,11 +175,13 @@ func checkNetwork(errs *Errors, at func(string) int, key, network string) {
 	}
 }
 
-func checkMemory(errs *Errors, at func(string) int, key, mem string) {
-	if mem == "" && at(key) == 0 {
+// checkSize reports a size key that parse refuses. Like every key, an
+// absent one is "not set"; a written empty one is reported.
+func checkSize(errs *Errors, at func(string) int, key, size string, parse func(string) (int64, error)) {
+	if size == "" && at(key) == 0 {
 		return
 	}
-	if _, err := parseMemory(mem); err != nil {
+	if _, err := parse(size); err != nil {
 		errs.add(at(key), key, "%s", err.Error())
 	}
 }
@@ -196,9 +199,41 @@ var sizeRE = regexp.MustCompile(`^[0-9]+(\.[0-9]+)? ?([kKmMgGtTpP]([iI]?[bB])?|[
 // minMemory is Docker's lower bound for a container's memory limit.
 const minMemory = 6 << 20
 
-// parseMemory reads a size such as "2GiB", "512MiB" or "2g". Units are
-// binary whatever their spelling, as for docker run --memory.
+// minDisk is the smallest workspace a repository may ask for. A tmpfs
+// mounted with size=0 has no limit at all, so a size that rounds down to
+// nothing must never get through; 1MiB is below any real checkout.
+const minDisk = 1 << 20
+
+// parseMemory reads a memory limit: a size (see parseSize) that Docker
+// accepts for docker run --memory.
 func parseMemory(s string) (int64, error) {
+	n, err := parseSize(s)
+	if err != nil {
+		return 0, err
+	}
+	if n < minMemory {
+		return 0, fmt.Errorf("%q is too small: a container needs at least 6MiB", s)
+	}
+	return n, nil
+}
+
+// parseDisk reads the size of the sandbox's workspace: a size (see
+// parseSize) of at least minDisk.
+func parseDisk(s string) (int64, error) {
+	n, err := parseSize(s)
+	if err != nil {
+		return 0, err
+	}
+	if n < minDisk {
+		return 0, fmt.Errorf("%q is too small: the workspace needs at least 1MiB", s)
+	}
+	return n, nil
+}
+
+// parseSize reads a size such as "2GiB", "512MiB" or "2g". Units are
+// binary whatever their spelling, as for docker run --memory, so that
+// memory and disk, written alike, mean alike.
+func parseSize(s string) (int64, error) {
 	notSize := fmt.Errorf("%q is not a size (write it like 2GiB or 512MiB)", shorten(s, 40))
 	if !sizeRE.MatchString(s) {
 		return 0, notSize
@@ -217,9 +252,6 @@ func parseMemory(s string) (int64, error) {
 	n, err := units.RAMInBytes(s)
 	if err != nil || n < 0 {
 		return 0, notSize
-	}
-	if n < minMemory {
-		return 0, fmt.Errorf("%q is too small: a container needs at least 6MiB", s)
 	}
 	return n, nil
 }
@@ -270,15 +302,23 @@ func DefaultOperator() *Operator {
 		Defaults: Limits{
 			Network:     "none",
 			Memory:      "2GiB",
+			Disk:        "2GiB",
 			CPUs:        2,
 			Timeout:     Duration(10 * time.Minute),
 			MaxTurns:    40,
 			MaxTokens:   400_000,
 			MaxWallTime: Duration(2 * time.Hour),
 		},
+		// Disk's cap is its default, unlike memory's: what a command
+		// writes to its tmpfs workspace also counts against its memory,
+		// so more disk than the default memory buys little, while the
+		// engine's copy of the files, outside that limit, is bounded
+		// only by this cap (Operator.DiskCap, the runner's largest
+		// workspace).
 		Caps: Limits{
 			Network:     "none",
 			Memory:      "8GiB",
+			Disk:        "2GiB",
 			CPUs:        4,
 			Timeout:     Duration(time.Hour),
 			MaxTurns:    200,
@@ -386,6 +426,9 @@ func (o *Operator) validateLimits(errs *Errors, path string, l Limits) {
 	if _, err := parseMemory(l.Memory); err != nil {
 		errs.add(at(path+".memory"), path+".memory", "%s", err.Error())
 	}
+	if _, err := parseDisk(l.Disk); err != nil {
+		errs.add(at(path+".disk"), path+".disk", "%s", err.Error())
+	}
 	if !(l.CPUs > 0) {
 		errs.add(at(path+".cpus"), path+".cpus", "must be more than 0")
 	}
@@ -426,6 +469,11 @@ func (o *Operator) validateDefaultsWithinCaps(errs *Errors) {
 	cm, err2 := parseMemory(c.Memory)
 	if err1 == nil && err2 == nil && dm > cm {
 		above("memory", d.Memory, c.Memory)
+	}
+	dd, err1 := parseDisk(d.Disk)
+	cd, err2 := parseDisk(c.Disk)
+	if err1 == nil && err2 == nil && dd > cd {
+		above("disk", d.Disk, c.Disk)
 	}
 	if c.CPUs > 0 && d.CPUs > c.CPUs {
 		above("cpus", fmtFloat(d.CPUs), fmtFloat(c.CPUs))

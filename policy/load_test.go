@@ -74,6 +74,7 @@ sandbox:
   image: golang:1.26
   network: bridge
   memory: 4GiB
+  disk: 1GiB
   cpus: 1.5
   timeout: 15m
 test_command: go test ./...
@@ -90,7 +91,7 @@ branch_prefix: bots/pullwright-
 				Approve:        Approvers{Who: Who{Permission: "write", Teams: []string{"acme/release"}}, ExcludeRequester: true},
 				ProtectedPaths: []string{"deploy/**", "*.pem"},
 				AutoApprove:    []AutoRule{{Command: "go test ./..."}, {Pattern: `go test( -run \w+)? \./\.\.\.`}},
-				Sandbox:        Sandbox{Image: "golang:1.26", Network: "bridge", Memory: "4GiB", CPUs: 1.5, Timeout: Duration(15 * time.Minute)},
+				Sandbox:        Sandbox{Image: "golang:1.26", Network: "bridge", Memory: "4GiB", Disk: "1GiB", CPUs: 1.5, Timeout: Duration(15 * time.Minute)},
 				TestCommand:    "go test ./...",
 				Budget:         Budget{MaxTurns: 60, MaxTokens: 1_000_000, MaxWallTime: Duration(90 * time.Minute), MaxCostUSD: 2.5},
 				Model:          "gpt-4.1", BranchPrefix: "bots/pullwright-",
@@ -102,8 +103,13 @@ branch_prefix: bots/pullwright-
 			want: Config{Sandbox: Sandbox{Memory: "2g", CPUs: 2}, ProtectedPaths: []string{}},
 		},
 		{
+			name: "disk spellings",
+			yml:  "sandbox: {disk: 512m}\n",
+			want: Config{Sandbox: Sandbox{Disk: "512m"}},
+		},
+		{
 			name: "null values mean not set",
-			yml:  "trigger:\nsandbox:\n  memory:\n  image: ~\nmodel: null\n",
+			yml:  "trigger:\nsandbox:\n  memory:\n  disk:\n  image: ~\nmodel: null\n",
 			want: Config{},
 		},
 		{
@@ -137,11 +143,11 @@ branch_prefix: bots/pullwright-
 }
 
 func TestLoadRecordsLines(t *testing.T) {
-	c, err := Load([]byte("model: gpt-4.1\n\nsandbox:\n  memory: 4GiB\nauto_approve:\n  - command: make\n  - pattern: go .*\n"))
+	c, err := Load([]byte("model: gpt-4.1\n\nsandbox:\n  memory: 4GiB\n  disk: 1GiB\nauto_approve:\n  - command: make\n  - pattern: go .*\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for key, want := range map[string]int{"model": 1, "sandbox": 3, "sandbox.memory": 4, "auto_approve": 5, "auto_approve[0]": 6, "auto_approve[0].command": 6, "budget": 0} {
+	for key, want := range map[string]int{"model": 1, "sandbox": 3, "sandbox.memory": 4, "sandbox.disk": 5, "auto_approve": 6, "auto_approve[0]": 7, "auto_approve[0].command": 7, "budget": 0} {
 		if got := c.Line(key); got != want {
 			t.Errorf("Line(%q) = %d, want %d", key, got, want)
 		}
@@ -159,6 +165,7 @@ func TestLoadErrors(t *testing.T) {
 		{"unknown key, close", "protected_path: [a]\n", []string{f + "1: protected_path: unknown key; did you mean protected_paths?"}},
 		{"unknown key, case", "Model: x\n", []string{f + "1: Model: unknown key; did you mean model?"}},
 		{"unknown nested key", "sandbox:\n  memroy: 2GiB\n", []string{f + "2: sandbox.memroy: unknown key; did you mean memory?"}},
+		{"unknown nested key, disk", "sandbox:\n  dsik: 2GiB\n", []string{f + "2: sandbox.dsik: unknown key; did you mean disk?"}},
 		{"unknown inline key", "approve:\n  exclude_requestor: true\n  user: [a]\n", []string{
 			f + "2: approve.exclude_requestor: unknown key; did you mean exclude_requester?",
 			f + "3: approve.user: unknown key; did you mean users?",
@@ -188,6 +195,8 @@ func TestLoadErrors(t *testing.T) {
 		{"nan", "sandbox:\n  cpus: .nan\n", []string{f + "2: sandbox.cpus: expected a finite number, got .nan"}},
 		{"inf", "budget:\n  max_cost_usd: .inf\n", []string{f + "2: budget.max_cost_usd: expected a finite number, got .inf"}},
 		{"number for memory", "sandbox:\n  memory: 512\n", []string{f + "2: sandbox.memory: expected a size like 2GiB or 512MiB, got the number 512"}},
+		{"number for disk", "sandbox:\n  disk: 2048\n", []string{f + "2: sandbox.disk: expected a size like 2GiB or 512MiB, got the number 2048"}},
+		{"list for disk", "sandbox:\n  disk: [1g]\n", []string{f + "2: sandbox.disk: expected a size like 2GiB or 512MiB, got a list"}},
 		{"list item of wrong type", "protected_paths:\n  - a/**\n  - 7\n", []string{f + `3: protected_paths[1]: expected text, got the number 7 (put it in quotes if you mean the text: "7")`}},
 		{"auto_approve item not a mapping", "auto_approve:\n  - go test ./...\n", []string{f + `2: auto_approve[0]: expected keys and values (each on its own line below, indented), got the text "go test ./..."`}},
 		{"custom tag", "model: !env MODEL\n", []string{f + `1: model: expected text, got "MODEL" (tagged !env)`}},
@@ -215,6 +224,13 @@ func TestLoadErrors(t *testing.T) {
 		{"memory overflow", "sandbox:\n  memory: 99999999999P\n", []string{f + `2: sandbox.memory: "99999999999P" is too large`}},
 		{"memory odd", "sandbox:\n  memory: 1.2.3g\n", []string{f + `2: sandbox.memory: "1.2.3g" is not a size (write it like 2GiB or 512MiB)`}},
 		{"memory empty", "sandbox:\n  memory: ''\n", []string{f + `2: sandbox.memory: "" is not a size (write it like 2GiB or 512MiB)`}},
+		{"disk", "sandbox:\n  disk: lots\n", []string{f + `2: sandbox.disk: "lots" is not a size (write it like 2GiB or 512MiB)`}},
+		{"disk zero", "sandbox:\n  disk: 0GiB\n", []string{f + `2: sandbox.disk: "0GiB" is too small: the workspace needs at least 1MiB`}},
+		{"disk below the minimum", "sandbox:\n  disk: 1023KiB\n", []string{f + `2: sandbox.disk: "1023KiB" is too small: the workspace needs at least 1MiB`}},
+		{"disk negative", "sandbox:\n  disk: -1g\n", []string{f + `2: sandbox.disk: "-1g" is not a size (write it like 2GiB or 512MiB)`}},
+		{"disk overflow", "sandbox:\n  disk: 99999999999P\n", []string{f + `2: sandbox.disk: "99999999999P" is too large`}},
+		{"disk empty", "sandbox:\n  disk: ''\n", []string{f + `2: sandbox.disk: "" is not a size (write it like 2GiB or 512MiB)`}},
+		{"memory and disk minimums", "sandbox:\n  memory: 5MiB\n  disk: 1MiB\n", []string{f + `2: sandbox.memory: "5MiB" is too small: a container needs at least 6MiB`}},
 		{"cpus", "sandbox:\n  cpus: 0\n", []string{f + "2: sandbox.cpus: 0 is not a CPU quota: it must be more than 0 (e.g. 1.5)"}},
 		{"cpus negative", "sandbox:\n  cpus: -2\n", []string{f + "2: sandbox.cpus: -2 is not a CPU quota: it must be more than 0 (e.g. 1.5)"}},
 		{"duration bare number", "sandbox:\n  timeout: 600\n", []string{f + `2: sandbox.timeout: "600" is not a duration (write it like 10m or 1h30m)`}},

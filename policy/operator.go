@@ -54,6 +54,7 @@ type Limits struct {
 	Images      []string `yaml:"images" json:"images"`
 	Network     string   `yaml:"network" json:"network"` // none or bridge
 	Memory      string   `yaml:"memory" json:"memory"`
+	Disk        string   `yaml:"disk" json:"disk"`
 	CPUs        float64  `yaml:"cpus" json:"cpus"`
 	Timeout     Duration `yaml:"timeout" json:"timeout"`
 	MaxTurns    int      `yaml:"max_turns" json:"max_turns"`
@@ -79,8 +80,11 @@ type Settings struct {
 	Protected   []string   `json:"protected"`
 	AutoApprove []AutoRule `json:"auto_approve,omitempty"`
 	Sandbox     Sandbox    `json:"sandbox"`
-	// MemoryBytes is Sandbox.Memory parsed.
+	// MemoryBytes and DiskBytes are Sandbox.Memory and Sandbox.Disk
+	// parsed. A task stored before disk existed has DiskBytes 0, which a
+	// runner takes as its own default.
 	MemoryBytes int64         `json:"memory_bytes"`
+	DiskBytes   int64         `json:"disk_bytes"`
 	TestCommand string        `json:"test_command,omitempty"`
 	MaxTurns    int           `json:"max_turns"`
 	MaxTokens   int           `json:"max_tokens"`
@@ -91,4 +95,17 @@ type Settings struct {
 	// BranchPrefix starts the bot's branch names, as written (usually
 	// ending in "/" or "-"); default "agent/".
 	BranchPrefix string `json:"branch_prefix"`
+}
+
+// DiskCap is caps.disk in bytes: the largest workspace a sandbox is made
+// with, whatever a repository asks. 0 when no cap is set.
+func (o *Operator) DiskCap() int64 {
+	if o == nil || o.Caps.Disk == "" {
+		return 0
+	}
+	n, err := parseDisk(o.Caps.Disk)
+	if err != nil {
+		return 0 // LoadOperator refuses it; the runner's own default then holds
+	}
+	return n
 }

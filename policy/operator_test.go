@@ -12,9 +12,9 @@ func TestDefaultOperator(t *testing.T) {
 	o := DefaultOperator()
 	want := &Operator{
 		Models: Models{Default: "gpt-4.1-mini"},
-		Defaults: Limits{Network: "none", Memory: "2GiB", CPUs: 2, Timeout: Duration(10 * time.Minute),
+		Defaults: Limits{Network: "none", Memory: "2GiB", Disk: "2GiB", CPUs: 2, Timeout: Duration(10 * time.Minute),
 			MaxTurns: 40, MaxTokens: 400000, MaxWallTime: Duration(2 * time.Hour)},
-		Caps: Limits{Network: "none", Memory: "8GiB", CPUs: 4, Timeout: Duration(time.Hour),
+		Caps: Limits{Network: "none", Memory: "8GiB", Disk: "2GiB", CPUs: 4, Timeout: Duration(time.Hour),
 			MaxTurns: 200, MaxTokens: 4000000, MaxWallTime: Duration(24 * time.Hour)},
 		Rate:             Rate{ConcurrentTasks: 5, TasksPerHour: 30},
 		LowestPermission: "write",
@@ -49,10 +49,12 @@ prices:
   o3: {input: 2, output: 8}
 defaults:
   memory: 1GiB
+  disk: 512MiB
   max_cost_usd: 1
 caps:
   network: bridge
   images: [golang:1.26, node:22]
+  disk: 4GiB
   max_cost_usd: 5
 rate:
   tasks_per_hour: 10
@@ -68,6 +70,8 @@ lowest_permission: maintain
 	want.Models.Allowed = []string{"gpt-4.1", "o3"}
 	want.Prices = map[string]Price{"gpt-4.1-mini": {0.4, 1.6}, "gpt-4.1": {2, 8}, "o3": {2, 8}}
 	want.Defaults.Memory = "1GiB"
+	want.Defaults.Disk = "512MiB"
+	want.Caps.Disk = "4GiB"
 	want.Defaults.MaxCostUSD = 1
 	want.Caps.Network = "bridge"
 	want.Caps.Images = []string{"golang:1.26", "node:22"}
@@ -107,6 +111,12 @@ func TestLoadOperatorErrors(t *testing.T) {
 			"line 2: defaults.memory: 2GiB is above caps.memory (1GiB); lower the default or raise the cap",
 			"line 3: defaults.cpus: 2 is above caps.cpus (1); lower the default or raise the cap",
 		}},
+		{"default disk above a lowered cap", "caps:\n  disk: 1GiB\n", []string{
+			"line 2: defaults.disk: 2GiB is above caps.disk (1GiB); lower the default or raise the cap",
+		}},
+		{"disk default above its cap, both written", "defaults:\n  disk: 3g\ncaps:\n  disk: 2g\n", []string{
+			"line 2: defaults.disk: 3g is above caps.disk (2g); lower the default or raise the cap",
+		}},
 		{"default above its cap, both written", "defaults:\n  timeout: 2h\n  max_wall_time: 48h\n", []string{
 			"line 2: defaults.timeout: 2h is above caps.timeout (1h); lower the default or raise the cap",
 			"line 3: defaults.max_wall_time: 48h is above caps.max_wall_time (24h); lower the default or raise the cap",
@@ -140,6 +150,16 @@ func TestLoadOperatorErrors(t *testing.T) {
 			"line 5: defaults.max_turns: must be at least 1",
 			"line 6: defaults.max_tokens: must be at least 1",
 			"line 7: defaults.max_cost_usd: cannot be negative (0 means no limit)",
+		}},
+		{"bad disk", "defaults:\n  disk: 1TB-ish\ncaps:\n  disk: 512k\n", []string{
+			`line 2: defaults.disk: "1TB-ish" is not a size (write it like 2GiB or 512MiB)`,
+			`line 4: caps.disk: "512k" is too small: the workspace needs at least 1MiB`,
+		}},
+		{"empty disk", "defaults:\n  disk: ''\n", []string{
+			`line 2: defaults.disk: "" is not a size (write it like 2GiB or 512MiB)`,
+		}},
+		{"number for disk", "caps:\n  disk: 4096\n", []string{
+			"line 2: caps.disk: expected a size like 2GiB or 512MiB, got the number 4096",
 		}},
 		{"images in defaults", "defaults:\n  images: [golang:1.26]\ncaps:\n  images: ['', 'a b']\n", []string{
 			"line 2: defaults.images: images belong under caps (the images a repository may name); the default image is the runner's choice",

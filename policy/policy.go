@@ -80,6 +80,12 @@ type Sandbox struct {
 	Network string `yaml:"network" json:"network"`
 	// Memory is a size such as "2GiB" or "512MiB".
 	Memory string `yaml:"memory" json:"memory"`
+	// Disk is the size of the sandbox's writable workspace (/workspace,
+	// the copy of the files included), written like Memory. It is a
+	// size-capped tmpfs, so a command that fills it gets "no space left
+	// on device", a result the agent sees and can act on, rather than
+	// filling the engine's disk.
+	Disk string `yaml:"disk" json:"disk"`
 	// CPUs is the CPU quota, e.g. 1.5.
 	CPUs float64 `yaml:"cpus" json:"cpus"`
 	// Timeout is the limit of one command, e.g. "10m".

@@ -70,18 +70,8 @@ func (r *resolver) settings() Settings {
 		r.errs.add(c.Line("sandbox.network"), "sandbox.network", "bridge is not allowed by this installation, whose sandboxes have no network")
 	}
 
-	s.Sandbox.Memory = first(c.Sandbox.Memory, o.Defaults.Memory)
-	if s.Sandbox.Memory != "" {
-		n, err := parseMemory(s.Sandbox.Memory)
-		if err != nil {
-			// Load and LoadOperator have checked it; an Operator built
-			// in code may not have been.
-			r.errs.add(c.Line("sandbox.memory"), "sandbox.memory", "%s", err.Error())
-		} else if capN, err := parseMemory(o.Caps.Memory); err == nil && n > capN {
-			r.above("sandbox.memory", s.Sandbox.Memory, o.Caps.Memory)
-		}
-		s.MemoryBytes = n
-	}
+	s.Sandbox.Memory, s.MemoryBytes = r.size("sandbox.memory", c.Sandbox.Memory, o.Defaults.Memory, o.Caps.Memory, parseMemory)
+	s.Sandbox.Disk, s.DiskBytes = r.size("sandbox.disk", c.Sandbox.Disk, o.Defaults.Disk, o.Caps.Disk, parseDisk)
 
 	s.Sandbox.CPUs = firstNonZero(c.Sandbox.CPUs, o.Defaults.CPUs)
 	if o.Caps.CPUs > 0 && s.Sandbox.CPUs > o.Caps.CPUs {
@@ -129,6 +119,26 @@ func (r *resolver) settings() Settings {
 
 	s.BranchPrefix = first(c.BranchPrefix, defaultBranchPrefix)
 	return s
+}
+
+// size resolves a size setting: the repository's value, else the
+// operator's default, checked against the cap. It returns the value as
+// written and in bytes; "" and 0 when neither sets it, which only an
+// Operator built in code can do.
+func (r *resolver) size(key, repo, def, limit string, parse func(string) (int64, error)) (string, int64) {
+	v := first(repo, def)
+	if v == "" {
+		return "", 0
+	}
+	n, err := parse(v)
+	if err != nil {
+		// Load and LoadOperator have checked it; an Operator built in
+		// code may not have been.
+		r.errs.add(r.c.Line(key), key, "%s", err.Error())
+	} else if capN, err := parse(limit); err == nil && n > capN {
+		r.above(key, v, limit)
+	}
+	return v, n
 }
 
 // who resolves a trigger or approve rule: the permission defaults to

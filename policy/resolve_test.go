@@ -33,8 +33,9 @@ func TestResolveNoFile(t *testing.T) {
 		Trigger:     Who{Permission: "write"},
 		Approve:     Approvers{Who: Who{Permission: "write"}},
 		Protected:   []string{".github/workflows/**", ".github/pullwright.yml"},
-		Sandbox:     Sandbox{Network: "none", Memory: "2GiB", CPUs: 2, Timeout: Duration(10 * time.Minute)},
+		Sandbox:     Sandbox{Network: "none", Memory: "2GiB", Disk: "2GiB", CPUs: 2, Timeout: Duration(10 * time.Minute)},
 		MemoryBytes: 2 << 30,
+		DiskBytes:   2 << 30,
 		MaxTurns:    40, MaxTokens: 400000, MaxWallTime: 2 * time.Hour,
 		Model:        "gpt-4.1-mini",
 		BranchPrefix: "agent/",
@@ -65,6 +66,7 @@ prices:
 caps:
   network: bridge
   images: [golang:1.26]
+  disk: 8GiB
   max_cost_usd: 10
 `)
 	c := mustLoad(t, `
@@ -81,6 +83,7 @@ sandbox:
   image: golang:1.26
   network: bridge
   memory: 8GiB
+  disk: 8GiB
   cpus: 4
   timeout: 1h
 test_command: make test
@@ -101,8 +104,9 @@ branch_prefix: pw-
 		Approve:     Approvers{Who: Who{Permission: "write", Teams: []string{"acme/core"}}, ExcludeRequester: true},
 		Protected:   []string{"secrets/**", ".github/workflows/**", ".GitHub/Pullwright.yml"},
 		AutoApprove: []AutoRule{{Command: "make test"}},
-		Sandbox:     Sandbox{Image: "golang:1.26", Network: "bridge", Memory: "8GiB", CPUs: 4, Timeout: Duration(time.Hour)},
+		Sandbox:     Sandbox{Image: "golang:1.26", Network: "bridge", Memory: "8GiB", Disk: "8GiB", CPUs: 4, Timeout: Duration(time.Hour)},
 		MemoryBytes: 8 << 30,
+		DiskBytes:   8 << 30,
 		TestCommand: "make test",
 		MaxTurns:    200, MaxTokens: 4000000, MaxWallTime: 24 * time.Hour, MaxCostUSD: 2.5,
 		Model: "gpt-4.1", Price: Price{2, 8},
@@ -119,6 +123,41 @@ branch_prefix: pw-
 	var back Settings
 	if err := json.Unmarshal(b, &back); err != nil || !reflect.DeepEqual(back, s) {
 		t.Errorf("JSON round trip: %v\n%+v\n%s", err, back, b)
+	}
+}
+
+func TestResolveDisk(t *testing.T) {
+	tests := []struct {
+		name      string
+		operator  string
+		yml       string
+		want      string
+		wantBytes int64
+	}{
+		{"built-in default", "", "", "2GiB", 2 << 30},
+		{"repository lowers it", "", "sandbox:\n  disk: 512MiB\n", "512MiB", 512 << 20},
+		{"at the built-in cap", "", "sandbox: {disk: 2g}\n", "2g", 2 << 30},
+		{"the smallest", "", "sandbox:\n  disk: 1MiB\n", "1MiB", 1 << 20},
+		{"operator's default", "defaults:\n  disk: 1GiB\n", "", "1GiB", 1 << 30},
+		{"under a raised cap", "caps:\n  disk: 8GiB\n", "sandbox:\n  disk: 6GiB\n", "6GiB", 6 << 30},
+		// The workspace is charged to memory too, but the two are set
+		// apart: whichever is reached first stops the writing.
+		{"not bounded by memory", "", "sandbox:\n  memory: 1GiB\n  disk: 2GiB\n", "2GiB", 2 << 30},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := DefaultOperator()
+			if tt.operator != "" {
+				o = mustOperator(t, tt.operator)
+			}
+			s, err := o.Resolve(mustLoad(t, tt.yml))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.Sandbox.Disk != tt.want || s.DiskBytes != tt.wantBytes {
+				t.Errorf("Disk %q, DiskBytes %d; want %q, %d", s.Sandbox.Disk, s.DiskBytes, tt.want, tt.wantBytes)
+			}
+		})
 	}
 }
 
@@ -174,9 +213,13 @@ lowest_permission: maintain
 		want     []string
 	}{
 		{"memory", "", "sandbox:\n  memory: 16GiB\n", []string{f + "2: sandbox.memory: 16GiB is above this installation's cap of 8GiB"}},
+		{"disk", "", "sandbox:\n  disk: 4GiB\n", []string{f + "2: sandbox.disk: 4GiB is above this installation's cap of 2GiB"}},
+		{"disk just above the cap", "", "sandbox:\n  disk: 2049MiB\n", []string{f + "2: sandbox.disk: 2049MiB is above this installation's cap of 2GiB"}},
+		{"disk above a lowered cap", "caps:\n  disk: 1GiB\ndefaults:\n  disk: 512MiB\n", "sandbox:\n  disk: 1.5g\n", []string{f + "2: sandbox.disk: 1.5g is above this installation's cap of 1GiB"}},
 		{"everything above the caps", "", `sandbox:
   network: bridge
   memory: 9g
+  disk: 3g
   cpus: 4.5
   timeout: 61m
 budget:
@@ -186,11 +229,12 @@ budget:
 `, []string{
 			f + "2: sandbox.network: bridge is not allowed by this installation, whose sandboxes have no network",
 			f + "3: sandbox.memory: 9g is above this installation's cap of 8GiB",
-			f + "4: sandbox.cpus: 4.5 is above this installation's cap of 4",
-			f + "5: sandbox.timeout: 1h1m is above this installation's cap of 1h",
-			f + "7: budget.max_turns: 201 is above this installation's cap of 200",
-			f + "8: budget.max_tokens: 4000001 is above this installation's cap of 4000000",
-			f + "9: budget.max_wall_time: 25h is above this installation's cap of 24h",
+			f + "4: sandbox.disk: 3g is above this installation's cap of 2GiB",
+			f + "5: sandbox.cpus: 4.5 is above this installation's cap of 4",
+			f + "6: sandbox.timeout: 1h1m is above this installation's cap of 1h",
+			f + "8: budget.max_turns: 201 is above this installation's cap of 200",
+			f + "9: budget.max_tokens: 4000001 is above this installation's cap of 4000000",
+			f + "10: budget.max_wall_time: 25h is above this installation's cap of 24h",
 		}},
 		{"image", priced, "sandbox:\n  image: ubuntu\n", []string{f + "2: sandbox.image: ubuntu is not one of the images this installation allows (golang:1.26, node:22)"}},
 		{"model", priced, "model: o3\n", []string{f + "1: model: o3 is not a model this installation allows (allowed: gpt-4.1-mini, gpt-4.1, local-llama)"}},
@@ -269,12 +313,17 @@ lowest_permission: maintain
 // An Operator built in code, without LoadOperator's checks, must still
 // not admit everyone or panic.
 func TestResolveOperatorInCode(t *testing.T) {
-	s, err := (&Operator{}).Resolve(mustLoad(t, "sandbox:\n  memory: 64GiB\n  cpus: 64\n"))
+	s, err := (&Operator{}).Resolve(mustLoad(t, "sandbox:\n  memory: 64GiB\n  disk: 64GiB\n  cpus: 64\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Trigger.Permission != "write" || s.Approve.Permission != "write" || s.Sandbox.Network != "none" || s.MemoryBytes != 64<<30 {
+	if s.Trigger.Permission != "write" || s.Approve.Permission != "write" || s.Sandbox.Network != "none" || s.MemoryBytes != 64<<30 || s.DiskBytes != 64<<30 {
 		t.Errorf("%+v", s)
+	}
+	// Without a default either, no disk is asked for: the runner's own
+	// default applies.
+	if s, err := (&Operator{}).Resolve(nil); err != nil || s.Sandbox.Disk != "" || s.DiskBytes != 0 {
+		t.Errorf("no disk anywhere: %q %d, %v", s.Sandbox.Disk, s.DiskBytes, err)
 	}
 	// LoadOperator refuses a cost cap with an unpriced model; in code, it
 	// is Resolve that refuses it.
@@ -289,6 +338,10 @@ func TestResolveOperatorInCode(t *testing.T) {
 	o = &Operator{Defaults: Limits{Memory: "lots"}}
 	if _, err := o.Resolve(nil); err == nil {
 		t.Error("an unparsable default memory resolved")
+	}
+	o = &Operator{Defaults: Limits{Disk: "0"}}
+	if _, err := o.Resolve(nil); err == nil {
+		t.Error("a default disk of 0, which a tmpfs takes as no limit, resolved")
 	}
 }
 

@@ -332,6 +332,7 @@ func (f *Flow) run(ctx context.Context, t *Task) error {
 			Image:   sb.Sandbox.Image,
 			Network: sb.Sandbox.Network,
 			Memory:  sb.MemoryBytes,
+			Disk:    sb.DiskBytes,
 			CPUs:    sb.Sandbox.CPUs,
 			Timeout: time.Duration(sb.Sandbox.Timeout),
 		})

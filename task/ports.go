@@ -254,6 +254,9 @@ type RunSpec struct {
 	Image   string
 	Network string // none or bridge
 	Memory  int64  // bytes
+	// Disk bounds what the command may write in its workspace, the files
+	// included (bytes; 0: the runner's default).
+	Disk    int64
 	CPUs    float64
 	Timeout time.Duration
 }
