@@ -103,6 +103,13 @@ func (w *workflow) buttonEvent(user, identifier, externalID, headSHA string) []b
 func (w *workflow) run(event string, payload []byte) (app.ActionResult, error) {
 	w.t.Helper()
 	w.runID++
+	return w.runAs(w.runID, 1, event, payload)
+}
+
+// runAs is run as the attempt of workflow run id: a re-run keeps the run's
+// id and event and counts up its attempt.
+func (w *workflow) runAs(id int64, attempt int, event string, payload []byte) (app.ActionResult, error) {
+	w.t.Helper()
 	dir := w.t.TempDir()
 	path := filepath.Join(dir, "event.json")
 	if err := os.WriteFile(path, payload, 0o600); err != nil {
@@ -114,7 +121,8 @@ func (w *workflow) run(event string, payload []byte) (app.ActionResult, error) {
 		"GITHUB_REPOSITORY":       owner + "/" + repoName,
 		"GITHUB_API_URL":          w.gh.URL,
 		"GITHUB_SERVER_URL":       "https://github.example",
-		"GITHUB_RUN_ID":           strconv.FormatInt(w.runID, 10),
+		"GITHUB_RUN_ID":           strconv.FormatInt(id, 10),
+		"GITHUB_RUN_ATTEMPT":      strconv.Itoa(attempt),
 		"RUNNER_TEMP":             dir,
 		"INPUT_GITHUB-TOKEN":      w.token,
 		"INPUT_OPENAI-API-KEY":    "sk-test",
@@ -473,5 +481,39 @@ func TestActionAnApprovalAnswersOneRequest(t *testing.T) {
 	}
 	if runs := checkRunsNamed(w.gh, task.RunCheck); len(runs) != 2 {
 		t.Fatalf("%d run check runs after a fresh approval, want 2", len(runs))
+	}
+}
+
+// A re-run of a finished fix's workflow asks its request again under the
+// same id, editing the comment that showed it; a re-run of the workflow of
+// the /approve that answered it the first time must not answer it now.
+func TestActionReRunsDoNotApproveARequestAnew(t *testing.T) {
+	w := newWorkflow(t, newRunLLM(t, "grep -c commit README.md"))
+	fix := w.commentEvent(owner, "/agent fix the typo")
+	w.runID++
+	fixRun := w.runID
+	first, err := w.runAs(fixRun, 1, "issue_comment", fix)
+	if err != nil || first.Outcome != "waiting" {
+		t.Fatalf("fix run = %+v, %v\nlogs:\n%s", first, err, w.logs.String())
+	}
+	approve := w.commentEvent(owner, "/approve")
+	w.runID++
+	approveRun := w.runID
+	if res, err := w.runAs(approveRun, 1, "issue_comment", approve); err != nil || res.Outcome != "done" {
+		t.Fatalf("approval run = %+v, %v\nlogs:\n%s", res, err, w.logs.String())
+	}
+	again, err := w.runAs(fixRun, 2, "issue_comment", fix)
+	if err != nil || again.Outcome != "waiting" || again.TaskID != first.TaskID {
+		t.Fatalf("re-run of the fix = %+v, %v (first %+v)\nlogs:\n%s", again, err, first, w.logs.String())
+	}
+	res, err := w.runAs(approveRun, 2, "issue_comment", approve)
+	if err != nil || res.Outcome != "waiting" {
+		t.Fatalf("re-run of the approval = %+v, %v\nlogs:\n%s", res, err, w.logs.String())
+	}
+	if len(w.botComments("your answer was written before request `"+fmt.Sprintf("%d-1", first.TaskID)+"`")) != 1 {
+		t.Fatalf("no reply says the answer came first: %+v", w.gh.Comments(owner, repoName, 1))
+	}
+	if runs := checkRunsNamed(w.gh, task.RunCheck); len(runs) != 1 {
+		t.Fatalf("%d run check runs, want 1: the re-run approved the request anew", len(runs))
 	}
 }

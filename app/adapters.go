@@ -35,7 +35,7 @@ func (g gitHub) AddReaction(ctx context.Context, r task.Repo, commentID int64, c
 
 func (g gitHub) UpsertComment(ctx context.Context, r task.Repo, issue int, marker string, commentID int64, body string) (task.Posted, error) {
 	p, err := g.app.UpsertCommentURL(ctx, r.InstallationID, r.Owner, r.Name, issue, marker, commentID, body)
-	return task.Posted{ID: p.ID, URL: p.URL, CreatedAt: p.CreatedAt}, err
+	return task.Posted{ID: p.ID, URL: p.URL, CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt}, err
 }
 
 func (g gitHub) UpdatePullRequest(ctx context.Context, r task.Repo, number int, title, body string) error {

@@ -109,12 +109,13 @@ type Posted struct {
 	// or .../pull/N#... on a pull request), for linking to it from elsewhere.
 	URL string
 	// CreatedAt is GitHub's created_at of the comment: the first write's
-	// time, also when this write edited it.
-	CreatedAt time.Time
+	// time, also when this write edited it. UpdatedAt is this write's
+	// (GitHub's updated_at; the same as CreatedAt for a new comment).
+	CreatedAt, UpdatedAt time.Time
 }
 
 func posted(c *github.IssueComment) Posted {
-	return Posted{ID: c.GetID(), URL: c.GetHTMLURL(), CreatedAt: c.GetCreatedAt().Time}
+	return Posted{ID: c.GetID(), URL: c.GetHTMLURL(), CreatedAt: c.GetCreatedAt().Time, UpdatedAt: c.GetUpdatedAt().Time}
 }
 
 // UpsertCommentURL is UpsertComment that also returns the comment's address

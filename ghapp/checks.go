@@ -192,7 +192,11 @@ func (a *App) UpsertCheckRun(ctx context.Context, inst int64, owner, repo string
 	}
 	if cr.ID == 0 && cr.ExternalID != "" {
 		// A create whose answer was lost (or a step replayed after a crash)
-		// must not make a second run: find ours by external id first.
+		// must not make a second run: find ours by external id first. Only
+		// a run as this write would leave it is ours: one that has since
+		// concluded otherwise (an answered approval whose request is asked
+		// anew by an Action re-run) is history, and its buttons must not
+		// come back to life.
 		found, err := a.findCheckRun(ctx, gh, owner, repo, cr)
 		if err != nil {
 			return 0, fmt.Errorf("%s: %w", what, err)
@@ -217,7 +221,7 @@ func (a *App) UpsertCheckRun(ctx context.Context, inst int64, owner, repo string
 }
 
 // findCheckRun returns the id of the app's check run named cr.Name on
-// cr.HeadSHA that carries cr.ExternalID, or 0.
+// cr.HeadSHA that carries cr.ExternalID, cr.Status and cr.Conclusion, or 0.
 func (a *App) findCheckRun(ctx context.Context, gh *github.Client, owner, repo string, cr CheckRun) (int64, error) {
 	slug, err := a.appSlug(ctx)
 	if err != nil {
@@ -230,7 +234,8 @@ func (a *App) findCheckRun(ctx context.Context, gh *github.Client, owner, repo s
 			return 0, fmt.Errorf("list check runs on %s: %w", cr.HeadSHA, err)
 		}
 		for _, run := range res.CheckRuns {
-			if run.GetExternalID() == cr.ExternalID && run.GetApp().GetSlug() == slug {
+			if run.GetExternalID() == cr.ExternalID && run.GetApp().GetSlug() == slug &&
+				run.GetStatus() == cr.Status && run.GetConclusion() == cr.Conclusion {
 				return run.GetID(), nil
 			}
 		}

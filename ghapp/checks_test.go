@@ -370,13 +370,19 @@ func TestUpsertCommentURL(t *testing.T) {
 			if c, ok := e.fake.Comment(id); !ok || p.CreatedAt.IsZero() || !p.CreatedAt.Equal(c.CreatedAt) {
 				t.Errorf("created_at = %v, the fake has %v", p.CreatedAt, c.CreatedAt)
 			}
-			// Edited by marker, then by id: same comment, same URL, and
-			// the time it was first written.
+			if !p.UpdatedAt.Equal(p.CreatedAt) {
+				t.Errorf("a new comment's updated_at = %v, created_at %v", p.UpdatedAt, p.CreatedAt)
+			}
+			// Edited by marker, then by id: same comment, same URL, the
+			// time it was first written, and the time of this edit, which
+			// is when GitHub began showing what the edit wrote.
+			last := p.UpdatedAt
 			for _, cid := range []int64{0, id} {
 				p2, err := e.app.UpsertCommentURL(ctx, inst, owner, repo, tt.issue, "status", cid, "edited")
-				if err != nil || p2 != p {
-					t.Errorf("edit (commentID %d) = %+v %v, want %+v", cid, p2, err, p)
+				if err != nil || p2.ID != p.ID || p2.URL != p.URL || !p2.CreatedAt.Equal(p.CreatedAt) || !p2.UpdatedAt.After(last) {
+					t.Errorf("edit (commentID %d) = %+v %v, want %+v updated after %v", cid, p2, err, p, last)
 				}
+				last = p2.UpdatedAt
 			}
 			cs := e.fake.Comments(owner, repo, tt.issue)
 			if len(cs) != 1 || cs[0].Edits != 2 || !strings.HasPrefix(cs[0].Body, "edited") {
@@ -417,5 +423,36 @@ func TestCreateCheckRunTwiceMakesOne(t *testing.T) {
 	}
 	if n := len(e.fake.CheckRuns(owner, repo)); n != 2 {
 		t.Fatalf("%d check runs, want 2", n)
+	}
+}
+
+// A run that has concluded since is not the one a create would have made:
+// an approval answered once is never turned back into one that asks, so
+// its buttons cannot answer a request asked anew under the same id.
+func TestCreateCheckRunAfterItConcludedMakesANewOne(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	ask := CheckRun{Name: "pullwright / approval", HeadSHA: sha, Status: "completed", Conclusion: "action_required",
+		ExternalID: "7-1", DetailsURL: "https://github.com/acme/widgets/issues/1", Title: "Approve running: make", Summary: "make",
+		Actions: []CheckAction{{Label: "Approve", Description: "Run the command", Identifier: "approve"}}}
+	first, err := e.app.UpsertCheckRun(ctx, inst, owner, repo, ask)
+	if err != nil {
+		t.Fatal(err)
+	}
+	answered := ask
+	answered.ID, answered.Conclusion, answered.Actions = first, "success", nil
+	if _, err := e.app.UpsertCheckRun(ctx, inst, owner, repo, answered); err != nil {
+		t.Fatal(err)
+	}
+	again, err := e.app.UpsertCheckRun(ctx, inst, owner, repo, ask)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again == first {
+		t.Fatalf("the answered run %d was asked anew", first)
+	}
+	runs := e.fake.CheckRuns(owner, repo)
+	if len(runs) != 2 || runs[0].Conclusion != "success" || runs[1].Conclusion != "action_required" {
+		t.Fatalf("check runs = %+v", runs)
 	}
 }

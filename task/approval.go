@@ -102,7 +102,7 @@ func (f *Flow) ask(ctx context.Context, t *Task) error {
 			return retryf(err, "posting the execution request failed")
 		}
 		r.CommentID, r.CommentURL = p.ID, p.URL
-		r.shown(p.CreatedAt)
+		r.shown(p.shownAt())
 		return nil
 	case r.PRCommentID == 0 && t.PRNumber != 0:
 		p, err := f.GitHub.UpsertComment(ctx, t.Repo, t.PRNumber, marker(t, "request-"+r.ID+"-pr"), 0, RenderRequest(t, f.changes(ctx, t), f.Unisolated))
@@ -110,7 +110,7 @@ func (f *Flow) ask(ctx context.Context, t *Task) error {
 			return retryf(err, "posting the execution request on the pull request failed")
 		}
 		r.PRCommentID = p.ID
-		r.shown(p.CreatedAt)
+		r.shown(p.shownAt())
 		return nil
 	case r.CheckRunID == 0:
 		id, err := f.GitHub.UpsertCheckRun(ctx, t.Repo, CheckRun{

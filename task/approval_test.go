@@ -80,3 +80,33 @@ func TestShownKeepsTheNewest(t *testing.T) {
 		t.Fatalf("ShownAt = %v", r.ShownAt)
 	}
 }
+
+// A request shown by editing an older comment (a retried step, or an
+// Action re-run reusing its markers) is shown from the edit on: an answer
+// written between the comment's first write and the edit was about what
+// the comment showed then.
+func TestShownAtOfAnEditedComment(t *testing.T) {
+	created := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name string
+		p    Posted
+		want time.Time
+	}{
+		{"new comment", Posted{CreatedAt: created, UpdatedAt: created}, created},
+		{"edited comment", Posted{CreatedAt: created, UpdatedAt: created.Add(time.Hour)}, created.Add(time.Hour)},
+		{"no updated_at", Posted{CreatedAt: created}, created},
+	} {
+		var r ExecRequest
+		r.shown(tc.p.shownAt())
+		answer := &Task{CommentID: 5, AskedAt: created.Add(time.Minute)}
+		target := &Task{Request: &r}
+		r.ID = "1-1"
+		if !r.ShownAt.Equal(tc.want) {
+			t.Errorf("%s: ShownAt = %v, want %v", tc.name, r.ShownAt, tc.want)
+		}
+		refused := refusal(answer, target, answerSource(answer), "approve") != ""
+		if want := tc.want.After(answer.AskedAt); refused != want {
+			t.Errorf("%s: an answer written between the first write and the edit refused = %v, want %v", tc.name, refused, want)
+		}
+	}
+}

@@ -29,9 +29,20 @@ type Posted struct {
 	ID  int64
 	URL string // web address
 	// CreatedAt is GitHub's time of the comment's first write, also when
-	// the write edited it: the order of a request and its answer is judged
-	// on GitHub's clock alone.
-	CreatedAt time.Time
+	// the write edited it; UpdatedAt is that of this write (updated_at).
+	// The order of a request and its answer is judged on GitHub's clock
+	// alone.
+	CreatedAt, UpdatedAt time.Time
+}
+
+// shownAt is when GitHub began showing what this write wrote: an edit of
+// an older comment (a retried step, or an Action re-run reusing its
+// markers) shows its text only from the edit on.
+func (p Posted) shownAt() time.Time {
+	if p.UpdatedAt.After(p.CreatedAt) {
+		return p.UpdatedAt
+	}
+	return p.CreatedAt
 }
 
 // NewPullRequest is what the bot opens: a draft at the first execution

@@ -410,7 +410,7 @@ func (s *Server) editComment(w http.ResponseWriter, r *http.Request) {
 	}
 	c.Body = *in.Body
 	c.Edits++
-	c.update = time.Now().UTC()
+	c.update = s.commentTimeLocked()
 	writeJSON(w, http.StatusOK, s.commentJSONLocked(c))
 }
 

@@ -348,7 +348,7 @@ func (s *Server) editReviewComment(w http.ResponseWriter, r *http.Request) {
 	}
 	c.Body = *in.Body
 	c.Edits++
-	c.update = time.Now().UTC()
+	c.update = s.commentTimeLocked()
 	writeJSON(w, http.StatusOK, s.reviewJSONLocked(c))
 }
 
