@@ -2,6 +2,7 @@ package task
 
 import (
 	"fmt"
+	"html"
 	"regexp"
 	"strings"
 	"time"
@@ -24,6 +25,14 @@ var (
 func defang(s string) string {
 	s = mention.ReplaceAllString(s, "@\u200d$1")
 	return closing.ReplaceAllString(s, "$1\u200d$2")
+}
+
+// prose shows the agent's words in a request as one line of text that
+// can hide nothing: no HTML (a <details> would fold away the facts that
+// follow it), no character that does not show as itself, no mention and
+// no closing keyword.
+func prose(s string) string {
+	return defang(html.EscapeString(policy.Escaped(oneLine(s))))
 }
 
 // stateLine says in words where a task stands.
@@ -239,7 +248,7 @@ func RenderRequest(t *Task, changes []FileStat, unisolated bool) string {
 	fmt.Fprintf(&b, "### ✋ Pullwright asks to run a command · request `%s`\n\n", r.ID)
 	fmt.Fprintf(&b, "```sh\n%s\n```\n\n", fence(r.Command))
 	if reason := strings.TrimSpace(r.Reason); reason != "" {
-		fmt.Fprintf(&b, "**Why:** %s\n\n", defang(oneLine(reason)))
+		fmt.Fprintf(&b, "**Why:** %s\n\n", prose(reason))
 	}
 	if p := t.Pull; p != nil && p.Info.Fork {
 		fmt.Fprintf(&b, "⚠️ **This runs code from a fork.** Pull request #%d comes from `%s` by @%s: nobody with write access here wrote it, and the command runs it. Read the change before you approve.\n\n",
@@ -251,7 +260,7 @@ func RenderRequest(t *Task, changes []FileStat, unisolated bool) string {
 	}
 	switch {
 	case unisolated:
-		b.WriteString(", **without a sandbox**: this bot runs commands on its own machine (`BOT_RUNNER=local`), with its network and files, though none of its credentials.\n\n")
+		b.WriteString(", **without a sandbox**: this bot runs commands on its own machine (`BOT_RUNNER=local`), as its own user, with its network and files; a command can read the bot's own process, credentials included.\n\n")
 	default:
 		network := "no network"
 		if t.Settings != nil && t.Settings.Sandbox.Network == "bridge" {
@@ -291,7 +300,7 @@ func RenderRequestSummary(t *Task) string {
 	r := t.Request
 	s := fmt.Sprintf("Request `%s` of task %d on #%d asks to run:\n\n```sh\n%s\n```\n", r.ID, t.ID, t.Issue, fence(r.Command))
 	if reason := strings.TrimSpace(r.Reason); reason != "" {
-		s += "\n**Why:** " + defang(oneLine(reason)) + "\n"
+		s += "\n**Why:** " + prose(reason) + "\n"
 	}
 	if a := r.Answer; a != nil && r.Auto != "" {
 		s += fmt.Sprintf("\n**Answer:** approved without asking, by this repository's auto_approve rule (%s)\n", r.Auto)

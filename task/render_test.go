@@ -134,3 +134,20 @@ func TestRequestShowsUnshownCharactersEscaped(t *testing.T) {
 		t.Errorf("the file name is not shown escaped:\n%s", got)
 	}
 }
+
+// The agent's reason is its own text, steered perhaps by the issue: in a
+// request it shows as written and cannot fold away the facts after it.
+func TestRequestShowsTheReasonInert(t *testing.T) {
+	tk := &Task{ID: 7, Issue: 2, Branch: "agent/2-x", Requester: Person{Login: "alice"},
+		Request: &ExecRequest{ID: "7-1", Command: "make test", SHA: "0123456789abcdef",
+			Reason: "checks it <details><summary>more</summary> <!-- x --> \u202eok fixes #3 @acme/admins"}}
+	files := []FileStat{{Path: "Makefile", Added: 1}}
+	for name, got := range map[string]string{"comment": RenderRequest(tk, files, false), "check run": RenderRequestSummary(tk)} {
+		if strings.Contains(got, "<details><summary>more") || strings.Contains(got, "<!--") || strings.Contains(got, "\u202e") {
+			t.Errorf("the %s shows the reason's markup live:\n%s", name, got)
+		}
+		if !strings.Contains(got, "&lt;details&gt;") || !strings.Contains(got, "&lt;U+202E&gt;ok") || !strings.Contains(got, "@\u200dacme") {
+			t.Errorf("the %s does not show the reason as written:\n%s", name, got)
+		}
+	}
+}
