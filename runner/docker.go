@@ -10,7 +10,9 @@ import (
 	"log/slog"
 	"maps"
 	"os"
+	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -318,6 +320,8 @@ type limits struct {
 	memory   int64
 	nanoCPUs int64
 	disk     int64
+	// imageVolumes are the paths the image declares as VOLUME.
+	imageVolumes []string
 }
 
 // limitsFor applies s's limits over the configuration's, lowers the CPU
@@ -379,7 +383,8 @@ func (d *Docker) Run(ctx context.Context, s Spec) (Result, error) {
 		// The caller was meant to check this: say so, but run within the cap.
 		log.Warn("runner: workspace size lowered to the operator's cap", "disk", s.Disk, "cap", lim.disk)
 	}
-	if err := d.ensureImage(ctx, log, image); err != nil {
+	volumes, err := d.ensureImage(ctx, log, image)
+	if err != nil {
 		if ctx.Err() != nil {
 			return res, fmt.Errorf("run: %w", ctx.Err())
 		}
@@ -387,6 +392,7 @@ func (d *Docker) Run(ctx context.Context, s Spec) (Result, error) {
 		res.Output = fmt.Sprintf("not run: image %s is not available and could not be pulled: %v\n", image, err)
 		return res, nil
 	}
+	lim.imageVolumes = volumes
 	return d.run(ctx, log, s, image, lim)
 }
 
@@ -398,18 +404,46 @@ func firstNonEmpty(a, b string) string {
 	return b
 }
 
-// ensureImage pulls image unless the daemon has it, logging progress.
-func (d *Docker) ensureImage(ctx context.Context, log *slog.Logger, image string) error {
-	_, err := d.cli.ImageInspect(ctx, image)
+// ensureImage pulls image unless the daemon has it, logging progress, and
+// returns the volumes the image declares (see imageVolumes).
+func (d *Docker) ensureImage(ctx context.Context, log *slog.Logger, image string) ([]string, error) {
+	volumes, err := d.imageVolumes(ctx, image)
 	if err == nil {
-		return nil
+		return volumes, nil
 	}
 	if !cerrdefs.IsNotFound(err) {
-		return err
+		return nil, err
 	}
 	if d.cfg.NoPull {
-		return errors.New("it is not on the Docker host and pulling is disabled")
+		return nil, errors.New("it is not on the Docker host and pulling is disabled")
 	}
+	if err := d.pull(ctx, log, image); err != nil {
+		return nil, err
+	}
+	return d.imageVolumes(ctx, image)
+}
+
+// imageVolumes lists the paths the image declares as VOLUME. The engine
+// would give each an anonymous volume on its own disk, writable whatever
+// the read-only root, where a command could write without the workspace's
+// cap: the container mounts a capped tmpfs there instead.
+func (d *Docker) imageVolumes(ctx context.Context, image string) ([]string, error) {
+	img, err := d.cli.ImageInspect(ctx, image)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	if img.Config != nil {
+		for p := range img.Config.Volumes {
+			out = append(out, p)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// pull pulls image, logging progress.
+func (d *Docker) pull(ctx context.Context, log *slog.Logger, image string) error {
 	log.Info("runner: pulling image")
 	start := time.Now()
 	resp, err := d.cli.ImagePull(ctx, image, client.ImagePullOptions{})
@@ -510,10 +544,11 @@ func (d *Docker) containerConfig(s Spec, image, volume string, lim limits) clien
 			SecurityOpt:    []string{"no-new-privileges"},
 			Runtime:        d.cfg.Runtime,
 			LogConfig:      container.LogConfig{Type: "none"},
-			Tmpfs: map[string]string{
-				"/tmp": fmt.Sprintf("rw,exec,nosuid,nodev,size=%d,mode=1777", d.cfg.TmpfsSize),
-			},
-			Mounts: []mount.Mount{{Type: mount.TypeVolume, Source: volume, Target: SandboxWorkdir}},
+			Tmpfs:          d.tmpfs(lim),
+			// NoCopy: the workspace starts empty and gets the approved
+			// files only, whatever the image has at that path.
+			Mounts: []mount.Mount{{Type: mount.TypeVolume, Source: volume, Target: SandboxWorkdir,
+				VolumeOptions: &mount.VolumeOptions{NoCopy: true}}},
 			Resources: container.Resources{
 				Memory:     lim.memory,
 				MemorySwap: lim.memory,
@@ -522,6 +557,20 @@ func (d *Docker) containerConfig(s Spec, image, volume string, lim limits) clien
 			},
 		},
 	}
+}
+
+// tmpfs is the container's size-capped tmpfs mounts: /tmp, and each
+// volume the image declares, which would otherwise be an uncapped volume
+// on the engine's disk.
+func (d *Docker) tmpfs(lim limits) map[string]string {
+	opts := fmt.Sprintf("rw,exec,nosuid,nodev,size=%d,mode=1777", d.cfg.TmpfsSize)
+	m := map[string]string{"/tmp": opts}
+	for _, p := range lim.imageVolumes {
+		if p := path.Clean(p); p != SandboxWorkdir && p != "/tmp" {
+			m[p] = opts
+		}
+	}
+	return m
 }
 
 // run creates the volume and the container, starts it, copies the workspace

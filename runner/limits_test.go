@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"reflect"
 	"testing"
 )
 
@@ -27,7 +28,7 @@ func TestLimitsFor(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := d.limitsFor(tt.spec, tt.hostCPUs); got != tt.want {
+			if got := d.limitsFor(tt.spec, tt.hostCPUs); !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("limitsFor = %+v, want %+v", got, tt.want)
 			}
 		})
