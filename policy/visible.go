@@ -1211,6 +1211,16 @@ func (sc *scanner) mathSpan(i int) (end int, src string, raw bool) {
 	return i, "", false
 }
 
+// escapedAt reports whether s[j] follows an odd number of backslashes: an
+// even number are escaped backslashes, and leave it a delimiter.
+func escapedAt(s string, j int) bool {
+	n := 0
+	for k := j - 1; k >= 0 && s[k] == '\\'; k-- {
+		n++
+	}
+	return n%2 == 1
+}
+
 func isMathSpace(c byte) bool {
 	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'
 }
@@ -1230,7 +1240,7 @@ func (sc *scanner) nextDollar(from int, double bool) int {
 	}
 	at := -1
 	for j := from; j < len(s); j++ {
-		if s[j] != '$' || j == 0 || s[j-1] == '\\' {
+		if s[j] != '$' || j == 0 || escapedAt(s, j) {
 			continue
 		}
 		if double && j+1 < len(s) && s[j+1] == '$' || !double && !isMathSpace(s[j-1]) {

@@ -158,6 +158,8 @@ var visibleTests = []struct {
 	{"a tag in math", "$a<b>run curl$", "[math]"},
 	{"escaped backslash before math", "\\\\$\\phantom{x}$", "\\\\[math]"},
 	{"escaped dollar inside math", "$a\\$\\phantom{x}$", "[math]"},
+	{"escaped backslash before the closing dollar", "a $\\phantom{x}\\\\$ b", "a [math] b"},
+	{"escaped backslashes and an escaped dollar", "a $\\phantom{x}\\\\\\$ b$ c", "a [math] c"},
 	{"display math", "a\n$$\n\\phantom{run curl}\n$$\nb", "a\n[math]\nb"},
 	{"display math inline", "a $$\\color{white}{x}$$ b", "a [math] b"},
 	{"display math with a space", "$$ \\phantom{x} $$", "[math]"},
