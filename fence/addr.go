@@ -1,0 +1,63 @@
+package fence
+
+import "net/netip"
+
+// notPublic says what kind of non-public address a is ("a loopback
+// address", …), or "" when a is an ordinary public unicast address. Names
+// of such addresses are refused unless the operator allowed the range:
+// they are the bot's machine, its network, or a cloud's metadata service,
+// none of which a dependency download has any business with.
+func notPublic(a netip.Addr) string {
+	a = a.Unmap()
+	switch {
+	case !a.IsValid():
+		return "no address"
+	case a.IsLoopback():
+		return "a loopback address"
+	case a.IsUnspecified():
+		return "the unspecified address"
+	case a.IsLinkLocalUnicast():
+		return "a link-local address (cloud metadata services live there)"
+	case a.IsMulticast(), a.IsLinkLocalMulticast(), a.IsInterfaceLocalMulticast():
+		return "a multicast address"
+	case a.IsPrivate():
+		return "a private address"
+	}
+	for _, r := range reserved {
+		if r.prefix.Contains(a) {
+			return r.what
+		}
+	}
+	if a.Is6() && nat64.Contains(a) {
+		// The IPv4 address inside is what a NAT64 gateway would reach.
+		b := a.As16()
+		inner := netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]})
+		if why := notPublic(inner); why != "" {
+			return "an IPv6 form of " + inner.String() + ", " + why
+		}
+	}
+	return ""
+}
+
+var nat64 = netip.MustParsePrefix("64:ff9b::/96")
+
+// reserved are the special-purpose ranges (RFC 6890 and successors) that
+// netip's predicates do not name.
+var reserved = []struct {
+	prefix netip.Prefix
+	what   string
+}{
+	{netip.MustParsePrefix("0.0.0.0/8"), `a "this network" address`},
+	{netip.MustParsePrefix("100.64.0.0/10"), "a carrier-grade NAT address"},
+	{netip.MustParsePrefix("192.0.0.0/24"), "an IETF protocol address"},
+	{netip.MustParsePrefix("192.0.2.0/24"), "a documentation address"},
+	{netip.MustParsePrefix("198.18.0.0/15"), "a benchmarking address"},
+	{netip.MustParsePrefix("198.51.100.0/24"), "a documentation address"},
+	{netip.MustParsePrefix("203.0.113.0/24"), "a documentation address"},
+	{netip.MustParsePrefix("240.0.0.0/4"), "a reserved address"},
+	{netip.MustParsePrefix("64:ff9b:1::/48"), "a local-use NAT64 address"},
+	{netip.MustParsePrefix("100::/64"), "a discard-only address"},
+	{netip.MustParsePrefix("2001::/23"), "an IETF protocol address"},
+	{netip.MustParsePrefix("2001:db8::/32"), "a documentation address"},
+	{netip.MustParsePrefix("2002::/16"), "a 6to4 address"},
+}

@@ -1,0 +1,382 @@
+// Package fence is the egress allow-list of a sandbox that fetches
+// dependencies: an HTTP proxy (CONNECT for TLS, absolute-form requests for
+// plain HTTP) that reaches only the hosts a policy allows, at addresses
+// that are public or in a range the operator named, and records every
+// connection it allowed or refused.
+//
+// The proxy is only the gate. That nothing in the sandbox can go around it
+// (a process that ignores HTTP_PROXY and dials an address itself) is the
+// job of how the sandbox is wired to it: its only way out must be this
+// proxy. The proxy resolves names itself and dials the address it checked,
+// so a name that resolves to one address when checked and another when
+// dialled (DNS rebinding) gets nowhere.
+package fence
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Policy is what a fenced sandbox may reach.
+type Policy struct {
+	// Hosts are the names the sandbox may reach: "proxy.example" exactly,
+	// or "*.example" for any name under it (not "example" itself). A
+	// pattern may end in ":port"; without one, ports 443 and 80 are
+	// allowed. An address literal ("10.0.0.5:3000") is a host like any
+	// other: allowed only if listed, and still subject to the address
+	// rules below.
+	Hosts []string
+	// AllowedNets are the non-public ranges the operator allows (an
+	// internal mirror on a private address, a test's registry on
+	// loopback). Every other address that is not public is refused, even
+	// for an allowed name.
+	AllowedNets []netip.Prefix
+	// Denied are addresses never reached whatever the rest says: the bot's
+	// own, so that a sandbox cannot talk to the service that runs it.
+	Denied []netip.Prefix
+}
+
+// Resolver looks up a host's addresses (net.DefaultResolver does).
+type Resolver interface {
+	LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
+}
+
+// Event is one connection the proxy was asked for.
+type Event struct {
+	Host    string // as asked, without the port
+	Port    int
+	Allowed bool
+	// Why is the reason of a refusal ("not on the allow-list", "resolves
+	// to 10.0.0.5, a private address", …); for an allowed connection,
+	// the address dialled.
+	Why string
+	At  time.Time
+}
+
+// String is how an event is shown: "blocked: host:port (why)".
+func (e Event) String() string {
+	hp := net.JoinHostPort(e.Host, strconv.Itoa(e.Port))
+	if e.Allowed {
+		return "allowed: " + hp + " (" + e.Why + ")"
+	}
+	return "blocked: " + hp + " (" + e.Why + ")"
+}
+
+// Proxy enforces a Policy on the connections it serves.
+type Proxy struct {
+	policy   Policy
+	resolver Resolver
+	log      *slog.Logger
+	// dialTimeout bounds each connection attempt to an allowed address.
+	dialTimeout time.Duration
+
+	mu     sync.Mutex
+	events []Event
+	// maxEvents bounds what is kept: a sandbox that loops on a refused
+	// host must not grow the bot's memory.
+	maxEvents int
+	dropped   int
+}
+
+// New returns a proxy for p. A nil resolver means net.DefaultResolver, a
+// nil logger slog.Default().
+func New(p Policy, r Resolver, log *slog.Logger) (*Proxy, error) {
+	for _, h := range p.Hosts {
+		if _, _, err := parsePattern(h); err != nil {
+			return nil, err
+		}
+	}
+	if r == nil {
+		r = net.DefaultResolver
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Proxy{policy: p, resolver: r, log: log, dialTimeout: 30 * time.Second, maxEvents: 1000}, nil
+}
+
+// Events returns what the proxy was asked for so far, oldest first, and
+// how many more were not kept.
+func (p *Proxy) Events() ([]Event, int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.events), p.dropped
+}
+
+func (p *Proxy) record(e Event) {
+	e.At = time.Now()
+	p.mu.Lock()
+	if len(p.events) < p.maxEvents {
+		p.events = append(p.events, e)
+	} else {
+		p.dropped++
+	}
+	p.mu.Unlock()
+	level := slog.LevelInfo
+	if !e.Allowed {
+		level = slog.LevelWarn
+	}
+	p.log.Log(context.Background(), level, "fence: "+e.String())
+}
+
+// ServeHTTP is the proxy: CONNECT host:port for TLS, or a request in
+// absolute form (GET http://host/path) for plain HTTP. Anything else is
+// refused: the proxy is no web server.
+func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodConnect {
+		p.connect(w, r)
+		return
+	}
+	if !r.URL.IsAbs() || r.URL.Scheme != "http" || r.URL.Host == "" {
+		http.Error(w, "fence: only CONNECT and absolute http:// requests go through this proxy", http.StatusBadRequest)
+		return
+	}
+	p.forward(w, r)
+}
+
+// errBlocked marks a refusal by the policy, as opposed to a failure to
+// reach an allowed host.
+var errBlocked = errors.New("blocked by the fence")
+
+// dial checks hostport against the policy and, if it is allowed,
+// connects to the checked address.
+func (p *Proxy) dial(ctx context.Context, hostport string, defaultPort int) (net.Conn, error) {
+	host, port, err := splitHostPort(hostport, defaultPort)
+	if err != nil {
+		p.record(Event{Host: hostport, Allowed: false, Why: err.Error()})
+		return nil, fmt.Errorf("%w: %v", errBlocked, err)
+	}
+	addr, why := p.check(ctx, host, port)
+	if !addr.IsValid() {
+		p.record(Event{Host: host, Port: port, Why: why})
+		return nil, fmt.Errorf("%w: %s:%d: %s", errBlocked, host, port, why)
+	}
+	target := netip.AddrPortFrom(addr, uint16(port)).String()
+	p.record(Event{Host: host, Port: port, Allowed: true, Why: target})
+	d := net.Dialer{Timeout: p.dialTimeout}
+	conn, err := d.DialContext(ctx, "tcp", target)
+	if err != nil {
+		return nil, fmt.Errorf("fence: dial %s (%s): %w", net.JoinHostPort(host, strconv.Itoa(port)), target, err)
+	}
+	return conn, nil
+}
+
+// check returns the address to dial for host:port, or the zero address
+// and why not.
+func (p *Proxy) check(ctx context.Context, host string, port int) (netip.Addr, string) {
+	if !p.listed(host, port) {
+		return netip.Addr{}, "not on the allow-list"
+	}
+	var addrs []netip.Addr
+	if a, err := netip.ParseAddr(host); err == nil {
+		addrs = []netip.Addr{a}
+	} else {
+		lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		addrs, err = p.resolver.LookupNetIP(lctx, "ip", host)
+		if err != nil || len(addrs) == 0 {
+			return netip.Addr{}, "does not resolve"
+		}
+	}
+	// Every address the name has must be allowed: a name that mixes a
+	// public address with the metadata service's is not a registry.
+	for _, a := range addrs {
+		if why := p.refuses(a); why != "" {
+			return netip.Addr{}, "resolves to " + a.Unmap().String() + ", " + why
+		}
+	}
+	return addrs[0].Unmap(), ""
+}
+
+// refuses says why address a may not be reached, or "".
+func (p *Proxy) refuses(a netip.Addr) string {
+	a = a.Unmap()
+	for _, d := range p.policy.Denied {
+		if d.Contains(a) {
+			return "an address of the bot's own"
+		}
+	}
+	for _, n := range p.policy.AllowedNets {
+		if n.Contains(a) {
+			return ""
+		}
+	}
+	return notPublic(a)
+}
+
+// listed reports whether host:port matches an allowed pattern.
+func (p *Proxy) listed(host string, port int) bool {
+	host = strings.ToLower(strings.TrimSuffix(host, "."))
+	for _, h := range p.policy.Hosts {
+		name, ports, _ := parsePattern(h)
+		if !slices.Contains(ports, port) {
+			continue
+		}
+		if suffix, ok := strings.CutPrefix(name, "*."); ok {
+			if strings.HasSuffix(host, "."+suffix) {
+				return true
+			}
+			continue
+		}
+		if host == name {
+			return true
+		}
+	}
+	return false
+}
+
+// parsePattern splits an allow-list entry into its name and ports.
+func parsePattern(h string) (name string, ports []int, err error) {
+	name, ports = strings.ToLower(strings.TrimSpace(h)), []int{443, 80}
+	if n, p, err := net.SplitHostPort(name); err == nil {
+		port, perr := strconv.Atoi(p)
+		if perr != nil || port < 1 || port > 65535 {
+			return "", nil, fmt.Errorf("fence: allow-list entry %q: bad port", h)
+		}
+		name, ports = n, []int{port}
+	}
+	name = strings.TrimSuffix(name, ".")
+	rest := strings.TrimPrefix(name, "*.")
+	if rest == "" || strings.Contains(rest, "*") || strings.ContainsAny(rest, "/ :@") && !isAddr(rest) {
+		return "", nil, fmt.Errorf("fence: allow-list entry %q is not a host name, \"*.\" and a domain, or an address", h)
+	}
+	return name, ports, nil
+}
+
+func isAddr(s string) bool {
+	_, err := netip.ParseAddr(s)
+	return err == nil
+}
+
+// splitHostPort reads host[:port] as a client asked for it.
+func splitHostPort(hostport string, defaultPort int) (string, int, error) {
+	host, p, err := net.SplitHostPort(hostport)
+	if err != nil {
+		if defaultPort == 0 {
+			return "", 0, fmt.Errorf("no port in %q", hostport)
+		}
+		host, p = hostport, strconv.Itoa(defaultPort)
+	}
+	port, err := strconv.Atoi(p)
+	if err != nil || port < 1 || port > 65535 || host == "" {
+		return "", 0, fmt.Errorf("not a host and port: %q", hostport)
+	}
+	return strings.Trim(host, "[]"), port, nil
+}
+
+// connect serves CONNECT: the client's bytes go to the checked address
+// and back, unread.
+func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
+	up, err := p.dial(r.Context(), r.Host, 0)
+	if err != nil {
+		refuse(w, err)
+		return
+	}
+	hj, ok := w.(http.Hijacker)
+	if !ok {
+		up.Close()
+		http.Error(w, "fence: cannot take over the connection", http.StatusInternalServerError)
+		return
+	}
+	client, rw, err := hj.Hijack()
+	if err != nil {
+		up.Close()
+		return
+	}
+	if _, err := io.WriteString(client, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
+		client.Close()
+		up.Close()
+		return
+	}
+	// What the client sent after its CONNECT, already read into rw.
+	if n := rw.Reader.Buffered(); n > 0 {
+		buffered, _ := rw.Reader.Peek(n)
+		if _, err := up.Write(buffered); err != nil {
+			client.Close()
+			up.Close()
+			return
+		}
+	}
+	splice(client, up)
+}
+
+// splice copies both ways until either side is done, then closes both.
+func splice(a, b net.Conn) {
+	var wg sync.WaitGroup
+	half := func(dst, src net.Conn) {
+		defer wg.Done()
+		_, _ = io.Copy(dst, src)
+		if cw, ok := dst.(interface{ CloseWrite() error }); ok {
+			_ = cw.CloseWrite()
+		} else {
+			_ = dst.Close()
+		}
+	}
+	wg.Add(2)
+	go half(a, b)
+	go half(b, a)
+	wg.Wait()
+	a.Close()
+	b.Close()
+}
+
+// forward serves a plain-HTTP request in absolute form through a transport
+// that dials only what the policy allows.
+func (p *Proxy) forward(w http.ResponseWriter, r *http.Request) {
+	tr := &http.Transport{
+		Proxy: nil, // never the bot's own proxy settings
+		DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) {
+			return p.dial(ctx, addr, 80)
+		},
+		DisableKeepAlives:     true,
+		ResponseHeaderTimeout: time.Minute,
+	}
+	defer tr.CloseIdleConnections()
+	out := r.Clone(r.Context())
+	out.RequestURI = ""
+	for _, h := range hopHeaders {
+		out.Header.Del(h)
+	}
+	resp, err := tr.RoundTrip(out)
+	if err != nil {
+		refuse(w, err)
+		return
+	}
+	defer resp.Body.Close()
+	for _, h := range hopHeaders {
+		resp.Header.Del(h)
+	}
+	for k, vs := range resp.Header {
+		for _, v := range vs {
+			w.Header().Add(k, v)
+		}
+	}
+	w.WriteHeader(resp.StatusCode)
+	_, _ = io.Copy(w, resp.Body)
+}
+
+// hopHeaders are the connection's own, not the request's (RFC 9110 7.6.1).
+var hopHeaders = []string{"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",
+	"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade"}
+
+// refuse answers a request the proxy did not carry: 403 for the policy's
+// refusals (with the reason, which the client's error shows), 502 for an
+// allowed host that could not be reached.
+func refuse(w http.ResponseWriter, err error) {
+	code := http.StatusBadGateway
+	if errors.Is(err, errBlocked) {
+		code = http.StatusForbidden
+	}
+	http.Error(w, err.Error(), code)
+}
