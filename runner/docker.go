@@ -121,7 +121,11 @@ type DockerConfig struct {
 	// left after a crash. The runner itself writes nothing there: the
 	// workspace reaches the engine through its API.
 	TempDir string
-	Logger  *slog.Logger
+	// Forwarder is the path of a static Linux build of the bot, copied
+	// into fenced runs (Spec.Route) to carry their connections to the
+	// fence ("bot fence-forward"). Without it a fenced run is an error.
+	Forwarder string
+	Logger    *slog.Logger
 }
 
 // Docker runs each approved command in a fresh container, locked down by
@@ -322,6 +326,8 @@ type limits struct {
 	disk     int64
 	// imageVolumes are the paths the image declares as VOLUME.
 	imageVolumes []string
+	// tools is a fenced run's volume for the forwarder, mounted at ToolsDir.
+	tools string
 }
 
 // limitsFor applies s's limits over the configuration's, lowers the CPU
@@ -345,6 +351,9 @@ func (d *Docker) limitsFor(s Spec, hostCPUs int64) limits {
 	if hostCPUs > 0 && l.nanoCPUs > hostCPUs {
 		l.nanoCPUs = hostCPUs
 	}
+	if s.Route != nil {
+		l.network = NetworkNone // the fence is the only way out
+	}
 	return l
 }
 
@@ -367,6 +376,9 @@ func (d *Docker) Run(ctx context.Context, s Spec) (Result, error) {
 	}
 	if err := s.checkLimits(); err != nil {
 		return res, err
+	}
+	if s.Route != nil && d.cfg.Forwarder == "" {
+		return res, errNoForwarder
 	}
 	if err := ctx.Err(); err != nil {
 		return res, fmt.Errorf("run: %w", err)
@@ -519,16 +531,13 @@ func (d *Docker) containerConfig(s Spec, image, volume string, lim limits) clien
 	return client.ContainerCreateOptions{
 		Name: "pullwright-run-" + randomHex(6),
 		Config: &container.Config{
-			Image:      image,
-			User:       d.cfg.User,
-			Hostname:   "sandbox",
-			Entrypoint: []string{"/bin/sh", "-c", goAheadScript, "pullwright"},
-			Cmd:        []string{s.Command},
-			WorkingDir: SandboxWorkdir,
-			Env: []string{
-				"HOME=/tmp", "TMPDIR=/tmp", "GOCACHE=/tmp/gocache", "GOPATH=/tmp/go",
-				"CI=true", "LANG=C.UTF-8",
-			},
+			Image:           image,
+			User:            d.cfg.User,
+			Hostname:        "sandbox",
+			Entrypoint:      []string{"/bin/sh", "-c", goAheadScript, "pullwright"},
+			Cmd:             []string{s.Command},
+			WorkingDir:      SandboxWorkdir,
+			Env:             sandboxEnv(s),
 			AttachStdin:     true,
 			AttachStdout:    true,
 			AttachStderr:    true,
@@ -547,8 +556,7 @@ func (d *Docker) containerConfig(s Spec, image, volume string, lim limits) clien
 			Tmpfs:          d.tmpfs(lim),
 			// NoCopy: the workspace starts empty and gets the approved
 			// files only, whatever the image has at that path.
-			Mounts: []mount.Mount{{Type: mount.TypeVolume, Source: volume, Target: SandboxWorkdir,
-				VolumeOptions: &mount.VolumeOptions{NoCopy: true}}},
+			Mounts: d.mounts(volume, lim),
 			Resources: container.Resources{
 				Memory:     lim.memory,
 				MemorySwap: lim.memory,
@@ -558,6 +566,35 @@ func (d *Docker) containerConfig(s Spec, image, volume string, lim limits) clien
 		},
 	}
 }
+
+// sandboxEnv is the command's whole environment over the image's: none
+// of the bot's, and for a fenced run the forwarder as its proxy.
+func sandboxEnv(s Spec) []string {
+	env := []string{
+		"HOME=/tmp", "TMPDIR=/tmp", "GOCACHE=/tmp/gocache", "GOPATH=/tmp/go",
+		"CI=true", "LANG=C.UTF-8",
+	}
+	if s.Route != nil {
+		env = append(env, proxyEnv()...)
+	}
+	return env
+}
+
+// mounts are the run's volumes: its workspace, and a fenced run's tools.
+// NoCopy: each starts empty and gets only what the runner copies in,
+// whatever the image has at that path.
+func (d *Docker) mounts(volume string, lim limits) []mount.Mount {
+	m := []mount.Mount{{Type: mount.TypeVolume, Source: volume, Target: SandboxWorkdir,
+		VolumeOptions: &mount.VolumeOptions{NoCopy: true}}}
+	if lim.tools != "" {
+		m = append(m, mount.Mount{Type: mount.TypeVolume, Source: lim.tools, Target: ToolsDir,
+			VolumeOptions: &mount.VolumeOptions{NoCopy: true}})
+	}
+	return m
+}
+
+// forwarderVolumeSize holds the forwarder, a static Go binary.
+const forwarderVolumeSize = 128 << 20
 
 // tmpfs is the container's size-capped tmpfs mounts: /tmp, and each
 // volume the image declares, which would otherwise be an uncapped volume
@@ -586,6 +623,14 @@ func (d *Docker) run(ctx context.Context, log *slog.Logger, s Spec, image string
 	}
 	log = log.With("volume", volume)
 	defer d.removeVolume(log, volume) // after the container, which holds it
+	if s.Route != nil {
+		tools, err := d.createVolume(ctx, s, forwarderVolumeSize)
+		if err != nil {
+			return res, err
+		}
+		defer d.removeVolume(log, tools)
+		lim.tools = tools
+	}
 	created, err := d.cli.ContainerCreate(ctx, d.containerConfig(s, image, volume, lim))
 	if err != nil {
 		if ctx.Err() != nil {
@@ -653,6 +698,19 @@ func (d *Docker) run(ctx context.Context, log *slog.Logger, s Spec, image string
 			return res, nil
 		}
 		return res, err
+	}
+	if s.Route != nil {
+		if err := d.copyForwarder(ctx, id); err != nil {
+			_ = attach.CloseWrite()
+			return res, err
+		}
+		stop, err := d.startForwarder(ctx, log, id, s.Route)
+		if err != nil {
+			_ = attach.CloseWrite()
+			return res, err
+		}
+		// After the wait below: the command's connections end with it.
+		defer stop()
 	}
 
 	log.Info("runner: start", "command", s.Command, "timeout", s.Timeout,

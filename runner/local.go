@@ -81,6 +81,11 @@ func (l *Local) Run(ctx context.Context, s Spec) (Result, error) {
 	if s.Command == "" {
 		return res, errors.New("run: empty command")
 	}
+	if s.Route != nil {
+		// No isolation means no fence: the command would have the host's
+		// network whatever the allow-list says.
+		return res, errors.New("run: the local runner cannot fence a run's network; use the Docker runner")
+	}
 	if err := ctx.Err(); err != nil {
 		return res, fmt.Errorf("run: %w", err)
 	}

@@ -64,6 +64,14 @@ type Spec struct {
 	Memory   int64
 	NanoCPUs int64
 	Disk     int64
+
+	// Route, if set, makes the run fenced: it has no network whatever
+	// Network says, and its processes reach hosts only through a
+	// forwarder the runner starts in the sandbox, whose connections go to
+	// Route (fence.Proxy enforces its allow-list there); they are given
+	// the forwarder as HTTP and HTTPS proxy. Docker needs
+	// DockerConfig.Forwarder for it; Local refuses it.
+	Route Route
 }
 
 // Network modes a Spec may ask for. Anything else (host, container:<id>, a

@@ -68,6 +68,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return healthcheck(ctx, getenv, stdout)
 	case "run":
 		return runLocal(ctx, args[1:], getenv, os.Stdin, stdout, stderr)
+	case "fence-forward":
+		return fenceForward(ctx, os.Stdin, stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprintln(stdout, usage)
 		return nil

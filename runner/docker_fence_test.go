@@ -1,0 +1,177 @@
+package runner_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/pullwright/pullwright/fence"
+	"github.com/pullwright/pullwright/runner"
+)
+
+// forwarder builds the fence's forwarder as a static Linux binary, as the
+// bot's image carries it.
+func forwarder(t *testing.T) string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "forward")
+	cmd := exec.Command("go", "build", "-o", out, "./testdata/forward")
+	cmd.Env = append(cmd.Environ(), "CGO_ENABLED=0", "GOOS=linux")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build the forwarder: %v\n%s", err, b)
+	}
+	return out
+}
+
+// names resolves the test's own hosts: the tests reach only servers they
+// started, under names that resolve nowhere else.
+type names map[string][]netip.Addr
+
+func (n names) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
+	if a, ok := n[host]; ok {
+		return a, nil
+	}
+	return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
+}
+
+// A fenced run reaches the allowed host through the fence and nothing else:
+// not a host off the list, and not the allowed host itself by its address
+// when a process ignores the proxy, since the sandbox has no network but
+// loopback. The fence records what it refused.
+func TestDockerFencedRun(t *testing.T) {
+	var registryHits, elsewhereHits atomic.Int64
+	registry := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		registryHits.Add(1)
+		fmt.Fprintf(w, "module files for %s\n", r.URL.Path)
+	}))
+	defer registry.Close()
+	elsewhere := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		elsewhereHits.Add(1)
+	}))
+	defer elsewhere.Close()
+	port := func(s *httptest.Server) string { _, p, _ := net.SplitHostPort(s.Listener.Addr().String()); return p }
+	loopback := netip.MustParseAddr("127.0.0.1")
+	proxy, err := fence.New(fence.Policy{
+		Hosts:       []string{"registry.test:" + port(registry)},
+		AllowedNets: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}, // the test's registry is on loopback
+	}, names{"registry.test": {loopback}, "elsewhere.test": {loopback}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := newDocker(t, runner.DockerConfig{Forwarder: forwarder(t)})
+	cmd := strings.Join([]string{
+		"ls /sys/class/net",
+		"wget -q -O- http://registry.test:" + port(registry) + "/example.com/m/@v/list",
+		"wget -q -O- http://elsewhere.test:" + port(elsewhere) + "/ || echo elsewhere refused",
+		// Around the proxy there is nothing: no interface but loopback,
+		// no route at all.
+		"echo routes: $(tail -n +2 /proc/net/route | wc -l)",
+	}, "; ")
+	res, err := d.Run(t.Context(), runner.Spec{Dir: t.TempDir(), Command: cmd, Timeout: time.Minute, Route: proxy, Network: runner.NetworkBridge})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	t.Logf("exit %d:\n%s", res.ExitCode, res.Output)
+	for _, want := range []string{"lo\n", "module files for /example.com/m/@v/list", "elsewhere refused", "routes: 0"} {
+		if !strings.Contains(res.Output, want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+	if strings.Contains(res.Output, "eth0") {
+		t.Errorf("a fenced sandbox has a network interface besides loopback")
+	}
+	if registryHits.Load() != 1 || elsewhereHits.Load() != 0 {
+		t.Errorf("registry hits %d (want 1), elsewhere %d (want 0)", registryHits.Load(), elsewhereHits.Load())
+	}
+	events, _ := proxy.Events()
+	var shown []string
+	for _, e := range events {
+		shown = append(shown, e.String())
+	}
+	if len(events) != 2 || !events[0].Allowed || events[1].Allowed || !strings.HasPrefix(events[1].String(), "blocked: elsewhere.test:") {
+		t.Errorf("fence events = %q", shown)
+	}
+}
+
+// Without the forwarder a fenced run is an error, before any container.
+func TestDockerFencedRunNeedsTheForwarder(t *testing.T) {
+	d := newDocker(t, runner.DockerConfig{})
+	proxy, _ := fence.New(fence.Policy{}, names{}, nil)
+	if _, err := d.Run(t.Context(), runner.Spec{Dir: t.TempDir(), Command: "true", Route: proxy}); err == nil || !strings.Contains(err.Error(), "Forwarder") {
+		t.Fatalf("Run = %v, want an error naming DockerConfig.Forwarder", err)
+	}
+	if _, err := (&runner.Local{}).Run(t.Context(), runner.Spec{Dir: t.TempDir(), Command: "true", Route: proxy}); err == nil {
+		t.Fatal("the local runner ran a fenced command")
+	}
+}
+
+// The real Go command fetches a module through the fence from a module
+// proxy the test serves (the module proxy protocol is files over HTTP: the
+// machine's own module cache is one), and verifies it against go.sum; the
+// checksum database, not on the list, is never reached.
+func TestDockerFencedGoModDownload(t *testing.T) {
+	cache, err := exec.Command("go", "env", "GOMODCACHE").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := filepath.Join(strings.TrimSpace(string(cache)), "cache", "download")
+	var served atomic.Int64
+	modproxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		served.Add(1)
+		http.FileServer(http.Dir(files)).ServeHTTP(w, r)
+	}))
+	defer modproxy.Close()
+	_, p, _ := net.SplitHostPort(modproxy.Listener.Addr().String())
+	proxy, err := fence.New(fence.Policy{
+		Hosts:       []string{"modproxy.test:" + p},
+		AllowedNets: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
+	}, names{"modproxy.test": {netip.MustParseAddr("127.0.0.1")}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"go.mod": "module example.com/app\n\ngo 1.21\n\nrequire github.com/hashicorp/yamux v0.1.2\n",
+		"go.sum": "github.com/hashicorp/yamux v0.1.2 h1:XtB8kyFOyHXYVFnwT5C3+Bdo8gArse7j2AQ0DA0Uey8=\n" +
+			"github.com/hashicorp/yamux v0.1.2/go.mod h1:C+zze2n6e/7wshOZep2A70/aQU6QBRWJO/G6FT1wIns=\n",
+	})
+	d := newDocker(t, runner.DockerConfig{Forwarder: forwarder(t)})
+	res, err := d.Run(t.Context(), runner.Spec{
+		Dir: dir, Route: proxy, Timeout: 2 * time.Minute,
+		Command: "GOPROXY=http://modproxy.test:" + p + " GOFLAGS=-mod=mod GOTOOLCHAIN=local go mod download -x github.com/hashicorp/yamux && " +
+			"ls /tmp/go/pkg/mod/github.com/hashicorp/yamux@v0.1.2/session.go",
+	})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if res.ExitCode != 0 || !strings.Contains(res.Output, "yamux@v0.1.2/session.go") {
+		t.Fatalf("go mod download through the fence: exit %d\n%s", res.ExitCode, res.Output)
+	}
+	if served.Load() == 0 {
+		t.Fatal("the module proxy was never asked")
+	}
+	events, _ := proxy.Events()
+	for _, e := range events {
+		if !e.Allowed {
+			t.Errorf("the fence refused %s", e)
+		}
+	}
+}
+
+func writeFiles(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
