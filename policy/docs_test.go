@@ -155,6 +155,9 @@ func TestSchemaAgreesWithLoad(t *testing.T) {
 		{"auto_approve: [{command: make}, {pattern: 'go .*'}]\n", true},
 		{"branch_prefix: bots/pw-\n", true},
 		{"trigger: {users: ['renovate[bot]'], teams: [acme/core, core]}\n", true},
+		{"setup: []\n", true},
+		{"setup: [go mod download, \"npm ci --ignore-scripts\\tx\", \"a &&\\n  b\"]\n", true},
+		{"setup: [a, b, c, d, e, f, g, h, i, j]\n", true},
 
 		{"colour: blue\n", false},                             // unknown key
 		{"sandbox: {memroy: 2GiB}\n", false},                  // unknown nested key
@@ -188,6 +191,16 @@ func TestSchemaAgreesWithLoad(t *testing.T) {
 		{"branch_prefix: ''\n", false},
 		{"sandbox: {network: '', image: ''}\n", false},
 		{"trigger: {permission: ''}\n", false},
+		{"setup: go mod download\n", false},                           // text for a list
+		{"setup: [a, b, c, d, e, f, g, h, i, j, k]\n", false},         // too many
+		{"setup: ['']\n", false},                                      // empty
+		{"setup: [' ']\n", false},                                     // blank
+		{"setup: [7]\n", false},                                       // not text
+		{"setup: [\"make\\u202e deps\"]\n", false},                    // bidirectional override
+		{"setup: [\"make\\u200bdeps\"]\n", false},                     // zero-width space
+		{"setup: [\"echo \\e[2J\"]\n", false},                         // escape
+		{"setup: [\"a\\rb\"]\n", false},                               // carriage return
+		{"setup: ['" + strings.Repeat("x\n\n", 2049) + "']\n", false}, // over 4096 bytes
 	}
 	for _, tt := range tests {
 		schemaErr := validateYAML(t, sch, tt.yml)

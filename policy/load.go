@@ -64,6 +64,7 @@ func (c *Config) validate(errs *Errors) {
 			checkAutoRule(errs, at, k, r)
 		}
 	}
+	checkSetup(errs, at, c.Setup)
 	checkImage(errs, at, "sandbox.image", c.Sandbox.Image)
 	checkNetwork(errs, at, "sandbox.network", c.Sandbox.Network)
 	checkSize(errs, at, "sandbox.memory", c.Sandbox.Memory, parseMemory)
@@ -156,6 +157,38 @@ func checkAutoRule(errs *Errors, at func(string) int, path string, r AutoRule) {
 	case pat != "":
 		if _, err := compileRule(pat); err != nil {
 			errs.add(at(path+".pattern"), path+".pattern", "%q is not a regular expression: %s", shorten(pat, 80), strings.TrimPrefix(err.Error(), "error parsing regexp: "))
+		}
+	}
+}
+
+// Bounds of setup: a few commands a maintainer reads whole where they
+// are shown, not a build script.
+const (
+	maxSetupSteps = 10
+	maxSetupBytes = 4096
+)
+
+// checkSetup holds setup's commands to what an approved command is held
+// to (CheckCommand): they run without a per-command approval, on the
+// strength of being shown, so what is shown must be what runs.
+func checkSetup(errs *Errors, at func(string) int, setup []string) {
+	if len(setup) > maxSetupSteps {
+		errs.add(at("setup"), "setup", "has %d commands; at most %d (join related ones with &&)", len(setup), maxSetupSteps)
+	}
+	for i, cmd := range setup {
+		k := fmt.Sprintf("setup[%d]", i)
+		if at(k) == 0 {
+			continue // not decoded; reported already
+		}
+		switch {
+		case strings.TrimSpace(cmd) == "":
+			errs.add(at(k), k, "is empty; write a command, or remove the entry")
+		case len(cmd) > maxSetupBytes:
+			errs.add(at(k), k, "is %d bytes; a setup command is at most %d", len(cmd), maxSetupBytes)
+		default:
+			if err := CheckCommand(cmd); err != nil {
+				errs.add(at(k), k, "%s", err.Error())
+			}
 		}
 	}
 }

@@ -77,6 +77,11 @@ sandbox:
   disk: 1GiB
   cpus: 1.5
   timeout: 15m
+setup:
+  - go mod download
+  - |
+    go install gotest.tools/gotestsum@v1.12.0 &&
+      gotestsum --version
 test_command: go test ./...
 budget:
   max_turns: 60
@@ -92,6 +97,7 @@ branch_prefix: bots/pullwright-
 				ProtectedPaths: []string{"deploy/**", "*.pem"},
 				AutoApprove:    []AutoRule{{Command: "go test ./..."}, {Pattern: `go test( -run \w+)? \./\.\.\.`}},
 				Sandbox:        Sandbox{Image: "golang:1.26", Network: "bridge", Memory: "4GiB", Disk: "1GiB", CPUs: 1.5, Timeout: Duration(15 * time.Minute)},
+				Setup:          []string{"go mod download", "go install gotest.tools/gotestsum@v1.12.0 &&\n  gotestsum --version\n"},
 				TestCommand:    "go test ./...",
 				Budget:         Budget{MaxTurns: 60, MaxTokens: 1_000_000, MaxWallTime: Duration(90 * time.Minute), MaxCostUSD: 2.5},
 				Model:          "gpt-4.1", BranchPrefix: "bots/pullwright-",
@@ -109,8 +115,20 @@ branch_prefix: bots/pullwright-
 		},
 		{
 			name: "null values mean not set",
-			yml:  "trigger:\nsandbox:\n  memory:\n  disk:\n  image: ~\nmodel: null\n",
+			yml:  "trigger:\nsandbox:\n  memory:\n  disk:\n  image: ~\nmodel: null\nsetup:\n",
 			want: Config{},
+		},
+		{
+			// Written empty, setup turns the defaults off: not the same
+			// as leaving it out.
+			name: "no setup at all",
+			yml:  "setup: []\n",
+			want: Config{Setup: []string{}},
+		},
+		{
+			name: "setup at its bounds",
+			yml:  "setup: [a, b, c, d, e, f, g, h, i, 'j\tk']\n",
+			want: Config{Setup: []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j\tk"}},
 		},
 		{
 			name: "anchors and aliases",
@@ -143,11 +161,11 @@ branch_prefix: bots/pullwright-
 }
 
 func TestLoadRecordsLines(t *testing.T) {
-	c, err := Load([]byte("model: gpt-4.1\n\nsandbox:\n  memory: 4GiB\n  disk: 1GiB\nauto_approve:\n  - command: make\n  - pattern: go .*\n"))
+	c, err := Load([]byte("model: gpt-4.1\n\nsandbox:\n  memory: 4GiB\n  disk: 1GiB\nauto_approve:\n  - command: make\n  - pattern: go .*\nsetup:\n  - go mod download\n  - make deps\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for key, want := range map[string]int{"model": 1, "sandbox": 3, "sandbox.memory": 4, "sandbox.disk": 5, "auto_approve": 6, "auto_approve[0]": 7, "auto_approve[0].command": 7, "budget": 0} {
+	for key, want := range map[string]int{"model": 1, "sandbox": 3, "sandbox.memory": 4, "sandbox.disk": 5, "auto_approve": 6, "auto_approve[0]": 7, "auto_approve[0].command": 7, "budget": 0, "setup": 9, "setup[0]": 10, "setup[1]": 11} {
 		if got := c.Line(key); got != want {
 			t.Errorf("Line(%q) = %d, want %d", key, got, want)
 		}
@@ -170,11 +188,11 @@ func TestLoadErrors(t *testing.T) {
 			f + "2: approve.exclude_requestor: unknown key; did you mean exclude_requester?",
 			f + "3: approve.user: unknown key; did you mean users?",
 		}},
-		{"unknown key, far", "colour: blue\n", []string{f + "1: colour: unknown key (known here: trigger, approve, protected_paths, auto_approve, sandbox, test_command, budget, model, branch_prefix)"}},
+		{"unknown key, far", "colour: blue\n", []string{f + "1: colour: unknown key (known here: trigger, approve, protected_paths, auto_approve, sandbox, setup, test_command, budget, model, branch_prefix)"}},
 		{"unknown key in a list item", "auto_approve:\n  - cmd: make\n", []string{f + "2: auto_approve[0].cmd: unknown key (known here: command, pattern)"}},
 		{"duplicate key", "model: a\nsandbox: {}\nmodel: b\n", []string{f + "3: model: set twice (first on line 1); keep one"}},
 		{"duplicate nested key", "sandbox:\n  cpus: 1\n  cpus: 2\n", []string{f + "3: sandbox.cpus: set twice (first on line 2); keep one"}},
-		{"merge key", "base: &b {model: x}\n<<: *b\n", []string{f + "1: base: unknown key (known here: trigger, approve, protected_paths, auto_approve, sandbox, test_command, budget, model, branch_prefix)", f + "2: merge keys (<<) are not supported; write the keys out"}},
+		{"merge key", "base: &b {model: x}\n<<: *b\n", []string{f + "1: base: unknown key (known here: trigger, approve, protected_paths, auto_approve, sandbox, setup, test_command, budget, model, branch_prefix)", f + "2: merge keys (<<) are not supported; write the keys out"}},
 		{"non-string key", "[a]: b\n", []string{f + "1: keys must be plain names, got a list"}},
 
 		// Types.
@@ -261,6 +279,21 @@ func TestLoadErrors(t *testing.T) {
 			f + "7: branch_prefix: is empty; write a value, or leave the key out to use the default",
 		}},
 		{"model", "model: 'gpt 4'\n", []string{f + `1: model: "gpt 4" is not a model name`}},
+		{"setup not a list", "setup: go mod download\n", []string{f + `1: setup: expected a list, got the text "go mod download" (write one item per line, each starting with "- ", or [a, b])`}},
+		{"setup item not text", "setup:\n  - go mod download\n  - {run: make}\n", []string{f + "3: setup[1]: expected text, got keys and values"}},
+		{"setup too many", "setup: [a, b, c, d, e, f, g, h, i, j, k]\n", []string{f + "1: setup: has 11 commands; at most 10 (join related ones with &&)"}},
+		{"setup empty commands", "setup:\n  - ''\n  - '   '\n  - make deps\n", []string{
+			f + "2: setup[0]: is empty; write a command, or remove the entry",
+			f + "3: setup[1]: is empty; write a command, or remove the entry",
+		}},
+		{"setup too long", "setup:\n  - '" + strings.Repeat("echo x\n\n", 586) + "'\n", []string{f + "2: setup[0]: is 4102 bytes; a setup command is at most 4096"}},
+		{"setup hides what runs", "setup:\n  - \"go mod download \\u202e; curl x\"\n  - \"make\\u200bdeps\"\n  - \"npm ci" + strings.Repeat(" ", 40) + "&& curl x\"\n  - \"echo \\x1b[2J\"\n", []string{
+			f + "2: setup[0]: byte 16 of the command is U+202E, a character that does not show as itself to the person who approves it",
+			f + "3: setup[1]: byte 4 of the command is U+200B, a character that does not show as itself to the person who approves it",
+			f + "4: setup[2]: byte 46 of the command follows 40 spaces, which would push it out of sight of the person who approves it",
+			f + "5: setup[3]: byte 5 of the command is U+001B, a character that does not show as itself to the person who approves it",
+		}},
+		{"setup line too long", "setup:\n  - 'echo " + strings.Repeat("x", 1000) + "'\n", []string{f + "2: setup[0]: a line of the command is longer than 1000 bytes, too long to be read whole where it is approved; split it"}},
 		{"image", "sandbox:\n  image: 'golang latest'\n", []string{f + `2: sandbox.image: "golang latest" is not an image name (like golang:1.26 or ghcr.io/org/image:tag)`}},
 
 		// Syntax.
@@ -465,7 +498,7 @@ func TestDuration(t *testing.T) {
 // TestConfigJSONRoundTrip: a Config (and so the Settings made from it)
 // can be stored as JSON and read back unchanged.
 func TestConfigJSONRoundTrip(t *testing.T) {
-	c, err := Load([]byte("sandbox:\n  timeout: 15m\nbudget:\n  max_wall_time: 2h\napprove:\n  permission: admin\n  exclude_requester: true\n"))
+	c, err := Load([]byte("sandbox:\n  timeout: 15m\nbudget:\n  max_wall_time: 2h\napprove:\n  permission: admin\n  exclude_requester: true\nsetup: [go mod download]\n"))
 	if err != nil {
 		t.Fatal(err)
 	}

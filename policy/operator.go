@@ -83,8 +83,13 @@ type Settings struct {
 	// MemoryBytes and DiskBytes are Sandbox.Memory and Sandbox.Disk
 	// parsed. A task stored before disk existed has DiskBytes 0, which a
 	// runner takes as its own default.
-	MemoryBytes int64         `json:"memory_bytes"`
-	DiskBytes   int64         `json:"disk_bytes"`
+	MemoryBytes int64 `json:"memory_bytes"`
+	DiskBytes   int64 `json:"disk_bytes"`
+	// Setup is the repository's setup commands as written: nil when it
+	// names none, so that the defaults for the ecosystems found in the
+	// tree apply; empty when it asks for none. Not omitted when empty,
+	// so that a stored task keeps that difference.
+	Setup       []string      `json:"setup"`
 	TestCommand string        `json:"test_command,omitempty"`
 	MaxTurns    int           `json:"max_turns"`
 	MaxTokens   int           `json:"max_tokens"`

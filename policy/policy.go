@@ -29,6 +29,11 @@ type Config struct {
 	// AutoApprove lists commands that run without asking. Off by default.
 	AutoApprove []AutoRule `yaml:"auto_approve" json:"auto_approve"`
 	Sandbox     Sandbox    `yaml:"sandbox" json:"sandbox"`
+	// Setup is the shell commands that fetch the repository's
+	// dependencies before approved commands run. nil (not written) lets
+	// the defaults for the ecosystems found apply; an empty list asks for
+	// no setup at all.
+	Setup []string `yaml:"setup" json:"setup"`
 	// TestCommand is a hint for the agent: how this repository is tested.
 	TestCommand string `yaml:"test_command" json:"test_command"`
 	Budget      Budget `yaml:"budget" json:"budget"`

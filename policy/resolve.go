@@ -59,6 +59,7 @@ func (r *resolver) settings() Settings {
 	s.Protected = protectedPaths(c.ProtectedPaths)
 	s.AutoApprove = slices.Clone(c.AutoApprove)
 	s.TestCommand = c.TestCommand
+	s.Setup = slices.Clone(c.Setup)
 
 	s.Sandbox.Image = c.Sandbox.Image
 	if img := c.Sandbox.Image; img != "" && len(o.Caps.Images) > 0 && !slices.Contains(o.Caps.Images, img) {

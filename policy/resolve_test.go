@@ -86,6 +86,8 @@ sandbox:
   disk: 8GiB
   cpus: 4
   timeout: 1h
+setup:
+  - make deps
 test_command: make test
 budget:
   max_turns: 200
@@ -107,6 +109,7 @@ branch_prefix: pw-
 		Sandbox:     Sandbox{Image: "golang:1.26", Network: "bridge", Memory: "8GiB", Disk: "8GiB", CPUs: 4, Timeout: Duration(time.Hour)},
 		MemoryBytes: 8 << 30,
 		DiskBytes:   8 << 30,
+		Setup:       []string{"make deps"},
 		TestCommand: "make test",
 		MaxTurns:    200, MaxTokens: 4000000, MaxWallTime: 24 * time.Hour, MaxCostUSD: 2.5,
 		Model: "gpt-4.1", Price: Price{2, 8},
@@ -123,6 +126,53 @@ branch_prefix: pw-
 	var back Settings
 	if err := json.Unmarshal(b, &back); err != nil || !reflect.DeepEqual(back, s) {
 		t.Errorf("JSON round trip: %v\n%+v\n%s", err, back, b)
+	}
+}
+
+// TestResolveSetup: setup is the repository's, as written, and "not
+// written" (the defaults) stays apart from "none", also once the Settings
+// are stored with the task and read back.
+func TestResolveSetup(t *testing.T) {
+	tests := []struct {
+		name string
+		yml  string
+		want []string
+		json string
+	}{
+		{"no file's setup: the defaults", "", nil, `null`},
+		{"a null setup: the defaults", "setup:\n", nil, `null`},
+		{"no setup at all", "setup: []\n", []string{}, `[]`},
+		{"commands", "setup:\n  - go mod download\n  - make deps\n", []string{"go mod download", "make deps"}, `["go mod download","make deps"]`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := DefaultOperator().Resolve(mustLoad(t, tt.yml))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(s.Setup, tt.want) || (s.Setup == nil) != (tt.want == nil) {
+				t.Errorf("Setup = %#v, want %#v", s.Setup, tt.want)
+			}
+			b, err := json.Marshal(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(string(b), `"setup":`+tt.json) {
+				t.Errorf("stored as %s, want \"setup\":%s", b, tt.json)
+			}
+			var back Settings
+			if err := json.Unmarshal(b, &back); err != nil {
+				t.Fatal(err)
+			}
+			if (back.Setup == nil) != (tt.want == nil) || !reflect.DeepEqual(back.Setup, tt.want) {
+				t.Errorf("read back as %#v, want %#v", back.Setup, tt.want)
+			}
+		})
+	}
+	// A task stored before setup existed has the defaults.
+	var old Settings
+	if err := json.Unmarshal([]byte(`{"model":"gpt-4.1-mini"}`), &old); err != nil || old.Setup != nil {
+		t.Errorf("old task: Setup = %#v, %v; want nil", old.Setup, err)
 	}
 }
 

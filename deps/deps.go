@@ -1,0 +1,364 @@
+// Package deps plans how a repository's dependencies are fetched before
+// its approved commands run: which ecosystems the repository's root holds,
+// the setup steps (the repository's own setup, or a default per
+// ecosystem), the manifest files those steps read, and a cache key over
+// them. It reads only the tree it is handed and runs nothing: no network,
+// no container engine. Running a Plan, behind the dependency fence, is the
+// runner's.
+//
+// Only the repository's root is looked at. A monorepo's subdirectories (a
+// go.mod or package.json below the root) get no default steps; a setup
+// of the repository's own can fetch them.
+//
+// Steps read more than the manifests (a Python build backend runs
+// setup.py, Yarn runs the release its configuration names), so a plan must
+// run on the files it was made from, the approved commit's, never on a
+// tree with changes nobody approved.
+package deps
+
+import (
+	"bytes"
+	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"hash"
+	"io"
+	"io/fs"
+	"path"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Ecosystem is a package manager whose dependencies setup fetches.
+type Ecosystem string
+
+// The ecosystems with default steps, in the order their steps run.
+const (
+	Go     Ecosystem = "go"
+	NPM    Ecosystem = "npm"
+	PNPM   Ecosystem = "pnpm"
+	Yarn   Ecosystem = "yarn"
+	Python Ecosystem = "python"
+	Cargo  Ecosystem = "cargo"
+)
+
+// DirVar names the variable holding the directory setup fills, as the
+// sandbox sees it: steps write there ("$PULLWRIGHT_DEPS/venv"), and
+// approved runs find it there.
+const DirVar = "PULLWRIGHT_DEPS"
+
+// venv is the default Python steps' virtualenv, under DirVar's directory.
+const venv = "venv"
+
+// Plan is what setup does for one tree.
+type Plan struct {
+	// Ecosystems found at the root, in the order of their default steps;
+	// at most one of NPM, PNPM and Yarn.
+	Ecosystems []Ecosystem `json:"ecosystems,omitempty"`
+	// Steps are shell commands, run in order: the repository's setup if
+	// it names one (Configured), else the defaults of Ecosystems.
+	Steps      []string `json:"steps,omitempty"`
+	Configured bool     `json:"configured,omitempty"`
+	// Manifests are the root's files that decide what setup fetches
+	// (lockfiles, and the tools' configuration in the tree), sorted.
+	Manifests []string `json:"manifests,omitempty"`
+	// Key is a hex SHA-256 over the image, the steps and the manifests'
+	// paths and contents: equal keys fetch the same dependencies. Empty
+	// when there are no steps, and so nothing to fetch or keep.
+	Key string `json:"key,omitempty"`
+}
+
+// manifestNames are the files at the root (and the Cargo configuration
+// below .cargo/) that decide what setup fetches: a change to any of them,
+// including adding or deleting it, means setup runs again. Besides the
+// lockfiles, the tools' in-tree configuration is here because it can
+// change the registry or what is installed.
+var manifestNames = []string{
+	"go.mod", "go.sum", "go.work", "go.work.sum",
+	"package.json", "package-lock.json", "npm-shrinkwrap.json", "pnpm-lock.yaml", "yarn.lock",
+	".npmrc", ".yarnrc", ".yarnrc.yml", "pnpm-workspace.yaml",
+	"pyproject.toml", "setup.py", "setup.cfg", "Pipfile", "Pipfile.lock", "poetry.lock", "uv.lock",
+	"Cargo.toml", "Cargo.lock", ".cargo/config.toml", ".cargo/config",
+}
+
+// requirementsRE is the requirements files the default Python steps
+// install. The name is put in a shell command unquoted, so a file with
+// anything else in its name is not one.
+var requirementsRE = regexp.MustCompile(`^requirements[A-Za-z0-9._-]*\.txt$`)
+
+func isManifest(p string) bool {
+	return slices.Contains(manifestNames, p) || requirementsRE.MatchString(p)
+}
+
+// Detect plans setup for the tree fsys, a checkout of the approved
+// commit. setup is the repository's configured steps: nil for the
+// defaults of the ecosystems found, empty for no setup. image is the
+// sandbox image the steps run in; it is part of the key, since the same
+// lockfile fetches differently with another toolchain.
+//
+// Only regular files count: a manifest that is a symbolic link or a
+// directory is not read, so a tree cannot make Detect read outside it.
+func Detect(fsys fs.FS, image string, setup []string) (Plan, error) {
+	files, err := manifests(fsys)
+	if err != nil {
+		return Plan{}, err
+	}
+	var p Plan
+	has := func(name string) bool { return slices.Contains(files, name) }
+	if has("go.mod") {
+		p.Ecosystems = append(p.Ecosystems, Go)
+	}
+	node, err := nodeManager(fsys, has)
+	if err != nil {
+		return Plan{}, err
+	}
+	if node != "" {
+		p.Ecosystems = append(p.Ecosystems, node)
+	}
+	var reqs []string
+	for _, f := range files {
+		if requirementsRE.MatchString(f) {
+			reqs = append(reqs, f)
+		}
+	}
+	if len(reqs) > 0 || has("pyproject.toml") {
+		p.Ecosystems = append(p.Ecosystems, Python)
+	}
+	if has("Cargo.toml") || has("Cargo.lock") {
+		p.Ecosystems = append(p.Ecosystems, Cargo)
+	}
+
+	if setup != nil {
+		p.Steps, p.Configured = slices.Clone(setup), true
+	} else {
+		for _, e := range p.Ecosystems {
+			steps, err := defaultSteps(fsys, e, reqs)
+			if err != nil {
+				return Plan{}, err
+			}
+			p.Steps = append(p.Steps, steps...)
+		}
+	}
+	p.Manifests = files
+	if len(p.Steps) > 0 {
+		if p.Key, err = key(fsys, image, p.Steps, p.Manifests); err != nil {
+			return Plan{}, err
+		}
+	}
+	return p, nil
+}
+
+// manifests lists the manifests present in fsys, sorted.
+func manifests(fsys fs.FS) ([]string, error) {
+	root, err := fs.ReadDir(fsys, ".")
+	if err != nil {
+		return nil, fmt.Errorf("list the repository's root: %w", err)
+	}
+	var out []string
+	for _, e := range root {
+		switch {
+		case e.Type().IsRegular() && isManifest(e.Name()):
+			out = append(out, e.Name())
+		case e.IsDir() && e.Name() == ".cargo":
+			sub, err := fs.ReadDir(fsys, ".cargo")
+			if err != nil {
+				return nil, fmt.Errorf("list .cargo: %w", err)
+			}
+			for _, s := range sub {
+				if p := ".cargo/" + s.Name(); s.Type().IsRegular() && isManifest(p) {
+					out = append(out, p)
+				}
+			}
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// nodeLockfiles maps each Node package manager to the lockfiles that
+// select it, in the order a tie is broken when package.json does not name
+// its manager: npm ships with Node, the others need installing.
+var nodeLockfiles = []struct {
+	eco   Ecosystem
+	files []string
+}{
+	{NPM, []string{"package-lock.json", "npm-shrinkwrap.json"}},
+	{PNPM, []string{"pnpm-lock.yaml"}},
+	{Yarn, []string{"yarn.lock"}},
+}
+
+// nodeManager picks the one Node package manager whose lockfile is at the
+// root: two installing into one node_modules would undo each other. With
+// several lockfiles, package.json's packageManager field decides.
+func nodeManager(fsys fs.FS, has func(string) bool) (Ecosystem, error) {
+	var found []Ecosystem
+	for _, n := range nodeLockfiles {
+		if slices.ContainsFunc(n.files, has) {
+			found = append(found, n.eco)
+		}
+	}
+	if len(found) <= 1 || !has("package.json") {
+		if len(found) == 0 {
+			return "", nil
+		}
+		return found[0], nil
+	}
+	head, err := readHead(fsys, "package.json", 1<<20)
+	if err != nil {
+		return "", err
+	}
+	var pkg struct {
+		PackageManager string `json:"packageManager"`
+	}
+	// A package.json that does not parse is npm's to report, in setup's
+	// output; here it only fails to break the tie.
+	_ = json.Unmarshal(head, &pkg)
+	name, _, _ := strings.Cut(pkg.PackageManager, "@")
+	if i := slices.Index(found, Ecosystem(name)); i >= 0 {
+		return found[i], nil
+	}
+	return found[0], nil
+}
+
+// defaultSteps are the steps of one ecosystem. Lifecycle scripts are off:
+// setup has network, and a dependency's install script is code nobody in
+// the repository chose to run.
+func defaultSteps(fsys fs.FS, e Ecosystem, reqs []string) ([]string, error) {
+	switch e {
+	case Go:
+		return []string{"go mod download"}, nil
+	case NPM:
+		return []string{"npm ci --ignore-scripts"}, nil
+	case PNPM:
+		return []string{"pnpm install --frozen-lockfile --ignore-scripts"}, nil
+	case Yarn:
+		berry, err := yarnBerry(fsys)
+		if err != nil {
+			return nil, err
+		}
+		if berry {
+			// Yarn 2 and later refuse --ignore-scripts and spell
+			// --frozen-lockfile differently.
+			return []string{"yarn install --immutable --mode=skip-build"}, nil
+		}
+		return []string{"yarn install --frozen-lockfile --ignore-scripts"}, nil
+	case Python:
+		py := `"$` + DirVar + `/` + venv + `/bin/python" -m pip install`
+		steps := []string{`python3 -m venv "$` + DirVar + `/` + venv + `"`}
+		if len(reqs) > 0 {
+			// One pip run for all the files: one resolution, so they
+			// cannot install conflicting versions one after the other.
+			return append(steps, py+" -r "+strings.Join(reqs, " -r ")), nil
+		}
+		// Editable, so that tests import the working tree, with the
+		// agent's changes, not a copy of the package as it was when the
+		// cached virtualenv was made.
+		return append(steps, py+" -e ."), nil
+	case Cargo:
+		return []string{"cargo fetch"}, nil
+	}
+	return nil, fmt.Errorf("no default steps for %s", e)
+}
+
+// yarnBerry reports a Yarn 2+ lockfile, which, unlike Yarn 1's, has a
+// __metadata entry near its top.
+func yarnBerry(fsys fs.FS) (bool, error) {
+	head, err := readHead(fsys, "yarn.lock", 4<<10)
+	if err != nil {
+		return false, err
+	}
+	return bytes.HasPrefix(head, []byte("__metadata:")) || bytes.Contains(head, []byte("\n__metadata:")), nil
+}
+
+// readHead reads at most n bytes of name.
+func readHead(fsys fs.FS, name string, n int64) ([]byte, error) {
+	f, err := fsys.Open(name)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", name, err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, n))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", name, err)
+	}
+	return b, nil
+}
+
+// keyVersion starts every key, so that a change to what a key covers
+// changes every key rather than matching one made the old way.
+const keyVersion = "pullwright deps 1"
+
+// key hashes the image, the steps and each manifest's path and content.
+// Every variable-length field is length-prefixed, so no two different
+// inputs write the same bytes.
+func key(fsys fs.FS, image string, steps, files []string) (string, error) {
+	h := sha256.New()
+	field := func(s string) { io.WriteString(h, strconv.Itoa(len(s))+":"+s) }
+	field(keyVersion)
+	field(image)
+	field(strconv.Itoa(len(steps)))
+	for _, s := range steps {
+		field(s)
+	}
+	field(strconv.Itoa(len(files)))
+	for _, name := range files {
+		field(name)
+		if err := hashFile(h, fsys, name); err != nil {
+			return "", err
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// hashFile writes the SHA-256 of name's content to h: a fixed-length
+// digest, so lockfiles of any size are streamed rather than held.
+func hashFile(h hash.Hash, fsys fs.FS, name string) error {
+	f, err := fsys.Open(name)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", name, err)
+	}
+	defer f.Close()
+	fh := sha256.New()
+	if _, err := io.Copy(fh, f); err != nil {
+		return fmt.Errorf("read %s: %w", name, err)
+	}
+	h.Write(fh.Sum(nil))
+	return nil
+}
+
+// ManifestsChanged reports whether changing the files at changedPaths
+// (paths from the repository's root, as git names them; added, modified
+// or deleted) calls for setup to run again: one is a manifest of the
+// plan, or would be one of a plan made after the change (a new lockfile,
+// a new ecosystem at the root). While plans cover only the root, that
+// depends on the path alone; it is asked of a Plan so that one covering
+// subdirectories can answer for them.
+func (p Plan) ManifestsChanged(changedPaths []string) bool {
+	return slices.ContainsFunc(changedPaths, func(c string) bool {
+		return isManifest(strings.TrimPrefix(path.Clean("/"+c), "/"))
+	})
+}
+
+// Env is the environment setup steps and approved runs share: DirVar set
+// to dir, the directory setup fills as the sandbox sees it, and for
+// Python the default steps' virtualenv activated (VIRTUAL_ENV, and its
+// bin put first on imagePath, the image's PATH), so that the test
+// commands find pytest and the packages installed there. A setup of the
+// repository's own is found the same way if it makes its virtualenv at
+// "$PULLWRIGHT_DEPS/venv". An empty imagePath is Docker's default PATH,
+// which is what a container of an image that sets none gets.
+func (p Plan) Env(dir, imagePath string) []string {
+	env := []string{DirVar + "=" + dir}
+	if slices.Contains(p.Ecosystems, Python) {
+		v := path.Join(dir, venv)
+		env = append(env, "VIRTUAL_ENV="+v, "PATH="+path.Join(v, "bin")+":"+cmp.Or(imagePath, dockerPath))
+	}
+	return env
+}
+
+// dockerPath is the PATH Docker gives a container whose image sets none.
+const dockerPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
