@@ -556,7 +556,7 @@ func (d *Docker) containerConfig(s Spec, image, volume string, lim limits) clien
 			Tmpfs:          d.tmpfs(lim),
 			// NoCopy: the workspace starts empty and gets the approved
 			// files only, whatever the image has at that path.
-			Mounts: d.mounts(volume, lim),
+			Mounts: d.mounts(s, volume, lim),
 			Resources: container.Resources{
 				Memory:     lim.memory,
 				MemorySwap: lim.memory,
@@ -577,15 +577,20 @@ func sandboxEnv(s Spec) []string {
 	if s.Route != nil {
 		env = append(env, proxyEnv()...)
 	}
-	return env
+	return append(env, s.Env...)
 }
 
-// mounts are the run's volumes: its workspace, and a fenced run's tools.
+// mounts are the run's volumes: its workspace, its caches, and a fenced
+// run's tools.
 // NoCopy: each starts empty and gets only what the runner copies in,
 // whatever the image has at that path.
-func (d *Docker) mounts(volume string, lim limits) []mount.Mount {
+func (d *Docker) mounts(s Spec, volume string, lim limits) []mount.Mount {
 	m := []mount.Mount{{Type: mount.TypeVolume, Source: volume, Target: SandboxWorkdir,
 		VolumeOptions: &mount.VolumeOptions{NoCopy: true}}}
+	for _, c := range s.Caches {
+		m = append(m, mount.Mount{Type: mount.TypeVolume, Source: c.Volume, Target: c.Target, ReadOnly: c.ReadOnly,
+			VolumeOptions: &mount.VolumeOptions{NoCopy: true}})
+	}
 	if lim.tools != "" {
 		m = append(m, mount.Mount{Type: mount.TypeVolume, Source: lim.tools, Target: ToolsDir,
 			VolumeOptions: &mount.VolumeOptions{NoCopy: true}})
@@ -697,6 +702,10 @@ func (d *Docker) run(ctx context.Context, log *slog.Logger, s Spec, image string
 				formatBytes(lim.disk), SandboxWorkdir)
 			return res, nil
 		}
+		return res, err
+	}
+	if err := d.prepareCaches(ctx, id, s.Caches); err != nil {
+		_ = attach.CloseWrite()
 		return res, err
 	}
 	if s.Route != nil {

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/moby/moby/client"
+
 	"github.com/pullwright/pullwright/fence"
 	"github.com/pullwright/pullwright/runner"
 )
@@ -116,9 +118,10 @@ func TestDockerFencedRunNeedsTheForwarder(t *testing.T) {
 
 // The real Go command fetches a module through the fence from a module
 // proxy the test serves (the module proxy protocol is files over HTTP: the
-// machine's own module cache is one), and verifies it against go.sum; the
-// checksum database, not on the list, is never reached.
-func TestDockerFencedGoModDownload(t *testing.T) {
+// machine's own module cache is one) into a cache volume, verified by
+// go.sum; the checksum database, not on the list, is never reached. Then
+// an approved run with no network builds against the cache, read-only.
+func TestDockerFencedSetupFillsACacheRunsRead(t *testing.T) {
 	cache, err := exec.Command("go", "env", "GOMODCACHE").Output()
 	if err != nil {
 		t.Fatal(err)
@@ -143,21 +146,22 @@ func TestDockerFencedGoModDownload(t *testing.T) {
 		"go.mod": "module example.com/app\n\ngo 1.21\n\nrequire github.com/hashicorp/yamux v0.1.2\n",
 		"go.sum": "github.com/hashicorp/yamux v0.1.2 h1:XtB8kyFOyHXYVFnwT5C3+Bdo8gArse7j2AQ0DA0Uey8=\n" +
 			"github.com/hashicorp/yamux v0.1.2/go.mod h1:C+zze2n6e/7wshOZep2A70/aQU6QBRWJO/G6FT1wIns=\n",
+		"main.go": "package main\n\nimport \"github.com/hashicorp/yamux\"\n\nfunc main() { _ = yamux.DefaultConfig() }\n",
 	})
+	volume := cacheVolume(t)
+	modcache := "GOMODCACHE=/deps/" + runner.CacheFiles + "/go/mod"
 	d := newDocker(t, runner.DockerConfig{Forwarder: forwarder(t)})
-	res, err := d.Run(t.Context(), runner.Spec{
+	setup, err := d.Run(t.Context(), runner.Spec{
 		Dir: dir, Route: proxy, Timeout: 2 * time.Minute,
-		Command: "GOPROXY=http://modproxy.test:" + p + " GOFLAGS=-mod=mod GOTOOLCHAIN=local go mod download -x github.com/hashicorp/yamux && " +
-			"ls /tmp/go/pkg/mod/github.com/hashicorp/yamux@v0.1.2/session.go",
+		Caches:  []runner.CacheMount{{Volume: volume, Target: "/deps"}},
+		Env:     []string{modcache, "GOPROXY=http://modproxy.test:" + p, "GOFLAGS=-mod=mod", "GOTOOLCHAIN=local"},
+		Command: "go mod download",
 	})
 	if err != nil {
-		t.Fatalf("Run: %v", err)
+		t.Fatalf("setup: %v", err)
 	}
-	if res.ExitCode != 0 || !strings.Contains(res.Output, "yamux@v0.1.2/session.go") {
-		t.Fatalf("go mod download through the fence: exit %d\n%s", res.ExitCode, res.Output)
-	}
-	if served.Load() == 0 {
-		t.Fatal("the module proxy was never asked")
+	if setup.ExitCode != 0 || served.Load() == 0 {
+		t.Fatalf("go mod download through the fence: exit %d, %d requests served\n%s", setup.ExitCode, served.Load(), setup.Output)
 	}
 	events, _ := proxy.Events()
 	for _, e := range events {
@@ -165,6 +169,40 @@ func TestDockerFencedGoModDownload(t *testing.T) {
 			t.Errorf("the fence refused %s", e)
 		}
 	}
+
+	before := served.Load()
+	run, err := d.Run(t.Context(), runner.Spec{
+		Dir: dir, Timeout: 2 * time.Minute,
+		Caches:  []runner.CacheMount{{Volume: volume, Target: "/deps", ReadOnly: true}},
+		Env:     []string{modcache, "GOPROXY=off", "GOFLAGS=-mod=mod", "GOTOOLCHAIN=local"},
+		Command: "go build -o /tmp/app . && echo built; touch /deps/" + runner.CacheFiles + "/x || echo cache read-only",
+	})
+	if err != nil {
+		t.Fatalf("approved run: %v", err)
+	}
+	if !strings.Contains(run.Output, "built") || !strings.Contains(run.Output, "cache read-only") || served.Load() != before {
+		t.Fatalf("approved run on the cache: exit %d\n%s", run.ExitCode, run.Output)
+	}
+}
+
+// cacheVolume is a volume for a test's cache, removed when it ends.
+func cacheVolume(t *testing.T) string {
+	t.Helper()
+	cli, err := client.New(client.FromEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := fmt.Sprintf("pullwright-test-cache-%d-%d", os.Getpid(), testOwners.Add(1))
+	if _, err := cli.VolumeCreate(t.Context(), client.VolumeCreateOptions{Name: name}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		defer cli.Close()
+		if _, err := cli.VolumeRemove(context.Background(), name, client.VolumeRemoveOptions{Force: true}); err != nil {
+			t.Errorf("remove the cache volume: %v", err)
+		}
+	})
+	return name
 }
 
 func writeFiles(t *testing.T, dir string, files map[string]string) {

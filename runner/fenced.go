@@ -197,3 +197,27 @@ func (w *readyWatcher) text() string {
 
 // errNoForwarder is a fenced run on a runner that has no forwarder.
 var errNoForwarder = errors.New("run: a fenced run needs DockerConfig.Forwarder, a static Linux build of the bot")
+
+// prepareCaches makes each writable cache's CacheFiles directory the
+// sandbox user's, through the engine's API like the workspace.
+func (d *Docker) prepareCaches(ctx context.Context, id string, caches []CacheMount) error {
+	uid, gid, _ := parseUser(d.cfg.User)
+	for _, c := range caches {
+		if c.ReadOnly {
+			continue
+		}
+		var buf bytes.Buffer
+		tw := tar.NewWriter(&buf)
+		if err := tw.WriteHeader(&tar.Header{Name: CacheFiles + "/", Typeflag: tar.TypeDir, Mode: 0o755, Uid: uid, Gid: gid,
+			ModTime: time.Now(), Format: tar.FormatPAX}); err != nil {
+			return err
+		}
+		if err := tw.Close(); err != nil {
+			return err
+		}
+		if _, err := d.cli.CopyToContainer(ctx, id, client.CopyToContainerOptions{DestinationPath: c.Target, Content: &buf}); err != nil {
+			return fmt.Errorf("prepare cache %s: %w", c.Volume, err)
+		}
+	}
+	return nil
+}

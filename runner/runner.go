@@ -17,7 +17,9 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -65,6 +67,14 @@ type Spec struct {
 	NanoCPUs int64
 	Disk     int64
 
+	// Caches are volumes the run mounts beside its workspace: a setup run
+	// fills a repository's dependency cache, approved runs read it
+	// (ReadOnly). Env is added to the command's environment (after the
+	// runner's own), to point the tools at them; it must hold nothing of
+	// the bot's. Local ignores both: it has no volumes to mount.
+	Caches []CacheMount
+	Env    []string
+
 	// Route, if set, makes the run fenced: it has no network whatever
 	// Network says, and its processes reach hosts only through a
 	// forwarder the runner starts in the sandbox, whose connections go to
@@ -73,6 +83,20 @@ type Spec struct {
 	// DockerConfig.Forwarder for it; Local refuses it.
 	Route Route
 }
+
+// CacheMount is a volume a run mounts at Target (an absolute path outside
+// the workspace). A new volume's root is root's, and the sandbox user may
+// not change that (its root file system is read-only, and it is not
+// root), so the files live in the volume's directory CacheFiles, which
+// the runner makes the sandbox user's in a writable mount.
+type CacheMount struct {
+	Volume   string
+	Target   string
+	ReadOnly bool
+}
+
+// CacheFiles is the directory of a cache volume that holds its files.
+const CacheFiles = "files"
 
 // Network modes a Spec may ask for. Anything else (host, container:<id>, a
 // user-defined network) would give the command more than the operator
@@ -97,6 +121,20 @@ func (s Spec) checkLimits() error {
 	}
 	if s.Disk < 0 {
 		return fmt.Errorf("run: negative disk limit %d", s.Disk)
+	}
+	for _, c := range s.Caches {
+		t := path.Clean(c.Target)
+		switch {
+		case c.Volume == "" || !path.IsAbs(c.Target) || t != c.Target:
+			return fmt.Errorf("run: cache mount %q at %q: want a volume and a clean absolute path", c.Volume, c.Target)
+		case t == "/" || t == SandboxWorkdir || strings.HasPrefix(t, SandboxWorkdir+"/") || t == "/tmp" || t == ToolsDir:
+			return fmt.Errorf("run: cache mount at %s would cover the sandbox's own", t)
+		}
+	}
+	for _, e := range s.Env {
+		if k, _, ok := strings.Cut(e, "="); !ok || k == "" {
+			return fmt.Errorf("run: environment entry %q is not NAME=value", e)
+		}
 	}
 	return nil
 }
