@@ -931,6 +931,9 @@ func (d *Docker) CleanupOrphans(ctx context.Context) (int, error) {
 		errs = append(errs, fmt.Errorf("list workspace volumes: %w", err))
 	}
 	for _, v := range vols.Items {
+		if _, cache := v.Labels[LabelCacheRepo]; cache {
+			continue // a dependency cache outlives runs and the bot (EvictCaches)
+		}
 		_, err := d.cli.VolumeRemove(ctx, v.Name, client.VolumeRemoveOptions{})
 		switch {
 		case err == nil:

@@ -1,0 +1,184 @@
+// Package setup makes a repository's dependencies ready for its approved
+// runs. It plans the setup (deps.Plan) on the approved commit's files, runs
+// it once per plan key in a fenced sandbox (network only through the
+// fence, to the hosts its policy allows) into a cache volume of the
+// repository's, and gives every approved run that cache, read-only, with
+// the variables that point the tools at it. A later task with the same
+// manifests finds the cache ready and runs no setup.
+package setup
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/pullwright/pullwright/deps"
+	"github.com/pullwright/pullwright/fence"
+	"github.com/pullwright/pullwright/runner"
+)
+
+// Mount is where a cache is in the sandbox; its files are in CacheFiles.
+const Mount = "/deps"
+
+// Dir is the directory the setup fills, as the sandbox sees it.
+const Dir = Mount + "/" + runner.CacheFiles
+
+// DefaultKeep is how many ready caches a repository keeps.
+const DefaultKeep = 3
+
+// Setup runs setups on a Docker runner.
+type Setup struct {
+	Runner *runner.Docker
+	// Resolver resolves the hosts setup asks for; nil is the system's.
+	Resolver fence.Resolver
+	// Keep is how many ready caches a repository keeps (DefaultKeep if 0).
+	Keep   int
+	Logger *slog.Logger
+}
+
+// Request is one run's need for its repository's dependencies.
+type Request struct {
+	Repo string // owner/name
+	// Dir holds the approved commit's files: the plan is made from them,
+	// and setup runs on them.
+	Dir   string
+	Image string // the repository's sandbox.image; "" lets the runner choose
+	// Setup is the repository's setup (nil: the defaults per ecosystem).
+	Setup []string
+	// Policy is where setup may connect.
+	Policy fence.Policy
+	// Limits of the setup run, as for an approved run.
+	Memory, Disk, NanoCPUs int64
+	Timeout                time.Duration
+	Labels                 map[string]string
+}
+
+// Prepared is what a run gets from Prepare.
+type Prepared struct {
+	Plan deps.Plan
+	// Caches and Env go into the approved run's Spec.
+	Caches []runner.CacheMount
+	Env    []string
+	// Setup is the setup run, when this call ran one (nil when the cache
+	// was ready or there is nothing to set up); Events are the
+	// connections it asked the fence for.
+	Setup  *runner.Result
+	Events []fence.Event
+	// Failed is true when the setup ran and did not succeed: the approved
+	// command should not run on a half-filled cache.
+	Failed bool
+}
+
+// Prepare plans the setup for req's files and makes its cache ready,
+// running the setup if it is not.
+func (s *Setup) Prepare(ctx context.Context, req Request) (Prepared, error) {
+	cfg := s.Runner.Config()
+	image := runner.ImageFor(req.Dir, cmp.Or(req.Image, cfg.Image), cfg.FallbackImage)
+	plan, err := deps.Detect(os.DirFS(req.Dir), image, req.Setup)
+	if err != nil {
+		return Prepared{}, fmt.Errorf("plan the setup: %w", err)
+	}
+	p := Prepared{Plan: plan}
+	if len(plan.Steps) == 0 {
+		return p, nil
+	}
+	cache, err := s.Runner.Cache(ctx, req.Repo, plan.Key)
+	if err != nil {
+		return p, err
+	}
+	log := s.logger().With("repo", req.Repo, "cache", cache.Volume, "key", plan.Key[:12])
+	if !cache.Ready {
+		proxy, err := fence.New(req.Policy, s.Resolver, log)
+		if err != nil {
+			return p, fmt.Errorf("the fence's policy: %w", err)
+		}
+		log.Info("setup: running", "steps", plan.Steps, "ecosystems", plan.Ecosystems)
+		res, err := s.Runner.Run(ctx, runner.Spec{
+			Dir: req.Dir, Image: image, Command: script(plan.Steps), Route: proxy,
+			Caches: []runner.CacheMount{{Volume: cache.Volume, Target: Mount}},
+			Env:    env(plan, true),
+			Memory: req.Memory, Disk: req.Disk, NanoCPUs: req.NanoCPUs, Timeout: req.Timeout,
+			Labels: req.Labels,
+		})
+		p.Events, _ = proxy.Events()
+		if err != nil {
+			return p, fmt.Errorf("setup: %w", err)
+		}
+		p.Setup = &res
+		if res.ExitCode != 0 || res.TimedOut || res.OOMKilled {
+			p.Failed = true
+			log.Warn("setup: failed", "exit_code", res.ExitCode)
+			return p, nil
+		}
+		if err := s.Runner.MarkCacheReady(ctx, cache); err != nil {
+			return p, err
+		}
+		if removed, err := s.Runner.EvictCaches(ctx, req.Repo, s.keep()); err != nil {
+			log.Warn("setup: evicting old caches", "err", err)
+		} else if len(removed) > 0 {
+			log.Info("setup: evicted old caches", "volumes", removed)
+		}
+	}
+	p.Caches = []runner.CacheMount{{Volume: cache.Volume, Target: Mount, ReadOnly: true}}
+	p.Env = env(plan, false)
+	return p, nil
+}
+
+// script runs the steps in order and stops at the first that fails.
+func script(steps []string) string {
+	return "set -e\n" + strings.Join(steps, "\n")
+}
+
+// env points the ecosystems' tools at the cache: writable for the setup,
+// and for an approved run read-only and offline, so that a dependency the
+// setup did not fetch fails at once with a clear error instead of a
+// network timeout.
+func env(plan deps.Plan, setup bool) []string {
+	e := plan.Env(Dir, "")
+	for _, eco := range plan.Ecosystems {
+		switch eco {
+		case deps.Go:
+			e = append(e, "GOMODCACHE="+path.Join(Dir, "go", "mod"), "GOFLAGS=-mod=mod")
+			if !setup {
+				e = append(e, "GOPROXY=off")
+			}
+		case deps.NPM, deps.PNPM, deps.Yarn:
+			e = append(e, "npm_config_cache="+path.Join(Dir, "npm"), "YARN_CACHE_FOLDER="+path.Join(Dir, "yarn"),
+				"npm_config_store_dir="+path.Join(Dir, "pnpm"))
+			if !setup {
+				e = append(e, "npm_config_offline=true")
+			}
+		case deps.Cargo:
+			e = append(e, "CARGO_HOME="+path.Join(Dir, "cargo"))
+			if !setup {
+				e = append(e, "CARGO_NET_OFFLINE=true")
+			}
+		case deps.Python:
+			if !setup {
+				e = append(e, "PIP_NO_INDEX=1")
+			}
+		}
+	}
+	slices.Sort(e)
+	return slices.Compact(e)
+}
+
+func (s *Setup) keep() int {
+	if s.Keep > 0 {
+		return s.Keep
+	}
+	return DefaultKeep
+}
+
+func (s *Setup) logger() *slog.Logger {
+	if s.Logger != nil {
+		return s.Logger
+	}
+	return slog.Default()
+}

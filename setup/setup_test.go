@@ -1,0 +1,207 @@
+package setup_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/moby/moby/client"
+
+	"github.com/pullwright/pullwright/fence"
+	"github.com/pullwright/pullwright/internal/sandboxtest"
+	"github.com/pullwright/pullwright/runner"
+	"github.com/pullwright/pullwright/setup"
+)
+
+// names resolves the test's own hosts only.
+type names map[string][]netip.Addr
+
+func (n names) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
+	if a, ok := n[host]; ok {
+		return a, nil
+	}
+	return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
+}
+
+// modProxy serves the machine's module cache, which is laid out as the Go
+// module proxy protocol asks, and counts what it was asked.
+func modProxy(t *testing.T) (url string, served *atomic.Int64) {
+	out, err := exec.Command("go", "env", "GOMODCACHE").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := http.FileServer(http.Dir(filepath.Join(strings.TrimSpace(string(out)), "cache", "download")))
+	served = &atomic.Int64{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		served.Add(1)
+		files.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	return "modproxy.test:" + port, served
+}
+
+func forwarder(t *testing.T) string {
+	out := filepath.Join(t.TempDir(), "forward")
+	cmd := exec.Command("go", "build", "-o", out, "../runner/testdata/forward")
+	cmd.Env = append(cmd.Environ(), "CGO_ENABLED=0", "GOOS=linux")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build the forwarder: %v\n%s", err, b)
+	}
+	return out
+}
+
+// module writes a Go module that needs one dependency.
+func module(t *testing.T, extra string) string {
+	dir := t.TempDir()
+	for name, content := range map[string]string{
+		"go.mod": "module example.com/app\n\ngo 1.21\n\nrequire github.com/hashicorp/yamux v0.1.2\n" + extra,
+		"go.sum": "github.com/hashicorp/yamux v0.1.2 h1:XtB8kyFOyHXYVFnwT5C3+Bdo8gArse7j2AQ0DA0Uey8=\n" +
+			"github.com/hashicorp/yamux v0.1.2/go.mod h1:C+zze2n6e/7wshOZep2A70/aQU6QBRWJO/G6FT1wIns=\n",
+		"main.go": "package main\n\nimport \"github.com/hashicorp/yamux\"\n\nfunc main() { _ = yamux.DefaultConfig() }\n",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// removeCaches removes the caches of repo when the test ends.
+func removeCaches(t *testing.T, repo string) {
+	t.Cleanup(func() {
+		cli, err := client.New(client.FromEnv)
+		if err != nil {
+			return
+		}
+		defer cli.Close()
+		ctx := context.Background()
+		list, err := cli.VolumeList(ctx, client.VolumeListOptions{Filters: client.Filters{}.Add("label", runner.LabelCacheRepo+"="+repo)})
+		if err != nil {
+			t.Errorf("list caches: %v", err)
+			return
+		}
+		for _, v := range list.Items {
+			if _, err := cli.VolumeRemove(ctx, v.Name, client.VolumeRemoveOptions{Force: true}); err != nil {
+				t.Errorf("remove %s: %v", v.Name, err)
+			}
+		}
+	})
+}
+
+// The second task is fast: setup fetches through the fence into the
+// repository's cache once; an approved run, with no network, builds on it;
+// the same manifests later find the cache ready and run no setup; a
+// changed manifest sets up again.
+func TestPrepareFillsTheCacheOnce(t *testing.T) {
+	image := sandboxtest.Image(t)
+	host, served := modProxy(t)
+	repo := fmt.Sprintf("test/setup-%d", os.Getpid())
+	removeCaches(t, repo)
+	d, err := runner.NewDocker(runner.DockerConfig{Image: image, Forwarder: forwarder(t), Owner: repo, Logger: slog.New(slog.NewTextHandler(t.Output(), nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	s := &setup.Setup{Runner: d, Resolver: names{"modproxy.test": {netip.MustParseAddr("127.0.0.1")}}, Keep: 1,
+		Logger: slog.New(slog.NewTextHandler(t.Output(), nil))}
+	req := func(dir string) setup.Request {
+		return setup.Request{
+			Repo: repo, Dir: dir, Timeout: 2 * time.Minute,
+			// The repository's own setup: its module proxy is the test's.
+			Setup:  []string{"GOPROXY=http://" + host + " GOTOOLCHAIN=local go mod download"},
+			Policy: fence.Policy{Hosts: []string{host}, AllowedNets: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}},
+		}
+	}
+
+	dir := module(t, "")
+	first, err := s.Prepare(t.Context(), req(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.Setup == nil || first.Failed || served.Load() == 0 || len(first.Caches) != 1 || !first.Caches[0].ReadOnly {
+		t.Fatalf("first prepare = %+v (served %d)", first, served.Load())
+	}
+	for _, e := range first.Events {
+		if !e.Allowed {
+			t.Errorf("the fence refused %s", e)
+		}
+	}
+	run, err := d.Run(t.Context(), runner.Spec{Dir: dir, Command: "GOTOOLCHAIN=local go build -o /tmp/app . && echo built", Caches: first.Caches, Env: first.Env, Timeout: 2 * time.Minute})
+	if err != nil || !strings.Contains(run.Output, "built") {
+		t.Fatalf("approved run on the cache: %v, exit %d\n%s", err, run.ExitCode, run.Output)
+	}
+
+	before := served.Load()
+	again, err := s.Prepare(t.Context(), req(module(t, "")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Setup != nil || served.Load() != before || again.Plan.Key != first.Plan.Key || again.Caches[0] != first.Caches[0] {
+		t.Fatalf("same manifests: prepare = %+v, %d more requests; want the ready cache, no setup", again, served.Load()-before)
+	}
+
+	changed, err := s.Prepare(t.Context(), req(module(t, "\n// a changed manifest\n")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if changed.Setup == nil || changed.Failed || changed.Plan.Key == first.Plan.Key || changed.Caches[0].Volume == first.Caches[0].Volume {
+		t.Fatalf("changed manifest: prepare = %+v; want a setup into another cache", changed)
+	}
+	// Keep 1: the older cache made room for the newer.
+	cli, err := client.New(client.FromEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	if _, err := cli.VolumeInspect(t.Context(), first.Caches[0].Volume, client.VolumeInspectOptions{}); err == nil {
+		t.Errorf("the older cache %s was kept beyond Keep", first.Caches[0].Volume)
+	}
+	if _, err := cli.VolumeInspect(t.Context(), changed.Caches[0].Volume, client.VolumeInspectOptions{}); err != nil {
+		t.Errorf("the newer cache: %v", err)
+	}
+}
+
+// A setup that reaches for a host off the list fails, says what was
+// blocked, and leaves no ready cache: the approved command must not run on
+// it, and the next try sets up again.
+func TestPrepareFailsBehindTheFence(t *testing.T) {
+	image := sandboxtest.Image(t)
+	host, served := modProxy(t)
+	repo := fmt.Sprintf("test/setup-blocked-%d", os.Getpid())
+	removeCaches(t, repo)
+	d, err := runner.NewDocker(runner.DockerConfig{Image: image, Forwarder: forwarder(t), Owner: repo, Logger: slog.New(slog.NewTextHandler(t.Output(), nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	s := &setup.Setup{Runner: d, Resolver: names{"modproxy.test": {netip.MustParseAddr("127.0.0.1")}}}
+	req := setup.Request{
+		Repo: repo, Dir: module(t, ""), Timeout: 2 * time.Minute,
+		Setup:  []string{"GOPROXY=http://" + host + " GOTOOLCHAIN=local go mod download"},
+		Policy: fence.Policy{AllowedNets: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}, // the proxy is not listed
+	}
+	for range 2 {
+		p, err := s.Prepare(t.Context(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !p.Failed || p.Setup == nil || len(p.Caches) != 0 || served.Load() != 0 {
+			t.Fatalf("prepare = %+v (served %d), want a failed setup and no cache", p, served.Load())
+		}
+		if len(p.Events) == 0 || p.Events[0].Allowed || !strings.HasPrefix(p.Events[0].String(), "blocked: "+host) {
+			t.Fatalf("events = %v", p.Events)
+		}
+	}
+}
