@@ -158,6 +158,8 @@ func TestSchemaAgreesWithLoad(t *testing.T) {
 		{"setup: []\n", true},
 		{"setup: [go mod download, \"npm ci --ignore-scripts\\tx\", \"a &&\\n  b\"]\n", true},
 		{"setup: [a, b, c, d, e, f, g, h, i, j]\n", true},
+		{"setup_hosts: [mirror.test, '*.mirror.test:8443', 10.0.0.5, '10.0.0.5:3000', '[fd00::5]:80', 'fd00::5', MIRROR.test, 'a.test:080']\n", true},
+		{"setup_hosts: []\n", true},
 
 		{"colour: blue\n", false},                             // unknown key
 		{"sandbox: {memroy: 2GiB}\n", false},                  // unknown nested key
@@ -191,16 +193,29 @@ func TestSchemaAgreesWithLoad(t *testing.T) {
 		{"branch_prefix: ''\n", false},
 		{"sandbox: {network: '', image: ''}\n", false},
 		{"trigger: {permission: ''}\n", false},
-		{"setup: go mod download\n", false},                           // text for a list
-		{"setup: [a, b, c, d, e, f, g, h, i, j, k]\n", false},         // too many
-		{"setup: ['']\n", false},                                      // empty
-		{"setup: [' ']\n", false},                                     // blank
-		{"setup: [7]\n", false},                                       // not text
-		{"setup: [\"make\\u202e deps\"]\n", false},                    // bidirectional override
-		{"setup: [\"make\\u200bdeps\"]\n", false},                     // zero-width space
-		{"setup: [\"echo \\e[2J\"]\n", false},                         // escape
-		{"setup: [\"a\\rb\"]\n", false},                               // carriage return
-		{"setup: ['" + strings.Repeat("x\n\n", 2049) + "']\n", false}, // over 4096 bytes
+		{"setup: go mod download\n", false},                                      // text for a list
+		{"setup: [a, b, c, d, e, f, g, h, i, j, k]\n", false},                    // too many
+		{"setup: ['']\n", false},                                                 // empty
+		{"setup: [' ']\n", false},                                                // blank
+		{"setup: [7]\n", false},                                                  // not text
+		{"setup: [\"make\\u202e deps\"]\n", false},                               // bidirectional override
+		{"setup: [\"make\\u200bdeps\"]\n", false},                                // zero-width space
+		{"setup: [\"echo \\e[2J\"]\n", false},                                    // escape
+		{"setup: [\"a\\rb\"]\n", false},                                          // carriage return
+		{"setup: ['" + strings.Repeat("x\n\n", 2049) + "']\n", false},            // over 4096 bytes
+		{"setup_hosts: mirror.test\n", false},                                    // text for a list
+		{"setup_hosts: ['https://mirror.test/']\n", false},                       // a URL
+		{"setup_hosts: ['*']\n", false},                                          // a wildcard with no domain
+		{"setup_hosts: ['mirror.test:0']\n", false},                              // port out of range
+		{"setup_hosts: ['mirror.test:65536']\n", false},                          // port out of range
+		{"setup_hosts: ['mirror.test.']\n", false},                               // final dot
+		{"setup_hosts: ['a b']\n", false},                                        // a space
+		{"setup_hosts: ['']\n", false},                                           // empty
+		{"setup_hosts: ['-a.test']\n", false},                                    // label starting with -
+		{"setup_hosts: ['[mirror.test]:80']\n", false},                           // brackets round a name
+		{"setup_hosts: ['a.*.test']\n", false},                                   // wildcard inside
+		{"setup_hosts: [7]\n", false},                                            // not text
+		{"setup_hosts: [" + strings.Repeat("a.test, ", 20) + "b.test]\n", false}, // too many
 	}
 	for _, tt := range tests {
 		schemaErr := validateYAML(t, sch, tt.yml)

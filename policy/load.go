@@ -65,6 +65,10 @@ func (c *Config) validate(errs *Errors) {
 		}
 	}
 	checkSetup(errs, at, c.Setup)
+	if len(c.SetupHosts) > maxSetupHosts {
+		errs.add(at("setup_hosts"), "setup_hosts", "has %d hosts; at most %d (a wildcard such as *.mirror.example covers many)", len(c.SetupHosts), maxSetupHosts)
+	}
+	checkHostPatterns(errs, at, "setup_hosts", c.SetupHosts)
 	checkImage(errs, at, "sandbox.image", c.Sandbox.Image)
 	checkNetwork(errs, at, "sandbox.network", c.Sandbox.Network)
 	checkSize(errs, at, "sandbox.memory", c.Sandbox.Memory, parseMemory)
@@ -189,6 +193,25 @@ func checkSetup(errs *Errors, at func(string) int, setup []string) {
 			if err := CheckCommand(cmd); err != nil {
 				errs.add(at(k), k, "%s", err.Error())
 			}
+		}
+	}
+}
+
+// maxSetupHosts bounds setup_hosts: the hosts a repository's setup needs
+// beyond the installation's are a few, and each is shown where setup's
+// outcome is.
+const maxSetupHosts = 20
+
+// checkHostPatterns reports the entries of the list at key that are not
+// host patterns the fence reads.
+func checkHostPatterns(errs *Errors, at func(string) int, key string, hosts []string) {
+	for i, h := range hosts {
+		k := fmt.Sprintf("%s[%d]", key, i)
+		if at(k) == 0 {
+			continue // not decoded; reported already
+		}
+		if _, problem := parseHostPattern(h); problem != "" {
+			errs.add(at(k), k, "%s", problem)
 		}
 	}
 }
@@ -360,7 +383,10 @@ func DefaultOperator() *Operator {
 		},
 		Rate:             Rate{ConcurrentTasks: 5, TasksPerHour: 30},
 		LowestPermission: "write",
-		lines:            map[string]int{},
+		// The toolchains' hosts are what the image was built to use;
+		// nothing else is open until the operator names it.
+		Fence: Fence{ToolchainHosts: true},
+		lines: map[string]int{},
 	}
 }
 
@@ -442,6 +468,14 @@ func (o *Operator) validate(errs *Errors) {
 	}
 	if o.Rate.TasksPerHour < 1 {
 		errs.add(at("rate.tasks_per_hour"), "rate.tasks_per_hour", "must be at least 1")
+	}
+	checkHostPatterns(errs, at, "fence.hosts", o.Fence.Hosts)
+	for i, n := range o.Fence.AllowedNets {
+		if k := fmt.Sprintf("fence.allowed_nets[%d]", i); at(k) > 0 {
+			if _, problem := parseAllowedNet(n); problem != "" {
+				errs.add(at(k), k, "%s", problem)
+			}
+		}
 	}
 	if o.LowestPermission == "" {
 		errs.add(at("lowest_permission"), "lowest_permission", "must be one of %s", strings.Join(permissions, ", "))

@@ -82,6 +82,7 @@ setup:
   - |
     go install gotest.tools/gotestsum@v1.12.0 &&
       gotestsum --version
+setup_hosts: [git.mirror.test, "*.wheels.mirror.test:8443", "10.0.0.5:3000", "[fd00::5]:80"]
 test_command: go test ./...
 budget:
   max_turns: 60
@@ -98,6 +99,7 @@ branch_prefix: bots/pullwright-
 				AutoApprove:    []AutoRule{{Command: "go test ./..."}, {Pattern: `go test( -run \w+)? \./\.\.\.`}},
 				Sandbox:        Sandbox{Image: "golang:1.26", Network: "bridge", Memory: "4GiB", Disk: "1GiB", CPUs: 1.5, Timeout: Duration(15 * time.Minute)},
 				Setup:          []string{"go mod download", "go install gotest.tools/gotestsum@v1.12.0 &&\n  gotestsum --version\n"},
+				SetupHosts:     []string{"git.mirror.test", "*.wheels.mirror.test:8443", "10.0.0.5:3000", "[fd00::5]:80"},
 				TestCommand:    "go test ./...",
 				Budget:         Budget{MaxTurns: 60, MaxTokens: 1_000_000, MaxWallTime: Duration(90 * time.Minute), MaxCostUSD: 2.5},
 				Model:          "gpt-4.1", BranchPrefix: "bots/pullwright-",
@@ -188,11 +190,11 @@ func TestLoadErrors(t *testing.T) {
 			f + "2: approve.exclude_requestor: unknown key; did you mean exclude_requester?",
 			f + "3: approve.user: unknown key; did you mean users?",
 		}},
-		{"unknown key, far", "colour: blue\n", []string{f + "1: colour: unknown key (known here: trigger, approve, protected_paths, auto_approve, sandbox, setup, test_command, budget, model, branch_prefix)"}},
+		{"unknown key, far", "colour: blue\n", []string{f + "1: colour: unknown key (known here: trigger, approve, protected_paths, auto_approve, sandbox, setup, setup_hosts, test_command, budget, model, branch_prefix)"}},
 		{"unknown key in a list item", "auto_approve:\n  - cmd: make\n", []string{f + "2: auto_approve[0].cmd: unknown key (known here: command, pattern)"}},
 		{"duplicate key", "model: a\nsandbox: {}\nmodel: b\n", []string{f + "3: model: set twice (first on line 1); keep one"}},
 		{"duplicate nested key", "sandbox:\n  cpus: 1\n  cpus: 2\n", []string{f + "3: sandbox.cpus: set twice (first on line 2); keep one"}},
-		{"merge key", "base: &b {model: x}\n<<: *b\n", []string{f + "1: base: unknown key (known here: trigger, approve, protected_paths, auto_approve, sandbox, setup, test_command, budget, model, branch_prefix)", f + "2: merge keys (<<) are not supported; write the keys out"}},
+		{"merge key", "base: &b {model: x}\n<<: *b\n", []string{f + "1: base: unknown key (known here: trigger, approve, protected_paths, auto_approve, sandbox, setup, setup_hosts, test_command, budget, model, branch_prefix)", f + "2: merge keys (<<) are not supported; write the keys out"}},
 		{"non-string key", "[a]: b\n", []string{f + "1: keys must be plain names, got a list"}},
 
 		// Types.
@@ -294,6 +296,18 @@ func TestLoadErrors(t *testing.T) {
 			f + "5: setup[3]: byte 5 of the command is U+001B, a character that does not show as itself to the person who approves it",
 		}},
 		{"setup line too long", "setup:\n  - 'echo " + strings.Repeat("x", 1000) + "'\n", []string{f + "2: setup[0]: a line of the command is longer than 1000 bytes, too long to be read whole where it is approved; split it"}},
+		{"setup hosts", "setup_hosts:\n  - mirror.test\n  - https://mirror.test/\n  - '*.mirror.test:0'\n  - '*'\n  - mirror.test.\n  - 7\n  - '*.0.5'\n  - '[mirror.test]:80'\n  - 'fe80::1%eth0'\n", []string{
+			f + `3: setup_hosts[1]: "https://mirror.test/" is not a host pattern: write a host name (mirror.example), "*." and a domain (*.mirror.example), or an address (10.0.0.5, fd00::5), each optionally with ":port"`,
+			f + `4: setup_hosts[2]: "*.mirror.test:0": the port must be a number from 1 to 65535`,
+			f + `5: setup_hosts[3]: "*" is not a host pattern: write a host name (mirror.example), "*." and a domain (*.mirror.example), or an address (10.0.0.5, fd00::5), each optionally with ":port"`,
+			f + `6: setup_hosts[4]: "mirror.test." is not a host pattern: write a host name (mirror.example), "*." and a domain (*.mirror.example), or an address (10.0.0.5, fd00::5), each optionally with ":port"`,
+			f + `7: setup_hosts[5]: expected text, got the number 7 (put it in quotes if you mean the text: "7")`,
+			f + `8: setup_hosts[6]: "*.0.5" is not a host pattern: write a host name (mirror.example), "*." and a domain (*.mirror.example), or an address (10.0.0.5, fd00::5), each optionally with ":port"`,
+			f + `9: setup_hosts[7]: "[mirror.test]:80" is not a host pattern: write a host name (mirror.example), "*." and a domain (*.mirror.example), or an address (10.0.0.5, fd00::5), each optionally with ":port"`,
+			f + `10: setup_hosts[8]: "fe80::1%eth0" is not a host pattern: write a host name (mirror.example), "*." and a domain (*.mirror.example), or an address (10.0.0.5, fd00::5), each optionally with ":port"`,
+		}},
+		{"too many setup hosts", "setup_hosts: [" + strings.Repeat("a.test, ", 20) + "b.test]\n", []string{f + "1: setup_hosts: has 21 hosts; at most 20 (a wildcard such as *.mirror.example covers many)"}},
+		{"setup hosts not a list", "setup_hosts: mirror.test\n", []string{f + `1: setup_hosts: expected a list, got the text "mirror.test" (write one item per line, each starting with "- ", or [a, b])`}},
 		{"image", "sandbox:\n  image: 'golang latest'\n", []string{f + `2: sandbox.image: "golang latest" is not an image name (like golang:1.26 or ghcr.io/org/image:tag)`}},
 
 		// Syntax.

@@ -1,6 +1,10 @@
 package policy
 
-import "time"
+import (
+	"net/netip"
+	"slices"
+	"time"
+)
 
 // Operator is the configuration of whoever runs the bot (a YAML file given
 // to serve --config): what it serves, the defaults, and the caps that no
@@ -30,8 +34,35 @@ type Operator struct {
 	// LowestPermission is the lowest role a repository may let trigger or
 	// approve (default write).
 	LowestPermission string `yaml:"lowest_permission" json:"lowest_permission"`
+	// Fence is where setup, the step that fetches dependencies, may
+	// connect.
+	Fence Fence `yaml:"fence" json:"fence"`
 
 	lines map[string]int
+}
+
+// Fence is the operator's part of setup's allow-list. Setup reaches the
+// hosts the image's toolchains are configured with (when ToolchainHosts),
+// Hosts, and the repository's setup_hosts that are within Hosts; never
+// the bot's own addresses, and a non-public address only in AllowedNets.
+type Fence struct {
+	// Hosts are host patterns as the fence reads them ("mirror.example",
+	// "*.mirror.example", an address; each optionally with ":port"),
+	// open to every repository's setup beyond the toolchains' own, and
+	// the cap of what a repository's setup_hosts may name.
+	Hosts []string `yaml:"hosts" json:"hosts"`
+	// AllowedNets are the non-public ranges setup may reach (an internal
+	// mirror on a private address), in canonical form ("10.20.0.0/16").
+	// Every other address that is not public is refused, even for an
+	// allowed name.
+	AllowedNets []string `yaml:"allowed_nets" json:"allowed_nets"`
+	// ToolchainHosts allows the hosts the image's package managers are
+	// configured with (read from the image when setup runs; see
+	// deps.ToolchainProbe). Default true (in DefaultOperator, and so in
+	// LoadOperator; a zero Operator built in code has it false); false
+	// leaves setup only Hosts, for an installation that wants every host
+	// written down.
+	ToolchainHosts bool `yaml:"toolchain_hosts" json:"toolchain_hosts"`
 }
 
 // Models is the operator's model choice.
@@ -89,18 +120,55 @@ type Settings struct {
 	// names none, so that the defaults for the ecosystems found in the
 	// tree apply; empty when it asks for none. Not omitted when empty,
 	// so that a stored task keeps that difference.
-	Setup       []string      `json:"setup"`
-	TestCommand string        `json:"test_command,omitempty"`
-	MaxTurns    int           `json:"max_turns"`
-	MaxTokens   int           `json:"max_tokens"`
-	MaxWallTime time.Duration `json:"max_wall_time"`
-	MaxCostUSD  float64       `json:"max_cost_usd,omitempty"`
-	Model       string        `json:"model"`
-	Price       Price         `json:"price"`
+	Setup []string `json:"setup"`
+	// The fence of setup: see SetupHosts, FenceNets and ToolchainHosts.
+	// FenceHosts and FenceAllowedNets are the operator's fence.hosts and
+	// fence.allowed_nets, RepoSetupHosts the repository's setup_hosts
+	// (each within FenceHosts), and NoToolchainHosts the operator's
+	// fence.toolchain_hosts: false. It is stored negated so that a task
+	// stored before the fence existed gets the default, the toolchains'
+	// hosts, as it gets the default setup and disk.
+	FenceHosts       []string       `json:"fence_hosts,omitempty"`
+	RepoSetupHosts   []string       `json:"setup_hosts,omitempty"`
+	FenceAllowedNets []netip.Prefix `json:"fence_nets,omitempty"`
+	NoToolchainHosts bool           `json:"no_toolchain_hosts,omitempty"`
+	TestCommand      string         `json:"test_command,omitempty"`
+	MaxTurns         int            `json:"max_turns"`
+	MaxTokens        int            `json:"max_tokens"`
+	MaxWallTime      time.Duration  `json:"max_wall_time"`
+	MaxCostUSD       float64        `json:"max_cost_usd,omitempty"`
+	Model            string         `json:"model"`
+	Price            Price          `json:"price"`
 	// BranchPrefix starts the bot's branch names, as written (usually
 	// ending in "/" or "-"); default "agent/".
 	BranchPrefix string `json:"branch_prefix"`
 }
+
+// SetupHosts are the host patterns setup may reach besides the
+// toolchains' (ToolchainHosts): the operator's, then the repository's,
+// each once.
+func (s Settings) SetupHosts() []string {
+	var out []string
+	for _, h := range append(slices.Clone(s.FenceHosts), s.RepoSetupHosts...) {
+		if !slices.Contains(out, h) {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// FenceNets are the non-public ranges setup may reach, in CIDR form.
+func (s Settings) FenceNets() []string {
+	var out []string
+	for _, p := range s.FenceAllowedNets {
+		out = append(out, p.String())
+	}
+	return out
+}
+
+// ToolchainHosts reports whether setup may reach the hosts the image's
+// package managers are configured with.
+func (s Settings) ToolchainHosts() bool { return !s.NoToolchainHosts }
 
 // DiskCap is caps.disk in bytes: the largest workspace a sandbox is made
 // with, whatever a repository asks. 0 when no cap is set.

@@ -18,6 +18,7 @@ func TestDefaultOperator(t *testing.T) {
 			MaxTurns: 200, MaxTokens: 4000000, MaxWallTime: Duration(24 * time.Hour)},
 		Rate:             Rate{ConcurrentTasks: 5, TasksPerHour: 30},
 		LowestPermission: "write",
+		Fence:            Fence{ToolchainHosts: true},
 		lines:            map[string]int{},
 	}
 	if !reflect.DeepEqual(o, want) {
@@ -59,6 +60,10 @@ caps:
 rate:
   tasks_per_hour: 10
 lowest_permission: maintain
+fence:
+  hosts: ["*.mirror.test", "git.corp.test:8443"]
+  allowed_nets: [10.20.0.0/16, "fd00:1::/64"]
+  toolchain_hosts: false
 `))
 	if err != nil {
 		t.Fatal(err)
@@ -78,6 +83,7 @@ lowest_permission: maintain
 	want.Caps.MaxCostUSD = 5
 	want.Rate.TasksPerHour = 10
 	want.LowestPermission = "maintain"
+	want.Fence = Fence{Hosts: []string{"*.mirror.test", "git.corp.test:8443"}, AllowedNets: []string{"10.20.0.0/16", "fd00:1::/64"}}
 	o.lines, want.lines = nil, nil
 	if !reflect.DeepEqual(o, want) {
 		t.Errorf("got\n%+v\nwant\n%+v", o, want)
@@ -178,6 +184,17 @@ func TestLoadOperatorErrors(t *testing.T) {
 			`line 2: organizations[0]: "a b" is not an organization or user name`,
 			`line 3: allowed_bots[0]: "@renovate" is not a login (a bot's login looks like renovate[bot])`,
 		}},
+		{"fence", "fence:\n  hosts: [mirror.test, 'http://mirror.test', 'mirror.test:65536']\n  allowed_nets: [10.20.0.0/16, 10.20.1.5/16, 10.20.0.5, 0.0.0.0/0, '::/0', '::ffff:10.0.0.0/104', 'fd00::/8']\n  toolchain_hosts: 'no'\n", []string{
+			`line 2: fence.hosts[1]: "http://mirror.test" is not a host pattern: write a host name (mirror.example), "*." and a domain (*.mirror.example), or an address (10.0.0.5, fd00::5), each optionally with ":port"`,
+			`line 2: fence.hosts[2]: "mirror.test:65536": the port must be a number from 1 to 65535`,
+			`line 3: fence.allowed_nets[1]: "10.20.1.5/16" has bits set past its /16; write the range as 10.20.0.0/16, or the one address as 10.20.1.5/32`,
+			`line 3: fence.allowed_nets[2]: "10.20.0.5" is not an address range; write it like 10.20.0.0/16 or fd00:1::/64 (one address: 10.20.0.5/32)`,
+			`line 3: fence.allowed_nets[3]: "0.0.0.0/0" is every address; name the ranges the mirrors are on`,
+			`line 3: fence.allowed_nets[4]: "::/0" is every address; name the ranges the mirrors are on`,
+			`line 3: fence.allowed_nets[5]: "::ffff:10.0.0.0/104" is an IPv4 range written as IPv6; write it as 10.0.0.0/8`,
+			`line 4: fence.toolchain_hosts: expected true or false, got the text "no"`,
+		}},
+		{"unknown fence key", "fence:\n  host: [mirror.test]\n", []string{"line 2: fence.host: unknown key; did you mean hosts?"}},
 		{"a list", "- caps\n", []string{"line 1: the file must be a set of keys and values (like model: gpt-4.1-mini), not a list"}},
 	}
 	for _, tt := range tests {

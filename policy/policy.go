@@ -34,6 +34,10 @@ type Config struct {
 	// the defaults for the ecosystems found apply; an empty list asks for
 	// no setup at all.
 	Setup []string `yaml:"setup" json:"setup"`
+	// SetupHosts are host patterns setup may reach beyond the
+	// installation's own list, each within the installation's
+	// fence.hosts (see Fence).
+	SetupHosts []string `yaml:"setup_hosts" json:"setup_hosts"`
 	// TestCommand is a hint for the agent: how this repository is tested.
 	TestCommand string `yaml:"test_command" json:"test_command"`
 	Budget      Budget `yaml:"budget" json:"budget"`

@@ -60,6 +60,7 @@ func (r *resolver) settings() Settings {
 	s.AutoApprove = slices.Clone(c.AutoApprove)
 	s.TestCommand = c.TestCommand
 	s.Setup = slices.Clone(c.Setup)
+	r.fence(&s)
 
 	s.Sandbox.Image = c.Sandbox.Image
 	if img := c.Sandbox.Image; img != "" && len(o.Caps.Images) > 0 && !slices.Contains(o.Caps.Images, img) {
@@ -120,6 +121,34 @@ func (r *resolver) settings() Settings {
 
 	s.BranchPrefix = first(c.BranchPrefix, defaultBranchPrefix)
 	return s
+}
+
+// fence resolves where setup may connect: the operator's fence, and the
+// repository's setup_hosts, each of which must be within the operator's
+// hosts. A repository may ask for hosts only from that list, never widen
+// it: each allowed host is a way out for what setup can read.
+func (r *resolver) fence(s *Settings) {
+	o, c := r.o, r.c
+	s.FenceHosts = slices.Clone(o.Fence.Hosts)
+	s.NoToolchainHosts = !o.Fence.ToolchainHosts
+	for _, n := range o.Fence.AllowedNets {
+		// LoadOperator refuses a bad one; one in an Operator built in
+		// code is left out, which only narrows what setup reaches.
+		if p, problem := parseAllowedNet(n); problem == "" {
+			s.FenceAllowedNets = append(s.FenceAllowedNets, p)
+		}
+	}
+	s.RepoSetupHosts = slices.Clone(c.SetupHosts)
+	for i, h := range c.SetupHosts {
+		k := fmt.Sprintf("setup_hosts[%d]", i)
+		switch {
+		case hostWithin(h, o.Fence.Hosts):
+		case len(o.Fence.Hosts) == 0:
+			r.errs.add(c.Line(k), k, "%s is not allowed: this installation lists no hosts for setup, so a repository can add none", h)
+		default:
+			r.errs.add(c.Line(k), k, "%s is not within the hosts this installation allows for setup (%s)", h, strings.Join(o.Fence.Hosts, ", "))
+		}
+	}
 }
 
 // size resolves a size setting: the repository's value, else the
