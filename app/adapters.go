@@ -333,11 +333,20 @@ func (s sandbox) Run(ctx context.Context, spec task.RunSpec) (task.RunResult, er
 		Dir: spec.Dir, Command: spec.Command, Labels: spec.Labels,
 		Image: spec.Image, Network: spec.Network, Memory: spec.Memory, Disk: spec.Disk,
 		NanoCPUs: int64(spec.CPUs * 1e9), Timeout: spec.Timeout,
+		Caches: cacheMounts(spec.Caches), Env: spec.Env,
 	})
 	return task.RunResult{
 		ExitCode: res.ExitCode, Output: res.Output, Truncated: res.Truncated,
 		TimedOut: res.TimedOut, OOMKilled: res.OOMKilled, Duration: res.Duration,
 	}, err
+}
+
+func cacheMounts(cs []task.CacheMount) []runner.CacheMount {
+	var out []runner.CacheMount
+	for _, c := range cs {
+		out = append(out, runner.CacheMount{Volume: c.Volume, Target: c.Target, ReadOnly: c.ReadOnly})
+	}
+	return out
 }
 
 // timed is a runner whose runs are counted and timed in the metrics.

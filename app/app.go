@@ -21,10 +21,12 @@ import (
 	"time"
 
 	"github.com/pullwright/pullwright/agent"
+	"github.com/pullwright/pullwright/fence"
 	"github.com/pullwright/pullwright/ghapp"
 	"github.com/pullwright/pullwright/policy"
 	"github.com/pullwright/pullwright/repo"
 	"github.com/pullwright/pullwright/runner"
+	"github.com/pullwright/pullwright/setup"
 	"github.com/pullwright/pullwright/task"
 	"github.com/pullwright/pullwright/webhook"
 )
@@ -44,6 +46,13 @@ type Config struct {
 	Model         string
 	Runner        string
 	SandboxImage  string
+	// Forwarder is the static Linux binary fenced setups run to reach the
+	// fence (its "fence-forward"); "" means this bot's own executable when
+	// it is static. Without one, repositories' setups do not run.
+	Forwarder string
+	// FenceResolver resolves the hosts setups ask for (nil: the system's);
+	// for tests, whose hosts have names nothing else knows.
+	FenceResolver fence.Resolver
 	// WorkDir holds the task workspaces.
 	WorkDir string
 	// Workers is how many tasks run at once.
@@ -174,7 +183,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	}
 
 	a := &App{cfg: cfg, log: log, store: store, github: gh, metrics: newMetrics(store, log.With("component", "metrics"))}
-	sb, err := a.sandbox(ctx, op)
+	sb, deps, err := a.sandbox(ctx, op)
 	if err != nil {
 		store.Close()
 		return nil, err
@@ -193,6 +202,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 			Command:         cfg.Command,
 			GitTimeout:      cfg.GitTimeout,
 			Runner:          timed{sb, a.metrics},
+			Deps:            deps,
 			Logger:          log.With("component", "task"),
 			ApprovalTimeout: cfg.ApprovalTimeout,
 		},
@@ -283,39 +293,52 @@ func setDefaults(c *Config) {
 // answer is logged loudly, and each approved command then gets a result
 // saying the sandbox failed: the bot never falls back to running commands
 // without isolation.
-func (a *App) sandbox(ctx context.Context, op *policy.Operator) (task.Runner, error) {
+//
+// With Docker it also returns what runs repositories' setups, unless the
+// bot has no static binary to forward their connections with: then
+// approved commands run without their dependencies, as the log says.
+func (a *App) sandbox(ctx context.Context, op *policy.Operator) (task.Runner, task.Dependencies, error) {
 	log := a.log.With("component", "runner")
 	dir := filepath.Join(a.cfg.WorkDir, "runs")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("create %s: %w", dir, err)
+		return nil, nil, fmt.Errorf("create %s: %w", dir, err)
 	}
 	if a.cfg.Runner == "local" {
 		l := runner.NewLocal(dir, log)
 		l.Path = a.cfg.LocalPath
-		return sandbox{l}, nil
+		return sandbox{l}, nil, nil
+	}
+	fwd, fwdErr := forwarder(a.cfg.Forwarder)
+	if fwdErr != nil {
+		log.Warn("repositories' setups will not run: no binary to forward their connections to the fence", "err", fwdErr)
 	}
 	d, err := runner.NewDocker(runner.DockerConfig{
 		Image: a.cfg.SandboxImage, TempDir: dir, Owner: sandboxOwner(dir), Logger: log,
 		// A repository's sandbox.disk is within caps.disk: the volume is
 		// made as large as the cap allows, never larger.
 		WorkspaceSize: op.DiskCap(),
+		Forwarder:     fwd,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("docker sandbox: %w", err)
+		return nil, nil, fmt.Errorf("docker sandbox: %w", err)
 	}
 	a.closers = append(a.closers, d.Close)
+	var deps task.Dependencies
+	if fwdErr == nil {
+		deps = dependencies{s: &setup.Setup{Runner: d, Resolver: a.cfg.FenceResolver, Logger: log.With("component", "setup")}, denied: ownAddresses()}
+	}
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := d.Ping(pctx); err != nil {
 		log.Error("the Docker engine does not answer: approved commands will fail until it does", "err", err)
-		return sandbox{d}, nil
+		return sandbox{d}, deps, nil
 	}
 	if n, err := d.CleanupOrphans(pctx); err != nil {
 		log.Error("remove sandboxes left by an earlier run", "err", err)
 	} else if n > 0 {
 		log.Warn("removed sandboxes left by an earlier run", "containers", n)
 	}
-	return sandbox{d}, nil
+	return sandbox{d}, deps, nil
 }
 
 // sandboxOwner names this bot's sandboxes on a Docker host that others may

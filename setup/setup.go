@@ -16,6 +16,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/pullwright/pullwright/deps"
@@ -40,6 +41,12 @@ type Setup struct {
 	// Keep is how many ready caches a repository keeps (DefaultKeep if 0).
 	Keep   int
 	Logger *slog.Logger
+
+	mu sync.Mutex
+	// probed are the toolchains' hosts read from each image, by image and
+	// ecosystem: an image's configuration does not change under its name
+	// often enough to read it before every setup.
+	probed map[string][]string
 }
 
 // Request is one run's need for its repository's dependencies.
@@ -51,8 +58,10 @@ type Request struct {
 	Image string // the repository's sandbox.image; "" lets the runner choose
 	// Setup is the repository's setup (nil: the defaults per ecosystem).
 	Setup []string
-	// Policy is where setup may connect.
-	Policy fence.Policy
+	// Policy is where setup may connect; with ToolchainHosts, also the
+	// hosts the image's package managers are configured with.
+	Policy         fence.Policy
+	ToolchainHosts bool
 	// Limits of the setup run, as for an approved run.
 	Memory, Disk, NanoCPUs int64
 	Timeout                time.Duration
@@ -94,7 +103,15 @@ func (s *Setup) Prepare(ctx context.Context, req Request) (Prepared, error) {
 	}
 	log := s.logger().With("repo", req.Repo, "cache", cache.Volume, "key", plan.Key[:12])
 	if !cache.Ready {
-		proxy, err := fence.New(req.Policy, s.Resolver, log)
+		policy := req.Policy
+		if req.ToolchainHosts {
+			hosts, err := s.toolchainHosts(ctx, image, plan, req)
+			if err != nil {
+				return p, err
+			}
+			policy.Hosts = append(slices.Clone(policy.Hosts), hosts...)
+		}
+		proxy, err := fence.New(policy, s.Resolver, log)
 		if err != nil {
 			return p, fmt.Errorf("the fence's policy: %w", err)
 		}
@@ -128,6 +145,52 @@ func (s *Setup) Prepare(ctx context.Context, req Request) (Prepared, error) {
 	p.Caches = []runner.CacheMount{{Volume: cache.Volume, Target: Mount, ReadOnly: true}}
 	p.Env = env(plan, false)
 	return p, nil
+}
+
+// toolchainHosts reads, in the image, the hosts its package managers for
+// plan's ecosystems are configured with (deps.ToolchainProbe): with no
+// network, in an empty directory so that a repository's own .npmrc cannot
+// widen its fence.
+func (s *Setup) toolchainHosts(ctx context.Context, image string, plan deps.Plan, req Request) ([]string, error) {
+	var hosts []string
+	for _, eco := range plan.Ecosystems {
+		cmd, ok := deps.ToolchainProbe(eco)
+		if !ok {
+			continue
+		}
+		key := image + "\x00" + string(eco)
+		s.mu.Lock()
+		known, seen := s.probed[key]
+		s.mu.Unlock()
+		if !seen {
+			empty, err := os.MkdirTemp("", "pullwright-probe-")
+			if err != nil {
+				return nil, fmt.Errorf("read the %s toolchain's configuration: %w", eco, err)
+			}
+			res, err := s.Runner.Run(ctx, runner.Spec{
+				Dir: empty, Image: image, Command: cmd, Env: env(plan, true), Timeout: time.Minute,
+				Memory: req.Memory, NanoCPUs: req.NanoCPUs, Labels: req.Labels,
+			})
+			os.RemoveAll(empty)
+			if err != nil {
+				return nil, fmt.Errorf("read the %s toolchain's configuration in %s: %w", eco, image, err)
+			}
+			if res.ExitCode != 0 {
+				return nil, fmt.Errorf("read the %s toolchain's configuration in %s: %s exited %d: %.300s", eco, image, cmd, res.ExitCode, res.Output)
+			}
+			if known, err = deps.ParseProbe(eco, res.Output); err != nil {
+				return nil, fmt.Errorf("read the %s toolchain's configuration in %s: %w", eco, image, err)
+			}
+			s.mu.Lock()
+			if s.probed == nil {
+				s.probed = map[string][]string{}
+			}
+			s.probed[key] = known
+			s.mu.Unlock()
+		}
+		hosts = append(hosts, known...)
+	}
+	return hosts, nil
 }
 
 // script runs the steps in order and stops at the first that fails.

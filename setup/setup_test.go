@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 
 	"github.com/pullwright/pullwright/fence"
@@ -203,5 +204,81 @@ func TestPrepareFailsBehindTheFence(t *testing.T) {
 		if len(p.Events) == 0 || p.Events[0].Allowed || !strings.HasPrefix(p.Events[0].String(), "blocked: "+host) {
 			t.Fatalf("events = %v", p.Events)
 		}
+	}
+}
+
+// imageWith commits the sandbox image with changes (Dockerfile lines).
+func imageWith(t *testing.T, changes ...string) string {
+	t.Helper()
+	cli, err := client.New(client.FromEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	ctx := context.Background()
+	created, err := cli.ContainerCreate(ctx, client.ContainerCreateOptions{Config: &container.Config{Image: sandboxtest.Image(t), Cmd: []string{"true"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.ContainerRemove(ctx, created.ID, client.ContainerRemoveOptions{Force: true})
+	ref := fmt.Sprintf("pullwright/sandbox-mirror:test-%d-%d", os.Getpid(), time.Now().UnixNano())
+	if _, err := cli.ContainerCommit(ctx, created.ID, client.ContainerCommitOptions{Reference: ref, Changes: changes}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		c, err := client.New(client.FromEnv)
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		_, _ = c.ImageRemove(context.Background(), ref, client.ImageRemoveOptions{Force: true})
+	})
+	return ref
+}
+
+// A mirror the image's toolchain is configured with just works: with no
+// setup of the repository's and no host of the operator's, the default
+// setup (go mod download) reaches the module proxy the image's go env
+// names, read from the image, and nothing else.
+func TestPrepareReachesTheImagesOwnMirror(t *testing.T) {
+	host, served := modProxy(t)
+	image := imageWith(t, "ENV GOPROXY=http://"+host, "ENV GOSUMDB=off")
+	repo := fmt.Sprintf("test/setup-mirror-%d", os.Getpid())
+	removeCaches(t, repo)
+	d, err := runner.NewDocker(runner.DockerConfig{Forwarder: forwarder(t), Owner: repo, Logger: slog.New(slog.NewTextHandler(t.Output(), nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	s := &setup.Setup{Runner: d, Resolver: names{"modproxy.test": {netip.MustParseAddr("127.0.0.1")}}}
+	req := setup.Request{
+		Repo: repo, Dir: module(t, ""), Image: image, Timeout: 2 * time.Minute, ToolchainHosts: true,
+		Policy: fence.Policy{AllowedNets: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}},
+	}
+	p, err := s.Prepare(t.Context(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Setup == nil || p.Failed || served.Load() == 0 || len(p.Plan.Steps) != 1 || p.Plan.Steps[0] != "go mod download" {
+		out := ""
+		if p.Setup != nil {
+			out = p.Setup.Output
+		}
+		t.Fatalf("prepare = %+v (served %d)\n%s", p, served.Load(), out)
+	}
+	for _, e := range p.Events {
+		if !e.Allowed || e.Host != "modproxy.test" {
+			t.Errorf("the fence saw %s", e)
+		}
+	}
+	// Without the toolchain's hosts, the same setup is fenced off.
+	req.ToolchainHosts, req.Repo = false, repo+"-strict"
+	removeCaches(t, req.Repo)
+	strict, err := s.Prepare(t.Context(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strict.Failed || len(strict.Events) == 0 || strict.Events[0].Allowed {
+		t.Fatalf("without toolchain hosts: prepare = %+v", strict)
 	}
 }

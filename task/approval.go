@@ -325,7 +325,7 @@ func (f *Flow) run(ctx context.Context, t *Task) error {
 			return nil
 		}
 		sb := f.settings(t)
-		res, err := f.Runner.Run(ctx, RunSpec{
+		spec := RunSpec{
 			Dir:     tree,
 			Command: r.Command,
 			Labels:  map[string]string{"pullwright.task": strconv.FormatInt(t.ID, 10), "pullwright.request": r.ID},
@@ -335,7 +335,11 @@ func (f *Flow) run(ctx context.Context, t *Task) error {
 			Disk:    sb.DiskBytes,
 			CPUs:    sb.Sandbox.CPUs,
 			Timeout: time.Duration(sb.Sandbox.Timeout),
-		})
+		}
+		if done := f.dependencies(ctx, t, &spec); done {
+			return nil
+		}
+		res, err := f.Runner.Run(ctx, spec)
 		if err != nil {
 			if ctx.Err() != nil {
 				return err
@@ -641,4 +645,50 @@ func (f *Flow) stale(ctx context.Context, t *Task) (string, error) {
 		return fmt.Sprintf("branch `%s` moved from %s to %s after the request", t.Branch, short(t.Request.SHA), short(head)), nil
 	}
 	return "", nil
+}
+
+// dependencies makes the repository's dependencies ready for the run of
+// spec, running its setup first if their cache is not ready, and records
+// what the setup did. When the setup failed it gives the request its
+// result, the setup's, and reports done: the command does not run on
+// dependencies that are not all there.
+func (f *Flow) dependencies(ctx context.Context, t *Task, spec *RunSpec) (done bool) {
+	if f.Deps == nil {
+		return false
+	}
+	r, sb := t.Request, f.settings(t)
+	ready, err := f.Deps.Prepare(ctx, DepsRequest{
+		Repo: t.Repo, Dir: spec.Dir, Image: spec.Image, Setup: sb.Setup,
+		Hosts: sb.SetupHosts(), Nets: sb.FenceNets(), ToolchainHosts: sb.ToolchainHosts(),
+		Memory: spec.Memory, Disk: spec.Disk, CPUs: spec.CPUs, Timeout: spec.Timeout,
+		Labels: map[string]string{"pullwright.task": strconv.FormatInt(t.ID, 10), "pullwright.request": r.ID, "pullwright.setup": "true"},
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return false // the run's own context check reports it
+		}
+		f.Logger.ErrorContext(ctx, "setup failed to run", "task_id", t.ID, "request", r.ID, "err", err)
+		r.Result = &RunResult{ExitCode: -1, Output: "not run: the repository's setup (fetching its dependencies) could not run: " +
+			UserMessage(Retry(sandboxMessage(err), err))}
+		return true
+	}
+	r.Setup = ready.Setup
+	if s := ready.Setup; s != nil && s.Failed {
+		r.Result = &RunResult{ExitCode: -1, Output: setupFailure(s)}
+		return true
+	}
+	spec.Caches, spec.Env = ready.Caches, ready.Env
+	return false
+}
+
+// setupFailure is what the agent and the run's check learn of a failed
+// setup: the command did not run, why, and what the fence refused.
+func setupFailure(s *SetupRecord) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "not run: the repository's setup failed (exit code %d), so its dependencies are not there; the command was not run.\n", s.ExitCode)
+	if len(s.Blocked) > 0 {
+		fmt.Fprintf(&b, "The network fence blocked: %s. Setup reaches only the hosts this installation allows.\n", strings.Join(s.Blocked, ", "))
+	}
+	fmt.Fprintf(&b, "Setup ran:\n%s\nIts output:\n%s", strings.Join(s.Steps, "\n"), s.Output)
+	return b.String()
 }

@@ -20,6 +20,10 @@ type Flow struct {
 	Agent      Agent
 	Workspaces Workspaces
 	Runner     Runner
+	// Deps makes a repository's dependencies ready before an approved
+	// run; nil runs commands without any (the local runner, or a bot
+	// that cannot fence a setup).
+	Deps Dependencies
 	// Dir holds one workspace per task.
 	Dir string
 	// BranchName names the work branch of an issue, under prefix.

@@ -267,9 +267,54 @@ type RunSpec struct {
 	Memory  int64  // bytes
 	// Disk bounds what the command may write in its workspace, the files
 	// included (bytes; 0: the runner's default).
-	Disk    int64
-	CPUs    float64
+	Disk int64
+	CPUs float64
+	// Caches and Env are the repository's dependencies (Dependencies):
+	// read-only volumes, and the variables that point the tools at them.
+	Caches  []CacheMount
+	Env     []string
 	Timeout time.Duration
+}
+
+// CacheMount is a volume a run mounts at Target.
+type CacheMount struct {
+	Volume, Target string
+	ReadOnly       bool
+}
+
+// Dependencies makes a repository's dependencies ready for an approved
+// run: it runs the repository's setup behind the fence into the
+// repository's cache unless that cache is ready for the run's manifests.
+type Dependencies interface {
+	Prepare(ctx context.Context, r DepsRequest) (DepsReady, error)
+}
+
+// DepsRequest is one approved run's need for its dependencies.
+type DepsRequest struct {
+	Repo Repo
+	// Dir holds the approved commit's files, as the run gets them.
+	Dir   string
+	Image string
+	// Setup is the repository's setup (nil: the defaults).
+	Setup []string
+	// Hosts and Nets are where setup may connect beyond the image's
+	// toolchain defaults (ToolchainHosts): host patterns, and non-public
+	// ranges in CIDR form.
+	Hosts          []string
+	Nets           []string
+	ToolchainHosts bool
+	Memory, Disk   int64
+	CPUs           float64
+	Timeout        time.Duration
+	Labels         map[string]string
+}
+
+// DepsReady is what the run gets, and what setup did if it ran.
+type DepsReady struct {
+	Caches []CacheMount
+	Env    []string
+	// Setup is set when a setup ran for this run.
+	Setup *SetupRecord
 }
 
 // Runner runs approved commands in a sandbox. A command that fails, times

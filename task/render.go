@@ -9,6 +9,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/pullwright/pullwright/deps"
 	"github.com/pullwright/pullwright/policy"
 )
 
@@ -92,6 +93,9 @@ func RenderStatus(t *Task, command string) string {
 			fmt.Fprintf(&b, " — [answer it](%s) with `/approve` or `/reject <reason>`", r.CommentURL)
 		}
 		b.WriteString("\n\n")
+	}
+	if r := t.Request; r != nil && r.Setup != nil {
+		b.WriteString(setupLine(r.Setup) + "\n\n")
 	}
 	if t.PRURL != "" && t.Draft {
 		fmt.Fprintf(&b, "Draft pull request: %s\n\n", t.PRURL)
@@ -283,6 +287,10 @@ func RenderRequest(t *Task, changes []FileStat, unisolated bool) string {
 		}
 		fmt.Fprintf(&b, "Auto-approve is **on** in this repository for %s; this command matched none of them, so it needs an answer.\n\n", strings.Join(rules, ", "))
 	}
+	if manifests := changedManifests(changes); len(manifests) > 0 && !unisolated {
+		fmt.Fprintf(&b, "📦 **The repository's setup runs first, with the agent's manifests.** The agent changed %s, so before the command the setup fetches the dependencies they name (unless it already did for these very files), with network only to the hosts this installation allows. Approving covers both: read those changes first.\n\n",
+			strings.Join(manifests, ", "))
+	}
 	if len(changes) > 0 {
 		b.WriteString("<details><summary>Files changed so far</summary>\n\n")
 		for _, c := range changes {
@@ -292,6 +300,47 @@ func RenderRequest(t *Task, changes []FileStat, unisolated bool) string {
 	}
 	fmt.Fprintf(&b, "Answer with `/approve` (or `/approve %s`) to run it, or `/reject <reason>` to refuse; the agent then goes on without it. "+
 		"The buttons on the **%s** check run do the same. A push to the branch makes this request stale.\n", r.ID, ApprovalCheck)
+	return b.String()
+}
+
+// changedManifests are the changed files that decide what the
+// repository's setup fetches, shown as code with their line counts.
+func changedManifests(changes []FileStat) []string {
+	var out []string
+	for _, c := range changes {
+		if (deps.Plan{}).ManifestsChanged([]string{c.Path}) {
+			out = append(out, fmt.Sprintf("%s (+%d −%d)", code(c.Path), c.Added, c.Deleted))
+		}
+	}
+	return out
+}
+
+// setupLine says what the repository's setup did before the last run.
+func setupLine(s *SetupRecord) string {
+	var b strings.Builder
+	steps := make([]string, len(s.Steps))
+	for i, st := range s.Steps {
+		steps[i] = code(oneLine(st))
+	}
+	outcome := "done"
+	if s.Failed {
+		outcome = fmt.Sprintf("**failed** (exit code %d)", s.ExitCode)
+	}
+	fmt.Fprintf(&b, "📦 Setup %s in %s: %s", outcome, s.Duration.Round(100*time.Millisecond), strings.Join(steps, "; "))
+	// Host names are what the setup asked for: the sandbox's words.
+	hosts := func(list []string) string {
+		shown := make([]string, len(list))
+		for i, h := range list {
+			shown[i] = code(h)
+		}
+		return strings.Join(shown, ", ")
+	}
+	if len(s.Reached) > 0 {
+		fmt.Fprintf(&b, " · reached %s", hosts(s.Reached))
+	}
+	if len(s.Blocked) > 0 {
+		fmt.Fprintf(&b, " · **blocked** %s", hosts(s.Blocked))
+	}
 	return b.String()
 }
 

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -149,5 +150,31 @@ func TestRequestShowsTheReasonInert(t *testing.T) {
 		if !strings.Contains(got, "&lt;details&gt;") || !strings.Contains(got, "&lt;U+202E&gt;ok") || !strings.Contains(got, "@\u200dacme") {
 			t.Errorf("the %s does not show the reason as written:\n%s", name, got)
 		}
+	}
+}
+
+// A request whose changes touch a dependency manifest says that the
+// repository's setup runs first with them, so that the approval covers
+// both; and the status says what a setup did, hosts shown as code.
+func TestRequestAndStatusShowTheSetup(t *testing.T) {
+	tk := &Task{ID: 7, Issue: 2, State: Running, Branch: "agent/2-x", Requester: Person{Login: "alice"},
+		Request: &ExecRequest{ID: "7-1", Command: "go test ./...", SHA: "0123456789abcdef"}}
+	plain := RenderRequest(tk, []FileStat{{Path: "main.go", Added: 1}}, false)
+	if strings.Contains(plain, "setup") {
+		t.Errorf("a request with no manifest change speaks of setup:\n%s", plain)
+	}
+	changed := RenderRequest(tk, []FileStat{{Path: "main.go", Added: 1}, {Path: "go.mod", Added: 2, Deleted: 1}}, false)
+	if !strings.Contains(changed, "setup runs first, with the agent's manifests") || !strings.Contains(changed, "`go.mod` (+2 −1)") ||
+		strings.Contains(changed, "`main.go` (+1 −0), so") {
+		t.Errorf("a request with a changed go.mod:\n%s", changed)
+	}
+	tk.Request.Setup = &SetupRecord{Steps: []string{"go mod download"}, Failed: true, ExitCode: 1, Duration: 3200 * time.Millisecond,
+		Reached: []string{"mirror.test:443"}, Blocked: []string{"x`@acme/admins`:443"}}
+	status := RenderStatus(tk, "/agent")
+	if !strings.Contains(status, "📦 Setup **failed** (exit code 1) in 3.2s: `go mod download` · reached `mirror.test:443` · **blocked** `` x`@acme/admins`:443 ``") {
+		t.Errorf("status:\n%s", status)
+	}
+	if got := setupFailure(tk.Request.Setup); !strings.Contains(got, "the command was not run") || !strings.Contains(got, "blocked: x`@acme/admins`:443") {
+		t.Errorf("what the agent learns of a failed setup:\n%s", got)
 	}
 }
