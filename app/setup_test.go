@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/pullwright/pullwright/app"
+	"github.com/pullwright/pullwright/internal/fakellm"
 	"github.com/pullwright/pullwright/internal/sandboxtest"
 	"github.com/pullwright/pullwright/policy"
 	"github.com/pullwright/pullwright/task"
@@ -61,20 +62,21 @@ func forwarderBinary(t *testing.T) string {
 	return out
 }
 
-// An approved test run works on a repository with a dependency: before
-// the command, the repository's setup fetches it through the fence (the
-// installation allows the module proxy) into the repository's cache, and
-// the command, with no network, builds on it. The status comment says what
-// setup did.
-func TestApprovedRunHasTheRepositorysDependencies(t *testing.T) {
+const buildCmd = "GOTOOLCHAIN=local go build -o /tmp/app . && echo built"
+
+// newSetupEnv is a bot with the Docker runner and setups on, whose operator
+// allows the test's module proxy, on a repository with a Go module that
+// needs a dependency and whose setup fetches it from that proxy.
+func newSetupEnv(t *testing.T, llm *fakellm.Server) (e *env, host string, served *atomic.Int64) {
+	t.Helper()
 	image := sandboxtest.Image(t)
-	host, served := goModProxy(t)
+	host, served = goModProxy(t)
 	op, err := policy.LoadOperator([]byte(fmt.Sprintf("fence:\n  hosts: [%q]\n  allowed_nets: [127.0.0.0/8]\n", host)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	fwd := forwarderBinary(t)
-	e := newEnv(t, newRunLLM(t, "GOTOOLCHAIN=local go build -o /tmp/app . && echo built"), func(c *app.Config) {
+	e = newEnv(t, llm, func(c *app.Config) {
 		c.Runner, c.SandboxImage, c.Forwarder, c.Operator = "docker", image, fwd, op
 		c.FenceResolver = names{"modproxy.test": {netip.MustParseAddr("127.0.0.1")}}
 	})
@@ -86,7 +88,16 @@ func TestApprovedRunHasTheRepositorysDependencies(t *testing.T) {
 		policy.Path: fmt.Sprintf("setup:\n  - GOPROXY=http://%s GOTOOLCHAIN=local go mod download\n", host),
 	}, "A module with a dependency")
 	removeTestCaches(t, owner+"/"+repoName)
+	return e, host, served
+}
 
+// An approved test run works on a repository with a dependency: before
+// the command, the repository's setup fetches it through the fence (the
+// installation allows the module proxy) into the repository's cache, and
+// the command, with no network, builds on it. The status comment says what
+// setup did.
+func TestApprovedRunHasTheRepositorysDependencies(t *testing.T) {
+	e, host, served := newSetupEnv(t, newRunLLM(t, buildCmd))
 	e.comment("d1", 1, owner, "/agent fix the typo")
 	r := e.waitState(1, task.AwaitingApproval).Request
 	e.comment("a1", 1, owner, "/approve "+r.ID)
@@ -118,4 +129,40 @@ func removeTestCaches(t *testing.T, repo string) {
 			}
 		}
 	})
+}
+
+// When the agent changes a dependency manifest, the next request says the
+// setup runs first with it, and the approved run sets up again: the new
+// manifests are another cache's.
+func TestAChangedManifestSetsUpAgainInTheNextRequest(t *testing.T) {
+	llm := fakellm.NewByTurn(t,
+		fakellm.Step{ToolCalls: []fakellm.ToolCall{call("edit_file", map[string]any{"path": "README.md", "old_text": "comitt", "new_text": "commit"})}},
+		fakellm.Step{ToolCalls: []fakellm.ToolCall{call("run", map[string]any{"command": buildCmd, "reason": "build"})}},
+		fakellm.Step{ToolCalls: []fakellm.ToolCall{call("edit_file", map[string]any{"path": "go.mod", "old_text": "go 1.21", "new_text": "go 1.21\n\n// pinned"})}},
+		fakellm.Step{ToolCalls: []fakellm.ToolCall{call("run", map[string]any{"command": buildCmd + " again", "reason": "build with the new go.mod"})}},
+		fakellm.Step{ToolCalls: []fakellm.ToolCall{call("finish", map[string]any{"title": "Fix the typo", "summary": "Fixed."})}},
+	)
+	e, _, _ := newSetupEnv(t, llm)
+	e.comment("d1", 1, owner, "/agent fix the typo")
+	first := e.waitState(1, task.AwaitingApproval).Request
+	if c := e.waitComment(1, "request `"+first.ID+"`"); strings.Contains(c.Body, "setup runs first") {
+		t.Fatalf("a request with no manifest change speaks of setup:\n%s", c.Body)
+	}
+	e.comment("a1", 1, owner, "/approve "+first.ID)
+	second := e.waitState(1, task.AwaitingApproval).Request
+	for second.ID == first.ID {
+		second = e.waitState(1, task.AwaitingApproval).Request
+	}
+	c := e.waitComment(1, "request `"+second.ID+"`")
+	if !strings.Contains(c.Body, "setup runs first, with the agent's manifests") || !strings.Contains(c.Body, "`go.mod` (+2 −0)") {
+		t.Fatalf("the request after a go.mod change:\n%s", c.Body)
+	}
+	e.comment("a2", 1, owner, "/approve "+second.ID)
+	done := e.waitTask(1)
+	if done.State != task.Done {
+		t.Fatalf("task ended %s: %s", done.State, done.Error)
+	}
+	if s := done.Request.Setup; s == nil || s.Failed || done.Request.Result.ExitCode != 0 {
+		t.Fatalf("the second run: setup %+v, result %+v", s, done.Request.Result)
+	}
 }

@@ -37,7 +37,7 @@ func (n names) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, err
 
 // modProxy serves the machine's module cache, which is laid out as the Go
 // module proxy protocol asks, and counts what it was asked.
-func modProxy(t *testing.T) (url string, served *atomic.Int64) {
+func modProxy(t testing.TB) (url string, served *atomic.Int64) {
 	out, err := exec.Command("go", "env", "GOMODCACHE").Output()
 	if err != nil {
 		t.Fatal(err)
@@ -53,7 +53,7 @@ func modProxy(t *testing.T) (url string, served *atomic.Int64) {
 	return "modproxy.test:" + port, served
 }
 
-func forwarder(t *testing.T) string {
+func forwarder(t testing.TB) string {
 	out := filepath.Join(t.TempDir(), "forward")
 	cmd := exec.Command("go", "build", "-o", out, "../runner/testdata/forward")
 	cmd.Env = append(cmd.Environ(), "CGO_ENABLED=0", "GOOS=linux")
@@ -80,7 +80,7 @@ func module(t *testing.T, extra string) string {
 }
 
 // removeCaches removes the caches of repo when the test ends.
-func removeCaches(t *testing.T, repo string) {
+func removeCaches(t testing.TB, repo string) {
 	t.Cleanup(func() {
 		cli, err := client.New(client.FromEnv)
 		if err != nil {
@@ -208,7 +208,7 @@ func TestPrepareFailsBehindTheFence(t *testing.T) {
 }
 
 // imageWith commits the sandbox image with changes (Dockerfile lines).
-func imageWith(t *testing.T, changes ...string) string {
+func imageWith(t testing.TB, changes ...string) string {
 	t.Helper()
 	cli, err := client.New(client.FromEnv)
 	if err != nil {
@@ -280,5 +280,64 @@ func TestPrepareReachesTheImagesOwnMirror(t *testing.T) {
 	}
 	if !strict.Failed || len(strict.Events) == 0 || strict.Events[0].Allowed {
 		t.Fatalf("without toolchain hosts: prepare = %+v", strict)
+	}
+}
+
+// pullwrightTree writes this repository's committed files into a
+// directory: a real Go module with dozens of dependencies.
+func pullwrightTree(t testing.TB) string {
+	t.Helper()
+	dir, tarball := t.TempDir(), filepath.Join(t.TempDir(), "tree.tar")
+	for _, args := range [][]string{
+		{"git", "-C", "..", "archive", "--format=tar", "-o", tarball, "HEAD"},
+		{"tar", "-x", "-f", tarball, "-C", dir},
+	} {
+		if out, err := exec.Command(args[0], args[1:]...).CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v %s", args[0], err, out)
+		}
+	}
+	return dir
+}
+
+// Pullwright's own repository, a real module with dozens of dependencies:
+// its default setup fetches them all through the fence from a module
+// proxy the test serves (the image's go env names it), and its policy
+// package's tests then pass in a sandbox with no network, on the cache.
+func TestPullwrightsOwnTestsPassOnTheCache(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and tests a real module in the sandbox")
+	}
+	host, served := modProxy(t)
+	image := imageWith(t, "ENV GOPROXY=http://"+host, "ENV GOSUMDB=off")
+	repo := fmt.Sprintf("test/pullwright-%d", os.Getpid())
+	removeCaches(t, repo)
+	d, err := runner.NewDocker(runner.DockerConfig{Forwarder: forwarder(t), Owner: repo, Logger: slog.New(slog.NewTextHandler(t.Output(), nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	s := &setup.Setup{Runner: d, Resolver: names{"modproxy.test": {netip.MustParseAddr("127.0.0.1")}}}
+	dir := pullwrightTree(t)
+	p, err := s.Prepare(t.Context(), setup.Request{
+		Repo: repo, Dir: dir, Image: image, Timeout: 10 * time.Minute, ToolchainHosts: true,
+		Policy: fence.Policy{AllowedNets: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Setup == nil || p.Failed {
+		t.Fatalf("setup of Pullwright's own dependencies = %+v\n%s", p, p.Setup.Output)
+	}
+	t.Logf("setup: %d requests to the module proxy in %s", served.Load(), p.Setup.Duration)
+	before := served.Load()
+	res, err := d.Run(t.Context(), runner.Spec{
+		Dir: dir, Image: image, Command: "GOTOOLCHAIN=local go test ./policy/", Caches: p.Caches, Env: p.Env,
+		Timeout: 10 * time.Minute, Memory: 4 << 30,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ExitCode != 0 || !strings.Contains(res.Output, "ok  \tgithub.com/pullwright/pullwright/policy") || served.Load() != before {
+		t.Fatalf("go test ./policy/ on the cache: exit %d, %d more requests\n%s", res.ExitCode, served.Load()-before, res.Output)
 	}
 }
