@@ -325,7 +325,8 @@ func (a *App) sandbox(ctx context.Context, op *policy.Operator) (task.Runner, ta
 	a.closers = append(a.closers, d.Close)
 	var deps task.Dependencies
 	if fwdErr == nil {
-		deps = dependencies{s: &setup.Setup{Runner: d, Resolver: a.cfg.FenceResolver, Logger: log.With("component", "setup")}, denied: ownAddresses()}
+		deps = dependencies{s: &setup.Setup{Runner: d, Resolver: a.cfg.FenceResolver, Logger: log.With("component", "setup")},
+			m: a.metrics, denied: ownAddresses()}
 	}
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()

@@ -17,6 +17,7 @@ import (
 // dependencies adapts setup.Setup to the task's port.
 type dependencies struct {
 	s *setup.Setup
+	m *metrics
 	// denied are the bot's own addresses, which no setup reaches.
 	denied []netip.Prefix
 }
@@ -52,6 +53,9 @@ func (d dependencies) Prepare(ctx context.Context, r task.DepsRequest) (task.Dep
 			}
 		}
 		out.Setup = rec
+	}
+	if d.m != nil {
+		d.m.setup(out, err)
 	}
 	return out, err
 }

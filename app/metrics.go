@@ -34,6 +34,9 @@ type metrics struct {
 	tokens       *prometheus.CounterVec
 	turns        prometheus.Counter
 	llmErrors    *prometheus.CounterVec
+	depCaches    *prometheus.CounterVec
+	setupTime    prometheus.Histogram
+	fenceBlocked prometheus.Counter
 }
 
 // Label values known in advance: their series exist from the start, at 0.
@@ -42,6 +45,7 @@ var (
 	runOutcomes    = []string{"ok", "failed", "timed_out", "oom_killed", "error"}
 	tokenTypes     = []string{"prompt", "completion"}
 	llmErrorKinds  = []string{"transient", "permanent"}
+	cacheResults   = []string{"hit", "miss", "failed", "error"}
 	unfinishedTask = []task.State{task.Queued, task.Preparing, task.Working, task.AwaitingApproval, task.Running, task.Publishing}
 )
 
@@ -106,6 +110,22 @@ func newMetrics(store counter, log *slog.Logger) *metrics {
 			Name: "pullwright_llm_errors_total",
 			Help: "Agent turns that failed, after the agent's own retries, by kind: transient (429, 5xx, timeouts, connection errors; the task retries) or permanent (the task fails).",
 		}, []string{"kind"}),
+		depCaches: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "pullwright_dependency_cache_total",
+			Help: "Approved runs of repositories with a setup, by what their dependency cache was: hit (ready, no setup), miss (setup ran and filled it), failed (setup failed; the command did not run), error (setup could not run).",
+		}, []string{"result"}),
+		setupTime: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "pullwright_setup_duration_seconds",
+			Help:    "Wall time of a repository's setup behind the fence, sandbox included.",
+			Buckets: prometheus.ExponentialBuckets(0.5, 2, 12),
+		}),
+		fenceBlocked: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "pullwright_fence_blocked_total",
+			Help: "Hosts the fence refused a setup, counted once per setup and host.",
+		}),
+	}
+	for _, r := range cacheResults {
+		m.depCaches.WithLabelValues(r)
 	}
 	for _, v := range verdicts {
 		m.approvalWait.WithLabelValues(v)
@@ -121,7 +141,7 @@ func newMetrics(store counter, log *slog.Logger) *metrics {
 		m.llmErrors.WithLabelValues(k)
 	}
 	m.reg.MustRegister(m.requests, m.latency, m.deliveries, m.steps, m.stepTime, m.ended,
-		m.approvalWait, m.runs, m.runTime, m.tokens, m.turns, m.llmErrors,
+		m.approvalWait, m.runs, m.runTime, m.tokens, m.turns, m.llmErrors, m.depCaches, m.setupTime, m.fenceBlocked,
 		&taskGauge{store: store, desc: prometheus.NewDesc("pullwright_tasks",
 			"Tasks not yet ended, by state, read from the store at scrape time.", []string{"state"}, nil)},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -178,6 +198,25 @@ func (m *metrics) observe(r task.StepResult) {
 }
 
 // run counts one sandbox run.
+// setup counts what a run's dependencies took: a cache hit, a setup that
+// filled one or failed, or an error; and what the fence refused.
+func (m *metrics) setup(ready task.DepsReady, err error) {
+	switch s := ready.Setup; {
+	case err != nil:
+		m.depCaches.WithLabelValues("error").Inc()
+	case s == nil && len(ready.Caches) > 0:
+		m.depCaches.WithLabelValues("hit").Inc()
+	case s != nil:
+		result := "miss"
+		if s.Failed {
+			result = "failed"
+		}
+		m.depCaches.WithLabelValues(result).Inc()
+		m.setupTime.Observe(s.Duration.Seconds())
+		m.fenceBlocked.Add(float64(len(s.Blocked)))
+	}
+}
+
 func (m *metrics) run(res task.RunResult, err error, took time.Duration) {
 	outcome := "ok"
 	switch {

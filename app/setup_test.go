@@ -113,6 +113,12 @@ func TestApprovedRunHasTheRepositorysDependencies(t *testing.T) {
 		t.Fatalf("setup = %+v, %d requests to the proxy", setup, served.Load())
 	}
 	e.waitComment(1, "📦 Setup done")
+	m := e.scrape()
+	for result, want := range map[string]float64{"miss": 1, "hit": 0, "failed": 0, "error": 0} {
+		if got, ok := m.get("pullwright_dependency_cache_total", "result="+result); !ok || got != want {
+			t.Errorf("pullwright_dependency_cache_total{result=%q} = %v (%v), want %v", result, got, ok, want)
+		}
+	}
 }
 
 // removeTestCaches removes the dependency caches of repo when the test ends.
