@@ -1,66 +1,19 @@
 package app_test
 
 import (
-	"context"
 	"fmt"
-	"net"
-	"net/http"
-	"net/http/httptest"
-	"net/netip"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
 
 	"github.com/pullwright/pullwright/app"
 	"github.com/pullwright/pullwright/internal/fakellm"
+	"github.com/pullwright/pullwright/internal/fencetest"
 	"github.com/pullwright/pullwright/internal/sandboxtest"
 	"github.com/pullwright/pullwright/policy"
 	"github.com/pullwright/pullwright/task"
 )
-
-// names resolves only the hosts a test stands up.
-type names map[string][]netip.Addr
-
-func (n names) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
-	if a, ok := n[host]; ok {
-		return a, nil
-	}
-	return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
-}
-
-// goModProxy serves the machine's module cache (the Go module proxy
-// protocol's layout) under the name modproxy.test, counting requests.
-func goModProxy(t *testing.T) (host string, served *atomic.Int64) {
-	t.Helper()
-	out, err := exec.Command("go", "env", "GOMODCACHE").Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	files := http.FileServer(http.Dir(filepath.Join(strings.TrimSpace(string(out)), "cache", "download")))
-	served = &atomic.Int64{}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		served.Add(1)
-		files.ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
-	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
-	return "modproxy.test:" + port, served
-}
-
-// forwarderBinary builds the fence's forwarder, static, as the bot's image
-// has it (the test binary is not one).
-func forwarderBinary(t *testing.T) string {
-	t.Helper()
-	out := filepath.Join(t.TempDir(), "forward")
-	cmd := exec.Command("go", "build", "-o", out, "../runner/testdata/forward")
-	cmd.Env = append(cmd.Environ(), "CGO_ENABLED=0", "GOOS=linux")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build the forwarder: %v\n%s", err, b)
-	}
-	return out
-}
 
 const buildCmd = "GOTOOLCHAIN=local go build -o /tmp/app . && echo built"
 
@@ -70,23 +23,19 @@ const buildCmd = "GOTOOLCHAIN=local go build -o /tmp/app . && echo built"
 func newSetupEnv(t *testing.T, llm *fakellm.Server) (e *env, host string, served *atomic.Int64) {
 	t.Helper()
 	image := sandboxtest.Image(t)
-	host, served = goModProxy(t)
-	op, err := policy.LoadOperator([]byte(fmt.Sprintf("fence:\n  hosts: [%q]\n  allowed_nets: [127.0.0.0/8]\n", host)))
+	host, served = fencetest.ModProxy(t)
+	op, err := policy.LoadOperator([]byte(fmt.Sprintf("fence:\n  hosts: [%q]\n  allowed_nets: [%s]\n", host, fencetest.Loopback)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	fwd := forwarderBinary(t)
+	fwd := fencetest.Forwarder(t)
 	e = newEnv(t, llm, func(c *app.Config) {
 		c.Runner, c.SandboxImage, c.Forwarder, c.Operator = "docker", image, fwd, op
-		c.FenceResolver = names{"modproxy.test": {netip.MustParseAddr("127.0.0.1")}}
+		c.FenceResolver = fencetest.Resolver()
 	})
-	e.git.Push(t, owner, repoName, "master", map[string]string{
-		"go.mod": "module example.com/app\n\ngo 1.21\n\nrequire github.com/hashicorp/yamux v0.1.2\n",
-		"go.sum": "github.com/hashicorp/yamux v0.1.2 h1:XtB8kyFOyHXYVFnwT5C3+Bdo8gArse7j2AQ0DA0Uey8=\n" +
-			"github.com/hashicorp/yamux v0.1.2/go.mod h1:C+zze2n6e/7wshOZep2A70/aQU6QBRWJO/G6FT1wIns=\n",
-		"main.go":   "package main\n\nimport \"github.com/hashicorp/yamux\"\n\nfunc main() { _ = yamux.DefaultConfig() }\n",
-		policy.Path: fmt.Sprintf("setup:\n  - GOPROXY=http://%s GOTOOLCHAIN=local go mod download\n", host),
-	}, "A module with a dependency")
+	files := fencetest.GoModule("")
+	files[policy.Path] = fmt.Sprintf("setup:\n  - GOPROXY=http://%s GOTOOLCHAIN=local go mod download\n", host)
+	e.git.Push(t, owner, repoName, "master", files, "A module with a dependency")
 	removeTestCaches(t, owner+"/"+repoName)
 	return e, host, served
 }

@@ -8,7 +8,6 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -18,32 +17,9 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/pullwright/pullwright/fence"
+	"github.com/pullwright/pullwright/internal/fencetest"
 	"github.com/pullwright/pullwright/runner"
 )
-
-// forwarder builds the fence's forwarder as a static Linux binary, as the
-// bot's image carries it.
-func forwarder(t *testing.T) string {
-	t.Helper()
-	out := filepath.Join(t.TempDir(), "forward")
-	cmd := exec.Command("go", "build", "-o", out, "./testdata/forward")
-	cmd.Env = append(cmd.Environ(), "CGO_ENABLED=0", "GOOS=linux")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build the forwarder: %v\n%s", err, b)
-	}
-	return out
-}
-
-// names resolves the test's own hosts: the tests reach only servers they
-// started, under names that resolve nowhere else.
-type names map[string][]netip.Addr
-
-func (n names) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
-	if a, ok := n[host]; ok {
-		return a, nil
-	}
-	return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
-}
 
 // A fenced run reaches the allowed host through the fence and nothing else:
 // not a host off the list, and not the allowed host itself by its address
@@ -65,11 +41,11 @@ func TestDockerFencedRun(t *testing.T) {
 	proxy, err := fence.New(fence.Policy{
 		Hosts:       []string{"registry.test:" + port(registry)},
 		AllowedNets: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}, // the test's registry is on loopback
-	}, names{"registry.test": {loopback}, "elsewhere.test": {loopback}}, nil)
+	}, fencetest.Names{"registry.test": {loopback}, "elsewhere.test": {loopback}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := newDocker(t, runner.DockerConfig{Forwarder: forwarder(t)})
+	d := newDocker(t, runner.DockerConfig{Forwarder: fencetest.Forwarder(t)})
 	cmd := strings.Join([]string{
 		"ls /sys/class/net",
 		"wget -q -O- http://registry.test:" + port(registry) + "/example.com/m/@v/list",
@@ -107,7 +83,7 @@ func TestDockerFencedRun(t *testing.T) {
 // Without the forwarder a fenced run is an error, before any container.
 func TestDockerFencedRunNeedsTheForwarder(t *testing.T) {
 	d := newDocker(t, runner.DockerConfig{})
-	proxy, _ := fence.New(fence.Policy{}, names{}, nil)
+	proxy, _ := fence.New(fence.Policy{}, fencetest.Names{}, nil)
 	if _, err := d.Run(t.Context(), runner.Spec{Dir: t.TempDir(), Command: "true", Route: proxy}); err == nil || !strings.Contains(err.Error(), "Forwarder") {
 		t.Fatalf("Run = %v, want an error naming DockerConfig.Forwarder", err)
 	}
@@ -122,39 +98,20 @@ func TestDockerFencedRunNeedsTheForwarder(t *testing.T) {
 // go.sum; the checksum database, not on the list, is never reached. Then
 // an approved run with no network builds against the cache, read-only.
 func TestDockerFencedSetupFillsACacheRunsRead(t *testing.T) {
-	cache, err := exec.Command("go", "env", "GOMODCACHE").Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	files := filepath.Join(strings.TrimSpace(string(cache)), "cache", "download")
-	var served atomic.Int64
-	modproxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		served.Add(1)
-		http.FileServer(http.Dir(files)).ServeHTTP(w, r)
-	}))
-	defer modproxy.Close()
-	_, p, _ := net.SplitHostPort(modproxy.Listener.Addr().String())
-	proxy, err := fence.New(fence.Policy{
-		Hosts:       []string{"modproxy.test:" + p},
-		AllowedNets: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
-	}, names{"modproxy.test": {netip.MustParseAddr("127.0.0.1")}}, nil)
+	host, served := fencetest.ModProxy(t)
+	proxy, err := fence.New(fence.Policy{Hosts: []string{host}, AllowedNets: []netip.Prefix{fencetest.Loopback}}, fencetest.Resolver(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	writeFiles(t, dir, map[string]string{
-		"go.mod": "module example.com/app\n\ngo 1.21\n\nrequire github.com/hashicorp/yamux v0.1.2\n",
-		"go.sum": "github.com/hashicorp/yamux v0.1.2 h1:XtB8kyFOyHXYVFnwT5C3+Bdo8gArse7j2AQ0DA0Uey8=\n" +
-			"github.com/hashicorp/yamux v0.1.2/go.mod h1:C+zze2n6e/7wshOZep2A70/aQU6QBRWJO/G6FT1wIns=\n",
-		"main.go": "package main\n\nimport \"github.com/hashicorp/yamux\"\n\nfunc main() { _ = yamux.DefaultConfig() }\n",
-	})
+	writeFiles(t, dir, fencetest.GoModule(""))
 	volume := cacheVolume(t)
 	modcache := "GOMODCACHE=/deps/" + runner.CacheFiles + "/go/mod"
-	d := newDocker(t, runner.DockerConfig{Forwarder: forwarder(t)})
+	d := newDocker(t, runner.DockerConfig{Forwarder: fencetest.Forwarder(t)})
 	setup, err := d.Run(t.Context(), runner.Spec{
 		Dir: dir, Route: proxy, Timeout: 2 * time.Minute,
 		Caches:  []runner.CacheMount{{Volume: volume, Target: "/deps"}},
-		Env:     []string{modcache, "GOPROXY=http://modproxy.test:" + p, "GOFLAGS=-mod=mod", "GOTOOLCHAIN=local"},
+		Env:     []string{modcache, "GOPROXY=http://" + host, "GOFLAGS=-mod=mod", "GOTOOLCHAIN=local"},
 		Command: "go mod download",
 	})
 	if err != nil {

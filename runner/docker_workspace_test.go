@@ -15,9 +15,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 
+	"github.com/pullwright/pullwright/internal/sandboxtest"
 	"github.com/pullwright/pullwright/runner"
 )
 
@@ -444,41 +444,11 @@ func TestDockerCopyFails(t *testing.T) {
 	}
 }
 
-// imageWithVolume commits the sandbox image with a VOLUME at path, as an
-// image a repository may name could declare one.
-func imageWithVolume(t *testing.T, path string) string {
-	t.Helper()
-	cli, err := client.New(client.FromEnv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cli.Close()
-	ctx := context.Background()
-	created, err := cli.ContainerCreate(ctx, client.ContainerCreateOptions{Config: &container.Config{Image: sandboxImage(t), Cmd: []string{"true"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cli.ContainerRemove(ctx, created.ID, client.ContainerRemoveOptions{Force: true})
-	ref := fmt.Sprintf("pullwright/sandbox-volume:test-%d", os.Getpid())
-	if _, err := cli.ContainerCommit(ctx, created.ID, client.ContainerCommitOptions{Reference: ref, Changes: []string{"VOLUME " + path}}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		c, err := client.New(client.FromEnv)
-		if err != nil {
-			return
-		}
-		defer c.Close()
-		_, _ = c.ImageRemove(context.Background(), ref, client.ImageRemoveOptions{Force: true})
-	})
-	return ref
-}
-
 // A VOLUME the image declares would be an anonymous volume on the engine's
 // disk, writable on a read-only root and bounded by nothing: the sandbox
 // mounts a capped tmpfs there instead.
 func TestDockerImageVolumesAreCapped(t *testing.T) {
-	image := imageWithVolume(t, "/data")
+	image := sandboxtest.ImageWith(t, "VOLUME /data")
 	d := newDocker(t, runner.DockerConfig{TmpfsSize: 16 << 20})
 	res, err := d.Run(t.Context(), runner.Spec{
 		Dir: t.TempDir(), Image: image, Timeout: time.Minute, Memory: 256 << 20,

@@ -4,79 +4,46 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/http"
-	"net/http/httptest"
 	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 
 	"github.com/pullwright/pullwright/fence"
+	"github.com/pullwright/pullwright/internal/fencetest"
 	"github.com/pullwright/pullwright/internal/sandboxtest"
 	"github.com/pullwright/pullwright/runner"
 	"github.com/pullwright/pullwright/setup"
 )
 
-// names resolves the test's own hosts only.
-type names map[string][]netip.Addr
-
-func (n names) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
-	if a, ok := n[host]; ok {
-		return a, nil
-	}
-	return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
-}
-
-// modProxy serves the machine's module cache, which is laid out as the Go
-// module proxy protocol asks, and counts what it was asked.
-func modProxy(t testing.TB) (url string, served *atomic.Int64) {
-	out, err := exec.Command("go", "env", "GOMODCACHE").Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	files := http.FileServer(http.Dir(filepath.Join(strings.TrimSpace(string(out)), "cache", "download")))
-	served = &atomic.Int64{}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		served.Add(1)
-		files.ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
-	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
-	return "modproxy.test:" + port, served
-}
-
-func forwarder(t testing.TB) string {
-	out := filepath.Join(t.TempDir(), "forward")
-	cmd := exec.Command("go", "build", "-o", out, "../runner/testdata/forward")
-	cmd.Env = append(cmd.Environ(), "CGO_ENABLED=0", "GOOS=linux")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build the forwarder: %v\n%s", err, b)
-	}
-	return out
-}
-
 // module writes a Go module that needs one dependency.
 func module(t *testing.T, extra string) string {
 	dir := t.TempDir()
-	for name, content := range map[string]string{
-		"go.mod": "module example.com/app\n\ngo 1.21\n\nrequire github.com/hashicorp/yamux v0.1.2\n" + extra,
-		"go.sum": "github.com/hashicorp/yamux v0.1.2 h1:XtB8kyFOyHXYVFnwT5C3+Bdo8gArse7j2AQ0DA0Uey8=\n" +
-			"github.com/hashicorp/yamux v0.1.2/go.mod h1:C+zze2n6e/7wshOZep2A70/aQU6QBRWJO/G6FT1wIns=\n",
-		"main.go": "package main\n\nimport \"github.com/hashicorp/yamux\"\n\nfunc main() { _ = yamux.DefaultConfig() }\n",
-	} {
+	for name, content := range fencetest.GoModule(extra) {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
 	return dir
+}
+
+// newDocker is a Docker runner for fenced setups whose containers and
+// caches carry repo as their owner; image "" lets it choose.
+func newDocker(t *testing.T, repo, image string) *runner.Docker {
+	t.Helper()
+	removeCaches(t, repo)
+	d, err := runner.NewDocker(runner.DockerConfig{Image: image, Forwarder: fencetest.Forwarder(t), Owner: repo,
+		Logger: slog.New(slog.NewTextHandler(t.Output(), nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d
 }
 
 // removeCaches removes the caches of repo when the test ends.
@@ -107,22 +74,18 @@ func removeCaches(t testing.TB, repo string) {
 // changed manifest sets up again.
 func TestPrepareFillsTheCacheOnce(t *testing.T) {
 	image := sandboxtest.Image(t)
-	host, served := modProxy(t)
+	host, served := fencetest.ModProxy(t)
 	repo := fmt.Sprintf("test/setup-%d", os.Getpid())
 	removeCaches(t, repo)
-	d, err := runner.NewDocker(runner.DockerConfig{Image: image, Forwarder: forwarder(t), Owner: repo, Logger: slog.New(slog.NewTextHandler(t.Output(), nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	s := &setup.Setup{Runner: d, Resolver: names{"modproxy.test": {netip.MustParseAddr("127.0.0.1")}}, Keep: 1,
+	d := newDocker(t, repo, image)
+	s := &setup.Setup{Runner: d, Resolver: fencetest.Resolver(), Keep: 1,
 		Logger: slog.New(slog.NewTextHandler(t.Output(), nil))}
 	req := func(dir string) setup.Request {
 		return setup.Request{
 			Repo: repo, Dir: dir, Timeout: 2 * time.Minute,
 			// The repository's own setup: its module proxy is the test's.
 			Setup:  []string{"GOPROXY=http://" + host + " GOTOOLCHAIN=local go mod download"},
-			Policy: fence.Policy{Hosts: []string{host}, AllowedNets: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}},
+			Policy: fence.Policy{Hosts: []string{host}, AllowedNets: []netip.Prefix{fencetest.Loopback}},
 		}
 	}
 
@@ -179,19 +142,15 @@ func TestPrepareFillsTheCacheOnce(t *testing.T) {
 // it, and the next try sets up again.
 func TestPrepareFailsBehindTheFence(t *testing.T) {
 	image := sandboxtest.Image(t)
-	host, served := modProxy(t)
+	host, served := fencetest.ModProxy(t)
 	repo := fmt.Sprintf("test/setup-blocked-%d", os.Getpid())
 	removeCaches(t, repo)
-	d, err := runner.NewDocker(runner.DockerConfig{Image: image, Forwarder: forwarder(t), Owner: repo, Logger: slog.New(slog.NewTextHandler(t.Output(), nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	s := &setup.Setup{Runner: d, Resolver: names{"modproxy.test": {netip.MustParseAddr("127.0.0.1")}}}
+	d := newDocker(t, repo, image)
+	s := &setup.Setup{Runner: d, Resolver: fencetest.Resolver()}
 	req := setup.Request{
 		Repo: repo, Dir: module(t, ""), Timeout: 2 * time.Minute,
 		Setup:  []string{"GOPROXY=http://" + host + " GOTOOLCHAIN=local go mod download"},
-		Policy: fence.Policy{AllowedNets: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}, // the proxy is not listed
+		Policy: fence.Policy{AllowedNets: []netip.Prefix{fencetest.Loopback}}, // the proxy is not listed
 	}
 	for range 2 {
 		p, err := s.Prepare(t.Context(), req)
@@ -207,53 +166,20 @@ func TestPrepareFailsBehindTheFence(t *testing.T) {
 	}
 }
 
-// imageWith commits the sandbox image with changes (Dockerfile lines).
-func imageWith(t testing.TB, changes ...string) string {
-	t.Helper()
-	cli, err := client.New(client.FromEnv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cli.Close()
-	ctx := context.Background()
-	created, err := cli.ContainerCreate(ctx, client.ContainerCreateOptions{Config: &container.Config{Image: sandboxtest.Image(t), Cmd: []string{"true"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cli.ContainerRemove(ctx, created.ID, client.ContainerRemoveOptions{Force: true})
-	ref := fmt.Sprintf("pullwright/sandbox-mirror:test-%d-%d", os.Getpid(), time.Now().UnixNano())
-	if _, err := cli.ContainerCommit(ctx, created.ID, client.ContainerCommitOptions{Reference: ref, Changes: changes}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		c, err := client.New(client.FromEnv)
-		if err != nil {
-			return
-		}
-		defer c.Close()
-		_, _ = c.ImageRemove(context.Background(), ref, client.ImageRemoveOptions{Force: true})
-	})
-	return ref
-}
-
 // A mirror the image's toolchain is configured with just works: with no
 // setup of the repository's and no host of the operator's, the default
 // setup (go mod download) reaches the module proxy the image's go env
 // names, read from the image, and nothing else.
 func TestPrepareReachesTheImagesOwnMirror(t *testing.T) {
-	host, served := modProxy(t)
-	image := imageWith(t, "ENV GOPROXY=http://"+host, "ENV GOSUMDB=off")
+	host, served := fencetest.ModProxy(t)
+	image := sandboxtest.ImageWith(t, "ENV GOPROXY=http://"+host, "ENV GOSUMDB=off")
 	repo := fmt.Sprintf("test/setup-mirror-%d", os.Getpid())
 	removeCaches(t, repo)
-	d, err := runner.NewDocker(runner.DockerConfig{Forwarder: forwarder(t), Owner: repo, Logger: slog.New(slog.NewTextHandler(t.Output(), nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	s := &setup.Setup{Runner: d, Resolver: names{"modproxy.test": {netip.MustParseAddr("127.0.0.1")}}}
+	d := newDocker(t, repo, "")
+	s := &setup.Setup{Runner: d, Resolver: fencetest.Resolver()}
 	req := setup.Request{
 		Repo: repo, Dir: module(t, ""), Image: image, Timeout: 2 * time.Minute, ToolchainHosts: true,
-		Policy: fence.Policy{AllowedNets: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}},
+		Policy: fence.Policy{AllowedNets: []netip.Prefix{fencetest.Loopback}},
 	}
 	p, err := s.Prepare(t.Context(), req)
 	if err != nil {
@@ -307,20 +233,16 @@ func TestPullwrightsOwnTestsPassOnTheCache(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and tests a real module in the sandbox")
 	}
-	host, served := modProxy(t)
-	image := imageWith(t, "ENV GOPROXY=http://"+host, "ENV GOSUMDB=off")
+	host, served := fencetest.ModProxy(t)
+	image := sandboxtest.ImageWith(t, "ENV GOPROXY=http://"+host, "ENV GOSUMDB=off")
 	repo := fmt.Sprintf("test/pullwright-%d", os.Getpid())
 	removeCaches(t, repo)
-	d, err := runner.NewDocker(runner.DockerConfig{Forwarder: forwarder(t), Owner: repo, Logger: slog.New(slog.NewTextHandler(t.Output(), nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	s := &setup.Setup{Runner: d, Resolver: names{"modproxy.test": {netip.MustParseAddr("127.0.0.1")}}}
+	d := newDocker(t, repo, "")
+	s := &setup.Setup{Runner: d, Resolver: fencetest.Resolver()}
 	dir := pullwrightTree(t)
 	p, err := s.Prepare(t.Context(), setup.Request{
 		Repo: repo, Dir: dir, Image: image, Timeout: 10 * time.Minute, ToolchainHosts: true,
-		Policy: fence.Policy{AllowedNets: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}},
+		Policy: fence.Policy{AllowedNets: []netip.Prefix{fencetest.Loopback}},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 )
 
@@ -69,4 +70,36 @@ func find() (string, error) {
 		return "", fmt.Errorf("image %s is missing and %s failed: %v\n%s", img, script, err, out)
 	}
 	return img, nil
+}
+
+// ImageWith is the sandbox image committed with changes (Dockerfile
+// lines such as "ENV GOPROXY=…" or "VOLUME /data"), removed when the test
+// ends: an image as a repository or an operator might have built it.
+func ImageWith(t testing.TB, changes ...string) string {
+	t.Helper()
+	base := Image(t)
+	cli, err := client.New(client.FromEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	ctx := context.Background()
+	created, err := cli.ContainerCreate(ctx, client.ContainerCreateOptions{Config: &container.Config{Image: base, Cmd: []string{"true"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.ContainerRemove(ctx, created.ID, client.ContainerRemoveOptions{Force: true})
+	ref := fmt.Sprintf("pullwright/sandbox-variant:test-%d-%d", os.Getpid(), time.Now().UnixNano())
+	if _, err := cli.ContainerCommit(ctx, created.ID, client.ContainerCommitOptions{Reference: ref, Changes: changes}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		c, err := client.New(client.FromEnv)
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		_, _ = c.ImageRemove(context.Background(), ref, client.ImageRemoveOptions{Force: true})
+	})
+	return ref
 }

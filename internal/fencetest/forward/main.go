@@ -1,5 +1,5 @@
 // Command forward is the fence's forwarder alone, as `bot fence-forward`
-// runs it, for the runner's tests: built in seconds where the whole bot
+// runs it, for tests (fencetest.Forwarder): built in seconds where the whole bot
 // takes minutes.
 package main
 

@@ -1,0 +1,83 @@
+// Package fencetest gives tests of the dependency fence what they stand
+// up: names for their own hosts, a Go module proxy over the machine's
+// module cache, and the forwarder built as the bot's image carries it.
+// Nothing here reaches a host the test did not start.
+package fencetest
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+)
+
+// Names resolves the tests' own hosts, under names that resolve nowhere
+// else, and nothing more.
+type Names map[string][]netip.Addr
+
+// LookupNetIP answers from the table; any other name does not exist.
+func (n Names) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
+	if a, ok := n[host]; ok {
+		return a, nil
+	}
+	return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
+}
+
+// Loopback is the range the tests' servers are on, which a fence must be
+// told it may reach.
+var Loopback = netip.MustParsePrefix("127.0.0.0/8")
+
+// ModProxy serves the machine's module cache, which is laid out as the Go
+// module proxy protocol asks, on loopback; it returns the proxy as
+// "modproxy.test:port" (resolved by Resolver) and a count of the requests
+// it served.
+func ModProxy(t testing.TB) (host string, served *atomic.Int64) {
+	t.Helper()
+	out, err := exec.Command("go", "env", "GOMODCACHE").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := http.FileServer(http.Dir(filepath.Join(strings.TrimSpace(string(out)), "cache", "download")))
+	served = &atomic.Int64{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		served.Add(1)
+		files.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	return "modproxy.test:" + port, served
+}
+
+// Resolver resolves ModProxy's name.
+func Resolver() Names { return Names{"modproxy.test": {netip.MustParseAddr("127.0.0.1")}} }
+
+// Forwarder builds the fence's forwarder (package forward, what `bot
+// fence-forward` runs) as a static Linux binary, as the bot's image has
+// it: a test binary is none.
+func Forwarder(t testing.TB) string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "forward")
+	cmd := exec.Command("go", "build", "-o", out, "github.com/pullwright/pullwright/internal/fencetest/forward")
+	cmd.Env = append(cmd.Environ(), "CGO_ENABLED=0", "GOOS=linux")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build the forwarder: %v\n%s", err, b)
+	}
+	return out
+}
+
+// GoModule is a module that needs one dependency, which ModProxy serves,
+// with its go.sum: the files of a repository with dependencies.
+func GoModule(extra string) map[string]string {
+	return map[string]string{
+		"go.mod": "module example.com/app\n\ngo 1.21\n\nrequire github.com/hashicorp/yamux v0.1.2\n" + extra,
+		"go.sum": "github.com/hashicorp/yamux v0.1.2 h1:XtB8kyFOyHXYVFnwT5C3+Bdo8gArse7j2AQ0DA0Uey8=\n" +
+			"github.com/hashicorp/yamux v0.1.2/go.mod h1:C+zze2n6e/7wshOZep2A70/aQU6QBRWJO/G6FT1wIns=\n",
+		"main.go": "package main\n\nimport \"github.com/hashicorp/yamux\"\n\nfunc main() { _ = yamux.DefaultConfig() }\n",
+	}
+}
