@@ -345,6 +345,10 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request) {
 	defer tr.CloseIdleConnections()
 	out := r.Clone(r.Context())
 	out.RequestURI = ""
+	// The Host header is the host checked, not one the client chose: on a
+	// server that hosts many names, another Host would reach a name the
+	// allow-list does not hold at an address it does.
+	out.Host = ""
 	for _, h := range hopHeaders {
 		out.Header.Del(h)
 	}

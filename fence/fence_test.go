@@ -1,6 +1,7 @@
 package fence
 
 import (
+	"bufio"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -288,5 +289,38 @@ func TestEventsAreBounded(t *testing.T) {
 	events, dropped := p.Events()
 	if len(events) != 3 || dropped != 2 || events[0].String() != "blocked: x:443 (not on the allow-list)" {
 		t.Fatalf("events %v, dropped %d", events, dropped)
+	}
+}
+
+// A plain-HTTP request reaches the allowed server under the allowed name,
+// whatever Host header the client sent: on a server of many names, another
+// Host would reach a name the allow-list does not hold.
+func TestProxySendsTheCheckedHost(t *testing.T) {
+	var seen atomic.Value
+	mirror := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { seen.Store(r.Host) }))
+	defer mirror.Close()
+	_, port, _ := net.SplitHostPort(mirror.Listener.Addr().String())
+	p, err := New(Policy{Hosts: []string{"mirror.test:" + port}, AllowedNets: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}},
+		&names{table: map[string][]netip.Addr{"mirror.test": {netip.MustParseAddr("127.0.0.1")}}}, testLog(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(p)
+	defer srv.Close()
+	// Written by hand: Go's client would put the Host into the request
+	// line too.
+	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "GET http://mirror.test:%s/ HTTP/1.1\r\nHost: elsewhere.test\r\nConnection: close\r\n\r\n", port)
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if got := seen.Load(); got != "mirror.test:"+port {
+		t.Fatalf("the server saw Host %v, want the allowed name (%s)", got, resp.Status)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/yamux"
+	"golang.org/x/net/netutil"
 )
 
 // A route is how a sandbox with no network reaches the proxy: a forwarder
@@ -30,6 +31,10 @@ const ListenAddr = "127.0.0.1:3128"
 // Ready is the line the forwarder writes to its standard error once it
 // listens: commands must not start before.
 const Ready = "pullwright-fence-ready"
+
+// maxConns bounds a route's connections served at once; package managers
+// open a few dozen.
+const maxConns = 64
 
 func sessionConfig() *yamux.Config {
 	c := yamux.DefaultConfig()
@@ -52,13 +57,19 @@ func (p *Proxy) ServeRoute(ctx context.Context, conn io.ReadWriteCloser) error {
 	srv := &http.Server{
 		Handler:           p,
 		ReadHeaderTimeout: 30 * time.Second,
+		// A proxy request is a line and a few headers; the default
+		// megabyte per connection is room for a setup to spend the bot's
+		// memory.
+		MaxHeaderBytes: 32 << 10,
 		ErrorLog:          slog.NewLogLogger(p.log.Handler(), slog.LevelDebug),
 		BaseContext:       func(net.Listener) context.Context { return ctx },
 	}
 	stop := context.AfterFunc(ctx, func() { srv.Close(); sess.Close() })
 	defer stop()
-	// A yamux session is a net.Listener of the streams the other side opens.
-	err = srv.Serve(sess)
+	// A yamux session is a net.Listener of the streams the other side
+	// opens; at most maxConns are served at once, each holding a stream's
+	// window of the bot's memory, whatever the sandbox opens.
+	err = srv.Serve(netutil.LimitListener(sess, maxConns))
 	sess.Close()
 	srv.Close()
 	if errors.Is(err, http.ErrServerClosed) || errors.Is(err, io.EOF) || sess.IsClosed() {
