@@ -61,8 +61,8 @@ func (p *Proxy) ServeRoute(ctx context.Context, conn io.ReadWriteCloser) error {
 		// megabyte per connection is room for a setup to spend the bot's
 		// memory.
 		MaxHeaderBytes: 32 << 10,
-		ErrorLog:          slog.NewLogLogger(p.log.Handler(), slog.LevelDebug),
-		BaseContext:       func(net.Listener) context.Context { return ctx },
+		ErrorLog:       slog.NewLogLogger(p.log.Handler(), slog.LevelDebug),
+		BaseContext:    func(net.Listener) context.Context { return ctx },
 	}
 	stop := context.AfterFunc(ctx, func() { srv.Close(); sess.Close() })
 	defer stop()
