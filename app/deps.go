@@ -32,12 +32,12 @@ func (d dependencies) Prepare(ctx context.Context, r task.DepsRequest) (task.Dep
 		nets = append(nets, p.Masked())
 	}
 	p, err := d.s.Prepare(ctx, setup.Request{
-		Repo: r.Repo.FullName(), Dir: r.Dir, Image: r.Image, Setup: r.Setup,
+		Repo: r.Repo.FullName(), Dir: r.Dir, Base: r.Base, Image: r.Image, Setup: r.Setup,
 		Policy:         fence.Policy{Hosts: r.Hosts, AllowedNets: nets, Denied: d.denied},
 		ToolchainHosts: r.ToolchainHosts,
 		Memory:         r.Memory, Disk: r.Disk, NanoCPUs: int64(r.CPUs * 1e9), Timeout: r.Timeout, Labels: r.Labels,
 	})
-	out := task.DepsReady{Env: p.Env}
+	out := task.DepsReady{Env: p.Env, Release: p.Release}
 	for _, c := range p.Caches {
 		out.Caches = append(out.Caches, task.CacheMount{Volume: c.Volume, Target: c.Target, ReadOnly: c.ReadOnly})
 	}
@@ -60,7 +60,14 @@ func (d dependencies) Prepare(ctx context.Context, r task.DepsRequest) (task.Dep
 	return out, err
 }
 
+// maxHostsShown bounds the hosts a setup record keeps of each kind: the
+// record is stored with the task and shown in its status.
+const maxHostsShown = 20
+
 func appendNew(list []string, s string) []string {
+	if len(list) >= maxHostsShown {
+		return list
+	}
 	for _, x := range list {
 		if x == s {
 			return list

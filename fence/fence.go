@@ -73,6 +73,9 @@ func (e Event) String() string {
 	return "blocked: " + hp + " (" + e.Why + ")"
 }
 
+// maxHostLen is the longest host name DNS has.
+const maxHostLen = 253
+
 // Proxy enforces a Policy on the connections it serves.
 type Proxy struct {
 	policy   Policy
@@ -116,6 +119,11 @@ func (p *Proxy) Events() ([]Event, int) {
 
 func (p *Proxy) record(e Event) {
 	e.At = time.Now()
+	if len(e.Host) > maxHostLen {
+		// No name is longer (RFC 1035); a longer one is the sandbox's
+		// words, kept short in the bot's memory, logs and comments.
+		e.Host = e.Host[:maxHostLen] + "…"
+	}
 	p.mu.Lock()
 	if len(p.events) < p.maxEvents {
 		p.events = append(p.events, e)

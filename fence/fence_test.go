@@ -290,6 +290,11 @@ func TestEventsAreBounded(t *testing.T) {
 	if len(events) != 3 || dropped != 2 || events[0].String() != "blocked: x:443 (not on the allow-list)" {
 		t.Fatalf("events %v, dropped %d", events, dropped)
 	}
+	long, _ := New(Policy{}, &names{}, testLog(t))
+	long.record(Event{Host: strings.Repeat("a", 40000), Port: 443})
+	if events, _ := long.Events(); len(events[0].Host) > maxHostLen+len("…") {
+		t.Fatalf("a host of %d bytes was kept", len(events[0].Host))
+	}
 }
 
 // A plain-HTTP request reaches the allowed server under the allowed name,

@@ -43,6 +43,10 @@ func sessionConfig() *yamux.Config {
 	// only add traffic, and the session ends with the sandbox.
 	c.EnableKeepAlive = false
 	c.ConnectionWriteTimeout = 30 * time.Second
+	// A closed stream's buffer is kept until this ends: at yamux's
+	// default (5 minutes) a setup opening and dropping streams fast holds
+	// gigabytes of the bot's memory, whatever maxConns says.
+	c.StreamCloseTimeout = time.Second
 	return c
 }
 
@@ -69,13 +73,30 @@ func (p *Proxy) ServeRoute(ctx context.Context, conn io.ReadWriteCloser) error {
 	// A yamux session is a net.Listener of the streams the other side
 	// opens; at most maxConns are served at once, each holding a stream's
 	// window of the bot's memory, whatever the sandbox opens.
-	err = srv.Serve(netutil.LimitListener(sess, maxConns))
+	err = srv.Serve(netutil.LimitListener(capped{sess}, maxConns))
 	sess.Close()
 	srv.Close()
 	if errors.Is(err, http.ErrServerClosed) || errors.Is(err, io.EOF) || sess.IsClosed() {
 		return nil
 	}
 	return fmt.Errorf("fence: serve the route: %w", err)
+}
+
+// maxStreams ends a session whose side in the sandbox keeps more streams
+// open than any package manager would, each a window of the bot's memory.
+const maxStreams = 4 * maxConns
+
+// capped is a session that ends when the sandbox opens too many streams.
+type capped struct{ *yamux.Session }
+
+func (c capped) Accept() (net.Conn, error) {
+	conn, err := c.Session.Accept()
+	if err == nil && c.NumStreams() > maxStreams {
+		conn.Close()
+		c.Close()
+		return nil, fmt.Errorf("fence: the sandbox opened more than %d streams at once", maxStreams)
+	}
+	return conn, err
 }
 
 // RunForwarder is the forwarder's program (`bot fence-forward`): it

@@ -111,3 +111,23 @@ func (d *Docker) EvictCaches(ctx context.Context, repo string, keep int) ([]stri
 	}
 	return removed, nil
 }
+
+// PrivateCache makes a cache volume for one run's setup alone, on files
+// whose dependencies must not be shared (the agent changed a manifest):
+// never marked ready, removed with RemoveCache after the run, and, like a
+// workspace volume, by CleanupOrphans after a crash.
+func (d *Docker) PrivateCache(ctx context.Context, labels map[string]string) (string, error) {
+	name := "pullwright-deps-private-" + randomHex(8)
+	if _, err := d.cli.VolumeCreate(ctx, client.VolumeCreateOptions{Name: name, Driver: "local", Labels: d.labels(Spec{Labels: labels})}); err != nil {
+		return "", fmt.Errorf("create a private cache: %w", err)
+	}
+	return name, nil
+}
+
+// RemoveCache removes a private cache volume.
+func (d *Docker) RemoveCache(ctx context.Context, name string) error {
+	if _, err := d.cli.VolumeRemove(ctx, name, client.VolumeRemoveOptions{Force: true}); err != nil && !cerrdefs.IsNotFound(err) {
+		return fmt.Errorf("remove cache %s: %w", name, err)
+	}
+	return nil
+}

@@ -44,7 +44,7 @@ func BenchmarkSetup(b *testing.B) {
 	s := &setup.Setup{Runner: d, Resolver: fencetest.Resolver(), Keep: 1}
 	dir := pullwrightTree(b)
 	req := setup.Request{
-		Repo: repo, Dir: dir, Image: image, Timeout: 10 * time.Minute, ToolchainHosts: true,
+		Repo: repo, Dir: dir, Base: dir, Image: image, Timeout: 10 * time.Minute, ToolchainHosts: true,
 		Policy: fence.Policy{AllowedNets: []netip.Prefix{fencetest.Loopback}},
 	}
 	cli, err := client.New(client.FromEnv)

@@ -47,14 +47,23 @@ type Setup struct {
 	// ecosystem: an image's configuration does not change under its name
 	// often enough to read it before every setup.
 	probed map[string][]string
+	// keys lock the setups of one shared cache (lock).
+	keys map[string]*sync.Mutex
 }
 
 // Request is one run's need for its repository's dependencies.
 type Request struct {
 	Repo string // owner/name
-	// Dir holds the approved commit's files: the plan is made from them,
-	// and setup runs on them.
-	Dir   string
+	// Dir holds the approved commit's files, which the run gets.
+	Dir string
+	// Base holds the default branch's files the task started from, ""
+	// when there are none to trust (a pull request's). A setup runs code
+	// of the files it runs on (build backends, pnpm hooks, Yarn's
+	// release), not only the manifests its key covers: so a cache shared
+	// by the repository's tasks is filled from Base alone, and only when
+	// Dir's manifests are Base's. Otherwise the setup runs on Dir into a
+	// cache of this run's own, removed by Release.
+	Base  string
 	Image string // the repository's sandbox.image; "" lets the runner choose
 	// Setup is the repository's setup (nil: the defaults per ecosystem).
 	Setup []string
@@ -82,6 +91,17 @@ type Prepared struct {
 	// Failed is true when the setup ran and did not succeed: the approved
 	// command should not run on a half-filled cache.
 	Failed bool
+	// Private is true when the cache is this run's own (see
+	// Request.Base); Release removes it after the run.
+	Private bool
+	release func(context.Context)
+}
+
+// Release removes what the run alone used; call it once the run ended.
+func (p Prepared) Release(ctx context.Context) {
+	if p.release != nil {
+		p.release(ctx)
+	}
 }
 
 // Prepare plans the setup for req's files and makes its cache ready,
@@ -97,41 +117,34 @@ func (s *Setup) Prepare(ctx context.Context, req Request) (Prepared, error) {
 	if len(plan.Steps) == 0 {
 		return p, nil
 	}
+	shared := false
+	if req.Base != "" {
+		base, err := deps.Detect(os.DirFS(req.Base), image, req.Setup)
+		if err != nil {
+			return p, fmt.Errorf("plan the setup of the default branch's files: %w", err)
+		}
+		shared = base.Key == plan.Key
+	}
+	if !shared {
+		return s.private(ctx, req, image, plan)
+	}
+	unlock := s.lock(plan.Key)
+	defer unlock()
 	cache, err := s.Runner.Cache(ctx, req.Repo, plan.Key)
 	if err != nil {
 		return p, err
 	}
 	log := s.logger().With("repo", req.Repo, "cache", cache.Volume, "key", plan.Key[:12])
 	if !cache.Ready {
-		policy := req.Policy
-		if req.ToolchainHosts {
-			hosts, err := s.toolchainHosts(ctx, image, plan, req)
-			if err != nil {
-				return p, err
-			}
-			policy.Hosts = append(slices.Clone(policy.Hosts), hosts...)
-		}
-		proxy, err := fence.New(policy, s.Resolver, log)
+		proxy, err := s.proxy(ctx, req, image, plan)
 		if err != nil {
-			return p, fmt.Errorf("the fence's policy: %w", err)
+			return p, err
 		}
 		log.Info("setup: running", "steps", plan.Steps, "ecosystems", plan.Ecosystems)
-		res, err := s.Runner.Run(ctx, runner.Spec{
-			Dir: req.Dir, Image: image, Command: script(plan.Steps), Route: proxy,
-			Caches: []runner.CacheMount{{Volume: cache.Volume, Target: Mount}},
-			Env:    env(plan, true),
-			Memory: req.Memory, Disk: req.Disk, NanoCPUs: req.NanoCPUs, Timeout: req.Timeout,
-			Labels: req.Labels,
-		})
-		p.Events, _ = proxy.Events()
-		if err != nil {
-			return p, fmt.Errorf("setup: %w", err)
-		}
-		p.Setup = &res
-		if res.ExitCode != 0 || res.TimedOut || res.OOMKilled {
-			p.Failed = true
-			log.Warn("setup: failed", "exit_code", res.ExitCode)
-			return p, nil
+		// On the default branch's files: what fills a shared cache is
+		// code nobody but the default branch wrote.
+		if err := s.run(ctx, &p, req.Base, image, cache.Volume, req, proxy); err != nil || p.Failed {
+			return p, err
 		}
 		if err := s.Runner.MarkCacheReady(ctx, cache); err != nil {
 			return p, err
@@ -145,6 +158,90 @@ func (s *Setup) Prepare(ctx context.Context, req Request) (Prepared, error) {
 	p.Caches = []runner.CacheMount{{Volume: cache.Volume, Target: Mount, ReadOnly: true}}
 	p.Env = env(plan, false)
 	return p, nil
+}
+
+// private runs the setup on req.Dir into a cache of this run's own.
+func (s *Setup) private(ctx context.Context, req Request, image string, plan deps.Plan) (Prepared, error) {
+	p := Prepared{Plan: plan, Private: true}
+	volume, err := s.Runner.PrivateCache(ctx, req.Labels)
+	if err != nil {
+		return p, err
+	}
+	p.release = func(ctx context.Context) {
+		if err := s.Runner.RemoveCache(context.WithoutCancel(ctx), volume); err != nil {
+			s.logger().Warn("setup: remove a private cache", "volume", volume, "err", err)
+		}
+	}
+	proxy, err := s.proxy(ctx, req, image, plan)
+	if err != nil {
+		p.Release(ctx)
+		return Prepared{Plan: plan}, err
+	}
+	if err := s.run(ctx, &p, req.Dir, image, volume, req, proxy); err != nil || p.Failed {
+		p.Release(ctx)
+		p.release = nil
+		return p, err
+	}
+	p.Caches = []runner.CacheMount{{Volume: volume, Target: Mount, ReadOnly: true}}
+	p.Env = env(plan, false)
+	return p, nil
+}
+
+// proxy is the fence of a setup of plan in image.
+func (s *Setup) proxy(ctx context.Context, req Request, image string, plan deps.Plan) (*fence.Proxy, error) {
+	policy := req.Policy
+	if req.ToolchainHosts {
+		hosts, err := s.toolchainHosts(ctx, image, plan, req)
+		if err != nil {
+			return nil, err
+		}
+		policy.Hosts = append(slices.Clone(policy.Hosts), hosts...)
+	}
+	proxy, err := fence.New(policy, s.Resolver, s.logger().With("repo", req.Repo))
+	if err != nil {
+		return nil, fmt.Errorf("the fence's policy: %w", err)
+	}
+	return proxy, nil
+}
+
+// run runs the plan's steps on the files in dir into volume, behind
+// proxy, recording the outcome in p.
+func (s *Setup) run(ctx context.Context, p *Prepared, dir, image, volume string, req Request, proxy *fence.Proxy) error {
+	res, err := s.Runner.Run(ctx, runner.Spec{
+		Dir: dir, Image: image, Command: script(p.Plan.Steps), Route: proxy,
+		Caches: []runner.CacheMount{{Volume: volume, Target: Mount}},
+		Env:    env(p.Plan, true),
+		Memory: req.Memory, Disk: req.Disk, NanoCPUs: req.NanoCPUs, Timeout: req.Timeout,
+		Labels: req.Labels,
+	})
+	p.Events, _ = proxy.Events()
+	if err != nil {
+		return fmt.Errorf("setup: %w", err)
+	}
+	p.Setup = &res
+	if res.ExitCode != 0 || res.TimedOut || res.OOMKilled {
+		p.Failed = true
+		s.logger().Warn("setup: failed", "repo", req.Repo, "exit_code", res.ExitCode)
+	}
+	return nil
+}
+
+// lock serialises the setups of one key in this process: two tasks must
+// not fill one cache at once, nor one mark it ready while the other
+// writes.
+func (s *Setup) lock(key string) (unlock func()) {
+	s.mu.Lock()
+	if s.keys == nil {
+		s.keys = map[string]*sync.Mutex{}
+	}
+	m, ok := s.keys[key]
+	if !ok {
+		m = &sync.Mutex{}
+		s.keys[key] = m
+	}
+	s.mu.Unlock()
+	m.Lock()
+	return m.Unlock
 }
 
 // toolchainHosts reads, in the image, the hosts its package managers for

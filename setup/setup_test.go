@@ -82,7 +82,7 @@ func TestPrepareFillsTheCacheOnce(t *testing.T) {
 		Logger: slog.New(slog.NewTextHandler(t.Output(), nil))}
 	req := func(dir string) setup.Request {
 		return setup.Request{
-			Repo: repo, Dir: dir, Timeout: 2 * time.Minute,
+			Repo: repo, Dir: dir, Base: dir, Timeout: 2 * time.Minute,
 			// The repository's own setup: its module proxy is the test's.
 			Setup:  []string{"GOPROXY=http://" + host + " GOTOOLCHAIN=local go mod download"},
 			Policy: fence.Policy{Hosts: []string{host}, AllowedNets: []netip.Prefix{fencetest.Loopback}},
@@ -148,7 +148,7 @@ func TestPrepareFailsBehindTheFence(t *testing.T) {
 	d := newDocker(t, repo, image)
 	s := &setup.Setup{Runner: d, Resolver: fencetest.Resolver()}
 	req := setup.Request{
-		Repo: repo, Dir: module(t, ""), Timeout: 2 * time.Minute,
+		Repo: repo, Dir: module(t, ""), Timeout: 2 * time.Minute, // no Base: a private cache
 		Setup:  []string{"GOPROXY=http://" + host + " GOTOOLCHAIN=local go mod download"},
 		Policy: fence.Policy{AllowedNets: []netip.Prefix{fencetest.Loopback}}, // the proxy is not listed
 	}
@@ -177,8 +177,9 @@ func TestPrepareReachesTheImagesOwnMirror(t *testing.T) {
 	removeCaches(t, repo)
 	d := newDocker(t, repo, "")
 	s := &setup.Setup{Runner: d, Resolver: fencetest.Resolver()}
+	dir := module(t, "")
 	req := setup.Request{
-		Repo: repo, Dir: module(t, ""), Image: image, Timeout: 2 * time.Minute, ToolchainHosts: true,
+		Repo: repo, Dir: dir, Base: dir, Image: image, Timeout: 2 * time.Minute, ToolchainHosts: true,
 		Policy: fence.Policy{AllowedNets: []netip.Prefix{fencetest.Loopback}},
 	}
 	p, err := s.Prepare(t.Context(), req)
@@ -241,7 +242,7 @@ func TestPullwrightsOwnTestsPassOnTheCache(t *testing.T) {
 	s := &setup.Setup{Runner: d, Resolver: fencetest.Resolver()}
 	dir := pullwrightTree(t)
 	p, err := s.Prepare(t.Context(), setup.Request{
-		Repo: repo, Dir: dir, Image: image, Timeout: 10 * time.Minute, ToolchainHosts: true,
+		Repo: repo, Dir: dir, Base: dir, Image: image, Timeout: 10 * time.Minute, ToolchainHosts: true,
 		Policy: fence.Policy{AllowedNets: []netip.Prefix{fencetest.Loopback}},
 	})
 	if err != nil {
@@ -261,5 +262,40 @@ func TestPullwrightsOwnTestsPassOnTheCache(t *testing.T) {
 	}
 	if res.ExitCode != 0 || !strings.Contains(res.Output, "ok  \tgithub.com/pullwright/pullwright/policy") || served.Load() != before {
 		t.Fatalf("go test ./policy/ on the cache: exit %d, %d more requests\n%s", res.ExitCode, served.Load()-before, res.Output)
+	}
+}
+
+// A setup on files whose manifests are not the default branch's runs into
+// a cache of its own: nothing it ran can reach another task's runs, and
+// the cache is gone once the run released it.
+func TestPrepareOnChangedManifestsIsPrivate(t *testing.T) {
+	image := sandboxtest.Image(t)
+	host, _ := fencetest.ModProxy(t)
+	repo := fmt.Sprintf("test/setup-private-%d", os.Getpid())
+	d := newDocker(t, repo, image)
+	s := &setup.Setup{Runner: d, Resolver: fencetest.Resolver()}
+	p, err := s.Prepare(t.Context(), setup.Request{
+		Repo: repo, Dir: module(t, "\n// the agent's change\n"), Base: module(t, ""), Timeout: 2 * time.Minute,
+		Setup:  []string{"GOPROXY=http://" + host + " GOTOOLCHAIN=local go mod download"},
+		Policy: fence.Policy{Hosts: []string{host}, AllowedNets: []netip.Prefix{fencetest.Loopback}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.Private || p.Failed || p.Setup == nil || len(p.Caches) != 1 || !strings.HasPrefix(p.Caches[0].Volume, "pullwright-deps-private-") {
+		t.Fatalf("prepare = %+v, want a private cache", p)
+	}
+	cli, err := client.New(client.FromEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	ready, err := cli.VolumeList(t.Context(), client.VolumeListOptions{Filters: client.Filters{}.Add("label", runner.LabelCacheRepo+"="+repo)})
+	if err != nil || len(ready.Items) != 0 {
+		t.Fatalf("a private setup left shared caches: %v %v", ready.Items, err)
+	}
+	p.Release(t.Context())
+	if _, err := cli.VolumeInspect(t.Context(), p.Caches[0].Volume, client.VolumeInspectOptions{}); err == nil {
+		t.Fatalf("the private cache %s outlived Release", p.Caches[0].Volume)
 	}
 }

@@ -63,7 +63,10 @@ func (f *Flow) ask(ctx context.Context, t *Task) error {
 	}
 	// Code from a fork was written by nobody with write access: a person
 	// reads every command that would run it, whatever the rules say.
-	if rule, ok := f.settings(t).AutoApproved(r.Command); ok && !t.forkCode() && r.Answer == nil && r.CommentID == 0 {
+	// Nor when the agent changed a dependency manifest: the setup would
+	// run its files with network, and a person must see that first.
+	if rule, ok := f.settings(t).AutoApproved(r.Command); ok && !t.forkCode() && r.Answer == nil && r.CommentID == 0 &&
+		(f.Deps == nil || len(changedManifests(f.changes(ctx, t))) == 0) {
 		// The repository chose to run this command without asking: the
 		// answer is recorded as the rule's, and the run is shown as usual.
 		now := f.now()
@@ -336,7 +339,9 @@ func (f *Flow) run(ctx context.Context, t *Task) error {
 			CPUs:    sb.Sandbox.CPUs,
 			Timeout: time.Duration(sb.Sandbox.Timeout),
 		}
-		if done := f.dependencies(ctx, t, &spec); done {
+		done, release := f.dependencies(ctx, t, ws, &spec)
+		defer release(ctx)
+		if done {
 			return nil
 		}
 		res, err := f.Runner.Run(ctx, spec)
@@ -367,8 +372,10 @@ func (f *Flow) run(ctx context.Context, t *Task) error {
 func (f *Flow) runTree(t *Task) string { return f.workdir(t) + ".run" }
 
 func (f *Flow) removeRunTree(ctx context.Context, t *Task) {
-	if err := os.RemoveAll(f.runTree(t)); err != nil {
-		f.Logger.WarnContext(ctx, "remove the run's files", "task_id", t.ID, "err", err)
+	for _, dir := range []string{f.runTree(t), f.workdir(t) + ".base"} {
+		if err := os.RemoveAll(dir); err != nil {
+			f.Logger.WarnContext(ctx, "remove the run's files", "task_id", t.ID, "err", err)
+		}
 	}
 }
 
@@ -652,33 +659,54 @@ func (f *Flow) stale(ctx context.Context, t *Task) (string, error) {
 // what the setup did. When the setup failed it gives the request its
 // result, the setup's, and reports done: the command does not run on
 // dependencies that are not all there.
-func (f *Flow) dependencies(ctx context.Context, t *Task, spec *RunSpec) (done bool) {
-	if f.Deps == nil {
-		return false
+func (f *Flow) dependencies(ctx context.Context, t *Task, ws Workspace, spec *RunSpec) (done bool, release func(context.Context)) {
+	release = func(context.Context) {}
+	if f.Deps == nil || t.Pull != nil {
+		// A pull request's task has no files of the default branch to
+		// fill a shared cache from, and its request cannot show what a
+		// contributor changed in its manifests: it runs without setup.
+		return false, release
 	}
 	r, sb := t.Request, f.settings(t)
+	base := f.workdir(t) + ".base"
+	if err := os.RemoveAll(base); err != nil {
+		return false, release
+	}
+	release = func(context.Context) { _ = os.RemoveAll(base) }
+	if err := ws.Export(ctx, t.BaseSHA, base); err != nil {
+		f.Logger.WarnContext(ctx, "export of the base for setup failed; the setup's cache is the run's own", "task_id", t.ID, "err", err)
+		base = ""
+	}
+	// The image's own toolchain hosts are the operator's to trust: a
+	// repository that names its image may not widen its fence with it,
+	// unless the operator lists that image.
+	toolchain := sb.ToolchainHosts() && (sb.Sandbox.Image == "" || slices.Contains(f.operator().Caps.Images, sb.Sandbox.Image))
 	ready, err := f.Deps.Prepare(ctx, DepsRequest{
-		Repo: t.Repo, Dir: spec.Dir, Image: spec.Image, Setup: sb.Setup,
-		Hosts: sb.SetupHosts(), Nets: sb.FenceNets(), ToolchainHosts: sb.ToolchainHosts(),
+		Repo: t.Repo, Dir: spec.Dir, Base: base, Image: spec.Image, Setup: sb.Setup,
+		Hosts: sb.SetupHosts(), Nets: sb.FenceNets(), ToolchainHosts: toolchain,
 		Memory: spec.Memory, Disk: spec.Disk, CPUs: spec.CPUs, Timeout: spec.Timeout,
 		Labels: map[string]string{"pullwright.task": strconv.FormatInt(t.ID, 10), "pullwright.request": r.ID, "pullwright.setup": "true"},
 	})
+	if ready.Release != nil {
+		clean := release
+		release = func(ctx context.Context) { ready.Release(ctx); clean(ctx) }
+	}
 	if err != nil {
 		if ctx.Err() != nil {
-			return false // the run's own context check reports it
+			return false, release // the run's own context check reports it
 		}
 		f.Logger.ErrorContext(ctx, "setup failed to run", "task_id", t.ID, "request", r.ID, "err", err)
 		r.Result = &RunResult{ExitCode: -1, Output: "not run: the repository's setup (fetching its dependencies) could not run: " +
 			UserMessage(Retry(sandboxMessage(err), err))}
-		return true
+		return true, release
 	}
 	r.Setup = ready.Setup
 	if s := ready.Setup; s != nil && s.Failed {
 		r.Result = &RunResult{ExitCode: -1, Output: setupFailure(s)}
-		return true
+		return true, release
 	}
 	spec.Caches, spec.Env = ready.Caches, ready.Env
-	return false
+	return false, release
 }
 
 // setupFailure is what the agent and the run's check learn of a failed

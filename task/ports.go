@@ -292,9 +292,11 @@ type Dependencies interface {
 // DepsRequest is one approved run's need for its dependencies.
 type DepsRequest struct {
 	Repo Repo
-	// Dir holds the approved commit's files, as the run gets them.
-	Dir   string
-	Image string
+	// Dir holds the approved commit's files, as the run gets them; Base
+	// the default branch's the task started from, which alone may fill a
+	// cache the repository's tasks share (see setup.Request).
+	Dir, Base string
+	Image     string
 	// Setup is the repository's setup (nil: the defaults).
 	Setup []string
 	// Hosts and Nets are where setup may connect beyond the image's
@@ -315,6 +317,9 @@ type DepsReady struct {
 	Env    []string
 	// Setup is set when a setup ran for this run.
 	Setup *SetupRecord
+	// Release frees what the run alone used (a private cache); nil when
+	// nothing. Called once the run ended.
+	Release func(context.Context)
 }
 
 // Runner runs approved commands in a sandbox. A command that fails, times
