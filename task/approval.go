@@ -672,7 +672,8 @@ func (f *Flow) dependencies(ctx context.Context, t *Task, ws Workspace, spec *Ru
 	if err := os.RemoveAll(base); err != nil {
 		return false, release
 	}
-	release = func(context.Context) { _ = os.RemoveAll(base) }
+	exported := base
+	release = func(context.Context) { _ = os.RemoveAll(exported) }
 	if err := ws.Export(ctx, t.BaseSHA, base); err != nil {
 		f.Logger.WarnContext(ctx, "export of the base for setup failed; the setup's cache is the run's own", "task_id", t.ID, "err", err)
 		base = ""
