@@ -144,6 +144,11 @@ func (s *Setup) Prepare(ctx context.Context, req Request) (Prepared, error) {
 		// On the default branch's files: what fills a shared cache is
 		// code nobody but the default branch wrote.
 		if err := s.run(ctx, &p, req.Base, image, cache.Volume, req, proxy); err != nil || p.Failed {
+			// What a failed setup wrote is no cache: the next one starts
+			// from nothing, and nothing is left on the engine's disk.
+			if rmErr := s.Runner.RemoveCache(context.WithoutCancel(ctx), cache.Volume); rmErr != nil {
+				log.Warn("setup: remove a failed cache", "err", rmErr)
+			}
 			return p, err
 		}
 		if err := s.Runner.MarkCacheReady(ctx, cache); err != nil {

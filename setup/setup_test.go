@@ -152,7 +152,8 @@ func TestPrepareFailsBehindTheFence(t *testing.T) {
 		Setup:  []string{"GOPROXY=http://" + host + " GOTOOLCHAIN=local go mod download"},
 		Policy: fence.Policy{AllowedNets: []netip.Prefix{fencetest.Loopback}}, // the proxy is not listed
 	}
-	for range 2 {
+	for _, base := range []string{"", req.Dir} { // a private cache, then the shared one
+		req.Base = base
 		p, err := s.Prepare(t.Context(), req)
 		if err != nil {
 			t.Fatal(err)
@@ -162,6 +163,11 @@ func TestPrepareFailsBehindTheFence(t *testing.T) {
 		}
 		if len(p.Events) == 0 || p.Events[0].Allowed || !strings.HasPrefix(p.Events[0].String(), "blocked: "+host) {
 			t.Fatalf("events = %v", p.Events)
+		}
+		// Nothing of the failed setup stays on the engine's disk.
+		out, err := exec.Command("docker", "volume", "ls", "-q", "--filter", "label="+runner.LabelOwner+"="+repo).Output()
+		if err != nil || strings.TrimSpace(string(out)) != "" {
+			t.Fatalf("volumes left after a failed setup: %q %v", out, err)
 		}
 	}
 }
