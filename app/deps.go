@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/pullwright/pullwright/fence"
@@ -65,13 +66,8 @@ func (d dependencies) Prepare(ctx context.Context, r task.DepsRequest) (task.Dep
 const maxHostsShown = 20
 
 func appendNew(list []string, s string) []string {
-	if len(list) >= maxHostsShown {
+	if len(list) >= maxHostsShown || slices.Contains(list, s) {
 		return list
-	}
-	for _, x := range list {
-		if x == s {
-			return list
-		}
 	}
 	return append(list, s)
 }

@@ -2,7 +2,6 @@ package app_test
 
 import (
 	"fmt"
-	"os/exec"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -36,7 +35,7 @@ func newSetupEnv(t *testing.T, llm *fakellm.Server) (e *env, host string, served
 	files := fencetest.GoModule("")
 	files[policy.Path] = fmt.Sprintf("setup:\n  - GOPROXY=http://%s GOTOOLCHAIN=local go mod download\n", host)
 	e.git.Push(t, owner, repoName, "master", files, "A module with a dependency")
-	removeTestCaches(t, owner+"/"+repoName)
+	fencetest.RemoveCaches(t, owner+"/"+repoName)
 	return e, host, served
 }
 
@@ -68,22 +67,6 @@ func TestApprovedRunHasTheRepositorysDependencies(t *testing.T) {
 			t.Errorf("pullwright_dependency_cache_total{result=%q} = %v (%v), want %v", result, got, ok, want)
 		}
 	}
-}
-
-// removeTestCaches removes the dependency caches of repo when the test ends.
-func removeTestCaches(t *testing.T, repo string) {
-	t.Cleanup(func() {
-		out, err := exec.Command("docker", "volume", "ls", "-q", "--filter", "label=pullwright.cache.repo="+repo).Output()
-		if err != nil {
-			t.Errorf("list caches: %v", err)
-			return
-		}
-		for _, v := range strings.Fields(string(out)) {
-			if b, err := exec.Command("docker", "volume", "rm", "-f", v).CombinedOutput(); err != nil {
-				t.Errorf("remove %s: %v %s", v, err, b)
-			}
-		}
-	})
 }
 
 // When the agent changes a dependency manifest, the next request says the

@@ -35,7 +35,7 @@ func BenchmarkSetup(b *testing.B) {
 	host, _ := fencetest.ModProxy(b)
 	image := sandboxtest.ImageWith(b, "ENV GOPROXY=http://"+host, "ENV GOSUMDB=off")
 	repo := fmt.Sprintf("bench/pullwright-%d", os.Getpid())
-	removeCaches(b, repo)
+	fencetest.RemoveCaches(b, repo)
 	d, err := runner.NewDocker(runner.DockerConfig{Forwarder: fencetest.Forwarder(b), Owner: repo, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		b.Fatal(err)

@@ -1,7 +1,6 @@
 package setup_test
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"net/netip"
@@ -36,7 +35,7 @@ func module(t *testing.T, extra string) string {
 // caches carry repo as their owner; image "" lets it choose.
 func newDocker(t *testing.T, repo, image string) *runner.Docker {
 	t.Helper()
-	removeCaches(t, repo)
+	fencetest.RemoveCaches(t, repo)
 	d, err := runner.NewDocker(runner.DockerConfig{Image: image, Forwarder: fencetest.Forwarder(t), Owner: repo,
 		Logger: slog.New(slog.NewTextHandler(t.Output(), nil))})
 	if err != nil {
@@ -44,28 +43,6 @@ func newDocker(t *testing.T, repo, image string) *runner.Docker {
 	}
 	t.Cleanup(func() { d.Close() })
 	return d
-}
-
-// removeCaches removes the caches of repo when the test ends.
-func removeCaches(t testing.TB, repo string) {
-	t.Cleanup(func() {
-		cli, err := client.New(client.FromEnv)
-		if err != nil {
-			return
-		}
-		defer cli.Close()
-		ctx := context.Background()
-		list, err := cli.VolumeList(ctx, client.VolumeListOptions{Filters: client.Filters{}.Add("label", runner.LabelCacheRepo+"="+repo)})
-		if err != nil {
-			t.Errorf("list caches: %v", err)
-			return
-		}
-		for _, v := range list.Items {
-			if _, err := cli.VolumeRemove(ctx, v.Name, client.VolumeRemoveOptions{Force: true}); err != nil {
-				t.Errorf("remove %s: %v", v.Name, err)
-			}
-		}
-	})
 }
 
 // The second task is fast: setup fetches through the fence into the
@@ -76,7 +53,6 @@ func TestPrepareFillsTheCacheOnce(t *testing.T) {
 	image := sandboxtest.Image(t)
 	host, served := fencetest.ModProxy(t)
 	repo := fmt.Sprintf("test/setup-%d", os.Getpid())
-	removeCaches(t, repo)
 	d := newDocker(t, repo, image)
 	s := &setup.Setup{Runner: d, Resolver: fencetest.Resolver(), Keep: 1,
 		Logger: slog.New(slog.NewTextHandler(t.Output(), nil))}
@@ -144,7 +120,6 @@ func TestPrepareFailsBehindTheFence(t *testing.T) {
 	image := sandboxtest.Image(t)
 	host, served := fencetest.ModProxy(t)
 	repo := fmt.Sprintf("test/setup-blocked-%d", os.Getpid())
-	removeCaches(t, repo)
 	d := newDocker(t, repo, image)
 	s := &setup.Setup{Runner: d, Resolver: fencetest.Resolver()}
 	req := setup.Request{
@@ -180,7 +155,6 @@ func TestPrepareReachesTheImagesOwnMirror(t *testing.T) {
 	host, served := fencetest.ModProxy(t)
 	image := sandboxtest.ImageWith(t, "ENV GOPROXY=http://"+host, "ENV GOSUMDB=off")
 	repo := fmt.Sprintf("test/setup-mirror-%d", os.Getpid())
-	removeCaches(t, repo)
 	d := newDocker(t, repo, "")
 	s := &setup.Setup{Runner: d, Resolver: fencetest.Resolver()}
 	dir := module(t, "")
@@ -206,7 +180,7 @@ func TestPrepareReachesTheImagesOwnMirror(t *testing.T) {
 	}
 	// Without the toolchain's hosts, the same setup is fenced off.
 	req.ToolchainHosts, req.Repo = false, repo+"-strict"
-	removeCaches(t, req.Repo)
+	fencetest.RemoveCaches(t, req.Repo)
 	strict, err := s.Prepare(t.Context(), req)
 	if err != nil {
 		t.Fatal(err)
@@ -243,7 +217,6 @@ func TestPullwrightsOwnTestsPassOnTheCache(t *testing.T) {
 	host, served := fencetest.ModProxy(t)
 	image := sandboxtest.ImageWith(t, "ENV GOPROXY=http://"+host, "ENV GOSUMDB=off")
 	repo := fmt.Sprintf("test/pullwright-%d", os.Getpid())
-	removeCaches(t, repo)
 	d := newDocker(t, repo, "")
 	s := &setup.Setup{Runner: d, Resolver: fencetest.Resolver()}
 	dir := pullwrightTree(t)

@@ -668,12 +668,11 @@ func (f *Flow) dependencies(ctx context.Context, t *Task, ws Workspace, spec *Ru
 		return false, release
 	}
 	r, sb := t.Request, f.settings(t)
+	// Removed with the run's files (removeRunTree), like them.
 	base := f.workdir(t) + ".base"
 	if err := os.RemoveAll(base); err != nil {
 		return false, release
 	}
-	exported := base
-	release = func(context.Context) { _ = os.RemoveAll(exported) }
 	if err := ws.Export(ctx, t.BaseSHA, base); err != nil {
 		f.Logger.WarnContext(ctx, "export of the base for setup failed; the setup's cache is the run's own", "task_id", t.ID, "err", err)
 		base = ""
@@ -689,8 +688,7 @@ func (f *Flow) dependencies(ctx context.Context, t *Task, ws Workspace, spec *Ru
 		Labels: map[string]string{"pullwright.task": strconv.FormatInt(t.ID, 10), "pullwright.request": r.ID, "pullwright.setup": "true"},
 	})
 	if ready.Release != nil {
-		clean := release
-		release = func(ctx context.Context) { ready.Release(ctx); clean(ctx) }
+		release = ready.Release
 	}
 	if err != nil {
 		if ctx.Err() != nil {

@@ -15,6 +15,10 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/moby/moby/client"
+
+	"github.com/pullwright/pullwright/runner"
 )
 
 // Names resolves the tests' own hosts, under names that resolve nowhere
@@ -80,4 +84,29 @@ func GoModule(extra string) map[string]string {
 			"github.com/hashicorp/yamux v0.1.2/go.mod h1:C+zze2n6e/7wshOZep2A70/aQU6QBRWJO/G6FT1wIns=\n",
 		"main.go": "package main\n\nimport \"github.com/hashicorp/yamux\"\n\nfunc main() { _ = yamux.DefaultConfig() }\n",
 	}
+}
+
+// RemoveCaches removes repo's dependency caches (the volumes labelled
+// with it) when the test ends.
+func RemoveCaches(t testing.TB, repo string) {
+	t.Helper()
+	t.Cleanup(func() {
+		cli, err := client.New(client.FromEnv)
+		if err != nil {
+			t.Errorf("docker client: %v", err)
+			return
+		}
+		defer cli.Close()
+		ctx := context.Background()
+		list, err := cli.VolumeList(ctx, client.VolumeListOptions{Filters: client.Filters{}.Add("label", runner.LabelCacheRepo+"="+repo)})
+		if err != nil {
+			t.Errorf("list caches: %v", err)
+			return
+		}
+		for _, v := range list.Items {
+			if _, err := cli.VolumeRemove(ctx, v.Name, client.VolumeRemoveOptions{Force: true}); err != nil {
+				t.Errorf("remove %s: %v", v.Name, err)
+			}
+		}
+	})
 }
