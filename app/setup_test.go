@@ -92,7 +92,8 @@ func TestAChangedManifestSetsUpAgainInTheNextRequest(t *testing.T) {
 		second = e.waitState(1, task.AwaitingApproval).Request
 	}
 	c := e.waitComment(1, "request `"+second.ID+"`")
-	if !strings.Contains(c.Body, "setup runs first, with the agent's manifests") || !strings.Contains(c.Body, "`go.mod` (+2 −0)") {
+	if !strings.Contains(c.Body, "setup runs first, with the agent's manifests") || !strings.Contains(c.Body, "`go.mod` (+2 −0)") ||
+		!strings.Contains(c.Body, "```diff\ndiff --git a/go.mod b/go.mod\n") || !strings.Contains(c.Body, "\n+// pinned\n") {
 		t.Fatalf("the request after a go.mod change:\n%s", c.Body)
 	}
 	e.comment("a2", 1, owner, "/approve "+second.ID)

@@ -3,6 +3,7 @@ package repo
 import (
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 
@@ -32,6 +33,34 @@ func (w *Workspace) Diff(baseSHA string) (string, error) {
 	}
 	return p.String(), nil
 }
+
+// DiffOf is Diff of only the files at paths (as git names them, from the
+// root): the changes to a few files a person must read, such as the
+// dependency manifests.
+func (w *Workspace) DiffOf(baseSHA string, paths ...string) (string, error) {
+	p, err := w.patch(baseSHA)
+	if err != nil {
+		return "", fmt.Errorf("diff %s: %w", baseSHA, err)
+	}
+	var keep []fdiff.FilePatch
+	for _, fp := range p.FilePatches() {
+		from, to := fp.Files()
+		if to != nil && slices.Contains(paths, to.Path()) || from != nil && slices.Contains(paths, from.Path()) {
+			keep = append(keep, fp)
+		}
+	}
+	var b strings.Builder
+	if err := fdiff.NewUnifiedEncoder(&b, fdiff.DefaultContextLines).Encode(filePatches(keep)); err != nil {
+		return "", fmt.Errorf("diff %s: %w", baseSHA, err)
+	}
+	return b.String(), nil
+}
+
+// filePatches is a patch of some of another's files.
+type filePatches []fdiff.FilePatch
+
+func (f filePatches) FilePatches() []fdiff.FilePatch { return f }
+func (f filePatches) Message() string                { return "" }
 
 // DiffStat is Diff's per-file line counts, in path order.
 func (w *Workspace) DiffStat(baseSHA string) ([]FileStat, error) {

@@ -718,6 +718,17 @@ func TestDiff(t *testing.T) {
 		t.Errorf("DiffStat:\n got %+v\nwant %+v", stats, wantStats)
 	}
 
+	// DiffOf: the named files' changes only, a deleted one included, in
+	// the same format.
+	some, err := w.DiffOf(base, "README.md", "docs/old.txt", "not/there")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(some, "diff --git a/README.md b/README.md\n") || !strings.Contains(some, "diff --git a/docs/old.txt b/docs/old.txt\ndeleted file mode") ||
+		strings.Count(some, "diff --git") != 2 || !strings.Contains(d, some[:strings.Index(some, "diff --git a/docs")]) {
+		t.Errorf("DiffOf:\n%s", some)
+	}
+
 	if _, err := w.Diff("not-a-sha"); err == nil {
 		t.Error("Diff(not-a-sha) succeeded")
 	}

@@ -100,7 +100,7 @@ func (f *Flow) ask(ctx context.Context, t *Task) error {
 		r.PRUpdated = true
 		return nil
 	case r.CommentID == 0:
-		p, err := f.GitHub.UpsertComment(ctx, t.Repo, t.Issue, marker(t, "request-"+r.ID), 0, RenderRequest(t, f.changes(ctx, t), f.Unisolated))
+		p, err := f.GitHub.UpsertComment(ctx, t.Repo, t.Issue, marker(t, "request-"+r.ID), 0, f.renderRequest(ctx, t))
 		if err != nil {
 			return retryf(err, "posting the execution request failed")
 		}
@@ -108,7 +108,7 @@ func (f *Flow) ask(ctx context.Context, t *Task) error {
 		r.shown(p.shownAt())
 		return nil
 	case r.PRCommentID == 0 && t.PRNumber != 0:
-		p, err := f.GitHub.UpsertComment(ctx, t.Repo, t.PRNumber, marker(t, "request-"+r.ID+"-pr"), 0, RenderRequest(t, f.changes(ctx, t), f.Unisolated))
+		p, err := f.GitHub.UpsertComment(ctx, t.Repo, t.PRNumber, marker(t, "request-"+r.ID+"-pr"), 0, f.renderRequest(ctx, t))
 		if err != nil {
 			return retryf(err, "posting the execution request on the pull request failed")
 		}
@@ -163,6 +163,51 @@ func draftTitle(t *Task) string {
 		return defang(oneLine(t.IssueTitle))
 	}
 	return fmt.Sprintf("Work on #%d", t.Issue)
+}
+
+// renderRequest is the request comment, with the files changed so far
+// and the changes to the dependency manifests that its setup would run.
+func (f *Flow) renderRequest(ctx context.Context, t *Task) string {
+	changes := f.changes(ctx, t)
+	return RenderRequest(t, changes, f.manifestDiff(ctx, t, changes), f.Unisolated)
+}
+
+// maxManifestDiff bounds the manifests' diff in a request comment; a
+// lockfile's can be far longer than a comment holds.
+const maxManifestDiff = 12 << 10
+
+// manifestDiff is the diff of the changed dependency manifests, which the
+// approval of the request also covers (the setup fetches what they name),
+// cut to maxManifestDiff at a line's end; "" when there is none, or no
+// setup (a pull request's task, or no Dependencies), or it failed.
+func (f *Flow) manifestDiff(ctx context.Context, t *Task, changes []FileStat) string {
+	if f.Deps == nil || t.Pull != nil || f.Unisolated {
+		return ""
+	}
+	var paths []string
+	for _, c := range changes {
+		if isManifest(c.Path) {
+			paths = append(paths, c.Path)
+		}
+	}
+	if len(paths) == 0 {
+		return ""
+	}
+	ws, err := f.workspace(ctx, t)
+	if err != nil {
+		f.Logger.WarnContext(ctx, "manifest diff for the request comment", "task_id", t.ID, "err", err)
+		return ""
+	}
+	d, err := ws.DiffOf(t.BaseSHA, paths...)
+	if err != nil {
+		f.Logger.WarnContext(ctx, "manifest diff for the request comment", "task_id", t.ID, "err", err)
+		return ""
+	}
+	if len(d) > maxManifestDiff {
+		cut := strings.LastIndexByte(d[:maxManifestDiff], '\n') + 1
+		d = d[:cut] + fmt.Sprintf("[… %d more bytes: the whole diff is in the commit to approve]\n", len(d)-cut)
+	}
+	return d
 }
 
 // changes lists the files changed so far, for the request comment; a
@@ -704,7 +749,7 @@ func (f *Flow) dependencies(ctx context.Context, t *Task, ws Workspace, spec *Ru
 		r.Result = &RunResult{ExitCode: -1, Output: setupFailure(s)}
 		return true, release
 	}
-	spec.Caches, spec.Env = ready.Caches, ready.Env
+	spec.Caches, spec.Env, spec.Links = ready.Caches, ready.Env, ready.Links
 	return false, release
 }
 

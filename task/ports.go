@@ -384,6 +384,9 @@ type Workspace interface {
 	// Fetch makes sure the workspace has commit sha (ErrBaseGone if not).
 	Fetch(ctx context.Context, token, sha string) error
 	DiffStat(baseSHA string) ([]FileStat, error)
+	// DiffOf is the unified diff from baseSHA to the current state of the
+	// files at paths only.
+	DiffOf(baseSHA string, paths ...string) (string, error)
 	// Touched returns those of paths that differ between commits from and
 	// to (both present in the workspace).
 	Touched(from, to string, paths []string) ([]string, error)

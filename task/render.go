@@ -246,7 +246,9 @@ func clip(s string, n int) string {
 // RenderRequest is the comment that shows an execution request on the issue
 // and on the draft pull request; unisolated says the command would run on
 // the bot's own machine.
-func RenderRequest(t *Task, changes []FileStat, unisolated bool) string {
+// manifestDiff is the diff of the changed dependency manifests (see
+// Flow.manifestDiff).
+func RenderRequest(t *Task, changes []FileStat, manifestDiff string, unisolated bool) string {
 	r := t.Request
 	var b strings.Builder
 	fmt.Fprintf(&b, "### ✋ Pullwright asks to run a command · request `%s`\n\n", r.ID)
@@ -290,6 +292,9 @@ func RenderRequest(t *Task, changes []FileStat, unisolated bool) string {
 	if manifests := changedManifests(changes); len(manifests) > 0 && !unisolated {
 		fmt.Fprintf(&b, "📦 **The repository's setup runs first, with the agent's manifests.** The agent changed %s, so before the command the setup fetches the dependencies they name (unless it already did for these very files), with network only to the hosts this installation allows. Approving covers both: read those changes first.\n\n",
 			strings.Join(manifests, ", "))
+		if manifestDiff != "" {
+			fmt.Fprintf(&b, "<details open><summary>The manifests' changes</summary>\n\n```diff\n%s```\n\n</details>\n\n", fence(manifestDiff))
+		}
 	}
 	if len(changes) > 0 {
 		b.WriteString("<details><summary>Files changed so far</summary>\n\n")
@@ -308,12 +313,15 @@ func RenderRequest(t *Task, changes []FileStat, unisolated bool) string {
 func changedManifests(changes []FileStat) []string {
 	var out []string
 	for _, c := range changes {
-		if (deps.Plan{}).ManifestsChanged([]string{c.Path}) {
+		if isManifest(c.Path) {
 			out = append(out, fmt.Sprintf("%s (+%d −%d)", code(c.Path), c.Added, c.Deleted))
 		}
 	}
 	return out
 }
+
+// isManifest reports a file whose change makes the setup run again.
+func isManifest(path string) bool { return (deps.Plan{}).ManifestsChanged([]string{path}) }
 
 // setupLine says what the repository's setup did before the last run.
 func setupLine(s *SetupRecord) string {

@@ -120,7 +120,7 @@ func TestRequestShowsUnshownCharactersEscaped(t *testing.T) {
 		Request: &ExecRequest{ID: "7-1", Command: "echo ok " + rlo + "; rm -rf . #", Reason: "why", SHA: "0123456789abcdef"}}
 	files := []FileStat{{Path: "x" + rlo + "og.sh", Added: 1}}
 	for name, got := range map[string]string{
-		"comment":   RenderRequest(tk, files, false),
+		"comment":   RenderRequest(tk, files, "", false),
 		"check run": RenderRequestSummary(tk),
 		"status":    RenderStatus(tk, "/agent"),
 	} {
@@ -131,7 +131,7 @@ func TestRequestShowsUnshownCharactersEscaped(t *testing.T) {
 			t.Errorf("the %s does not show the command escaped:\n%s", name, got)
 		}
 	}
-	if got := RenderRequest(tk, files, false); !strings.Contains(got, "x<U+202E>og.sh") {
+	if got := RenderRequest(tk, files, "", false); !strings.Contains(got, "x<U+202E>og.sh") {
 		t.Errorf("the file name is not shown escaped:\n%s", got)
 	}
 }
@@ -143,7 +143,7 @@ func TestRequestShowsTheReasonInert(t *testing.T) {
 		Request: &ExecRequest{ID: "7-1", Command: "make test", SHA: "0123456789abcdef",
 			Reason: "checks it <details><summary>more</summary> <!-- x --> \u202eok fixes #3 @acme/admins"}}
 	files := []FileStat{{Path: "Makefile", Added: 1}}
-	for name, got := range map[string]string{"comment": RenderRequest(tk, files, false), "check run": RenderRequestSummary(tk)} {
+	for name, got := range map[string]string{"comment": RenderRequest(tk, files, "", false), "check run": RenderRequestSummary(tk)} {
 		if strings.Contains(got, "<details><summary>more") || strings.Contains(got, "<!--") || strings.Contains(got, "\u202e") {
 			t.Errorf("the %s shows the reason's markup live:\n%s", name, got)
 		}
@@ -159,14 +159,21 @@ func TestRequestShowsTheReasonInert(t *testing.T) {
 func TestRequestAndStatusShowTheSetup(t *testing.T) {
 	tk := &Task{ID: 7, Issue: 2, State: Running, Branch: "agent/2-x", Requester: Person{Login: "alice"},
 		Request: &ExecRequest{ID: "7-1", Command: "go test ./...", SHA: "0123456789abcdef"}}
-	plain := RenderRequest(tk, []FileStat{{Path: "main.go", Added: 1}}, false)
+	plain := RenderRequest(tk, []FileStat{{Path: "main.go", Added: 1}}, "", false)
 	if strings.Contains(plain, "setup") {
 		t.Errorf("a request with no manifest change speaks of setup:\n%s", plain)
 	}
-	changed := RenderRequest(tk, []FileStat{{Path: "main.go", Added: 1}, {Path: "go.mod", Added: 2, Deleted: 1}}, false)
+	changed := RenderRequest(tk, []FileStat{{Path: "main.go", Added: 1}, {Path: "go.mod", Added: 2, Deleted: 1}}, "", false)
 	if !strings.Contains(changed, "setup runs first, with the agent's manifests") || !strings.Contains(changed, "`go.mod` (+2 −1)") ||
 		strings.Contains(changed, "`main.go` (+1 −0), so") {
 		t.Errorf("a request with a changed go.mod:\n%s", changed)
+	}
+	// The manifests' diff is shown as it is: a fence in it does not end
+	// the block, and a character that hides text is written as its code.
+	diff := "diff --git a/go.mod b/go.mod\n--- a/go.mod\n+++ b/go.mod\n@@ -1 +1,2 @@\n module x\n+require evil.test/m v1.0.0 // ```\u202e\n"
+	shown := RenderRequest(tk, []FileStat{{Path: "go.mod", Added: 1}}, diff, false)
+	if !strings.Contains(shown, "```diff\ndiff --git a/go.mod b/go.mod\n") || !strings.Contains(shown, "+require evil.test/m v1.0.0 // `\u200d``<U+202E>\n```") {
+		t.Errorf("a request with a go.mod diff:\n%s", shown)
 	}
 	tk.Request.Setup = &SetupRecord{Steps: []string{"go mod download"}, Failed: true, ExitCode: 1, Duration: 3200 * time.Millisecond,
 		Reached: []string{"mirror.test:443"}, Blocked: []string{"x`@acme/admins`:443"}}
