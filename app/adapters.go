@@ -333,12 +333,20 @@ func (s sandbox) Run(ctx context.Context, spec task.RunSpec) (task.RunResult, er
 		Dir: spec.Dir, Command: spec.Command, Labels: spec.Labels,
 		Image: spec.Image, Network: spec.Network, Memory: spec.Memory, Disk: spec.Disk,
 		NanoCPUs: int64(spec.CPUs * 1e9), Timeout: spec.Timeout,
-		Caches: cacheMounts(spec.Caches), Env: spec.Env,
+		Caches: cacheMounts(spec.Caches), Env: spec.Env, Links: links(spec.Links),
 	})
 	return task.RunResult{
 		ExitCode: res.ExitCode, Output: res.Output, Truncated: res.Truncated,
 		TimedOut: res.TimedOut, OOMKilled: res.OOMKilled, Duration: res.Duration,
 	}, err
+}
+
+func links(ls []task.Link) []runner.Link {
+	var out []runner.Link
+	for _, l := range ls {
+		out = append(out, runner.Link{Name: l.Name, Target: l.Target})
+	}
+	return out
 }
 
 func cacheMounts(cs []task.CacheMount) []runner.CacheMount {

@@ -308,7 +308,7 @@ func (a *App) sandbox(ctx context.Context, op *policy.Operator) (task.Runner, ta
 		l.Path = a.cfg.LocalPath
 		return sandbox{l}, nil, nil
 	}
-	fwd, fwdErr := forwarder(a.cfg.Forwarder)
+	fwd, fwdErr := setup.Forwarder(a.cfg.Forwarder)
 	if fwdErr != nil {
 		log.Warn("repositories' setups will not run: no binary to forward their connections to the fence", "err", fwdErr)
 	}
@@ -326,7 +326,7 @@ func (a *App) sandbox(ctx context.Context, op *policy.Operator) (task.Runner, ta
 	var deps task.Dependencies
 	if fwdErr == nil {
 		deps = dependencies{s: &setup.Setup{Runner: d, Resolver: a.cfg.FenceResolver, Logger: log.With("component", "setup")},
-			m: a.metrics, denied: ownAddresses()}
+			m: a.metrics, denied: setup.OwnAddresses()}
 	}
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()

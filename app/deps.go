@@ -2,11 +2,9 @@ package app
 
 import (
 	"context"
-	"debug/elf"
 	"fmt"
 	"net"
 	"net/netip"
-	"os"
 	"slices"
 	"strings"
 
@@ -41,6 +39,9 @@ func (d dependencies) Prepare(ctx context.Context, r task.DepsRequest) (task.Dep
 	out := task.DepsReady{Env: p.Env, Release: p.Release}
 	for _, c := range p.Caches {
 		out.Caches = append(out.Caches, task.CacheMount{Volume: c.Volume, Target: c.Target, ReadOnly: c.ReadOnly})
+	}
+	for _, l := range p.Links {
+		out.Links = append(out.Links, task.Link{Name: l.Name, Target: l.Target})
 	}
 	if p.Setup != nil {
 		rec := &task.SetupRecord{Steps: p.Plan.Steps, ExitCode: p.Setup.ExitCode, Failed: p.Failed, Duration: p.Setup.Duration,
@@ -79,52 +80,4 @@ func tailLines(s string, n int) string {
 		return s
 	}
 	return "[…]\n" + strings.Join(lines[len(lines)-n:], "")
-}
-
-// ownAddresses are this machine's addresses but loopback's (which the
-// fence refuses unless the operator allows it by name): a setup must not
-// reach the bot's own services through them.
-func ownAddresses() []netip.Prefix {
-	addrs, err := net.InterfaceAddrs()
-	if err != nil {
-		return nil
-	}
-	var out []netip.Prefix
-	for _, a := range addrs {
-		ipn, ok := a.(*net.IPNet)
-		if !ok {
-			continue
-		}
-		ip, ok := netip.AddrFromSlice(ipn.IP)
-		if !ok || ip.Unmap().IsLoopback() {
-			continue
-		}
-		ip = ip.Unmap()
-		out = append(out, netip.PrefixFrom(ip, ip.BitLen()))
-	}
-	return out
-}
-
-// forwarder is the binary copied into fenced setups: the configured one,
-// or this bot's own when it is a static build (the image's is), since a
-// sandbox image may have no C library for it.
-func forwarder(configured string) (string, error) {
-	if configured != "" {
-		return configured, nil
-	}
-	exe, err := os.Executable()
-	if err != nil {
-		return "", err
-	}
-	f, err := elf.Open(exe)
-	if err != nil {
-		return "", fmt.Errorf("%s is not a Linux binary: %w", exe, err)
-	}
-	defer f.Close()
-	for _, p := range f.Progs {
-		if p.Type == elf.PT_INTERP {
-			return "", fmt.Errorf("%s is linked dynamically; build the bot with CGO_ENABLED=0 for setup to run", exe)
-		}
-	}
-	return exe, nil
 }

@@ -360,5 +360,21 @@ func (p Plan) Env(dir, imagePath string) []string {
 	return env
 }
 
+// WorkspaceDirs are the directories the plan's tools install into the
+// working directory rather than a cache of their own (a node_modules):
+// setup moves each into WorkspaceKept, under DirVar's directory, and runs
+// find it there through a link of the same name in their working
+// directory.
+func (p Plan) WorkspaceDirs() []string {
+	if slices.ContainsFunc(p.Ecosystems, func(e Ecosystem) bool { return e == NPM || e == PNPM || e == Yarn }) {
+		return []string{"node_modules"}
+	}
+	return nil
+}
+
+// WorkspaceKept is where, under DirVar's directory, setup keeps the
+// WorkspaceDirs.
+const WorkspaceKept = "workspace"
+
 // dockerPath is the PATH Docker gives a container whose image sets none.
 const dockerPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"

@@ -3,6 +3,7 @@ package runner
 import (
 	"archive/tar"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -137,7 +138,10 @@ func removeTree(path string) error {
 // has no entry: the receiver's directory keeps its own owner and mode.
 // reserve, if not nil, is asked before each regular file with its size; its
 // error stops the stream before that file is sent.
-func tarTree(ctx context.Context, src string, w io.Writer, uid, gid int, reserve func(size int64) error) error {
+//
+// Each of links whose name the tree's top does not have is added as a
+// symbolic link; one the tree has is left as the tree has it.
+func tarTree(ctx context.Context, src string, w io.Writer, uid, gid int, reserve func(size int64) error, links ...Link) error {
 	root, err := filepath.EvalSymlinks(src)
 	if err != nil {
 		return err
@@ -198,6 +202,20 @@ func tarTree(ctx context.Context, src string, w io.Writer, uid, gid int, reserve
 	})
 	if err != nil {
 		return err
+	}
+	for _, l := range links {
+		if !l.validName() {
+			return fmt.Errorf("link %q: not a name in the workspace's top directory", l.Name)
+		}
+		if _, err := os.Lstat(filepath.Join(root, l.Name)); err == nil {
+			continue
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		if err := tw.WriteHeader(&tar.Header{Name: l.Name, Typeflag: tar.TypeSymlink, Linkname: l.Target,
+			Mode: 0o777, ModTime: info.ModTime(), Uid: uid, Gid: gid}); err != nil {
+			return err
+		}
 	}
 	return tw.Close()
 }

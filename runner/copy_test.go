@@ -172,6 +172,36 @@ func TestTarTreeRootSymlink(t *testing.T) {
 	}
 }
 
+// A link is added where the tree's top has nothing of its name, and
+// never replaces what the tree has there; a name that is not one entry of
+// the top directory is refused rather than written anywhere else.
+func TestTarTreeLinks(t *testing.T) {
+	dir := t.TempDir()
+	mkfile(t, filepath.Join(dir, "vendor", "x"), "x", 0o644)
+	var buf bytes.Buffer
+	links := []Link{{Name: "node_modules", Target: "/deps/files/node_modules"}, {Name: "vendor", Target: "/elsewhere"}}
+	if err := tarTree(t.Context(), dir, &buf, 7, 8, nil, links...); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range readTar(t, &buf) {
+		got = append(got, e.String())
+	}
+	want := []string{
+		`5 "vendor/" 700 7:8 link="" body=""`,
+		`0 "vendor/x" 644 7:8 link="" body="x"`,
+		`2 "node_modules" 777 7:8 link="/deps/files/node_modules" body=""`,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("entries:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	for _, name := range []string{"", ".", "..", "a/b", "../up", "a\\b", "a\x00"} {
+		if err := tarTree(t.Context(), dir, io.Discard, 1, 1, nil, Link{Name: name, Target: "/x"}); err == nil {
+			t.Errorf("link named %q: no error", name)
+		}
+	}
+}
+
 func TestTarTreeErrors(t *testing.T) {
 	dir := t.TempDir()
 	mkfile(t, filepath.Join(dir, "a"), "aaaa", 0o644)

@@ -690,7 +690,7 @@ func (d *Docker) run(ctx context.Context, log *slog.Logger, s Spec, image string
 		}
 		return res, fmt.Errorf("start container: %w", err)
 	}
-	if err := d.copyIn(ctx, id, s.Dir, lim.disk); err != nil {
+	if err := d.copyIn(ctx, id, s.Dir, lim.disk, s.Links); err != nil {
 		// Stdin closes without the go-ahead: the command never runs.
 		_ = attach.CloseWrite()
 		switch {
@@ -834,7 +834,7 @@ var errCopyEnded = errors.New("copy ended")
 // pages tmpfs stores them in, so an oversized workspace is cut short here
 // rather than left to the engine, whose out-of-space answer can be lost to a
 // broken pipe while the rest of the stream is still being written.
-func (d *Docker) copyIn(ctx context.Context, id, dir string, size int64) error {
+func (d *Docker) copyIn(ctx context.Context, id, dir string, size int64, links []Link) error {
 	uid, gid, _ := parseUser(d.cfg.User)
 	page := int64(os.Getpagesize())
 	left := size
@@ -847,7 +847,7 @@ func (d *Docker) copyIn(ctx context.Context, id, dir string, size int64) error {
 	pr, pw := io.Pipe()
 	tarred := make(chan error, 1)
 	go func() {
-		err := tarTree(ctx, dir, pw, uid, gid, reserve)
+		err := tarTree(ctx, dir, pw, uid, gid, reserve, links...)
 		pw.CloseWithError(err)
 		tarred <- err
 	}()

@@ -74,6 +74,11 @@ type Spec struct {
 	// the bot's. Local ignores both: it has no volumes to mount.
 	Caches []CacheMount
 	Env    []string
+	// Links are symbolic links put at the top of the sandbox's copy of
+	// the workspace where the tree has nothing of that name: how a run
+	// finds what setup left in a cache for the working directory (a
+	// node_modules). Local ignores them, as it does Caches.
+	Links []Link
 
 	// Route, if set, makes the run fenced: it has no network whatever
 	// Network says, and its processes reach hosts only through a
@@ -93,6 +98,18 @@ type CacheMount struct {
 	Volume   string
 	Target   string
 	ReadOnly bool
+}
+
+// Link is a symbolic link at Name, one name at the workspace's top,
+// pointing at Target.
+type Link struct {
+	Name, Target string
+}
+
+// validName reports whether a Link's name is one entry of the workspace's
+// top directory.
+func (l Link) validName() bool {
+	return l.Name != "" && l.Name != "." && l.Name != ".." && !strings.ContainsAny(l.Name, "/\\\x00")
 }
 
 // CacheFiles is the directory of a cache volume that holds its files.

@@ -32,6 +32,7 @@ import (
 //
 // go test -run '^$' -bench Setup -benchtime 3x ./setup/
 func BenchmarkSetup(b *testing.B) {
+	fencetest.DownloadModules(b, "..")
 	host, _ := fencetest.ModProxy(b)
 	image := sandboxtest.ImageWith(b, "ENV GOPROXY=http://"+host, "ENV GOSUMDB=off")
 	repo := fmt.Sprintf("bench/pullwright-%d", os.Getpid())

@@ -83,6 +83,7 @@ type Prepared struct {
 	// Caches and Env go into the approved run's Spec.
 	Caches []runner.CacheMount
 	Env    []string
+	Links  []runner.Link
 	// Setup is the setup run, when this call ran one (nil when the cache
 	// was ready or there is nothing to set up); Events are the
 	// connections it asked the fence for.
@@ -161,7 +162,7 @@ func (s *Setup) Prepare(ctx context.Context, req Request) (Prepared, error) {
 		}
 	}
 	p.Caches = []runner.CacheMount{{Volume: cache.Volume, Target: Mount, ReadOnly: true}}
-	p.Env = env(plan, false)
+	p.Env, p.Links = env(plan, false), links(plan)
 	return p, nil
 }
 
@@ -188,7 +189,7 @@ func (s *Setup) private(ctx context.Context, req Request, image string, plan dep
 		return p, err
 	}
 	p.Caches = []runner.CacheMount{{Volume: volume, Target: Mount, ReadOnly: true}}
-	p.Env = env(plan, false)
+	p.Env, p.Links = env(plan, false), links(plan)
 	return p, nil
 }
 
@@ -213,7 +214,7 @@ func (s *Setup) proxy(ctx context.Context, req Request, image string, plan deps.
 // proxy, recording the outcome in p.
 func (s *Setup) run(ctx context.Context, p *Prepared, dir, image, volume string, req Request, proxy *fence.Proxy) error {
 	res, err := s.Runner.Run(ctx, runner.Spec{
-		Dir: dir, Image: image, Command: script(p.Plan.Steps), Route: proxy,
+		Dir: dir, Image: image, Command: script(p.Plan), Route: proxy,
 		Caches: []runner.CacheMount{{Volume: volume, Target: Mount}},
 		Env:    env(p.Plan, true),
 		Memory: req.Memory, Disk: req.Disk, NanoCPUs: req.NanoCPUs, Timeout: req.Timeout,
@@ -295,9 +296,25 @@ func (s *Setup) toolchainHosts(ctx context.Context, image string, plan deps.Plan
 	return hosts, nil
 }
 
-// script runs the steps in order and stops at the first that fails.
-func script(steps []string) string {
-	return "set -e\n" + strings.Join(steps, "\n")
+// script runs the steps in order and stops at the first that fails;
+// then it moves what they installed into the working directory into the
+// cache, which the run's copy of the files would otherwise lose.
+func script(plan deps.Plan) string {
+	lines := append([]string{"set -e"}, plan.Steps...)
+	for _, d := range plan.WorkspaceDirs() {
+		kept := `"$` + deps.DirVar + "/" + deps.WorkspaceKept + `"`
+		lines = append(lines, fmt.Sprintf("if [ -d %[1]s ] && [ ! -L %[1]s ]; then mkdir -p %[2]s && mv %[1]s %[2]s/; fi", d, kept))
+	}
+	return strings.Join(lines, "\n")
+}
+
+// links are the run's links to the WorkspaceDirs setup kept.
+func links(plan deps.Plan) []runner.Link {
+	var out []runner.Link
+	for _, d := range plan.WorkspaceDirs() {
+		out = append(out, runner.Link{Name: d, Target: path.Join(Dir, deps.WorkspaceKept, d)})
+	}
+	return out
 }
 
 // env points the ecosystems' tools at the cache: writable for the setup,
@@ -315,9 +332,13 @@ func env(plan deps.Plan, setup bool) []string {
 			}
 		case deps.NPM, deps.PNPM, deps.Yarn:
 			e = append(e, "npm_config_cache="+path.Join(Dir, "npm"), "YARN_CACHE_FOLDER="+path.Join(Dir, "yarn"),
-				"npm_config_store_dir="+path.Join(Dir, "pnpm"))
+				"npm_config_store_dir="+path.Join(Dir, "pnpm"),
+				// Nothing setup needs: each would be one more request
+				// to the registry, or to a host the fence refuses.
+				"npm_config_audit=false", "npm_config_fund=false", "npm_config_update_notifier=false")
 			if !setup {
-				e = append(e, "npm_config_offline=true")
+				// The cache is read-only in a run: npm's logs go to /tmp.
+				e = append(e, "npm_config_offline=true", "npm_config_logs_dir=/tmp/npm-logs")
 			}
 		case deps.Cargo:
 			e = append(e, "CARGO_HOME="+path.Join(Dir, "cargo"))
@@ -325,6 +346,7 @@ func env(plan deps.Plan, setup bool) []string {
 				e = append(e, "CARGO_NET_OFFLINE=true")
 			}
 		case deps.Python:
+			e = append(e, "PIP_DISABLE_PIP_VERSION_CHECK=1")
 			if !setup {
 				e = append(e, "PIP_NO_INDEX=1")
 			}

@@ -214,6 +214,7 @@ func TestPullwrightsOwnTestsPassOnTheCache(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and tests a real module in the sandbox")
 	}
+	fencetest.DownloadModules(t, "..")
 	host, served := fencetest.ModProxy(t)
 	image := sandboxtest.ImageWith(t, "ENV GOPROXY=http://"+host, "ENV GOSUMDB=off")
 	repo := fmt.Sprintf("test/pullwright-%d", os.Getpid())

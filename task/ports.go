@@ -273,8 +273,14 @@ type RunSpec struct {
 	// read-only volumes, and the variables that point the tools at them.
 	Caches  []CacheMount
 	Env     []string
+	Links   []Link
 	Timeout time.Duration
 }
+
+// Link is a symbolic link the run's workspace gets at Name (one entry of
+// its top directory, where the files have none) pointing at Target: a
+// node_modules that setup left in the cache.
+type Link struct{ Name, Target string }
 
 // CacheMount is a volume a run mounts at Target.
 type CacheMount struct {
@@ -315,6 +321,7 @@ type DepsRequest struct {
 type DepsReady struct {
 	Caches []CacheMount
 	Env    []string
+	Links  []Link
 	// Setup is set when a setup ran for this run.
 	Setup *SetupRecord
 	// Release frees what the run alone used (a private cache); nil when

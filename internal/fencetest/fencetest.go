@@ -58,8 +58,26 @@ func ModProxy(t testing.TB) (host string, served *atomic.Int64) {
 	return "modproxy.test:" + port, served
 }
 
-// Resolver resolves ModProxy's name.
-func Resolver() Names { return Names{"modproxy.test": {netip.MustParseAddr("127.0.0.1")}} }
+// DownloadModules fills this machine's module cache, which ModProxy
+// serves, with every module the module at dir needs: what builds here
+// fetched leaves out the modules of other platforms, which go mod
+// download in a sandbox asks for. It asks the machine's own module proxy,
+// once; later calls find the cache full.
+func DownloadModules(t testing.TB, dir string) {
+	t.Helper()
+	cmd := exec.Command("go", "mod", "download")
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go mod download in %s on this machine: %v\n%s", dir, err, out)
+	}
+}
+
+// Resolver resolves the names of the stand-ins (ModProxy, ServeNPM,
+// ServePython), all on loopback.
+func Resolver() Names {
+	lo := []netip.Addr{netip.MustParseAddr("127.0.0.1")}
+	return Names{"modproxy.test": lo, "npmreg.test": lo, "pyindex.test": lo}
+}
 
 // Forwarder builds the fence's forwarder (package forward, what `bot
 // fence-forward` runs) as a static Linux binary, as the bot's image has

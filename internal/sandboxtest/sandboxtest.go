@@ -1,7 +1,8 @@
 // Package sandboxtest gives tests the Docker sandbox image: the engine must
 // answer and the image built by scripts/sandbox-image.sh (busybox and this
 // machine's Go toolchain, no registry needed) must exist; if only the image
-// is missing, it is built once. With CI=true a missing engine or image fails
+// is missing, it is built once; the same for the Node and Python image
+// of scripts/sandbox-image-debian.sh (NodeAndPython). With CI=true a missing engine or image fails
 // the test; elsewhere it is skipped with the reason.
 // PULLWRIGHT_SANDBOX_IMAGE names another image.
 package sandboxtest
@@ -24,29 +25,53 @@ import (
 // DefaultImage is the tag scripts/sandbox-image.sh builds.
 const DefaultImage = "pullwright/sandbox-go:test"
 
+// NodePythonImage is the tag scripts/sandbox-image-debian.sh builds.
+const NodePythonImage = "pullwright/sandbox-node-python:test"
+
+// kind is one of the test images: the variable naming another, its
+// default tag and the script that builds that tag.
+type kind struct {
+	env, tag, script string
+	once             sync.Once
+	image            string
+	err              error
+}
+
 var (
-	once  sync.Once
-	image string
-	err   error
+	goImage   = &kind{env: "PULLWRIGHT_SANDBOX_IMAGE", tag: DefaultImage, script: "sandbox-image.sh"}
+	nodeImage = &kind{env: "PULLWRIGHT_SANDBOX_NODE_IMAGE", tag: NodePythonImage, script: "sandbox-image-debian.sh"}
 )
 
 // Image returns the sandbox image, or skips (fails under CI=true) the test.
 func Image(t testing.TB) string {
 	t.Helper()
-	once.Do(func() { image, err = find() })
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("CI=true and the Docker sandbox cannot be tested: %v", err)
-		}
-		t.Skipf("Docker sandbox tests skipped (set CI=true to make this a failure): %v", err)
-	}
-	return image
+	return goImage.get(t)
 }
 
-func find() (string, error) {
-	img := os.Getenv("PULLWRIGHT_SANDBOX_IMAGE")
+// NodeAndPython returns the image with Node, npm, Python and pip (a
+// Debian root file system, scripts/sandbox-image-debian.sh), or skips
+// (fails under CI=true) the test.
+func NodeAndPython(t testing.TB) string {
+	t.Helper()
+	return nodeImage.get(t)
+}
+
+func (k *kind) get(t testing.TB) string {
+	t.Helper()
+	k.once.Do(func() { k.image, k.err = k.find() })
+	if k.err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("CI=true and the Docker sandbox cannot be tested: %v", k.err)
+		}
+		t.Skipf("Docker sandbox tests skipped (set CI=true to make this a failure): %v", k.err)
+	}
+	return k.image
+}
+
+func (k *kind) find() (string, error) {
+	img := os.Getenv(k.env)
 	if img == "" {
-		img = DefaultImage
+		img = k.tag
 	}
 	cli, err := client.New(client.FromEnv)
 	if err != nil {
@@ -61,11 +86,11 @@ func find() (string, error) {
 	if _, err := cli.ImageInspect(ctx, img); err == nil {
 		return img, nil
 	}
-	if img != DefaultImage {
-		return "", fmt.Errorf("image %s (PULLWRIGHT_SANDBOX_IMAGE) is not on the Docker host", img)
+	if img != k.tag {
+		return "", fmt.Errorf("image %s (%s) is not on the Docker host", img, k.env)
 	}
 	_, here, _, _ := runtime.Caller(0)
-	script := filepath.Join(filepath.Dir(here), "..", "..", "scripts", "sandbox-image.sh")
+	script := filepath.Join(filepath.Dir(here), "..", "..", "scripts", k.script)
 	if out, err := exec.Command(script, img).CombinedOutput(); err != nil {
 		return "", fmt.Errorf("image %s is missing and %s failed: %v\n%s", img, script, err, out)
 	}
@@ -77,7 +102,12 @@ func find() (string, error) {
 // ends: an image as a repository or an operator might have built it.
 func ImageWith(t testing.TB, changes ...string) string {
 	t.Helper()
-	base := Image(t)
+	return Commit(t, Image(t), changes...)
+}
+
+// Commit is base committed with changes, removed when the test ends.
+func Commit(t testing.TB, base string, changes ...string) string {
+	t.Helper()
 	cli, err := client.New(client.FromEnv)
 	if err != nil {
 		t.Fatal(err)

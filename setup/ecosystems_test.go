@@ -1,0 +1,144 @@
+package setup_test
+
+import (
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pullwright/pullwright/fence"
+	"github.com/pullwright/pullwright/internal/fencetest"
+	"github.com/pullwright/pullwright/internal/sandboxtest"
+	"github.com/pullwright/pullwright/runner"
+	"github.com/pullwright/pullwright/setup"
+)
+
+// write puts files in a new directory.
+func write(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, content := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// ecosystemCase is a project of one ecosystem, its registry stand-in
+// configured in the image as an operator would configure a mirror, and
+// what its tests print when they pass.
+type ecosystemCase struct {
+	image    string // the Node and Python image, pointed at the registry
+	files    map[string]string
+	host     string // the registry's name:port
+	requests *fencetest.Requests
+	fetched  string // a path the registry must have served
+	test     string // the project's test command
+	passed   string // what the test prints when it passes
+}
+
+// The real npm and pip clients install a dependency through the fence
+// from a registry the test stands up, with no host of the operator's:
+// the image's own configuration names the registry. The project's tests
+// then pass in a sandbox with no network, on the read-only cache, and
+// the registry hears nothing more; a second task finds the cache ready.
+func TestNodeAndPythonProjectsPassOnTheCache(t *testing.T) {
+	base := sandboxtest.NodeAndPython(t)
+	cases := map[string]func(t *testing.T) ecosystemCase{
+		"npm": func(t *testing.T) ecosystemCase {
+			reg := fencetest.ServeNPM(t, fencetest.Package{Name: "leftpad", Version: "1.2.0", Files: map[string]string{
+				"index.js": "module.exports = (s, n) => String(s).padStart(n, '0');\n",
+			}})
+			return ecosystemCase{
+				image: sandboxtest.Commit(t, base, "ENV npm_config_registry="+reg.URL()),
+				files: map[string]string{
+					"package.json": `{"name":"app","version":"1.0.0","scripts":{"test":"node test.js"},` +
+						`"dependencies":{"leftpad":"^1.2.0"}}` + "\n",
+					"package-lock.json": reg.Lockfile("app", "leftpad"),
+					"test.js": "const pad = require('leftpad');\n" +
+						"if (pad(7, 3) !== '007') { console.error('leftpad is wrong'); process.exit(1); }\n" +
+						"console.log('node tests passed');\n",
+				},
+				host: reg.Host, requests: reg.Requests, fetched: "/leftpad/-/leftpad-1.2.0.tgz",
+				test: "npm test", passed: "node tests passed",
+			}
+		},
+		"pip": func(t *testing.T) ecosystemCase {
+			ix := fencetest.ServePython(t, fencetest.Package{Name: "greeting", Version: "1.0", Files: map[string]string{
+				"greeting/__init__.py": "def hello(name):\n    return 'hello, ' + name\n",
+			}})
+			host, _, _ := strings.Cut(ix.Host, ":")
+			return ecosystemCase{
+				image: sandboxtest.Commit(t, base, "ENV PIP_INDEX_URL="+ix.URL(), "ENV PIP_TRUSTED_HOST="+host),
+				files: map[string]string{
+					"requirements.txt": "greeting==1.0\n",
+					"test_app.py": "import unittest\nimport greeting\n\n" +
+						"class Test(unittest.TestCase):\n    def test_hello(self):\n" +
+						"        self.assertEqual(greeting.hello('you'), 'hello, you')\n",
+				},
+				host: ix.Host, requests: ix.Requests, fetched: "/files/greeting-1.0-py3-none-any.whl",
+				test: "python -m unittest -v 2>&1", passed: "test_hello (test_app.Test.test_hello) ... ok",
+			}
+		},
+	}
+	for name, mk := range cases {
+		t.Run(name, func(t *testing.T) {
+			c := mk(t)
+			repo := fmt.Sprintf("test/setup-%s-%d", name, os.Getpid())
+			d := newDocker(t, repo, "")
+			s := &setup.Setup{Runner: d, Resolver: fencetest.Resolver()}
+			dir := write(t, c.files)
+			req := setup.Request{
+				Repo: repo, Dir: dir, Base: dir, Image: c.image, Timeout: 5 * time.Minute, ToolchainHosts: true,
+				Policy: fence.Policy{AllowedNets: []netip.Prefix{fencetest.Loopback}},
+			}
+			p, err := s.Prepare(t.Context(), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.Setup == nil || p.Failed {
+				out := ""
+				if p.Setup != nil {
+					out = p.Setup.Output
+				}
+				t.Fatalf("setup = %+v\n%s", p, out)
+			}
+			if !slices.Contains(c.requests.Paths(), c.fetched) {
+				t.Errorf("the registry served %q, not %s", c.requests.Paths(), c.fetched)
+			}
+			name, _, _ := strings.Cut(c.host, ":")
+			for _, e := range p.Events {
+				if !e.Allowed || e.Host != name {
+					t.Errorf("the fence saw %s", e)
+				}
+			}
+			before := len(c.requests.Paths())
+			res, err := d.Run(t.Context(), runner.Spec{
+				Dir: dir, Image: c.image, Command: c.test, Caches: p.Caches, Env: p.Env, Links: p.Links,
+				Timeout: 2 * time.Minute,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.ExitCode != 0 || !strings.Contains(res.Output, c.passed) || len(c.requests.Paths()) != before {
+				t.Fatalf("%s on the cache: exit %d, %d more requests\n%s", c.test, res.ExitCode, len(c.requests.Paths())-before, res.Output)
+			}
+			again, err := s.Prepare(t.Context(), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if again.Setup != nil || len(again.Caches) != 1 || again.Caches[0].Volume != p.Caches[0].Volume {
+				t.Errorf("second prepare = %+v, want the ready cache", again)
+			}
+		})
+	}
+}
