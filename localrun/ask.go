@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"sync"
@@ -16,6 +17,8 @@ const (
 	reasonNotListed = "not on the --yes-to list"
 	reasonNoInput   = "not on the --yes-to list, and it could not be asked: the input ended"
 	reasonEOF       = "no answer: the input ended"
+	reasonManifests = "it needs the repository's setup to run with the dependency manifests you changed, " +
+		"and with input that is not a terminal nobody can approve that (--yes-to does not cover it)"
 )
 
 // verdict is the answer to one execution request.
@@ -53,16 +56,25 @@ type question struct {
 	req   agent.Request
 	where string // "in the Docker sandbox", "UNSANDBOXED on this machine"
 	stat  string // diff stat of the work so far
+	// manifests are the dependency manifests the agent changed, which
+	// the repository's setup would run with before the command: then
+	// neither --yes-to nor an earlier "a" answers, as in bot serve a
+	// changed manifest is never auto-approved.
+	manifests    []string
+	manifestDiff string
 }
 
 // decide answers q. Its error is only ctx's.
 func (a *asker) decide(ctx context.Context, q question) (verdict, error) {
 	cmd := strings.TrimSpace(q.req.Command)
+	listed := len(q.manifests) == 0
 	switch {
-	case a.yes[cmd]:
+	case listed && a.yes[cmd]:
 		return verdict{approved: true, how: "on the --yes-to list"}, nil
-	case a.always[cmd]:
+	case listed && a.always[cmd]:
 		return verdict{approved: true, how: "approved with \"a\" earlier in this run"}, nil
+	case !a.interactive && !listed:
+		return verdict{how: reasonManifests}, nil
 	case !a.interactive:
 		return verdict{how: reasonNotListed}, nil
 	case a.eof:
@@ -74,6 +86,12 @@ func (a *asker) decide(ctx context.Context, q question) (verdict, error) {
 	b.WriteString("  Reason: " + strings.TrimLeft(indent(safe(q.req.Reason), "          "), " "))
 	b.WriteString("  Changes so far (against HEAD):\n")
 	b.WriteString(indent(q.stat, "   "))
+	if len(q.manifests) > 0 {
+		fmt.Fprintf(&b, "  The agent changed %s: the repository's setup runs first with them, fetching\n"+
+			"  what they name (network only to the allowed hosts). Read the change before you answer:\n",
+			safe(strings.Join(q.manifests, ", ")))
+		b.WriteString(indent(safe(q.manifestDiff), "    "))
+	}
 	a.d.printf("%s", b.String())
 	for {
 		a.d.prompt("Run it " + q.where + "? [y] yes  [n REASON] no, telling the agent why  [a] yes, also to this exact command later: ")

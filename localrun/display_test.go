@@ -153,3 +153,46 @@ func TestIsTerminal(t *testing.T) {
 		}
 	}
 }
+
+// A changed dependency manifest takes a command off the --yes-to list and
+// out of an earlier "a": the setup would run with the agent's manifests,
+// which somebody must read. Without a terminal nobody can, so it is
+// rejected, with the reason.
+func TestChangedManifestsAreAlwaysAsked(t *testing.T) {
+	const cmd = "go test ./..."
+	req := agent.Request{Command: cmd, Reason: "test"}
+	changed := question{req: req, where: "in the Docker sandbox", stat: "1 file changed\n",
+		manifests: []string{"go.mod"}, manifestDiff: "+require evil.test/m v1.0.0\n"}
+	tests := []struct {
+		name        string
+		interactive bool
+		input       string
+		q           question
+		approved    bool
+		how         string
+		asked       bool
+	}{
+		{"listed, unchanged", false, "", question{req: req}, true, "on the --yes-to list", false},
+		{"listed, changed, no terminal", false, "", changed, false, reasonManifests, false},
+		{"listed, changed, asked", true, "y\n", changed, true, "approved", true},
+		{"listed, changed, refused", true, "n not that module\n", changed, false, "not that module", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out bytes.Buffer
+			a := newAsker(strings.NewReader(tt.input), tt.interactive, []string{cmd}, newDisplay(&out, false))
+			defer a.close()
+			v, err := a.decide(t.Context(), tt.q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v.approved != tt.approved || v.how != tt.how {
+				t.Errorf("verdict %+v, want approved=%v how=%q", v, tt.approved, tt.how)
+			}
+			shown := strings.Contains(out.String(), "The agent changed go.mod") && strings.Contains(out.String(), "    +require evil.test/m v1.0.0")
+			if shown != tt.asked {
+				t.Errorf("question shown with the change: %v, want %v:\n%s", shown, tt.asked, out.String())
+			}
+		})
+	}
+}

@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/pullwright/pullwright/agent"
+	"github.com/pullwright/pullwright/fence"
 	"github.com/pullwright/pullwright/policy"
 	"github.com/pullwright/pullwright/repo"
 	"github.com/pullwright/pullwright/runner"
@@ -102,6 +103,19 @@ type Options struct {
 	// IsTerminal reports whether Stdin or Stderr is an interactive
 	// terminal; nil means the real check on *os.File values.
 	IsTerminal func(f any) bool
+	// FenceHosts are hosts the repository's setup may reach beyond those
+	// the image's toolchains are configured with (the operator file's
+	// fence.hosts of bot serve, and the cap of the repository's
+	// setup_hosts); FenceNets the non-public ranges it may reach (a
+	// mirror on a private address), in CIDR form.
+	FenceHosts, FenceNets []string
+	// Forwarder is the static binary the fenced setup's sandbox gets (see
+	// setup.Forwarder): "" is this program when it is a static build.
+	// Without one, commands run without setup, and bot run says so.
+	Forwarder string
+	// Resolver resolves the hosts setup asks for; nil is the system's.
+	Resolver fence.Resolver
+
 	// TempDir is where the workspace and the copies the runner makes are
 	// created; "" means os.TempDir().
 	TempDir string
@@ -163,7 +177,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		return Result{}, err
 	}
 	res := Result{Repo: src.top, Base: src.head}
-	settings, notes, err := resolveSettings(src, o.Model)
+	settings, notes, err := resolveSettings(src, o.Model, o.FenceHosts, o.FenceNets)
 	if err != nil {
 		return res, err
 	}
@@ -268,7 +282,7 @@ func (o *Options) check() error {
 // it as the service would, with the user as the operator: the repository
 // may ask for a network and name its model, and no cost budget applies
 // (bot run knows no prices). notes say what was set aside.
-func resolveSettings(src *checkout, model string) (policy.Settings, []string, error) {
+func resolveSettings(src *checkout, model string, fenceHosts, fenceNets []string) (policy.Settings, []string, error) {
 	data, found, err := src.file(policy.Path)
 	if err != nil {
 		return policy.Settings{}, nil, err
@@ -290,6 +304,7 @@ func resolveSettings(src *checkout, model string) (policy.Settings, []string, er
 	op := policy.DefaultOperator()
 	op.Caps.Network = runner.NetworkBridge
 	op.Models.Default = cmp.Or(model, DefaultModel)
+	op.Fence.Hosts, op.Fence.AllowedNets = fenceHosts, fenceNets
 	if c != nil && c.Model != "" {
 		op.Models.Allowed = append(op.Models.Allowed, c.Model)
 	}

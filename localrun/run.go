@@ -6,17 +6,23 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/pullwright/pullwright/agent"
+	"github.com/pullwright/pullwright/deps"
+	"github.com/pullwright/pullwright/fence"
 	"github.com/pullwright/pullwright/policy"
 	"github.com/pullwright/pullwright/repo"
 	"github.com/pullwright/pullwright/runner"
+	"github.com/pullwright/pullwright/setup"
 )
 
 // outputTail is how many lines of a command's output are shown.
@@ -60,6 +66,13 @@ func (r *run) banner(notes []string) {
 		d.printf("  commands run %s, after your approval\n", r.sb.where)
 	} else {
 		d.printf("  commands run %s (image %s, network %s), after your approval\n", r.sb.where, image, s.Sandbox.Network)
+		switch {
+		case r.sb.noSetup != "":
+			d.printf("  note: %s\n", r.sb.noSetup)
+		case r.sb.setup != nil:
+			d.printf("  the repository's setup fetches its dependencies before a command, once per set of manifests,\n" +
+				"  with network only to the hosts the image's package managers name and those allowed (--fence-host)\n")
+		}
 	}
 	if len(r.o.YesTo) > 0 {
 		d.printf("  run without asking (--yes-to): %s\n", strings.Join(quoteAll(r.o.YesTo), ", "))
@@ -188,14 +201,27 @@ func (r *run) request(ctx context.Context, req agent.Request) (string, error) {
 		return fmt.Sprintf("error: the workspace could not be read, so the command did not run: %v", err), nil
 	}
 	stats, err := r.ws.DiffStatOf(r.src.head, tree)
-	stat := ""
+	q := question{req: req, where: r.sb.where}
 	if err != nil {
-		stat = fmt.Sprintf("(the diff stat could not be made: %v)\n", err)
+		q.stat = fmt.Sprintf("(the diff stat could not be made: %v)\n", err)
 	} else {
-		stat = diffStat(stats)
+		q.stat = diffStat(stats)
+	}
+	if r.sb.setup != nil {
+		for _, st := range stats {
+			if (deps.Plan{}).ManifestsChanged([]string{st.Path}) {
+				q.manifests = append(q.manifests, st.Path)
+			}
+		}
+		if len(q.manifests) > 0 {
+			if q.manifestDiff, err = r.ws.DiffOfTree(r.src.head, tree, q.manifests...); err != nil {
+				q.manifestDiff = fmt.Sprintf("(the diff could not be made: %v)\n", err)
+			}
+			q.manifestDiff = headLines(q.manifestDiff, manifestDiffLines)
+		}
 	}
 	r.status("waiting for your answer")
-	v, err := r.ask.decide(ctx, question{req: req, where: r.sb.where, stat: stat})
+	v, err := r.ask.decide(ctx, q)
 	if err != nil {
 		return "", fmt.Errorf("read your answer: %w", err)
 	}
@@ -222,7 +248,7 @@ func (r *run) request(ctx context.Context, req agent.Request) (string, error) {
 		r.d.printf("  `%s` could not be run: %v\n", clip(cmd, 120), err)
 		return fmt.Sprintf("error: the workspace's files could not be written out for the run, so the command did not run: %v", err), nil
 	}
-	res, err := r.sb.r.Run(ctx, runner.Spec{
+	spec := runner.Spec{
 		Dir:      dir,
 		Command:  req.Command,
 		Timeout:  s.Sandbox.Timeout.D(),
@@ -232,7 +258,19 @@ func (r *run) request(ctx context.Context, req agent.Request) (string, error) {
 		Disk:     s.DiskBytes,
 		NanoCPUs: int64(s.Sandbox.CPUs * 1e9),
 		Labels:   map[string]string{"pullwright.run": "bot-run"},
-	})
+	}
+	if r.sb.setup != nil {
+		ready, result, err := r.dependencies(ctx, spec)
+		if err != nil {
+			return "", err
+		}
+		defer ready.Release(context.WithoutCancel(ctx))
+		if result != "" {
+			return result, nil
+		}
+		spec.Caches, spec.Env, spec.Links = ready.Caches, ready.Env, ready.Links
+	}
+	res, err := r.sb.r.Run(ctx, spec)
 	if err != nil {
 		if ctx.Err() != nil {
 			return "", ctx.Err()
@@ -257,6 +295,97 @@ func (r *run) request(ctx context.Context, req agent.Request) (string, error) {
 	}
 	r.d.printf("  ran `%s`: %s\n%s", clip(cmd, 120), how, tail(output, outputTail))
 	return agent.RunResult(res.ExitCode, output, res.Truncated, res.TimedOut, res.Duration), nil
+}
+
+// manifestDiffLines bounds the manifests' diff in a question: a
+// lockfile's can be long, and the user has the files.
+const manifestDiffLines = 200
+
+// headLines is the first n lines of s, with a note of how many more.
+func headLines(s string, n int) string {
+	lines := strings.SplitAfter(s, "\n")
+	if len(lines) <= n {
+		return s
+	}
+	return strings.Join(lines[:n], "") + fmt.Sprintf("[… %d more lines]\n", len(lines)-n)
+}
+
+// dependencies runs the repository's setup for the run of spec unless
+// its cache is ready: shared by the runs whose manifests are HEAD's and
+// filled from HEAD's files, or the run's own when the agent changed a
+// manifest. A result is what the agent gets instead of running the
+// command (the setup failed or could not run); an error is only ctx's.
+func (r *run) dependencies(ctx context.Context, spec runner.Spec) (setup.Prepared, string, error) {
+	s := r.settings
+	base := filepath.Join(r.base, "head")
+	if _, err := os.Stat(base); err != nil {
+		head, err := r.ws.CommitTree(r.src.head)
+		if err == nil {
+			err = head.Export(ctx, base)
+		}
+		if err != nil {
+			os.RemoveAll(base)
+			if ctx.Err() != nil {
+				return setup.Prepared{}, "", ctx.Err()
+			}
+			return setup.Prepared{}, fmt.Sprintf("error: HEAD's files could not be written out for the repository's setup, so the command did not run: %v", err), nil
+		}
+	}
+	var nets []netip.Prefix
+	for _, n := range s.FenceNets() {
+		if p, err := netip.ParsePrefix(n); err == nil {
+			nets = append(nets, p)
+		}
+	}
+	r.status("setting up the repository's dependencies")
+	p, err := r.sb.setup.Prepare(ctx, setup.Request{
+		Repo: "local:" + r.src.top, Dir: spec.Dir, Base: base, Image: spec.Image, Setup: s.Setup,
+		Policy:         fence.Policy{Hosts: s.SetupHosts(), AllowedNets: nets, Denied: setup.OwnAddresses()},
+		ToolchainHosts: s.ToolchainHosts(),
+		Memory:         spec.Memory, Disk: spec.Disk, NanoCPUs: spec.NanoCPUs, Timeout: spec.Timeout,
+		Labels: map[string]string{"pullwright.run": "bot-run", "pullwright.setup": "true"},
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return p, "", ctx.Err()
+		}
+		r.d.printf("  setup could not run: %v\n", err)
+		return p, fmt.Sprintf("error: the repository's setup (fetching its dependencies) could not run, so the command did not run: %v", err), nil
+	}
+	if p.Setup == nil {
+		return p, "", nil
+	}
+	var reached, blocked []string
+	for _, e := range p.Events {
+		hp := net.JoinHostPort(e.Host, strconv.Itoa(e.Port))
+		if e.Allowed && !slices.Contains(reached, hp) {
+			reached = append(reached, hp)
+		} else if !e.Allowed && !slices.Contains(blocked, hp) {
+			blocked = append(blocked, hp)
+		}
+	}
+	how := fmt.Sprintf("done in %s", p.Setup.Duration.Round(100*time.Millisecond))
+	if p.Failed {
+		how = fmt.Sprintf("FAILED (exit code %d) after %s", p.Setup.ExitCode, p.Setup.Duration.Round(100*time.Millisecond))
+	}
+	r.d.printf("  setup %s: %s\n", how, safe(strings.Join(p.Plan.Steps, "; ")))
+	if len(reached) > 0 {
+		r.d.printf("    reached %s\n", safe(strings.Join(reached, ", ")))
+	}
+	if len(blocked) > 0 {
+		r.d.printf("    blocked %s\n", safe(strings.Join(blocked, ", ")))
+	}
+	if !p.Failed {
+		return p, "", nil
+	}
+	r.d.printf("%s", tail(p.Setup.Output, outputTail))
+	var b strings.Builder
+	fmt.Fprintf(&b, "not run: the repository's setup failed (exit code %d), so its dependencies are not there; the command was not run.\n", p.Setup.ExitCode)
+	if len(blocked) > 0 {
+		fmt.Fprintf(&b, "The network fence blocked: %s. Setup reaches only the hosts allowed for it.\n", strings.Join(blocked, ", "))
+	}
+	fmt.Fprintf(&b, "Setup ran:\n%s\nIts output:\n%s", strings.Join(p.Plan.Steps, "\n"), p.Setup.Output)
+	return p, b.String(), nil
 }
 
 // tail is the last n lines of output, indented, made safe to print.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/pullwright/pullwright/runner"
+	"github.com/pullwright/pullwright/setup"
 )
 
 // pingTimeout bounds the check that the Docker engine answers.
@@ -16,7 +17,11 @@ const pingTimeout = 10 * time.Second
 type sandbox struct {
 	r     runner.Runner
 	where string // "in the Docker sandbox", "UNSANDBOXED on this machine"
-	close func()
+	// setup fetches the repository's dependencies before a command; nil
+	// with the local runner, or without a forwarder (noSetup says why).
+	setup   *setup.Setup
+	noSetup string
+	close   func()
 }
 
 // localWarning is printed when commands run without isolation.
@@ -37,11 +42,13 @@ func newSandbox(ctx context.Context, o Options, log *slog.Logger) (*sandbox, err
 		// for a terminal.
 		return &sandbox{r: &runner.Local{TempDir: o.TempDir, Path: o.Path, Logger: rlog}, where: "UNSANDBOXED on this machine", close: func() {}}, nil
 	}
+	fwd, fwdErr := setup.Forwarder(o.Forwarder)
 	d, err := runner.NewDocker(runner.DockerConfig{
-		Image:   o.DefaultImage,
-		TempDir: o.TempDir,
-		Owner:   "bot-run",
-		Logger:  rlog,
+		Image:     o.DefaultImage,
+		TempDir:   o.TempDir,
+		Owner:     "bot-run",
+		Logger:    rlog,
+		Forwarder: fwd,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("docker sandbox: %w; to run commands unsandboxed instead, use --runner local", err)
@@ -53,5 +60,11 @@ func newSandbox(ctx context.Context, o Options, log *slog.Logger) (*sandbox, err
 		return nil, fmt.Errorf("the Docker engine does not answer (%v): start it (docker info should work), "+
 			"or run the approved commands unsandboxed on this machine with --runner local", err)
 	}
-	return &sandbox{r: d, where: "in the Docker sandbox", close: func() { d.Close() }}, nil
+	sb := &sandbox{r: d, where: "in the Docker sandbox", close: func() { d.Close() }}
+	if fwdErr != nil {
+		sb.noSetup = fmt.Sprintf("the repository's setup (fetching dependencies) will not run: %v", fwdErr)
+	} else {
+		sb.setup = &setup.Setup{Runner: d, Resolver: o.Resolver, Logger: log.With("component", "setup")}
+	}
+	return sb, nil
 }

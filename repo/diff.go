@@ -42,6 +42,20 @@ func (w *Workspace) DiffOf(baseSHA string, paths ...string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("diff %s: %w", baseSHA, err)
 	}
+	return someFiles(p, baseSHA, paths)
+}
+
+// DiffOfTree is DiffOf against the tree t instead of the current state.
+func (w *Workspace) DiffOfTree(baseSHA string, t *Tree, paths ...string) (string, error) {
+	p, err := w.patchTo(baseSHA, t.tree)
+	if err != nil {
+		return "", fmt.Errorf("diff %s: %w", baseSHA, err)
+	}
+	return someFiles(p, baseSHA, paths)
+}
+
+// someFiles writes the part of p that changes the files at paths.
+func someFiles(p *object.Patch, baseSHA string, paths []string) (string, error) {
 	var keep []fdiff.FilePatch
 	for _, fp := range p.FilePatches() {
 		from, to := fp.Files()

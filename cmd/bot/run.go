@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"os/signal"
 	"strings"
@@ -68,7 +69,7 @@ func runOptions(args []string, getenv func(string) string, stderr io.Writer) (lo
 	var o localrun.Options
 	// With --runner local, commands find the user's toolchains.
 	o.Path = getenv("PATH")
-	var yesTo stringList
+	var yesTo, fenceHosts, fenceNets stringList
 	fs.StringVar(&o.Repo, "repo", ".", "the checkout to work on (any directory in it)")
 	fs.StringVar(&o.Runner, "runner", orDefault(getenv("BOT_RUNNER"), localrun.RunnerDocker),
 		"where approved commands run: docker (sandbox) or local (NO isolation, as you) (env BOT_RUNNER)")
@@ -79,6 +80,8 @@ func runOptions(args []string, getenv func(string) string, stderr io.Writer) (lo
 	fs.StringVar(&o.Branch, "branch", "", "name of the new branch (default pullwright/<instructions>)")
 	fs.DurationVar(&o.CallTimeout, "call-timeout", localrun.DefaultCallTimeout, "limit of one model call, retries included")
 	fs.BoolVar(&o.Verbose, "v", false, "log more")
+	fs.Var(&fenceHosts, "fence-host", "a host (name[:port], *.name) the repository's setup may reach besides those the image's package managers name (repeatable)")
+	fs.Var(&fenceNets, "fence-net", "a private range (CIDR) the setup may reach, for a mirror on a private address (repeatable)")
 
 	// Flags may follow the instructions: parse, take a word, parse on.
 	var words []string
@@ -102,6 +105,14 @@ func runOptions(args []string, getenv func(string) string, stderr io.Writer) (lo
 		return o, errors.New("run: no instructions given")
 	}
 	o.YesTo = yesTo
+	for _, n := range fenceNets {
+		p, err := netip.ParsePrefix(n)
+		if err != nil {
+			return o, fmt.Errorf("run: --fence-net %q: not a range in CIDR form (10.20.0.0/16): %w", n, err)
+		}
+		o.FenceNets = append(o.FenceNets, p.Masked().String())
+	}
+	o.FenceHosts = fenceHosts
 	o.APIKey = getenv("OPENAI_API_KEY")
 	o.DefaultImage = getenv("BOT_SANDBOX_IMAGE")
 	if o.APIKey == "" && o.BaseURL == "" {
