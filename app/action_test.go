@@ -37,6 +37,9 @@ type workflow struct {
 	token string
 	logs  *syncBuffer
 	runID int64
+	// inputs override the runs' variables; configure the app's Config.
+	inputs    map[string]string
+	configure func(*app.Config)
 }
 
 func newWorkflow(t *testing.T, llm *fakellm.Server) *workflow {
@@ -134,19 +137,26 @@ func (w *workflow) runAs(id int64, attempt int, event string, payload []byte) (a
 		"GITHUB_STEP_SUMMARY":     filepath.Join(dir, "summary.md"),
 		"UNRELATED_HOST_VARIABLE": "x",
 	}
+	for k, v := range w.inputs {
+		vars[k] = v
+	}
 	env, err := action.FromEnv(func(k string) string { return vars[k] })
 	if err != nil {
 		w.t.Fatalf("action.FromEnv: %v", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	res, err := app.RunAction(ctx, env, app.Config{
+	cfg := app.Config{
 		MaxAttempts: 3,
 		Backoff:     func(int) time.Duration { return 10 * time.Millisecond },
 		GitHubRetry: time.Millisecond,
 		LLMRetries:  -1,
 		Logger:      slog.New(slog.NewJSONHandler(w.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-	})
+	}
+	if w.configure != nil {
+		w.configure(&cfg)
+	}
+	res, err := app.RunAction(ctx, env, cfg)
 	// Nothing of a run is left on its machine but what the runner owns.
 	entries, _ := os.ReadDir(dir)
 	for _, e := range entries {

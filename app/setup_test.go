@@ -105,3 +105,38 @@ func TestAChangedManifestSetsUpAgainInTheNextRequest(t *testing.T) {
 		t.Fatalf("the second run: setup %+v, result %+v", s, done.Request.Result)
 	}
 }
+
+// bot action with the Docker runner sets up like bot serve: the approved
+// run of the second workflow run builds on the dependencies its setup
+// fetched through the fence from the module proxy the image names.
+func TestActionRunHasTheRepositorysDependencies(t *testing.T) {
+	host, served := fencetest.ModProxy(t)
+	image := sandboxtest.ImageWith(t, "ENV GOPROXY=http://"+host, "ENV GOSUMDB=off")
+	op, err := policy.LoadOperator([]byte(fmt.Sprintf("fence:\n  allowed_nets: [%s]\n", fencetest.Loopback)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fwd := fencetest.Forwarder(t)
+	w := newWorkflow(t, newRunLLM(t, buildCmd))
+	w.git.Push(t, owner, repoName, "master", fencetest.GoModule(""), "A module with a dependency")
+	fencetest.RemoveCaches(t, owner+"/"+repoName)
+	w.inputs = map[string]string{"INPUT_RUNNER": "docker", "INPUT_SANDBOX-IMAGE": image}
+	w.configure = func(c *app.Config) {
+		c.Operator, c.Forwarder, c.FenceResolver = op, fwd, fencetest.Resolver()
+	}
+	w.firstRun()
+	res, err := w.run("issue_comment", w.commentEvent(owner, "/approve"))
+	if err != nil || res.Outcome != "done" {
+		t.Fatalf("second run = %+v, %v\nlogs:\n%s", res, err, w.logs.String())
+	}
+	if got := lastToolResult(w.llm); !strings.Contains(got, "exit code 0") || !strings.Contains(got, "built") || served.Load() == 0 {
+		t.Fatalf("the model got %q after the approval (%d requests to the proxy)", got, served.Load())
+	}
+	var status bool
+	for _, c := range w.gh.Comments(owner, repoName, 1) {
+		status = status || strings.Contains(c.Body, "📦 Setup done") && strings.Contains(c.Body, "`go mod download`")
+	}
+	if !status {
+		t.Errorf("no status comment says what setup did: %+v", w.gh.Comments(owner, repoName, 1))
+	}
+}
