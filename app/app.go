@@ -325,7 +325,9 @@ func (a *App) sandbox(ctx context.Context, op *policy.Operator) (task.Runner, ta
 	a.closers = append(a.closers, d.Close)
 	var deps task.Dependencies
 	if fwdErr == nil {
-		deps = dependencies{s: &setup.Setup{Runner: d, Resolver: a.cfg.FenceResolver, Logger: log.With("component", "setup")},
+		keep, repoBytes, hostBytes := op.CacheLimits()
+		deps = dependencies{s: &setup.Setup{Runner: d, Resolver: a.cfg.FenceResolver, Logger: log.With("component", "setup"),
+			Limits: setup.Limits{Keep: keep, RepoBytes: repoBytes, HostBytes: hostBytes}},
 			m: a.metrics, denied: setup.OwnAddresses()}
 	}
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)

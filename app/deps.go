@@ -58,6 +58,9 @@ func (d dependencies) Prepare(ctx context.Context, r task.DepsRequest) (task.Dep
 	}
 	if d.m != nil {
 		d.m.setup(out, err)
+		if p.Measured {
+			d.m.caches(p.CacheBytes, len(p.Evicted))
+		}
 	}
 	return out, err
 }

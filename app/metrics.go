@@ -35,6 +35,8 @@ type metrics struct {
 	turns        prometheus.Counter
 	llmErrors    *prometheus.CounterVec
 	depCaches    *prometheus.CounterVec
+	cacheBytes   prometheus.Gauge
+	evictions    prometheus.Counter
 	setupTime    prometheus.Histogram
 	fenceBlocked prometheus.Counter
 }
@@ -123,6 +125,14 @@ func newMetrics(store counter, log *slog.Logger) *metrics {
 			Name: "pullwright_fence_blocked_total",
 			Help: "Hosts the fence refused a setup, counted once per setup and host.",
 		}),
+		cacheBytes: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "pullwright_dependency_cache_bytes",
+			Help: "Bytes the ready dependency caches hold on the Docker engine's disk, as measured after the last setup and its evictions.",
+		}),
+		evictions: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "pullwright_dependency_cache_evictions_total",
+			Help: "Dependency caches removed to keep within caches.keep, caches.repo_size and caches.host_size, least recently used first.",
+		}),
 	}
 	for _, r := range cacheResults {
 		m.depCaches.WithLabelValues(r)
@@ -142,6 +152,7 @@ func newMetrics(store counter, log *slog.Logger) *metrics {
 	}
 	m.reg.MustRegister(m.requests, m.latency, m.deliveries, m.steps, m.stepTime, m.ended,
 		m.approvalWait, m.runs, m.runTime, m.tokens, m.turns, m.llmErrors, m.depCaches, m.setupTime, m.fenceBlocked,
+		m.cacheBytes, m.evictions,
 		&taskGauge{store: store, desc: prometheus.NewDesc("pullwright_tasks",
 			"Tasks not yet ended, by state, read from the store at scrape time.", []string{"state"}, nil)},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -215,6 +226,12 @@ func (m *metrics) setup(ready task.DepsReady, err error) {
 		m.setupTime.Observe(s.Duration.Seconds())
 		m.fenceBlocked.Add(float64(len(s.Blocked)))
 	}
+}
+
+// caches records what a setup's eviction measured and removed.
+func (m *metrics) caches(bytes int64, evicted int) {
+	m.cacheBytes.Set(float64(bytes))
+	m.evictions.Add(float64(evicted))
 }
 
 func (m *metrics) run(res task.RunResult, err error, took time.Duration) {

@@ -67,6 +67,14 @@ func TestApprovedRunHasTheRepositorysDependencies(t *testing.T) {
 			t.Errorf("pullwright_dependency_cache_total{result=%q} = %v (%v), want %v", result, got, ok, want)
 		}
 	}
+	// The setup measured the engine's caches: the module it fetched at
+	// least (the sum is the engine's, which other tests' caches share).
+	if got, ok := m.get("pullwright_dependency_cache_bytes"); !ok || got < 1000 {
+		t.Errorf("pullwright_dependency_cache_bytes = %v (%v), want the fetched module's bytes at least", got, ok)
+	}
+	if _, ok := m.get("pullwright_dependency_cache_evictions_total"); !ok {
+		t.Error("pullwright_dependency_cache_evictions_total is not exported")
+	}
 }
 
 // When the agent changes a dependency manifest, the next request says the

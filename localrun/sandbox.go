@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/pullwright/pullwright/policy"
 	"github.com/pullwright/pullwright/runner"
 	"github.com/pullwright/pullwright/setup"
 )
@@ -64,7 +65,9 @@ func newSandbox(ctx context.Context, o Options, log *slog.Logger) (*sandbox, err
 	if fwdErr != nil {
 		sb.noSetup = fmt.Sprintf("the repository's setup (fetching dependencies) will not run: %v", fwdErr)
 	} else {
-		sb.setup = &setup.Setup{Runner: d, Resolver: o.Resolver, Logger: log.With("component", "setup")}
+		keep, repoBytes, hostBytes := policy.DefaultOperator().CacheLimits()
+		sb.setup = &setup.Setup{Runner: d, Resolver: o.Resolver, Logger: log.With("component", "setup"),
+			Limits: setup.Limits{Keep: keep, RepoBytes: repoBytes, HostBytes: hostBytes}}
 	}
 	return sb, nil
 }

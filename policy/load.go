@@ -385,8 +385,9 @@ func DefaultOperator() *Operator {
 		LowestPermission: "write",
 		// The toolchains' hosts are what the image was built to use;
 		// nothing else is open until the operator names it.
-		Fence: Fence{ToolchainHosts: true},
-		lines: map[string]int{},
+		Fence:  Fence{ToolchainHosts: true},
+		Caches: Caches{Keep: 3, RepoSize: "10GiB", HostSize: "50GiB"},
+		lines:  map[string]int{},
 	}
 }
 
@@ -470,6 +471,24 @@ func (o *Operator) validate(errs *Errors) {
 		errs.add(at("rate.tasks_per_hour"), "rate.tasks_per_hour", "must be at least 1")
 	}
 	checkHostPatterns(errs, at, "fence.hosts", o.Fence.Hosts)
+	if o.Caches.Keep < 1 {
+		errs.add(at("caches.keep"), "caches.keep", "must be at least 1")
+	}
+	var sizes [2]int64
+	for i, k := range []string{"caches.repo_size", "caches.host_size"} {
+		v := []string{o.Caches.RepoSize, o.Caches.HostSize}[i]
+		if v == "" {
+			continue
+		}
+		n, err := parseSize(v)
+		if err != nil {
+			errs.add(at(k), k, "%v", err)
+		}
+		sizes[i] = n
+	}
+	if sizes[0] > 0 && sizes[1] > 0 && sizes[0] > sizes[1] {
+		errs.add(at("caches.repo_size"), "caches.repo_size", "is larger than caches.host_size, which caps every repository's caches together")
+	}
 	for i, n := range o.Fence.AllowedNets {
 		if k := fmt.Sprintf("fence.allowed_nets[%d]", i); at(k) > 0 {
 			if _, problem := parseAllowedNet(n); problem != "" {

@@ -37,6 +37,9 @@ type Operator struct {
 	// Fence is where setup, the step that fetches dependencies, may
 	// connect.
 	Fence Fence `yaml:"fence" json:"fence"`
+	// Caches bound the dependency caches setup keeps on the Docker
+	// engine's disk.
+	Caches Caches `yaml:"caches" json:"caches"`
 
 	lines map[string]int
 }
@@ -63,6 +66,29 @@ type Fence struct {
 	// leaves setup only Hosts, for an installation that wants every host
 	// written down.
 	ToolchainHosts bool `yaml:"toolchain_hosts" json:"toolchain_hosts"`
+}
+
+// Caches bound the dependency caches: beyond them, the least recently
+// used go first (a cache a run holds stays).
+type Caches struct {
+	// Keep is how many ready caches a repository keeps (default 3).
+	Keep int `yaml:"keep" json:"keep"`
+	// RepoSize caps one repository's caches, HostSize all of them on the
+	// engine ("10GiB"); "" is no cap.
+	RepoSize string `yaml:"repo_size" json:"repo_size"`
+	HostSize string `yaml:"host_size" json:"host_size"`
+}
+
+// CacheLimits are Caches in numbers: keep, and the caps in bytes (0: no
+// cap).
+func (o *Operator) CacheLimits() (keep int, repoBytes, hostBytes int64) {
+	if o == nil {
+		d := DefaultOperator()
+		o = d
+	}
+	repoBytes, _ = parseSize(o.Caches.RepoSize)
+	hostBytes, _ = parseSize(o.Caches.HostSize)
+	return max(o.Caches.Keep, 1), repoBytes, hostBytes
 }
 
 // Models is the operator's model choice.

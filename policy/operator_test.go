@@ -19,6 +19,7 @@ func TestDefaultOperator(t *testing.T) {
 		Rate:             Rate{ConcurrentTasks: 5, TasksPerHour: 30},
 		LowestPermission: "write",
 		Fence:            Fence{ToolchainHosts: true},
+		Caches:           Caches{Keep: 3, RepoSize: "10GiB", HostSize: "50GiB"},
 		lines:            map[string]int{},
 	}
 	if !reflect.DeepEqual(o, want) {
@@ -64,6 +65,10 @@ fence:
   hosts: ["*.mirror.test", "git.corp.test:8443"]
   allowed_nets: [10.20.0.0/16, "fd00:1::/64"]
   toolchain_hosts: false
+caches:
+  keep: 2
+  repo_size: 2GiB
+  host_size: ""
 `))
 	if err != nil {
 		t.Fatal(err)
@@ -84,9 +89,13 @@ fence:
 	want.Rate.TasksPerHour = 10
 	want.LowestPermission = "maintain"
 	want.Fence = Fence{Hosts: []string{"*.mirror.test", "git.corp.test:8443"}, AllowedNets: []string{"10.20.0.0/16", "fd00:1::/64"}}
+	want.Caches = Caches{Keep: 2, RepoSize: "2GiB"}
 	o.lines, want.lines = nil, nil
 	if !reflect.DeepEqual(o, want) {
 		t.Errorf("got\n%+v\nwant\n%+v", o, want)
+	}
+	if keep, repo, host := o.CacheLimits(); keep != 2 || repo != 2<<30 || host != 0 {
+		t.Errorf("CacheLimits() = %d, %d, %d; want 2, 2GiB, no cap", keep, repo, host)
 	}
 }
 
@@ -193,6 +202,13 @@ func TestLoadOperatorErrors(t *testing.T) {
 			`line 3: fence.allowed_nets[4]: "::/0" is every address; name the ranges the mirrors are on`,
 			`line 3: fence.allowed_nets[5]: "::ffff:10.0.0.0/104" is an IPv4 range written as IPv6; write it as 10.0.0.0/8`,
 			`line 4: fence.toolchain_hosts: expected true or false, got the text "no"`,
+		}},
+		{"caches", "caches:\n  keep: 0\n  repo_size: 20GiB\n  host_size: 10GiB\n", []string{
+			"line 2: caches.keep: must be at least 1",
+			"line 3: caches.repo_size: is larger than caches.host_size, which caps every repository's caches together",
+		}},
+		{"cache sizes", "caches:\n  repo_size: lots\n", []string{
+			`line 2: caches.repo_size: "lots" is not a size (write it like 2GiB or 512MiB)`,
 		}},
 		{"unknown fence key", "fence:\n  host: [mirror.test]\n", []string{"line 2: fence.host: unknown key; did you mean hosts?"}},
 		{"a list", "- caps\n", []string{"line 1: the file must be a set of keys and values (like model: gpt-4.1-mini), not a list"}},

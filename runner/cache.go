@@ -4,8 +4,10 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -77,39 +79,70 @@ func (d *Docker) cacheLabels(c Cache, ready bool) map[string]string {
 	return l
 }
 
-// EvictCaches removes repo's caches but the keep newest ready ones (and
-// any that is not ready yet, which a setup may be filling), oldest first;
-// a cache a run is using stays. It returns the volumes removed.
-func (d *Docker) EvictCaches(ctx context.Context, repo string, keep int) ([]string, error) {
+// ReadyCache is a complete dependency cache on the engine, as eviction
+// sees it.
+type ReadyCache struct {
+	Volume, Repo string
+	// ReadyAt is when its setup finished.
+	ReadyAt time.Time
+	// Bytes is what it holds on the engine's disk, -1 when the engine
+	// does not say.
+	Bytes int64
+}
+
+// ReadyCaches lists the ready dependency caches on the engine, of every
+// owner (they share its disk), with their sizes.
+func (d *Docker) ReadyCaches(ctx context.Context) ([]ReadyCache, error) {
 	list, err := d.cli.VolumeList(ctx, client.VolumeListOptions{
-		Filters: client.Filters{}.Add("label", LabelCacheRepo+"="+repo).Add("label", LabelCacheReady),
+		Filters: client.Filters{}.Add("label", LabelCacheReady),
 	})
 	if err != nil {
-		return nil, fmt.Errorf("list caches of %s: %w", repo, err)
+		return nil, fmt.Errorf("list caches: %w", err)
 	}
-	type ready struct {
-		marker, volume string
-		at             time.Time
+	// Only the disk usage call measures volumes: the engine walks each
+	// one, so it is asked once for all of them.
+	du, err := d.cli.DiskUsage(ctx, client.DiskUsageOptions{Volumes: true, Verbose: true})
+	if err != nil {
+		return nil, fmt.Errorf("measure caches: %w", err)
 	}
-	var all []ready
-	for _, v := range list.Items {
-		at, _ := time.Parse(time.RFC3339, v.CreatedAt)
-		all = append(all, ready{v.Name, v.Labels[LabelCacheReady], at})
-	}
-	slices.SortFunc(all, func(a, b ready) int { return b.at.Compare(a.at) })
-	var removed []string
-	for _, r := range all[min(keep, len(all)):] {
-		// The cache first: if a run holds it, it stays ready.
-		if _, err := d.cli.VolumeRemove(ctx, r.volume, client.VolumeRemoveOptions{}); err != nil && !cerrdefs.IsNotFound(err) {
-			d.log.Info("runner: cache in use, kept", "volume", r.volume, "err", err)
-			continue
+	sizes := map[string]int64{}
+	for _, v := range du.Volumes.Items {
+		if v.UsageData != nil {
+			sizes[v.Name] = v.UsageData.Size
 		}
-		if _, err := d.cli.VolumeRemove(ctx, r.marker, client.VolumeRemoveOptions{}); err != nil && !cerrdefs.IsNotFound(err) {
-			return removed, fmt.Errorf("remove cache marker %s: %w", r.marker, err)
-		}
-		removed = append(removed, r.volume)
 	}
-	return removed, nil
+	var out []ReadyCache
+	for _, m := range list.Items {
+		c := ReadyCache{Volume: m.Labels[LabelCacheReady], Repo: m.Labels[LabelCacheRepo], Bytes: -1}
+		if c.Volume == "" || readyName(c.Volume) != m.Name {
+			continue // not a marker this runner made
+		}
+		c.ReadyAt, _ = time.Parse(time.RFC3339, m.CreatedAt)
+		if n, ok := sizes[c.Volume]; ok && n >= 0 {
+			c.Bytes = n
+		}
+		out = append(out, c)
+	}
+	slices.SortFunc(out, func(a, b ReadyCache) int { return strings.Compare(a.Volume, b.Volume) })
+	return out, nil
+}
+
+// ErrCacheInUse is RemoveReadyCache's answer for a cache a run mounts.
+var ErrCacheInUse = errors.New("the cache is in use")
+
+// RemoveReadyCache removes a ready cache: the cache first, so that one a
+// run holds stays ready (ErrCacheInUse), then its marker.
+func (d *Docker) RemoveReadyCache(ctx context.Context, volume string) error {
+	if _, err := d.cli.VolumeRemove(ctx, volume, client.VolumeRemoveOptions{}); err != nil && !cerrdefs.IsNotFound(err) {
+		if cerrdefs.IsConflict(err) {
+			return fmt.Errorf("remove cache %s: %w: %w", volume, ErrCacheInUse, err)
+		}
+		return fmt.Errorf("remove cache %s: %w", volume, err)
+	}
+	if _, err := d.cli.VolumeRemove(ctx, readyName(volume), client.VolumeRemoveOptions{}); err != nil && !cerrdefs.IsNotFound(err) {
+		return fmt.Errorf("remove cache marker %s: %w", readyName(volume), err)
+	}
+	return nil
 }
 
 // PrivateCache makes a cache volume for one run's setup alone, on files

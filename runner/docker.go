@@ -932,7 +932,7 @@ func (d *Docker) CleanupOrphans(ctx context.Context) (int, error) {
 	}
 	for _, v := range vols.Items {
 		if _, cache := v.Labels[LabelCacheRepo]; cache {
-			continue // a dependency cache outlives runs and the bot (EvictCaches)
+			continue // a dependency cache outlives runs and the bot (setup evicts them)
 		}
 		_, err := d.cli.VolumeRemove(ctx, v.Name, client.VolumeRemoveOptions{})
 		switch {

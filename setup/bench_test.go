@@ -42,7 +42,7 @@ func BenchmarkSetup(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer d.Close()
-	s := &setup.Setup{Runner: d, Resolver: fencetest.Resolver(), Keep: 1}
+	s := &setup.Setup{Runner: d, Resolver: fencetest.Resolver(), Limits: setup.Limits{Keep: 1}}
 	dir := pullwrightTree(b)
 	req := setup.Request{
 		Repo: repo, Dir: dir, Base: dir, Image: image, Timeout: 10 * time.Minute, ToolchainHosts: true,

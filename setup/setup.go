@@ -10,8 +10,10 @@ package setup
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path"
 	"slices"
@@ -38,8 +40,8 @@ type Setup struct {
 	Runner *runner.Docker
 	// Resolver resolves the hosts setup asks for; nil is the system's.
 	Resolver fence.Resolver
-	// Keep is how many ready caches a repository keeps (DefaultKeep if 0).
-	Keep   int
+	// Limits bound the caches on the engine (see Limits).
+	Limits Limits
 	Logger *slog.Logger
 
 	mu sync.Mutex
@@ -49,6 +51,10 @@ type Setup struct {
 	probed map[string][]string
 	// keys lock the setups of one shared cache (lock).
 	keys map[string]*sync.Mutex
+	// used is when each cache was last given to a run, for eviction;
+	// a cache this process has not handed out counts from when it was
+	// made ready.
+	used map[string]time.Time
 }
 
 // Request is one run's need for its repository's dependencies.
@@ -95,7 +101,13 @@ type Prepared struct {
 	// Private is true when the cache is this run's own (see
 	// Request.Base); Release removes it after the run.
 	Private bool
-	release func(context.Context)
+	// Measured is set when this call measured the engine's ready caches
+	// (after a setup filled one): CacheBytes is what they hold together,
+	// after Evicted were removed.
+	Measured   bool
+	CacheBytes int64
+	Evicted    []string
+	release    func(context.Context)
 }
 
 // Release removes what the run alone used; call it once the run ended.
@@ -155,12 +167,13 @@ func (s *Setup) Prepare(ctx context.Context, req Request) (Prepared, error) {
 		if err := s.Runner.MarkCacheReady(ctx, cache); err != nil {
 			return p, err
 		}
-		if removed, err := s.Runner.EvictCaches(ctx, req.Repo, s.keep()); err != nil {
-			log.Warn("setup: evicting old caches", "err", err)
-		} else if len(removed) > 0 {
-			log.Info("setup: evicted old caches", "volumes", removed)
+		if err := s.evict(ctx, &p, cache.Volume); err != nil {
+			log.Warn("setup: evicting caches", "err", err)
+		} else if len(p.Evicted) > 0 {
+			log.Info("setup: evicted caches", "volumes", p.Evicted, "bytes_left", p.CacheBytes)
 		}
 	}
+	s.touch(cache.Volume)
 	p.Caches = []runner.CacheMount{{Volume: cache.Volume, Target: Mount, ReadOnly: true}}
 	p.Env, p.Links = env(plan, false), links(plan)
 	return p, nil
@@ -356,11 +369,129 @@ func env(plan deps.Plan, setup bool) []string {
 	return slices.Compact(e)
 }
 
-func (s *Setup) keep() int {
-	if s.Keep > 0 {
-		return s.Keep
+// touch records that volume was given to a run now.
+func (s *Setup) touch(volume string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.used == nil {
+		s.used = map[string]time.Time{}
 	}
-	return DefaultKeep
+	s.used[volume] = time.Now()
+}
+
+// evict removes the caches beyond the limits, least recently used first,
+// never current (the one a run is about to get), and records in p what it
+// removed and what is left.
+func (s *Setup) evict(ctx context.Context, p *Prepared, current string) error {
+	all, err := s.Runner.ReadyCaches(ctx)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	used := maps.Clone(s.used)
+	s.mu.Unlock()
+	victims := Evictions(all, used, current, s.limits())
+	gone := map[string]bool{}
+	var errs []error
+	for _, v := range victims {
+		if err := s.Runner.RemoveReadyCache(ctx, v); errors.Is(err, runner.ErrCacheInUse) {
+			continue // a run holds it; a later eviction takes it
+		} else if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		gone[v] = true
+		p.Evicted = append(p.Evicted, v)
+		s.mu.Lock()
+		delete(s.used, v)
+		s.mu.Unlock()
+	}
+	p.Measured = true
+	for _, c := range all {
+		if !gone[c.Volume] && c.Bytes > 0 {
+			p.CacheBytes += c.Bytes
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (s *Setup) limits() Limits {
+	l := s.Limits
+	if l.Keep <= 0 {
+		l.Keep = DefaultKeep
+	}
+	return l
+}
+
+// Limits bound the ready caches on one engine. Beyond any of them the
+// least recently used cache goes first.
+type Limits struct {
+	// Keep is how many a repository keeps (DefaultKeep if 0).
+	Keep int
+	// RepoBytes caps what one repository's hold, HostBytes what all of
+	// them hold; 0 is no cap. A size the engine did not report counts 0.
+	RepoBytes, HostBytes int64
+}
+
+// Evictions chooses the caches to remove from all, the engine's ready
+// caches: by each one's last use (used, or else when it was made ready),
+// the least recent go first until each repository keeps at most l.Keep
+// and l.RepoBytes, and all of them together l.HostBytes. current, the
+// cache a run is about to get, is never chosen, even when it alone is
+// over a cap.
+func Evictions(all []runner.ReadyCache, used map[string]time.Time, current string, l Limits) []string {
+	last := func(c runner.ReadyCache) time.Time {
+		if t, ok := used[c.Volume]; ok && t.After(c.ReadyAt) {
+			return t
+		}
+		return c.ReadyAt
+	}
+	// Most recent first; a tie is broken by name, so the choice is the
+	// same every time.
+	order := slices.Clone(all)
+	slices.SortStableFunc(order, func(a, b runner.ReadyCache) int {
+		if c := last(b).Compare(last(a)); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Volume, b.Volume)
+	})
+	size := func(c runner.ReadyCache) int64 { return max(c.Bytes, 0) }
+	gone := map[string]bool{}
+	var out []string
+	drop := func(c runner.ReadyCache) {
+		gone[c.Volume] = true
+		out = append(out, c.Volume)
+	}
+	// Per repository: the count, then the bytes.
+	count, bytes := map[string]int{}, map[string]int64{}
+	for _, c := range order {
+		if c.Volume == current || count[c.Repo] < l.Keep {
+			count[c.Repo]++
+			bytes[c.Repo] += size(c)
+			continue
+		}
+		drop(c)
+	}
+	for i := len(order) - 1; i >= 0; i-- {
+		c := order[i]
+		if !gone[c.Volume] && c.Volume != current && l.RepoBytes > 0 && bytes[c.Repo] > l.RepoBytes {
+			bytes[c.Repo] -= size(c)
+			drop(c)
+		}
+	}
+	var total int64
+	for _, c := range order {
+		if !gone[c.Volume] {
+			total += size(c)
+		}
+	}
+	for i := len(order) - 1; i >= 0 && l.HostBytes > 0 && total > l.HostBytes; i-- {
+		if c := order[i]; !gone[c.Volume] && c.Volume != current {
+			total -= size(c)
+			drop(c)
+		}
+	}
+	return out
 }
 
 func (s *Setup) logger() *slog.Logger {

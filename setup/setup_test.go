@@ -1,16 +1,20 @@
 package setup_test
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/mount"
 	"github.com/moby/moby/client"
 
 	"github.com/pullwright/pullwright/fence"
@@ -54,7 +58,7 @@ func TestPrepareFillsTheCacheOnce(t *testing.T) {
 	host, served := fencetest.ModProxy(t)
 	repo := fmt.Sprintf("test/setup-%d", os.Getpid())
 	d := newDocker(t, repo, image)
-	s := &setup.Setup{Runner: d, Resolver: fencetest.Resolver(), Keep: 1,
+	s := &setup.Setup{Runner: d, Resolver: fencetest.Resolver(), Limits: setup.Limits{Keep: 1},
 		Logger: slog.New(slog.NewTextHandler(t.Output(), nil))}
 	req := func(dir string) setup.Request {
 		return setup.Request{
@@ -277,5 +281,65 @@ func TestPrepareOnChangedManifestsIsPrivate(t *testing.T) {
 	p.Release(t.Context())
 	if _, err := cli.VolumeInspect(t.Context(), p.Caches[0].Volume, client.VolumeInspectOptions{}); err == nil {
 		t.Fatalf("the private cache %s outlived Release", p.Caches[0].Volume)
+	}
+}
+
+// A repository's caches are capped in bytes as the engine measures them:
+// the least recently used goes when a new one makes the total too large,
+// unless a container holds it, and the newest stays even when it alone is
+// over the cap.
+func TestEvictionBySizeSparesACacheInUse(t *testing.T) {
+	image := sandboxtest.Image(t)
+	repo := fmt.Sprintf("test/setup-size-%d", os.Getpid())
+	d := newDocker(t, repo, image)
+	s := &setup.Setup{Runner: d, Resolver: fencetest.Resolver(), Limits: setup.Limits{Keep: 5, RepoBytes: 5 << 20},
+		Logger: slog.New(slog.NewTextHandler(t.Output(), nil))}
+	fill := func(name string) setup.Prepared {
+		t.Helper()
+		dir := t.TempDir()
+		p, err := s.Prepare(t.Context(), setup.Request{Repo: repo, Dir: dir, Base: dir, Timeout: time.Minute,
+			Setup: []string{`dd if=/dev/zero of="$PULLWRIGHT_DEPS/` + name + `" bs=1048576 count=3 2>/dev/null`}})
+		if err != nil || p.Setup == nil || p.Failed {
+			t.Fatalf("setup %s = %+v, %v", name, p, err)
+		}
+		if !p.Measured || p.CacheBytes < 3<<20 {
+			t.Errorf("setup %s measured %v, %d bytes; want at least 3 MiB", name, p.Measured, p.CacheBytes)
+		}
+		return p
+	}
+	exists := func(volume string) bool {
+		ready, err := d.ReadyCaches(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return slices.ContainsFunc(ready, func(c runner.ReadyCache) bool { return c.Volume == volume })
+	}
+
+	one := fill("one")
+	two := fill("two")
+	if !slices.Equal(two.Evicted, []string{one.Caches[0].Volume}) || exists(one.Caches[0].Volume) || !exists(two.Caches[0].Volume) {
+		t.Fatalf("second setup evicted %v; want the first's cache %s, and its own kept", two.Evicted, one.Caches[0].Volume)
+	}
+
+	// A container that mounts the second cache holds it.
+	cli, err := client.New(client.FromEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	held, err := cli.ContainerCreate(t.Context(), client.ContainerCreateOptions{
+		Config:     &container.Config{Image: image, Cmd: []string{"true"}},
+		HostConfig: &container.HostConfig{Mounts: []mount.Mount{{Type: mount.TypeVolume, Source: two.Caches[0].Volume, Target: setup.Mount, ReadOnly: true}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.ContainerRemove(context.Background(), held.ID, client.ContainerRemoveOptions{Force: true})
+	three := fill("three")
+	if len(three.Evicted) != 0 || !exists(two.Caches[0].Volume) || !exists(three.Caches[0].Volume) {
+		t.Fatalf("third setup evicted %v; the second's cache is in use and must stay", three.Evicted)
+	}
+	if three.CacheBytes < 6<<20 {
+		t.Errorf("after the third setup the caches hold %d bytes; want both kept ones counted", three.CacheBytes)
 	}
 }
