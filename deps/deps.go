@@ -6,9 +6,12 @@
 // no container engine. Running a Plan, behind the dependency fence, is the
 // runner's.
 //
-// Only the repository's root is looked at. A monorepo's subdirectories (a
-// go.mod or package.json below the root) get no default steps; a setup
-// of the repository's own can fetch them.
+// The root is looked at for every ecosystem; below it, down to SubDepth
+// directories, Go modules (a go.mod) and Node projects (a lockfile) get
+// default steps of their own, run in their directory: a monorepo's
+// services and web front end. Python and Cargo below the root get none
+// (one virtualenv, and Cargo's workspaces live at the root); a setup of
+// the repository's own can fetch them.
 //
 // Steps read more than the manifests (a Python build backend runs
 // setup.py, Yarn runs the release its configuration names), so a plan must
@@ -56,20 +59,65 @@ const venv = "venv"
 
 // Plan is what setup does for one tree.
 type Plan struct {
-	// Ecosystems found at the root, in the order of their default steps;
-	// at most one of NPM, PNPM and Yarn.
+	// Ecosystems found, at the root or in Projects, in the order of their
+	// default steps; at the root, at most one of NPM, PNPM and Yarn.
 	Ecosystems []Ecosystem `json:"ecosystems,omitempty"`
+	// Projects are the Go modules and Node projects below the root, in
+	// path order.
+	Projects []Project `json:"projects,omitempty"`
 	// Steps are shell commands, run in order: the repository's setup if
 	// it names one (Configured), else the defaults of Ecosystems.
 	Steps      []string `json:"steps,omitempty"`
 	Configured bool     `json:"configured,omitempty"`
-	// Manifests are the root's files that decide what setup fetches
-	// (lockfiles, and the tools' configuration in the tree), sorted.
+	// Manifests are the files that decide what setup fetches (lockfiles,
+	// and the tools' configuration in the tree), the root's and the
+	// Projects', sorted.
 	Manifests []string `json:"manifests,omitempty"`
 	// Key is a hex SHA-256 over the image, the steps and the manifests'
 	// paths and contents: equal keys fetch the same dependencies. Empty
 	// when there are no steps, and so nothing to fetch or keep.
 	Key string `json:"key,omitempty"`
+}
+
+// Project is a Go module or Node project in a directory below the root.
+type Project struct {
+	Dir       string    `json:"dir"`
+	Ecosystem Ecosystem `json:"ecosystem"`
+}
+
+// SubDepth is how many directories below the root projects are looked
+// for.
+const SubDepth = 3
+
+// projectManifests are the manifests of a project below the root: its
+// ecosystem's files at the root's names.
+var projectManifests = []string{
+	"go.mod", "go.sum",
+	"package.json", "package-lock.json", "npm-shrinkwrap.json", "pnpm-lock.yaml", "yarn.lock",
+	".npmrc", ".yarnrc", ".yarnrc.yml", "pnpm-workspace.yaml",
+}
+
+// skippedDirs hold no project of the repository's own: installed or
+// vendored dependencies, and test fixtures.
+var skippedDirs = []string{"node_modules", "vendor", "third_party", "testdata"}
+
+// dirNameRE is a directory name a project may be in: its path goes into
+// a shell command, and a hidden directory (.git, .cache) holds none.
+var dirNameRE = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9._-]*$`)
+
+// projectDir reports whether dir (slash-separated, below the root) is
+// one projects are looked for in.
+func projectDir(dir string) bool {
+	parts := strings.Split(dir, "/")
+	if len(parts) > SubDepth {
+		return false
+	}
+	for _, p := range parts {
+		if !dirNameRE.MatchString(p) || slices.Contains(skippedDirs, p) {
+			return false
+		}
+	}
+	return true
 }
 
 // manifestNames are the files at the root (and the Cargo configuration
@@ -107,17 +155,17 @@ func Detect(fsys fs.FS, image string, setup []string) (Plan, error) {
 	if err != nil {
 		return Plan{}, err
 	}
-	var p Plan
 	has := func(name string) bool { return slices.Contains(files, name) }
+	var root []Ecosystem // the root's, in the order of their steps
 	if has("go.mod") {
-		p.Ecosystems = append(p.Ecosystems, Go)
+		root = append(root, Go)
 	}
-	node, err := nodeManager(fsys, has)
+	node, err := nodeManager(fsys, ".", has)
 	if err != nil {
 		return Plan{}, err
 	}
 	if node != "" {
-		p.Ecosystems = append(p.Ecosystems, node)
+		root = append(root, node)
 	}
 	var reqs []string
 	for _, f := range files {
@@ -126,30 +174,113 @@ func Detect(fsys fs.FS, image string, setup []string) (Plan, error) {
 		}
 	}
 	if len(reqs) > 0 || has("pyproject.toml") {
-		p.Ecosystems = append(p.Ecosystems, Python)
+		root = append(root, Python)
 	}
 	if has("Cargo.toml") || has("Cargo.lock") {
-		p.Ecosystems = append(p.Ecosystems, Cargo)
+		root = append(root, Cargo)
 	}
+	sub, subFiles, err := projects(fsys)
+	if err != nil {
+		return Plan{}, err
+	}
+	p := Plan{Ecosystems: slices.Clone(root), Projects: sub}
+	for _, pr := range sub {
+		if !slices.Contains(p.Ecosystems, pr.Ecosystem) {
+			p.Ecosystems = append(p.Ecosystems, pr.Ecosystem)
+		}
+	}
+	slices.SortStableFunc(p.Ecosystems, func(a, b Ecosystem) int {
+		return cmp.Compare(slices.Index(ecosystemOrder, a), slices.Index(ecosystemOrder, b))
+	})
 
 	if setup != nil {
 		p.Steps, p.Configured = slices.Clone(setup), true
 	} else {
-		for _, e := range p.Ecosystems {
-			steps, err := defaultSteps(fsys, e, reqs)
+		for _, e := range root {
+			steps, err := defaultSteps(fsys, ".", e, reqs)
 			if err != nil {
 				return Plan{}, err
 			}
 			p.Steps = append(p.Steps, steps...)
 		}
+		for _, pr := range sub {
+			steps, err := defaultSteps(fsys, pr.Dir, pr.Ecosystem, nil)
+			if err != nil {
+				return Plan{}, err
+			}
+			for _, st := range steps {
+				// A subshell, so that the next step starts at the root.
+				p.Steps = append(p.Steps, "(cd "+pr.Dir+" && "+st+")")
+			}
+		}
 	}
-	p.Manifests = files
+	p.Manifests = append(files, subFiles...)
+	slices.Sort(p.Manifests)
 	if len(p.Steps) > 0 {
 		if p.Key, err = key(fsys, image, p.Steps, p.Manifests); err != nil {
 			return Plan{}, err
 		}
 	}
 	return p, nil
+}
+
+// ecosystemOrder is the order of the ecosystems' default steps.
+var ecosystemOrder = []Ecosystem{Go, NPM, PNPM, Yarn, Python, Cargo}
+
+// projects finds the Go modules and Node projects below the root, down to
+// SubDepth directories, and their manifests. A directory that is a
+// symbolic link is not entered, and only regular files count.
+func projects(fsys fs.FS) ([]Project, []string, error) {
+	var out []Project
+	var files []string
+	err := fs.WalkDir(fsys, ".", func(dir string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return fmt.Errorf("list %s: %w", dir, err)
+		}
+		if dir == "." {
+			return nil
+		}
+		if !d.IsDir() {
+			return nil
+		}
+		if !projectDir(dir) {
+			return fs.SkipDir
+		}
+		entries, err := fs.ReadDir(fsys, dir)
+		if err != nil {
+			return fmt.Errorf("list %s: %w", dir, err)
+		}
+		var here []string
+		for _, e := range entries {
+			if e.Type().IsRegular() && slices.Contains(projectManifests, e.Name()) {
+				here = append(here, e.Name())
+			}
+		}
+		has := func(name string) bool { return slices.Contains(here, name) }
+		found := false
+		if has("go.mod") {
+			out = append(out, Project{Dir: dir, Ecosystem: Go})
+			found = true
+		}
+		node, err := nodeManager(fsys, dir, has)
+		if err != nil {
+			return err
+		}
+		if node != "" {
+			out = append(out, Project{Dir: dir, Ecosystem: node})
+			found = true
+		}
+		if found {
+			for _, f := range here {
+				files = append(files, dir+"/"+f)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return out, files, nil
 }
 
 // manifests lists the manifests present in fsys, sorted.
@@ -179,13 +310,15 @@ func manifests(fsys fs.FS) ([]string, error) {
 	return out, nil
 }
 
+type nodeLockfile struct {
+	eco   Ecosystem
+	files []string
+}
+
 // nodeLockfiles maps each Node package manager to the lockfiles that
 // select it, in the order a tie is broken when package.json does not name
 // its manager: npm ships with Node, the others need installing.
-var nodeLockfiles = []struct {
-	eco   Ecosystem
-	files []string
-}{
+var nodeLockfiles = []nodeLockfile{
 	{NPM, []string{"package-lock.json", "npm-shrinkwrap.json"}},
 	{PNPM, []string{"pnpm-lock.yaml"}},
 	{Yarn, []string{"yarn.lock"}},
@@ -194,7 +327,7 @@ var nodeLockfiles = []struct {
 // nodeManager picks the one Node package manager whose lockfile is at the
 // root: two installing into one node_modules would undo each other. With
 // several lockfiles, package.json's packageManager field decides.
-func nodeManager(fsys fs.FS, has func(string) bool) (Ecosystem, error) {
+func nodeManager(fsys fs.FS, dir string, has func(string) bool) (Ecosystem, error) {
 	var found []Ecosystem
 	for _, n := range nodeLockfiles {
 		if slices.ContainsFunc(n.files, has) {
@@ -207,7 +340,7 @@ func nodeManager(fsys fs.FS, has func(string) bool) (Ecosystem, error) {
 		}
 		return found[0], nil
 	}
-	head, err := readHead(fsys, "package.json", 1<<20)
+	head, err := readHead(fsys, path.Join(dir, "package.json"), 1<<20)
 	if err != nil {
 		return "", err
 	}
@@ -227,7 +360,7 @@ func nodeManager(fsys fs.FS, has func(string) bool) (Ecosystem, error) {
 // defaultSteps are the steps of one ecosystem. Lifecycle scripts are off:
 // setup has network, and a dependency's install script is code nobody in
 // the repository chose to run.
-func defaultSteps(fsys fs.FS, e Ecosystem, reqs []string) ([]string, error) {
+func defaultSteps(fsys fs.FS, dir string, e Ecosystem, reqs []string) ([]string, error) {
 	switch e {
 	case Go:
 		return []string{"go mod download"}, nil
@@ -236,7 +369,7 @@ func defaultSteps(fsys fs.FS, e Ecosystem, reqs []string) ([]string, error) {
 	case PNPM:
 		return []string{"pnpm install --frozen-lockfile --ignore-scripts"}, nil
 	case Yarn:
-		berry, err := yarnBerry(fsys)
+		berry, err := yarnBerry(fsys, dir)
 		if err != nil {
 			return nil, err
 		}
@@ -266,8 +399,8 @@ func defaultSteps(fsys fs.FS, e Ecosystem, reqs []string) ([]string, error) {
 
 // yarnBerry reports a Yarn 2+ lockfile, which, unlike Yarn 1's, has a
 // __metadata entry near its top.
-func yarnBerry(fsys fs.FS) (bool, error) {
-	head, err := readHead(fsys, "yarn.lock", 4<<10)
+func yarnBerry(fsys fs.FS, dir string) (bool, error) {
+	head, err := readHead(fsys, path.Join(dir, "yarn.lock"), 4<<10)
 	if err != nil {
 		return false, err
 	}
@@ -334,12 +467,17 @@ func hashFile(h hash.Hash, fsys fs.FS, name string) error {
 // (paths from the repository's root, as git names them; added, modified
 // or deleted) calls for setup to run again: one is a manifest of the
 // plan, or would be one of a plan made after the change (a new lockfile,
-// a new ecosystem at the root). While plans cover only the root, that
-// depends on the path alone; it is asked of a Plan so that one covering
-// subdirectories can answer for them.
+// a new ecosystem at the root, a new project below it). It depends on
+// the path alone, erring towards yes: a package.json below the root
+// counts whether or not its directory is a project.
 func (p Plan) ManifestsChanged(changedPaths []string) bool {
 	return slices.ContainsFunc(changedPaths, func(c string) bool {
-		return isManifest(strings.TrimPrefix(path.Clean("/"+c), "/"))
+		c = strings.TrimPrefix(path.Clean("/"+c), "/")
+		if isManifest(c) {
+			return true
+		}
+		dir, name := path.Split(c)
+		return dir != "" && slices.Contains(projectManifests, name) && projectDir(strings.TrimSuffix(dir, "/"))
 	})
 }
 
@@ -366,10 +504,21 @@ func (p Plan) Env(dir, imagePath string) []string {
 // find it there through a link of the same name in their working
 // directory.
 func (p Plan) WorkspaceDirs() []string {
-	if slices.ContainsFunc(p.Ecosystems, func(e Ecosystem) bool { return e == NPM || e == PNPM || e == Yarn }) {
-		return []string{"node_modules"}
+	var out []string
+	if slices.ContainsFunc(p.Manifests, isNodeLockfile) {
+		out = append(out, "node_modules")
 	}
-	return nil
+	for _, pr := range p.Projects {
+		if pr.Ecosystem == NPM || pr.Ecosystem == PNPM || pr.Ecosystem == Yarn {
+			out = append(out, pr.Dir+"/node_modules")
+		}
+	}
+	return out
+}
+
+// isNodeLockfile reports a Node lockfile at the root.
+func isNodeLockfile(name string) bool {
+	return slices.ContainsFunc(nodeLockfiles, func(n nodeLockfile) bool { return slices.Contains(n.files, name) })
 }
 
 // WorkspaceKept is where, under DirVar's directory, setup keeps the

@@ -158,8 +158,35 @@ func TestDetect(t *testing.T) {
 			Plan{Ecosystems: []Ecosystem{Go}, Steps: []string{}, Configured: true, Manifests: []string{"go.mod"}},
 		},
 		{
-			"monorepo: only the root", tree("services/api/go.mod", "module api\n", "web/package.json", "{}", "web/package-lock.json", "{}", "README.md", ""), nil,
-			Plan{},
+			"monorepo: projects below the root, each in its directory",
+			tree("go.mod", "module x\n", "services/api/go.mod", "module api\n", "services/api/go.sum", "", "services/api/main.go", "",
+				"web/package.json", "{}", "web/package-lock.json", "{}", "web/.npmrc", "", "docs/package.json", "{}",
+				"tools/yarn.lock", yarnBerryLock, "py/requirements.txt", "", "README.md", ""), nil,
+			Plan{
+				Ecosystems: []Ecosystem{Go, NPM, Yarn},
+				Projects:   []Project{{"services/api", Go}, {"tools", Yarn}, {"web", NPM}},
+				Steps: []string{"go mod download", "(cd services/api && go mod download)",
+					"(cd tools && yarn install --immutable --mode=skip-build)", "(cd web && npm ci --ignore-scripts)"},
+				Manifests: []string{"go.mod", "services/api/go.mod", "services/api/go.sum", "tools/yarn.lock",
+					"web/.npmrc", "web/package-lock.json", "web/package.json"},
+			},
+		},
+		{
+			// Dependencies installed or vendored, fixtures, hidden
+			// directories, names the shell would read as more, and
+			// directories deeper than SubDepth hold no project.
+			"monorepo: what is not a project",
+			tree("node_modules/x/package-lock.json", "{}", "web/node_modules/y/go.mod", "", "vendor/m/go.mod", "", "third_party/t/go.mod", "",
+				"pkg/testdata/go.mod", "", ".github/tools/go.mod", "", "we b/go.mod", "", "a;b/go.mod", "", "-x/go.mod", "",
+				"a/b/c/d/go.mod", "", "a/b/c/go.mod", "module abc\n"), nil,
+			Plan{
+				Ecosystems: []Ecosystem{Go}, Projects: []Project{{"a/b/c", Go}},
+				Steps: []string{"(cd a/b/c && go mod download)"}, Manifests: []string{"a/b/c/go.mod"},
+			},
+		},
+		{
+			"monorepo: configured steps replace the projects' defaults too", tree("web/package-lock.json", "{}"), []string{"make deps"},
+			Plan{Ecosystems: []Ecosystem{NPM}, Projects: []Project{{"web", NPM}}, Steps: []string{"make deps"}, Configured: true, Manifests: []string{"web/package-lock.json"}},
 		},
 		{
 			"a manifest that is not a regular file",
@@ -228,10 +255,11 @@ func TestKey(t *testing.T) {
 	}{
 		{"same inputs", with(), image, nil, true},
 		{"an unrelated file changed", with("main.go", "package main\n\nfunc main() {}\n"), image, nil, true},
-		{"an unrelated file added", with("docs/requirements.txt", "sphinx\n", "sub/go.mod", "module y\n"), image, nil, true},
+		{"an unrelated file added", with("docs/requirements.txt", "sphinx\n", "vendor/m/go.mod", "module y\n"), image, nil, true},
 		{"an unrelated file deleted", with("README.md", "<deleted>"), image, nil, true},
 		{"the defaults, written out as setup", with(), image, []string{"go mod download", "npm ci --ignore-scripts"}, true},
 
+		{"a module below the root added", with("sub/go.mod", "module y\n"), image, nil, false},
 		{"a lockfile changed", with("go.sum", "example.com/a v1.0.0 h1:abd=\n"), image, nil, false},
 		{"package.json changed", with("package.json", `{"name": "y"}`), image, nil, false},
 		{"a manifest added", with(".npmrc", "audit=false\n"), image, nil, false},
@@ -273,7 +301,9 @@ func TestManifestsChanged(t *testing.T) {
 		{"a new requirements file", []string{"requirements-test.txt"}, true},
 		{"the cargo configuration", []string{".cargo/config.toml"}, true},
 		{"a tool's configuration", []string{".npmrc"}, true},
-		{"a manifest below the root", []string{"tools/go.mod", "web/package-lock.json", "docs/requirements.txt"}, false},
+		{"a module below the root", []string{"tools/go.mod"}, true},
+		{"a lockfile below the root", []string{"web/package-lock.json"}, true},
+		{"manifests where no project is looked for", []string{"docs/requirements.txt", "node_modules/x/package.json", "vendor/m/go.mod", ".github/x/go.mod", "a/b/c/d/go.mod"}, false},
 		{"a name only like a manifest", []string{"go.mod.orig", "Go.mod", "requirements.txt.bak", "requirements;x.txt"}, false},
 		{"a path that climbs out and back", []string{"../go.mod"}, true},
 	}

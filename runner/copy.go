@@ -8,7 +8,9 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
+	"strings"
 	"syscall"
 )
 
@@ -139,8 +141,9 @@ func removeTree(path string) error {
 // reserve, if not nil, is asked before each regular file with its size; its
 // error stops the stream before that file is sent.
 //
-// Each of links whose name the tree's top does not have is added as a
-// symbolic link; one the tree has is left as the tree has it.
+// Each of links is added as a symbolic link where the tree has nothing of
+// its name and has its directory (a real one: a link is never written
+// through a symbolic link); one the tree has is left as the tree has it.
 func tarTree(ctx context.Context, src string, w io.Writer, uid, gid int, reserve func(size int64) error, links ...Link) error {
 	root, err := filepath.EvalSymlinks(src)
 	if err != nil {
@@ -205,12 +208,15 @@ func tarTree(ctx context.Context, src string, w io.Writer, uid, gid int, reserve
 	}
 	for _, l := range links {
 		if !l.validName() {
-			return fmt.Errorf("link %q: not a name in the workspace's top directory", l.Name)
+			return fmt.Errorf("link %q: not a path inside the workspace", l.Name)
 		}
-		if _, err := os.Lstat(filepath.Join(root, l.Name)); err == nil {
+		if _, err := os.Lstat(filepath.Join(root, filepath.FromSlash(l.Name))); err == nil {
 			continue
 		} else if !errors.Is(err, fs.ErrNotExist) {
 			return err
+		}
+		if !realDirs(root, path.Dir(l.Name)) {
+			continue
 		}
 		if err := tw.WriteHeader(&tar.Header{Name: l.Name, Typeflag: tar.TypeSymlink, Linkname: l.Target,
 			Mode: 0o777, ModTime: info.ModTime(), Uid: uid, Gid: gid}); err != nil {
@@ -218,6 +224,22 @@ func tarTree(ctx context.Context, src string, w io.Writer, uid, gid int, reserve
 		}
 	}
 	return tw.Close()
+}
+
+// realDirs reports whether every component of dir (slash-separated,
+// under root) is a directory, not a symbolic link to one.
+func realDirs(root, dir string) bool {
+	p := root
+	for _, part := range strings.Split(dir, "/") {
+		if part == "." {
+			continue
+		}
+		p = filepath.Join(p, part)
+		if fi, err := os.Lstat(p); err != nil || !fi.IsDir() {
+			return false
+		}
+	}
+	return true
 }
 
 // tarFile writes one regular file, refusing to follow a symlink that replaced

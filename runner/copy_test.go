@@ -178,8 +178,14 @@ func TestTarTreeRootSymlink(t *testing.T) {
 func TestTarTreeLinks(t *testing.T) {
 	dir := t.TempDir()
 	mkfile(t, filepath.Join(dir, "vendor", "x"), "x", 0o644)
+	mkfile(t, filepath.Join(dir, "web", "package.json"), "{}", 0o644)
+	if err := os.Symlink("web", filepath.Join(dir, "alias")); err != nil {
+		t.Fatal(err)
+	}
 	var buf bytes.Buffer
-	links := []Link{{Name: "node_modules", Target: "/deps/files/node_modules"}, {Name: "vendor", Target: "/elsewhere"}}
+	links := []Link{{Name: "node_modules", Target: "/deps/files/node_modules"}, {Name: "vendor", Target: "/elsewhere"},
+		{Name: "web/node_modules", Target: "/deps/files/workspace/web/node_modules"},
+		{Name: "gone/node_modules", Target: "/x"}, {Name: "alias/node_modules", Target: "/x"}}
 	if err := tarTree(t.Context(), dir, &buf, 7, 8, nil, links...); err != nil {
 		t.Fatal(err)
 	}
@@ -187,15 +193,21 @@ func TestTarTreeLinks(t *testing.T) {
 	for _, e := range readTar(t, &buf) {
 		got = append(got, e.String())
 	}
+	// A link goes only where the tree has a real directory for it, not
+	// into one it lacks, nor through a symbolic link.
 	want := []string{
+		`2 "alias" 777 7:8 link="web" body=""`,
 		`5 "vendor/" 700 7:8 link="" body=""`,
 		`0 "vendor/x" 644 7:8 link="" body="x"`,
+		`5 "web/" 700 7:8 link="" body=""`,
+		`0 "web/package.json" 644 7:8 link="" body="{}"`,
 		`2 "node_modules" 777 7:8 link="/deps/files/node_modules" body=""`,
+		`2 "web/node_modules" 777 7:8 link="/deps/files/workspace/web/node_modules" body=""`,
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("entries:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	for _, name := range []string{"", ".", "..", "a/b", "../up", "a\\b", "a\x00"} {
+	for _, name := range []string{"", ".", "..", "../up", "/abs", "a/../b", "a//b", "a/", "./a", "a\\b", "a\x00"} {
 		if err := tarTree(t.Context(), dir, io.Discard, 1, 1, nil, Link{Name: name, Target: "/x"}); err == nil {
 			t.Errorf("link named %q: no error", name)
 		}

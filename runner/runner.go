@@ -74,10 +74,11 @@ type Spec struct {
 	// the bot's. Local ignores both: it has no volumes to mount.
 	Caches []CacheMount
 	Env    []string
-	// Links are symbolic links put at the top of the sandbox's copy of
-	// the workspace where the tree has nothing of that name: how a run
-	// finds what setup left in a cache for the working directory (a
-	// node_modules). Local ignores them, as it does Caches.
+	// Links are symbolic links put in the sandbox's copy of the
+	// workspace where the tree has nothing of that name and has the
+	// directory it would be in: how a run finds what setup left in a cache
+	// for the working directory (a node_modules). Local ignores them, as
+	// it does Caches.
 	Links []Link
 
 	// Route, if set, makes the run fenced: it has no network whatever
@@ -100,16 +101,24 @@ type CacheMount struct {
 	ReadOnly bool
 }
 
-// Link is a symbolic link at Name, one name at the workspace's top,
-// pointing at Target.
+// Link is a symbolic link at Name, a slash-separated path in the
+// workspace, pointing at Target.
 type Link struct {
 	Name, Target string
 }
 
-// validName reports whether a Link's name is one entry of the workspace's
-// top directory.
+// validName reports whether a Link's name is a path inside the
+// workspace: relative, clean, with no "." or ".." and no backslash or NUL.
 func (l Link) validName() bool {
-	return l.Name != "" && l.Name != "." && l.Name != ".." && !strings.ContainsAny(l.Name, "/\\\x00")
+	if l.Name == "" || strings.ContainsAny(l.Name, "\\\x00") || path.Clean(l.Name) != l.Name || path.IsAbs(l.Name) {
+		return false
+	}
+	for _, part := range strings.Split(l.Name, "/") {
+		if part == "." || part == ".." {
+			return false
+		}
+	}
+	return true
 }
 
 // CacheFiles is the directory of a cache volume that holds its files.

@@ -72,6 +72,27 @@ func TestNodeAndPythonProjectsPassOnTheCache(t *testing.T) {
 				test: "npm test", passed: "node tests passed",
 			}
 		},
+		// A monorepo's front end: its own lockfile in web/, installed
+		// there, and its node_modules linked there in the run.
+		"npm in a subdirectory": func(t *testing.T) ecosystemCase {
+			reg := fencetest.ServeNPM(t, fencetest.Package{Name: "leftpad", Version: "1.2.0", Files: map[string]string{
+				"index.js": "module.exports = (s, n) => String(s).padStart(n, '0');\n",
+			}})
+			return ecosystemCase{
+				image: sandboxtest.Commit(t, base, "ENV npm_config_registry="+reg.URL()),
+				files: map[string]string{
+					"README.md": "a monorepo\n",
+					"web/package.json": `{"name":"web","version":"1.0.0","scripts":{"test":"node test.js"},` +
+						`"dependencies":{"leftpad":"^1.2.0"}}` + "\n",
+					"web/package-lock.json": reg.Lockfile("web", "leftpad"),
+					"web/test.js": "const pad = require('leftpad');\n" +
+						"if (pad(7, 3) !== '007') { console.error('leftpad is wrong'); process.exit(1); }\n" +
+						"console.log('web tests passed');\n",
+				},
+				host: reg.Host, requests: reg.Requests, fetched: "/leftpad/-/leftpad-1.2.0.tgz",
+				test: "cd web && npm test", passed: "web tests passed",
+			}
+		},
 		"pip": func(t *testing.T) ecosystemCase {
 			ix := fencetest.ServePython(t, fencetest.Package{Name: "greeting", Version: "1.0", Files: map[string]string{
 				"greeting/__init__.py": "def hello(name):\n    return 'hello, ' + name\n",
@@ -93,7 +114,7 @@ func TestNodeAndPythonProjectsPassOnTheCache(t *testing.T) {
 	for name, mk := range cases {
 		t.Run(name, func(t *testing.T) {
 			c := mk(t)
-			repo := fmt.Sprintf("test/setup-%s-%d", name, os.Getpid())
+			repo := fmt.Sprintf("test/setup-%s-%d", strings.ReplaceAll(name, " ", "-"), os.Getpid())
 			d := newDocker(t, repo, "")
 			s := &setup.Setup{Runner: d, Resolver: fencetest.Resolver()}
 			dir := write(t, c.files)

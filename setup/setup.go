@@ -315,7 +315,8 @@ func (s *Setup) toolchainHosts(ctx context.Context, image string, plan deps.Plan
 func script(plan deps.Plan) string {
 	lines := append([]string{"set -e"}, plan.Steps...)
 	for _, d := range plan.WorkspaceDirs() {
-		kept := `"$` + deps.DirVar + "/" + deps.WorkspaceKept + `"`
+		// d is made of names deps admits into a shell command.
+		kept := `"$` + deps.DirVar + "/" + path.Join(deps.WorkspaceKept, path.Dir(d)) + `"`
 		lines = append(lines, fmt.Sprintf("if [ -d %[1]s ] && [ ! -L %[1]s ]; then mkdir -p %[2]s && mv %[1]s %[2]s/; fi", d, kept))
 	}
 	return strings.Join(lines, "\n")
