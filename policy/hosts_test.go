@@ -176,6 +176,11 @@ func TestResolveFence(t *testing.T) {
 		{"toolchain hosts written out", "fence:\n  toolchain_hosts: true\n", "", nil, nil, true},
 		{"repository's hosts within it", "fence:\n  hosts: ['*.mirror.test', 'git.corp.test:8443']\n", "setup_hosts: [a.mirror.test, 'git.corp.test:8443']\n",
 			[]string{"*.mirror.test", "git.corp.test:8443", "a.mirror.test"}, nil, true},
+		// repository_hosts are open only to the repositories that ask.
+		{"repository hosts, asked for", "fence:\n  hosts: [mirror.test]\n  repository_hosts: ['*.team.test']\n", "setup_hosts: [npm.team.test]\n",
+			[]string{"mirror.test", "npm.team.test"}, nil, true},
+		{"repository hosts, not asked for", "fence:\n  hosts: [mirror.test]\n  repository_hosts: ['*.team.test']\n", "",
+			[]string{"mirror.test"}, nil, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -471,6 +471,7 @@ func (o *Operator) validate(errs *Errors) {
 		errs.add(at("rate.tasks_per_hour"), "rate.tasks_per_hour", "must be at least 1")
 	}
 	checkHostPatterns(errs, at, "fence.hosts", o.Fence.Hosts)
+	checkHostPatterns(errs, at, "fence.repository_hosts", o.Fence.RepositoryHosts)
 	if o.Caches.Keep < 1 {
 		errs.add(at("caches.keep"), "caches.keep", "must be at least 1")
 	}

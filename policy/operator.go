@@ -54,6 +54,10 @@ type Fence struct {
 	// open to every repository's setup beyond the toolchains' own, and
 	// the cap of what a repository's setup_hosts may name.
 	Hosts []string `yaml:"hosts" json:"hosts"`
+	// RepositoryHosts are host patterns a repository's setup_hosts may
+	// name besides Hosts, open only to the repositories that ask for
+	// them: a private registry one team needs.
+	RepositoryHosts []string `yaml:"repository_hosts" json:"repository_hosts"`
 	// AllowedNets are the non-public ranges setup may reach (an internal
 	// mirror on a private address), in canonical form ("10.20.0.0/16").
 	// Every other address that is not public is refused, even for an

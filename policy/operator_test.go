@@ -210,6 +210,9 @@ func TestLoadOperatorErrors(t *testing.T) {
 		{"cache sizes", "caches:\n  repo_size: lots\n", []string{
 			`line 2: caches.repo_size: "lots" is not a size (write it like 2GiB or 512MiB)`,
 		}},
+		{"fence repository hosts", "fence:\n  repository_hosts: ['http://x.test']\n", []string{
+			`line 2: fence.repository_hosts[0]: "http://x.test" is not a host pattern: write a host name (mirror.example), "*." and a domain (*.mirror.example), or an address (10.0.0.5, fd00::5), each optionally with ":port"`,
+		}},
 		{"unknown fence key", "fence:\n  host: [mirror.test]\n", []string{"line 2: fence.host: unknown key; did you mean hosts?"}},
 		{"a list", "- caps\n", []string{"line 1: the file must be a set of keys and values (like model: gpt-4.1-mini), not a list"}},
 	}

@@ -125,8 +125,9 @@ func (r *resolver) settings() Settings {
 
 // fence resolves where setup may connect: the operator's fence, and the
 // repository's setup_hosts, each of which must be within the operator's
-// hosts. A repository may ask for hosts only from that list, never widen
-// it: each allowed host is a way out for what setup can read.
+// hosts or repository_hosts. A repository may ask for hosts only from
+// those lists, never widen them: each allowed host is a way out for what
+// setup can read.
 func (r *resolver) fence(s *Settings) {
 	o, c := r.o, r.c
 	s.FenceHosts = slices.Clone(o.Fence.Hosts)
@@ -139,14 +140,15 @@ func (r *resolver) fence(s *Settings) {
 		}
 	}
 	s.RepoSetupHosts = slices.Clone(c.SetupHosts)
+	allowed := append(slices.Clone(o.Fence.Hosts), o.Fence.RepositoryHosts...)
 	for i, h := range c.SetupHosts {
 		k := fmt.Sprintf("setup_hosts[%d]", i)
 		switch {
-		case hostWithin(h, o.Fence.Hosts):
-		case len(o.Fence.Hosts) == 0:
+		case hostWithin(h, allowed):
+		case len(allowed) == 0:
 			r.errs.add(c.Line(k), k, "%s is not allowed: this installation lists no hosts for setup, so a repository can add none", h)
 		default:
-			r.errs.add(c.Line(k), k, "%s is not within the hosts this installation allows for setup (%s)", h, strings.Join(o.Fence.Hosts, ", "))
+			r.errs.add(c.Line(k), k, "%s is not within the hosts this installation allows for setup (%s)", h, strings.Join(allowed, ", "))
 		}
 	}
 }
