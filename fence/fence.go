@@ -283,9 +283,14 @@ func splitHostPort(hostport string, defaultPort int) (string, int, error) {
 	return strings.Trim(host, "[]"), port, nil
 }
 
-// connect serves CONNECT: the client's bytes go to the checked address
-// and back, unread.
+// connect serves CONNECT: a TLS connection to the checked address. The
+// tunnel's first bytes must be a TLS ClientHello naming the host the
+// client asked for (or none, for an address): a name is checked once, and
+// an allowed host's server must not be asked for another name it also
+// serves (a CDN's other customers). After the hello the bytes go both
+// ways unread.
 func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
+	host, port, _ := splitHostPort(r.Host, 0)
 	up, err := p.dial(r.Context(), r.Host, 0)
 	if err != nil {
 		refuse(w, err)
@@ -307,7 +312,21 @@ func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
 		up.Close()
 		return
 	}
-	// What the client sent after its CONNECT, already read into rw.
+	_ = client.SetReadDeadline(time.Now().Add(helloTimeout))
+	name, hello, ok := clientHello(rw.Reader)
+	_ = client.SetReadDeadline(time.Time{})
+	if why := helloRefusal(host, name, ok); why != "" {
+		p.record(Event{Host: host, Port: port, Why: why})
+		client.Close()
+		up.Close()
+		return
+	}
+	if _, err := up.Write(hello); err != nil {
+		client.Close()
+		up.Close()
+		return
+	}
+	// What the client sent after its hello, already read into rw.
 	if n := rw.Reader.Buffered(); n > 0 {
 		buffered, _ := rw.Reader.Peek(n)
 		if _, err := up.Write(buffered); err != nil {
@@ -317,6 +336,30 @@ func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	splice(client, up)
+}
+
+// helloRefusal says why a tunnel to host whose ClientHello asked for name
+// (ok: there was one) is refused, or "".
+func helloRefusal(host, name string, ok bool) string {
+	switch {
+	case !ok:
+		return "not TLS: the fence carries only TLS through CONNECT (plain http:// goes through it as a proxied request)"
+	case name == "" && isAddr(host):
+		return ""
+	case name == "":
+		return "the TLS hello names no host; it must name " + host
+	case !strings.EqualFold(strings.TrimSuffix(name, "."), strings.TrimSuffix(host, ".")):
+		return "the TLS hello names " + strconv.Quote(shortName(name)) + ", not " + host
+	}
+	return ""
+}
+
+// shortName cuts a name from the sandbox for an event.
+func shortName(s string) string {
+	if len(s) > maxHostLen {
+		return s[:maxHostLen] + "…"
+	}
+	return s
 }
 
 // splice copies both ways until either side is done, then closes both.

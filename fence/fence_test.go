@@ -71,16 +71,34 @@ func (b *backend) addr() netip.Addr {
 }
 
 // client goes through proxy; it trusts srv's certificate under the name
-// the certificate carries (httptest's), whatever name the URL uses.
+// the certificate carries (httptest's), whatever name the URL uses. The
+// TLS hello names the URL's host, as a real client's does: the fence
+// checks it.
 func client(proxy string, srv *httptest.Server) *http.Client {
 	u, _ := url.Parse(proxy)
 	tr := &http.Transport{Proxy: http.ProxyURL(u), DisableKeepAlives: true}
 	if srv != nil && srv.TLS != nil {
-		pool := x509.NewCertPool()
-		pool.AddCert(srv.Certificate())
-		tr.TLSClientConfig = &tls.Config{RootCAs: pool, ServerName: "example.com"}
+		tr.TLSClientConfig = trusting(srv)
 	}
 	return &http.Client{Transport: tr}
+}
+
+// trusting verifies srv's certificate (httptest's, for example.com)
+// whatever name the hello carries.
+func trusting(srv *httptest.Server) *tls.Config {
+	pool := x509.NewCertPool()
+	pool.AddCert(srv.Certificate())
+	return &tls.Config{
+		InsecureSkipVerify: true, // verified below, under the certificate's own name
+		VerifyPeerCertificate: func(raw [][]byte, _ [][]*x509.Certificate) error {
+			cert, err := x509.ParseCertificate(raw[0])
+			if err != nil {
+				return err
+			}
+			_, err = cert.Verify(x509.VerifyOptions{Roots: pool, DNSName: "example.com"})
+			return err
+		},
+	}
 }
 
 func TestProxyAllowsOnlyWhatThePolicySays(t *testing.T) {
@@ -327,5 +345,91 @@ func TestProxySendsTheCheckedHost(t *testing.T) {
 	resp.Body.Close()
 	if got := seen.Load(); got != "mirror.test:"+port {
 		t.Fatalf("the server saw Host %v, want the allowed name (%s)", got, resp.Status)
+	}
+}
+
+// A tunnel carries TLS to the name it was opened for: its hello must name
+// that host (or none, for an address), so that a server of many names
+// reached under an allowed one is not asked for another; anything but
+// TLS is refused. Each refusal is an event.
+func TestProxyChecksTheTLSName(t *testing.T) {
+	mirror := newBackend(t, true)
+	port := mirror.port()
+	lo := netip.MustParseAddr("127.0.0.1")
+	p, err := New(Policy{Hosts: []string{"mirror.test:" + port, "127.0.0.1:" + port}, AllowedNets: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}},
+		&names{table: map[string][]netip.Addr{"mirror.test": {lo}}}, testLog(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(p)
+	defer srv.Close()
+	tunnel := func(target string) net.Conn {
+		t.Helper()
+		conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(conn, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", target, target)
+		br := bufio.NewReader(conn)
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil || resp.StatusCode != http.StatusOK || br.Buffered() != 0 {
+			t.Fatalf("CONNECT %s: %v %v", target, resp, err)
+		}
+		return conn
+	}
+	get := func(target, serverName string) error {
+		conn := tunnel(target)
+		defer conn.Close()
+		cfg := trusting(mirror.Server)
+		cfg.ServerName = serverName
+		tc := tls.Client(conn, cfg)
+		if err := tc.Handshake(); err != nil {
+			return err
+		}
+		fmt.Fprintf(tc, "GET /x HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n", target)
+		resp, err := http.ReadResponse(bufio.NewReader(tc), nil)
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		return nil
+	}
+	tests := []struct {
+		name, target, serverName string
+		ok                       bool
+		why                      string
+	}{
+		{"the name it asked for", "mirror.test:" + port, "mirror.test", true, ""},
+		{"the name, in capitals", "mirror.test:" + port, "MIRROR.test", true, ""},
+		{"another name", "mirror.test:" + port, "other.example", false, `the TLS hello names "other.example", not mirror.test`},
+		{"no name for a name", "mirror.test:" + port, "", false, "the TLS hello names no host; it must name mirror.test"},
+		{"no name for an address", "127.0.0.1:" + port, "", true, ""},
+		{"a name for an address", "127.0.0.1:" + port, "mirror.test", false, `the TLS hello names "mirror.test", not 127.0.0.1`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before, _ := p.Events()
+			hits := mirror.hits.Load()
+			err := get(tt.target, tt.serverName)
+			if tt.ok != (err == nil) || tt.ok != (mirror.hits.Load() == hits+1) {
+				t.Fatalf("err %v, %d requests reached the server; want ok=%v", err, mirror.hits.Load()-hits, tt.ok)
+			}
+			events, _ := p.Events()
+			last := events[len(events)-1]
+			if !tt.ok && (len(events) != len(before)+2 || last.Allowed || last.Why != tt.why) {
+				t.Errorf("events after the refusal: %v; want a refusal saying %q", events[len(before):], tt.why)
+			}
+		})
+	}
+	// Not TLS at all.
+	conn := tunnel("mirror.test:" + port)
+	fmt.Fprintf(conn, "GET /x HTTP/1.1\r\nHost: mirror.test\r\n\r\n")
+	if b, err := io.ReadAll(conn); err != nil || len(b) != 0 {
+		t.Errorf("plain HTTP in a tunnel got %q, %v; want the connection closed", b, err)
+	}
+	conn.Close()
+	events, _ := p.Events()
+	if last := events[len(events)-1]; last.Allowed || !strings.HasPrefix(last.Why, "not TLS") {
+		t.Errorf("last event %v, want the refusal of plain HTTP", last)
 	}
 }
