@@ -94,7 +94,7 @@ const SubDepth = 3
 var projectManifests = []string{
 	"go.mod", "go.sum",
 	"package.json", "package-lock.json", "npm-shrinkwrap.json", "pnpm-lock.yaml", "yarn.lock",
-	".npmrc", ".yarnrc", ".yarnrc.yml", "pnpm-workspace.yaml",
+	".npmrc", ".yarnrc", ".yarnrc.yml", "pnpm-workspace.yaml", ".pnpmfile.cjs",
 }
 
 // skippedDirs hold no project of the repository's own: installed or
@@ -124,11 +124,12 @@ func projectDir(dir string) bool {
 // below .cargo/) that decide what setup fetches: a change to any of them,
 // including adding or deleting it, means setup runs again. Besides the
 // lockfiles, the tools' in-tree configuration is here because it can
-// change the registry or what is installed.
+// change the registry or what is installed (pnpm's hooks file rewrites
+// the packages it installs).
 var manifestNames = []string{
 	"go.mod", "go.sum", "go.work", "go.work.sum",
 	"package.json", "package-lock.json", "npm-shrinkwrap.json", "pnpm-lock.yaml", "yarn.lock",
-	".npmrc", ".yarnrc", ".yarnrc.yml", "pnpm-workspace.yaml",
+	".npmrc", ".yarnrc", ".yarnrc.yml", "pnpm-workspace.yaml", ".pnpmfile.cjs",
 	"pyproject.toml", "setup.py", "setup.cfg", "Pipfile", "Pipfile.lock", "poetry.lock", "uv.lock",
 	"Cargo.toml", "Cargo.lock", ".cargo/config.toml", ".cargo/config",
 }

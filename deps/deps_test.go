@@ -301,6 +301,7 @@ func TestManifestsChanged(t *testing.T) {
 		{"a new requirements file", []string{"requirements-test.txt"}, true},
 		{"the cargo configuration", []string{".cargo/config.toml"}, true},
 		{"a tool's configuration", []string{".npmrc"}, true},
+		{"pnpm's hooks", []string{".pnpmfile.cjs"}, true},
 		{"a module below the root", []string{"tools/go.mod"}, true},
 		{"a lockfile below the root", []string{"web/package-lock.json"}, true},
 		{"manifests where no project is looked for", []string{"docs/requirements.txt", "node_modules/x/package.json", "vendor/m/go.mod", ".github/x/go.mod", "a/b/c/d/go.mod"}, false},
