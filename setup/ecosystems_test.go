@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -46,6 +47,33 @@ type ecosystemCase struct {
 	passed   string // what the test prints when it passes
 }
 
+// npmProject is a Node project in dir ("" for the root) that needs one
+// package from a registry the test stands up, which the image names.
+func npmProject(t *testing.T, base, dir string) ecosystemCase {
+	reg := fencetest.ServeNPM(t, fencetest.Package{Name: "leftpad", Version: "1.2.0", Files: map[string]string{
+		"index.js": "module.exports = (s, n) => String(s).padStart(n, '0');\n",
+	}})
+	in := func(name string) string { return path.Join(dir, name) }
+	test := "npm test"
+	if dir != "" {
+		test = "cd " + dir + " && npm test"
+	}
+	return ecosystemCase{
+		image: sandboxtest.Commit(t, base, "ENV npm_config_registry="+reg.URL()),
+		files: map[string]string{
+			"README.md": "a project\n",
+			in("package.json"): `{"name":"app","version":"1.0.0","scripts":{"test":"node test.js"},` +
+				`"dependencies":{"leftpad":"^1.2.0"}}` + "\n",
+			in("package-lock.json"): reg.Lockfile("app", "leftpad"),
+			in("test.js"): "const pad = require('leftpad');\n" +
+				"if (pad(7, 3) !== '007') { console.error('leftpad is wrong'); process.exit(1); }\n" +
+				"console.log('node tests passed');\n",
+		},
+		host: reg.Host, requests: reg.Requests, fetched: "/leftpad/-/leftpad-1.2.0.tgz",
+		test: test, passed: "node tests passed",
+	}
+}
+
 // The real npm and pip clients install a dependency through the fence
 // from a registry the test stands up, with no host of the operator's:
 // the image's own configuration names the registry. The project's tests
@@ -54,45 +82,10 @@ type ecosystemCase struct {
 func TestNodeAndPythonProjectsPassOnTheCache(t *testing.T) {
 	base := sandboxtest.NodeAndPython(t)
 	cases := map[string]func(t *testing.T) ecosystemCase{
-		"npm": func(t *testing.T) ecosystemCase {
-			reg := fencetest.ServeNPM(t, fencetest.Package{Name: "leftpad", Version: "1.2.0", Files: map[string]string{
-				"index.js": "module.exports = (s, n) => String(s).padStart(n, '0');\n",
-			}})
-			return ecosystemCase{
-				image: sandboxtest.Commit(t, base, "ENV npm_config_registry="+reg.URL()),
-				files: map[string]string{
-					"package.json": `{"name":"app","version":"1.0.0","scripts":{"test":"node test.js"},` +
-						`"dependencies":{"leftpad":"^1.2.0"}}` + "\n",
-					"package-lock.json": reg.Lockfile("app", "leftpad"),
-					"test.js": "const pad = require('leftpad');\n" +
-						"if (pad(7, 3) !== '007') { console.error('leftpad is wrong'); process.exit(1); }\n" +
-						"console.log('node tests passed');\n",
-				},
-				host: reg.Host, requests: reg.Requests, fetched: "/leftpad/-/leftpad-1.2.0.tgz",
-				test: "npm test", passed: "node tests passed",
-			}
-		},
+		"npm": func(t *testing.T) ecosystemCase { return npmProject(t, base, "") },
 		// A monorepo's front end: its own lockfile in web/, installed
 		// there, and its node_modules linked there in the run.
-		"npm in a subdirectory": func(t *testing.T) ecosystemCase {
-			reg := fencetest.ServeNPM(t, fencetest.Package{Name: "leftpad", Version: "1.2.0", Files: map[string]string{
-				"index.js": "module.exports = (s, n) => String(s).padStart(n, '0');\n",
-			}})
-			return ecosystemCase{
-				image: sandboxtest.Commit(t, base, "ENV npm_config_registry="+reg.URL()),
-				files: map[string]string{
-					"README.md": "a monorepo\n",
-					"web/package.json": `{"name":"web","version":"1.0.0","scripts":{"test":"node test.js"},` +
-						`"dependencies":{"leftpad":"^1.2.0"}}` + "\n",
-					"web/package-lock.json": reg.Lockfile("web", "leftpad"),
-					"web/test.js": "const pad = require('leftpad');\n" +
-						"if (pad(7, 3) !== '007') { console.error('leftpad is wrong'); process.exit(1); }\n" +
-						"console.log('web tests passed');\n",
-				},
-				host: reg.Host, requests: reg.Requests, fetched: "/leftpad/-/leftpad-1.2.0.tgz",
-				test: "cd web && npm test", passed: "web tests passed",
-			}
-		},
+		"npm in a subdirectory": func(t *testing.T) ecosystemCase { return npmProject(t, base, "web") },
 		"pip": func(t *testing.T) ecosystemCase {
 			ix := fencetest.ServePython(t, fencetest.Package{Name: "greeting", Version: "1.0", Files: map[string]string{
 				"greeting/__init__.py": "def hello(name):\n    return 'hello, ' + name\n",
