@@ -6,11 +6,15 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/moby/moby/client"
+
 	"github.com/pullwright/pullwright/app"
+	"github.com/pullwright/pullwright/internal/fakegithub"
 	"github.com/pullwright/pullwright/internal/fakellm"
 	"github.com/pullwright/pullwright/internal/fencetest"
 	"github.com/pullwright/pullwright/internal/sandboxtest"
 	"github.com/pullwright/pullwright/policy"
+	"github.com/pullwright/pullwright/runner"
 	"github.com/pullwright/pullwright/task"
 )
 
@@ -100,7 +104,7 @@ func TestAChangedManifestSetsUpAgainInTheNextRequest(t *testing.T) {
 		second = e.waitState(1, task.AwaitingApproval).Request
 	}
 	c := e.waitComment(1, "request `"+second.ID+"`")
-	if !strings.Contains(c.Body, "setup runs first, with the agent's manifests") || !strings.Contains(c.Body, "`go.mod` (+2 −0)") ||
+	if !strings.Contains(c.Body, "setup runs first, with these manifests") || !strings.Contains(c.Body, "`go.mod` (+2 −0)") ||
 		!strings.Contains(c.Body, "```diff\ndiff --git a/go.mod b/go.mod\n") || !strings.Contains(c.Body, "\n+// pinned\n") {
 		t.Fatalf("the request after a go.mod change:\n%s", c.Body)
 	}
@@ -146,5 +150,55 @@ func TestActionRunHasTheRepositorysDependencies(t *testing.T) {
 	}
 	if !status {
 		t.Errorf("no status comment says what setup did: %+v", w.gh.Comments(owner, repoName, 1))
+	}
+}
+
+// A fix on a pull request gets its dependencies too. The pull request
+// changes go.mod, so its request shows that change against the base
+// branch, the setup runs on the approved files into a cache of the run's
+// own (never one filled from a contributor's files and shared), and the
+// approved build finds the dependency.
+func TestAPullRequestWithAChangedManifestSetsUpOnItsFiles(t *testing.T) {
+	llm := fakellm.NewByTurn(t,
+		fakellm.Step{ToolCalls: []fakellm.ToolCall{call("edit_file", map[string]any{"path": "docs.md", "old_text": "comitt", "new_text": "commit"})}},
+		fakellm.Step{ToolCalls: []fakellm.ToolCall{call("run", map[string]any{"command": buildCmd, "reason": "build"})}},
+		fakellm.Step{ToolCalls: []fakellm.ToolCall{call("finish", map[string]any{"title": "Fix the docs", "summary": "Fixed and built."})}},
+	)
+	e, host, served := newSetupEnv(t, llm)
+	e.servePulls()
+	gomod := fencetest.GoModule("")["go.mod"]
+	e.git.Push(t, owner, repoName, prBranch, map[string]string{"docs.md": docs, "go.mod": gomod + "\n// pinned by the contributor\n"}, "Add a page, pin a module")
+	e.gh.AddPullRequest(owner, repoName, fakegithub.PullRequestSeed{
+		Number: pr, Title: prTitle, Body: "A page for newcomers.", Author: contributor, HeadRef: prBranch, BaseRef: "master",
+	})
+	e.prComment("d1", pr, owner, "/agent fix the typo")
+	r := e.waitState(pr, task.AwaitingApproval).Request
+	c := e.waitComment(pr, "request `"+r.ID+"`")
+	if !strings.Contains(c.Body, "setup runs first, with these manifests") || !strings.Contains(c.Body, "change `go.mod` (+2 −0) against `master`") ||
+		!strings.Contains(c.Body, "+// pinned by the contributor\n") {
+		t.Fatalf("the request on the pull request:\n%s", c.Body)
+	}
+	e.prComment("a1", pr, owner, "/approve "+r.ID)
+	done := e.waitTask(pr)
+	if done.State != task.Done {
+		t.Fatalf("task ended %s: %s\n%s", done.State, done.Error, e.logs.String())
+	}
+	setup := done.Request.Setup
+	if got := lastToolResult(e.llm); !strings.Contains(got, "built") || setup == nil || setup.Failed || served.Load() == 0 {
+		t.Fatalf("the model got %q; setup %+v, %d requests to %s", got, setup, served.Load(), host)
+	}
+	// The setup ran on the pull request's files: its cache was the run's
+	// own, and nothing is left of it; no shared cache was filled.
+	cli, err := client.New(client.FromEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	list, err := cli.VolumeList(t.Context(), client.VolumeListOptions{Filters: client.Filters{}.Add("label", runner.LabelCacheRepo+"="+owner+"/"+repoName)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Items) != 0 {
+		t.Errorf("caches left for the repository: %d; a pull request's changed manifests fill none that is shared", len(list.Items))
 	}
 }

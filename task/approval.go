@@ -63,10 +63,10 @@ func (f *Flow) ask(ctx context.Context, t *Task) error {
 	}
 	// Code from a fork was written by nobody with write access: a person
 	// reads every command that would run it, whatever the rules say.
-	// Nor when the agent changed a dependency manifest: the setup would
-	// run its files with network, and a person must see that first.
+	// Nor when the files change a dependency manifest: the setup would
+	// run them with network, and a person must see that first.
 	if rule, ok := f.settings(t).AutoApproved(r.Command); ok && !t.forkCode() && r.Answer == nil && r.CommentID == 0 &&
-		(f.Deps == nil || len(changedManifests(f.changes(ctx, t))) == 0) {
+		!f.manifestChanges(ctx, t).changed() {
 		// The repository chose to run this command without asking: the
 		// answer is recorded as the rule's, and the run is shown as usual.
 		now := f.now()
@@ -168,46 +168,94 @@ func draftTitle(t *Task) string {
 // renderRequest is the request comment, with the files changed so far
 // and the changes to the dependency manifests that its setup would run.
 func (f *Flow) renderRequest(ctx context.Context, t *Task) string {
-	changes := f.changes(ctx, t)
-	return RenderRequest(t, changes, f.manifestDiff(ctx, t, changes), f.Unisolated)
+	return RenderRequest(t, f.changes(ctx, t), f.manifestChanges(ctx, t), f.Unisolated)
 }
 
 // maxManifestDiff bounds the manifests' diff in a request comment; a
 // lockfile's can be far longer than a comment holds.
 const maxManifestDiff = 12 << 10
 
-// manifestDiff is the diff of the changed dependency manifests, which the
-// approval of the request also covers (the setup fetches what they name),
-// cut to maxManifestDiff at a line's end; "" when there is none, or no
-// setup (a pull request's task, or no Dependencies), or it failed.
-func (f *Flow) manifestDiff(ctx context.Context, t *Task, changes []FileStat) string {
-	if f.Deps == nil || t.Pull != nil || f.Unisolated {
-		return ""
+// ManifestChanges are the dependency manifests the files a request would
+// run change against the commit a shared cache is filled from (setupBase):
+// the setup then runs with them, and the approval of the request covers
+// that too.
+type ManifestChanges struct {
+	Files []FileStat
+	// Diff is their unified diff, cut to maxManifestDiff at a line's end.
+	Diff string
+	// Err is why they could not be read; the request is then treated as
+	// changing them.
+	Err error
+}
+
+// changed reports whether the setup would run with manifests that are not
+// the base's, as far as anyone can tell.
+func (m ManifestChanges) changed() bool { return len(m.Files) > 0 || m.Err != nil }
+
+// setupBase is the commit whose files may fill a cache the repository's
+// tasks share: the task's base, or a pull request's base commit; "" when
+// there is none.
+func (t *Task) setupBase() string {
+	if t.Pull != nil {
+		return t.Pull.Info.BaseSHA
 	}
+	return t.BaseSHA
+}
+
+// manifestChanges reads the task's ManifestChanges; none when no setup
+// runs (no Dependencies, the local runner, nothing to compare with).
+func (f *Flow) manifestChanges(ctx context.Context, t *Task) ManifestChanges {
+	base := t.setupBase()
+	if f.Deps == nil || f.Unisolated || base == "" {
+		return ManifestChanges{}
+	}
+	m, err := f.readManifestChanges(ctx, t, base)
+	if err != nil {
+		f.Logger.WarnContext(ctx, "reading the manifests' changes", "task_id", t.ID, "err", err)
+		m.Err = err
+	}
+	return m
+}
+
+func (f *Flow) readManifestChanges(ctx context.Context, t *Task, base string) (ManifestChanges, error) {
+	ws, err := f.workspace(ctx, t)
+	if err != nil {
+		return ManifestChanges{}, err
+	}
+	token, err := f.token(ctx, t)
+	if err != nil {
+		return ManifestChanges{}, err
+	}
+	gctx, cancel := f.gitCtx(ctx)
+	defer cancel()
+	if err := ws.Fetch(gctx, token, base); err != nil {
+		return ManifestChanges{}, err
+	}
+	all, err := ws.DiffStat(base)
+	if err != nil {
+		return ManifestChanges{}, err
+	}
+	var m ManifestChanges
 	var paths []string
-	for _, c := range changes {
+	for _, c := range all {
 		if isManifest(c.Path) {
+			m.Files = append(m.Files, c)
 			paths = append(paths, c.Path)
 		}
 	}
 	if len(paths) == 0 {
-		return ""
+		return m, nil
 	}
-	ws, err := f.workspace(ctx, t)
+	d, err := ws.DiffOf(base, paths...)
 	if err != nil {
-		f.Logger.WarnContext(ctx, "manifest diff for the request comment", "task_id", t.ID, "err", err)
-		return ""
-	}
-	d, err := ws.DiffOf(t.BaseSHA, paths...)
-	if err != nil {
-		f.Logger.WarnContext(ctx, "manifest diff for the request comment", "task_id", t.ID, "err", err)
-		return ""
+		return m, err
 	}
 	if len(d) > maxManifestDiff {
 		cut := strings.LastIndexByte(d[:maxManifestDiff], '\n') + 1
 		d = d[:cut] + fmt.Sprintf("[… %d more bytes: the whole diff is in the commit to approve]\n", len(d)-cut)
 	}
-	return d
+	m.Diff = d
+	return m, nil
 }
 
 // changes lists the files changed so far, for the request comment; a
@@ -706,19 +754,19 @@ func (f *Flow) stale(ctx context.Context, t *Task) (string, error) {
 // dependencies that are not all there.
 func (f *Flow) dependencies(ctx context.Context, t *Task, ws Workspace, spec *RunSpec) (done bool, release func(context.Context)) {
 	release = func(context.Context) {}
-	if f.Deps == nil || t.Pull != nil {
-		// A pull request's task has no files of the default branch to
-		// fill a shared cache from, and its request cannot show what a
-		// contributor changed in its manifests: it runs without setup.
+	if f.Deps == nil {
 		return false, release
 	}
 	r, sb := t.Request, f.settings(t)
-	// Removed with the run's files (removeRunTree), like them.
+	// The base's files, which alone may fill a shared cache: the default
+	// branch's, or a pull request's base branch's (never its head's,
+	// which its author wrote). Removed with the run's files
+	// (removeRunTree), like them.
 	base := f.workdir(t) + ".base"
 	if err := os.RemoveAll(base); err != nil {
 		return false, release
 	}
-	if err := ws.Export(ctx, t.BaseSHA, base); err != nil {
+	if err := f.exportBase(ctx, t, ws, base); err != nil {
 		f.Logger.WarnContext(ctx, "export of the base for setup failed; the setup's cache is the run's own", "task_id", t.ID, "err", err)
 		base = ""
 	}
@@ -751,6 +799,26 @@ func (f *Flow) dependencies(ctx context.Context, t *Task, ws Workspace, spec *Ru
 	}
 	spec.Caches, spec.Env, spec.Links = ready.Caches, ready.Env, ready.Links
 	return false, release
+}
+
+// exportBase writes the files of the task's setupBase into dir.
+func (f *Flow) exportBase(ctx context.Context, t *Task, ws Workspace, dir string) error {
+	sha := t.setupBase()
+	if sha == "" {
+		return errors.New("no base commit")
+	}
+	if t.Pull != nil {
+		token, err := f.token(ctx, t)
+		if err != nil {
+			return err
+		}
+		gctx, cancel := f.gitCtx(ctx)
+		defer cancel()
+		if err := ws.Fetch(gctx, token, sha); err != nil {
+			return err
+		}
+	}
+	return ws.Export(ctx, sha, dir)
 }
 
 // setupFailure is what the agent and the run's check learn of a failed

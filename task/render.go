@@ -246,9 +246,9 @@ func clip(s string, n int) string {
 // RenderRequest is the comment that shows an execution request on the issue
 // and on the draft pull request; unisolated says the command would run on
 // the bot's own machine.
-// manifestDiff is the diff of the changed dependency manifests (see
-// Flow.manifestDiff).
-func RenderRequest(t *Task, changes []FileStat, manifestDiff string, unisolated bool) string {
+// manifests are the dependency manifests the files change against the
+// base a shared cache is filled from (see Flow.manifestChanges).
+func RenderRequest(t *Task, changes []FileStat, manifests ManifestChanges, unisolated bool) string {
 	r := t.Request
 	var b strings.Builder
 	fmt.Fprintf(&b, "### ✋ Pullwright asks to run a command · request `%s`\n\n", r.ID)
@@ -289,12 +289,20 @@ func RenderRequest(t *Task, changes []FileStat, manifestDiff string, unisolated 
 		}
 		fmt.Fprintf(&b, "Auto-approve is **on** in this repository for %s; this command matched none of them, so it needs an answer.\n\n", strings.Join(rules, ", "))
 	}
-	if manifests := changedManifests(changes); len(manifests) > 0 && !unisolated {
-		fmt.Fprintf(&b, "📦 **The repository's setup runs first, with the agent's manifests.** The agent changed %s, so before the command the setup fetches the dependencies they name (unless it already did for these very files), with network only to the hosts this installation allows. Approving covers both: read those changes first.\n\n",
-			strings.Join(manifests, ", "))
-		if manifestDiff != "" {
-			fmt.Fprintf(&b, "<details open><summary>The manifests' changes</summary>\n\n```diff\n%s```\n\n</details>\n\n", fence(manifestDiff))
+	switch {
+	case unisolated:
+	case len(manifests.Files) > 0:
+		var names []string
+		for _, c := range manifests.Files {
+			names = append(names, fmt.Sprintf("%s (+%d −%d)", code(c.Path), c.Added, c.Deleted))
 		}
+		fmt.Fprintf(&b, "📦 **The repository's setup runs first, with these manifests.** The files to run change %s against %s, so before the command the setup fetches the dependencies they name (unless it already did for these very files), running their code with network only to the hosts this installation allows. Approving covers both: read those changes first.\n\n",
+			strings.Join(names, ", "), code(t.prBase()))
+		if manifests.Diff != "" {
+			fmt.Fprintf(&b, "<details open><summary>The manifests' changes</summary>\n\n```diff\n%s```\n\n</details>\n\n", fence(manifests.Diff))
+		}
+	case manifests.Err != nil:
+		fmt.Fprintf(&b, "📦 **The dependency manifests could not be compared with %s**, so the repository's setup may run first with the files' own manifests, with network only to the hosts this installation allows.\n\n", code(t.prBase()))
 	}
 	if len(changes) > 0 {
 		b.WriteString("<details><summary>Files changed so far</summary>\n\n")
@@ -306,18 +314,6 @@ func RenderRequest(t *Task, changes []FileStat, manifestDiff string, unisolated 
 	fmt.Fprintf(&b, "Answer with `/approve` (or `/approve %s`) to run it, or `/reject <reason>` to refuse; the agent then goes on without it. "+
 		"The buttons on the **%s** check run do the same. A push to the branch makes this request stale.\n", r.ID, ApprovalCheck)
 	return b.String()
-}
-
-// changedManifests are the changed files that decide what the
-// repository's setup fetches, shown as code with their line counts.
-func changedManifests(changes []FileStat) []string {
-	var out []string
-	for _, c := range changes {
-		if isManifest(c.Path) {
-			out = append(out, fmt.Sprintf("%s (+%d −%d)", code(c.Path), c.Added, c.Deleted))
-		}
-	}
-	return out
 }
 
 // isManifest reports a file whose change makes the setup run again.

@@ -1,6 +1,7 @@
 package task
 
 import (
+	"errors"
 	"flag"
 	"os"
 	"path/filepath"
@@ -120,7 +121,7 @@ func TestRequestShowsUnshownCharactersEscaped(t *testing.T) {
 		Request: &ExecRequest{ID: "7-1", Command: "echo ok " + rlo + "; rm -rf . #", Reason: "why", SHA: "0123456789abcdef"}}
 	files := []FileStat{{Path: "x" + rlo + "og.sh", Added: 1}}
 	for name, got := range map[string]string{
-		"comment":   RenderRequest(tk, files, "", false),
+		"comment":   RenderRequest(tk, files, ManifestChanges{}, false),
 		"check run": RenderRequestSummary(tk),
 		"status":    RenderStatus(tk, "/agent"),
 	} {
@@ -131,7 +132,7 @@ func TestRequestShowsUnshownCharactersEscaped(t *testing.T) {
 			t.Errorf("the %s does not show the command escaped:\n%s", name, got)
 		}
 	}
-	if got := RenderRequest(tk, files, "", false); !strings.Contains(got, "x<U+202E>og.sh") {
+	if got := RenderRequest(tk, files, ManifestChanges{}, false); !strings.Contains(got, "x<U+202E>og.sh") {
 		t.Errorf("the file name is not shown escaped:\n%s", got)
 	}
 }
@@ -143,7 +144,7 @@ func TestRequestShowsTheReasonInert(t *testing.T) {
 		Request: &ExecRequest{ID: "7-1", Command: "make test", SHA: "0123456789abcdef",
 			Reason: "checks it <details><summary>more</summary> <!-- x --> \u202eok fixes #3 @acme/admins"}}
 	files := []FileStat{{Path: "Makefile", Added: 1}}
-	for name, got := range map[string]string{"comment": RenderRequest(tk, files, "", false), "check run": RenderRequestSummary(tk)} {
+	for name, got := range map[string]string{"comment": RenderRequest(tk, files, ManifestChanges{}, false), "check run": RenderRequestSummary(tk)} {
 		if strings.Contains(got, "<details><summary>more") || strings.Contains(got, "<!--") || strings.Contains(got, "\u202e") {
 			t.Errorf("the %s shows the reason's markup live:\n%s", name, got)
 		}
@@ -158,22 +159,32 @@ func TestRequestShowsTheReasonInert(t *testing.T) {
 // both; and the status says what a setup did, hosts shown as code.
 func TestRequestAndStatusShowTheSetup(t *testing.T) {
 	tk := &Task{ID: 7, Issue: 2, State: Running, Branch: "agent/2-x", Requester: Person{Login: "alice"},
+		Repo:    Repo{Owner: "o", Name: "r", DefaultBranch: "main"},
 		Request: &ExecRequest{ID: "7-1", Command: "go test ./...", SHA: "0123456789abcdef"}}
-	plain := RenderRequest(tk, []FileStat{{Path: "main.go", Added: 1}}, "", false)
+	files := []FileStat{{Path: "main.go", Added: 1}, {Path: "go.mod", Added: 2, Deleted: 1}}
+	plain := RenderRequest(tk, files, ManifestChanges{}, false)
 	if strings.Contains(plain, "setup") {
 		t.Errorf("a request with no manifest change speaks of setup:\n%s", plain)
-	}
-	changed := RenderRequest(tk, []FileStat{{Path: "main.go", Added: 1}, {Path: "go.mod", Added: 2, Deleted: 1}}, "", false)
-	if !strings.Contains(changed, "setup runs first, with the agent's manifests") || !strings.Contains(changed, "`go.mod` (+2 −1)") ||
-		strings.Contains(changed, "`main.go` (+1 −0), so") {
-		t.Errorf("a request with a changed go.mod:\n%s", changed)
 	}
 	// The manifests' diff is shown as it is: a fence in it does not end
 	// the block, and a character that hides text is written as its code.
 	diff := "diff --git a/go.mod b/go.mod\n--- a/go.mod\n+++ b/go.mod\n@@ -1 +1,2 @@\n module x\n+require evil.test/m v1.0.0 // ```\u202e\n"
-	shown := RenderRequest(tk, []FileStat{{Path: "go.mod", Added: 1}}, diff, false)
-	if !strings.Contains(shown, "```diff\ndiff --git a/go.mod b/go.mod\n") || !strings.Contains(shown, "+require evil.test/m v1.0.0 // `\u200d``<U+202E>\n```") {
-		t.Errorf("a request with a go.mod diff:\n%s", shown)
+	changed := RenderRequest(tk, files, ManifestChanges{Files: files[1:], Diff: diff}, false)
+	if !strings.Contains(changed, "setup runs first, with these manifests") || !strings.Contains(changed, "change `go.mod` (+2 −1) against `main`") ||
+		!strings.Contains(changed, "```diff\ndiff --git a/go.mod b/go.mod\n") || !strings.Contains(changed, "+require evil.test/m v1.0.0 // `\u200d``<U+202E>\n```") {
+		t.Errorf("a request with a changed go.mod:\n%s", changed)
+	}
+	// A pull request's are compared with its base branch.
+	pr := *tk
+	pr.Pull = &PullWork{Info: PullInfo{Number: 3, BaseRef: "release-1", BaseSHA: "feedface"}}
+	if got := RenderRequest(&pr, nil, ManifestChanges{Files: files[1:]}, false); !strings.Contains(got, "change `go.mod` (+2 −1) against `release-1`") {
+		t.Errorf("a pull request's changed go.mod:\n%s", got)
+	}
+	if got := RenderRequest(tk, files, ManifestChanges{Err: errors.New("fetch failed")}, false); !strings.Contains(got, "could not be compared with `main`") {
+		t.Errorf("manifests that could not be read:\n%s", got)
+	}
+	if got := RenderRequest(tk, files, ManifestChanges{Files: files[1:]}, true); strings.Contains(got, "setup") {
+		t.Errorf("the local runner runs no setup, and its request speaks of one:\n%s", got)
 	}
 	tk.Request.Setup = &SetupRecord{Steps: []string{"go mod download"}, Failed: true, ExitCode: 1, Duration: 3200 * time.Millisecond,
 		Reached: []string{"mirror.test:443"}, Blocked: []string{"x`@acme/admins`:443"}}
