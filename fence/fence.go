@@ -160,16 +160,31 @@ var errBlocked = errors.New("blocked by the fence")
 // dial checks hostport against the policy and, if it is allowed,
 // connects to the checked address.
 func (p *Proxy) dial(ctx context.Context, hostport string, defaultPort int) (net.Conn, error) {
+	host, port, addr, err := p.admit(ctx, hostport, defaultPort)
+	if err != nil {
+		return nil, err
+	}
+	return p.dialAddr(ctx, host, port, addr)
+}
+
+// admit checks hostport against the policy, recording a refusal, and
+// returns what to dial.
+func (p *Proxy) admit(ctx context.Context, hostport string, defaultPort int) (string, int, netip.Addr, error) {
 	host, port, err := splitHostPort(hostport, defaultPort)
 	if err != nil {
 		p.record(Event{Host: hostport, Allowed: false, Why: err.Error()})
-		return nil, fmt.Errorf("%w: %v", errBlocked, err)
+		return "", 0, netip.Addr{}, fmt.Errorf("%w: %v", errBlocked, err)
 	}
 	addr, why := p.check(ctx, host, port)
 	if !addr.IsValid() {
 		p.record(Event{Host: host, Port: port, Why: why})
-		return nil, fmt.Errorf("%w: %s:%d: %s", errBlocked, host, port, why)
+		return "", 0, netip.Addr{}, fmt.Errorf("%w: %s:%d: %s", errBlocked, host, port, why)
 	}
+	return host, port, addr, nil
+}
+
+// dialAddr connects to addr, admitted for host:port, recording it.
+func (p *Proxy) dialAddr(ctx context.Context, host string, port int, addr netip.Addr) (net.Conn, error) {
 	target := netip.AddrPortFrom(addr, uint16(port)).String()
 	p.record(Event{Host: host, Port: port, Allowed: true, Why: target})
 	d := net.Dialer{Timeout: p.dialTimeout}
@@ -290,38 +305,41 @@ func splitHostPort(hostport string, defaultPort int) (string, int, error) {
 // serves (a CDN's other customers). After the hello the bytes go both
 // ways unread.
 func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
-	host, port, _ := splitHostPort(r.Host, 0)
-	up, err := p.dial(r.Context(), r.Host, 0)
+	// The policy first, answered as a refusal; the address is dialled
+	// only once the hello passed, so a refused tunnel reaches nothing.
+	host, port, addr, err := p.admit(r.Context(), r.Host, 0)
 	if err != nil {
 		refuse(w, err)
 		return
 	}
 	hj, ok := w.(http.Hijacker)
 	if !ok {
-		up.Close()
 		http.Error(w, "fence: cannot take over the connection", http.StatusInternalServerError)
 		return
 	}
 	client, rw, err := hj.Hijack()
 	if err != nil {
-		up.Close()
 		return
 	}
 	if _, err := io.WriteString(client, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
 		client.Close()
-		up.Close()
 		return
 	}
 	_ = client.SetReadDeadline(time.Now().Add(helloTimeout))
-	name, hello, ok := clientHello(rw.Reader)
+	h := clientHello(rw.Reader)
 	_ = client.SetReadDeadline(time.Time{})
-	if why := helloRefusal(host, name, ok); why != "" {
+	if why := h.refusal(host); why != "" {
 		p.record(Event{Host: host, Port: port, Why: why})
 		client.Close()
-		up.Close()
 		return
 	}
-	if _, err := up.Write(hello); err != nil {
+	up, err := p.dialAddr(r.Context(), host, port, addr)
+	if err != nil {
+		p.log.Warn("fence: "+err.Error(), "host", host)
+		client.Close()
+		return
+	}
+	if _, err := up.Write(h.read); err != nil {
 		client.Close()
 		up.Close()
 		return
@@ -336,22 +354,6 @@ func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	splice(client, up)
-}
-
-// helloRefusal says why a tunnel to host whose ClientHello asked for name
-// (ok: there was one) is refused, or "".
-func helloRefusal(host, name string, ok bool) string {
-	switch {
-	case !ok:
-		return "not TLS: the fence carries only TLS through CONNECT (plain http:// goes through it as a proxied request)"
-	case name == "" && isAddr(host):
-		return ""
-	case name == "":
-		return "the TLS hello names no host; it must name " + host
-	case !strings.EqualFold(strings.TrimSuffix(name, "."), strings.TrimSuffix(host, ".")):
-		return "the TLS hello names " + strconv.Quote(shortName(name)) + ", not " + host
-	}
-	return ""
 }
 
 // shortName cuts a name from the sandbox for an event.

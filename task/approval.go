@@ -754,7 +754,9 @@ func (f *Flow) stale(ctx context.Context, t *Task) (string, error) {
 // dependencies that are not all there.
 func (f *Flow) dependencies(ctx context.Context, t *Task, ws Workspace, spec *RunSpec) (done bool, release func(context.Context)) {
 	release = func(context.Context) {}
-	if f.Deps == nil {
+	if f.Deps == nil || t.setupBase() == "" {
+		// Without a base nothing says which manifests are trusted, nor
+		// was the request shown with their changes: no setup.
 		return false, release
 	}
 	r, sb := t.Request, f.settings(t)
@@ -767,8 +769,16 @@ func (f *Flow) dependencies(ctx context.Context, t *Task, ws Workspace, spec *Ru
 		return false, release
 	}
 	if err := f.exportBase(ctx, t, ws, base); err != nil {
-		f.Logger.WarnContext(ctx, "export of the base for setup failed; the setup's cache is the run's own", "task_id", t.ID, "err", err)
-		base = ""
+		if ctx.Err() != nil {
+			return false, release
+		}
+		// Never a setup on the files to run instead: whether their
+		// manifests are the base's is what decides if they may run with
+		// network, and that cannot be told now.
+		f.Logger.ErrorContext(ctx, "export of the base for setup failed", "task_id", t.ID, "request", r.ID, "err", err)
+		r.Result = &RunResult{ExitCode: -1, Output: "not run: the repository's setup could not read the base's files to compare the manifests with, so neither it nor the command ran: " +
+			UserMessage(Retry("reading the repository failed; asking again may work", err))}
+		return true, release
 	}
 	// The image's own toolchain hosts are the operator's to trust: a
 	// repository that names its image may not widen its fence with it,
