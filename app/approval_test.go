@@ -45,7 +45,7 @@ func newTwoRunLLM(t *testing.T, first, second string) *fakellm.Server {
 func (e *env) waitState(issue int, s task.State) *task.Task {
 	e.t.Helper()
 	key := (&task.Task{Repo: task.Repo{InstallationID: installID, Owner: owner, Name: repoName}, Issue: issue}).IssueKey()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(patience)
 	for {
 		tk, err := e.bot.Store().Latest(context.Background(), key)
 		if err == nil && tk.State == s {

@@ -90,12 +90,15 @@ type ReadyCache struct {
 	Bytes int64
 }
 
-// ReadyCaches lists the ready dependency caches on the engine, of every
-// owner (they share its disk), with their sizes.
+// ReadyCaches lists this runner's ready dependency caches on the engine
+// (its Owner's, when it has one: another bot's are not its to measure or
+// remove), with their sizes.
 func (d *Docker) ReadyCaches(ctx context.Context) ([]ReadyCache, error) {
-	list, err := d.cli.VolumeList(ctx, client.VolumeListOptions{
-		Filters: client.Filters{}.Add("label", LabelCacheReady),
-	})
+	f := client.Filters{}.Add("label", LabelCacheReady).Add("label", LabelManaged+"=true")
+	if d.cfg.Owner != "" {
+		f = f.Add("label", LabelOwner+"="+d.cfg.Owner)
+	}
+	list, err := d.cli.VolumeList(ctx, client.VolumeListOptions{Filters: f})
 	if err != nil {
 		return nil, fmt.Errorf("list caches: %w", err)
 	}
@@ -131,8 +134,19 @@ func (d *Docker) ReadyCaches(ctx context.Context) ([]ReadyCache, error) {
 var ErrCacheInUse = errors.New("the cache is in use")
 
 // RemoveReadyCache removes a ready cache: the cache first, so that one a
-// run holds stays ready (ErrCacheInUse), then its marker.
+// run holds stays ready (ErrCacheInUse), then its marker. A volume that
+// is not a dependency cache of this runner's is left alone.
 func (d *Docker) RemoveReadyCache(ctx context.Context, volume string) error {
+	v, err := d.cli.VolumeInspect(ctx, volume, client.VolumeInspectOptions{})
+	if err != nil && !cerrdefs.IsNotFound(err) {
+		return fmt.Errorf("inspect cache %s: %w", volume, err)
+	}
+	if err == nil {
+		l := v.Volume.Labels
+		if l[LabelManaged] != "true" || l[LabelCacheKey] == "" || (d.cfg.Owner != "" && l[LabelOwner] != d.cfg.Owner) {
+			return fmt.Errorf("remove cache %s: not a dependency cache of this runner's", volume)
+		}
+	}
 	if _, err := d.cli.VolumeRemove(ctx, volume, client.VolumeRemoveOptions{}); err != nil && !cerrdefs.IsNotFound(err) {
 		if cerrdefs.IsConflict(err) {
 			return fmt.Errorf("remove cache %s: %w: %w", volume, ErrCacheInUse, err)

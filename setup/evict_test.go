@@ -15,35 +15,41 @@ func TestEvictions(t *testing.T) {
 		return runner.ReadyCache{Volume: volume, Repo: repo, ReadyAt: at(ready), Bytes: mb << 20}
 	}
 	tests := []struct {
-		name    string
-		all     []runner.ReadyCache
-		used    map[string]time.Time
-		current string
-		limits  Limits
-		want    []string
+		name   string
+		all    []runner.ReadyCache
+		used   map[string]time.Time
+		held   []string // by runs
+		limits Limits
+		want   []string
 	}{
-		{"under every limit", []runner.ReadyCache{c("a1", "a", 1, 10), c("b1", "b", 2, 10)}, nil, "", Limits{Keep: 3, RepoBytes: 100 << 20, HostBytes: 100 << 20}, nil},
+		{"under every limit", []runner.ReadyCache{c("a1", "a", 1, 10), c("b1", "b", 2, 10)}, nil, nil, Limits{Keep: 3, RepoBytes: 100 << 20, HostBytes: 100 << 20}, nil},
 		{"keep counts per repository, oldest out", []runner.ReadyCache{c("a1", "a", 1, 1), c("a2", "a", 2, 1), c("a3", "a", 3, 1), c("b1", "b", 0, 1)},
-			nil, "", Limits{Keep: 2}, []string{"a1"}},
+			nil, nil, Limits{Keep: 2}, []string{"a1"}},
 		{"a use counts, not only when it was made", []runner.ReadyCache{c("a1", "a", 1, 1), c("a2", "a", 2, 1), c("a3", "a", 3, 1)},
-			map[string]time.Time{"a1": at(9)}, "", Limits{Keep: 2}, []string{"a2"}},
+			map[string]time.Time{"a1": at(9)}, nil, Limits{Keep: 2}, []string{"a2"}},
 		{"a use older than the cache's readiness is not its last", []runner.ReadyCache{c("a1", "a", 5, 1), c("a2", "a", 2, 1)},
-			map[string]time.Time{"a1": at(0)}, "", Limits{Keep: 1}, []string{"a2"}},
+			map[string]time.Time{"a1": at(0)}, nil, Limits{Keep: 1}, []string{"a2"}},
 		{"repository bytes: least recent out until it fits", []runner.ReadyCache{c("a1", "a", 1, 40), c("a2", "a", 2, 40), c("a3", "a", 3, 40), c("b1", "b", 0, 90)},
-			nil, "", Limits{Keep: 5, RepoBytes: 100 << 20}, []string{"a1"}},
+			nil, nil, Limits{Keep: 5, RepoBytes: 100 << 20}, []string{"a1"}},
 		{"the current cache stays, even alone over the cap", []runner.ReadyCache{c("a1", "a", 1, 40), c("a2", "a", 2, 300)},
-			map[string]time.Time{"a1": at(5)}, "a2", Limits{Keep: 5, RepoBytes: 100 << 20}, []string{"a1"}},
+			map[string]time.Time{"a1": at(5)}, []string{"a2"}, Limits{Keep: 5, RepoBytes: 100 << 20}, []string{"a1"}},
 		{"host bytes across repositories, least recent first", []runner.ReadyCache{c("a1", "a", 1, 40), c("b1", "b", 2, 40), c("c1", "c", 3, 40)},
-			map[string]time.Time{"a1": at(4)}, "", Limits{Keep: 5, HostBytes: 90 << 20}, []string{"b1"}},
+			map[string]time.Time{"a1": at(4)}, nil, Limits{Keep: 5, HostBytes: 90 << 20}, []string{"b1"}},
 		{"keep then host", []runner.ReadyCache{c("a1", "a", 1, 40), c("a2", "a", 2, 40), c("b1", "b", 3, 40)},
-			nil, "b1", Limits{Keep: 1, HostBytes: 50 << 20}, []string{"a1", "a2"}},
+			nil, []string{"b1"}, Limits{Keep: 1, HostBytes: 50 << 20}, []string{"a1", "a2"}},
 		{"an unknown size counts nothing", []runner.ReadyCache{{Volume: "a1", Repo: "a", ReadyAt: at(1), Bytes: -1}, c("a2", "a", 2, 10)},
-			nil, "", Limits{Keep: 5, RepoBytes: 10 << 20, HostBytes: 10 << 20}, nil},
-		{"a tie is broken by name", []runner.ReadyCache{c("x", "a", 1, 1), c("y", "a", 1, 1)}, nil, "", Limits{Keep: 1}, []string{"y"}},
+			nil, nil, Limits{Keep: 5, RepoBytes: 10 << 20, HostBytes: 10 << 20}, nil},
+		{"every cache a run holds stays, not only the newest", []runner.ReadyCache{c("a1", "a", 1, 1), c("a2", "a", 2, 1), c("a3", "a", 3, 1)},
+			nil, []string{"a1", "a3"}, Limits{Keep: 1}, []string{"a2"}},
+		{"a tie is broken by name", []runner.ReadyCache{c("x", "a", 1, 1), c("y", "a", 1, 1)}, nil, nil, Limits{Keep: 1}, []string{"y"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := Evictions(tt.all, tt.used, tt.current, tt.limits)
+			held := map[string]bool{}
+			for _, v := range tt.held {
+				held[v] = true
+			}
+			got := Evictions(tt.all, tt.used, held, tt.limits)
 			if !slices.Equal(got, tt.want) {
 				t.Errorf("Evictions = %v, want %v", got, tt.want)
 			}

@@ -53,8 +53,10 @@ type Setup struct {
 	keys map[string]*sync.Mutex
 	// used is when each cache was last given to a run, for eviction;
 	// a cache this process has not handed out counts from when it was
-	// made ready.
+	// made ready. held counts the runs a cache was given to that have not
+	// released it: eviction leaves those alone, mounted yet or not.
 	used map[string]time.Time
+	held map[string]int
 }
 
 // Request is one run's need for its repository's dependencies.
@@ -147,11 +149,18 @@ func (s *Setup) Prepare(ctx context.Context, req Request) (Prepared, error) {
 	if err != nil {
 		return p, err
 	}
+	// Held from here until the run released it, so that no eviction (of
+	// this setup or another's) takes it before the run is done with it.
+	s.hold(cache.Volume)
+	fail := func(p Prepared, err error) (Prepared, error) {
+		s.unhold(cache.Volume)
+		return p, err
+	}
 	log := s.logger().With("repo", req.Repo, "cache", cache.Volume, "key", plan.Key[:12])
 	if !cache.Ready {
 		proxy, err := s.proxy(ctx, req, image, plan)
 		if err != nil {
-			return p, err
+			return fail(p, err)
 		}
 		log.Info("setup: running", "steps", plan.Steps, "ecosystems", plan.Ecosystems)
 		// On the default branch's files: what fills a shared cache is
@@ -162,18 +171,20 @@ func (s *Setup) Prepare(ctx context.Context, req Request) (Prepared, error) {
 			if rmErr := s.Runner.RemoveCache(context.WithoutCancel(ctx), cache.Volume); rmErr != nil {
 				log.Warn("setup: remove a failed cache", "err", rmErr)
 			}
-			return p, err
+			return fail(p, err)
 		}
 		if err := s.Runner.MarkCacheReady(ctx, cache); err != nil {
-			return p, err
+			return fail(p, err)
 		}
-		if err := s.evict(ctx, &p, cache.Volume); err != nil {
+		if err := s.evict(ctx, &p); err != nil {
 			log.Warn("setup: evicting caches", "err", err)
 		} else if len(p.Evicted) > 0 {
 			log.Info("setup: evicted caches", "volumes", p.Evicted, "bytes_left", p.CacheBytes)
 		}
 	}
 	s.touch(cache.Volume)
+	var once sync.Once
+	p.release = func(context.Context) { once.Do(func() { s.unhold(cache.Volume) }) }
 	p.Caches = []runner.CacheMount{{Volume: cache.Volume, Target: Mount, ReadOnly: true}}
 	p.Env, p.Links = env(plan, false), links(plan)
 	return p, nil
@@ -380,18 +391,40 @@ func (s *Setup) touch(volume string) {
 	s.used[volume] = time.Now()
 }
 
+// hold and unhold count the runs a cache is given to.
+func (s *Setup) hold(volume string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.held == nil {
+		s.held = map[string]int{}
+	}
+	s.held[volume]++
+}
+
+func (s *Setup) unhold(volume string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.held[volume]--; s.held[volume] <= 0 {
+		delete(s.held, volume)
+	}
+}
+
 // evict removes the caches beyond the limits, least recently used first,
-// never current (the one a run is about to get), and records in p what it
-// removed and what is left.
-func (s *Setup) evict(ctx context.Context, p *Prepared, current string) error {
+// never one held for a run, and records in p what it removed and what is
+// left.
+func (s *Setup) evict(ctx context.Context, p *Prepared) error {
 	all, err := s.Runner.ReadyCaches(ctx)
 	if err != nil {
 		return err
 	}
 	s.mu.Lock()
 	used := maps.Clone(s.used)
+	held := map[string]bool{}
+	for v := range s.held {
+		held[v] = true
+	}
 	s.mu.Unlock()
-	victims := Evictions(all, used, current, s.limits())
+	victims := Evictions(all, used, held, s.limits())
 	gone := map[string]bool{}
 	var errs []error
 	for _, v := range victims {
@@ -437,10 +470,9 @@ type Limits struct {
 // Evictions chooses the caches to remove from all, the engine's ready
 // caches: by each one's last use (used, or else when it was made ready),
 // the least recent go first until each repository keeps at most l.Keep
-// and l.RepoBytes, and all of them together l.HostBytes. current, the
-// cache a run is about to get, is never chosen, even when it alone is
-// over a cap.
-func Evictions(all []runner.ReadyCache, used map[string]time.Time, current string, l Limits) []string {
+// and l.RepoBytes, and all of them together l.HostBytes. A held cache (a
+// run has it) is never chosen, even when it alone is over a cap.
+func Evictions(all []runner.ReadyCache, used map[string]time.Time, held map[string]bool, l Limits) []string {
 	last := func(c runner.ReadyCache) time.Time {
 		if t, ok := used[c.Volume]; ok && t.After(c.ReadyAt) {
 			return t
@@ -466,7 +498,7 @@ func Evictions(all []runner.ReadyCache, used map[string]time.Time, current strin
 	// Per repository: the count, then the bytes.
 	count, bytes := map[string]int{}, map[string]int64{}
 	for _, c := range order {
-		if c.Volume == current || count[c.Repo] < l.Keep {
+		if held[c.Volume] || count[c.Repo] < l.Keep {
 			count[c.Repo]++
 			bytes[c.Repo] += size(c)
 			continue
@@ -475,7 +507,7 @@ func Evictions(all []runner.ReadyCache, used map[string]time.Time, current strin
 	}
 	for i := len(order) - 1; i >= 0; i-- {
 		c := order[i]
-		if !gone[c.Volume] && c.Volume != current && l.RepoBytes > 0 && bytes[c.Repo] > l.RepoBytes {
+		if !gone[c.Volume] && !held[c.Volume] && l.RepoBytes > 0 && bytes[c.Repo] > l.RepoBytes {
 			bytes[c.Repo] -= size(c)
 			drop(c)
 		}
@@ -487,7 +519,7 @@ func Evictions(all []runner.ReadyCache, used map[string]time.Time, current strin
 		}
 	}
 	for i := len(order) - 1; i >= 0 && l.HostBytes > 0 && total > l.HostBytes; i-- {
-		if c := order[i]; !gone[c.Volume] && c.Volume != current {
+		if c := order[i]; !gone[c.Volume] && !held[c.Volume] {
 			total -= size(c)
 			drop(c)
 		}

@@ -96,6 +96,9 @@ func TestPrepareFillsTheCacheOnce(t *testing.T) {
 		t.Fatalf("same manifests: prepare = %+v, %d more requests; want the ready cache, no setup", again, served.Load()-before)
 	}
 
+	// Both runs ended: the cache is no longer held.
+	first.Release(t.Context())
+	again.Release(t.Context())
 	changed, err := s.Prepare(t.Context(), req(module(t, "\n// a changed manifest\n")))
 	if err != nil {
 		t.Fatal(err)
@@ -286,8 +289,8 @@ func TestPrepareOnChangedManifestsIsPrivate(t *testing.T) {
 
 // A repository's caches are capped in bytes as the engine measures them:
 // the least recently used goes when a new one makes the total too large,
-// unless a container holds it, and the newest stays even when it alone is
-// over the cap.
+// unless a run still has it (handed out and not released, or mounted by a
+// container), and the newest stays even when it alone is over the cap.
 func TestEvictionBySizeSparesACacheInUse(t *testing.T) {
 	image := sandboxtest.Image(t)
 	repo := fmt.Sprintf("test/setup-size-%d", os.Getpid())
@@ -305,6 +308,7 @@ func TestEvictionBySizeSparesACacheInUse(t *testing.T) {
 		if !p.Measured || p.CacheBytes < 3<<20 {
 			t.Errorf("setup %s measured %v, %d bytes; want at least 3 MiB", name, p.Measured, p.CacheBytes)
 		}
+		t.Cleanup(func() { p.Release(context.Background()) })
 		return p
 	}
 	exists := func(volume string) bool {
@@ -317,11 +321,14 @@ func TestEvictionBySizeSparesACacheInUse(t *testing.T) {
 
 	one := fill("one")
 	two := fill("two")
-	if !slices.Equal(two.Evicted, []string{one.Caches[0].Volume}) || exists(one.Caches[0].Volume) || !exists(two.Caches[0].Volume) {
-		t.Fatalf("second setup evicted %v; want the first's cache %s, and its own kept", two.Evicted, one.Caches[0].Volume)
+	// Both runs still have their caches: neither goes, over the cap.
+	if len(two.Evicted) != 0 || !exists(one.Caches[0].Volume) {
+		t.Fatalf("second setup evicted %v while the first's run holds its cache", two.Evicted)
 	}
+	one.Release(t.Context())
+	two.Release(t.Context())
 
-	// A container that mounts the second cache holds it.
+	// A container that mounts the second cache holds it on the engine.
 	cli, err := client.New(client.FromEnv)
 	if err != nil {
 		t.Fatal(err)
@@ -336,8 +343,9 @@ func TestEvictionBySizeSparesACacheInUse(t *testing.T) {
 	}
 	defer cli.ContainerRemove(context.Background(), held.ID, client.ContainerRemoveOptions{Force: true})
 	three := fill("three")
-	if len(three.Evicted) != 0 || !exists(two.Caches[0].Volume) || !exists(three.Caches[0].Volume) {
-		t.Fatalf("third setup evicted %v; the second's cache is in use and must stay", three.Evicted)
+	if !slices.Equal(three.Evicted, []string{one.Caches[0].Volume}) || exists(one.Caches[0].Volume) ||
+		!exists(two.Caches[0].Volume) || !exists(three.Caches[0].Volume) {
+		t.Fatalf("third setup evicted %v; want only the first's cache %s (the second's is mounted)", three.Evicted, one.Caches[0].Volume)
 	}
 	if three.CacheBytes < 6<<20 {
 		t.Errorf("after the third setup the caches hold %d bytes; want both kept ones counted", three.CacheBytes)
