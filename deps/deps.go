@@ -89,6 +89,14 @@ type Project struct {
 // for.
 const SubDepth = 3
 
+// MaxProjects is how many projects below the root get default steps: the
+// steps are one script, passed as one argument, which has a size limit.
+const MaxProjects = 64
+
+// configPath is where a repository names its setup (policy.Path; not
+// imported, deps depends on nothing of the bot's).
+const configPath = ".github/pullwright.yml"
+
 // projectManifests are the manifests of a project below the root: its
 // ecosystem's files at the root's names.
 var projectManifests = []string{
@@ -183,6 +191,9 @@ func Detect(fsys fs.FS, image string, setup []string) (Plan, error) {
 	sub, subFiles, err := projects(fsys)
 	if err != nil {
 		return Plan{}, err
+	}
+	if setup == nil && len(sub) > MaxProjects {
+		return Plan{}, fmt.Errorf("%d Go modules and Node projects below the root, more than the %d the default setup handles; name the setup commands in %s", len(sub), MaxProjects, configPath)
 	}
 	p := Plan{Ecosystems: slices.Clone(root), Projects: sub}
 	for _, pr := range sub {

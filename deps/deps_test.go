@@ -3,6 +3,7 @@ package deps
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"flag"
 	"io/fs"
 	"maps"
@@ -396,6 +397,22 @@ func TestDetectErrors(t *testing.T) {
 // a key that changes for the same files would make every cache miss once,
 // so it should change only on purpose. Refresh with
 // go test ./deps -run TestDetectGolden -update.
+// More projects than MaxProjects below the root are too many for the
+// default steps: the repository names its own.
+func TestDetectTooManyProjects(t *testing.T) {
+	files := fstest.MapFS{}
+	for i := range MaxProjects + 1 {
+		files[fmt.Sprintf("mods/m%d/go.mod", i)] = &fstest.MapFile{Data: []byte("module m\n")}
+	}
+	if _, err := Detect(files, "img", nil); err == nil || !strings.Contains(err.Error(), "name the setup commands in .github/pullwright.yml") {
+		t.Errorf("Detect = %v, want too many projects", err)
+	}
+	p, err := Detect(files, "img", []string{"make deps"})
+	if err != nil || len(p.Projects) != MaxProjects+1 || len(p.Steps) != 1 {
+		t.Errorf("with a setup of its own: %d projects, steps %q, %v", len(p.Projects), p.Steps, err)
+	}
+}
+
 func TestDetectGolden(t *testing.T) {
 	dirs, _ := filepath.Glob("testdata/trees/*")
 	var n int

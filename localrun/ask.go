@@ -62,12 +62,15 @@ type question struct {
 	// changed manifest is never auto-approved.
 	manifests    []string
 	manifestDiff string
+	// manifestsUnknown: whether the manifests changed could not be told,
+	// which counts as changed.
+	manifestsUnknown bool
 }
 
 // decide answers q. Its error is only ctx's.
 func (a *asker) decide(ctx context.Context, q question) (verdict, error) {
 	cmd := strings.TrimSpace(q.req.Command)
-	listed := len(q.manifests) == 0
+	listed := len(q.manifests) == 0 && !q.manifestsUnknown
 	switch {
 	case listed && a.yes[cmd]:
 		return verdict{approved: true, how: "on the --yes-to list"}, nil
@@ -86,6 +89,10 @@ func (a *asker) decide(ctx context.Context, q question) (verdict, error) {
 	b.WriteString("  Reason: " + strings.TrimLeft(indent(safe(q.req.Reason), "          "), " "))
 	b.WriteString("  Changes so far (against HEAD):\n")
 	b.WriteString(indent(q.stat, "   "))
+	if q.manifestsUnknown {
+		b.WriteString("  Whether the agent changed a dependency manifest could not be told: the repository's setup\n" +
+			"  may run first with the workspace's manifests, fetching what they name.\n")
+	}
 	if len(q.manifests) > 0 {
 		fmt.Fprintf(&b, "  The agent changed %s: the repository's setup runs first with them, fetching\n"+
 			"  what they name (network only to the allowed hosts). Read the change before you answer:\n",

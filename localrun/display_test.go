@@ -176,6 +176,7 @@ func TestChangedManifestsAreAlwaysAsked(t *testing.T) {
 		{"listed, changed, no terminal", false, "", changed, false, reasonManifests, false},
 		{"listed, changed, asked", true, "y\n", changed, true, "approved", true},
 		{"listed, changed, refused", true, "n not that module\n", changed, false, "not that module", true},
+		{"listed, not known whether changed, no terminal", false, "", question{req: req, manifestsUnknown: true}, false, reasonManifests, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

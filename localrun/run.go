@@ -204,6 +204,7 @@ func (r *run) request(ctx context.Context, req agent.Request) (string, error) {
 	q := question{req: req, where: r.sb.where}
 	if err != nil {
 		q.stat = fmt.Sprintf("(the diff stat could not be made: %v)\n", err)
+		q.manifestsUnknown = r.sb.setup != nil
 	} else {
 		q.stat = diffStat(stats)
 	}

@@ -484,6 +484,8 @@ func (o *Operator) validate(errs *Errors) {
 		n, err := parseSize(v)
 		if err != nil {
 			errs.add(at(k), k, "%v", err)
+		} else if n == 0 {
+			errs.add(at(k), k, "a cap of 0 would keep no cache; leave it out, or write \"\", for no cap")
 		}
 		sizes[i] = n
 	}

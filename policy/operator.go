@@ -92,7 +92,11 @@ func (o *Operator) CacheLimits() (keep int, repoBytes, hostBytes int64) {
 	}
 	repoBytes, _ = parseSize(o.Caches.RepoSize)
 	hostBytes, _ = parseSize(o.Caches.HostSize)
-	return max(o.Caches.Keep, 1), repoBytes, hostBytes
+	keep = o.Caches.Keep
+	if keep <= 0 {
+		keep = DefaultOperator().Caches.Keep
+	}
+	return keep, repoBytes, hostBytes
 }
 
 // Models is the operator's model choice.

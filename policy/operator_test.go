@@ -207,8 +207,9 @@ func TestLoadOperatorErrors(t *testing.T) {
 			"line 2: caches.keep: must be at least 1",
 			"line 3: caches.repo_size: is larger than caches.host_size, which caps every repository's caches together",
 		}},
-		{"cache sizes", "caches:\n  repo_size: lots\n", []string{
+		{"cache sizes", "caches:\n  repo_size: lots\n  host_size: 0GiB\n", []string{
 			`line 2: caches.repo_size: "lots" is not a size (write it like 2GiB or 512MiB)`,
+			`line 3: caches.host_size: a cap of 0 would keep no cache; leave it out, or write "", for no cap`,
 		}},
 		{"fence repository hosts", "fence:\n  repository_hosts: ['http://x.test']\n", []string{
 			`line 2: fence.repository_hosts[0]: "http://x.test" is not a host pattern: write a host name (mirror.example), "*." and a domain (*.mirror.example), or an address (10.0.0.5, fd00::5), each optionally with ":port"`,

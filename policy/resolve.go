@@ -147,8 +147,16 @@ func (r *resolver) fence(s *Settings) {
 		case hostWithin(h, allowed):
 		case len(allowed) == 0:
 			r.errs.add(c.Line(k), k, "%s is not allowed: this installation lists no hosts for setup, so a repository can add none", h)
+		case len(o.Fence.Hosts) == 0:
+			// repository_hosts are not named to every repository: one
+			// team's registry is no other's business.
+			r.errs.add(c.Line(k), k, "%s is not within the hosts this installation allows for setup", h)
 		default:
-			r.errs.add(c.Line(k), k, "%s is not within the hosts this installation allows for setup (%s)", h, strings.Join(allowed, ", "))
+			more := ""
+			if len(o.Fence.RepositoryHosts) > 0 {
+				more = ", or others it allows on request"
+			}
+			r.errs.add(c.Line(k), k, "%s is not within the hosts this installation allows for setup (%s%s)", h, strings.Join(o.Fence.Hosts, ", "), more)
 		}
 	}
 }

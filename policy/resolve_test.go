@@ -295,7 +295,10 @@ budget:
 			f + "7: setup_hosts[5]: 10.0.0.6 is not within the hosts this installation allows for setup (*.mirror.test, git.corp.test:8443, 10.0.0.5)",
 		}},
 		{"setup host beyond both lists", "fence:\n  hosts: [mirror.test]\n  repository_hosts: ['*.team.test']\n", "setup_hosts: [team.test]\n", []string{
-			f + "1: setup_hosts[0]: team.test is not within the hosts this installation allows for setup (mirror.test, *.team.test)",
+			f + "1: setup_hosts[0]: team.test is not within the hosts this installation allows for setup (mirror.test, or others it allows on request)",
+		}},
+		{"setup host beyond the ones on request", "fence:\n  repository_hosts: ['*.team.test']\n", "setup_hosts: [team.test]\n", []string{
+			f + "1: setup_hosts[0]: team.test is not within the hosts this installation allows for setup",
 		}},
 		{"image", priced, "sandbox:\n  image: ubuntu\n", []string{f + "2: sandbox.image: ubuntu is not one of the images this installation allows (golang:1.26, node:22)"}},
 		{"model", priced, "model: o3\n", []string{f + "1: model: o3 is not a model this installation allows (allowed: gpt-4.1-mini, gpt-4.1, local-llama)"}},

@@ -319,12 +319,20 @@ func RenderRequest(t *Task, changes []FileStat, manifests ManifestChanges, uniso
 // isManifest reports a file whose change makes the setup run again.
 func isManifest(path string) bool { return (deps.Plan{}).ManifestsChanged([]string{path}) }
 
+// maxStepsShown bounds the setup steps a status names: a monorepo's can
+// be many, and the status is one comment.
+const maxStepsShown = 8
+
 // setupLine says what the repository's setup did before the last run.
 func setupLine(s *SetupRecord) string {
 	var b strings.Builder
-	steps := make([]string, len(s.Steps))
+	var steps []string
 	for i, st := range s.Steps {
-		steps[i] = code(oneLine(st))
+		if i == maxStepsShown {
+			steps = append(steps, fmt.Sprintf("and %d more", len(s.Steps)-i))
+			break
+		}
+		steps = append(steps, code(clip(oneLine(st), 200)))
 	}
 	outcome := "done"
 	if s.Failed {

@@ -2,6 +2,7 @@ package task
 
 import (
 	"errors"
+	"fmt"
 	"flag"
 	"os"
 	"path/filepath"
@@ -194,5 +195,13 @@ func TestRequestAndStatusShowTheSetup(t *testing.T) {
 	}
 	if got := setupFailure(tk.Request.Setup); !strings.Contains(got, "the command was not run") || !strings.Contains(got, "blocked: x`@acme/admins`:443") {
 		t.Errorf("what the agent learns of a failed setup:\n%s", got)
+	}
+	// A monorepo's many steps are named up to a bound.
+	var steps []string
+	for i := range maxStepsShown + 3 {
+		steps = append(steps, fmt.Sprintf("(cd m%d && go mod download)", i))
+	}
+	if got := setupLine(&SetupRecord{Steps: steps}); !strings.HasSuffix(strings.SplitN(got, "\n", 2)[0], "`(cd m7 && go mod download)`; and 3 more") {
+		t.Errorf("setup line of %d steps: %s", len(steps), got)
 	}
 }
