@@ -3,8 +3,8 @@ package deps
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"flag"
+	"fmt"
 	"io/fs"
 	"maps"
 	"os"
