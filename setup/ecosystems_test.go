@@ -1,6 +1,7 @@
 package setup_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/netip"
 	"os"
@@ -86,6 +87,37 @@ func TestNodeAndPythonProjectsPassOnTheCache(t *testing.T) {
 		// A monorepo's front end: its own lockfile in web/, installed
 		// there, and its node_modules linked there in the run.
 		"npm in a subdirectory": func(t *testing.T) ecosystemCase { return npmProject(t, base, "web") },
+		// An npm workspace: node_modules/greet is a link to
+		// ../packages/greet, whose dependency is hoisted to the root.
+		"npm workspaces": func(t *testing.T) ecosystemCase {
+			reg := fencetest.ServeNPM(t, fencetest.Package{Name: "leftpad", Version: "1.2.0", Files: map[string]string{
+				"index.js": "module.exports = (s, n) => String(s).padStart(n, '0');\n",
+			}})
+			tarball, integrity := reg.Dist("leftpad")
+			lock, _ := json.MarshalIndent(map[string]any{
+				"name": "app", "version": "1.0.0", "lockfileVersion": 3, "requires": true,
+				"packages": map[string]any{
+					"":                     map[string]any{"name": "app", "version": "1.0.0", "workspaces": []string{"packages/*"}},
+					"node_modules/greet":   map[string]any{"resolved": "packages/greet", "link": true},
+					"node_modules/leftpad": map[string]any{"version": "1.2.0", "resolved": tarball, "integrity": integrity},
+					"packages/greet":       map[string]any{"version": "1.0.0", "dependencies": map[string]string{"leftpad": "^1.2.0"}},
+				},
+			}, "", "  ")
+			return ecosystemCase{
+				image: sandboxtest.Commit(t, base, "ENV npm_config_registry="+reg.URL()),
+				files: map[string]string{
+					"package.json":                `{"name":"app","version":"1.0.0","workspaces":["packages/*"],"scripts":{"test":"node test.js"}}` + "\n",
+					"package-lock.json":           string(lock) + "\n",
+					"packages/greet/package.json": `{"name":"greet","version":"1.0.0","main":"index.js","dependencies":{"leftpad":"^1.2.0"}}` + "\n",
+					"packages/greet/index.js":     "const pad = require('leftpad');\nmodule.exports = n => 'no. ' + pad(n, 3);\n",
+					"test.js": "const greet = require('greet');\n" +
+						"if (greet(7) !== 'no. 007') { console.error('greet is wrong: ' + greet(7)); process.exit(1); }\n" +
+						"console.log('workspace tests passed');\n",
+				},
+				host: reg.Host, requests: reg.Requests, fetched: "/leftpad/-/leftpad-1.2.0.tgz",
+				test: "npm test", passed: "workspace tests passed",
+			}
+		},
 		"pip": func(t *testing.T) ecosystemCase {
 			ix := fencetest.ServePython(t, fencetest.Package{Name: "greeting", Version: "1.0", Files: map[string]string{
 				"greeting/__init__.py": "def hello(name):\n    return 'hello, ' + name\n",

@@ -325,13 +325,31 @@ func (s *Setup) toolchainHosts(ctx context.Context, image string, plan deps.Plan
 // cache, which the run's copy of the files would otherwise lose.
 func script(plan deps.Plan) string {
 	lines := append([]string{"set -e"}, plan.Steps...)
-	for _, d := range plan.WorkspaceDirs() {
+	dirs := plan.WorkspaceDirs()
+	for _, d := range dirs {
 		// d is made of names deps admits into a shell command.
 		kept := `"$` + deps.DirVar + "/" + path.Join(deps.WorkspaceKept, path.Dir(d)) + `"`
 		lines = append(lines, fmt.Sprintf("if [ -d %[1]s ] && [ ! -L %[1]s ]; then mkdir -p %[2]s && mv %[1]s %[2]s/; fi", d, kept))
 	}
+	if len(dirs) > 0 {
+		lines = append(lines, mirror)
+	}
 	return strings.Join(lines, "\n")
 }
+
+// mirror runs after the moves. A node_modules holds relative links into
+// the files beside it (an npm, pnpm or Yarn workspace's packages:
+// node_modules/a -> ../packages/a), which, moved into the cache, would
+// point at nothing: so each directory the moves made in the cache gets,
+// for every entry of the same directory of the files, a link to it in
+// the run's copy (/workspace/packages), unless it has that entry itself.
+var mirror = `kept="$` + deps.DirVar + "/" + deps.WorkspaceKept + `"
+for x in $(cd "$kept" && find . -name node_modules -prune -o -type d -print); do
+	for e in "$x"/* "$x"/.[!.]*; do
+		[ -e "$e" ] || [ -L "$e" ] || continue
+		[ -e "$kept/$e" ] || [ -L "$kept/$e" ] || ln -s "` + runner.SandboxWorkdir + `/$e" "$kept/$e"
+	done
+done`
 
 // links are the run's links to the WorkspaceDirs setup kept.
 func links(plan deps.Plan) []runner.Link {

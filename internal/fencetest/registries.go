@@ -134,6 +134,14 @@ func (r *NPMRegistry) serve(w http.ResponseWriter, req *http.Request) {
 	json.NewEncoder(w).Encode(doc)
 }
 
+// Dist is where the latest release of the package named name is, and its
+// integrity, as a lockfile records them.
+func (r *NPMRegistry) Dist(name string) (tarball, integrity string) {
+	rels := r.pkgs[name]
+	rel := rels[len(rels)-1]
+	return rel.tarURL, rel.integrity
+}
+
 // Lockfile is a package-lock.json (version 3) for a project named name
 // whose only dependencies are the registry's packages named in deps, each
 // at its latest release: what `npm install` would have written.
