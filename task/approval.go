@@ -817,16 +817,16 @@ func (f *Flow) exportBase(ctx context.Context, t *Task, ws Workspace, dir string
 	if sha == "" {
 		return errors.New("no base commit")
 	}
-	if t.Pull != nil {
-		token, err := f.token(ctx, t)
-		if err != nil {
-			return err
-		}
-		gctx, cancel := f.gitCtx(ctx)
-		defer cancel()
-		if err := ws.Fetch(gctx, token, sha); err != nil {
-			return err
-		}
+	// A workspace restored elsewhere (bot action's next run) or a pull
+	// request's may not hold the base yet.
+	token, err := f.token(ctx, t)
+	if err != nil {
+		return err
+	}
+	gctx, cancel := f.gitCtx(ctx)
+	defer cancel()
+	if err := ws.Fetch(gctx, token, sha); err != nil {
+		return err
 	}
 	return ws.Export(ctx, sha, dir)
 }
