@@ -11,10 +11,11 @@
 # ---- build: a static binary ------------------------------------------------
 FROM golang:1.26-bookworm AS build
 
-# The module proxy. Set it to your organisation's proxy (Athens, Artifactory,
-# ...) with --build-arg GOPROXY=https://proxy.example.com if the build cannot
-# reach proxy.golang.org.
-ARG GOPROXY=https://proxy.golang.org,direct
+# The module proxy: the Go toolchain's own setting, unless the build names
+# your organisation's proxy (Athens, Artifactory, ...) with
+# --build-arg GOPROXY=https://proxy.example.com. Left empty, the go command
+# treats it as unset.
+ARG GOPROXY=
 
 WORKDIR /src
 # The SQLite driver (modernc.org/sqlite) is pure Go and the git client is
