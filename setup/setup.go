@@ -145,16 +145,18 @@ func (s *Setup) Prepare(ctx context.Context, req Request) (Prepared, error) {
 	}
 	unlock := s.lock(plan.Key)
 	defer unlock()
-	cache, err := s.Runner.Cache(ctx, req.Repo, plan.Key)
-	if err != nil {
+	// Held from before it is looked up until the run released it, so
+	// that no eviction (of this setup or another's) takes it between the
+	// lookup and the run's end.
+	volume := runner.CacheVolumeName(req.Repo, plan.Key)
+	s.hold(volume)
+	fail := func(p Prepared, err error) (Prepared, error) {
+		s.unhold(volume)
 		return p, err
 	}
-	// Held from here until the run released it, so that no eviction (of
-	// this setup or another's) takes it before the run is done with it.
-	s.hold(cache.Volume)
-	fail := func(p Prepared, err error) (Prepared, error) {
-		s.unhold(cache.Volume)
-		return p, err
+	cache, err := s.Runner.Cache(ctx, req.Repo, plan.Key)
+	if err != nil {
+		return fail(p, err)
 	}
 	log := s.logger().With("repo", req.Repo, "cache", cache.Volume, "key", plan.Key[:12])
 	if !cache.Ready {
