@@ -3,9 +3,7 @@ package app
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/netip"
-	"slices"
 	"strings"
 
 	"github.com/pullwright/pullwright/fence"
@@ -44,17 +42,9 @@ func (d dependencies) Prepare(ctx context.Context, r task.DepsRequest) (task.Dep
 		out.Links = append(out.Links, task.Link{Name: l.Name, Target: l.Target})
 	}
 	if p.Setup != nil {
-		rec := &task.SetupRecord{Steps: p.Plan.Steps, ExitCode: p.Setup.ExitCode, Failed: p.Failed, Duration: p.Setup.Duration,
-			Output: tailLines(p.Setup.Output, 60)}
-		for _, e := range p.Events {
-			hp := net.JoinHostPort(e.Host, fmt.Sprint(e.Port))
-			if e.Allowed {
-				rec.Reached = appendNew(rec.Reached, hp)
-			} else {
-				rec.Blocked = appendNew(rec.Blocked, hp)
-			}
-		}
-		out.Setup = rec
+		reached, blocked := p.Hosts()
+		out.Setup = &task.SetupRecord{Steps: p.Plan.Steps, ExitCode: p.Setup.ExitCode, Failed: p.Failed, Duration: p.Setup.Duration,
+			Output: tailLines(p.Setup.Output, 60), Reached: firstHosts(reached), Blocked: firstHosts(blocked)}
 	}
 	if d.m != nil {
 		d.m.setup(out, err)
@@ -69,12 +59,7 @@ func (d dependencies) Prepare(ctx context.Context, r task.DepsRequest) (task.Dep
 // record is stored with the task and shown in its status.
 const maxHostsShown = 20
 
-func appendNew(list []string, s string) []string {
-	if len(list) >= maxHostsShown || slices.Contains(list, s) {
-		return list
-	}
-	return append(list, s)
-}
+func firstHosts(list []string) []string { return list[:min(len(list), maxHostsShown)] }
 
 // tailLines keeps the last n lines of s.
 func tailLines(s string, n int) string {

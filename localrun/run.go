@@ -6,13 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -356,15 +354,7 @@ func (r *run) dependencies(ctx context.Context, spec runner.Spec) (setup.Prepare
 	if p.Setup == nil {
 		return p, "", nil
 	}
-	var reached, blocked []string
-	for _, e := range p.Events {
-		hp := net.JoinHostPort(e.Host, strconv.Itoa(e.Port))
-		if e.Allowed && !slices.Contains(reached, hp) {
-			reached = append(reached, hp)
-		} else if !e.Allowed && !slices.Contains(blocked, hp) {
-			blocked = append(blocked, hp)
-		}
-	}
+	reached, blocked := p.Hosts()
 	how := fmt.Sprintf("done in %s", p.Setup.Duration.Round(100*time.Millisecond))
 	if p.Failed {
 		how = fmt.Sprintf("FAILED (exit code %d) after %s", p.Setup.ExitCode, p.Setup.Duration.Round(100*time.Millisecond))

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pullwright/pullwright/fence"
 	"github.com/pullwright/pullwright/runner"
 )
 
@@ -54,5 +55,20 @@ func TestEvictions(t *testing.T) {
 				t.Errorf("Evictions = %v, want %v", got, tt.want)
 			}
 		})
+	}
+}
+
+func TestPreparedHosts(t *testing.T) {
+	p := Prepared{Events: []fence.Event{
+		{Host: "mirror.test", Port: 443, Allowed: true},
+		{Host: "evil.test", Port: 443},
+		{Host: "mirror.test", Port: 443, Allowed: true},
+		{Host: "fd00::5", Port: 8443, Allowed: true},
+		{Host: "evil.test", Port: 443},
+		{Host: "evil.test", Port: 80},
+	}}
+	reached, blocked := p.Hosts()
+	if !slices.Equal(reached, []string{"mirror.test:443", "[fd00::5]:8443"}) || !slices.Equal(blocked, []string{"evil.test:443", "evil.test:80"}) {
+		t.Errorf("Hosts() = %q, %q", reached, blocked)
 	}
 }

@@ -14,9 +14,11 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"net"
 	"os"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -110,6 +112,22 @@ type Prepared struct {
 	CacheBytes int64
 	Evicted    []string
 	release    func(context.Context)
+}
+
+// Hosts are the hosts ("host:port") the setup reached and those the fence
+// refused it, each once, in the order first asked for.
+func (p Prepared) Hosts() (reached, blocked []string) {
+	for _, e := range p.Events {
+		hp := net.JoinHostPort(e.Host, strconv.Itoa(e.Port))
+		list := &blocked
+		if e.Allowed {
+			list = &reached
+		}
+		if !slices.Contains(*list, hp) {
+			*list = append(*list, hp)
+		}
+	}
+	return reached, blocked
 }
 
 // Release removes what the run alone used; call it once the run ended.
