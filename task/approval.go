@@ -167,8 +167,22 @@ func draftTitle(t *Task) string {
 
 // renderRequest is the request comment, with the files changed so far
 // and the changes to the dependency manifests that its setup would run.
+// On an issue both come from one diff against the task's base, which is
+// also the base setup compares with. On a pull request the files are the
+// bot's own pushes (a request comes after a checkpoint), not whatever a
+// person pushed to the branch meanwhile, and the manifests are compared
+// with the pull request's base. A diff that fails only leaves the list
+// out.
 func (f *Flow) renderRequest(ctx context.Context, t *Task) string {
-	return RenderRequest(t, f.changes(ctx, t), f.manifestChanges(ctx, t), f.Unisolated)
+	if t.Pull != nil {
+		return RenderRequest(t, t.Pull.Stats, f.manifestChanges(ctx, t), f.Unisolated)
+	}
+	stats, ws, err := f.diffStatAgainst(ctx, t, t.BaseSHA)
+	if err != nil {
+		f.Logger.WarnContext(ctx, "diff stat for the request comment", "task_id", t.ID, "err", err)
+		return RenderRequest(t, nil, f.manifestChanges(ctx, t), f.Unisolated)
+	}
+	return RenderRequest(t, stats, f.checkManifests(ctx, t, stats, ws), f.Unisolated)
 }
 
 // maxManifestDiff bounds the manifests' diff in a request comment; a
@@ -205,11 +219,30 @@ func (t *Task) setupBase() string {
 // manifestChanges reads the task's ManifestChanges; none when no setup
 // runs (no Dependencies, the local runner, nothing to compare with).
 func (f *Flow) manifestChanges(ctx context.Context, t *Task) ManifestChanges {
-	base := t.setupBase()
-	if f.Deps == nil || f.Unisolated || base == "" {
+	if !f.comparesManifests(t) {
 		return ManifestChanges{}
 	}
-	m, err := f.readManifestChanges(ctx, t, base)
+	all, ws, err := f.diffStatAgainst(ctx, t, t.setupBase())
+	if err != nil {
+		f.Logger.WarnContext(ctx, "reading the manifests' changes", "task_id", t.ID, "err", err)
+		return ManifestChanges{Err: err}
+	}
+	return f.checkManifests(ctx, t, all, ws)
+}
+
+// comparesManifests reports whether the task's setup compares manifests
+// with a base: there is a setup, and a base to compare with.
+func (f *Flow) comparesManifests(t *Task) bool {
+	return f.Deps != nil && !f.Unisolated && t.setupBase() != ""
+}
+
+// checkManifests is manifestChanges from all, the diff stat of ws against
+// the task's setupBase, for a caller that has it already.
+func (f *Flow) checkManifests(ctx context.Context, t *Task, all []FileStat, ws Workspace) ManifestChanges {
+	if !f.comparesManifests(t) {
+		return ManifestChanges{}
+	}
+	m, err := manifestsIn(t.setupBase(), all, ws)
 	if err != nil {
 		f.Logger.WarnContext(ctx, "reading the manifests' changes", "task_id", t.ID, "err", err)
 		m.Err = err
@@ -217,24 +250,9 @@ func (f *Flow) manifestChanges(ctx context.Context, t *Task) ManifestChanges {
 	return m
 }
 
-func (f *Flow) readManifestChanges(ctx context.Context, t *Task, base string) (ManifestChanges, error) {
-	ws, err := f.workspace(ctx, t)
-	if err != nil {
-		return ManifestChanges{}, err
-	}
-	token, err := f.token(ctx, t)
-	if err != nil {
-		return ManifestChanges{}, err
-	}
-	gctx, cancel := f.gitCtx(ctx)
-	defer cancel()
-	if err := ws.Fetch(gctx, token, base); err != nil {
-		return ManifestChanges{}, err
-	}
-	all, err := ws.DiffStat(base)
-	if err != nil {
-		return ManifestChanges{}, err
-	}
+// manifestsIn picks the manifests of all, the diff stat of ws against
+// base, and reads their diff.
+func manifestsIn(base string, all []FileStat, ws Workspace) (ManifestChanges, error) {
 	var m ManifestChanges
 	var paths []string
 	for _, c := range all {
@@ -256,22 +274,6 @@ func (f *Flow) readManifestChanges(ctx context.Context, t *Task, base string) (M
 	}
 	m.Diff = d
 	return m, nil
-}
-
-// changes lists the files changed so far, for the request comment; a
-// failure to compute it only leaves the list out. On a pull request it is
-// the bot's own pushes (a request comes after a checkpoint), not whatever
-// a person pushed to the branch meanwhile.
-func (f *Flow) changes(ctx context.Context, t *Task) []FileStat {
-	if t.Pull != nil {
-		return t.Pull.Stats
-	}
-	stats, err := f.diffStat(ctx, t)
-	if err != nil {
-		f.Logger.WarnContext(ctx, "diff stat for the request comment", "task_id", t.ID, "err", err)
-		return nil
-	}
-	return stats
 }
 
 // await handles a parked task that became due: its request was answered,
@@ -819,13 +821,7 @@ func (f *Flow) exportBase(ctx context.Context, t *Task, ws Workspace, dir string
 	}
 	// A workspace restored elsewhere (bot action's next run) or a pull
 	// request's may not hold the base yet.
-	token, err := f.token(ctx, t)
-	if err != nil {
-		return err
-	}
-	gctx, cancel := f.gitCtx(ctx)
-	defer cancel()
-	if err := ws.Fetch(gctx, token, sha); err != nil {
+	if err := f.fetch(ctx, t, ws, sha); err != nil {
 		return err
 	}
 	return ws.Export(ctx, sha, dir)

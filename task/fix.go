@@ -602,20 +602,33 @@ func (f *Flow) stop(ctx context.Context, t *Task) error {
 
 // diffStat sizes the whole change against the base, for the pull request.
 func (f *Flow) diffStat(ctx context.Context, t *Task) ([]FileStat, error) {
+	stats, _, err := f.diffStatAgainst(ctx, t, t.BaseSHA)
+	return stats, err
+}
+
+// diffStatAgainst sizes the workspace's change against commit base,
+// fetching it first, and returns the workspace for more of the diff.
+func (f *Flow) diffStatAgainst(ctx context.Context, t *Task, base string) ([]FileStat, Workspace, error) {
 	ws, err := f.workspace(ctx, t)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	if err := f.fetch(ctx, t, ws, base); err != nil {
+		return nil, nil, err
+	}
+	stats, err := ws.DiffStat(base)
+	return stats, ws, err
+}
+
+// fetch makes sure ws holds commit sha, within the git timeout.
+func (f *Flow) fetch(ctx context.Context, t *Task, ws Workspace, sha string) error {
 	token, err := f.token(ctx, t)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	gctx, cancel := f.gitCtx(ctx)
 	defer cancel()
-	if err := ws.Fetch(gctx, token, t.BaseSHA); err != nil {
-		return nil, err
-	}
-	return ws.DiffStat(t.BaseSHA)
+	return ws.Fetch(gctx, token, sha)
 }
 
 func short(sha string) string {
