@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/task"
 )
 
@@ -16,7 +17,7 @@ var key = []byte("0123456789abcdef0123456789abcdef")
 func waiting() *task.Task {
 	return &task.Task{
 		ID: 42, Kind: task.KindFix, State: task.AwaitingApproval,
-		Repo:  task.Repo{Owner: "Codertocat", Name: "Hello-World", CloneURL: "https://github.com/Codertocat/Hello-World.git", DefaultBranch: "master"},
+		Repo:  pullwright.Repo{Owner: "Codertocat", Name: "Hello-World", CloneURL: "https://github.com/Codertocat/Hello-World.git", DefaultBranch: "master"},
 		Issue: 1, Branch: "pullwright/issue-1-fix", PushedSHA: "abc123",
 		Conversation: []byte(`{"messages":[]}`),
 		Request:      &task.ExecRequest{ID: "42-1", Command: "go test ./...", Reason: "check the fix", SHA: "abc123", Asked: true},

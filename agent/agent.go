@@ -24,6 +24,8 @@ import (
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/pullwright/pullwright"
 )
 
 // Defaults of Config.
@@ -137,103 +139,6 @@ func New(cfg Config) (*Agent, error) {
 	}, nil
 }
 
-// Limits are the rules of one task, from its repository's policy as the
-// caller resolved it against the operator's caps. They travel in State, so
-// that a task keeps the rules it started under across restarts and one
-// Agent serves repositories with different rules. A zero value means
-// Config's default (MaxTurns, MaxTokens, Model) or no limit (MaxCostUSD,
-// Protected).
-type Limits struct {
-	MaxTurns  int `json:"max_turns,omitempty"`
-	MaxTokens int `json:"max_tokens,omitempty"`
-	// MaxCostUSD bounds what the task's model calls cost, priced with
-	// PriceInput and PriceOutput: USD per million prompt and completion
-	// tokens.
-	MaxCostUSD  float64 `json:"max_cost_usd,omitempty"`
-	PriceInput  float64 `json:"price_input,omitempty"`
-	PriceOutput float64 `json:"price_output,omitempty"`
-	// Model replaces Config.Model for this task.
-	Model string `json:"model,omitempty"`
-	// Protected are globs (as policy.ProtectedBy matches them) of paths
-	// the model may read but not create, change or delete.
-	Protected []string `json:"protected,omitempty"`
-}
-
-// Brief is what the agent is asked to do.
-type Brief struct {
-	Repo         string // owner/name
-	Issue        int
-	Title, Body  string    // untrusted
-	Comments     []Comment // untrusted
-	Instructions string    // the maintainer's request, trusted
-	Requester    string    // login of the maintainer who asked
-	// Limits are the task's rules; Start keeps them in the State.
-	Limits Limits
-	// TestCommand is how the maintainers test the repository (its
-	// configuration's test_command), a hint for the model; may be empty.
-	TestCommand string
-	// Pull is set when the task works on a pull request; Title, Body and
-	// Comments are then the pull request's. Nil for an issue.
-	Pull *PullBrief
-}
-
-// PullBrief is what the agent is told about the pull request it works on.
-// Everything but the number, the refs and Fork was written by users and is
-// rendered as data.
-type PullBrief struct {
-	Number  int
-	Author  string // login of the pull request's author
-	HeadRef string // the branch checked out in the workspace
-	BaseRef string // the branch the pull request merges into
-	// Fork is true when the head is in another repository: its code then
-	// comes from outside and is no more trusted than its text.
-	Fork bool
-	// Diff is the pull request's diff against its base; DiffTruncated says
-	// the caller already cut it short.
-	Diff          string
-	DiffTruncated bool
-	// Review is the line comment the task was asked in, if it was.
-	Review *ReviewBrief
-	// Checklist are the review threads to address, numbered from 1 in
-	// order; finish may reply to each (Finish.Replies).
-	Checklist []ThreadBrief
-}
-
-// ReviewBrief is a review comment on a line, or a range of lines, of the diff.
-type ReviewBrief struct {
-	Path string
-	// StartLine (only for a range) and Line are the commented lines of the
-	// file; Line is 0 when the comment no longer applies to the diff.
-	StartLine, Line int
-	Side            string // RIGHT (the pull request's version) or LEFT (the base's)
-	DiffHunk        string // the diff up to the commented line, as GitHub gives it
-	Author, Comment string
-	// Thread are the earlier comments of the comment's thread, oldest first.
-	Thread []Comment
-}
-
-// ThreadBrief is one review thread of the checklist.
-type ThreadBrief struct {
-	Path     string
-	Line     int // 0 when the thread no longer applies to the diff
-	DiffHunk string
-	// Comments are the thread's comments, oldest first; the first is the
-	// request.
-	Comments []Comment
-}
-
-// Comment is one comment of the issue or pull request.
-type Comment struct {
-	Author string `json:"author"`
-	Body   string `json:"body"`
-}
-
-// PlanItem is one entry of the model's checklist.
-type PlanItem struct {
-	Title  string `json:"title"`
-	Status string `json:"status"` // pending, in_progress or done
-}
-
 // Finish is what the model handed in with the finish tool.
 type Finish struct {
 	Title   string `json:"title"`
@@ -251,7 +156,7 @@ type State struct {
 	Turns            int                            `json:"turns"`
 	PromptTokens     int                            `json:"prompt_tokens"`
 	CompletionTokens int                            `json:"completion_tokens"`
-	Plan             []PlanItem                     `json:"plan,omitempty"`
+	Plan             []pullwright.PlanItem          `json:"plan,omitempty"`
 	Steps            []string                       `json:"steps,omitempty"` // one short human line per tool call
 	Finish           *Finish                        `json:"finish,omitempty"`
 	// Pending is the execution request the last turn ended with; while it is
@@ -259,7 +164,7 @@ type State struct {
 	Pending *Request `json:"pending,omitempty"`
 	// Limits are the task's rules, from Brief.Limits. A State saved before
 	// they existed has none, and runs under Config's.
-	Limits Limits `json:"limits,omitzero"`
+	Limits pullwright.Limits `json:"limits,omitzero"`
 	// Threads is how many review threads the brief's checklist numbered
 	// (0 without one): finish accepts replies to threads 1 to Threads. It
 	// is kept apart from Plan, which the model rewrites at will.
@@ -277,7 +182,7 @@ func (s *State) CostUSD() float64 {
 
 // Start returns the state of a new conversation: the system prompt and the
 // first user message carrying the brief, under the brief's limits.
-func (a *Agent) Start(b Brief) *State {
+func (a *Agent) Start(b pullwright.Brief) *State {
 	b.Limits.Protected = cleanGlobs(b.Limits.Protected)
 	if b.Limits.MaxCostUSD > 0 && b.Limits.PriceInput <= 0 && b.Limits.PriceOutput <= 0 {
 		a.log.Warn("a cost budget without prices cannot be enforced", "repo", b.Repo, "max_cost_usd", b.Limits.MaxCostUSD)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/internal/fakellm"
 )
 
@@ -18,13 +19,13 @@ func TestTurnCapIsNeverExceeded(t *testing.T) {
 	tests := []struct {
 		name   string
 		cfg    Config
-		limits Limits
+		limits pullwright.Limits
 		want   int
 	}{
-		{"config", Config{MaxTurns: 3}, Limits{}, 3},
-		{"task below the config", Config{MaxTurns: 10}, Limits{MaxTurns: 2}, 2},
-		{"task above the config", Config{MaxTurns: 2}, Limits{MaxTurns: 5}, 5},
-		{"a single turn", Config{}, Limits{MaxTurns: 1}, 1},
+		{"config", Config{MaxTurns: 3}, pullwright.Limits{}, 3},
+		{"task below the config", Config{MaxTurns: 10}, pullwright.Limits{MaxTurns: 2}, 2},
+		{"task above the config", Config{MaxTurns: 2}, pullwright.Limits{MaxTurns: 5}, 5},
+		{"a single turn", Config{}, pullwright.Limits{MaxTurns: 1}, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -80,8 +81,8 @@ func TestCostUSD(t *testing.T) {
 		want float64
 	}{
 		{State{PromptTokens: 1_000_000, CompletionTokens: 1_000_000}, 0},
-		{State{PromptTokens: 1_000_000, Limits: Limits{PriceInput: 2.5}}, 2.5},
-		{State{PromptTokens: 500_000, CompletionTokens: 250_000, Limits: Limits{PriceInput: 2, PriceOutput: 8}}, 3},
+		{State{PromptTokens: 1_000_000, Limits: pullwright.Limits{PriceInput: 2.5}}, 2.5},
+		{State{PromptTokens: 500_000, CompletionTokens: 250_000, Limits: pullwright.Limits{PriceInput: 2, PriceOutput: 8}}, 3},
 	}
 	for _, tt := range tests {
 		if got := tt.st.CostUSD(); got != tt.want {
@@ -121,9 +122,9 @@ func TestStateWithoutLimits(t *testing.T) {
 
 	// With limits, the key is there and the round trip is exact.
 	brief := testBrief
-	brief.Limits = Limits{MaxTurns: 7, MaxCostUSD: 1.5, PriceInput: 2, PriceOutput: 8, Model: "m2", Protected: []string{" ", "docs/**", ""}}
+	brief.Limits = pullwright.Limits{MaxTurns: 7, MaxCostUSD: 1.5, PriceInput: 2, PriceOutput: 8, Model: "m2", Protected: []string{" ", "docs/**", ""}}
 	st2 := roundTrip(t, a.Start(brief))
-	want := Limits{MaxTurns: 7, MaxCostUSD: 1.5, PriceInput: 2, PriceOutput: 8, Model: "m2", Protected: []string{"docs/**"}}
+	want := pullwright.Limits{MaxTurns: 7, MaxCostUSD: 1.5, PriceInput: 2, PriceOutput: 8, Model: "m2", Protected: []string{"docs/**"}}
 	if !reflect.DeepEqual(st2.Limits, want) {
 		t.Errorf("limits = %+v, want %+v", st2.Limits, want)
 	}

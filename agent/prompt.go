@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+
+	"github.com/pullwright/pullwright"
 )
 
 //go:embed prompts/system.md
@@ -52,7 +54,7 @@ func block(name, attrs, text string) string {
 
 // writeRules renders the repository's rules that the model must know:
 // protected paths and how the repository is tested.
-func writeRules(m *strings.Builder, b Brief) {
+func writeRules(m *strings.Builder, b pullwright.Brief) {
 	globs := b.Limits.Protected
 	test := strings.TrimSpace(b.TestCommand)
 	if len(globs) == 0 && test == "" {
@@ -97,7 +99,7 @@ func login(s string) string {
 // firstMessage renders the brief as the first user message. The maintainer's
 // instructions are its only trusted text; everything users wrote goes into
 // neutralised <untrusted-…> blocks, each bounded in size.
-func firstMessage(b Brief) string {
+func firstMessage(b pullwright.Brief) string {
 	p := b.Pull
 	var m strings.Builder
 	fmt.Fprintf(&m, "Repository: %s\n", neutralise(strings.TrimSpace(b.Repo)))
@@ -174,7 +176,7 @@ func firstMessage(b Brief) string {
 
 // defaultInstructions stands in for an empty request, so that the model
 // still knows what it is asked to do.
-func defaultInstructions(p *PullBrief) string {
+func defaultInstructions(p *pullwright.PullBrief) string {
 	switch {
 	case p == nil:
 		return "(no further instructions: resolve the issue below)"

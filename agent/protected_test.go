@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/internal/fakellm"
 )
 
@@ -82,7 +83,7 @@ func TestProtectedPaths(t *testing.T) {
 	}
 	dir, outside := protectedWorkspace(t)
 	a := newTestAgent(t, Config{})
-	st := &State{Limits: Limits{Protected: testProtected}}
+	st := &State{Limits: pullwright.Limits{Protected: testProtected}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, step := callTool(t, a, dir, st, tt.tool, tt.args)

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/pullwright/pullwright"
 )
 
 // Bounds of what the first message says about a pull request. The first
@@ -40,7 +42,7 @@ const (
 
 // writePullHeader names the pull request and its author. Its branch names
 // are chosen by users, so they go with the data (writeBranches), not here.
-func writePullHeader(m *strings.Builder, b Brief) {
+func writePullHeader(m *strings.Builder, b pullwright.Brief) {
 	p := b.Pull
 	fmt.Fprintf(m, "Pull request: #%d", cmp.Or(p.Number, b.Issue))
 	if strings.TrimSpace(p.Author) != "" {
@@ -53,7 +55,7 @@ func writePullHeader(m *strings.Builder, b Brief) {
 }
 
 // writeBranches shows the pull request's branch names, which users chose.
-func writeBranches(m *strings.Builder, p *PullBrief) {
+func writeBranches(m *strings.Builder, p *pullwright.PullBrief) {
 	head, base := strings.TrimSpace(p.HeadRef), strings.TrimSpace(p.BaseRef)
 	if head == "" && base == "" {
 		return
@@ -71,7 +73,7 @@ func writeBranches(m *strings.Builder, p *PullBrief) {
 
 // writePullTask says what working on a pull request means, before the
 // instructions, so that the model reads them in that light.
-func writePullTask(m *strings.Builder, p *PullBrief) {
+func writePullTask(m *strings.Builder, p *pullwright.PullBrief) {
 	m.WriteString("Your task is to change this pull request. Its branch is checked out in your workspace, with the " +
 		"pull request's changes; your work lands as new commits on that branch, or in a follow-up pull request into it. " +
 		"Build on the pull request's changes: do not undo them unless your instructions ask for it. Your finish title " +
@@ -86,7 +88,7 @@ func writePullTask(m *strings.Builder, p *PullBrief) {
 
 // writeReview shows the place in the diff the maintainer asked about. The
 // file's name, which users chose, is only in the hunk's path attribute.
-func writeReview(m *strings.Builder, r *ReviewBrief) {
+func writeReview(m *strings.Builder, r *pullwright.ReviewBrief) {
 	fmt.Fprintf(m, "You were asked in a review comment on %s; your instructions refer to that place.\n",
 		location(r.Path, r.StartLine, r.Line, r.Side))
 	if side(r.Side) == "LEFT" && r.Line > 0 {
@@ -111,7 +113,7 @@ func writeReview(m *strings.Builder, r *ReviewBrief) {
 
 // writeChecklist lists the review threads to address, numbered as finish's
 // replies and the seeded plan number them.
-func writeChecklist(m *strings.Builder, all []ThreadBrief) {
+func writeChecklist(m *strings.Builder, all []pullwright.ThreadBrief) {
 	threads := listedThreads(all)
 	fmt.Fprintf(m, "Review threads to address: %d. Address each one: make the change it asks for, or leave the code "+
 		"as it is when you judge the change wrong or unclear. When you call finish, give one reply per thread in "+
@@ -142,7 +144,7 @@ func writeChecklist(m *strings.Builder, all []ThreadBrief) {
 
 // writeComments renders review comments as blocks, each cut to limit: the
 // first one and the most recent, when there are more than maxThreadComments.
-func writeComments(m *strings.Builder, attrs string, cs []Comment, limit int) {
+func writeComments(m *strings.Builder, attrs string, cs []pullwright.Comment, limit int) {
 	omitted := 0
 	if len(cs) > maxThreadComments {
 		omitted = len(cs) - maxThreadComments
@@ -166,7 +168,7 @@ func writeComments(m *strings.Builder, attrs string, cs []Comment, limit int) {
 
 // writeDiff shows the pull request's diff, cut short when long: the model
 // can read the files for the rest.
-func writeDiff(m *strings.Builder, p *PullBrief) {
+func writeDiff(m *strings.Builder, p *pullwright.PullBrief) {
 	const base = "its base branch"
 	diff := strings.Trim(p.Diff, "\n")
 	if strings.TrimSpace(diff) == "" {
@@ -192,14 +194,14 @@ func writeDiff(m *strings.Builder, p *PullBrief) {
 }
 
 // listedThreads are the threads the model is shown, numbered from 1.
-func listedThreads(all []ThreadBrief) []ThreadBrief {
+func listedThreads(all []pullwright.ThreadBrief) []pullwright.ThreadBrief {
 	return all[:min(len(all), maxThreads)]
 }
 
 // threadPlan is the plan a checklist starts with: one pending item per
 // thread, named by its place and the first words of its request.
-func threadPlan(threads []ThreadBrief) []PlanItem {
-	plan := make([]PlanItem, len(threads))
+func threadPlan(threads []pullwright.ThreadBrief) []pullwright.PlanItem {
+	plan := make([]pullwright.PlanItem, len(threads))
 	for i, th := range threads {
 		title := fmt.Sprintf("Thread %d: %s", i+1, planPlace(th))
 		if len(th.Comments) > 0 {
@@ -207,12 +209,12 @@ func threadPlan(threads []ThreadBrief) []PlanItem {
 				title += " — " + w
 			}
 		}
-		plan[i] = PlanItem{Title: cutString(title, maxPlanTitle), Status: StatusPending}
+		plan[i] = pullwright.PlanItem{Title: cutString(title, maxPlanTitle), Status: StatusPending}
 	}
 	return plan
 }
 
-func planPlace(th ThreadBrief) string {
+func planPlace(th pullwright.ThreadBrief) string {
 	p := strings.Join(strings.Fields(th.Path), " ")
 	if p == "" {
 		return "(no file)"
@@ -272,7 +274,7 @@ func location(path string, start, line int, s string) string {
 }
 
 // threadLocation is the same for a thread of the checklist.
-func threadLocation(th ThreadBrief) string {
+func threadLocation(th pullwright.ThreadBrief) string {
 	switch {
 	case strings.TrimSpace(th.Path) == "":
 		return "(no file)"

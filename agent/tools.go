@@ -15,6 +15,8 @@ import (
 	"strings"
 
 	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/pullwright/pullwright"
 )
 
 // Tool names. They and their argument names are a contract (DESIGN.md).
@@ -583,7 +585,7 @@ func runThink(_ toolEnv, raw json.RawMessage) (toolResult, error) {
 
 func runPlan(env toolEnv, raw json.RawMessage) (toolResult, error) {
 	var a struct {
-		Items []PlanItem `json:"items"`
+		Items []pullwright.PlanItem `json:"items"`
 	}
 	if err := toolsByName[ToolPlan].decodeArgs(raw, &a); err != nil {
 		return toolResult{}, err
@@ -594,7 +596,7 @@ func runPlan(env toolEnv, raw json.RawMessage) (toolResult, error) {
 	if len(a.Items) > 30 {
 		return toolResult{}, errorf("items has %d entries; keep the plan to at most 30", len(a.Items))
 	}
-	items := make([]PlanItem, len(a.Items))
+	items := make([]pullwright.PlanItem, len(a.Items))
 	done := 0
 	for i, it := range a.Items {
 		title := strings.Join(strings.Fields(it.Title), " ")
@@ -608,7 +610,7 @@ func runPlan(env toolEnv, raw json.RawMessage) (toolResult, error) {
 		if status == StatusDone {
 			done++
 		}
-		items[i] = PlanItem{Title: cutString(title, 200), Status: status}
+		items[i] = pullwright.PlanItem{Title: cutString(title, 200), Status: status}
 	}
 	env.st.Plan = items
 	return toolResult{

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/pullwright/pullwright"
 )
 
 // workspaceDir writes files (path → content, "" entries ending in / are
@@ -452,7 +454,7 @@ func TestThinkPlanFinish(t *testing.T) {
 	if got != "plan updated: 1 of 3 done" || step != "updated the plan (1/3 done)" {
 		t.Errorf("plan = %q, %q", got, step)
 	}
-	want := []PlanItem{{"Find bug", "done"}, {"Fix it", "in_progress"}, {"Docs", "pending"}}
+	want := []pullwright.PlanItem{{Title: "Find bug", Status: "done"}, {Title: "Fix it", Status: "in_progress"}, {Title: "Docs", Status: "pending"}}
 	if fmt.Sprint(st.Plan) != fmt.Sprint(want) {
 		t.Errorf("plan = %v, want %v", st.Plan, want)
 	}

@@ -13,16 +13,16 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/action"
-	"github.com/pullwright/pullwright/ghapp"
 	"github.com/pullwright/pullwright/repo"
 	"github.com/pullwright/pullwright/task"
 	"github.com/pullwright/pullwright/webhook"
 )
 
 // ActionsIdentity is who a workflow's GITHUB_TOKEN acts as.
-func ActionsIdentity() ghapp.Identity {
-	return ghapp.Identity{
+func ActionsIdentity() pullwright.Identity {
+	return pullwright.Identity{
 		Login: "github-actions[bot]",
 		Name:  "github-actions[bot]",
 		Email: "41898282+github-actions[bot]@users.noreply.github.com",
@@ -267,7 +267,7 @@ func (a *App) restore(ctx context.Context, env action.Env, ev actionEvent, store
 		if err != nil {
 			return nil, err
 		}
-		claim, err := repo.WriteRefFile(gctx, url, token, ref, action.StateFile, data, repo.Identity{Name: me.Name, Email: me.Email},
+		claim, err := repo.WriteRefFile(gctx, url, token, ref, action.StateFile, data, pullwright.Identity{Name: me.Name, Email: me.Email},
 			fmt.Sprintf("Pullwright: run %d works on task %d\n\nRun: %s\n", env.RunID, t.ID, env.RunURL()), time.Now(), commit)
 		if errors.Is(err, repo.ErrRefMoved) {
 			return nil, fmt.Errorf("another run is working on task %d (its state moved while this run read it), so this event was not acted on; give the other run time and answer again: %w", t.ID, err)
@@ -296,7 +296,7 @@ func (a *App) stillWaiting(ctx context.Context, t *task.Task) error {
 	if t.State != task.AwaitingApproval || r == nil || r.Answer != nil || r.CheckRunID == 0 {
 		return fmt.Errorf("task %d is %s, not waiting for an answer: %w", t.ID, t.State, action.ErrStateReplayed)
 	}
-	cr, err := a.github.GetCheckRun(ctx, 0, t.Repo.Owner, t.Repo.Name, r.CheckRunID)
+	cr, err := a.github.GetCheckRun(ctx, pullwright.Repo{Owner: t.Repo.Owner, Name: t.Repo.Name}, r.CheckRunID)
 	if err != nil {
 		return fmt.Errorf("read the approval check run of request %s: %w", r.ID, err)
 	}
@@ -330,7 +330,7 @@ func (a *App) refuseState(ctx context.Context, env action.Env, issue int, id int
 	body := fmt.Sprintf("Task %d cannot go on: its saved state (`%s`, commit %s) was refused because %s. "+
 		"Nothing of it was used and nothing was run; the state was removed. Its branch keeps the work pushed so far. "+
 		"Start again with `%s fix <instructions>`.", id, ref, commit, reason, a.cfg.Command)
-	if _, err := a.github.UpsertCommentURL(ctx, 0, env.Owner(), env.Name(), issue,
+	if _, err := a.github.UpsertComment(ctx, pullwright.Repo{Owner: env.Owner(), Name: env.Name()}, issue,
 		fmt.Sprintf("task-%d-state-refused-%d", id, env.RunID), 0, body); err != nil {
 		return fmt.Errorf("report the refused state on #%d: %w", issue, err)
 	}
@@ -364,7 +364,7 @@ func (a *App) settle(ctx context.Context, env action.Env, t *task.Task, saved sa
 		if saved.ref == ref {
 			expect = saved.claim
 		}
-		if _, err := repo.WriteRefFile(gctx, t.Repo.CloneURL, token, ref, action.StateFile, doc, repo.Identity{Name: id.Name, Email: id.Email}, msg, now, expect); err != nil {
+		if _, err := repo.WriteRefFile(gctx, t.Repo.CloneURL, token, ref, action.StateFile, doc, pullwright.Identity{Name: id.Name, Email: id.Email}, msg, now, expect); err != nil {
 			return "", fmt.Errorf("save the state of task %d: %w", t.ID, err)
 		}
 		if saved.ref != "" && saved.ref != ref {

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/action"
 	"github.com/pullwright/pullwright/app"
 	"github.com/pullwright/pullwright/internal/botproc"
@@ -294,7 +295,7 @@ func TestActionRefusesAForgedState(t *testing.T) {
 		t.Fatal("the command is not in the state")
 	}
 	if _, err := repo.WriteRefFile(context.Background(), url, w.token, ref, action.StateFile, []byte(forged),
-		repo.Identity{Name: "mallory", Email: "m@example.com"}, "state", time.Now(), ""); err != nil {
+		pullwright.Identity{Name: "mallory", Email: "m@example.com"}, "state", time.Now(), ""); err != nil {
 		t.Fatal(err)
 	}
 	calls := w.llm.Calls()
@@ -403,7 +404,7 @@ func TestActionRefusesAReplayedState(t *testing.T) {
 	// The task ended and removed its state; someone who can push puts the
 	// genuine, sealed, older state back and hopes for a second run.
 	if _, err := repo.WriteRefFile(context.Background(), url, w.token, first.StateRef, action.StateFile, old,
-		repo.Identity{Name: "mallory", Email: "m@example.com"}, "state", time.Now(), ""); err != nil {
+		pullwright.Identity{Name: "mallory", Email: "m@example.com"}, "state", time.Now(), ""); err != nil {
 		t.Fatal(err)
 	}
 	res, err := w.run("issue_comment", w.commentEvent(owner, "/approve"))

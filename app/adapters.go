@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/agent"
-	"github.com/pullwright/pullwright/ghapp"
 	"github.com/pullwright/pullwright/repo"
 	"github.com/pullwright/pullwright/runner"
 	"github.com/pullwright/pullwright/task"
@@ -18,101 +18,11 @@ import (
 // The adapters below turn ghapp, agent and repo into the interfaces task
 // declares, so that task imports none of them.
 
-type gitHub struct{ app *ghapp.App }
-
-func (g gitHub) Identity(ctx context.Context) (task.Identity, error) {
-	id, err := g.app.Identity(ctx)
-	return task.Identity{Login: id.Login, Name: id.Name, Email: id.Email}, err
-}
-
-func (g gitHub) Token(ctx context.Context, inst int64) (string, error) {
-	return g.app.Token(ctx, inst)
-}
-
-func (g gitHub) AddReaction(ctx context.Context, r task.Repo, commentID int64, content string) error {
-	return g.app.AddReaction(ctx, r.InstallationID, r.Owner, r.Name, commentID, content)
-}
-
-func (g gitHub) UpsertComment(ctx context.Context, r task.Repo, issue int, marker string, commentID int64, body string) (task.Posted, error) {
-	p, err := g.app.UpsertCommentURL(ctx, r.InstallationID, r.Owner, r.Name, issue, marker, commentID, body)
-	return task.Posted{ID: p.ID, URL: p.URL, CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt}, err
-}
-
-func (g gitHub) UpdatePullRequest(ctx context.Context, r task.Repo, number int, title, body string) error {
-	return g.app.UpdatePullRequest(ctx, r.InstallationID, r.Owner, r.Name, number, title, body)
-}
-
-func (g gitHub) MarkReadyForReview(ctx context.Context, r task.Repo, number int) error {
-	return g.app.MarkReadyForReview(ctx, r.InstallationID, r.Owner, r.Name, number)
-}
-
-func (g gitHub) UpsertCheckRun(ctx context.Context, r task.Repo, cr task.CheckRun) (int64, error) {
-	out := ghapp.CheckRun{
-		ID: cr.ID, Name: cr.Name, HeadSHA: cr.HeadSHA, Status: cr.Status, Conclusion: cr.Conclusion,
-		ExternalID: cr.ExternalID, DetailsURL: cr.DetailsURL, Title: cr.Title, Summary: cr.Summary, Text: cr.Text,
-	}
-	for _, a := range cr.Actions {
-		out.Actions = append(out.Actions, ghapp.CheckAction{Label: a.Label, Description: a.Description, Identifier: a.Identifier})
-	}
-	return g.app.UpsertCheckRun(ctx, r.InstallationID, r.Owner, r.Name, out)
-}
-
-func (g gitHub) Issue(ctx context.Context, r task.Repo, number int) (task.Issue, error) {
-	is, err := g.app.Issue(ctx, r.InstallationID, r.Owner, r.Name, number)
-	if err != nil {
-		return task.Issue{}, err
-	}
-	out := task.Issue{Title: is.Title, Body: is.Body, Locked: is.Locked}
-	for _, c := range is.Comments {
-		out.Comments = append(out.Comments, task.Comment{Author: c.Author, AuthorType: c.AuthorType, Body: c.Body})
-	}
-	return out, nil
-}
-
-func (g gitHub) OpenPullRequest(ctx context.Context, r task.Repo, pr task.NewPullRequest) (task.PullRequest, error) {
-	got, err := g.app.OpenPullRequest(ctx, r.InstallationID, r.Owner, r.Name, ghapp.NewPullRequest{
-		Title: pr.Title, Body: pr.Body, Head: pr.Head, Base: pr.Base, Draft: pr.Draft,
-	})
-	return task.PullRequest{Number: got.Number, URL: got.HTMLURL}, notPermitted(err)
-}
-
-func (g gitHub) Permission(ctx context.Context, r task.Repo, user string) (string, error) {
-	return g.app.Permission(ctx, r.InstallationID, r.Owner, r.Name, user)
-}
-
-func (g gitHub) TeamMember(ctx context.Context, r task.Repo, org, team, user string) (bool, error) {
-	return g.app.TeamMember(ctx, r.InstallationID, org, team, user)
-}
-
-func (g gitHub) File(ctx context.Context, r task.Repo, ref, path string) ([]byte, error) {
-	b, err := g.app.File(ctx, r.InstallationID, r.Owner, r.Name, ref, path)
-	switch {
-	case errors.Is(err, ghapp.ErrNotFound):
-		return nil, fmt.Errorf("%w: %w", task.ErrNoFile, err)
-	case errors.Is(err, ghapp.ErrNotAFile):
-		return nil, fmt.Errorf("%w: %w", task.ErrNotAFile, err)
-	}
-	return b, err
-}
-
 // model keeps the agent's State as JSON in the task.
 type model struct{ a *agent.Agent }
 
-func (m model) Start(b task.Brief) ([]byte, error) {
-	s := b.Settings
-	ab := agent.Brief{
-		Repo: b.Repo, Issue: b.Issue, Title: b.Title, Body: b.Body,
-		Instructions: b.Instructions, Requester: b.Requester,
-		TestCommand: s.TestCommand,
-		Limits: agent.Limits{
-			MaxTurns: s.MaxTurns, MaxTokens: s.MaxTokens, MaxCostUSD: s.MaxCostUSD,
-			PriceInput: s.Price.Input, PriceOutput: s.Price.Output,
-			Model: s.Model, Protected: s.Protected,
-		},
-	}
-	ab.Comments = agentComments(b.Comments)
-	ab.Pull = agentPull(b.Pull)
-	return json.Marshal(m.a.Start(ab))
+func (m model) Start(b pullwright.Brief) ([]byte, error) {
+	return json.Marshal(m.a.Start(b))
 }
 
 func (m model) Turn(ctx context.Context, conv []byte, workdir string) (task.Progress, error) {
@@ -225,9 +135,7 @@ func progress(out []byte, st *agent.State) task.Progress {
 		Tokens:       st.Tokens(),
 		Steps:        st.Steps,
 	}
-	for _, it := range st.Plan {
-		p.Plan = append(p.Plan, task.PlanItem{Title: it.Title, Status: it.Status})
-	}
+	p.Plan = st.Plan
 	if st.Finish != nil {
 		p.Finished, p.Title, p.Summary = true, st.Finish.Title, st.Finish.Summary
 		p.Replies = st.Finish.Replies
@@ -238,6 +146,9 @@ func progress(out []byte, st *agent.State) task.Progress {
 	return p
 }
 
+// workspaces opens repo's checkouts as task's: Go has no covariant
+// results, so the constructors that return *repo.Workspace need these
+// three lines each.
 type workspaces struct{}
 
 func (workspaces) RemoteHead(ctx context.Context, url, token, branch string) (string, error) {
@@ -249,7 +160,7 @@ func (workspaces) Clone(ctx context.Context, url, branch, token, dir string) (ta
 	if err != nil {
 		return nil, err
 	}
-	return workspace{ws}, nil
+	return ws, nil
 }
 
 func (workspaces) Open(dir string) (task.Workspace, error) {
@@ -257,104 +168,21 @@ func (workspaces) Open(dir string) (task.Workspace, error) {
 	if err != nil {
 		return nil, err
 	}
-	return workspace{ws}, nil
+	return ws, nil
 }
 
-type workspace struct{ *repo.Workspace }
-
-func (w workspace) Changes() ([]task.Change, error) {
-	cs, err := w.Workspace.Changes()
-	if err != nil {
-		return nil, err
-	}
-	out := make([]task.Change, 0, len(cs))
-	for _, c := range cs {
-		out = append(out, task.Change{Path: c.Path, Deleted: c.Status == repo.StatusDeleted})
-	}
-	return out, nil
-}
-
-func (w workspace) CommitAll(when time.Time, msg string, author task.Identity, coAuthors ...task.Identity) (string, error) {
-	co := make([]repo.Identity, 0, len(coAuthors))
-	for _, c := range coAuthors {
-		co = append(co, repo.Identity{Name: c.Name, Email: c.Email})
-	}
-	sha, err := w.Workspace.CommitAllAt(when, msg, repo.Identity{Name: author.Name, Email: author.Email}, co...)
-	if errors.Is(err, repo.ErrNothingToCommit) {
-		return "", fmt.Errorf("%w: %w", task.ErrNoChanges, err)
-	}
-	return sha, err
-}
-
-func (w workspace) Push(ctx context.Context, token, branch string) error {
-	err := w.Workspace.Push(ctx, token, branch)
-	if errors.Is(err, repo.ErrNonFastForward) {
-		return fmt.Errorf("%w: %w", task.ErrPushRejected, err)
-	}
-	return err
-}
-
-func (w workspace) ResetTo(ctx context.Context, token, sha string) error {
-	return commitGone(w.Workspace.ResetTo(ctx, token, sha))
-}
-
-func (w workspace) Fetch(ctx context.Context, token, sha string) error {
-	return commitGone(w.Workspace.Fetch(ctx, token, sha))
-}
-
-func (w workspace) Export(ctx context.Context, sha, dir string) error {
-	t, err := w.Workspace.CommitTree(sha)
-	if err != nil {
-		return err
-	}
-	return t.Export(ctx, dir)
-}
-
-func (w workspace) LeftOut(sha string, max int) ([]string, int, error) {
-	t, err := w.Workspace.CommitTree(sha)
-	if err != nil {
-		return nil, 0, err
-	}
-	return w.Workspace.LeftOut(t, max)
-}
-
-func commitGone(err error) error {
-	if errors.Is(err, repo.ErrCommitGone) {
-		return fmt.Errorf("%w: %w", task.ErrBaseGone, err)
-	}
-	return err
-}
-
-// sandbox runs approved commands through a runner.Runner.
+// sandbox runs approved commands through a runner.Runner: task asks for a
+// run in its terms (CPUs), the runner takes the engine's (NanoCPUs) and
+// more that task does not set (MaxOutput, Route).
 type sandbox struct{ r runner.Runner }
 
-func (s sandbox) Run(ctx context.Context, spec task.RunSpec) (task.RunResult, error) {
-	res, err := s.r.Run(ctx, runner.Spec{
+func (s sandbox) Run(ctx context.Context, spec task.RunSpec) (pullwright.RunResult, error) {
+	return s.r.Run(ctx, runner.Spec{
 		Dir: spec.Dir, Command: spec.Command, Labels: spec.Labels,
 		Image: spec.Image, Network: spec.Network, Memory: spec.Memory, Disk: spec.Disk,
 		NanoCPUs: int64(spec.CPUs * 1e9), Timeout: spec.Timeout,
-		Caches: cacheMounts(spec.Caches), Env: spec.Env, Links: links(spec.Links),
+		Caches: spec.Caches, Env: spec.Env, Links: spec.Links,
 	})
-	return task.RunResult{
-		ExitCode: res.ExitCode, Output: res.Output, Truncated: res.Truncated,
-		TimedOut: res.TimedOut, OOMKilled: res.OOMKilled, Duration: res.Duration,
-	}, err
-}
-
-func links(ls []task.Link) []runner.Link {
-	var out []runner.Link
-	for _, l := range ls {
-		out = append(out, runner.Link{Name: l.Name, Target: l.Target})
-	}
-	return out
-}
-
-func cacheMounts(cs []task.CacheMount) []runner.CacheMount {
-	var out []runner.CacheMount
-	for _, c := range cs {
-		out = append(out, runner.CacheMount{Volume: c.Volume, Target: c.Target, ReadOnly: c.ReadOnly})
-	}
-	return out
 }
 
 // timed is a runner whose runs are counted and timed in the metrics.
@@ -363,21 +191,9 @@ type timed struct {
 	m *metrics
 }
 
-func (s timed) Run(ctx context.Context, spec task.RunSpec) (task.RunResult, error) {
+func (s timed) Run(ctx context.Context, spec task.RunSpec) (pullwright.RunResult, error) {
 	began := time.Now()
 	res, err := s.Runner.Run(ctx, spec)
 	s.m.run(res, err, time.Since(began))
 	return res, err
-}
-
-func (w workspace) DiffStat(base string) ([]task.FileStat, error) {
-	st, err := w.Workspace.DiffStat(base)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]task.FileStat, 0, len(st))
-	for _, s := range st {
-		out = append(out, task.FileStat{Path: s.Path, Added: s.Added, Deleted: s.Deleted})
-	}
-	return out, nil
 }

@@ -20,6 +20,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/agent"
 	"github.com/pullwright/pullwright/fence"
 	"github.com/pullwright/pullwright/ghapp"
@@ -83,7 +84,7 @@ type Config struct {
 	// TokenIdentity who it acts as (default: github-actions[bot]). AppID,
 	// PrivateKey and WebhookSecret are then not needed.
 	Token         string
-	TokenIdentity *ghapp.Identity
+	TokenIdentity *pullwright.Identity
 	// LocalPath is the PATH of commands run with Runner "local" (default
 	// runner.DefaultPath).
 	LocalPath string
@@ -192,7 +193,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		Store: store,
 		Steps: &task.Flow{
 			Store:           store,
-			GitHub:          gitHub{gh},
+			GitHub:          gh,
 			Agent:           metered{model{llm}, a.metrics},
 			Workspaces:      workspaces{},
 			Dir:             cfg.WorkDir,

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sashabaranov/go-openai"
 
+	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/app"
 	"github.com/pullwright/pullwright/internal/botproc"
 	"github.com/pullwright/pullwright/internal/fakegithub"
@@ -44,7 +45,7 @@ func newTwoRunLLM(t *testing.T, first, second string) *fakellm.Server {
 // waitState waits until the issue's latest fix task is in state s.
 func (e *env) waitState(issue int, s task.State) *task.Task {
 	e.t.Helper()
-	key := (&task.Task{Repo: task.Repo{InstallationID: installID, Owner: owner, Name: repoName}, Issue: issue}).IssueKey()
+	key := (&task.Task{Repo: pullwright.Repo{InstallationID: installID, Owner: owner, Name: repoName}, Issue: issue}).IssueKey()
 	deadline := time.Now().Add(patience)
 	for {
 		tk, err := e.bot.Store().Latest(context.Background(), key)

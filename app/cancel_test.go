@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/internal/fakegithub"
 	"github.com/pullwright/pullwright/internal/fakellm"
 	"github.com/pullwright/pullwright/task"
@@ -22,7 +23,7 @@ func TestCancelAfterTheFinalPush(t *testing.T) {
 	gh.AddInstallation(1, owner+"/"+name)
 	gh.SetPermission(owner, name, "alice", "write")
 	flow := replayFlow(ctx, t, gh, fakellm.New(t), t.TempDir())
-	r := task.Repo{InstallationID: 1, Owner: owner, Name: name, DefaultBranch: "main"}
+	r := pullwright.Repo{InstallationID: 1, Owner: owner, Name: name, DefaultBranch: "main"}
 	for _, tc := range []struct {
 		number       int
 		mode, branch string

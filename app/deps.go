@@ -34,13 +34,7 @@ func (d dependencies) Prepare(ctx context.Context, r task.DepsRequest) (task.Dep
 		ToolchainHosts: r.ToolchainHosts,
 		Memory:         r.Memory, Disk: r.Disk, NanoCPUs: int64(r.CPUs * 1e9), Timeout: r.Timeout, Labels: r.Labels,
 	})
-	out := task.DepsReady{Env: p.Env, Release: p.Release}
-	for _, c := range p.Caches {
-		out.Caches = append(out.Caches, task.CacheMount{Volume: c.Volume, Target: c.Target, ReadOnly: c.ReadOnly})
-	}
-	for _, l := range p.Links {
-		out.Links = append(out.Links, task.Link{Name: l.Name, Target: l.Target})
-	}
+	out := task.DepsReady{Caches: p.Caches, Env: p.Env, Links: p.Links, Release: p.Release}
 	if p.Setup != nil {
 		reached, blocked := p.Hosts()
 		out.Setup = &task.SetupRecord{Steps: p.Plan.Steps, ExitCode: p.Setup.ExitCode, Failed: p.Failed, Duration: p.Setup.Duration,

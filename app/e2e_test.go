@@ -19,6 +19,7 @@ import (
 
 	"github.com/sashabaranov/go-openai"
 
+	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/app"
 	"github.com/pullwright/pullwright/internal/botproc"
 	"github.com/pullwright/pullwright/internal/fakegithub"
@@ -249,7 +250,7 @@ const patience = 3 * time.Minute
 // waitTask waits for the issue's fix task to end.
 func (e *env) waitTask(issue int) *task.Task {
 	e.t.Helper()
-	key := (&task.Task{Repo: task.Repo{InstallationID: installID, Owner: owner, Name: repoName}, Issue: issue}).IssueKey()
+	key := (&task.Task{Repo: pullwright.Repo{InstallationID: installID, Owner: owner, Name: repoName}, Issue: issue}).IssueKey()
 	deadline := time.Now().Add(patience)
 	for {
 		tk, err := e.bot.Store().Latest(context.Background(), key)
@@ -782,7 +783,7 @@ func TestTaskSurvivesRestartOnAnotherMachine(t *testing.T) {
 	if code := e.deliver("d1", "issue_comment", e.payload("/agent fix the typo", nil)); code != http.StatusAccepted {
 		t.Fatalf("delivery answered %d", code)
 	}
-	key := (&task.Task{Repo: task.Repo{InstallationID: installID, Owner: owner, Name: repoName}, Issue: 1}).IssueKey()
+	key := (&task.Task{Repo: pullwright.Repo{InstallationID: installID, Owner: owner, Name: repoName}, Issue: 1}).IssueKey()
 	deadline := time.Now().Add(patience)
 	for {
 		mu.Lock()

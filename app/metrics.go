@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/agent"
 	"github.com/pullwright/pullwright/task"
 )
@@ -234,7 +235,7 @@ func (m *metrics) caches(bytes int64, evicted int) {
 	m.evictions.Add(float64(evicted))
 }
 
-func (m *metrics) run(res task.RunResult, err error, took time.Duration) {
+func (m *metrics) run(res pullwright.RunResult, err error, took time.Duration) {
 	outcome := "ok"
 	switch {
 	case err != nil:

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/agent"
 	"github.com/pullwright/pullwright/ghapp"
 	"github.com/pullwright/pullwright/internal/fakegithub"
@@ -64,7 +65,7 @@ func TestEveryStepCanBeReplayed(t *testing.T) {
 
 			tk := &task.Task{
 				ID: 1, Kind: task.KindFix, State: task.Queued, Issue: 1, CommentID: trigger,
-				Repo:         task.Repo{InstallationID: 1, Owner: owner, Name: name, CloneURL: git.CloneURL(owner, name), DefaultBranch: "main"},
+				Repo:         pullwright.Repo{InstallationID: 1, Owner: owner, Name: name, CloneURL: git.CloneURL(owner, name), DefaultBranch: "main"},
 				Requester:    task.Person{Login: "alice", ID: 7},
 				Instructions: "fix the typo",
 			}
@@ -222,7 +223,7 @@ func TestEveryStepOfAPullRequestTaskCanBeReplayed(t *testing.T) {
 			flow := replayFlow(ctx, t, gh, llm, t.TempDir())
 			tk := &task.Task{
 				ID: 1, Kind: task.KindFix, State: task.Queued, Issue: pr, IsPR: true, CommentID: trigger,
-				Repo:      task.Repo{InstallationID: 1, Owner: owner, Name: name, CloneURL: git.CloneURL(owner, name), DefaultBranch: "main"},
+				Repo:      pullwright.Repo{InstallationID: 1, Owner: owner, Name: name, CloneURL: git.CloneURL(owner, name), DefaultBranch: "main"},
 				Requester: task.Person{Login: "alice", ID: 7},
 			}
 			var theirs []string
@@ -336,7 +337,7 @@ func replayFlow(ctx context.Context, t *testing.T, gh *fakegithub.Server, llm *f
 	}
 	t.Cleanup(func() { store.Close() })
 	return &task.Flow{
-		Store: store, GitHub: gitHub{app}, Agent: model{llmAgent}, Workspaces: workspaces{}, Dir: dir,
+		Store: store, GitHub: app, Agent: model{llmAgent}, Workspaces: workspaces{}, Dir: dir,
 		BranchName: repo.BranchName, Command: "/agent", Logger: log, GitTimeout: 30 * time.Second,
 		Runner: sandbox{runner.NewLocal(t.TempDir(), log)},
 	}

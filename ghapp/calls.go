@@ -6,10 +6,11 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/google/go-github/v88/github"
+
+	"github.com/pullwright/pullwright"
 )
 
 // MaxBodyChars is the longest comment or pull request body GitHub accepts, in
@@ -61,7 +62,8 @@ func fitBody(body, tail string) string {
 
 // AddReaction adds a reaction ("+1", "eyes", "rocket", ...) to an issue
 // comment. Adding one that already exists succeeds.
-func (a *App) AddReaction(ctx context.Context, inst int64, owner, repo string, commentID int64, content string) error {
+func (a *App) AddReaction(ctx context.Context, r pullwright.Repo, commentID int64, content string) error {
+	inst, owner, repo := r.InstallationID, r.Owner, r.Name
 	return a.addReaction(ctx, inst, owner, repo, "comment", commentID, content, (*github.ReactionsService).CreateIssueCommentReaction)
 }
 
@@ -88,51 +90,34 @@ func (a *App) addReaction(ctx context.Context, inst int64, owner, repo, what str
 	return nil
 }
 
+func posted(c *github.IssueComment) pullwright.Posted {
+	return pullwright.Posted{ID: c.GetID(), URL: c.GetHTMLURL(), CreatedAt: c.GetCreatedAt().Time, UpdatedAt: c.GetUpdatedAt().Time}
+}
+
 // UpsertComment writes the bot's comment tagged with Marker(marker) on an
-// issue or pull request and returns its id. Marker(marker) is appended to
-// body on its own line; bodies too long for GitHub are cut with a note.
+// issue or pull request and returns it as GitHub answered: its id, address
+// and GitHub's times of it. Marker(marker) is appended to body on its own
+// line; bodies too long for GitHub are cut with a note.
 //
 // With commentID != 0 that comment is edited; if it is gone (404) a comment
 // is created instead. With commentID == 0 the issue's comments are searched
 // for one written by this app that ends with the marker, and that one is
 // edited; only if there is none is a comment created. So a retried step
 // (even after a create whose answer was lost) edits instead of posting twice.
-func (a *App) UpsertComment(ctx context.Context, inst int64, owner, repo string, issue int, marker string, commentID int64, body string) (int64, error) {
-	p, err := a.UpsertCommentURL(ctx, inst, owner, repo, issue, marker, commentID, body)
-	return p.ID, err
-}
-
-// Posted is a comment the bot wrote, as GitHub answered the write.
-type Posted struct {
-	ID int64
-	// URL is the comment's html_url (https://github.com/o/r/issues/1#issuecomment-N,
-	// or .../pull/N#... on a pull request), for linking to it from elsewhere.
-	URL string
-	// CreatedAt is GitHub's created_at of the comment: the first write's
-	// time, also when this write edited it. UpdatedAt is this write's
-	// (GitHub's updated_at; the same as CreatedAt for a new comment).
-	CreatedAt, UpdatedAt time.Time
-}
-
-func posted(c *github.IssueComment) Posted {
-	return Posted{ID: c.GetID(), URL: c.GetHTMLURL(), CreatedAt: c.GetCreatedAt().Time, UpdatedAt: c.GetUpdatedAt().Time}
-}
-
-// UpsertCommentURL is UpsertComment that also returns the comment's address
-// and GitHub's time of it.
-func (a *App) UpsertCommentURL(ctx context.Context, inst int64, owner, repo string, issue int, marker string, commentID int64, body string) (Posted, error) {
+func (a *App) UpsertComment(ctx context.Context, r pullwright.Repo, issue int, marker string, commentID int64, body string) (pullwright.Posted, error) {
+	inst, owner, repo := r.InstallationID, r.Owner, r.Name
 	ctx, cancel := a.callCtx(ctx)
 	defer cancel()
 	mk := Marker(marker)
 	full := fitBody(strings.TrimRight(body, "\n"), "\n\n"+mk)
 	gh, err := a.client(inst)
 	if err != nil {
-		return Posted{}, fmt.Errorf("upsert comment on %s/%s#%d: %w", owner, repo, issue, err)
+		return pullwright.Posted{}, fmt.Errorf("upsert comment on %s/%s#%d: %w", owner, repo, issue, err)
 	}
-	edit := func(id int64) (Posted, error) {
+	edit := func(id int64) (pullwright.Posted, error) {
 		c, _, err := gh.Issues.EditComment(ctx, owner, repo, id, &github.IssueComment{Body: &full})
 		if err != nil {
-			return Posted{}, err
+			return pullwright.Posted{}, err
 		}
 		return posted(c), nil
 	}
@@ -143,19 +128,19 @@ func (a *App) UpsertCommentURL(ctx context.Context, inst int64, owner, repo stri
 			return p, nil
 		}
 		if StatusCode(err) != http.StatusNotFound {
-			return Posted{}, fmt.Errorf("edit comment %d on %s/%s#%d: %w", commentID, owner, repo, issue, err)
+			return pullwright.Posted{}, fmt.Errorf("edit comment %d on %s/%s#%d: %w", commentID, owner, repo, issue, err)
 		}
 		a.log.InfoContext(ctx, "github comment to edit is gone; creating a new one",
 			"repo", owner+"/"+repo, "issue", issue, "comment_id", commentID)
 	} else {
 		id, err := a.findMarked(ctx, gh, owner, repo, issue, mk)
 		if err != nil {
-			return Posted{}, fmt.Errorf("find comment %s on %s/%s#%d: %w", mk, owner, repo, issue, err)
+			return pullwright.Posted{}, fmt.Errorf("find comment %s on %s/%s#%d: %w", mk, owner, repo, issue, err)
 		}
 		if id != 0 {
 			p, err := edit(id)
 			if err != nil {
-				return Posted{}, fmt.Errorf("edit comment %d on %s/%s#%d: %w", id, owner, repo, issue, err)
+				return pullwright.Posted{}, fmt.Errorf("edit comment %d on %s/%s#%d: %w", id, owner, repo, issue, err)
 			}
 			return p, nil
 		}
@@ -163,7 +148,7 @@ func (a *App) UpsertCommentURL(ctx context.Context, inst int64, owner, repo stri
 
 	c, _, err := gh.Issues.CreateComment(ctx, owner, repo, issue, &github.IssueComment{Body: &full})
 	if err != nil {
-		return Posted{}, fmt.Errorf("create comment on %s/%s#%d: %w", owner, repo, issue, err)
+		return pullwright.Posted{}, fmt.Errorf("create comment on %s/%s#%d: %w", owner, repo, issue, err)
 	}
 	return posted(c), nil
 }
@@ -194,41 +179,22 @@ func (a *App) findMarked(ctx context.Context, gh *github.Client, owner, repo str
 	}
 }
 
-// Issue is an issue or pull request with its newest comments.
-type Issue struct {
-	Number   int
-	Title    string
-	Body     string
-	Locked   bool
-	IsPR     bool // the issue is a pull request
-	Author   string
-	Comments []Comment // oldest first; at most the newest 100
-}
-
-// Comment is one issue comment.
-type Comment struct {
-	ID         int64
-	Author     string
-	AuthorType string // "User", "Bot", "Organization", ...
-	Body       string
-	CreatedAt  time.Time
-}
-
 // Issue returns an issue (or pull request) with its comments, oldest first.
 // Only the newest 100 comments are returned: on a longer thread the oldest
 // ones are left out (the first pages are not even fetched).
-func (a *App) Issue(ctx context.Context, inst int64, owner, repo string, number int) (Issue, error) {
+func (a *App) Issue(ctx context.Context, r pullwright.Repo, number int) (pullwright.Issue, error) {
+	inst, owner, repo := r.InstallationID, r.Owner, r.Name
 	ctx, cancel := a.callCtx(ctx)
 	defer cancel()
 	gh, err := a.client(inst)
 	if err != nil {
-		return Issue{}, fmt.Errorf("get issue %s/%s#%d: %w", owner, repo, number, err)
+		return pullwright.Issue{}, fmt.Errorf("get issue %s/%s#%d: %w", owner, repo, number, err)
 	}
 	is, _, err := gh.Issues.Get(ctx, owner, repo, number)
 	if err != nil {
-		return Issue{}, fmt.Errorf("get issue %s/%s#%d: %w", owner, repo, number, err)
+		return pullwright.Issue{}, fmt.Errorf("get issue %s/%s#%d: %w", owner, repo, number, err)
 	}
-	out := Issue{
+	out := pullwright.Issue{
 		Number: is.GetNumber(),
 		Title:  is.GetTitle(),
 		Body:   is.GetBody(),
@@ -238,10 +204,10 @@ func (a *App) Issue(ctx context.Context, inst int64, owner, repo string, number 
 	}
 	cs, err := a.newestComments(ctx, gh, owner, repo, number)
 	if err != nil {
-		return Issue{}, fmt.Errorf("list comments of %s/%s#%d: %w", owner, repo, number, err)
+		return pullwright.Issue{}, fmt.Errorf("list comments of %s/%s#%d: %w", owner, repo, number, err)
 	}
 	for _, c := range cs {
-		out.Comments = append(out.Comments, Comment{
+		out.Comments = append(out.Comments, pullwright.Comment{
 			ID:         c.GetID(),
 			Author:     c.GetUser().GetLogin(),
 			AuthorType: c.GetUser().GetType(),
@@ -288,25 +254,9 @@ func (a *App) newestComments(ctx context.Context, gh *github.Client, owner, repo
 	return all, nil
 }
 
-// NewPullRequest describes the pull request to open. Head is a branch of the
-// same repository ("branch") or "owner:branch".
-type NewPullRequest struct {
-	Title, Body, Head, Base string
-	Draft                   bool
-}
-
-// PullRequest is an opened (or found) pull request.
-type PullRequest struct {
-	Number  int
-	HTMLURL string
-	NodeID  string // GraphQL global id
-	Draft   bool
-	Created bool // false: an open pull request for Head already existed and was updated
-}
-
-func pullRequestOf(p *github.PullRequest, created bool) PullRequest {
-	return PullRequest{
-		Number: p.GetNumber(), HTMLURL: p.GetHTMLURL(), NodeID: p.GetNodeID(), Draft: p.GetDraft(), Created: created,
+func pullRequestOf(p *github.PullRequest, created bool) pullwright.PullRequest {
+	return pullwright.PullRequest{
+		Number: p.GetNumber(), URL: p.GetHTMLURL(), NodeID: p.GetNodeID(), Draft: p.GetDraft(), Created: created,
 	}
 }
 
@@ -320,45 +270,46 @@ func pullRequestOf(p *github.PullRequest, created bool) PullRequest {
 // pull request against a contributor's fork from a branch of the base
 // repository. When GitHub refuses for lack of access (403 or 404: the
 // installation does not cover the repository, "Resource not accessible by
-// integration"), the error wraps ErrNotPermitted.
-func (a *App) OpenPullRequest(ctx context.Context, inst int64, owner, repo string, pr NewPullRequest) (PullRequest, error) {
+// integration"), the error wraps pullwright.ErrNotPermitted.
+func (a *App) OpenPullRequest(ctx context.Context, r pullwright.Repo, pr pullwright.NewPullRequest) (pullwright.PullRequest, error) {
+	inst, owner, repo := r.InstallationID, r.Owner, r.Name
 	ctx, cancel := a.callCtx(ctx)
 	defer cancel()
 	out, err := a.openPullRequest(ctx, inst, owner, repo, pr)
 	if refused(err) {
-		err = fmt.Errorf("%w: %w", ErrNotPermitted, err)
+		err = fmt.Errorf("%w: %w", pullwright.ErrNotPermitted, err)
 	}
 	if err != nil {
-		return PullRequest{}, fmt.Errorf("open pull request %s → %s in %s/%s: %w", pr.Head, pr.Base, owner, repo, err)
+		return pullwright.PullRequest{}, fmt.Errorf("open pull request %s → %s in %s/%s: %w", pr.Head, pr.Base, owner, repo, err)
 	}
 	return out, nil
 }
 
-func (a *App) openPullRequest(ctx context.Context, inst int64, owner, repo string, pr NewPullRequest) (PullRequest, error) {
+func (a *App) openPullRequest(ctx context.Context, inst int64, owner, repo string, pr pullwright.NewPullRequest) (pullwright.PullRequest, error) {
 	if pr.Title == "" || pr.Head == "" || pr.Base == "" {
-		return PullRequest{}, errors.New("title, head and base are required")
+		return pullwright.PullRequest{}, errors.New("title, head and base are required")
 	}
 	gh, err := a.client(inst)
 	if err != nil {
-		return PullRequest{}, err
+		return pullwright.PullRequest{}, err
 	}
 	body := fitBody(pr.Body, "")
 	head := pr.Head
 	if !strings.Contains(head, ":") {
 		head = owner + ":" + head
 	}
-	update := func() (PullRequest, bool, error) {
+	update := func() (pullwright.PullRequest, bool, error) {
 		open, _, err := gh.PullRequests.List(ctx, owner, repo, &github.PullRequestListOptions{
 			State: "open", Head: head, ListOptions: github.ListOptions{PerPage: 1},
 		})
 		if err != nil || len(open) == 0 {
-			return PullRequest{}, false, err
+			return pullwright.PullRequest{}, false, err
 		}
 		p, _, err := gh.PullRequests.Edit(ctx, owner, repo, open[0].GetNumber(), &github.PullRequest{
 			Title: &pr.Title, Body: &body,
 		})
 		if err != nil {
-			return PullRequest{}, true, fmt.Errorf("update #%d: %w", open[0].GetNumber(), err)
+			return pullwright.PullRequest{}, true, fmt.Errorf("update #%d: %w", open[0].GetNumber(), err)
 		}
 		return pullRequestOf(p, false), true, nil
 	}
@@ -376,7 +327,7 @@ func (a *App) openPullRequest(ctx context.Context, inst int64, owner, repo strin
 		}
 	}
 	if err != nil {
-		return PullRequest{}, err
+		return pullwright.PullRequest{}, err
 	}
 	return pullRequestOf(p, true), nil
 }
@@ -384,7 +335,8 @@ func (a *App) openPullRequest(ctx context.Context, inst int64, owner, repo strin
 // UpdatePullRequest sets a pull request's title and body (PATCH). An empty
 // title or body leaves that field as it is; a body too long for GitHub is cut
 // with a note.
-func (a *App) UpdatePullRequest(ctx context.Context, inst int64, owner, repo string, number int, title, body string) error {
+func (a *App) UpdatePullRequest(ctx context.Context, r pullwright.Repo, number int, title, body string) error {
+	inst, owner, repo := r.InstallationID, r.Owner, r.Name
 	if title == "" && body == "" {
 		return nil
 	}
@@ -420,7 +372,8 @@ func (a *App) UpdatePullRequest(ctx context.Context, inst int64, owner, repo str
 //
 // Answers are cached per installation, repository and user (compared case
 // insensitively) for Config.PermissionTTL, at most a minute; errors are not.
-func (a *App) Permission(ctx context.Context, inst int64, owner, repo, user string) (string, error) {
+func (a *App) Permission(ctx context.Context, r pullwright.Repo, user string) (string, error) {
+	inst, owner, repo := r.InstallationID, r.Owner, r.Name
 	key := answerKey{kind: "permission", inst: inst, scope: strings.ToLower(owner + "/" + repo), user: strings.ToLower(user)}
 	if role, ok := a.answers.get(key); ok {
 		return role, nil

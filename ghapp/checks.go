@@ -8,6 +8,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/go-github/v88/github"
+
+	"github.com/pullwright/pullwright"
 )
 
 // Check run limits from GitHub's "create/update a check run" request body
@@ -24,32 +26,6 @@ const (
 )
 
 const checkTruncatedNote = "\n\n---\n*This text was cut: it exceeded GitHub's 65535-character limit.*"
-
-// CheckRun is the state of a check run the bot writes. ID 0 creates one;
-// otherwise that check run is updated.
-type CheckRun struct {
-	ID         int64  // 0 → create, else update
-	Name       string // e.g. "pullwright / approval"; required on create
-	HeadSHA    string // required on create; ignored on update (GitHub cannot move a check run)
-	Status     string // "queued" | "in_progress" | "completed"; "" with a Conclusion means completed
-	Conclusion string // when completed: "action_required" | "success" | "failure" | "neutral" | "cancelled" | "timed_out" | "skipped"
-	ExternalID string
-	DetailsURL string // required by GitHub when Conclusion is "action_required"
-
-	// Output. Title and Summary are required together when any of the three
-	// is set; with all three empty the output is left as it is. Summary and
-	// Text longer than GitHub allows are cut with a note.
-	Title, Summary, Text string
-
-	// Actions are the requested-action buttons, shown once the run is
-	// completed. On update the list replaces the run's buttons: an empty
-	// list removes them.
-	Actions []CheckAction
-}
-
-// CheckAction is a requested-action button. Pressing it makes GitHub send a
-// check_run "requested_action" event carrying Identifier.
-type CheckAction struct{ Label, Description, Identifier string }
 
 // FieldError is a request the bot refuses to send because GitHub would
 // reject it (422): Field names the offending field, as in CheckRun.
@@ -70,7 +46,7 @@ var (
 
 // normalize checks cr against GitHub's rules and fills in Status
 // "completed" when only a Conclusion is given.
-func (cr *CheckRun) normalize() error {
+func normalizeCheckRun(cr *pullwright.CheckRun) error {
 	if cr.ID < 0 {
 		return &FieldError{"ID", fmt.Sprintf("invalid check run id %d", cr.ID)}
 	}
@@ -176,14 +152,15 @@ type checkRunOutput struct {
 //
 // Updating a check run that is gone (404) creates a new one when cr.HeadSHA
 // and cr.Name are set; the new id is returned.
-func (a *App) UpsertCheckRun(ctx context.Context, inst int64, owner, repo string, cr CheckRun) (int64, error) {
+func (a *App) UpsertCheckRun(ctx context.Context, r pullwright.Repo, cr pullwright.CheckRun) (int64, error) {
+	inst, owner, repo := r.InstallationID, r.Owner, r.Name
 	ctx, cancel := a.callCtx(ctx)
 	defer cancel()
 	what := fmt.Sprintf("create check run %q in %s/%s", cr.Name, owner, repo)
 	if cr.ID != 0 {
 		what = fmt.Sprintf("update check run %d (%q) in %s/%s", cr.ID, cr.Name, owner, repo)
 	}
-	if err := cr.normalize(); err != nil {
+	if err := normalizeCheckRun(&cr); err != nil {
 		return 0, fmt.Errorf("%s: %w", what, err)
 	}
 	gh, err := a.client(inst)
@@ -222,7 +199,7 @@ func (a *App) UpsertCheckRun(ctx context.Context, inst int64, owner, repo string
 
 // findCheckRun returns the id of the app's check run named cr.Name on
 // cr.HeadSHA that carries cr.ExternalID, cr.Status and cr.Conclusion, or 0.
-func (a *App) findCheckRun(ctx context.Context, gh *github.Client, owner, repo string, cr CheckRun) (int64, error) {
+func (a *App) findCheckRun(ctx context.Context, gh *github.Client, owner, repo string, cr pullwright.CheckRun) (int64, error) {
 	slug, err := a.appSlug(ctx)
 	if err != nil {
 		return 0, err
@@ -246,7 +223,7 @@ func (a *App) findCheckRun(ctx context.Context, gh *github.Client, owner, repo s
 	}
 }
 
-func (a *App) writeCheckRun(ctx context.Context, gh *github.Client, owner, repo string, cr CheckRun) (int64, error) {
+func (a *App) writeCheckRun(ctx context.Context, gh *github.Client, owner, repo string, cr pullwright.CheckRun) (int64, error) {
 	b := checkRunBody{
 		Name:       cr.Name,
 		Status:     cr.Status,
@@ -293,7 +270,8 @@ type CheckRunState struct {
 }
 
 // GetCheckRun reads a check run.
-func (a *App) GetCheckRun(ctx context.Context, inst int64, owner, repo string, id int64) (CheckRunState, error) {
+func (a *App) GetCheckRun(ctx context.Context, r pullwright.Repo, id int64) (CheckRunState, error) {
+	inst, owner, repo := r.InstallationID, r.Owner, r.Name
 	ctx, cancel := a.callCtx(ctx)
 	defer cancel()
 	gh, err := a.client(inst)

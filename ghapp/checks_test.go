@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/internal/fakegithub"
 )
 
@@ -16,27 +17,27 @@ const sha = "0123456789abcdef0123456789abcdef01234567"
 func TestUpsertCheckRun(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	approve := CheckAction{Label: "Approve", Description: "Run `go test ./...` in the sandbox", Identifier: "approve"}
-	reject := CheckAction{Label: "Reject", Description: "Do not run it", Identifier: "reject"}
+	approve := pullwright.CheckAction{Label: "Approve", Description: "Run `go test ./...` in the sandbox", Identifier: "approve"}
+	reject := pullwright.CheckAction{Label: "Reject", Description: "Do not run it", Identifier: "reject"}
 
 	steps := []struct {
 		name    string
-		cr      CheckRun // ID filled from the previous step unless wantNew
+		cr      pullwright.CheckRun // ID filled from the previous step unless wantNew
 		wantNew bool
 		want    fakegithub.CheckRun // fields compared: Status, Conclusion, DetailsURL, ExternalID, Title, Summary, Actions, Updates
 	}{
 		{
 			name: "create in progress",
-			cr:   CheckRun{Name: "pullwright / approval", HeadSHA: sha, Status: "in_progress", ExternalID: "task-1", Title: "Working", Summary: "The agent is reading the code."},
+			cr:   pullwright.CheckRun{Name: "pullwright / approval", HeadSHA: sha, Status: "in_progress", ExternalID: "task-1", Title: "Working", Summary: "The agent is reading the code."},
 			want: fakegithub.CheckRun{Status: "in_progress", ExternalID: "task-1", Title: "Working", Summary: "The agent is reading the code."},
 		},
 		{
 			name: "update to action_required with two buttons",
-			cr: CheckRun{
+			cr: pullwright.CheckRun{
 				Name: "pullwright / approval", Status: "completed", Conclusion: "action_required",
 				DetailsURL: "https://github.com/acme/widgets/issues/1#issuecomment-9",
 				Title:      "Approval needed", Summary: "The agent wants to run `go test ./...`.", Text: "details",
-				Actions: []CheckAction{approve, reject},
+				Actions: []pullwright.CheckAction{approve, reject},
 			},
 			want: fakegithub.CheckRun{
 				Status: "completed", Conclusion: "action_required", ExternalID: "task-1",
@@ -51,7 +52,7 @@ func TestUpsertCheckRun(t *testing.T) {
 		},
 		{
 			name: "conclusion alone completes; no actions removes the buttons; output kept",
-			cr:   CheckRun{Conclusion: "success"},
+			cr:   pullwright.CheckRun{Conclusion: "success"},
 			want: fakegithub.CheckRun{
 				Status: "completed", Conclusion: "success", ExternalID: "task-1",
 				DetailsURL: "https://github.com/acme/widgets/issues/1#issuecomment-9",
@@ -64,7 +65,7 @@ func TestUpsertCheckRun(t *testing.T) {
 	for _, st := range steps {
 		cr := st.cr
 		cr.ID = id
-		got, err := e.app.UpsertCheckRun(ctx, inst, owner, repo, cr)
+		got, err := e.app.UpsertCheckRun(ctx, pullwright.Repo{InstallationID: inst, Owner: owner, Name: repo}, cr)
 		if err != nil {
 			t.Fatalf("%s: %v", st.name, err)
 		}
@@ -91,11 +92,11 @@ func TestUpsertCheckRun(t *testing.T) {
 	}
 
 	// A check run that is gone is created again when HeadSHA and Name are known.
-	again, err := e.app.UpsertCheckRun(ctx, inst, owner, repo, CheckRun{ID: 987654, Name: "pullwright / approval", HeadSHA: sha, Status: "queued"})
+	again, err := e.app.UpsertCheckRun(ctx, pullwright.Repo{InstallationID: inst, Owner: owner, Name: repo}, pullwright.CheckRun{ID: 987654, Name: "pullwright / approval", HeadSHA: sha, Status: "queued"})
 	if err != nil || again == 0 || again == id {
 		t.Fatalf("update of a gone check run = %d, %v; want a new id", again, err)
 	}
-	if _, err := e.app.UpsertCheckRun(ctx, inst, owner, repo, CheckRun{ID: 987654, Status: "queued"}); StatusCode(err) != http.StatusNotFound ||
+	if _, err := e.app.UpsertCheckRun(ctx, pullwright.Repo{InstallationID: inst, Owner: owner, Name: repo}, pullwright.CheckRun{ID: 987654, Status: "queued"}); StatusCode(err) != http.StatusNotFound ||
 		!strings.Contains(err.Error(), "update check run 987654") {
 		t.Errorf("update of a gone check run without HeadSHA: %v, want a 404 naming the run", err)
 	}
@@ -107,7 +108,7 @@ func TestUpsertCheckRun(t *testing.T) {
 func TestCheckRunOutputTruncated(t *testing.T) {
 	e := newEnv(t)
 	long := strings.Repeat("é", MaxCheckOutputChars) // 2 bytes each
-	id, err := e.app.UpsertCheckRun(context.Background(), inst, owner, repo, CheckRun{
+	id, err := e.app.UpsertCheckRun(context.Background(), pullwright.Repo{InstallationID: inst, Owner: owner, Name: repo}, pullwright.CheckRun{
 		Name: "n", HeadSHA: sha, Title: "t", Summary: long, Text: strings.Repeat("x", MaxCheckOutputChars+1),
 	})
 	if err != nil {
@@ -126,44 +127,44 @@ func TestCheckRunOutputTruncated(t *testing.T) {
 
 func TestCheckRunValidation(t *testing.T) {
 	e := newEnv(t)
-	ok := CheckAction{Label: "Approve", Description: "Run it", Identifier: "approve"}
+	ok := pullwright.CheckAction{Label: "Approve", Description: "Run it", Identifier: "approve"}
 	n := func(c rune, k int) string { return strings.Repeat(string(c), k) }
-	base := CheckRun{Name: "n", HeadSHA: sha, Status: "completed", Conclusion: "action_required", DetailsURL: "https://example.com/x"}
-	with := func(f func(*CheckRun)) CheckRun {
+	base := pullwright.CheckRun{Name: "n", HeadSHA: sha, Status: "completed", Conclusion: "action_required", DetailsURL: "https://example.com/x"}
+	with := func(f func(*pullwright.CheckRun)) pullwright.CheckRun {
 		cr := base
-		cr.Actions = []CheckAction{ok}
+		cr.Actions = []pullwright.CheckAction{ok}
 		f(&cr)
 		return cr
 	}
 	tests := []struct {
 		name      string
-		cr        CheckRun
+		cr        pullwright.CheckRun
 		wantField string // "" → accepted
 	}{
-		{"at the limits (multi-byte counts as one)", with(func(c *CheckRun) {
-			c.Actions = []CheckAction{ok, ok, {Label: n('é', 20), Description: n('ß', 40), Identifier: n('i', 20)}}
+		{"at the limits (multi-byte counts as one)", with(func(c *pullwright.CheckRun) {
+			c.Actions = []pullwright.CheckAction{ok, ok, {Label: n('é', 20), Description: n('ß', 40), Identifier: n('i', 20)}}
 		}), ""},
-		{"four actions", with(func(c *CheckRun) { c.Actions = []CheckAction{ok, ok, ok, ok} }), "Actions"},
-		{"label 21", with(func(c *CheckRun) {
-			c.Actions = []CheckAction{ok, {Label: n('l', 21), Description: "d", Identifier: "i"}}
+		{"four actions", with(func(c *pullwright.CheckRun) { c.Actions = []pullwright.CheckAction{ok, ok, ok, ok} }), "Actions"},
+		{"label 21", with(func(c *pullwright.CheckRun) {
+			c.Actions = []pullwright.CheckAction{ok, {Label: n('l', 21), Description: "d", Identifier: "i"}}
 		}), "Actions[1].Label"},
-		{"identifier 21", with(func(c *CheckRun) { c.Actions[0].Identifier = n('i', 21) }), "Actions[0].Identifier"},
-		{"description 41", with(func(c *CheckRun) { c.Actions[0].Description = n('d', 41) }), "Actions[0].Description"},
-		{"empty description", with(func(c *CheckRun) { c.Actions[0].Description = "" }), "Actions[0].Description"},
-		{"action_required without details URL", with(func(c *CheckRun) { c.DetailsURL = "" }), "DetailsURL"},
-		{"completed without conclusion", with(func(c *CheckRun) { c.Conclusion = "" }), "Conclusion"},
-		{"conclusion while in progress", with(func(c *CheckRun) { c.Status = "in_progress" }), "Conclusion"},
-		{"unknown conclusion", with(func(c *CheckRun) { c.Conclusion = "stale" }), "Conclusion"},
-		{"unknown status", with(func(c *CheckRun) { c.Status, c.Conclusion = "running", "" }), "Status"},
-		{"create without name", with(func(c *CheckRun) { c.Name = "" }), "Name"},
-		{"create without head sha", with(func(c *CheckRun) { c.HeadSHA = "" }), "HeadSHA"},
-		{"text without title", with(func(c *CheckRun) { c.Summary, c.Text = "s", "t" }), "Title"},
-		{"title without summary", with(func(c *CheckRun) { c.Title = "t" }), "Summary"},
+		{"identifier 21", with(func(c *pullwright.CheckRun) { c.Actions[0].Identifier = n('i', 21) }), "Actions[0].Identifier"},
+		{"description 41", with(func(c *pullwright.CheckRun) { c.Actions[0].Description = n('d', 41) }), "Actions[0].Description"},
+		{"empty description", with(func(c *pullwright.CheckRun) { c.Actions[0].Description = "" }), "Actions[0].Description"},
+		{"action_required without details URL", with(func(c *pullwright.CheckRun) { c.DetailsURL = "" }), "DetailsURL"},
+		{"completed without conclusion", with(func(c *pullwright.CheckRun) { c.Conclusion = "" }), "Conclusion"},
+		{"conclusion while in progress", with(func(c *pullwright.CheckRun) { c.Status = "in_progress" }), "Conclusion"},
+		{"unknown conclusion", with(func(c *pullwright.CheckRun) { c.Conclusion = "stale" }), "Conclusion"},
+		{"unknown status", with(func(c *pullwright.CheckRun) { c.Status, c.Conclusion = "running", "" }), "Status"},
+		{"create without name", with(func(c *pullwright.CheckRun) { c.Name = "" }), "Name"},
+		{"create without head sha", with(func(c *pullwright.CheckRun) { c.HeadSHA = "" }), "HeadSHA"},
+		{"text without title", with(func(c *pullwright.CheckRun) { c.Summary, c.Text = "s", "t" }), "Title"},
+		{"title without summary", with(func(c *pullwright.CheckRun) { c.Title = "t" }), "Summary"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			before := len(e.fake.Requests())
-			_, err := e.app.UpsertCheckRun(context.Background(), inst, owner, repo, tt.cr)
+			_, err := e.app.UpsertCheckRun(context.Background(), pullwright.Repo{InstallationID: inst, Owner: owner, Name: repo}, tt.cr)
 			if tt.wantField == "" {
 				if err != nil {
 					t.Fatalf("rejected: %v", err)
@@ -187,7 +188,7 @@ func TestCheckRunValidation(t *testing.T) {
 func TestDraftPullRequestReady(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	pr, err := e.app.OpenPullRequest(ctx, inst, owner, repo, NewPullRequest{Title: "Fix", Body: "b", Head: "pullwright/task-2", Base: "main", Draft: true})
+	pr, err := e.app.OpenPullRequest(ctx, pullwright.Repo{InstallationID: inst, Owner: owner, Name: repo}, pullwright.NewPullRequest{Title: "Fix", Body: "b", Head: "pullwright/task-2", Base: "main", Draft: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,7 +199,7 @@ func TestDraftPullRequestReady(t *testing.T) {
 		t.Fatalf("fake PR %+v is not a draft", prs[0])
 	}
 	for i := range 2 { // the second call finds it ready: no mutation
-		if err := e.app.MarkReadyForReview(ctx, inst, owner, repo, pr.Number); err != nil {
+		if err := e.app.MarkReadyForReview(ctx, pullwright.Repo{InstallationID: inst, Owner: owner, Name: repo}, pr.Number); err != nil {
 			t.Fatalf("MarkReadyForReview #%d: %v", i+1, err)
 		}
 		if prs := e.fake.PullRequests(owner, repo); prs[0].Draft {
@@ -215,25 +216,25 @@ func TestDraftPullRequestReady(t *testing.T) {
 	}
 
 	// Re-opening the same head updates and reports the current state.
-	again, err := e.app.OpenPullRequest(ctx, inst, owner, repo, NewPullRequest{Title: "Fix v2", Body: "b2", Head: "pullwright/task-2", Base: "main", Draft: true})
+	again, err := e.app.OpenPullRequest(ctx, pullwright.Repo{InstallationID: inst, Owner: owner, Name: repo}, pullwright.NewPullRequest{Title: "Fix v2", Body: "b2", Head: "pullwright/task-2", Base: "main", Draft: true})
 	if err != nil || again.Created || again.Draft || again.NodeID != pr.NodeID || again.Number != pr.Number {
 		t.Errorf("re-open = %+v, %v; want the same PR, no longer a draft", again, err)
 	}
 
 	// UpdatePullRequest.
-	if err := e.app.UpdatePullRequest(ctx, inst, owner, repo, pr.Number, "Fix v3", ""); err != nil {
+	if err := e.app.UpdatePullRequest(ctx, pullwright.Repo{InstallationID: inst, Owner: owner, Name: repo}, pr.Number, "Fix v3", ""); err != nil {
 		t.Fatal(err)
 	}
 	if p := e.fake.PullRequests(owner, repo)[0]; p.Title != "Fix v3" || p.Body != "b2" {
 		t.Errorf("after title-only update: %+v", p)
 	}
-	if err := e.app.UpdatePullRequest(ctx, inst, owner, repo, pr.Number, "", strings.Repeat("y", MaxBodyChars+10)); err != nil {
+	if err := e.app.UpdatePullRequest(ctx, pullwright.Repo{InstallationID: inst, Owner: owner, Name: repo}, pr.Number, "", strings.Repeat("y", MaxBodyChars+10)); err != nil {
 		t.Fatalf("long body: %v", err)
 	}
 	if p := e.fake.PullRequests(owner, repo)[0]; p.Title != "Fix v3" || !strings.HasSuffix(p.Body, truncatedNote) {
 		t.Errorf("after body-only update: title %q, body ends %q", p.Title, p.Body[len(p.Body)-40:])
 	}
-	if err := e.app.UpdatePullRequest(ctx, inst, owner, repo, 404, "t", "b"); StatusCode(err) != http.StatusNotFound || !strings.Contains(err.Error(), "acme/widgets#404") {
+	if err := e.app.UpdatePullRequest(ctx, pullwright.Repo{InstallationID: inst, Owner: owner, Name: repo}, 404, "t", "b"); StatusCode(err) != http.StatusNotFound || !strings.Contains(err.Error(), "acme/widgets#404") {
 		t.Errorf("update of a missing PR: %v", err)
 	}
 }
@@ -270,7 +271,7 @@ func TestMarkReadyForReviewErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newEnv(t)
 			ctx := context.Background()
-			pr, err := e.app.OpenPullRequest(ctx, inst, owner, repo, NewPullRequest{Title: "Fix", Head: "h", Base: "main", Draft: true})
+			pr, err := e.app.OpenPullRequest(ctx, pullwright.Repo{InstallationID: inst, Owner: owner, Name: repo}, pullwright.NewPullRequest{Title: "Fix", Head: "h", Base: "main", Draft: true})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -281,7 +282,7 @@ func TestMarkReadyForReviewErrors(t *testing.T) {
 			if tt.number != 0 {
 				num = tt.number
 			}
-			err = e.app.MarkReadyForReview(ctx, inst, owner, repo, num)
+			err = e.app.MarkReadyForReview(ctx, pullwright.Repo{InstallationID: inst, Owner: owner, Name: repo}, num)
 			if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "ready for review") {
 				t.Fatalf("error = %v, want it to contain %q", err, tt.want)
 			}
@@ -318,11 +319,11 @@ func TestEnterpriseGraphQL(t *testing.T) {
 	fake := fakegithub.NewWithPrefix(t, "/api/v3")
 	e := newEnvOn(t, fake, func(c *Config) { c.BaseURL += "/" })
 	ctx := context.Background()
-	pr, err := e.app.OpenPullRequest(ctx, inst, owner, repo, NewPullRequest{Title: "t", Head: "h", Base: "main", Draft: true})
+	pr, err := e.app.OpenPullRequest(ctx, pullwright.Repo{InstallationID: inst, Owner: owner, Name: repo}, pullwright.NewPullRequest{Title: "t", Head: "h", Base: "main", Draft: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.app.MarkReadyForReview(ctx, inst, owner, repo, pr.Number); err != nil {
+	if err := e.app.MarkReadyForReview(ctx, pullwright.Repo{InstallationID: inst, Owner: owner, Name: repo}, pr.Number); err != nil {
 		t.Fatalf("MarkReadyForReview on GHES: %v", err)
 	}
 	if fake.PullRequests(owner, repo)[0].Draft {
@@ -331,7 +332,7 @@ func TestEnterpriseGraphQL(t *testing.T) {
 	if n := e.count("POST", "/api/graphql"); n != 1 {
 		t.Errorf("POST /api/graphql made %d times, want 1; requests %+v", n, fake.Requests())
 	}
-	if _, err := e.app.UpsertCheckRun(ctx, inst, owner, repo, CheckRun{Name: "n", HeadSHA: sha}); err != nil {
+	if _, err := e.app.UpsertCheckRun(ctx, pullwright.Repo{InstallationID: inst, Owner: owner, Name: repo}, pullwright.CheckRun{Name: "n", HeadSHA: sha}); err != nil {
 		t.Errorf("check run on GHES: %v", err)
 	}
 	for _, r := range fake.Requests() {
@@ -344,7 +345,7 @@ func TestEnterpriseGraphQL(t *testing.T) {
 func TestUpsertCommentURL(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	pr, err := e.app.OpenPullRequest(ctx, inst, owner, repo, NewPullRequest{Title: "t", Head: "h", Base: "main"})
+	pr, err := e.app.OpenPullRequest(ctx, pullwright.Repo{InstallationID: inst, Owner: owner, Name: repo}, pullwright.NewPullRequest{Title: "t", Head: "h", Base: "main"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -358,7 +359,7 @@ func TestUpsertCommentURL(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, err := e.app.UpsertCommentURL(ctx, inst, owner, repo, tt.issue, "status", 0, "hello")
+			p, err := e.app.UpsertComment(ctx, pullwright.Repo{InstallationID: inst, Owner: owner, Name: repo}, tt.issue, "status", 0, "hello")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -378,7 +379,7 @@ func TestUpsertCommentURL(t *testing.T) {
 			// is when GitHub began showing what the edit wrote.
 			last := p.UpdatedAt
 			for _, cid := range []int64{0, id} {
-				p2, err := e.app.UpsertCommentURL(ctx, inst, owner, repo, tt.issue, "status", cid, "edited")
+				p2, err := e.app.UpsertComment(ctx, pullwright.Repo{InstallationID: inst, Owner: owner, Name: repo}, tt.issue, "status", cid, "edited")
 				if err != nil || p2.ID != p.ID || p2.URL != p.URL || !p2.CreatedAt.Equal(p.CreatedAt) || !p2.UpdatedAt.After(last) {
 					t.Errorf("edit (commentID %d) = %+v %v, want %+v updated after %v", cid, p2, err, p, last)
 				}
@@ -390,10 +391,10 @@ func TestUpsertCommentURL(t *testing.T) {
 			}
 		})
 	}
-	if is, err := e.app.Issue(ctx, inst, owner, repo, pr.Number); err != nil || !is.IsPR || len(is.Comments) != 1 {
+	if is, err := e.app.Issue(ctx, pullwright.Repo{InstallationID: inst, Owner: owner, Name: repo}, pr.Number); err != nil || !is.IsPR || len(is.Comments) != 1 {
 		t.Errorf("Issue(PR #%d) = %+v, %v; want a PR with the bot's comment", pr.Number, is, err)
 	}
-	if err := e.app.AddReaction(ctx, inst, owner, repo, e.fake.Comments(owner, repo, pr.Number)[0].ID, "rocket"); err != nil {
+	if err := e.app.AddReaction(ctx, pullwright.Repo{InstallationID: inst, Owner: owner, Name: repo}, e.fake.Comments(owner, repo, pr.Number)[0].ID, "rocket"); err != nil {
 		t.Errorf("reaction on a PR comment: %v", err)
 	}
 }
@@ -403,18 +404,18 @@ func TestUpsertCommentURL(t *testing.T) {
 func TestCreateCheckRunTwiceMakesOne(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	cr := CheckRun{Name: "pullwright / run", HeadSHA: sha, Status: "in_progress", ExternalID: "7-1", Title: "Running", Summary: "go test"}
-	first, err := e.app.UpsertCheckRun(ctx, inst, owner, repo, cr)
+	cr := pullwright.CheckRun{Name: "pullwright / run", HeadSHA: sha, Status: "in_progress", ExternalID: "7-1", Title: "Running", Summary: "go test"}
+	first, err := e.app.UpsertCheckRun(ctx, pullwright.Repo{InstallationID: inst, Owner: owner, Name: repo}, cr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	second, err := e.app.UpsertCheckRun(ctx, inst, owner, repo, cr)
+	second, err := e.app.UpsertCheckRun(ctx, pullwright.Repo{InstallationID: inst, Owner: owner, Name: repo}, cr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	other := cr
 	other.ExternalID = "7-2"
-	third, err := e.app.UpsertCheckRun(ctx, inst, owner, repo, other)
+	third, err := e.app.UpsertCheckRun(ctx, pullwright.Repo{InstallationID: inst, Owner: owner, Name: repo}, other)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -432,19 +433,19 @@ func TestCreateCheckRunTwiceMakesOne(t *testing.T) {
 func TestCreateCheckRunAfterItConcludedMakesANewOne(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	ask := CheckRun{Name: "pullwright / approval", HeadSHA: sha, Status: "completed", Conclusion: "action_required",
+	ask := pullwright.CheckRun{Name: "pullwright / approval", HeadSHA: sha, Status: "completed", Conclusion: "action_required",
 		ExternalID: "7-1", DetailsURL: "https://github.com/acme/widgets/issues/1", Title: "Approve running: make", Summary: "make",
-		Actions: []CheckAction{{Label: "Approve", Description: "Run the command", Identifier: "approve"}}}
-	first, err := e.app.UpsertCheckRun(ctx, inst, owner, repo, ask)
+		Actions: []pullwright.CheckAction{{Label: "Approve", Description: "Run the command", Identifier: "approve"}}}
+	first, err := e.app.UpsertCheckRun(ctx, pullwright.Repo{InstallationID: inst, Owner: owner, Name: repo}, ask)
 	if err != nil {
 		t.Fatal(err)
 	}
 	answered := ask
 	answered.ID, answered.Conclusion, answered.Actions = first, "success", nil
-	if _, err := e.app.UpsertCheckRun(ctx, inst, owner, repo, answered); err != nil {
+	if _, err := e.app.UpsertCheckRun(ctx, pullwright.Repo{InstallationID: inst, Owner: owner, Name: repo}, answered); err != nil {
 		t.Fatal(err)
 	}
-	again, err := e.app.UpsertCheckRun(ctx, inst, owner, repo, ask)
+	again, err := e.app.UpsertCheckRun(ctx, pullwright.Repo{InstallationID: inst, Owner: owner, Name: repo}, ask)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,17 +8,9 @@ import (
 	"strings"
 
 	"github.com/google/go-github/v88/github"
+
+	"github.com/pullwright/pullwright"
 )
-
-// ErrNotFound is wrapped by the error of a call whose object does not exist
-// on GitHub (404): for File, the file, the ref or the repository (as far as
-// the installation can see). Test it with errors.Is.
-var ErrNotFound = errors.New("not found")
-
-// ErrNotAFile means the path exists but cannot be read as a file: a
-// directory, a submodule, a symbolic link, or a file over 1 MiB. Trying
-// again does not help.
-var ErrNotAFile = errors.New("not a readable file")
 
 // maxFileSize is the largest file File reads: the contents API inlines files
 // up to about 1 MB and answers bigger ones with encoding "none" and no
@@ -31,12 +23,13 @@ const maxFileSize = 1 << 20
 // commit SHA; empty means the repository's default branch) through the
 // contents API, GET /repos/{owner}/{repo}/contents/{path}?ref=.
 //
-// The error wraps ErrNotFound when the file, the ref or the repository does
+// The error wraps pullwright.ErrNoFile when the file, the ref or the repository does
 // not exist. A directory, a submodule, or a symbolic link that does not lead
 // to a regular file of the repository (GitHub follows the ones that do) is an
 // error, and so is a file over 1 MiB. Errors name the operation:
 // "read .github/pullwright.yml at main of o/r: …".
-func (a *App) File(ctx context.Context, inst int64, owner, repo, ref, path string) ([]byte, error) {
+func (a *App) File(ctx context.Context, r pullwright.Repo, ref, path string) ([]byte, error) {
+	inst, owner, repo := r.InstallationID, r.Owner, r.Name
 	at := ref
 	if at == "" {
 		at = "the default branch"
@@ -63,35 +56,35 @@ func (a *App) file(ctx context.Context, inst int64, owner, repo, ref, path strin
 	}
 	fc, dir, _, err := gh.Repositories.GetContents(ctx, owner, repo, p, &github.RepositoryContentGetOptions{Ref: ref})
 	if apiNotFound(err) {
-		return nil, fmt.Errorf("%w: %w", ErrNotFound, err)
+		return nil, fmt.Errorf("%w: %w", notFound{pullwright.ErrNoFile}, err)
 	}
 	if err != nil {
 		return nil, err
 	}
 	switch {
 	case dir != nil:
-		return nil, fmt.Errorf("it is a directory: %w", ErrNotAFile)
+		return nil, fmt.Errorf("it is a directory: %w", pullwright.ErrNotAFile)
 	case fc == nil:
 		return nil, errors.New("GitHub answered no content")
 	}
 	switch t := fc.GetType(); t {
 	case "file":
 	case "symlink":
-		return nil, fmt.Errorf("it is a symbolic link to %q, which is not a file of the repository: %w", fc.GetTarget(), ErrNotAFile)
+		return nil, fmt.Errorf("it is a symbolic link to %q, which is not a file of the repository: %w", fc.GetTarget(), pullwright.ErrNotAFile)
 	case "submodule":
-		return nil, fmt.Errorf("it is a submodule: %w", ErrNotAFile)
+		return nil, fmt.Errorf("it is a submodule: %w", pullwright.ErrNotAFile)
 	default:
-		return nil, fmt.Errorf("it is a %q: %w", t, ErrNotAFile)
+		return nil, fmt.Errorf("it is a %q: %w", t, pullwright.ErrNotAFile)
 	}
 	if fc.GetEncoding() == "none" || fc.GetSize() > maxFileSize {
-		return nil, fmt.Errorf("the file is %d bytes; files over 1 MiB are not read: %w", fc.GetSize(), ErrNotAFile)
+		return nil, fmt.Errorf("the file is %d bytes; files over 1 MiB are not read: %w", fc.GetSize(), pullwright.ErrNotAFile)
 	}
 	s, err := fc.GetContent()
 	if err != nil {
 		return nil, fmt.Errorf("decode content: %w", err)
 	}
 	if len(s) > maxFileSize {
-		return nil, fmt.Errorf("the file is %d bytes; files over 1 MiB are not read: %w", len(s), ErrNotAFile)
+		return nil, fmt.Errorf("the file is %d bytes; files over 1 MiB are not read: %w", len(s), pullwright.ErrNotAFile)
 	}
 	return []byte(s), nil
 }
@@ -105,7 +98,8 @@ func (a *App) file(ctx context.Context, inst int64, owner, repo, ref, path strin
 // GitHub answers 403, which is returned as an error, never as false.
 // Answers are cached like Permission's: per installation, team and user,
 // case-insensitively, for Config.PermissionTTL (at most a minute).
-func (a *App) TeamMember(ctx context.Context, inst int64, org, teamSlug, user string) (bool, error) {
+func (a *App) TeamMember(ctx context.Context, r pullwright.Repo, org, teamSlug, user string) (bool, error) {
+	inst := r.InstallationID
 	key := answerKey{kind: "team", inst: inst, scope: strings.ToLower(org + "/" + teamSlug), user: strings.ToLower(user)}
 	if state, ok := a.answers.get(key); ok {
 		return state == "active", nil
@@ -140,3 +134,11 @@ func (a *App) teamMembership(ctx context.Context, inst int64, org, teamSlug, use
 	}
 	return m.GetState(), nil
 }
+
+// notFound is GitHub's 404 as ghapp words it, "not found", standing for
+// the vocabulary's error of the call that got it: pullwright.ErrNoFile
+// for a file, pullwright.ErrGone for a deleted thread.
+type notFound struct{ what error }
+
+func (e notFound) Error() string { return "not found" }
+func (e notFound) Unwrap() error { return e.what }

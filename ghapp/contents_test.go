@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/internal/fakegithub"
 	"github.com/pullwright/pullwright/internal/gitserver"
 )
@@ -76,7 +77,7 @@ func TestFile(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := e.app.File(context.Background(), inst, owner, tt.repo, tt.ref, tt.path)
+			got, err := e.app.File(context.Background(), pullwright.Repo{InstallationID: inst, Owner: owner, Name: tt.repo}, tt.ref, tt.path)
 			if tt.wantErr == "" && !tt.notFound {
 				if err != nil || !bytes.Equal(got, tt.want) {
 					t.Fatalf("File = %q, %v; want %q", got, err, tt.want)
@@ -86,8 +87,8 @@ func TestFile(t *testing.T) {
 			if err == nil {
 				t.Fatalf("File = %q, want an error", got)
 			}
-			if errors.Is(err, ErrNotFound) != tt.notFound {
-				t.Errorf("errors.Is(%v, ErrNotFound) = %v, want %v", err, !tt.notFound, tt.notFound)
+			if errors.Is(err, pullwright.ErrNoFile) != tt.notFound {
+				t.Errorf("errors.Is(%v, pullwright.ErrNoFile) = %v, want %v", err, !tt.notFound, tt.notFound)
 			}
 			if tt.notFound && StatusCode(err) != http.StatusNotFound {
 				t.Errorf("StatusCode(%v) = %d, want 404", err, StatusCode(err))
@@ -109,11 +110,11 @@ func TestFile(t *testing.T) {
 		t.Errorf("queries = %q", queries)
 	}
 
-	// An error other than 404 is not ErrNotFound.
+	// An error other than 404 is not pullwright.ErrNoFile.
 	e.fake.FailNext("GET", "/repos/acme/widgets/contents/", 1, http.StatusForbidden, nil)
-	_, err := e.app.File(context.Background(), inst, owner, repo, "main", ".github/pullwright.yml")
-	if err == nil || errors.Is(err, ErrNotFound) || StatusCode(err) != http.StatusForbidden {
-		t.Errorf("403: %v, want a 403 error that is not ErrNotFound", err)
+	_, err := e.app.File(context.Background(), pullwright.Repo{InstallationID: inst, Owner: owner, Name: repo}, "main", ".github/pullwright.yml")
+	if err == nil || errors.Is(err, pullwright.ErrNoFile) || StatusCode(err) != http.StatusForbidden {
+		t.Errorf("403: %v, want a 403 error that is not pullwright.ErrNoFile", err)
 	}
 }
 
@@ -127,13 +128,13 @@ func TestFileFromGitServer(t *testing.T) {
 	e.fake.SetDefaultBranch(owner, repo, "master")
 
 	for ref, want := range map[string]string{"": "version: 2\n", "master": "version: 2\n", sha + "~1": "version: 1\n"} {
-		got, err := e.app.File(context.Background(), inst, owner, repo, ref, ".github/pullwright.yml")
+		got, err := e.app.File(context.Background(), pullwright.Repo{InstallationID: inst, Owner: owner, Name: repo}, ref, ".github/pullwright.yml")
 		if err != nil || string(got) != want {
 			t.Errorf("File at %q = %q, %v; want %q", ref, got, err, want)
 		}
 	}
-	if _, err := e.app.File(context.Background(), inst, owner, repo, "master", "missing.yml"); !errors.Is(err, ErrNotFound) {
-		t.Errorf("missing file: %v, want ErrNotFound", err)
+	if _, err := e.app.File(context.Background(), pullwright.Repo{InstallationID: inst, Owner: owner, Name: repo}, "master", "missing.yml"); !errors.Is(err, pullwright.ErrNoFile) {
+		t.Errorf("missing file: %v, want pullwright.ErrNoFile", err)
 	}
 }
 
@@ -159,7 +160,7 @@ func TestTeamMember(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := e.app.TeamMember(context.Background(), tt.inst, tt.org, tt.team, tt.user)
+			got, err := e.app.TeamMember(context.Background(), pullwright.Repo{InstallationID: tt.inst}, tt.org, tt.team, tt.user)
 			if tt.wantStatus != 0 {
 				if err == nil || StatusCode(err) != tt.wantStatus || !strings.Contains(err.Error(), "membership of alice in team acme/maintainers") {
 					t.Errorf("TeamMember = %v, %v; want a %d error", got, err, tt.wantStatus)
@@ -178,10 +179,10 @@ func TestTeamMember(t *testing.T) {
 	// A refusal (no "Members: read" permission) is an error, never false.
 	e.fake.AddTeamMember(owner, "maintainers", "carol")
 	e.fake.FailNext("GET", "/orgs/", 1, http.StatusForbidden, nil)
-	if got, err := e.app.TeamMember(context.Background(), inst, owner, "maintainers", "carol"); StatusCode(err) != http.StatusForbidden {
+	if got, err := e.app.TeamMember(context.Background(), pullwright.Repo{InstallationID: inst}, owner, "maintainers", "carol"); StatusCode(err) != http.StatusForbidden {
 		t.Errorf("403 answered: %v, %v; want a 403 error", got, err)
 	}
-	if got, err := e.app.TeamMember(context.Background(), inst, owner, "maintainers", "carol"); err != nil || !got {
+	if got, err := e.app.TeamMember(context.Background(), pullwright.Repo{InstallationID: inst}, owner, "maintainers", "carol"); err != nil || !got {
 		t.Errorf("after the 403: %v, %v; want true (the error was not cached)", got, err)
 	}
 }
@@ -194,7 +195,7 @@ func TestAnswerCache(t *testing.T) {
 	e.fake.AddTeamMember(owner, "maintainers", "alice")
 	perm := func(o, r, user string) string {
 		t.Helper()
-		p, err := e.app.Permission(ctx, inst, o, r, user)
+		p, err := e.app.Permission(ctx, pullwright.Repo{InstallationID: inst, Owner: o, Name: r}, user)
 		if err != nil {
 			t.Fatalf("Permission: %v", err)
 		}
@@ -202,7 +203,7 @@ func TestAnswerCache(t *testing.T) {
 	}
 	member := func(org, team, user string) bool {
 		t.Helper()
-		m, err := e.app.TeamMember(ctx, inst, org, team, user)
+		m, err := e.app.TeamMember(ctx, pullwright.Repo{InstallationID: inst}, org, team, user)
 		if err != nil {
 			t.Fatalf("TeamMember: %v", err)
 		}
@@ -246,7 +247,7 @@ func TestAnswerCache(t *testing.T) {
 	// Errors are not cached.
 	e.fake.SetPermission(owner, repo, "bob", "admin")
 	e.fake.FailNext("GET", "/repos/acme/widgets/collaborators/bob", 1, http.StatusForbidden, nil)
-	if _, err := e.app.Permission(ctx, inst, owner, repo, "bob"); err == nil {
+	if _, err := e.app.Permission(ctx, pullwright.Repo{InstallationID: inst, Owner: owner, Name: repo}, "bob"); err == nil {
 		t.Fatal("403 answered: no error")
 	}
 	if p := perm(owner, repo, "bob"); p != "admin" {
@@ -255,7 +256,7 @@ func TestAnswerCache(t *testing.T) {
 
 	// Another installation asks for itself.
 	e.fake.AddInstallation(8, owner+"/"+repo)
-	if p, err := e.app.Permission(ctx, 8, owner, repo, "alice"); err != nil || p != "read" {
+	if p, err := e.app.Permission(ctx, pullwright.Repo{InstallationID: 8, Owner: owner, Name: repo}, "alice"); err != nil || p != "read" {
 		t.Errorf("installation 8: %q, %v", p, err)
 	}
 	if n := e.count("GET", "/repos/acme/widgets/collaborators/alice/permission"); n != 3 {
@@ -295,7 +296,7 @@ func TestPermissionTTL(t *testing.T) {
 			e.fake.SetPermission(owner, repo, "alice", "write")
 			ask := func() {
 				t.Helper()
-				if _, err := e.app.Permission(context.Background(), inst, owner, repo, "alice"); err != nil {
+				if _, err := e.app.Permission(context.Background(), pullwright.Repo{InstallationID: inst, Owner: owner, Name: repo}, "alice"); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -361,10 +362,10 @@ func TestAnswerCacheConcurrent(t *testing.T) {
 	for i := range 30 {
 		wg.Go(func() {
 			u := []string{"a", "b", "c"}[i%3]
-			if p, err := e.app.Permission(context.Background(), inst, owner, repo, u); err != nil || p != "write" {
+			if p, err := e.app.Permission(context.Background(), pullwright.Repo{InstallationID: inst, Owner: owner, Name: repo}, u); err != nil || p != "write" {
 				errs <- fmt.Errorf("Permission(%s) = %q, %v", u, p, err)
 			}
-			if m, err := e.app.TeamMember(context.Background(), inst, owner, "t", u); err != nil || !m {
+			if m, err := e.app.TeamMember(context.Background(), pullwright.Repo{InstallationID: inst}, owner, "t", u); err != nil || !m {
 				errs <- fmt.Errorf("TeamMember(%s) = %v, %v", u, m, err)
 			}
 		})
@@ -390,7 +391,7 @@ func TestFakeTokenPrefix(t *testing.T) {
 		t.Fatalf("Token = %q, %v", tok, err)
 	}
 	e.fake.SetFile(owner, repo, "main", "a", []byte("a"))
-	if _, err := e.app.File(context.Background(), inst, owner, repo, "main", "a"); err != nil {
+	if _, err := e.app.File(context.Background(), pullwright.Repo{InstallationID: inst, Owner: owner, Name: repo}, "main", "a"); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -37,6 +37,8 @@ import (
 
 	"github.com/bradleyfalzon/ghinstallation/v2"
 	"github.com/google/go-github/v88/github"
+
+	"github.com/pullwright/pullwright"
 )
 
 // DefaultBaseURL is the REST API of github.com.
@@ -56,7 +58,7 @@ type Config struct {
 	Token string
 	// Identity is who Token acts as ("github-actions[bot]" for a workflow's
 	// GITHUB_TOKEN); used only with Token.
-	Identity  *Identity
+	Identity  *pullwright.Identity
 	BaseURL   string            // default "https://api.github.com"; GHES: "https://ghe.example.com/api/v3"
 	Transport http.RoundTripper // base transport; default http.DefaultTransport
 	Logger    *slog.Logger      // default slog.Default()
@@ -104,7 +106,7 @@ type App struct {
 	slug   string
 
 	idMu  sync.Mutex
-	ident *Identity
+	ident *pullwright.Identity
 
 	answers *answerCache // Permission and TeamMember answers
 }
@@ -325,20 +327,12 @@ func (a *App) Token(ctx context.Context, installationID int64) (string, error) {
 	return tok, nil
 }
 
-// Identity is who the app's bot account is, as git and comments show it.
-type Identity struct {
-	Login string // "slug[bot]"
-	Name  string // same as Login, as GitHub shows bot commits
-	Email string // "<botUserID>+slug[bot]@users.noreply.github.com"
-	ID    int64  // user id of the bot account (not the app id)
-}
-
 // Identity returns the app's bot identity: GET /app (JWT) for the slug, then
 // GET /users/{slug}[bot] for the bot user's id. The lookup is made without
 // credentials; if the server refuses that (GitHub Enterprise in private
 // mode), it is repeated with a token of the app's first installation. The
 // result is cached after the first success.
-func (a *App) Identity(ctx context.Context) (Identity, error) {
+func (a *App) Identity(ctx context.Context) (pullwright.Identity, error) {
 	a.idMu.Lock()
 	defer a.idMu.Unlock()
 	if a.ident != nil {
@@ -348,7 +342,7 @@ func (a *App) Identity(ctx context.Context) (Identity, error) {
 	defer cancel()
 	slug, err := a.appSlug(ctx)
 	if err != nil {
-		return Identity{}, fmt.Errorf("app identity: %w", err)
+		return pullwright.Identity{}, fmt.Errorf("app identity: %w", err)
 	}
 	login := slug + "[bot]"
 	u, _, err := a.anonClient.Users.Get(ctx, url.PathEscape(login))
@@ -356,9 +350,9 @@ func (a *App) Identity(ctx context.Context) (Identity, error) {
 		u, err = a.userViaInstallation(ctx, login)
 	}
 	if err != nil {
-		return Identity{}, fmt.Errorf("app identity: look up user %s: %w", login, err)
+		return pullwright.Identity{}, fmt.Errorf("app identity: look up user %s: %w", login, err)
 	}
-	id := Identity{
+	id := pullwright.Identity{
 		Login: login,
 		Name:  login,
 		Email: fmt.Sprintf("%d+%s@users.noreply.github.com", u.GetID(), login),

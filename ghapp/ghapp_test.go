@@ -19,6 +19,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/internal/fakegithub"
 )
 
@@ -208,7 +209,7 @@ func TestIdentity(t *testing.T) {
 		t.Run(fmt.Sprintf("private=%v", private), func(t *testing.T) {
 			e := newEnv(t)
 			e.fake.SetPrivateMode(private)
-			want := Identity{
+			want := pullwright.Identity{
 				Login: e.fake.AppSlug + "[bot]",
 				Name:  e.fake.AppSlug + "[bot]",
 				Email: fmt.Sprintf("%d+%s[bot]@users.noreply.github.com", fakegithub.BotUserID, e.fake.AppSlug),
@@ -247,7 +248,7 @@ func TestAddReaction(t *testing.T) {
 	ctx := context.Background()
 	cid := e.fake.AddComment(owner, repo, 1, "alice", "/agent fix it")
 	for range 2 { // the second one is a no-op on GitHub (200)
-		if err := e.app.AddReaction(ctx, inst, owner, repo, cid, "eyes"); err != nil {
+		if err := e.app.AddReaction(ctx, pullwright.Repo{InstallationID: inst, Owner: owner, Name: repo}, cid, "eyes"); err != nil {
 			t.Fatalf("AddReaction: %v", err)
 		}
 	}
@@ -260,11 +261,11 @@ func TestAddReaction(t *testing.T) {
 			t.Errorf("reaction request auth = %s, want token", r.Auth)
 		}
 	}
-	err := e.app.AddReaction(ctx, inst, owner, repo, 424242, "eyes")
+	err := e.app.AddReaction(ctx, pullwright.Repo{InstallationID: inst, Owner: owner, Name: repo}, 424242, "eyes")
 	if err == nil || !strings.Contains(err.Error(), "add reaction \"eyes\" to comment 424242 in acme/widgets") {
 		t.Errorf("AddReaction(missing comment) error = %v", err)
 	}
-	if err := e.app.AddReaction(ctx, inst, "acme", "secret", cid, "eyes"); StatusCode(err) != http.StatusNotFound {
+	if err := e.app.AddReaction(ctx, pullwright.Repo{InstallationID: inst, Owner: "acme", Name: "secret"}, cid, "eyes"); StatusCode(err) != http.StatusNotFound {
 		t.Errorf("AddReaction on a repo outside the installation: error %v, want 404", err)
 	}
 }
@@ -278,7 +279,7 @@ func TestUpsertComment(t *testing.T) {
 	// A human quoting the marker must never be edited.
 	human := e.fake.AddComment(owner, repo, 1, "mallory", "look: "+mk)
 
-	id, err := e.app.UpsertComment(ctx, inst, owner, repo, 1, "task-1/status", 0, "Working on it\n")
+	id, err := postedID(e.app.UpsertComment(ctx, pullwright.Repo{InstallationID: inst, Owner: owner, Name: repo}, 1, "task-1/status", 0, "Working on it\n"))
 	if err != nil {
 		t.Fatalf("create: %v", err)
 	}
@@ -301,7 +302,7 @@ func TestUpsertComment(t *testing.T) {
 		{"gone id (404) creates a new one", 987654, "Step 4", true},
 	}
 	for _, st := range steps {
-		got, err := e.app.UpsertComment(ctx, inst, owner, repo, 1, "task-1/status", st.commentID, st.body)
+		got, err := postedID(e.app.UpsertComment(ctx, pullwright.Repo{InstallationID: inst, Owner: owner, Name: repo}, 1, "task-1/status", st.commentID, st.body))
 		if err != nil {
 			t.Fatalf("%s: %v", st.name, err)
 		}
@@ -324,7 +325,7 @@ func TestUpsertComment(t *testing.T) {
 	}
 
 	// Another marker key is another comment; "task-1" is not a prefix match of "task-10".
-	if _, err := e.app.UpsertComment(ctx, inst, owner, repo, 1, "task-1", 0, "x"); err != nil {
+	if _, err := e.app.UpsertComment(ctx, pullwright.Repo{InstallationID: inst, Owner: owner, Name: repo}, 1, "task-1", 0, "x"); err != nil {
 		t.Fatal(err)
 	}
 	if got := len(e.fake.Comments(owner, repo, 1)); got != 4 {
@@ -334,11 +335,11 @@ func TestUpsertComment(t *testing.T) {
 	// A bot comment that quotes another task's marker (a fork's file name
 	// in a failure, say) is not that task's comment: only the marker that
 	// ends a comment tags it.
-	quoting, err := e.app.UpsertComment(ctx, inst, owner, repo, 1, "task-2/status", 0, "failed: `"+Marker("task-9/status")+"` is protected")
+	quoting, err := postedID(e.app.UpsertComment(ctx, pullwright.Repo{InstallationID: inst, Owner: owner, Name: repo}, 1, "task-2/status", 0, "failed: `"+Marker("task-9/status")+"` is protected"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	nine, err := e.app.UpsertComment(ctx, inst, owner, repo, 1, "task-9/status", 0, "Task 9 working")
+	nine, err := postedID(e.app.UpsertComment(ctx, pullwright.Repo{InstallationID: inst, Owner: owner, Name: repo}, 1, "task-9/status", 0, "Task 9 working"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -349,7 +350,7 @@ func TestUpsertComment(t *testing.T) {
 		t.Errorf("comments after the quoted marker = %+v", cs)
 	}
 
-	if _, err := e.app.UpsertComment(ctx, inst, owner, repo, 99, "k", 0, "x"); err == nil ||
+	if _, err := e.app.UpsertComment(ctx, pullwright.Repo{InstallationID: inst, Owner: owner, Name: repo}, 99, "k", 0, "x"); err == nil ||
 		!strings.Contains(err.Error(), "acme/widgets#99") {
 		t.Errorf("comment on a missing issue: error %v", err)
 	}
@@ -358,7 +359,7 @@ func TestUpsertComment(t *testing.T) {
 func TestUpsertCommentLockedIssue(t *testing.T) {
 	e := newEnv(t)
 	n := e.fake.AddIssue(owner, repo, fakegithub.Issue{Title: "locked", Locked: true})
-	if _, err := e.app.UpsertComment(context.Background(), inst, owner, repo, n, "k", 0, "hi"); err != nil {
+	if _, err := e.app.UpsertComment(context.Background(), pullwright.Repo{InstallationID: inst, Owner: owner, Name: repo}, n, "k", 0, "hi"); err != nil {
 		t.Fatalf("comment on a locked issue: %v", err)
 	}
 }
@@ -367,7 +368,7 @@ func TestUpsertCommentTooLong(t *testing.T) {
 	e := newEnv(t)
 	for _, unit := range []string{"a", "é", "🙂"} {
 		body := strings.Repeat(unit, MaxBodyChars+10)
-		id, err := e.app.UpsertComment(context.Background(), inst, owner, repo, 1, "long-"+unit, 0, body)
+		id, err := postedID(e.app.UpsertComment(context.Background(), pullwright.Repo{InstallationID: inst, Owner: owner, Name: repo}, 1, "long-"+unit, 0, body))
 		if err != nil {
 			t.Fatalf("UpsertComment(%q×%d): %v", unit, MaxBodyChars+10, err)
 		}
@@ -428,7 +429,7 @@ func TestIssue(t *testing.T) {
 				}
 				ids = append(ids, e.fake.AddComment(owner, repo, n, author, fmt.Sprintf("c%d", i)))
 			}
-			got, err := e.app.Issue(context.Background(), inst, owner, repo, n)
+			got, err := e.app.Issue(context.Background(), pullwright.Repo{InstallationID: inst, Owner: owner, Name: repo}, n)
 			if err != nil {
 				t.Fatalf("Issue: %v", err)
 			}
@@ -455,11 +456,11 @@ func TestIssue(t *testing.T) {
 	}
 
 	e := newEnv(t)
-	if _, err := e.app.Issue(context.Background(), inst, owner, repo, 404); StatusCode(err) != http.StatusNotFound ||
+	if _, err := e.app.Issue(context.Background(), pullwright.Repo{InstallationID: inst, Owner: owner, Name: repo}, 404); StatusCode(err) != http.StatusNotFound ||
 		!strings.Contains(err.Error(), "get issue acme/widgets#404") {
 		t.Errorf("missing issue: error %v", err)
 	}
-	plain, err := e.app.Issue(context.Background(), inst, owner, repo, 1)
+	plain, err := e.app.Issue(context.Background(), pullwright.Repo{InstallationID: inst, Owner: owner, Name: repo}, 1)
 	if err != nil || plain.IsPR || plain.Locked || plain.Author != "alice" {
 		t.Errorf("plain issue = %+v, %v", plain, err)
 	}
@@ -468,22 +469,22 @@ func TestIssue(t *testing.T) {
 func TestOpenPullRequest(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	first, err := e.app.OpenPullRequest(ctx, inst, owner, repo, NewPullRequest{
+	first, err := e.app.OpenPullRequest(ctx, pullwright.Repo{InstallationID: inst, Owner: owner, Name: repo}, pullwright.NewPullRequest{
 		Title: "Fix pagination", Body: "Closes #1", Head: "pullwright/task-1", Base: "main", Draft: true,
 	})
 	if err != nil {
 		t.Fatalf("create: %v", err)
 	}
-	if !first.Created || first.Number == 0 || first.HTMLURL != fmt.Sprintf("https://github.com/acme/widgets/pull/%d", first.Number) {
+	if !first.Created || first.Number == 0 || first.URL != fmt.Sprintf("https://github.com/acme/widgets/pull/%d", first.Number) {
 		t.Errorf("first = %+v", first)
 	}
-	second, err := e.app.OpenPullRequest(ctx, inst, owner, repo, NewPullRequest{
+	second, err := e.app.OpenPullRequest(ctx, pullwright.Repo{InstallationID: inst, Owner: owner, Name: repo}, pullwright.NewPullRequest{
 		Title: "Fix pagination (v2)", Body: "Closes #1, again", Head: "pullwright/task-1", Base: "main",
 	})
 	if err != nil {
 		t.Fatalf("second: %v", err)
 	}
-	if second.Created || second.Number != first.Number || second.HTMLURL != first.HTMLURL {
+	if second.Created || second.Number != first.Number || second.URL != first.URL {
 		t.Errorf("second = %+v, want the same PR with Created=false", second)
 	}
 	prs := e.fake.PullRequests(owner, repo)
@@ -502,7 +503,7 @@ func TestOpenPullRequest(t *testing.T) {
 		}
 	}
 
-	if _, err := e.app.OpenPullRequest(ctx, inst, owner, repo, NewPullRequest{Head: "x", Base: "main"}); err == nil {
+	if _, err := e.app.OpenPullRequest(ctx, pullwright.Repo{InstallationID: inst, Owner: owner, Name: repo}, pullwright.NewPullRequest{Head: "x", Base: "main"}); err == nil {
 		t.Error("PR without a title accepted")
 	}
 }
@@ -515,23 +516,23 @@ func TestLostAnswers(t *testing.T) {
 	ctx := context.Background()
 
 	e.fake.FailNextAfterApply("POST", "/repos/acme/widgets/issues/1/comments", 1, http.StatusBadGateway, nil)
-	if _, err := e.app.UpsertComment(ctx, inst, owner, repo, 1, "task-9", 0, "v1"); StatusCode(err) != http.StatusBadGateway {
+	if _, err := e.app.UpsertComment(ctx, pullwright.Repo{InstallationID: inst, Owner: owner, Name: repo}, 1, "task-9", 0, "v1"); StatusCode(err) != http.StatusBadGateway {
 		t.Fatalf("first upsert: %v, want the 502", err)
 	}
-	if _, err := e.app.UpsertComment(ctx, inst, owner, repo, 1, "task-9", 0, "v2"); err != nil {
+	if _, err := e.app.UpsertComment(ctx, pullwright.Repo{InstallationID: inst, Owner: owner, Name: repo}, 1, "task-9", 0, "v2"); err != nil {
 		t.Fatalf("retried upsert: %v", err)
 	}
 	if cs := e.fake.Comments(owner, repo, 1); len(cs) != 1 || !strings.HasPrefix(cs[0].Body, "v2") || cs[0].Edits != 1 {
 		t.Errorf("comments = %+v, want one, edited to v2", cs)
 	}
 
-	pr := NewPullRequest{Title: "t", Body: "b", Head: "feature", Base: "main"}
+	pr := pullwright.NewPullRequest{Title: "t", Body: "b", Head: "feature", Base: "main"}
 	e.fake.FailNextAfterApply("POST", "/repos/acme/widgets/pulls", 1, http.StatusGatewayTimeout, nil)
-	if _, err := e.app.OpenPullRequest(ctx, inst, owner, repo, pr); StatusCode(err) != http.StatusGatewayTimeout {
+	if _, err := e.app.OpenPullRequest(ctx, pullwright.Repo{InstallationID: inst, Owner: owner, Name: repo}, pr); StatusCode(err) != http.StatusGatewayTimeout {
 		t.Fatalf("first open: %v, want the 504", err)
 	}
 	pr.Title = "t2"
-	out, err := e.app.OpenPullRequest(ctx, inst, owner, repo, pr)
+	out, err := e.app.OpenPullRequest(ctx, pullwright.Repo{InstallationID: inst, Owner: owner, Name: repo}, pr)
 	if err != nil || out.Created {
 		t.Fatalf("retried open = %+v, %v; want the existing PR", out, err)
 	}
@@ -558,7 +559,7 @@ func TestPermission(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.user, func(t *testing.T) {
-			got, err := e.app.Permission(context.Background(), inst, owner, repo, tt.user)
+			got, err := e.app.Permission(context.Background(), pullwright.Repo{InstallationID: inst, Owner: owner, Name: repo}, tt.user)
 			if err != nil || got != tt.want {
 				t.Errorf("Permission(%s) = %q, %v; want %q", tt.user, got, err, tt.want)
 			}
@@ -567,26 +568,26 @@ func TestPermission(t *testing.T) {
 	// A user not asked about yet: u-admin's answer is cached.
 	e.fake.SetPermission(owner, repo, "u-admin2", "admin")
 	e.fake.FailNext("GET", "/repos/acme/widgets/collaborators", 1, http.StatusForbidden, nil)
-	if _, err := e.app.Permission(context.Background(), inst, owner, repo, "u-admin2"); StatusCode(err) != http.StatusForbidden {
+	if _, err := e.app.Permission(context.Background(), pullwright.Repo{InstallationID: inst, Owner: owner, Name: repo}, "u-admin2"); StatusCode(err) != http.StatusForbidden {
 		t.Errorf("403 answered: error %v, want a 403 error (not \"none\")", err)
 	}
 }
 
 func TestRetries(t *testing.T) {
 	getIssue := func(ctx context.Context, a *App) error {
-		_, err := a.Issue(ctx, inst, owner, repo, 1)
+		_, err := a.Issue(ctx, pullwright.Repo{InstallationID: inst, Owner: owner, Name: repo}, 1)
 		return err
 	}
 	postComment := func(ctx context.Context, a *App) error {
-		_, err := a.UpsertComment(ctx, inst, owner, repo, 1, "m", 0, "hello")
+		_, err := a.UpsertComment(ctx, pullwright.Repo{InstallationID: inst, Owner: owner, Name: repo}, 1, "m", 0, "hello")
 		return err
 	}
 	editComment := func(ctx context.Context, a *App) error {
-		id, err := a.UpsertComment(ctx, inst, owner, repo, 1, "m", 0, "first")
+		id, err := postedID(a.UpsertComment(ctx, pullwright.Repo{InstallationID: inst, Owner: owner, Name: repo}, 1, "m", 0, "first"))
 		if err != nil {
 			return err
 		}
-		_, err = a.UpsertComment(ctx, inst, owner, repo, 1, "m", id, "second")
+		_, err = a.UpsertComment(ctx, pullwright.Repo{InstallationID: inst, Owner: owner, Name: repo}, 1, "m", id, "second")
 		return err
 	}
 	mintToken := func(ctx context.Context, a *App) error {
@@ -750,7 +751,7 @@ func TestRetries(t *testing.T) {
 func TestRetryLogLine(t *testing.T) {
 	e := newEnv(t)
 	e.fake.FailNext("GET", "/repos/acme/widgets/issues/1", 1, 502, nil)
-	if _, err := e.app.Issue(context.Background(), inst, owner, repo, 1); err != nil {
+	if _, err := e.app.Issue(context.Background(), pullwright.Repo{InstallationID: inst, Owner: owner, Name: repo}, 1); err != nil {
 		t.Fatal(err)
 	}
 	logs := e.logs.String()
@@ -764,7 +765,7 @@ func TestRetryLogLine(t *testing.T) {
 func TestWaitPastDeadline(t *testing.T) {
 	e := newEnv(t, func(c *Config) { c.CallTimeout = 5 * time.Second })
 	e.fake.FailNext("GET", "/repos/acme/widgets/issues/1", 1, 429, http.Header{"Retry-After": {"20"}})
-	_, err := e.app.Issue(context.Background(), inst, owner, repo, 1)
+	_, err := e.app.Issue(context.Background(), pullwright.Repo{InstallationID: inst, Owner: owner, Name: repo}, 1)
 	if err == nil || !strings.Contains(err.Error(), "would pass the call's deadline") {
 		t.Errorf("error = %v, want a deadline refusal", err)
 	}
@@ -786,7 +787,7 @@ func TestCancelDuringWait(t *testing.T) {
 		<-waiting
 		cancel()
 	}()
-	_, err := e.app.Issue(ctx, inst, owner, repo, 1)
+	_, err := e.app.Issue(ctx, pullwright.Repo{InstallationID: inst, Owner: owner, Name: repo}, 1)
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("error = %v, want context.Canceled", err)
 	}
@@ -811,16 +812,16 @@ func TestNoTokenInErrorsOrLogs(t *testing.T) {
 		}
 	}
 	e.fake.FailNext("", "/repos/", 6, 502, nil)
-	_, err = e.app.Issue(ctx, inst, owner, repo, 1)
+	_, err = e.app.Issue(ctx, pullwright.Repo{InstallationID: inst, Owner: owner, Name: repo}, 1)
 	collect(err)
-	_, err = e.app.UpsertComment(ctx, inst, owner, repo, 1, "m", 0, "x")
+	_, err = e.app.UpsertComment(ctx, pullwright.Repo{InstallationID: inst, Owner: owner, Name: repo}, 1, "m", 0, "x")
 	collect(err)
 	e.fake.FailNext("", "/repos/", 2, 401, nil)
-	collect(e.app.AddReaction(ctx, inst, owner, repo, 1, "eyes"))
-	_, err = e.app.Permission(ctx, inst, owner, repo, "bob")
+	collect(e.app.AddReaction(ctx, pullwright.Repo{InstallationID: inst, Owner: owner, Name: repo}, 1, "eyes"))
+	_, err = e.app.Permission(ctx, pullwright.Repo{InstallationID: inst, Owner: owner, Name: repo}, "bob")
 	collect(err)
 	e.fake.FailNext("", "/repos/", 1, 429, http.Header{"Retry-After": {"99999"}})
-	_, err = e.app.OpenPullRequest(ctx, inst, owner, repo, NewPullRequest{Title: "t", Head: "h", Base: "main"})
+	_, err = e.app.OpenPullRequest(ctx, pullwright.Repo{InstallationID: inst, Owner: owner, Name: repo}, pullwright.NewPullRequest{Title: "t", Head: "h", Base: "main"})
 	collect(err)
 	_, err = e.app.Token(ctx, 31337)
 	collect(err)
@@ -851,15 +852,15 @@ func TestEnterpriseBaseURL(t *testing.T) {
 	if _, err := e.app.Identity(ctx); err != nil {
 		t.Fatalf("Identity: %v", err)
 	}
-	if _, err := e.app.UpsertComment(ctx, inst, owner, repo, 1, "m", 0, "hi"); err != nil {
+	if _, err := e.app.UpsertComment(ctx, pullwright.Repo{InstallationID: inst, Owner: owner, Name: repo}, 1, "m", 0, "hi"); err != nil {
 		t.Fatalf("UpsertComment: %v", err)
 	}
-	if _, err := e.app.OpenPullRequest(ctx, inst, owner, repo, NewPullRequest{Title: "t", Head: "h", Base: "main"}); err != nil {
+	if _, err := e.app.OpenPullRequest(ctx, pullwright.Repo{InstallationID: inst, Owner: owner, Name: repo}, pullwright.NewPullRequest{Title: "t", Head: "h", Base: "main"}); err != nil {
 		t.Fatalf("OpenPullRequest: %v", err)
 	}
 	e.app.pageSize = 1
 	e.fake.AddComment(owner, repo, 1, "alice", "two")
-	if is, err := e.app.Issue(ctx, inst, owner, repo, 1); err != nil || len(is.Comments) != 2 {
+	if is, err := e.app.Issue(ctx, pullwright.Repo{InstallationID: inst, Owner: owner, Name: repo}, 1); err != nil || len(is.Comments) != 2 {
 		t.Fatalf("Issue over paginated prefixed URLs: %+v, %v", is, err)
 	}
 	for _, r := range fake.Requests() {
@@ -891,7 +892,7 @@ func TestConcurrentInstallations(t *testing.T) {
 			if i%2 == 1 {
 				id, r = 8, "gadgets"
 			}
-			if _, err := e.app.UpsertComment(context.Background(), id, owner, r, 1, fmt.Sprintf("k%d", i), 0, "x"); err != nil {
+			if _, err := e.app.UpsertComment(context.Background(), pullwright.Repo{InstallationID: id, Owner: owner, Name: r}, 1, fmt.Sprintf("k%d", i), 0, "x"); err != nil {
 				errs <- err
 			}
 			if _, err := e.app.Identity(context.Background()); err != nil {
@@ -921,3 +922,6 @@ func mustPKCS8EC(t *testing.T) []byte {
 	}
 	return der
 }
+
+// postedID is UpsertComment's answer as the comment's id alone.
+func postedID(p pullwright.Posted, err error) (int64, error) { return p.ID, err }

@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/google/go-github/v88/github"
+
+	"github.com/pullwright/pullwright"
 )
 
 // maxGraphQLResponse bounds the GraphQL answer read into memory.
@@ -107,7 +109,8 @@ const markReadyMutation = `mutation($id: ID!) {
 // markPullRequestReadyForReview is sent. A pull request that is already
 // ready is a success without a mutation; so is one that turned ready while
 // the mutation failed.
-func (a *App) MarkReadyForReview(ctx context.Context, inst int64, owner, repo string, number int) error {
+func (a *App) MarkReadyForReview(ctx context.Context, r pullwright.Repo, number int) error {
+	inst, owner, repo := r.InstallationID, r.Owner, r.Name
 	ctx, cancel := a.callCtx(ctx)
 	defer cancel()
 	err := func() error {

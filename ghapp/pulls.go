@@ -7,18 +7,12 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/google/go-github/v88/github"
-)
 
-// ErrNotPermitted is wrapped by the error of a call GitHub refused for lack
-// of access (403 or 404 from the API itself): for OpenPullRequest, a
-// repository the installation does not cover, such as a contributor's fork
-// ("Resource not accessible by integration"). Test it with errors.Is. Rate
-// limits and a refused installation token are not it.
-var ErrNotPermitted = errors.New("not permitted")
+	"github.com/pullwright/pullwright"
+)
 
 // refused reports whether GitHub answered the API call itself with 403 or
 // 404. Rate-limit 403s are other error types (and retried); a 404 while
@@ -31,50 +25,27 @@ func refused(err error) bool {
 	return er.Response.StatusCode == http.StatusForbidden || er.Response.StatusCode == http.StatusNotFound
 }
 
-// Pull is a pull request as the bot reads it.
-type Pull struct {
-	Number  int
-	HTMLURL string
-	NodeID  string
-	Title   string
-	Body    string
-	Author  string
-	State   string // "open" or "closed"
-	Merged  bool
-	Locked  bool
-	Draft   bool
-	// HeadRef is the branch in the head repository HeadRepo ("owner/name",
-	// empty when the fork was deleted); HeadCloneURL is that repository's
-	// clone URL.
-	HeadRef, HeadSHA, HeadRepo, HeadCloneURL string
-	BaseRef, BaseSHA, BaseRepo               string
-	// Fork is true when the head is in another repository than the base
-	// (also when that repository was deleted).
-	Fork bool
-	// MaintainerCanModify is the author's "Allow edits by maintainers".
-	MaintainerCanModify bool
-}
-
 // PullRequest reads pull request number of owner/repo
 // (GET /repos/{o}/{r}/pulls/{n}).
-func (a *App) PullRequest(ctx context.Context, inst int64, owner, repo string, number int) (Pull, error) {
+func (a *App) PullRequest(ctx context.Context, r pullwright.Repo, number int) (pullwright.Pull, error) {
+	inst, owner, repo := r.InstallationID, r.Owner, r.Name
 	ctx, cancel := a.callCtx(ctx)
 	defer cancel()
 	gh, err := a.client(inst)
 	if err != nil {
-		return Pull{}, fmt.Errorf("get pull request %s/%s#%d: %w", owner, repo, number, err)
+		return pullwright.Pull{}, fmt.Errorf("get pull request %s/%s#%d: %w", owner, repo, number, err)
 	}
 	p, _, err := gh.PullRequests.Get(ctx, owner, repo, number)
 	if err != nil {
-		return Pull{}, fmt.Errorf("get pull request %s/%s#%d: %w", owner, repo, number, err)
+		return pullwright.Pull{}, fmt.Errorf("get pull request %s/%s#%d: %w", owner, repo, number, err)
 	}
 	return pullOf(p), nil
 }
 
-func pullOf(p *github.PullRequest) Pull {
+func pullOf(p *github.PullRequest) pullwright.Pull {
 	head, base := p.GetHead(), p.GetBase()
-	out := Pull{
-		Number: p.GetNumber(), HTMLURL: p.GetHTMLURL(), NodeID: p.GetNodeID(),
+	out := pullwright.Pull{
+		Number: p.GetNumber(), URL: p.GetHTMLURL(), NodeID: p.GetNodeID(),
 		Title: p.GetTitle(), Body: p.GetBody(), Author: p.GetUser().GetLogin(),
 		State: p.GetState(), Merged: p.GetMerged(), Locked: p.GetLocked(), Draft: p.GetDraft(),
 		HeadRef: head.GetRef(), HeadSHA: head.GetSHA(),
@@ -99,7 +70,8 @@ const maxDiffBytes = 10 << 20
 //
 // The answer is read through a limit instead of go-github's GetRaw, which
 // buffers the whole body: a diff GitHub renders can be many megabytes.
-func (a *App) PullRequestDiff(ctx context.Context, inst int64, owner, repo string, number, max int) (diff string, truncated bool, err error) {
+func (a *App) PullRequestDiff(ctx context.Context, r pullwright.Repo, number, max int) (diff string, truncated bool, err error) {
+	inst, owner, repo := r.InstallationID, r.Owner, r.Name
 	if max <= 0 || max > maxDiffBytes {
 		max = maxDiffBytes
 	}
@@ -156,34 +128,6 @@ func cutDiff(b []byte) string {
 	return string(b)
 }
 
-// ReviewComment is one review (line) comment of a pull request.
-type ReviewComment struct {
-	ID         int64
-	InReplyTo  int64 // the thread's first comment, for a reply
-	Author     string
-	AuthorType string // "User", "Bot", ...
-	Body       string
-	Path       string
-	// Line and StartLine (for a range) are the commented lines of the
-	// file; 0 when the comment no longer applies to the diff
-	// (OriginalLine keeps where it was made).
-	Line, StartLine, OriginalLine int
-	Side                          string // "RIGHT" or "LEFT"
-	DiffHunk                      string
-	CommitID                      string
-	HTMLURL                       string
-	CreatedAt                     time.Time
-}
-
-// Thread is a review thread: a line comment and its replies, oldest first.
-type Thread struct {
-	Comments []ReviewComment
-	// Resolved is true once someone marked the conversation resolved.
-	Resolved bool
-	// Outdated is true when the commented line is no longer in the diff.
-	Outdated bool
-}
-
 // maxReviewComments bounds the review comments ReviewThreads and
 // ReplyInThread read (30 pages of 100): a pull request with more is
 // pathological, and the oldest threads are the ones kept.
@@ -211,14 +155,14 @@ func (a *App) reviewComments(ctx context.Context, gh *github.Client, owner, repo
 	}
 }
 
-func reviewCommentOf(c *github.PullRequestComment) ReviewComment {
-	return ReviewComment{
+func reviewCommentOf(c *github.PullRequestComment) pullwright.ReviewComment {
+	return pullwright.ReviewComment{
 		ID: c.GetID(), InReplyTo: c.GetInReplyTo(),
 		Author: c.GetUser().GetLogin(), AuthorType: c.GetUser().GetType(),
 		Body: c.GetBody(), Path: c.GetPath(),
 		Line: c.GetLine(), StartLine: c.GetStartLine(), OriginalLine: c.GetOriginalLine(),
 		Side: c.GetSide(), DiffHunk: c.GetDiffHunk(), CommitID: c.GetCommitID(),
-		HTMLURL: c.GetHTMLURL(), CreatedAt: c.GetCreatedAt().Time,
+		URL: c.GetHTMLURL(), CreatedAt: c.GetCreatedAt().Time,
 	}
 }
 
@@ -234,7 +178,8 @@ func reviewCommentOf(c *github.PullRequestComment) ReviewComment {
 // and a warning is logged: a resolved thread shown as open costs the agent
 // a look at a settled remark, while failing here would stop the whole task
 // for want of a detail.
-func (a *App) ReviewThreads(ctx context.Context, inst int64, owner, repo string, number int) ([]Thread, error) {
+func (a *App) ReviewThreads(ctx context.Context, r pullwright.Repo, number int) ([]pullwright.ReviewThread, error) {
+	inst, owner, repo := r.InstallationID, r.Owner, r.Name
 	ctx, cancel := a.callCtx(ctx)
 	defer cancel()
 	gh, err := a.client(inst)
@@ -268,7 +213,7 @@ func (a *App) ReviewThreads(ctx context.Context, inst int64, owner, repo string,
 // groupThreads groups comments (oldest first) into threads by their first
 // comment. A reply whose first comment is not among cs (deleted, or past the
 // bound) starts a thread of its own rather than being dropped.
-func groupThreads(cs []*github.PullRequestComment) []Thread {
+func groupThreads(cs []*github.PullRequestComment) []pullwright.ReviewThread {
 	byID := map[int64]*github.PullRequestComment{}
 	for _, c := range cs {
 		byID[c.GetID()] = c
@@ -287,7 +232,7 @@ func groupThreads(cs []*github.PullRequestComment) []Thread {
 		}
 		return c.GetID()
 	}
-	var threads []Thread
+	var threads []pullwright.ReviewThread
 	index := map[int64]int{}
 	for _, c := range cs {
 		root := rootOf(c)
@@ -295,7 +240,7 @@ func groupThreads(cs []*github.PullRequestComment) []Thread {
 		if !ok {
 			i = len(threads)
 			index[root] = i
-			threads = append(threads, Thread{Outdated: c.Line == nil})
+			threads = append(threads, pullwright.ReviewThread{Outdated: c.Line == nil})
 		}
 		threads[i].Comments = append(threads[i].Comments, reviewCommentOf(c))
 	}
@@ -379,8 +324,9 @@ func (a *App) resolvedThreads(ctx context.Context, gh *github.Client, owner, rep
 // (POST /repos/{o}/{r}/pulls/{pr}/comments/{rootID}/replies). So a retried
 // step, even after a create whose answer was lost, does not reply twice.
 // When the thread's first comment no longer exists, the error wraps
-// ErrNotFound.
-func (a *App) ReplyInThread(ctx context.Context, inst int64, owner, repo string, pr int, rootID int64, marker, body string) (int64, error) {
+// pullwright.ErrGone.
+func (a *App) ReplyInThread(ctx context.Context, r pullwright.Repo, pr int, rootID int64, marker, body string) (int64, error) {
+	inst, owner, repo := r.InstallationID, r.Owner, r.Name
 	ctx, cancel := a.callCtx(ctx)
 	defer cancel()
 	mk := Marker(marker)
@@ -413,7 +359,7 @@ func (a *App) ReplyInThread(ctx context.Context, inst int64, owner, repo string,
 	if _, err := gh.Do(req, &c); err != nil {
 		if StatusCode(err) == http.StatusNotFound {
 			// The thread's first comment was deleted (or never was one).
-			err = fmt.Errorf("%w: %w", ErrNotFound, err)
+			err = fmt.Errorf("%w: %w", notFound{pullwright.ErrGone}, err)
 		}
 		return 0, fmt.Errorf("reply in review thread %d of %s/%s#%d: %w", rootID, owner, repo, pr, err)
 	}
@@ -442,6 +388,7 @@ func (a *App) findMarkedReply(ctx context.Context, gh *github.Client, owner, rep
 
 // AddReviewReaction adds a reaction ("+1", "eyes", "rocket", ...) to a
 // review (line) comment. Adding one that already exists succeeds.
-func (a *App) AddReviewReaction(ctx context.Context, inst int64, owner, repo string, commentID int64, content string) error {
+func (a *App) AddReviewReaction(ctx context.Context, r pullwright.Repo, commentID int64, content string) error {
+	inst, owner, repo := r.InstallationID, r.Owner, r.Name
 	return a.addReaction(ctx, inst, owner, repo, "review comment", commentID, content, (*github.ReactionsService).CreatePullRequestCommentReaction)
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/internal/fakegithub"
 	"github.com/pullwright/pullwright/internal/gitserver"
 )
@@ -27,32 +28,32 @@ func TestPullRequest(t *testing.T) {
 	tests := []struct {
 		name string
 		n    int
-		want Pull
+		want pullwright.Pull
 	}{
-		{"same repository", same, Pull{
-			Number: same, HTMLURL: fmt.Sprintf("https://github.com/acme/widgets/pull/%d", same), Title: "Speed up", Body: "b",
+		{"same repository", same, pullwright.Pull{
+			Number: same, URL: fmt.Sprintf("https://github.com/acme/widgets/pull/%d", same), Title: "Speed up", Body: "b",
 			Author: "bob", State: "open", Draft: true, HeadRef: "topic", HeadSHA: "aaa", HeadRepo: "acme/widgets",
 			HeadCloneURL: "https://github.com/acme/widgets.git", BaseRef: "main", BaseSHA: "bbb", BaseRepo: "acme/widgets",
 		}},
-		{"fork", fork, Pull{
-			Number: fork, HTMLURL: fmt.Sprintf("https://github.com/acme/widgets/pull/%d", fork), Title: "Fix",
+		{"fork", fork, pullwright.Pull{
+			Number: fork, URL: fmt.Sprintf("https://github.com/acme/widgets/pull/%d", fork), Title: "Fix",
 			Author: "alice", State: "open", Locked: true, HeadRef: "fix", HeadSHA: "ccc", HeadRepo: "Alice/widgets",
 			HeadCloneURL: "https://github.com/Alice/widgets.git", BaseRef: "trunk", BaseRepo: "acme/widgets", Fork: true,
 			MaintainerCanModify: true,
 		}},
-		{"same repository spelled differently", caseOnly, Pull{
-			Number: caseOnly, HTMLURL: fmt.Sprintf("https://github.com/acme/widgets/pull/%d", caseOnly),
+		{"same repository spelled differently", caseOnly, pullwright.Pull{
+			Number: caseOnly, URL: fmt.Sprintf("https://github.com/acme/widgets/pull/%d", caseOnly),
 			Author: "octocat", State: "open", HeadRef: "x", HeadRepo: "ACME/Widgets",
 			HeadCloneURL: "https://github.com/ACME/Widgets.git", BaseRef: "main", BaseRepo: "acme/widgets",
 		}},
-		{"deleted fork", gone, Pull{
-			Number: gone, HTMLURL: fmt.Sprintf("https://github.com/acme/widgets/pull/%d", gone),
+		{"deleted fork", gone, pullwright.Pull{
+			Number: gone, URL: fmt.Sprintf("https://github.com/acme/widgets/pull/%d", gone),
 			Author: "octocat", State: "closed", Merged: true, HeadRef: "y", BaseRef: "main", BaseRepo: "acme/widgets", Fork: true,
 		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := e.app.PullRequest(context.Background(), inst, owner, repo, tt.n)
+			got, err := e.app.PullRequest(context.Background(), pullwright.Repo{InstallationID: inst, Owner: owner, Name: repo}, tt.n)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -62,7 +63,7 @@ func TestPullRequest(t *testing.T) {
 			}
 		})
 	}
-	_, err := e.app.PullRequest(context.Background(), inst, owner, repo, 404)
+	_, err := e.app.PullRequest(context.Background(), pullwright.Repo{InstallationID: inst, Owner: owner, Name: repo}, 404)
 	if StatusCode(err) != http.StatusNotFound || !strings.Contains(err.Error(), "get pull request acme/widgets#404") {
 		t.Errorf("missing pull request: %v", err)
 	}
@@ -96,7 +97,7 @@ func TestPullRequestDiff(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, trunc, err := e.app.PullRequestDiff(context.Background(), inst, owner, repo, tt.n, tt.max)
+			got, trunc, err := e.app.PullRequestDiff(context.Background(), pullwright.Repo{InstallationID: inst, Owner: owner, Name: repo}, tt.n, tt.max)
 			if err != nil || got != tt.want || trunc != tt.wantTrunc {
 				t.Errorf("PullRequestDiff(max %d) = %q, %v, %v; want %q, %v, nil", tt.max, got, trunc, err, tt.want, tt.wantTrunc)
 			}
@@ -109,7 +110,7 @@ func TestPullRequestDiff(t *testing.T) {
 	if !strings.Contains(e.logs.String(), "will not render the pull request's diff") {
 		t.Error("a refused diff was not logged")
 	}
-	_, _, err := e.app.PullRequestDiff(context.Background(), inst, owner, repo, 404, 10)
+	_, _, err := e.app.PullRequestDiff(context.Background(), pullwright.Repo{InstallationID: inst, Owner: owner, Name: repo}, 404, 10)
 	if StatusCode(err) != http.StatusNotFound || !strings.Contains(err.Error(), "get diff of pull request acme/widgets#404") {
 		t.Errorf("missing pull request: %v", err)
 	}
@@ -133,7 +134,7 @@ func TestForkPullFromGitServer(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	p, err := e.app.PullRequest(context.Background(), inst, owner, repo, n)
+	p, err := e.app.PullRequest(context.Background(), pullwright.Repo{InstallationID: inst, Owner: owner, Name: repo}, n)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +142,7 @@ func TestForkPullFromGitServer(t *testing.T) {
 	if !p.Fork || p.HeadSHA != head || p.BaseSHA != base || p.HeadCloneURL != git.CloneURL("alice", repo) {
 		t.Errorf("pull = %+v; want head %s, base %s", p, head, base)
 	}
-	d, cut, err := e.app.PullRequestDiff(context.Background(), inst, owner, repo, n, 1<<20)
+	d, cut, err := e.app.PullRequestDiff(context.Background(), pullwright.Repo{InstallationID: inst, Owner: owner, Name: repo}, n, 1<<20)
 	if err != nil || cut || !strings.Contains(d, "\n-two\n+2\n") {
 		t.Errorf("diff = %q, %v, %v", d, cut, err)
 	}
@@ -151,7 +152,7 @@ func TestReviewThreads(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	pr := e.fake.AddPullRequest(owner, repo, fakegithub.PullRequestSeed{HeadRef: "topic", HeadSHA: "aaa"})
-	if th, err := e.app.ReviewThreads(ctx, inst, owner, repo, pr); err != nil || th != nil {
+	if th, err := e.app.ReviewThreads(ctx, pullwright.Repo{InstallationID: inst, Owner: owner, Name: repo}, pr); err != nil || th != nil {
 		t.Fatalf("no comments: %+v, %v", th, err)
 	}
 	if n := e.count("POST", "/graphql"); n != 0 {
@@ -173,7 +174,7 @@ func TestReviewThreads(t *testing.T) {
 	e.fake.ResolveThread(owner, repo, pr, last)
 
 	listed := e.count("GET", fmt.Sprintf("/repos/acme/widgets/pulls/%d/comments", pr))
-	th, err := e.app.ReviewThreads(ctx, inst, owner, repo, pr)
+	th, err := e.app.ReviewThreads(ctx, pullwright.Repo{InstallationID: inst, Owner: owner, Name: repo}, pr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +188,7 @@ func TestReviewThreads(t *testing.T) {
 	c := t0.Comments[0]
 	if c.Author != "bob" || c.AuthorType != "User" || c.Body != "off by one" || c.Path != "page.go" || c.Line != 12 || c.StartLine != 10 ||
 		c.Side != "RIGHT" || c.DiffHunk != "@@ -1 +1 @@" || c.CommitID != "aaa" || c.InReplyTo != 0 ||
-		c.HTMLURL != fmt.Sprintf("https://github.com/acme/widgets/pull/%d#discussion_r%d", pr, a) || c.CreatedAt.IsZero() {
+		c.URL != fmt.Sprintf("https://github.com/acme/widgets/pull/%d#discussion_r%d", pr, a) || c.CreatedAt.IsZero() {
 		t.Errorf("first comment = %+v", c)
 	}
 	if r := t0.Comments[2]; r.InReplyTo != a || r.AuthorType != "Bot" || r.Path != "page.go" {
@@ -213,7 +214,7 @@ func TestReviewThreads(t *testing.T) {
 
 	// GraphQL fails: the threads come back, all open, and a warning says so.
 	e.fake.FailNextGraphQL(1, "Something went wrong while executing your query.")
-	th, err = e.app.ReviewThreads(ctx, inst, owner, repo, pr)
+	th, err = e.app.ReviewThreads(ctx, pullwright.Repo{InstallationID: inst, Owner: owner, Name: repo}, pr)
 	if err != nil || len(th) != 152 {
 		t.Fatalf("with GraphQL failing: %d threads, %v", len(th), err)
 	}
@@ -231,7 +232,7 @@ func TestReviewThreads(t *testing.T) {
 
 	// REST failing is an error.
 	e.fake.FailNext("GET", fmt.Sprintf("/repos/acme/widgets/pulls/%d/comments", pr), 1, http.StatusForbidden, nil)
-	if _, err := e.app.ReviewThreads(ctx, inst, owner, repo, pr); StatusCode(err) != http.StatusForbidden || !strings.Contains(err.Error(), "list review comments of acme/widgets#") {
+	if _, err := e.app.ReviewThreads(ctx, pullwright.Repo{InstallationID: inst, Owner: owner, Name: repo}, pr); StatusCode(err) != http.StatusForbidden || !strings.Contains(err.Error(), "list review comments of acme/widgets#") {
 		t.Errorf("REST failing: %v", err)
 	}
 }
@@ -268,16 +269,16 @@ func TestReplyInThread(t *testing.T) {
 	e.fake.AddReviewComment(owner, repo, pr, fakegithub.ReviewComment{Author: "mallory", Body: "> " + Marker("task-1/review"), InReplyTo: root})
 	replies := fmt.Sprintf("/repos/acme/widgets/pulls/%d/comments/%d/replies", pr, root)
 
-	id, err := e.app.ReplyInThread(ctx, inst, owner, repo, pr, root, "task-1/review", "Fixed in abc123.\n")
+	id, err := e.app.ReplyInThread(ctx, pullwright.Repo{InstallationID: inst, Owner: owner, Name: repo}, pr, root, "task-1/review", "Fixed in abc123.\n")
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, err := e.app.ReplyInThread(ctx, inst, owner, repo, pr, root, "task-1/review", "Fixed in def456.")
+	again, err := e.app.ReplyInThread(ctx, pullwright.Repo{InstallationID: inst, Owner: owner, Name: repo}, pr, root, "task-1/review", "Fixed in def456.")
 	if err != nil || again != id {
 		t.Fatalf("second reply = %d, %v; want %d edited", again, err, id)
 	}
 	// The same marker in another thread is another reply.
-	elsewhere, err := e.app.ReplyInThread(ctx, inst, owner, repo, pr, other, "task-1/review", "Here too.")
+	elsewhere, err := e.app.ReplyInThread(ctx, pullwright.Repo{InstallationID: inst, Owner: owner, Name: repo}, pr, other, "task-1/review", "Here too.")
 	if err != nil || elsewhere == id {
 		t.Fatalf("reply in another thread = %d, %v", elsewhere, err)
 	}
@@ -303,10 +304,10 @@ func TestReplyInThread(t *testing.T) {
 
 	// A create whose answer was lost: the retried step edits it.
 	e.fake.FailNextAfterApply("POST", replies, 1, http.StatusBadGateway, nil)
-	if _, err := e.app.ReplyInThread(ctx, inst, owner, repo, pr, root, "task-1/thread-2", "v1"); StatusCode(err) != http.StatusBadGateway {
+	if _, err := e.app.ReplyInThread(ctx, pullwright.Repo{InstallationID: inst, Owner: owner, Name: repo}, pr, root, "task-1/thread-2", "v1"); StatusCode(err) != http.StatusBadGateway {
 		t.Fatalf("first attempt: %v, want the 502", err)
 	}
-	if _, err := e.app.ReplyInThread(ctx, inst, owner, repo, pr, root, "task-1/thread-2", "v2"); err != nil {
+	if _, err := e.app.ReplyInThread(ctx, pullwright.Repo{InstallationID: inst, Owner: owner, Name: repo}, pr, root, "task-1/thread-2", "v2"); err != nil {
 		t.Fatalf("retried attempt: %v", err)
 	}
 	n := 0
@@ -324,7 +325,7 @@ func TestReplyInThread(t *testing.T) {
 
 	// Too long a body is cut, the marker kept.
 	long := strings.Repeat("x", MaxBodyChars+10)
-	lid, err := e.app.ReplyInThread(ctx, inst, owner, repo, pr, root, "task-1/long", long)
+	lid, err := e.app.ReplyInThread(ctx, pullwright.Repo{InstallationID: inst, Owner: owner, Name: repo}, pr, root, "task-1/long", long)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -335,7 +336,7 @@ func TestReplyInThread(t *testing.T) {
 	}
 
 	// Replying to a reply is refused by GitHub.
-	if _, err := e.app.ReplyInThread(ctx, inst, owner, repo, pr, id, "task-1/x", "no"); StatusCode(err) != http.StatusUnprocessableEntity ||
+	if _, err := e.app.ReplyInThread(ctx, pullwright.Repo{InstallationID: inst, Owner: owner, Name: repo}, pr, id, "task-1/x", "no"); StatusCode(err) != http.StatusUnprocessableEntity ||
 		!strings.Contains(err.Error(), fmt.Sprintf("reply in review thread %d of acme/widgets#%d", id, pr)) {
 		t.Errorf("reply to a reply: %v", err)
 	}
@@ -346,14 +347,14 @@ func TestAddReviewReaction(t *testing.T) {
 	pr := e.fake.AddPullRequest(owner, repo, fakegithub.PullRequestSeed{HeadRef: "topic"})
 	c := e.fake.AddReviewComment(owner, repo, pr, fakegithub.ReviewComment{Body: "x", Path: "a", Line: 1})
 	for range 2 {
-		if err := e.app.AddReviewReaction(context.Background(), inst, owner, repo, c, "eyes"); err != nil {
+		if err := e.app.AddReviewReaction(context.Background(), pullwright.Repo{InstallationID: inst, Owner: owner, Name: repo}, c, "eyes"); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if got := e.fake.ReviewReactions(owner, repo, c); len(got) != 1 || got[0] != "eyes" {
 		t.Errorf("reactions = %q", got)
 	}
-	err := e.app.AddReviewReaction(context.Background(), inst, owner, repo, 1, "eyes")
+	err := e.app.AddReviewReaction(context.Background(), pullwright.Repo{InstallationID: inst, Owner: owner, Name: repo}, 1, "eyes")
 	if StatusCode(err) != http.StatusNotFound || !strings.Contains(err.Error(), `add reaction "eyes" to review comment 1 in acme/widgets`) {
 		t.Errorf("missing comment: %v", err)
 	}
@@ -369,7 +370,7 @@ func TestOpenPullRequestAcrossRepositories(t *testing.T) {
 	// alice/widgets is a fork of acme/widgets that the installation does
 	// not cover; the bot proposes its branch to the fork's branch.
 	e.fake.AddPullRequest(owner, repo, fakegithub.PullRequestSeed{HeadOwner: "alice", HeadRepo: repo, HeadRef: "fix"})
-	pr := NewPullRequest{Title: "Fix", Body: "b", Head: "acme:pullwright/task-3", Base: "fix"}
+	pr := pullwright.NewPullRequest{Title: "Fix", Body: "b", Head: "acme:pullwright/task-3", Base: "fix"}
 
 	tests := []struct {
 		name      string
@@ -386,9 +387,9 @@ func TestOpenPullRequestAcrossRepositories(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			e.fake.SetPublic("alice", repo, tt.public)
 			before := e.count("POST", "/repos/alice/widgets/pulls")
-			_, err := e.app.OpenPullRequest(ctx, inst, "alice", repo, pr)
-			if !errors.Is(err, ErrNotPermitted) || StatusCode(err) != tt.wantState {
-				t.Fatalf("err = %v (status %d), want ErrNotPermitted with %d", err, StatusCode(err), tt.wantState)
+			_, err := e.app.OpenPullRequest(ctx, pullwright.Repo{InstallationID: inst, Owner: "alice", Name: repo}, pr)
+			if !errors.Is(err, pullwright.ErrNotPermitted) || StatusCode(err) != tt.wantState {
+				t.Fatalf("err = %v (status %d), want pullwright.ErrNotPermitted with %d", err, StatusCode(err), tt.wantState)
 			}
 			if !strings.Contains(err.Error(), "open pull request acme:pullwright/task-3 → fix in alice/widgets") || strings.Contains(err.Error(), tok) {
 				t.Errorf("error = %v", err)
@@ -401,24 +402,24 @@ func TestOpenPullRequestAcrossRepositories(t *testing.T) {
 
 	// A refusal that is a rate limit is not a lack of access.
 	e.fake.FailNext("POST", "/repos/acme/widgets/pulls", 1, http.StatusForbidden, http.Header{"Retry-After": {"99999"}})
-	if _, err := e.app.OpenPullRequest(ctx, inst, owner, repo, NewPullRequest{Title: "t", Head: "h", Base: "main"}); err == nil || errors.Is(err, ErrNotPermitted) {
-		t.Errorf("rate limited: %v, want an error that is not ErrNotPermitted", err)
+	if _, err := e.app.OpenPullRequest(ctx, pullwright.Repo{InstallationID: inst, Owner: owner, Name: repo}, pullwright.NewPullRequest{Title: "t", Head: "h", Base: "main"}); err == nil || errors.Is(err, pullwright.ErrNotPermitted) {
+		t.Errorf("rate limited: %v, want an error that is not pullwright.ErrNotPermitted", err)
 	}
 	// Nor is a validation failure.
 	e.fake.FailNext("POST", "/repos/acme/widgets/pulls", 1, http.StatusUnprocessableEntity, nil)
-	if _, err := e.app.OpenPullRequest(ctx, inst, owner, repo, NewPullRequest{Title: "t", Head: "h2", Base: "main"}); StatusCode(err) != http.StatusUnprocessableEntity || errors.Is(err, ErrNotPermitted) {
-		t.Errorf("422: %v, want an error that is not ErrNotPermitted", err)
+	if _, err := e.app.OpenPullRequest(ctx, pullwright.Repo{InstallationID: inst, Owner: owner, Name: repo}, pullwright.NewPullRequest{Title: "t", Head: "h2", Base: "main"}); StatusCode(err) != http.StatusUnprocessableEntity || errors.Is(err, pullwright.ErrNotPermitted) {
+		t.Errorf("422: %v, want an error that is not pullwright.ErrNotPermitted", err)
 	}
 
 	// Once the installation covers the fork, the cross-repository head works,
 	// and a second call finds the pull request by it.
 	e.fake.AddInstallation(inst, "alice/"+repo)
-	first, err := e.app.OpenPullRequest(ctx, inst, "alice", repo, pr)
+	first, err := e.app.OpenPullRequest(ctx, pullwright.Repo{InstallationID: inst, Owner: "alice", Name: repo}, pr)
 	if err != nil || !first.Created {
 		t.Fatalf("open in the fork = %+v, %v", first, err)
 	}
 	pr.Title = "Fix (v2)"
-	second, err := e.app.OpenPullRequest(ctx, inst, "alice", repo, pr)
+	second, err := e.app.OpenPullRequest(ctx, pullwright.Repo{InstallationID: inst, Owner: "alice", Name: repo}, pr)
 	if err != nil || second.Created || second.Number != first.Number {
 		t.Fatalf("again = %+v, %v; want #%d found", second, err, first.Number)
 	}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/internal/fakegithub"
 )
 
@@ -17,7 +18,7 @@ func TestWorkflowToken(t *testing.T) {
 	fake.AddIssue(owner, repo, fakegithub.Issue{Number: 1, Title: "Off by one", Author: "alice"})
 	fake.SetPermission(owner, repo, "alice", "write")
 	tok := fake.WorkflowToken(inst)
-	who := &Identity{Login: "github-actions[bot]", Name: "github-actions[bot]", Email: "41898282+github-actions[bot]@users.noreply.github.com", ID: 41898282}
+	who := &pullwright.Identity{Login: "github-actions[bot]", Name: "github-actions[bot]", Email: "41898282+github-actions[bot]@users.noreply.github.com", ID: 41898282}
 	a, err := New(Config{Token: tok, Identity: who, BaseURL: fake.URL})
 	if err != nil {
 		t.Fatal(err)
@@ -30,15 +31,15 @@ func TestWorkflowToken(t *testing.T) {
 		t.Fatalf("Identity = %+v, %v", id, err)
 	}
 	// Installation 0, as a workflow's events have none.
-	if role, err := a.Permission(ctx, 0, owner, repo, "alice"); err != nil || role != "write" {
+	if role, err := a.Permission(ctx, pullwright.Repo{InstallationID: 0, Owner: owner, Name: repo}, "alice"); err != nil || role != "write" {
 		t.Fatalf("Permission = %q, %v", role, err)
 	}
-	id, err := a.UpsertComment(ctx, 0, owner, repo, 1, "task-1-status", 0, "working")
+	id, err := postedID(a.UpsertComment(ctx, pullwright.Repo{InstallationID: 0, Owner: owner, Name: repo}, 1, "task-1-status", 0, "working"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The marker is found again under the token's own name.
-	if again, err := a.UpsertComment(ctx, 0, owner, repo, 1, "task-1-status", 0, "done"); err != nil || again != id {
+	if again, err := postedID(a.UpsertComment(ctx, pullwright.Repo{InstallationID: 0, Owner: owner, Name: repo}, 1, "task-1-status", 0, "done")); err != nil || again != id {
 		t.Fatalf("second upsert = %d, %v; want an edit of %d", again, err, id)
 	}
 	for _, r := range fake.Requests() {

@@ -10,7 +10,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/pullwright/pullwright/repo"
+	"github.com/pullwright/pullwright"
 )
 
 // IsTerminal reports whether f is an *os.File on a character device other
@@ -174,7 +174,7 @@ func indent(s, prefix string) string {
 
 // diffStat renders stats as git diff --stat does: one line per file with
 // its count of changed lines and a bar of +/-, and a summary line.
-func diffStat(stats []repo.FileStat) string {
+func diffStat(stats []pullwright.FileStat) string {
 	if len(stats) == 0 {
 		return "no changes\n"
 	}

@@ -9,31 +9,31 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/agent"
-	"github.com/pullwright/pullwright/repo"
 )
 
 func TestDiffStat(t *testing.T) {
 	tests := []struct {
 		name  string
-		stats []repo.FileStat
+		stats []pullwright.FileStat
 		want  string
 	}{
 		{"none", nil, "no changes\n"},
-		{"one", []repo.FileStat{{Path: "README.md", Added: 1, Deleted: 1}},
+		{"one", []pullwright.FileStat{{Path: "README.md", Added: 1, Deleted: 1}},
 			" README.md | 2 +-\n 1 file changed, 1 insertion(+), 1 deletion(-)\n"},
-		{"aligned, binary, deletions only", []repo.FileStat{
+		{"aligned, binary, deletions only", []pullwright.FileStat{
 			{Path: "a.go", Added: 10}, {Path: "img/logo.png"}, {Path: "old.txt", Deleted: 3},
 		}, "" +
 			" a.go         | 10 ++++++++++\n" +
 			" img/logo.png | Bin\n" +
 			" old.txt      |  3 ---\n" +
 			" 3 files changed, 10 insertions(+), 3 deletions(-)\n"},
-		{"scaled", []repo.FileStat{{Path: "big", Added: 400, Deleted: 1}, {Path: "small", Added: 1}}, "" +
+		{"scaled", []pullwright.FileStat{{Path: "big", Added: 400, Deleted: 1}, {Path: "small", Added: 1}}, "" +
 			" big   | 401 " + strings.Repeat("+", 39) + "-\n" +
 			" small |   1 +\n" +
 			" 2 files changed, 401 insertions(+), 1 deletion(-)\n"},
-		{"escaped name", []repo.FileStat{{Path: "a\x1b[2Jb", Added: 1}}, " a\\x1b[2Jb | 1 +\n 1 file changed, 1 insertion(+)\n"},
+		{"escaped name", []pullwright.FileStat{{Path: "a\x1b[2Jb", Added: 1}}, " a\\x1b[2Jb | 1 +\n 1 file changed, 1 insertion(+)\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -16,6 +16,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
 	"github.com/go-git/go-git/v5/plumbing/object"
 
+	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/repo"
 )
 
@@ -185,8 +186,8 @@ func (c *checkout) globalExcludes() []gitignore.Pattern {
 
 // identity is the user's git identity (repository, then global
 // configuration), or Pullwright's when none is set.
-func (c *checkout) identity() repo.Identity {
-	id := repo.Identity{Name: "Pullwright", Email: "pullwright@localhost"}
+func (c *checkout) identity() pullwright.Identity {
+	id := pullwright.Identity{Name: "Pullwright", Email: "pullwright@localhost"}
 	cfg, err := c.r.ConfigScoped(config.GlobalScope)
 	if err != nil {
 		if cfg, err = c.r.Config(); err != nil {
@@ -197,7 +198,7 @@ func (c *checkout) identity() repo.Identity {
 	if name == "" || email == "" || strings.ContainsAny(name+email, "<>\n\r\x00") {
 		return id
 	}
-	return repo.Identity{Name: name, Email: email}
+	return pullwright.Identity{Name: name, Email: email}
 }
 
 // freeBranch returns the branch to create: want if given and free (an error

@@ -25,10 +25,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/agent"
 	"github.com/pullwright/pullwright/fence"
 	"github.com/pullwright/pullwright/policy"
-	"github.com/pullwright/pullwright/repo"
 	"github.com/pullwright/pullwright/runner"
 )
 
@@ -133,7 +133,7 @@ type Result struct {
 	Branch  string
 	Commits []string
 	// Files is the change, per file.
-	Files []repo.FileStat
+	Files []pullwright.FileStat
 	// Finished reports that the agent called finish, with Title and
 	// Summary; otherwise Stopped says why the run ended early.
 	Finished       bool

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/agent"
 	"github.com/pullwright/pullwright/deps"
 	"github.com/pullwright/pullwright/fence"
@@ -98,14 +99,14 @@ func (r *run) banner(notes []string) {
 // r.res and r.failure.
 func (r *run) work(ctx context.Context) {
 	s := r.settings
-	brief := agent.Brief{
+	brief := pullwright.Brief{
 		Repo:         filepath.Base(r.src.top),
 		Title:        "(none: a local run of bot run)",
 		Body:         "There is no issue: the maintainer's request above is the whole task.",
 		Instructions: r.o.Instructions,
 		Requester:    r.who,
 		TestCommand:  s.TestCommand,
-		Limits: agent.Limits{
+		Limits: pullwright.Limits{
 			MaxTurns: s.MaxTurns, MaxTokens: s.MaxTokens,
 			Model: r.model, Protected: s.Protected,
 		},
@@ -114,7 +115,7 @@ func (r *run) work(ctx context.Context) {
 	start := time.Now()
 	var waited time.Duration // answering questions does not count against the wall time
 	shownSteps := 0
-	var shownPlan []agent.PlanItem
+	var shownPlan []pullwright.PlanItem
 	for {
 		if ctx.Err() != nil {
 			r.res.Stopped = "interrupted"
@@ -281,7 +282,7 @@ func (r *run) request(ctx context.Context, req agent.Request) (string, error) {
 	if res.OOMKilled {
 		output += "\n[the sandbox killed the command: it ran out of memory]"
 	}
-	if left, more, err := r.ws.LeftOut(tree, leftOutShown); err == nil && len(left) > 0 {
+	if left, more, err := r.ws.LeftOutOf(tree, leftOutShown); err == nil && len(left) > 0 {
 		list := strings.Join(left, ", ")
 		if more > 0 {
 			list += fmt.Sprintf(" and %d more", more)
@@ -397,7 +398,7 @@ func tail(output string, n int) string {
 	return prefix + indent(strings.Join(lines, "\n"), "    │ ")
 }
 
-func planText(items []agent.PlanItem) string {
+func planText(items []pullwright.PlanItem) string {
 	if len(items) == 0 {
 		return ""
 	}

@@ -14,24 +14,13 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
-)
 
-// Change statuses.
-const (
-	StatusAdded    = "added"
-	StatusModified = "modified"
-	StatusDeleted  = "deleted"
+	"github.com/pullwright/pullwright"
 )
-
-// Change is one path that differs between the worktree and HEAD.
-type Change struct {
-	Path   string // slash-separated, relative to the workspace root
-	Status string // StatusAdded, StatusModified or StatusDeleted
-}
 
 // wtChange is a Change with the worktree content needed to diff it.
 type wtChange struct {
-	Change
+	pullwright.Change
 	mode    filemode.FileMode // worktree mode (not for deleted)
 	content []byte            // worktree content (not for deleted)
 	hash    plumbing.Hash     // blob hash of content
@@ -40,12 +29,12 @@ type wtChange struct {
 // Changes lists the paths whose worktree state differs from HEAD, sorted by
 // path. Untracked files are "added" unless .gitignore ignores them; the
 // index is not looked at, only HEAD and the files on disk.
-func (w *Workspace) Changes() ([]Change, error) {
+func (w *Workspace) Changes() ([]pullwright.Change, error) {
 	cs, err := w.worktreeChanges(false)
 	if err != nil {
 		return nil, fmt.Errorf("changes %s: %w", w.dir, err)
 	}
-	out := make([]Change, len(cs))
+	out := make([]pullwright.Change, len(cs))
 	for i, c := range cs {
 		out[i] = c.Change
 	}
@@ -96,16 +85,16 @@ func (w *Workspace) worktreeChanges(withContent bool) ([]wtChange, error) {
 		if err != nil {
 			return nil, err
 		}
-		c := wtChange{Change: Change{Path: p}}
+		c := wtChange{Change: pullwright.Change{Path: p}}
 		switch {
 		case headEntry == nil && !ok:
 			continue // added to the index, then removed from disk
 		case headEntry == nil:
-			c.Status = StatusAdded
+			c.Status = pullwright.ChangeAdded
 		case !ok:
-			c.Status = StatusDeleted
+			c.Status = pullwright.ChangeDeleted
 		default:
-			c.Status = StatusModified
+			c.Status = pullwright.ChangeModified
 		}
 		if ok {
 			c.mode = mode
@@ -156,29 +145,29 @@ func readWorktreeFile(root, p string) (mode filemode.FileMode, content []byte, o
 }
 
 // CommitAll is CommitAllAt with the current time.
-func (w *Workspace) CommitAll(msg string, author Identity, coAuthors ...Identity) (string, error) {
+func (w *Workspace) CommitAll(msg string, author pullwright.Identity, coAuthors ...pullwright.Identity) (string, error) {
 	return w.CommitAllAt(time.Now(), msg, author, coAuthors...)
 }
 
 // CommitAllAt stages every change (additions, modifications and deletions;
 // ignored files stay out) and commits it with author as author and committer,
 // dated when. Co-authors become "Co-authored-by:" trailers after a blank
-// line. It returns the new commit's SHA, or ErrNothingToCommit if the
+// line. It returns the new commit's SHA, or pullwright.ErrNoChanges if the
 // worktree matches HEAD. The same tree, parent, message, identities and time
 // give the same SHA, so a commit remade after a crash equals the one that
 // may already have been pushed.
-func (w *Workspace) CommitAllAt(when time.Time, msg string, author Identity, coAuthors ...Identity) (string, error) {
+func (w *Workspace) CommitAllAt(when time.Time, msg string, author pullwright.Identity, coAuthors ...pullwright.Identity) (string, error) {
 	msg = strings.TrimSpace(msg)
 	if msg == "" {
 		return "", errors.New("commit: empty message")
 	}
-	if err := author.validate(); err != nil {
+	if err := validIdentity(author); err != nil {
 		return "", fmt.Errorf("commit: author: %w", err)
 	}
 	var trailers []string
 	seen := map[string]bool{strings.ToLower(author.Email): true}
 	for _, co := range coAuthors {
-		if err := co.validate(); err != nil {
+		if err := validIdentity(co); err != nil {
 			return "", fmt.Errorf("commit: co-author: %w", err)
 		}
 		if seen[strings.ToLower(co.Email)] {
@@ -197,7 +186,7 @@ func (w *Workspace) CommitAllAt(when time.Time, msg string, author Identity, coA
 		return "", fmt.Errorf("commit: %w", err)
 	}
 	if len(changes) == 0 {
-		return "", ErrNothingToCommit
+		return "", fmt.Errorf("nothing to commit: %w", pullwright.ErrNoChanges)
 	}
 	wt, err := w.repo.Worktree()
 	if err != nil {
@@ -209,7 +198,7 @@ func (w *Workspace) CommitAllAt(when time.Time, msg string, author Identity, coA
 	sig := &object.Signature{Name: author.Name, Email: author.Email, When: when}
 	h, err := wt.Commit(full, &git.CommitOptions{Author: sig, Committer: sig})
 	if errors.Is(err, git.ErrEmptyCommit) {
-		return "", ErrNothingToCommit
+		return "", fmt.Errorf("nothing to commit: %w", pullwright.ErrNoChanges)
 	}
 	if err != nil {
 		return "", fmt.Errorf("commit: %w", err)

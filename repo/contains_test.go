@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/internal/gitserver"
 	"github.com/pullwright/pullwright/repo"
 )
@@ -133,8 +134,8 @@ func TestTrackFollowsTheTasksBranch(t *testing.T) {
 	for i := range 3 {
 		tip = s.Push(t, owner, name, "work", map[string]string{"NOTES.md": fmt.Sprint("note ", i, "\n")}, "Person")
 	}
-	if err := w.Fetch(ctxT(t), token, tip); !errors.Is(err, repo.ErrCommitGone) {
-		t.Fatalf("Fetch of the work branch's tip along main = %v, want ErrCommitGone", err)
+	if err := w.Fetch(ctxT(t), token, tip); !errors.Is(err, pullwright.ErrBaseGone) {
+		t.Fatalf("Fetch of the work branch's tip along main = %v, want pullwright.ErrBaseGone", err)
 	}
 	if err := w.Track("work"); err != nil {
 		t.Fatal(err)

@@ -12,15 +12,9 @@ import (
 	fdiff "github.com/go-git/go-git/v5/plumbing/format/diff"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/storer"
-)
 
-// FileStat is the size of one file's change in a diff. Binary files count
-// zero lines.
-type FileStat struct {
-	Path    string
-	Added   int
-	Deleted int
-}
+	"github.com/pullwright/pullwright"
+)
 
 // Diff returns the unified diff, in git's format (`diff --git a/… b/…`), from
 // baseSHA's tree to the workspace's current state: HEAD's tree with the
@@ -77,7 +71,7 @@ func (f filePatches) FilePatches() []fdiff.FilePatch { return f }
 func (f filePatches) Message() string                { return "" }
 
 // DiffStat is Diff's per-file line counts, in path order.
-func (w *Workspace) DiffStat(baseSHA string) ([]FileStat, error) {
+func (w *Workspace) DiffStat(baseSHA string) ([]pullwright.FileStat, error) {
 	p, err := w.patch(baseSHA)
 	if err != nil {
 		return nil, fmt.Errorf("diffstat %s: %w", baseSHA, err)
@@ -87,11 +81,11 @@ func (w *Workspace) DiffStat(baseSHA string) ([]FileStat, error) {
 
 // stats counts each file's lines. Not p.Stats(): it leaves binary files
 // out; here they count 0/0.
-func stats(p *object.Patch) []FileStat {
-	var out []FileStat
+func stats(p *object.Patch) []pullwright.FileStat {
+	var out []pullwright.FileStat
 	for _, fp := range p.FilePatches() {
 		from, to := fp.Files()
-		st := FileStat{}
+		st := pullwright.FileStat{}
 		if to != nil {
 			st.Path = to.Path()
 		} else if from != nil {
@@ -128,7 +122,7 @@ func (w *Workspace) patch(baseSHA string) (*object.Patch, error) {
 
 // DiffStatOf is DiffStat against the tree t instead of the current state,
 // so that what a person is shown is the tree that will run.
-func (w *Workspace) DiffStatOf(baseSHA string, t *Tree) ([]FileStat, error) {
+func (w *Workspace) DiffStatOf(baseSHA string, t *Tree) ([]pullwright.FileStat, error) {
 	p, err := w.patchTo(baseSHA, t.tree)
 	if err != nil {
 		return nil, fmt.Errorf("diffstat %s: %w", baseSHA, err)
@@ -188,7 +182,7 @@ func (w *Workspace) currentTree() (*object.Tree, error) {
 		}
 	}
 	for _, c := range changes {
-		if c.Status == StatusDeleted {
+		if c.Status == pullwright.ChangeDeleted {
 			delete(entries, c.Path)
 			continue
 		}

@@ -252,12 +252,12 @@ func checkExport(ctx context.Context, dst string, want map[string]exportEntry) e
 	return nil
 }
 
-// LeftOut lists what the worktree holds that t does not: files and
+// LeftOutOf lists what the worktree holds that t does not: files and
 // directories git ignores (a directory is listed once, with a trailing
 // slash, and not entered), and untracked ones not yet committed. .git is
 // not listed. At most max paths are returned, sorted; more counts the rest.
 // An approved command runs on t alone, so these are what it does not see.
-func (w *Workspace) LeftOut(t *Tree, max int) (paths []string, more int, err error) {
+func (w *Workspace) LeftOutOf(t *Tree, max int) (paths []string, more int, err error) {
 	var walk func(tree *object.Tree, dir string) error
 	walk = func(tree *object.Tree, dir string) error {
 		entries, err := os.ReadDir(filepath.Join(w.dir, filepath.FromSlash(dir)))
@@ -308,4 +308,24 @@ func short(sha string) string {
 		return sha[:12]
 	}
 	return sha
+}
+
+// LeftOut is LeftOutOf the tree of commit sha: what an approved run of
+// that commit does not see.
+func (w *Workspace) LeftOut(sha string, max int) ([]string, int, error) {
+	t, err := w.CommitTree(sha)
+	if err != nil {
+		return nil, 0, err
+	}
+	return w.LeftOutOf(t, max)
+}
+
+// Export writes the files of commit sha, and nothing else, into dir,
+// which must not exist, and checks what it wrote against the commit.
+func (w *Workspace) Export(ctx context.Context, sha, dir string) error {
+	t, err := w.CommitTree(sha)
+	if err != nil {
+		return err
+	}
+	return t.Export(ctx, dir)
 }

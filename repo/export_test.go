@@ -106,14 +106,14 @@ func TestExportHasOnlyTheCommitsFiles(t *testing.T) {
 		}
 	}
 
-	left, more, err := w.LeftOut(tree, 3)
+	left, more, err := w.LeftOutOf(tree, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want := []string{"GNUmakefile", "build/", "docs/readme-link"}; !slices.Equal(left, want) || more != 2 {
 		t.Errorf("LeftOut = %q and %d more, want %q and 2 more (pager/conftest.py, zz_test.go)", left, more, want)
 	}
-	all, more, err := w.LeftOut(tree, 10)
+	all, more, err := w.LeftOutOf(tree, 10)
 	if err != nil || more != 0 || len(all) != 5 || !slices.Contains(all, "pager/conftest.py") || !slices.Contains(all, "zz_test.go") {
 		t.Errorf("LeftOut(10) = %q, %d, %v", all, more, err)
 	}
@@ -166,7 +166,7 @@ func TestExportCurrent(t *testing.T) {
 	if !slices.Equal(shown, stat) || len(shown) != 4 {
 		t.Errorf("DiffStatOf = %v, DiffStat = %v", shown, stat)
 	}
-	left, _, err := w.LeftOut(cur, 10)
+	left, _, err := w.LeftOutOf(cur, 10)
 	if err != nil || !slices.Equal(left, []string{"build/", "debug.log"}) {
 		t.Errorf("LeftOut = %q, %v", left, err)
 	}

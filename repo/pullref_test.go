@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/internal/gitserver"
 	"github.com/pullwright/pullwright/repo"
 )
@@ -87,7 +88,7 @@ func TestClonePullHead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st, err := w.DiffStat(pr[2]); err != nil || len(st) != 1 || st[0] != (repo.FileStat{Path: "feature.txt", Added: 1}) {
+	if st, err := w.DiffStat(pr[2]); err != nil || len(st) != 1 || st[0] != (pullwright.FileStat{Path: "feature.txt", Added: 1}) {
 		t.Errorf("DiffStat(PR head) = %+v, %v", st, err)
 	}
 	if err := w.Push(ctx, token, branch); err != nil {
@@ -141,8 +142,8 @@ func TestClonePullHead(t *testing.T) {
 	if out, err := s.Git(owner, name, "fsck", "--strict", "--no-dangling"); err != nil {
 		t.Fatalf("git fsck: %v\n%s", err, out)
 	}
-	if err := w.Fetch(ctx, token, strings.Repeat("ab", 20)); !errors.Is(err, repo.ErrCommitGone) {
-		t.Errorf("Fetch of a commit the PR lacks = %v, want ErrCommitGone", err)
+	if err := w.Fetch(ctx, token, strings.Repeat("ab", 20)); !errors.Is(err, pullwright.ErrBaseGone) {
+		t.Errorf("Fetch of a commit the PR lacks = %v, want pullwright.ErrBaseGone", err)
 	}
 
 	// A restarted worker reopens it and carries on.

@@ -11,6 +11,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/transport"
+
+	"github.com/pullwright/pullwright"
 )
 
 // Push pushes the local branch to the same name on origin, never forcing.
@@ -18,7 +20,7 @@ import (
 // It is idempotent: if the remote branch already points at the local commit
 // it returns nil without sending anything. If the remote branch has commits
 // the local branch does not contain (someone pushed meanwhile), it returns an
-// error wrapping ErrNonFastForward and leaves the remote untouched.
+// error wrapping pullwright.ErrPushRejected and leaves the remote untouched.
 //
 // Pushing from a shallow clone works with go-git v5.19: the shallow boundary
 // commits are counted as objects the server has, so the pack holds only the
@@ -58,7 +60,7 @@ func (w *Workspace) Push(ctx context.Context, token, branch string) error {
 		if ok, _, err := w.contains(local.Hash(), remoteHash); err != nil {
 			return opError(op, err, token)
 		} else if !ok {
-			return fmt.Errorf("%s: remote is at %s: %w", op, remoteHash, ErrNonFastForward)
+			return fmt.Errorf("%s: remote is at %s: %w", op, remoteHash, pullwright.ErrPushRejected)
 		}
 	}
 
@@ -76,14 +78,14 @@ func (w *Workspace) Push(ctx context.Context, token, branch string) error {
 		return nil
 	}
 	if isRejectedUpdate(err) {
-		return redact(fmt.Errorf("%s: %w (%v)", op, ErrNonFastForward, err), token)
+		return redact(fmt.Errorf("%s: %w (%v)", op, pullwright.ErrPushRejected, err), token)
 	}
 	if errors.Is(err, plumbing.ErrObjectNotFound) {
 		// go-git walks history to check fast-forward and fails on commits a
 		// shallow clone lacks: that happens when the branch appeared or
 		// moved on the remote between our look and the push.
 		if cur, lerr := w.remoteBranch(ctx, remote, refName, token); lerr == nil && cur != remoteHash {
-			return redact(fmt.Errorf("%s: remote moved to %s: %w", op, cur, ErrNonFastForward), token)
+			return redact(fmt.Errorf("%s: remote moved to %s: %w", op, cur, pullwright.ErrPushRejected), token)
 		}
 	}
 	return opError(op, err, token)

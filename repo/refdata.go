@@ -15,6 +15,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/storage/memory"
+
+	"github.com/pullwright/pullwright"
 )
 
 // The functions below keep a small file in a repository under a ref outside
@@ -125,7 +127,7 @@ var ErrRefMoved = errors.New("the ref moved since it was read")
 // "", the ref is replaced whatever it pointed at: it holds data, not
 // anyone's work. Otherwise it is replaced only if it still points at
 // expect (ErrRefMoved if not), so two writers cannot both win.
-func WriteRefFile(ctx context.Context, url, token, ref, path string, data []byte, author Identity, msg string, when time.Time, expect string) (string, error) {
+func WriteRefFile(ctx context.Context, url, token, ref, path string, data []byte, author pullwright.Identity, msg string, when time.Time, expect string) (string, error) {
 	safe, err := checkURL(url)
 	if err != nil {
 		return "", fmt.Errorf("write %s on %s: %w", ref, safe, err)
@@ -136,7 +138,7 @@ func WriteRefFile(ctx context.Context, url, token, ref, path string, data []byte
 	if path == "" || strings.Contains(path, "/") {
 		return "", fmt.Errorf("write %s: file name %q must be a single path element", ref, path)
 	}
-	if err := author.validate(); err != nil {
+	if err := validIdentity(author); err != nil {
 		return "", fmt.Errorf("write %s: %w", ref, err)
 	}
 	st := memory.NewStorage()

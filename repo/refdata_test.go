@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/repo"
 )
 
@@ -16,7 +17,7 @@ func TestDataRefRoundTrip(t *testing.T) {
 	url := srv.CloneURL("o", "r")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	who := repo.Identity{Name: "bot", Email: "bot@example.com"}
+	who := pullwright.Identity{Name: "bot", Email: "bot@example.com"}
 	const ref = "refs/pullwright/state/issue-7-task-12"
 
 	refs, err := repo.ListRefs(ctx, url, token, "refs/pullwright/")
@@ -73,7 +74,7 @@ func TestDataRefRefusesBranchesAndBadTokens(t *testing.T) {
 	srv.CreateRepo(t, "o", "r", "main", map[string]string{"a.txt": "a\n"})
 	url := srv.CloneURL("o", "r")
 	ctx := context.Background()
-	who := repo.Identity{Name: "bot", Email: "bot@example.com"}
+	who := pullwright.Identity{Name: "bot", Email: "bot@example.com"}
 	for _, ref := range []string{"refs/heads/main", "refs/tags/v1", "main", "refs/x", "refs/a/../b", "refs/a/b c"} {
 		if _, err := repo.WriteRefFile(ctx, url, token, ref, "f", []byte("x"), who, "m", time.Now(), ""); err == nil {
 			t.Errorf("WriteRefFile(%q) succeeded", ref)

@@ -24,6 +24,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
+
+	"github.com/pullwright/pullwright"
 )
 
 // tokenUser is the Basic-auth user name GitHub expects with an installation
@@ -31,21 +33,14 @@ import (
 const tokenUser = "x-access-token"
 
 var (
-	// ErrNothingToCommit is returned by CommitAll when the worktree has no
-	// change against HEAD.
-	ErrNothingToCommit = errors.New("nothing to commit")
-	// ErrNonFastForward is returned (wrapped) by Push when the remote branch
-	// has commits the workspace does not contain. Push never forces.
-	ErrNonFastForward = errors.New("non-fast-forward: the remote branch has commits that are not in the workspace")
 	// ErrAuthFailed is returned (wrapped) when the server refused the token
 	// (HTTP 401 or 403). The caller may refresh the token and retry.
 	ErrAuthFailed = errors.New("git authentication failed: the token was rejected or lacks access to the repository")
 )
 
-// Identity is a commit author or co-author.
-type Identity struct{ Name, Email string }
-
-func (id Identity) validate() error {
+// validIdentity checks a commit author or co-author: git needs a name and
+// an email, and neither may break the header.
+func validIdentity(id pullwright.Identity) error {
 	if strings.TrimSpace(id.Name) == "" || strings.TrimSpace(id.Email) == "" {
 		return fmt.Errorf("identity %q <%s>: name and email are required", id.Name, id.Email)
 	}

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/internal/gitserver"
 	"github.com/pullwright/pullwright/repo"
 )
@@ -25,8 +26,8 @@ const (
 )
 
 var (
-	bot   = repo.Identity{Name: "pullwright[bot]", Email: "123+pullwright[bot]@users.noreply.github.com"}
-	alice = repo.Identity{Name: "Alice Maintainer", Email: "alice@example.com"}
+	bot   = pullwright.Identity{Name: "pullwright[bot]", Email: "123+pullwright[bot]@users.noreply.github.com"}
+	alice = pullwright.Identity{Name: "Alice Maintainer", Email: "alice@example.com"}
 )
 
 func newServer(t testing.TB) *gitserver.Server {
@@ -458,8 +459,8 @@ func TestPushErrors(t *testing.T) {
 	}
 	t.Run("person pushed meanwhile", func(t *testing.T) {
 		err := w.Push(ctxT(t), token, branch)
-		if !errors.Is(err, repo.ErrNonFastForward) {
-			t.Fatalf("err = %v, want ErrNonFastForward", err)
+		if !errors.Is(err, pullwright.ErrPushRejected) {
+			t.Fatalf("err = %v, want pullwright.ErrPushRejected", err)
 		}
 		t.Logf("error: %v", err)
 		if got, _ := s.RevParse(t, owner, name, branch); got != person {
@@ -482,8 +483,8 @@ func TestPushErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Run("branch created by someone else", func(t *testing.T) {
-		if err := w2.Push(ctxT(t), token, other); !errors.Is(err, repo.ErrNonFastForward) {
-			t.Fatalf("err = %v, want ErrNonFastForward", err)
+		if err := w2.Push(ctxT(t), token, other); !errors.Is(err, pullwright.ErrPushRejected) {
+			t.Fatalf("err = %v, want pullwright.ErrPushRejected", err)
 		}
 	})
 	t.Run("remote already has the commit", func(t *testing.T) {
@@ -506,7 +507,7 @@ func TestChangesAndCommitAll(t *testing.T) {
 	if cs, err := w.Changes(); err != nil || len(cs) != 0 {
 		t.Fatalf("fresh clone Changes = %v, %v", cs, err)
 	}
-	if _, err := w.CommitAll("nothing", bot); !errors.Is(err, repo.ErrNothingToCommit) {
+	if _, err := w.CommitAll("nothing", bot); !errors.Is(err, pullwright.ErrNoChanges) {
 		t.Fatalf("CommitAll on a clean tree: %v", err)
 	}
 	write(t, w, map[string]string{
@@ -519,7 +520,7 @@ func TestChangesAndCommitAll(t *testing.T) {
 	// Touch without change: not a change.
 	write(t, w, map[string]string{"docs/keep.md": "keep\n"})
 
-	want := []repo.Change{
+	want := []pullwright.Change{
 		{Path: "README.md", Status: "modified"},
 		{Path: "docs/old.txt", Status: "deleted"},
 		{Path: "new/dir/file.go", Status: "added"},
@@ -532,14 +533,14 @@ func TestChangesAndCommitAll(t *testing.T) {
 	tests := []struct {
 		name      string
 		msg       string
-		author    repo.Identity
-		co        []repo.Identity
+		author    pullwright.Identity
+		co        []pullwright.Identity
 		wantError bool
 	}{
 		{name: "empty message", msg: "  ", author: bot, wantError: true},
-		{name: "no author email", msg: "x", author: repo.Identity{Name: "x"}, wantError: true},
-		{name: "newline in co-author", msg: "x", author: bot, co: []repo.Identity{{Name: "a\nSigned-off-by: b", Email: "a@b"}}, wantError: true},
-		{name: "angle bracket in email", msg: "x", author: bot, co: []repo.Identity{{Name: "a", Email: "a>@b"}}, wantError: true},
+		{name: "no author email", msg: "x", author: pullwright.Identity{Name: "x"}, wantError: true},
+		{name: "newline in co-author", msg: "x", author: bot, co: []pullwright.Identity{{Name: "a\nSigned-off-by: b", Email: "a@b"}}, wantError: true},
+		{name: "angle bracket in email", msg: "x", author: bot, co: []pullwright.Identity{{Name: "a", Email: "a>@b"}}, wantError: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -550,7 +551,7 @@ func TestChangesAndCommitAll(t *testing.T) {
 		})
 	}
 
-	bob := repo.Identity{Name: "Bob", Email: "bob@example.com"}
+	bob := pullwright.Identity{Name: "Bob", Email: "bob@example.com"}
 	sha, err := w.CommitAll("Checkpoint\n", bot, alice, bob, alice, bot)
 	if err != nil {
 		t.Fatal(err)
@@ -558,7 +559,7 @@ func TestChangesAndCommitAll(t *testing.T) {
 	if cs, err := w.Changes(); err != nil || len(cs) != 0 {
 		t.Fatalf("Changes after commit = %v, %v", cs, err)
 	}
-	if _, err := w.CommitAll("again", bot); !errors.Is(err, repo.ErrNothingToCommit) {
+	if _, err := w.CommitAll("again", bot); !errors.Is(err, pullwright.ErrNoChanges) {
 		t.Fatalf("second CommitAll: %v", err)
 	}
 	if h, _ := w.Head(); h != sha {
@@ -705,7 +706,7 @@ func TestDiff(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantStats := []repo.FileStat{
+	wantStats := []pullwright.FileStat{
 		{Path: "README.md", Added: 2, Deleted: 0},
 		{Path: "a/new.txt", Added: 2, Deleted: 0},
 		{Path: "cmd/main.go", Added: 0, Deleted: 3},

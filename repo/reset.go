@@ -9,11 +9,9 @@ import (
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/storage/memory"
-)
 
-// ErrCommitGone means a commit is not in the cloned branch's history (the
-// branch was rewritten since), so work based on it cannot be rebuilt there.
-var ErrCommitGone = errors.New("commit is not in the branch's history")
+	"github.com/pullwright/pullwright"
+)
 
 // deepenSteps are the history depths tried, in turn, to find a commit a
 // shallow clone lacks: most tasks resume within a few commits of the tip.
@@ -38,7 +36,7 @@ func (w *Workspace) ResetTo(ctx context.Context, token, sha string) error {
 
 // Fetch makes sure the workspace has commit sha, deepening the shallow
 // clone's history of its branch (or pull request head: the fetch uses the
-// refspec Clone configured) until it appears. ErrCommitGone if the whole
+// refspec Clone configured) until it appears. pullwright.ErrBaseGone if the whole
 // history lacks it.
 func (w *Workspace) Fetch(ctx context.Context, token, sha string) error {
 	h := plumbing.NewHash(sha)
@@ -60,7 +58,7 @@ func (w *Workspace) Fetch(ctx context.Context, token, sha string) error {
 	}
 	if _, err := w.repo.CommitObject(h); err != nil {
 		if errors.Is(err, plumbing.ErrObjectNotFound) {
-			return fmt.Errorf("fetch %s: %w", sha, ErrCommitGone)
+			return fmt.Errorf("fetch %s: %w", sha, pullwright.ErrBaseGone)
 		}
 		return fmt.Errorf("fetch %s: %w", sha, err)
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/repo"
 )
 
@@ -59,8 +60,8 @@ func TestResetToErrors(t *testing.T) {
 		t.Fatal("ResetTo accepted a non-SHA")
 	}
 	err := w.ResetTo(ctxT(t), token, strings.Repeat("ab", 20))
-	if !errors.Is(err, repo.ErrCommitGone) {
-		t.Fatalf("ResetTo(unknown commit) = %v, want ErrCommitGone", err)
+	if !errors.Is(err, pullwright.ErrBaseGone) {
+		t.Fatalf("ResetTo(unknown commit) = %v, want pullwright.ErrBaseGone", err)
 	}
 	if err := w.ResetTo(ctxT(t), "wrong-token", strings.Repeat("cd", 20)); err == nil || strings.Contains(err.Error(), "wrong-token") {
 		t.Fatalf("ResetTo with a bad token = %v (must fail without echoing the token)", err)

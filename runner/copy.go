@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"github.com/pullwright/pullwright"
 )
 
 // copyTree copies the directory tree at src to dst, which must not exist.
@@ -144,7 +146,7 @@ func removeTree(path string) error {
 // Each of links is added as a symbolic link where the tree has nothing of
 // its name and has its directory (a real one: a link is never written
 // through a symbolic link); one the tree has is left as the tree has it.
-func tarTree(ctx context.Context, src string, w io.Writer, uid, gid int, reserve func(size int64) error, links ...Link) error {
+func tarTree(ctx context.Context, src string, w io.Writer, uid, gid int, reserve func(size int64) error, links ...pullwright.Link) error {
 	root, err := filepath.EvalSymlinks(src)
 	if err != nil {
 		return err
@@ -207,7 +209,7 @@ func tarTree(ctx context.Context, src string, w io.Writer, uid, gid int, reserve
 		return err
 	}
 	for _, l := range links {
-		if !l.validName() {
+		if !validLinkName(l) {
 			return fmt.Errorf("link %q: not a path inside the workspace", l.Name)
 		}
 		if _, err := os.Lstat(filepath.Join(root, filepath.FromSlash(l.Name))); err == nil {

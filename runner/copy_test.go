@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/pullwright/pullwright"
 )
 
 // tarEntry is what a test compares of one tar entry.
@@ -183,7 +185,7 @@ func TestTarTreeLinks(t *testing.T) {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
-	links := []Link{{Name: "node_modules", Target: "/deps/files/node_modules"}, {Name: "vendor", Target: "/elsewhere"},
+	links := []pullwright.Link{{Name: "node_modules", Target: "/deps/files/node_modules"}, {Name: "vendor", Target: "/elsewhere"},
 		{Name: "web/node_modules", Target: "/deps/files/workspace/web/node_modules"},
 		{Name: "gone/node_modules", Target: "/x"}, {Name: "alias/node_modules", Target: "/x"}}
 	if err := tarTree(t.Context(), dir, &buf, 7, 8, nil, links...); err != nil {
@@ -208,7 +210,7 @@ func TestTarTreeLinks(t *testing.T) {
 		t.Errorf("entries:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 	for _, name := range []string{"", ".", "..", "../up", "/abs", "a/../b", "a//b", "a/", "./a", "a\\b", "a\x00"} {
-		if err := tarTree(t.Context(), dir, io.Discard, 1, 1, nil, Link{Name: name, Target: "/x"}); err == nil {
+		if err := tarTree(t.Context(), dir, io.Discard, 1, 1, nil, pullwright.Link{Name: name, Target: "/x"}); err == nil {
 			t.Errorf("link named %q: no error", name)
 		}
 	}

@@ -23,6 +23,8 @@ import (
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/mount"
 	"github.com/moby/moby/client"
+
+	"github.com/pullwright/pullwright"
 )
 
 // Labels every container and workspace volume of the Docker runner carries.
@@ -359,7 +361,7 @@ func (d *Docker) limitsFor(s Spec, hostCPUs int64) limits {
 
 // Run creates a workspace volume and a container, copies s.Dir into it, runs
 // s.Command there, and removes both, whatever happened. See Docker.
-func (d *Docker) Run(ctx context.Context, s Spec) (Result, error) {
+func (d *Docker) Run(ctx context.Context, s Spec) (pullwright.RunResult, error) {
 	if s.Timeout <= 0 {
 		s.Timeout = d.cfg.Timeout
 	}
@@ -367,7 +369,7 @@ func (d *Docker) Run(ctx context.Context, s Spec) (Result, error) {
 		s.MaxOutput = d.cfg.MaxOutput
 	}
 	s = s.withDefaults()
-	res := Result{ExitCode: -1}
+	res := pullwright.RunResult{ExitCode: -1}
 	if s.Dir == "" {
 		return res, errors.New("run: no workspace directory")
 	}
@@ -617,8 +619,8 @@ func (d *Docker) tmpfs(lim limits) map[string]string {
 
 // run creates the volume and the container, starts it, copies the workspace
 // in, lets the command go and waits for it; see Run.
-func (d *Docker) run(ctx context.Context, log *slog.Logger, s Spec, image string, lim limits) (Result, error) {
-	res := Result{ExitCode: -1}
+func (d *Docker) run(ctx context.Context, log *slog.Logger, s Spec, image string, lim limits) (pullwright.RunResult, error) {
+	res := pullwright.RunResult{ExitCode: -1}
 	volume, err := d.createVolume(ctx, s, lim.disk)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -834,7 +836,7 @@ var errCopyEnded = errors.New("copy ended")
 // pages tmpfs stores them in, so an oversized workspace is cut short here
 // rather than left to the engine, whose out-of-space answer can be lost to a
 // broken pipe while the rest of the stream is still being written.
-func (d *Docker) copyIn(ctx context.Context, id, dir string, size int64, links []Link) error {
+func (d *Docker) copyIn(ctx context.Context, id, dir string, size int64, links []pullwright.Link) error {
 	uid, gid, _ := parseUser(d.cfg.User)
 	page := int64(os.Getpagesize())
 	left := size

@@ -16,6 +16,7 @@ import (
 
 	"github.com/moby/moby/client"
 
+	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/fence"
 	"github.com/pullwright/pullwright/internal/fencetest"
 	"github.com/pullwright/pullwright/runner"
@@ -110,7 +111,7 @@ func TestDockerFencedSetupFillsACacheRunsRead(t *testing.T) {
 	d := newDocker(t, runner.DockerConfig{Forwarder: fencetest.Forwarder(t)})
 	setup, err := d.Run(t.Context(), runner.Spec{
 		Dir: dir, Route: proxy, Timeout: 2 * time.Minute,
-		Caches:  []runner.CacheMount{{Volume: volume, Target: "/deps"}},
+		Caches:  []pullwright.CacheMount{{Volume: volume, Target: "/deps"}},
 		Env:     []string{modcache, "GOPROXY=http://" + host, "GOFLAGS=-mod=mod", "GOTOOLCHAIN=local"},
 		Command: "go mod download",
 	})
@@ -130,7 +131,7 @@ func TestDockerFencedSetupFillsACacheRunsRead(t *testing.T) {
 	before := served.Load()
 	run, err := d.Run(t.Context(), runner.Spec{
 		Dir: dir, Timeout: 2 * time.Minute,
-		Caches:  []runner.CacheMount{{Volume: volume, Target: "/deps", ReadOnly: true}},
+		Caches:  []pullwright.CacheMount{{Volume: volume, Target: "/deps", ReadOnly: true}},
 		Env:     []string{modcache, "GOPROXY=off", "GOFLAGS=-mod=mod", "GOTOOLCHAIN=local"},
 		Command: "go build -o /tmp/app . && echo built; touch /deps/" + runner.CacheFiles + "/x || echo cache read-only",
 	})

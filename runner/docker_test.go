@@ -23,6 +23,7 @@ import (
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 
+	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/internal/sandboxtest"
 	"github.com/pullwright/pullwright/runner"
 )
@@ -91,7 +92,7 @@ func ownedContainers(t testing.TB, owner string) []string {
 }
 
 // dockerRun runs command on a copy of dir (an empty directory if "").
-func dockerRun(t *testing.T, d *runner.Docker, dir, command string, timeout time.Duration) runner.Result {
+func dockerRun(t *testing.T, d *runner.Docker, dir, command string, timeout time.Duration) pullwright.RunResult {
 	t.Helper()
 	if dir == "" {
 		dir = t.TempDir()

@@ -17,6 +17,7 @@ import (
 	"github.com/moby/moby/api/pkg/stdcopy"
 	"github.com/moby/moby/client"
 
+	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/fence"
 )
 
@@ -200,7 +201,7 @@ var errNoForwarder = errors.New("run: a fenced run needs DockerConfig.Forwarder,
 
 // prepareCaches makes each writable cache's CacheFiles directory the
 // sandbox user's, through the engine's API like the workspace.
-func (d *Docker) prepareCaches(ctx context.Context, id string, caches []CacheMount) error {
+func (d *Docker) prepareCaches(ctx context.Context, id string, caches []pullwright.CacheMount) error {
 	uid, gid, _ := parseUser(d.cfg.User)
 	for _, c := range caches {
 		if c.ReadOnly {

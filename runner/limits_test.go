@@ -3,6 +3,8 @@ package runner
 import (
 	"reflect"
 	"testing"
+
+	"github.com/pullwright/pullwright"
 )
 
 func TestLimitsFor(t *testing.T) {
@@ -41,15 +43,15 @@ func TestCheckCachesAndEnv(t *testing.T) {
 		spec Spec
 		ok   bool
 	}{
-		{"a cache and its variable", Spec{Caches: []CacheMount{{Volume: "v", Target: "/deps", ReadOnly: true}}, Env: []string{"GOMODCACHE=/deps/files/go/mod"}}, true},
-		{"no volume", Spec{Caches: []CacheMount{{Target: "/deps"}}}, false},
-		{"relative target", Spec{Caches: []CacheMount{{Volume: "v", Target: "deps"}}}, false},
-		{"unclean target", Spec{Caches: []CacheMount{{Volume: "v", Target: "/deps/../workspace"}}}, false},
-		{"over the workspace", Spec{Caches: []CacheMount{{Volume: "v", Target: SandboxWorkdir}}}, false},
-		{"inside the workspace", Spec{Caches: []CacheMount{{Volume: "v", Target: SandboxWorkdir + "/node_modules"}}}, false},
-		{"over /tmp", Spec{Caches: []CacheMount{{Volume: "v", Target: "/tmp"}}}, false},
-		{"over the root", Spec{Caches: []CacheMount{{Volume: "v", Target: "/"}}}, false},
-		{"over the tools", Spec{Caches: []CacheMount{{Volume: "v", Target: ToolsDir}}}, false},
+		{"a cache and its variable", Spec{Caches: []pullwright.CacheMount{{Volume: "v", Target: "/deps", ReadOnly: true}}, Env: []string{"GOMODCACHE=/deps/files/go/mod"}}, true},
+		{"no volume", Spec{Caches: []pullwright.CacheMount{{Target: "/deps"}}}, false},
+		{"relative target", Spec{Caches: []pullwright.CacheMount{{Volume: "v", Target: "deps"}}}, false},
+		{"unclean target", Spec{Caches: []pullwright.CacheMount{{Volume: "v", Target: "/deps/../workspace"}}}, false},
+		{"over the workspace", Spec{Caches: []pullwright.CacheMount{{Volume: "v", Target: SandboxWorkdir}}}, false},
+		{"inside the workspace", Spec{Caches: []pullwright.CacheMount{{Volume: "v", Target: SandboxWorkdir + "/node_modules"}}}, false},
+		{"over /tmp", Spec{Caches: []pullwright.CacheMount{{Volume: "v", Target: "/tmp"}}}, false},
+		{"over the root", Spec{Caches: []pullwright.CacheMount{{Volume: "v", Target: "/"}}}, false},
+		{"over the tools", Spec{Caches: []pullwright.CacheMount{{Volume: "v", Target: ToolsDir}}}, false},
 		{"an entry without a name", Spec{Env: []string{"=x"}}, false},
 		{"an entry without a value", Spec{Env: []string{"X"}}, false},
 	} {

@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/pullwright/pullwright"
 )
 
 // DefaultPath is the PATH a Local command gets.
@@ -72,9 +74,9 @@ func (l *Local) logger() *slog.Logger {
 // command gets only PATH, HOME, TMPDIR, LANG, CI, GOCACHE and GOPATH, the
 // last four pointing at empty per-run directories. When the shell exits, or
 // the timeout or ctx ends the run, its whole process group is killed.
-func (l *Local) Run(ctx context.Context, s Spec) (Result, error) {
+func (l *Local) Run(ctx context.Context, s Spec) (pullwright.RunResult, error) {
 	s = s.withDefaults()
-	res := Result{ExitCode: -1}
+	res := pullwright.RunResult{ExitCode: -1}
 	if s.Dir == "" {
 		return res, errors.New("run: no workspace directory")
 	}
@@ -117,8 +119,8 @@ func (l *Local) Run(ctx context.Context, s Spec) (Result, error) {
 }
 
 // run starts the shell and collects its result; see Run.
-func (l *Local) run(ctx context.Context, log *slog.Logger, s Spec, dir string, env []string) (Result, error) {
-	res := Result{ExitCode: -1}
+func (l *Local) run(ctx context.Context, log *slog.Logger, s Spec, dir string, env []string) (pullwright.RunResult, error) {
+	res := pullwright.RunResult{ExitCode: -1}
 	waitDelay := l.waitDelay
 	if waitDelay <= 0 {
 		waitDelay = defaultWaitDelay

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/runner"
 )
 
@@ -27,7 +28,7 @@ func newLocal(t *testing.T) (*runner.Local, string) {
 }
 
 // run runs s and checks that the run left nothing behind in runs.
-func run(t *testing.T, l *runner.Local, runs string, s runner.Spec) (runner.Result, error) {
+func run(t *testing.T, l *runner.Local, runs string, s runner.Spec) (pullwright.RunResult, error) {
 	t.Helper()
 	res, err := l.Run(t.Context(), s)
 	assertEmpty(t, runs)

@@ -21,6 +21,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/pullwright/pullwright"
 )
 
 // Defaults applied to a Spec's zero values.
@@ -72,14 +74,14 @@ type Spec struct {
 	// (ReadOnly). Env is added to the command's environment (after the
 	// runner's own), to point the tools at them; it must hold nothing of
 	// the bot's. Local ignores both: it has no volumes to mount.
-	Caches []CacheMount
+	Caches []pullwright.CacheMount
 	Env    []string
 	// Links are symbolic links put in the sandbox's copy of the
 	// workspace where the tree has nothing of that name and has the
 	// directory it would be in: how a run finds what setup left in a cache
 	// for the working directory (a node_modules). Local ignores them, as
 	// it does Caches.
-	Links []Link
+	Links []pullwright.Link
 
 	// Route, if set, makes the run fenced: it has no network whatever
 	// Network says, and its processes reach hosts only through a
@@ -90,26 +92,9 @@ type Spec struct {
 	Route Route
 }
 
-// CacheMount is a volume a run mounts at Target (an absolute path outside
-// the workspace). A new volume's root is root's, and the sandbox user may
-// not change that (its root file system is read-only, and it is not
-// root), so the files live in the volume's directory CacheFiles, which
-// the runner makes the sandbox user's in a writable mount.
-type CacheMount struct {
-	Volume   string
-	Target   string
-	ReadOnly bool
-}
-
-// Link is a symbolic link at Name, a slash-separated path in the
-// workspace, pointing at Target.
-type Link struct {
-	Name, Target string
-}
-
-// validName reports whether a Link's name is a path inside the
+// validLinkName reports whether a Link's name is a path inside the
 // workspace: relative, clean, with no "." or ".." and no backslash or NUL.
-func (l Link) validName() bool {
+func validLinkName(l pullwright.Link) bool {
 	if l.Name == "" || strings.ContainsAny(l.Name, "\\\x00") || path.Clean(l.Name) != l.Name || path.IsAbs(l.Name) {
 		return false
 	}
@@ -165,39 +150,12 @@ func (s Spec) checkLimits() error {
 	return nil
 }
 
-// Result is what a command did. A command that fails, times out or is killed
-// is a normal Result, not an error.
-type Result struct {
-	// ExitCode is the command's exit status, or -1 if it never exited
-	// normally (Local: killed by a signal; both: timed out, cancelled, or,
-	// for Docker, the image could not be had or the workspace did not fit
-	// in the sandbox). In a Docker container the shell is process 1 and a
-	// command killed by signal n exits 128+n as a shell reports it (137
-	// for SIGKILL, and so for OOMKilled).
-	ExitCode int
-	// Output is stdout and stderr interleaved in the order they were
-	// written, bounded by Spec.MaxOutput plus the cut marker. A note such as
-	// "[timed out after 10m0s]" or "[killed by signal 9 (SIGKILL)]" is
-	// written at the end, within the same bound.
-	Output string
-	// Truncated reports that the middle of the output was cut.
-	Truncated bool
-	// TimedOut reports that Spec.Timeout elapsed and the command was killed.
-	TimedOut bool
-	// OOMKilled reports that the sandbox killed the command for exceeding
-	// its memory limit. Always false for Local.
-	OOMKilled bool
-	// Duration is how long the command ran, from start until it and its
-	// process group were gone. It does not include copying the workspace.
-	Duration time.Duration
-}
-
 // Runner runs one approved command. The error is only for failures of the
 // runner itself (the workspace cannot be copied, the shell cannot be started)
 // and for ctx being done, in which case the partial Result is returned too
 // and the error wraps ctx.Err().
 type Runner interface {
-	Run(ctx context.Context, s Spec) (Result, error)
+	Run(ctx context.Context, s Spec) (pullwright.RunResult, error)
 }
 
 // withDefaults returns s with its zero values replaced by the defaults.

@@ -23,6 +23,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/deps"
 	"github.com/pullwright/pullwright/fence"
 	"github.com/pullwright/pullwright/runner"
@@ -91,13 +92,13 @@ type Request struct {
 type Prepared struct {
 	Plan deps.Plan
 	// Caches and Env go into the approved run's Spec.
-	Caches []runner.CacheMount
+	Caches []pullwright.CacheMount
 	Env    []string
-	Links  []runner.Link
+	Links  []pullwright.Link
 	// Setup is the setup run, when this call ran one (nil when the cache
 	// was ready or there is nothing to set up); Events are the
 	// connections it asked the fence for.
-	Setup  *runner.Result
+	Setup  *pullwright.RunResult
 	Events []fence.Event
 	// Failed is true when the setup ran and did not succeed: the approved
 	// command should not run on a half-filled cache.
@@ -205,7 +206,7 @@ func (s *Setup) Prepare(ctx context.Context, req Request) (Prepared, error) {
 	s.touch(cache.Volume)
 	var once sync.Once
 	p.release = func(context.Context) { once.Do(func() { s.unhold(cache.Volume) }) }
-	p.Caches = []runner.CacheMount{{Volume: cache.Volume, Target: Mount, ReadOnly: true}}
+	p.Caches = []pullwright.CacheMount{{Volume: cache.Volume, Target: Mount, ReadOnly: true}}
 	p.Env, p.Links = env(plan, false), links(plan)
 	return p, nil
 }
@@ -232,7 +233,7 @@ func (s *Setup) private(ctx context.Context, req Request, image string, plan dep
 		p.release = nil
 		return p, err
 	}
-	p.Caches = []runner.CacheMount{{Volume: volume, Target: Mount, ReadOnly: true}}
+	p.Caches = []pullwright.CacheMount{{Volume: volume, Target: Mount, ReadOnly: true}}
 	p.Env, p.Links = env(plan, false), links(plan)
 	return p, nil
 }
@@ -259,7 +260,7 @@ func (s *Setup) proxy(ctx context.Context, req Request, image string, plan deps.
 func (s *Setup) run(ctx context.Context, p *Prepared, dir, image, volume string, req Request, proxy *fence.Proxy) error {
 	res, err := s.Runner.Run(ctx, runner.Spec{
 		Dir: dir, Image: image, Command: script(p.Plan), Route: proxy,
-		Caches: []runner.CacheMount{{Volume: volume, Target: Mount}},
+		Caches: []pullwright.CacheMount{{Volume: volume, Target: Mount}},
 		Env:    env(p.Plan, true),
 		Memory: req.Memory, Disk: req.Disk, NanoCPUs: req.NanoCPUs, Timeout: req.Timeout,
 		Labels: req.Labels,
@@ -372,10 +373,10 @@ for x in $(cd "$kept" && find . -name node_modules -prune -o -type d -print); do
 done`
 
 // links are the run's links to the WorkspaceDirs setup kept.
-func links(plan deps.Plan) []runner.Link {
-	var out []runner.Link
+func links(plan deps.Plan) []pullwright.Link {
+	var out []pullwright.Link
 	for _, d := range plan.WorkspaceDirs() {
-		out = append(out, runner.Link{Name: d, Target: path.Join(Dir, deps.WorkspaceKept, d)})
+		out = append(out, pullwright.Link{Name: d, Target: path.Join(Dir, deps.WorkspaceKept, d)})
 	}
 	return out
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/policy"
 )
 
@@ -20,7 +21,7 @@ const (
 )
 
 // The buttons of the approval check run; GitHub sends the identifier back.
-var approvalActions = []CheckAction{
+var approvalActions = []pullwright.CheckAction{
 	{Label: "Approve", Description: "Run this command in the sandbox", Identifier: "approve"},
 	{Label: "Reject", Description: "Do not run it; the agent goes on", Identifier: "reject"},
 }
@@ -79,7 +80,7 @@ func (f *Flow) ask(ctx context.Context, t *Task) error {
 	}
 	switch {
 	case t.PRNumber == 0 && t.PushedSHA != "" && t.draftable():
-		pr, err := f.GitHub.OpenPullRequest(ctx, t.Repo, NewPullRequest{
+		pr, err := f.GitHub.OpenPullRequest(ctx, t.Repo, pullwright.NewPullRequest{
 			Title: "[WIP] " + draftTitle(t),
 			Body:  RenderPullRequest(t),
 			Head:  t.Branch,
@@ -105,7 +106,7 @@ func (f *Flow) ask(ctx context.Context, t *Task) error {
 			return retryf(err, "posting the execution request failed")
 		}
 		r.CommentID, r.CommentURL = p.ID, p.URL
-		r.shown(p.shownAt())
+		r.shown(p.ShownAt())
 		return nil
 	case r.PRCommentID == 0 && t.PRNumber != 0:
 		p, err := f.GitHub.UpsertComment(ctx, t.Repo, t.PRNumber, marker(t, "request-"+r.ID+"-pr"), 0, f.renderRequest(ctx, t))
@@ -113,10 +114,10 @@ func (f *Flow) ask(ctx context.Context, t *Task) error {
 			return retryf(err, "posting the execution request on the pull request failed")
 		}
 		r.PRCommentID = p.ID
-		r.shown(p.shownAt())
+		r.shown(p.ShownAt())
 		return nil
 	case r.CheckRunID == 0:
-		id, err := f.GitHub.UpsertCheckRun(ctx, t.Repo, CheckRun{
+		id, err := f.GitHub.UpsertCheckRun(ctx, t.Repo, pullwright.CheckRun{
 			Name:       ApprovalCheck,
 			HeadSHA:    r.SHA,
 			Status:     "completed",
@@ -194,7 +195,7 @@ const maxManifestDiff = 12 << 10
 // the setup then runs with them, and the approval of the request covers
 // that too.
 type ManifestChanges struct {
-	Files []FileStat
+	Files []pullwright.FileStat
 	// Diff is their unified diff, cut to maxManifestDiff at a line's end.
 	Diff string
 	// Err is why they could not be read; the request is then treated as
@@ -238,7 +239,7 @@ func (f *Flow) comparesManifests(t *Task) bool {
 
 // checkManifests is manifestChanges from all, the diff stat of ws against
 // the task's setupBase, for a caller that has it already.
-func (f *Flow) checkManifests(ctx context.Context, t *Task, all []FileStat, ws Workspace) ManifestChanges {
+func (f *Flow) checkManifests(ctx context.Context, t *Task, all []pullwright.FileStat, ws Workspace) ManifestChanges {
 	if !f.comparesManifests(t) {
 		return ManifestChanges{}
 	}
@@ -252,7 +253,7 @@ func (f *Flow) checkManifests(ctx context.Context, t *Task, all []FileStat, ws W
 
 // manifestsIn picks the manifests of all, the diff stat of ws against
 // base, and reads their diff.
-func manifestsIn(base string, all []FileStat, ws Workspace) (ManifestChanges, error) {
+func manifestsIn(base string, all []pullwright.FileStat, ws Workspace) (ManifestChanges, error) {
 	var m ManifestChanges
 	var paths []string
 	for _, c := range all {
@@ -340,7 +341,7 @@ func (f *Flow) closeApproval(ctx context.Context, t *Task, conclusion, title str
 	if r.Closed || r.CheckRunID == 0 {
 		return nil
 	}
-	if _, err := f.GitHub.UpsertCheckRun(ctx, t.Repo, CheckRun{
+	if _, err := f.GitHub.UpsertCheckRun(ctx, t.Repo, pullwright.CheckRun{
 		ID:         r.CheckRunID,
 		Name:       ApprovalCheck,
 		HeadSHA:    r.SHA,
@@ -378,7 +379,7 @@ func (f *Flow) run(ctx context.Context, t *Task) error {
 	r := t.Request
 	switch {
 	case r.RunCheckID == 0:
-		id, err := f.GitHub.UpsertCheckRun(ctx, t.Repo, CheckRun{
+		id, err := f.GitHub.UpsertCheckRun(ctx, t.Repo, pullwright.CheckRun{
 			Name: RunCheck, HeadSHA: r.SHA, Status: "in_progress", ExternalID: r.ID, DetailsURL: r.CommentURL,
 			Title: clip("Running: "+oneLine(policy.Escaped(r.Command)), 200), Summary: RenderRequestSummary(t),
 		})
@@ -395,7 +396,7 @@ func (f *Flow) run(ctx context.Context, t *Task) error {
 	case r.Result == nil:
 		if r.StartedIn != t.Claim {
 			// An earlier claim started the command and did not finish.
-			r.Result = &RunResult{ExitCode: -1, Output: "the run was interrupted before it finished (the bot stopped or the step failed); " +
+			r.Result = &pullwright.RunResult{ExitCode: -1, Output: "the run was interrupted before it finished (the bot stopped or the step failed); " +
 				"it was not repeated, because an approval covers one run: ask again if you still need it"}
 			return nil
 		}
@@ -419,7 +420,7 @@ func (f *Flow) run(ctx context.Context, t *Task) error {
 				return ctx.Err()
 			}
 			f.Logger.ErrorContext(ctx, "export of the approved commit failed", "task_id", t.ID, "request", r.ID, "sha", r.SHA, "err", err)
-			r.Result = &RunResult{ExitCode: -1, Output: fmt.Sprintf("not run: the files of the approved commit %s could not be written out for the run; a maintainer can see the bot's logs", short(r.SHA))}
+			r.Result = &pullwright.RunResult{ExitCode: -1, Output: fmt.Sprintf("not run: the files of the approved commit %s could not be written out for the run; a maintainer can see the bot's logs", short(r.SHA))}
 			return nil
 		}
 		sb := f.settings(t)
@@ -445,7 +446,7 @@ func (f *Flow) run(ctx context.Context, t *Task) error {
 				return err
 			}
 			f.Logger.ErrorContext(ctx, "sandbox failed", "task_id", t.ID, "request", r.ID, "err", err)
-			res = RunResult{ExitCode: -1, Output: "the sandbox failed to run the command: " + UserMessage(Retry(sandboxMessage(err), err))}
+			res = pullwright.RunResult{ExitCode: -1, Output: "the sandbox failed to run the command: " + UserMessage(Retry(sandboxMessage(err), err))}
 		}
 		res.Output += f.leftOutNote(ctx, t, ws)
 		r.Result = &res
@@ -515,7 +516,7 @@ func (f *Flow) closeRun(ctx context.Context, t *Task, conclusion, title string) 
 	if r.Result != nil {
 		text = "```\n" + tail(r.Result.Output, 60, 60000) + "\n```"
 	}
-	if _, err := f.GitHub.UpsertCheckRun(ctx, t.Repo, CheckRun{
+	if _, err := f.GitHub.UpsertCheckRun(ctx, t.Repo, pullwright.CheckRun{
 		ID: r.RunCheckID, Name: RunCheck, HeadSHA: r.SHA, Status: "completed", Conclusion: conclusion,
 		ExternalID: r.ID, DetailsURL: r.CommentURL, Title: title, Summary: RenderRequestSummary(t), Text: text,
 	}); err != nil {
@@ -778,7 +779,7 @@ func (f *Flow) dependencies(ctx context.Context, t *Task, ws Workspace, spec *Ru
 		// manifests are the base's is what decides if they may run with
 		// network, and that cannot be told now.
 		f.Logger.ErrorContext(ctx, "export of the base for setup failed", "task_id", t.ID, "request", r.ID, "err", err)
-		r.Result = &RunResult{ExitCode: -1, Output: "not run: the repository's setup could not read the base's files to compare the manifests with, so neither it nor the command ran: " +
+		r.Result = &pullwright.RunResult{ExitCode: -1, Output: "not run: the repository's setup could not read the base's files to compare the manifests with, so neither it nor the command ran: " +
 			UserMessage(Retry("reading the repository failed; asking again may work", err))}
 		return true, release
 	}
@@ -800,13 +801,13 @@ func (f *Flow) dependencies(ctx context.Context, t *Task, ws Workspace, spec *Ru
 			return false, release // the run's own context check reports it
 		}
 		f.Logger.ErrorContext(ctx, "setup failed to run", "task_id", t.ID, "request", r.ID, "err", err)
-		r.Result = &RunResult{ExitCode: -1, Output: "not run: the repository's setup (fetching its dependencies) could not run: " +
+		r.Result = &pullwright.RunResult{ExitCode: -1, Output: "not run: the repository's setup (fetching its dependencies) could not run: " +
 			UserMessage(Retry(sandboxMessage(err), err))}
 		return true, release
 	}
 	r.Setup = ready.Setup
 	if s := ready.Setup; s != nil && s.Failed {
-		r.Result = &RunResult{ExitCode: -1, Output: setupFailure(s)}
+		r.Result = &pullwright.RunResult{ExitCode: -1, Output: setupFailure(s)}
 		return true, release
 	}
 	spec.Caches, spec.Env, spec.Links = ready.Caches, ready.Env, ready.Links

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pullwright/pullwright"
 )
 
 // An answer answers the waiting request only if GitHub dates it after the
@@ -89,15 +91,15 @@ func TestShownAtOfAnEditedComment(t *testing.T) {
 	created := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
 	for _, tc := range []struct {
 		name string
-		p    Posted
+		p    pullwright.Posted
 		want time.Time
 	}{
-		{"new comment", Posted{CreatedAt: created, UpdatedAt: created}, created},
-		{"edited comment", Posted{CreatedAt: created, UpdatedAt: created.Add(time.Hour)}, created.Add(time.Hour)},
-		{"no updated_at", Posted{CreatedAt: created}, created},
+		{"new comment", pullwright.Posted{CreatedAt: created, UpdatedAt: created}, created},
+		{"edited comment", pullwright.Posted{CreatedAt: created, UpdatedAt: created.Add(time.Hour)}, created.Add(time.Hour)},
+		{"no updated_at", pullwright.Posted{CreatedAt: created}, created},
 	} {
 		var r ExecRequest
-		r.shown(tc.p.shownAt())
+		r.shown(tc.p.ShownAt())
 		answer := &Task{CommentID: 5, AskedAt: created.Add(time.Minute)}
 		target := &Task{Request: &r}
 		r.ID = "1-1"

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/policy"
 )
 
@@ -126,7 +127,7 @@ func (f *Flow) prepare(ctx context.Context, t *Task) error {
 	if err := ws.CreateBranch(t.Branch); err != nil {
 		return retryf(err, "creating branch %s failed", t.Branch)
 	}
-	var pull *PullBrief
+	var pull *pullwright.PullBrief
 	if t.Pull != nil {
 		if pull, err = f.pullBrief(ctx, t); err != nil {
 			return err
@@ -134,7 +135,7 @@ func (f *Flow) prepare(ctx context.Context, t *Task) error {
 	}
 	comments, unheard := f.heard(ctx, t, issue.Comments, map[string]bool{})
 	t.Unheard = unheard
-	conv, err := f.Agent.Start(Brief{
+	conv, err := f.Agent.Start(pullwright.Brief{
 		Repo:         t.Repo.FullName(),
 		Issue:        t.Issue,
 		Title:        policy.Visible(issue.Title),
@@ -142,7 +143,8 @@ func (f *Flow) prepare(ctx context.Context, t *Task) error {
 		Comments:     comments,
 		Instructions: policy.Visible(t.Instructions),
 		Requester:    t.Requester.Login,
-		Settings:     settings,
+		Limits:       limits(settings),
+		TestCommand:  settings.TestCommand,
 		Pull:         pull,
 	})
 	if err != nil {
@@ -241,7 +243,7 @@ func (f *Flow) reopen(ctx context.Context, t *Task) (Workspace, error) {
 		gctx, cancel := f.gitCtx(ctx)
 		err = ws.ResetTo(gctx, token, at)
 		cancel()
-		if errors.Is(err, ErrBaseGone) {
+		if errors.Is(err, pullwright.ErrBaseGone) {
 			return nil, Fatal(fmt.Sprintf("branch %s no longer contains %s, the commit this task built on", from, short(at)), err)
 		}
 		if err != nil {
@@ -312,7 +314,7 @@ func snapshot(ws Workspace) ([]FileSnapshot, error) {
 	defer root.Close()
 	out := make([]FileSnapshot, 0, len(changes))
 	for _, c := range changes {
-		if c.Deleted {
+		if c.Status == pullwright.ChangeDeleted {
 			out = append(out, FileSnapshot{Path: c.Path, Deleted: true})
 			continue
 		}
@@ -439,7 +441,7 @@ func (f *Flow) checkpoint(ctx context.Context, t *Task) (done bool, err error) {
 	gctx, cancel := f.gitCtx(ctx)
 	defer cancel()
 	err = ws.Push(gctx, token, t.Branch)
-	if errors.Is(err, ErrPushRejected) {
+	if errors.Is(err, pullwright.ErrPushRejected) {
 		// A person pushed to the branch meanwhile: never force over it.
 		return false, f.rebase(ctx, t, ws, token)
 	}
@@ -476,7 +478,7 @@ func (f *Flow) makeCommit(ctx context.Context, t *Task, ws Workspace) (string, e
 	if err != nil {
 		return "", retryf(err, "reading the app's identity failed")
 	}
-	requester := Identity{
+	requester := pullwright.Identity{
 		Login: t.Requester.Login,
 		Name:  t.Requester.Login,
 		Email: fmt.Sprintf("%d+%s@users.noreply.github.com", t.Requester.ID, t.Requester.Login),
@@ -492,7 +494,7 @@ func (f *Flow) makeCommit(ctx context.Context, t *Task, ws Workspace) (string, e
 	case t.State == Working && t.Request != nil:
 		msg = CheckpointMessage(t)
 	}
-	sha, err := ws.CommitAll(when, msg, bot, requester)
+	sha, err := ws.CommitAllAt(when, msg, bot, requester)
 	if err != nil {
 		return "", retryf(err, "committing the change failed")
 	}
@@ -508,13 +510,13 @@ func (f *Flow) publish(ctx context.Context, t *Task) error {
 			return err
 		}
 		if t.HeadSHA == "" {
-			return Fatal("the agent finished without changing any file, so there is nothing to propose", ErrNoChanges)
+			return Fatal("the agent finished without changing any file, so there is nothing to propose", pullwright.ErrNoChanges)
 		}
 		t.Final = true
 		return nil
 	}
 	if t.ChangedFiles == nil && t.Pull != nil {
-		t.ChangedFiles = append(make([]FileStat, 0, len(t.Pull.Stats)), t.Pull.Stats...)
+		t.ChangedFiles = append(make([]pullwright.FileStat, 0, len(t.Pull.Stats)), t.Pull.Stats...)
 		return nil
 	}
 	if t.ChangedFiles == nil {
@@ -522,7 +524,7 @@ func (f *Flow) publish(ctx context.Context, t *Task) error {
 		if err != nil {
 			return retryf(err, "reading the change failed")
 		}
-		t.ChangedFiles = append(make([]FileStat, 0, len(stats)), stats...)
+		t.ChangedFiles = append(make([]pullwright.FileStat, 0, len(stats)), stats...)
 		return nil
 	}
 	if t.Pull != nil {
@@ -541,7 +543,7 @@ func (f *Flow) publish(ctx context.Context, t *Task) error {
 func (f *Flow) openPullRequest(ctx context.Context, t *Task) (acted bool, err error) {
 	switch {
 	case t.PRNumber == 0:
-		pr, err := f.GitHub.OpenPullRequest(ctx, t.Repo, NewPullRequest{
+		pr, err := f.GitHub.OpenPullRequest(ctx, t.Repo, pullwright.NewPullRequest{
 			Title: defang(t.Title),
 			Body:  RenderPullRequest(t),
 			Head:  t.Branch,
@@ -601,14 +603,14 @@ func (f *Flow) stop(ctx context.Context, t *Task) error {
 }
 
 // diffStat sizes the whole change against the base, for the pull request.
-func (f *Flow) diffStat(ctx context.Context, t *Task) ([]FileStat, error) {
+func (f *Flow) diffStat(ctx context.Context, t *Task) ([]pullwright.FileStat, error) {
 	stats, _, err := f.diffStatAgainst(ctx, t, t.BaseSHA)
 	return stats, err
 }
 
 // diffStatAgainst sizes the workspace's change against commit base,
 // fetching it first, and returns the workspace for more of the diff.
-func (f *Flow) diffStatAgainst(ctx context.Context, t *Task, base string) ([]FileStat, Workspace, error) {
+func (f *Flow) diffStatAgainst(ctx context.Context, t *Task, base string) ([]pullwright.FileStat, Workspace, error) {
 	ws, err := f.workspace(ctx, t)
 	if err != nil {
 		return nil, nil, err
@@ -646,4 +648,14 @@ func (f *Flow) cleanup(ctx context.Context, t *Task) {
 		f.Logger.WarnContext(ctx, "remove workspace", "task_id", t.ID, "err", err)
 	}
 	f.removeRunTree(ctx, t)
+}
+
+// limits are the agent's rules for a task: the repository's settings,
+// already within the operator's caps.
+func limits(s policy.Settings) pullwright.Limits {
+	return pullwright.Limits{
+		MaxTurns: s.MaxTurns, MaxTokens: s.MaxTokens, MaxCostUSD: s.MaxCostUSD,
+		PriceInput: s.Price.Input, PriceOutput: s.Price.Output,
+		Model: s.Model, Protected: s.Protected,
+	}
 }

@@ -11,15 +11,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/policy"
 )
-
-// ErrNoFile means the repository has no such file on that ref.
-var ErrNoFile = errors.New("no such file")
-
-// ErrNotAFile means the path exists but is no readable file (a directory,
-// a symbolic link, a file too big to read).
-var ErrNotAFile = errors.New("not a readable file")
 
 // operator is the operator's configuration, or the built-in one.
 func (f *Flow) operator() *policy.Operator {
@@ -36,10 +30,10 @@ func (f *Flow) operator() *policy.Operator {
 func (f *Flow) loadSettings(ctx context.Context, t *Task) (policy.Settings, error) {
 	op := f.operator()
 	data, err := f.GitHub.File(ctx, t.Repo, t.Repo.DefaultBranch, policy.Path)
-	if errors.Is(err, ErrNotAFile) {
+	if errors.Is(err, pullwright.ErrNotAFile) {
 		return policy.Settings{}, Fatal(configProblem(t, errors.New("the path exists but is not a file the bot reads: a directory, a symbolic link, a submodule, or a file over 1 MiB")), err)
 	}
-	if err != nil && !errors.Is(err, ErrNoFile) {
+	if err != nil && !errors.Is(err, pullwright.ErrNoFile) {
 		return policy.Settings{}, retryf(err, "reading %s failed", policy.Path)
 	}
 	var cfg *policy.Config
@@ -86,7 +80,7 @@ func (f *Flow) settings(t *Task) policy.Settings {
 // admits asks GitHub whether user passes rule: trust comes from the
 // permission and team APIs, never from the payload. When user does not,
 // why is a sentence saying what doing would need.
-func (f *Flow) admits(ctx context.Context, r Repo, rule policy.Who, user, doing string) (ok bool, why string, err error) {
+func (f *Flow) admits(ctx context.Context, r pullwright.Repo, rule policy.Who, user, doing string) (ok bool, why string, err error) {
 	role, err := f.GitHub.Permission(ctx, r, user)
 	if err != nil {
 		return false, "", retryf(err, "checking @%s's permission failed", user)
@@ -101,7 +95,7 @@ func (f *Flow) admits(ctx context.Context, r Repo, rule policy.Who, user, doing 
 	return ok, why, nil
 }
 
-func (f *Flow) member(ctx context.Context, r Repo, user string) func(org, team string) (bool, error) {
+func (f *Flow) member(ctx context.Context, r pullwright.Repo, user string) func(org, team string) (bool, error) {
 	return func(org, team string) (bool, error) { return f.GitHub.TeamMember(ctx, r, org, team, user) }
 }
 
@@ -110,7 +104,7 @@ func (f *Flow) member(ctx context.Context, r Repo, user string) func(org, team s
 // too: the model needs the people's words, not the bot's reports. It
 // returns how many comments by others were left out. seen keeps who was
 // found a writer, across the calls of one task's step.
-func (f *Flow) heard(ctx context.Context, t *Task, cs []Comment, seen map[string]bool) ([]Comment, int) {
+func (f *Flow) heard(ctx context.Context, t *Task, cs []pullwright.Comment, seen map[string]bool) ([]pullwright.Comment, int) {
 	out := cs[:0:0]
 	left := 0
 	for _, c := range cs {
@@ -121,13 +115,13 @@ func (f *Flow) heard(ctx context.Context, t *Task, cs []Comment, seen map[string
 			left++
 			continue
 		}
-		out = append(out, Comment{Author: c.Author, AuthorType: c.AuthorType, Body: policy.Visible(c.Body)})
+		out = append(out, pullwright.Comment{Author: c.Author, AuthorType: c.AuthorType, Body: policy.Visible(c.Body)})
 	}
 	return out, left
 }
 
 // writerCached is writer with the answers kept in seen, by login.
-func (f *Flow) writerCached(ctx context.Context, t *Task, seen map[string]bool, c Comment) bool {
+func (f *Flow) writerCached(ctx context.Context, t *Task, seen map[string]bool, c pullwright.Comment) bool {
 	login := strings.ToLower(c.Author)
 	ok, known := seen[login]
 	if !known {
@@ -141,7 +135,7 @@ func (f *Flow) writerCached(ctx context.Context, t *Task, seen map[string]bool, 
 // comments are left out without asking, and so is the comment of anyone
 // whose permission cannot be read: when in doubt, the model does not hear
 // it, and the task goes on.
-func (f *Flow) writer(ctx context.Context, t *Task, c Comment) bool {
+func (f *Flow) writer(ctx context.Context, t *Task, c pullwright.Comment) bool {
 	if c.AuthorType == "Bot" || strings.HasSuffix(strings.ToLower(c.Author), "[bot]") {
 		return false
 	}
@@ -177,14 +171,14 @@ func (f *Flow) overRate(ctx context.Context, t *Task) (string, error) {
 // this is the second check, on what would actually be committed.
 // A changed symlink is refused when it leads out of the workspace or into
 // a protected path: the sandbox or a later tool would follow it.
-func protectedChanges(s policy.Settings, dir string, changes []Change) []string {
+func protectedChanges(s policy.Settings, dir string, changes []pullwright.Change) []string {
 	var out []string
 	for _, c := range changes {
 		if g, ok := s.Protects(c.Path); ok {
 			out = append(out, fmt.Sprintf("%s (protected by %s)", code(c.Path), code(g)))
 			continue
 		}
-		if c.Deleted {
+		if c.Status == pullwright.ChangeDeleted {
 			continue
 		}
 		fi, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(c.Path)))

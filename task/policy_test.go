@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/policy"
 )
 
@@ -40,20 +41,20 @@ func TestProtectedChanges(t *testing.T) {
 	s := policy.Settings{Protected: policy.AlwaysProtected}
 
 	tests := []struct {
-		change Change
+		change pullwright.Change
 		want   string // substring of the refusal, "" for allowed
 	}{
-		{Change{Path: "src/main.go"}, ""},
-		{Change{Path: ".github/workflows/ci.yml"}, "protected by `.github/workflows/**`"},
-		{Change{Path: ".github/workflows/old.yml", Deleted: true}, "protected by"},
-		{Change{Path: ".github/pullwright.yml"}, "protected by `.github/pullwright.yml`"},
-		{Change{Path: "docs/ci.yml"}, "a symlink to `.github/workflows/ci.yml`"},
-		{Change{Path: "docs/passwd"}, "a symlink out of the repository"},
-		{Change{Path: "docs/up"}, "a symlink out of the repository"},
-		{Change{Path: "docs/readme"}, ""},
+		{pullwright.Change{Path: "src/main.go"}, ""},
+		{pullwright.Change{Path: ".github/workflows/ci.yml"}, "protected by `.github/workflows/**`"},
+		{pullwright.Change{Path: ".github/workflows/old.yml", Status: pullwright.ChangeDeleted}, "protected by"},
+		{pullwright.Change{Path: ".github/pullwright.yml"}, "protected by `.github/pullwright.yml`"},
+		{pullwright.Change{Path: "docs/ci.yml"}, "a symlink to `.github/workflows/ci.yml`"},
+		{pullwright.Change{Path: "docs/passwd"}, "a symlink out of the repository"},
+		{pullwright.Change{Path: "docs/up"}, "a symlink out of the repository"},
+		{pullwright.Change{Path: "docs/readme"}, ""},
 	}
 	for _, tt := range tests {
-		got := protectedChanges(s, dir, []Change{tt.change})
+		got := protectedChanges(s, dir, []pullwright.Change{tt.change})
 		switch {
 		case tt.want == "" && len(got) != 0:
 			t.Errorf("%s refused: %v", tt.change.Path, got)

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/policy"
 )
 
@@ -54,7 +55,7 @@ func (t *Task) forkCode() bool { return t.Pull != nil && t.Pull.Info.Fork }
 // and says why for the status comment. The bot never pushes to a fork,
 // even one whose author allows edits by maintainers: its token would then
 // write to a repository nobody here controls.
-func deliveryMode(info PullInfo, defaultBranch string) (mode, why string) {
+func deliveryMode(info pullwright.Pull, defaultBranch string) (mode, why string) {
 	switch {
 	case !info.Fork && info.HeadRef == defaultBranch:
 		// Commits on the default branch skip every review: never there.
@@ -116,7 +117,7 @@ func (f *Flow) admitPull(ctx context.Context, t *Task) (ended bool, err error) {
 // person, it is not one person's to ask. A review comment asked on an
 // older commit than the fork's head is refused too: the head is code the
 // requester has not seen.
-func (f *Flow) admitFork(ctx context.Context, t *Task, info PullInfo) (ended bool, err error) {
+func (f *Flow) admitFork(ctx context.Context, t *Task, info pullwright.Pull) (ended bool, err error) {
 	rule := f.settings(t).Approve
 	if rule.ExcludeRequester {
 		return true, f.refuse(ctx, t, "this repository has a second person approve what runs (`approve.exclude_requester`), and working on a pull request from a fork would put its code in this repository's workflows on one person's word. A maintainer can bring its commits in by hand after review")
@@ -163,7 +164,7 @@ func (f *Flow) openThreads(ctx context.Context, t *Task) ([]ThreadRef, error) {
 		// Only the bot's own report answers a thread: anyone can paste
 		// its marker.
 		answered := strings.EqualFold(last.Author, bot.Login) && answeredRE.MatchString(last.Body)
-		if answered || !f.writerCached(ctx, t, writers, Comment{Author: root.Author, AuthorType: root.AuthorType}) {
+		if answered || !f.writerCached(ctx, t, writers, pullwright.Comment{Author: root.Author, AuthorType: root.AuthorType}) {
 			continue
 		}
 		out = append(out, ThreadRef{Root: root.ID, Author: root.Author, Path: root.Path, Line: root.Line,
@@ -286,9 +287,9 @@ func (f *Flow) checkForkPaths(ctx context.Context, t *Task, ws Workspace, sha st
 // pullBrief gathers what the agent is told of the pull request beyond its
 // conversation: the diff, the line comment it was asked in, the threads to
 // address. Only writers' review comments are passed on.
-func (f *Flow) pullBrief(ctx context.Context, t *Task) (*PullBrief, error) {
+func (f *Flow) pullBrief(ctx context.Context, t *Task) (*pullwright.PullBrief, error) {
 	info := t.Pull.Info
-	b := &PullBrief{Number: t.Issue, Author: info.Author, HeadRef: info.HeadRef, BaseRef: info.BaseRef, Fork: info.Fork}
+	b := &pullwright.PullBrief{Number: t.Issue, Author: info.Author, HeadRef: info.HeadRef, BaseRef: info.BaseRef, Fork: info.Fork}
 	diff, cut, err := f.GitHub.PullRequestDiff(ctx, t.Repo, t.Issue, maxPullDiff)
 	if err != nil {
 		// The agent can still read the files; the diff is a convenience.
@@ -304,25 +305,25 @@ func (f *Flow) pullBrief(ctx context.Context, t *Task) (*PullBrief, error) {
 	if err != nil {
 		return nil, retryf(err, "reading the review comments of #%d failed", t.Issue)
 	}
-	byRoot := make(map[int64]ReviewThread, len(all))
+	byRoot := make(map[int64]pullwright.ReviewThread, len(all))
 	for _, th := range all {
 		if len(th.Comments) > 0 {
 			byRoot[th.Comments[0].ID] = th
 		}
 	}
 	writers := map[string]bool{}
-	heard := func(cs []ReviewComment, skip int64) []Comment {
-		var in []Comment
+	heard := func(cs []pullwright.ReviewComment, skip int64) []pullwright.Comment {
+		var in []pullwright.Comment
 		for _, c := range cs {
 			if c.ID != skip {
-				in = append(in, Comment{Author: c.Author, AuthorType: c.AuthorType, Body: c.Body})
+				in = append(in, pullwright.Comment{Author: c.Author, AuthorType: c.AuthorType, Body: c.Body})
 			}
 		}
 		out, _ := f.heard(ctx, t, in, writers)
 		return out
 	}
 	if r != nil {
-		b.Review = &ReviewBrief{
+		b.Review = &pullwright.ReviewBrief{
 			Path: r.Path, StartLine: r.StartLine, Line: r.Line, Side: r.Side, DiffHunk: r.DiffHunk,
 			Author: t.Requester.Login, Comment: policy.Visible(r.Body),
 		}
@@ -335,12 +336,12 @@ func (f *Flow) pullBrief(ctx context.Context, t *Task) (*PullBrief, error) {
 		if !ok {
 			// Deleted since: still listed, so thread numbers match the
 			// checklist the status comment shows.
-			b.Checklist = append(b.Checklist, ThreadBrief{Path: ref.Path, Line: ref.Line,
-				Comments: []Comment{{Author: ref.Author, Body: ref.Body}}})
+			b.Checklist = append(b.Checklist, pullwright.ThreadBrief{Path: ref.Path, Line: ref.Line,
+				Comments: []pullwright.Comment{{Author: ref.Author, Body: ref.Body}}})
 			continue
 		}
 		root := th.Comments[0]
-		b.Checklist = append(b.Checklist, ThreadBrief{Path: root.Path, Line: root.Line, DiffHunk: root.DiffHunk, Comments: heard(th.Comments, 0)})
+		b.Checklist = append(b.Checklist, pullwright.ThreadBrief{Path: root.Path, Line: root.Line, DiffHunk: root.DiffHunk, Comments: heard(th.Comments, 0)})
 	}
 	return b, nil
 }
@@ -372,7 +373,7 @@ func (f *Flow) rebase(ctx context.Context, t *Task, ws Workspace, token string) 
 		return retryf(err, "following branch %s failed", t.Branch)
 	}
 	err = ws.Fetch(gctx, token, head)
-	if errors.Is(err, ErrBaseGone) {
+	if errors.Is(err, pullwright.ErrBaseGone) {
 		// The new head is not in the history the workspace follows (the
 		// branch was rewritten, or the task cloned another ref).
 		return f.keepAside(ctx, t, ws, token, head, "the new commits could not be followed from the commit the agent built on")
@@ -445,13 +446,13 @@ func (f *Flow) keepAside(ctx context.Context, t *Task, ws Workspace, token, head
 		return Fatal(msg+"; its change could not be kept on a branch of its own, so ask again to start from the new head", err)
 	}
 	err := ws.Push(gctx, token, aside)
-	if err != nil && !errors.Is(err, ErrPushRejected) {
+	if err != nil && !errors.Is(err, pullwright.ErrPushRejected) {
 		return retryf(err, "pushing branch %s failed", aside)
 	}
 	if err != nil {
 		return Fatal(msg+fmt.Sprintf("; branch `%s` for its change exists already, so it was not pushed either", aside), err)
 	}
-	return Fatal(msg+fmt.Sprintf(": its change is on branch `%s`, to merge by hand or drop. Ask again to start from the new head", aside), ErrPushRejected)
+	return Fatal(msg+fmt.Sprintf(": its change is on branch `%s`, to merge by hand or drop. Ask again to start from the new head", aside), pullwright.ErrPushRejected)
 }
 
 func listPaths(paths []string) string {
@@ -466,9 +467,9 @@ func listPaths(paths []string) string {
 }
 
 // addStats adds the changes of one pushed commit to the task's total.
-func addStats(total []FileStat, more []FileStat) []FileStat {
+func addStats(total []pullwright.FileStat, more []pullwright.FileStat) []pullwright.FileStat {
 	for _, m := range more {
-		i := slices.IndexFunc(total, func(s FileStat) bool { return s.Path == m.Path })
+		i := slices.IndexFunc(total, func(s pullwright.FileStat) bool { return s.Path == m.Path })
 		if i < 0 {
 			total = append(total, m)
 			continue
@@ -513,7 +514,7 @@ func (f *Flow) publishPull(ctx context.Context, t *Task) error {
 // and there is nowhere left to answer.
 func (f *Flow) replyInThread(ctx context.Context, t *Task, root int64, mk, body string) error {
 	_, err := f.GitHub.ReplyInThread(ctx, t.Repo, t.Issue, root, mk, body)
-	if errors.Is(err, ErrGone) {
+	if errors.Is(err, pullwright.ErrGone) {
 		f.Logger.WarnContext(ctx, "review thread deleted; its reply is not posted", "task_id", t.ID, "root", root, "err", err)
 		t.Pull.Gone++
 		return nil
@@ -527,11 +528,11 @@ func (f *Flow) replyInThread(ctx context.Context, t *Task, root int64, mk, body 
 func (f *Flow) openForkPull(ctx context.Context, t *Task) error {
 	p := t.Pull
 	owner, name, _ := strings.Cut(p.Info.HeadRepo, "/")
-	fork := Repo{InstallationID: t.Repo.InstallationID, Owner: owner, Name: name}
-	pr, err := f.GitHub.OpenPullRequest(ctx, fork, NewPullRequest{
+	fork := pullwright.Repo{InstallationID: t.Repo.InstallationID, Owner: owner, Name: name}
+	pr, err := f.GitHub.OpenPullRequest(ctx, fork, pullwright.NewPullRequest{
 		Title: defang(t.Title), Body: RenderPullRequest(t), Head: t.Repo.Owner + ":" + t.Branch, Base: p.Info.HeadRef,
 	})
-	if errors.Is(err, ErrNotPermitted) {
+	if errors.Is(err, pullwright.ErrNotPermitted) {
 		f.Logger.InfoContext(ctx, "pull request against the fork refused; opening one here", "task_id", t.ID, "fork", p.Info.HeadRepo, "err", err)
 		p.ForkPRFailed = "GitHub refused to open a pull request in the fork for this app"
 		p.Mode = PullInBase

@@ -3,22 +3,24 @@ package task
 import (
 	"strings"
 	"testing"
+
+	"github.com/pullwright/pullwright"
 )
 
 func TestDeliveryMode(t *testing.T) {
 	tests := []struct {
 		name     string
-		info     PullInfo
+		info     pullwright.Pull
 		mode     string
 		whySays  string
 		whyEmpty bool
 	}{
-		{"same repository", PullInfo{HeadRepo: "o/r", HeadRef: "fix"}, PushToHead, "", true},
-		{"same repository, edits allowed", PullInfo{HeadRepo: "o/r", HeadRef: "fix", MaintainerCanModify: true}, PushToHead, "", true},
-		{"fork allowing edits", PullInfo{Fork: true, HeadRepo: "alice/r", HeadRef: "fix", MaintainerCanModify: true}, PullToFork, "against `alice/r:fix`", false},
-		{"fork not allowing edits", PullInfo{Fork: true, HeadRepo: "alice/r", HeadRef: "fix"}, PullInBase, "does not allow edits by maintainers", false},
-		{"deleted fork", PullInfo{Fork: true, HeadRef: "fix", MaintainerCanModify: true}, PullInBase, "was deleted", false},
-		{"the default branch as head", PullInfo{HeadRepo: "o/r", HeadRef: "main", BaseRef: "release"}, PullInBase, "`main` is this repository's default branch", false},
+		{"same repository", pullwright.Pull{HeadRepo: "o/r", HeadRef: "fix"}, PushToHead, "", true},
+		{"same repository, edits allowed", pullwright.Pull{HeadRepo: "o/r", HeadRef: "fix", MaintainerCanModify: true}, PushToHead, "", true},
+		{"fork allowing edits", pullwright.Pull{Fork: true, HeadRepo: "alice/r", HeadRef: "fix", MaintainerCanModify: true}, PullToFork, "against `alice/r:fix`", false},
+		{"fork not allowing edits", pullwright.Pull{Fork: true, HeadRepo: "alice/r", HeadRef: "fix"}, PullInBase, "does not allow edits by maintainers", false},
+		{"deleted fork", pullwright.Pull{Fork: true, HeadRef: "fix", MaintainerCanModify: true}, PullInBase, "was deleted", false},
+		{"the default branch as head", pullwright.Pull{HeadRepo: "o/r", HeadRef: "main", BaseRef: "release"}, PullInBase, "`main` is this repository's default branch", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -42,10 +44,10 @@ func TestStartRef(t *testing.T) {
 		t    Task
 		want string
 	}{
-		{"issue", Task{Repo: Repo{DefaultBranch: "main"}, Issue: 3}, "main"},
-		{"same-repository pull request", Task{Repo: Repo{DefaultBranch: "main"}, Issue: 3, Pull: &PullWork{Mode: PushToHead, Info: PullInfo{HeadRef: "feature"}}}, "feature"},
-		{"fork", Task{Repo: Repo{DefaultBranch: "main"}, Issue: 3, Pull: &PullWork{Mode: PullInBase, Info: PullInfo{HeadRef: "feature", Fork: true}}}, "refs/pull/3/head"},
-		{"fork allowing edits", Task{Repo: Repo{DefaultBranch: "main"}, Issue: 3, Pull: &PullWork{Mode: PullToFork, Info: PullInfo{HeadRef: "feature", Fork: true}}}, "refs/pull/3/head"},
+		{"issue", Task{Repo: pullwright.Repo{DefaultBranch: "main"}, Issue: 3}, "main"},
+		{"same-repository pull request", Task{Repo: pullwright.Repo{DefaultBranch: "main"}, Issue: 3, Pull: &PullWork{Mode: PushToHead, Info: pullwright.Pull{HeadRef: "feature"}}}, "feature"},
+		{"fork", Task{Repo: pullwright.Repo{DefaultBranch: "main"}, Issue: 3, Pull: &PullWork{Mode: PullInBase, Info: pullwright.Pull{HeadRef: "feature", Fork: true}}}, "refs/pull/3/head"},
+		{"fork allowing edits", Task{Repo: pullwright.Repo{DefaultBranch: "main"}, Issue: 3, Pull: &PullWork{Mode: PullToFork, Info: pullwright.Pull{HeadRef: "feature", Fork: true}}}, "refs/pull/3/head"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -57,9 +59,9 @@ func TestStartRef(t *testing.T) {
 }
 
 func TestAddStats(t *testing.T) {
-	got := addStats(nil, []FileStat{{Path: "a", Added: 1}, {Path: "b", Deleted: 2}})
-	got = addStats(got, []FileStat{{Path: "a", Added: 2, Deleted: 1}, {Path: "c", Added: 5}})
-	want := []FileStat{{Path: "a", Added: 3, Deleted: 1}, {Path: "b", Deleted: 2}, {Path: "c", Added: 5}}
+	got := addStats(nil, []pullwright.FileStat{{Path: "a", Added: 1}, {Path: "b", Deleted: 2}})
+	got = addStats(got, []pullwright.FileStat{{Path: "a", Added: 2, Deleted: 1}, {Path: "c", Added: 5}})
+	want := []pullwright.FileStat{{Path: "a", Added: 3, Deleted: 1}, {Path: "b", Deleted: 2}, {Path: "c", Added: 5}}
 	if len(got) != len(want) {
 		t.Fatalf("got %+v, want %+v", got, want)
 	}
@@ -89,9 +91,9 @@ func TestLineRange(t *testing.T) {
 func TestRenderRequestWarnsOfForkCode(t *testing.T) {
 	base := Task{ID: 7, Issue: 2, Branch: "agent/2-x", Request: &ExecRequest{ID: "7-1", Command: "make test", SHA: "0123456789abcdef"}}
 	fork := base
-	fork.Pull = &PullWork{Mode: PullInBase, Info: PullInfo{Fork: true, HeadRepo: "mallory/r", Author: "mallory"}}
+	fork.Pull = &PullWork{Mode: PullInBase, Info: pullwright.Pull{Fork: true, HeadRepo: "mallory/r", Author: "mallory"}}
 	same := base
-	same.Pull = &PullWork{Mode: PushToHead, Info: PullInfo{HeadRepo: "o/r", HeadRef: "feature"}}
+	same.Pull = &PullWork{Mode: PushToHead, Info: pullwright.Pull{HeadRepo: "o/r", HeadRef: "feature"}}
 	same.Branch = "feature"
 	if got := RenderRequest(&fork, nil, ManifestChanges{}, false); !strings.Contains(got, "This runs code from a fork") || !strings.Contains(got, "`mallory/r` by @mallory") {
 		t.Errorf("request on fork code does not warn:\n%s", got)
@@ -115,7 +117,7 @@ func TestRenderPullDone(t *testing.T) {
 			name: "pushed onto the branch, after a rebase",
 			t: Task{Requester: Person{Login: "octo"}, Title: "Use emoji", Branch: "changes", Rebased: []string{"abc"},
 				Pull:         &PullWork{Mode: PushToHead, Commits: []string{"1111111111111111", "2222222222222222"}},
-				ChangedFiles: []FileStat{{Path: "README.md", Added: 1, Deleted: 1}}},
+				ChangedFiles: []pullwright.FileStat{{Path: "README.md", Added: 1, Deleted: 1}}},
 			want: []string{"@octo done: **Use emoji**", "pushed 2 commits to this pull request's branch `changes`, up to 2222222222222222", "never forced", "`README.md` (+1 −1)"},
 		},
 		{
@@ -127,7 +129,7 @@ func TestRenderPullDone(t *testing.T) {
 		{
 			name: "fork, pull request against its branch",
 			t: Task{Requester: Person{Login: "octo"}, Title: "Fix", Branch: "agent/2-x", PRURL: "https://github.com/alice/r/pull/9",
-				Pull: &PullWork{Mode: PullToFork, Why: "edits allowed", Info: PullInfo{HeadRepo: "alice/r", HeadRef: "fix"}}},
+				Pull: &PullWork{Mode: PullToFork, Why: "edits allowed", Info: pullwright.Pull{HeadRepo: "alice/r", HeadRef: "fix"}}},
 			want: []string{"against `alice/r:fix`", "edits allowed"},
 		},
 	}
@@ -182,9 +184,9 @@ func TestAnsweredMarkerEndsTheReply(t *testing.T) {
 }
 
 func TestStatusShowsUntrustedTextInert(t *testing.T) {
-	info := PullInfo{Fork: true, HeadRepo: "evil/fork", HeadRef: "x`@acme/admins`y", MaintainerCanModify: true}
+	info := pullwright.Pull{Fork: true, HeadRepo: "evil/fork", HeadRef: "x`@acme/admins`y", MaintainerCanModify: true}
 	mode, why := deliveryMode(info, "main")
-	tk := &Task{ID: 9, Kind: KindFix, State: Failed, Issue: 2, Repo: Repo{Owner: "o", Name: "r"},
+	tk := &Task{ID: 9, Kind: KindFix, State: Failed, Issue: 2, Repo: pullwright.Repo{Owner: "o", Name: "r"},
 		Error:  "its files differ on " + listPaths([]string{".github/workflows/x` @acme/admins <!-- pullwright:task-9-status --> `.yml"}),
 		Review: &ReviewRef{Path: "a` @acme/admins `b", Line: 3},
 		Pull:   &PullWork{Info: info, Mode: mode, Why: why},

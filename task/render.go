@@ -9,6 +9,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/deps"
 	"github.com/pullwright/pullwright/policy"
 )
@@ -248,7 +249,7 @@ func clip(s string, n int) string {
 // the bot's own machine.
 // manifests are the dependency manifests the files change against the
 // base a shared cache is filled from (see Flow.manifestChanges).
-func RenderRequest(t *Task, changes []FileStat, manifests ManifestChanges, unisolated bool) string {
+func RenderRequest(t *Task, changes []pullwright.FileStat, manifests ManifestChanges, unisolated bool) string {
 	r := t.Request
 	var b strings.Builder
 	fmt.Fprintf(&b, "### ✋ Pullwright asks to run a command · request `%s`\n\n", r.ID)
@@ -376,7 +377,7 @@ func RenderRequestSummary(t *Task) string {
 }
 
 // RunTitle sums up a run's result in a line.
-func RunTitle(r *RunResult) string {
+func RunTitle(r *pullwright.RunResult) string {
 	switch {
 	case r.TimedOut:
 		return fmt.Sprintf("Timed out after %s", r.Duration.Round(time.Millisecond))

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pullwright/pullwright"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -36,12 +38,12 @@ func golden(t *testing.T, name, got string) {
 func sampleTask() *Task {
 	return &Task{
 		ID: 12, Kind: KindFix, Issue: 1,
-		Repo:         Repo{Owner: "Codertocat", Name: "Hello-World", DefaultBranch: "master"},
+		Repo:         pullwright.Repo{Owner: "Codertocat", Name: "Hello-World", DefaultBranch: "master"},
 		Requester:    Person{Login: "Codertocat", ID: 21031067},
 		Instructions: "fix the spelling of 'commit' in the README\nand keep the rest",
 		Branch:       "agent/1-spelling-error-in-the-readme-file",
 		Turns:        4, Tokens: 5321,
-		Plan: []PlanItem{
+		Plan: []pullwright.PlanItem{
 			{Title: "Find the misspelling", Status: "done"},
 			{Title: "Fix it", Status: "in_progress"},
 			{Title: "Summarise", Status: "pending"},
@@ -59,7 +61,7 @@ func TestRenderGolden(t *testing.T) {
 	done := sampleTask()
 	done.State = Done
 	done.PRNumber, done.PRURL = 2, "https://github.com/Codertocat/Hello-World/pull/2"
-	done.ChangedFiles = []FileStat{{Path: "README.md", Added: 1, Deleted: 1}}
+	done.ChangedFiles = []pullwright.FileStat{{Path: "README.md", Added: 1, Deleted: 1}}
 
 	failed := sampleTask()
 	failed.State = Failed
@@ -120,7 +122,7 @@ func TestRequestShowsUnshownCharactersEscaped(t *testing.T) {
 	const rlo = "\u202e"
 	tk := &Task{ID: 7, Issue: 2, State: AwaitingApproval, Branch: "agent/2-x", Requester: Person{Login: "alice"},
 		Request: &ExecRequest{ID: "7-1", Command: "echo ok " + rlo + "; rm -rf . #", Reason: "why", SHA: "0123456789abcdef"}}
-	files := []FileStat{{Path: "x" + rlo + "og.sh", Added: 1}}
+	files := []pullwright.FileStat{{Path: "x" + rlo + "og.sh", Added: 1}}
 	for name, got := range map[string]string{
 		"comment":   RenderRequest(tk, files, ManifestChanges{}, false),
 		"check run": RenderRequestSummary(tk),
@@ -144,7 +146,7 @@ func TestRequestShowsTheReasonInert(t *testing.T) {
 	tk := &Task{ID: 7, Issue: 2, Branch: "agent/2-x", Requester: Person{Login: "alice"},
 		Request: &ExecRequest{ID: "7-1", Command: "make test", SHA: "0123456789abcdef",
 			Reason: "checks it <details><summary>more</summary> <!-- x --> \u202eok fixes #3 @acme/admins"}}
-	files := []FileStat{{Path: "Makefile", Added: 1}}
+	files := []pullwright.FileStat{{Path: "Makefile", Added: 1}}
 	for name, got := range map[string]string{"comment": RenderRequest(tk, files, ManifestChanges{}, false), "check run": RenderRequestSummary(tk)} {
 		if strings.Contains(got, "<details><summary>more") || strings.Contains(got, "<!--") || strings.Contains(got, "\u202e") {
 			t.Errorf("the %s shows the reason's markup live:\n%s", name, got)
@@ -160,9 +162,9 @@ func TestRequestShowsTheReasonInert(t *testing.T) {
 // both; and the status says what a setup did, hosts shown as code.
 func TestRequestAndStatusShowTheSetup(t *testing.T) {
 	tk := &Task{ID: 7, Issue: 2, State: Running, Branch: "agent/2-x", Requester: Person{Login: "alice"},
-		Repo:    Repo{Owner: "o", Name: "r", DefaultBranch: "main"},
+		Repo:    pullwright.Repo{Owner: "o", Name: "r", DefaultBranch: "main"},
 		Request: &ExecRequest{ID: "7-1", Command: "go test ./...", SHA: "0123456789abcdef"}}
-	files := []FileStat{{Path: "main.go", Added: 1}, {Path: "go.mod", Added: 2, Deleted: 1}}
+	files := []pullwright.FileStat{{Path: "main.go", Added: 1}, {Path: "go.mod", Added: 2, Deleted: 1}}
 	plain := RenderRequest(tk, files, ManifestChanges{}, false)
 	if strings.Contains(plain, "setup") {
 		t.Errorf("a request with no manifest change speaks of setup:\n%s", plain)
@@ -177,7 +179,7 @@ func TestRequestAndStatusShowTheSetup(t *testing.T) {
 	}
 	// A pull request's are compared with its base branch.
 	pr := *tk
-	pr.Pull = &PullWork{Info: PullInfo{Number: 3, BaseRef: "release-1", BaseSHA: "feedface"}}
+	pr.Pull = &PullWork{Info: pullwright.Pull{Number: 3, BaseRef: "release-1", BaseSHA: "feedface"}}
 	if got := RenderRequest(&pr, nil, ManifestChanges{Files: files[1:]}, false); !strings.Contains(got, "change `go.mod` (+2 −1) against `release-1`") {
 		t.Errorf("a pull request's changed go.mod:\n%s", got)
 	}

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/pullwright/pullwright"
 )
 
 // clock is a settable time source shared by the store under test.
@@ -36,7 +38,7 @@ func openTestStore(t *testing.T) (*SQLite, *clock) {
 }
 
 func fixTask(issue int) *Task {
-	return &Task{Kind: KindFix, Repo: Repo{InstallationID: 1, Owner: "o", Name: "r"}, Issue: issue, Instructions: "fix it"}
+	return &Task{Kind: KindFix, Repo: pullwright.Repo{InstallationID: 1, Owner: "o", Name: "r"}, Issue: issue, Instructions: "fix it"}
 }
 
 func TestRecord(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/policy"
 )
 
@@ -78,18 +79,6 @@ const (
 	KindReject  Kind = "reject"
 )
 
-// Repo identifies a repository and how to reach it.
-type Repo struct {
-	InstallationID int64  `json:"installation_id"`
-	Owner          string `json:"owner"`
-	Name           string `json:"name"`
-	CloneURL       string `json:"clone_url"`
-	DefaultBranch  string `json:"default_branch"`
-}
-
-// FullName is "owner/name".
-func (r Repo) FullName() string { return r.Owner + "/" + r.Name }
-
 // Delivery is one webhook delivery as recorded for de-duplication and audit.
 type Delivery struct {
 	ID         string
@@ -113,7 +102,7 @@ type HeadPush struct {
 // PullKey names the pull request numbered number in r, for its recorded
 // heads. Unlike an issue key it leaves out the installation, so that heads
 // recorded before the app was installed again still count.
-func PullKey(r Repo, number int) string {
+func PullKey(r pullwright.Repo, number int) string {
 	return fmt.Sprintf("%s#%d", strings.ToLower(r.FullName()), number)
 }
 
@@ -133,12 +122,6 @@ type HeadsAround struct {
 type Person struct {
 	Login string `json:"login"`
 	ID    int64  `json:"id"`
-}
-
-// PlanItem is one line of the agent's checklist.
-type PlanItem struct {
-	Title  string `json:"title"`
-	Status string `json:"status"` // pending, in_progress, done
 }
 
 // FileSnapshot is the content of one file the agent changed, kept in the
@@ -171,16 +154,6 @@ type Answer struct {
 	Source string    `json:"source,omitempty"`
 	Reason string    `json:"reason,omitempty"`
 	At     time.Time `json:"at"`
-}
-
-// RunResult is what an approved command did.
-type RunResult struct {
-	ExitCode  int           `json:"exit_code"`
-	Output    string        `json:"output"`
-	Truncated bool          `json:"truncated,omitempty"`
-	TimedOut  bool          `json:"timed_out,omitempty"`
-	OOMKilled bool          `json:"oom_killed,omitempty"`
-	Duration  time.Duration `json:"duration"`
 }
 
 // SetupRecord is a setup that ran before an approved command: what it ran,
@@ -234,9 +207,9 @@ type ExecRequest struct {
 	// Auto is the auto_approve rule that answered the request, if one did.
 	Auto string `json:"auto,omitempty"`
 	// Answer is kept by the store apart from the task's data.
-	Answer     *Answer    `json:"-"`
-	RunCheckID int64      `json:"run_check_id,omitempty"`
-	Result     *RunResult `json:"result,omitempty"`
+	Answer     *Answer               `json:"-"`
+	RunCheckID int64                 `json:"run_check_id,omitempty"`
+	Result     *pullwright.RunResult `json:"result,omitempty"`
 	// Setup is the repository's setup, when one ran before the command.
 	Setup *SetupRecord `json:"setup,omitempty"`
 	// Closed is true once the approval check run shows the answer.
@@ -253,12 +226,12 @@ func (r *ExecRequest) shown(at time.Time) {
 // Task is one unit of work: the request that created it and everything a
 // worker needs to continue it after a restart.
 type Task struct {
-	ID         int64  `json:"id"`
-	Kind       Kind   `json:"kind"`
-	State      State  `json:"state"`
-	DeliveryID string `json:"delivery_id"`
-	Repo       Repo   `json:"repo"`
-	Issue      int    `json:"issue"`
+	ID         int64           `json:"id"`
+	Kind       Kind            `json:"kind"`
+	State      State           `json:"state"`
+	DeliveryID string          `json:"delivery_id"`
+	Repo       pullwright.Repo `json:"repo"`
+	Issue      int             `json:"issue"`
 	// IsPR is true when the task was asked on a pull request (Issue is
 	// its number): a fix then changes that pull request.
 	IsPR bool `json:"is_pr,omitempty"`
@@ -284,15 +257,15 @@ type Task struct {
 	HeadSHA          string `json:"head_sha,omitempty"`
 	Workdir          string `json:"workdir,omitempty"`
 	// Conversation is the agent's serialised state; opaque to this package.
-	Conversation []byte         `json:"conversation,omitempty"`
-	Files        []FileSnapshot `json:"files,omitempty"`
-	Plan         []PlanItem     `json:"plan,omitempty"`
-	Steps        []string       `json:"steps,omitempty"`
-	Turns        int            `json:"turns,omitempty"`
-	Tokens       int            `json:"tokens,omitempty"`
-	Title        string         `json:"title,omitempty"`
-	Summary      string         `json:"summary,omitempty"`
-	ChangedFiles []FileStat     `json:"changed_files"`
+	Conversation []byte                `json:"conversation,omitempty"`
+	Files        []FileSnapshot        `json:"files,omitempty"`
+	Plan         []pullwright.PlanItem `json:"plan,omitempty"`
+	Steps        []string              `json:"steps,omitempty"`
+	Turns        int                   `json:"turns,omitempty"`
+	Tokens       int                   `json:"tokens,omitempty"`
+	Title        string                `json:"title,omitempty"`
+	Summary      string                `json:"summary,omitempty"`
+	ChangedFiles []pullwright.FileStat `json:"changed_files"`
 	// PushedSHA is the last commit of the task's branch known to be on
 	// the remote; Files are the changes relative to it (or to BaseSHA
 	// before the first push), so a lost workspace is rebuilt from there.
@@ -398,7 +371,7 @@ const (
 // PullWork is what a fix on a pull request knows of it and did to it.
 type PullWork struct {
 	// Info is the pull request as it was when the task started.
-	Info PullInfo `json:"info"`
+	Info pullwright.Pull `json:"info"`
 	// Mode is how the commits are delivered (PushToHead, PullToFork or
 	// PullInBase); Why says why, for the status comment.
 	Mode string `json:"mode"`
@@ -411,8 +384,8 @@ type PullWork struct {
 	// Commits are the commits the bot pushed, oldest first; Stats sums
 	// their changes (which, after a rebase, a diff against the start
 	// would mix with the person's).
-	Commits []string   `json:"commits,omitempty"`
-	Stats   []FileStat `json:"stats,omitempty"`
+	Commits []string              `json:"commits,omitempty"`
+	Stats   []pullwright.FileStat `json:"stats,omitempty"`
 	// Notes are the agent's replies for the threads, by number from 1.
 	Notes map[int]string `json:"notes,omitempty"`
 	// ForkPRFailed is why opening the pull request against the fork

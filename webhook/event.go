@@ -1,6 +1,6 @@
 package webhook
 
-import "github.com/pullwright/pullwright/task"
+import "github.com/pullwright/pullwright"
 
 // event is the part of a delivery's JSON the handler reads. Every webhook
 // event carries action (most), installation (App deliveries), repository and
@@ -22,12 +22,12 @@ type event struct {
 // repo is the repository a delivery is about, as a task keeps it; the
 // caller has checked that the repository is present, and the installation
 // unless the bot acts with one token (Config.OneToken).
-func (p *event) repo() task.Repo {
+func (p *event) repo() pullwright.Repo {
 	var inst int64
 	if p.Installation != nil {
 		inst = p.Installation.ID
 	}
-	return task.Repo{
+	return pullwright.Repo{
 		InstallationID: inst,
 		Owner:          p.Repository.Owner.Login,
 		Name:           p.Repository.Name,

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/task"
 )
 
@@ -23,7 +24,7 @@ const (
 )
 
 // helloWorld is the repository of the Codertocat payloads, as a task keeps it.
-var helloWorld = task.Repo{InstallationID: 1, Owner: "Codertocat", Name: "Hello-World", CloneURL: "https://github.com/Codertocat/Hello-World.git", DefaultBranch: "master"}
+var helloWorld = pullwright.Repo{InstallationID: 1, Owner: "Codertocat", Name: "Hello-World", CloneURL: "https://github.com/Codertocat/Hello-World.git", DefaultBranch: "master"}
 
 // reviewTask is what reviewFile, with the comment body set to body, asks
 // for, but for the kind and what follows from it.

@@ -33,6 +33,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/task"
 	"github.com/pullwright/pullwright/webhook"
 )
@@ -134,7 +135,7 @@ func run(senders, n int, dbPath string) error {
 	}
 
 	// Spot-check that the store really holds the tasks.
-	probe := task.Task{Repo: task.Repo{InstallationID: 1, Owner: "Codertocat", Name: "Hello-World"}, Issue: 1000 + n + warm - 1}
+	probe := task.Task{Repo: pullwright.Repo{InstallationID: 1, Owner: "Codertocat", Name: "Hello-World"}, Issue: 1000 + n + warm - 1}
 	last, err := store.Active(ctx, probe.IssueKey())
 	if err != nil {
 		return fmt.Errorf("last fix task not in the store: %w", err)

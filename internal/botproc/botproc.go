@@ -42,6 +42,7 @@ import (
 
 	_ "modernc.org/sqlite" // the "sqlite" database/sql driver, as task uses
 
+	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/app"
 	"github.com/pullwright/pullwright/internal/fakegithub"
 	"github.com/pullwright/pullwright/internal/fakellm"
@@ -744,7 +745,7 @@ func (h *Harness) closeStore() {
 
 // IssueKey is the store's key of an issue of the seeded repository.
 func IssueKey(issue int) string {
-	return (&task.Task{Repo: task.Repo{InstallationID: InstallID, Owner: Owner, Name: Repo}, Issue: issue}).IssueKey()
+	return (&task.Task{Repo: pullwright.Repo{InstallationID: InstallID, Owner: Owner, Name: Repo}, Issue: issue}).IssueKey()
 }
 
 // Latest is the issue's latest fix task, or nil.

@@ -1,0 +1,95 @@
+package pullwright
+
+// Brief is what the agent is asked to do. Everything a user other than the
+// requester wrote (the title, the body, the comments, a pull request's
+// diff and threads) is data, and reaches the model as such.
+type Brief struct {
+	Repo         string // owner/name
+	Issue        int
+	Title, Body  string    // untrusted
+	Comments     []Comment // untrusted
+	Instructions string    // the maintainer's request, trusted
+	Requester    string    // login of the maintainer who asked
+	// Limits are the task's rules; the agent keeps them in its state.
+	Limits Limits
+	// TestCommand is how the maintainers test the repository (its
+	// configuration's test_command), a hint for the model; may be empty.
+	TestCommand string
+	// Pull is set when the task works on a pull request; Title, Body and
+	// Comments are then the pull request's. Nil for an issue.
+	Pull *PullBrief
+}
+
+// Limits are the rules of one task, from its repository's policy as the
+// caller resolved it against the operator's caps. They travel in the
+// agent's state, so that a task keeps the rules it started under across
+// restarts and one agent serves repositories with different rules. A zero
+// value means the agent's default (MaxTurns, MaxTokens, Model) or no limit
+// (MaxCostUSD, Protected).
+type Limits struct {
+	MaxTurns  int `json:"max_turns,omitempty"`
+	MaxTokens int `json:"max_tokens,omitempty"`
+	// MaxCostUSD bounds what the task's model calls cost, priced with
+	// PriceInput and PriceOutput: USD per million prompt and completion
+	// tokens.
+	MaxCostUSD  float64 `json:"max_cost_usd,omitempty"`
+	PriceInput  float64 `json:"price_input,omitempty"`
+	PriceOutput float64 `json:"price_output,omitempty"`
+	// Model replaces the agent's configured model for this task.
+	Model string `json:"model,omitempty"`
+	// Protected are globs (as policy.ProtectedBy matches them) of paths
+	// the model may read but not create, change or delete.
+	Protected []string `json:"protected,omitempty"`
+}
+
+// PullBrief is what the agent is told about the pull request it works on.
+// Everything but the number, the refs and Fork was written by users and is
+// rendered as data.
+type PullBrief struct {
+	Number  int
+	Author  string // login of the pull request's author
+	HeadRef string // the branch checked out in the workspace
+	BaseRef string // the branch the pull request merges into
+	// Fork is true when the head is in another repository: its code then
+	// comes from outside and is no more trusted than its text.
+	Fork bool
+	// Diff is the pull request's diff against its base; DiffTruncated says
+	// the caller already cut it short.
+	Diff          string
+	DiffTruncated bool
+	// Review is the line comment the task was asked in, if it was.
+	Review *ReviewBrief
+	// Checklist are the review threads to address, numbered from 1 in
+	// order; the agent may reply to each when it finishes.
+	Checklist []ThreadBrief
+}
+
+// ReviewBrief is a review comment on a line, or a range of lines, of the diff.
+type ReviewBrief struct {
+	Path string
+	// StartLine (only for a range) and Line are the commented lines of the
+	// file; Line is 0 when the comment no longer applies to the diff.
+	StartLine, Line int
+	Side            string // RIGHT (the pull request's version) or LEFT (the base's)
+	DiffHunk        string // the diff up to the commented line, as GitHub gives it
+	Author, Comment string
+	// Thread are the earlier comments of the comment's thread, by
+	// writers, oldest first.
+	Thread []Comment
+}
+
+// ThreadBrief is one review thread of the checklist.
+type ThreadBrief struct {
+	Path     string
+	Line     int // 0 when the thread no longer applies to the diff
+	DiffHunk string
+	// Comments are the thread's comments by writers, oldest first; the
+	// first is the request.
+	Comments []Comment
+}
+
+// PlanItem is one line of the agent's checklist.
+type PlanItem struct {
+	Title  string `json:"title"`
+	Status string `json:"status"` // pending, in_progress or done
+}

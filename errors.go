@@ -1,0 +1,29 @@
+package pullwright
+
+import "errors"
+
+// The errors a task's ports report, whichever package implements them. An
+// implementation wraps its own cause with one of these (fmt.Errorf("%w:
+// %w", ...)), so that task tells the cases apart with errors.Is and the
+// message keeps the cause.
+var (
+	// ErrNoFile means the file does not exist at that ref.
+	ErrNoFile = errors.New("no such file")
+	// ErrNotAFile means the path is a directory, a symlink or a
+	// submodule, or too large to read.
+	ErrNotAFile = errors.New("not a readable file")
+	// ErrNotPermitted means GitHub refused the call for lack of access
+	// (an installation that does not cover a fork, say).
+	ErrNotPermitted = errors.New("not permitted")
+	// ErrGone means what the call was about was deleted on GitHub (a
+	// review thread's first comment, say).
+	ErrGone = errors.New("deleted on GitHub")
+	// ErrNoChanges means there was nothing to commit.
+	ErrNoChanges = errors.New("no changes")
+	// ErrPushRejected means the remote branch has commits the push would
+	// overwrite; the bot never forces.
+	ErrPushRejected = errors.New("push rejected: the remote branch has other commits")
+	// ErrBaseGone means a commit (the one a task started from, say) is no
+	// longer in the history of the branch that should have it.
+	ErrBaseGone = errors.New("commit is not in the branch's history")
+)

@@ -1,0 +1,21 @@
+package pullwright
+
+// Change is one path of a checkout that differs from its HEAD commit.
+type Change struct {
+	Path   string // slash-separated, relative to the checkout's root
+	Status string // ChangeAdded, ChangeModified or ChangeDeleted
+}
+
+// How a Change changed its path.
+const (
+	ChangeAdded    = "added"
+	ChangeModified = "modified"
+	ChangeDeleted  = "deleted"
+)
+
+// FileStat is the size of the change to one file.
+type FileStat struct {
+	Path    string `json:"path"`
+	Added   int    `json:"added"`
+	Deleted int    `json:"deleted"`
+}
