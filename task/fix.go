@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/pullwright/pullwright/policy"
+	"github.com/pullwright/pullwright/untrusted"
 )
 
 // acknowledge reads the repository's rules, checks who asked against them
@@ -137,10 +138,10 @@ func (f *Flow) prepare(ctx context.Context, t *Task) error {
 	conv, err := f.Agent.Start(Brief{
 		Repo:         t.Repo.FullName(),
 		Issue:        t.Issue,
-		Title:        policy.Visible(issue.Title),
-		Body:         policy.Visible(issue.Body),
+		Title:        untrusted.Visible(issue.Title),
+		Body:         untrusted.Visible(issue.Body),
 		Comments:     comments,
-		Instructions: policy.Visible(t.Instructions),
+		Instructions: untrusted.Visible(t.Instructions),
 		Requester:    t.Requester.Login,
 		Settings:     settings,
 		Pull:         pull,

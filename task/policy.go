@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/pullwright/pullwright/policy"
+	"github.com/pullwright/pullwright/untrusted"
 )
 
 // ErrNoFile means the repository has no such file on that ref.
@@ -121,7 +122,7 @@ func (f *Flow) heard(ctx context.Context, t *Task, cs []Comment, seen map[string
 			left++
 			continue
 		}
-		out = append(out, Comment{Author: c.Author, AuthorType: c.AuthorType, Body: policy.Visible(c.Body)})
+		out = append(out, Comment{Author: c.Author, AuthorType: c.AuthorType, Body: untrusted.Visible(c.Body)})
 	}
 	return out, left
 }
