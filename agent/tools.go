@@ -15,6 +15,8 @@ import (
 	"strings"
 
 	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/pullwright/pullwright/untrusted"
 )
 
 // Tool names. They and their argument names are a contract (DESIGN.md).
@@ -521,7 +523,7 @@ func runGrep(env toolEnv, raw json.RawMessage) (toolResult, error) {
 				return errStopWalk
 			}
 			n++
-			fmt.Fprintf(&b, "%s:%d: %s\n", rel, line, cutString(string(l), maxGrepLineBytes))
+			fmt.Fprintf(&b, "%s:%d: %s\n", rel, line, untrusted.Cut(string(l), maxGrepLineBytes))
 		}
 		return nil
 	})
@@ -608,7 +610,7 @@ func runPlan(env toolEnv, raw json.RawMessage) (toolResult, error) {
 		if status == StatusDone {
 			done++
 		}
-		items[i] = PlanItem{Title: cutString(title, 200), Status: status}
+		items[i] = PlanItem{Title: untrusted.Cut(title, 200), Status: status}
 	}
 	env.st.Plan = items
 	return toolResult{
@@ -666,7 +668,7 @@ func runFinish(env toolEnv, raw json.RawMessage) (toolResult, error) {
 		}
 		text += fmt.Sprintf("; %d of %d review threads get your reply", len(replies), env.st.Threads)
 	}
-	env.st.Finish = &Finish{Title: cutString(title, 200), Summary: summary, Replies: replies}
+	env.st.Finish = &Finish{Title: untrusted.Cut(title, 200), Summary: summary, Replies: replies}
 	return toolResult{text: text, step: "finished: " + env.st.Finish.Title}, nil
 }
 
