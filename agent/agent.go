@@ -26,6 +26,7 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/pullwright/pullwright"
+	"github.com/pullwright/pullwright/untrusted"
 )
 
 // Defaults of Config.
@@ -390,7 +391,7 @@ func (a *Agent) runTool(env toolEnv, tc openai.ToolCall) (content, step string) 
 	t, ok := toolsByName[name]
 	if !ok {
 		return "error: unknown tool " + fmt.Sprintf("%q", name) + "; the available tools are: " + toolNames(),
-			fmt.Sprintf("called unknown tool `%s`", cutString(name, 40))
+			fmt.Sprintf("called unknown tool `%s`", untrusted.Cut(name, 40))
 	}
 	res, err := t.run(env, []byte(tc.Function.Arguments))
 	if err != nil {
@@ -399,14 +400,14 @@ func (a *Agent) runTool(env toolEnv, tc openai.ToolCall) (content, step string) 
 		if !errors.As(err, &te) {
 			msg = "internal error: " + describe(err)
 		}
-		return "error: " + a.cut(msg), name + " failed: " + cutString(firstLine(msg), 80)
+		return "error: " + a.cut(msg), name + " failed: " + untrusted.Cut(firstLine(msg), 80)
 	}
 	text := a.cut(res.text)
 	if text == "" {
 		text = "(no output)"
 	}
 	if res.block != "" {
-		text = block(res.block, res.attrs, text)
+		text = untrusted.Block(res.block, res.attrs, text)
 	}
 	return text, res.step
 }

@@ -3,16 +3,22 @@ package agent
 import (
 	"path"
 	"strings"
+
+	"github.com/bmatcuk/doublestar/v4"
 )
 
+// maxBraceExpansions bounds the paths a pattern's {…} alternatives may
+// spell out: doublestar tries them one after another, so they multiply
+// the work of matching every file.
 const maxBraceExpansions = 64
 
-// globMatcher matches slash-separated relative paths against a pattern with
-// path.Match syntax per segment, "**" for any number of segments, and
-// {a,b} alternatives.
+// globMatcher matches slash-separated relative paths with doublestar:
+// '*', '?' and [classes] ([!a] or [^a] negated) within a path element,
+// "**" for any number of elements, and {a,b} alternatives. A backslash is
+// read as '/', not as an escape.
 type globMatcher struct {
-	alts     [][]string // each alternative split into segments
-	basename bool       // match the last path element only (pattern without '/')
+	pattern  string // valid for doublestar
+	basename bool   // match the last path element only (pattern without '/')
 }
 
 // compileGlob validates a pattern. With anyDepth, a pattern without '/' is
@@ -29,129 +35,106 @@ func compileGlob(pattern string, anyDepth bool) (*globMatcher, error) {
 	if strings.HasPrefix(p, "/") {
 		return nil, errorf("pattern %q is absolute; patterns are relative to the repository root, e.g. src/**/*.go", pattern)
 	}
-	alts, err := expandBraces(p)
-	if err != nil {
-		return nil, errorf("pattern %q: %v", pattern, err)
+	if !doublestar.ValidatePattern(p) {
+		return nil, errorf("pattern %q is malformed: %v", pattern, doublestar.ErrBadPattern)
 	}
-	m := &globMatcher{basename: anyDepth && !strings.Contains(p, "/")}
-	for _, a := range alts {
-		segs := strings.Split(a, "/")
-		for _, s := range segs {
-			if s == ".." {
-				return nil, errorf("pattern %q may not contain '..'", pattern)
-			}
-			if s == "**" {
-				continue
-			}
-			if _, err := path.Match(s, ""); err != nil {
-				return nil, errorf("pattern %q is malformed: %v", pattern, err)
-			}
-		}
-		m.alts = append(m.alts, segs)
+	if dotDot(p) {
+		return nil, errorf("pattern %q may not contain '..'", pattern)
 	}
-	return m, nil
+	if n, _ := expansions(p, false); n > maxBraceExpansions {
+		return nil, errorf("pattern %q: too many {…} alternatives (more than %d)", pattern, maxBraceExpansions)
+	}
+	q, ok := classesWithoutSlash(p)
+	if !ok {
+		return nil, errorf("pattern %q is malformed: a [class] may not hold '/'", pattern)
+	}
+	return &globMatcher{pattern: q, basename: anyDepth && !strings.Contains(p, "/")}, nil
 }
 
 func (m *globMatcher) match(rel string) bool {
 	if m.basename {
 		rel = path.Base(rel)
 	}
-	names := strings.Split(rel, "/")
-	for _, a := range m.alts {
-		if matchSegments(a, names) {
+	return doublestar.MatchUnvalidated(m.pattern, rel)
+}
+
+// expansions counts the patterns that expanding p's {…} alternatives
+// would give, up to one more than maxBraceExpansions. p is valid for
+// doublestar and has no backslash. In a group (inGroup), it counts one
+// alternative and returns the rest of p from the ',' or '}' that ends it.
+func expansions(p string, inGroup bool) (n int, rest string) {
+	n = 1
+	for len(p) > 0 {
+		switch p[0] {
+		case '[': // a class, never empty: its braces and commas are characters
+			p = p[2+strings.IndexByte(p[2:], ']')+1:]
+		case '{':
+			sum := 0
+			for p[0] != '}' {
+				var a int
+				a, p = expansions(p[1:], true)
+				sum = min(sum+a, maxBraceExpansions+1)
+			}
+			p = p[1:]
+			n = min(n*sum, maxBraceExpansions+1)
+		case ',', '}':
+			if inGroup {
+				return n, p
+			}
+			p = p[1:]
+		default:
+			p = p[1:]
+		}
+	}
+	return n, p
+}
+
+// dotDot reports whether a segment of p, or of one of its {…}
+// alternatives as far as they can be told apart without expanding them,
+// is "..": segments end at '/', '{' and '}', and at ',' inside braces.
+func dotDot(p string) bool {
+	depth, start := 0, 0
+	for i := 0; i <= len(p); i++ {
+		if i < len(p) {
+			switch c := p[i]; {
+			case c == '{':
+				depth++
+			case c == '}':
+				depth--
+			case c == '/', c == ',' && depth > 0:
+			default:
+				continue
+			}
+		}
+		if p[start:i] == ".." {
 			return true
 		}
+		start = i + 1
 	}
 	return false
 }
 
-func matchSegments(pat, names []string) bool {
-	for len(pat) > 0 {
-		if pat[0] == "**" {
-			for len(pat) > 0 && pat[0] == "**" {
-				pat = pat[1:]
-			}
-			if len(pat) == 0 {
-				return true
-			}
-			for i := range len(names) + 1 {
-				if matchSegments(pat, names[i:]) {
-					return true
-				}
-			}
-			return false
+// classesWithoutSlash adds '/' to p's negated classes, and reports false
+// if a class holds one: doublestar lets a class match the separator, but
+// a class matches within one path element, as path.Match's did.
+func classesWithoutSlash(p string) (string, bool) {
+	var b strings.Builder
+	for len(p) > 0 {
+		if p[0] != '[' {
+			b.WriteByte(p[0])
+			p = p[1:]
+			continue
 		}
-		if len(names) == 0 {
-			return false
+		end := 2 + strings.IndexByte(p[2:], ']') + 1 // a class is never empty
+		class := p[:end]
+		if strings.Contains(class, "/") {
+			return "", false
 		}
-		if ok, _ := path.Match(pat[0], names[0]); !ok {
-			return false
+		if class[1] == '^' || class[1] == '!' {
+			class = class[:2] + "/" + class[2:]
 		}
-		pat, names = pat[1:], names[1:]
+		b.WriteString(class)
+		p = p[end:]
 	}
-	return len(names) == 0
-}
-
-// expandBraces expands {a,b} alternatives, nested ones included.
-func expandBraces(p string) ([]string, error) {
-	open := -1
-	depth := 0
-	for i := 0; i < len(p); i++ {
-		switch p[i] {
-		case '\\':
-			i++
-		case '{':
-			if depth == 0 {
-				open = i
-			}
-			depth++
-		case '}':
-			if depth == 0 {
-				return nil, errorf("unbalanced '}'")
-			}
-			depth--
-			if depth == 0 {
-				var out []string
-				for _, alt := range splitTopLevel(p[open+1 : i]) {
-					rest, err := expandBraces(alt + p[i+1:])
-					if err != nil {
-						return nil, err
-					}
-					for _, r := range rest {
-						out = append(out, p[:open]+r)
-					}
-					if len(out) > maxBraceExpansions {
-						return nil, errorf("too many {…} alternatives (more than %d)", maxBraceExpansions)
-					}
-				}
-				return out, nil
-			}
-		}
-	}
-	if depth != 0 {
-		return nil, errorf("unbalanced '{'")
-	}
-	return []string{p}, nil
-}
-
-// splitTopLevel splits s at commas that are not inside nested braces.
-func splitTopLevel(s string) []string {
-	var out []string
-	depth, start := 0, 0
-	for i := 0; i < len(s); i++ {
-		switch s[i] {
-		case '\\':
-			i++
-		case '{':
-			depth++
-		case '}':
-			depth--
-		case ',':
-			if depth == 0 {
-				out = append(out, s[start:i])
-				start = i + 1
-			}
-		}
-	}
-	return append(out, s[start:])
+	return b.String(), true
 }

@@ -12,6 +12,7 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/pullwright/pullwright/policy"
+	"github.com/pullwright/pullwright/untrusted"
 )
 
 // Request is a command the model asked to run, waiting for an answer.
@@ -81,10 +82,10 @@ func runRun(env toolEnv, raw json.RawMessage) (toolResult, error) {
 	if reason == "" {
 		return toolResult{}, errorf("reason is empty; tell the maintainer who approves it what the command checks and why you need it")
 	}
-	env.st.Pending = &Request{ToolCallID: env.callID, Command: cmd, Reason: cutString(reason, maxReasonBytes)}
+	env.st.Pending = &Request{ToolCallID: env.callID, Command: cmd, Reason: untrusted.Cut(reason, maxReasonBytes)}
 	return toolResult{
 		text: "run request recorded; waiting for a maintainer's approval",
-		step: "asked to run `" + cutString(strings.Join(strings.Fields(cmd), " "), 120) + "`",
+		step: "asked to run `" + untrusted.Cut(strings.Join(strings.Fields(cmd), " "), 120) + "`",
 	}, nil
 }
 
@@ -144,7 +145,7 @@ func (a *Agent) resultText(s string) string {
 	// tag is the real one and the text ends with the real closing tag.
 	if i := strings.Index(s, outputOpen); i >= 0 && strings.HasSuffix(s, outputClose) && i+len(outputOpen) <= len(s)-len(outputClose) {
 		head, inner := s[:i], s[i+len(outputOpen):len(s)-len(outputClose)]
-		return head + block("untrusted-output", "", cutMiddle(inner, a.cfg.MaxToolOutput))
+		return head + untrusted.Block("untrusted-output", "", cutMiddle(inner, a.cfg.MaxToolOutput))
 	}
 	if s = a.cut(s); s == "" {
 		s = "(no output)"
@@ -198,7 +199,7 @@ func RunResult(exitCode int, output string, truncated bool, timedOut bool, durat
 	if output == "" {
 		output = "(no output)"
 	}
-	b.WriteString(block("untrusted-output", "", output))
+	b.WriteString(untrusted.Block("untrusted-output", "", output))
 	return b.String()
 }
 
@@ -221,7 +222,7 @@ func Rejected(by, reason string) string {
 	if reason == "" {
 		reason = "no reason given"
 	}
-	return "rejected by @" + login(by) + ": " + neutralise(cutString(reason, maxRejectBytes)) + "\n" +
+	return "rejected by @" + untrusted.Login(by) + ": " + untrusted.Neutralise(untrusted.Cut(reason, maxRejectBytes)) + "\n" +
 		"Take the maintainer's reason into account. " + afterRefusal
 }
 

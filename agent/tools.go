@@ -17,6 +17,7 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/pullwright/pullwright"
+	"github.com/pullwright/pullwright/untrusted"
 )
 
 // Tool names. They and their argument names are a contract (DESIGN.md).
@@ -523,7 +524,7 @@ func runGrep(env toolEnv, raw json.RawMessage) (toolResult, error) {
 				return errStopWalk
 			}
 			n++
-			fmt.Fprintf(&b, "%s:%d: %s\n", rel, line, cutString(string(l), maxGrepLineBytes))
+			fmt.Fprintf(&b, "%s:%d: %s\n", rel, line, untrusted.Cut(string(l), maxGrepLineBytes))
 		}
 		return nil
 	})
@@ -610,7 +611,7 @@ func runPlan(env toolEnv, raw json.RawMessage) (toolResult, error) {
 		if status == StatusDone {
 			done++
 		}
-		items[i] = pullwright.PlanItem{Title: cutString(title, 200), Status: status}
+		items[i] = pullwright.PlanItem{Title: untrusted.Cut(title, 200), Status: status}
 	}
 	env.st.Plan = items
 	return toolResult{
@@ -668,7 +669,7 @@ func runFinish(env toolEnv, raw json.RawMessage) (toolResult, error) {
 		}
 		text += fmt.Sprintf("; %d of %d review threads get your reply", len(replies), env.st.Threads)
 	}
-	env.st.Finish = &Finish{Title: cutString(title, 200), Summary: summary, Replies: replies}
+	env.st.Finish = &Finish{Title: untrusted.Cut(title, 200), Summary: summary, Replies: replies}
 	return toolResult{text: text, step: "finished: " + env.st.Finish.Title}, nil
 }
 

@@ -12,7 +12,6 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
 
@@ -495,16 +494,4 @@ func (w *workspace) ignorePatterns(file string, domain []string) []gitignore.Pat
 // isBinary reports whether data looks binary (a NUL byte near the start).
 func isBinary(data []byte) bool {
 	return bytes.IndexByte(data[:min(len(data), binarySniffBytes)], 0) >= 0
-}
-
-// cutString cuts s to at most n bytes on a rune boundary, marking the cut.
-func cutString(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	i := n
-	for i > 0 && !utf8.RuneStart(s[i]) {
-		i--
-	}
-	return s[:i] + "…"
 }

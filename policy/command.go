@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/pullwright/pullwright/untrusted"
 )
 
 // CheckCommand reports, as an error, the first character of a command
@@ -79,6 +81,6 @@ func unshown(r rune) bool {
 	if r == '\t' || r == '\n' {
 		return false
 	}
-	return unicode.IsControl(r) || invisibleRune(r) || r == 0x2800 ||
+	return unicode.IsControl(r) || untrusted.IsInvisible(r) || r == 0x2800 ||
 		r != ' ' && unicode.In(r, unicode.Cf, unicode.Zs, unicode.Zl, unicode.Zp, unicode.Co, unicode.Cs)
 }

@@ -2,11 +2,11 @@
 // .github/pullwright.yml (decoded strictly, with errors that name the line
 // and key), the operator's caps that a repository cannot exceed, and the
 // decisions made from them — who may trigger and approve, which paths the
-// agent may not touch, which commands run without asking, what a task may
-// spend, and what of an issue the model may read (Visible). It does no I/O
-// beyond what it is handed: callers read the files and ask GitHub, and
-// pass the answers in (the answer to "is this person in that team?" as a
-// function, so that GitHub is asked only when a rule needs it).
+// agent may not touch, which commands run without asking and what a task
+// may spend. What of an issue the model may read is package untrusted's.
+// It does no I/O beyond what it is handed: callers read the files and ask
+// GitHub, and pass the answers in (the answer to "is this person in that
+// team?" as a function, so that GitHub is asked only when a rule needs it).
 package policy
 
 import "time"

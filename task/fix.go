@@ -12,6 +12,7 @@ import (
 
 	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/policy"
+	"github.com/pullwright/pullwright/untrusted"
 )
 
 // acknowledge reads the repository's rules, checks who asked against them
@@ -138,10 +139,10 @@ func (f *Flow) prepare(ctx context.Context, t *Task) error {
 	conv, err := f.Agent.Start(pullwright.Brief{
 		Repo:         t.Repo.FullName(),
 		Issue:        t.Issue,
-		Title:        policy.Visible(issue.Title),
-		Body:         policy.Visible(issue.Body),
+		Title:        untrusted.Visible(issue.Title),
+		Body:         untrusted.Visible(issue.Body),
 		Comments:     comments,
-		Instructions: policy.Visible(t.Instructions),
+		Instructions: untrusted.Visible(t.Instructions),
 		Requester:    t.Requester.Login,
 		Limits:       limits(settings),
 		TestCommand:  settings.TestCommand,

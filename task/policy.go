@@ -13,6 +13,7 @@ import (
 
 	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/policy"
+	"github.com/pullwright/pullwright/untrusted"
 )
 
 // operator is the operator's configuration, or the built-in one.
@@ -115,7 +116,7 @@ func (f *Flow) heard(ctx context.Context, t *Task, cs []pullwright.Comment, seen
 			left++
 			continue
 		}
-		out = append(out, pullwright.Comment{Author: c.Author, AuthorType: c.AuthorType, Body: policy.Visible(c.Body)})
+		out = append(out, pullwright.Comment{Author: c.Author, AuthorType: c.AuthorType, Body: untrusted.Visible(c.Body)})
 	}
 	return out, left
 }

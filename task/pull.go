@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/pullwright/pullwright"
-	"github.com/pullwright/pullwright/policy"
+	"github.com/pullwright/pullwright/untrusted"
 )
 
 // Bounds of what a fix on a pull request reads of it.
@@ -168,7 +168,7 @@ func (f *Flow) openThreads(ctx context.Context, t *Task) ([]ThreadRef, error) {
 			continue
 		}
 		out = append(out, ThreadRef{Root: root.ID, Author: root.Author, Path: root.Path, Line: root.Line,
-			Body: clip(policy.Visible(root.Body), 300), URL: root.URL})
+			Body: clip(untrusted.Visible(root.Body), 300), URL: root.URL})
 		if len(out) == maxThreads {
 			break
 		}
@@ -325,7 +325,7 @@ func (f *Flow) pullBrief(ctx context.Context, t *Task) (*pullwright.PullBrief, e
 	if r != nil {
 		b.Review = &pullwright.ReviewBrief{
 			Path: r.Path, StartLine: r.StartLine, Line: r.Line, Side: r.Side, DiffHunk: r.DiffHunk,
-			Author: t.Requester.Login, Comment: policy.Visible(r.Body),
+			Author: t.Requester.Login, Comment: untrusted.Visible(r.Body),
 		}
 		if th, ok := byRoot[r.Root()]; ok {
 			b.Review.Thread = heard(th.Comments, r.CommentID)

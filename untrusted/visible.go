@@ -1,4 +1,4 @@
-package policy
+package untrusted
 
 import (
 	"bytes"
@@ -61,9 +61,9 @@ func Visible(markdown string) string {
 	return s
 }
 
-// invisibleRune reports characters that render as nothing (or reorder
+// IsInvisible reports characters that render as nothing (or reorder
 // what is around them) yet reach the model as text.
-func invisibleRune(r rune) bool {
+func IsInvisible(r rune) bool {
 	switch {
 	case r == 0x00AD, r == 0x034F, r == 0x061C, r == 0x115F, r == 0x1160, r == 0x17B4, r == 0x17B5,
 		r == 0x180E, r == 0x3164, r == 0xFEFF, r == 0xFFA0:
@@ -89,7 +89,7 @@ func stripInvisible(s string, runes bool) string {
 	out := make([]byte, 0, len(s))
 	for i := 0; i < len(s); {
 		r, size := utf8.DecodeRuneInString(s[i:])
-		if runes && (invisibleRune(r) || r == utf8.RuneError && size == 1) {
+		if runes && (IsInvisible(r) || r == utf8.RuneError && size == 1) {
 			i += size
 			continue
 		}
