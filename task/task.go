@@ -469,15 +469,5 @@ func (t *Task) Move(to State) error {
 	return nil
 }
 
-var (
-	// ErrBadTransition is a move the lifecycle forbids.
-	ErrBadTransition = errors.New("transition not allowed")
-	// ErrDuplicate means the delivery was seen before; nothing was written.
-	ErrDuplicate = errors.New("delivery already recorded")
-	// ErrNotFound means no such task.
-	ErrNotFound = errors.New("task not found")
-	// ErrLeaseLost means another worker owns the task now.
-	ErrLeaseLost = errors.New("lease lost")
-	// ErrNoTask means nothing is ready to run.
-	ErrNoTask = errors.New("no task ready")
-)
+// ErrBadTransition is a move the lifecycle forbids.
+var ErrBadTransition = errors.New("transition not allowed")

@@ -34,6 +34,7 @@ import (
 	"time"
 
 	"github.com/pullwright/pullwright/task"
+	"github.com/pullwright/pullwright/task/sqlite"
 	"github.com/pullwright/pullwright/webhook"
 )
 
@@ -85,7 +86,7 @@ func run(senders, n int, dbPath string) error {
 		defer os.RemoveAll(dir)
 		dbPath = filepath.Join(dir, "bench.db")
 	}
-	store, err := task.OpenSQLite(ctx, dbPath)
+	store, err := sqlite.Open(ctx, dbPath)
 	if err != nil {
 		return err
 	}
