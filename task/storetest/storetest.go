@@ -39,6 +39,7 @@ func Run(t *testing.T, open Open) {
 		{"HoldBranch", testHoldBranch},
 		{"PullHeadsAround", testPullHeadsAround},
 		{"UsageCountsAdmittedTasksOfTheInstallation", testUsage},
+		{"NextDueSkipsTasksWaitingForAPerson", testNextDue},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -636,4 +637,52 @@ func claimAndMove(ctx context.Context, s task.Store, id int64, to task.State) er
 		tk.State = to
 		return s.Save(ctx, tk, "test")
 	}
+}
+
+// Pool.Drain waits for NextDue, so a store that has it (task.Due) must
+// leave out a task that waits for a person, and count it again once
+// answered.
+func testNextDue(t *testing.T, open opener) {
+	ctx := context.Background()
+	s, c := open(t)
+	due, ok := s.(task.Due)
+	if !ok {
+		t.Skipf("%T is not a task.Due", s)
+	}
+	next := func(want time.Time) {
+		t.Helper()
+		at, ok, err := due.NextDue(ctx)
+		if err != nil || ok != !want.IsZero() || !at.Equal(want) {
+			t.Fatalf("NextDue = %v, %v, %v; want %v", at, ok, err, want)
+		}
+	}
+	next(time.Time{})
+	first, second := fixTask(1), fixTask(2)
+	second.RunAfter = c.Now().Add(30 * time.Second) // a retry's back-off
+	for i, tk := range []*task.Task{first, second} {
+		if err := s.Record(ctx, task.Delivery{ID: fmt.Sprint("d", i)}, tk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	next(first.RunAfter)
+
+	got, err := s.Claim(ctx, "w", time.Minute)
+	if err != nil || got.ID != first.ID {
+		t.Fatalf("claim = %+v, %v", got, err)
+	}
+	got.State, got.RunAfter = task.AwaitingApproval, c.Now().Add(time.Hour)
+	got.Request = &task.ExecRequest{ID: fmt.Sprint(got.ID, "-1"), Command: "make", Asked: true}
+	if err := s.Save(ctx, got, "w"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Release(ctx, got.ID, "w"); err != nil {
+		t.Fatal(err)
+	}
+	next(second.RunAfter)
+
+	c.Add(time.Second)
+	if err := s.Answer(ctx, got.ID, got.Request.ID, task.Answer{Verdict: task.Approved, By: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	next(c.Now())
 }
