@@ -25,7 +25,10 @@ type Store struct {
 	now func() time.Time
 }
 
-var _ task.Store = (*Store)(nil)
+var (
+	_ task.Store = (*Store)(nil)
+	_ task.Due   = (*Store)(nil)
+)
 
 const sqliteSchema = `
 CREATE TABLE IF NOT EXISTS deliveries (
