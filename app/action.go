@@ -50,7 +50,7 @@ type ActionResult struct {
 }
 
 // stateStore is what a run needs of its store beyond task.Store: the
-// SQLite store of one run has all of it.
+// SQLite store of one run (sqlite.Store) has all of it.
 type stateStore interface {
 	task.Store
 	task.Due

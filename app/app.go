@@ -29,6 +29,7 @@ import (
 	"github.com/pullwright/pullwright/runner"
 	"github.com/pullwright/pullwright/setup"
 	"github.com/pullwright/pullwright/task"
+	"github.com/pullwright/pullwright/task/sqlite"
 	"github.com/pullwright/pullwright/webhook"
 )
 
@@ -383,7 +384,7 @@ func OpenStore(ctx context.Context, url string) (task.Store, error) {
 				return nil, fmt.Errorf("create database directory %s: %w", dir, err)
 			}
 		}
-		return task.OpenSQLite(ctx, path)
+		return sqlite.Open(ctx, path)
 	case strings.HasPrefix(url, "postgres://"), strings.HasPrefix(url, "postgresql://"):
 		return nil, errors.New("the Postgres store is not available in this version; use sqlite:///path/file.db")
 	}

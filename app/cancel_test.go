@@ -10,6 +10,7 @@ import (
 	"github.com/pullwright/pullwright/internal/fakegithub"
 	"github.com/pullwright/pullwright/internal/fakellm"
 	"github.com/pullwright/pullwright/task"
+	"github.com/pullwright/pullwright/task/sqlite"
 )
 
 // "/agent cancel" once a task's final commit is on a pull request's own
@@ -35,7 +36,7 @@ func TestCancelAfterTheFinalPush(t *testing.T) {
 		gh.AddIssue(owner, name, fakegithub.Issue{Number: tc.number, Title: "Docs", IsPR: true})
 		active := &task.Task{ID: int64(tc.number), Kind: task.KindFix, State: task.Publishing, Final: true, Issue: tc.number, IsPR: true, Repo: r,
 			Branch: tc.branch, Pull: &task.PullWork{Mode: tc.mode}}
-		if err := flow.Store.(*task.SQLite).Restore(ctx, active); err != nil {
+		if err := flow.Store.(*sqlite.Store).Restore(ctx, active); err != nil {
 			t.Fatal(err)
 		}
 		c := &task.Task{ID: int64(100 + tc.number), Kind: task.KindCancel, State: task.Queued, Issue: tc.number, IsPR: true, Repo: r, Requester: task.Person{Login: "alice"}}

@@ -20,6 +20,7 @@ import (
 	"github.com/pullwright/pullwright/repo"
 	"github.com/pullwright/pullwright/runner"
 	"github.com/pullwright/pullwright/task"
+	"github.com/pullwright/pullwright/task/sqlite"
 )
 
 // TestEveryStepCanBeReplayed runs a fix task step by step with the real
@@ -331,7 +332,7 @@ func replayFlow(ctx context.Context, t *testing.T, gh *fakegithub.Server, llm *f
 	if err != nil {
 		t.Fatal(err)
 	}
-	store, err := task.OpenSQLite(ctx, filepath.Join(t.TempDir(), "db"))
+	store, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "db"))
 	if err != nil {
 		t.Fatal(err)
 	}

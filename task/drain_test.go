@@ -1,38 +1,52 @@
-package task
+package task_test
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
+
+	"github.com/pullwright/pullwright/task"
+	"github.com/pullwright/pullwright/task/tasktest"
 )
 
 func TestDrainWaitsOutRetriesAndStopsAtAWait(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	s, _ := openTestStore(t)
-	s.now = time.Now
-	st := &scriptStepper{fail: map[State][]error{Preparing: {Retry("clone failed", errors.New("eof")), Retry("clone failed", errors.New("eof"))}}}
-	p := &Pool{Store: s, Steps: st, MaxAttempts: 5, Backoff: func(int) time.Duration { return 20 * time.Millisecond }}
-	retried := fixTask(1)
-	if err := s.Record(ctx, Delivery{ID: "d1"}, retried); err != nil {
+	s := tasktest.NewStore(time.Now)
+	st := &scriptStepper{fail: map[task.State][]error{task.Preparing: {task.Retry("clone failed", errors.New("eof")), task.Retry("clone failed", errors.New("eof"))}}}
+	p := &task.Pool{Store: s, Steps: st, MaxAttempts: 5, Backoff: func(int) time.Duration { return 20 * time.Millisecond }}
+	// A task parked for an answer is nobody's to wait for. It is parked
+	// as a worker parks one, before the other task is due.
+	parked := fixTask(2)
+	if err := s.Record(ctx, task.Delivery{ID: "d2"}, parked); err != nil {
 		t.Fatal(err)
 	}
-	// A task parked for an answer is nobody's to wait for.
-	parked := fixTask(2)
-	parked.ID, parked.State, parked.RunAfter = 777, AwaitingApproval, time.Now().Add(time.Hour)
-	parked.Request = &ExecRequest{ID: "777-1", Command: "make", Asked: true}
-	if err := s.Restore(ctx, parked); err != nil {
+	w, err := s.Claim(ctx, "w", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.State, w.RunAfter = task.AwaitingApproval, time.Now().Add(time.Hour)
+	w.Request = &task.ExecRequest{ID: fmt.Sprint(w.ID, "-1"), Command: "make", Asked: true}
+	if err := s.Save(ctx, w, "w"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Release(ctx, w.ID, "w"); err != nil {
+		t.Fatal(err)
+	}
+	retried := fixTask(1)
+	if err := s.Record(ctx, task.Delivery{ID: "d1"}, retried); err != nil {
 		t.Fatal(err)
 	}
 	if err := p.Drain(ctx, s); err != nil {
 		t.Fatal(err)
 	}
 	got, err := s.Get(ctx, retried.ID)
-	if err != nil || got.State != Done {
+	if err != nil || got.State != task.Done {
 		t.Fatalf("after Drain the retried task is %+v, %v; want done", got, err)
 	}
-	if still, _ := s.Get(ctx, 777); still.State != AwaitingApproval {
+	if still, _ := s.Get(ctx, parked.ID); still.State != task.AwaitingApproval {
 		t.Fatalf("the parked task moved to %s", still.State)
 	}
 }
@@ -40,11 +54,10 @@ func TestDrainWaitsOutRetriesAndStopsAtAWait(t *testing.T) {
 func TestDrainStopsWithItsContext(t *testing.T) {
 	setup, cancelSetup := context.WithTimeout(context.Background(), time.Minute)
 	defer cancelSetup()
-	s, _ := openTestStore(t)
-	s.now = time.Now
-	st := &scriptStepper{fail: map[State][]error{Preparing: {Retry("down", nil)}}}
-	p := &Pool{Store: s, Steps: st, MaxAttempts: 5, Backoff: func(int) time.Duration { return time.Hour }}
-	if err := s.Record(setup, Delivery{ID: "d1"}, fixTask(1)); err != nil {
+	s := tasktest.NewStore(time.Now)
+	st := &scriptStepper{fail: map[task.State][]error{task.Preparing: {task.Retry("down", nil)}}}
+	p := &task.Pool{Store: s, Steps: st, MaxAttempts: 5, Backoff: func(int) time.Duration { return time.Hour }}
+	if err := s.Record(setup, task.Delivery{ID: "d1"}, fixTask(1)); err != nil {
 		t.Fatal(err)
 	}
 	// Only Drain gets the short context: a loaded machine may take longer
@@ -59,15 +72,14 @@ func TestDrainStopsWithItsContext(t *testing.T) {
 // stuckStepper succeeds without ever moving a task on.
 type stuckStepper struct{ scriptStepper }
 
-func (s *stuckStepper) Step(context.Context, *Task) error { return nil }
+func (s *stuckStepper) Step(context.Context, *task.Task) error { return nil }
 
 func TestDrainGivesUpOnATaskThatNeverMovesOn(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	s, _ := openTestStore(t)
-	s.now = time.Now
-	p := &Pool{Store: s, Steps: &stuckStepper{}, MaxDrainClaims: 2}
-	if err := s.Record(ctx, Delivery{ID: "d1"}, fixTask(1)); err != nil {
+	s := tasktest.NewStore(time.Now)
+	p := &task.Pool{Store: s, Steps: &stuckStepper{}, MaxDrainClaims: 2}
+	if err := s.Record(ctx, task.Delivery{ID: "d1"}, fixTask(1)); err != nil {
 		t.Fatal(err)
 	}
 	err := p.Drain(ctx, s)

@@ -6,12 +6,27 @@ import (
 	"time"
 )
 
-// ErrActive means the issue already has an active fix task; Record wrote
-// nothing and the caller may record a reply instead.
-var ErrActive = errors.New("issue already has an active task")
+// The errors a Store returns, wrapped, whatever the database behind it.
+var (
+	// ErrDuplicate means the delivery was seen before; nothing was written.
+	ErrDuplicate = errors.New("delivery already recorded")
+	// ErrActive means the issue already has an active fix task; Record
+	// wrote nothing and the caller may record a reply instead.
+	ErrActive = errors.New("issue already has an active task")
+	// ErrNotFound means no such task.
+	ErrNotFound = errors.New("task not found")
+	// ErrLeaseLost means another worker owns the task now.
+	ErrLeaseLost = errors.New("lease lost")
+	// ErrNoTask means nothing is ready to run.
+	ErrNoTask = errors.New("no task ready")
+	// ErrAnswered means the request already has an answer, or is no longer
+	// the task's current request, or the task no longer waits for one.
+	ErrAnswered = errors.New("request already answered or no longer waiting")
+)
 
-// Store keeps deliveries and tasks durably. The SQLite implementation is the
-// default; a Postgres one serves several replicas.
+// Store keeps deliveries and tasks durably. The SQLite implementation
+// (package task/sqlite) is the default; a Postgres one serves several
+// replicas. Every implementation passes the suite in package task/storetest.
 type Store interface {
 	// Record commits the delivery and, when t is not nil, enqueues t, in one
 	// transaction, and sets t.ID. A delivery seen before returns ErrDuplicate;

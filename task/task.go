@@ -413,6 +413,25 @@ func (t *Task) IssueKey() string {
 	return fmt.Sprintf("%d/%s/%d", t.Repo.InstallationID, t.Repo.FullName(), t.Issue)
 }
 
+// PRKey names the pull request the task opened in IssueKey's form, so that
+// answers and fixes asked there find the task; "" until it opens one.
+func (t *Task) PRKey() string {
+	if t.PRNumber == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d/%s/%d", t.Repo.InstallationID, t.Repo.FullName(), t.PRNumber)
+}
+
+// BranchKey names the branch the task pushes to, across installations: one
+// repository has one set of branches whoever reaches it. It is "" until
+// the task has a branch.
+func (t *Task) BranchKey() string {
+	if t.Branch == "" {
+		return ""
+	}
+	return strings.ToLower(t.Repo.FullName()) + ":" + t.Branch
+}
+
 // Move changes the task's state, refusing moves the lifecycle forbids.
 func (t *Task) Move(to State) error {
 	if !CanMove(t.State, to) {
@@ -423,15 +442,5 @@ func (t *Task) Move(to State) error {
 	return nil
 }
 
-var (
-	// ErrBadTransition is a move the lifecycle forbids.
-	ErrBadTransition = errors.New("transition not allowed")
-	// ErrDuplicate means the delivery was seen before; nothing was written.
-	ErrDuplicate = errors.New("delivery already recorded")
-	// ErrNotFound means no such task.
-	ErrNotFound = errors.New("task not found")
-	// ErrLeaseLost means another worker owns the task now.
-	ErrLeaseLost = errors.New("lease lost")
-	// ErrNoTask means nothing is ready to run.
-	ErrNoTask = errors.New("no task ready")
-)
+// ErrBadTransition is a move the lifecycle forbids.
+var ErrBadTransition = errors.New("transition not allowed")

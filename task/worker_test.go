@@ -1,4 +1,4 @@
-package task
+package task_test
 
 import (
 	"context"
@@ -6,21 +6,25 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/pullwright/pullwright"
+	"github.com/pullwright/pullwright/task"
+	"github.com/pullwright/pullwright/task/tasktest"
 )
 
 // scriptStepper moves fix tasks through the lifecycle and fails on demand.
 type scriptStepper struct {
 	mu       sync.Mutex
-	fail     map[State][]error // errors to return, in order, per state
-	steps    []State
-	finished []*Task
-	block    chan struct{} // when set, Working blocks until closed or ctx ends
+	fail     map[task.State][]error // errors to return, in order, per state
+	steps    []task.State
+	finished []*task.Task
+	block    chan struct{} // when set, task.Working blocks until closed or ctx ends
 	// finishFails is how many Finish calls fail before one succeeds.
 	finishFails int
 	finishCalls int
 }
 
-func (s *scriptStepper) Step(ctx context.Context, t *Task) error {
+func (s *scriptStepper) Step(ctx context.Context, t *task.Task) error {
 	s.mu.Lock()
 	s.steps = append(s.steps, t.State)
 	if errs := s.fail[t.State]; len(errs) > 0 {
@@ -30,8 +34,8 @@ func (s *scriptStepper) Step(ctx context.Context, t *Task) error {
 	}
 	block := s.block
 	s.mu.Unlock()
-	next := map[State]State{Queued: Preparing, Preparing: Working, Working: Publishing, Publishing: Done}[t.State]
-	if t.State == Working && block != nil {
+	next := map[task.State]task.State{task.Queued: task.Preparing, task.Preparing: task.Working, task.Working: task.Publishing, task.Publishing: task.Done}[t.State]
+	if t.State == task.Working && block != nil {
 		select {
 		case <-block:
 		case <-ctx.Done():
@@ -41,19 +45,42 @@ func (s *scriptStepper) Step(ctx context.Context, t *Task) error {
 	return t.Move(next)
 }
 
-func (s *scriptStepper) Finish(_ context.Context, t *Task) error {
+func (s *scriptStepper) Finish(_ context.Context, t *task.Task) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.finishCalls++
 	if s.finishCalls <= s.finishFails {
-		return Retry("GitHub is down", nil)
+		return task.Retry("GitHub is down", nil)
 	}
 	c := *t
 	s.finished = append(s.finished, &c)
 	return nil
 }
 
-func runPool(t *testing.T, p *Pool) (stop func()) {
+// clock is a settable time source for a store under test.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *clock) Add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// storeWithClock is a store whose time moves only when the test moves it.
+func storeWithClock() (*tasktest.Store, *clock) {
+	c := &clock{now: time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)}
+	return tasktest.NewStore(c.Now), c
+}
+
+func fixTask(issue int) *task.Task {
+	return &task.Task{Kind: task.KindFix, Repo: pullwright.Repo{InstallationID: 1, Owner: "o", Name: "r"}, Issue: issue, Instructions: "fix it"}
+}
+
+func runPool(t *testing.T, p *task.Pool) (stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -62,7 +89,7 @@ func runPool(t *testing.T, p *Pool) (stop func()) {
 }
 
 // waitFor polls the store until cond holds for the task.
-func waitFor(t *testing.T, s Store, id int64, cond func(*Task) bool) *Task {
+func waitFor(t *testing.T, s task.Store, id int64, cond func(*task.Task) bool) *task.Task {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
@@ -78,45 +105,43 @@ func waitFor(t *testing.T, s Store, id int64, cond func(*Task) bool) *Task {
 }
 
 func TestPoolRunsTaskToDone(t *testing.T) {
-	s, _ := openTestStore(t)
-	s.now = time.Now
-	st := &scriptStepper{fail: map[State][]error{}}
-	p := &Pool{Store: s, Steps: st, Workers: 2, Poll: 5 * time.Millisecond}
+	s := tasktest.NewStore(time.Now)
+	st := &scriptStepper{fail: map[task.State][]error{}}
+	p := &task.Pool{Store: s, Steps: st, Workers: 2, Poll: 5 * time.Millisecond}
 	defer runPool(t, p)()
 	tk := fixTask(1)
-	if err := s.Record(context.Background(), Delivery{ID: "d"}, tk); err != nil {
+	if err := s.Record(context.Background(), task.Delivery{ID: "d"}, tk); err != nil {
 		t.Fatal(err)
 	}
 	p.Notify()
-	waitFor(t, s, tk.ID, func(t *Task) bool { return t.State == Done })
+	waitFor(t, s, tk.ID, func(t *task.Task) bool { return t.State == task.Done })
 }
 
 func TestPoolRetriesThenFails(t *testing.T) {
 	tests := []struct {
 		name      string
 		errs      []error
-		wantState State
-		wantSteps int // attempts at Preparing
+		wantState task.State
+		wantSteps int // attempts at task.Preparing
 		wantError string
 	}{
-		{"transient errors then success", []error{Retry("clone failed", errors.New("eof")), Retry("clone failed", errors.New("eof"))}, Done, 3, ""},
-		{"permanent error fails at once", []error{Fatal("budget spent", nil)}, Failed, 1, "budget spent"},
-		{"attempts run out", []error{Retry("a", nil), Retry("b", nil), Retry("c", nil)}, Failed, 3, "c"},
-		{"unclassified error hides details", []error{errors.New("secret internal detail"), errors.New("x"), errors.New("y")}, Failed, 3, "an internal error stopped the task"},
+		{"transient errors then success", []error{task.Retry("clone failed", errors.New("eof")), task.Retry("clone failed", errors.New("eof"))}, task.Done, 3, ""},
+		{"permanent error fails at once", []error{task.Fatal("budget spent", nil)}, task.Failed, 1, "budget spent"},
+		{"attempts run out", []error{task.Retry("a", nil), task.Retry("b", nil), task.Retry("c", nil)}, task.Failed, 3, "c"},
+		{"unclassified error hides details", []error{errors.New("secret internal detail"), errors.New("x"), errors.New("y")}, task.Failed, 3, "an internal error stopped the task"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			s, _ := openTestStore(t)
-			s.now = time.Now
-			st := &scriptStepper{fail: map[State][]error{Preparing: tc.errs}}
-			p := &Pool{Store: s, Steps: st, Workers: 1, Poll: 5 * time.Millisecond, MaxAttempts: 3,
+			s := tasktest.NewStore(time.Now)
+			st := &scriptStepper{fail: map[task.State][]error{task.Preparing: tc.errs}}
+			p := &task.Pool{Store: s, Steps: st, Workers: 1, Poll: 5 * time.Millisecond, MaxAttempts: 3,
 				Backoff: func(int) time.Duration { return time.Millisecond }}
 			stop := runPool(t, p)
 			tk := fixTask(1)
-			if err := s.Record(context.Background(), Delivery{ID: "d"}, tk); err != nil {
+			if err := s.Record(context.Background(), task.Delivery{ID: "d"}, tk); err != nil {
 				t.Fatal(err)
 			}
-			got := waitFor(t, s, tk.ID, func(t *Task) bool { return t.State.Terminal() })
+			got := waitFor(t, s, tk.ID, func(t *task.Task) bool { return t.State.Terminal() })
 			// The worker saves the end before it reports it: stopping the
 			// pool waits for the report.
 			stop()
@@ -127,14 +152,14 @@ func TestPoolRetriesThenFails(t *testing.T) {
 			defer st.mu.Unlock()
 			n := 0
 			for _, s := range st.steps {
-				if s == Preparing {
+				if s == task.Preparing {
 					n++
 				}
 			}
 			if n != tc.wantSteps {
-				t.Fatalf("Preparing stepped %d times, want %d", n, tc.wantSteps)
+				t.Fatalf("task.Preparing stepped %d times, want %d", n, tc.wantSteps)
 			}
-			if tc.wantState == Failed && len(st.finished) != 1 {
+			if tc.wantState == task.Failed && len(st.finished) != 1 {
 				t.Fatalf("Finish called %d times, want 1", len(st.finished))
 			}
 		})
@@ -142,23 +167,22 @@ func TestPoolRetriesThenFails(t *testing.T) {
 }
 
 func TestPoolCancelStopsWork(t *testing.T) {
-	s, _ := openTestStore(t)
-	s.now = time.Now
+	s := tasktest.NewStore(time.Now)
 	block := make(chan struct{})
-	st := &scriptStepper{fail: map[State][]error{}, block: block}
-	p := &Pool{Store: s, Steps: st, Workers: 1, Poll: 5 * time.Millisecond}
+	st := &scriptStepper{fail: map[task.State][]error{}, block: block}
+	p := &task.Pool{Store: s, Steps: st, Workers: 1, Poll: 5 * time.Millisecond}
 	defer runPool(t, p)()
 	tk := fixTask(1)
-	if err := s.Record(context.Background(), Delivery{ID: "d"}, tk); err != nil {
+	if err := s.Record(context.Background(), task.Delivery{ID: "d"}, tk); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, s, tk.ID, func(t *Task) bool { return t.State == Working })
+	waitFor(t, s, tk.ID, func(t *task.Task) bool { return t.State == task.Working })
 	if err := s.RequestCancel(context.Background(), tk.ID, "alice"); err != nil {
 		t.Fatal(err)
 	}
 	close(block)
-	got := waitFor(t, s, tk.ID, func(t *Task) bool { return t.State.Terminal() })
-	if got.State != Cancelled || got.CancelledBy != "alice" {
+	got := waitFor(t, s, tk.ID, func(t *task.Task) bool { return t.State.Terminal() })
+	if got.State != task.Cancelled || got.CancelledBy != "alice" {
 		t.Fatalf("got %s by %q, want cancelled by alice", got.State, got.CancelledBy)
 	}
 }
@@ -166,69 +190,68 @@ func TestPoolCancelStopsWork(t *testing.T) {
 // A worker that dies mid-task (its process is gone, the lease is not
 // renewed) leaves the task to be picked up by another worker.
 func TestLeaseExpiryHandsTaskToAnotherWorker(t *testing.T) {
-	s, c := openTestStore(t)
+	s, c := storeWithClock()
 	tk := fixTask(1)
-	if err := s.Record(context.Background(), Delivery{ID: "d"}, tk); err != nil {
+	if err := s.Record(context.Background(), task.Delivery{ID: "d"}, tk); err != nil {
 		t.Fatal(err)
 	}
 	dead, err := s.Claim(context.Background(), "dead-worker", time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
-	dead.State = Preparing
+	dead.State = task.Preparing
 	if err := s.Save(context.Background(), dead, "dead-worker"); err != nil {
 		t.Fatal(err)
 	}
 	c.Add(2 * time.Minute)
-	st := &scriptStepper{fail: map[State][]error{}}
-	p := &Pool{Store: s, Steps: st, Workers: 1, Poll: 5 * time.Millisecond}
+	st := &scriptStepper{fail: map[task.State][]error{}}
+	p := &task.Pool{Store: s, Steps: st, Workers: 1, Poll: 5 * time.Millisecond}
 	defer runPool(t, p)()
-	waitFor(t, s, tk.ID, func(t *Task) bool { return t.State == Done })
+	waitFor(t, s, tk.ID, func(t *task.Task) bool { return t.State == task.Done })
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if st.steps[0] != Preparing {
-		t.Fatalf("new worker started at %s, want the dead worker's Preparing", st.steps[0])
+	if st.steps[0] != task.Preparing {
+		t.Fatalf("new worker started at %s, want the dead worker's task.Preparing", st.steps[0])
 	}
 }
 
 type panicStepper struct{ scriptStepper }
 
-func (p *panicStepper) Step(ctx context.Context, t *Task) error {
-	if t.State == Preparing {
+func (p *panicStepper) Step(ctx context.Context, t *task.Task) error {
+	if t.State == task.Preparing {
 		panic("boom")
 	}
 	return p.scriptStepper.Step(ctx, t)
 }
 
 func TestPanicInStepFailsTheTaskNotTheProcess(t *testing.T) {
-	s, _ := openTestStore(t)
-	s.now = time.Now
-	st := &panicStepper{scriptStepper{fail: map[State][]error{}}}
-	p := &Pool{Store: s, Steps: st, Workers: 1, Poll: 5 * time.Millisecond}
+	s := tasktest.NewStore(time.Now)
+	st := &panicStepper{scriptStepper{fail: map[task.State][]error{}}}
+	p := &task.Pool{Store: s, Steps: st, Workers: 1, Poll: 5 * time.Millisecond}
 	defer runPool(t, p)()
 	tk := fixTask(1)
-	if err := s.Record(context.Background(), Delivery{ID: "d"}, tk); err != nil {
+	if err := s.Record(context.Background(), task.Delivery{ID: "d"}, tk); err != nil {
 		t.Fatal(err)
 	}
-	got := waitFor(t, s, tk.ID, func(t *Task) bool { return t.State.Terminal() })
-	if got.State != Failed || got.Error != "the bot hit an internal error" {
+	got := waitFor(t, s, tk.ID, func(t *task.Task) bool { return t.State.Terminal() })
+	if got.State != task.Failed || got.Error != "the bot hit an internal error" {
 		t.Fatalf("got %s %q", got.State, got.Error)
 	}
 	// The pool still works.
 	next := fixTask(2)
-	if err := s.Record(context.Background(), Delivery{ID: "d2"}, next); err != nil {
+	if err := s.Record(context.Background(), task.Delivery{ID: "d2"}, next); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, s, next.ID, func(t *Task) bool { return t.State == Failed })
+	waitFor(t, s, next.ID, func(t *task.Task) bool { return t.State == task.Failed })
 }
 
 // A task whose worker keeps vanishing (it crashes the process) is failed
 // after MaxCrashes instead of being claimed forever.
 func TestCrashLoopingTaskIsFailed(t *testing.T) {
 	ctx := context.Background()
-	s, c := openTestStore(t)
+	s, c := storeWithClock()
 	tk := fixTask(1)
-	if err := s.Record(ctx, Delivery{ID: "d"}, tk); err != nil {
+	if err := s.Record(ctx, task.Delivery{ID: "d"}, tk); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 3 {
@@ -241,11 +264,11 @@ func TestCrashLoopingTaskIsFailed(t *testing.T) {
 		}
 		c.Add(2 * time.Minute) // the worker died holding the lease
 	}
-	st := &scriptStepper{fail: map[State][]error{}}
-	p := &Pool{Store: s, Steps: st, Workers: 1, Poll: 5 * time.Millisecond, MaxCrashes: 2}
+	st := &scriptStepper{fail: map[task.State][]error{}}
+	p := &task.Pool{Store: s, Steps: st, Workers: 1, Poll: 5 * time.Millisecond, MaxCrashes: 2}
 	defer runPool(t, p)()
-	got := waitFor(t, s, tk.ID, func(t *Task) bool { return t.State.Terminal() })
-	if got.State != Failed || got.Error != "the task stopped its worker 3 times, so it is not tried again" {
+	got := waitFor(t, s, tk.ID, func(t *task.Task) bool { return t.State.Terminal() })
+	if got.State != task.Failed || got.Error != "the task stopped its worker 3 times, so it is not tried again" {
 		t.Fatalf("got %s %q", got.State, got.Error)
 	}
 	st.mu.Lock()
@@ -255,69 +278,43 @@ func TestCrashLoopingTaskIsFailed(t *testing.T) {
 	}
 }
 
-func TestUnreadableTaskDoesNotBlockTheQueue(t *testing.T) {
-	ctx := context.Background()
-	s, _ := openTestStore(t)
-	s.now = time.Now
-	bad, good := fixTask(1), fixTask(2)
-	if err := s.Record(ctx, Delivery{ID: "d1"}, bad); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Record(ctx, Delivery{ID: "d2"}, good); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.db.Exec(`UPDATE tasks SET data = '{not json' WHERE id = ?`, bad.ID); err != nil {
-		t.Fatal(err)
-	}
-	st := &scriptStepper{fail: map[State][]error{}}
-	p := &Pool{Store: s, Steps: st, Workers: 1, Poll: 5 * time.Millisecond}
-	defer runPool(t, p)()
-	waitFor(t, s, good.ID, func(t *Task) bool { return t.State == Done })
-	var state string
-	if err := s.db.QueryRow(`SELECT state FROM tasks WHERE id = ?`, bad.ID).Scan(&state); err != nil || state != "failed" {
-		t.Fatalf("unreadable task state = %q, %v", state, err)
-	}
-}
-
 // A failed step leaves only its retry count: what it changed in the task
 // before failing is not saved.
 func TestFailedStepLeavesNoPartialState(t *testing.T) {
-	s, _ := openTestStore(t)
-	s.now = time.Now
+	s := tasktest.NewStore(time.Now)
 	st := &halfStepper{}
-	p := &Pool{Store: s, Steps: st, Workers: 1, Poll: 5 * time.Millisecond, MaxAttempts: 2,
+	p := &task.Pool{Store: s, Steps: st, Workers: 1, Poll: 5 * time.Millisecond, MaxAttempts: 2,
 		Backoff: func(int) time.Duration { return time.Hour }}
 	defer runPool(t, p)()
 	tk := fixTask(1)
-	if err := s.Record(context.Background(), Delivery{ID: "d"}, tk); err != nil {
+	if err := s.Record(context.Background(), task.Delivery{ID: "d"}, tk); err != nil {
 		t.Fatal(err)
 	}
-	got := waitFor(t, s, tk.ID, func(t *Task) bool { return t.Attempts == 1 })
-	if got.State != Queued || got.Title != "" {
+	got := waitFor(t, s, tk.ID, func(t *task.Task) bool { return t.Attempts == 1 })
+	if got.State != task.Queued || got.Title != "" {
 		t.Fatalf("after a failed step: state %s, title %q; want queued and no title", got.State, got.Title)
 	}
 }
 
 type halfStepper struct{ scriptStepper }
 
-func (h *halfStepper) Step(_ context.Context, t *Task) error {
+func (h *halfStepper) Step(_ context.Context, t *task.Task) error {
 	t.Title = "half done"
-	t.State = Preparing
-	return Retry("then it broke", nil)
+	t.State = task.Preparing
+	return task.Retry("then it broke", nil)
 }
 
 // The report of a failed task is tried again when GitHub refuses it.
 func TestFinishReportIsRetried(t *testing.T) {
-	s, _ := openTestStore(t)
-	s.now = time.Now
-	st := &scriptStepper{fail: map[State][]error{Preparing: {Fatal("no", nil)}}, finishFails: 2}
-	p := &Pool{Store: s, Steps: st, Workers: 1, Poll: 5 * time.Millisecond, Backoff: func(int) time.Duration { return time.Millisecond }}
+	s := tasktest.NewStore(time.Now)
+	st := &scriptStepper{fail: map[task.State][]error{task.Preparing: {task.Fatal("no", nil)}}, finishFails: 2}
+	p := &task.Pool{Store: s, Steps: st, Workers: 1, Poll: 5 * time.Millisecond, Backoff: func(int) time.Duration { return time.Millisecond }}
 	stop := runPool(t, p)
 	tk := fixTask(1)
-	if err := s.Record(context.Background(), Delivery{ID: "d"}, tk); err != nil {
+	if err := s.Record(context.Background(), task.Delivery{ID: "d"}, tk); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, s, tk.ID, func(t *Task) bool { return t.State == Failed })
+	waitFor(t, s, tk.ID, func(t *task.Task) bool { return t.State == task.Failed })
 	stop()
 	st.mu.Lock()
 	defer st.mu.Unlock()
@@ -329,20 +326,19 @@ func TestFinishReportIsRetried(t *testing.T) {
 // finishPanics panics while reporting the end of a task.
 type finishPanics struct{ scriptStepper }
 
-func (f *finishPanics) Finish(context.Context, *Task) error { panic("boom") }
+func (f *finishPanics) Finish(context.Context, *task.Task) error { panic("boom") }
 
 func TestAPanickingReportDoesNotStopTheProcess(t *testing.T) {
-	s, _ := openTestStore(t)
-	s.now = time.Now
-	st := &finishPanics{scriptStepper{fail: map[State][]error{Preparing: {Fatal("no", nil)}}}}
-	p := &Pool{Store: s, Steps: st, Workers: 1, Poll: 5 * time.Millisecond, Backoff: func(int) time.Duration { return time.Millisecond }}
+	s := tasktest.NewStore(time.Now)
+	st := &finishPanics{scriptStepper{fail: map[task.State][]error{task.Preparing: {task.Fatal("no", nil)}}}}
+	p := &task.Pool{Store: s, Steps: st, Workers: 1, Poll: 5 * time.Millisecond, Backoff: func(int) time.Duration { return time.Millisecond }}
 	stop := runPool(t, p)
 	defer stop()
 	tk := fixTask(1)
-	if err := s.Record(context.Background(), Delivery{ID: "d"}, tk); err != nil {
+	if err := s.Record(context.Background(), task.Delivery{ID: "d"}, tk); err != nil {
 		t.Fatal(err)
 	}
-	if got := waitFor(t, s, tk.ID, func(t *Task) bool { return t.State.Terminal() }); got.State != Failed {
+	if got := waitFor(t, s, tk.ID, func(t *task.Task) bool { return t.State.Terminal() }); got.State != task.Failed {
 		t.Fatalf("task ended %s", got.State)
 	}
 }

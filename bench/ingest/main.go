@@ -35,6 +35,7 @@ import (
 
 	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/task"
+	"github.com/pullwright/pullwright/task/sqlite"
 	"github.com/pullwright/pullwright/webhook"
 )
 
@@ -86,7 +87,7 @@ func run(senders, n int, dbPath string) error {
 		defer os.RemoveAll(dir)
 		dbPath = filepath.Join(dir, "bench.db")
 	}
-	store, err := task.OpenSQLite(ctx, dbPath)
+	store, err := sqlite.Open(ctx, dbPath)
 	if err != nil {
 		return err
 	}

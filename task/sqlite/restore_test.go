@@ -1,10 +1,12 @@
-package task
+package sqlite
 
 import (
 	"context"
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/pullwright/pullwright/task"
 )
 
 func TestRestoreKeepsTheTaskAndItsRequest(t *testing.T) {
@@ -12,13 +14,13 @@ func TestRestoreKeepsTheTaskAndItsRequest(t *testing.T) {
 	s, c := openTestStore(t)
 	deadline := c.Now().Add(time.Hour)
 	saved := fixTask(3)
-	saved.ID, saved.State, saved.RunAfter = 900001, AwaitingApproval, deadline
-	saved.Request = &ExecRequest{ID: "900001-2", Command: "make test", Asked: true, ParkedAt: c.Now(), Deadline: deadline}
+	saved.ID, saved.State, saved.RunAfter = 900001, task.AwaitingApproval, deadline
+	saved.Request = &task.ExecRequest{ID: "900001-2", Command: "make test", Asked: true, ParkedAt: c.Now(), Deadline: deadline}
 	if err := s.Restore(ctx, saved); err != nil {
 		t.Fatal(err)
 	}
 	got, err := s.Get(ctx, 900001)
-	if err != nil || got.State != AwaitingApproval || got.Request.ID != "900001-2" {
+	if err != nil || got.State != task.AwaitingApproval || got.Request.ID != "900001-2" {
 		t.Fatalf("Get = %+v, %v", got, err)
 	}
 	if a, err := s.Active(ctx, saved.IssueKey()); err != nil || a.ID != saved.ID {
@@ -29,7 +31,7 @@ func TestRestoreKeepsTheTaskAndItsRequest(t *testing.T) {
 		t.Fatalf("NextDue = %v, %v; want none", ok, err)
 	}
 	// A second fix on the issue is refused, as for any active task.
-	if err := s.Record(ctx, Delivery{ID: "d2"}, fixTask(3)); !errors.Is(err, ErrActive) {
+	if err := s.Record(ctx, task.Delivery{ID: "d2"}, fixTask(3)); !errors.Is(err, task.ErrActive) {
 		t.Fatalf("Record of a second fix = %v", err)
 	}
 	again := *saved
@@ -37,7 +39,7 @@ func TestRestoreKeepsTheTaskAndItsRequest(t *testing.T) {
 		t.Fatal("restoring the same task twice succeeded")
 	}
 	// An answer makes it due at once.
-	if err := s.Answer(ctx, saved.ID, "900001-2", Answer{Verdict: Approved, By: "o", At: c.Now()}); err != nil {
+	if err := s.Answer(ctx, saved.ID, "900001-2", task.Answer{Verdict: task.Approved, By: "o", At: c.Now()}); err != nil {
 		t.Fatal(err)
 	}
 	claimed, err := s.Claim(ctx, "w", time.Minute)
@@ -53,7 +55,7 @@ func TestStartIDsAtAndNextDue(t *testing.T) {
 		t.Fatal(err)
 	}
 	first := fixTask(1)
-	if err := s.Record(ctx, Delivery{ID: "d1"}, first); err != nil {
+	if err := s.Record(ctx, task.Delivery{ID: "d1"}, first); err != nil {
 		t.Fatal(err)
 	}
 	if first.ID != 5001 {
@@ -65,7 +67,7 @@ func TestStartIDsAtAndNextDue(t *testing.T) {
 	}
 	second := fixTask(2)
 	second.RunAfter = c.Now().Add(30 * time.Second) // a retry's back-off
-	if err := s.Record(ctx, Delivery{ID: "d2"}, second); err != nil || second.ID != 5002 {
+	if err := s.Record(ctx, task.Delivery{ID: "d2"}, second); err != nil || second.ID != 5002 {
 		t.Fatalf("second = %d, %v", second.ID, err)
 	}
 	at, ok, err := s.NextDue(ctx)

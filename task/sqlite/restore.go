@@ -1,4 +1,4 @@
-package task
+package sqlite
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/pullwright/pullwright/task"
 )
 
 // The methods below serve a store that lives for one GitHub Actions run:
@@ -15,8 +17,8 @@ import (
 
 // Restore writes t, a task saved outside this store, under its own id, with
 // its request and answer, as its issue's active task. It fails with
-// ErrActive if the issue has another active fix task.
-func (s *SQLite) Restore(ctx context.Context, t *Task) error {
+// task.ErrActive if the issue has another active fix task.
+func (s *Store) Restore(ctx context.Context, t *task.Task) error {
 	if t.ID <= 0 {
 		return fmt.Errorf("restore task: id %d", t.ID)
 	}
@@ -35,10 +37,10 @@ func (s *SQLite) Restore(ctx context.Context, t *Task) error {
 	_, err = s.db.ExecContext(ctx,
 		`INSERT INTO tasks (id, kind, state, issue_key, run_after, cancelled_by, request_id, answer, pr_key, branch_key, data, created_at, updated_at)
 		 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		t.ID, t.Kind, t.State, t.IssueKey(), t.RunAfter.UnixMilli(), t.CancelledBy, requestID, answer, prKey(t), branchKey(t), data,
+		t.ID, t.Kind, t.State, t.IssueKey(), t.RunAfter.UnixMilli(), t.CancelledBy, requestID, answer, t.PRKey(), t.BranchKey(), data,
 		t.CreatedAt.UnixMilli(), now.UnixMilli())
 	if isUniqueViolation(err) {
-		return fmt.Errorf("restore task %d: %s: %w", t.ID, t.IssueKey(), ErrActive)
+		return fmt.Errorf("restore task %d: %s: %w", t.ID, t.IssueKey(), task.ErrActive)
 	}
 	if err != nil {
 		return fmt.Errorf("restore task %d: %w", t.ID, err)
@@ -47,7 +49,7 @@ func (s *SQLite) Restore(ctx context.Context, t *Task) error {
 }
 
 // StartIDsAt makes the tasks recorded from now on get ids above n.
-func (s *SQLite) StartIDsAt(ctx context.Context, n int64) error {
+func (s *Store) StartIDsAt(ctx context.Context, n int64) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("start task ids at %d: %w", n, err)
@@ -68,9 +70,9 @@ func (s *SQLite) StartIDsAt(ctx context.Context, n int64) error {
 	return nil
 }
 
-// NextDue implements Due: the earliest due time of a task that is not over
+// NextDue implements task.Due: the earliest due time of a task that is not over
 // and does not wait for an answer.
-func (s *SQLite) NextDue(ctx context.Context) (time.Time, bool, error) {
+func (s *Store) NextDue(ctx context.Context) (time.Time, bool, error) {
 	var at sql.NullInt64
 	err := s.db.QueryRowContext(ctx, `SELECT min(run_after) FROM tasks
 		WHERE state NOT IN ('done', 'failed', 'cancelled')

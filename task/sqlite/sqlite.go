@@ -1,4 +1,7 @@
-package task
+// Package sqlite is the default task.Store: the deliveries and tasks of one
+// bot in one SQLite file. It owns the schema and its migrations and speaks
+// task's types and errors only; the rules of a task's life stay in task.
+package sqlite
 
 import (
 	"context"
@@ -10,18 +13,22 @@ import (
 	"strings"
 	"time"
 
-	"modernc.org/sqlite"
+	"github.com/pullwright/pullwright/task"
+	sqlitedrv "modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 )
 
-// SQLite is the default Store: one file, WAL journal, safe for one process
-// with many workers. Several replicas need the Postgres store instead.
-type SQLite struct {
+// Store is one file, WAL journal, safe for one process with many workers.
+// Several replicas need the Postgres store instead.
+type Store struct {
 	db  *sql.DB
 	now func() time.Time
 }
 
-var _ Store = (*SQLite)(nil)
+var (
+	_ task.Store = (*Store)(nil)
+	_ task.Due   = (*Store)(nil)
+)
 
 const sqliteSchema = `
 CREATE TABLE IF NOT EXISTS deliveries (
@@ -71,7 +78,7 @@ var sqliteMigrations = []string{
 	// 1: the branch a task pushes to. Two pull requests may share a head
 	// branch, and a person may open one from a task's branch: the
 	// database itself keeps two active tasks off one branch. Tasks active
-	// at the upgrade hold their branches as branchKey names them; where
+	// at the upgrade hold their branches as Task.BranchKey names them; where
 	// two already share one, the older holds it.
 	`ALTER TABLE tasks ADD COLUMN branch_key TEXT NOT NULL DEFAULT '';
 CREATE TEMP VIEW active_branches AS SELECT id,
@@ -139,8 +146,8 @@ func migrateOne(ctx context.Context, db *sql.DB) (done bool, err error) {
 	return false, nil
 }
 
-// OpenSQLite opens (creating if needed) the database file at path.
-func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
+// Open opens (creating if needed) the database file at path.
+func Open(ctx context.Context, path string) (*Store, error) {
 	q := url.Values{}
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "busy_timeout(10000)")
@@ -161,22 +168,22 @@ func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
 		db.Close()
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}
-	return &SQLite{db: db, now: time.Now}, nil
+	return &Store{db: db, now: time.Now}, nil
 }
 
 // Close closes the database.
-func (s *SQLite) Close() error { return s.db.Close() }
+func (s *Store) Close() error { return s.db.Close() }
 
 func isUniqueViolation(err error) bool {
-	var se *sqlite.Error
+	var se *sqlitedrv.Error
 	if errors.As(err, &se) {
 		return se.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE || se.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY
 	}
 	return false
 }
 
-// Record implements Store.
-func (s *SQLite) Record(ctx context.Context, d Delivery, t *Task) error {
+// Record implements task.Store.
+func (s *Store) Record(ctx context.Context, d task.Delivery, t *task.Task) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("record delivery %s: begin: %w", d.ID, err)
@@ -189,7 +196,7 @@ func (s *SQLite) Record(ctx context.Context, d Delivery, t *Task) error {
 		`INSERT INTO deliveries (id, event, action, received_at) VALUES (?, ?, ?, ?)`,
 		d.ID, d.Event, d.Action, d.ReceivedAt.UnixMilli()); err != nil {
 		if isUniqueViolation(err) {
-			return fmt.Errorf("record delivery %s: %w", d.ID, ErrDuplicate)
+			return fmt.Errorf("record delivery %s: %w", d.ID, task.ErrDuplicate)
 		}
 		return fmt.Errorf("record delivery %s: %w", d.ID, err)
 	}
@@ -208,7 +215,7 @@ func (s *SQLite) Record(ctx context.Context, d Delivery, t *Task) error {
 			t.RunAfter = now
 		}
 		if t.State == "" {
-			t.State = Queued
+			t.State = task.Queued
 		}
 		t.UpdatedAt = now
 		t.DeliveryID = d.ID
@@ -216,7 +223,7 @@ func (s *SQLite) Record(ctx context.Context, d Delivery, t *Task) error {
 		if err != nil {
 			return fmt.Errorf("record delivery %s: encode task: %w", d.ID, err)
 		}
-		if t.Kind == KindFix {
+		if t.Kind == task.KindFix {
 			// A fix asked on the pull request an active task opened is a
 			// fix on that task's conversation too.
 			var busy int
@@ -225,7 +232,7 @@ func (s *SQLite) Record(ctx context.Context, d Delivery, t *Task) error {
 				return fmt.Errorf("record delivery %s: %w", d.ID, err)
 			}
 			if busy > 0 {
-				return fmt.Errorf("record delivery %s: %s: %w", d.ID, t.IssueKey(), ErrActive)
+				return fmt.Errorf("record delivery %s: %s: %w", d.ID, t.IssueKey(), task.ErrActive)
 			}
 		}
 		res, err := tx.ExecContext(ctx,
@@ -233,7 +240,7 @@ func (s *SQLite) Record(ctx context.Context, d Delivery, t *Task) error {
 			t.Kind, t.State, t.IssueKey(), t.RunAfter.UnixMilli(), data, t.CreatedAt.UnixMilli(), now.UnixMilli())
 		if err != nil {
 			if isUniqueViolation(err) {
-				return fmt.Errorf("record delivery %s: %s: %w", d.ID, t.IssueKey(), ErrActive)
+				return fmt.Errorf("record delivery %s: %s: %w", d.ID, t.IssueKey(), task.ErrActive)
 			}
 			return fmt.Errorf("record delivery %s: insert task: %w", d.ID, err)
 		}
@@ -262,8 +269,8 @@ func (s *SQLite) Record(ctx context.Context, d Delivery, t *Task) error {
 const claimable = `state NOT IN ('done', 'failed', 'cancelled')
 	AND run_after <= ? AND (lease_owner = '' OR lease_until < ?)`
 
-// Claim implements Store.
-func (s *SQLite) Claim(ctx context.Context, owner string, lease time.Duration) (*Task, error) {
+// Claim implements task.Store.
+func (s *Store) Claim(ctx context.Context, owner string, lease time.Duration) (*task.Task, error) {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("claim task: begin: %w", err)
@@ -281,7 +288,7 @@ func (s *SQLite) Claim(ctx context.Context, owner string, lease time.Duration) (
 	err = tx.QueryRowContext(ctx, `SELECT id, data, cancelled_by, answer, run_after, crashes, lease_owner FROM tasks WHERE `+claimable+` ORDER BY run_after, id LIMIT 1`, now, now).
 		Scan(&id, &data, &cancelledBy, &answer, &runAfter, &crashes, &leaseOwner)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, ErrNoTask
+		return nil, task.ErrNoTask
 	}
 	if err != nil {
 		return nil, fmt.Errorf("claim task: %w", err)
@@ -316,7 +323,7 @@ func (s *SQLite) Claim(ctx context.Context, owner string, lease time.Duration) (
 
 type scanner interface{ Scan(dest ...any) error }
 
-func scanTask(row scanner) (*Task, error) {
+func scanTask(row scanner) (*task.Task, error) {
 	var (
 		id, runAfter int64
 		crashes      int
@@ -339,8 +346,8 @@ func scanTask(row scanner) (*Task, error) {
 // taskColumns are what scanTask reads.
 const taskColumns = `id, data, cancelled_by, answer, run_after, crashes`
 
-func decodeTask(id int64, data, cancelledBy, answer string) (*Task, error) {
-	t := new(Task)
+func decodeTask(id int64, data, cancelledBy, answer string) (*task.Task, error) {
+	t := new(task.Task)
 	if err := json.Unmarshal([]byte(data), t); err != nil {
 		return nil, fmt.Errorf("decode task %d: %w", id, err)
 	}
@@ -352,11 +359,11 @@ func decodeTask(id int64, data, cancelledBy, answer string) (*Task, error) {
 	return t, nil
 }
 
-func setAnswer(t *Task, answer string) error {
+func setAnswer(t *task.Task, answer string) error {
 	if answer == "" || t.Request == nil {
 		return nil
 	}
-	a := new(Answer)
+	a := new(task.Answer)
 	if err := json.Unmarshal([]byte(answer), a); err != nil {
 		return fmt.Errorf("answer: %w", err)
 	}
@@ -364,7 +371,7 @@ func setAnswer(t *Task, answer string) error {
 	return nil
 }
 
-func answerColumn(t *Task) (requestID, answer string, err error) {
+func answerColumn(t *task.Task) (requestID, answer string, err error) {
 	if t.Request == nil {
 		return "", "", nil
 	}
@@ -375,54 +382,38 @@ func answerColumn(t *Task) (requestID, answer string, err error) {
 	return t.Request.ID, string(b), err
 }
 
-func prKey(t *Task) string {
-	if t.PRNumber == 0 {
-		return ""
-	}
-	return fmt.Sprintf("%d/%s/%d", t.Repo.InstallationID, t.Repo.FullName(), t.PRNumber)
-}
-
-// branchKey names the branch a task pushes to, across installations: one
-// repository has one set of branches whoever reaches it.
-func branchKey(t *Task) string {
-	if t.Branch == "" {
-		return ""
-	}
-	return strings.ToLower(t.Repo.FullName()) + ":" + t.Branch
-}
-
-// PullHeadsAround implements Store. Both answers are read whole, however
+// PullHeadsAround implements task.Store. Both answers are read whole, however
 // many deliveries the pull request had: no window can push a record out.
-func (s *SQLite) PullHeadsAround(ctx context.Context, pullKey, sha string, at time.Time) (HeadsAround, error) {
-	var out HeadsAround
+func (s *Store) PullHeadsAround(ctx context.Context, pullKey, sha string, at time.Time) (task.HeadsAround, error) {
+	var out task.HeadsAround
 	err := s.db.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM pull_heads WHERE pull_key = ? AND sha = ? AND at >= ?)`,
 		pullKey, sha, at.UnixMilli()).Scan(&out.Since)
 	if err != nil {
-		return HeadsAround{}, fmt.Errorf("heads of %s since %s: %w", pullKey, at, err)
+		return task.HeadsAround{}, fmt.Errorf("heads of %s since %s: %w", pullKey, at, err)
 	}
 	rows, err := s.db.QueryContext(ctx, `SELECT DISTINCT sha FROM pull_heads WHERE pull_key = ?
 		AND at = (SELECT max(at) FROM pull_heads WHERE pull_key = ? AND at < ?) ORDER BY sha`,
 		pullKey, pullKey, at.UnixMilli())
 	if err != nil {
-		return HeadsAround{}, fmt.Errorf("head of %s before %s: %w", pullKey, at, err)
+		return task.HeadsAround{}, fmt.Errorf("head of %s before %s: %w", pullKey, at, err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var sha string
 		if err := rows.Scan(&sha); err != nil {
-			return HeadsAround{}, fmt.Errorf("head of %s before %s: %w", pullKey, at, err)
+			return task.HeadsAround{}, fmt.Errorf("head of %s before %s: %w", pullKey, at, err)
 		}
 		out.Before = append(out.Before, sha)
 	}
 	if err := rows.Err(); err != nil {
-		return HeadsAround{}, fmt.Errorf("head of %s before %s: %w", pullKey, at, err)
+		return task.HeadsAround{}, fmt.Errorf("head of %s before %s: %w", pullKey, at, err)
 	}
 	return out, nil
 }
 
-// HoldBranch implements Store.
-func (s *SQLite) HoldBranch(ctx context.Context, t *Task) (*Task, error) {
-	key := branchKey(t)
+// HoldBranch implements task.Store.
+func (s *Store) HoldBranch(ctx context.Context, t *task.Task) (*task.Task, error) {
+	key := t.BranchKey()
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("hold branch %s for task %d: begin: %w", key, t.ID, err)
@@ -445,8 +436,8 @@ func (s *SQLite) HoldBranch(ctx context.Context, t *Task) (*Task, error) {
 	return nil, nil
 }
 
-// Save implements Store.
-func (s *SQLite) Save(ctx context.Context, t *Task, owner string) error {
+// Save implements task.Store.
+func (s *Store) Save(ctx context.Context, t *task.Task, owner string) error {
 	now := s.now()
 	t.UpdatedAt = now
 	data, err := json.Marshal(t)
@@ -480,10 +471,10 @@ RETURNING cancelled_by, answer, run_after`,
 		t.State,
 		answer, requestID, t.RunAfter.UnixMilli(), now.UnixMilli(), t.RunAfter.UnixMilli(),
 		answer, requestID, answer,
-		requestID, prKey(t), data, now.UnixMilli(),
+		requestID, t.PRKey(), data, now.UnixMilli(),
 		t.ID, owner, now.UnixMilli()).Scan(&t.CancelledBy, &stored, &runAfter)
 	if errors.Is(err, sql.ErrNoRows) {
-		return fmt.Errorf("save task %d: %w", t.ID, ErrLeaseLost)
+		return fmt.Errorf("save task %d: %w", t.ID, task.ErrLeaseLost)
 	}
 	if err != nil {
 		return fmt.Errorf("save task %d: %w", t.ID, err)
@@ -495,12 +486,8 @@ RETURNING cancelled_by, answer, run_after`,
 	return nil
 }
 
-// ErrAnswered means the request already has an answer, or is no longer the
-// task's current request, or the task no longer waits for one.
-var ErrAnswered = errors.New("request already answered or no longer waiting")
-
-// Answer implements Store.
-func (s *SQLite) Answer(ctx context.Context, id int64, requestID string, a Answer) error {
+// Answer implements task.Store.
+func (s *Store) Answer(ctx context.Context, id int64, requestID string, a task.Answer) error {
 	b, err := json.Marshal(a)
 	if err != nil {
 		return fmt.Errorf("answer request %s: %w", requestID, err)
@@ -514,7 +501,7 @@ func (s *SQLite) Answer(ctx context.Context, id int64, requestID string, a Answe
 	if n, err := res.RowsAffected(); err != nil {
 		return fmt.Errorf("answer request %s: %w", requestID, err)
 	} else if n == 0 {
-		return fmt.Errorf("answer request %s: %w", requestID, ErrAnswered)
+		return fmt.Errorf("answer request %s: %w", requestID, task.ErrAnswered)
 	}
 	return nil
 }
@@ -525,13 +512,13 @@ func leaseHeld(res sql.Result, id int64, op string) error {
 		return fmt.Errorf("%s task %d: %w", op, id, err)
 	}
 	if n == 0 {
-		return fmt.Errorf("%s task %d: %w", op, id, ErrLeaseLost)
+		return fmt.Errorf("%s task %d: %w", op, id, task.ErrLeaseLost)
 	}
 	return nil
 }
 
-// Renew implements Store.
-func (s *SQLite) Renew(ctx context.Context, id int64, owner string, lease time.Duration) error {
+// Renew implements task.Store.
+func (s *Store) Renew(ctx context.Context, id int64, owner string, lease time.Duration) error {
 	now := s.now()
 	res, err := s.db.ExecContext(ctx, `UPDATE tasks SET lease_until = ? WHERE id = ? AND lease_owner = ? AND lease_until >= ?`,
 		now.Add(lease).UnixMilli(), id, owner, now.UnixMilli())
@@ -541,8 +528,8 @@ func (s *SQLite) Renew(ctx context.Context, id int64, owner string, lease time.D
 	return leaseHeld(res, id, "renew lease on")
 }
 
-// Release implements Store.
-func (s *SQLite) Release(ctx context.Context, id int64, owner string) error {
+// Release implements task.Store.
+func (s *Store) Release(ctx context.Context, id int64, owner string) error {
 	res, err := s.db.ExecContext(ctx, `UPDATE tasks SET lease_owner = '', lease_until = 0 WHERE id = ? AND lease_owner = ?`, id, owner)
 	if err != nil {
 		return fmt.Errorf("release task %d: %w", id, err)
@@ -550,11 +537,11 @@ func (s *SQLite) Release(ctx context.Context, id int64, owner string) error {
 	return leaseHeld(res, id, "release")
 }
 
-// Get implements Store.
-func (s *SQLite) Get(ctx context.Context, id int64) (*Task, error) {
+// Get implements task.Store.
+func (s *Store) Get(ctx context.Context, id int64) (*task.Task, error) {
 	t, err := scanTask(s.db.QueryRowContext(ctx, `SELECT `+taskColumns+` FROM tasks WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("get task %d: %w", id, ErrNotFound)
+		return nil, fmt.Errorf("get task %d: %w", id, task.ErrNotFound)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("get task %d: %w", id, err)
@@ -562,11 +549,11 @@ func (s *SQLite) Get(ctx context.Context, id int64) (*Task, error) {
 	return t, nil
 }
 
-func (s *SQLite) oneFor(ctx context.Context, op, where, key string) (*Task, error) {
+func (s *Store) oneFor(ctx context.Context, op, where, key string) (*task.Task, error) {
 	t, err := scanTask(s.db.QueryRowContext(ctx,
 		`SELECT `+taskColumns+` FROM tasks WHERE (issue_key = ? OR pr_key = ?) AND kind = 'fix' `+where+` ORDER BY id DESC LIMIT 1`, key, key))
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("%s task of %s: %w", op, key, ErrNotFound)
+		return nil, fmt.Errorf("%s task of %s: %w", op, key, task.ErrNotFound)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%s task of %s: %w", op, key, err)
@@ -574,18 +561,18 @@ func (s *SQLite) oneFor(ctx context.Context, op, where, key string) (*Task, erro
 	return t, nil
 }
 
-// Active implements Store.
-func (s *SQLite) Active(ctx context.Context, issueKey string) (*Task, error) {
+// Active implements task.Store.
+func (s *Store) Active(ctx context.Context, issueKey string) (*task.Task, error) {
 	return s.oneFor(ctx, "active", `AND state NOT IN ('done', 'failed', 'cancelled')`, issueKey)
 }
 
-// Latest implements Store.
-func (s *SQLite) Latest(ctx context.Context, issueKey string) (*Task, error) {
+// Latest implements task.Store.
+func (s *Store) Latest(ctx context.Context, issueKey string) (*task.Task, error) {
 	return s.oneFor(ctx, "latest", "", issueKey)
 }
 
-// RequestCancel implements Store.
-func (s *SQLite) RequestCancel(ctx context.Context, id int64, by string) error {
+// RequestCancel implements task.Store.
+func (s *Store) RequestCancel(ctx context.Context, id int64, by string) error {
 	if strings.TrimSpace(by) == "" {
 		by = "unknown"
 	}
@@ -596,16 +583,16 @@ func (s *SQLite) RequestCancel(ctx context.Context, id int64, by string) error {
 		return fmt.Errorf("cancel task %d: %w", id, err)
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
-		return fmt.Errorf("cancel task %d: %w", id, ErrNotFound)
+		return fmt.Errorf("cancel task %d: %w", id, task.ErrNotFound)
 	}
 	return nil
 }
 
-// Usage implements Store. Only admitted tasks count (Task.AdmittedMS): a
+// Usage implements task.Store. Only admitted tasks count (task.Task.AdmittedMS): a
 // flood of refused requests must not use up an installation's rate. An
 // issue key starts with the installation id, so the count needs no column
 // of its own.
-func (s *SQLite) Usage(ctx context.Context, installationID int64, since time.Time, except int64) (active, started int, err error) {
+func (s *Store) Usage(ctx context.Context, installationID int64, since time.Time, except int64) (active, started int, err error) {
 	prefix := fmt.Sprintf("%d/", installationID)
 	err = s.db.QueryRowContext(ctx, `SELECT
 		coalesce(sum(state NOT IN ('done', 'failed', 'cancelled')), 0),
@@ -619,19 +606,19 @@ func (s *SQLite) Usage(ctx context.Context, installationID int64, since time.Tim
 	return active, started, nil
 }
 
-// Counts implements Store. The tasks_due index holds exactly the tasks
+// Counts implements task.Store. The tasks_due index holds exactly the tasks
 // that are not ended, so the count reads no ended row.
-func (s *SQLite) Counts(ctx context.Context) (map[State]int, error) {
+func (s *Store) Counts(ctx context.Context) (map[task.State]int, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT state, count(*) FROM tasks
 		WHERE state NOT IN ('done', 'failed', 'cancelled') GROUP BY state`)
 	if err != nil {
 		return nil, fmt.Errorf("count tasks by state: %w", err)
 	}
 	defer rows.Close()
-	out := map[State]int{}
+	out := map[task.State]int{}
 	for rows.Next() {
 		var (
-			st State
+			st task.State
 			n  int
 		)
 		if err := rows.Scan(&st, &n); err != nil {

@@ -1,0 +1,108 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"maps"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pullwright/pullwright/task"
+)
+
+func TestOpenMigratesAnOlderFile(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "old.db")
+	// A file as the bot made it before schema versions: the base schema,
+	// user_version 0, and tasks of every sort.
+	old, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := old.ExecContext(ctx, sqliteSchema); err != nil {
+		t.Fatal(err)
+	}
+	rows := []struct {
+		issue  int
+		state  task.State
+		branch string
+		repo   string
+	}{
+		{7, task.Working, "feature", `{"owner":"O","name":"r"}`},          // 1: holds feature
+		{8, task.AwaitingApproval, "feature", `{"owner":"o","name":"r"}`}, // 2: the same branch: the older task holds it
+		{9, task.Done, "old", `{"owner":"o","name":"r"}`},                 // 3: ended
+		{10, task.Queued, "", `{"owner":"o","name":"r"}`},                 // 4: no branch yet
+		{11, task.Working, "x", `null`},                                   // 5: no repository (never made so)
+		{12, task.Working, "y", `{"owner":"o","name":"r"`},                // 6: unreadable (a row Claim fails on)
+	}
+	for _, r := range rows {
+		data := fmt.Sprintf(`{"kind":"fix","state":%q,"issue":%d,"branch":%q,"repo":%s}`, r.state, r.issue, r.branch, r.repo)
+		if _, err := old.ExecContext(ctx, `INSERT INTO tasks (kind, state, issue_key, run_after, data, created_at, updated_at)
+			VALUES ('fix', ?, ?, 0, ?, 0, 0)`, r.state, fmt.Sprint("1/o/r/", r.issue), data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old.Close()
+
+	for try := 1; try <= 2; try++ {
+		s, err := Open(ctx, path)
+		if err != nil {
+			t.Fatalf("open #%d: %v", try, err)
+		}
+		var version int
+		if err := s.db.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&version); err != nil || version != len(sqliteMigrations) {
+			t.Fatalf("open #%d: user_version = %d (%v), want %d", try, version, err, len(sqliteMigrations))
+		}
+		keys := map[int64]string{}
+		q, err := s.db.QueryContext(ctx, `SELECT id, branch_key FROM tasks WHERE id <= 6`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for q.Next() {
+			var (
+				id  int64
+				key string
+			)
+			if err := q.Scan(&id, &key); err != nil {
+				t.Fatal(err)
+			}
+			keys[id] = key
+		}
+		q.Close()
+		if want := map[int64]string{1: "o/r:feature", 2: "", 3: "", 4: "", 5: "", 6: ""}; !maps.Equal(keys, want) {
+			t.Fatalf("open #%d: branch keys %v, want %v", try, keys, want)
+		}
+		if kept, err := s.Get(ctx, 2); err != nil || kept.Issue != 8 || kept.State != task.AwaitingApproval {
+			t.Fatalf("open #%d: task 2 is %+v, %v", try, kept, err)
+		}
+		// A new task on the branch finds the task that holds it.
+		tk := fixTask(20 + try)
+		if err := s.Record(ctx, task.Delivery{ID: fmt.Sprint("d", try)}, tk); err != nil {
+			t.Fatal(err)
+		}
+		tk.Branch = "feature"
+		if holder, err := s.HoldBranch(ctx, tk); err != nil || holder == nil || holder.ID != 1 {
+			t.Fatalf("open #%d: hold = %v, %v; want held by task 1", try, holder, err)
+		}
+		s.Close()
+	}
+}
+
+func TestOpenRefusesANewerFile(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "new.db")
+	s, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.db.ExecContext(ctx, `PRAGMA user_version = 99`); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	_, err = Open(ctx, path)
+	if err == nil || !strings.Contains(err.Error(), "schema version 99, newer than this bot knows") {
+		t.Fatalf("open = %v, want a refusal naming the version", err)
+	}
+}

@@ -1,0 +1,51 @@
+package sqlite
+
+import (
+	"context"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pullwright/pullwright"
+	"github.com/pullwright/pullwright/task"
+	"github.com/pullwright/pullwright/task/storetest"
+)
+
+func TestStore(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, now func() time.Time) task.Store {
+		s := open(t)
+		s.now = now
+		return s
+	})
+}
+
+func open(t *testing.T) *Store {
+	t.Helper()
+	s, err := Open(context.Background(), filepath.Join(t.TempDir(), "test.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// clock is a settable time source shared by the store under test.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+
+func openTestStore(t *testing.T) (*Store, *clock) {
+	t.Helper()
+	s := open(t)
+	c := &clock{now: time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)}
+	s.now = c.Now
+	return s, c
+}
+
+func fixTask(issue int) *task.Task {
+	return &task.Task{Kind: task.KindFix, Repo: pullwright.Repo{InstallationID: 1, Owner: "o", Name: "r"}, Issue: issue, Instructions: "fix it"}
+}

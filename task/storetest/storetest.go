@@ -1,0 +1,689 @@
+// Package storetest is the behaviour every task.Store must have, as a test
+// suite each implementation runs against itself (Run). It knows no database:
+// it speaks task.Store alone, so what it checks holds for all of them.
+package storetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pullwright/pullwright"
+	"github.com/pullwright/pullwright/task"
+)
+
+// Open makes a new, empty store whose clock is now. The suite moves the
+// clock to run out leases and deadlines, so the store must read no other.
+// The suite closes the store when t ends, sometimes after closing it itself.
+type Open func(t *testing.T, now func() time.Time) task.Store
+
+// Run runs the suite, each test on a store of its own.
+func Run(t *testing.T, open Open) {
+	tests := []struct {
+		name string
+		run  func(t *testing.T, open opener)
+	}{
+		{"Record", testRecord},
+		{"ClaimLeaseAndSave", testClaimLeaseAndSave},
+		{"AwaitingApprovalIsDueOnlyWhenAnsweredCancelledOrLate", testAwaitingApprovalIsDue},
+		{"AnswerIsACompareAndSwap", testAnswerIsACompareAndSwap},
+		{"SaveKeepsAnAnswerGivenMeanwhile", testSaveKeepsAnAnswerGivenMeanwhile},
+		{"SaveSeesCancelFromElsewhere", testSaveSeesCancelFromElsewhere},
+		{"ActiveAndLatest", testActiveAndLatest},
+		{"ConcurrentClaimsTakeEachTaskOnce", testConcurrentClaimsTakeEachTaskOnce},
+		{"CountsOnlyUnfinishedTasks", testCountsOnlyUnfinishedTasks},
+		{"HoldBranch", testHoldBranch},
+		{"PullHeadsAround", testPullHeadsAround},
+		{"UsageCountsAdmittedTasksOfTheInstallation", testUsage},
+		{"NextDueSkipsTasksWaitingForAPerson", testNextDue},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.run(t, func(t *testing.T) (task.Store, *clock) {
+				t.Helper()
+				c := &clock{now: time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)}
+				s := open(t, c.Now)
+				t.Cleanup(func() { s.Close() })
+				return s, c
+			})
+		})
+	}
+}
+
+// opener gives a test a new store and the clock it reads.
+type opener func(t *testing.T) (task.Store, *clock)
+
+// clock is a settable time source shared by the store under test.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *clock) Add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+func fixTask(issue int) *task.Task {
+	return &task.Task{Kind: task.KindFix, Repo: pullwright.Repo{InstallationID: 1, Owner: "o", Name: "r"}, Issue: issue, Instructions: "fix it"}
+}
+
+func testRecord(t *testing.T, open opener) {
+	ctx := context.Background()
+	s, _ := open(t)
+
+	first := fixTask(1)
+	if err := s.Record(ctx, task.Delivery{ID: "d1", Event: "issue_comment", Action: "created"}, first); err != nil {
+		t.Fatalf("record: %v", err)
+	}
+	if first.ID == 0 || first.State != task.Queued || first.DeliveryID != "d1" {
+		t.Fatalf("recorded task = %+v", first)
+	}
+
+	tests := []struct {
+		name string
+		d    task.Delivery
+		t    *task.Task
+		want error
+	}{
+		{"redelivery", task.Delivery{ID: "d1", Event: "issue_comment"}, fixTask(2), task.ErrDuplicate},
+		{"second fix on a busy issue", task.Delivery{ID: "d2", Event: "issue_comment"}, fixTask(1), task.ErrActive},
+		{"fix on another issue", task.Delivery{ID: "d3", Event: "issue_comment"}, fixTask(2), nil},
+		{"reply on a busy issue", task.Delivery{ID: "d4", Event: "issue_comment"}, &task.Task{Kind: task.KindReply, Repo: first.Repo, Issue: 1, Reply: "hi"}, nil},
+		{"ignored delivery", task.Delivery{ID: "d5", Event: "ping"}, nil, nil},
+		{"ignored redelivery", task.Delivery{ID: "d5", Event: "ping"}, nil, task.ErrDuplicate},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := s.Record(ctx, tc.d, tc.t)
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("Record = %v, want %v", err, tc.want)
+			}
+		})
+	}
+
+	// A refused fix wrote nothing: d2 can still be recorded as something else.
+	if err := s.Record(ctx, task.Delivery{ID: "d2", Event: "issue_comment"}, nil); err != nil {
+		t.Fatalf("d2 after refusal: %v", err)
+	}
+	// None of the three tasks has moved on, so Counts sees them all.
+	if n, err := s.Counts(ctx); err != nil || n[task.Queued] != 3 {
+		t.Fatalf("tasks = %d (%v), want 3", n[task.Queued], err)
+	}
+}
+
+func testClaimLeaseAndSave(t *testing.T, open opener) {
+	ctx := context.Background()
+	s, c := open(t)
+	tk := fixTask(1)
+	if err := s.Record(ctx, task.Delivery{ID: "d1"}, tk); err != nil {
+		t.Fatal(err)
+	}
+
+	got, err := s.Claim(ctx, "w1", time.Minute)
+	if err != nil || got.ID != tk.ID {
+		t.Fatalf("claim = %v, %v", got, err)
+	}
+	if _, err := s.Claim(ctx, "w2", time.Minute); !errors.Is(err, task.ErrNoTask) {
+		t.Fatalf("second claim while leased = %v, want ErrNoTask", err)
+	}
+	got.State = task.Preparing
+	if err := s.Save(ctx, got, "w1"); err != nil {
+		t.Fatalf("save by owner: %v", err)
+	}
+	if err := s.Save(ctx, got, "w2"); !errors.Is(err, task.ErrLeaseLost) {
+		t.Fatalf("save by stranger = %v, want ErrLeaseLost", err)
+	}
+
+	// The worker dies: once its lease runs out another worker takes over.
+	c.Add(2 * time.Minute)
+	again, err := s.Claim(ctx, "w2", time.Minute)
+	if err != nil || again.ID != tk.ID || again.State != task.Preparing {
+		t.Fatalf("reclaim = %+v, %v", again, err)
+	}
+	if err := s.Renew(ctx, tk.ID, "w1", time.Minute); !errors.Is(err, task.ErrLeaseLost) {
+		t.Fatalf("renew by the dead worker = %v, want ErrLeaseLost", err)
+	}
+	if err := s.Save(ctx, got, "w1"); !errors.Is(err, task.ErrLeaseLost) {
+		t.Fatalf("save by the dead worker = %v, want ErrLeaseLost", err)
+	}
+
+	// Released and not due: nobody claims it until run_after.
+	again.RunAfter = c.Now().Add(time.Hour)
+	if err := s.Save(ctx, again, "w2"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Release(ctx, tk.ID, "w2"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Claim(ctx, "w3", time.Minute); !errors.Is(err, task.ErrNoTask) {
+		t.Fatalf("claim before due = %v", err)
+	}
+	c.Add(time.Hour)
+	if _, err := s.Claim(ctx, "w3", time.Minute); err != nil {
+		t.Fatalf("claim when due: %v", err)
+	}
+}
+
+// A task waiting for approval is a row, not a claim: it is due at its
+// deadline, or at once when answered or cancelled.
+func testAwaitingApprovalIsDue(t *testing.T, open opener) {
+	ctx := context.Background()
+	park := func(t *testing.T, s task.Store, c *clock) *task.Task {
+		t.Helper()
+		tk := fixTask(1)
+		if err := s.Record(ctx, task.Delivery{ID: "d1"}, tk); err != nil {
+			t.Fatal(err)
+		}
+		got, _ := s.Claim(ctx, "w1", time.Minute)
+		got.State = task.AwaitingApproval
+		got.Request = &task.ExecRequest{ID: fmt.Sprint(got.ID, "-1"), Command: "go test ./...", Asked: true}
+		got.RunAfter = c.Now().Add(24 * time.Hour)
+		if err := s.Save(ctx, got, "w1"); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Release(ctx, got.ID, "w1"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Claim(ctx, "w1", time.Minute); !errors.Is(err, task.ErrNoTask) {
+			t.Fatalf("waiting task claimed: %v", err)
+		}
+		return got
+	}
+	t.Run("cancelled", func(t *testing.T) {
+		s, c := open(t)
+		got := park(t, s, c)
+		if err := s.RequestCancel(ctx, got.ID, "alice"); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.RequestCancel(ctx, got.ID, "bob"); !errors.Is(err, task.ErrNotFound) {
+			t.Fatalf("second cancel = %v, want ErrNotFound", err)
+		}
+		cl, err := s.Claim(ctx, "w1", time.Minute)
+		if err != nil || cl.CancelledBy != "alice" {
+			t.Fatalf("claim after cancel = %+v, %v", cl, err)
+		}
+	})
+	t.Run("answered", func(t *testing.T) {
+		s, c := open(t)
+		got := park(t, s, c)
+		if err := s.Answer(ctx, got.ID, got.Request.ID, task.Answer{Verdict: task.Approved, By: "alice"}); err != nil {
+			t.Fatal(err)
+		}
+		cl, err := s.Claim(ctx, "w1", time.Minute)
+		if err != nil || cl.Request.Answer == nil || cl.Request.Answer.By != "alice" {
+			t.Fatalf("claim after answer = %+v, %v", cl, err)
+		}
+	})
+	t.Run("deadline", func(t *testing.T) {
+		s, c := open(t)
+		got := park(t, s, c)
+		c.Add(25 * time.Hour)
+		cl, err := s.Claim(ctx, "w1", time.Minute)
+		if err != nil || cl.ID != got.ID || cl.Request.Answer != nil {
+			t.Fatalf("claim after the deadline = %+v, %v", cl, err)
+		}
+	})
+}
+
+func testAnswerIsACompareAndSwap(t *testing.T, open opener) {
+	ctx := context.Background()
+	s, c := open(t)
+	tk := fixTask(1)
+	if err := s.Record(ctx, task.Delivery{ID: "d1"}, tk); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := s.Claim(ctx, "w1", time.Minute)
+	got.Request = &task.ExecRequest{ID: "1-1", Command: "make"}
+	// Not waiting yet: nothing can be answered.
+	if err := s.Save(ctx, got, "w1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Answer(ctx, got.ID, "1-1", task.Answer{Verdict: task.Approved}); !errors.Is(err, task.ErrAnswered) {
+		t.Fatalf("answer before waiting = %v", err)
+	}
+	got.State = task.AwaitingApproval
+	got.RunAfter = c.Now().Add(time.Hour)
+	if err := s.Save(ctx, got, "w1"); err != nil {
+		t.Fatal(err)
+	}
+	s.Release(ctx, got.ID, "w1")
+
+	// Many answers at once: exactly one wins.
+	var wins, losses int
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for i := range 16 {
+		wg.Go(func() {
+			err := s.Answer(ctx, got.ID, "1-1", task.Answer{Verdict: task.Approved, By: fmt.Sprint("user", i)})
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				wins++
+			case errors.Is(err, task.ErrAnswered):
+				losses++
+			default:
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if wins != 1 || losses != 15 {
+		t.Fatalf("wins %d, losses %d; want 1 and 15", wins, losses)
+	}
+	if err := s.Answer(ctx, got.ID, "1-2", task.Answer{Verdict: task.Rejected}); !errors.Is(err, task.ErrAnswered) {
+		t.Fatalf("answer to another request id = %v", err)
+	}
+}
+
+// A worker that held a waiting task with no answer (woken at the deadline)
+// must not erase an answer given meanwhile.
+func testSaveKeepsAnAnswerGivenMeanwhile(t *testing.T, open opener) {
+	ctx := context.Background()
+	s, c := open(t)
+	tk := fixTask(1)
+	if err := s.Record(ctx, task.Delivery{ID: "d1"}, tk); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := s.Claim(ctx, "w1", time.Minute)
+	got.State = task.AwaitingApproval
+	got.Request = &task.ExecRequest{ID: "1-1", Command: "make"}
+	got.RunAfter = c.Now()
+	if err := s.Save(ctx, got, "w1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Answer(ctx, got.ID, "1-1", task.Answer{Verdict: task.Approved, By: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	got.RunAfter = c.Now().Add(time.Hour) // the worker's stale plan: park until the deadline
+	if err := s.Save(ctx, got, "w1"); err != nil {
+		t.Fatal(err)
+	}
+	if got.Request.Answer == nil || got.Request.Answer.By != "alice" {
+		t.Fatalf("Save did not hand back the answer: %+v", got.Request.Answer)
+	}
+	stored, _ := s.Get(ctx, got.ID)
+	if stored.Request.Answer == nil || stored.RunAfter.After(c.Now()) {
+		t.Fatalf("stored answer %+v, run after %v; want the answer kept and the task due", stored.Request.Answer, stored.RunAfter)
+	}
+	// A new request starts with no answer.
+	got.Request = &task.ExecRequest{ID: "1-2", Command: "make test"}
+	if err := s.Save(ctx, got, "w1"); err != nil {
+		t.Fatal(err)
+	}
+	if stored, _ := s.Get(ctx, got.ID); stored.Request.Answer != nil {
+		t.Fatalf("new request inherited an answer: %+v", stored.Request.Answer)
+	}
+}
+
+func testSaveSeesCancelFromElsewhere(t *testing.T, open opener) {
+	ctx := context.Background()
+	s, _ := open(t)
+	tk := fixTask(1)
+	if err := s.Record(ctx, task.Delivery{ID: "d1"}, tk); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := s.Claim(ctx, "w1", time.Minute)
+	if err := s.RequestCancel(ctx, got.ID, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	got.State = task.Preparing
+	if err := s.Save(ctx, got, "w1"); err != nil {
+		t.Fatal(err)
+	}
+	if got.CancelledBy != "alice" {
+		t.Fatalf("CancelledBy after save = %q", got.CancelledBy)
+	}
+	// Saving does not erase the cancel.
+	stored, _ := s.Get(ctx, got.ID)
+	if stored.CancelledBy != "alice" || stored.State != task.Preparing {
+		t.Fatalf("stored = %+v", stored)
+	}
+}
+
+func testActiveAndLatest(t *testing.T, open opener) {
+	ctx := context.Background()
+	s, _ := open(t)
+	tk := fixTask(7)
+	if _, err := s.Active(ctx, tk.IssueKey()); !errors.Is(err, task.ErrNotFound) {
+		t.Fatalf("active on empty store = %v", err)
+	}
+	if err := s.Record(ctx, task.Delivery{ID: "d1"}, tk); err != nil {
+		t.Fatal(err)
+	}
+	if a, err := s.Active(ctx, tk.IssueKey()); err != nil || a.ID != tk.ID {
+		t.Fatalf("active = %v, %v", a, err)
+	}
+	got, _ := s.Claim(ctx, "w", time.Minute)
+	got.State = task.Failed
+	if err := s.Save(ctx, got, "w"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Active(ctx, tk.IssueKey()); !errors.Is(err, task.ErrNotFound) {
+		t.Fatalf("active after failure = %v", err)
+	}
+	if l, err := s.Latest(ctx, tk.IssueKey()); err != nil || l.State != task.Failed {
+		t.Fatalf("latest = %v, %v", l, err)
+	}
+	// The finished task no longer blocks a new one.
+	if err := s.Record(ctx, task.Delivery{ID: "d2"}, fixTask(7)); err != nil {
+		t.Fatalf("new fix after failure: %v", err)
+	}
+}
+
+func testConcurrentClaimsTakeEachTaskOnce(t *testing.T, open opener) {
+	ctx := context.Background()
+	s, _ := open(t)
+	const n = 40
+	for i := range n {
+		if err := s.Record(ctx, task.Delivery{ID: fmt.Sprint("d", i)}, fixTask(i+1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var (
+		mu   sync.Mutex
+		seen = map[int64]string{}
+		wg   sync.WaitGroup
+	)
+	for w := range 4 {
+		wg.Go(func() {
+			owner := fmt.Sprint("w", w)
+			for {
+				tk, err := s.Claim(ctx, owner, time.Hour)
+				if errors.Is(err, task.ErrNoTask) {
+					return
+				}
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				if prev, dup := seen[tk.ID]; dup {
+					t.Errorf("task %d claimed by %s and %s", tk.ID, prev, owner)
+				}
+				seen[tk.ID] = owner
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if len(seen) != n {
+		t.Fatalf("claimed %d tasks, want %d", len(seen), n)
+	}
+}
+
+func testCountsOnlyUnfinishedTasks(t *testing.T, open opener) {
+	ctx := context.Background()
+	s, c := open(t)
+	if got, err := s.Counts(ctx); err != nil || len(got) != 0 {
+		t.Fatalf("counts of an empty store = %v, %v", got, err)
+	}
+	for i := 1; i <= 4; i++ {
+		if err := s.Record(ctx, task.Delivery{ID: fmt.Sprintf("d%d", i)}, fixTask(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Claims take the oldest due task: 1, 2 and 3 move on (and are not due
+	// again), 4 stays queued.
+	for _, to := range []task.State{task.Working, task.AwaitingApproval, task.Done} {
+		tk, err := s.Claim(ctx, "w", time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tk.State, tk.RunAfter = to, c.Now().Add(time.Hour)
+		if to == task.AwaitingApproval {
+			tk.Request = &task.ExecRequest{ID: fmt.Sprintf("%d-1", tk.ID), Command: "make test"}
+		}
+		if err := s.Save(ctx, tk, "w"); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Release(ctx, tk.ID, "w"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := s.Counts(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[task.State]int{task.Queued: 1, task.Working: 1, task.AwaitingApproval: 1}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("counts = %v, want %v", got, want)
+	}
+
+	s.Close()
+	if _, err := s.Counts(ctx); err == nil {
+		t.Fatal("counts on a closed store succeeded")
+	}
+}
+
+func testHoldBranch(t *testing.T, open opener) {
+	ctx := context.Background()
+	s, c := open(t)
+	record := func(id string, issue int, branch string) *task.Task {
+		t.Helper()
+		tk := fixTask(issue)
+		if err := s.Record(ctx, task.Delivery{ID: id}, tk); err != nil {
+			t.Fatal(err)
+		}
+		tk.Branch = branch
+		return tk
+	}
+	first := record("d1", 1, "feature")
+	second := record("d2", 2, "feature")
+	other := record("d3", 3, "feature")
+	other.Repo.Name = "elsewhere"
+	upper := record("d4", 4, "feature")
+	upper.Repo.Owner = "O" // the same repository as first's, spelt otherwise
+
+	steps := []struct {
+		name       string
+		t          *task.Task
+		wantHolder int64
+	}{
+		{"free branch", first, 0},
+		{"the holder again", first, 0},
+		{"held by another task", second, first.ID},
+		{"same name in another repository", other, 0},
+		{"the owner's name in another case", upper, first.ID},
+	}
+	for _, st := range steps {
+		holder, err := s.HoldBranch(ctx, st.t)
+		if err != nil {
+			t.Fatalf("%s: %v", st.name, err)
+		}
+		if got := int64(0); holder != nil {
+			got = holder.ID
+			if got != st.wantHolder {
+				t.Fatalf("%s: held by %d, want %d", st.name, got, st.wantHolder)
+			}
+		} else if st.wantHolder != 0 {
+			t.Fatalf("%s: held, want held by %d", st.name, st.wantHolder)
+		}
+	}
+
+	// The branch is free again once its task ends.
+	got, err := s.Claim(ctx, "w", time.Minute)
+	if err != nil || got.ID != first.ID {
+		t.Fatalf("claim = %v, %v", got, err)
+	}
+	got.State = task.Failed
+	if err := s.Save(ctx, got, "w"); err != nil {
+		t.Fatal(err)
+	}
+	c.Add(time.Second)
+	if holder, err := s.HoldBranch(ctx, second); err != nil || holder != nil {
+		t.Fatalf("after the holder ended: %v, %v", holder, err)
+	}
+	// Save leaves the hold alone.
+	if holder, err := s.HoldBranch(ctx, upper); err != nil || holder == nil || holder.ID != second.ID {
+		t.Fatalf("hold of a held branch after saves = %v, %v; want task %d", holder, err, second.ID)
+	}
+}
+
+func testPullHeadsAround(t *testing.T, open opener) {
+	ctx := context.Background()
+	s, _ := open(t)
+	const key = "o/r#2"
+	a, b, c := strings.Repeat("a", 40), strings.Repeat("b", 40), strings.Repeat("c", 40)
+	at := func(m int) time.Time { return time.Date(2026, 11, 23, 12, m, 0, 0, time.UTC) }
+	n := 0
+	record := func(key, sha string, m int) {
+		t.Helper()
+		n++
+		if err := s.Record(ctx, task.Delivery{ID: fmt.Sprint("d", n), Event: "pull_request", Head: &task.HeadPush{PullKey: key, SHA: sha, At: at(m)}}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Received out of GitHub's order, and one pull request apart.
+	record(key, b, 5)
+	record(key, a, 1)
+	record(key, c, 5)
+	record(key, a, 8)
+	record("o/r#3", c, 2)
+	tests := []struct {
+		sha  string
+		at   int
+		want task.HeadsAround
+	}{
+		{a, 0, task.HeadsAround{Since: true}},                      // nothing before; a came at 1 and 8
+		{a, 3, task.HeadsAround{Before: []string{a}, Since: true}}, // a again at 8
+		{b, 3, task.HeadsAround{Before: []string{a}, Since: true}}, // b came at 5
+		{b, 7, task.HeadsAround{Before: []string{b, c}}},           // two heads in one second
+		{c, 5, task.HeadsAround{Before: []string{a}, Since: true}}, // the same second counts as since
+		{b, 9, task.HeadsAround{Before: []string{a}}},              // the latest by GitHub's clock, not by receipt
+	}
+	for _, tc := range tests {
+		got, err := s.PullHeadsAround(ctx, key, tc.sha, at(tc.at))
+		if err != nil || !slices.Equal(got.Before, tc.want.Before) || got.Since != tc.want.Since {
+			t.Errorf("PullHeadsAround(%s, %d) = %+v, %v; want %+v", tc.sha[:1], tc.at, got, err, tc.want)
+		}
+	}
+	// A redelivery is a duplicate and adds nothing.
+	if err := s.Record(ctx, task.Delivery{ID: "d1", Head: &task.HeadPush{PullKey: key, SHA: b, At: at(9)}}, nil); !errors.Is(err, task.ErrDuplicate) {
+		t.Fatalf("redelivery = %v", err)
+	}
+	if got, _ := s.PullHeadsAround(ctx, key, b, at(9)); got.Since {
+		t.Fatal("a duplicate delivery was recorded")
+	}
+}
+
+func testUsage(t *testing.T, open opener) {
+	ctx := context.Background()
+	s, clk := open(t)
+	record := func(id string, tk *task.Task, admitted bool) *task.Task {
+		t.Helper()
+		if admitted {
+			tk.AdmittedMS = clk.Now().UnixMilli()
+		}
+		if err := s.Record(ctx, task.Delivery{ID: id}, tk); err != nil {
+			t.Fatal(err)
+		}
+		return tk
+	}
+	old := record("old", fixTask(1), true) // admitted two hours ago, still running
+	clk.Add(time.Hour)
+	record("refused", fixTask(2), false) // refused requests never count
+	done := record("done", fixTask(3), true)
+	clk.Add(30 * time.Minute)
+	recent := record("recent", fixTask(4), true)
+	other := fixTask(5)
+	other.Repo.InstallationID = 11 // its key starts "11/": not installation 1's
+	record("other", other, true)
+	record("reply", &task.Task{Kind: task.KindReply, Repo: fixTask(0).Repo, Issue: 6}, true)
+	clk.Add(30 * time.Minute)
+
+	// The done task is over: it counts for the hour, not as running.
+	if err := claimAndMove(ctx, s, done.ID, task.Done); err != nil {
+		t.Fatal(err)
+	}
+	since := clk.Now().Add(-time.Hour) // recent is inside the hour, done on its edge
+	tests := []struct {
+		except              int64
+		wantActive, wantNew int
+	}{
+		{0, 2, 2},
+		{old.ID, 1, 2},
+		{recent.ID, 1, 1},
+	}
+	for _, tt := range tests {
+		active, started, err := s.Usage(ctx, 1, since, tt.except)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if active != tt.wantActive || started != tt.wantNew {
+			t.Errorf("Usage(except %d) = %d active, %d new; want %d, %d", tt.except, active, started, tt.wantActive, tt.wantNew)
+		}
+	}
+}
+
+// claimAndMove puts task id in state to, as a worker would; it leases the
+// tasks due before it on the way.
+func claimAndMove(ctx context.Context, s task.Store, id int64, to task.State) error {
+	for {
+		tk, err := s.Claim(ctx, "test", time.Minute)
+		if err != nil {
+			return err
+		}
+		if tk.ID != id {
+			continue // leased now, so the next claim finds the next task
+		}
+		tk.State = to
+		return s.Save(ctx, tk, "test")
+	}
+}
+
+// Pool.Drain waits for NextDue, so a store that has it (task.Due) must
+// leave out a task that waits for a person, and count it again once
+// answered.
+func testNextDue(t *testing.T, open opener) {
+	ctx := context.Background()
+	s, c := open(t)
+	due, ok := s.(task.Due)
+	if !ok {
+		t.Skipf("%T is not a task.Due", s)
+	}
+	next := func(want time.Time) {
+		t.Helper()
+		at, ok, err := due.NextDue(ctx)
+		if err != nil || ok != !want.IsZero() || !at.Equal(want) {
+			t.Fatalf("NextDue = %v, %v, %v; want %v", at, ok, err, want)
+		}
+	}
+	next(time.Time{})
+	first, second := fixTask(1), fixTask(2)
+	second.RunAfter = c.Now().Add(30 * time.Second) // a retry's back-off
+	for i, tk := range []*task.Task{first, second} {
+		if err := s.Record(ctx, task.Delivery{ID: fmt.Sprint("d", i)}, tk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	next(first.RunAfter)
+
+	got, err := s.Claim(ctx, "w", time.Minute)
+	if err != nil || got.ID != first.ID {
+		t.Fatalf("claim = %+v, %v", got, err)
+	}
+	got.State, got.RunAfter = task.AwaitingApproval, c.Now().Add(time.Hour)
+	got.Request = &task.ExecRequest{ID: fmt.Sprint(got.ID, "-1"), Command: "make", Asked: true}
+	if err := s.Save(ctx, got, "w"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Release(ctx, got.ID, "w"); err != nil {
+		t.Fatal(err)
+	}
+	next(second.RunAfter)
+
+	c.Add(time.Second)
+	if err := s.Answer(ctx, got.ID, got.Request.ID, task.Answer{Verdict: task.Approved, By: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	next(c.Now())
+}
