@@ -128,14 +128,19 @@ func (w *world) ask(t *task.Task) *task.Task {
 	return t
 }
 
+// person is a user with a stable id.
+func person(login string) task.Person {
+	return task.Person{Login: login, ID: map[string]int64{"alice": 5, "bob": 6, "maint": 7, "mallory": 8}[login]}
+}
+
 // fix asks for a fix on issue 1 as alice, in comment 11.
 func (w *world) fix(instructions string) *task.Task {
-	return w.ask(&task.Task{Kind: task.KindFix, Issue: 1, CommentID: 11, Requester: task.Person{Login: "alice", ID: 5}, Instructions: instructions})
+	return w.ask(&task.Task{Kind: task.KindFix, Issue: 1, CommentID: 11, Requester: person("alice"), Instructions: instructions})
 }
 
 // answer asks to approve or reject the current request as login.
 func (w *world) answer(kind task.Kind, login string, comment int64, requestID string) *task.Task {
-	return w.ask(&task.Task{Kind: kind, Issue: 1, CommentID: comment, Requester: task.Person{Login: login, ID: 9}, RequestID: requestID})
+	return w.ask(&task.Task{Kind: kind, Issue: 1, CommentID: comment, Requester: person(login), RequestID: requestID})
 }
 
 // drain works every due task until each ended or waits for a person.
@@ -165,14 +170,16 @@ func (w *world) want(id int64, state task.State) *task.Task {
 	return got
 }
 
-// reply is the text of the one reply task t posted.
+// reply is the text of the one reply task t posted, on whichever issue.
 func (w *world) reply(t *task.Task) string {
 	w.t.Helper()
-	c := w.gh.Comment(t.Issue, fmt.Sprintf("task-%d-reply", t.ID))
-	if c == nil {
-		w.t.Fatalf("task %d posted no reply", t.ID)
+	for _, c := range w.gh.Comments {
+		if c.Marker == fmt.Sprintf("task-%d-reply", t.ID) {
+			return c.Text()
+		}
 	}
-	return c.Text()
+	w.t.Fatalf("task %d posted no reply", t.ID)
+	return ""
 }
 
 func (w *world) status(t *task.Task) *tasktest.IssueComment {
