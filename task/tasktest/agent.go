@@ -18,6 +18,8 @@ type Turn struct {
 	Progress task.Progress
 	// Err is returned instead of Progress (after the writes).
 	Err error
+	// During runs while the turn runs: what a person does meanwhile.
+	During func()
 }
 
 // Agent is a scripted fake of task.Agent: each Turn takes the next of
@@ -64,6 +66,9 @@ func (a *Agent) Turn(ctx context.Context, conversation []byte, workdir string) (
 	}
 	turn := a.Script[0]
 	a.Script = a.Script[1:]
+	if turn.During != nil {
+		turn.During()
+	}
 	for p, c := range turn.Write {
 		full := filepath.Join(workdir, filepath.FromSlash(p))
 		if c == "" {
