@@ -1,0 +1,313 @@
+package task_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pullwright/pullwright/task"
+	"github.com/pullwright/pullwright/task/tasktest"
+)
+
+// parked is a world whose fix task waits for an answer to its first
+// request, and will finish on its next turn.
+func parked(t *testing.T, config string) (*world, *task.Task) {
+	t.Helper()
+	w := newWorld(t)
+	if config != "" {
+		w.gh.SetFile("main", ".github/pullwright.yml", config)
+	}
+	w.agent.Script = []tasktest.Turn{
+		pending("go test ./...", map[string]string{"README.md": "# widget\n\nNo typo.\n"}),
+		finish("Fix the README typo", nil),
+	}
+	fix := w.fix("fix the typo")
+	w.drain()
+	got := w.want(fix.ID, task.AwaitingApproval)
+	w.clock.Advance(time.Minute)
+	return w, got
+}
+
+func TestAnswers(t *testing.T) {
+	cases := []struct {
+		name   string
+		config string
+		// answer gives the answer to fix's request.
+		answer func(w *world, fix *task.Task) *task.Task
+		// state is where fix is after the answer; reply, when set, is
+		// part of the answer's reply.
+		state task.State
+		reply string
+		check func(t *testing.T, w *world, fix *task.Task)
+	}{
+		{
+			name: "a maintainer approves",
+			answer: func(w *world, fix *task.Task) *task.Task {
+				return w.answer(task.KindApprove, "maint", 12, fix.Request.ID)
+			},
+			state: task.Done,
+			check: func(t *testing.T, w *world, fix *task.Task) {
+				if len(w.runner.Specs) != 1 {
+					t.Errorf("runs: %d", len(w.runner.Specs))
+				}
+			},
+		},
+		{
+			name: "a writer rejects with a reason",
+			answer: func(w *world, fix *task.Task) *task.Task {
+				a := w.answer(task.KindReject, "bob", 12, "")
+				return a
+			},
+			state: task.Done,
+			check: func(t *testing.T, w *world, fix *task.Task) {
+				if len(w.runner.Specs) != 0 {
+					t.Errorf("a rejected command ran")
+				}
+				if o := w.agent.Outcomes; len(o) != 1 || o[0].Verdict != task.Rejected || o[0].By != "bob" {
+					t.Errorf("the agent heard %+v", o)
+				}
+				if c := w.gh.CheckRuns[fix.Request.CheckRunID]; c.Conclusion != "neutral" || !strings.Contains(c.Title, "Rejected by @bob") {
+					t.Errorf("approval check %+v", c)
+				}
+			},
+		},
+		{
+			name: "the button of the approval check run",
+			answer: func(w *world, fix *task.Task) *task.Task {
+				return w.ask(&task.Task{Kind: task.KindApprove, Requester: person("maint"),
+					RequestID: fix.Request.ID, AnswerRun: fix.Request.CheckRunID, AnswerSHA: fix.Request.SHA})
+			},
+			state: task.Done,
+		},
+		{
+			name: "a button on another check run",
+			answer: func(w *world, fix *task.Task) *task.Task {
+				return w.ask(&task.Task{Kind: task.KindApprove, Requester: person("maint"),
+					RequestID: fix.Request.ID, AnswerRun: 1, AnswerSHA: fix.Request.SHA})
+			},
+			state: task.AwaitingApproval,
+			reply: "that button is not on the approval check run",
+		},
+		{
+			name: "a button on an older commit",
+			answer: func(w *world, fix *task.Task) *task.Task {
+				return w.ask(&task.Task{Kind: task.KindApprove, Requester: person("maint"),
+					RequestID: fix.Request.ID, AnswerRun: fix.Request.CheckRunID, AnswerSHA: w.base})
+			},
+			state: task.AwaitingApproval,
+			reply: "that button belongs to an older commit",
+		},
+		{
+			name: "a reader may not approve",
+			answer: func(w *world, fix *task.Task) *task.Task {
+				return w.answer(task.KindApprove, "mallory", 12, "")
+			},
+			state: task.AwaitingApproval,
+			reply: "@mallory sorry:",
+		},
+		{
+			name:   "the requester may not approve where a second person must",
+			config: "approve:\n  exclude_requester: true\n",
+			answer: func(w *world, fix *task.Task) *task.Task {
+				return w.answer(task.KindApprove, "alice", 12, "")
+			},
+			state: task.AwaitingApproval,
+			reply: "the requester of a task may not approve",
+		},
+		{
+			name:   "the requester may still reject",
+			config: "approve:\n  exclude_requester: true\n",
+			answer: func(w *world, fix *task.Task) *task.Task {
+				return w.answer(task.KindReject, "alice", 12, "")
+			},
+			state: task.Done,
+		},
+		{
+			name: "a comment GitHub dates in the second the request was shown",
+			answer: func(w *world, fix *task.Task) *task.Task {
+				return w.ask(&task.Task{Kind: task.KindApprove, Issue: 1, CommentID: 12, Requester: person("maint"), AskedAt: fix.Request.ShownAt})
+			},
+			state: task.AwaitingApproval,
+			reply: "your answer was written before request",
+		},
+		{
+			name: "another request's id",
+			answer: func(w *world, fix *task.Task) *task.Task {
+				return w.answer(task.KindApprove, "maint", 12, "1-9")
+			},
+			state: task.AwaitingApproval,
+			reply: "request `1-9` is not the one waiting",
+		},
+		{
+			name: "an id of no task answers about the one waiting",
+			answer: func(w *world, fix *task.Task) *task.Task {
+				return w.answer(task.KindApprove, "maint", 12, "99-1")
+			},
+			state: task.AwaitingApproval,
+			reply: "request `99-1` is not the one waiting",
+		},
+		{
+			name: "a push after the request makes it stale",
+			answer: func(w *world, fix *task.Task) *task.Task {
+				w.ws.Commit(cloneURL, fix.Branch, map[string]string{"other.txt": "a person's\n"}, "a person's push")
+				return w.answer(task.KindApprove, "maint", 12, "")
+			},
+			state: task.AwaitingApproval,
+			reply: "is stale: branch `agent/1-fix-the-typo` moved from",
+		},
+		{
+			name: "a deleted branch makes it stale",
+			answer: func(w *world, fix *task.Task) *task.Task {
+				w.ws.SetRef(cloneURL, fix.Branch, "")
+				return w.answer(task.KindApprove, "maint", 12, "")
+			},
+			state: task.AwaitingApproval,
+			reply: "was deleted",
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			w, fix := parked(t, c.config)
+			a := c.answer(w, fix)
+			w.drain()
+			w.want(a.ID, task.Done)
+			got := w.want(fix.ID, c.state)
+			if c.reply != "" {
+				if r := w.reply(a); !strings.Contains(r, c.reply) {
+					t.Errorf("reply %q does not say %q", r, c.reply)
+				}
+				if got.Request.Answer != nil || len(w.runner.Specs) != 0 {
+					t.Errorf("a refused answer answered: %+v, %d runs", got.Request.Answer, len(w.runner.Specs))
+				}
+			}
+			if c.check != nil {
+				c.check(t, w, got)
+			}
+		})
+	}
+}
+
+func TestAnAnswerCountsOnce(t *testing.T) {
+	w, fix := parked(t, "")
+	// The agent asks a second time, and a redelivery of the first answer's
+	// comment (a new delivery id, the same comment) must not answer it.
+	w.agent.Script = []tasktest.Turn{pending("make lint", nil), finish("Done", nil)}
+	w.answer(task.KindApprove, "maint", 12, "")
+	w.drain()
+	second := w.want(fix.ID, task.AwaitingApproval)
+	if second.Request.ID == fix.Request.ID || len(second.Answers) != 1 {
+		t.Fatalf("second request %+v, answers %v", second.Request, second.Answers)
+	}
+	w.clock.Advance(time.Minute)
+	again := w.answer(task.KindApprove, "maint", 12, "")
+	w.drain()
+	if r := w.reply(again); !strings.Contains(r, "already used for an earlier request") {
+		t.Errorf("reply %q", r)
+	}
+	w.want(fix.ID, task.AwaitingApproval)
+	// A second approval of the same request loses to the first.
+	w.answer(task.KindApprove, "maint", 13, "")
+	late := w.answer(task.KindApprove, "bob", 14, second.Request.ID)
+	w.drain()
+	if r := w.reply(late); !strings.Contains(r, "no execution request waiting") && !strings.Contains(r, "already answered") {
+		t.Errorf("late approval's reply %q", r)
+	}
+	w.want(fix.ID, task.Done)
+	if len(w.runner.Specs) != 2 {
+		t.Errorf("%d runs, want one per request", len(w.runner.Specs))
+	}
+}
+
+func TestARequestTimesOut(t *testing.T) {
+	w, fix := parked(t, "")
+	// Woken before the deadline (a restart), it parks again.
+	if err := w.flow.Step(w.ctx, fix); err != nil || fix.State != task.AwaitingApproval || !fix.RunAfter.Equal(fix.Request.Deadline) {
+		t.Fatalf("early wake: %v, %s, run after %s (deadline %s)", err, fix.State, fix.RunAfter, fix.Request.Deadline)
+	}
+	w.clock.Advance(25 * time.Hour)
+	if err := w.flow.Step(w.ctx, fix); err != nil {
+		t.Fatal(err)
+	}
+	if fix.State != task.Working || fix.Request.Answer.Verdict != task.TimedOut {
+		t.Fatalf("after the deadline: %s, %+v", fix.State, fix.Request.Answer)
+	}
+	if o := w.agent.Outcomes; len(o) != 1 || o[0].Verdict != task.TimedOut {
+		t.Errorf("the agent heard %+v", o)
+	}
+	note := w.gh.Comment(1, "task-1-request-"+fix.Request.ID+"-timeout")
+	if note == nil || !strings.Contains(note.Text(), "got no answer within 24h0m0s") {
+		t.Errorf("timeout note: %+v", note)
+	}
+	if c := w.gh.CheckRuns[fix.Request.CheckRunID]; c.Conclusion != "timed_out" {
+		t.Errorf("approval check %+v", c)
+	}
+	// The timeout is in the store: an approval now is too late.
+	late := w.answer(task.KindApprove, "maint", 12, "")
+	w.drain()
+	// Whether the timed-out task moved on first or not, it does not run.
+	if r := w.reply(late); !strings.Contains(r, "already answered (timed_out") && !strings.Contains(r, "no execution request waiting") {
+		t.Errorf("late approval's reply %q", r)
+	}
+	if len(w.runner.Specs) != 0 {
+		t.Error("a timed-out request ran")
+	}
+}
+
+func TestRequestsAnsweredWithoutAsking(t *testing.T) {
+	cases := []struct {
+		name, config, command string
+		verdict, by           string
+		runs                  int
+	}{
+		{"auto_approve runs a listed command", "auto_approve:\n  - command: go test ./...\n", "go test ./...", task.Approved, "auto_approve", 1},
+		{"a command that would show otherwise is refused unshown", "", "echo \x1b[2Jhidden", task.Rejected, "pullwright", 0},
+		{"an unlisted command is asked", "auto_approve:\n  - command: go vet ./...\n", "go test ./...", "", "", 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			w := newWorld(t)
+			if c.config != "" {
+				w.gh.SetFile("main", ".github/pullwright.yml", c.config)
+			}
+			w.agent.Script = []tasktest.Turn{
+				pending(c.command, map[string]string{"README.md": "new\n"}),
+				finish("Done", nil),
+			}
+			fix := w.fix("")
+			w.drain()
+			if c.verdict == "" {
+				got := w.want(fix.ID, task.AwaitingApproval)
+				if got.Request.CommentID == 0 {
+					t.Error("the request was not shown")
+				}
+				return
+			}
+			got := w.want(fix.ID, task.Done)
+			if len(w.runner.Specs) != c.runs {
+				t.Errorf("runs %d, want %d", len(w.runner.Specs), c.runs)
+			}
+			if o := w.agent.Outcomes; len(o) != 1 || o[0].Verdict != c.verdict || o[0].By != c.by {
+				t.Errorf("the agent heard %+v", o)
+			}
+			if w.gh.Comment(1, "task-1-request-"+got.Request.ID) != nil {
+				t.Error("a request answered without asking was shown as a question")
+			}
+		})
+	}
+}
+
+func TestAnswerWithNothingWaiting(t *testing.T) {
+	w := newWorld(t)
+	a := w.answer(task.KindApprove, "maint", 12, "")
+	w.drain()
+	if r := w.reply(a); !strings.Contains(r, "there is no execution request waiting") {
+		t.Errorf("reply %q", r)
+	}
+	// A button naming an unknown task has nowhere to answer.
+	b := w.ask(&task.Task{Kind: task.KindReject, Requester: task.Person{Login: "maint"}, RequestID: "42-1", AnswerRun: 5})
+	w.drain()
+	w.want(b.ID, task.Done)
+	if len(w.gh.Comments) != 1 {
+		t.Errorf("comments: %d", len(w.gh.Comments))
+	}
+}

@@ -1,0 +1,153 @@
+package task_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pullwright/pullwright/task"
+	"github.com/pullwright/pullwright/task/tasktest"
+)
+
+// TestApprovedRuns runs an approved request and checks what the agent
+// hears of it: the sandbox's result, a setup's, or why nothing ran.
+func TestApprovedRuns(t *testing.T) {
+	cases := []struct {
+		name string
+		// write is what the agent writes with its request.
+		write map[string]string
+		setup func(w *world, deps *tasktest.Deps)
+		// exit and output are the result the agent hears; runs how often
+		// the runner ran.
+		exit   int
+		output string
+		runs   int
+		check  func(t *testing.T, w *world, deps *tasktest.Deps, fix *task.Task)
+	}{
+		{
+			name: "the command fails", write: map[string]string{"README.md": "x\n"},
+			setup: func(w *world, deps *tasktest.Deps) {
+				w.runner.Script = []tasktest.Run{{Result: task.RunResult{ExitCode: 2, Output: "FAIL\n", Duration: time.Second}}}
+			},
+			exit: 2, output: "FAIL", runs: 1,
+			check: func(t *testing.T, w *world, deps *tasktest.Deps, fix *task.Task) {
+				if c := w.gh.CheckRuns[fix.Request.RunCheckID]; c.Conclusion != "failure" || !strings.Contains(c.Text, "FAIL") {
+					t.Errorf("run check %+v", c)
+				}
+			},
+		},
+		{
+			name: "the sandbox fails", write: map[string]string{"README.md": "x\n"},
+			setup: func(w *world, deps *tasktest.Deps) {
+				w.runner.Script = []tasktest.Run{{Err: errors.New("docker: no such image")}}
+			},
+			exit: -1, output: "the sandbox failed to run the command: the sandbox is not working", runs: 1,
+		},
+		{
+			name: "ignored files stay out of the run", write: map[string]string{"README.md": "x\n", "build/out.bin": "junk"},
+			setup: func(w *world, deps *tasktest.Deps) { w.ws.Ignored = []string{"build/"} },
+			exit:  0, output: "not part of this run, because git ignores them: build/out.bin", runs: 1,
+			check: func(t *testing.T, w *world, deps *tasktest.Deps, fix *task.Task) {
+				if _, ok := w.runner.Files[0]["build/out.bin"]; ok {
+					t.Error("an ignored file reached the run")
+				}
+			},
+		},
+		{
+			name: "dependencies from the shared cache", write: map[string]string{"README.md": "x\n"},
+			setup: func(w *world, deps *tasktest.Deps) {
+				deps.Ready = task.DepsReady{Caches: []task.CacheMount{{Volume: "cache-1", Target: "/cache", ReadOnly: true}}, Env: []string{"GOMODCACHE=/cache/mod"}}
+			},
+			exit: 0, output: "ok", runs: 1,
+			check: func(t *testing.T, w *world, deps *tasktest.Deps, fix *task.Task) {
+				spec := w.runner.Specs[0]
+				if len(spec.Caches) != 1 || spec.Env[0] != "GOMODCACHE=/cache/mod" || deps.Released != 1 {
+					t.Errorf("spec caches %+v env %v, released %d", spec.Caches, spec.Env, deps.Released)
+				}
+				r := deps.Requests[0]
+				if r.Dir != spec.Dir || !strings.HasSuffix(r.Base, ".base") || r.Repo.FullName() != "acme/widget" {
+					t.Errorf("deps request %+v", r)
+				}
+				// The run's and the base's files are gone after the run.
+				for _, dir := range []string{r.Dir, r.Base} {
+					if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+						t.Errorf("%s is still there: %v", filepath.Base(dir), err)
+					}
+				}
+			},
+		},
+		{
+			name: "a failed setup runs nothing", write: map[string]string{"README.md": "x\n"},
+			setup: func(w *world, deps *tasktest.Deps) {
+				deps.Ready = task.DepsReady{Setup: &task.SetupRecord{Steps: []string{"go mod download"}, ExitCode: 1, Failed: true, Blocked: []string{"evil.example:443"}}}
+			},
+			exit: -1, output: "The network fence blocked: evil.example:443", runs: 0,
+		},
+		{
+			name: "a setup that cannot run", write: map[string]string{"README.md": "x\n"},
+			setup: func(w *world, deps *tasktest.Deps) { deps.Err = errors.New("docker down") },
+			exit:  -1, output: "the repository's setup (fetching its dependencies) could not run", runs: 0,
+		},
+		{
+			name: "a changed manifest is shown with the request", write: map[string]string{"go.mod": "module widget\n\nrequire evil v1.0.0\n"},
+			exit: 0, output: "ok", runs: 1,
+			check: func(t *testing.T, w *world, deps *tasktest.Deps, fix *task.Task) {
+				c := w.gh.Comment(1, "task-1-request-"+fix.Request.ID)
+				if c == nil || !strings.Contains(c.Text(), "+require evil v1.0.0") {
+					t.Errorf("request comment %q lacks the manifest's diff", c.Text())
+				}
+			},
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			w := newWorld(t)
+			deps := &tasktest.Deps{}
+			w.flow.Deps = deps
+			if c.setup != nil {
+				c.setup(w, deps)
+			}
+			w.agent.Script = []tasktest.Turn{pending("go test ./...", c.write), finish("Fix", nil)}
+			fix := w.fix("")
+			w.drain()
+			parked := w.want(fix.ID, task.AwaitingApproval)
+			w.clock.Advance(time.Minute)
+			w.answer(task.KindApprove, "maint", 12, parked.Request.ID)
+			w.drain()
+			got := w.want(fix.ID, task.Done)
+			o := w.agent.Outcomes
+			if len(o) != 1 || o[0].Result == nil || o[0].Result.ExitCode != c.exit || !strings.Contains(o[0].Result.Output, c.output) {
+				t.Fatalf("the agent heard %+v", o)
+			}
+			if len(w.runner.Specs) != c.runs {
+				t.Errorf("%d runs, want %d", len(w.runner.Specs), c.runs)
+			}
+			if c.check != nil {
+				c.check(t, w, deps, got)
+			}
+		})
+	}
+}
+
+// A run cut short is reported, never repeated on the same approval.
+func TestAnInterruptedRunIsNotRepeated(t *testing.T) {
+	w, fix := parked(t, "")
+	w.answer(task.KindApprove, "maint", 12, "")
+	w.drain()
+	// Replay the run's last step from a later claim: a task that had
+	// started the command in claim 1 and is picked up in claim 2.
+	got := w.want(fix.ID, task.Done)
+	replay := *got
+	r := *got.Request
+	replay.Request, replay.State, replay.Claim = &r, task.Running, 2
+	r.Result, r.StartedIn, r.RunClosed = nil, 1, false
+	if err := w.flow.Step(w.ctx, &replay); err != nil {
+		t.Fatal(err)
+	}
+	if r.Result == nil || r.Result.ExitCode != -1 || !strings.Contains(r.Result.Output, "was not repeated") || len(w.runner.Specs) != 1 {
+		t.Errorf("result %+v after %d runs", r.Result, len(w.runner.Specs))
+	}
+}

@@ -1,0 +1,32 @@
+package tasktest
+
+import (
+	"context"
+	"sync"
+
+	"github.com/pullwright/pullwright/task"
+)
+
+// Deps is a fake of task.Dependencies: it records each request, answers
+// Ready (or Err), and counts the releases of what it answered.
+type Deps struct {
+	mu       sync.Mutex
+	Ready    task.DepsReady
+	Err      error
+	Requests []task.DepsRequest
+	// Released counts the calls of the answer's Release.
+	Released int
+}
+
+func (d *Deps) Prepare(ctx context.Context, r task.DepsRequest) (task.DepsReady, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.Requests = append(d.Requests, r)
+	ready := d.Ready
+	ready.Release = func(context.Context) {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		d.Released++
+	}
+	return ready, d.Err
+}

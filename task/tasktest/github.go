@@ -1,0 +1,438 @@
+package tasktest
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/pullwright/pullwright/task"
+)
+
+// IssueComment is a comment the bot wrote on an issue or pull request.
+type IssueComment struct {
+	ID    int64
+	Issue int
+	// Marker is the hidden tag UpsertComment found it by; Body ends with
+	// it, as ghapp writes it.
+	Marker               string
+	Body                 string
+	CreatedAt, UpdatedAt time.Time
+	Edits                int
+}
+
+// Text is the body without the trailing marker.
+func (c IssueComment) Text() string {
+	return strings.TrimSuffix(c.Body, "\n\n"+Marker(c.Marker))
+}
+
+// Reaction is a reaction the bot put on a comment; Review is true for a
+// review (line) comment.
+type Reaction struct {
+	CommentID int64
+	Content   string
+	Review    bool
+}
+
+// Pull is a pull request the bot opened (or one a test put there).
+type Pull struct {
+	Number      int
+	Repo        string // owner/name it was opened in
+	Head, Base  string // Head as "owner:branch"
+	Title, Body string
+	Draft       bool
+	Open        bool
+}
+
+// GitHub is a stateful fake of task.GitHub. Fill the exported maps before
+// the test; read the recorded fields after it (under no lock: the Flow has
+// returned by then).
+type GitHub struct {
+	faults
+	mu sync.Mutex
+	// Clock is GitHub's clock, which dates comments (whole seconds).
+	Clock *Clock
+	Bot   task.Identity
+	// Roles maps a login (any case) to its permission; missing is "none".
+	Roles map[string]string
+	// Teams maps "org/team" to its members.
+	Teams map[string][]string
+	// Files maps ref, then path, to content.
+	Files   map[string]map[string]string
+	Issues  map[int]task.Issue
+	Pulls   map[int]task.PullInfo
+	Diffs   map[int]string
+	Threads map[int][]task.ReviewThread
+	// Forbidden are the repositories ("owner/name") where opening a pull
+	// request is refused with task.ErrNotPermitted.
+	Forbidden []string
+
+	Comments       []*IssueComment
+	Reactions      []Reaction
+	Opened         []*Pull
+	CheckRuns      map[int64]*task.CheckRun
+	CheckRunWrites []task.CheckRun
+	// Replies are the bot's replies in review threads, by root comment.
+	Replies map[int64][]task.ReviewComment
+	// Asked counts calls by method name.
+	Asked map[string]int
+
+	nextID int64
+}
+
+// NewGitHub is an empty repository's GitHub with the bot's identity, its
+// clock at c.
+func NewGitHub(c *Clock) *GitHub {
+	return &GitHub{
+		Clock: c,
+		Bot:   task.Identity{Login: "pullwright[bot]", Name: "pullwright[bot]", Email: "1+pullwright[bot]@users.noreply.github.com"},
+		Roles: map[string]string{}, Teams: map[string][]string{}, Files: map[string]map[string]string{},
+		Issues: map[int]task.Issue{}, Pulls: map[int]task.PullInfo{}, Diffs: map[int]string{},
+		Threads: map[int][]task.ReviewThread{}, CheckRuns: map[int64]*task.CheckRun{},
+		Replies: map[int64][]task.ReviewComment{}, Asked: map[string]int{}, nextID: 1000,
+	}
+}
+
+// Marker is the hidden tag ghapp puts at the end of a marked comment.
+func Marker(key string) string { return "<!-- pullwright:" + key + " -->" }
+
+// call counts method and returns the error queued for it.
+func (g *GitHub) call(method string) error {
+	g.mu.Lock()
+	g.Asked[method]++
+	g.mu.Unlock()
+	return g.take(method)
+}
+
+func (g *GitHub) id() int64 {
+	g.nextID++
+	return g.nextID
+}
+
+// now is GitHub's time, in whole seconds as its API gives it.
+func (g *GitHub) now() time.Time { return g.Clock.Now().UTC().Truncate(time.Second) }
+
+func (g *GitHub) Identity(ctx context.Context) (task.Identity, error) {
+	if err := g.call("Identity"); err != nil {
+		return task.Identity{}, err
+	}
+	return g.Bot, nil
+}
+
+func (g *GitHub) Token(ctx context.Context, installationID int64) (string, error) {
+	if err := g.call("Token"); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("token-%d", installationID), nil
+}
+
+func (g *GitHub) AddReaction(ctx context.Context, r task.Repo, commentID int64, content string) error {
+	if err := g.call("AddReaction"); err != nil {
+		return err
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.Reactions = append(g.Reactions, Reaction{CommentID: commentID, Content: content})
+	return nil
+}
+
+func (g *GitHub) AddReviewReaction(ctx context.Context, r task.Repo, commentID int64, content string) error {
+	if err := g.call("AddReviewReaction"); err != nil {
+		return err
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.Reactions = append(g.Reactions, Reaction{CommentID: commentID, Content: content, Review: true})
+	return nil
+}
+
+// UpsertComment edits the comment commentID, or else the one carrying
+// marker, keeping its CreatedAt and bumping UpdatedAt; it creates one when
+// there is neither (as ghapp does when the comment to edit is gone).
+func (g *GitHub) UpsertComment(ctx context.Context, r task.Repo, issue int, marker string, commentID int64, body string) (task.Posted, error) {
+	if err := g.call("UpsertComment"); err != nil {
+		return task.Posted{}, err
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	full := strings.TrimRight(body, "\n") + "\n\n" + Marker(marker)
+	var c *IssueComment
+	for _, old := range g.Comments {
+		if old.Issue == issue && ((commentID != 0 && old.ID == commentID) || (commentID == 0 && old.Marker == marker)) {
+			c = old
+			break
+		}
+	}
+	now := g.now()
+	if c == nil {
+		c = &IssueComment{ID: g.id(), Issue: issue, Marker: marker, CreatedAt: now}
+		g.Comments = append(g.Comments, c)
+	} else {
+		c.Edits++
+	}
+	c.Body, c.UpdatedAt = full, now
+	return task.Posted{ID: c.ID, URL: g.commentURL(r, c), CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt}, nil
+}
+
+func (g *GitHub) commentURL(r task.Repo, c *IssueComment) string {
+	return fmt.Sprintf("https://github.test/%s/issues/%d#issuecomment-%d", r.FullName(), c.Issue, c.ID)
+}
+
+// Comment is the bot's comment on issue carrying marker, or nil.
+func (g *GitHub) Comment(issue int, marker string) *IssueComment {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, c := range g.Comments {
+		if c.Issue == issue && c.Marker == marker {
+			return c
+		}
+	}
+	return nil
+}
+
+// CommentsOn are the bot's comments on issue, oldest first.
+func (g *GitHub) CommentsOn(issue int) []*IssueComment {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var out []*IssueComment
+	for _, c := range g.Comments {
+		if c.Issue == issue {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func (g *GitHub) Issue(ctx context.Context, r task.Repo, number int) (task.Issue, error) {
+	if err := g.call("Issue"); err != nil {
+		return task.Issue{}, err
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	is, ok := g.Issues[number]
+	if !ok {
+		return task.Issue{}, fmt.Errorf("issue %s#%d: 404 Not Found", r.FullName(), number)
+	}
+	is.Comments = slices.Clone(is.Comments)
+	return is, nil
+}
+
+// OpenPullRequest opens a pull request, or, when one from pr.Head is open
+// already, gives it pr's title and body and returns it (ghapp's retry
+// safety).
+func (g *GitHub) OpenPullRequest(ctx context.Context, r task.Repo, pr task.NewPullRequest) (task.PullRequest, error) {
+	if err := g.call("OpenPullRequest"); err != nil {
+		return task.PullRequest{}, err
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if slices.Contains(g.Forbidden, r.FullName()) {
+		return task.PullRequest{}, fmt.Errorf("open pull request in %s: 403: %w", r.FullName(), task.ErrNotPermitted)
+	}
+	if pr.Title == "" || pr.Head == "" || pr.Base == "" {
+		return task.PullRequest{}, fmt.Errorf("open pull request: title, head and base are required")
+	}
+	head := pr.Head
+	if !strings.Contains(head, ":") {
+		head = r.Owner + ":" + head
+	}
+	for _, p := range g.Opened {
+		if p.Open && p.Repo == r.FullName() && p.Head == head {
+			p.Title, p.Body = pr.Title, pr.Body
+			return task.PullRequest{Number: p.Number, URL: pullURL(p)}, nil
+		}
+	}
+	p := &Pull{Number: int(g.id()), Repo: r.FullName(), Head: head, Base: pr.Base, Title: pr.Title, Body: pr.Body, Draft: pr.Draft, Open: true}
+	g.Opened = append(g.Opened, p)
+	return task.PullRequest{Number: p.Number, URL: pullURL(p)}, nil
+}
+
+func pullURL(p *Pull) string { return fmt.Sprintf("https://github.test/%s/pull/%d", p.Repo, p.Number) }
+
+func (g *GitHub) pull(number int) (*Pull, error) {
+	for _, p := range g.Opened {
+		if p.Number == number {
+			return p, nil
+		}
+	}
+	return nil, fmt.Errorf("pull request #%d: 404 Not Found", number)
+}
+
+// UpdatePullRequest sets the title (unless empty) and body.
+func (g *GitHub) UpdatePullRequest(ctx context.Context, r task.Repo, number int, title, body string) error {
+	if err := g.call("UpdatePullRequest"); err != nil {
+		return err
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	p, err := g.pull(number)
+	if err != nil {
+		return err
+	}
+	if title != "" {
+		p.Title = title
+	}
+	if body != "" {
+		p.Body = body
+	}
+	return nil
+}
+
+func (g *GitHub) MarkReadyForReview(ctx context.Context, r task.Repo, number int) error {
+	if err := g.call("MarkReadyForReview"); err != nil {
+		return err
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	p, err := g.pull(number)
+	if err != nil {
+		return err
+	}
+	p.Draft = false
+	return nil
+}
+
+// UpsertCheckRun creates a check run (ID 0) or replaces an existing one's
+// fields; every write is kept in CheckRunWrites.
+func (g *GitHub) UpsertCheckRun(ctx context.Context, r task.Repo, cr task.CheckRun) (int64, error) {
+	if err := g.call("UpsertCheckRun"); err != nil {
+		return 0, err
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if cr.ID == 0 {
+		cr.ID = g.id()
+	} else if _, ok := g.CheckRuns[cr.ID]; !ok {
+		return 0, fmt.Errorf("check run %d: 404 Not Found", cr.ID)
+	}
+	cr.Actions = slices.Clone(cr.Actions)
+	stored := cr
+	g.CheckRuns[cr.ID] = &stored
+	g.CheckRunWrites = append(g.CheckRunWrites, cr)
+	return cr.ID, nil
+}
+
+// Permission is the login's role in Roles, "none" when it has none.
+func (g *GitHub) Permission(ctx context.Context, r task.Repo, user string) (string, error) {
+	if err := g.call("Permission"); err != nil {
+		return "", err
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for login, role := range g.Roles {
+		if strings.EqualFold(login, user) {
+			return role, nil
+		}
+	}
+	return "none", nil
+}
+
+func (g *GitHub) TeamMember(ctx context.Context, r task.Repo, org, team, user string) (bool, error) {
+	if err := g.call("TeamMember"); err != nil {
+		return false, err
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return slices.ContainsFunc(g.Teams[org+"/"+team], func(m string) bool { return strings.EqualFold(m, user) }), nil
+}
+
+// SetFile puts a file on a ref.
+func (g *GitHub) SetFile(ref, path, content string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.Files[ref] == nil {
+		g.Files[ref] = map[string]string{}
+	}
+	g.Files[ref][path] = content
+}
+
+// File is a file's content at ref, task.ErrNoFile when there is none.
+func (g *GitHub) File(ctx context.Context, r task.Repo, ref, path string) ([]byte, error) {
+	if err := g.call("File"); err != nil {
+		return nil, err
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	c, ok := g.Files[ref][path]
+	if !ok {
+		return nil, fmt.Errorf("%w: %s at %s: 404 Not Found", task.ErrNoFile, path, ref)
+	}
+	return []byte(c), nil
+}
+
+func (g *GitHub) PullRequest(ctx context.Context, r task.Repo, number int) (task.PullInfo, error) {
+	if err := g.call("PullRequest"); err != nil {
+		return task.PullInfo{}, err
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	p, ok := g.Pulls[number]
+	if !ok {
+		return task.PullInfo{}, fmt.Errorf("pull request %s#%d: 404 Not Found", r.FullName(), number)
+	}
+	return p, nil
+}
+
+// PullRequestDiff is Diffs[number], cut to max bytes.
+func (g *GitHub) PullRequestDiff(ctx context.Context, r task.Repo, number, max int) (string, bool, error) {
+	if err := g.call("PullRequestDiff"); err != nil {
+		return "", false, err
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	d := g.Diffs[number]
+	if len(d) > max {
+		return d[:max], true, nil
+	}
+	return d, false, nil
+}
+
+// ReviewThreads are Threads[number] with the bot's replies in them.
+func (g *GitHub) ReviewThreads(ctx context.Context, r task.Repo, number int) ([]task.ReviewThread, error) {
+	if err := g.call("ReviewThreads"); err != nil {
+		return nil, err
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var out []task.ReviewThread
+	for _, th := range g.Threads[number] {
+		th.Comments = slices.Clone(th.Comments)
+		if len(th.Comments) > 0 {
+			th.Comments = append(th.Comments, g.Replies[th.Comments[0].ID]...)
+		}
+		out = append(out, th)
+	}
+	return out, nil
+}
+
+// ReplyInThread replies under rootID, or edits the reply carrying marker;
+// task.ErrGone when the pull request has no thread starting at rootID.
+func (g *GitHub) ReplyInThread(ctx context.Context, r task.Repo, pr int, rootID int64, marker, body string) (int64, error) {
+	if err := g.call("ReplyInThread"); err != nil {
+		return 0, err
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	found := false
+	for _, th := range g.Threads[pr] {
+		if len(th.Comments) > 0 && th.Comments[0].ID == rootID {
+			found = true
+		}
+	}
+	if !found {
+		return 0, fmt.Errorf("reply in review thread %d: 404 Not Found: %w", rootID, task.ErrGone)
+	}
+	full := strings.TrimRight(body, "\n") + "\n\n" + Marker(marker)
+	replies := g.Replies[rootID]
+	for i, c := range replies {
+		if strings.HasSuffix(c.Body, Marker(marker)) {
+			replies[i].Body = full
+			return c.ID, nil
+		}
+	}
+	c := task.ReviewComment{ID: g.id(), InReplyTo: rootID, Author: g.Bot.Login, AuthorType: "Bot", Body: full}
+	g.Replies[rootID] = append(replies, c)
+	return c.ID, nil
+}
