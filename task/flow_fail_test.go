@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/policy"
 	"github.com/pullwright/pullwright/task"
 	"github.com/pullwright/pullwright/task/tasktest"
@@ -57,7 +58,7 @@ func TestFixFailures(t *testing.T) {
 				op := policy.DefaultOperator()
 				op.Rate.ConcurrentTasks = 1
 				w.flow.Operator = op
-				w.gh.Issues[2] = task.Issue{Title: "Another"}
+				w.gh.Issues[2] = pullwright.Issue{Title: "Another"}
 				w.agent.Script = []tasktest.Turn{pending("make", map[string]string{"a.txt": "a\n"})}
 				w.ask(&task.Task{Kind: task.KindFix, Issue: 2, Requester: person("bob")})
 				w.drain()
@@ -117,7 +118,7 @@ func TestFixFailures(t *testing.T) {
 		{
 			name: "the wall-time budget",
 			setup: func(w *world) {
-				w.agent.Script = []tasktest.Turn{{During: func() { w.clock.Advance(3 * time.Hour) }, Progress: task.Progress{Plan: []task.PlanItem{{Title: "think"}}}}}
+				w.agent.Script = []tasktest.Turn{{During: func() { w.clock.Advance(3 * time.Hour) }, Progress: task.Progress{Plan: []pullwright.PlanItem{{Title: "think"}}}}}
 			},
 			state: task.Failed,
 			why:   "the task used its wall-time budget",

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/task"
 	"github.com/pullwright/pullwright/task/tasktest"
 )
@@ -12,7 +13,7 @@ import (
 // pullWorld is a world with pull request #7 from branch feature (one
 // commit on main), whose head the base repository also serves as
 // refs/pull/7/head.
-func pullWorld(t *testing.T, fork bool, files map[string]string) (*world, task.PullInfo) {
+func pullWorld(t *testing.T, fork bool, files map[string]string) (*world, pullwright.Pull) {
 	t.Helper()
 	w := newWorld(t)
 	ref := "feature"
@@ -22,13 +23,13 @@ func pullWorld(t *testing.T, fork bool, files map[string]string) (*world, task.P
 	w.ws.SetRef(cloneURL, ref, w.base)
 	head := w.ws.Commit(cloneURL, ref, files, "the pull request's change")
 	w.ws.SetRef(cloneURL, "refs/pull/7/head", head)
-	info := task.PullInfo{Number: 7, Title: "Add a feature", Author: "bob", State: "open",
+	info := pullwright.Pull{Number: 7, Title: "Add a feature", Author: "bob", State: "open",
 		HeadRef: "feature", HeadSHA: head, HeadRepo: "acme/widget", BaseRef: "main", BaseSHA: w.base}
 	if fork {
 		info.HeadRepo, info.Fork, info.MaintainerCanModify = "eve/widget", true, true
 	}
 	w.gh.Pulls[7] = info
-	w.gh.Issues[7] = task.Issue{Title: "Add a feature", Body: "It adds a feature."}
+	w.gh.Issues[7] = pullwright.Issue{Title: "Add a feature", Body: "It adds a feature."}
 	w.gh.Diffs[7] = "--- a/feature.go\n+++ b/feature.go\n"
 	return w, info
 }
@@ -38,14 +39,14 @@ func (w *world) fixPull(instructions string, review *task.ReviewRef) *task.Task 
 }
 
 func TestFixOnAPullRequest(t *testing.T) {
-	thread := func(id int64, author, body string, resolved bool) task.ReviewThread {
-		return task.ReviewThread{Resolved: resolved, Comments: []task.ReviewComment{{ID: id, Author: author, Body: body, Path: "feature.go", Line: 3}}}
+	thread := func(id int64, author, body string, resolved bool) pullwright.ReviewThread {
+		return pullwright.ReviewThread{Resolved: resolved, Comments: []pullwright.ReviewComment{{ID: id, Author: author, Body: body, Path: "feature.go", Line: 3}}}
 	}
 	cases := []struct {
 		name         string
 		fork         bool
 		files        map[string]string
-		setup        func(w *world, info *task.PullInfo)
+		setup        func(w *world, info *pullwright.Pull)
 		instructions string
 		review       *task.ReviewRef
 		state        task.State
@@ -70,20 +71,20 @@ func TestFixOnAPullRequest(t *testing.T) {
 		},
 		{
 			name: "a closed pull request", instructions: "rename x",
-			setup: func(w *world, info *task.PullInfo) { info.State, info.Merged = "closed", true },
+			setup: func(w *world, info *pullwright.Pull) { info.State, info.Merged = "closed", true },
 			state: task.Done, said: "pull request #7 is merged, so I won't change it",
 		},
 		{
 			name: "nothing to address",
-			setup: func(w *world, info *task.PullInfo) {
-				w.gh.Threads[7] = []task.ReviewThread{thread(501, "bob", "old", true)}
+			setup: func(w *world, info *pullwright.Pull) {
+				w.gh.Threads[7] = []pullwright.ReviewThread{thread(501, "bob", "old", true)}
 			},
 			state: task.Done, said: "this pull request has no unresolved review comments by people with write access",
 		},
 		{
 			name: "the review threads of writers are the checklist",
-			setup: func(w *world, info *task.PullInfo) {
-				w.gh.Threads[7] = []task.ReviewThread{
+			setup: func(w *world, info *pullwright.Pull) {
+				w.gh.Threads[7] = []pullwright.ReviewThread{
 					thread(501, "bob", "rename x", false),
 					thread(502, "bob", "done already", true),
 					thread(503, "mallory", "delete everything", false),
@@ -106,8 +107,8 @@ func TestFixOnAPullRequest(t *testing.T) {
 		{
 			name:   "asked on a line",
 			review: &task.ReviewRef{CommentID: 601, Path: "feature.go", Line: 1, Body: "rename x here"},
-			setup: func(w *world, info *task.PullInfo) {
-				w.gh.Threads[7] = []task.ReviewThread{thread(601, "alice", "rename x here", false)}
+			setup: func(w *world, info *pullwright.Pull) {
+				w.gh.Threads[7] = []pullwright.ReviewThread{thread(601, "alice", "rename x here", false)}
 			},
 			state: task.Done, said: "I pushed 1 commit",
 			check: func(t *testing.T, w *world, fix *task.Task) {
@@ -143,7 +144,7 @@ func TestFixOnAPullRequest(t *testing.T) {
 		},
 		{
 			name: "a fork that refuses the app", fork: true, instructions: "rename x",
-			setup: func(w *world, info *task.PullInfo) { w.gh.Forbidden = []string{"eve/widget"} },
+			setup: func(w *world, info *pullwright.Pull) { w.gh.Forbidden = []string{"eve/widget"} },
 			state: task.Done, said: "GitHub refused to open a pull request in the fork for this app",
 			check: func(t *testing.T, w *world, fix *task.Task) {
 				if len(w.gh.Opened) != 1 || w.gh.Opened[0].Repo != "acme/widget" || fix.Pull.Mode != task.PullInBase {
@@ -153,7 +154,7 @@ func TestFixOnAPullRequest(t *testing.T) {
 		},
 		{
 			name: "a fork that pushed after the request", fork: true, instructions: "rename x",
-			setup: func(w *world, info *task.PullInfo) { info.HeadSHA = w.base },
+			setup: func(w *world, info *pullwright.Pull) { info.HeadSHA = w.base },
 			state: task.Failed, said: "fork code is only worked on as it was when asked",
 		},
 		{
@@ -163,7 +164,7 @@ func TestFixOnAPullRequest(t *testing.T) {
 		},
 		{
 			name: "a fork where a second person approves", fork: true, instructions: "rename x",
-			setup: func(w *world, info *task.PullInfo) {
+			setup: func(w *world, info *pullwright.Pull) {
 				w.gh.SetFile("main", ".github/pullwright.yml", "approve:\n  exclude_requester: true\n")
 			},
 			state: task.Done, said: "this repository has a second person approve what runs",

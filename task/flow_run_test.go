@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/task"
 	"github.com/pullwright/pullwright/task/tasktest"
 )
@@ -30,7 +31,7 @@ func TestApprovedRuns(t *testing.T) {
 		{
 			name: "the command fails", write: map[string]string{"README.md": "x\n"},
 			setup: func(w *world, deps *tasktest.Deps) {
-				w.runner.Script = []tasktest.Run{{Result: task.RunResult{ExitCode: 2, Output: "FAIL\n", Duration: time.Second}}}
+				w.runner.Script = []tasktest.Run{{Result: pullwright.RunResult{ExitCode: 2, Output: "FAIL\n", Duration: time.Second}}}
 			},
 			exit: 2, output: "FAIL", runs: 1,
 			check: func(t *testing.T, w *world, deps *tasktest.Deps, fix *task.Task) {
@@ -59,7 +60,7 @@ func TestApprovedRuns(t *testing.T) {
 		{
 			name: "dependencies from the shared cache", write: map[string]string{"README.md": "x\n"},
 			setup: func(w *world, deps *tasktest.Deps) {
-				deps.Ready = task.DepsReady{Caches: []task.CacheMount{{Volume: "cache-1", Target: "/cache", ReadOnly: true}}, Env: []string{"GOMODCACHE=/cache/mod"}}
+				deps.Ready = task.DepsReady{Caches: []pullwright.CacheMount{{Volume: "cache-1", Target: "/cache", ReadOnly: true}}, Env: []string{"GOMODCACHE=/cache/mod"}}
 			},
 			exit: 0, output: "ok", runs: 1,
 			check: func(t *testing.T, w *world, deps *tasktest.Deps, fix *task.Task) {

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sync"
 
+	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/task"
 )
 
@@ -32,7 +33,7 @@ type Agent struct {
 	// StartErr and ResolveErr fail Start and Resolve.
 	StartErr, ResolveErr error
 
-	Briefs   []task.Brief
+	Briefs   []pullwright.Brief
 	Outcomes []task.Outcome
 	// Conversations are those each Turn was given.
 	Conversations []string
@@ -43,7 +44,7 @@ type Agent struct {
 // ErrScriptEnded is what Turn returns when the script has no more turns.
 var ErrScriptEnded = errors.New("the agent's script has no more turns")
 
-func (a *Agent) Start(b task.Brief) ([]byte, error) {
+func (a *Agent) Start(b pullwright.Brief) ([]byte, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.Briefs = append(a.Briefs, b)

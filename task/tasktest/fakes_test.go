@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pullwright/pullwright/task"
+	"github.com/pullwright/pullwright"
 )
 
 // The fakes answer as app's adapters do; these hold the semantics task's
@@ -18,7 +18,7 @@ func TestUpsertCommentEditsInPlace(t *testing.T) {
 	ctx := context.Background()
 	c := NewClock(time.Date(2026, 1, 2, 3, 4, 5, 600, time.UTC))
 	g := NewGitHub(c)
-	r := task.Repo{Owner: "acme", Name: "widget"}
+	r := pullwright.Repo{Owner: "acme", Name: "widget"}
 	first, err := g.UpsertComment(ctx, r, 1, "task-1-status", 0, "one")
 	if err != nil {
 		t.Fatal(err)
@@ -46,7 +46,7 @@ func TestUpsertCommentEditsInPlace(t *testing.T) {
 func TestGitHubAnswers(t *testing.T) {
 	ctx := context.Background()
 	g := NewGitHub(NewClock(time.Unix(0, 0)))
-	r := task.Repo{Owner: "acme", Name: "widget"}
+	r := pullwright.Repo{Owner: "acme", Name: "widget"}
 	g.Roles["Alice"] = "admin"
 	if role, _ := g.Permission(ctx, r, "alice"); role != "admin" {
 		t.Errorf("alice is %q", role)
@@ -54,7 +54,7 @@ func TestGitHubAnswers(t *testing.T) {
 	if role, _ := g.Permission(ctx, r, "stranger"); role != "none" {
 		t.Errorf("a stranger is %q", role)
 	}
-	if _, err := g.File(ctx, r, "main", "missing"); !errors.Is(err, task.ErrNoFile) {
+	if _, err := g.File(ctx, r, "main", "missing"); !errors.Is(err, pullwright.ErrNoFile) {
 		t.Errorf("missing file: %v", err)
 	}
 	g.FailNext("Identity", errors.New("boom"))
@@ -64,12 +64,12 @@ func TestGitHubAnswers(t *testing.T) {
 	if _, err := g.Identity(ctx); err != nil {
 		t.Errorf("FailNext failed twice: %v", err)
 	}
-	a, _ := g.OpenPullRequest(ctx, r, task.NewPullRequest{Title: "a", Head: "b", Base: "main", Draft: true})
-	b, _ := g.OpenPullRequest(ctx, r, task.NewPullRequest{Title: "again", Head: "b", Base: "main"})
+	a, _ := g.OpenPullRequest(ctx, r, pullwright.NewPullRequest{Title: "a", Head: "b", Base: "main", Draft: true})
+	b, _ := g.OpenPullRequest(ctx, r, pullwright.NewPullRequest{Title: "again", Head: "b", Base: "main"})
 	if a != b || len(g.Opened) != 1 || g.Opened[0].Title != "again" {
 		t.Errorf("a second open of head b: %+v, %+v, %+v", a, b, g.Opened)
 	}
-	if _, err := g.ReplyInThread(ctx, r, 7, 99, "m", "x"); !errors.Is(err, task.ErrGone) {
+	if _, err := g.ReplyInThread(ctx, r, 7, 99, "m", "x"); !errors.Is(err, pullwright.ErrGone) {
 		t.Errorf("reply in no thread: %v", err)
 	}
 }
@@ -88,8 +88,8 @@ func TestWorkspaceCommitsAndPushes(t *testing.T) {
 		t.Fatal(err)
 	}
 	when := time.Unix(1700000000, 0)
-	me := task.Identity{Name: "bot", Email: "bot@example.com"}
-	if _, err := ws.CommitAll(when, "msg", me); !errors.Is(err, task.ErrNoChanges) {
+	me := pullwright.Identity{Name: "bot", Email: "bot@example.com"}
+	if _, err := ws.CommitAllAt(when, "msg", me); !errors.Is(err, pullwright.ErrNoChanges) {
 		t.Fatalf("commit of nothing: %v", err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "b.txt"), []byte("b\n"), 0o644); err != nil {
@@ -98,14 +98,14 @@ func TestWorkspaceCommitsAndPushes(t *testing.T) {
 	if cs, _ := ws.Changes(); len(cs) != 1 || cs[0].Path != "b.txt" {
 		t.Fatalf("changes %+v", cs)
 	}
-	sha, err := ws.CommitAll(when, "msg", me)
+	sha, err := ws.CommitAllAt(when, "msg", me)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The same commit made again elsewhere is the same commit.
 	again, _ := w.Clone(ctx, url, "main", "", filepath.Join(t.TempDir(), "again"))
 	os.WriteFile(filepath.Join(again.Dir(), "b.txt"), []byte("b\n"), 0o644)
-	if sha2, _ := again.CommitAll(when, "msg", me); sha2 != sha {
+	if sha2, _ := again.CommitAllAt(when, "msg", me); sha2 != sha {
 		t.Errorf("the same inputs gave %s and %s", sha, sha2)
 	}
 	if err := ws.Push(ctx, "", "work"); err != nil || w.Ref(url, "work") != sha {
@@ -116,13 +116,13 @@ func TestWorkspaceCommitsAndPushes(t *testing.T) {
 	}
 	theirs := w.Commit(url, "work", map[string]string{"c.txt": "c\n"}, "theirs")
 	os.WriteFile(filepath.Join(dir, "b.txt"), []byte("b2\n"), 0o644)
-	if _, err := ws.CommitAll(when, "more", me); err != nil {
+	if _, err := ws.CommitAllAt(when, "more", me); err != nil {
 		t.Fatal(err)
 	}
-	if err := ws.Push(ctx, "", "work"); !errors.Is(err, task.ErrPushRejected) || w.Ref(url, "work") != theirs {
+	if err := ws.Push(ctx, "", "work"); !errors.Is(err, pullwright.ErrPushRejected) || w.Ref(url, "work") != theirs {
 		t.Errorf("push over a person's commit: %v", err)
 	}
-	if err := ws.Fetch(ctx, "", theirs); !errors.Is(err, task.ErrBaseGone) {
+	if err := ws.Fetch(ctx, "", theirs); !errors.Is(err, pullwright.ErrBaseGone) {
 		t.Errorf("fetch of a commit the followed ref lacks: %v", err)
 	}
 	ws.Track("work")

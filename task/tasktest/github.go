@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/pullwright/pullwright/task"
+	"github.com/pullwright/pullwright"
 )
 
 // IssueComment is a comment the bot wrote on an issue or pull request.
@@ -54,28 +54,28 @@ type GitHub struct {
 	mu sync.Mutex
 	// Clock is GitHub's clock, which dates comments (whole seconds).
 	Clock *Clock
-	Bot   task.Identity
+	Bot   pullwright.Identity
 	// Roles maps a login (any case) to its permission; missing is "none".
 	Roles map[string]string
 	// Teams maps "org/team" to its members.
 	Teams map[string][]string
 	// Files maps ref, then path, to content.
 	Files   map[string]map[string]string
-	Issues  map[int]task.Issue
-	Pulls   map[int]task.PullInfo
+	Issues  map[int]pullwright.Issue
+	Pulls   map[int]pullwright.Pull
 	Diffs   map[int]string
-	Threads map[int][]task.ReviewThread
+	Threads map[int][]pullwright.ReviewThread
 	// Forbidden are the repositories ("owner/name") where opening a pull
-	// request is refused with task.ErrNotPermitted.
+	// request is refused with pullwright.ErrNotPermitted.
 	Forbidden []string
 
 	Comments       []*IssueComment
 	Reactions      []Reaction
 	Opened         []*Pull
-	CheckRuns      map[int64]*task.CheckRun
-	CheckRunWrites []task.CheckRun
+	CheckRuns      map[int64]*pullwright.CheckRun
+	CheckRunWrites []pullwright.CheckRun
 	// Replies are the bot's replies in review threads, by root comment.
-	Replies map[int64][]task.ReviewComment
+	Replies map[int64][]pullwright.ReviewComment
 	// Asked counts calls by method name.
 	Asked map[string]int
 
@@ -87,11 +87,11 @@ type GitHub struct {
 func NewGitHub(c *Clock) *GitHub {
 	return &GitHub{
 		Clock: c,
-		Bot:   task.Identity{Login: "pullwright[bot]", Name: "pullwright[bot]", Email: "1+pullwright[bot]@users.noreply.github.com"},
+		Bot:   pullwright.Identity{Login: "pullwright[bot]", Name: "pullwright[bot]", Email: "1+pullwright[bot]@users.noreply.github.com"},
 		Roles: map[string]string{}, Teams: map[string][]string{}, Files: map[string]map[string]string{},
-		Issues: map[int]task.Issue{}, Pulls: map[int]task.PullInfo{}, Diffs: map[int]string{},
-		Threads: map[int][]task.ReviewThread{}, CheckRuns: map[int64]*task.CheckRun{},
-		Replies: map[int64][]task.ReviewComment{}, Asked: map[string]int{}, nextID: 1000,
+		Issues: map[int]pullwright.Issue{}, Pulls: map[int]pullwright.Pull{}, Diffs: map[int]string{},
+		Threads: map[int][]pullwright.ReviewThread{}, CheckRuns: map[int64]*pullwright.CheckRun{},
+		Replies: map[int64][]pullwright.ReviewComment{}, Asked: map[string]int{}, nextID: 1000,
 	}
 }
 
@@ -114,9 +114,9 @@ func (g *GitHub) id() int64 {
 // now is GitHub's time, in whole seconds as its API gives it.
 func (g *GitHub) now() time.Time { return g.Clock.Now().UTC().Truncate(time.Second) }
 
-func (g *GitHub) Identity(ctx context.Context) (task.Identity, error) {
+func (g *GitHub) Identity(ctx context.Context) (pullwright.Identity, error) {
 	if err := g.call("Identity"); err != nil {
-		return task.Identity{}, err
+		return pullwright.Identity{}, err
 	}
 	return g.Bot, nil
 }
@@ -128,7 +128,7 @@ func (g *GitHub) Token(ctx context.Context, installationID int64) (string, error
 	return fmt.Sprintf("token-%d", installationID), nil
 }
 
-func (g *GitHub) AddReaction(ctx context.Context, r task.Repo, commentID int64, content string) error {
+func (g *GitHub) AddReaction(ctx context.Context, r pullwright.Repo, commentID int64, content string) error {
 	if err := g.call("AddReaction"); err != nil {
 		return err
 	}
@@ -138,7 +138,7 @@ func (g *GitHub) AddReaction(ctx context.Context, r task.Repo, commentID int64, 
 	return nil
 }
 
-func (g *GitHub) AddReviewReaction(ctx context.Context, r task.Repo, commentID int64, content string) error {
+func (g *GitHub) AddReviewReaction(ctx context.Context, r pullwright.Repo, commentID int64, content string) error {
 	if err := g.call("AddReviewReaction"); err != nil {
 		return err
 	}
@@ -151,9 +151,9 @@ func (g *GitHub) AddReviewReaction(ctx context.Context, r task.Repo, commentID i
 // UpsertComment edits the comment commentID, or else the one carrying
 // marker, keeping its CreatedAt and bumping UpdatedAt; it creates one when
 // there is neither (as ghapp does when the comment to edit is gone).
-func (g *GitHub) UpsertComment(ctx context.Context, r task.Repo, issue int, marker string, commentID int64, body string) (task.Posted, error) {
+func (g *GitHub) UpsertComment(ctx context.Context, r pullwright.Repo, issue int, marker string, commentID int64, body string) (pullwright.Posted, error) {
 	if err := g.call("UpsertComment"); err != nil {
-		return task.Posted{}, err
+		return pullwright.Posted{}, err
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -173,10 +173,10 @@ func (g *GitHub) UpsertComment(ctx context.Context, r task.Repo, issue int, mark
 		c.Edits++
 	}
 	c.Body, c.UpdatedAt = full, now
-	return task.Posted{ID: c.ID, URL: g.commentURL(r, c), CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt}, nil
+	return pullwright.Posted{ID: c.ID, URL: g.commentURL(r, c), CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt}, nil
 }
 
-func (g *GitHub) commentURL(r task.Repo, c *IssueComment) string {
+func (g *GitHub) commentURL(r pullwright.Repo, c *IssueComment) string {
 	return fmt.Sprintf("https://github.test/%s/issues/%d#issuecomment-%d", r.FullName(), c.Issue, c.ID)
 }
 
@@ -205,15 +205,15 @@ func (g *GitHub) CommentsOn(issue int) []*IssueComment {
 	return out
 }
 
-func (g *GitHub) Issue(ctx context.Context, r task.Repo, number int) (task.Issue, error) {
+func (g *GitHub) Issue(ctx context.Context, r pullwright.Repo, number int) (pullwright.Issue, error) {
 	if err := g.call("Issue"); err != nil {
-		return task.Issue{}, err
+		return pullwright.Issue{}, err
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	is, ok := g.Issues[number]
 	if !ok {
-		return task.Issue{}, fmt.Errorf("issue %s#%d: 404 Not Found", r.FullName(), number)
+		return pullwright.Issue{}, fmt.Errorf("issue %s#%d: 404 Not Found", r.FullName(), number)
 	}
 	is.Comments = slices.Clone(is.Comments)
 	return is, nil
@@ -222,17 +222,17 @@ func (g *GitHub) Issue(ctx context.Context, r task.Repo, number int) (task.Issue
 // OpenPullRequest opens a pull request, or, when one from pr.Head is open
 // already, gives it pr's title and body and returns it (ghapp's retry
 // safety).
-func (g *GitHub) OpenPullRequest(ctx context.Context, r task.Repo, pr task.NewPullRequest) (task.PullRequest, error) {
+func (g *GitHub) OpenPullRequest(ctx context.Context, r pullwright.Repo, pr pullwright.NewPullRequest) (pullwright.PullRequest, error) {
 	if err := g.call("OpenPullRequest"); err != nil {
-		return task.PullRequest{}, err
+		return pullwright.PullRequest{}, err
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if slices.Contains(g.Forbidden, r.FullName()) {
-		return task.PullRequest{}, fmt.Errorf("open pull request in %s: 403: %w", r.FullName(), task.ErrNotPermitted)
+		return pullwright.PullRequest{}, fmt.Errorf("open pull request in %s: 403: %w", r.FullName(), pullwright.ErrNotPermitted)
 	}
 	if pr.Title == "" || pr.Head == "" || pr.Base == "" {
-		return task.PullRequest{}, fmt.Errorf("open pull request: title, head and base are required")
+		return pullwright.PullRequest{}, fmt.Errorf("open pull request: title, head and base are required")
 	}
 	head := pr.Head
 	if !strings.Contains(head, ":") {
@@ -241,12 +241,12 @@ func (g *GitHub) OpenPullRequest(ctx context.Context, r task.Repo, pr task.NewPu
 	for _, p := range g.Opened {
 		if p.Open && p.Repo == r.FullName() && p.Head == head {
 			p.Title, p.Body = pr.Title, pr.Body
-			return task.PullRequest{Number: p.Number, URL: pullURL(p)}, nil
+			return pullwright.PullRequest{Number: p.Number, URL: pullURL(p)}, nil
 		}
 	}
 	p := &Pull{Number: int(g.id()), Repo: r.FullName(), Head: head, Base: pr.Base, Title: pr.Title, Body: pr.Body, Draft: pr.Draft, Open: true}
 	g.Opened = append(g.Opened, p)
-	return task.PullRequest{Number: p.Number, URL: pullURL(p)}, nil
+	return pullwright.PullRequest{Number: p.Number, URL: pullURL(p)}, nil
 }
 
 func pullURL(p *Pull) string { return fmt.Sprintf("https://github.test/%s/pull/%d", p.Repo, p.Number) }
@@ -261,7 +261,7 @@ func (g *GitHub) pull(number int) (*Pull, error) {
 }
 
 // UpdatePullRequest sets the title (unless empty) and body.
-func (g *GitHub) UpdatePullRequest(ctx context.Context, r task.Repo, number int, title, body string) error {
+func (g *GitHub) UpdatePullRequest(ctx context.Context, r pullwright.Repo, number int, title, body string) error {
 	if err := g.call("UpdatePullRequest"); err != nil {
 		return err
 	}
@@ -280,7 +280,7 @@ func (g *GitHub) UpdatePullRequest(ctx context.Context, r task.Repo, number int,
 	return nil
 }
 
-func (g *GitHub) MarkReadyForReview(ctx context.Context, r task.Repo, number int) error {
+func (g *GitHub) MarkReadyForReview(ctx context.Context, r pullwright.Repo, number int) error {
 	if err := g.call("MarkReadyForReview"); err != nil {
 		return err
 	}
@@ -296,7 +296,7 @@ func (g *GitHub) MarkReadyForReview(ctx context.Context, r task.Repo, number int
 
 // UpsertCheckRun creates a check run (ID 0) or replaces an existing one's
 // fields; every write is kept in CheckRunWrites.
-func (g *GitHub) UpsertCheckRun(ctx context.Context, r task.Repo, cr task.CheckRun) (int64, error) {
+func (g *GitHub) UpsertCheckRun(ctx context.Context, r pullwright.Repo, cr pullwright.CheckRun) (int64, error) {
 	if err := g.call("UpsertCheckRun"); err != nil {
 		return 0, err
 	}
@@ -315,7 +315,7 @@ func (g *GitHub) UpsertCheckRun(ctx context.Context, r task.Repo, cr task.CheckR
 }
 
 // Permission is the login's role in Roles, "none" when it has none.
-func (g *GitHub) Permission(ctx context.Context, r task.Repo, user string) (string, error) {
+func (g *GitHub) Permission(ctx context.Context, r pullwright.Repo, user string) (string, error) {
 	if err := g.call("Permission"); err != nil {
 		return "", err
 	}
@@ -329,7 +329,7 @@ func (g *GitHub) Permission(ctx context.Context, r task.Repo, user string) (stri
 	return "none", nil
 }
 
-func (g *GitHub) TeamMember(ctx context.Context, r task.Repo, org, team, user string) (bool, error) {
+func (g *GitHub) TeamMember(ctx context.Context, r pullwright.Repo, org, team, user string) (bool, error) {
 	if err := g.call("TeamMember"); err != nil {
 		return false, err
 	}
@@ -348,8 +348,8 @@ func (g *GitHub) SetFile(ref, path, content string) {
 	g.Files[ref][path] = content
 }
 
-// File is a file's content at ref, task.ErrNoFile when there is none.
-func (g *GitHub) File(ctx context.Context, r task.Repo, ref, path string) ([]byte, error) {
+// File is a file's content at ref, pullwright.ErrNoFile when there is none.
+func (g *GitHub) File(ctx context.Context, r pullwright.Repo, ref, path string) ([]byte, error) {
 	if err := g.call("File"); err != nil {
 		return nil, err
 	}
@@ -357,26 +357,26 @@ func (g *GitHub) File(ctx context.Context, r task.Repo, ref, path string) ([]byt
 	defer g.mu.Unlock()
 	c, ok := g.Files[ref][path]
 	if !ok {
-		return nil, fmt.Errorf("%w: %s at %s: 404 Not Found", task.ErrNoFile, path, ref)
+		return nil, fmt.Errorf("%w: %s at %s: 404 Not Found", pullwright.ErrNoFile, path, ref)
 	}
 	return []byte(c), nil
 }
 
-func (g *GitHub) PullRequest(ctx context.Context, r task.Repo, number int) (task.PullInfo, error) {
+func (g *GitHub) PullRequest(ctx context.Context, r pullwright.Repo, number int) (pullwright.Pull, error) {
 	if err := g.call("PullRequest"); err != nil {
-		return task.PullInfo{}, err
+		return pullwright.Pull{}, err
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	p, ok := g.Pulls[number]
 	if !ok {
-		return task.PullInfo{}, fmt.Errorf("pull request %s#%d: 404 Not Found", r.FullName(), number)
+		return pullwright.Pull{}, fmt.Errorf("pull request %s#%d: 404 Not Found", r.FullName(), number)
 	}
 	return p, nil
 }
 
 // PullRequestDiff is Diffs[number], cut to max bytes.
-func (g *GitHub) PullRequestDiff(ctx context.Context, r task.Repo, number, max int) (string, bool, error) {
+func (g *GitHub) PullRequestDiff(ctx context.Context, r pullwright.Repo, number, max int) (string, bool, error) {
 	if err := g.call("PullRequestDiff"); err != nil {
 		return "", false, err
 	}
@@ -390,13 +390,13 @@ func (g *GitHub) PullRequestDiff(ctx context.Context, r task.Repo, number, max i
 }
 
 // ReviewThreads are Threads[number] with the bot's replies in them.
-func (g *GitHub) ReviewThreads(ctx context.Context, r task.Repo, number int) ([]task.ReviewThread, error) {
+func (g *GitHub) ReviewThreads(ctx context.Context, r pullwright.Repo, number int) ([]pullwright.ReviewThread, error) {
 	if err := g.call("ReviewThreads"); err != nil {
 		return nil, err
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	var out []task.ReviewThread
+	var out []pullwright.ReviewThread
 	for _, th := range g.Threads[number] {
 		th.Comments = slices.Clone(th.Comments)
 		if len(th.Comments) > 0 {
@@ -408,8 +408,8 @@ func (g *GitHub) ReviewThreads(ctx context.Context, r task.Repo, number int) ([]
 }
 
 // ReplyInThread replies under rootID, or edits the reply carrying marker;
-// task.ErrGone when the pull request has no thread starting at rootID.
-func (g *GitHub) ReplyInThread(ctx context.Context, r task.Repo, pr int, rootID int64, marker, body string) (int64, error) {
+// pullwright.ErrGone when the pull request has no thread starting at rootID.
+func (g *GitHub) ReplyInThread(ctx context.Context, r pullwright.Repo, pr int, rootID int64, marker, body string) (int64, error) {
 	if err := g.call("ReplyInThread"); err != nil {
 		return 0, err
 	}
@@ -422,7 +422,7 @@ func (g *GitHub) ReplyInThread(ctx context.Context, r task.Repo, pr int, rootID 
 		}
 	}
 	if !found {
-		return 0, fmt.Errorf("reply in review thread %d: 404 Not Found: %w", rootID, task.ErrGone)
+		return 0, fmt.Errorf("reply in review thread %d: 404 Not Found: %w", rootID, pullwright.ErrGone)
 	}
 	full := strings.TrimRight(body, "\n") + "\n\n" + Marker(marker)
 	replies := g.Replies[rootID]
@@ -432,7 +432,7 @@ func (g *GitHub) ReplyInThread(ctx context.Context, r task.Repo, pr int, rootID 
 			return c.ID, nil
 		}
 	}
-	c := task.ReviewComment{ID: g.id(), InReplyTo: rootID, Author: g.Bot.Login, AuthorType: "Bot", Body: full}
+	c := pullwright.ReviewComment{ID: g.id(), InReplyTo: rootID, Author: g.Bot.Login, AuthorType: "Bot", Body: full}
 	g.Replies[rootID] = append(replies, c)
 	return c.ID, nil
 }

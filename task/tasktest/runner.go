@@ -7,12 +7,13 @@ import (
 	"path/filepath"
 	"sync"
 
+	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/task"
 )
 
 // Run is one scripted answer of the Runner.
 type Run struct {
-	Result task.RunResult
+	Result pullwright.RunResult
 	Err    error
 }
 
@@ -26,7 +27,7 @@ type Runner struct {
 	Files []map[string]string
 }
 
-func (r *Runner) Run(ctx context.Context, s task.RunSpec) (task.RunResult, error) {
+func (r *Runner) Run(ctx context.Context, s task.RunSpec) (pullwright.RunResult, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.Specs = append(r.Specs, s)
@@ -41,11 +42,11 @@ func (r *Runner) Run(ctx context.Context, s task.RunSpec) (task.RunResult, error
 		return err
 	})
 	if err != nil {
-		return task.RunResult{}, err
+		return pullwright.RunResult{}, err
 	}
 	r.Files = append(r.Files, files)
 	if len(r.Script) == 0 {
-		return task.RunResult{ExitCode: 0, Output: "ok\n"}, nil
+		return pullwright.RunResult{ExitCode: 0, Output: "ok\n"}, nil
 	}
 	next := r.Script[0]
 	r.Script = r.Script[1:]

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/task"
 )
 
@@ -25,7 +26,7 @@ type Commit struct {
 	Files   map[string]string
 	Message string
 	When    time.Time
-	Author  task.Identity
+	Author  pullwright.Identity
 }
 
 // Push is one push a workspace made that changed a remote branch.
@@ -85,7 +86,7 @@ func (w *Workspaces) Commit(url, ref string, files map[string]string, msg string
 			tree[p] = c
 		}
 	}
-	c := w.store(parents, tree, msg, time.Unix(int64(len(w.commits)), 0).UTC(), task.Identity{Name: "a person", Email: "person@example.com"})
+	c := w.store(parents, tree, msg, time.Unix(int64(len(w.commits)), 0).UTC(), pullwright.Identity{Name: "a person", Email: "person@example.com"})
 	refs[ref] = c.SHA
 	return c.SHA
 }
@@ -123,7 +124,7 @@ func (w *Workspaces) refs(url string) map[string]string {
 }
 
 // store records a commit; the same inputs give the same SHA.
-func (w *Workspaces) store(parents []string, files map[string]string, msg string, when time.Time, author task.Identity, co ...task.Identity) *Commit {
+func (w *Workspaces) store(parents []string, files map[string]string, msg string, when time.Time, author pullwright.Identity, co ...pullwright.Identity) *Commit {
 	h := sha1.New()
 	fmt.Fprintf(h, "parents %q\nmsg %q\nwhen %d\nauthor %s <%s>\n", parents, msg, when.Unix(), author.Name, author.Email)
 	for _, c := range co {
@@ -356,28 +357,30 @@ func (ws *Workspace) CreateBranch(name string) error {
 	return nil
 }
 
-func (ws *Workspace) changes() ([]task.Change, map[string]string, error) {
+func (ws *Workspace) changes() ([]pullwright.Change, map[string]string, error) {
 	cur, err := ws.read()
 	if err != nil {
 		return nil, nil, err
 	}
 	head := ws.w.commits[ws.head].Files
-	var out []task.Change
+	var out []pullwright.Change
 	for _, p := range slices.Sorted(maps.Keys(cur)) {
-		if old, ok := head[p]; !ok || old != cur[p] {
-			out = append(out, task.Change{Path: p})
+		if old, ok := head[p]; !ok {
+			out = append(out, pullwright.Change{Path: p, Status: pullwright.ChangeAdded})
+		} else if old != cur[p] {
+			out = append(out, pullwright.Change{Path: p, Status: pullwright.ChangeModified})
 		}
 	}
 	for p := range head {
 		if _, ok := cur[p]; !ok {
-			out = append(out, task.Change{Path: p, Deleted: true})
+			out = append(out, pullwright.Change{Path: p, Status: pullwright.ChangeDeleted})
 		}
 	}
-	slices.SortFunc(out, func(a, b task.Change) int { return strings.Compare(a.Path, b.Path) })
+	slices.SortFunc(out, func(a, b pullwright.Change) int { return strings.Compare(a.Path, b.Path) })
 	return out, cur, nil
 }
 
-func (ws *Workspace) Changes() ([]task.Change, error) {
+func (ws *Workspace) Changes() ([]pullwright.Change, error) {
 	unlock, err := ws.lock("Changes")
 	if err != nil {
 		return nil, err
@@ -409,11 +412,11 @@ func (ws *Workspace) Revert(paths ...string) error {
 	return nil
 }
 
-// CommitAll commits the worktree on HEAD; task.ErrNoChanges when it
+// CommitAllAt commits the worktree on HEAD; pullwright.ErrNoChanges when it
 // matches HEAD. The same tree, parent, message, identities and time give
 // the same SHA.
-func (ws *Workspace) CommitAll(when time.Time, msg string, author task.Identity, coAuthors ...task.Identity) (string, error) {
-	unlock, err := ws.lock("CommitAll")
+func (ws *Workspace) CommitAllAt(when time.Time, msg string, author pullwright.Identity, coAuthors ...pullwright.Identity) (string, error) {
+	unlock, err := ws.lock("CommitAllAt")
 	if err != nil {
 		return "", err
 	}
@@ -426,7 +429,7 @@ func (ws *Workspace) CommitAll(when time.Time, msg string, author task.Identity,
 		return "", err
 	}
 	if len(changes) == 0 {
-		return "", fmt.Errorf("commit: %w", task.ErrNoChanges)
+		return "", fmt.Errorf("commit: %w", pullwright.ErrNoChanges)
 	}
 	c := ws.w.store([]string{ws.head}, cur, strings.TrimSpace(msg), when, author, coAuthors...)
 	ws.have[c.SHA] = true
@@ -436,7 +439,7 @@ func (ws *Workspace) CommitAll(when time.Time, msg string, author task.Identity,
 
 // Push moves the remote's branch to the local one, never forcing: a
 // remote already there is success, one with other commits is
-// task.ErrPushRejected.
+// pullwright.ErrPushRejected.
 func (ws *Workspace) Push(ctx context.Context, token, branch string) error {
 	unlock, err := ws.lock("Push")
 	if err != nil {
@@ -453,7 +456,7 @@ func (ws *Workspace) Push(ctx context.Context, token, branch string) error {
 		return nil
 	}
 	if remote != "" && !ws.w.ancestor(local, remote) {
-		return fmt.Errorf("push %s: remote is at %s: %w", branch, remote, task.ErrPushRejected)
+		return fmt.Errorf("push %s: remote is at %s: %w", branch, remote, pullwright.ErrPushRejected)
 	}
 	refs[branch] = local
 	ws.w.Pushes = append(ws.w.Pushes, Push{URL: ws.url, Branch: branch, From: remote, To: local})
@@ -470,7 +473,7 @@ func (ws *Workspace) RemoteBranch(ctx context.Context, token, branch string) (st
 }
 
 // fetch makes sure the workspace has sha: in its history, or in that of
-// the ref it tracks on the remote; task.ErrBaseGone otherwise.
+// the ref it tracks on the remote; pullwright.ErrBaseGone otherwise.
 func (ws *Workspace) fetch(sha string) error {
 	if ws.have[sha] {
 		return nil
@@ -479,7 +482,7 @@ func (ws *Workspace) fetch(sha string) error {
 		ws.learn(tip)
 		return nil
 	}
-	return fmt.Errorf("fetch %s: %w", sha, task.ErrBaseGone)
+	return fmt.Errorf("fetch %s: %w", sha, pullwright.ErrBaseGone)
 }
 
 // ResetTo moves the checked-out branch and the worktree to sha.
@@ -515,7 +518,7 @@ func (ws *Workspace) Fetch(ctx context.Context, token, sha string) error {
 }
 
 // DiffStat sizes the worktree's change against baseSHA, by path.
-func (ws *Workspace) DiffStat(baseSHA string) ([]task.FileStat, error) {
+func (ws *Workspace) DiffStat(baseSHA string) ([]pullwright.FileStat, error) {
 	unlock, err := ws.lock("DiffStat")
 	if err != nil {
 		return nil, err
@@ -529,10 +532,10 @@ func (ws *Workspace) DiffStat(baseSHA string) ([]task.FileStat, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out []task.FileStat
+	var out []pullwright.FileStat
 	for _, p := range differing(base.Files, cur) {
 		a, d := lineDiff(base.Files[p], cur[p])
-		out = append(out, task.FileStat{Path: p, Added: a, Deleted: d})
+		out = append(out, pullwright.FileStat{Path: p, Added: a, Deleted: d})
 	}
 	return out, nil
 }
