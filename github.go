@@ -173,3 +173,10 @@ type CheckRun struct {
 // CheckAction is a requested-action button. Pressing it makes GitHub send a
 // check_run "requested_action" event carrying Identifier.
 type CheckAction struct{ Label, Description, Identifier string }
+
+// CheckRunState is what GitHub shows of a check run now.
+type CheckRunState struct {
+	HeadSHA, ExternalID, Status, Conclusion string
+	// App is the slug of the app that created the run.
+	App string
+}

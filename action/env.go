@@ -3,8 +3,12 @@
 // runner sets and the INPUT_* variables of action.yml) and the sealed state
 // a task waiting for "/approve" leaves in the repository between two runs.
 //
-// It does no I/O beyond reading the event file: the app package restores,
-// runs and saves tasks; repo moves the state to and from the repository.
+// It also holds the logic of one run (Step, in run.go): restoring and
+// claiming a saved state, refusing and reporting one that fails its
+// checks, and saving or removing the state when the run ends. It reaches
+// the store, the workers, GitHub and the repository's refs only through
+// the small interfaces run.go declares, which app fills in; it reads no
+// environment but in FromEnv and opens no connection of its own.
 package action
 
 import (

@@ -91,6 +91,11 @@ type Config struct {
 	LocalPath string
 
 	Logger *slog.Logger
+
+	// store, when set, is an open store that New uses instead of opening
+	// DatabaseURL (RunAction's, which it also restores saved tasks into).
+	// New owns it from the call on: the App closes it, or New if it fails.
+	store task.Store
 }
 
 // Defaults of the contract in DESIGN.md.
@@ -116,7 +121,15 @@ type App struct {
 }
 
 // New checks cfg and builds the bot. It opens the store but starts nothing.
-func New(ctx context.Context, cfg Config) (*App, error) {
+func New(ctx context.Context, cfg Config) (_ *App, err error) {
+	store := cfg.store
+	defer func() {
+		// On failure the store is closed here, once, whether it was handed
+		// in or opened below.
+		if err != nil && store != nil {
+			err = errors.Join(err, store.Close())
+		}
+	}()
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -179,15 +192,19 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	if err := os.MkdirAll(cfg.WorkDir, 0o700); err != nil {
 		return nil, fmt.Errorf("create work dir %s: %w", cfg.WorkDir, err)
 	}
-	store, err := OpenStore(ctx, cfg.DatabaseURL)
-	if err != nil {
-		return nil, err
+	if store == nil {
+		// Through s, not store: a failed open may return a nil pointer in
+		// a non-nil interface, which the deferred Close must not see.
+		s, err := OpenStore(ctx, cfg.DatabaseURL)
+		if err != nil {
+			return nil, err
+		}
+		store = s
 	}
 
 	a := &App{cfg: cfg, log: log, store: store, github: gh, metrics: newMetrics(store, log.With("component", "metrics"))}
 	sb, deps, err := a.sandbox(ctx, op)
 	if err != nil {
-		store.Close()
 		return nil, err
 	}
 	a.pool = &task.Pool{
@@ -228,7 +245,6 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		Logger:      log.With("component", "webhook"),
 	})
 	if err != nil {
-		store.Close()
 		return nil, fmt.Errorf("webhook: %w", err)
 	}
 	return a, nil

@@ -262,27 +262,20 @@ func (a *App) writeCheckRun(ctx context.Context, gh *github.Client, owner, repo 
 	return out.GetID(), nil
 }
 
-// CheckRunState is what GitHub shows of a check run now.
-type CheckRunState struct {
-	HeadSHA, ExternalID, Status, Conclusion string
-	// App is the slug of the app that created the run.
-	App string
-}
-
 // GetCheckRun reads a check run.
-func (a *App) GetCheckRun(ctx context.Context, r pullwright.Repo, id int64) (CheckRunState, error) {
+func (a *App) GetCheckRun(ctx context.Context, r pullwright.Repo, id int64) (pullwright.CheckRunState, error) {
 	inst, owner, repo := r.InstallationID, r.Owner, r.Name
 	ctx, cancel := a.callCtx(ctx)
 	defer cancel()
 	gh, err := a.client(inst)
 	if err != nil {
-		return CheckRunState{}, fmt.Errorf("get check run %d of %s/%s: %w", id, owner, repo, err)
+		return pullwright.CheckRunState{}, fmt.Errorf("get check run %d of %s/%s: %w", id, owner, repo, err)
 	}
 	cr, _, err := gh.Checks.GetCheckRun(ctx, owner, repo, id)
 	if err != nil {
-		return CheckRunState{}, fmt.Errorf("get check run %d of %s/%s: %w", id, owner, repo, err)
+		return pullwright.CheckRunState{}, fmt.Errorf("get check run %d of %s/%s: %w", id, owner, repo, err)
 	}
-	return CheckRunState{
+	return pullwright.CheckRunState{
 		HeadSHA: cr.GetHeadSHA(), ExternalID: cr.GetExternalID(),
 		Status: cr.GetStatus(), Conclusion: cr.GetConclusion(), App: cr.GetApp().GetSlug(),
 	}, nil
