@@ -20,7 +20,7 @@ import (
 	"github.com/pullwright/pullwright/untrusted"
 )
 
-// Tool names. They and their argument names are a contract (DESIGN.md).
+// Tool names. They and their argument names are a contract (docs/architecture.md, "Contract").
 const (
 	ToolReadFile  = "read_file"
 	ToolWriteFile = "write_file"

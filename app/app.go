@@ -98,7 +98,7 @@ type Config struct {
 	store task.Store
 }
 
-// Defaults of the contract in DESIGN.md.
+// Defaults of the contract (docs/architecture.md, "Contract").
 const (
 	DefaultAddr        = ":8080"
 	DefaultDatabaseURL = "sqlite://./pullwright.db"

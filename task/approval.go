@@ -66,7 +66,7 @@ func (f *Flow) ask(ctx context.Context, t *Task) error {
 	// reads every command that would run it, whatever the rules say.
 	// Nor when the files change a dependency manifest: the setup would
 	// run them with network, and a person must see that first.
-	if rule, ok := f.settings(t).AutoApproved(r.Command); ok && !t.forkCode() && r.Answer == nil && r.CommentID == 0 &&
+	if rule, ok := f.desk().settings(t).AutoApproved(r.Command); ok && !t.forkCode() && r.Answer == nil && r.CommentID == 0 &&
 		!f.manifestChanges(ctx, t).changed() {
 		// The repository chose to run this command without asking: the
 		// answer is recorded as the rule's, and the run is shown as usual.
@@ -423,7 +423,7 @@ func (f *Flow) run(ctx context.Context, t *Task) error {
 			r.Result = &pullwright.RunResult{ExitCode: -1, Output: fmt.Sprintf("not run: the files of the approved commit %s could not be written out for the run; a maintainer can see the bot's logs", short(r.SHA))}
 			return nil
 		}
-		sb := f.settings(t)
+		sb := f.desk().settings(t)
 		spec := RunSpec{
 			Dir:     tree,
 			Command: r.Command,
@@ -539,217 +539,6 @@ func tail(s string, n, max int) string {
 	return strings.ReplaceAll(out, "```", "`\u200d``")
 }
 
-// answer handles "/approve", "/reject" and the check run's buttons.
-func (f *Flow) answer(ctx context.Context, t *Task) error {
-	verb := "approve"
-	if t.Kind == KindReject {
-		verb = "reject"
-	}
-	target, err := f.requestTarget(ctx, t)
-	if errors.Is(err, ErrNotFound) && t.RequestID != "" && t.Issue != 0 {
-		// An id that names nothing here: answer about the request that waits.
-		target, err = f.activeTask(ctx, t)
-	}
-	if err != nil && !errors.Is(err, ErrNotFound) {
-		return err
-	}
-	// Replies go where the answer was given; a button has no comment, so
-	// its reply goes to the issue of the task it names.
-	where := t.Issue
-	if where == 0 && target != nil {
-		where = target.Issue
-	}
-	if where == 0 {
-		// A button for a task we do not know: nowhere to answer.
-		f.Logger.WarnContext(ctx, "answer for an unknown request", "request", t.RequestID, "by", t.Requester.Login)
-		return t.Move(Done)
-	}
-	// The rules are those of the task answered; without one, the default.
-	rule := policy.Approvers{}
-	var requester policy.Account
-	if target != nil {
-		rule, requester = f.settings(target).Approve, policy.Account{Login: target.Requester.Login, ID: target.Requester.ID}
-	}
-	role, err := f.GitHub.Permission(ctx, t.Repo, t.Requester.Login)
-	if err != nil {
-		return retryf(err, "checking @%s's permission failed", t.Requester.Login)
-	}
-	var (
-		ok  bool
-		why string
-	)
-	member := f.member(ctx, t.Repo, t.Requester.Login)
-	if verb == "approve" {
-		ok, why, err = rule.AdmitsAnswer(role, policy.Account{Login: t.Requester.Login, ID: t.Requester.ID}, requester, t.Repo.Owner, member)
-	} else {
-		// Refusing to run something is safe whoever does it, as long as the
-		// rule admits them: the requester may reject their own task's request.
-		ok, err = rule.Admits(role, t.Requester.Login, t.Repo.Owner, member)
-		why = rule.Refusal(role, "rejecting commands")
-	}
-	if err != nil {
-		return retryf(err, "checking @%s's team membership failed", t.Requester.Login)
-	}
-	if !ok {
-		return f.replyOn(ctx, t, where, fmt.Sprintf("@%s sorry: %s.", t.Requester.Login, why))
-	}
-	if target == nil || target.Request == nil {
-		return f.replyOn(ctx, t, where, fmt.Sprintf("@%s there is no execution request waiting for an answer here.", t.Requester.Login))
-	}
-	r := target.Request
-	if a := r.Answer; a != nil && a.Via == t.DeliveryID && t.DeliveryID != "" {
-		return f.answered(ctx, t) // this very answer won before a crash
-	}
-	if target.State != AwaitingApproval {
-		if target.State == Working && r.CommentID != 0 && !r.Asked {
-			// Shown, but not parked yet: try again in a moment.
-			return Retry(fmt.Sprintf("request %s is still being posted", r.ID), nil)
-		}
-		return f.replyOn(ctx, t, where, fmt.Sprintf("@%s there is no execution request waiting for an answer here.", t.Requester.Login))
-	}
-	source := answerSource(t)
-	if why := refusal(t, target, source, verb); why != "" {
-		return f.replyOn(ctx, t, where, why)
-	}
-	if verb == "approve" {
-		stale, err := f.stale(ctx, target)
-		if err != nil {
-			return err
-		}
-		if stale != "" {
-			return f.replyOn(ctx, t, where, fmt.Sprintf("@%s request `%s` is stale: %s. It was not approved; `%s cancel` and ask again, or wait for it to time out.",
-				t.Requester.Login, r.ID, stale, f.Command))
-		}
-	}
-	a := Answer{Verdict: Approved, By: t.Requester.Login, Via: t.DeliveryID, Source: source, At: f.now()}
-	if verb == "reject" {
-		a.Verdict, a.Reason = Rejected, strings.TrimSpace(t.Instructions)
-	}
-	err = f.Store.Answer(ctx, target.ID, r.ID, a)
-	if errors.Is(err, ErrAnswered) {
-		return f.replyOn(ctx, t, where, fmt.Sprintf("@%s request `%s` was already answered.", t.Requester.Login, r.ID))
-	}
-	if err != nil {
-		return retryf(err, "recording the answer failed")
-	}
-	f.Logger.InfoContext(ctx, "request answered", "task_id", target.ID, "request", r.ID, "verdict", a.Verdict, "by", a.By)
-	return f.answered(ctx, t)
-}
-
-// refusal is why answer task t (from source, by verb) does not answer
-// target's waiting request, or "" when it may.
-func refusal(t, target *Task, source, verb string) string {
-	r := target.Request
-	switch {
-	case t.RequestID != "" && t.RequestID != r.ID:
-		return fmt.Sprintf("@%s request `%s` is not the one waiting; the current request is `%s`: %s.",
-			t.Requester.Login, t.RequestID, r.ID, code(oneLine(r.Command)))
-	case slices.Contains(target.Answers, source):
-		// An Action re-run, or a redelivery under a new id: this comment
-		// or button already answered one of the task's requests.
-		return fmt.Sprintf("@%s that answer was already used for an earlier request, so it does not answer request `%s` (%s); answer it anew if you mean it.",
-			t.Requester.Login, r.ID, code(oneLine(r.Command)))
-	case t.AnswerRun == 0 && (t.AskedAt.IsZero() || r.ShownAt.IsZero()):
-		// Order is judged on GitHub's clock alone; without both times
-		// there is no order to judge.
-		return fmt.Sprintf("@%s GitHub's time of your comment or of request `%s` is not known, so your answer cannot be matched to it; answer again, or use the buttons of the **%s** check run.",
-			t.Requester.Login, r.ID, ApprovalCheck)
-	case t.AnswerRun == 0 && !t.AskedAt.After(r.ShownAt):
-		// Written before this request was shown (GitHub's clock, in whole
-		// seconds; the same second counts as before): it was about an
-		// earlier request, however late it reached the bot.
-		return fmt.Sprintf("@%s your answer was written before request `%s` (%s) was shown, so it does not answer it; answer it with `/%s %s` if you mean it.",
-			t.Requester.Login, r.ID, code(oneLine(r.Command)), verb, r.ID)
-	case r.Answer != nil:
-		return fmt.Sprintf("@%s request `%s` was already answered (%s by @%s).", t.Requester.Login, r.ID, r.Answer.Verdict, r.Answer.By)
-	case t.AnswerRun != 0 && r.CheckRunID != 0 && t.AnswerRun != r.CheckRunID:
-		return fmt.Sprintf("@%s that button is not on the approval check run of request `%s`, so it does not answer it; use the one the bot posted, or `/%s %s`.",
-			t.Requester.Login, r.ID, verb, r.ID)
-	case t.AnswerSHA != "" && t.AnswerSHA != r.SHA:
-		return fmt.Sprintf("@%s that button belongs to an older commit; the current request is `%s` on %s.", t.Requester.Login, r.ID, short(r.SHA))
-	case target.CancelledBy != "":
-		return fmt.Sprintf("@%s task %d is being cancelled; its request was not answered.", t.Requester.Login, target.ID)
-	}
-	return ""
-}
-
-// answerSource names what gave answer task t: its comment (issue and
-// review comments have ids of their own), or the button press's delivery.
-func answerSource(t *Task) string {
-	switch {
-	case t.Review != nil:
-		return fmt.Sprintf("review comment %d", t.Review.CommentID)
-	case t.CommentID != 0:
-		return fmt.Sprintf("comment %d", t.CommentID)
-	case t.AnswerRun != 0:
-		return "button " + t.DeliveryID
-	}
-	return "delivery " + t.DeliveryID
-}
-
-// answered acknowledges an answer that was recorded.
-func (f *Flow) answered(ctx context.Context, t *Task) error {
-	f.react(ctx, t, "+1")
-	return t.Move(Done)
-}
-
-// requestTarget finds the task an answer is for: the one its request id
-// names, or the active task of the issue or pull request it was given on.
-func (f *Flow) requestTarget(ctx context.Context, t *Task) (*Task, error) {
-	if t.RequestID == "" {
-		return f.activeTask(ctx, t)
-	}
-	idPart, _, ok := strings.Cut(t.RequestID, "-")
-	id, err := strconv.ParseInt(idPart, 10, 64)
-	if !ok || err != nil {
-		return nil, ErrNotFound
-	}
-	target, err := f.Store.Get(ctx, id)
-	if errors.Is(err, ErrNotFound) {
-		return nil, err
-	}
-	if err != nil {
-		return nil, retryf(err, "reading task %d failed", id)
-	}
-	// An id only names a task of the same installation and repository, and,
-	// when given in a comment, of that issue or the task's pull request.
-	if target.Repo.InstallationID != t.Repo.InstallationID || !strings.EqualFold(target.Repo.FullName(), t.Repo.FullName()) {
-		return nil, ErrNotFound
-	}
-	if t.Issue != 0 && target.Issue != t.Issue && (target.PRNumber == 0 || target.PRNumber != t.Issue) {
-		return nil, ErrNotFound
-	}
-	return target, nil
-}
-
-// stale says why a request no longer matches its branch, or "" if it does:
-// an approval covers the exact commit it was asked on, so a push by anyone
-// after the request voids it.
-func (f *Flow) stale(ctx context.Context, t *Task) (string, error) {
-	if t.PushedSHA == "" && !t.onHead() {
-		// Nothing pushed to a branch of the task's own: the request is on
-		// the commit it started from, which is what runs.
-		return "", nil
-	}
-	token, err := f.token(ctx, t)
-	if err != nil {
-		return "", err
-	}
-	gctx, cancel := f.gitCtx(ctx)
-	defer cancel()
-	head, err := f.Workspaces.RemoteHead(gctx, t.Repo.CloneURL, token, t.Branch)
-	if err != nil {
-		return "", retryf(err, "reading branch %s failed", t.Branch)
-	}
-	if head != t.Request.SHA {
-		if head == "" {
-			return fmt.Sprintf("branch `%s` was deleted", t.Branch), nil
-		}
-		return fmt.Sprintf("branch `%s` moved from %s to %s after the request", t.Branch, short(t.Request.SHA), short(head)), nil
-	}
-	return "", nil
-}
-
 // dependencies makes the repository's dependencies ready for the run of
 // spec, running its setup first if their cache is not ready, and records
 // what the setup did. When the setup failed it gives the request its
@@ -762,7 +551,7 @@ func (f *Flow) dependencies(ctx context.Context, t *Task, ws Workspace, spec *Ru
 		// was the request shown with their changes: no setup.
 		return false, release
 	}
-	r, sb := t.Request, f.settings(t)
+	r, sb := t.Request, f.desk().settings(t)
 	// The base's files, which alone may fill a shared cache: the default
 	// branch's, or a pull request's base branch's (never its head's,
 	// which its author wrote). Removed with the run's files
@@ -786,7 +575,7 @@ func (f *Flow) dependencies(ctx context.Context, t *Task, ws Workspace, spec *Ru
 	// The image's own toolchain hosts are the operator's to trust: a
 	// repository that names its image may not widen its fence with it,
 	// unless the operator lists that image.
-	toolchain := sb.ToolchainHosts() && (sb.Sandbox.Image == "" || slices.Contains(f.operator().Caps.Images, sb.Sandbox.Image))
+	toolchain := sb.ToolchainHosts() && (sb.Sandbox.Image == "" || slices.Contains(f.desk().operator().Caps.Images, sb.Sandbox.Image))
 	ready, err := f.Deps.Prepare(ctx, DepsRequest{
 		Repo: t.Repo, Dir: spec.Dir, Base: base, Image: spec.Image, Setup: sb.Setup,
 		Hosts: sb.SetupHosts(), Nets: sb.FenceNets(), ToolchainHosts: toolchain,

@@ -24,12 +24,12 @@ func (f *Flow) acknowledge(ctx context.Context, t *Task) error {
 		if Permanent(err) {
 			// A broken file is reported only to someone the default rule
 			// admits; anyone else gets the usual refusal.
-			ok, why, aerr := f.admits(ctx, t.Repo, policy.Who{}, t.Requester.Login, "asking me for changes")
+			ok, why, aerr := f.desk().admits(ctx, t.Repo, policy.Who{}, t.Requester.Login, "asking me for changes")
 			if aerr != nil {
 				return aerr
 			}
 			if !ok {
-				return f.refuse(ctx, t, why)
+				return f.desk().refuse(ctx, t, why)
 			}
 			return err
 		}
@@ -38,12 +38,12 @@ func (f *Flow) acknowledge(ctx context.Context, t *Task) error {
 		}
 		t.Settings = &s
 	}
-	ok, why, err := f.admits(ctx, t.Repo, t.Settings.Trigger, t.Requester.Login, "asking me for changes")
+	ok, why, err := f.desk().admits(ctx, t.Repo, t.Settings.Trigger, t.Requester.Login, "asking me for changes")
 	if err != nil {
 		return err
 	}
 	if !ok {
-		return f.refuse(ctx, t, why)
+		return f.desk().refuse(ctx, t, why)
 	}
 	why, err = f.overRate(ctx, t)
 	if err != nil {
@@ -51,7 +51,7 @@ func (f *Flow) acknowledge(ctx context.Context, t *Task) error {
 	}
 	if why != "" {
 		f.Logger.InfoContext(ctx, "task refused: rate limit", "task_id", t.ID, "installation_id", t.Repo.InstallationID, "why", why)
-		return f.reply(ctx, t, fmt.Sprintf("@%s sorry, I can't start on this now: %s. Please ask again a little later.", t.Requester.Login, why))
+		return f.desk().reply(ctx, t, fmt.Sprintf("@%s sorry, I can't start on this now: %s. Please ask again a little later.", t.Requester.Login, why))
 	}
 	if t.IsPR {
 		ended, err := f.admitPull(ctx, t)
@@ -60,7 +60,7 @@ func (f *Flow) acknowledge(ctx context.Context, t *Task) error {
 		}
 	}
 	t.AdmittedMS = f.now().UnixMilli()
-	f.react(ctx, t, "eyes")
+	f.desk().react(ctx, t, "eyes")
 	if err := t.Move(Preparing); err != nil {
 		return err
 	}
@@ -106,7 +106,7 @@ func (f *Flow) prepare(ctx context.Context, t *Task) error {
 			return err
 		}
 	}
-	settings := f.settings(t)
+	settings := f.desk().settings(t)
 	if t.onHead() {
 		t.Branch = t.Pull.Info.HeadRef
 	} else {
@@ -334,7 +334,7 @@ func (f *Flow) work(ctx context.Context, t *Task) error {
 	if t.Stop != "" {
 		return f.stop(ctx, t)
 	}
-	if limit := f.settings(t).MaxWallTime; limit > 0 && !t.CreatedAt.IsZero() {
+	if limit := f.desk().settings(t).MaxWallTime; limit > 0 && !t.CreatedAt.IsZero() {
 		if used := f.now().Sub(t.CreatedAt) - t.Waited; used >= limit {
 			t.Stop = fmt.Sprintf("the task used its wall-time budget (%s of %s, not counting waits for approval)",
 				used.Round(time.Second), limit)
@@ -364,7 +364,7 @@ func (f *Flow) work(ctx context.Context, t *Task) error {
 	}
 	t.Files = files
 	now := f.now().UTC().Truncate(time.Second)
-	s := f.settings(t)
+	s := f.desk().settings(t)
 	switch {
 	case p.Pending != nil && ((s.MaxTurns > 0 && p.Turns >= s.MaxTurns) || (s.MaxTokens > 0 && p.Tokens >= s.MaxTokens)):
 		// The agent could never read the result: asking a maintainer to
@@ -411,7 +411,7 @@ func (f *Flow) checkpoint(ctx context.Context, t *Task) (done bool, err error) {
 		return false, retryf(err, "reading the workspace failed")
 	}
 	if len(changes) > 0 {
-		if bad := protectedChanges(f.settings(t), ws.Dir(), changes); len(bad) > 0 {
+		if bad := protectedChanges(f.desk().settings(t), ws.Dir(), changes); len(bad) > 0 {
 			return false, Fatal("the change touches paths this repository protects, so nothing was pushed: "+strings.Join(bad, ", "), nil)
 		}
 		if head, err = f.makeCommit(ctx, t, ws); err != nil {

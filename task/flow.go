@@ -2,7 +2,6 @@ package task
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -56,26 +55,41 @@ func (f *Flow) now() time.Time {
 }
 
 func (f *Flow) gitCtx(ctx context.Context) (context.Context, context.CancelFunc) {
-	d := f.GitTimeout
+	return gitCtx(ctx, f.GitTimeout)
+}
+
+// gitCtx bounds one clone, fetch or push by d (default 5m).
+func gitCtx(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
 	if d <= 0 {
 		d = 5 * time.Minute
 	}
 	return context.WithTimeout(ctx, d)
 }
 
+// desk is what f's rooms share.
+func (f *Flow) desk() desk {
+	return desk{gh: f.GitHub, command: f.Command, op: f.Operator, clock: f.Now, log: f.Logger}
+}
+
+func (f *Flow) commands() commands { return commands{desk: f.desk(), store: f.Store} }
+
+func (f *Flow) answers() answers {
+	return answers{desk: f.desk(), store: f.Store, tokens: f.GitHub, heads: f.Workspaces, gitTimeout: f.GitTimeout}
+}
+
 // Step performs the next step of t.
 func (f *Flow) Step(ctx context.Context, t *Task) error {
 	switch t.Kind {
 	case KindReply:
-		return f.reply(ctx, t, t.Reply)
+		return f.desk().reply(ctx, t, t.Reply)
 	case KindStatus:
-		return f.status(ctx, t)
+		return f.commands().status(ctx, t)
 	case KindCancel:
-		return f.cancelRequest(ctx, t)
+		return f.commands().cancelRequest(ctx, t)
 	case KindBusy:
-		return f.busy(ctx, t)
+		return f.commands().busy(ctx, t)
 	case KindApprove, KindReject:
-		return f.answer(ctx, t)
+		return f.answers().answer(ctx, t)
 	case KindFix:
 		return f.fix(ctx, t)
 	}
@@ -101,112 +115,6 @@ func (f *Flow) fix(ctx context.Context, t *Task) error {
 		return f.publish(ctx, t)
 	}
 	return Fatal(fmt.Sprintf("a fix task cannot continue from state %s", t.State), nil)
-}
-
-func marker(t *Task, what string) string { return fmt.Sprintf("task-%d-%s", t.ID, what) }
-
-func (f *Flow) reply(ctx context.Context, t *Task, body string) error {
-	return f.replyOn(ctx, t, t.Issue, body)
-}
-
-// replyOn posts t's one reply on issue, and ends t.
-func (f *Flow) replyOn(ctx context.Context, t *Task, issue int, body string) error {
-	if _, err := f.GitHub.UpsertComment(ctx, t.Repo, issue, marker(t, "reply"), 0, body); err != nil {
-		return retryf(err, "posting a reply on #%d failed", issue)
-	}
-	return t.Move(Done)
-}
-
-func (f *Flow) refuse(ctx context.Context, t *Task, why string) error {
-	return f.reply(ctx, t, fmt.Sprintf("@%s sorry: %s.", t.Requester.Login, why))
-}
-
-// activeTask is the running fix task of the conversation t was asked on:
-// the issue, or the pull request a task opened.
-func (f *Flow) activeTask(ctx context.Context, t *Task) (*Task, error) {
-	a, err := f.Store.Active(ctx, t.IssueKey())
-	if err != nil && !errors.Is(err, ErrNotFound) {
-		return nil, retryf(err, "reading the issue's task failed")
-	}
-	return a, err
-}
-
-func (f *Flow) status(ctx context.Context, t *Task) error {
-	latest, err := f.Store.Latest(ctx, t.IssueKey())
-	if errors.Is(err, ErrNotFound) {
-		return f.reply(ctx, t, fmt.Sprintf("No task has run on this issue yet. Start one with `%s fix <instructions>`.", f.Command))
-	}
-	if err != nil {
-		return retryf(err, "reading the issue's task failed")
-	}
-	return f.reply(ctx, t, StatusLine(latest))
-}
-
-// busy answers a fix asked while another task runs on the issue.
-func (f *Flow) busy(ctx context.Context, t *Task) error {
-	active, err := f.activeTask(ctx, t)
-	if errors.Is(err, ErrNotFound) {
-		return f.reply(ctx, t, fmt.Sprintf("The task that was running here has just ended; ask again with `%s fix <instructions>`.", f.Command))
-	}
-	if err != nil {
-		return err
-	}
-	where := fmt.Sprintf("task %d", active.ID)
-	if active.StatusCommentURL != "" {
-		where = fmt.Sprintf("[task %d](%s)", active.ID, active.StatusCommentURL)
-	}
-	return f.reply(ctx, t, fmt.Sprintf("@%s %s is already working on this issue (%s). Use `%s status` to follow it, or `%s cancel` to stop it before asking again.",
-		t.Requester.Login, where, stateOf(active), f.Command, f.Command))
-}
-
-func (f *Flow) cancelRequest(ctx context.Context, t *Task) error {
-	// Whoever may start a task here, or answer its requests, may stop one.
-	rules := []policy.Who{{}}
-	if active, err := f.activeTask(ctx, t); err == nil {
-		s := f.settings(active)
-		rules = []policy.Who{s.Trigger, s.Approve.Who}
-	} else if !errors.Is(err, ErrNotFound) {
-		return err
-	}
-	var why string
-	for i, rule := range rules {
-		ok, w, err := f.admits(ctx, t.Repo, rule, t.Requester.Login, "cancelling a task")
-		if err != nil {
-			return err
-		}
-		if ok {
-			break
-		}
-		if i == 0 {
-			why = w
-		}
-		if i == len(rules)-1 {
-			return f.refuse(ctx, t, why)
-		}
-	}
-	active, err := f.activeTask(ctx, t)
-	if errors.Is(err, ErrNotFound) {
-		return f.reply(ctx, t, "There is no running task on this issue to cancel.")
-	}
-	if err != nil {
-		return err
-	}
-	if active.published() {
-		if active.onHead() {
-			// Its commits went onto a pull request that is not the bot's
-			// to close: what is left is replies, and they tell where.
-			return f.reply(ctx, t, fmt.Sprintf("Task %d has already pushed its final commit to `%s`, this pull request's branch, and is only posting its replies; revert its commits on the branch if you do not want them.", active.ID, active.Branch))
-		}
-		return f.reply(ctx, t, fmt.Sprintf("Task %d has already pushed its final commit to `%s` and is finishing the pull request; close the pull request instead.", active.ID, active.Branch))
-	}
-	err = f.Store.RequestCancel(ctx, active.ID, t.Requester.Login)
-	if errors.Is(err, ErrNotFound) {
-		return f.reply(ctx, t, fmt.Sprintf("Task %d is already finished or being cancelled.", active.ID))
-	}
-	if err != nil {
-		return retryf(err, "cancelling task %d failed", active.ID)
-	}
-	return f.reply(ctx, t, fmt.Sprintf("Cancelling task %d; it stops before its next step.", active.ID))
 }
 
 // published reports whether the task pushed its final commit: from there

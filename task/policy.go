@@ -16,20 +16,12 @@ import (
 	"github.com/pullwright/pullwright/untrusted"
 )
 
-// operator is the operator's configuration, or the built-in one.
-func (f *Flow) operator() *policy.Operator {
-	if f.Operator != nil {
-		return f.Operator
-	}
-	return policy.DefaultOperator()
-}
-
 // loadSettings reads .github/pullwright.yml from the default branch (never
 // from a work branch, which the agent writes) and resolves it against the
 // operator's caps. A broken file is a permanent failure whose message
 // names the file, line and key; no file means the defaults.
 func (f *Flow) loadSettings(ctx context.Context, t *Task) (policy.Settings, error) {
-	op := f.operator()
+	op := f.desk().operator()
 	data, err := f.GitHub.File(ctx, t.Repo, t.Repo.DefaultBranch, policy.Path)
 	if errors.Is(err, pullwright.ErrNotAFile) {
 		return policy.Settings{}, Fatal(configProblem(t, errors.New("the path exists but is not a file the bot reads: a directory, a symbolic link, a submodule, or a file over 1 MiB")), err)
@@ -61,43 +53,6 @@ func configProblem(t *Task, err error) string {
 	}
 	return fmt.Sprintf("`%s` on `%s` cannot be used, so the task did not start. Fix it on the default branch and ask again:%s",
 		policy.Path, t.Repo.DefaultBranch, detail)
-}
-
-// settings are the rules t runs under: those it recorded when it started,
-// or the defaults for a task from before repository configuration existed.
-func (f *Flow) settings(t *Task) policy.Settings {
-	if t.Settings != nil {
-		return *t.Settings
-	}
-	s, err := f.operator().Resolve(nil)
-	if err != nil {
-		// The operator file was checked at start-up, so this cannot happen;
-		// if it does, the strictest rules stand in.
-		return policy.Settings{Protected: policy.AlwaysProtected}
-	}
-	return s
-}
-
-// admits asks GitHub whether user passes rule: trust comes from the
-// permission and team APIs, never from the payload. When user does not,
-// why is a sentence saying what doing would need.
-func (f *Flow) admits(ctx context.Context, r pullwright.Repo, rule policy.Who, user, doing string) (ok bool, why string, err error) {
-	role, err := f.GitHub.Permission(ctx, r, user)
-	if err != nil {
-		return false, "", retryf(err, "checking @%s's permission failed", user)
-	}
-	ok, err = rule.Admits(role, user, r.Owner, f.member(ctx, r, user))
-	if err != nil {
-		return false, "", retryf(err, "checking @%s's team membership failed", user)
-	}
-	if !ok {
-		why = rule.Refusal(role, doing)
-	}
-	return ok, why, nil
-}
-
-func (f *Flow) member(ctx context.Context, r pullwright.Repo, user string) func(org, team string) (bool, error) {
-	return func(org, team string) (bool, error) { return f.GitHub.TeamMember(ctx, r, org, team, user) }
 }
 
 // heard keeps the comments the model may read: those of people with write
@@ -150,7 +105,7 @@ func (f *Flow) writer(ctx context.Context, t *Task, c pullwright.Comment) bool {
 
 // overRate says why the installation may not start another task now, or "".
 func (f *Flow) overRate(ctx context.Context, t *Task) (string, error) {
-	rate := f.operator().Rate
+	rate := f.desk().operator().Rate
 	if rate.ConcurrentTasks <= 0 && rate.TasksPerHour <= 0 {
 		return "", nil
 	}

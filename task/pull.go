@@ -86,7 +86,7 @@ func (f *Flow) admitPull(ctx context.Context, t *Task) (ended bool, err error) {
 			if info.Merged {
 				what = "merged"
 			}
-			return true, f.reply(ctx, t, fmt.Sprintf("@%s pull request #%d is %s, so I won't change it. Reopen it, or ask on an issue.", t.Requester.Login, t.Issue, what))
+			return true, f.desk().reply(ctx, t, fmt.Sprintf("@%s pull request #%d is %s, so I won't change it. Reopen it, or ask on an issue.", t.Requester.Login, t.Issue, what))
 		}
 		if info.Fork {
 			if ended, err := f.admitFork(ctx, t, info); err != nil || ended {
@@ -102,7 +102,7 @@ func (f *Flow) admitPull(ctx context.Context, t *Task) (ended bool, err error) {
 			return false, err
 		}
 		if len(threads) == 0 {
-			return true, f.reply(ctx, t, fmt.Sprintf("@%s this pull request has no unresolved review comments by people with write access, so there is nothing to address. Say what to change with `%s fix <instructions>`.",
+			return true, f.desk().reply(ctx, t, fmt.Sprintf("@%s this pull request has no unresolved review comments by people with write access, so there is nothing to address. Say what to change with `%s fix <instructions>`.",
 				t.Requester.Login, f.Command))
 		}
 		t.Pull.Threads = threads
@@ -118,19 +118,19 @@ func (f *Flow) admitPull(ctx context.Context, t *Task) (ended bool, err error) {
 // older commit than the fork's head is refused too: the head is code the
 // requester has not seen.
 func (f *Flow) admitFork(ctx context.Context, t *Task, info pullwright.Pull) (ended bool, err error) {
-	rule := f.settings(t).Approve
+	rule := f.desk().settings(t).Approve
 	if rule.ExcludeRequester {
-		return true, f.refuse(ctx, t, "this repository has a second person approve what runs (`approve.exclude_requester`), and working on a pull request from a fork would put its code in this repository's workflows on one person's word. A maintainer can bring its commits in by hand after review")
+		return true, f.desk().refuse(ctx, t, "this repository has a second person approve what runs (`approve.exclude_requester`), and working on a pull request from a fork would put its code in this repository's workflows on one person's word. A maintainer can bring its commits in by hand after review")
 	}
-	ok, why, err := f.admits(ctx, t.Repo, rule.Who, t.Requester.Login, "working on a pull request from a fork, whose code then runs in this repository's workflows,")
+	ok, why, err := f.desk().admits(ctx, t.Repo, rule.Who, t.Requester.Login, "working on a pull request from a fork, whose code then runs in this repository's workflows,")
 	if err != nil {
 		return false, err
 	}
 	if !ok {
-		return true, f.refuse(ctx, t, why)
+		return true, f.desk().refuse(ctx, t, why)
 	}
 	if r := t.Review; r != nil && r.CommitID != "" && info.HeadSHA != "" && r.CommitID != info.HeadSHA {
-		return true, f.refuse(ctx, t, fmt.Sprintf("the fork pushed %s since your comment on %s, and I only work on fork code you have seen. Look at the new commits and ask again",
+		return true, f.desk().refuse(ctx, t, fmt.Sprintf("the fork pushed %s since your comment on %s, and I only work on fork code you have seen. Look at the new commits and ask again",
 			short(info.HeadSHA), short(r.CommitID)))
 	}
 	return false, nil
@@ -239,7 +239,7 @@ func (f *Flow) checkForkPaths(ctx context.Context, t *Task, ws Workspace, sha st
 	if err := f.checkForkSeen(ctx, t); err != nil {
 		return err
 	}
-	s := f.settings(t)
+	s := f.desk().settings(t)
 	token, err := f.token(ctx, t)
 	if err != nil {
 		return err
@@ -614,22 +614,4 @@ func renderPullDone(t *Task) string {
 		}
 	}
 	return b.String()
-}
-
-// react puts a reaction on the comment that asked for t: an issue
-// comment, or a review comment, which GitHub reacts to elsewhere. It is a
-// courtesy: a deleted comment must not stop the work.
-func (f *Flow) react(ctx context.Context, t *Task, content string) {
-	var err error
-	switch {
-	case t.Review != nil:
-		err = f.GitHub.AddReviewReaction(ctx, t.Repo, t.Review.CommentID, content)
-	case t.CommentID != 0:
-		err = f.GitHub.AddReaction(ctx, t.Repo, t.CommentID, content)
-	default:
-		return
-	}
-	if err != nil {
-		f.Logger.WarnContext(ctx, "react to comment", "task_id", t.ID, "content", content, "err", err)
-	}
 }

@@ -14,7 +14,7 @@ import (
 	"github.com/pullwright/pullwright/policy"
 )
 
-// State is where a task stands in its lifecycle (see DESIGN.md).
+// State is where a task stands in its lifecycle (docs/architecture.md, "Contract").
 type State string
 
 const (

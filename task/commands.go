@@ -1,0 +1,117 @@
+package task
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/pullwright/pullwright/policy"
+)
+
+// commands are the tasks that answer a command with one reply: status,
+// cancel, a fix asked while another runs (busy), and a prepared reply
+// (help, a parse error). None of them works on code.
+type commands struct {
+	desk
+	store commandStore
+}
+
+// commandStore is what commands read and write of the store.
+type commandStore interface {
+	activeFinder
+	Latest(ctx context.Context, issueKey string) (*Task, error)
+	RequestCancel(ctx context.Context, id int64, by string) error
+}
+
+// activeFinder finds the running fix task of a conversation.
+type activeFinder interface {
+	Active(ctx context.Context, issueKey string) (*Task, error)
+}
+
+// activeTask is the running fix task of the conversation t was asked on:
+// the issue, or the pull request a task opened.
+func activeTask(ctx context.Context, s activeFinder, t *Task) (*Task, error) {
+	a, err := s.Active(ctx, t.IssueKey())
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return nil, retryf(err, "reading the issue's task failed")
+	}
+	return a, err
+}
+
+func (c commands) status(ctx context.Context, t *Task) error {
+	latest, err := c.store.Latest(ctx, t.IssueKey())
+	if errors.Is(err, ErrNotFound) {
+		return c.reply(ctx, t, fmt.Sprintf("No task has run on this issue yet. Start one with `%s fix <instructions>`.", c.command))
+	}
+	if err != nil {
+		return retryf(err, "reading the issue's task failed")
+	}
+	return c.reply(ctx, t, StatusLine(latest))
+}
+
+// busy answers a fix asked while another task runs on the issue.
+func (c commands) busy(ctx context.Context, t *Task) error {
+	active, err := activeTask(ctx, c.store, t)
+	if errors.Is(err, ErrNotFound) {
+		return c.reply(ctx, t, fmt.Sprintf("The task that was running here has just ended; ask again with `%s fix <instructions>`.", c.command))
+	}
+	if err != nil {
+		return err
+	}
+	where := fmt.Sprintf("task %d", active.ID)
+	if active.StatusCommentURL != "" {
+		where = fmt.Sprintf("[task %d](%s)", active.ID, active.StatusCommentURL)
+	}
+	return c.reply(ctx, t, fmt.Sprintf("@%s %s is already working on this issue (%s). Use `%s status` to follow it, or `%s cancel` to stop it before asking again.",
+		t.Requester.Login, where, stateOf(active), c.command, c.command))
+}
+
+func (c commands) cancelRequest(ctx context.Context, t *Task) error {
+	// Whoever may start a task here, or answer its requests, may stop one.
+	rules := []policy.Who{{}}
+	if active, err := activeTask(ctx, c.store, t); err == nil {
+		s := c.settings(active)
+		rules = []policy.Who{s.Trigger, s.Approve.Who}
+	} else if !errors.Is(err, ErrNotFound) {
+		return err
+	}
+	var why string
+	for i, rule := range rules {
+		ok, w, err := c.admits(ctx, t.Repo, rule, t.Requester.Login, "cancelling a task")
+		if err != nil {
+			return err
+		}
+		if ok {
+			break
+		}
+		if i == 0 {
+			why = w
+		}
+		if i == len(rules)-1 {
+			return c.refuse(ctx, t, why)
+		}
+	}
+	active, err := activeTask(ctx, c.store, t)
+	if errors.Is(err, ErrNotFound) {
+		return c.reply(ctx, t, "There is no running task on this issue to cancel.")
+	}
+	if err != nil {
+		return err
+	}
+	if active.published() {
+		if active.onHead() {
+			// Its commits went onto a pull request that is not the bot's
+			// to close: what is left is replies, and they tell where.
+			return c.reply(ctx, t, fmt.Sprintf("Task %d has already pushed its final commit to `%s`, this pull request's branch, and is only posting its replies; revert its commits on the branch if you do not want them.", active.ID, active.Branch))
+		}
+		return c.reply(ctx, t, fmt.Sprintf("Task %d has already pushed its final commit to `%s` and is finishing the pull request; close the pull request instead.", active.ID, active.Branch))
+	}
+	err = c.store.RequestCancel(ctx, active.ID, t.Requester.Login)
+	if errors.Is(err, ErrNotFound) {
+		return c.reply(ctx, t, fmt.Sprintf("Task %d is already finished or being cancelled.", active.ID))
+	}
+	if err != nil {
+		return retryf(err, "cancelling task %d failed", active.ID)
+	}
+	return c.reply(ctx, t, fmt.Sprintf("Cancelling task %d; it stops before its next step.", active.ID))
+}
