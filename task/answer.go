@@ -59,7 +59,7 @@ func (an answers) answer(ctx context.Context, t *Task) error {
 		verb = "reject"
 	}
 	target, err := an.requestTarget(ctx, t)
-	if errors.Is(err, ErrNotFound) && t.RequestID != "" && t.Issue != 0 {
+	if errors.Is(err, ErrNotFound) && t.Answering.RequestID != "" && t.Issue != 0 {
 		// An id that names nothing here: answer about the request that waits.
 		target, err = activeTask(ctx, an.store, t)
 	}
@@ -74,7 +74,7 @@ func (an answers) answer(ctx context.Context, t *Task) error {
 	}
 	if where == 0 {
 		// A button for a task we do not know: nowhere to answer.
-		an.log.WarnContext(ctx, "answer for an unknown request", "request", t.RequestID, "by", t.Requester.Login)
+		an.log.WarnContext(ctx, "answer for an unknown request", "request", t.Answering.RequestID, "by", t.Requester.Login)
 		return t.Move(Done)
 	}
 	ok, why, err := an.admit(ctx, t, target, verb)
@@ -168,20 +168,20 @@ func (an answers) record(ctx context.Context, t, target *Task, where int, source
 func refusal(t, target *Task, source, verb string) string {
 	r := target.Request
 	switch {
-	case t.RequestID != "" && t.RequestID != r.ID:
+	case t.Answering.RequestID != "" && t.Answering.RequestID != r.ID:
 		return fmt.Sprintf("@%s request `%s` is not the one waiting; the current request is `%s`: %s.",
-			t.Requester.Login, t.RequestID, r.ID, code(oneLine(r.Command)))
+			t.Requester.Login, t.Answering.RequestID, r.ID, code(oneLine(r.Command)))
 	case slices.Contains(target.Answers, source):
 		// An Action re-run, or a redelivery under a new id: this comment
 		// or button already answered one of the task's requests.
 		return fmt.Sprintf("@%s that answer was already used for an earlier request, so it does not answer request `%s` (%s); answer it anew if you mean it.",
 			t.Requester.Login, r.ID, code(oneLine(r.Command)))
-	case t.AnswerRun == 0 && (t.AskedAt.IsZero() || r.ShownAt.IsZero()):
+	case t.Answering.Run == 0 && (t.AskedAt.IsZero() || r.ShownAt.IsZero()):
 		// Order is judged on GitHub's clock alone; without both times
 		// there is no order to judge.
 		return fmt.Sprintf("@%s GitHub's time of your comment or of request `%s` is not known, so your answer cannot be matched to it; answer again, or use the buttons of the **%s** check run.",
 			t.Requester.Login, r.ID, ApprovalCheck)
-	case t.AnswerRun == 0 && !t.AskedAt.After(r.ShownAt):
+	case t.Answering.Run == 0 && !t.AskedAt.After(r.ShownAt):
 		// Written before this request was shown (GitHub's clock, in whole
 		// seconds; the same second counts as before): it was about an
 		// earlier request, however late it reached the bot.
@@ -189,10 +189,10 @@ func refusal(t, target *Task, source, verb string) string {
 			t.Requester.Login, r.ID, code(oneLine(r.Command)), verb, r.ID)
 	case r.Answer != nil:
 		return fmt.Sprintf("@%s request `%s` was already answered (%s by @%s).", t.Requester.Login, r.ID, r.Answer.Verdict, r.Answer.By)
-	case t.AnswerRun != 0 && r.CheckRunID != 0 && t.AnswerRun != r.CheckRunID:
+	case t.Answering.Run != 0 && r.CheckRunID != 0 && t.Answering.Run != r.CheckRunID:
 		return fmt.Sprintf("@%s that button is not on the approval check run of request `%s`, so it does not answer it; use the one the bot posted, or `/%s %s`.",
 			t.Requester.Login, r.ID, verb, r.ID)
-	case t.AnswerSHA != "" && t.AnswerSHA != r.SHA:
+	case t.Answering.SHA != "" && t.Answering.SHA != r.SHA:
 		return fmt.Sprintf("@%s that button belongs to an older commit; the current request is `%s` on %s.", t.Requester.Login, r.ID, short(r.SHA))
 	case target.CancelledBy != "":
 		return fmt.Sprintf("@%s task %d is being cancelled; its request was not answered.", t.Requester.Login, target.ID)
@@ -208,7 +208,7 @@ func answerSource(t *Task) string {
 		return fmt.Sprintf("review comment %d", t.Review.CommentID)
 	case t.CommentID != 0:
 		return fmt.Sprintf("comment %d", t.CommentID)
-	case t.AnswerRun != 0:
+	case t.Answering.Run != 0:
 		return "button " + t.DeliveryID
 	}
 	return "delivery " + t.DeliveryID
@@ -223,10 +223,10 @@ func (an answers) answered(ctx context.Context, t *Task) error {
 // requestTarget finds the task an answer is for: the one its request id
 // names, or the active task of the issue or pull request it was given on.
 func (an answers) requestTarget(ctx context.Context, t *Task) (*Task, error) {
-	if t.RequestID == "" {
+	if t.Answering.RequestID == "" {
 		return activeTask(ctx, an.store, t)
 	}
-	idPart, _, ok := strings.Cut(t.RequestID, "-")
+	idPart, _, ok := strings.Cut(t.Answering.RequestID, "-")
 	id, err := strconv.ParseInt(idPart, 10, 64)
 	if !ok || err != nil {
 		return nil, ErrNotFound

@@ -30,7 +30,7 @@ func TestRefusalJudgesOrderOnGitHubsClock(t *testing.T) {
 		{name: "written in the same second", answer: comment(5, shown), want: "written before request `12-2`"},
 		{name: "naming the request, written before it was shown", answer: func() *Task {
 			a := comment(5, shown.Add(-time.Second))
-			a.RequestID = "12-2"
+			a.Answering.RequestID = "12-2"
 			return a
 		}(), want: "written before request `12-2`"},
 		{name: "comment without GitHub's time", answer: comment(5, time.Time{}), want: "is not known"},
@@ -43,10 +43,10 @@ func TestRefusalJudgesOrderOnGitHubsClock(t *testing.T) {
 			a.Review = &ReviewRef{CommentID: 5}
 			return a
 		}(), edit: func(target *Task) { target.Answers = []string{"comment 5"} }},
-		{name: "button of the request's check run", answer: &Task{DeliveryID: "d1", AnswerRun: 77, RequestID: "12-2", AnswerSHA: "abc"}},
-		{name: "button pressed again under a new delivery", answer: &Task{DeliveryID: "d1", AnswerRun: 77, RequestID: "12-2", AnswerSHA: "abc"},
+		{name: "button of the request's check run", answer: &Task{DeliveryID: "d1", Answering: AnswerRef{Run: 77, RequestID: "12-2", SHA: "abc"}}},
+		{name: "button pressed again under a new delivery", answer: &Task{DeliveryID: "d1", Answering: AnswerRef{Run: 77, RequestID: "12-2", SHA: "abc"}},
 			edit: func(target *Task) { target.Answers = []string{"button d1"} }, want: "already used"},
-		{name: "button of another check run", answer: &Task{DeliveryID: "d2", AnswerRun: 76, RequestID: "12-2", AnswerSHA: "abc"},
+		{name: "button of another check run", answer: &Task{DeliveryID: "d2", Answering: AnswerRef{Run: 76, RequestID: "12-2", SHA: "abc"}},
 			want: "not on the approval check run"},
 		{name: "request already answered", answer: comment(6, shown.Add(time.Second)),
 			edit: func(target *Task) { target.Request.Answer = &Answer{Verdict: Approved, By: "other"} }, want: "already answered"},

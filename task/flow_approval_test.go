@@ -75,7 +75,7 @@ func TestAnswers(t *testing.T) {
 			name: "the button of the approval check run",
 			answer: func(w *world, fix *task.Task) *task.Task {
 				return w.ask(&task.Task{Kind: task.KindApprove, Requester: person("maint"),
-					RequestID: fix.Request.ID, AnswerRun: fix.Request.CheckRunID, AnswerSHA: fix.Request.SHA})
+					Answering: task.AnswerRef{RequestID: fix.Request.ID, Run: fix.Request.CheckRunID, SHA: fix.Request.SHA}})
 			},
 			state: task.Done,
 		},
@@ -83,7 +83,7 @@ func TestAnswers(t *testing.T) {
 			name: "a button on another check run",
 			answer: func(w *world, fix *task.Task) *task.Task {
 				return w.ask(&task.Task{Kind: task.KindApprove, Requester: person("maint"),
-					RequestID: fix.Request.ID, AnswerRun: 1, AnswerSHA: fix.Request.SHA})
+					Answering: task.AnswerRef{RequestID: fix.Request.ID, Run: 1, SHA: fix.Request.SHA}})
 			},
 			state: task.AwaitingApproval,
 			reply: "that button is not on the approval check run",
@@ -92,7 +92,7 @@ func TestAnswers(t *testing.T) {
 			name: "a button on an older commit",
 			answer: func(w *world, fix *task.Task) *task.Task {
 				return w.ask(&task.Task{Kind: task.KindApprove, Requester: person("maint"),
-					RequestID: fix.Request.ID, AnswerRun: fix.Request.CheckRunID, AnswerSHA: w.base})
+					Answering: task.AnswerRef{RequestID: fix.Request.ID, Run: fix.Request.CheckRunID, SHA: w.base}})
 			},
 			state: task.AwaitingApproval,
 			reply: "that button belongs to an older commit",
@@ -304,7 +304,7 @@ func TestAnswerWithNothingWaiting(t *testing.T) {
 		t.Errorf("reply %q", r)
 	}
 	// A button naming an unknown task has nowhere to answer.
-	b := w.ask(&task.Task{Kind: task.KindReject, Requester: task.Person{Login: "maint"}, RequestID: "42-1", AnswerRun: 5})
+	b := w.ask(&task.Task{Kind: task.KindReject, Requester: task.Person{Login: "maint"}, Answering: task.AnswerRef{RequestID: "42-1", Run: 5}})
 	w.drain()
 	w.want(b.ID, task.Done)
 	if len(w.gh.Comments) != 1 {

@@ -140,7 +140,7 @@ func (w *world) fix(instructions string) *task.Task {
 
 // answer asks to approve or reject the current request as login.
 func (w *world) answer(kind task.Kind, login string, comment int64, requestID string) *task.Task {
-	return w.ask(&task.Task{Kind: kind, Issue: 1, CommentID: comment, Requester: person(login), RequestID: requestID})
+	return w.ask(&task.Task{Kind: kind, Issue: 1, CommentID: comment, Requester: person(login), Answering: task.AnswerRef{RequestID: requestID}})
 }
 
 // drain works every due task until each ended or waits for a person.

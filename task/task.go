@@ -5,6 +5,7 @@
 package task
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -286,17 +287,11 @@ type Task struct {
 	// Answers are the sources (Answer.Source) that answered the task's
 	// earlier requests: none of them may answer another.
 	Answers []string `json:"answers,omitempty"`
-	// RequestID and AnswerSHA are set on approve and reject tasks: the
-	// request answered (empty: the issue's current one) and, for a
-	// check-run button, the commit the button was on.
-	RequestID string `json:"request_id,omitempty"`
-	AnswerSHA string `json:"answer_sha,omitempty"`
-	// AnswerRun is the check run whose button was pressed: only the
-	// request's own approval check run answers it, not another run that
-	// names the request (any workflow may create one).
-	AnswerRun int64  `json:"answer_run,omitempty"`
-	PRNumber  int    `json:"pr_number,omitempty"`
-	PRURL     string `json:"pr_url,omitempty"`
+	// Answering is what an approve or reject task answers; zero on
+	// other kinds.
+	Answering AnswerRef `json:"answering,omitzero"`
+	PRNumber  int       `json:"pr_number,omitempty"`
+	PRURL     string    `json:"pr_url,omitempty"`
 	// Error is the user-safe reason a task failed.
 	Error string `json:"error,omitempty"`
 	// Settings are the repository's rules, resolved against the
@@ -330,6 +325,39 @@ type Task struct {
 	RunAfter  time.Time `json:"run_after"`
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// AnswerRef is what an answer task (KindApprove, KindReject) answers.
+type AnswerRef struct {
+	// RequestID is the request answered (empty: the issue's current one).
+	RequestID string `json:"request_id,omitempty"`
+	// SHA is, for a check run's button, the commit the button was on.
+	SHA string `json:"sha,omitempty"`
+	// Run is the check run whose button was pressed: only the request's
+	// own approval check run answers it, not another run that names the
+	// request (any workflow may create one).
+	Run int64 `json:"run,omitempty"`
+}
+
+// UnmarshalJSON reads a task as the store keeps it, also as stores wrote
+// it before an answer's fields moved into Answering (request_id,
+// answer_sha and answer_run at the top), so that an answer queued across
+// an upgrade answers the same request.
+func (t *Task) UnmarshalJSON(b []byte) error {
+	type plain Task
+	v := struct {
+		*plain
+		RequestID string `json:"request_id"`
+		AnswerSHA string `json:"answer_sha"`
+		AnswerRun int64  `json:"answer_run"`
+	}{plain: (*plain)(t)}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	if t.Answering == (AnswerRef{}) {
+		t.Answering = AnswerRef{RequestID: v.RequestID, SHA: v.AnswerSHA, Run: v.AnswerRun}
+	}
+	return nil
 }
 
 // ReviewRef is the review comment a task was asked in, as the delivery

@@ -610,7 +610,7 @@ func (h *Handler) command(d task.Delivery, p *event, a ask) (*task.Task, string)
 	case Status:
 		t.Kind, t.Instructions = task.KindStatus, c.Args
 	case Approve:
-		t.Kind, t.RequestID = task.KindApprove, c.Args
+		t.Kind, t.Answering.RequestID = task.KindApprove, c.Args
 	case Reject:
 		t.Kind, t.Instructions = task.KindReject, c.Args
 	default:
@@ -641,9 +641,7 @@ func (h *Handler) checkRun(d task.Delivery, p *event) (*task.Task, string) {
 		DeliveryID: d.ID,
 		Repo:       p.repo(),
 		Requester:  task.Person{Login: p.Sender.Login, ID: p.Sender.ID},
-		RequestID:  p.CheckRun.ExternalID,
-		AnswerSHA:  p.CheckRun.HeadSHA,
-		AnswerRun:  p.CheckRun.ID,
+		Answering:  task.AnswerRef{RequestID: p.CheckRun.ExternalID, SHA: p.CheckRun.HeadSHA, Run: p.CheckRun.ID},
 		CreatedAt:  d.ReceivedAt,
 		RunAfter:   d.ReceivedAt,
 	}

@@ -415,8 +415,8 @@ func checkTask(t *testing.T, got task.Task, deliveryID string, want wantTask) {
 	if got.Instructions != want.Instructions {
 		t.Errorf("instructions %q, want %q", got.Instructions, want.Instructions)
 	}
-	if got.RequestID != want.RequestID {
-		t.Errorf("request id %q, want %q", got.RequestID, want.RequestID)
+	if got.Answering.RequestID != want.RequestID {
+		t.Errorf("request id %q, want %q", got.Answering.RequestID, want.RequestID)
 	}
 	if want.Reply != "" && !strings.Contains(got.Reply, want.Reply) {
 		t.Errorf("reply %q does not contain %q", got.Reply, want.Reply)
@@ -746,7 +746,7 @@ func TestCheckRunButtons(t *testing.T) {
 				t.Fatalf("%d tasks, want 1", len(tasks))
 			}
 			got := tasks[0]
-			if got.Kind != tc.wantKind || got.RequestID != "12-1" || got.AnswerSHA == "" || got.Issue != 0 ||
+			if got.Kind != tc.wantKind || got.Answering.RequestID != "12-1" || got.Answering.SHA == "" || got.Issue != 0 ||
 				got.Repo.InstallationID != 690857 || got.Repo.FullName() != "electron/electron" || got.Requester.Login == "" {
 				t.Fatalf("task = %+v", got)
 			}

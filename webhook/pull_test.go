@@ -133,7 +133,7 @@ func TestPullRequestComments(t *testing.T) {
 		{name: "word alone", body: "/agent", wantOutcome: "reply", want: kind(task.KindReply), wantReply: Usage("/agent")},
 		{name: "status", body: "/agent status", wantOutcome: "status", want: kind(task.KindStatus)},
 		{name: "cancel", body: "/agent cancel", wantOutcome: "cancel", want: kind(task.KindCancel)},
-		{name: "approve", body: "/approve 12-1", wantOutcome: "approve", want: func(w *task.Task) { w.Kind, w.RequestID = task.KindApprove, "12-1" }},
+		{name: "approve", body: "/approve 12-1", wantOutcome: "approve", want: func(w *task.Task) { w.Kind, w.Answering.RequestID = task.KindApprove, "12-1" }},
 		{name: "reject", body: "/reject no network", wantOutcome: "reject", want: func(w *task.Task) { w.Kind, w.Instructions = task.KindReject, "no network" }},
 		{name: "locked pull request", body: "/agent fix it", edits: []func(map[string]any){pull("locked", true)}, wantOutcome: "locked", want: kind(task.KindReply), wantReply: "locked"},
 		{name: "cancel on a locked pull request", body: "/agent cancel", edits: []func(map[string]any){pull("locked", true)}, wantOutcome: "cancel", want: kind(task.KindCancel)},
