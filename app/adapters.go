@@ -10,13 +10,20 @@ import (
 
 	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/agent"
+	"github.com/pullwright/pullwright/ghapp"
 	"github.com/pullwright/pullwright/repo"
 	"github.com/pullwright/pullwright/runner"
 	"github.com/pullwright/pullwright/task"
 )
 
-// The adapters below turn ghapp, agent and repo into the interfaces task
-// declares, so that task imports none of them.
+// ghapp and repo speak the vocabulary task's ports are written in, so they
+// are those ports as they are; what is left here translates where a plain
+// assignment cannot: the agent's state as JSON in the task, repo's
+// constructors' concrete results, the sandbox's CPU units.
+var (
+	_ task.GitHub    = (*ghapp.App)(nil)
+	_ task.Workspace = (*repo.Workspace)(nil)
+)
 
 // model keeps the agent's State as JSON in the task.
 type model struct{ a *agent.Agent }

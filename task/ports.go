@@ -7,8 +7,12 @@ import (
 	"github.com/pullwright/pullwright"
 )
 
-// The interfaces below are what a task needs from the packages around it.
-// cmd/bot adapts ghapp, agent and repo to them; tests use small fakes.
+// The interfaces below are what a fix needs from the packages around it,
+// written in the vocabulary of package pullwright: *ghapp.App is a GitHub
+// and *repo.Workspace a Workspace as they are; app wires the rest
+// (docs/architecture.md, "One vocabulary"). Tests use task/tasktest's
+// stateful fakes. The rooms that need less declare less beside them
+// (commands.go, answer.go, desk.go).
 
 // GitHub is the part of the GitHub API a task uses.
 type GitHub interface {
