@@ -11,7 +11,8 @@ for d in $(go list -f '{{.Dir}}' ./...); do
 	code=$(find "$d" -maxdepth 1 -name '*.go' ! -name '*_test.go' -exec cat {} + 2>/dev/null | wc -l)
 	tests=$(find "$d" -maxdepth 1 -name '*_test.go' -exec cat {} + 2>/dev/null | wc -l)
 	name=${d#"$PWD"}
-	printf '%6d %6d  %s\n' "$code" "$tests" "${name#/}"
+	name=${name#/}
+	printf '%6d %6d  %s\n' "$code" "$tests" "${name:-. (pullwright)}"
 done
 echo "## most methods on one type (non-test code)"
 grep -roE --include='*.go' --exclude='*_test.go' '^func \([a-z]+ \*?[A-Z][A-Za-z]*\) ' . |
