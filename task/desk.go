@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/policy"
+	"github.com/pullwright/pullwright/untrusted"
 )
 
 // conversation is what of GitHub every room of task uses: answering on
@@ -119,4 +121,52 @@ func (d desk) admits(ctx context.Context, r pullwright.Repo, rule policy.Who, us
 
 func (d desk) member(ctx context.Context, r pullwright.Repo, user string) func(org, team string) (bool, error) {
 	return func(org, team string) (bool, error) { return d.gh.TeamMember(ctx, r, org, team, user) }
+}
+
+// heard keeps the comments the model may read: those of people with write
+// access, with hidden markup removed. The bot's own comments are left out
+// too: the model needs the people's words, not the bot's reports. It
+// returns how many comments by others were left out. seen keeps who was
+// found a writer, across the calls of one task's step.
+func (d desk) heard(ctx context.Context, t *Task, cs []pullwright.Comment, seen map[string]bool) ([]pullwright.Comment, int) {
+	out := cs[:0:0]
+	left := 0
+	for _, c := range cs {
+		if strings.Contains(c.Body, "<!-- pullwright:") {
+			continue
+		}
+		if !d.writerCached(ctx, t, seen, c) {
+			left++
+			continue
+		}
+		out = append(out, pullwright.Comment{Author: c.Author, AuthorType: c.AuthorType, Body: untrusted.Visible(c.Body)})
+	}
+	return out, left
+}
+
+// writerCached is writer with the answers kept in seen, by login.
+func (d desk) writerCached(ctx context.Context, t *Task, seen map[string]bool, c pullwright.Comment) bool {
+	login := strings.ToLower(c.Author)
+	ok, known := seen[login]
+	if !known {
+		ok = d.writer(ctx, t, c)
+		seen[login] = ok
+	}
+	return ok
+}
+
+// writer reports whether a comment's author has write access. Other apps'
+// comments are left out without asking, and so is the comment of anyone
+// whose permission cannot be read: when in doubt, the model does not hear
+// it, and the task goes on.
+func (d desk) writer(ctx context.Context, t *Task, c pullwright.Comment) bool {
+	if c.AuthorType == "Bot" || strings.HasSuffix(strings.ToLower(c.Author), "[bot]") {
+		return false
+	}
+	role, err := d.gh.Permission(ctx, t.Repo, c.Author)
+	if err != nil {
+		d.log.WarnContext(ctx, "permission of a commenter unknown; the comment is left out", "task_id", t.ID, "user", c.Author, "err", err)
+		return false
+	}
+	return policy.Rank(role) >= policy.Rank("write")
 }

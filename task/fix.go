@@ -54,7 +54,7 @@ func (f *Flow) acknowledge(ctx context.Context, t *Task) error {
 		return f.desk().reply(ctx, t, fmt.Sprintf("@%s sorry, I can't start on this now: %s. Please ask again a little later.", t.Requester.Login, why))
 	}
 	if t.IsPR {
-		ended, err := f.admitPull(ctx, t)
+		ended, err := f.pulls().admitPull(ctx, t)
 		if err != nil || ended {
 			return err
 		}
@@ -130,11 +130,11 @@ func (f *Flow) prepare(ctx context.Context, t *Task) error {
 	}
 	var pull *pullwright.PullBrief
 	if t.Pull != nil {
-		if pull, err = f.pullBrief(ctx, t); err != nil {
+		if pull, err = f.pulls().pullBrief(ctx, t); err != nil {
 			return err
 		}
 	}
-	comments, unheard := f.heard(ctx, t, issue.Comments, map[string]bool{})
+	comments, unheard := f.desk().heard(ctx, t, issue.Comments, map[string]bool{})
 	t.Unheard = unheard
 	conv, err := f.Agent.Start(pullwright.Brief{
 		Repo:         t.Repo.FullName(),

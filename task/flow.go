@@ -73,6 +73,8 @@ func (f *Flow) desk() desk {
 
 func (f *Flow) commands() commands { return commands{desk: f.desk(), store: f.Store} }
 
+func (f *Flow) pulls() pulls { return pulls{desk: f.desk(), gh: f.GitHub, heads: f.Store} }
+
 func (f *Flow) answers() answers {
 	return answers{desk: f.desk(), store: f.Store, tokens: f.GitHub, heads: f.Workspaces, gitTimeout: f.GitTimeout}
 }
@@ -162,7 +164,7 @@ func (f *Flow) Finish(ctx context.Context, t *Task) error {
 		if t.StatusCommentURL != "" {
 			body += fmt.Sprintf(" ([status](%s))", t.StatusCommentURL)
 		}
-		if err := f.replyInThread(ctx, t, t.Review.Root(), marker(t, "review-ended"), body); err != nil {
+		if err := f.pulls().replyInThread(ctx, t, t.Review.Root(), marker(t, "review-ended"), body); err != nil {
 			return retryf(err, "replying in the review thread failed")
 		}
 		t.Pull.ReviewReplied = true

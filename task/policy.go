@@ -13,7 +13,6 @@ import (
 
 	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/policy"
-	"github.com/pullwright/pullwright/untrusted"
 )
 
 // loadSettings reads .github/pullwright.yml from the default branch (never
@@ -53,54 +52,6 @@ func configProblem(t *Task, err error) string {
 	}
 	return fmt.Sprintf("`%s` on `%s` cannot be used, so the task did not start. Fix it on the default branch and ask again:%s",
 		policy.Path, t.Repo.DefaultBranch, detail)
-}
-
-// heard keeps the comments the model may read: those of people with write
-// access, with hidden markup removed. The bot's own comments are left out
-// too: the model needs the people's words, not the bot's reports. It
-// returns how many comments by others were left out. seen keeps who was
-// found a writer, across the calls of one task's step.
-func (f *Flow) heard(ctx context.Context, t *Task, cs []pullwright.Comment, seen map[string]bool) ([]pullwright.Comment, int) {
-	out := cs[:0:0]
-	left := 0
-	for _, c := range cs {
-		if strings.Contains(c.Body, "<!-- pullwright:") {
-			continue
-		}
-		if !f.writerCached(ctx, t, seen, c) {
-			left++
-			continue
-		}
-		out = append(out, pullwright.Comment{Author: c.Author, AuthorType: c.AuthorType, Body: untrusted.Visible(c.Body)})
-	}
-	return out, left
-}
-
-// writerCached is writer with the answers kept in seen, by login.
-func (f *Flow) writerCached(ctx context.Context, t *Task, seen map[string]bool, c pullwright.Comment) bool {
-	login := strings.ToLower(c.Author)
-	ok, known := seen[login]
-	if !known {
-		ok = f.writer(ctx, t, c)
-		seen[login] = ok
-	}
-	return ok
-}
-
-// writer reports whether a comment's author has write access. Other apps'
-// comments are left out without asking, and so is the comment of anyone
-// whose permission cannot be read: when in doubt, the model does not hear
-// it, and the task goes on.
-func (f *Flow) writer(ctx context.Context, t *Task, c pullwright.Comment) bool {
-	if c.AuthorType == "Bot" || strings.HasSuffix(strings.ToLower(c.Author), "[bot]") {
-		return false
-	}
-	role, err := f.GitHub.Permission(ctx, t.Repo, c.Author)
-	if err != nil {
-		f.Logger.WarnContext(ctx, "permission of a commenter unknown; the comment is left out", "task_id", t.ID, "user", c.Author, "err", err)
-		return false
-	}
-	return policy.Rank(role) >= policy.Rank("write")
 }
 
 // overRate says why the installation may not start another task now, or "".

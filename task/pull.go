@@ -8,10 +8,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/pullwright/pullwright"
-	"github.com/pullwright/pullwright/untrusted"
 )
 
 // Bounds of what a fix on a pull request reads of it.
@@ -72,109 +70,11 @@ func deliveryMode(info pullwright.Pull, defaultBranch string) (mode, why string)
 		info.HeadRepo)
 }
 
-// admitPull reads the pull request a fix was asked on and decides how the
-// commits will reach it. A closed pull request, or a request to address
-// review comments when none is open, ends the task with a reply (ended).
-func (f *Flow) admitPull(ctx context.Context, t *Task) (ended bool, err error) {
-	if t.Pull == nil {
-		info, err := f.GitHub.PullRequest(ctx, t.Repo, t.Issue)
-		if err != nil {
-			return false, retryf(err, "reading pull request #%d failed", t.Issue)
-		}
-		if info.State != "open" {
-			what := "closed"
-			if info.Merged {
-				what = "merged"
-			}
-			return true, f.desk().reply(ctx, t, fmt.Sprintf("@%s pull request #%d is %s, so I won't change it. Reopen it, or ask on an issue.", t.Requester.Login, t.Issue, what))
-		}
-		if info.Fork {
-			if ended, err := f.admitFork(ctx, t, info); err != nil || ended {
-				return ended, err
-			}
-		}
-		mode, why := deliveryMode(info, t.Repo.DefaultBranch)
-		t.Pull = &PullWork{Info: info, Mode: mode, Why: why}
-	}
-	if strings.TrimSpace(t.Instructions) == "" && t.Review == nil && t.Pull.Threads == nil {
-		threads, err := f.openThreads(ctx, t)
-		if err != nil {
-			return false, err
-		}
-		if len(threads) == 0 {
-			return true, f.desk().reply(ctx, t, fmt.Sprintf("@%s this pull request has no unresolved review comments by people with write access, so there is nothing to address. Say what to change with `%s fix <instructions>`.",
-				t.Requester.Login, f.Command))
-		}
-		t.Pull.Threads = threads
-	}
-	return false, nil
-}
-
-// admitFork decides whether the requester alone may have a fork's code
-// worked on. Its commits will go on a branch here, where workflows run them
-// with this repository's secrets: asking for that is approving code to
-// run, so it takes who may approve, and, where approvals take a second
-// person, it is not one person's to ask. A review comment asked on an
-// older commit than the fork's head is refused too: the head is code the
-// requester has not seen.
-func (f *Flow) admitFork(ctx context.Context, t *Task, info pullwright.Pull) (ended bool, err error) {
-	rule := f.desk().settings(t).Approve
-	if rule.ExcludeRequester {
-		return true, f.desk().refuse(ctx, t, "this repository has a second person approve what runs (`approve.exclude_requester`), and working on a pull request from a fork would put its code in this repository's workflows on one person's word. A maintainer can bring its commits in by hand after review")
-	}
-	ok, why, err := f.desk().admits(ctx, t.Repo, rule.Who, t.Requester.Login, "working on a pull request from a fork, whose code then runs in this repository's workflows,")
-	if err != nil {
-		return false, err
-	}
-	if !ok {
-		return true, f.desk().refuse(ctx, t, why)
-	}
-	if r := t.Review; r != nil && r.CommitID != "" && info.HeadSHA != "" && r.CommitID != info.HeadSHA {
-		return true, f.desk().refuse(ctx, t, fmt.Sprintf("the fork pushed %s since your comment on %s, and I only work on fork code you have seen. Look at the new commits and ask again",
-			short(info.HeadSHA), short(r.CommitID)))
-	}
-	return false, nil
-}
-
 // answeredRE finds the marker of a reply that reports work done in a review
 // thread (publishPull's), not one that says a task failed or was cancelled.
 // The marker ends the reply, where the bot puts it: one inside the text is
 // quoted from somewhere (a fork's file name, a failure) and tags nothing.
 var answeredRE = regexp.MustCompile(`<!-- pullwright:task-[0-9]+-(?:review|thread-[0-9]+) -->\s*$`)
-
-// openThreads are the review threads a fix without instructions addresses:
-// not resolved, not outdated, started by someone with write access, and
-// not last answered by a task that did the work.
-func (f *Flow) openThreads(ctx context.Context, t *Task) ([]ThreadRef, error) {
-	all, err := f.GitHub.ReviewThreads(ctx, t.Repo, t.Issue)
-	if err != nil {
-		return nil, retryf(err, "reading the review comments of #%d failed", t.Issue)
-	}
-	bot, err := f.GitHub.Identity(ctx)
-	if err != nil {
-		return nil, retryf(err, "reading the app's identity failed")
-	}
-	writers := map[string]bool{}
-	var out []ThreadRef
-	for _, th := range all {
-		if th.Resolved || th.Outdated || len(th.Comments) == 0 {
-			continue
-		}
-		root, last := th.Comments[0], th.Comments[len(th.Comments)-1]
-		// Only the bot's own report answers a thread: anyone can paste
-		// its marker.
-		answered := strings.EqualFold(last.Author, bot.Login) && answeredRE.MatchString(last.Body)
-		if answered || !f.writerCached(ctx, t, writers, pullwright.Comment{Author: root.Author, AuthorType: root.AuthorType}) {
-			continue
-		}
-		out = append(out, ThreadRef{Root: root.ID, Author: root.Author, Path: root.Path, Line: root.Line,
-			Body: clip(untrusted.Visible(root.Body), 300), URL: root.URL})
-		if len(out) == maxThreads {
-			break
-		}
-	}
-	return out, nil
-}
 
 // checkForkStart refuses a fork's code that is not what was asked about,
 // or that the protected paths forbid here, before the agent sees it. The
@@ -189,44 +89,6 @@ func (f *Flow) checkForkStart(ctx context.Context, t *Task, ws Workspace) error 
 	return f.checkForkPaths(ctx, t, ws, t.BaseSHA)
 }
 
-// checkForkSeen refuses a fork's code that came to the pull request's head
-// after the comment that asked for work on it: its asker had not seen it.
-// A review comment names its commit, which admitFork and checkForkStart
-// compare. A comment in the conversation names none, so what the
-// pull_request deliveries (opened, reopened, synchronize) told of the head
-// is compared with the comment's time, all by GitHub's clock, whatever
-// order the deliveries came in: the cloned commit must be the latest head
-// from before the comment, if one is on record, and no delivery may say the
-// head came to it at the comment's time or later (a force-push back to an
-// older commit, a reopening that brings a head: refusing those costs a
-// second request). A delivery may arrive only after the clone, which is
-// why this runs again before every push.
-func (f *Flow) checkForkSeen(ctx context.Context, t *Task) error {
-	if t.Review != nil && t.Review.CommitID == t.BaseSHA {
-		return nil
-	}
-	if t.AskedAt.IsZero() {
-		f.Logger.WarnContext(ctx, "fork code without the time it was asked for: only the head at the start is checked", "task_id", t.ID)
-		return nil
-	}
-	heads, err := f.Store.PullHeadsAround(ctx, PullKey(t.Repo, t.Issue), t.BaseSHA, t.AskedAt)
-	if err != nil {
-		return retryf(err, "reading what GitHub told of the pull request's head failed")
-	}
-	asked := t.AskedAt.UTC().Format(time.RFC3339)
-	switch {
-	case heads.Since:
-		return Fatal(fmt.Sprintf("GitHub says the fork's head came to %s at or after %s, when you asked, and fork code is only worked on as it was when asked. Look at the new commits and ask again",
-			short(t.BaseSHA), asked), nil)
-	case len(heads.Before) > 1:
-		return Fatal(fmt.Sprintf("GitHub gave the fork's head several commits in the same second before %s, when you asked, so which one you saw is not known. Look at the commits and ask again", asked), nil)
-	case len(heads.Before) == 1 && heads.Before[0] != t.BaseSHA:
-		return Fatal(fmt.Sprintf("when you asked (%s), this pull request's head was %s; the fork has pushed since (the task found %s), and fork code is only worked on as it was when asked. Look at the new commits and ask again",
-			asked, short(heads.Before[0]), short(t.BaseSHA)), nil)
-	}
-	return nil
-}
-
 // checkForkPaths refuses to push commit sha, which holds a fork's code,
 // when its tree differs on a path the repository protects from both the
 // default branch's tip and that of the branch the pull request merges into.
@@ -236,7 +98,7 @@ func (f *Flow) checkForkSeen(ctx context.Context, t *Task) error {
 // trees are compared, not only what the fork's commits changed, and before
 // every push of the fork's code: a branch may fix a workflow meanwhile.
 func (f *Flow) checkForkPaths(ctx context.Context, t *Task, ws Workspace, sha string) error {
-	if err := f.checkForkSeen(ctx, t); err != nil {
+	if err := f.pulls().checkForkSeen(ctx, t); err != nil {
 		return err
 	}
 	s := f.desk().settings(t)
@@ -282,68 +144,6 @@ func (f *Flow) checkForkPaths(ctx context.Context, t *Task, ws Workspace, sha st
 	return Fatal(fmt.Sprintf("pull request #%d comes from the fork `%s`, and its commits would go on a branch of this repository, where workflows run on a push with this repository's secrets; "+
 		"its files differ from `%s` on paths this repository protects: %s. So nothing more was pushed. If the fork only lags behind, updating it from `%s` clears this; otherwise a maintainer makes the change by hand",
 		t.Issue, t.Pull.Info.HeadRepo, strings.Join(trusted, "` and `"), strings.Join(list, ", "), t.Pull.Info.BaseRef), nil)
-}
-
-// pullBrief gathers what the agent is told of the pull request beyond its
-// conversation: the diff, the line comment it was asked in, the threads to
-// address. Only writers' review comments are passed on.
-func (f *Flow) pullBrief(ctx context.Context, t *Task) (*pullwright.PullBrief, error) {
-	info := t.Pull.Info
-	b := &pullwright.PullBrief{Number: t.Issue, Author: info.Author, HeadRef: info.HeadRef, BaseRef: info.BaseRef, Fork: info.Fork}
-	diff, cut, err := f.GitHub.PullRequestDiff(ctx, t.Repo, t.Issue, maxPullDiff)
-	if err != nil {
-		// The agent can still read the files; the diff is a convenience.
-		f.Logger.WarnContext(ctx, "pull request diff", "task_id", t.ID, "pr", t.Issue, "err", err)
-		diff, cut = "", true
-	}
-	b.Diff, b.DiffTruncated = diff, cut
-	r := t.Review
-	if r == nil && len(t.Pull.Threads) == 0 {
-		return b, nil
-	}
-	all, err := f.GitHub.ReviewThreads(ctx, t.Repo, t.Issue)
-	if err != nil {
-		return nil, retryf(err, "reading the review comments of #%d failed", t.Issue)
-	}
-	byRoot := make(map[int64]pullwright.ReviewThread, len(all))
-	for _, th := range all {
-		if len(th.Comments) > 0 {
-			byRoot[th.Comments[0].ID] = th
-		}
-	}
-	writers := map[string]bool{}
-	heard := func(cs []pullwright.ReviewComment, skip int64) []pullwright.Comment {
-		var in []pullwright.Comment
-		for _, c := range cs {
-			if c.ID != skip {
-				in = append(in, pullwright.Comment{Author: c.Author, AuthorType: c.AuthorType, Body: c.Body})
-			}
-		}
-		out, _ := f.heard(ctx, t, in, writers)
-		return out
-	}
-	if r != nil {
-		b.Review = &pullwright.ReviewBrief{
-			Path: r.Path, StartLine: r.StartLine, Line: r.Line, Side: r.Side, DiffHunk: r.DiffHunk,
-			Author: t.Requester.Login, Comment: untrusted.Visible(r.Body),
-		}
-		if th, ok := byRoot[r.Root()]; ok {
-			b.Review.Thread = heard(th.Comments, r.CommentID)
-		}
-	}
-	for _, ref := range t.Pull.Threads {
-		th, ok := byRoot[ref.Root]
-		if !ok {
-			// Deleted since: still listed, so thread numbers match the
-			// checklist the status comment shows.
-			b.Checklist = append(b.Checklist, pullwright.ThreadBrief{Path: ref.Path, Line: ref.Line,
-				Comments: []pullwright.Comment{{Author: ref.Author, Body: ref.Body}}})
-			continue
-		}
-		root := th.Comments[0]
-		b.Checklist = append(b.Checklist, pullwright.ThreadBrief{Path: root.Path, Line: root.Line, DiffHunk: root.DiffHunk, Comments: heard(th.Comments, 0)})
-	}
-	return b, nil
 }
 
 // rebase moves the task's unpushed commit onto a branch a person pushed to
@@ -488,63 +288,25 @@ func (f *Flow) publishPull(ctx context.Context, t *Task) error {
 	p := t.Pull
 	switch {
 	case p.Mode == PullToFork && t.PRURL == "":
-		return f.openForkPull(ctx, t)
+		return f.pulls().openForkPull(ctx, t)
 	case p.Mode == PullInBase && (t.PRNumber == 0 || t.Draft):
 		_, err := f.openPullRequest(ctx, t)
 		return err
 	case t.Review != nil && !p.ReviewReplied:
-		if err := f.replyInThread(ctx, t, t.Review.Root(), marker(t, "review"), f.reviewReply(t, "")); err != nil {
+		if err := f.pulls().replyInThread(ctx, t, t.Review.Root(), marker(t, "review"), f.reviewReply(t, "")); err != nil {
 			return retryf(err, "replying in the review thread failed")
 		}
 		p.ReviewReplied = true
 		return nil
 	case p.Replied < len(p.Threads):
 		th := p.Threads[p.Replied]
-		if err := f.replyInThread(ctx, t, th.Root, marker(t, fmt.Sprintf("thread-%d", p.Replied+1)), f.reviewReply(t, p.Notes[p.Replied+1])); err != nil {
+		if err := f.pulls().replyInThread(ctx, t, th.Root, marker(t, fmt.Sprintf("thread-%d", p.Replied+1)), f.reviewReply(t, p.Notes[p.Replied+1])); err != nil {
 			return retryf(err, "replying in review thread %d failed", p.Replied+1)
 		}
 		p.Replied++
 		return nil
 	}
 	return f.done(ctx, t, renderPullDone(t))
-}
-
-// replyInThread posts t's reply in the review thread of root. A thread
-// deleted since is counted in Pull.Gone and is no error: the work is pushed,
-// and there is nowhere left to answer.
-func (f *Flow) replyInThread(ctx context.Context, t *Task, root int64, mk, body string) error {
-	_, err := f.GitHub.ReplyInThread(ctx, t.Repo, t.Issue, root, mk, body)
-	if errors.Is(err, pullwright.ErrGone) {
-		f.Logger.WarnContext(ctx, "review thread deleted; its reply is not posted", "task_id", t.ID, "root", root, "err", err)
-		t.Pull.Gone++
-		return nil
-	}
-	return err
-}
-
-// openForkPull proposes the change to the fork's branch. An installation
-// rarely covers the fork, so GitHub may refuse: then the change goes into
-// a pull request in this repository instead, and the reason is kept.
-func (f *Flow) openForkPull(ctx context.Context, t *Task) error {
-	p := t.Pull
-	owner, name, _ := strings.Cut(p.Info.HeadRepo, "/")
-	fork := pullwright.Repo{InstallationID: t.Repo.InstallationID, Owner: owner, Name: name}
-	pr, err := f.GitHub.OpenPullRequest(ctx, fork, pullwright.NewPullRequest{
-		Title: defang(t.Title), Body: RenderPullRequest(t), Head: t.Repo.Owner + ":" + t.Branch, Base: p.Info.HeadRef,
-	})
-	if errors.Is(err, pullwright.ErrNotPermitted) {
-		f.Logger.InfoContext(ctx, "pull request against the fork refused; opening one here", "task_id", t.ID, "fork", p.Info.HeadRepo, "err", err)
-		p.ForkPRFailed = "GitHub refused to open a pull request in the fork for this app"
-		p.Mode = PullInBase
-		p.Why = fmt.Sprintf("this pull request comes from the fork `%s`, which the bot never pushes to; %s, so the change is on a branch of this repository, in a new pull request that builds on this one",
-			p.Info.HeadRepo, p.ForkPRFailed)
-		return nil
-	}
-	if err != nil {
-		return retryf(err, "opening the pull request against the fork failed")
-	}
-	t.PRURL = pr.URL
-	return nil
 }
 
 // reviewReply is the answer posted in a review thread once the work is

@@ -1,0 +1,275 @@
+package task
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/pullwright/pullwright"
+	"github.com/pullwright/pullwright/untrusted"
+)
+
+// pulls is the part of a fix on a pull request that speaks with the pull
+// request itself: whether the bot may work on it (its state, a fork's
+// author and code), the review threads it is to address, the brief the
+// agent gets of it, and the replies in its threads. The fix's own steps
+// (commits, pushes, rebases) stay with Flow.
+type pulls struct {
+	desk
+	gh    pullGitHub
+	heads pullHeads
+}
+
+// pullGitHub is what pulls reads and writes on GitHub.
+type pullGitHub interface {
+	Identity(ctx context.Context) (pullwright.Identity, error)
+	PullRequest(ctx context.Context, r pullwright.Repo, number int) (pullwright.Pull, error)
+	PullRequestDiff(ctx context.Context, r pullwright.Repo, number, max int) (diff string, truncated bool, err error)
+	ReviewThreads(ctx context.Context, r pullwright.Repo, number int) ([]pullwright.ReviewThread, error)
+	ReplyInThread(ctx context.Context, r pullwright.Repo, pr int, rootID int64, marker, body string) (int64, error)
+	OpenPullRequest(ctx context.Context, r pullwright.Repo, pr pullwright.NewPullRequest) (pullwright.PullRequest, error)
+}
+
+// pullHeads is what pulls reads of the store: where deliveries said a
+// pull request's head went, on GitHub's clock.
+type pullHeads interface {
+	PullHeadsAround(ctx context.Context, pullKey, sha string, at time.Time) (HeadsAround, error)
+}
+
+// admitPull reads the pull request a fix was asked on and decides how the
+// commits will reach it. A closed pull request, or a request to address
+// review comments when none is open, ends the task with a reply (ended).
+func (pw pulls) admitPull(ctx context.Context, t *Task) (ended bool, err error) {
+	if t.Pull == nil {
+		info, err := pw.gh.PullRequest(ctx, t.Repo, t.Issue)
+		if err != nil {
+			return false, retryf(err, "reading pull request #%d failed", t.Issue)
+		}
+		if info.State != "open" {
+			what := "closed"
+			if info.Merged {
+				what = "merged"
+			}
+			return true, pw.reply(ctx, t, fmt.Sprintf("@%s pull request #%d is %s, so I won't change it. Reopen it, or ask on an issue.", t.Requester.Login, t.Issue, what))
+		}
+		if info.Fork {
+			if ended, err := pw.admitFork(ctx, t, info); err != nil || ended {
+				return ended, err
+			}
+		}
+		mode, why := deliveryMode(info, t.Repo.DefaultBranch)
+		t.Pull = &PullWork{Info: info, Mode: mode, Why: why}
+	}
+	if strings.TrimSpace(t.Instructions) == "" && t.Review == nil && t.Pull.Threads == nil {
+		threads, err := pw.openThreads(ctx, t)
+		if err != nil {
+			return false, err
+		}
+		if len(threads) == 0 {
+			return true, pw.reply(ctx, t, fmt.Sprintf("@%s this pull request has no unresolved review comments by people with write access, so there is nothing to address. Say what to change with `%s fix <instructions>`.",
+				t.Requester.Login, pw.command))
+		}
+		t.Pull.Threads = threads
+	}
+	return false, nil
+}
+
+// admitFork decides whether the requester alone may have a fork's code
+// worked on. Its commits will go on a branch here, where workflows run them
+// with this repository's secrets: asking for that is approving code to
+// run, so it takes who may approve, and, where approvals take a second
+// person, it is not one person's to ask. A review comment asked on an
+// older commit than the fork's head is refused too: the head is code the
+// requester has not seen.
+func (pw pulls) admitFork(ctx context.Context, t *Task, info pullwright.Pull) (ended bool, err error) {
+	rule := pw.settings(t).Approve
+	if rule.ExcludeRequester {
+		return true, pw.refuse(ctx, t, "this repository has a second person approve what runs (`approve.exclude_requester`), and working on a pull request from a fork would put its code in this repository's workflows on one person's word. A maintainer can bring its commits in by hand after review")
+	}
+	ok, why, err := pw.admits(ctx, t.Repo, rule.Who, t.Requester.Login, "working on a pull request from a fork, whose code then runs in this repository's workflows,")
+	if err != nil {
+		return false, err
+	}
+	if !ok {
+		return true, pw.refuse(ctx, t, why)
+	}
+	if r := t.Review; r != nil && r.CommitID != "" && info.HeadSHA != "" && r.CommitID != info.HeadSHA {
+		return true, pw.refuse(ctx, t, fmt.Sprintf("the fork pushed %s since your comment on %s, and I only work on fork code you have seen. Look at the new commits and ask again",
+			short(info.HeadSHA), short(r.CommitID)))
+	}
+	return false, nil
+}
+
+// openThreads are the review threads a fix without instructions addresses:
+// not resolved, not outdated, started by someone with write access, and
+// not last answered by a task that did the work.
+func (pw pulls) openThreads(ctx context.Context, t *Task) ([]ThreadRef, error) {
+	all, err := pw.gh.ReviewThreads(ctx, t.Repo, t.Issue)
+	if err != nil {
+		return nil, retryf(err, "reading the review comments of #%d failed", t.Issue)
+	}
+	bot, err := pw.gh.Identity(ctx)
+	if err != nil {
+		return nil, retryf(err, "reading the app's identity failed")
+	}
+	writers := map[string]bool{}
+	var out []ThreadRef
+	for _, th := range all {
+		if th.Resolved || th.Outdated || len(th.Comments) == 0 {
+			continue
+		}
+		root, last := th.Comments[0], th.Comments[len(th.Comments)-1]
+		// Only the bot's own report answers a thread: anyone can paste
+		// its marker.
+		answered := strings.EqualFold(last.Author, bot.Login) && answeredRE.MatchString(last.Body)
+		if answered || !pw.writerCached(ctx, t, writers, pullwright.Comment{Author: root.Author, AuthorType: root.AuthorType}) {
+			continue
+		}
+		out = append(out, ThreadRef{Root: root.ID, Author: root.Author, Path: root.Path, Line: root.Line,
+			Body: clip(untrusted.Visible(root.Body), 300), URL: root.URL})
+		if len(out) == maxThreads {
+			break
+		}
+	}
+	return out, nil
+}
+
+// checkForkSeen refuses a fork's code that came to the pull request's head
+// after the comment that asked for work on it: its asker had not seen it.
+// A review comment names its commit, which admitFork and checkForkStart
+// compare. A comment in the conversation names none, so what the
+// pull_request deliveries (opened, reopened, synchronize) told of the head
+// is compared with the comment's time, all by GitHub's clock, whatever
+// order the deliveries came in: the cloned commit must be the latest head
+// from before the comment, if one is on record, and no delivery may say the
+// head came to it at the comment's time or later (a force-push back to an
+// older commit, a reopening that brings a head: refusing those costs a
+// second request). A delivery may arrive only after the clone, which is
+// why this runs again before every push.
+func (pw pulls) checkForkSeen(ctx context.Context, t *Task) error {
+	if t.Review != nil && t.Review.CommitID == t.BaseSHA {
+		return nil
+	}
+	if t.AskedAt.IsZero() {
+		pw.log.WarnContext(ctx, "fork code without the time it was asked for: only the head at the start is checked", "task_id", t.ID)
+		return nil
+	}
+	heads, err := pw.heads.PullHeadsAround(ctx, PullKey(t.Repo, t.Issue), t.BaseSHA, t.AskedAt)
+	if err != nil {
+		return retryf(err, "reading what GitHub told of the pull request's head failed")
+	}
+	asked := t.AskedAt.UTC().Format(time.RFC3339)
+	switch {
+	case heads.Since:
+		return Fatal(fmt.Sprintf("GitHub says the fork's head came to %s at or after %s, when you asked, and fork code is only worked on as it was when asked. Look at the new commits and ask again",
+			short(t.BaseSHA), asked), nil)
+	case len(heads.Before) > 1:
+		return Fatal(fmt.Sprintf("GitHub gave the fork's head several commits in the same second before %s, when you asked, so which one you saw is not known. Look at the commits and ask again", asked), nil)
+	case len(heads.Before) == 1 && heads.Before[0] != t.BaseSHA:
+		return Fatal(fmt.Sprintf("when you asked (%s), this pull request's head was %s; the fork has pushed since (the task found %s), and fork code is only worked on as it was when asked. Look at the new commits and ask again",
+			asked, short(heads.Before[0]), short(t.BaseSHA)), nil)
+	}
+	return nil
+}
+
+// pullBrief gathers what the agent is told of the pull request beyond its
+// conversation: the diff, the line comment it was asked in, the threads to
+// address. Only writers' review comments are passed on.
+func (pw pulls) pullBrief(ctx context.Context, t *Task) (*pullwright.PullBrief, error) {
+	info := t.Pull.Info
+	b := &pullwright.PullBrief{Number: t.Issue, Author: info.Author, HeadRef: info.HeadRef, BaseRef: info.BaseRef, Fork: info.Fork}
+	diff, cut, err := pw.gh.PullRequestDiff(ctx, t.Repo, t.Issue, maxPullDiff)
+	if err != nil {
+		// The agent can still read the files; the diff is a convenience.
+		pw.log.WarnContext(ctx, "pull request diff", "task_id", t.ID, "pr", t.Issue, "err", err)
+		diff, cut = "", true
+	}
+	b.Diff, b.DiffTruncated = diff, cut
+	r := t.Review
+	if r == nil && len(t.Pull.Threads) == 0 {
+		return b, nil
+	}
+	all, err := pw.gh.ReviewThreads(ctx, t.Repo, t.Issue)
+	if err != nil {
+		return nil, retryf(err, "reading the review comments of #%d failed", t.Issue)
+	}
+	byRoot := make(map[int64]pullwright.ReviewThread, len(all))
+	for _, th := range all {
+		if len(th.Comments) > 0 {
+			byRoot[th.Comments[0].ID] = th
+		}
+	}
+	writers := map[string]bool{}
+	heard := func(cs []pullwright.ReviewComment, skip int64) []pullwright.Comment {
+		var in []pullwright.Comment
+		for _, c := range cs {
+			if c.ID != skip {
+				in = append(in, pullwright.Comment{Author: c.Author, AuthorType: c.AuthorType, Body: c.Body})
+			}
+		}
+		out, _ := pw.heard(ctx, t, in, writers)
+		return out
+	}
+	if r != nil {
+		b.Review = &pullwright.ReviewBrief{
+			Path: r.Path, StartLine: r.StartLine, Line: r.Line, Side: r.Side, DiffHunk: r.DiffHunk,
+			Author: t.Requester.Login, Comment: untrusted.Visible(r.Body),
+		}
+		if th, ok := byRoot[r.Root()]; ok {
+			b.Review.Thread = heard(th.Comments, r.CommentID)
+		}
+	}
+	for _, ref := range t.Pull.Threads {
+		th, ok := byRoot[ref.Root]
+		if !ok {
+			// Deleted since: still listed, so thread numbers match the
+			// checklist the status comment shows.
+			b.Checklist = append(b.Checklist, pullwright.ThreadBrief{Path: ref.Path, Line: ref.Line,
+				Comments: []pullwright.Comment{{Author: ref.Author, Body: ref.Body}}})
+			continue
+		}
+		root := th.Comments[0]
+		b.Checklist = append(b.Checklist, pullwright.ThreadBrief{Path: root.Path, Line: root.Line, DiffHunk: root.DiffHunk, Comments: heard(th.Comments, 0)})
+	}
+	return b, nil
+}
+
+// replyInThread posts t's reply in the review thread of root. A thread
+// deleted since is counted in Pull.Gone and is no error: the work is pushed,
+// and there is nowhere left to answer.
+func (pw pulls) replyInThread(ctx context.Context, t *Task, root int64, mk, body string) error {
+	_, err := pw.gh.ReplyInThread(ctx, t.Repo, t.Issue, root, mk, body)
+	if errors.Is(err, pullwright.ErrGone) {
+		pw.log.WarnContext(ctx, "review thread deleted; its reply is not posted", "task_id", t.ID, "root", root, "err", err)
+		t.Pull.Gone++
+		return nil
+	}
+	return err
+}
+
+// openForkPull proposes the change to the fork's branch. An installation
+// rarely covers the fork, so GitHub may refuse: then the change goes into
+// a pull request in this repository instead, and the reason is kept.
+func (pw pulls) openForkPull(ctx context.Context, t *Task) error {
+	p := t.Pull
+	owner, name, _ := strings.Cut(p.Info.HeadRepo, "/")
+	fork := pullwright.Repo{InstallationID: t.Repo.InstallationID, Owner: owner, Name: name}
+	pr, err := pw.gh.OpenPullRequest(ctx, fork, pullwright.NewPullRequest{
+		Title: defang(t.Title), Body: RenderPullRequest(t), Head: t.Repo.Owner + ":" + t.Branch, Base: p.Info.HeadRef,
+	})
+	if errors.Is(err, pullwright.ErrNotPermitted) {
+		pw.log.InfoContext(ctx, "pull request against the fork refused; opening one here", "task_id", t.ID, "fork", p.Info.HeadRepo, "err", err)
+		p.ForkPRFailed = "GitHub refused to open a pull request in the fork for this app"
+		p.Mode = PullInBase
+		p.Why = fmt.Sprintf("this pull request comes from the fork `%s`, which the bot never pushes to; %s, so the change is on a branch of this repository, in a new pull request that builds on this one",
+			p.Info.HeadRepo, p.ForkPRFailed)
+		return nil
+	}
+	if err != nil {
+		return retryf(err, "opening the pull request against the fork failed")
+	}
+	t.PRURL = pr.URL
+	return nil
+}
