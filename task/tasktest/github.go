@@ -272,26 +272,24 @@ func (g *GitHub) pull(number int) (*Pull, error) {
 
 // UpdatePullRequest sets the title (unless empty) and body.
 func (g *GitHub) UpdatePullRequest(ctx context.Context, r pullwright.Repo, number int, title, body string) error {
-	if err := g.call("UpdatePullRequest"); err != nil {
-		return err
-	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	p, err := g.pull(number)
-	if err != nil {
-		return err
-	}
-	if title != "" {
-		p.Title = title
-	}
-	if body != "" {
-		p.Body = body
-	}
-	return nil
+	return g.editPull("UpdatePullRequest", number, func(p *Pull) {
+		if title != "" {
+			p.Title = title
+		}
+		if body != "" {
+			p.Body = body
+		}
+	})
 }
 
 func (g *GitHub) MarkReadyForReview(ctx context.Context, r pullwright.Repo, number int) error {
-	if err := g.call("MarkReadyForReview"); err != nil {
+	return g.editPull("MarkReadyForReview", number, func(p *Pull) { p.Draft = false })
+}
+
+// editPull is, as method, edit applied under the lock to the opened pull
+// request number.
+func (g *GitHub) editPull(method string, number int, edit func(p *Pull)) error {
+	if err := g.call(method); err != nil {
 		return err
 	}
 	g.mu.Lock()
@@ -300,7 +298,7 @@ func (g *GitHub) MarkReadyForReview(ctx context.Context, r pullwright.Repo, numb
 	if err != nil {
 		return err
 	}
-	p.Draft = false
+	edit(p)
 	return nil
 }
 
