@@ -270,19 +270,13 @@ func (s *Step) event(t *testing.T) event {
 // one that fails a check is reported on its issue and removed.
 func TestRestoreChecksTheSavedState(t *testing.T) {
 	ref := StateRef(1, 42)
-	edit := func(doc []byte, f func(st map[string]any)) []byte {
-		var d document
-		if err := json.Unmarshal(doc, &d); err != nil {
-			t.Fatal(err)
+	// checkRun is askingCheckRun with f's change, in place of check run 7.
+	checkRun := func(f func(cr *pullwright.CheckRunState)) func(*fakeGitHub) {
+		return func(g *fakeGitHub) {
+			cr := askingCheckRun()
+			f(&cr)
+			g.checkRuns[7] = cr
 		}
-		var st map[string]any
-		if err := json.Unmarshal(d.State, &st); err != nil {
-			t.Fatal(err)
-		}
-		f(st)
-		d.State, _ = json.Marshal(st)
-		out, _ := json.Marshal(d)
-		return out
 	}
 	done := asking()
 	done.State = task.Done
@@ -318,7 +312,7 @@ func TestRestoreChecksTheSavedState(t *testing.T) {
 		},
 		{
 			name:   "newer format",
-			states: map[string][]byte{ref: edit(sealed(t, asking(), key), func(st map[string]any) { st["version"] = 2 })},
+			states: map[string][]byte{ref: editState(t, sealed(t, asking(), key), func(st map[string]any) { st["version"] = 2 })},
 			want:   ErrStateVersion, report: "a Pullwright version whose format this one does not read",
 		},
 		{
@@ -327,29 +321,17 @@ func TestRestoreChecksTheSavedState(t *testing.T) {
 		},
 		{
 			name: "request answered since", states: map[string][]byte{ref: sealed(t, asking(), key)},
-			gh: func(g *fakeGitHub) {
-				cr := askingCheckRun()
-				cr.Conclusion = "success"
-				g.checkRuns[7] = cr
-			},
+			gh:   checkRun(func(cr *pullwright.CheckRunState) { cr.Conclusion = "success" }),
 			want: ErrStateReplayed, report: "not the task's latest state",
 		},
 		{
 			name: "check run of another app", states: map[string][]byte{ref: sealed(t, asking(), key)},
-			gh: func(g *fakeGitHub) {
-				cr := askingCheckRun()
-				cr.App = "someone-else"
-				g.checkRuns[7] = cr
-			},
+			gh:   checkRun(func(cr *pullwright.CheckRunState) { cr.App = "someone-else" }),
 			want: ErrStateTampered, report: "failed its integrity check",
 		},
 		{
 			name: "check run on another commit", states: map[string][]byte{ref: sealed(t, asking(), key)},
-			gh: func(g *fakeGitHub) {
-				cr := askingCheckRun()
-				cr.HeadSHA = "def456"
-				g.checkRuns[7] = cr
-			},
+			gh:   checkRun(func(cr *pullwright.CheckRunState) { cr.HeadSHA = "def456" }),
 			want: ErrStateTampered, report: "failed its integrity check",
 		},
 		{

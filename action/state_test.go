@@ -38,26 +38,29 @@ func TestStateRoundTrip(t *testing.T) {
 	}
 }
 
+// editState is doc with f's change to its state, and its seal as it was.
+func editState(t *testing.T, doc []byte, f func(st map[string]any)) []byte {
+	t.Helper()
+	var d document
+	if err := json.Unmarshal(doc, &d); err != nil {
+		t.Fatal(err)
+	}
+	var st map[string]any
+	if err := json.Unmarshal(d.State, &st); err != nil {
+		t.Fatal(err)
+	}
+	f(st)
+	d.State, _ = json.Marshal(st)
+	out, _ := json.Marshal(d)
+	return out
+}
+
 func TestStateRefusals(t *testing.T) {
 	doc, err := Seal(key, waiting(), time.Unix(1700000000, 0))
 	if err != nil {
 		t.Fatal(err)
 	}
-	// reseal writes a changed state with a seal made without the key.
-	edit := func(f func(st map[string]any)) []byte {
-		var d document
-		if err := json.Unmarshal(doc, &d); err != nil {
-			t.Fatal(err)
-		}
-		var st map[string]any
-		if err := json.Unmarshal(d.State, &st); err != nil {
-			t.Fatal(err)
-		}
-		f(st)
-		d.State, _ = json.Marshal(st)
-		out, _ := json.Marshal(d)
-		return out
-	}
+	edit := func(f func(st map[string]any)) []byte { return editState(t, doc, f) }
 	tests := []struct {
 		name string
 		key  []byte

@@ -14,26 +14,12 @@ import (
 	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/internal/fakegithub"
 	"github.com/pullwright/pullwright/internal/gitserver"
+	"github.com/pullwright/pullwright/task/tasktest"
 )
 
-// clock is a settable Config.Now.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newClock() *clock { return &clock{t: time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
+// newClock is a settable Config.Now.
+func newClock() *tasktest.Clock {
+	return tasktest.NewClock(time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC))
 }
 
 func TestFile(t *testing.T) {
@@ -219,7 +205,7 @@ func TestAnswerCache(t *testing.T) {
 	// the case of the names.
 	e.fake.SetPermission(owner, repo, "alice", "read")
 	e.fake.RemoveTeamMember(owner, "maintainers", "alice")
-	clk.Add(defaultPermissionTTL - time.Second)
+	clk.Advance(defaultPermissionTTL - time.Second)
 	if p, m := perm("ACME", "Widgets", "Alice"), member("Acme", "MAINTAINERS", "ALICE"); p != "write" || !m {
 		t.Errorf("within the TTL: %q, %v; want the cached write, true", p, m)
 	}
@@ -228,7 +214,7 @@ func TestAnswerCache(t *testing.T) {
 	}
 
 	// After the TTL GitHub is asked again and the change is seen.
-	clk.Add(time.Second)
+	clk.Advance(time.Second)
 	if p, m := perm(owner, repo, "alice"), member(owner, "maintainers", "alice"); p != "read" || m {
 		t.Errorf("after the TTL: %q, %v; want read, false", p, m)
 	}
@@ -264,7 +250,7 @@ func TestAnswerCache(t *testing.T) {
 	}
 
 	// A clock that goes back does not make an old answer young.
-	clk.Add(-time.Hour)
+	clk.Advance(-time.Hour)
 	e.fake.SetPermission(owner, repo, "alice", "admin")
 	if p := perm(owner, repo, "alice"); p != "admin" {
 		t.Errorf("after the clock went back: %q, want a fresh admin", p)
@@ -310,7 +296,7 @@ func TestPermissionTTL(t *testing.T) {
 				t.Errorf("asked %d times within the TTL, want %d", n, wantAsked)
 			}
 			// Just past the effective TTL (never more than a minute) GitHub is asked again.
-			clk.Add(max(tt.want, 0) + time.Nanosecond)
+			clk.Advance(max(tt.want, 0) + time.Nanosecond)
 			ask()
 			if n := e.count("GET", "/repos/acme/widgets/collaborators/alice/permission"); n != wantAsked+1 {
 				t.Errorf("asked %d times after the TTL, want %d", n, wantAsked+1)
@@ -327,7 +313,7 @@ func TestAnswerCacheBounded(t *testing.T) {
 	}
 	for i := range 10 {
 		c.put(key(i), "write", clk.Now())
-		clk.Add(time.Second)
+		clk.Advance(time.Second)
 		if n := c.len(); n > 3 {
 			t.Fatalf("after %d puts: %d entries, want at most 3", i+1, n)
 		}
@@ -344,7 +330,7 @@ func TestAnswerCacheBounded(t *testing.T) {
 	for i := range 5 {
 		c.put(key(i), "read", clk.Now())
 	}
-	clk.Add(2 * time.Minute)
+	clk.Advance(2 * time.Minute)
 	c.put(key(99), "read", clk.Now())
 	if n := c.len(); n != 1 {
 		t.Errorf("%d entries after the others expired, want 1", n)

@@ -29,6 +29,10 @@ func parked(t *testing.T, config string) (*world, *task.Task) {
 }
 
 func TestAnswers(t *testing.T) {
+	// says is an answer of kind by login in comment 12, naming requestID.
+	says := func(kind task.Kind, login, requestID string) func(*world, *task.Task) *task.Task {
+		return func(w *world, _ *task.Task) *task.Task { return w.answer(kind, login, 12, requestID) }
+	}
 	cases := []struct {
 		name   string
 		config string
@@ -53,12 +57,9 @@ func TestAnswers(t *testing.T) {
 			},
 		},
 		{
-			name: "a writer rejects with a reason",
-			answer: func(w *world, fix *task.Task) *task.Task {
-				a := w.answer(task.KindReject, "bob", 12, "")
-				return a
-			},
-			state: task.Done,
+			name:   "a writer rejects with a reason",
+			answer: says(task.KindReject, "bob", ""),
+			state:  task.Done,
 			check: func(t *testing.T, w *world, fix *task.Task) {
 				if len(w.runner.Specs) != 0 {
 					t.Errorf("a rejected command ran")
@@ -98,29 +99,23 @@ func TestAnswers(t *testing.T) {
 			reply: "that button belongs to an older commit",
 		},
 		{
-			name: "a reader may not approve",
-			answer: func(w *world, fix *task.Task) *task.Task {
-				return w.answer(task.KindApprove, "mallory", 12, "")
-			},
-			state: task.AwaitingApproval,
-			reply: "@mallory sorry:",
+			name:   "a reader may not approve",
+			answer: says(task.KindApprove, "mallory", ""),
+			state:  task.AwaitingApproval,
+			reply:  "@mallory sorry:",
 		},
 		{
 			name:   "the requester may not approve where a second person must",
 			config: "approve:\n  exclude_requester: true\n",
-			answer: func(w *world, fix *task.Task) *task.Task {
-				return w.answer(task.KindApprove, "alice", 12, "")
-			},
-			state: task.AwaitingApproval,
-			reply: "the requester of a task may not approve",
+			answer: says(task.KindApprove, "alice", ""),
+			state:  task.AwaitingApproval,
+			reply:  "the requester of a task may not approve",
 		},
 		{
 			name:   "the requester may still reject",
 			config: "approve:\n  exclude_requester: true\n",
-			answer: func(w *world, fix *task.Task) *task.Task {
-				return w.answer(task.KindReject, "alice", 12, "")
-			},
-			state: task.Done,
+			answer: says(task.KindReject, "alice", ""),
+			state:  task.Done,
 		},
 		{
 			name: "a comment GitHub dates in the second the request was shown",
@@ -131,20 +126,16 @@ func TestAnswers(t *testing.T) {
 			reply: "your answer was written before request",
 		},
 		{
-			name: "another request's id",
-			answer: func(w *world, fix *task.Task) *task.Task {
-				return w.answer(task.KindApprove, "maint", 12, "1-9")
-			},
-			state: task.AwaitingApproval,
-			reply: "request `1-9` is not the one waiting",
+			name:   "another request's id",
+			answer: says(task.KindApprove, "maint", "1-9"),
+			state:  task.AwaitingApproval,
+			reply:  "request `1-9` is not the one waiting",
 		},
 		{
-			name: "an id of no task answers about the one waiting",
-			answer: func(w *world, fix *task.Task) *task.Task {
-				return w.answer(task.KindApprove, "maint", 12, "99-1")
-			},
-			state: task.AwaitingApproval,
-			reply: "request `99-1` is not the one waiting",
+			name:   "an id of no task answers about the one waiting",
+			answer: says(task.KindApprove, "maint", "99-1"),
+			state:  task.AwaitingApproval,
+			reply:  "request `99-1` is not the one waiting",
 		},
 		{
 			name: "a push after the request makes it stale",

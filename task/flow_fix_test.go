@@ -3,11 +3,9 @@ package task_test
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -32,25 +30,6 @@ func newStore(t *testing.T) testStore {
 	s := tasktest.NewStore(time.Now)
 	t.Cleanup(func() { s.Close() })
 	return s
-}
-
-// goldenText compares got with testdata/<name>.golden, rewriting it under
-// -update (the flag package task's own tests define).
-func goldenText(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name+".golden")
-	if f := flag.Lookup("update"); f != nil && f.Value.String() == "true" {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if got != string(want) {
-		t.Errorf("%s differs from golden file:\n--- got\n%s\n--- want\n%s", name, got, want)
-	}
 }
 
 const cloneURL = "https://github.test/acme/widget.git"
@@ -283,8 +262,8 @@ func TestFixOnAnIssueFromRequestToPullRequest(t *testing.T) {
 	if _, err := os.Stat(done.Workdir); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the workspace is still there: %v", err)
 	}
-	goldenText(t, "flow-fix-done", w.gh.Comment(1, "task-1-done").Text())
-	goldenText(t, "flow-fix-pull-request", pr.Body)
+	task.Golden(t, "flow-fix-done", w.gh.Comment(1, "task-1-done").Text())
+	task.Golden(t, "flow-fix-pull-request", pr.Body)
 }
 
 func containsReaction(rs []tasktest.Reaction, want tasktest.Reaction) bool {

@@ -15,6 +15,11 @@ import (
 
 var update = flag.Bool("update", false, "rewrite golden files")
 
+// Golden is golden for package task_test's tests, in the same test binary.
+var Golden = golden
+
+// golden compares got with testdata/<name>.golden, rewriting it under
+// -update.
 func golden(t *testing.T, name, got string) {
 	t.Helper()
 	path := filepath.Join("testdata", name+".golden")

@@ -464,6 +464,23 @@ func (t *Task) BranchKey() string {
 	return strings.ToLower(t.Repo.FullName()) + ":" + t.Branch
 }
 
+// Recorded fills in what a Store's Record sets on a new task at now, from
+// delivery deliveryID: its creation and first due time unless given, the
+// Queued state unless given, its update time and delivery.
+func (t *Task) Recorded(deliveryID string, now time.Time) {
+	if t.CreatedAt.IsZero() {
+		t.CreatedAt = now
+	}
+	if t.RunAfter.IsZero() {
+		t.RunAfter = now
+	}
+	if t.State == "" {
+		t.State = Queued
+	}
+	t.UpdatedAt = now
+	t.DeliveryID = deliveryID
+}
+
 // Move changes the task's state, refusing moves the lifecycle forbids.
 func (t *Task) Move(to State) error {
 	if !CanMove(t.State, to) {

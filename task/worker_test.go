@@ -57,22 +57,9 @@ func (s *scriptStepper) Finish(_ context.Context, t *task.Task) error {
 	return nil
 }
 
-// clock is a settable time source for a store under test.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
 // storeWithClock is a store whose time moves only when the test moves it.
-func storeWithClock() (*tasktest.Store, *clock) {
-	c := &clock{now: time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)}
+func storeWithClock() (*tasktest.Store, *tasktest.Clock) {
+	c := tasktest.NewClock(time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC))
 	return tasktest.NewStore(c.Now), c
 }
 
@@ -203,7 +190,7 @@ func TestLeaseExpiryHandsTaskToAnotherWorker(t *testing.T) {
 	if err := s.Save(context.Background(), dead, "dead-worker"); err != nil {
 		t.Fatal(err)
 	}
-	c.Add(2 * time.Minute)
+	c.Advance(2 * time.Minute)
 	st := &scriptStepper{fail: map[task.State][]error{}}
 	p := &task.Pool{Store: s, Steps: st, Workers: 1, Poll: 5 * time.Millisecond}
 	defer runPool(t, p)()
@@ -262,7 +249,7 @@ func TestCrashLoopingTaskIsFailed(t *testing.T) {
 		if got.Crashes != i {
 			t.Fatalf("claim %d: crashes = %d, want %d", i, got.Crashes, i)
 		}
-		c.Add(2 * time.Minute) // the worker died holding the lease
+		c.Advance(2 * time.Minute) // the worker died holding the lease
 	}
 	st := &scriptStepper{fail: map[task.State][]error{}}
 	p := &task.Pool{Store: s, Steps: st, Workers: 1, Poll: 5 * time.Millisecond, MaxCrashes: 2}

@@ -208,17 +208,7 @@ func (s *Store) Record(ctx context.Context, d task.Delivery, t *task.Task) error
 	}
 	if t != nil {
 		now := s.now()
-		if t.CreatedAt.IsZero() {
-			t.CreatedAt = now
-		}
-		if t.RunAfter.IsZero() {
-			t.RunAfter = now
-		}
-		if t.State == "" {
-			t.State = task.Queued
-		}
-		t.UpdatedAt = now
-		t.DeliveryID = d.ID
+		t.Recorded(d.ID, now)
 		data, err := json.Marshal(t)
 		if err != nil {
 			return fmt.Errorf("record delivery %s: encode task: %w", d.ID, err)

@@ -3,13 +3,13 @@ package sqlite
 import (
 	"context"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/task"
 	"github.com/pullwright/pullwright/task/storetest"
+	"github.com/pullwright/pullwright/task/tasktest"
 )
 
 func TestStore(t *testing.T) {
@@ -30,18 +30,10 @@ func open(t *testing.T) *Store {
 	return s
 }
 
-// clock is a settable time source shared by the store under test.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-
-func openTestStore(t *testing.T) (*Store, *clock) {
+func openTestStore(t *testing.T) (*Store, *tasktest.Clock) {
 	t.Helper()
 	s := open(t)
-	c := &clock{now: time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)}
+	c := tasktest.NewClock(time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC))
 	s.now = c.Now
 	return s, c
 }

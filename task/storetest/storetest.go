@@ -15,6 +15,7 @@ import (
 
 	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/task"
+	"github.com/pullwright/pullwright/task/tasktest"
 )
 
 // Open makes a new, empty store whose clock is now. The suite moves the
@@ -44,9 +45,9 @@ func Run(t *testing.T, open Open) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			tc.run(t, func(t *testing.T) (task.Store, *clock) {
+			tc.run(t, func(t *testing.T) (task.Store, *tasktest.Clock) {
 				t.Helper()
-				c := &clock{now: time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)}
+				c := tasktest.NewClock(time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC))
 				s := open(t, c.Now)
 				t.Cleanup(func() { s.Close() })
 				return s, c
@@ -56,23 +57,41 @@ func Run(t *testing.T, open Open) {
 }
 
 // opener gives a test a new store and the clock it reads.
-type opener func(t *testing.T) (task.Store, *clock)
-
-// clock is a settable time source shared by the store under test.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
+type opener func(t *testing.T) (task.Store, *tasktest.Clock)
 
 func fixTask(issue int) *task.Task {
 	return &task.Task{Kind: task.KindFix, Repo: pullwright.Repo{InstallationID: 1, Owner: "o", Name: "r"}, Issue: issue, Instructions: "fix it"}
+}
+
+// mustRecord records tk from a delivery of id.
+func mustRecord(t *testing.T, s task.Store, id string, tk *task.Task) {
+	t.Helper()
+	if err := s.Record(context.Background(), task.Delivery{ID: id}, tk); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// claimFirst records a fix of issue 1 and claims it as w1.
+func claimFirst(t *testing.T, s task.Store) *task.Task {
+	t.Helper()
+	tk := fixTask(1)
+	mustRecord(t, s, "d1", tk)
+	got, err := s.Claim(context.Background(), "w1", time.Minute)
+	if err != nil || got.ID != tk.ID {
+		t.Fatalf("claim = %+v, %v", got, err)
+	}
+	return got
+}
+
+// saveAndRelease saves tk as owner and gives up owner's lease.
+func saveAndRelease(t *testing.T, s task.Store, tk *task.Task, owner string) {
+	t.Helper()
+	if err := s.Save(context.Background(), tk, owner); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Release(context.Background(), tk.ID, owner); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func testRecord(t *testing.T, open opener) {
@@ -122,15 +141,7 @@ func testRecord(t *testing.T, open opener) {
 func testClaimLeaseAndSave(t *testing.T, open opener) {
 	ctx := context.Background()
 	s, c := open(t)
-	tk := fixTask(1)
-	if err := s.Record(ctx, task.Delivery{ID: "d1"}, tk); err != nil {
-		t.Fatal(err)
-	}
-
-	got, err := s.Claim(ctx, "w1", time.Minute)
-	if err != nil || got.ID != tk.ID {
-		t.Fatalf("claim = %v, %v", got, err)
-	}
+	got := claimFirst(t, s)
 	if _, err := s.Claim(ctx, "w2", time.Minute); !errors.Is(err, task.ErrNoTask) {
 		t.Fatalf("second claim while leased = %v, want ErrNoTask", err)
 	}
@@ -143,12 +154,12 @@ func testClaimLeaseAndSave(t *testing.T, open opener) {
 	}
 
 	// The worker dies: once its lease runs out another worker takes over.
-	c.Add(2 * time.Minute)
+	c.Advance(2 * time.Minute)
 	again, err := s.Claim(ctx, "w2", time.Minute)
-	if err != nil || again.ID != tk.ID || again.State != task.Preparing {
+	if err != nil || again.ID != got.ID || again.State != task.Preparing {
 		t.Fatalf("reclaim = %+v, %v", again, err)
 	}
-	if err := s.Renew(ctx, tk.ID, "w1", time.Minute); !errors.Is(err, task.ErrLeaseLost) {
+	if err := s.Renew(ctx, got.ID, "w1", time.Minute); !errors.Is(err, task.ErrLeaseLost) {
 		t.Fatalf("renew by the dead worker = %v, want ErrLeaseLost", err)
 	}
 	if err := s.Save(ctx, got, "w1"); !errors.Is(err, task.ErrLeaseLost) {
@@ -157,16 +168,11 @@ func testClaimLeaseAndSave(t *testing.T, open opener) {
 
 	// Released and not due: nobody claims it until run_after.
 	again.RunAfter = c.Now().Add(time.Hour)
-	if err := s.Save(ctx, again, "w2"); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Release(ctx, tk.ID, "w2"); err != nil {
-		t.Fatal(err)
-	}
+	saveAndRelease(t, s, again, "w2")
 	if _, err := s.Claim(ctx, "w3", time.Minute); !errors.Is(err, task.ErrNoTask) {
 		t.Fatalf("claim before due = %v", err)
 	}
-	c.Add(time.Hour)
+	c.Advance(time.Hour)
 	if _, err := s.Claim(ctx, "w3", time.Minute); err != nil {
 		t.Fatalf("claim when due: %v", err)
 	}
@@ -176,22 +182,13 @@ func testClaimLeaseAndSave(t *testing.T, open opener) {
 // deadline, or at once when answered or cancelled.
 func testAwaitingApprovalIsDue(t *testing.T, open opener) {
 	ctx := context.Background()
-	park := func(t *testing.T, s task.Store, c *clock) *task.Task {
+	park := func(t *testing.T, s task.Store, c *tasktest.Clock) *task.Task {
 		t.Helper()
-		tk := fixTask(1)
-		if err := s.Record(ctx, task.Delivery{ID: "d1"}, tk); err != nil {
-			t.Fatal(err)
-		}
-		got, _ := s.Claim(ctx, "w1", time.Minute)
+		got := claimFirst(t, s)
 		got.State = task.AwaitingApproval
 		got.Request = &task.ExecRequest{ID: fmt.Sprint(got.ID, "-1"), Command: "go test ./...", Asked: true}
 		got.RunAfter = c.Now().Add(24 * time.Hour)
-		if err := s.Save(ctx, got, "w1"); err != nil {
-			t.Fatal(err)
-		}
-		if err := s.Release(ctx, got.ID, "w1"); err != nil {
-			t.Fatal(err)
-		}
+		saveAndRelease(t, s, got, "w1")
 		if _, err := s.Claim(ctx, "w1", time.Minute); !errors.Is(err, task.ErrNoTask) {
 			t.Fatalf("waiting task claimed: %v", err)
 		}
@@ -225,7 +222,7 @@ func testAwaitingApprovalIsDue(t *testing.T, open opener) {
 	t.Run("deadline", func(t *testing.T) {
 		s, c := open(t)
 		got := park(t, s, c)
-		c.Add(25 * time.Hour)
+		c.Advance(25 * time.Hour)
 		cl, err := s.Claim(ctx, "w1", time.Minute)
 		if err != nil || cl.ID != got.ID || cl.Request.Answer != nil {
 			t.Fatalf("claim after the deadline = %+v, %v", cl, err)
@@ -236,11 +233,7 @@ func testAwaitingApprovalIsDue(t *testing.T, open opener) {
 func testAnswerIsACompareAndSwap(t *testing.T, open opener) {
 	ctx := context.Background()
 	s, c := open(t)
-	tk := fixTask(1)
-	if err := s.Record(ctx, task.Delivery{ID: "d1"}, tk); err != nil {
-		t.Fatal(err)
-	}
-	got, _ := s.Claim(ctx, "w1", time.Minute)
+	got := claimFirst(t, s)
 	got.Request = &task.ExecRequest{ID: "1-1", Command: "make"}
 	// Not waiting yet: nothing can be answered.
 	if err := s.Save(ctx, got, "w1"); err != nil {
@@ -251,10 +244,7 @@ func testAnswerIsACompareAndSwap(t *testing.T, open opener) {
 	}
 	got.State = task.AwaitingApproval
 	got.RunAfter = c.Now().Add(time.Hour)
-	if err := s.Save(ctx, got, "w1"); err != nil {
-		t.Fatal(err)
-	}
-	s.Release(ctx, got.ID, "w1")
+	saveAndRelease(t, s, got, "w1")
 
 	// Many answers at once: exactly one wins.
 	var wins, losses int
@@ -289,11 +279,7 @@ func testAnswerIsACompareAndSwap(t *testing.T, open opener) {
 func testSaveKeepsAnAnswerGivenMeanwhile(t *testing.T, open opener) {
 	ctx := context.Background()
 	s, c := open(t)
-	tk := fixTask(1)
-	if err := s.Record(ctx, task.Delivery{ID: "d1"}, tk); err != nil {
-		t.Fatal(err)
-	}
-	got, _ := s.Claim(ctx, "w1", time.Minute)
+	got := claimFirst(t, s)
 	got.State = task.AwaitingApproval
 	got.Request = &task.ExecRequest{ID: "1-1", Command: "make"}
 	got.RunAfter = c.Now()
@@ -327,11 +313,7 @@ func testSaveKeepsAnAnswerGivenMeanwhile(t *testing.T, open opener) {
 func testSaveSeesCancelFromElsewhere(t *testing.T, open opener) {
 	ctx := context.Background()
 	s, _ := open(t)
-	tk := fixTask(1)
-	if err := s.Record(ctx, task.Delivery{ID: "d1"}, tk); err != nil {
-		t.Fatal(err)
-	}
-	got, _ := s.Claim(ctx, "w1", time.Minute)
+	got := claimFirst(t, s)
 	if err := s.RequestCancel(ctx, got.ID, "alice"); err != nil {
 		t.Fatal(err)
 	}
@@ -356,9 +338,7 @@ func testActiveAndLatest(t *testing.T, open opener) {
 	if _, err := s.Active(ctx, tk.IssueKey()); !errors.Is(err, task.ErrNotFound) {
 		t.Fatalf("active on empty store = %v", err)
 	}
-	if err := s.Record(ctx, task.Delivery{ID: "d1"}, tk); err != nil {
-		t.Fatal(err)
-	}
+	mustRecord(t, s, "d1", tk)
 	if a, err := s.Active(ctx, tk.IssueKey()); err != nil || a.ID != tk.ID {
 		t.Fatalf("active = %v, %v", a, err)
 	}
@@ -384,9 +364,7 @@ func testConcurrentClaimsTakeEachTaskOnce(t *testing.T, open opener) {
 	s, _ := open(t)
 	const n = 40
 	for i := range n {
-		if err := s.Record(ctx, task.Delivery{ID: fmt.Sprint("d", i)}, fixTask(i+1)); err != nil {
-			t.Fatal(err)
-		}
+		mustRecord(t, s, fmt.Sprint("d", i), fixTask(i+1))
 	}
 	var (
 		mu   sync.Mutex
@@ -427,9 +405,7 @@ func testCountsOnlyUnfinishedTasks(t *testing.T, open opener) {
 		t.Fatalf("counts of an empty store = %v, %v", got, err)
 	}
 	for i := 1; i <= 4; i++ {
-		if err := s.Record(ctx, task.Delivery{ID: fmt.Sprintf("d%d", i)}, fixTask(i)); err != nil {
-			t.Fatal(err)
-		}
+		mustRecord(t, s, fmt.Sprintf("d%d", i), fixTask(i))
 	}
 	// Claims take the oldest due task: 1, 2 and 3 move on (and are not due
 	// again), 4 stays queued.
@@ -442,12 +418,7 @@ func testCountsOnlyUnfinishedTasks(t *testing.T, open opener) {
 		if to == task.AwaitingApproval {
 			tk.Request = &task.ExecRequest{ID: fmt.Sprintf("%d-1", tk.ID), Command: "make test"}
 		}
-		if err := s.Save(ctx, tk, "w"); err != nil {
-			t.Fatal(err)
-		}
-		if err := s.Release(ctx, tk.ID, "w"); err != nil {
-			t.Fatal(err)
-		}
+		saveAndRelease(t, s, tk, "w")
 	}
 	got, err := s.Counts(ctx)
 	if err != nil {
@@ -470,9 +441,7 @@ func testHoldBranch(t *testing.T, open opener) {
 	record := func(id string, issue int, branch string) *task.Task {
 		t.Helper()
 		tk := fixTask(issue)
-		if err := s.Record(ctx, task.Delivery{ID: id}, tk); err != nil {
-			t.Fatal(err)
-		}
+		mustRecord(t, s, id, tk)
 		tk.Branch = branch
 		return tk
 	}
@@ -518,7 +487,7 @@ func testHoldBranch(t *testing.T, open opener) {
 	if err := s.Save(ctx, got, "w"); err != nil {
 		t.Fatal(err)
 	}
-	c.Add(time.Second)
+	c.Advance(time.Second)
 	if holder, err := s.HoldBranch(ctx, second); err != nil || holder != nil {
 		t.Fatalf("after the holder ended: %v, %v", holder, err)
 	}
@@ -583,22 +552,20 @@ func testUsage(t *testing.T, open opener) {
 		if admitted {
 			tk.AdmittedMS = clk.Now().UnixMilli()
 		}
-		if err := s.Record(ctx, task.Delivery{ID: id}, tk); err != nil {
-			t.Fatal(err)
-		}
+		mustRecord(t, s, id, tk)
 		return tk
 	}
 	old := record("old", fixTask(1), true) // admitted two hours ago, still running
-	clk.Add(time.Hour)
+	clk.Advance(time.Hour)
 	record("refused", fixTask(2), false) // refused requests never count
 	done := record("done", fixTask(3), true)
-	clk.Add(30 * time.Minute)
+	clk.Advance(30 * time.Minute)
 	recent := record("recent", fixTask(4), true)
 	other := fixTask(5)
 	other.Repo.InstallationID = 11 // its key starts "11/": not installation 1's
 	record("other", other, true)
 	record("reply", &task.Task{Kind: task.KindReply, Repo: fixTask(0).Repo, Issue: 6}, true)
-	clk.Add(30 * time.Minute)
+	clk.Advance(30 * time.Minute)
 
 	// The done task is over: it counts for the hour, not as running.
 	if err := claimAndMove(ctx, s, done.ID, task.Done); err != nil {
@@ -661,9 +628,7 @@ func testNextDue(t *testing.T, open opener) {
 	first, second := fixTask(1), fixTask(2)
 	second.RunAfter = c.Now().Add(30 * time.Second) // a retry's back-off
 	for i, tk := range []*task.Task{first, second} {
-		if err := s.Record(ctx, task.Delivery{ID: fmt.Sprint("d", i)}, tk); err != nil {
-			t.Fatal(err)
-		}
+		mustRecord(t, s, fmt.Sprint("d", i), tk)
 	}
 	next(first.RunAfter)
 
@@ -673,15 +638,10 @@ func testNextDue(t *testing.T, open opener) {
 	}
 	got.State, got.RunAfter = task.AwaitingApproval, c.Now().Add(time.Hour)
 	got.Request = &task.ExecRequest{ID: fmt.Sprint(got.ID, "-1"), Command: "make", Asked: true}
-	if err := s.Save(ctx, got, "w"); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Release(ctx, got.ID, "w"); err != nil {
-		t.Fatal(err)
-	}
+	saveAndRelease(t, s, got, "w")
 	next(second.RunAfter)
 
-	c.Add(time.Second)
+	c.Advance(time.Second)
 	if err := s.Answer(ctx, got.ID, got.Request.ID, task.Answer{Verdict: task.Approved, By: "alice"}); err != nil {
 		t.Fatal(err)
 	}

@@ -206,17 +206,27 @@ func (g *GitHub) CommentsOn(issue int) []*IssueComment {
 }
 
 func (g *GitHub) Issue(ctx context.Context, r pullwright.Repo, number int) (pullwright.Issue, error) {
-	if err := g.call("Issue"); err != nil {
-		return pullwright.Issue{}, err
+	return find(g, "Issue", func() (pullwright.Issue, bool) {
+		is, ok := g.Issues[number]
+		is.Comments = slices.Clone(is.Comments)
+		return is, ok
+	}, fmt.Errorf("issue %s#%d: 404 Not Found", r.FullName(), number))
+}
+
+// find is, as method, what at finds under the lock, or notFound when it
+// finds nothing.
+func find[V any](g *GitHub, method string, at func() (V, bool), notFound error) (V, error) {
+	var zero V
+	if err := g.call(method); err != nil {
+		return zero, err
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	is, ok := g.Issues[number]
+	v, ok := at()
 	if !ok {
-		return pullwright.Issue{}, fmt.Errorf("issue %s#%d: 404 Not Found", r.FullName(), number)
+		return zero, notFound
 	}
-	is.Comments = slices.Clone(is.Comments)
-	return is, nil
+	return v, nil
 }
 
 // OpenPullRequest opens a pull request, or, when one from pr.Head is open
@@ -262,26 +272,24 @@ func (g *GitHub) pull(number int) (*Pull, error) {
 
 // UpdatePullRequest sets the title (unless empty) and body.
 func (g *GitHub) UpdatePullRequest(ctx context.Context, r pullwright.Repo, number int, title, body string) error {
-	if err := g.call("UpdatePullRequest"); err != nil {
-		return err
-	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	p, err := g.pull(number)
-	if err != nil {
-		return err
-	}
-	if title != "" {
-		p.Title = title
-	}
-	if body != "" {
-		p.Body = body
-	}
-	return nil
+	return g.editPull("UpdatePullRequest", number, func(p *Pull) {
+		if title != "" {
+			p.Title = title
+		}
+		if body != "" {
+			p.Body = body
+		}
+	})
 }
 
 func (g *GitHub) MarkReadyForReview(ctx context.Context, r pullwright.Repo, number int) error {
-	if err := g.call("MarkReadyForReview"); err != nil {
+	return g.editPull("MarkReadyForReview", number, func(p *Pull) { p.Draft = false })
+}
+
+// editPull is, as method, edit applied under the lock to the opened pull
+// request number.
+func (g *GitHub) editPull(method string, number int, edit func(p *Pull)) error {
+	if err := g.call(method); err != nil {
 		return err
 	}
 	g.mu.Lock()
@@ -290,7 +298,7 @@ func (g *GitHub) MarkReadyForReview(ctx context.Context, r pullwright.Repo, numb
 	if err != nil {
 		return err
 	}
-	p.Draft = false
+	edit(p)
 	return nil
 }
 
@@ -350,29 +358,21 @@ func (g *GitHub) SetFile(ref, path, content string) {
 
 // File is a file's content at ref, pullwright.ErrNoFile when there is none.
 func (g *GitHub) File(ctx context.Context, r pullwright.Repo, ref, path string) ([]byte, error) {
-	if err := g.call("File"); err != nil {
+	c, err := find(g, "File", func() (string, bool) {
+		c, ok := g.Files[ref][path]
+		return c, ok
+	}, fmt.Errorf("%w: %s at %s: 404 Not Found", pullwright.ErrNoFile, path, ref))
+	if err != nil {
 		return nil, err
-	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	c, ok := g.Files[ref][path]
-	if !ok {
-		return nil, fmt.Errorf("%w: %s at %s: 404 Not Found", pullwright.ErrNoFile, path, ref)
 	}
 	return []byte(c), nil
 }
 
 func (g *GitHub) PullRequest(ctx context.Context, r pullwright.Repo, number int) (pullwright.Pull, error) {
-	if err := g.call("PullRequest"); err != nil {
-		return pullwright.Pull{}, err
-	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	p, ok := g.Pulls[number]
-	if !ok {
-		return pullwright.Pull{}, fmt.Errorf("pull request %s#%d: 404 Not Found", r.FullName(), number)
-	}
-	return p, nil
+	return find(g, "PullRequest", func() (pullwright.Pull, bool) {
+		p, ok := g.Pulls[number]
+		return p, ok
+	}, fmt.Errorf("pull request %s#%d: 404 Not Found", r.FullName(), number))
 }
 
 // PullRequestDiff is Diffs[number], cut to max bytes.

@@ -38,6 +38,17 @@ var (
 // errStoreClosed is what a closed Store answers, as a closed database would.
 var errStoreClosed = errors.New("store is closed")
 
+// lock takes the store's lock, or, when the store is closed, says so and
+// leaves it free.
+func (s *Store) lock() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return errStoreClosed
+	}
+	return nil
+}
+
 // storeHead is a recorded head of a pull request (task.HeadPush).
 type storeHead struct {
 	pullKey, sha string
@@ -96,11 +107,10 @@ func (s *Store) decode(id int64) (*task.Task, error) {
 
 // Record implements task.Store.
 func (s *Store) Record(ctx context.Context, d task.Delivery, t *task.Task) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return fmt.Errorf("record delivery %s: %w", d.ID, errStoreClosed)
+	if err := s.lock(); err != nil {
+		return fmt.Errorf("record delivery %s: %w", d.ID, err)
 	}
+	defer s.mu.Unlock()
 	if s.deliveries[d.ID] {
 		return fmt.Errorf("record delivery %s: %w", d.ID, task.ErrDuplicate)
 	}
@@ -109,17 +119,7 @@ func (s *Store) Record(ctx context.Context, d task.Delivery, t *task.Task) error
 		return nil
 	}
 	now := s.now()
-	if t.CreatedAt.IsZero() {
-		t.CreatedAt = now
-	}
-	if t.RunAfter.IsZero() {
-		t.RunAfter = now
-	}
-	if t.State == "" {
-		t.State = task.Queued
-	}
-	t.UpdatedAt = now
-	t.DeliveryID = d.ID
+	t.Recorded(d.ID, now)
 	data, err := json.Marshal(t)
 	if err != nil {
 		return fmt.Errorf("record delivery %s: encode task: %w", d.ID, err)
@@ -153,11 +153,10 @@ func (s *Store) recordDelivery(d task.Delivery) {
 // Claim implements task.Store: the oldest due task, by run-after time and
 // then by id.
 func (s *Store) Claim(ctx context.Context, owner string, lease time.Duration) (*task.Task, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return nil, fmt.Errorf("claim task: %w", errStoreClosed)
+	if err := s.lock(); err != nil {
+		return nil, fmt.Errorf("claim task: %w", err)
 	}
+	defer s.mu.Unlock()
 	now := s.now().UnixMilli()
 	var (
 		id   int64
@@ -190,11 +189,10 @@ func (s *Store) Claim(ctx context.Context, owner string, lease time.Duration) (*
 
 // Save implements task.Store.
 func (s *Store) Save(ctx context.Context, t *task.Task, owner string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return fmt.Errorf("save task %d: %w", t.ID, errStoreClosed)
+	if err := s.lock(); err != nil {
+		return fmt.Errorf("save task %d: %w", t.ID, err)
 	}
+	defer s.mu.Unlock()
 	now := s.now()
 	t.UpdatedAt = now
 	data, err := json.Marshal(t)
@@ -239,11 +237,10 @@ func (s *Store) Save(ctx context.Context, t *task.Task, owner string) error {
 
 // Renew implements task.Store.
 func (s *Store) Renew(ctx context.Context, id int64, owner string, lease time.Duration) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return fmt.Errorf("renew lease on task %d: %w", id, errStoreClosed)
+	if err := s.lock(); err != nil {
+		return fmt.Errorf("renew lease on task %d: %w", id, err)
 	}
+	defer s.mu.Unlock()
 	now := s.now()
 	r := s.rows[id]
 	if r == nil || r.leaseOwner != owner || r.leaseUntil < now.UnixMilli() {
@@ -255,11 +252,10 @@ func (s *Store) Renew(ctx context.Context, id int64, owner string, lease time.Du
 
 // Release implements task.Store.
 func (s *Store) Release(ctx context.Context, id int64, owner string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return fmt.Errorf("release task %d: %w", id, errStoreClosed)
+	if err := s.lock(); err != nil {
+		return fmt.Errorf("release task %d: %w", id, err)
 	}
+	defer s.mu.Unlock()
 	r := s.rows[id]
 	if r == nil || r.leaseOwner != owner {
 		return fmt.Errorf("release task %d: %w", id, task.ErrLeaseLost)
@@ -270,11 +266,10 @@ func (s *Store) Release(ctx context.Context, id int64, owner string) error {
 
 // Get implements task.Store.
 func (s *Store) Get(ctx context.Context, id int64) (*task.Task, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return nil, fmt.Errorf("get task %d: %w", id, errStoreClosed)
+	if err := s.lock(); err != nil {
+		return nil, fmt.Errorf("get task %d: %w", id, err)
 	}
+	defer s.mu.Unlock()
 	if s.rows[id] == nil {
 		return nil, fmt.Errorf("get task %d: %w", id, task.ErrNotFound)
 	}
@@ -288,11 +283,10 @@ func (s *Store) Get(ctx context.Context, id int64) (*task.Task, error) {
 // oneFor returns the newest fix task of key (its issue or the pull request
 // it opened), of those active when activeOnly.
 func (s *Store) oneFor(op, key string, activeOnly bool) (*task.Task, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return nil, fmt.Errorf("%s task of %s: %w", op, key, errStoreClosed)
+	if err := s.lock(); err != nil {
+		return nil, fmt.Errorf("%s task of %s: %w", op, key, err)
 	}
+	defer s.mu.Unlock()
 	var id int64
 	for rid, r := range s.rows {
 		if r.kind == task.KindFix && (r.issueKey == key || r.prKey == key) && (!activeOnly || r.active()) && rid > id {
@@ -321,11 +315,10 @@ func (s *Store) Latest(ctx context.Context, issueKey string) (*task.Task, error)
 
 // PullHeadsAround implements task.Store.
 func (s *Store) PullHeadsAround(ctx context.Context, pullKey, sha string, at time.Time) (task.HeadsAround, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return task.HeadsAround{}, fmt.Errorf("heads of %s around %s: %w", pullKey, at, errStoreClosed)
+	if err := s.lock(); err != nil {
+		return task.HeadsAround{}, fmt.Errorf("heads of %s around %s: %w", pullKey, at, err)
 	}
+	defer s.mu.Unlock()
 	var (
 		out    task.HeadsAround
 		atMS   = at.UnixMilli()
@@ -354,12 +347,11 @@ func (s *Store) PullHeadsAround(ctx context.Context, pullKey, sha string, at tim
 
 // HoldBranch implements task.Store.
 func (s *Store) HoldBranch(ctx context.Context, t *task.Task) (*task.Task, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	key := t.BranchKey()
-	if s.closed {
-		return nil, fmt.Errorf("hold branch %s for task %d: %w", key, t.ID, errStoreClosed)
+	if err := s.lock(); err != nil {
+		return nil, fmt.Errorf("hold branch %s for task %d: %w", key, t.ID, err)
 	}
+	defer s.mu.Unlock()
 	if key != "" {
 		for id, r := range s.rows {
 			if r.branchKey == key && id != t.ID && r.active() {
@@ -379,11 +371,10 @@ func (s *Store) HoldBranch(ctx context.Context, t *task.Task) (*task.Task, error
 
 // Answer implements task.Store.
 func (s *Store) Answer(ctx context.Context, id int64, requestID string, a task.Answer) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return fmt.Errorf("answer request %s: %w", requestID, errStoreClosed)
+	if err := s.lock(); err != nil {
+		return fmt.Errorf("answer request %s: %w", requestID, err)
 	}
+	defer s.mu.Unlock()
 	r := s.rows[id]
 	if r == nil || r.requestID != requestID || r.answer != nil || r.state != task.AwaitingApproval || r.cancelledBy != "" {
 		return fmt.Errorf("answer request %s: %w", requestID, task.ErrAnswered)
@@ -395,11 +386,10 @@ func (s *Store) Answer(ctx context.Context, id int64, requestID string, a task.A
 
 // RequestCancel implements task.Store.
 func (s *Store) RequestCancel(ctx context.Context, id int64, by string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return fmt.Errorf("cancel task %d: %w", id, errStoreClosed)
+	if err := s.lock(); err != nil {
+		return fmt.Errorf("cancel task %d: %w", id, err)
 	}
+	defer s.mu.Unlock()
 	if strings.TrimSpace(by) == "" {
 		by = "unknown"
 	}
@@ -414,11 +404,10 @@ func (s *Store) RequestCancel(ctx context.Context, id int64, by string) error {
 
 // Usage implements task.Store.
 func (s *Store) Usage(ctx context.Context, installationID int64, since time.Time, except int64) (active, started int, err error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return 0, 0, fmt.Errorf("count tasks of installation %d: %w", installationID, errStoreClosed)
+	if err := s.lock(); err != nil {
+		return 0, 0, fmt.Errorf("count tasks of installation %d: %w", installationID, err)
 	}
+	defer s.mu.Unlock()
 	prefix := fmt.Sprintf("%d/", installationID)
 	for id, r := range s.rows {
 		if r.kind != task.KindFix || !strings.HasPrefix(r.issueKey, prefix) || id == except {
@@ -445,11 +434,10 @@ func (s *Store) Usage(ctx context.Context, installationID int64, since time.Time
 
 // Counts implements task.Store.
 func (s *Store) Counts(ctx context.Context) (map[task.State]int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return nil, fmt.Errorf("count tasks by state: %w", errStoreClosed)
+	if err := s.lock(); err != nil {
+		return nil, fmt.Errorf("count tasks by state: %w", err)
 	}
+	defer s.mu.Unlock()
 	out := map[task.State]int{}
 	for _, r := range s.rows {
 		if r.active() {
@@ -462,11 +450,10 @@ func (s *Store) Counts(ctx context.Context) (map[task.State]int, error) {
 // NextDue implements task.Due: the earliest due time of a task that is not
 // over and does not wait for an answer.
 func (s *Store) NextDue(ctx context.Context) (time.Time, bool, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return time.Time{}, false, fmt.Errorf("next due task: %w", errStoreClosed)
+	if err := s.lock(); err != nil {
+		return time.Time{}, false, fmt.Errorf("next due task: %w", err)
 	}
+	defer s.mu.Unlock()
 	var (
 		at    int64
 		found bool

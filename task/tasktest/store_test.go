@@ -1,4 +1,4 @@
-package tasktest
+package tasktest_test
 
 import (
 	"testing"
@@ -6,8 +6,9 @@ import (
 
 	"github.com/pullwright/pullwright/task"
 	"github.com/pullwright/pullwright/task/storetest"
+	"github.com/pullwright/pullwright/task/tasktest"
 )
 
 func TestStore(t *testing.T) {
-	storetest.Run(t, func(t *testing.T, now func() time.Time) task.Store { return NewStore(now) })
+	storetest.Run(t, func(t *testing.T, now func() time.Time) task.Store { return tasktest.NewStore(now) })
 }

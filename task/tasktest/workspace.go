@@ -519,22 +519,13 @@ func (ws *Workspace) Fetch(ctx context.Context, token, sha string) error {
 
 // DiffStat sizes the worktree's change against baseSHA, by path.
 func (ws *Workspace) DiffStat(baseSHA string) ([]pullwright.FileStat, error) {
-	unlock, err := ws.lock("DiffStat")
-	if err != nil {
-		return nil, err
-	}
-	defer unlock()
-	base, err := ws.commit(baseSHA)
-	if err != nil {
-		return nil, err
-	}
-	cur, err := ws.read()
+	base, cur, err := ws.againstWorktree("DiffStat", baseSHA)
 	if err != nil {
 		return nil, err
 	}
 	var out []pullwright.FileStat
-	for _, p := range differing(base.Files, cur) {
-		a, d := lineDiff(base.Files[p], cur[p])
+	for _, p := range differing(base, cur) {
+		a, d := lineDiff(base[p], cur[p])
 		out = append(out, pullwright.FileStat{Path: p, Added: a, Deleted: d})
 	}
 	return out, nil
@@ -542,26 +533,17 @@ func (ws *Workspace) DiffStat(baseSHA string) ([]pullwright.FileStat, error) {
 
 // DiffOf is a unified-style diff of paths from baseSHA to the worktree.
 func (ws *Workspace) DiffOf(baseSHA string, paths ...string) (string, error) {
-	unlock, err := ws.lock("DiffOf")
-	if err != nil {
-		return "", err
-	}
-	defer unlock()
-	base, err := ws.commit(baseSHA)
-	if err != nil {
-		return "", err
-	}
-	cur, err := ws.read()
+	base, cur, err := ws.againstWorktree("DiffOf", baseSHA)
 	if err != nil {
 		return "", err
 	}
 	var b strings.Builder
-	for _, p := range differing(base.Files, cur) {
+	for _, p := range differing(base, cur) {
 		if !slices.Contains(paths, p) {
 			continue
 		}
 		fmt.Fprintf(&b, "--- a/%s\n+++ b/%s\n", p, p)
-		for _, l := range lines(base.Files[p]) {
+		for _, l := range lines(base[p]) {
 			fmt.Fprintf(&b, "-%s\n", l)
 		}
 		for _, l := range lines(cur[p]) {
@@ -573,21 +555,12 @@ func (ws *Workspace) DiffOf(baseSHA string, paths ...string) (string, error) {
 
 // Touched are those of paths that differ between from and to.
 func (ws *Workspace) Touched(from, to string, paths []string) ([]string, error) {
-	unlock, err := ws.lock("Touched")
-	if err != nil {
-		return nil, err
-	}
-	defer unlock()
-	a, err := ws.commit(from)
-	if err != nil {
-		return nil, err
-	}
-	b, err := ws.commit(to)
+	changed, err := ws.between("Touched", from, to)
 	if err != nil {
 		return nil, err
 	}
 	var out []string
-	for _, p := range differing(a.Files, b.Files) {
+	for _, p := range changed {
 		if slices.Contains(paths, p) {
 			out = append(out, p)
 		}
@@ -624,7 +597,12 @@ func (ws *Workspace) FetchBranch(ctx context.Context, token, branch string) (str
 }
 
 func (ws *Workspace) ChangedPaths(from, to string) ([]string, error) {
-	unlock, err := ws.lock("ChangedPaths")
+	return ws.between("ChangedPaths", from, to)
+}
+
+// between is, as method, the paths that differ between commits from and to.
+func (ws *Workspace) between(method, from, to string) ([]string, error) {
+	unlock, err := ws.lock(method)
 	if err != nil {
 		return nil, err
 	}
@@ -638,6 +616,25 @@ func (ws *Workspace) ChangedPaths(from, to string) ([]string, error) {
 		return nil, err
 	}
 	return differing(a.Files, b.Files), nil
+}
+
+// againstWorktree is, as method, the files of commit baseSHA and those of
+// the worktree, read under the lock.
+func (ws *Workspace) againstWorktree(method, baseSHA string) (base, cur map[string]string, err error) {
+	unlock, err := ws.lock(method)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer unlock()
+	c, err := ws.commit(baseSHA)
+	if err != nil {
+		return nil, nil, err
+	}
+	cur, err = ws.read()
+	if err != nil {
+		return nil, nil, err
+	}
+	return c.Files, cur, nil
 }
 
 // Export writes commit sha's files, and nothing else, into dir, which
