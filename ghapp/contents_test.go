@@ -14,12 +14,12 @@ import (
 	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/internal/fakegithub"
 	"github.com/pullwright/pullwright/internal/gitserver"
-	"github.com/pullwright/pullwright/task/tasktest"
+	"github.com/pullwright/pullwright/internal/testclock"
 )
 
 // newClock is a settable Config.Now.
-func newClock() *tasktest.Clock {
-	return tasktest.NewClock(time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC))
+func newClock() *testclock.Clock {
+	return testclock.New(time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC))
 }
 
 func TestFile(t *testing.T) {

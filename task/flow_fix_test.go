@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/pullwright/pullwright"
+	"github.com/pullwright/pullwright/internal/testclock"
 	"github.com/pullwright/pullwright/task"
 	"github.com/pullwright/pullwright/task/tasktest"
 )
@@ -38,7 +39,7 @@ const cloneURL = "https://github.test/acme/widget.git"
 type world struct {
 	t      *testing.T
 	ctx    context.Context
-	clock  *tasktest.Clock
+	clock  *testclock.Clock
 	gh     *tasktest.GitHub
 	ws     *tasktest.Workspaces
 	agent  *tasktest.Agent
@@ -58,7 +59,7 @@ func newWorld(t *testing.T) *world {
 	t.Cleanup(cancel)
 	// The store dates on the wall clock: the flow's starts there and
 	// moves only by hand, so waits are in the store's future.
-	clock := tasktest.NewClock(time.Now().UTC().Truncate(time.Second))
+	clock := testclock.New(time.Now().UTC().Truncate(time.Second))
 	w := &world{
 		t: t, ctx: ctx, clock: clock,
 		gh: tasktest.NewGitHub(clock), ws: tasktest.NewWorkspaces(),

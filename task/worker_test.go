@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/pullwright/pullwright"
+	"github.com/pullwright/pullwright/internal/testclock"
 	"github.com/pullwright/pullwright/task"
 	"github.com/pullwright/pullwright/task/tasktest"
 )
@@ -58,8 +59,8 @@ func (s *scriptStepper) Finish(_ context.Context, t *task.Task) error {
 }
 
 // storeWithClock is a store whose time moves only when the test moves it.
-func storeWithClock() (*tasktest.Store, *tasktest.Clock) {
-	c := tasktest.NewClock(time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC))
+func storeWithClock() (*tasktest.Store, *testclock.Clock) {
+	c := testclock.New(time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC))
 	return tasktest.NewStore(c.Now), c
 }
 

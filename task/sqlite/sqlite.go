@@ -13,9 +13,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/pullwright/pullwright/task"
 	sqlitedrv "modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/pullwright/pullwright/task"
 )
 
 // Store is one file, WAL journal, safe for one process with many workers.

@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/pullwright/pullwright"
+	"github.com/pullwright/pullwright/internal/testclock"
 	"github.com/pullwright/pullwright/task"
 	"github.com/pullwright/pullwright/task/storetest"
-	"github.com/pullwright/pullwright/task/tasktest"
 )
 
 func TestStore(t *testing.T) {
@@ -30,10 +30,10 @@ func open(t *testing.T) *Store {
 	return s
 }
 
-func openTestStore(t *testing.T) (*Store, *tasktest.Clock) {
+func openTestStore(t *testing.T) (*Store, *testclock.Clock) {
 	t.Helper()
 	s := open(t)
-	c := tasktest.NewClock(time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC))
+	c := testclock.New(time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC))
 	s.now = c.Now
 	return s, c
 }

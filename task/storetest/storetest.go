@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/pullwright/pullwright"
+	"github.com/pullwright/pullwright/internal/testclock"
 	"github.com/pullwright/pullwright/task"
-	"github.com/pullwright/pullwright/task/tasktest"
 )
 
 // Open makes a new, empty store whose clock is now. The suite moves the
@@ -45,9 +45,9 @@ func Run(t *testing.T, open Open) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			tc.run(t, func(t *testing.T) (task.Store, *tasktest.Clock) {
+			tc.run(t, func(t *testing.T) (task.Store, *testclock.Clock) {
 				t.Helper()
-				c := tasktest.NewClock(time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC))
+				c := testclock.New(time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC))
 				s := open(t, c.Now)
 				t.Cleanup(func() { s.Close() })
 				return s, c
@@ -57,7 +57,7 @@ func Run(t *testing.T, open Open) {
 }
 
 // opener gives a test a new store and the clock it reads.
-type opener func(t *testing.T) (task.Store, *tasktest.Clock)
+type opener func(t *testing.T) (task.Store, *testclock.Clock)
 
 func fixTask(issue int) *task.Task {
 	return &task.Task{Kind: task.KindFix, Repo: pullwright.Repo{InstallationID: 1, Owner: "o", Name: "r"}, Issue: issue, Instructions: "fix it"}
@@ -182,7 +182,7 @@ func testClaimLeaseAndSave(t *testing.T, open opener) {
 // deadline, or at once when answered or cancelled.
 func testAwaitingApprovalIsDue(t *testing.T, open opener) {
 	ctx := context.Background()
-	park := func(t *testing.T, s task.Store, c *tasktest.Clock) *task.Task {
+	park := func(t *testing.T, s task.Store, c *testclock.Clock) *task.Task {
 		t.Helper()
 		got := claimFirst(t, s)
 		got.State = task.AwaitingApproval

@@ -8,32 +8,7 @@ package tasktest
 
 import (
 	"sync"
-	"time"
 )
-
-// Clock is a hand-moved clock for Flow.Now and GitHub's clock: time moves
-// only when a test moves it.
-type Clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-// NewClock starts a clock at t.
-func NewClock(t time.Time) *Clock { return &Clock{t: t} }
-
-// Now is the clock's time.
-func (c *Clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-// Advance moves the clock on by d.
-func (c *Clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
 
 // faults are errors a test asks a fake to return, by method name, each
 // once and in order.

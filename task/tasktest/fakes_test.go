@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pullwright/pullwright"
+	"github.com/pullwright/pullwright/internal/testclock"
 )
 
 // The fakes answer as app's adapters do; these hold the semantics task's
@@ -16,7 +17,7 @@ import (
 
 func TestUpsertCommentEditsInPlace(t *testing.T) {
 	ctx := context.Background()
-	c := NewClock(time.Date(2026, 1, 2, 3, 4, 5, 600, time.UTC))
+	c := testclock.New(time.Date(2026, 1, 2, 3, 4, 5, 600, time.UTC))
 	g := NewGitHub(c)
 	r := pullwright.Repo{Owner: "acme", Name: "widget"}
 	first, err := g.UpsertComment(ctx, r, 1, "task-1-status", 0, "one")
@@ -45,7 +46,7 @@ func TestUpsertCommentEditsInPlace(t *testing.T) {
 
 func TestGitHubAnswers(t *testing.T) {
 	ctx := context.Background()
-	g := NewGitHub(NewClock(time.Unix(0, 0)))
+	g := NewGitHub(testclock.New(time.Unix(0, 0)))
 	r := pullwright.Repo{Owner: "acme", Name: "widget"}
 	g.Roles["Alice"] = "admin"
 	if role, _ := g.Permission(ctx, r, "alice"); role != "admin" {

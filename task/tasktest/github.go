@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pullwright/pullwright"
+	"github.com/pullwright/pullwright/internal/testclock"
 )
 
 // IssueComment is a comment the bot wrote on an issue or pull request.
@@ -53,7 +54,7 @@ type GitHub struct {
 	faults
 	mu sync.Mutex
 	// Clock is GitHub's clock, which dates comments (whole seconds).
-	Clock *Clock
+	Clock *testclock.Clock
 	Bot   pullwright.Identity
 	// Roles maps a login (any case) to its permission; missing is "none".
 	Roles map[string]string
@@ -84,7 +85,7 @@ type GitHub struct {
 
 // NewGitHub is an empty repository's GitHub with the bot's identity, its
 // clock at c.
-func NewGitHub(c *Clock) *GitHub {
+func NewGitHub(c *testclock.Clock) *GitHub {
 	return &GitHub{
 		Clock: c,
 		Bot:   pullwright.Identity{Login: "pullwright[bot]", Name: "pullwright[bot]", Email: "1+pullwright[bot]@users.noreply.github.com"},
