@@ -1,9 +1,9 @@
 // Package tasktest holds stateful fakes of task's ports (ports.go), so that
 // task's logic is tested on its own floor: GitHub, Workspaces and
 // Workspace, Agent, Runner and Dependencies. Each fake answers as the real
-// implementation in app's adapters does, and records what it was asked, so
-// tests assert on outcomes rather than on call sequences. It must not
-// import app, ghapp, repo, agent or runner.
+// implementation (ghapp against GitHub, repo over git) does, and records
+// what it was asked, so tests assert on outcomes rather than on call
+// sequences. It must not import app, ghapp, repo, agent or runner.
 package tasktest
 
 import (
