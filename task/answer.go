@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/pullwright/pullwright/policy"
 )
@@ -20,14 +19,11 @@ import (
 type answers struct {
 	desk
 	store answerStore
-	// tokens and heads read where the request's branch is now (stale).
-	tokens interface {
-		Token(ctx context.Context, installationID int64) (string, error)
-	}
+	// remote and heads read where the request's branch is now (stale).
+	remote
 	heads interface {
 		RemoteHead(ctx context.Context, url, token, branch string) (string, error)
 	}
-	gitTimeout time.Duration
 }
 
 // answerStore is what answers read and write of the store.
@@ -35,18 +31,6 @@ type answerStore interface {
 	activeFinder
 	Get(ctx context.Context, id int64) (*Task, error)
 	Answer(ctx context.Context, id int64, requestID string, a Answer) error
-}
-
-func (an answers) token(ctx context.Context, t *Task) (string, error) {
-	token, err := an.tokens.Token(ctx, t.Repo.InstallationID)
-	if err != nil {
-		return "", retryf(err, "getting an installation token failed")
-	}
-	return token, nil
-}
-
-func (an answers) gitCtx(ctx context.Context) (context.Context, context.CancelFunc) {
-	return gitCtx(ctx, an.gitTimeout)
 }
 
 // answer handles "/approve", "/reject" and the check run's buttons, in

@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -407,123 +405,17 @@ func (f *Flow) run(ctx context.Context, t *Task) error {
 		if head, err := ws.Head(); err != nil || head != r.SHA {
 			return Fatal(fmt.Sprintf("the workspace is not at the approved commit %s", short(r.SHA)), err)
 		}
-		// What runs is the approved commit's tree and nothing else: not
-		// the files git ignores in the workspace, which the request did not
-		// show, and nothing an earlier run left.
-		tree := f.runTree(t)
-		if err := os.RemoveAll(tree); err != nil {
-			return retryf(err, "clearing the run's files failed")
-		}
-		defer f.removeRunTree(ctx, t)
-		if err := ws.Export(ctx, r.SHA, tree); err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			f.Logger.ErrorContext(ctx, "export of the approved commit failed", "task_id", t.ID, "request", r.ID, "sha", r.SHA, "err", err)
-			r.Result = &pullwright.RunResult{ExitCode: -1, Output: fmt.Sprintf("not run: the files of the approved commit %s could not be written out for the run; a maintainer can see the bot's logs", short(r.SHA))}
-			return nil
-		}
-		sb := f.desk().settings(t)
-		spec := RunSpec{
-			Dir:     tree,
-			Command: r.Command,
-			Labels:  map[string]string{"pullwright.task": strconv.FormatInt(t.ID, 10), "pullwright.request": r.ID},
-			Image:   sb.Sandbox.Image,
-			Network: sb.Sandbox.Network,
-			Memory:  sb.MemoryBytes,
-			Disk:    sb.DiskBytes,
-			CPUs:    sb.Sandbox.CPUs,
-			Timeout: time.Duration(sb.Sandbox.Timeout),
-		}
-		done, release := f.dependencies(ctx, t, ws, &spec)
-		defer release(ctx)
-		if done {
-			return nil
-		}
-		res, err := f.Runner.Run(ctx, spec)
-		if err != nil {
-			if ctx.Err() != nil {
-				return err
-			}
-			f.Logger.ErrorContext(ctx, "sandbox failed", "task_id", t.ID, "request", r.ID, "err", err)
-			res = pullwright.RunResult{ExitCode: -1, Output: "the sandbox failed to run the command: " + UserMessage(Retry(sandboxMessage(err), err))}
-		}
-		res.Output += f.leftOutNote(ctx, t, ws)
-		r.Result = &res
-		return nil
+		return f.runs().execute(ctx, t, ws)
 	}
 	res := r.Result
 	conclusion := "success"
 	if res.ExitCode != 0 || res.TimedOut || res.OOMKilled {
 		conclusion = "failure"
 	}
-	if err := f.closeRun(ctx, t, conclusion, RunTitle(res)); err != nil {
+	if err := f.runs().closeRun(ctx, t, conclusion, RunTitle(res)); err != nil {
 		return err
 	}
 	return f.resolve(ctx, t, Outcome{Verdict: Approved, By: r.Answer.By, Result: res})
-}
-
-// runTree is where the approved commit's files are written for one run,
-// beside the task's workspace.
-func (f *Flow) runTree(t *Task) string { return f.workdir(t) + ".run" }
-
-func (f *Flow) removeRunTree(ctx context.Context, t *Task) {
-	for _, dir := range []string{f.runTree(t), f.workdir(t) + ".base"} {
-		if err := os.RemoveAll(dir); err != nil {
-			f.Logger.WarnContext(ctx, "remove the run's files", "task_id", t.ID, "err", err)
-		}
-	}
-}
-
-// leftOutShown is how many of the files a run left out are named.
-const leftOutShown = 10
-
-// leftOutNote tells the agent (and the run's check) which files of its
-// workspace the run did not have, because git ignores them: a test or
-// build file the agent wrote there never runs, and it should know why.
-func (f *Flow) leftOutNote(ctx context.Context, t *Task, ws Workspace) string {
-	paths, more, err := ws.LeftOut(t.Request.SHA, leftOutShown)
-	if err != nil {
-		f.Logger.WarnContext(ctx, "list the files a run left out", "task_id", t.ID, "err", err)
-		return ""
-	}
-	if len(paths) == 0 {
-		return ""
-	}
-	list := strings.Join(paths, ", ")
-	if more > 0 {
-		list += fmt.Sprintf(" and %d more", more)
-	}
-	return fmt.Sprintf("\n[not part of this run, because git ignores them: %s. A run has the files of the approved commit %s only.]\n", list, short(t.Request.SHA))
-}
-
-// sandboxMessage is what the agent and the check run may learn of a sandbox
-// failure: its kind, not the bot's internals.
-func sandboxMessage(err error) string {
-	if errors.Is(err, context.DeadlineExceeded) {
-		return "it did not finish in time"
-	}
-	return "the sandbox is not working; a maintainer can see the bot's logs"
-}
-
-// closeRun completes the run check run, once.
-func (f *Flow) closeRun(ctx context.Context, t *Task, conclusion, title string) error {
-	r := t.Request
-	if r.RunClosed || r.RunCheckID == 0 {
-		return nil
-	}
-	text := ""
-	if r.Result != nil {
-		text = "```\n" + tail(r.Result.Output, 60, 60000) + "\n```"
-	}
-	if _, err := f.GitHub.UpsertCheckRun(ctx, t.Repo, pullwright.CheckRun{
-		ID: r.RunCheckID, Name: RunCheck, HeadSHA: r.SHA, Status: "completed", Conclusion: conclusion,
-		ExternalID: r.ID, DetailsURL: r.CommentURL, Title: title, Summary: RenderRequestSummary(t), Text: text,
-	}); err != nil {
-		return retryf(err, "completing the run check run failed")
-	}
-	r.RunClosed = true
-	return nil
 }
 
 // tail is the last n lines of s, at most max bytes.
@@ -537,84 +429,6 @@ func tail(s string, n, max int) string {
 		out = out[len(out)-max:]
 	}
 	return strings.ReplaceAll(out, "```", "`\u200d``")
-}
-
-// dependencies makes the repository's dependencies ready for the run of
-// spec, running its setup first if their cache is not ready, and records
-// what the setup did. When the setup failed it gives the request its
-// result, the setup's, and reports done: the command does not run on
-// dependencies that are not all there.
-func (f *Flow) dependencies(ctx context.Context, t *Task, ws Workspace, spec *RunSpec) (done bool, release func(context.Context)) {
-	release = func(context.Context) {}
-	if f.Deps == nil || t.setupBase() == "" {
-		// Without a base nothing says which manifests are trusted, nor
-		// was the request shown with their changes: no setup.
-		return false, release
-	}
-	r, sb := t.Request, f.desk().settings(t)
-	// The base's files, which alone may fill a shared cache: the default
-	// branch's, or a pull request's base branch's (never its head's,
-	// which its author wrote). Removed with the run's files
-	// (removeRunTree), like them.
-	base := f.workdir(t) + ".base"
-	if err := os.RemoveAll(base); err != nil {
-		return false, release
-	}
-	if err := f.exportBase(ctx, t, ws, base); err != nil {
-		if ctx.Err() != nil {
-			return false, release
-		}
-		// Never a setup on the files to run instead: whether their
-		// manifests are the base's is what decides if they may run with
-		// network, and that cannot be told now.
-		f.Logger.ErrorContext(ctx, "export of the base for setup failed", "task_id", t.ID, "request", r.ID, "err", err)
-		r.Result = &pullwright.RunResult{ExitCode: -1, Output: "not run: the repository's setup could not read the base's files to compare the manifests with, so neither it nor the command ran: " +
-			UserMessage(Retry("reading the repository failed; asking again may work", err))}
-		return true, release
-	}
-	// The image's own toolchain hosts are the operator's to trust: a
-	// repository that names its image may not widen its fence with it,
-	// unless the operator lists that image.
-	toolchain := sb.ToolchainHosts() && (sb.Sandbox.Image == "" || slices.Contains(f.desk().operator().Caps.Images, sb.Sandbox.Image))
-	ready, err := f.Deps.Prepare(ctx, DepsRequest{
-		Repo: t.Repo, Dir: spec.Dir, Base: base, Image: spec.Image, Setup: sb.Setup,
-		Hosts: sb.SetupHosts(), Nets: sb.FenceNets(), ToolchainHosts: toolchain,
-		Memory: spec.Memory, Disk: spec.Disk, CPUs: spec.CPUs, Timeout: spec.Timeout,
-		Labels: map[string]string{"pullwright.task": strconv.FormatInt(t.ID, 10), "pullwright.request": r.ID, "pullwright.setup": "true"},
-	})
-	if ready.Release != nil {
-		release = ready.Release
-	}
-	if err != nil {
-		if ctx.Err() != nil {
-			return false, release // the run's own context check reports it
-		}
-		f.Logger.ErrorContext(ctx, "setup failed to run", "task_id", t.ID, "request", r.ID, "err", err)
-		r.Result = &pullwright.RunResult{ExitCode: -1, Output: "not run: the repository's setup (fetching its dependencies) could not run: " +
-			UserMessage(Retry(sandboxMessage(err), err))}
-		return true, release
-	}
-	r.Setup = ready.Setup
-	if s := ready.Setup; s != nil && s.Failed {
-		r.Result = &pullwright.RunResult{ExitCode: -1, Output: setupFailure(s)}
-		return true, release
-	}
-	spec.Caches, spec.Env, spec.Links = ready.Caches, ready.Env, ready.Links
-	return false, release
-}
-
-// exportBase writes the files of the task's setupBase into dir.
-func (f *Flow) exportBase(ctx context.Context, t *Task, ws Workspace, dir string) error {
-	sha := t.setupBase()
-	if sha == "" {
-		return errors.New("no base commit")
-	}
-	// A workspace restored elsewhere (bot action's next run) or a pull
-	// request's may not hold the base yet.
-	if err := f.fetch(ctx, t, ws, sha); err != nil {
-		return err
-	}
-	return ws.Export(ctx, sha, dir)
 }
 
 // setupFailure is what the agent and the run's check learn of a failed

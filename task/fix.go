@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -65,18 +64,6 @@ func (f *Flow) acknowledge(ctx context.Context, t *Task) error {
 		return err
 	}
 	return f.updateStatus(ctx, t)
-}
-
-func (f *Flow) workdir(t *Task) string {
-	return filepath.Join(f.Dir, strconv.FormatInt(t.ID, 10))
-}
-
-func (f *Flow) token(ctx context.Context, t *Task) (string, error) {
-	token, err := f.GitHub.Token(ctx, t.Repo.InstallationID)
-	if err != nil {
-		return "", retryf(err, "getting an installation token failed")
-	}
-	return token, nil
 }
 
 // prepare reads the issue or pull request, clones where the work starts
@@ -162,11 +149,11 @@ func (f *Flow) prepare(ctx context.Context, t *Task) error {
 // already has a branch of that name (an earlier task's, or a person's): a
 // new task never builds on, or pushes over, a branch it did not make.
 func (f *Flow) freeBranch(ctx context.Context, t *Task, name string) (string, error) {
-	token, err := f.token(ctx, t)
+	token, err := f.remote().token(ctx, t)
 	if err != nil {
 		return "", err
 	}
-	gctx, cancel := f.gitCtx(ctx)
+	gctx, cancel := f.remote().gitCtx(ctx)
 	defer cancel()
 	for _, candidate := range []string{name, fmt.Sprintf("%s-%d", name, t.ID)} {
 		sha, err := f.Workspaces.RemoteHead(gctx, t.Repo.CloneURL, token, candidate)
@@ -182,7 +169,7 @@ func (f *Flow) freeBranch(ctx context.Context, t *Task, name string) (string, er
 
 // clone makes a fresh checkout of branch in the task's workdir.
 func (f *Flow) clone(ctx context.Context, t *Task, branch string) (Workspace, error) {
-	token, err := f.token(ctx, t)
+	token, err := f.remote().token(ctx, t)
 	if err != nil {
 		return nil, err
 	}
@@ -190,7 +177,7 @@ func (f *Flow) clone(ctx context.Context, t *Task, branch string) (Workspace, er
 	if err := os.RemoveAll(dir); err != nil {
 		return nil, retryf(err, "clearing the workspace failed")
 	}
-	gctx, cancel := f.gitCtx(ctx)
+	gctx, cancel := f.remote().gitCtx(ctx)
 	defer cancel()
 	ws, err := f.Workspaces.Clone(gctx, t.Repo.CloneURL, branch, token, dir)
 	if err != nil {
@@ -237,11 +224,11 @@ func (f *Flow) reopen(ctx context.Context, t *Task) (Workspace, error) {
 		return nil, err
 	}
 	if head, err := ws.Head(); err != nil || head != at {
-		token, err := f.token(ctx, t)
+		token, err := f.remote().token(ctx, t)
 		if err != nil {
 			return nil, err
 		}
-		gctx, cancel := f.gitCtx(ctx)
+		gctx, cancel := f.remote().gitCtx(ctx)
 		err = ws.ResetTo(gctx, token, at)
 		cancel()
 		if errors.Is(err, pullwright.ErrBaseGone) {
@@ -435,11 +422,11 @@ func (f *Flow) checkpoint(ctx context.Context, t *Task) (done bool, err error) {
 			return false, err
 		}
 	}
-	token, err := f.token(ctx, t)
+	token, err := f.remote().token(ctx, t)
 	if err != nil {
 		return false, err
 	}
-	gctx, cancel := f.gitCtx(ctx)
+	gctx, cancel := f.remote().gitCtx(ctx)
 	defer cancel()
 	err = ws.Push(gctx, token, t.Branch)
 	if errors.Is(err, pullwright.ErrPushRejected) {
@@ -616,22 +603,11 @@ func (f *Flow) diffStatAgainst(ctx context.Context, t *Task, base string) ([]pul
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := f.fetch(ctx, t, ws, base); err != nil {
+	if err := f.remote().fetch(ctx, t, ws, base); err != nil {
 		return nil, nil, err
 	}
 	stats, err := ws.DiffStat(base)
 	return stats, ws, err
-}
-
-// fetch makes sure ws holds commit sha, within the git timeout.
-func (f *Flow) fetch(ctx context.Context, t *Task, ws Workspace, sha string) error {
-	token, err := f.token(ctx, t)
-	if err != nil {
-		return err
-	}
-	gctx, cancel := f.gitCtx(ctx)
-	defer cancel()
-	return ws.Fetch(gctx, token, sha)
 }
 
 func short(sha string) string {
@@ -648,7 +624,7 @@ func (f *Flow) cleanup(ctx context.Context, t *Task) {
 	if err := os.RemoveAll(t.Workdir); err != nil {
 		f.Logger.WarnContext(ctx, "remove workspace", "task_id", t.ID, "err", err)
 	}
-	f.removeRunTree(ctx, t)
+	f.runs().removeRunTree(ctx, t)
 }
 
 // limits are the agent's rules for a task: the repository's settings,

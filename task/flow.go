@@ -54,18 +54,6 @@ func (f *Flow) now() time.Time {
 	return time.Now()
 }
 
-func (f *Flow) gitCtx(ctx context.Context) (context.Context, context.CancelFunc) {
-	return gitCtx(ctx, f.GitTimeout)
-}
-
-// gitCtx bounds one clone, fetch or push by d (default 5m).
-func gitCtx(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
-	if d <= 0 {
-		d = 5 * time.Minute
-	}
-	return context.WithTimeout(ctx, d)
-}
-
 // desk is what f's rooms share.
 func (f *Flow) desk() desk {
 	return desk{gh: f.GitHub, command: f.Command, op: f.Operator, clock: f.Now, log: f.Logger}
@@ -76,8 +64,16 @@ func (f *Flow) commands() commands { return commands{desk: f.desk(), store: f.St
 func (f *Flow) pulls() pulls { return pulls{desk: f.desk(), gh: f.GitHub, heads: f.Store} }
 
 func (f *Flow) answers() answers {
-	return answers{desk: f.desk(), store: f.Store, tokens: f.GitHub, heads: f.Workspaces, gitTimeout: f.GitTimeout}
+	return answers{desk: f.desk(), store: f.Store, remote: f.remote(), heads: f.Workspaces}
 }
+
+func (f *Flow) remote() remote { return remote{tokens: f.GitHub, timeout: f.GitTimeout} }
+
+func (f *Flow) runs() runs {
+	return runs{desk: f.desk(), remote: f.remote(), checks: f.GitHub, runner: f.Runner, deps: f.Deps, dir: f.Dir}
+}
+
+func (f *Flow) workdir(t *Task) string { return workdir(f.Dir, t) }
 
 // Step performs the next step of t.
 func (f *Flow) Step(ctx context.Context, t *Task) error {
@@ -150,7 +146,7 @@ func (f *Flow) Finish(ctx context.Context, t *Task) error {
 		if err := f.closeApproval(ctx, t, conclusion, title); err != nil {
 			return err
 		}
-		if err := f.closeRun(ctx, t, conclusion, title); err != nil {
+		if err := f.runs().closeRun(ctx, t, conclusion, title); err != nil {
 			return err
 		}
 	}

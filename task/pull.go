@@ -102,7 +102,7 @@ func (f *Flow) checkForkPaths(ctx context.Context, t *Task, ws Workspace, sha st
 		return err
 	}
 	s := f.desk().settings(t)
-	token, err := f.token(ctx, t)
+	token, err := f.remote().token(ctx, t)
 	if err != nil {
 		return err
 	}
@@ -110,7 +110,7 @@ func (f *Flow) checkForkPaths(ctx context.Context, t *Task, ws Workspace, sha st
 	if b := t.Pull.Info.BaseRef; b != "" && b != t.Repo.DefaultBranch {
 		trusted = append(trusted, b)
 	}
-	gctx, cancel := f.gitCtx(ctx)
+	gctx, cancel := f.remote().gitCtx(ctx)
 	defer cancel()
 	// bad keeps the protected paths that differ from every trusted tree.
 	var bad map[string]string
@@ -153,7 +153,7 @@ func (f *Flow) checkForkPaths(ctx context.Context, t *Task, ws Workspace, sha st
 // too, the bot stops, keeping its commit on a branch of its own: it never
 // force-pushes over a person's work, and never merges it on a guess.
 func (f *Flow) rebase(ctx context.Context, t *Task, ws Workspace, token string) error {
-	gctx, cancel := f.gitCtx(ctx)
+	gctx, cancel := f.remote().gitCtx(ctx)
 	defer cancel()
 	head, err := f.Workspaces.RemoteHead(gctx, t.Repo.CloneURL, token, t.Branch)
 	if err != nil {
@@ -240,7 +240,7 @@ func (f *Flow) rebase(ctx context.Context, t *Task, ws Workspace, token string) 
 func (f *Flow) keepAside(ctx context.Context, t *Task, ws Workspace, token, head, why string) error {
 	aside := fmt.Sprintf("%s-pullwright-%d", t.Branch, t.ID)
 	msg := fmt.Sprintf("someone pushed to `%s` while the agent worked (it is now at %s), and %s. The bot never force-pushes over a person's work, so it stopped", t.Branch, short(head), why)
-	gctx, cancel := f.gitCtx(ctx)
+	gctx, cancel := f.remote().gitCtx(ctx)
 	defer cancel()
 	if err := ws.CreateBranch(aside); err != nil {
 		return Fatal(msg+"; its change could not be kept on a branch of its own, so ask again to start from the new head", err)

@@ -1,0 +1,230 @@
+package task
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pullwright/pullwright"
+)
+
+// runs is the sandbox side of an approved request: the run's check run,
+// the approved commit's files written out beside the workspace, the
+// repository's dependencies made ready (behind the fence), and what the
+// run left out. Flow decides when a run happens; runs carries it out.
+type runs struct {
+	desk
+	remote
+	checks interface {
+		UpsertCheckRun(ctx context.Context, r pullwright.Repo, cr pullwright.CheckRun) (int64, error)
+	}
+	runner Runner
+	deps   Dependencies
+	// dir holds one workspace per task (Flow.Dir).
+	dir string
+}
+
+// workdir is task t's workspace under dir.
+func workdir(dir string, t *Task) string {
+	return filepath.Join(dir, strconv.FormatInt(t.ID, 10))
+}
+
+// runTree is where the approved commit's files are written for one run,
+// beside the task's workspace.
+func (rn runs) runTree(t *Task) string { return workdir(rn.dir, t) + ".run" }
+
+func (rn runs) removeRunTree(ctx context.Context, t *Task) {
+	for _, dir := range []string{rn.runTree(t), workdir(rn.dir, t) + ".base"} {
+		if err := os.RemoveAll(dir); err != nil {
+			rn.log.WarnContext(ctx, "remove the run's files", "task_id", t.ID, "err", err)
+		}
+	}
+}
+
+// leftOutShown is how many of the files a run left out are named.
+const leftOutShown = 10
+
+// sandboxMessage is what the agent and the check run may learn of a sandbox
+// failure: its kind, not the bot's internals.
+func sandboxMessage(err error) string {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return "it did not finish in time"
+	}
+	return "the sandbox is not working; a maintainer can see the bot's logs"
+}
+
+// closeRun completes the run check run, once.
+func (rn runs) closeRun(ctx context.Context, t *Task, conclusion, title string) error {
+	r := t.Request
+	if r.RunClosed || r.RunCheckID == 0 {
+		return nil
+	}
+	text := ""
+	if r.Result != nil {
+		text = "```\n" + tail(r.Result.Output, 60, 60000) + "\n```"
+	}
+	if _, err := rn.checks.UpsertCheckRun(ctx, t.Repo, pullwright.CheckRun{
+		ID: r.RunCheckID, Name: RunCheck, HeadSHA: r.SHA, Status: "completed", Conclusion: conclusion,
+		ExternalID: r.ID, DetailsURL: r.CommentURL, Title: title, Summary: RenderRequestSummary(t), Text: text,
+	}); err != nil {
+		return retryf(err, "completing the run check run failed")
+	}
+	r.RunClosed = true
+	return nil
+}
+
+// dependencies makes the repository's dependencies ready for the run of
+// spec, running its setup first if their cache is not ready, and records
+// what the setup did. When the setup failed it gives the request its
+// result, the setup's, and reports done: the command does not run on
+// dependencies that are not all there.
+func (rn runs) dependencies(ctx context.Context, t *Task, ws Workspace, spec *RunSpec) (done bool, release func(context.Context)) {
+	release = func(context.Context) {}
+	if rn.deps == nil || t.setupBase() == "" {
+		// Without a base nothing says which manifests are trusted, nor
+		// was the request shown with their changes: no setup.
+		return false, release
+	}
+	r, sb := t.Request, rn.settings(t)
+	// The base's files, which alone may fill a shared cache: the default
+	// branch's, or a pull request's base branch's (never its head's,
+	// which its author wrote). Removed with the run's files
+	// (removeRunTree), like them.
+	base := workdir(rn.dir, t) + ".base"
+	if err := os.RemoveAll(base); err != nil {
+		return false, release
+	}
+	if err := rn.exportBase(ctx, t, ws, base); err != nil {
+		if ctx.Err() != nil {
+			return false, release
+		}
+		// Never a setup on the files to run instead: whether their
+		// manifests are the base's is what decides if they may run with
+		// network, and that cannot be told now.
+		rn.log.ErrorContext(ctx, "export of the base for setup failed", "task_id", t.ID, "request", r.ID, "err", err)
+		r.Result = &pullwright.RunResult{ExitCode: -1, Output: "not run: the repository's setup could not read the base's files to compare the manifests with, so neither it nor the command ran: " +
+			UserMessage(Retry("reading the repository failed; asking again may work", err))}
+		return true, release
+	}
+	// The image's own toolchain hosts are the operator's to trust: a
+	// repository that names its image may not widen its fence with it,
+	// unless the operator lists that image.
+	toolchain := sb.ToolchainHosts() && (sb.Sandbox.Image == "" || slices.Contains(rn.operator().Caps.Images, sb.Sandbox.Image))
+	ready, err := rn.deps.Prepare(ctx, DepsRequest{
+		Repo: t.Repo, Dir: spec.Dir, Base: base, Image: spec.Image, Setup: sb.Setup,
+		Hosts: sb.SetupHosts(), Nets: sb.FenceNets(), ToolchainHosts: toolchain,
+		Memory: spec.Memory, Disk: spec.Disk, CPUs: spec.CPUs, Timeout: spec.Timeout,
+		Labels: map[string]string{"pullwright.task": strconv.FormatInt(t.ID, 10), "pullwright.request": r.ID, "pullwright.setup": "true"},
+	})
+	if ready.Release != nil {
+		release = ready.Release
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return false, release // the run's own context check reports it
+		}
+		rn.log.ErrorContext(ctx, "setup failed to run", "task_id", t.ID, "request", r.ID, "err", err)
+		r.Result = &pullwright.RunResult{ExitCode: -1, Output: "not run: the repository's setup (fetching its dependencies) could not run: " +
+			UserMessage(Retry(sandboxMessage(err), err))}
+		return true, release
+	}
+	r.Setup = ready.Setup
+	if s := ready.Setup; s != nil && s.Failed {
+		r.Result = &pullwright.RunResult{ExitCode: -1, Output: setupFailure(s)}
+		return true, release
+	}
+	spec.Caches, spec.Env, spec.Links = ready.Caches, ready.Env, ready.Links
+	return false, release
+}
+
+// exportBase writes the files of the task's setupBase into dir.
+func (rn runs) exportBase(ctx context.Context, t *Task, ws Workspace, dir string) error {
+	sha := t.setupBase()
+	if sha == "" {
+		return errors.New("no base commit")
+	}
+	// A workspace restored elsewhere (bot action's next run) or a pull
+	// request's may not hold the base yet.
+	if err := rn.fetch(ctx, t, ws, sha); err != nil {
+		return err
+	}
+	return ws.Export(ctx, sha, dir)
+}
+
+// leftOutNote tells the agent (and the run's check) which files of its
+// workspace the run did not have, because git ignores them: a test or
+// build file the agent wrote there never runs, and it should know why.
+func (rn runs) leftOutNote(ctx context.Context, t *Task, ws Workspace) string {
+	paths, more, err := ws.LeftOut(t.Request.SHA, leftOutShown)
+	if err != nil {
+		rn.log.WarnContext(ctx, "list the files a run left out", "task_id", t.ID, "err", err)
+		return ""
+	}
+	if len(paths) == 0 {
+		return ""
+	}
+	list := strings.Join(paths, ", ")
+	if more > 0 {
+		list += fmt.Sprintf(" and %d more", more)
+	}
+	return fmt.Sprintf("\n[not part of this run, because git ignores them: %s. A run has the files of the approved commit %s only.]\n", list, short(t.Request.SHA))
+}
+
+// execute runs t's approved request on ws's approved commit and records
+// its result in the request: the commit's files written out, the
+// dependencies made ready, the command in the sandbox, and a note of what
+// the run did not get. A failure of the sandbox itself is a result the
+// agent is told of, not an error of the step.
+func (rn runs) execute(ctx context.Context, t *Task, ws Workspace) error {
+	r := t.Request
+	// What runs is the approved commit's tree and nothing else: not
+	// the files git ignores in the workspace, which the request did not
+	// show, and nothing an earlier run left.
+	tree := rn.runTree(t)
+	if err := os.RemoveAll(tree); err != nil {
+		return retryf(err, "clearing the run's files failed")
+	}
+	defer rn.removeRunTree(ctx, t)
+	if err := ws.Export(ctx, r.SHA, tree); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		rn.log.ErrorContext(ctx, "export of the approved commit failed", "task_id", t.ID, "request", r.ID, "sha", r.SHA, "err", err)
+		r.Result = &pullwright.RunResult{ExitCode: -1, Output: fmt.Sprintf("not run: the files of the approved commit %s could not be written out for the run; a maintainer can see the bot's logs", short(r.SHA))}
+		return nil
+	}
+	sb := rn.settings(t)
+	spec := RunSpec{
+		Dir:     tree,
+		Command: r.Command,
+		Labels:  map[string]string{"pullwright.task": strconv.FormatInt(t.ID, 10), "pullwright.request": r.ID},
+		Image:   sb.Sandbox.Image,
+		Network: sb.Sandbox.Network,
+		Memory:  sb.MemoryBytes,
+		Disk:    sb.DiskBytes,
+		CPUs:    sb.Sandbox.CPUs,
+		Timeout: time.Duration(sb.Sandbox.Timeout),
+	}
+	done, release := rn.dependencies(ctx, t, ws, &spec)
+	defer release(ctx)
+	if done {
+		return nil
+	}
+	res, err := rn.runner.Run(ctx, spec)
+	if err != nil {
+		if ctx.Err() != nil {
+			return err
+		}
+		rn.log.ErrorContext(ctx, "sandbox failed", "task_id", t.ID, "request", r.ID, "err", err)
+		res = pullwright.RunResult{ExitCode: -1, Output: "the sandbox failed to run the command: " + UserMessage(Retry(sandboxMessage(err), err))}
+	}
+	res.Output += rn.leftOutNote(ctx, t, ws)
+	r.Result = &res
+	return nil
+}
