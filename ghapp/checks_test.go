@@ -342,7 +342,7 @@ func TestEnterpriseGraphQL(t *testing.T) {
 	}
 }
 
-func TestUpsertCommentURL(t *testing.T) {
+func TestUpsertCommentAnswersWithGitHubsTimes(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	pr, err := e.app.OpenPullRequest(ctx, pullwright.Repo{InstallationID: inst, Owner: owner, Name: repo}, pullwright.NewPullRequest{Title: "t", Head: "h", Base: "main"})

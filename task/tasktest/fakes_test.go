@@ -12,7 +12,7 @@ import (
 	"github.com/pullwright/pullwright/internal/testclock"
 )
 
-// The fakes answer as app's adapters do; these hold the semantics task's
+// The fakes answer as ghapp and repo do; these hold the semantics task's
 // tests lean on.
 
 func TestUpsertCommentEditsInPlace(t *testing.T) {
