@@ -115,8 +115,8 @@ func dotDot(p string) bool {
 }
 
 // classesWithoutSlash adds '/' to p's negated classes, and reports false
-// if a class holds one: doublestar lets a class match the separator, but
-// a class matches within one path element, as path.Match's did.
+// if a class holds one, written or inside a range: doublestar lets a class
+// match the separator, but a class matches within one path element.
 func classesWithoutSlash(p string) (string, bool) {
 	var b strings.Builder
 	for len(p) > 0 {
@@ -132,9 +132,23 @@ func classesWithoutSlash(p string) (string, bool) {
 		}
 		if class[1] == '^' || class[1] == '!' {
 			class = class[:2] + "/" + class[2:]
+		} else if rangeHoldsSlash(class[1 : len(class)-1]) {
+			// [.-0] would match '/' between its ends.
+			return "", false
 		}
 		b.WriteString(class)
 		p = p[end:]
 	}
 	return b.String(), true
+}
+
+// rangeHoldsSlash reports whether a class body has a range lo-hi with
+// lo <= '/' <= hi.
+func rangeHoldsSlash(body string) bool {
+	for i := 0; i+2 < len(body); i++ {
+		if body[i+1] == '-' && body[i] <= '/' && '/' <= body[i+2] {
+			return true
+		}
+	}
+	return false
 }

@@ -69,8 +69,12 @@ func RunAction(ctx context.Context, env action.Env, cfg Config) (ActionResult, e
 		return ActionResult{}, err
 	}
 	defer a.Close()
+	// The step's logic reaches GitHub and the refs through the ports
+	// above, which hold the credentials; it gets none of them itself.
+	stepEnv := env
+	stepEnv.Token, stepEnv.OpenAIKey = "", ""
 	step := &action.Step{
-		Env:     env,
+		Env:     stepEnv,
 		Store:   store,
 		Events:  a.webhook,
 		Pool:    a.pool,

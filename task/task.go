@@ -364,6 +364,20 @@ func (t *Task) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// MarshalJSON writes Answering also under the keys stores read before it
+// existed (request_id, answer_sha and answer_run at the top), so that a
+// bot rolled back to that release answers the request a queued answer
+// named, not the issue's current one. Drop them a release later.
+func (t Task) MarshalJSON() ([]byte, error) {
+	type plain Task
+	return json.Marshal(struct {
+		plain
+		RequestID string `json:"request_id,omitempty"`
+		AnswerSHA string `json:"answer_sha,omitempty"`
+		AnswerRun int64  `json:"answer_run,omitempty"`
+	}{plain(t), t.Answering.RequestID, t.Answering.SHA, t.Answering.Run})
+}
+
 // ReviewRef is the review comment a task was asked in, as the delivery
 // had it.
 type ReviewRef struct {

@@ -63,8 +63,17 @@ func TestTaskDecodesAnswersOfEitherForm(t *testing.T) {
 			if err := json.Unmarshal(again, &back); err != nil || back.Answering != tt.want {
 				t.Fatalf("round trip %s: %+v, %v", again, back.Answering, err)
 			}
-			if tt.want == (AnswerRef{}) && strings.Contains(string(again), "answering") {
+			if tt.want == (AnswerRef{}) && strings.Contains(string(again), "answer") {
 				t.Errorf("a task that answers nothing stores %s", again)
+			}
+			// A bot of the release before reads the old keys.
+			var old struct {
+				RequestID string `json:"request_id"`
+				AnswerSHA string `json:"answer_sha"`
+				AnswerRun int64  `json:"answer_run"`
+			}
+			if err := json.Unmarshal(again, &old); err != nil || old.RequestID != tt.want.RequestID || old.AnswerSHA != tt.want.SHA || old.AnswerRun != tt.want.Run {
+				t.Errorf("the old keys of %s: %+v, %v", again, old, err)
 			}
 		})
 	}
