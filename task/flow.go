@@ -47,12 +47,7 @@ type Flow struct {
 	Logger *slog.Logger
 }
 
-func (f *Flow) now() time.Time {
-	if f.Now != nil {
-		return f.Now()
-	}
-	return time.Now()
-}
+func (f *Flow) now() time.Time { return f.desk().now() }
 
 // desk is what f's rooms share.
 func (f *Flow) desk() desk {
