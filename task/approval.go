@@ -24,61 +24,80 @@ var approvalActions = []pullwright.CheckAction{
 	{Label: "Reject", Description: "Do not run it; the agent goes on", Identifier: "reject"},
 }
 
-func (f *Flow) approvalTimeout() time.Duration {
-	if f.ApprovalTimeout > 0 {
-		return f.ApprovalTimeout
+// requests is the asking side of an approval: a fix's execution request
+// shown on GitHub (comments, the approval check run, the draft pull
+// request), the wait for its answer or deadline, the approved run handed to
+// runs, and the outcome handed back to the agent. The answer itself comes
+// through answers; the fix's commits through Flow.
+type requests struct {
+	desk
+	gh interface {
+		OpenPullRequest(ctx context.Context, r pullwright.Repo, pr pullwright.NewPullRequest) (pullwright.PullRequest, error)
+		UpdatePullRequest(ctx context.Context, r pullwright.Repo, number int, title, body string) error
+		UpsertCheckRun(ctx context.Context, r pullwright.Repo, cr pullwright.CheckRun) (int64, error)
+	}
+	// answers is the store's side of an answer: the deadline's own
+	// answer, recorded against any that beats it.
+	answers interface {
+		Answer(ctx context.Context, id int64, requestID string, a Answer) error
+		Get(ctx context.Context, id int64) (*Task, error)
+	}
+	agent interface {
+		Resolve(conversation []byte, o Outcome) ([]byte, error)
+	}
+	checkouts checkouts
+	runs      runs
+	// timeout is how long a request waits (Flow.ApprovalTimeout).
+	timeout time.Duration
+	// unisolated and setups are Flow.Unisolated and whether Flow.Deps is
+	// set: what the request comment promises about where it runs.
+	unisolated, setups bool
+}
+
+func (rq requests) approvalTimeout() time.Duration {
+	if rq.timeout > 0 {
+		return rq.timeout
 	}
 	return 24 * time.Hour
 }
 
-// ask shows the agent's execution request and parks the task until it is
-// answered: checkpoint the work (commit, push), open or keep the draft pull
-// request, post the request on the issue and the pull request, and put a
-// check run with Approve and Reject buttons on the checkpoint commit. Each
-// call does one of these; the request is bound to the checkpoint's SHA.
-func (f *Flow) ask(ctx context.Context, t *Task) error {
+// ask shows the agent's execution request, bound to its checkpoint commit
+// (r.SHA, which Flow pushed), and parks the task until it is answered:
+// open or keep the draft pull request, post the request on the issue and
+// the pull request, and put a check run with Approve and Reject buttons on
+// the checkpoint commit. Each call does one of these.
+func (rq requests) ask(ctx context.Context, t *Task) error {
 	r := t.Request
-	if r.SHA == "" {
-		done, err := f.checkpoint(ctx, t)
-		if err != nil || !done {
-			return err
-		}
-		r.SHA = t.PushedSHA
-		if r.SHA == "" {
-			r.SHA = t.BaseSHA // nothing changed yet: the request is on the base
-		}
-		return nil
-	}
 	if err := policy.CheckCommand(r.Command); err != nil && r.Answer == nil {
 		// A command that would show as something other than what runs is
 		// never shown for approval: the agent hears why and goes on. (The
 		// agent refuses such a request itself; this is the task's own word.)
-		now := f.now()
+		now := rq.now()
 		r.Answer = &Answer{Verdict: Rejected, By: "pullwright", Reason: err.Error(), At: now}
 		r.Asked, r.ParkedAt, r.Deadline = true, now, now
 		t.RunAfter = now
-		f.Logger.WarnContext(ctx, "request refused unshown", "task_id", t.ID, "request", r.ID, "error", err)
+		rq.log.WarnContext(ctx, "request refused unshown", "task_id", t.ID, "request", r.ID, "error", err)
 		return t.Move(AwaitingApproval)
 	}
 	// Code from a fork was written by nobody with write access: a person
 	// reads every command that would run it, whatever the rules say.
 	// Nor when the files change a dependency manifest: the setup would
 	// run them with network, and a person must see that first.
-	if rule, ok := f.desk().settings(t).AutoApproved(r.Command); ok && !t.forkCode() && r.Answer == nil && r.CommentID == 0 &&
-		!f.manifestChanges(ctx, t).changed() {
+	if rule, ok := rq.settings(t).AutoApproved(r.Command); ok && !t.forkCode() && r.Answer == nil && r.CommentID == 0 &&
+		!rq.manifestChanges(ctx, t).changed() {
 		// The repository chose to run this command without asking: the
 		// answer is recorded as the rule's, and the run is shown as usual.
-		now := f.now()
+		now := rq.now()
 		r.Auto = rule
 		r.Answer = &Answer{Verdict: Approved, By: "auto_approve", Reason: rule, At: now}
 		r.Asked, r.ParkedAt, r.Deadline = true, now, now
 		t.RunAfter = now
-		f.Logger.InfoContext(ctx, "request auto-approved", "task_id", t.ID, "request", r.ID, "rule", rule)
+		rq.log.InfoContext(ctx, "request auto-approved", "task_id", t.ID, "request", r.ID, "rule", rule)
 		return t.Move(AwaitingApproval)
 	}
 	switch {
 	case t.PRNumber == 0 && t.PushedSHA != "" && t.draftable():
-		pr, err := f.GitHub.OpenPullRequest(ctx, t.Repo, pullwright.NewPullRequest{
+		pr, err := rq.gh.OpenPullRequest(ctx, t.Repo, pullwright.NewPullRequest{
 			Title: "[WIP] " + draftTitle(t),
 			Body:  RenderPullRequest(t),
 			Head:  t.Branch,
@@ -93,13 +112,13 @@ func (f *Flow) ask(ctx context.Context, t *Task) error {
 		return nil
 	case t.PRNumber != 0 && t.Draft && !r.PRUpdated:
 		// A later request: the draft's body follows the work.
-		if err := f.GitHub.UpdatePullRequest(ctx, t.Repo, t.PRNumber, "", RenderPullRequest(t)); err != nil {
+		if err := rq.gh.UpdatePullRequest(ctx, t.Repo, t.PRNumber, "", RenderPullRequest(t)); err != nil {
 			return retryf(err, "updating the draft pull request failed")
 		}
 		r.PRUpdated = true
 		return nil
 	case r.CommentID == 0:
-		p, err := f.GitHub.UpsertComment(ctx, t.Repo, t.Issue, marker(t, "request-"+r.ID), 0, f.renderRequest(ctx, t))
+		p, err := rq.desk.gh.UpsertComment(ctx, t.Repo, t.Issue, marker(t, "request-"+r.ID), 0, rq.renderRequest(ctx, t))
 		if err != nil {
 			return retryf(err, "posting the execution request failed")
 		}
@@ -107,7 +126,7 @@ func (f *Flow) ask(ctx context.Context, t *Task) error {
 		r.shown(p.ShownAt())
 		return nil
 	case r.PRCommentID == 0 && t.PRNumber != 0:
-		p, err := f.GitHub.UpsertComment(ctx, t.Repo, t.PRNumber, marker(t, "request-"+r.ID+"-pr"), 0, f.renderRequest(ctx, t))
+		p, err := rq.desk.gh.UpsertComment(ctx, t.Repo, t.PRNumber, marker(t, "request-"+r.ID+"-pr"), 0, rq.renderRequest(ctx, t))
 		if err != nil {
 			return retryf(err, "posting the execution request on the pull request failed")
 		}
@@ -115,7 +134,7 @@ func (f *Flow) ask(ctx context.Context, t *Task) error {
 		r.shown(p.ShownAt())
 		return nil
 	case r.CheckRunID == 0:
-		id, err := f.GitHub.UpsertCheckRun(ctx, t.Repo, pullwright.CheckRun{
+		id, err := rq.gh.UpsertCheckRun(ctx, t.Repo, pullwright.CheckRun{
 			Name:       ApprovalCheck,
 			HeadSHA:    r.SHA,
 			Status:     "completed",
@@ -133,13 +152,13 @@ func (f *Flow) ask(ctx context.Context, t *Task) error {
 		return nil
 	}
 	r.Asked = true
-	r.ParkedAt = f.now()
-	r.Deadline = r.AskedAt.Add(f.approvalTimeout())
+	r.ParkedAt = rq.now()
+	r.Deadline = r.AskedAt.Add(rq.approvalTimeout())
 	t.RunAfter = r.Deadline
 	if err := t.Move(AwaitingApproval); err != nil {
 		return err
 	}
-	return f.updateStatus(ctx, t)
+	return rq.updateStatus(ctx, t)
 }
 
 // draftable reports whether the task shows its work in a draft pull request
@@ -172,16 +191,16 @@ func draftTitle(t *Task) string {
 // person pushed to the branch meanwhile, and the manifests are compared
 // with the pull request's base. A diff that fails only leaves the list
 // out.
-func (f *Flow) renderRequest(ctx context.Context, t *Task) string {
+func (rq requests) renderRequest(ctx context.Context, t *Task) string {
 	if t.Pull != nil {
-		return RenderRequest(t, t.Pull.Stats, f.manifestChanges(ctx, t), f.Unisolated)
+		return RenderRequest(t, t.Pull.Stats, rq.manifestChanges(ctx, t), rq.unisolated)
 	}
-	stats, ws, err := f.diffStatAgainst(ctx, t, t.BaseSHA)
+	stats, ws, err := rq.checkouts.diffStatAgainst(ctx, t, t.BaseSHA)
 	if err != nil {
-		f.Logger.WarnContext(ctx, "diff stat for the request comment", "task_id", t.ID, "err", err)
-		return RenderRequest(t, nil, f.manifestChanges(ctx, t), f.Unisolated)
+		rq.log.WarnContext(ctx, "diff stat for the request comment", "task_id", t.ID, "err", err)
+		return RenderRequest(t, nil, rq.manifestChanges(ctx, t), rq.unisolated)
 	}
-	return RenderRequest(t, stats, f.checkManifests(ctx, t, stats, ws), f.Unisolated)
+	return RenderRequest(t, stats, rq.checkManifests(ctx, t, stats, ws), rq.unisolated)
 }
 
 // maxManifestDiff bounds the manifests' diff in a request comment; a
@@ -217,33 +236,33 @@ func (t *Task) setupBase() string {
 
 // manifestChanges reads the task's ManifestChanges; none when no setup
 // runs (no Dependencies, the local runner, nothing to compare with).
-func (f *Flow) manifestChanges(ctx context.Context, t *Task) ManifestChanges {
-	if !f.comparesManifests(t) {
+func (rq requests) manifestChanges(ctx context.Context, t *Task) ManifestChanges {
+	if !rq.comparesManifests(t) {
 		return ManifestChanges{}
 	}
-	all, ws, err := f.diffStatAgainst(ctx, t, t.setupBase())
+	all, ws, err := rq.checkouts.diffStatAgainst(ctx, t, t.setupBase())
 	if err != nil {
-		f.Logger.WarnContext(ctx, "reading the manifests' changes", "task_id", t.ID, "err", err)
+		rq.log.WarnContext(ctx, "reading the manifests' changes", "task_id", t.ID, "err", err)
 		return ManifestChanges{Err: err}
 	}
-	return f.checkManifests(ctx, t, all, ws)
+	return rq.checkManifests(ctx, t, all, ws)
 }
 
 // comparesManifests reports whether the task's setup compares manifests
 // with a base: there is a setup, and a base to compare with.
-func (f *Flow) comparesManifests(t *Task) bool {
-	return f.Deps != nil && !f.Unisolated && t.setupBase() != ""
+func (rq requests) comparesManifests(t *Task) bool {
+	return rq.setups && !rq.unisolated && t.setupBase() != ""
 }
 
 // checkManifests is manifestChanges from all, the diff stat of ws against
 // the task's setupBase, for a caller that has it already.
-func (f *Flow) checkManifests(ctx context.Context, t *Task, all []pullwright.FileStat, ws Workspace) ManifestChanges {
-	if !f.comparesManifests(t) {
+func (rq requests) checkManifests(ctx context.Context, t *Task, all []pullwright.FileStat, ws Workspace) ManifestChanges {
+	if !rq.comparesManifests(t) {
 		return ManifestChanges{}
 	}
 	m, err := manifestsIn(t.setupBase(), all, ws)
 	if err != nil {
-		f.Logger.WarnContext(ctx, "reading the manifests' changes", "task_id", t.ID, "err", err)
+		rq.log.WarnContext(ctx, "reading the manifests' changes", "task_id", t.ID, "err", err)
 		m.Err = err
 	}
 	return m
@@ -277,20 +296,20 @@ func manifestsIn(base string, all []pullwright.FileStat, ws Workspace) (Manifest
 
 // await handles a parked task that became due: its request was answered,
 // or its deadline passed.
-func (f *Flow) await(ctx context.Context, t *Task) error {
+func (rq requests) await(ctx context.Context, t *Task) error {
 	r := t.Request
 	if r.Answer == nil {
-		if f.now().Before(r.Deadline) {
+		if rq.now().Before(r.Deadline) {
 			// Woken early (a restart, a clock step): park again.
 			t.RunAfter = r.Deadline
 			return nil
 		}
-		err := f.Store.Answer(ctx, t.ID, r.ID, Answer{Verdict: TimedOut, At: f.now()})
+		err := rq.answers.Answer(ctx, t.ID, r.ID, Answer{Verdict: TimedOut, At: rq.now()})
 		if err != nil && !errors.Is(err, ErrAnswered) {
 			return retryf(err, "recording the timeout failed")
 		}
 		// Either the timeout or an answer that beat it is in the store now.
-		fresh, err := f.Store.Get(ctx, t.ID)
+		fresh, err := rq.answers.Get(ctx, t.ID)
 		if err != nil {
 			return retryf(err, "reading the task failed")
 		}
@@ -308,38 +327,38 @@ func (f *Flow) await(ctx context.Context, t *Task) error {
 	}
 	switch a.Verdict {
 	case Approved:
-		if err := f.closeApproval(ctx, t, "success", "Approved by @"+a.By); err != nil {
+		if err := rq.closeApproval(ctx, t, "success", "Approved by @"+a.By); err != nil {
 			return err
 		}
 		if err := t.Move(Running); err != nil {
 			return err
 		}
-		return f.updateStatus(ctx, t)
+		return rq.updateStatus(ctx, t)
 	case TimedOut:
-		if _, err := f.GitHub.UpsertComment(ctx, t.Repo, t.Issue, marker(t, "request-"+r.ID+"-timeout"), 0,
+		if _, err := rq.desk.gh.UpsertComment(ctx, t.Repo, t.Issue, marker(t, "request-"+r.ID+"-timeout"), 0,
 			fmt.Sprintf("Request `%s` got no answer within %s, so it counts as rejected: %s was not run, and the agent goes on without it.",
-				r.ID, f.approvalTimeout(), code(oneLine(r.Command)))); err != nil {
+				r.ID, rq.approvalTimeout(), code(oneLine(r.Command)))); err != nil {
 			return retryf(err, "reporting the timeout failed")
 		}
-		if err := f.closeApproval(ctx, t, "timed_out", "No answer in time"); err != nil {
+		if err := rq.closeApproval(ctx, t, "timed_out", "No answer in time"); err != nil {
 			return err
 		}
 	default:
-		if err := f.closeApproval(ctx, t, "neutral", "Rejected by @"+a.By); err != nil {
+		if err := rq.closeApproval(ctx, t, "neutral", "Rejected by @"+a.By); err != nil {
 			return err
 		}
 	}
-	return f.resolve(ctx, t, Outcome{Verdict: a.Verdict, By: a.By, Reason: a.Reason})
+	return rq.resolve(ctx, t, Outcome{Verdict: a.Verdict, By: a.By, Reason: a.Reason})
 }
 
 // closeApproval completes the approval check run with the answer, so its
 // buttons no longer invite one. Done once; repeating it is harmless.
-func (f *Flow) closeApproval(ctx context.Context, t *Task, conclusion, title string) error {
+func (rq requests) closeApproval(ctx context.Context, t *Task, conclusion, title string) error {
 	r := t.Request
 	if r.Closed || r.CheckRunID == 0 {
 		return nil
 	}
-	if _, err := f.GitHub.UpsertCheckRun(ctx, t.Repo, pullwright.CheckRun{
+	if _, err := rq.gh.UpsertCheckRun(ctx, t.Repo, pullwright.CheckRun{
 		ID:         r.CheckRunID,
 		Name:       ApprovalCheck,
 		HeadSHA:    r.SHA,
@@ -357,8 +376,8 @@ func (f *Flow) closeApproval(ctx context.Context, t *Task, conclusion, title str
 }
 
 // resolve hands the agent its request's outcome and lets it go on.
-func (f *Flow) resolve(ctx context.Context, t *Task, o Outcome) error {
-	conv, err := f.Agent.Resolve(t.Conversation, o)
+func (rq requests) resolve(ctx context.Context, t *Task, o Outcome) error {
+	conv, err := rq.agent.Resolve(t.Conversation, o)
 	if err != nil {
 		return Fatal("handing the result to the agent failed", err)
 	}
@@ -366,18 +385,18 @@ func (f *Flow) resolve(ctx context.Context, t *Task, o Outcome) error {
 	if err := t.Move(Working); err != nil {
 		return err
 	}
-	return f.updateStatus(ctx, t)
+	return rq.updateStatus(ctx, t)
 }
 
 // run executes an approved request in the sandbox, with a check run on the
 // request's commit showing it. An approval runs the command once: a run cut
 // short (the bot died, the sandbox failed) is reported to the agent, which
 // may ask again, never repeated on the same approval.
-func (f *Flow) run(ctx context.Context, t *Task) error {
+func (rq requests) run(ctx context.Context, t *Task) error {
 	r := t.Request
 	switch {
 	case r.RunCheckID == 0:
-		id, err := f.GitHub.UpsertCheckRun(ctx, t.Repo, pullwright.CheckRun{
+		id, err := rq.gh.UpsertCheckRun(ctx, t.Repo, pullwright.CheckRun{
 			Name: RunCheck, HeadSHA: r.SHA, Status: "in_progress", ExternalID: r.ID, DetailsURL: r.CommentURL,
 			Title: clip("Running: "+oneLine(policy.Escaped(r.Command)), 200), Summary: RenderRequestSummary(t),
 		})
@@ -398,24 +417,24 @@ func (f *Flow) run(ctx context.Context, t *Task) error {
 				"it was not repeated, because an approval covers one run: ask again if you still need it"}
 			return nil
 		}
-		ws, err := f.workspace(ctx, t)
+		ws, err := rq.checkouts.workspace(ctx, t)
 		if err != nil {
 			return err
 		}
 		if head, err := ws.Head(); err != nil || head != r.SHA {
 			return Fatal(fmt.Sprintf("the workspace is not at the approved commit %s", short(r.SHA)), err)
 		}
-		return f.runs().execute(ctx, t, ws)
+		return rq.runs.execute(ctx, t, ws)
 	}
 	res := r.Result
 	conclusion := "success"
 	if res.ExitCode != 0 || res.TimedOut || res.OOMKilled {
 		conclusion = "failure"
 	}
-	if err := f.runs().closeRun(ctx, t, conclusion, RunTitle(res)); err != nil {
+	if err := rq.runs.closeRun(ctx, t, conclusion, RunTitle(res)); err != nil {
 		return err
 	}
-	return f.resolve(ctx, t, Outcome{Verdict: Approved, By: r.Answer.By, Result: res})
+	return rq.resolve(ctx, t, Outcome{Verdict: Approved, By: r.Answer.By, Result: res})
 }
 
 // tail is the last n lines of s, at most max bytes.

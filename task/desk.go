@@ -25,8 +25,8 @@ type conversation interface {
 
 // desk is what the rooms of task share: the clock, the log, the
 // operator's rules, the comment command word, and the conversation. Each
-// room (Flow's fix work, commands, answers) has one and adds the ports of
-// its own work.
+// room (Flow's fix work, commands, answers, pulls, requests, runs) has one
+// and adds the ports of its own work.
 type desk struct {
 	gh      conversation
 	command string
@@ -54,6 +54,17 @@ func (d desk) replyOn(ctx context.Context, t *Task, issue int, body string) erro
 		return retryf(err, "posting a reply on #%d failed", issue)
 	}
 	return t.Move(Done)
+}
+
+// updateStatus edits the fix's status comment (posted by the first call)
+// to show where the task stands.
+func (d desk) updateStatus(ctx context.Context, t *Task) error {
+	p, err := d.gh.UpsertComment(ctx, t.Repo, t.Issue, marker(t, "status"), t.StatusCommentID, RenderStatus(t, d.command))
+	if err != nil {
+		return retryf(err, "updating the status comment failed")
+	}
+	t.StatusCommentID, t.StatusCommentURL = p.ID, p.URL
+	return nil
 }
 
 func (d desk) refuse(ctx context.Context, t *Task, why string) error {

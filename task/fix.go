@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -63,7 +62,7 @@ func (f *Flow) acknowledge(ctx context.Context, t *Task) error {
 	if err := t.Move(Preparing); err != nil {
 		return err
 	}
-	return f.updateStatus(ctx, t)
+	return f.desk().updateStatus(ctx, t)
 }
 
 // prepare reads the issue or pull request, clones where the work starts
@@ -79,7 +78,7 @@ func (f *Flow) prepare(ctx context.Context, t *Task) error {
 		return retryf(err, "reading %s #%d failed", what, t.Issue)
 	}
 	t.IssueTitle = issue.Title
-	ws, err := f.clone(ctx, t, t.startRef())
+	ws, err := f.checkouts().clone(ctx, t, t.startRef())
 	if err != nil {
 		return err
 	}
@@ -89,7 +88,7 @@ func (f *Flow) prepare(ctx context.Context, t *Task) error {
 	}
 	t.BaseSHA = base
 	if t.forkCode() {
-		if err := f.checkForkStart(ctx, t, ws); err != nil {
+		if err := f.pulls().checkForkStart(ctx, t, ws); err != nil {
 			return err
 		}
 	}
@@ -97,7 +96,7 @@ func (f *Flow) prepare(ctx context.Context, t *Task) error {
 	if t.onHead() {
 		t.Branch = t.Pull.Info.HeadRef
 	} else {
-		branch, err := f.freeBranch(ctx, t, f.BranchName(settings.BranchPrefix, t.Issue, issue.Title))
+		branch, err := f.checkouts().freeBranch(ctx, t, f.BranchName(settings.BranchPrefix, t.Issue, issue.Title))
 		if err != nil {
 			return err
 		}
@@ -142,177 +141,7 @@ func (f *Flow) prepare(ctx context.Context, t *Task) error {
 	if err := t.Move(Working); err != nil {
 		return err
 	}
-	return f.updateStatus(ctx, t)
-}
-
-// freeBranch returns name, or name with the task id appended when the remote
-// already has a branch of that name (an earlier task's, or a person's): a
-// new task never builds on, or pushes over, a branch it did not make.
-func (f *Flow) freeBranch(ctx context.Context, t *Task, name string) (string, error) {
-	token, err := f.remote().token(ctx, t)
-	if err != nil {
-		return "", err
-	}
-	gctx, cancel := f.remote().gitCtx(ctx)
-	defer cancel()
-	for _, candidate := range []string{name, fmt.Sprintf("%s-%d", name, t.ID)} {
-		sha, err := f.Workspaces.RemoteHead(gctx, t.Repo.CloneURL, token, candidate)
-		if err != nil {
-			return "", retryf(err, "listing the repository's branches failed")
-		}
-		if sha == "" {
-			return candidate, nil
-		}
-	}
-	return "", Fatal(fmt.Sprintf("branches %s and %s-%d already exist", name, name, t.ID), nil)
-}
-
-// clone makes a fresh checkout of branch in the task's workdir.
-func (f *Flow) clone(ctx context.Context, t *Task, branch string) (Workspace, error) {
-	token, err := f.remote().token(ctx, t)
-	if err != nil {
-		return nil, err
-	}
-	dir := f.workdir(t)
-	if err := os.RemoveAll(dir); err != nil {
-		return nil, retryf(err, "clearing the workspace failed")
-	}
-	gctx, cancel := f.remote().gitCtx(ctx)
-	defer cancel()
-	ws, err := f.Workspaces.Clone(gctx, t.Repo.CloneURL, branch, token, dir)
-	if err != nil {
-		return nil, retryf(err, "cloning %s failed", t.Repo.CloneURL)
-	}
-	t.Workdir = dir
-	return ws, nil
-}
-
-// workspace returns the task's checkout exactly as the store describes it:
-// the last pushed commit (or the base) plus the agent's saved files. It
-// reopens the checkout on this machine, or rebuilds it when this machine
-// does not have it (the task was picked up after a crash, or on another
-// replica). Either way the files are made to match the store, so a step
-// replayed after a crash runs on what the store recorded, not on what the
-// lost attempt left behind.
-func (f *Flow) workspace(ctx context.Context, t *Task) (Workspace, error) {
-	ws, err := f.reopen(ctx, t)
-	if err != nil {
-		return nil, err
-	}
-	if err := syncFiles(ws, t.Files); err != nil {
-		return nil, retryf(err, "restoring the agent's changes failed")
-	}
-	return ws, nil
-}
-
-func (f *Flow) reopen(ctx context.Context, t *Task) (Workspace, error) {
-	if t.Workdir != "" {
-		if ws, err := f.Workspaces.Open(t.Workdir); err == nil {
-			return ws, nil
-		}
-	}
-	f.Logger.InfoContext(ctx, "rebuilding workspace", "task_id", t.ID, "files", len(t.Files))
-	// The saved files are whole files relative to the last pushed commit,
-	// or to the base before any push, so they go back on that commit, not
-	// on whatever the branch is now.
-	from, at := t.startRef(), t.BaseSHA
-	if t.PushedSHA != "" {
-		from, at = t.Branch, t.PushedSHA
-	}
-	ws, err := f.clone(ctx, t, from)
-	if err != nil {
-		return nil, err
-	}
-	if head, err := ws.Head(); err != nil || head != at {
-		token, err := f.remote().token(ctx, t)
-		if err != nil {
-			return nil, err
-		}
-		gctx, cancel := f.remote().gitCtx(ctx)
-		err = ws.ResetTo(gctx, token, at)
-		cancel()
-		if errors.Is(err, pullwright.ErrBaseGone) {
-			return nil, Fatal(fmt.Sprintf("branch %s no longer contains %s, the commit this task built on", from, short(at)), err)
-		}
-		if err != nil {
-			return nil, retryf(err, "restoring commit %s failed", short(at))
-		}
-	}
-	if err := ws.CreateBranch(t.Branch); err != nil {
-		return nil, retryf(err, "creating branch %s failed", t.Branch)
-	}
-	return ws, nil
-}
-
-// syncFiles makes the worktree differ from HEAD in at most files, and have
-// their saved content.
-func syncFiles(ws Workspace, files []FileSnapshot) error {
-	changes, err := ws.Changes()
-	if err != nil {
-		return err
-	}
-	saved := make(map[string]bool, len(files))
-	for _, fs := range files {
-		saved[fs.Path] = true
-	}
-	var stray []string
-	for _, c := range changes {
-		if !saved[c.Path] {
-			stray = append(stray, c.Path)
-		}
-	}
-	if err := ws.Revert(stray...); err != nil {
-		return err
-	}
-	root, err := os.OpenRoot(ws.Dir())
-	if err != nil {
-		return err
-	}
-	defer root.Close()
-	for _, fs := range files {
-		if fs.Deleted {
-			if err := root.Remove(fs.Path); err != nil && !errors.Is(err, os.ErrNotExist) {
-				return fmt.Errorf("restore %s: %w", fs.Path, err)
-			}
-			continue
-		}
-		if dir := filepath.Dir(fs.Path); dir != "." {
-			if err := root.MkdirAll(dir, 0o755); err != nil {
-				return fmt.Errorf("restore %s: %w", fs.Path, err)
-			}
-		}
-		if err := root.WriteFile(fs.Path, fs.Content, 0o644); err != nil {
-			return fmt.Errorf("restore %s: %w", fs.Path, err)
-		}
-	}
-	return nil
-}
-
-// snapshot records the agent's changed files in t so that the work survives
-// the loss of this machine's disk.
-func snapshot(ws Workspace) ([]FileSnapshot, error) {
-	changes, err := ws.Changes()
-	if err != nil {
-		return nil, err
-	}
-	root, err := os.OpenRoot(ws.Dir())
-	if err != nil {
-		return nil, err
-	}
-	defer root.Close()
-	out := make([]FileSnapshot, 0, len(changes))
-	for _, c := range changes {
-		if c.Status == pullwright.ChangeDeleted {
-			out = append(out, FileSnapshot{Path: c.Path, Deleted: true})
-			continue
-		}
-		b, err := root.ReadFile(c.Path)
-		if err != nil {
-			return nil, fmt.Errorf("snapshot %s: %w", c.Path, err)
-		}
-		out = append(out, FileSnapshot{Path: c.Path, Content: b})
-	}
-	return out, nil
+	return f.desk().updateStatus(ctx, t)
 }
 
 // work runs one turn of the agent, unless a budget is spent: then the
@@ -329,7 +158,7 @@ func (f *Flow) work(ctx context.Context, t *Task) error {
 			return nil
 		}
 	}
-	ws, err := f.workspace(ctx, t)
+	ws, err := f.checkouts().workspace(ctx, t)
 	if err != nil {
 		return err
 	}
@@ -378,14 +207,14 @@ func (f *Flow) work(ctx context.Context, t *Task) error {
 			return err
 		}
 	}
-	return f.updateStatus(ctx, t)
+	return f.desk().updateStatus(ctx, t)
 }
 
 // checkpoint brings the remote branch up to date with the workspace:
 // commit the changes (local, and the same commit however often it is made)
 // and push them. It reports done when the remote already has everything.
 func (f *Flow) checkpoint(ctx context.Context, t *Task) (done bool, err error) {
-	ws, err := f.workspace(ctx, t)
+	ws, err := f.checkouts().workspace(ctx, t)
 	if err != nil {
 		return false, err
 	}
@@ -418,7 +247,7 @@ func (f *Flow) checkpoint(ctx context.Context, t *Task) (done bool, err error) {
 		return true, nil
 	}
 	if t.forkCode() {
-		if err := f.checkForkPaths(ctx, t, ws, head); err != nil {
+		if err := f.pulls().checkForkPaths(ctx, t, ws, head); err != nil {
 			return false, err
 		}
 	}
@@ -431,12 +260,27 @@ func (f *Flow) checkpoint(ctx context.Context, t *Task) (done bool, err error) {
 	err = ws.Push(gctx, token, t.Branch)
 	if errors.Is(err, pullwright.ErrPushRejected) {
 		// A person pushed to the branch meanwhile: never force over it.
-		return false, f.rebase(ctx, t, ws, token)
+		return false, f.checkouts().rebase(ctx, t, ws, token)
 	}
 	if err != nil {
 		return false, retryf(err, "pushing branch %s failed", t.Branch)
 	}
 	return false, pushed(t, ws, head, rebuiltFrom)
+}
+
+// checkpointRequest pushes the work the agent's request would run, one
+// sub-step per call, and binds the request to the commit that holds it.
+func (f *Flow) checkpointRequest(ctx context.Context, t *Task) error {
+	done, err := f.checkpoint(ctx, t)
+	if err != nil || !done {
+		return err
+	}
+	r := t.Request
+	r.SHA = t.PushedSHA
+	if r.SHA == "" {
+		r.SHA = t.BaseSHA // nothing changed yet: the request is on the base
+	}
+	return nil
 }
 
 // pushed records that the remote branch has head, the workspace's commit
@@ -508,18 +352,25 @@ func (f *Flow) publish(ctx context.Context, t *Task) error {
 		return nil
 	}
 	if t.ChangedFiles == nil {
-		stats, err := f.diffStat(ctx, t)
+		stats, err := f.checkouts().diffStat(ctx, t)
 		if err != nil {
 			return retryf(err, "reading the change failed")
 		}
 		t.ChangedFiles = append(make([]pullwright.FileStat, 0, len(stats)), stats...)
 		return nil
 	}
-	if t.Pull != nil {
-		return f.publishPull(ctx, t)
+	if t.Pull == nil || t.Pull.Mode == PullInBase {
+		// The bot's own pull request: the fix's, or one that builds on
+		// the pull request asked on.
+		if acted, err := f.openPullRequest(ctx, t); acted || err != nil {
+			return err
+		}
 	}
-	if acted, err := f.openPullRequest(ctx, t); acted || err != nil {
-		return err
+	if t.Pull != nil {
+		if acted, err := f.pulls().deliver(ctx, t); acted || err != nil {
+			return err
+		}
+		return f.done(ctx, t, renderPullDone(t))
 	}
 	return f.done(ctx, t, fmt.Sprintf("@%s the pull request is ready: %s **%s**", t.Requester.Login, t.PRURL, defang(oneLine(t.Title))))
 }
@@ -563,7 +414,7 @@ func (f *Flow) done(ctx context.Context, t *Task, report string) error {
 	if err := t.Move(Done); err != nil {
 		return err
 	}
-	if err := f.updateStatus(ctx, t); err != nil {
+	if err := f.desk().updateStatus(ctx, t); err != nil {
 		return err
 	}
 	f.cleanup(ctx, t)
@@ -588,26 +439,6 @@ func (f *Flow) stop(ctx context.Context, t *Task) error {
 		msg += " No file had been changed yet."
 	}
 	return Fatal(msg, nil)
-}
-
-// diffStat sizes the whole change against the base, for the pull request.
-func (f *Flow) diffStat(ctx context.Context, t *Task) ([]pullwright.FileStat, error) {
-	stats, _, err := f.diffStatAgainst(ctx, t, t.BaseSHA)
-	return stats, err
-}
-
-// diffStatAgainst sizes the workspace's change against commit base,
-// fetching it first, and returns the workspace for more of the diff.
-func (f *Flow) diffStatAgainst(ctx context.Context, t *Task, base string) ([]pullwright.FileStat, Workspace, error) {
-	ws, err := f.workspace(ctx, t)
-	if err != nil {
-		return nil, nil, err
-	}
-	if err := f.remote().fetch(ctx, t, ws, base); err != nil {
-		return nil, nil, err
-	}
-	stats, err := ws.DiffStat(base)
-	return stats, ws, err
 }
 
 func short(sha string) string {

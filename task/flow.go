@@ -56,7 +56,9 @@ func (f *Flow) desk() desk {
 
 func (f *Flow) commands() commands { return commands{desk: f.desk(), store: f.Store} }
 
-func (f *Flow) pulls() pulls { return pulls{desk: f.desk(), gh: f.GitHub, heads: f.Store} }
+func (f *Flow) pulls() pulls {
+	return pulls{desk: f.desk(), remote: f.remote(), gh: f.GitHub, heads: f.Store}
+}
 
 func (f *Flow) answers() answers {
 	return answers{desk: f.desk(), store: f.Store, remote: f.remote(), heads: f.Workspaces}
@@ -64,11 +66,21 @@ func (f *Flow) answers() answers {
 
 func (f *Flow) remote() remote { return remote{tokens: f.GitHub, timeout: f.GitTimeout} }
 
+func (f *Flow) requests() requests {
+	return requests{
+		desk: f.desk(), gh: f.GitHub, answers: f.Store, agent: f.Agent,
+		checkouts: f.checkouts(), runs: f.runs(),
+		timeout: f.ApprovalTimeout, unisolated: f.Unisolated, setups: f.Deps != nil,
+	}
+}
+
 func (f *Flow) runs() runs {
 	return runs{desk: f.desk(), remote: f.remote(), checks: f.GitHub, runner: f.Runner, deps: f.Deps, dir: f.Dir}
 }
 
-func (f *Flow) workdir(t *Task) string { return workdir(f.Dir, t) }
+func (f *Flow) checkouts() checkouts {
+	return checkouts{remote: f.remote(), spaces: f.Workspaces, dir: f.Dir, log: f.Logger}
+}
 
 // Step performs the next step of t.
 func (f *Flow) Step(ctx context.Context, t *Task) error {
@@ -96,14 +108,18 @@ func (f *Flow) fix(ctx context.Context, t *Task) error {
 	case Preparing:
 		return f.prepare(ctx, t)
 	case Working:
-		if t.Request != nil && !t.Request.Asked {
-			return f.ask(ctx, t)
+		if r := t.Request; r != nil && !r.Asked {
+			if r.SHA == "" {
+				// The request is bound to the work as it is now: push it.
+				return f.checkpointRequest(ctx, t)
+			}
+			return f.requests().ask(ctx, t)
 		}
 		return f.work(ctx, t)
 	case AwaitingApproval:
-		return f.await(ctx, t)
+		return f.requests().await(ctx, t)
 	case Running:
-		return f.run(ctx, t)
+		return f.requests().run(ctx, t)
 	case Publishing:
 		return f.publish(ctx, t)
 	}
@@ -114,15 +130,6 @@ func (f *Flow) fix(ctx context.Context, t *Task) error {
 // on the pull request follows, and stopping would leave it half made.
 func (t *Task) published() bool {
 	return t.State == Publishing && t.Final
-}
-
-func (f *Flow) updateStatus(ctx context.Context, t *Task) error {
-	p, err := f.GitHub.UpsertComment(ctx, t.Repo, t.Issue, marker(t, "status"), t.StatusCommentID, RenderStatus(t, f.Command))
-	if err != nil {
-		return retryf(err, "updating the status comment failed")
-	}
-	t.StatusCommentID, t.StatusCommentURL = p.ID, p.URL
-	return nil
 }
 
 // Finish reports the end of a fix task that failed or was cancelled: a
@@ -138,7 +145,7 @@ func (f *Flow) Finish(ctx context.Context, t *Task) error {
 		if t.State == Failed {
 			conclusion, title = "neutral", "The task failed"
 		}
-		if err := f.closeApproval(ctx, t, conclusion, title); err != nil {
+		if err := f.requests().closeApproval(ctx, t, conclusion, title); err != nil {
 			return err
 		}
 		if err := f.runs().closeRun(ctx, t, conclusion, title); err != nil {
@@ -160,5 +167,5 @@ func (f *Flow) Finish(ctx context.Context, t *Task) error {
 		}
 		t.Pull.ReviewReplied = true
 	}
-	return f.updateStatus(ctx, t)
+	return f.desk().updateStatus(ctx, t)
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -13,11 +15,13 @@ import (
 
 // pulls is the part of a fix on a pull request that speaks with the pull
 // request itself: whether the bot may work on it (its state, a fork's
-// author and code), the review threads it is to address, the brief the
-// agent gets of it, and the replies in its threads. The fix's own steps
-// (commits, pushes, rebases) stay with Flow.
+// author and code, before the work and before each push), the review
+// threads it is to address, the brief the agent gets of it, and, once the
+// commits are pushed, how they reach it (delivery.go). The commits and
+// pushes themselves are Flow's and checkouts'.
 type pulls struct {
 	desk
+	remote
 	gh    pullGitHub
 	heads pullHeads
 }
@@ -272,4 +276,74 @@ func (pw pulls) openForkPull(ctx context.Context, t *Task) error {
 	}
 	t.PRURL = pr.URL
 	return nil
+}
+
+// checkForkStart refuses a fork's code that is not what was asked about,
+// or that the protected paths forbid here, before the agent sees it. The
+// workspace holds the clone of the pull request's head, at t.BaseSHA.
+func (pw pulls) checkForkStart(ctx context.Context, t *Task, ws Workspace) error {
+	if head := t.Pull.Info.HeadSHA; head != "" && t.BaseSHA != head {
+		// The fork pushed between the request and the clone: what would
+		// run is not what was asked about.
+		return Fatal(fmt.Sprintf("the fork pushed %s while the task started (it was at %s when asked), and fork code is only worked on as it was when asked. Look at the new commits and ask again",
+			short(t.BaseSHA), short(head)), nil)
+	}
+	return pw.checkForkPaths(ctx, t, ws, t.BaseSHA)
+}
+
+// checkForkPaths refuses to push commit sha, which holds a fork's code,
+// when its tree differs on a path the repository protects from both the
+// default branch's tip and that of the branch the pull request merges into.
+// A push here runs workflows from the pushed branch's own files with this
+// repository's secrets: a fork's workflow, or an older copy of one this
+// repository has since fixed, would run as this repository's own. So whole
+// trees are compared, not only what the fork's commits changed, and before
+// every push of the fork's code: a branch may fix a workflow meanwhile.
+func (pw pulls) checkForkPaths(ctx context.Context, t *Task, ws Workspace, sha string) error {
+	if err := pw.checkForkSeen(ctx, t); err != nil {
+		return err
+	}
+	s := pw.settings(t)
+	token, err := pw.token(ctx, t)
+	if err != nil {
+		return err
+	}
+	trusted := []string{t.Repo.DefaultBranch}
+	if b := t.Pull.Info.BaseRef; b != "" && b != t.Repo.DefaultBranch {
+		trusted = append(trusted, b)
+	}
+	gctx, cancel := pw.gitCtx(ctx)
+	defer cancel()
+	// bad keeps the protected paths that differ from every trusted tree.
+	var bad map[string]string
+	for _, branch := range trusted {
+		tip, err := ws.FetchBranch(gctx, token, branch)
+		if err != nil {
+			return retryf(err, "fetching branch %s failed", branch)
+		}
+		paths, err := ws.ChangedPaths(tip, sha)
+		if err != nil {
+			return retryf(err, "comparing the pull request's code with %s failed", branch)
+		}
+		differ := map[string]string{}
+		for _, p := range paths {
+			if g, ok := s.ProtectsFromForks(p); ok && (bad == nil || bad[p] != "") {
+				differ[p] = g
+			}
+		}
+		bad = differ
+	}
+	if len(bad) == 0 {
+		return nil
+	}
+	var list []string
+	for _, p := range slices.Sorted(maps.Keys(bad)) {
+		list = append(list, fmt.Sprintf("%s (protected by %s)", code(p), code(bad[p])))
+	}
+	if len(list) > 5 {
+		list = append(list[:5], fmt.Sprintf("and %d more", len(list)-5))
+	}
+	return Fatal(fmt.Sprintf("pull request #%d comes from the fork `%s`, and its commits would go on a branch of this repository, where workflows run on a push with this repository's secrets; "+
+		"its files differ from `%s` on paths this repository protects: %s. So nothing more was pushed. If the fork only lags behind, updating it from `%s` clears this; otherwise a maintainer makes the change by hand",
+		t.Issue, t.Pull.Info.HeadRepo, strings.Join(trusted, "` and `"), strings.Join(list, ", "), t.Pull.Info.BaseRef), nil)
 }

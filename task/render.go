@@ -248,7 +248,7 @@ func clip(s string, n int) string {
 // and on the draft pull request; unisolated says the command would run on
 // the bot's own machine.
 // manifests are the dependency manifests the files change against the
-// base a shared cache is filled from (see Flow.manifestChanges).
+// base a shared cache is filled from (see requests.manifestChanges).
 func RenderRequest(t *Task, changes []pullwright.FileStat, manifests ManifestChanges, unisolated bool) string {
 	r := t.Request
 	var b strings.Builder

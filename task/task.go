@@ -1,7 +1,8 @@
 // Package task owns the life of one piece of work the bot was asked to do:
 // the task model, its state machine, the interface of the durable store it
 // lives in (implemented in task/sqlite), the workers that move it forward,
-// and the rooms of the work itself (a fix in Flow, answers to a request,
+// and the rooms of the work itself (a fix in Flow, with its checkouts,
+// pull request, approval requests and runs; answers to a request;
 // one-reply commands). It knows neither GitHub's JSON nor the LLM's wire
 // format: those arrive, in the shared vocabulary of package pullwright,
 // through the small interfaces in ports.go and beside each room. It must
