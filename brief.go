@@ -35,8 +35,14 @@ type Limits struct {
 	MaxCostUSD  float64 `json:"max_cost_usd,omitempty"`
 	PriceInput  float64 `json:"price_input,omitempty"`
 	PriceOutput float64 `json:"price_output,omitempty"`
-	// Model replaces the agent's configured model for this task.
-	Model string `json:"model,omitempty"`
+	// PriceCachedInput prices the prompt tokens the endpoint served from
+	// its prompt cache (usage.prompt_tokens_details.cached_tokens), USD
+	// per million; 0 prices them as other prompt tokens.
+	PriceCachedInput float64 `json:"price_cached_input,omitempty"`
+	// Model replaces the agent's configured model for this task, and
+	// Profile is how to talk to it (the operator's, for that model).
+	Model   string       `json:"model,omitempty"`
+	Profile ModelProfile `json:"profile,omitzero"`
 	// Protected are globs (as policy.ProtectedBy matches them) of paths
 	// the model may read but not create, change or delete.
 	Protected []string `json:"protected,omitempty"`

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	units "github.com/docker/go-units"
+
+	"github.com/pullwright/pullwright"
 )
 
 // Load decodes a repository's .github/pullwright.yml strictly. An empty
@@ -445,6 +447,12 @@ func (o *Operator) validate(errs *Errors) {
 		if p.Output < 0 {
 			errs.add(at(k+".output"), k+".output", "a price cannot be negative")
 		}
+		if p.CachedInput < 0 {
+			errs.add(at(k+".cached_input"), k+".cached_input", "a price cannot be negative")
+		}
+	}
+	for _, m := range slices.Sorted(maps.Keys(o.Models.Profiles)) {
+		checkProfile(errs, at, "models.profiles["+strconv.Quote(m)+"]", m, o.Models.Profiles[m])
 	}
 	o.validateLimits(errs, "defaults", o.Defaults)
 	o.validateLimits(errs, "caps", o.Caps)
@@ -600,4 +608,32 @@ func lower(b byte) byte {
 		return b + 'a' - 'A'
 	}
 	return b
+}
+
+// checkProfile checks the operator's profile p of model m, at key k.
+func checkProfile(errs *Errors, at func(string) int, k, m string, p pullwright.ModelProfile) {
+	if !validModel(m) {
+		errs.add(at(k), k, "%q is not a model name", shorten(m, 80))
+	}
+	if p.ContextWindow < 0 || (p.ContextWindow == 0 && at(k+".context_window") > 0) {
+		errs.add(at(k+".context_window"), k+".context_window", "must be a number of tokens above 0 (e.g. 128000)")
+	}
+	if p.ContextShare < 0 || p.ContextShare > 1 || (p.ContextShare == 0 && at(k+".context_share") > 0) {
+		errs.add(at(k+".context_share"), k+".context_share", "must be above 0 and at most 1 (e.g. 0.8: requests fill at most 80%% of the window)")
+	}
+	if p.MaxOutputTokens < 0 {
+		errs.add(at(k+".max_output_tokens"), k+".max_output_tokens", "cannot be negative")
+	}
+	if v := p.TokenParameter; v != "" && v != "max_tokens" && v != "max_completion_tokens" {
+		errs.add(at(k+".token_parameter"), k+".token_parameter", "%q is neither max_tokens nor max_completion_tokens", shorten(v, 40))
+	}
+	if v := p.SystemRole; v != "" && v != "system" && v != "developer" {
+		errs.add(at(k+".system_role"), k+".system_role", "%q is neither system nor developer", shorten(v, 40))
+	}
+	if v := p.ReasoningEffort; v != "" && !validModel(v) {
+		errs.add(at(k+".reasoning_effort"), k+".reasoning_effort", "%q is not an effort (low, medium, high)", shorten(v, 40))
+	}
+	if v := p.Deployment; v != "" && !validModel(v) {
+		errs.add(at(k+".deployment"), k+".deployment", "%q is not a deployment name", shorten(v, 80))
+	}
 }

@@ -4,6 +4,8 @@ import (
 	"net/netip"
 	"slices"
 	"time"
+
+	"github.com/pullwright/pullwright"
 )
 
 // Operator is the configuration of whoever runs the bot (a YAML file given
@@ -103,12 +105,18 @@ func (o *Operator) CacheLimits() (keep int, repoBytes, hostBytes int64) {
 type Models struct {
 	Default string   `yaml:"default" json:"default"`
 	Allowed []string `yaml:"allowed" json:"allowed"`
+	// Profiles say, by model, how the agent talks to it: context window,
+	// parameters, reasoning (pullwright.ModelProfile).
+	Profiles map[string]pullwright.ModelProfile `yaml:"profiles" json:"profiles"`
 }
 
 // Price is what a model costs, in USD per million tokens.
 type Price struct {
 	Input  float64 `yaml:"input" json:"input"`
 	Output float64 `yaml:"output" json:"output"`
+	// CachedInput is the price of prompt tokens the endpoint served from
+	// its prompt cache; 0 prices them as Input.
+	CachedInput float64 `yaml:"cached_input" json:"cached_input,omitempty"`
 }
 
 // Limits are sandbox and budget bounds, as defaults or as caps.
@@ -173,6 +181,8 @@ type Settings struct {
 	MaxCostUSD       float64        `json:"max_cost_usd,omitempty"`
 	Model            string         `json:"model"`
 	Price            Price          `json:"price"`
+	// Profile is the operator's profile of Model.
+	Profile pullwright.ModelProfile `json:"profile,omitzero"`
 	// BranchPrefix starts the bot's branch names, as written (usually
 	// ending in "/" or "-"); default "agent/".
 	BranchPrefix string `json:"branch_prefix"`

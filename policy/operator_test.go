@@ -78,7 +78,7 @@ caches:
 	want.Organizations = []string{"acme"}
 	want.AllowedBots = []string{"renovate[bot]", "dependabot"}
 	want.Models.Allowed = []string{"gpt-4.1", "o3"}
-	want.Prices = map[string]Price{"gpt-4.1-mini": {0.4, 1.6}, "gpt-4.1": {2, 8}, "o3": {2, 8}}
+	want.Prices = map[string]Price{"gpt-4.1-mini": {Input: 0.4, Output: 1.6}, "gpt-4.1": {Input: 2, Output: 8}, "o3": {Input: 2, Output: 8}}
 	want.Defaults.Memory = "1GiB"
 	want.Defaults.Disk = "512MiB"
 	want.Caps.Disk = "4GiB"
@@ -151,6 +151,16 @@ func TestLoadOperatorErrors(t *testing.T) {
 		{"negative prices", "prices:\n  m1:\n    input: -1\n    output: -2\n", []string{
 			"line 3: prices[\"m1\"].input: a price cannot be negative",
 			"line 4: prices[\"m1\"].output: a price cannot be negative",
+		}},
+		{"bad profiles", "models:\n  profiles:\n    o3:\n      context_window: 0\n      context_share: 1.5\n      token_parameter: max_tokenz\n      system_role: user\n      reasoning_effort: 'very high'\n      max_output_tokens: -1\n    'a b': {}\nprices:\n  o3: {cached_input: -1}\n", []string{
+			"line 4: models.profiles[\"o3\"].context_window: must be a number of tokens above 0 (e.g. 128000)",
+			"line 5: models.profiles[\"o3\"].context_share: must be above 0 and at most 1 (e.g. 0.8: requests fill at most 80% of the window)",
+			`line 6: models.profiles["o3"].token_parameter: "max_tokenz" is neither max_tokens nor max_completion_tokens`,
+			`line 7: models.profiles["o3"].system_role: "user" is neither system nor developer`,
+			`line 8: models.profiles["o3"].reasoning_effort: "very high" is not an effort (low, medium, high)`,
+			"line 9: models.profiles[\"o3\"].max_output_tokens: cannot be negative",
+			`line 10: models.profiles["a b"]: "a b" is not a model name`,
+			`line 12: prices["o3"].cached_input: a price cannot be negative`,
 		}},
 		{"duplicate price", "prices:\n  m1: {input: 1}\n  m1: {input: 2}\n", []string{`line 3: prices["m1"]: set twice (first on line 2); keep one`}},
 		{"bad model names", "models:\n  default: ''\n  allowed: ['a b', '-x']\n", []string{

@@ -104,6 +104,7 @@ func (r *resolver) settings() Settings {
 	}
 	price, priced := o.Prices[s.Model]
 	s.Price = price
+	s.Profile = o.Models.Profiles[s.Model]
 
 	// A repository may lower the cost budget but not lift it: with a cap
 	// and no default, the cap is the budget.

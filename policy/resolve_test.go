@@ -112,7 +112,7 @@ branch_prefix: pw-
 		Setup:       []string{"make deps"},
 		TestCommand: "make test",
 		MaxTurns:    200, MaxTokens: 4000000, MaxWallTime: 24 * time.Hour, MaxCostUSD: 2.5,
-		Model: "gpt-4.1", Price: Price{2, 8},
+		Model: "gpt-4.1", Price: Price{Input: 2, Output: 8},
 		BranchPrefix: "pw-",
 	}
 	if !reflect.DeepEqual(s, want) {
@@ -394,7 +394,7 @@ func TestResolveOperatorInCode(t *testing.T) {
 	o := DefaultOperator()
 	o.Models.Allowed = []string{"local"}
 	o.Caps.MaxCostUSD = 5
-	o.Prices = map[string]Price{"gpt-4.1-mini": {1, 1}}
+	o.Prices = map[string]Price{"gpt-4.1-mini": {Input: 1, Output: 1}}
 	_, err = o.Resolve(mustLoad(t, "model: local\n"))
 	if got, want := fmt.Sprint(err), ".github/pullwright.yml:1: model: a cost budget of $5.00 cannot be enforced: this installation has no price for the model local"; got != want {
 		t.Errorf("got %s, want %s", got, want)
