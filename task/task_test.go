@@ -2,8 +2,15 @@ package task
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/pullwright/pullwright"
+	"github.com/pullwright/pullwright/policy"
 )
 
 func TestCanMove(t *testing.T) {
@@ -76,5 +83,110 @@ func TestTaskDecodesAnswersOfEitherForm(t *testing.T) {
 				t.Errorf("the old keys of %s: %+v, %v", again, old, err)
 			}
 		})
+	}
+}
+
+// storedTask is a fix with every field a store writes set, and those it
+// keeps apart (json:"-") too, so that neither kind can slip.
+func storedTask() *Task {
+	at := time.Date(2024, 5, 6, 7, 8, 9, 0, time.UTC)
+	t := &Task{
+		ID: 12, Kind: KindFix, State: AwaitingApproval, DeliveryID: "d-1",
+		Repo:  pullwright.Repo{InstallationID: 3, Owner: "o", Name: "r", CloneURL: "https://example.test/o/r.git", DefaultBranch: "main"},
+		Issue: 7, IsPR: true,
+		Review:           &ReviewRef{CommentID: 41, InReplyTo: 40, Path: "a.go", Line: 3, Body: "this"},
+		CommentID:        42,
+		AskedAt:          at,
+		Requester:        Person{Login: "alice", ID: 9},
+		Instructions:     "fix it",
+		Reply:            "a reply",
+		StatusCommentID:  43,
+		StatusCommentURL: "https://example.test/o/r/issues/7#issuecomment-43",
+		Answering:        AnswerRef{RequestID: "11-1", SHA: "ans", Run: 5},
+		Error:            "it broke",
+		Settings:         &policy.Settings{MaxTurns: 30, Model: "m", Setup: []string{}},
+		AdmittedMS:       1714979289000,
+		Unheard:          2,
+		CancelledBy:      "bob",
+		Crashes:          1,
+		Claim:            4,
+		Attempts:         2,
+		RunAfter:         at.Add(time.Minute),
+		CreatedAt:        at.Add(-time.Hour),
+		UpdatedAt:        at.Add(time.Second),
+	}
+	t.IssueTitle = "It is broken"
+	t.Branch = "agent/7-it-is-broken"
+	t.BaseSHA = "base"
+	t.HeadSHA = "head"
+	t.Workdir = "/work/12"
+	t.Conversation = []byte(`{"turns":3}`)
+	t.Files = []FileSnapshot{{Path: "a.go", Content: []byte("package a\n")}, {Path: "b.go", Deleted: true}}
+	t.Plan = []pullwright.PlanItem{{Title: "Fix it", Status: "done"}}
+	t.Steps = []string{"read a.go", "edited a.go"}
+	t.Turns, t.Tokens = 3, 4567
+	t.Title, t.Summary = "Fix it", "It is fixed."
+	t.ChangedFiles = []pullwright.FileStat{{Path: "a.go", Added: 1, Deleted: 2}}
+	t.PushedSHA = "pushed"
+	t.Rebased = []string{"theirs"}
+	t.CommitAt = at.Add(2 * time.Minute)
+	t.Final, t.Draft = true, true
+	t.Request = &ExecRequest{
+		ID: "12-2", Command: "go test ./...", Reason: "to test", AskedAt: at, SHA: "req",
+		Deadline: at.Add(time.Hour), CommentID: 44, CommentURL: "https://example.test/c/44", PRCommentID: 45, CheckRunID: 46,
+		PRUpdated: true, ShownAt: at, Asked: true, ParkedAt: at, StartedIn: 4, RunClosed: true, Auto: "go test",
+		Answer:     &Answer{Verdict: Approved, By: "carol", At: at},
+		RunCheckID: 47, Result: &pullwright.RunResult{ExitCode: 1, Output: "FAIL", Duration: time.Second},
+		Setup:  &SetupRecord{Steps: []string{"go mod download"}, Duration: time.Second, Reached: []string{"proxy.golang.org:443"}},
+		Closed: true,
+	}
+	t.RequestSeq = 2
+	t.Answers = []string{"comment 40"}
+	t.PRNumber, t.PRURL = 8, "https://example.test/o/r/pull/8"
+	t.Pull = &PullWork{
+		Info: pullwright.Pull{Number: 7, Title: "A pull", HeadRef: "feature", HeadSHA: "h", BaseRef: "main"},
+		Mode: PushToHead, Threads: []ThreadRef{{Root: 40, Author: "dave", Path: "a.go"}}, Replied: 1,
+		Commits: []string{"c1"}, Stats: []pullwright.FileStat{{Path: "a.go", Added: 1}},
+		Notes: map[int]string{1: "done"}, ReviewReplied: true, Gone: 1,
+	}
+	t.Stop = "out of turns"
+	t.Waited = 90 * time.Second
+	return t
+}
+
+// A store keeps a task as the JSON object Marshal writes, and reads back
+// tasks any earlier release wrote: the keys and values written must not
+// change with how Task is laid out in Go. The golden file was written by
+// the release in which every field sat directly in Task.
+func TestStoredTaskKeepsItsForm(t *testing.T) {
+	data, err := json.Marshal(storedTask())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Through a map, so that keys come sorted and the order of the
+	// fields in Go does not count.
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(data, &fields); err != nil {
+		t.Fatal(err)
+	}
+	sorted, err := json.MarshalIndent(fields, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "stored-task", string(sorted)+"\n")
+
+	stored, err := os.ReadFile(filepath.Join("testdata", "stored-task.golden"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got Task
+	if err := json.Unmarshal(stored, &got); err != nil {
+		t.Fatal(err)
+	}
+	want := storedTask()
+	// The store keeps these apart from the task's data.
+	want.CancelledBy, want.Crashes, want.Claim, want.Request.Answer = "", 0, 0, nil
+	if !reflect.DeepEqual(&got, want) {
+		t.Errorf("a stored task reads back as\n%+v\nwant\n%+v", got, *want)
 	}
 }
