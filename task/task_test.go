@@ -116,41 +116,43 @@ func storedTask() *Task {
 		UpdatedAt:        at.Add(time.Second),
 	}
 	t.IssueTitle = "It is broken"
-	t.Branch = "agent/7-it-is-broken"
-	t.BaseSHA = "base"
-	t.HeadSHA = "head"
-	t.Workdir = "/work/12"
-	t.Conversation = []byte(`{"turns":3}`)
-	t.Files = []FileSnapshot{{Path: "a.go", Content: []byte("package a\n")}, {Path: "b.go", Deleted: true}}
-	t.Plan = []pullwright.PlanItem{{Title: "Fix it", Status: "done"}}
-	t.Steps = []string{"read a.go", "edited a.go"}
-	t.Turns, t.Tokens = 3, 4567
-	t.Title, t.Summary = "Fix it", "It is fixed."
-	t.ChangedFiles = []pullwright.FileStat{{Path: "a.go", Added: 1, Deleted: 2}}
-	t.PushedSHA = "pushed"
-	t.Rebased = []string{"theirs"}
-	t.CommitAt = at.Add(2 * time.Minute)
-	t.Final, t.Draft = true, true
-	t.Request = &ExecRequest{
-		ID: "12-2", Command: "go test ./...", Reason: "to test", AskedAt: at, SHA: "req",
-		Deadline: at.Add(time.Hour), CommentID: 44, CommentURL: "https://example.test/c/44", PRCommentID: 45, CheckRunID: 46,
-		PRUpdated: true, ShownAt: at, Asked: true, ParkedAt: at, StartedIn: 4, RunClosed: true, Auto: "go test",
-		Answer:     &Answer{Verdict: Approved, By: "carol", At: at},
-		RunCheckID: 47, Result: &pullwright.RunResult{ExitCode: 1, Output: "FAIL", Duration: time.Second},
-		Setup:  &SetupRecord{Steps: []string{"go mod download"}, Duration: time.Second, Reached: []string{"proxy.golang.org:443"}},
-		Closed: true,
+	t.Work = Work{
+		Branch:       "agent/7-it-is-broken",
+		BaseSHA:      "base",
+		HeadSHA:      "head",
+		Workdir:      "/work/12",
+		Conversation: []byte(`{"turns":3}`),
+		Files:        []FileSnapshot{{Path: "a.go", Content: []byte("package a\n")}, {Path: "b.go", Deleted: true}},
+		Plan:         []pullwright.PlanItem{{Title: "Fix it", Status: "done"}},
+		Steps:        []string{"read a.go", "edited a.go"},
+		Turns:        3, Tokens: 4567,
+		Title: "Fix it", Summary: "It is fixed.",
+		ChangedFiles: []pullwright.FileStat{{Path: "a.go", Added: 1, Deleted: 2}},
+		PushedSHA:    "pushed",
+		Rebased:      []string{"theirs"},
+		CommitAt:     at.Add(2 * time.Minute),
+		Final:        true, Draft: true,
+		Request: &ExecRequest{
+			ID: "12-2", Command: "go test ./...", Reason: "to test", AskedAt: at, SHA: "req",
+			Deadline: at.Add(time.Hour), CommentID: 44, CommentURL: "https://example.test/c/44", PRCommentID: 45, CheckRunID: 46,
+			PRUpdated: true, ShownAt: at, Asked: true, ParkedAt: at, StartedIn: 4, RunClosed: true, Auto: "go test",
+			Answer:     &Answer{Verdict: Approved, By: "carol", At: at},
+			RunCheckID: 47, Result: &pullwright.RunResult{ExitCode: 1, Output: "FAIL", Duration: time.Second},
+			Setup:  &SetupRecord{Steps: []string{"go mod download"}, Duration: time.Second, Reached: []string{"proxy.golang.org:443"}},
+			Closed: true,
+		},
+		RequestSeq: 2,
+		Answers:    []string{"comment 40"},
+		PRNumber:   8, PRURL: "https://example.test/o/r/pull/8",
+		Pull: &PullWork{
+			Info: pullwright.Pull{Number: 7, Title: "A pull", HeadRef: "feature", HeadSHA: "h", BaseRef: "main"},
+			Mode: PushToHead, Threads: []ThreadRef{{Root: 40, Author: "dave", Path: "a.go"}}, Replied: 1,
+			Commits: []string{"c1"}, Stats: []pullwright.FileStat{{Path: "a.go", Added: 1}},
+			Notes: map[int]string{1: "done"}, ReviewReplied: true, Gone: 1,
+		},
+		Stop:   "out of turns",
+		Waited: 90 * time.Second,
 	}
-	t.RequestSeq = 2
-	t.Answers = []string{"comment 40"}
-	t.PRNumber, t.PRURL = 8, "https://example.test/o/r/pull/8"
-	t.Pull = &PullWork{
-		Info: pullwright.Pull{Number: 7, Title: "A pull", HeadRef: "feature", HeadSHA: "h", BaseRef: "main"},
-		Mode: PushToHead, Threads: []ThreadRef{{Root: 40, Author: "dave", Path: "a.go"}}, Replied: 1,
-		Commits: []string{"c1"}, Stats: []pullwright.FileStat{{Path: "a.go", Added: 1}},
-		Notes: map[int]string{1: "done"}, ReviewReplied: true, Gone: 1,
-	}
-	t.Stop = "out of turns"
-	t.Waited = 90 * time.Second
 	return t
 }
 
@@ -186,7 +188,57 @@ func TestStoredTaskKeepsItsForm(t *testing.T) {
 	want := storedTask()
 	// The store keeps these apart from the task's data.
 	want.CancelledBy, want.Crashes, want.Claim, want.Request.Answer = "", 0, 0, nil
+	if !reflect.DeepEqual(got.Work, want.Work) {
+		t.Errorf("a fix's data reads back as\n%+v\nwant\n%+v", got.Work, want.Work)
+	}
 	if !reflect.DeepEqual(&got, want) {
 		t.Errorf("a stored task reads back as\n%+v\nwant\n%+v", got, *want)
+	}
+}
+
+// Tasks stored before Work existed have a fix's data at the top of the
+// object, beside the rest; it reads into Work, and a task of another kind
+// reads with none. Work has no JSON methods of its own: embedded, they
+// would take the place of Task's.
+func TestStoredTaskReadsIntoWork(t *testing.T) {
+	if _, ok := any(Work{}).(json.Marshaler); ok {
+		t.Error("Work has a MarshalJSON, which Task would take for its own")
+	}
+	if _, ok := any(&Work{}).(json.Unmarshaler); ok {
+		t.Error("Work has an UnmarshalJSON, which Task would take for its own")
+	}
+	tests := []struct {
+		name, stored string
+		want         Work
+		wantIssue    int
+	}{
+		{
+			name:      "a fix waiting for an answer",
+			stored:    `{"id":5,"kind":"fix","state":"awaiting_approval","issue":3,"issue_title":"Broken","branch":"agent/3-broken","pushed_sha":"abc","turns":4,"request":{"id":"5-1","command":"make","sha":"abc","asked":true},"request_seq":1,"answers":["comment 9"],"waited":1000000000}`,
+			want:      Work{Branch: "agent/3-broken", PushedSHA: "abc", Turns: 4, Request: &ExecRequest{ID: "5-1", Command: "make", SHA: "abc", Asked: true}, RequestSeq: 1, Answers: []string{"comment 9"}, Waited: time.Second},
+			wantIssue: 3,
+		},
+		{
+			name:      "a fix on a pull request, done",
+			stored:    `{"id":5,"kind":"fix","state":"done","issue":3,"is_pr":true,"pr_number":3,"pr_url":"https://example.test/pull/3","final":true,"changed_files":[{"path":"a.go","added":1,"deleted":0}],"pull":{"info":{"number":3,"head_ref":"x","head_sha":"h","base_ref":"main"},"mode":"push","commits":["c1"]}}`,
+			want:      Work{PRNumber: 3, PRURL: "https://example.test/pull/3", Final: true, ChangedFiles: []pullwright.FileStat{{Path: "a.go", Added: 1}}, Pull: &PullWork{Info: pullwright.Pull{Number: 3, HeadRef: "x", HeadSHA: "h", BaseRef: "main"}, Mode: PushToHead, Commits: []string{"c1"}}},
+			wantIssue: 3,
+		},
+		{
+			name:      "a reply has none",
+			stored:    `{"id":6,"kind":"reply","state":"done","issue":3,"issue_title":"Broken","reply":"hi","changed_files":null}`,
+			wantIssue: 3,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got Task
+			if err := json.Unmarshal([]byte(tt.stored), &got); err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got.Work, tt.want) || got.Issue != tt.wantIssue {
+				t.Errorf("read %s as issue %d, %+v; want issue %d, %+v", tt.stored, got.Issue, got.Work, tt.wantIssue, tt.want)
+			}
+		})
 	}
 }
