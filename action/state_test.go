@@ -18,9 +18,12 @@ func waiting() *task.Task {
 	return &task.Task{
 		ID: 42, Kind: task.KindFix, State: task.AwaitingApproval,
 		Repo:  pullwright.Repo{Owner: "Codertocat", Name: "Hello-World", CloneURL: "https://github.com/Codertocat/Hello-World.git", DefaultBranch: "master"},
-		Issue: 1, Branch: "pullwright/issue-1-fix", PushedSHA: "abc123",
-		Conversation: []byte(`{"messages":[]}`),
-		Request:      &task.ExecRequest{ID: "42-1", Command: "go test ./...", Reason: "check the fix", SHA: "abc123", Asked: true},
+		Issue: 1,
+		Work: task.Work{
+			Branch: "pullwright/issue-1-fix", PushedSHA: "abc123",
+			Conversation: []byte(`{"messages":[]}`),
+			Request:      &task.ExecRequest{ID: "42-1", Command: "go test ./...", Reason: "check the fix", SHA: "abc123", Asked: true},
+		},
 	}
 }
 

@@ -34,8 +34,8 @@ func TestCancelAfterTheFinalPush(t *testing.T) {
 		{3, task.PullInBase, "agent/3-docs", "Task 3 has already pushed its final commit to `agent/3-docs` and is finishing the pull request; close the pull request instead."},
 	} {
 		gh.AddIssue(owner, name, fakegithub.Issue{Number: tc.number, Title: "Docs", IsPR: true})
-		active := &task.Task{ID: int64(tc.number), Kind: task.KindFix, State: task.Publishing, Final: true, Issue: tc.number, IsPR: true, Repo: r,
-			Branch: tc.branch, Pull: &task.PullWork{Mode: tc.mode}}
+		active := &task.Task{ID: int64(tc.number), Kind: task.KindFix, State: task.Publishing, Issue: tc.number, IsPR: true, Repo: r,
+			Work: task.Work{Final: true, Branch: tc.branch, Pull: &task.PullWork{Mode: tc.mode}}}
 		if err := flow.Store.(*sqlite.Store).Restore(ctx, active); err != nil {
 			t.Fatal(err)
 		}

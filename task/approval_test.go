@@ -14,7 +14,7 @@ import (
 func TestRefusalJudgesOrderOnGitHubsClock(t *testing.T) {
 	shown := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
 	waiting := func() *Task {
-		return &Task{ID: 12, Request: &ExecRequest{ID: "12-2", Command: "make check", SHA: "abc", CheckRunID: 77, ShownAt: shown}}
+		return &Task{ID: 12, Work: Work{Request: &ExecRequest{ID: "12-2", Command: "make check", SHA: "abc", CheckRunID: 77, ShownAt: shown}}}
 	}
 	comment := func(id int64, at time.Time) *Task {
 		return &Task{CommentID: id, AskedAt: at, Requester: Person{Login: "maintainer", ID: 1}}
@@ -101,7 +101,7 @@ func TestShownAtOfAnEditedComment(t *testing.T) {
 		var r ExecRequest
 		r.shown(tc.p.ShownAt())
 		answer := &Task{CommentID: 5, AskedAt: created.Add(time.Minute)}
-		target := &Task{Request: &r}
+		target := &Task{Work: Work{Request: &r}}
 		r.ID = "1-1"
 		if !r.ShownAt.Equal(tc.want) {
 			t.Errorf("%s: ShownAt = %v, want %v", tc.name, r.ShownAt, tc.want)

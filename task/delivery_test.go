@@ -45,9 +45,9 @@ func TestStartRef(t *testing.T) {
 		want string
 	}{
 		{"issue", Task{Repo: pullwright.Repo{DefaultBranch: "main"}, Issue: 3}, "main"},
-		{"same-repository pull request", Task{Repo: pullwright.Repo{DefaultBranch: "main"}, Issue: 3, Pull: &PullWork{Mode: PushToHead, Info: pullwright.Pull{HeadRef: "feature"}}}, "feature"},
-		{"fork", Task{Repo: pullwright.Repo{DefaultBranch: "main"}, Issue: 3, Pull: &PullWork{Mode: PullInBase, Info: pullwright.Pull{HeadRef: "feature", Fork: true}}}, "refs/pull/3/head"},
-		{"fork allowing edits", Task{Repo: pullwright.Repo{DefaultBranch: "main"}, Issue: 3, Pull: &PullWork{Mode: PullToFork, Info: pullwright.Pull{HeadRef: "feature", Fork: true}}}, "refs/pull/3/head"},
+		{"same-repository pull request", Task{Repo: pullwright.Repo{DefaultBranch: "main"}, Issue: 3, Work: Work{Pull: &PullWork{Mode: PushToHead, Info: pullwright.Pull{HeadRef: "feature"}}}}, "feature"},
+		{"fork", Task{Repo: pullwright.Repo{DefaultBranch: "main"}, Issue: 3, Work: Work{Pull: &PullWork{Mode: PullInBase, Info: pullwright.Pull{HeadRef: "feature", Fork: true}}}}, "refs/pull/3/head"},
+		{"fork allowing edits", Task{Repo: pullwright.Repo{DefaultBranch: "main"}, Issue: 3, Work: Work{Pull: &PullWork{Mode: PullToFork, Info: pullwright.Pull{HeadRef: "feature", Fork: true}}}}, "refs/pull/3/head"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -89,7 +89,7 @@ func TestLineRange(t *testing.T) {
 }
 
 func TestRenderRequestWarnsOfForkCode(t *testing.T) {
-	base := Task{ID: 7, Issue: 2, Branch: "agent/2-x", Request: &ExecRequest{ID: "7-1", Command: "make test", SHA: "0123456789abcdef"}}
+	base := Task{ID: 7, Issue: 2, Work: Work{Branch: "agent/2-x", Request: &ExecRequest{ID: "7-1", Command: "make test", SHA: "0123456789abcdef"}}}
 	fork := base
 	fork.Pull = &PullWork{Mode: PullInBase, Info: pullwright.Pull{Fork: true, HeadRepo: "mallory/r", Author: "mallory"}}
 	same := base
@@ -115,21 +115,21 @@ func TestRenderPullDone(t *testing.T) {
 	}{
 		{
 			name: "pushed onto the branch, after a rebase",
-			t: Task{Requester: Person{Login: "octo"}, Title: "Use emoji", Branch: "changes", Rebased: []string{"abc"},
+			t: Task{Requester: Person{Login: "octo"}, Work: Work{Title: "Use emoji", Branch: "changes", Rebased: []string{"abc"},
 				Pull:         &PullWork{Mode: PushToHead, Commits: []string{"1111111111111111", "2222222222222222"}},
-				ChangedFiles: []pullwright.FileStat{{Path: "README.md", Added: 1, Deleted: 1}}},
+				ChangedFiles: []pullwright.FileStat{{Path: "README.md", Added: 1, Deleted: 1}}}},
 			want: []string{"@octo done: **Use emoji**", "pushed 2 commits to this pull request's branch `changes`, up to 2222222222222222", "never forced", "`README.md` (+1 −1)"},
 		},
 		{
 			name: "fork, pull request in this repository",
-			t: Task{Requester: Person{Login: "octo"}, Title: "Fix", Branch: "agent/2-x", PRURL: "https://github.com/o/r/pull/3",
-				Pull: &PullWork{Mode: PullInBase, Why: "it comes from a fork", Threads: []ThreadRef{{Root: 1}, {Root: 2}}}},
+			t: Task{Requester: Person{Login: "octo"}, Work: Work{Title: "Fix", Branch: "agent/2-x", PRURL: "https://github.com/o/r/pull/3",
+				Pull: &PullWork{Mode: PullInBase, Why: "it comes from a fork", Threads: []ThreadRef{{Root: 1}, {Root: 2}}}}},
 			want: []string{"I opened https://github.com/o/r/pull/3", "it comes from a fork", "I answered 2 review threads"},
 		},
 		{
 			name: "fork, pull request against its branch",
-			t: Task{Requester: Person{Login: "octo"}, Title: "Fix", Branch: "agent/2-x", PRURL: "https://github.com/alice/r/pull/9",
-				Pull: &PullWork{Mode: PullToFork, Why: "edits allowed", Info: pullwright.Pull{HeadRepo: "alice/r", HeadRef: "fix"}}},
+			t: Task{Requester: Person{Login: "octo"}, Work: Work{Title: "Fix", Branch: "agent/2-x", PRURL: "https://github.com/alice/r/pull/9",
+				Pull: &PullWork{Mode: PullToFork, Why: "edits allowed", Info: pullwright.Pull{HeadRepo: "alice/r", HeadRef: "fix"}}}},
 			want: []string{"against `alice/r:fix`", "edits allowed"},
 		},
 	}
@@ -152,11 +152,11 @@ func TestStateOfAPullRequestTask(t *testing.T) {
 		want string
 	}{
 		{Task{State: Publishing}, "📤 Opening the pull request"},
-		{Task{State: Publishing, IsPR: true, Pull: &PullWork{Mode: PullInBase}}, "📤 Opening the pull request"},
-		{Task{State: Publishing, IsPR: true, Pull: onHead}, "📤 Pushing to the pull request's branch"},
+		{Task{State: Publishing, IsPR: true, Work: Work{Pull: &PullWork{Mode: PullInBase}}}, "📤 Opening the pull request"},
+		{Task{State: Publishing, IsPR: true, Work: Work{Pull: onHead}}, "📤 Pushing to the pull request's branch"},
 		{Task{State: Preparing}, "📥 Reading the issue and cloning the repository"},
 		{Task{State: Preparing, IsPR: true}, "📥 Reading the pull request and cloning its branch"},
-		{Task{State: Working, IsPR: true, Pull: onHead}, "🛠️ Working"},
+		{Task{State: Working, IsPR: true, Work: Work{Pull: onHead}}, "🛠️ Working"},
 	}
 	for _, tt := range tests {
 		if got := stateOf(&tt.t); got != tt.want {
@@ -189,7 +189,7 @@ func TestStatusShowsUntrustedTextInert(t *testing.T) {
 	tk := &Task{ID: 9, Kind: KindFix, State: Failed, Issue: 2, Repo: pullwright.Repo{Owner: "o", Name: "r"},
 		Error:  "its files differ on " + listPaths([]string{".github/workflows/x` @acme/admins <!-- pullwright:task-9-status --> `.yml"}),
 		Review: &ReviewRef{Path: "a` @acme/admins `b", Line: 3},
-		Pull:   &PullWork{Info: info, Mode: mode, Why: why},
+		Work:   Work{Pull: &PullWork{Info: info, Mode: mode, Why: why}},
 	}
 	// GitHub makes no mention inside a code span, and the zero-width
 	// joiner spoils one outside it.

@@ -46,16 +46,18 @@ func sampleTask() *Task {
 		Repo:         pullwright.Repo{Owner: "Codertocat", Name: "Hello-World", DefaultBranch: "master"},
 		Requester:    Person{Login: "Codertocat", ID: 21031067},
 		Instructions: "fix the spelling of 'commit' in the README\nand keep the rest",
-		Branch:       "agent/1-spelling-error-in-the-readme-file",
-		Turns:        4, Tokens: 5321,
-		Plan: []pullwright.PlanItem{
-			{Title: "Find the misspelling", Status: "done"},
-			{Title: "Fix it", Status: "in_progress"},
-			{Title: "Summarise", Status: "pending"},
+		Work: Work{
+			Branch: "agent/1-spelling-error-in-the-readme-file",
+			Turns:  4, Tokens: 5321,
+			Plan: []pullwright.PlanItem{
+				{Title: "Find the misspelling", Status: "done"},
+				{Title: "Fix it", Status: "in_progress"},
+				{Title: "Summarise", Status: "pending"},
+			},
+			Steps:   []string{"grep `comitt` (1 match)", "read README.md", "edited README.md"},
+			Title:   "Fix the spelling of commit in the README",
+			Summary: "The README said `comitt`; it now says `commit`.",
 		},
-		Steps:   []string{"grep `comitt` (1 match)", "read README.md", "edited README.md"},
-		Title:   "Fix the spelling of commit in the README",
-		Summary: "The README said `comitt`; it now says `commit`.",
 	}
 }
 
@@ -125,8 +127,8 @@ func TestDefang(t *testing.T) {
 // code points wherever the request is shown.
 func TestRequestShowsUnshownCharactersEscaped(t *testing.T) {
 	const rlo = "\u202e"
-	tk := &Task{ID: 7, Issue: 2, State: AwaitingApproval, Branch: "agent/2-x", Requester: Person{Login: "alice"},
-		Request: &ExecRequest{ID: "7-1", Command: "echo ok " + rlo + "; rm -rf . #", Reason: "why", SHA: "0123456789abcdef"}}
+	tk := &Task{ID: 7, Issue: 2, State: AwaitingApproval, Requester: Person{Login: "alice"}, Work: Work{Branch: "agent/2-x",
+		Request: &ExecRequest{ID: "7-1", Command: "echo ok " + rlo + "; rm -rf . #", Reason: "why", SHA: "0123456789abcdef"}}}
 	files := []pullwright.FileStat{{Path: "x" + rlo + "og.sh", Added: 1}}
 	for name, got := range map[string]string{
 		"comment":   RenderRequest(tk, files, ManifestChanges{}, false),
@@ -148,9 +150,9 @@ func TestRequestShowsUnshownCharactersEscaped(t *testing.T) {
 // The agent's reason is its own text, steered perhaps by the issue: in a
 // request it shows as written and cannot fold away the facts after it.
 func TestRequestShowsTheReasonInert(t *testing.T) {
-	tk := &Task{ID: 7, Issue: 2, Branch: "agent/2-x", Requester: Person{Login: "alice"},
+	tk := &Task{ID: 7, Issue: 2, Requester: Person{Login: "alice"}, Work: Work{Branch: "agent/2-x",
 		Request: &ExecRequest{ID: "7-1", Command: "make test", SHA: "0123456789abcdef",
-			Reason: "checks it <details><summary>more</summary> <!-- x --> \u202eok fixes #3 @acme/admins"}}
+			Reason: "checks it <details><summary>more</summary> <!-- x --> \u202eok fixes #3 @acme/admins"}}}
 	files := []pullwright.FileStat{{Path: "Makefile", Added: 1}}
 	for name, got := range map[string]string{"comment": RenderRequest(tk, files, ManifestChanges{}, false), "check run": RenderRequestSummary(tk)} {
 		if strings.Contains(got, "<details><summary>more") || strings.Contains(got, "<!--") || strings.Contains(got, "\u202e") {
@@ -166,9 +168,9 @@ func TestRequestShowsTheReasonInert(t *testing.T) {
 // repository's setup runs first with them, so that the approval covers
 // both; and the status says what a setup did, hosts shown as code.
 func TestRequestAndStatusShowTheSetup(t *testing.T) {
-	tk := &Task{ID: 7, Issue: 2, State: Running, Branch: "agent/2-x", Requester: Person{Login: "alice"},
-		Repo:    pullwright.Repo{Owner: "o", Name: "r", DefaultBranch: "main"},
-		Request: &ExecRequest{ID: "7-1", Command: "go test ./...", SHA: "0123456789abcdef"}}
+	tk := &Task{ID: 7, Issue: 2, State: Running, Requester: Person{Login: "alice"},
+		Repo: pullwright.Repo{Owner: "o", Name: "r", DefaultBranch: "main"},
+		Work: Work{Branch: "agent/2-x", Request: &ExecRequest{ID: "7-1", Command: "go test ./...", SHA: "0123456789abcdef"}}}
 	files := []pullwright.FileStat{{Path: "main.go", Added: 1}, {Path: "go.mod", Added: 2, Deleted: 1}}
 	plain := RenderRequest(tk, files, ManifestChanges{}, false)
 	if strings.Contains(plain, "setup") {

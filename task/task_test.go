@@ -2,8 +2,15 @@ package task
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/pullwright/pullwright"
+	"github.com/pullwright/pullwright/policy"
 )
 
 func TestCanMove(t *testing.T) {
@@ -74,6 +81,163 @@ func TestTaskDecodesAnswersOfEitherForm(t *testing.T) {
 			}
 			if err := json.Unmarshal(again, &old); err != nil || old.RequestID != tt.want.RequestID || old.AnswerSHA != tt.want.SHA || old.AnswerRun != tt.want.Run {
 				t.Errorf("the old keys of %s: %+v, %v", again, old, err)
+			}
+		})
+	}
+}
+
+// storedTask is a fix with every field a store writes set, and those it
+// keeps apart (json:"-") too, so that neither kind can slip.
+func storedTask() *Task {
+	at := time.Date(2024, 5, 6, 7, 8, 9, 0, time.UTC)
+	t := &Task{
+		ID: 12, Kind: KindFix, State: AwaitingApproval, DeliveryID: "d-1",
+		Repo:  pullwright.Repo{InstallationID: 3, Owner: "o", Name: "r", CloneURL: "https://example.test/o/r.git", DefaultBranch: "main"},
+		Issue: 7, IsPR: true,
+		Review:           &ReviewRef{CommentID: 41, InReplyTo: 40, Path: "a.go", Line: 3, Body: "this"},
+		CommentID:        42,
+		AskedAt:          at,
+		Requester:        Person{Login: "alice", ID: 9},
+		Instructions:     "fix it",
+		Reply:            "a reply",
+		StatusCommentID:  43,
+		StatusCommentURL: "https://example.test/o/r/issues/7#issuecomment-43",
+		Answering:        AnswerRef{RequestID: "11-1", SHA: "ans", Run: 5},
+		Error:            "it broke",
+		Settings:         &policy.Settings{MaxTurns: 30, Model: "m", Setup: []string{}},
+		AdmittedMS:       1714979289000,
+		Unheard:          2,
+		CancelledBy:      "bob",
+		Crashes:          1,
+		Claim:            4,
+		Attempts:         2,
+		RunAfter:         at.Add(time.Minute),
+		CreatedAt:        at.Add(-time.Hour),
+		UpdatedAt:        at.Add(time.Second),
+	}
+	t.IssueTitle = "It is broken"
+	t.Work = Work{
+		Branch:       "agent/7-it-is-broken",
+		BaseSHA:      "base",
+		HeadSHA:      "head",
+		Workdir:      "/work/12",
+		Conversation: []byte(`{"turns":3}`),
+		Files:        []FileSnapshot{{Path: "a.go", Content: []byte("package a\n")}, {Path: "b.go", Deleted: true}},
+		Plan:         []pullwright.PlanItem{{Title: "Fix it", Status: "done"}},
+		Steps:        []string{"read a.go", "edited a.go"},
+		Turns:        3, Tokens: 4567,
+		Title: "Fix it", Summary: "It is fixed.",
+		ChangedFiles: []pullwright.FileStat{{Path: "a.go", Added: 1, Deleted: 2}},
+		PushedSHA:    "pushed",
+		Rebased:      []string{"theirs"},
+		CommitAt:     at.Add(2 * time.Minute),
+		Final:        true, Draft: true,
+		Request: &ExecRequest{
+			ID: "12-2", Command: "go test ./...", Reason: "to test", AskedAt: at, SHA: "req",
+			Deadline: at.Add(time.Hour), CommentID: 44, CommentURL: "https://example.test/c/44", PRCommentID: 45, CheckRunID: 46,
+			PRUpdated: true, ShownAt: at, Asked: true, ParkedAt: at, StartedIn: 4, RunClosed: true, Auto: "go test",
+			Answer:     &Answer{Verdict: Approved, By: "carol", At: at},
+			RunCheckID: 47, Result: &pullwright.RunResult{ExitCode: 1, Output: "FAIL", Duration: time.Second},
+			Setup:  &SetupRecord{Steps: []string{"go mod download"}, Duration: time.Second, Reached: []string{"proxy.golang.org:443"}},
+			Closed: true,
+		},
+		RequestSeq: 2,
+		Answers:    []string{"comment 40"},
+		PRNumber:   8, PRURL: "https://example.test/o/r/pull/8",
+		Pull: &PullWork{
+			Info: pullwright.Pull{Number: 7, Title: "A pull", HeadRef: "feature", HeadSHA: "h", BaseRef: "main"},
+			Mode: PushToHead, Threads: []ThreadRef{{Root: 40, Author: "dave", Path: "a.go"}}, Replied: 1,
+			Commits: []string{"c1"}, Stats: []pullwright.FileStat{{Path: "a.go", Added: 1}},
+			Notes: map[int]string{1: "done"}, ReviewReplied: true, Gone: 1,
+		},
+		Stop:   "out of turns",
+		Waited: 90 * time.Second,
+	}
+	return t
+}
+
+// A store keeps a task as the JSON object Marshal writes, and reads back
+// tasks any earlier release wrote: the keys and values written must not
+// change with how Task is laid out in Go. The golden file was written by
+// the release in which every field sat directly in Task.
+func TestStoredTaskKeepsItsForm(t *testing.T) {
+	data, err := json.Marshal(storedTask())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Through a map, so that keys come sorted and the order of the
+	// fields in Go does not count.
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(data, &fields); err != nil {
+		t.Fatal(err)
+	}
+	sorted, err := json.MarshalIndent(fields, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "stored-task", string(sorted)+"\n")
+
+	stored, err := os.ReadFile(filepath.Join("testdata", "stored-task.golden"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got Task
+	if err := json.Unmarshal(stored, &got); err != nil {
+		t.Fatal(err)
+	}
+	want := storedTask()
+	// The store keeps these apart from the task's data.
+	want.CancelledBy, want.Crashes, want.Claim, want.Request.Answer = "", 0, 0, nil
+	if !reflect.DeepEqual(got.Work, want.Work) {
+		t.Errorf("a fix's data reads back as\n%+v\nwant\n%+v", got.Work, want.Work)
+	}
+	if !reflect.DeepEqual(&got, want) {
+		t.Errorf("a stored task reads back as\n%+v\nwant\n%+v", got, *want)
+	}
+}
+
+// Tasks stored before Work existed have a fix's data at the top of the
+// object, beside the rest; it reads into Work, and a task of another kind
+// reads with none. Work has no JSON methods of its own: embedded, they
+// would take the place of Task's.
+func TestStoredTaskReadsIntoWork(t *testing.T) {
+	if _, ok := any(Work{}).(json.Marshaler); ok {
+		t.Error("Work has a MarshalJSON, which Task would take for its own")
+	}
+	if _, ok := any(&Work{}).(json.Unmarshaler); ok {
+		t.Error("Work has an UnmarshalJSON, which Task would take for its own")
+	}
+	tests := []struct {
+		name, stored string
+		want         Work
+		wantIssue    int
+	}{
+		{
+			name:      "a fix waiting for an answer",
+			stored:    `{"id":5,"kind":"fix","state":"awaiting_approval","issue":3,"issue_title":"Broken","branch":"agent/3-broken","pushed_sha":"abc","turns":4,"request":{"id":"5-1","command":"make","sha":"abc","asked":true},"request_seq":1,"answers":["comment 9"],"waited":1000000000}`,
+			want:      Work{Branch: "agent/3-broken", PushedSHA: "abc", Turns: 4, Request: &ExecRequest{ID: "5-1", Command: "make", SHA: "abc", Asked: true}, RequestSeq: 1, Answers: []string{"comment 9"}, Waited: time.Second},
+			wantIssue: 3,
+		},
+		{
+			name:      "a fix on a pull request, done",
+			stored:    `{"id":5,"kind":"fix","state":"done","issue":3,"is_pr":true,"pr_number":3,"pr_url":"https://example.test/pull/3","final":true,"changed_files":[{"path":"a.go","added":1,"deleted":0}],"pull":{"info":{"number":3,"head_ref":"x","head_sha":"h","base_ref":"main"},"mode":"push","commits":["c1"]}}`,
+			want:      Work{PRNumber: 3, PRURL: "https://example.test/pull/3", Final: true, ChangedFiles: []pullwright.FileStat{{Path: "a.go", Added: 1}}, Pull: &PullWork{Info: pullwright.Pull{Number: 3, HeadRef: "x", HeadSHA: "h", BaseRef: "main"}, Mode: PushToHead, Commits: []string{"c1"}}},
+			wantIssue: 3,
+		},
+		{
+			name:      "a reply has none",
+			stored:    `{"id":6,"kind":"reply","state":"done","issue":3,"issue_title":"Broken","reply":"hi","changed_files":null}`,
+			wantIssue: 3,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got Task
+			if err := json.Unmarshal([]byte(tt.stored), &got); err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got.Work, tt.want) || got.Issue != tt.wantIssue {
+				t.Errorf("read %s as issue %d, %+v; want issue %d, %+v", tt.stored, got.Issue, got.Work, tt.wantIssue, tt.want)
 			}
 		})
 	}

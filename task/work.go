@@ -1,0 +1,212 @@
+package task
+
+import (
+	"time"
+
+	"github.com/pullwright/pullwright"
+)
+
+// Work is a fix's own data (KindFix): its branch and commits, the agent's
+// conversation and the files it changed, its execution requests and its
+// pull request. It is apart from the rest of Task because no other kind
+// writes it: a command or an answer reads it only from the fix it names.
+// Task embeds it, not a pointer to it, so that its fields stay at the top
+// of the stored JSON, where releases before it wrote and read them. It
+// must have no JSON methods of its own: they would be promoted to Task
+// and replace Task's.
+type Work struct {
+	Branch  string `json:"branch,omitempty"`
+	BaseSHA string `json:"base_sha,omitempty"`
+	HeadSHA string `json:"head_sha,omitempty"`
+	Workdir string `json:"workdir,omitempty"`
+	// Conversation is the agent's serialised state; opaque to this package.
+	Conversation []byte                `json:"conversation,omitempty"`
+	Files        []FileSnapshot        `json:"files,omitempty"`
+	Plan         []pullwright.PlanItem `json:"plan,omitempty"`
+	Steps        []string              `json:"steps,omitempty"`
+	Turns        int                   `json:"turns,omitempty"`
+	Tokens       int                   `json:"tokens,omitempty"`
+	Title        string                `json:"title,omitempty"`
+	Summary      string                `json:"summary,omitempty"`
+	ChangedFiles []pullwright.FileStat `json:"changed_files"`
+	// PushedSHA is the last commit of the task's branch known to be on
+	// the remote; Files are the changes relative to it (or to BaseSHA
+	// before the first push), so a lost workspace is rebuilt from there.
+	PushedSHA string `json:"pushed_sha,omitempty"`
+	// Rebased lists the heads pushed by people while the task worked,
+	// onto which the bot moved its unpushed commit instead of forcing.
+	Rebased []string `json:"rebased,omitempty"`
+	// CommitAt dates the next commit, so that remaking it gives the same SHA.
+	CommitAt time.Time `json:"commit_at,omitzero"`
+	// Final is true once the branch holds all of the agent's work and only
+	// the pull request and the report are left to do.
+	Final bool `json:"final,omitempty"`
+	// Draft is true while the task's pull request is a draft.
+	Draft bool `json:"draft,omitempty"`
+	// Request is the agent's current (or last) execution request.
+	Request    *ExecRequest `json:"request,omitempty"`
+	RequestSeq int          `json:"request_seq,omitempty"`
+	// Answers are the sources (Answer.Source) that answered the task's
+	// earlier requests: none of them may answer another.
+	Answers  []string `json:"answers,omitempty"`
+	PRNumber int      `json:"pr_number,omitempty"`
+	PRURL    string   `json:"pr_url,omitempty"`
+	// Pull is what a fix on a pull request knows of it and did to it.
+	Pull *PullWork `json:"pull,omitempty"`
+	// Stop is why the agent was stopped (a budget spent); the work so far
+	// is pushed before the task fails with it.
+	Stop string `json:"stop,omitempty"`
+	// Waited is the time spent waiting for answers, which the wall-time
+	// budget does not count.
+	Waited time.Duration `json:"waited,omitempty"`
+}
+
+// FileSnapshot is the content of one file the agent changed, kept in the
+// store so that a task picked up on another machine can rebuild its workspace.
+type FileSnapshot struct {
+	Path    string `json:"path"`
+	Content []byte `json:"content,omitempty"`
+	Deleted bool   `json:"deleted,omitempty"`
+}
+
+// Verdicts an execution request can get.
+const (
+	Approved  = "approved"
+	Rejected  = "rejected"
+	TimedOut  = "timed_out"
+	Withdrawn = "cancelled"
+)
+
+// Answer is how an execution request was answered. The store sets it with
+// a compare-and-swap, so two answers arriving at once cannot both win.
+type Answer struct {
+	Verdict string `json:"verdict"`
+	By      string `json:"by,omitempty"`
+	// Via is the delivery that answered, so replaying that answer's step
+	// after a crash recognises its own success.
+	Via string `json:"via,omitempty"`
+	// Source is what answered: "comment <id>" for a comment, "button
+	// <delivery>" for a check run's button. One source answers one
+	// request, ever (Task.Answers keeps those used).
+	Source string    `json:"source,omitempty"`
+	Reason string    `json:"reason,omitempty"`
+	At     time.Time `json:"at"`
+}
+
+// SetupRecord is a setup that ran before an approved command: what it ran,
+// how it ended, and what the fence let through or refused.
+type SetupRecord struct {
+	Steps    []string      `json:"steps"`
+	ExitCode int           `json:"exit_code"`
+	Failed   bool          `json:"failed,omitempty"`
+	Duration time.Duration `json:"duration"`
+	// Output is the setup's output, bounded.
+	Output string `json:"output,omitempty"`
+	// Reached and Blocked are the fence's "host:port" of each kind.
+	Reached []string `json:"reached,omitempty"`
+	Blocked []string `json:"blocked,omitempty"`
+}
+
+// ExecRequest is one command the agent asked to run: bound to the commit it
+// was asked on, shown on the issue and as a check run, answered once.
+type ExecRequest struct {
+	// ID is "<task id>-<sequence>", what "/approve <id>" names.
+	ID      string    `json:"id"`
+	Command string    `json:"command"`
+	Reason  string    `json:"reason"`
+	AskedAt time.Time `json:"asked_at"`
+	// SHA is the checkpoint commit the request is bound to.
+	SHA      string    `json:"sha,omitempty"`
+	Deadline time.Time `json:"deadline,omitzero"`
+	// Where the request is shown; each is set once that post exists.
+	CommentID   int64  `json:"comment_id,omitempty"`
+	CommentURL  string `json:"comment_url,omitempty"`
+	PRCommentID int64  `json:"pr_comment_id,omitempty"`
+	CheckRunID  int64  `json:"check_run_id,omitempty"`
+	// PRUpdated is true once an existing draft's body shows this checkpoint.
+	PRUpdated bool `json:"pr_updated,omitempty"`
+	// ShownAt is GitHub's created_at of the newest comment showing the
+	// request, as GitHub answered when the bot posted it. Only a comment
+	// GitHub dates later answers the request: one written before it was
+	// about something else (an earlier request, or nothing), whenever it
+	// reached the bot.
+	ShownAt time.Time `json:"shown_at,omitzero"`
+	// Asked is true once the request is fully shown and the task waits;
+	// ParkedAt is when, on the bot's clock (for the wait's metrics).
+	Asked    bool      `json:"asked,omitempty"`
+	ParkedAt time.Time `json:"parked_at,omitzero"`
+	// StartedIn is the claim (Task.Claim) in which the command was handed
+	// to the sandbox: an approval runs it once, and a run cut short (found
+	// by a later claim) is reported, not repeated.
+	StartedIn int `json:"started_in,omitempty"`
+	// RunClosed is true once the run check run shows the end.
+	RunClosed bool `json:"run_closed,omitempty"`
+	// Auto is the auto_approve rule that answered the request, if one did.
+	Auto string `json:"auto,omitempty"`
+	// Answer is kept by the store apart from the task's data.
+	Answer     *Answer               `json:"-"`
+	RunCheckID int64                 `json:"run_check_id,omitempty"`
+	Result     *pullwright.RunResult `json:"result,omitempty"`
+	// Setup is the repository's setup, when one ran before the command.
+	Setup *SetupRecord `json:"setup,omitempty"`
+	// Closed is true once the approval check run shows the answer.
+	Closed bool `json:"closed,omitempty"`
+}
+
+// shown records GitHub's time of a comment that shows the request.
+func (r *ExecRequest) shown(at time.Time) {
+	if at.After(r.ShownAt) {
+		r.ShownAt = at.UTC()
+	}
+}
+
+// How a fix on a pull request delivers its commits.
+const (
+	// PushToHead pushes onto the pull request's own branch (same repository).
+	PushToHead = "push"
+	// PullToFork opens a pull request against the fork's head branch, from
+	// a branch of the base repository; the fork itself is never pushed to.
+	PullToFork = "fork_pr"
+	// PullInBase opens a pull request in the base repository, from a branch
+	// there that holds the original's commits and the bot's.
+	PullInBase = "base_pr"
+)
+
+// PullWork is what a fix on a pull request knows of it and did to it.
+type PullWork struct {
+	// Info is the pull request as it was when the task started.
+	Info pullwright.Pull `json:"info"`
+	// Mode is how the commits are delivered (PushToHead, PullToFork or
+	// PullInBase); Why says why, for the status comment.
+	Mode string `json:"mode"`
+	Why  string `json:"why,omitempty"`
+	// Threads are the review threads the task addresses (its checklist
+	// when asked without instructions), and Replied counts the replies
+	// posted to them.
+	Threads []ThreadRef `json:"threads,omitempty"`
+	Replied int         `json:"replied,omitempty"`
+	// Commits are the commits the bot pushed, oldest first; Stats sums
+	// their changes (which, after a rebase, a diff against the start
+	// would mix with the person's).
+	Commits []string              `json:"commits,omitempty"`
+	Stats   []pullwright.FileStat `json:"stats,omitempty"`
+	// Notes are the agent's replies for the threads, by number from 1.
+	Notes map[int]string `json:"notes,omitempty"`
+	// ForkPRFailed is why opening the pull request against the fork
+	// failed, when the task fell back to one in the base repository.
+	ForkPRFailed string `json:"fork_pr_failed,omitempty"`
+	// ReviewReplied is true once the review comment that asked got its answer.
+	ReviewReplied bool `json:"review_replied,omitempty"`
+	// Gone counts the review threads deleted before their reply.
+	Gone int `json:"gone,omitempty"`
+}
+
+// ThreadRef is one review thread a task addresses.
+type ThreadRef struct {
+	Root   int64  `json:"root"`
+	Author string `json:"author"`
+	Path   string `json:"path,omitempty"`
+	Line   int    `json:"line,omitempty"`
+	Body   string `json:"body,omitempty"`
+	URL    string `json:"url,omitempty"`
+}
