@@ -12,6 +12,7 @@ import (
 
 	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/internal/testclock"
+	"github.com/pullwright/pullwright/policy"
 	"github.com/pullwright/pullwright/task"
 	"github.com/pullwright/pullwright/task/tasktest"
 )
@@ -274,4 +275,28 @@ func containsReaction(rs []tasktest.Reaction, want tasktest.Reaction) bool {
 		}
 	}
 	return false
+}
+
+// The agent talks to the repository's model as the operator's profile of
+// that model says, and prices its cached prompt tokens as the operator does.
+func TestTheAgentGetsTheModelsProfile(t *testing.T) {
+	w := newWorld(t)
+	op := policy.DefaultOperator()
+	op.Models.Allowed = []string{"o3"}
+	profile := pullwright.ModelProfile{ContextWindow: 200000, ContextShare: 0.7, TokenParameter: "max_completion_tokens", ReasoningEffort: "high", SystemRole: "developer"}
+	op.Models.Profiles = map[string]pullwright.ModelProfile{"o3": profile, op.Models.Default: {ContextWindow: 1}}
+	op.Prices = map[string]policy.Price{"o3": {Input: 2, Output: 8, CachedInput: 0.5}}
+	w.flow.Operator = op
+	w.gh.SetFile("main", ".github/pullwright.yml", "model: o3\n")
+	w.agent.Script = []tasktest.Turn{finish("Fix", map[string]string{"README.md": "# widget!\n"})}
+	w.fix("fix it")
+	w.drain()
+
+	if len(w.agent.Briefs) != 1 {
+		t.Fatalf("the agent started %d times", len(w.agent.Briefs))
+	}
+	l := w.agent.Briefs[0].Limits
+	if l.Model != "o3" || l.Profile != profile || l.PriceInput != 2 || l.PriceCachedInput != 0.5 {
+		t.Errorf("the agent's limits: %+v", l)
+	}
 }
