@@ -24,17 +24,27 @@ import (
 // directory can still be filled). Sockets, devices and named pipes are
 // skipped. Hard links become separate files. .git is copied like anything
 // else: tools that read VCS information need it.
-func copyTree(ctx context.Context, src, dst string) error {
+// treeRoot is the directory src names, through symbolic links: the root
+// of a tree to copy, whose own links inside are never followed.
+func treeRoot(src string) (string, fs.FileInfo, error) {
 	root, err := filepath.EvalSymlinks(src)
 	if err != nil {
-		return err
+		return "", nil, err
 	}
 	info, err := os.Stat(root)
 	if err != nil {
-		return err
+		return "", nil, err
 	}
 	if !info.IsDir() {
-		return fmt.Errorf("%s is not a directory", src)
+		return "", nil, fmt.Errorf("%s is not a directory", src)
+	}
+	return root, info, nil
+}
+
+func copyTree(ctx context.Context, src, dst string) error {
+	root, _, err := treeRoot(src)
+	if err != nil {
+		return err
 	}
 
 	type dirMode struct {
@@ -147,16 +157,9 @@ func removeTree(path string) error {
 // its name and has its directory (a real one: a link is never written
 // through a symbolic link); one the tree has is left as the tree has it.
 func tarTree(ctx context.Context, src string, w io.Writer, uid, gid int, reserve func(size int64) error, links ...pullwright.Link) error {
-	root, err := filepath.EvalSymlinks(src)
+	root, info, err := treeRoot(src)
 	if err != nil {
 		return err
-	}
-	info, err := os.Stat(root)
-	if err != nil {
-		return err
-	}
-	if !info.IsDir() {
-		return fmt.Errorf("%s is not a directory", src)
 	}
 	tw := tar.NewWriter(w)
 	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
