@@ -33,7 +33,7 @@ import (
 // Defaults of Config.
 const (
 	DefaultMaxTurns      = 40
-	DefaultMaxTokens     = 400000
+	DefaultMaxTokens     = 4000000 // DefaultMaxTurns requests at the default context budget, 96k (docs/configuration.md)
 	DefaultMaxToolOutput = 16 << 10
 	DefaultCallTimeout   = 3 * time.Minute
 )
@@ -56,7 +56,7 @@ type Config struct {
 	HTTPClient *http.Client
 	// MaxTurns and MaxTokens apply to tasks whose Limits set none.
 	MaxTurns      int           // model calls per task, default 40
-	MaxTokens     int           // prompt+completion tokens per task (from the API's usage), default 400000
+	MaxTokens     int           // prompt+completion tokens per task (from the API's usage), default 4000000
 	MaxToolOutput int           // bytes of one tool result, default 16 KiB
 	CallTimeout   time.Duration // deadline of one model call, retries included, default 3m
 	// MaxRetries is how many times one model call is retried after a 429,

@@ -612,7 +612,7 @@ func TestNewValidates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a.cfg.MaxTurns != 40 || a.cfg.MaxTokens != 400000 || a.cfg.MaxToolOutput != 16<<10 || a.cfg.CallTimeout != 3*time.Minute {
+	if a.cfg.MaxTurns != 40 || a.cfg.MaxTokens != 4000000 || a.cfg.MaxToolOutput != 16<<10 || a.cfg.CallTimeout != 3*time.Minute {
 		t.Errorf("defaults = %+v", a.cfg)
 	}
 }
