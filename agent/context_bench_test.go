@@ -1,13 +1,14 @@
 package agent
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/internal/fakellm"
 )
 
-// BenchmarkLongTask runs defaultLongTask (60 turns) against a fake model
+// BenchmarkLongTask runs defaultLongTask (40 and 60 turns) against a fake model
 // with a 128k context that counts 4 bytes per token, and reports what the
 // README's "Context and budgets" figures are:
 //
@@ -24,7 +25,16 @@ import (
 //
 // go test ./agent -run '^$' -bench LongTask -benchtime 1x
 func BenchmarkLongTask(b *testing.B) {
-	lt := defaultLongTask
+	for _, turns := range []int{40, 60} {
+		b.Run(fmt.Sprintf("turns=%d", turns), func(b *testing.B) {
+			lt := defaultLongTask
+			lt.turns = turns
+			benchLongTask(b, lt)
+		})
+	}
+}
+
+func benchLongTask(b *testing.B, lt longTask) {
 	const window = 128000
 	for b.Loop() {
 		managed := measureLongTask(b, lt, pullwright.ModelProfile{ContextWindow: window}, window)
