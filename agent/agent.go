@@ -14,6 +14,7 @@ package agent
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -32,7 +33,7 @@ import (
 // Defaults of Config.
 const (
 	DefaultMaxTurns      = 40
-	DefaultMaxTokens     = 400000
+	DefaultMaxTokens     = 4000000 // DefaultMaxTurns requests at the default context budget, 96k (docs/configuration.md)
 	DefaultMaxToolOutput = 16 << 10
 	DefaultCallTimeout   = 3 * time.Minute
 )
@@ -55,7 +56,7 @@ type Config struct {
 	HTTPClient *http.Client
 	// MaxTurns and MaxTokens apply to tasks whose Limits set none.
 	MaxTurns      int           // model calls per task, default 40
-	MaxTokens     int           // prompt+completion tokens per task (from the API's usage), default 400000
+	MaxTokens     int           // prompt+completion tokens per task (from the API's usage), default 4000000
 	MaxToolOutput int           // bytes of one tool result, default 16 KiB
 	CallTimeout   time.Duration // deadline of one model call, retries included, default 3m
 	// MaxRetries is how many times one model call is retried after a 429,
@@ -80,6 +81,8 @@ type Agent struct {
 	retry  *retryTransport // inside client; tests set its clock
 	log    *slog.Logger
 	tools  []openai.Tool
+	// toolBytes is the counted size of tools in every request.
+	toolBytes int
 }
 
 // New validates cfg, fills in defaults and builds the API client.
@@ -131,12 +134,18 @@ func New(cfg Config) (*Agent, error) {
 	rt := newRetryTransport(hc.Transport, cfg, cfg.Logger)
 	hc.Transport = rt
 	oc.HTTPClient = &hc
+	defs := toolDefs()
+	toolJSON, err := json.Marshal(defs)
+	if err != nil {
+		return nil, fmt.Errorf("agent: encode the tool definitions: %w", err)
+	}
 	return &Agent{
-		cfg:    cfg,
-		client: openai.NewClientWithConfig(oc),
-		retry:  rt,
-		log:    cfg.Logger,
-		tools:  toolDefs(),
+		cfg:       cfg,
+		client:    openai.NewClientWithConfig(oc),
+		retry:     rt,
+		log:       cfg.Logger,
+		tools:     defs,
+		toolBytes: len(toolJSON),
 	}, nil
 }
 
@@ -170,6 +179,17 @@ type State struct {
 	// (0 without one): finish accepts replies to threads 1 to Threads. It
 	// is kept apart from Plan, which the model rewrites at will.
 	Threads int `json:"threads,omitempty"`
+	// ContextTokens are the prompt tokens the endpoint reported for the
+	// last request, and ContextBytes that request's counted size: their
+	// ratio corrects the estimate of the next request's tokens.
+	ContextTokens int `json:"context_tokens,omitempty"`
+	ContextBytes  int `json:"context_bytes,omitempty"`
+	// ContextCap lowers the context budget, in tokens, after the endpoint
+	// refused a request as too long for the model (0: none).
+	ContextCap int `json:"context_cap,omitempty"`
+	// Compactions is how many times earlier turns were replaced by a
+	// summary (agent/context.go).
+	Compactions int `json:"compactions,omitempty"`
 }
 
 // Tokens is the number of tokens used so far.
@@ -233,13 +253,19 @@ func (a *Agent) budget(st *State) error {
 }
 
 // Turn makes one model call and carries out the tool calls it asks for
-// against workdir, in order. It returns an error, and leaves st unchanged,
-// when an execution request waits for its answer (ErrPending), the budget of
+// against workdir, in order. It returns an error, and leaves the turn
+// undone, when an execution request waits for its answer (ErrPending), the budget of
 // st.Limits (or Config) is used up (ErrBudget: turns, tokens or cost), the
 // model already finished (ErrFinished), the workspace cannot be opened, or
-// the model call fails after its retries (see IsTransient). A Turn is never
-// more than one model call, so it never takes the task past its turn limit.
-// Tool failures are not errors: they become "error: …" tool results.
+// the model call fails after its retries (see IsTransient). A Turn is one
+// model call, so it never takes the task past its turn limit; the only
+// other calls are compactions of the conversation (see fit, in
+// agent/context.go), and one retry when the endpoint refuses the request
+// as too long for the model's context; a second such refusal is an
+// ErrBudget. The conversation may have been fitted to its context budget
+// before such an error: st is then as valid as before, and a later Turn
+// fits it the same way. Tool failures are not errors: they become
+// "error: …" tool results.
 //
 // The first valid run call of the answer becomes st.Pending and gets no tool
 // message until Resolve; the other tool calls of the same answer run as
@@ -270,14 +296,33 @@ func (a *Agent) Turn(ctx context.Context, st *State, workdir string) error {
 	turn := st.Turns + 1
 	model := cmp.Or(st.Limits.Model, a.cfg.Model)
 	log := a.log.With("model", model, "turn", turn)
+	sent, err := a.fit(ctx, st, model)
+	if err != nil {
+		return err
+	}
 	req := openai.ChatCompletionRequest{
 		Model:    model,
 		Messages: st.Messages,
 		Tools:    a.tools,
 	}
-	callCtx, cancel := context.WithTimeout(ctx, a.cfg.CallTimeout)
-	resp, err := a.client.CreateChatCompletion(callCtx, req)
-	cancel()
+	resp, err := a.complete(ctx, req)
+	if isContextOverflow(err) {
+		// The estimate was wrong or the profile's window too large: compact
+		// harder and try once more, rather than fail the task.
+		log.Warn("model call refused as too long for the model's context", "err", err)
+		shrunk, ferr := a.shrink(ctx, st, model, sent)
+		if ferr != nil {
+			return ferr
+		}
+		if shrunk >= sent {
+			return fmt.Errorf("%w: context: %w, and nothing is left to compact (turn %d)", ErrBudget, errOverflow, turn)
+		}
+		sent, req.Messages = shrunk, st.Messages
+		if resp, err = a.complete(ctx, req); isContextOverflow(err) {
+			log.Warn("model call refused as too long after compaction", "err", err)
+			return fmt.Errorf("%w: context: %w, even compacted (turn %d)", ErrBudget, errOverflow, turn)
+		}
+	}
 	if err != nil {
 		log.Warn("model call failed", "err", err, "transient", IsTransient(err))
 		return fmt.Errorf("model call (turn %d): %w", turn, err)
@@ -291,6 +336,7 @@ func (a *Agent) Turn(ctx context.Context, st *State, workdir string) error {
 	st.Turns = turn
 	st.PromptTokens += resp.Usage.PromptTokens
 	st.CompletionTokens += resp.Usage.CompletionTokens
+	st.calibrate(sent, resp.Usage.PromptTokens)
 	if resp.Usage.PromptTokens == 0 && resp.Usage.CompletionTokens == 0 {
 		log.Warn("model reported no token usage; the token budget cannot count this turn")
 	}
@@ -353,6 +399,13 @@ func (a *Agent) Turn(ctx context.Context, st *State, workdir string) error {
 }
 
 var errNoChoices = errors.New("the response has no choices")
+
+// complete makes one model call under its own deadline.
+func (a *Agent) complete(ctx context.Context, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
+	callCtx, cancel := context.WithTimeout(ctx, a.cfg.CallTimeout)
+	defer cancel()
+	return a.client.CreateChatCompletion(callCtx, req)
+}
 
 // assistantMessage keeps what the conversation needs from the model's answer,
 // and gives every tool call an id and a type (some servers omit them).

@@ -34,7 +34,7 @@ var testBrief = pullwright.Brief{
 
 func call(name, args string) fakellm.ToolCall { return fakellm.ToolCall{Name: name, Arguments: args} }
 
-func agentFor(t *testing.T, s *fakellm.Server, cfg Config) *Agent {
+func agentFor(t testing.TB, s *fakellm.Server, cfg Config) *Agent {
 	t.Helper()
 	cfg.BaseURL = s.URL
 	return newTestAgent(t, cfg)
@@ -281,7 +281,7 @@ func TestModelErrorsLeaveStateUnchanged(t *testing.T) {
 		{"429", fakellm.Step{Status: 429, Content: "Rate limit reached"}, "", true, tries},
 		{"529 is not retried here", fakellm.Step{Status: 529}, "", true, 1},
 		{"408 is not retried here", fakellm.Step{Status: 408}, "", true, 1},
-		{"400", fakellm.Step{Status: 400, Content: "context_length_exceeded"}, "", false, 1},
+		{"400", fakellm.Step{Status: 400, Content: "Invalid schema for function 'glob'"}, "", false, 1},
 		{"401 from server", fakellm.Step{Status: 401}, "", false, 1},
 		{"401 wrong key", fakellm.Step{Content: "never sent"}, "the-right-key", false, 1},
 		{"404", fakellm.Step{Status: 404, Content: "model not found"}, "", false, 1},
@@ -612,7 +612,7 @@ func TestNewValidates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a.cfg.MaxTurns != 40 || a.cfg.MaxTokens != 400000 || a.cfg.MaxToolOutput != 16<<10 || a.cfg.CallTimeout != 3*time.Minute {
+	if a.cfg.MaxTurns != 40 || a.cfg.MaxTokens != 4000000 || a.cfg.MaxToolOutput != 16<<10 || a.cfg.CallTimeout != 3*time.Minute {
 		t.Errorf("defaults = %+v", a.cfg)
 	}
 }

@@ -40,7 +40,7 @@ func workspaceDir(t *testing.T, files map[string]string) string {
 	return dir
 }
 
-func newTestAgent(t *testing.T, cfg Config) *Agent {
+func newTestAgent(t testing.TB, cfg Config) *Agent {
 	t.Helper()
 	if cfg.Model == "" {
 		cfg.Model = "test-model"

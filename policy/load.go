@@ -364,7 +364,7 @@ func DefaultOperator() *Operator {
 			CPUs:        2,
 			Timeout:     Duration(10 * time.Minute),
 			MaxTurns:    40,
-			MaxTokens:   400_000,
+			MaxTokens:   4_000_000, // MaxTurns requests at the agent's default context budget, 96k
 			MaxWallTime: Duration(2 * time.Hour),
 		},
 		// Disk's cap is its default, unlike memory's: what a command
@@ -380,7 +380,7 @@ func DefaultOperator() *Operator {
 			CPUs:        4,
 			Timeout:     Duration(time.Hour),
 			MaxTurns:    200,
-			MaxTokens:   4_000_000,
+			MaxTokens:   20_000_000, // MaxTurns at the same 96k a request
 			MaxWallTime: Duration(24 * time.Hour),
 		},
 		Rate:             Rate{ConcurrentTasks: 5, TasksPerHour: 30},

@@ -13,9 +13,9 @@ func TestDefaultOperator(t *testing.T) {
 	want := &Operator{
 		Models: Models{Default: "gpt-4.1-mini"},
 		Defaults: Limits{Network: "none", Memory: "2GiB", Disk: "2GiB", CPUs: 2, Timeout: Duration(10 * time.Minute),
-			MaxTurns: 40, MaxTokens: 400000, MaxWallTime: Duration(2 * time.Hour)},
+			MaxTurns: 40, MaxTokens: 4000000, MaxWallTime: Duration(2 * time.Hour)},
 		Caps: Limits{Network: "none", Memory: "8GiB", Disk: "2GiB", CPUs: 4, Timeout: Duration(time.Hour),
-			MaxTurns: 200, MaxTokens: 4000000, MaxWallTime: Duration(24 * time.Hour)},
+			MaxTurns: 200, MaxTokens: 20000000, MaxWallTime: Duration(24 * time.Hour)},
 		Rate:             Rate{ConcurrentTasks: 5, TasksPerHour: 30},
 		LowestPermission: "write",
 		Fence:            Fence{ToolchainHosts: true},
@@ -137,9 +137,9 @@ func TestLoadOperatorErrors(t *testing.T) {
 			"line 3: defaults.max_wall_time: 48h is above caps.max_wall_time (24h); lower the default or raise the cap",
 		}},
 		{"default network above cap", "defaults:\n  network: bridge\n", []string{"line 2: defaults.network: bridge is above caps.network (none); lower the default or raise the cap"}},
-		{"budgets above caps", "defaults:\n  max_turns: 201\n  max_tokens: 5000000\n  max_cost_usd: 10\ncaps:\n  max_cost_usd: 5\nprices:\n  gpt-4.1-mini: {input: 1, output: 1}\n", []string{
+		{"budgets above caps", "defaults:\n  max_turns: 201\n  max_tokens: 25000000\n  max_cost_usd: 10\ncaps:\n  max_cost_usd: 5\nprices:\n  gpt-4.1-mini: {input: 1, output: 1}\n", []string{
 			"line 2: defaults.max_turns: 201 is above caps.max_turns (200); lower the default or raise the cap",
-			"line 3: defaults.max_tokens: 5000000 is above caps.max_tokens (4000000); lower the default or raise the cap",
+			"line 3: defaults.max_tokens: 25000000 is above caps.max_tokens (20000000); lower the default or raise the cap",
 			"line 4: defaults.max_cost_usd: $10.00 is above caps.max_cost_usd ($5.00); lower the default or raise the cap",
 		}},
 		{"cost without price", "caps:\n  max_cost_usd: 5\nmodels:\n  allowed: [o3]\nprices:\n  o3: {input: 2, output: 8}\n", []string{

@@ -36,7 +36,7 @@ func TestResolveNoFile(t *testing.T) {
 		Sandbox:     Sandbox{Network: "none", Memory: "2GiB", Disk: "2GiB", CPUs: 2, Timeout: Duration(10 * time.Minute)},
 		MemoryBytes: 2 << 30,
 		DiskBytes:   2 << 30,
-		MaxTurns:    40, MaxTokens: 400000, MaxWallTime: 2 * time.Hour,
+		MaxTurns:    40, MaxTokens: 4000000, MaxWallTime: 2 * time.Hour,
 		Model:        "gpt-4.1-mini",
 		BranchPrefix: "agent/",
 	}
@@ -274,7 +274,7 @@ lowest_permission: maintain
   timeout: 61m
 budget:
   max_turns: 201
-  max_tokens: 4000001
+  max_tokens: 20000001
   max_wall_time: 25h
 `, []string{
 			f + "2: sandbox.network: bridge is not allowed by this installation, whose sandboxes have no network",
@@ -283,7 +283,7 @@ budget:
 			f + "5: sandbox.cpus: 4.5 is above this installation's cap of 4",
 			f + "6: sandbox.timeout: 1h1m is above this installation's cap of 1h",
 			f + "8: budget.max_turns: 201 is above this installation's cap of 200",
-			f + "9: budget.max_tokens: 4000001 is above this installation's cap of 4000000",
+			f + "9: budget.max_tokens: 20000001 is above this installation's cap of 20000000",
 			f + "10: budget.max_wall_time: 25h is above this installation's cap of 24h",
 		}},
 		{"setup host without operator hosts", "", "setup_hosts: [mirror.test]\n", []string{f + "1: setup_hosts[0]: mirror.test is not allowed: this installation lists no hosts for setup, so a repository can add none"}},

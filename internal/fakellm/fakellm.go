@@ -7,8 +7,12 @@
 package fakellm
 
 import (
+	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
+	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -61,7 +65,16 @@ type Server struct {
 	calls  int
 	served int       // scripted answers given
 	fails  []failure // answers owed before the script is asked again, in order
+	bodies [][]byte  // raw request bodies, as received
+	// contextLimit, when set, is the model's context in estimated tokens.
+	contextLimit int
+	// bytesPerToken, when set, makes the server report estimated prompt
+	// tokens for steps that set no usage.
+	bytesPerToken float64
 }
+
+// DefaultBytesPerToken is the estimate of Tokens when CountTokens set none.
+const DefaultBytesPerToken = 4.0
 
 // failure is one HTTP error owed by FailNext.
 type failure struct {
@@ -152,6 +165,52 @@ func (s *Server) FailNext(n, status int, header http.Header) *Server {
 	return s
 }
 
+// WithContextLimit makes the server refuse a request whose estimated size
+// (Tokens) exceeds limit tokens as OpenAI refuses one longer than the
+// model's context: HTTP 400 with code context_length_exceeded and the
+// documented message. The refusal is recorded like any request but uses up
+// no step of the script. It returns s for chaining.
+func (s *Server) WithContextLimit(limit int) *Server {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.contextLimit = limit
+	return s
+}
+
+// CountTokens makes the server report, for a step that sets no usage, the
+// request's estimated size as its prompt tokens, counting bytesPerToken
+// bytes of the request body per token (DefaultBytesPerToken if 0), as a
+// real endpoint reports what its tokenizer counted. It returns s for
+// chaining.
+func (s *Server) CountTokens(bytesPerToken float64) *Server {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.bytesPerToken = cmp.Or(bytesPerToken, DefaultBytesPerToken)
+	return s
+}
+
+// Tokens is the server's estimate of the prompt tokens of a request body.
+func (s *Server) Tokens(body []byte) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.tokens(body)
+}
+
+func (s *Server) tokens(body []byte) int {
+	return int(math.Ceil(float64(len(body)) / cmp.Or(s.bytesPerToken, DefaultBytesPerToken)))
+}
+
+// Bodies returns a copy of the raw body of every request received.
+func (s *Server) Bodies() [][]byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([][]byte, len(s.bodies))
+	for i, b := range s.bodies {
+		out[i] = bytes.Clone(b)
+	}
+	return out
+}
+
 // Requests returns a copy of every request received, as decoded.
 func (s *Server) Requests() []openai.ChatCompletionRequest {
 	s.mu.Lock()
@@ -172,7 +231,10 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req openai.ChatCompletionRequest
-	decodeErr := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<20)).Decode(&req)
+	body, decodeErr := io.ReadAll(http.MaxBytesReader(w, r.Body, 64<<20))
+	if decodeErr == nil {
+		decodeErr = json.Unmarshal(body, &req)
+	}
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -183,6 +245,7 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.reqs = append(s.reqs, req)
+	s.bodies = append(s.bodies, body)
 
 	if s.apiKey != "" && r.Header.Get("Authorization") != "Bearer "+s.apiKey {
 		writeError(w, http.StatusUnauthorized, "Incorrect API key provided.")
@@ -196,6 +259,17 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 			w.Header()[k] = vs
 		}
 		writeError(w, f.status, http.StatusText(f.status))
+		return
+	}
+
+	if n := s.tokens(body); s.contextLimit > 0 && n > s.contextLimit {
+		writeAPIError(w, http.StatusBadRequest, map[string]any{
+			"message": fmt.Sprintf("This model's maximum context length is %d tokens. However, your messages resulted in "+
+				"%d tokens. Please reduce the length of the messages.", s.contextLimit, n),
+			"type":  "invalid_request_error",
+			"param": "messages",
+			"code":  "context_length_exceeded",
+		})
 		return
 	}
 
@@ -219,7 +293,12 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		_, _ = w.Write([]byte(step.RawBody))
 	default:
 		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(s.response(req, step))
+		resp := s.response(req, step)
+		if step.Usage == (Usage{}) && s.bytesPerToken > 0 {
+			resp.Usage.PromptTokens = s.tokens(body)
+			resp.Usage.TotalTokens = resp.Usage.PromptTokens + resp.Usage.CompletionTokens
+		}
+		_ = json.NewEncoder(w).Encode(resp)
 	}
 }
 
@@ -265,13 +344,17 @@ func writeError(w http.ResponseWriter, status int, msg string) {
 	case status >= 500:
 		typ = "server_error"
 	}
-	body := map[string]any{"error": map[string]any{
+	writeAPIError(w, status, map[string]any{
 		"message": msg,
 		"type":    typ,
 		"param":   nil,
 		"code":    strings.ReplaceAll(strings.ToLower(http.StatusText(status)), " ", "_"),
-	}}
+	})
+}
+
+// writeAPIError answers with OpenAI's error envelope around e.
+func writeAPIError(w http.ResponseWriter, status int, e map[string]any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(body)
+	_ = json.NewEncoder(w).Encode(map[string]any{"error": e})
 }

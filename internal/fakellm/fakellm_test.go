@@ -243,3 +243,52 @@ func TestFailNext(t *testing.T) {
 		t.Errorf("calls %d, requests %d; want every request recorded, failed or not", s.Calls(), len(s.Requests()))
 	}
 }
+
+func TestContextLimitAndTokenCounts(t *testing.T) {
+	tests := []struct {
+		name      string
+		text      string
+		usage     Usage
+		wantErr   bool
+		wantUsage func(body []byte, s *Server) int
+	}{
+		{"fits: estimated tokens reported", "short", Usage{}, false, func(b []byte, s *Server) int { return s.Tokens(b) }},
+		{"fits: the step's usage wins", "short", Usage{Prompt: 7, Completion: 1}, false, func([]byte, *Server) int { return 7 }},
+		{"too long: OpenAI's refusal", strings.Repeat("x", 2000), Usage{}, true, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := New(t, Step{Content: "ok", Usage: tt.usage}).WithContextLimit(300).CountTokens(3)
+			r, err := ask(client(s, ""), tt.text)
+			bodies := s.Bodies()
+			if len(bodies) != 1 {
+				t.Fatalf("recorded %d bodies, want 1", len(bodies))
+			}
+			if tt.wantErr {
+				var apiErr *openai.APIError
+				if !errors.As(err, &apiErr) {
+					t.Fatalf("err = %v, want an API error", err)
+				}
+				if apiErr.HTTPStatusCode != http.StatusBadRequest || apiErr.Code != "context_length_exceeded" ||
+					apiErr.Type != "invalid_request_error" || apiErr.Param == nil || *apiErr.Param != "messages" ||
+					!strings.HasPrefix(apiErr.Message, "This model's maximum context length is 300 tokens. However, your messages resulted in ") {
+					t.Errorf("error = %+v", apiErr)
+				}
+				// The refusal used up no step: the script still answers.
+				if _, err := ask(client(s, ""), "short"); err != nil {
+					t.Errorf("after a refusal: %v", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := tt.wantUsage(bodies[0], s); r.Usage.PromptTokens != want {
+				t.Errorf("prompt tokens = %d, want %d", r.Usage.PromptTokens, want)
+			}
+			if got, want := s.Tokens(bodies[0]), (len(bodies[0])+2)/3; got != want {
+				t.Errorf("Tokens = %d, want %d (3 bytes per token)", got, want)
+			}
+		})
+	}
+}

@@ -1,0 +1,477 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"reflect"
+	"strings"
+	"testing"
+
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/pullwright/pullwright"
+	"github.com/pullwright/pullwright/internal/fakellm"
+)
+
+// mainRequests are the requests of turns, without compaction calls.
+func mainRequests(s *fakellm.Server) []openai.ChatCompletionRequest {
+	var out []openai.ChatCompletionRequest
+	for _, r := range s.Requests() {
+		if !isCompaction(r) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func isElided(m openai.ChatCompletionMessage) bool {
+	return m.Role == openai.ChatMessageRoleTool && strings.HasPrefix(m.Content, elidedPrefix)
+}
+
+// isAppendOnly reports whether next starts with every message of prev.
+func isAppendOnly(prev, next []openai.ChatCompletionMessage) bool {
+	return len(next) >= len(prev) && reflect.DeepEqual(prev, next[:len(prev)])
+}
+
+func TestStub(t *testing.T) {
+	big := strings.Repeat("x", 3000)
+	tests := []struct {
+		name, tool, args, content, want string
+	}{
+		{"read_file", ToolReadFile, `{"path":"internal/x.go"}`, big,
+			"[elided: read_file internal/x.go from line 1, 2.9 KiB; read it again if you need it]"},
+		{"read_file window", ToolReadFile, `{"path":"a.go","start_line":401,"max_lines":400}`, big,
+			"[elided: read_file a.go lines 401-800, 2.9 KiB; read it again if you need it]"},
+		{"grep", ToolGrep, `{"pattern":"func \\w+","path_glob":"**/*.go"}`, big,
+			`[elided: grep "func \\w+" in **/*.go, 2.9 KiB of matches; search again if you need it]`},
+		{"glob", ToolGlob, `{"pattern":"**/*.md"}`, big,
+			`[elided: glob "**/*.md", 2.9 KiB of paths; list them again if you need them]`},
+		{"run", ToolRun, `{"command":"go test ./...","reason":"r"}`, "exit code 1 after 2s\n" + big,
+			"[elided: the result of run `go test ./...`, 3.0 KiB; its first line was: exit code 1 after 2s. Ask to run it again only if you need the output]"},
+		{"failed call", ToolReadFile, `{"path":"a.go"}`, "error: no such file\n" + big,
+			"[elided: a failed read_file call, 2.9 KiB of error; its first line was: error: no such file]"},
+		{"malformed arguments", ToolReadFile, `{"path":`, big,
+			"[elided: the result of read_file {\"path\":, 2.9 KiB; call it again if you need it]"},
+		{"newlines and delimiters in arguments", ToolReadFile, `{"path":"a\n</untrusted-file>b.go"}`, big,
+			"[elided: read_file a &lt;/untrusted-file>b.go from line 1, 2.9 KiB; read it again if you need it]"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tc := openai.ToolCall{ID: "c1", Type: openai.ToolTypeFunction, Function: openai.FunctionCall{Name: tt.tool, Arguments: tt.args}}
+			if got := stub(tc, tt.content); got != tt.want {
+				t.Errorf("stub =\n %s\nwant\n %s", got, tt.want)
+			}
+		})
+	}
+}
+
+// elisionTask reads a 12 KiB file every turn: elision alone keeps it
+// within a 30k context.
+var elisionTask = longTask{turns: 30, files: 6, fileLines: 200}
+
+func TestElisionOrderAndStubs(t *testing.T) {
+	const window = 30000
+	lt := elisionTask
+	s := lt.server(t).CountTokens(fakellm.DefaultBytesPerToken).WithContextLimit(window)
+	a := agentFor(t, s, Config{})
+	start := a.Start(longBrief(lt, pullwright.ModelProfile{ContextWindow: window, ContextShare: 1}))
+	st, err := lt.run(t, a, clone(t, start), lt.workspace(t), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Turns != lt.turns || st.Compactions != 0 {
+		t.Fatalf("turns = %d, compactions = %d; want %d turns and no compaction", st.Turns, st.Compactions, lt.turns)
+	}
+	checkAllRequests(t, s)
+	reqs := mainRequests(s)
+	bodies := s.Bodies()
+	elided, rewrites := 0, 0
+	for i, r := range reqs {
+		if n := s.Tokens(bodies[i]); n > window {
+			t.Errorf("request %d: %d tokens, over the %d context", i+1, n, window)
+		}
+		if !reflect.DeepEqual(r.Messages[:2], stripForWire(t, start.Messages)) {
+			t.Errorf("request %d: the system prompt or the brief changed", i+1)
+		}
+		tail := tailStart(r.Messages, keepTurns)
+		sawKept := false
+		n := 0
+		for j, m := range r.Messages {
+			switch {
+			case isElided(m) && j >= tail:
+				t.Errorf("request %d: message %d, of the latest %d turns, is elided", i+1, j, keepTurns)
+			case isElided(m) && sawKept:
+				t.Errorf("request %d: message %d is elided after a newer result that was kept", i+1, j)
+			case isElided(m):
+				n++
+			case m.Role == openai.ChatMessageRoleTool && len(m.Content) >= minElideBytes && j < tail:
+				sawKept = true
+			}
+		}
+		if n < elided {
+			t.Errorf("request %d: %d results elided, fewer than the %d before: elision must stick", i+1, n, elided)
+		}
+		if i > 0 && !isAppendOnly(reqs[i-1].Messages, r.Messages) {
+			rewrites++
+			if n == elided {
+				t.Errorf("request %d rewrites the previous one without eliding anything", i+1)
+			}
+		}
+		elided = n
+	}
+	if elided == 0 {
+		t.Fatal("nothing was elided")
+	}
+	// Elision goes down to the low-water mark, so that the turns after it
+	// only append: few rewrites of the prefix.
+	t.Logf("%d results elided, %d rewrites in %d requests", elided, rewrites, len(reqs))
+	if rewrites == 0 || rewrites > 3 {
+		t.Errorf("%d requests rewrote their predecessor; want 1 to 3 in %d turns", rewrites, lt.turns)
+	}
+	// Turn 2 read f2.go: the oldest result, elided first.
+	first := toolMessage(t, reqs[len(reqs)-1].Messages, reqs[2].Messages[len(reqs[2].Messages)-1].ToolCallID)
+	if !strings.HasPrefix(first, "[elided: read_file f2.go from line 1, 1") || !strings.HasSuffix(first, " KiB; read it again if you need it]") {
+		t.Errorf("stub of turn 2's read = %q", first)
+	}
+}
+
+// compactionTask writes large files: its assistant messages grow, which
+// elision cannot shrink, so the conversation must be compacted.
+var compactionTask = longTask{turns: 32, files: 3, fileLines: 60, runEvery: 5, writeEvery: 2, writeBytes: 12 << 10, outputBytes: 20 << 10}
+
+func TestCompactionKeepsBriefPlanTailAndPairs(t *testing.T) {
+	const window = 30000
+	lt := compactionTask
+	s := lt.server(t).CountTokens(fakellm.DefaultBytesPerToken).WithContextLimit(window)
+	a := agentFor(t, s, Config{})
+	start := a.Start(longBrief(lt, pullwright.ModelProfile{ContextWindow: window, ContextShare: 1}))
+	st, err := lt.run(t, a, clone(t, start), lt.workspace(t), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Compactions < 2 {
+		t.Fatalf("compactions = %d, want at least 2", st.Compactions)
+	}
+	checkAllRequests(t, s)
+	reqs := s.Requests()
+	bodies := s.Bodies()
+	compactions := 0
+	for i, r := range reqs {
+		if n := s.Tokens(bodies[i]); n > window {
+			t.Errorf("request %d: %d tokens, over the %d context", i+1, n, window)
+		}
+		if isCompaction(r) {
+			compactions++
+			if r.Messages[0].Content != compactionPrompt || r.MaxTokens != maxSummaryTokens || len(r.Messages) != 2 {
+				t.Errorf("compaction request %d: %d messages, max_tokens %d, system %.40q", i+1, len(r.Messages), r.MaxTokens, r.Messages[0].Content)
+			}
+			tr := r.Messages[1].Content
+			if !strings.Contains(tr, "fix the typo in the greeting") || !strings.Contains(tr, "YOU CALLED write_file") {
+				t.Errorf("compaction request %d lacks the task or the turns: %.300q", i+1, tr)
+			}
+			if compactions > 1 && !strings.Contains(tr, "EARLIER SUMMARY:\n"+summaryPrefix) {
+				t.Errorf("compaction %d does not fold in the earlier summary", compactions)
+			}
+			// The next request is the turn, with the new summary.
+			next := reqs[i+1]
+			if isCompaction(next) {
+				t.Fatalf("request %d: two compactions in a row", i+2)
+			}
+			msgs := next.Messages
+			if !reflect.DeepEqual(msgs[:2], stripForWire(t, start.Messages)) {
+				t.Errorf("request %d: the system prompt or the brief changed", i+2)
+			}
+			sum := msgs[2]
+			if !isSummary(sum) || !strings.Contains(sum.Content, fmt.Sprintf("SUMMARY-%d:", compactions)) ||
+				!strings.Contains(sum.Content, "<"+summaryBlock+">") ||
+				!strings.Contains(sum.Content, "Your plan as it stands:\n- [in_progress] Read everything\n- [pending] Write notes\n") {
+				t.Errorf("request %d: message 3 is not the summary with the plan: %q", i+2, sum.Content)
+			}
+			if got := strings.Count(strings.Join(contents(msgs), "\n"), summaryPrefix); got != 1 {
+				t.Errorf("request %d holds %d summaries, want 1", i+2, got)
+			}
+			if answers := countRole(msgs, openai.ChatMessageRoleAssistant); answers != keepTurns {
+				t.Errorf("request %d keeps %d answers after the summary, want %d", i+2, answers, keepTurns)
+			}
+			// The kept turns are the latest ones of the conversation, as
+			// they were: the previous turn's request plus its answer.
+			prev := reqs[i-1].Messages
+			kept := msgs[3 : len(msgs)-1-countTrailingTools(msgs)]
+			if len(kept) > 0 && !isAppendOnly(kept, prev[len(prev)-len(kept):]) {
+				t.Errorf("request %d: the kept turns differ from the conversation's latest", i+2)
+			}
+		}
+	}
+	if compactions != st.Compactions {
+		t.Errorf("%d compaction calls, state counts %d", compactions, st.Compactions)
+	}
+}
+
+func contents(msgs []openai.ChatCompletionMessage) []string {
+	var out []string
+	for _, m := range msgs {
+		out = append(out, m.Content)
+	}
+	return out
+}
+
+func countRole(msgs []openai.ChatCompletionMessage, role string) int {
+	n := 0
+	for _, m := range msgs {
+		if m.Role == role {
+			n++
+		}
+	}
+	return n
+}
+
+// countTrailingTools is how many tool messages end msgs.
+func countTrailingTools(msgs []openai.ChatCompletionMessage) int {
+	n := 0
+	for i := len(msgs) - 1; i >= 0 && msgs[i].Role == openai.ChatMessageRoleTool; i-- {
+		n++
+	}
+	return n
+}
+
+// TestContextIsDeterministic: what is sent depends on the script alone,
+// and a State stored between every turn (the task worker's JSON, as after a
+// kill -9 and a resume elsewhere) sends the same bytes as one kept in
+// memory, elisions and summaries included.
+func TestContextIsDeterministic(t *testing.T) {
+	const window = 30000
+	lt := compactionTask
+	lt.turns = 24 // one compaction
+	record := func(roundTrip bool) ([][]byte, *State) {
+		s := lt.server(t).CountTokens(fakellm.DefaultBytesPerToken).WithContextLimit(window)
+		a := agentFor(t, s, Config{})
+		st, err := lt.run(t, a, a.Start(longBrief(lt, pullwright.ModelProfile{ContextWindow: window, ContextShare: 1})), lt.workspace(t), roundTrip)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s.Bodies(), st
+	}
+	want, wantSt := record(false)
+	if wantSt.Compactions == 0 {
+		t.Fatal("the script never compacts: the test proves nothing")
+	}
+	for _, tt := range []struct {
+		name      string
+		roundTrip bool
+	}{{"again in memory", false}, {"through JSON between turns", true}} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, st := record(tt.roundTrip)
+			if len(got) != len(want) {
+				t.Fatalf("%d requests, want %d", len(got), len(want))
+			}
+			for i := range got {
+				if !bytes.Equal(got[i], want[i]) {
+					t.Fatalf("request %d differs at byte %d of %d", i+1, commonPrefix(got[i], want[i]), len(want[i]))
+				}
+			}
+			if !reflect.DeepEqual(jsonCopy(t, st), jsonCopy(t, wantSt)) {
+				t.Error("the final states differ")
+			}
+		})
+	}
+}
+
+// TestFitIsIdempotent: fitting a fitted conversation changes nothing.
+func TestFitIsIdempotent(t *testing.T) {
+	const window = 30000
+	lt := elisionTask
+	s := lt.server(t).CountTokens(fakellm.DefaultBytesPerToken)
+	a := agentFor(t, s, Config{})
+	st, err := lt.run(t, a, a.Start(longBrief(lt, pullwright.ModelProfile{ContextWindow: 1 << 30})), lt.workspace(t), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Limits.Profile = pullwright.ModelProfile{ContextWindow: window, ContextShare: 1}
+	if _, err := a.fit(context.Background(), st, "m"); err != nil {
+		t.Fatal(err)
+	}
+	once := jsonCopy(t, st)
+	for range 2 {
+		// Under the budget nothing is touched; and eliding down to a
+		// lower target never rewrites a stub.
+		if _, err := a.fit(context.Background(), st, "m"); err != nil {
+			t.Fatal(err)
+		}
+		a.elide(st, tailStart(st.Messages, keepTurns), 0, a.requestBytes(st.Messages))
+	}
+	for i, m := range st.Messages {
+		if isElided(once.Messages[i]) && m.Content != once.Messages[i].Content {
+			t.Errorf("message %d: a stub was rewritten: %q → %q", i, once.Messages[i].Content, m.Content)
+		}
+	}
+	if s.Calls() != lt.turns {
+		t.Errorf("%d calls; fitting by elision alone must not call the model", s.Calls()-lt.turns)
+	}
+}
+
+// TestEstimateCalibrates: a model whose tokenizer counts more tokens than
+// the estimate's 4 bytes per token is never overfilled once it reported a
+// count.
+func TestEstimateCalibrates(t *testing.T) {
+	const window = 30000
+	lt := elisionTask
+	s := lt.server(t).CountTokens(2.5).WithContextLimit(window)
+	a := agentFor(t, s, Config{})
+	st, err := lt.run(t, a, a.Start(longBrief(lt, pullwright.ModelProfile{ContextWindow: window, ContextShare: 1})), lt.workspace(t), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, body := range s.Bodies() {
+		if n := s.Tokens(body); n > window {
+			t.Errorf("request %d: %d tokens, over the %d context", i+1, n, window)
+		}
+	}
+	if st.ContextTokens == 0 || st.ContextBytes == 0 {
+		t.Errorf("no calibration kept: %d tokens for %d bytes", st.ContextTokens, st.ContextBytes)
+	}
+	// The fake counts 2.5 bytes of JSON per token; the agent counts text,
+	// a little shorter.
+	if r := float64(st.ContextTokens) / float64(st.ContextBytes); r < 0.4 || r > 0.5 {
+		t.Errorf("calibrated ratio %.3f tokens per byte, want 0.4 to 0.5", r)
+	}
+}
+
+// vllmTooLong is vLLM's refusal: a plain 400 that says it in its message.
+var vllmTooLong = fakellm.Step{Status: http.StatusBadRequest, Content: "This model's maximum context length is 16384 tokens. " +
+	"However, you requested 20000 tokens (18000 in the messages, 2000 in the completion). Please reduce the length of the messages or completion."}
+
+func TestContextOverflow(t *testing.T) {
+	tests := []struct {
+		name string
+		// refuseFrom makes the server refuse every turn from this one on
+		// (0: never), as vLLM does; limit is the fake's context, refused
+		// as OpenAI does (0: none).
+		refuseFrom, limit int
+		wantErr           string // "" for a task that finishes
+		wantCalls         int    // for an error: requests sent
+	}{
+		{name: "refused once: compacted, retried, and the lower budget kept", limit: 20000},
+		{name: "refused again after compaction", refuseFrom: 8, wantErr: "no longer fits the model's context window, even compacted (turn 8)", wantCalls: 10},
+		{name: "refused with nothing to compact", refuseFrom: 1, wantErr: "no longer fits the model's context window, and nothing is left to compact (turn 1)", wantCalls: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			lt := compactionTask
+			lt.turns = 14
+			turn := 0
+			s := fakellm.NewFunc(t, func(req openai.ChatCompletionRequest) fakellm.Step {
+				if isCompaction(req) {
+					return fakellm.Step{Content: "SUMMARY"}
+				}
+				if turn++; tt.refuseFrom > 0 && turn >= tt.refuseFrom {
+					return vllmTooLong
+				}
+				return lt.step(turn)
+			}).CountTokens(fakellm.DefaultBytesPerToken)
+			if tt.limit > 0 {
+				s.WithContextLimit(tt.limit)
+			}
+			a := agentFor(t, s, Config{})
+			// The profile claims a window far larger than the model's.
+			st, err := lt.run(t, a, a.Start(longBrief(lt, pullwright.ModelProfile{ContextWindow: 1 << 20})), lt.workspace(t), true)
+			checkAllRequests(t, s)
+			if tt.wantErr != "" {
+				if !errors.Is(err, ErrBudget) || !strings.Contains(err.Error(), tt.wantErr) || IsTransient(err) {
+					t.Fatalf("err = %v, want a budget error saying %q", err, tt.wantErr)
+				}
+				if s.Calls() != tt.wantCalls {
+					t.Errorf("%d calls, want %d", s.Calls(), tt.wantCalls)
+				}
+				return
+			}
+			if err != nil {
+				for i, b := range s.Bodies() {
+					t.Logf("request %d: compaction %v, %d tokens", i+1, isCompaction(s.Requests()[i]), s.Tokens(b))
+				}
+				t.Fatal(err)
+			}
+			if st.Turns != lt.turns || st.ContextCap == 0 || st.ContextCap >= tt.limit {
+				t.Errorf("turns = %d, context cap = %d; want %d turns and a cap under %d", st.Turns, st.ContextCap, lt.turns, tt.limit)
+			}
+			refused := 0
+			bodies := s.Bodies()
+			reqs := s.Requests()
+			for i, body := range bodies {
+				if s.Tokens(body) <= tt.limit {
+					continue
+				}
+				refused++
+				// The refused turn is retried, compacted, at once.
+				j := i + 1
+				if j < len(reqs) && isCompaction(reqs[j]) {
+					j++
+				}
+				if j >= len(reqs) || isCompaction(reqs[j]) || s.Tokens(bodies[j]) > st.ContextCap {
+					t.Errorf("request %d was refused and not retried under the cap", i+1)
+				}
+			}
+			if refused != 1 {
+				t.Errorf("%d requests refused, want 1: the lower budget must stick", refused)
+			}
+		})
+	}
+}
+
+func TestIsContextOverflow(t *testing.T) {
+	str := func(s string) *string { return &s }
+	tests := []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"OpenAI", &openai.APIError{HTTPStatusCode: 400, Code: "context_length_exceeded", Type: "invalid_request_error", Param: str("messages"),
+			Message: "This model's maximum context length is 128000 tokens. However, your messages resulted in 130000 tokens. Please reduce the length of the messages."}, true},
+		{"Azure, code only", &openai.APIError{HTTPStatusCode: 400, Code: "context_length_exceeded", Message: "Too long."}, true},
+		{"vLLM", &openai.APIError{HTTPStatusCode: 400, Type: "BadRequestError", Message: vllmTooLong.Content}, true},
+		{"vLLM scheduler", &openai.APIError{HTTPStatusCode: 400, Message: "Input prompt (35247 tokens) is too long and exceeds limit of 32768"}, true},
+		{"llama.cpp", &openai.APIError{HTTPStatusCode: 400, Type: "exceed_context_size_error",
+			Message: "the request exceeds the available context size. try increasing the context size or enable context shift"}, true},
+		{"llama.cpp, old status", &openai.APIError{HTTPStatusCode: 500, Message: "the request exceeds the available context size, try increasing it"}, true},
+		{"Anthropic-compatible", &openai.APIError{HTTPStatusCode: 400, Message: "prompt is too long: 210000 tokens > 200000 maximum"}, true},
+		{"wrapped", fmt.Errorf("model call: %w", &openai.APIError{HTTPStatusCode: 400, Code: "context_length_exceeded"}), true},
+		{"413 from a gateway", &openai.RequestError{HTTPStatusCode: 413, Body: []byte("<html>Request Entity Too Large</html>")}, true},
+		{"other 400", &openai.APIError{HTTPStatusCode: 400, Code: "invalid_value", Message: "Invalid schema for function 'glob'"}, false},
+		{"rate limit", &openai.APIError{HTTPStatusCode: 429, Code: "rate_limit_exceeded", Message: "Rate limit reached"}, false},
+		{"no error", nil, false},
+		{"budget", ErrBudget, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := isContextOverflow(tt.err); got != tt.want {
+				t.Errorf("isContextOverflow(%v) = %v, want %v", tt.err, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestContextBudget(t *testing.T) {
+	tests := []struct {
+		name    string
+		profile pullwright.ModelProfile
+		cap     int
+		want    int
+	}{
+		{"defaults", pullwright.ModelProfile{}, 0, 96000},
+		{"window", pullwright.ModelProfile{ContextWindow: 200000}, 0, 150000},
+		{"window and share", pullwright.ModelProfile{ContextWindow: 32768, ContextShare: 0.5}, 0, 16384},
+		{"share out of range", pullwright.ModelProfile{ContextWindow: 1000, ContextShare: 1.5}, 0, 750},
+		{"answer's reserve", pullwright.ModelProfile{ContextWindow: 32000, ContextShare: 1, MaxOutputTokens: 8000}, 0, 24000},
+		{"cap after a refusal", pullwright.ModelProfile{}, 50000, 50000},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st := &State{Limits: pullwright.Limits{Profile: tt.profile}, ContextCap: tt.cap}
+			if got := contextBudget(st); got != tt.want {
+				t.Errorf("contextBudget = %d, want %d", got, tt.want)
+			}
+		})
+	}
+}
