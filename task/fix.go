@@ -463,7 +463,7 @@ func (f *Flow) cleanup(ctx context.Context, t *Task) {
 func limits(s policy.Settings) pullwright.Limits {
 	return pullwright.Limits{
 		MaxTurns: s.MaxTurns, MaxTokens: s.MaxTokens, MaxCostUSD: s.MaxCostUSD,
-		PriceInput: s.Price.Input, PriceOutput: s.Price.Output,
-		Model: s.Model, Protected: s.Protected,
+		PriceInput: s.Price.Input, PriceOutput: s.Price.Output, PriceCachedInput: s.Price.CachedInput,
+		Model: s.Model, Profile: s.Profile, Protected: s.Protected,
 	}
 }
