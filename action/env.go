@@ -35,10 +35,13 @@ type Env struct {
 	Token         string
 	OpenAIKey     string
 	OpenAIBaseURL string
-	Model         string
-	Command       string
-	Runner        string
-	SandboxImage  string
+	// OpenAIAPIType is "openai" or "azure"; OpenAIAPIVersion is Azure's
+	// api-version, required with "azure".
+	OpenAIAPIType, OpenAIAPIVersion string
+	Model                           string
+	Command                         string
+	Runner                          string
+	SandboxImage                    string
 	// StateKey authenticates the state saved between runs (HMAC-SHA256).
 	StateKey        []byte
 	ApprovalTimeout time.Duration
@@ -69,20 +72,22 @@ func input(getenv func(string) string, name, fallback string) string {
 // message repeats a secret.
 func FromEnv(getenv func(string) string) (Env, error) {
 	e := Env{
-		EventName:     getenv("GITHUB_EVENT_NAME"),
-		Repository:    getenv("GITHUB_REPOSITORY"),
-		APIURL:        strings.TrimRight(getenv("GITHUB_API_URL"), "/"),
-		ServerURL:     strings.TrimRight(getenv("GITHUB_SERVER_URL"), "/"),
-		Token:         input(getenv, "github-token", "GITHUB_TOKEN"),
-		OpenAIKey:     input(getenv, "openai-api-key", "OPENAI_API_KEY"),
-		OpenAIBaseURL: input(getenv, "openai-base-url", "OPENAI_BASE_URL"),
-		Model:         input(getenv, "model", "BOT_MODEL"),
-		Command:       input(getenv, "command", "BOT_COMMAND"),
-		Runner:        input(getenv, "runner", "BOT_RUNNER"),
-		SandboxImage:  input(getenv, "sandbox-image", "BOT_SANDBOX_IMAGE"),
-		StateKey:      []byte(input(getenv, "state-key", "PULLWRIGHT_STATE_KEY")),
-		TempDir:       getenv("RUNNER_TEMP"),
-		Path:          getenv("PATH"),
+		EventName:        getenv("GITHUB_EVENT_NAME"),
+		Repository:       getenv("GITHUB_REPOSITORY"),
+		APIURL:           strings.TrimRight(getenv("GITHUB_API_URL"), "/"),
+		ServerURL:        strings.TrimRight(getenv("GITHUB_SERVER_URL"), "/"),
+		Token:            input(getenv, "github-token", "GITHUB_TOKEN"),
+		OpenAIKey:        input(getenv, "openai-api-key", "OPENAI_API_KEY"),
+		OpenAIBaseURL:    input(getenv, "openai-base-url", "OPENAI_BASE_URL"),
+		OpenAIAPIType:    input(getenv, "openai-api-type", "OPENAI_API_TYPE"),
+		OpenAIAPIVersion: input(getenv, "openai-api-version", "OPENAI_API_VERSION"),
+		Model:            input(getenv, "model", "BOT_MODEL"),
+		Command:          input(getenv, "command", "BOT_COMMAND"),
+		Runner:           input(getenv, "runner", "BOT_RUNNER"),
+		SandboxImage:     input(getenv, "sandbox-image", "BOT_SANDBOX_IMAGE"),
+		StateKey:         []byte(input(getenv, "state-key", "PULLWRIGHT_STATE_KEY")),
+		TempDir:          getenv("RUNNER_TEMP"),
+		Path:             getenv("PATH"),
 	}
 	var problems []string
 	add := func(format string, a ...any) { problems = append(problems, fmt.Sprintf(format, a...)) }
@@ -121,6 +126,18 @@ func FromEnv(getenv func(string) string) (Env, error) {
 	}
 	if e.OpenAIKey == "" && e.OpenAIBaseURL == "" {
 		add("no model endpoint: set the openai-api-key input (from a secret), or openai-base-url for an endpoint without a key")
+	}
+	switch e.OpenAIAPIType {
+	case "", "openai":
+	case "azure":
+		if e.OpenAIAPIVersion == "" {
+			add("openai-api-type is azure but openai-api-version is not set: Azure OpenAI needs its api-version, for instance 2024-10-21")
+		}
+		if e.OpenAIBaseURL == "" {
+			add("openai-api-type is azure but openai-base-url is not set: set it to the resource's endpoint, https://NAME.openai.azure.com")
+		}
+	default:
+		add("openai-api-type=%q: want openai or azure", e.OpenAIAPIType)
 	}
 	if len(e.StateKey) < MinStateKey {
 		add("the state-key input is missing or shorter than %d characters: it authenticates the state kept between runs; "+

@@ -51,6 +51,17 @@ type Config struct {
 	// BaseURL, APIKey and Model select any OpenAI-compatible endpoint.
 	// BaseURL defaults to OpenAI's. A task's Limits.Model replaces Model.
 	BaseURL, APIKey, Model string
+	// APIType is APITypeOpenAI ("" too: OpenAI and every server that
+	// speaks its API) or APITypeAzure: Azure OpenAI, where BaseURL is the
+	// resource's endpoint (https://NAME.openai.azure.com), the key goes in
+	// the api-key header, and a model is reached through its deployment,
+	// /openai/deployments/{deployment}/chat/completions?api-version=…,
+	// with the deployment the task's Profile.Deployment, else the model's
+	// name. It is never guessed from BaseURL.
+	APIType string
+	// APIVersion is Azure's api-version query parameter, required with
+	// APITypeAzure (for instance 2024-10-21).
+	APIVersion string
 	// HTTPClient makes the model calls; its Transport (or
 	// http.DefaultTransport) is wrapped to retry them (see MaxRetries).
 	HTTPClient *http.Client
@@ -73,12 +84,19 @@ type Config struct {
 	Logger       *slog.Logger
 }
 
+// API types of Config.APIType.
+const (
+	APITypeOpenAI = "openai"
+	APITypeAzure  = "azure"
+)
+
 // Agent runs turns of the loop. It is safe for concurrent use by several
 // tasks, each with its own State and workspace.
 type Agent struct {
 	cfg    Config
 	client *openai.Client
-	retry  *retryTransport // inside client; tests set its clock
+	oc     openai.ClientConfig // client's, for Azure's per-deployment clients
+	retry  *retryTransport     // inside client; tests set its clock
 	log    *slog.Logger
 	tools  []openai.Tool
 	// toolBytes is the counted size of tools in every request.
@@ -121,13 +139,9 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	oc := openai.DefaultConfig(cfg.APIKey)
-	if cfg.BaseURL != "" {
-		u, err := url.Parse(cfg.BaseURL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return nil, fmt.Errorf("agent: base URL %q is not an http(s) URL", cfg.BaseURL)
-		}
-		oc.BaseURL = strings.TrimSuffix(cfg.BaseURL, "/")
+	oc, err := clientConfig(cfg)
+	if err != nil {
+		return nil, err
 	}
 	// The caller's client keeps its own transport; ours wraps it in a copy.
 	hc := *cfg.HTTPClient
@@ -142,11 +156,61 @@ func New(cfg Config) (*Agent, error) {
 	return &Agent{
 		cfg:       cfg,
 		client:    openai.NewClientWithConfig(oc),
+		oc:        oc,
 		retry:     rt,
 		log:       cfg.Logger,
 		tools:     defs,
 		toolBytes: len(toolJSON),
 	}, nil
+}
+
+// clientConfig is go-openai's configuration for cfg's endpoint. Its errors
+// name the setting, never the key.
+func clientConfig(cfg Config) (openai.ClientConfig, error) {
+	if cfg.BaseURL != "" {
+		u, err := url.Parse(cfg.BaseURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return openai.ClientConfig{}, fmt.Errorf("agent: base URL %q is not an http(s) URL", cfg.BaseURL)
+		}
+	}
+	base := strings.TrimSuffix(cfg.BaseURL, "/")
+	switch strings.ToLower(cfg.APIType) {
+	case "", APITypeOpenAI:
+		oc := openai.DefaultConfig(cfg.APIKey)
+		if base != "" {
+			oc.BaseURL = base
+		}
+		return oc, nil
+	case APITypeAzure:
+		if base == "" {
+			return openai.ClientConfig{}, errors.New("agent: Azure OpenAI needs the base URL of the resource's endpoint (https://NAME.openai.azure.com)")
+		}
+		if strings.TrimSpace(cfg.APIVersion) == "" {
+			return openai.ClientConfig{}, errors.New("agent: Azure OpenAI needs an API version (api-version, for instance 2024-10-21)")
+		}
+		oc := openai.DefaultAzureConfig(cfg.APIKey, base)
+		oc.APIVersion = strings.TrimSpace(cfg.APIVersion)
+		// go-openai's default mapper rewrites some model names into
+		// deployment names; the deployment is the operator's word
+		// (Profile.Deployment) or the model's name as written.
+		oc.AzureModelMapperFunc = func(model string) string { return model }
+		return oc, nil
+	}
+	return openai.ClientConfig{}, fmt.Errorf("agent: API type %q is neither %s nor %s", cfg.APIType, APITypeOpenAI, APITypeAzure)
+}
+
+// clientFor is the client that reaches model: on Azure, through the
+// profile's deployment, which differs per task while the Agent is shared;
+// elsewhere, the one client. A go-openai client is a configuration and a
+// request builder, so one per Azure turn costs nothing worth caching.
+func (a *Agent) clientFor(model string, p pullwright.ModelProfile) *openai.Client {
+	if a.oc.APIType != openai.APITypeAzure {
+		return a.client
+	}
+	deployment := cmp.Or(p.Deployment, model)
+	oc := a.oc
+	oc.AzureModelMapperFunc = func(string) string { return deployment }
+	return openai.NewClientWithConfig(oc)
 }
 
 // Finish is what the model handed in with the finish tool.
@@ -166,9 +230,18 @@ type State struct {
 	Turns            int                            `json:"turns"`
 	PromptTokens     int                            `json:"prompt_tokens"`
 	CompletionTokens int                            `json:"completion_tokens"`
-	Plan             []pullwright.PlanItem          `json:"plan,omitempty"`
-	Steps            []string                       `json:"steps,omitempty"` // one short human line per tool call
-	Finish           *Finish                        `json:"finish,omitempty"`
+	// CachedPromptTokens are the part of PromptTokens the endpoint served
+	// from its prompt cache (usage.prompt_tokens_details.cached_tokens),
+	// priced at Limits.PriceCachedInput.
+	CachedPromptTokens int `json:"cached_prompt_tokens,omitempty"`
+	// EstimatedTurns counts the turns whose endpoint reported no usage: their
+	// tokens are estimated from the sizes of the request and the answer
+	// (about four bytes a token), so the counts above are estimates when it
+	// is not 0.
+	EstimatedTurns int                   `json:"estimated_turns,omitempty"`
+	Plan           []pullwright.PlanItem `json:"plan,omitempty"`
+	Steps          []string              `json:"steps,omitempty"` // one short human line per tool call
+	Finish         *Finish               `json:"finish,omitempty"`
 	// Pending is the execution request the last turn ended with; while it is
 	// set, Turn refuses to run (ErrPending) until Resolve answers it.
 	Pending *Request `json:"pending,omitempty"`
@@ -196,10 +269,21 @@ type State struct {
 func (s *State) Tokens() int { return s.PromptTokens + s.CompletionTokens }
 
 // CostUSD is what the model calls so far cost, in USD, at the prices of
-// s.Limits (0 if they are not set).
+// s.Limits (0 if they are not set). Cached prompt tokens are priced at
+// PriceCachedInput when it is set, else as other prompt tokens.
 func (s *State) CostUSD() float64 {
-	return (float64(s.PromptTokens)*s.Limits.PriceInput + float64(s.CompletionTokens)*s.Limits.PriceOutput) / 1e6
+	cached := min(max(s.CachedPromptTokens, 0), s.PromptTokens)
+	cachedPrice := s.Limits.PriceInput
+	if s.Limits.PriceCachedInput > 0 {
+		cachedPrice = s.Limits.PriceCachedInput
+	}
+	return (float64(s.PromptTokens-cached)*s.Limits.PriceInput + float64(cached)*cachedPrice +
+		float64(s.CompletionTokens)*s.Limits.PriceOutput) / 1e6
 }
+
+// Estimated reports whether some of the token counts are estimates, from
+// turns whose endpoint reported no usage.
+func (s *State) Estimated() bool { return s.EstimatedTurns > 0 }
 
 // Start returns the state of a new conversation: the system prompt and the
 // first user message carrying the brief, under the brief's limits.
@@ -294,18 +378,14 @@ func (a *Agent) Turn(ctx context.Context, st *State, workdir string) error {
 	defer ws.Close()
 
 	turn := st.Turns + 1
-	model := cmp.Or(st.Limits.Model, a.cfg.Model)
+	model := a.model(st)
 	log := a.log.With("model", model, "turn", turn)
 	sent, err := a.fit(ctx, st, model)
 	if err != nil {
 		return err
 	}
-	req := openai.ChatCompletionRequest{
-		Model:    model,
-		Messages: st.Messages,
-		Tools:    a.tools,
-	}
-	resp, err := a.complete(ctx, req)
+	req := a.request(st, model)
+	resp, err := a.complete(ctx, st, model, req)
 	if isContextOverflow(err) {
 		// The estimate was wrong or the profile's window too large: compact
 		// harder and try once more, rather than fail the task.
@@ -317,8 +397,8 @@ func (a *Agent) Turn(ctx context.Context, st *State, workdir string) error {
 		if shrunk >= sent {
 			return fmt.Errorf("%w: context: %w, and nothing is left to compact (turn %d)", ErrBudget, errOverflow, turn)
 		}
-		sent, req.Messages = shrunk, st.Messages
-		if resp, err = a.complete(ctx, req); isContextOverflow(err) {
+		sent, req = shrunk, a.request(st, model)
+		if resp, err = a.complete(ctx, st, model, req); isContextOverflow(err) {
 			log.Warn("model call refused as too long after compaction", "err", err)
 			return fmt.Errorf("%w: context: %w, even compacted (turn %d)", ErrBudget, errOverflow, turn)
 		}
@@ -332,28 +412,45 @@ func (a *Agent) Turn(ctx context.Context, st *State, workdir string) error {
 	}
 
 	// The call succeeded: from here on the turn is committed to st.
-	msg := assistantMessage(resp.Choices[0].Message, turn)
+	choice := resp.Choices[0]
+	msg := assistantMessage(choice.Message, turn)
+	use := usageOf(req, resp)
 	st.Turns = turn
-	st.PromptTokens += resp.Usage.PromptTokens
-	st.CompletionTokens += resp.Usage.CompletionTokens
-	st.calibrate(sent, resp.Usage.PromptTokens)
-	if resp.Usage.PromptTokens == 0 && resp.Usage.CompletionTokens == 0 {
-		log.Warn("model reported no token usage; the token budget cannot count this turn")
+	st.PromptTokens += use.prompt
+	st.CompletionTokens += use.completion
+	st.CachedPromptTokens += use.cached
+	if !use.estimated {
+		st.calibrate(sent, use.prompt)
+	}
+	attrs := []any{"prompt_tokens", use.prompt, "completion_tokens", use.completion, "cached_prompt_tokens", use.cached}
+	if use.estimated {
+		st.EstimatedTurns++
+		attrs = append(attrs, "estimated_tokens", true)
+		log.Warn("model reported no token usage; the turn's tokens are estimated from the request and answer sizes",
+			"prompt_tokens", use.prompt, "completion_tokens", use.completion)
+	}
+	attrs = append(attrs, "total_tokens", st.Tokens(), "finish_reason", string(choice.FinishReason))
+	if !knownFinish(choice.FinishReason) {
+		log.Warn("model answer ended with an unknown finish reason; handled as a complete answer", "finish_reason", string(choice.FinishReason))
+	}
+	cut := stopped(choice.FinishReason)
+	if cut != "" {
+		log.Warn("model answer was cut short", "finish_reason", string(choice.FinishReason), "tool_calls", len(msg.ToolCalls))
 	}
 
 	if len(msg.ToolCalls) == 0 {
 		if msg.Content != "" || msg.Refusal != "" {
 			st.Messages = append(st.Messages, msg)
 		}
-		st.Messages = append(st.Messages, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: nudge})
-		log.Info("agent turn", "prompt_tokens", resp.Usage.PromptTokens, "completion_tokens", resp.Usage.CompletionTokens,
-			"total_tokens", st.Tokens(), "tools", []string{}, "finish_reason", resp.Choices[0].FinishReason)
+		st.Messages = append(st.Messages, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: nudgeFor(choice.FinishReason)})
+		log.Info("agent turn", append(attrs, "tools", []string{})...)
 		return nil
 	}
 
 	st.Messages = append(st.Messages, msg)
 	env := toolEnv{ctx: ctx, ws: ws, st: st}
 	names := make([]string, 0, len(msg.ToolCalls))
+	var repaired []string
 	// A message that asks to run a command cannot also finish: the model has
 	// not seen the result yet. Its finish calls are refused, with a text that
 	// depends on whether the run request turned out valid.
@@ -368,9 +465,13 @@ func (a *Agent) Turn(ctx context.Context, st *State, workdir string) error {
 			continue
 		}
 		env.callID = tc.ID
+		env.cut = cut
 		wasPending := st.Pending != nil
-		content, step := a.runTool(env, tc)
+		content, step, repairs := a.runTool(env, tc)
 		st.Steps = append(st.Steps, step)
+		if len(repairs) > 0 {
+			repaired = append(repaired, tc.Function.Name+": "+strings.Join(repairs, ", "))
+		}
 		if !wasPending && st.Pending != nil {
 			continue // answered by Resolve
 		}
@@ -386,8 +487,10 @@ func (a *Agent) Turn(ctx context.Context, st *State, workdir string) error {
 			st.Messages[i].Content = finishRefusedPending
 		}
 	}
-	attrs := []any{"prompt_tokens", resp.Usage.PromptTokens, "completion_tokens", resp.Usage.CompletionTokens,
-		"total_tokens", st.Tokens(), "tools", names, "finished", st.Finish != nil}
+	attrs = append(attrs, "tools", names, "finished", st.Finish != nil)
+	if len(repaired) > 0 {
+		attrs = append(attrs, "repaired_arguments", repaired)
+	}
 	if st.Limits.PriceInput > 0 || st.Limits.PriceOutput > 0 {
 		attrs = append(attrs, "cost_usd", st.CostUSD())
 	}
@@ -400,15 +503,18 @@ func (a *Agent) Turn(ctx context.Context, st *State, workdir string) error {
 
 var errNoChoices = errors.New("the response has no choices")
 
-// complete makes one model call under its own deadline.
-func (a *Agent) complete(ctx context.Context, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
+// complete makes one model call of st's task to model under its own
+// deadline, through the client that reaches that model.
+func (a *Agent) complete(ctx context.Context, st *State, model string, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
 	callCtx, cancel := context.WithTimeout(ctx, a.cfg.CallTimeout)
 	defer cancel()
-	return a.client.CreateChatCompletion(callCtx, req)
+	return a.clientFor(model, st.Limits.Profile).CreateChatCompletion(callCtx, req)
 }
 
 // assistantMessage keeps what the conversation needs from the model's answer,
-// and gives every tool call an id and a type (some servers omit them).
+// and gives every tool call an id and a type (some servers omit them). A
+// null content and an empty one are the same here: go-openai decodes both
+// as "".
 func assistantMessage(m openai.ChatCompletionMessage, turn int) openai.ChatCompletionMessage {
 	out := openai.ChatCompletionMessage{
 		Role:    openai.ChatMessageRoleAssistant,
@@ -424,7 +530,14 @@ func assistantMessage(m openai.ChatCompletionMessage, turn int) openai.ChatCompl
 		}
 		out.Content = strings.Join(parts, "\n")
 	}
-	for i, tc := range m.ToolCalls {
+	calls := m.ToolCalls
+	if len(calls) == 0 && m.FunctionCall != nil && m.FunctionCall.Name != "" {
+		// The legacy function_call answer (finish_reason "function_call") of
+		// older servers is one tool call; kept as one, it is answered like
+		// any other, with a tool message.
+		calls = []openai.ToolCall{{Function: *m.FunctionCall}}
+	}
+	for i, tc := range calls {
 		tc.Index = nil
 		if tc.ID == "" {
 			tc.ID = fmt.Sprintf("call_t%d_%d", turn, i+1)
@@ -437,23 +550,40 @@ func assistantMessage(m openai.ChatCompletionMessage, turn int) openai.ChatCompl
 	return out
 }
 
-// runTool runs one tool call and returns the tool message content and the
-// step line. It never fails: errors become "error: …" content.
-func (a *Agent) runTool(env toolEnv, tc openai.ToolCall) (content, step string) {
+// runTool runs one tool call and returns the tool message content, the
+// step line and the repairs its arguments needed (parseArguments). It never
+// fails: errors become "error: …" content.
+func (a *Agent) runTool(env toolEnv, tc openai.ToolCall) (content, step string, repairs []string) {
 	name := tc.Function.Name
 	t, ok := toolsByName[name]
 	if !ok {
 		return "error: unknown tool " + fmt.Sprintf("%q", name) + "; the available tools are: " + toolNames(),
-			fmt.Sprintf("called unknown tool `%s`", untrusted.Cut(name, 40))
+			fmt.Sprintf("called unknown tool `%s`", untrusted.Cut(name, 40)), nil
 	}
-	res, err := t.run(env, []byte(tc.Function.Arguments))
+	raw, repairs, err := parseArguments(tc.Function.Arguments)
+	if err != nil {
+		if env.cut != "" {
+			// Arguments that do not parse in an answer stopped early were
+			// cut there: saying so helps the model more than where.
+			return a.cut(cutCall(name, env.cut)), name + " not run: its arguments were cut short", nil
+		}
+		msg := fmt.Sprintf("arguments of %s are %v; send the call again with its arguments as one JSON object", name, err)
+		return "error: " + a.cut(msg), name + " failed: arguments are not valid JSON", nil
+	}
+	res, err := t.run(env, raw)
+	note := ""
+	if len(repairs) > 0 {
+		// The step line shows that the bot, not the model, made the call
+		// readable.
+		note = " (arguments repaired: " + strings.Join(repairs, ", ") + ")"
+	}
 	if err != nil {
 		var te *toolError
 		msg := err.Error()
 		if !errors.As(err, &te) {
 			msg = "internal error: " + describe(err)
 		}
-		return "error: " + a.cut(msg), name + " failed: " + untrusted.Cut(firstLine(msg), 80)
+		return "error: " + a.cut(msg), name + " failed: " + untrusted.Cut(firstLine(msg), 80) + note, repairs
 	}
 	text := a.cut(res.text)
 	if text == "" {
@@ -462,7 +592,7 @@ func (a *Agent) runTool(env toolEnv, tc openai.ToolCall) (content, step string) 
 	if res.block != "" {
 		text = untrusted.Block(res.block, res.attrs, text)
 	}
-	return text, res.step
+	return text, res.step + note, repairs
 }
 
 // cut bounds one tool output to MaxToolOutput bytes, on a line or rune

@@ -325,21 +325,22 @@ func isSummary(m openai.ChatCompletionMessage) bool {
 // summary is then the steps log, which is the state's own record of what
 // was done. Only a transient failure is returned, for the task to retry.
 func (a *Agent) summarise(ctx context.Context, st *State, model string, dropped []openai.ChatCompletionMessage, budget int) (string, error) {
+	p := st.Limits.Profile
 	req := openai.ChatCompletionRequest{
 		Model: model,
-		Messages: []openai.ChatCompletionMessage{
+		// The model's own roles and parameters, as for a turn.
+		Messages: wireMessages([]openai.ChatCompletionMessage{
 			{Role: openai.ChatMessageRoleSystem, Content: compactionPrompt},
 			{Role: openai.ChatMessageRoleUser, Content: transcript(st, dropped, int(float64(budget)*transcriptBudgetPct)*bytesPerToken)},
-		},
+		}, p),
+		ReasoningEffort: p.ReasoningEffort,
 	}
-	if st.Limits.Profile.TokenParameter == "max_completion_tokens" {
+	if tokenParameter(model, p) == tokenParamMaxCompletionTokens {
 		req.MaxCompletionTokens = maxSummaryTokens
 	} else {
 		req.MaxTokens = maxSummaryTokens
 	}
-	callCtx, cancel := context.WithTimeout(ctx, a.cfg.CallTimeout)
-	resp, err := a.client.CreateChatCompletion(callCtx, req)
-	cancel()
+	resp, err := a.complete(ctx, st, model, req)
 	log := a.log.With("model", model, "turn", st.Turns+1)
 	if err != nil {
 		if IsTransient(err) {

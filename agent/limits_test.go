@@ -83,6 +83,8 @@ func TestCostUSD(t *testing.T) {
 		{State{PromptTokens: 1_000_000, CompletionTokens: 1_000_000}, 0},
 		{State{PromptTokens: 1_000_000, Limits: pullwright.Limits{PriceInput: 2.5}}, 2.5},
 		{State{PromptTokens: 500_000, CompletionTokens: 250_000, Limits: pullwright.Limits{PriceInput: 2, PriceOutput: 8}}, 3},
+		{State{PromptTokens: 1_000_000, CachedPromptTokens: 500_000, Limits: pullwright.Limits{PriceInput: 2, PriceCachedInput: 0.5}}, 1.25},
+		{State{PromptTokens: 1_000_000, CachedPromptTokens: 500_000, Limits: pullwright.Limits{PriceInput: 2}}, 2},
 	}
 	for _, tt := range tests {
 		if got := tt.st.CostUSD(); got != tt.want {

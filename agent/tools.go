@@ -58,6 +58,9 @@ type toolEnv struct {
 	ws     *workspace
 	st     *State
 	callID string // id of the tool call being run
+	// cut, when set, is why the answer the call came in stopped early
+	// (finish_reason length or content_filter).
+	cut string
 }
 
 type tool struct {

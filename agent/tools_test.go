@@ -102,8 +102,9 @@ func callTool(t *testing.T, a *Agent, dir string, st *State, name, args string) 
 		t.Fatal(err)
 	}
 	defer ws.Close()
-	return a.runTool(toolEnv{ctx: context.Background(), ws: ws, st: st},
+	content, step, _ = a.runTool(toolEnv{ctx: context.Background(), ws: ws, st: st},
 		openai.ToolCall{ID: "call_1", Type: openai.ToolTypeFunction, Function: openai.FunctionCall{Name: name, Arguments: args}})
+	return content, step
 }
 
 func args(t *testing.T, v map[string]any) string {

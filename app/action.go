@@ -46,6 +46,7 @@ func RunAction(ctx context.Context, env action.Env, cfg Config) (ActionResult, e
 	cfg.Token = env.Token
 	cfg.APIURL = env.APIURL
 	cfg.OpenAIKey, cfg.OpenAIBaseURL = env.OpenAIKey, env.OpenAIBaseURL
+	cfg.OpenAIAPIType, cfg.OpenAIAPIVersion = env.OpenAIAPIType, env.OpenAIAPIVersion
 	if env.Model != "" {
 		cfg.Model = env.Model
 	}

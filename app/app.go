@@ -45,9 +45,12 @@ type Config struct {
 	APIURL        string
 	OpenAIKey     string
 	OpenAIBaseURL string
-	Model         string
-	Runner        string
-	SandboxImage  string
+	// OpenAIAPIType is "openai" (or "") or "azure", and OpenAIAPIVersion
+	// Azure's api-version (agent.Config.APIType, APIVersion).
+	OpenAIAPIType, OpenAIAPIVersion string
+	Model                           string
+	Runner                          string
+	SandboxImage                    string
 	// Forwarder is the static Linux binary fenced setups run to reach the
 	// fence (its "fence-forward"); "" means this bot's own executable when
 	// it is static. Without one, repositories' setups do not run.
@@ -180,6 +183,8 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	llm, err := agent.New(agent.Config{
 		BaseURL:    cfg.OpenAIBaseURL,
 		APIKey:     cfg.OpenAIKey,
+		APIType:    cfg.OpenAIAPIType,
+		APIVersion: cfg.OpenAIAPIVersion,
 		Model:      op.Models.Default,
 		MaxTurns:   cfg.MaxTurns,
 		MaxTokens:  cfg.MaxTokens,

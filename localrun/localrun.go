@@ -76,6 +76,9 @@ type Options struct {
 	// need none (Ollama). Model "" means the repository configuration's
 	// model, else DefaultModel.
 	BaseURL, APIKey, Model string
+	// APIType and APIVersion select Azure OpenAI (agent.Config.APIType,
+	// APIVersion); "" is OpenAI's API.
+	APIType, APIVersion string
 	// CallTimeout bounds one model call, retries included; zero means
 	// DefaultCallTimeout.
 	CallTimeout time.Duration
@@ -185,6 +188,8 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	a, err := agent.New(agent.Config{
 		BaseURL:     o.BaseURL,
 		APIKey:      o.APIKey,
+		APIType:     o.APIType,
+		APIVersion:  o.APIVersion,
 		Model:       model,
 		CallTimeout: cmp.Or(o.CallTimeout, DefaultCallTimeout),
 		MaxRetries:  o.LLMRetries,

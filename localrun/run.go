@@ -108,7 +108,7 @@ func (r *run) work(ctx context.Context) {
 		TestCommand:  s.TestCommand,
 		Limits: pullwright.Limits{
 			MaxTurns: s.MaxTurns, MaxTokens: s.MaxTokens,
-			Model: r.model, Protected: s.Protected,
+			Model: r.model, Profile: s.Profile, Protected: s.Protected,
 		},
 	}
 	r.st = r.agent.Start(brief)

@@ -113,7 +113,9 @@ func settings(fs *flag.FlagSet, getenv func(string) string) func(env string) str
 		{env: "GITHUB_WEBHOOK_SECRET", secret: true, help: "webhook HMAC secret (required)"},
 		{env: "GITHUB_API_URL", def: app.DefaultAPIURL, help: "REST base URL (GitHub Enterprise: https://HOST/api/v3)"},
 		{env: "OPENAI_API_KEY", secret: true, help: "key of the OpenAI-compatible endpoint"},
-		{env: "OPENAI_BASE_URL", help: "OpenAI-compatible base URL (default OpenAI's)"},
+		{env: "OPENAI_BASE_URL", help: "OpenAI-compatible base URL (default OpenAI's); with OPENAI_API_TYPE=azure, the resource's endpoint https://NAME.openai.azure.com"},
+		{env: "OPENAI_API_TYPE", def: "openai", help: "openai (OpenAI and compatible servers) or azure (Azure OpenAI: api-key header, deployments)"},
+		{env: "OPENAI_API_VERSION", help: "Azure OpenAI's api-version, e.g. 2024-10-21 (required with OPENAI_API_TYPE=azure)"},
 		{env: "BOT_MODEL", def: app.DefaultModel, help: "model name"},
 		{env: "BOT_RUNNER", def: app.DefaultRunner, help: "docker or local (no isolation)"},
 		{env: "BOT_SANDBOX_IMAGE", help: "sandbox image when the repository names none"},
@@ -185,17 +187,22 @@ func logger(format string, w io.Writer) *slog.Logger {
 // before anything starts.
 func config(get func(string) string) (app.Config, error) {
 	cfg := app.Config{
-		Addr:          get("BOT_ADDR"),
-		DatabaseURL:   get("BOT_DATABASE_URL"),
-		Command:       get("BOT_COMMAND"),
-		WebhookSecret: get("GITHUB_WEBHOOK_SECRET"),
-		APIURL:        strings.TrimRight(get("GITHUB_API_URL"), "/"),
-		OpenAIKey:     get("OPENAI_API_KEY"),
-		OpenAIBaseURL: get("OPENAI_BASE_URL"),
-		Model:         get("BOT_MODEL"),
-		Runner:        get("BOT_RUNNER"),
-		SandboxImage:  get("BOT_SANDBOX_IMAGE"),
-		WorkDir:       get("BOT_WORKDIR"),
+		Addr:             get("BOT_ADDR"),
+		DatabaseURL:      get("BOT_DATABASE_URL"),
+		Command:          get("BOT_COMMAND"),
+		WebhookSecret:    get("GITHUB_WEBHOOK_SECRET"),
+		APIURL:           strings.TrimRight(get("GITHUB_API_URL"), "/"),
+		OpenAIKey:        get("OPENAI_API_KEY"),
+		OpenAIBaseURL:    get("OPENAI_BASE_URL"),
+		Model:            get("BOT_MODEL"),
+		OpenAIAPIType:    get("OPENAI_API_TYPE"),
+		OpenAIAPIVersion: get("OPENAI_API_VERSION"),
+		Runner:           get("BOT_RUNNER"),
+		SandboxImage:     get("BOT_SANDBOX_IMAGE"),
+		WorkDir:          get("BOT_WORKDIR"),
+	}
+	if err := checkEndpoint(cfg.OpenAIAPIType, cfg.OpenAIAPIVersion, cfg.OpenAIBaseURL); err != nil {
+		return cfg, err
 	}
 	if cfg.WebhookSecret == "" {
 		return cfg, errors.New("GITHUB_WEBHOOK_SECRET is not set: serve refuses to accept unsigned deliveries")
@@ -252,4 +259,22 @@ func config(get func(string) string) (app.Config, error) {
 		cfg.Workers = n
 	}
 	return cfg, nil
+}
+
+// checkEndpoint checks the model endpoint's settings before anything
+// starts, naming the variables to set.
+func checkEndpoint(apiType, version, baseURL string) error {
+	switch apiType {
+	case "", "openai":
+		return nil
+	case "azure":
+		if version == "" {
+			return errors.New("OPENAI_API_VERSION is not set: Azure OpenAI (OPENAI_API_TYPE=azure) needs its api-version, for instance 2024-10-21")
+		}
+		if baseURL == "" {
+			return errors.New("OPENAI_BASE_URL is not set: with OPENAI_API_TYPE=azure it is the resource's endpoint, https://NAME.openai.azure.com")
+		}
+		return nil
+	}
+	return fmt.Errorf("OPENAI_API_TYPE=%q: want openai or azure", apiType)
 }

@@ -42,6 +42,11 @@ func TestConfig(t *testing.T) {
 		{name: "bad workers", env: with("BOT_WORKERS", "0"), wantErr: "BOT_WORKERS"},
 		{name: "lease too short", env: with("BOT_LEASE", "1s"), wantErr: "BOT_LEASE"},
 		{name: "bad approval timeout", env: with("BOT_APPROVAL_TIMEOUT", "soon"), wantErr: "BOT_APPROVAL_TIMEOUT"},
+		{name: "azure without a version", env: with("OPENAI_API_TYPE", "azure", "OPENAI_BASE_URL", "https://r.openai.azure.com"), wantErr: "OPENAI_API_VERSION is not set"},
+		{name: "azure without an endpoint", env: with("OPENAI_API_TYPE", "azure", "OPENAI_API_VERSION", "2024-10-21"), wantErr: "OPENAI_BASE_URL is not set"},
+		{name: "unknown api type", env: with("OPENAI_API_TYPE", "vertex"), wantErr: "OPENAI_API_TYPE"},
+		{name: "azure", env: with("OPENAI_API_TYPE", "azure", "OPENAI_API_VERSION", "2024-10-21", "OPENAI_BASE_URL", "https://r.openai.azure.com"),
+			check: func(t *testing.T, _, _, _, _ string, _ int, _ string) {}},
 		{name: "defaults", env: with(), check: func(t *testing.T, addr, db, cmd, api string, workers int, key string) {
 			if addr != ":8080" || db != "sqlite://./pullwright.db" || cmd != "/agent" || api != "https://api.github.com" || workers != 4 {
 				t.Errorf("defaults = %q %q %q %q %d", addr, db, cmd, api, workers)

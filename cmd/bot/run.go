@@ -24,7 +24,8 @@ for the rest of the run) and runs in the Docker sandbox; the work ends as a
 commit on a new local branch. Your current branch and files are not touched.
 
 Environment: OPENAI_API_KEY (may be empty for Ollama), OPENAI_BASE_URL,
-BOT_MODEL, BOT_RUNNER, BOT_SANDBOX_IMAGE. Example with Ollama:
+OPENAI_API_TYPE and OPENAI_API_VERSION (Azure OpenAI), BOT_MODEL, BOT_RUNNER,
+BOT_SANDBOX_IMAGE. Example with Ollama:
 
   OPENAI_BASE_URL=http://localhost:11434/v1 BOT_MODEL=qwen2.5-coder \
     bot run "fix the off-by-one in pagination, keep the public API"
@@ -76,6 +77,8 @@ func runOptions(args []string, getenv func(string) string, stderr io.Writer) (lo
 	fs.Var(&yesTo, "yes-to", "a command that runs without asking (exact match; repeatable); with input that is not a terminal, every other command is rejected")
 	fs.StringVar(&o.Model, "model", getenv("BOT_MODEL"), "model name (env BOT_MODEL; default: the repository's, else "+localrun.DefaultModel+")")
 	fs.StringVar(&o.BaseURL, "base-url", getenv("OPENAI_BASE_URL"), "OpenAI-compatible base URL, e.g. http://localhost:11434/v1 for Ollama (env OPENAI_BASE_URL; default OpenAI's)")
+	fs.StringVar(&o.APIType, "api-type", getenv("OPENAI_API_TYPE"), "openai (default), or azure for Azure OpenAI (--base-url is then the resource's endpoint) (env OPENAI_API_TYPE)")
+	fs.StringVar(&o.APIVersion, "api-version", getenv("OPENAI_API_VERSION"), "Azure OpenAI's api-version, e.g. 2024-10-21; required with --api-type azure (env OPENAI_API_VERSION)")
 	fs.StringVar(&o.Image, "image", "", "sandbox image for every command, over the repository's sandbox.image (default: BOT_SANDBOX_IMAGE, else by language)")
 	fs.StringVar(&o.Branch, "branch", "", "name of the new branch (default pullwright/<instructions>)")
 	fs.DurationVar(&o.CallTimeout, "call-timeout", localrun.DefaultCallTimeout, "limit of one model call, retries included")
@@ -115,6 +118,9 @@ func runOptions(args []string, getenv func(string) string, stderr io.Writer) (lo
 	o.FenceHosts = fenceHosts
 	o.APIKey = getenv("OPENAI_API_KEY")
 	o.DefaultImage = getenv("BOT_SANDBOX_IMAGE")
+	if err := checkEndpoint(o.APIType, o.APIVersion, o.BaseURL); err != nil {
+		return o, fmt.Errorf("run: %w", err)
+	}
 	if o.APIKey == "" && o.BaseURL == "" {
 		return o, errors.New("run: OPENAI_API_KEY is not set: set it to use OpenAI, or point OPENAI_BASE_URL (--base-url) " +
 			"at another OpenAI-compatible endpoint, such as Ollama's http://localhost:11434/v1")

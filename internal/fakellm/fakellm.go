@@ -15,6 +15,7 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -48,8 +49,19 @@ type Step struct {
 	// Status, when non-zero, makes the answer an HTTP error with an
 	// OpenAI-style error body; Content, if set, is its message.
 	Status int
-	// RawBody, when set, is sent verbatim with status 200 (garbage responses).
+	// RawBody, when set, is sent verbatim, with Status or else 200: a
+	// garbage answer, or an answer recorded in an endpoint's own wire
+	// format (see Transcript).
 	RawBody string
+}
+
+// Recorded is one HTTP request the server received, as it came: what a
+// test checks the endpoint would have seen.
+type Recorded struct {
+	Method, Path string
+	Query        url.Values
+	Header       http.Header
+	Body         []byte
 }
 
 // Server is a running fake. URL ends in /v1 and is meant as a client BaseURL.
@@ -61,7 +73,9 @@ type Server struct {
 	next   func(req openai.ChatCompletionRequest) (Step, bool)
 	mu     sync.Mutex
 	apiKey string
+	azure  *azure // set by WithAzure
 	reqs   []openai.ChatCompletionRequest
+	http   []Recorded
 	calls  int
 	served int       // scripted answers given
 	fails  []failure // answers owed before the script is asked again, in order
@@ -130,13 +144,7 @@ func NewFunc(t testing.TB, f func(req openai.ChatCompletionRequest) Step) *Serve
 
 func start(t testing.TB, next func(openai.ChatCompletionRequest) (Step, bool)) *Server {
 	s := &Server{t: t, next: next}
-	mux := http.NewServeMux()
-	mux.HandleFunc("/v1/chat/completions", s.handle)
-	mux.HandleFunc("/chat/completions", s.handle)
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, "fakellm: no route for "+r.Method+" "+r.URL.Path)
-	})
-	s.srv = httptest.NewServer(mux)
+	s.srv = httptest.NewServer(http.HandlerFunc(s.route))
 	s.URL = s.srv.URL + "/v1"
 	t.Cleanup(s.srv.Close)
 	return s
@@ -211,7 +219,16 @@ func (s *Server) Bodies() [][]byte {
 	return out
 }
 
-// Requests returns a copy of every request received, as decoded.
+// HTTP returns a copy of every HTTP request received, routed or not, in
+// order.
+func (s *Server) HTTP() []Recorded {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Recorded(nil), s.http...)
+}
+
+// Requests returns a copy of every chat-completion request received, as
+// decoded.
 func (s *Server) Requests() []openai.ChatCompletionRequest {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -225,16 +242,37 @@ func (s *Server) Calls() int {
 	return s.calls
 }
 
-func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
+// route records r and sends it on to handle when it is a chat-completion
+// request at a path the endpoint serves: /v1/chat/completions and
+// /chat/completions, or with WithAzure only Azure's deployment path.
+func (s *Server) route(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 64<<20))
+	if err != nil {
+		writeError(w, http.StatusRequestEntityTooLarge, "fakellm: request body: "+err.Error())
+		return
+	}
+	s.mu.Lock()
+	s.http = append(s.http, Recorded{Method: r.Method, Path: r.URL.Path, Query: r.URL.Query(), Header: r.Header.Clone(), Body: body})
+	az := s.azure
+	s.mu.Unlock()
+	if az != nil {
+		if az.refuse(w, r) {
+			return
+		}
+	} else if r.URL.Path != "/v1/chat/completions" && r.URL.Path != "/chat/completions" {
+		writeError(w, http.StatusNotFound, "fakellm: no route for "+r.Method+" "+r.URL.Path)
+		return
+	}
+	s.handle(w, r, body)
+}
+
+func (s *Server) handle(w http.ResponseWriter, r *http.Request, body []byte) {
 	if r.Method != http.MethodPost {
 		writeError(w, http.StatusMethodNotAllowed, "fakellm: method "+r.Method+" not allowed")
 		return
 	}
 	var req openai.ChatCompletionRequest
-	body, decodeErr := io.ReadAll(http.MaxBytesReader(w, r.Body, 64<<20))
-	if decodeErr == nil {
-		decodeErr = json.Unmarshal(body, &req)
-	}
+	decodeErr := json.Unmarshal(body, &req)
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -247,7 +285,7 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	s.reqs = append(s.reqs, req)
 	s.bodies = append(s.bodies, body)
 
-	if s.apiKey != "" && r.Header.Get("Authorization") != "Bearer "+s.apiKey {
+	if s.apiKey != "" && s.azure == nil && r.Header.Get("Authorization") != "Bearer "+s.apiKey {
 		writeError(w, http.StatusUnauthorized, "Incorrect API key provided.")
 		return
 	}
@@ -282,15 +320,16 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	}
 	s.served++
 	switch {
+	case step.RawBody != "":
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(cmp.Or(step.Status, http.StatusOK))
+		_, _ = w.Write([]byte(step.RawBody))
 	case step.Status != 0:
 		msg := step.Content
 		if msg == "" {
 			msg = http.StatusText(step.Status)
 		}
 		writeError(w, step.Status, msg)
-	case step.RawBody != "":
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write([]byte(step.RawBody))
 	default:
 		w.Header().Set("Content-Type", "application/json")
 		resp := s.response(req, step)

@@ -1,0 +1,60 @@
+package action
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestFromEnvModelEndpoint(t *testing.T) {
+	event := filepath.Join(t.TempDir(), "event.json")
+	if err := os.WriteFile(event, []byte(`{}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	base := map[string]string{
+		"GITHUB_EVENT_NAME": "issue_comment", "GITHUB_EVENT_PATH": event, "GITHUB_REPOSITORY": "octo/widgets",
+		"GITHUB_RUN_ID": "7", "INPUT_GITHUB-TOKEN": "t", "INPUT_STATE-KEY": strings.Repeat("k", MinStateKey),
+		"INPUT_OPENAI-API-KEY": "azure-key",
+	}
+	tests := []struct {
+		name    string
+		env     map[string]string
+		wantErr string
+		apiType string
+		version string
+	}{
+		{name: "openai by default", env: map[string]string{}},
+		{name: "azure", env: map[string]string{"INPUT_OPENAI-API-TYPE": "azure", "INPUT_OPENAI-API-VERSION": "2024-10-21",
+			"INPUT_OPENAI-BASE-URL": "https://r.openai.azure.com"}, apiType: "azure", version: "2024-10-21"},
+		{name: "azure from the environment", env: map[string]string{"OPENAI_API_TYPE": "azure", "OPENAI_API_VERSION": "2024-10-21",
+			"OPENAI_BASE_URL": "https://r.openai.azure.com"}, apiType: "azure", version: "2024-10-21"},
+		{name: "azure without a version", env: map[string]string{"INPUT_OPENAI-API-TYPE": "azure", "INPUT_OPENAI-BASE-URL": "https://r.openai.azure.com"},
+			wantErr: "openai-api-version is not set"},
+		{name: "azure without an endpoint", env: map[string]string{"INPUT_OPENAI-API-TYPE": "azure", "INPUT_OPENAI-API-VERSION": "2024-10-21"},
+			wantErr: "openai-base-url is not set"},
+		{name: "unknown type", env: map[string]string{"INPUT_OPENAI-API-TYPE": "bedrock"}, wantErr: `openai-api-type="bedrock"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e, err := FromEnv(func(k string) string {
+				if v, ok := tt.env[k]; ok {
+					return v
+				}
+				return base[k]
+			})
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || strings.Contains(err.Error(), "azure-key") {
+					t.Fatalf("err = %v, want one about %s without the key", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e.OpenAIAPIType != tt.apiType || e.OpenAIAPIVersion != tt.version {
+				t.Errorf("type %q version %q", e.OpenAIAPIType, e.OpenAIAPIVersion)
+			}
+		})
+	}
+}
