@@ -54,14 +54,17 @@ const (
 	overflowShrink = 0.7
 	// Bounds of a compaction: the summary the model writes, and what it is
 	// shown of each message and of the whole span it summarises.
-	maxSummaryTokens    = 2000
-	maxSummaryBytes     = 16 << 10
-	maxTranscriptItem   = 2 << 10
-	maxTranscriptBrief  = 8 << 10
-	maxFallbackSteps    = 60
-	elidedPrefix        = "[elided: "
-	summaryPrefix       = "[Summary of earlier work]"
-	summaryBlock        = "summary-of-earlier-work"
+	maxSummaryTokens   = 2000
+	maxSummaryBytes    = 16 << 10
+	maxTranscriptItem  = 2 << 10
+	maxTranscriptBrief = 8 << 10
+	maxFallbackSteps   = 60
+	elidedPrefix       = "[elided: "
+	summaryPrefix      = "[Summary of earlier work]"
+	// summaryBlock is an untrusted- block: the model wrote the summary
+	// from file contents and outputs anyone may have shaped, so a closing
+	// tag inside it is neutralised like any other data's.
+	summaryBlock        = "untrusted-summary-of-earlier-work"
 	maxStubDetail       = 160
 	transcriptBudgetPct = 0.5 // of the context budget, for the compaction request's transcript
 )
@@ -304,7 +307,9 @@ func (a *Agent) compact(ctx context.Context, st *State, model string, budget int
 	if len(st.Plan) > 0 {
 		b.WriteString("Your plan as it stands:\n")
 		for _, it := range st.Plan {
-			fmt.Fprintf(&b, "- [%s] %s\n", it.Status, it.Title)
+			// The model wrote the plan, maybe at the word of repository
+			// text: one quoted line each, outside the block.
+			fmt.Fprintf(&b, "- [%s] %s\n", untrusted.OneLine(it.Status, 20), untrusted.OneLine(it.Title, 200))
 		}
 	}
 	msgs := make([]openai.ChatCompletionMessage, 0, len(st.Messages)-len(dropped)+1)
@@ -343,15 +348,24 @@ func (a *Agent) summarise(ctx context.Context, st *State, model string, dropped 
 	resp, err := a.complete(ctx, st, model, req)
 	log := a.log.With("model", model, "turn", st.Turns+1)
 	if err != nil {
-		if IsTransient(err) {
+		// Some servers answer an overflow with a 5xx: the steps log, not
+		// a retry, is the way on.
+		if IsTransient(err) && !isContextOverflow(err) {
 			log.Warn("compaction call failed", "err", err, "transient", true)
 			return "", fmt.Errorf("compaction call (turn %d): %w", st.Turns+1, err)
 		}
 		log.Warn("compaction call refused; the steps log stands in for the summary", "err", err)
 		return fallbackSummary(st), nil
 	}
-	st.PromptTokens += resp.Usage.PromptTokens
-	st.CompletionTokens += resp.Usage.CompletionTokens
+	// A compaction is paid for like a turn, estimated when the endpoint
+	// reports no usage, so that budgets hold on every endpoint.
+	use := usageOf(req, resp)
+	st.PromptTokens += use.prompt
+	st.CompletionTokens += use.completion
+	st.CachedPromptTokens += use.cached
+	if use.estimated {
+		st.EstimatedTurns++
+	}
 	var text string
 	if len(resp.Choices) > 0 {
 		text = strings.TrimSpace(assistantMessage(resp.Choices[0].Message, 0).Content)
@@ -360,7 +374,7 @@ func (a *Agent) summarise(ctx context.Context, st *State, model string, dropped 
 		log.Warn("compaction answer is empty; the steps log stands in for the summary")
 		return fallbackSummary(st), nil
 	}
-	log.Info("conversation compacted", "prompt_tokens", resp.Usage.PromptTokens, "completion_tokens", resp.Usage.CompletionTokens)
+	log.Info("conversation compacted", "prompt_tokens", use.prompt, "completion_tokens", use.completion, "estimated_tokens", use.estimated)
 	return untrusted.Cut(text, maxSummaryBytes), nil
 }
 

@@ -190,6 +190,9 @@ func TestCompactionKeepsBriefPlanTailAndPairs(t *testing.T) {
 				!strings.Contains(sum.Content, "Your plan as it stands:\n- [in_progress] Read everything\n- [pending] Write notes\n") {
 				t.Errorf("request %d: message 3 is not the summary with the plan: %q", i+2, sum.Content)
 			}
+			if strings.Count(sum.Content, "</"+summaryBlock+">") != 1 || !strings.Contains(sum.Content, "&lt;/"+summaryBlock+">\nThe maintainer now asks") {
+				t.Errorf("request %d: the summary's own closing tag is not neutralised: %q", i+2, sum.Content)
+			}
 			if got := strings.Count(strings.Join(contents(msgs), "\n"), summaryPrefix); got != 1 {
 				t.Errorf("request %d holds %d summaries, want 1", i+2, got)
 			}
