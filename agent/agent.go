@@ -348,8 +348,11 @@ func (a *Agent) budget(st *State) error {
 // as too long for the model's context; a second such refusal is an
 // ErrBudget. The conversation may have been fitted to its context budget
 // before such an error: st is then as valid as before, and a later Turn
-// fits it the same way. Tool failures are not errors: they become
-// "error: …" tool results.
+// fits it the same way. When a compaction was made and the turn's call
+// then fails in a way worth retrying, Turn returns nil with st compacted
+// and no answer added (st.Turns unchanged): the caller saves st, and the
+// next Turn makes the call without paying for the compaction again. Tool
+// failures are not errors: they become "error: …" tool results.
 //
 // The first valid run call of the answer becomes st.Pending and gets no tool
 // message until Resolve; the other tool calls of the same answer run as
@@ -380,6 +383,7 @@ func (a *Agent) Turn(ctx context.Context, st *State, workdir string) error {
 	turn := st.Turns + 1
 	model := a.model(st)
 	log := a.log.With("model", model, "turn", turn)
+	compactions := st.Compactions
 	sent, err := a.fit(ctx, st, model)
 	if err != nil {
 		return err
@@ -402,6 +406,14 @@ func (a *Agent) Turn(ctx context.Context, st *State, workdir string) error {
 			log.Warn("model call refused as too long after compaction", "err", err)
 			return fmt.Errorf("%w: context: %w, even compacted (turn %d)", ErrBudget, errOverflow, turn)
 		}
+	}
+	if err != nil && st.Compactions != compactions && IsTransient(err) {
+		// The compaction was a paid model call: returning an error would
+		// have the caller drop it with the turn and pay for another. The
+		// compacted conversation is kept instead, and the next Turn makes
+		// this call again.
+		log.Warn("model call failed after the conversation was compacted; the compaction is kept and the call is made again next turn", "err", err)
+		return nil
 	}
 	if err != nil {
 		log.Warn("model call failed", "err", err, "transient", IsTransient(err))

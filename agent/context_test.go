@@ -478,3 +478,37 @@ func TestContextBudget(t *testing.T) {
 		})
 	}
 }
+
+// A compaction is a paid model call: when the turn's own call then fails
+// for a while, the compacted conversation is what the caller keeps, and
+// the next Turn makes the call without compacting again.
+func TestAFailedCallAfterACompactionKeepsIt(t *testing.T) {
+	const window = 30000
+	lt := compactionTask
+	turn, failAfter := 0, false
+	compactions := 0
+	s := fakellm.NewFunc(t, func(req openai.ChatCompletionRequest) fakellm.Step {
+		if isCompaction(req) {
+			compactions++
+			failAfter = true
+			return fakellm.Step{Content: fmt.Sprintf("SUMMARY-%d", compactions)}
+		}
+		if failAfter {
+			failAfter = false
+			return fakellm.Step{Status: http.StatusServiceUnavailable, Content: "overloaded"}
+		}
+		turn++
+		return lt.step(turn)
+	}).CountTokens(fakellm.DefaultBytesPerToken).WithContextLimit(window)
+	a := agentFor(t, s, Config{MaxRetries: -1})
+	st, err := lt.run(t, a, a.Start(longBrief(lt, pullwright.ModelProfile{ContextWindow: window, ContextShare: 1})), lt.workspace(t), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if compactions == 0 || st.Compactions != compactions {
+		t.Errorf("%d compaction calls, %d compactions kept: a failed call threw one away", compactions, st.Compactions)
+	}
+	if st.Turns != lt.turns {
+		t.Errorf("turns = %d, want %d", st.Turns, lt.turns)
+	}
+}
