@@ -120,6 +120,10 @@ func (f *Flow) prepare(ctx context.Context, t *Task) error {
 			return err
 		}
 	}
+	guide, err := readGuidance(ctx, f.remote(), t, ws, settings.InstructionFiles())
+	if err != nil {
+		return err
+	}
 	comments, unheard := f.desk().heard(ctx, t, issue.Comments, map[string]bool{})
 	t.Unheard = unheard
 	conv, err := f.Agent.Start(pullwright.Brief{
@@ -133,6 +137,7 @@ func (f *Flow) prepare(ctx context.Context, t *Task) error {
 		Limits:       limits(settings),
 		TestCommand:  settings.TestCommand,
 		Pull:         pull,
+		Guidance:     guide,
 	})
 	if err != nil {
 		return Fatal("starting the agent failed", err)
