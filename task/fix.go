@@ -67,7 +67,8 @@ func (f *Flow) acknowledge(ctx context.Context, t *Task) error {
 
 // prepare reads the issue or pull request, clones where the work starts
 // (the default branch, or the pull request's head), names the branch the
-// work goes to and starts the agent's conversation.
+// work goes to, reads the repository's instructions for agents from the
+// default branch and starts the agent's conversation.
 func (f *Flow) prepare(ctx context.Context, t *Task) error {
 	what := "issue"
 	if t.Pull != nil {
