@@ -18,6 +18,35 @@ type Brief struct {
 	// Pull is set when the task works on a pull request; Title, Body and
 	// Comments are then the pull request's. Nil for an issue.
 	Pull *PullBrief
+	// Guidance is the repository's instructions for coding agents
+	// (AGENTS.md and the like), read from its default branch, which
+	// neither the work branch nor a pull request can change.
+	Guidance Guidance
+}
+
+// Guidance is what the maintainers wrote in their repository for coding
+// agents: how to build and test it, its conventions. It ranks below the
+// bot's own rules, which it cannot lift.
+type Guidance struct {
+	// Files are in the order the agent reads them: those for the whole
+	// repository, then those for a directory, shallowest first.
+	Files []GuidanceFile
+	// More counts the files that matched beyond the bound on their
+	// number, and were not read.
+	More int
+}
+
+// GuidanceFile is one file of the repository's guidance.
+type GuidanceFile struct {
+	Path string // from the root
+	// Dir is the directory whose files it applies to (a nested AGENTS.md
+	// applies to its own), "" for the whole repository.
+	Dir  string
+	Text string
+	// Cut is true when Text is only the file's start; Skipped, when set,
+	// says why none of it is given (a symbolic link, the total bound).
+	Cut     bool
+	Skipped string
 }
 
 // Limits are the rules of one task, from its repository's policy as the

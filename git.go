@@ -19,3 +19,15 @@ type FileStat struct {
 	Added   int    `json:"added"`
 	Deleted int    `json:"deleted"`
 }
+
+// TreeFile is one file of a commit's tree, read without checking it out.
+type TreeFile struct {
+	Path string // slash-separated, relative to the root
+	// Data is the file's start, at most as many bytes as the reader was
+	// asked for; Size is the whole file's.
+	Data []byte
+	Size int64
+	// Link is true for a symbolic link, which is not followed: Data is
+	// then empty.
+	Link bool
+}

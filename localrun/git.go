@@ -17,6 +17,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/pullwright/pullwright"
+	"github.com/pullwright/pullwright/policy"
 	"github.com/pullwright/pullwright/repo"
 )
 
@@ -307,4 +308,30 @@ func short(sha string) string {
 		return sha[:12]
 	}
 	return sha
+}
+
+// guidance reads the repository's instruction files the way a task does
+// (policy.Instructions.Guidance, repo.Workspace.ReadTree), from the
+// repository's default branch as origin/HEAD names it, or from HEAD when
+// there is no origin/HEAD (a repository without a remote, or one cloned
+// by a tool that did not set it). from names what was read.
+func (c *checkout) guidance(in policy.Instructions) (g pullwright.Guidance, from string, err error) {
+	if len(in) == 0 {
+		return pullwright.Guidance{}, "", nil
+	}
+	sha, from := c.head, "HEAD"
+	if ref, err := c.r.Reference(plumbing.NewRemoteHEADReferenceName(git.DefaultRemoteName), true); err == nil {
+		sha, from = ref.Hash().String(), ref.Name().Short()
+	}
+	// The git directory, opened bare: only its objects are read, and a
+	// linked worktree's top is no repository go-git opens.
+	objects, err := repo.Open(c.gitDir)
+	if err != nil {
+		return pullwright.Guidance{}, "", fmt.Errorf("read the instructions at %s: %w", from, err)
+	}
+	files, more, err := objects.ReadTree(sha, in.Match, policy.MaxInstructionFiles, policy.MaxInstructionBytes)
+	if err != nil {
+		return pullwright.Guidance{}, "", fmt.Errorf("read the instructions at %s: %w", from, err)
+	}
+	return in.Guidance(files, more), from, nil
 }

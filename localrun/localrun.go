@@ -184,6 +184,13 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	if err != nil {
 		return res, err
 	}
+	guidance, guidanceFrom, err := src.guidance(settings.InstructionFiles())
+	if err != nil {
+		return res, err
+	}
+	if line := guidanceNote(guidance, guidanceFrom); line != "" {
+		notes = append(notes, line)
+	}
 	model := cmp.Or(o.Model, settings.Model, DefaultModel)
 	a, err := agent.New(agent.Config{
 		BaseURL:     o.BaseURL,
@@ -209,7 +216,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		return res, err
 	}
 	r := &run{
-		o: o, d: d, log: log, src: src, settings: settings, agent: a, sb: sb,
+		o: o, d: d, log: log, src: src, settings: settings, guidance: guidance, agent: a, sb: sb,
 		model: model, branch: branch, res: &res, who: localUser(),
 		ask: newAsker(o.Stdin, interactive, o.YesTo, d),
 	}

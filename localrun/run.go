@@ -37,6 +37,8 @@ type run struct {
 	log      *slog.Logger
 	src      *checkout
 	settings policy.Settings
+	// guidance is the repository's instruction files, as a task gets them.
+	guidance pullwright.Guidance
 	agent    *agent.Agent
 	sb       *sandbox
 	ask      *asker
@@ -106,6 +108,7 @@ func (r *run) work(ctx context.Context) {
 		Instructions: r.o.Instructions,
 		Requester:    r.who,
 		TestCommand:  s.TestCommand,
+		Guidance:     r.guidance,
 		Limits: pullwright.Limits{
 			MaxTurns: s.MaxTurns, MaxTokens: s.MaxTokens,
 			Model: r.model, Profile: s.Profile, Protected: s.Protected,
@@ -513,4 +516,36 @@ func quoteAll(list []string) []string {
 		out[i] = "`" + clip(oneLine(s), 80) + "`"
 	}
 	return out
+}
+
+// guidanceNote is the banner's line of the instruction files the agent
+// gets, and of those it does not; "" when none were found.
+func guidanceNote(g pullwright.Guidance, from string) string {
+	var used, left []string
+	for _, f := range g.Files {
+		switch {
+		case f.Skipped != "":
+			left = append(left, fmt.Sprintf("%s (%s)", f.Path, f.Skipped))
+		case f.Cut:
+			used = append(used, f.Path+" (cut short)")
+		default:
+			used = append(used, f.Path)
+		}
+	}
+	if g.More > 0 {
+		left = append(left, fmt.Sprintf("%d more deeper in the tree", g.More))
+	}
+	if len(used) == 0 && len(left) == 0 {
+		return ""
+	}
+	line := fmt.Sprintf("repository instructions from %s: ", from)
+	if len(used) == 0 {
+		line += "none given"
+	} else {
+		line += strings.Join(used, ", ")
+	}
+	if len(left) > 0 {
+		line += "; left out: " + strings.Join(left, ", ")
+	}
+	return line
 }

@@ -160,6 +160,8 @@ func TestSchemaAgreesWithLoad(t *testing.T) {
 		{"setup: [a, b, c, d, e, f, g, h, i, j]\n", true},
 		{"setup_hosts: [mirror.test, '*.mirror.test:8443', 10.0.0.5, '10.0.0.5:3000', '[fd00::5]:80', 'fd00::5', MIRROR.test, 'a.test:080']\n", true},
 		{"setup_hosts: []\n", true},
+		{"instructions: []\n", true},
+		{"instructions: [AGENTS.md, docs/agents.md, /CLAUDE.md, .github/copilot-instructions.md, ...md]\n", true},
 
 		{"colour: blue\n", false},                             // unknown key
 		{"sandbox: {memroy: 2GiB}\n", false},                  // unknown nested key
@@ -216,6 +218,14 @@ func TestSchemaAgreesWithLoad(t *testing.T) {
 		{"setup_hosts: ['a.*.test']\n", false},                                   // wildcard inside
 		{"setup_hosts: [7]\n", false},                                            // not text
 		{"setup_hosts: [" + strings.Repeat("a.test, ", 20) + "b.test]\n", false}, // too many
+		{"instructions: AGENTS.md\n", false},                                     // text for a list
+		{"instructions: ['']\n", false},                                          // empty
+		{"instructions: ['docs/*.md']\n", false},                                 // a glob
+		{"instructions: ['../AGENTS.md']\n", false},                              // out of the root
+		{"instructions: ['a/./AGENTS.md']\n", false},                             // not clean
+		{"instructions: ['docs/']\n", false},                                     // a directory
+		{"instructions: ['a\\\\b.md']\n", false},                                 // a backslash
+		{"instructions: [" + strings.Repeat("a.md, ", 20) + "b.md]\n", false},    // too many
 	}
 	for _, tt := range tests {
 		schemaErr := validateYAML(t, sch, tt.yml)

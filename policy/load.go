@@ -67,6 +67,7 @@ func (c *Config) validate(errs *Errors) {
 		}
 	}
 	checkSetup(errs, at, c.Setup)
+	checkInstructions(errs, at, c.Instructions)
 	if len(c.SetupHosts) > maxSetupHosts {
 		errs.add(at("setup_hosts"), "setup_hosts", "has %d hosts; at most %d (a wildcard such as *.mirror.example covers many)", len(c.SetupHosts), maxSetupHosts)
 	}

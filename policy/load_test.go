@@ -128,6 +128,18 @@ branch_prefix: bots/pullwright-
 			want: Config{Setup: []string{}},
 		},
 		{
+			// As for setup, an empty list is not the same as none written:
+			// it reads no instruction files at all.
+			name: "no instructions at all",
+			yml:  "instructions: []\n",
+			want: Config{Instructions: []string{}},
+		},
+		{
+			name: "instructions of one's own",
+			yml:  "instructions: [AGENTS.md, docs/agents.md, /CLAUDE.md]\n",
+			want: Config{Instructions: []string{"AGENTS.md", "docs/agents.md", "/CLAUDE.md"}},
+		},
+		{
 			name: "setup at its bounds",
 			yml:  "setup: [a, b, c, d, e, f, g, h, i, 'j\tk']\n",
 			want: Config{Setup: []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j\tk"}},
@@ -190,11 +202,11 @@ func TestLoadErrors(t *testing.T) {
 			f + "2: approve.exclude_requestor: unknown key; did you mean exclude_requester?",
 			f + "3: approve.user: unknown key; did you mean users?",
 		}},
-		{"unknown key, far", "colour: blue\n", []string{f + "1: colour: unknown key (known here: trigger, approve, protected_paths, auto_approve, sandbox, setup, setup_hosts, test_command, budget, model, branch_prefix)"}},
+		{"unknown key, far", "colour: blue\n", []string{f + "1: colour: unknown key (known here: trigger, approve, protected_paths, auto_approve, sandbox, setup, setup_hosts, test_command, instructions, budget, model, branch_prefix)"}},
 		{"unknown key in a list item", "auto_approve:\n  - cmd: make\n", []string{f + "2: auto_approve[0].cmd: unknown key (known here: command, pattern)"}},
 		{"duplicate key", "model: a\nsandbox: {}\nmodel: b\n", []string{f + "3: model: set twice (first on line 1); keep one"}},
 		{"duplicate nested key", "sandbox:\n  cpus: 1\n  cpus: 2\n", []string{f + "3: sandbox.cpus: set twice (first on line 2); keep one"}},
-		{"merge key", "base: &b {model: x}\n<<: *b\n", []string{f + "1: base: unknown key (known here: trigger, approve, protected_paths, auto_approve, sandbox, setup, setup_hosts, test_command, budget, model, branch_prefix)", f + "2: merge keys (<<) are not supported; write the keys out"}},
+		{"merge key", "base: &b {model: x}\n<<: *b\n", []string{f + "1: base: unknown key (known here: trigger, approve, protected_paths, auto_approve, sandbox, setup, setup_hosts, test_command, instructions, budget, model, branch_prefix)", f + "2: merge keys (<<) are not supported; write the keys out"}},
 		{"non-string key", "[a]: b\n", []string{f + "1: keys must be plain names, got a list"}},
 
 		// Types.
@@ -281,6 +293,13 @@ func TestLoadErrors(t *testing.T) {
 			f + "7: branch_prefix: is empty; write a value, or leave the key out to use the default",
 		}},
 		{"model", "model: 'gpt 4'\n", []string{f + `1: model: "gpt 4" is not a model name`}},
+		{"instructions not plain paths", "instructions:\n  - docs/*.md\n  - ../AGENTS.md\n  - ''\n  - docs/\n", []string{
+			f + `2: instructions[0]: "docs/*.md" is not a plain path: write it with / and without wildcards (a file name such as AGENTS.md already applies in every directory)`,
+			f + `3: instructions[1]: "../AGENTS.md" is not a clean path from the repository root (no ./, .., // or trailing /)`,
+			f + `4: instructions[2]: "" is not a file path`,
+			f + `5: instructions[3]: "docs/" is not a clean path from the repository root (no ./, .., // or trailing /)`,
+		}},
+		{"instructions too many", "instructions: [" + strings.Repeat("a.md, ", 20) + "b.md]\n", []string{f + "1: instructions: has 21 files; at most 20 (a file name such as AGENTS.md already covers every directory)"}},
 		{"setup not a list", "setup: go mod download\n", []string{f + `1: setup: expected a list, got the text "go mod download" (write one item per line, each starting with "- ", or [a, b])`}},
 		{"setup item not text", "setup:\n  - go mod download\n  - {run: make}\n", []string{f + "3: setup[1]: expected text, got keys and values"}},
 		{"setup too many", "setup: [a, b, c, d, e, f, g, h, i, j, k]\n", []string{f + "1: setup: has 11 commands; at most 10 (join related ones with &&)"}},

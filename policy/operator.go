@@ -163,6 +163,9 @@ type Settings struct {
 	// tree apply; empty when it asks for none. Not omitted when empty,
 	// so that a stored task keeps that difference.
 	Setup []string `json:"setup"`
+	// Instructions are the repository's instructions as written, nil and
+	// empty kept apart as in Setup (see InstructionFiles).
+	Instructions []string `json:"instructions"`
 	// The fence of setup: see SetupHosts, FenceNets and ToolchainHosts.
 	// FenceHosts and FenceAllowedNets are the operator's fence.hosts and
 	// fence.allowed_nets, RepoSetupHosts the repository's setup_hosts

@@ -40,7 +40,11 @@ type Config struct {
 	SetupHosts []string `yaml:"setup_hosts" json:"setup_hosts"`
 	// TestCommand is a hint for the agent: how this repository is tested.
 	TestCommand string `yaml:"test_command" json:"test_command"`
-	Budget      Budget `yaml:"budget" json:"budget"`
+	// Instructions are the files the agent is given as the maintainers'
+	// guidance, read from the default branch (see InstructionFiles). nil
+	// (not written) means DefaultInstructions; an empty list, none.
+	Instructions []string `yaml:"instructions" json:"instructions"`
+	Budget       Budget   `yaml:"budget" json:"budget"`
 	// Model overrides the operator's default model; it must be one the
 	// operator allows.
 	Model string `yaml:"model" json:"model"`

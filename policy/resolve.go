@@ -60,6 +60,7 @@ func (r *resolver) settings() Settings {
 	s.AutoApprove = slices.Clone(c.AutoApprove)
 	s.TestCommand = c.TestCommand
 	s.Setup = slices.Clone(c.Setup)
+	s.Instructions = slices.Clone(c.Instructions)
 	r.fence(&s)
 
 	s.Sandbox.Image = c.Sandbox.Image

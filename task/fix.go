@@ -67,7 +67,8 @@ func (f *Flow) acknowledge(ctx context.Context, t *Task) error {
 
 // prepare reads the issue or pull request, clones where the work starts
 // (the default branch, or the pull request's head), names the branch the
-// work goes to and starts the agent's conversation.
+// work goes to, reads the repository's instructions for agents from the
+// default branch and starts the agent's conversation.
 func (f *Flow) prepare(ctx context.Context, t *Task) error {
 	what := "issue"
 	if t.Pull != nil {
@@ -120,6 +121,10 @@ func (f *Flow) prepare(ctx context.Context, t *Task) error {
 			return err
 		}
 	}
+	guide, err := readGuidance(ctx, f.remote(), t, ws, settings.InstructionFiles())
+	if err != nil {
+		return err
+	}
 	comments, unheard := f.desk().heard(ctx, t, issue.Comments, map[string]bool{})
 	t.Unheard = unheard
 	conv, err := f.Agent.Start(pullwright.Brief{
@@ -133,6 +138,7 @@ func (f *Flow) prepare(ctx context.Context, t *Task) error {
 		Limits:       limits(settings),
 		TestCommand:  settings.TestCommand,
 		Pull:         pull,
+		Guidance:     guide,
 	})
 	if err != nil {
 		return Fatal("starting the agent failed", err)

@@ -204,6 +204,11 @@ type Workspace interface {
 	// ChangedPaths lists the paths whose files differ between the trees of
 	// two commits in the workspace.
 	ChangedPaths(from, to string) ([]string, error)
+	// ReadTree reads the files of commit sha's tree (in the workspace, not
+	// necessarily checked out) whose paths match accepts: at most maxFiles,
+	// shallowest first, each up to maxBytes, and how many more matched.
+	// Symbolic links are listed with Link set, never followed.
+	ReadTree(sha string, match func(path string) bool, maxFiles, maxBytes int) ([]pullwright.TreeFile, int, error)
 	// Export writes the files of commit sha, and nothing else, into dir,
 	// which must not exist, and checks what it wrote against the commit.
 	Export(ctx context.Context, sha, dir string) error

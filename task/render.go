@@ -118,6 +118,9 @@ func RenderStatus(t *Task, command string) string {
 		fmt.Fprintf(&b, "%s by people without write access %s left out of what the agent reads.\n\n",
 			plural(t.Unheard, "comment", "comments"), verb)
 	}
+	if g := t.Guidance; g != nil {
+		b.WriteString(guidanceLine(g, t.Repo.DefaultBranch) + "\n\n")
+	}
 	if len(t.Plan) > 0 {
 		b.WriteString("**Plan**\n\n")
 		for _, p := range t.Plan {
@@ -440,4 +443,34 @@ func plural(n int, one, many string) string {
 		return "1 " + one
 	}
 	return fmt.Sprintf("%d %s", n, many)
+}
+
+// guidanceLine names the repository's instruction files the agent was
+// given, and those it was not, so that a maintainer knows what steered it.
+func guidanceLine(g *GuidanceUsed, branch string) string {
+	var used, left []string
+	for _, f := range g.Files {
+		switch {
+		case f.Skipped != "":
+			left = append(left, fmt.Sprintf("%s (%s)", code(f.Path), defang(oneLine(f.Skipped))))
+		case f.Cut:
+			used = append(used, code(f.Path)+" (cut short)")
+		default:
+			used = append(used, code(f.Path))
+		}
+	}
+	if g.More > 0 {
+		left = append(left, fmt.Sprintf("%s deeper in the tree (the %d nearest the root are read)", plural(g.More, "more file", "more files"), policy.MaxInstructionFiles))
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Repository instructions from %s at %s: ", code(branch), code(short(g.SHA)))
+	if len(used) == 0 {
+		b.WriteString("none given")
+	} else {
+		b.WriteString(strings.Join(used, ", "))
+	}
+	if len(left) > 0 {
+		b.WriteString("; left out: " + strings.Join(left, ", "))
+	}
+	return b.String() + "."
 }

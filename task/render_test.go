@@ -64,6 +64,11 @@ func sampleTask() *Task {
 func TestRenderGolden(t *testing.T) {
 	working := sampleTask()
 	working.State = Working
+	working.Guidance = &GuidanceUsed{SHA: "4e5f6a7b8c9d0e1f2a3b4c5d6e7f8a9b0c1d2e3f", More: 2, Files: []GuidanceNote{
+		{Path: "AGENTS.md"}, {Path: "docs/AGENTS.md", Cut: true},
+		{Path: "CLAUDE.md", Skipped: "it is a symbolic link, which is not followed"},
+		{Path: "z/AGENTS.md", Skipped: "the guidance's total bound of 32 KiB was reached"},
+	}}
 
 	done := sampleTask()
 	done.State = Done

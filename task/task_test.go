@@ -104,7 +104,7 @@ func storedTask() *Task {
 		StatusCommentURL: "https://example.test/o/r/issues/7#issuecomment-43",
 		Answering:        AnswerRef{RequestID: "11-1", SHA: "ans", Run: 5},
 		Error:            "it broke",
-		Settings:         &policy.Settings{MaxTurns: 30, Model: "m", Setup: []string{}},
+		Settings:         &policy.Settings{MaxTurns: 30, Model: "m", Setup: []string{}, Instructions: []string{}},
 		AdmittedMS:       1714979289000,
 		Unheard:          2,
 		CancelledBy:      "bob",
@@ -152,6 +152,9 @@ func storedTask() *Task {
 		},
 		Stop:   "out of turns",
 		Waited: 90 * time.Second,
+		Guidance: &GuidanceUsed{SHA: "0123456789abcdef0123456789abcdef01234567", More: 1, Files: []GuidanceNote{
+			{Path: "AGENTS.md"}, {Path: "pkg/AGENTS.md", Cut: true}, {Path: "CLAUDE.md", Skipped: "it is a symbolic link, which is not followed"},
+		}},
 	}
 	return t
 }

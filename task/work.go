@@ -59,6 +59,9 @@ type Work struct {
 	// Waited is the time spent waiting for answers, which the wall-time
 	// budget does not count.
 	Waited time.Duration `json:"waited,omitempty"`
+	// Guidance is which of the repository's instruction files the agent
+	// was given, for the status comment; nil when none was read.
+	Guidance *GuidanceUsed `json:"guidance,omitempty"`
 }
 
 // FileSnapshot is the content of one file the agent changed, kept in the

@@ -8,7 +8,7 @@ import (
 
 // delimiter matches anything that could open or close one of our blocks,
 // with the spacing and case variations a model might still read as a tag.
-var delimiter = regexp.MustCompile(`(?i)<(\s*/?\s*(?:untrusted|maintainer-instructions))`)
+var delimiter = regexp.MustCompile(`(?i)<(\s*/?\s*(?:untrusted|maintainer-instructions|repository-guidance))`)
 
 // Neutralise makes text safe to put inside a delimited block: no tag of ours
 // can open or close in it.

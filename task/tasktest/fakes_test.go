@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 	"time"
 
@@ -138,5 +139,38 @@ func TestWorkspaceCommitsAndPushes(t *testing.T) {
 	}
 	if err := ws.Export(ctx, base, dir); err == nil {
 		t.Error("export into an existing directory")
+	}
+}
+
+// ReadTree reads a fetched commit's files as repo's does: shallowest first,
+// bounded in number and size, links named, a commit not fetched an error.
+func TestWorkspaceReadTree(t *testing.T) {
+	ctx := context.Background()
+	w := NewWorkspaces()
+	const url = "https://git.test/acme/widget.git"
+	w.Commit(url, "feature", map[string]string{"AGENTS.md": "feature\n"}, "feature")
+	main := w.Commit(url, "main", map[string]string{"b/AGENTS.md": "b\n", "AGENTS.md": "root rules\n", "a/c/AGENTS.md": "ac\n", "x.go": "x"}, "main")
+	w.Links = []string{"b/AGENTS.md"}
+	ws, err := w.Clone(ctx, url, "feature", "token", filepath.Join(t.TempDir(), "ws"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	isAgents := func(p string) bool { return filepath.Base(p) == "AGENTS.md" }
+	if _, _, err := ws.ReadTree(main, isAgents, 5, 5); err == nil {
+		t.Error("read a commit the workspace has not fetched")
+	}
+	if _, err := ws.FetchBranch(ctx, "token", "main"); err != nil {
+		t.Fatal(err)
+	}
+	files, more, err := ws.ReadTree(main, isAgents, 2, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []pullwright.TreeFile{{Path: "AGENTS.md", Data: []byte("root"), Size: 11}, {Path: "b/AGENTS.md", Link: true}}
+	if !reflect.DeepEqual(files, want) || more != 1 {
+		t.Errorf("ReadTree = %+v, %d more; want %+v, 1 more", files, more, want)
+	}
+	if len(w.Reads) != 2 || w.Reads[1] != main {
+		t.Errorf("Reads = %q", w.Reads)
 	}
 }

@@ -46,12 +46,17 @@ type Workspaces struct {
 	open    map[string]*Workspace
 	// Ignored are path prefixes (such as "build/") git ignores.
 	Ignored []string
+	// Links are the paths that are symbolic links wherever a commit holds
+	// them (their content is the target).
+	Links []string
 	// Clones records each clone: URL and ref.
 	Clones []string
 	// Pushes records each push that moved a remote branch.
 	Pushes []Push
 	// Asked counts calls by method name.
 	Asked map[string]int
+	// Reads records the commit of each ReadTree.
+	Reads []string
 }
 
 // NewWorkspaces is an empty git world.
@@ -594,6 +599,48 @@ func (ws *Workspace) FetchBranch(ctx context.Context, token, branch string) (str
 	}
 	ws.learn(tip)
 	return tip, nil
+}
+
+// ReadTree reads the files of commit sha that match, shallowest first and
+// then by path: at most maxFiles, each up to maxBytes, as repo's does.
+// Reads records each call's commit.
+func (ws *Workspace) ReadTree(sha string, match func(path string) bool, maxFiles, maxBytes int) ([]pullwright.TreeFile, int, error) {
+	unlock, err := ws.lock("ReadTree")
+	if err != nil {
+		return nil, 0, err
+	}
+	defer unlock()
+	ws.w.Reads = append(ws.w.Reads, sha)
+	c, err := ws.commit(sha)
+	if err != nil {
+		return nil, 0, fmt.Errorf("read tree: %w", err)
+	}
+	var paths []string
+	for p := range c.Files {
+		if match(p) {
+			paths = append(paths, p)
+		}
+	}
+	slices.SortFunc(paths, func(a, b string) int {
+		if d := strings.Count(a, "/") - strings.Count(b, "/"); d != 0 {
+			return d
+		}
+		return strings.Compare(a, b)
+	})
+	more := 0
+	if len(paths) > maxFiles {
+		paths, more = paths[:maxFiles], len(paths)-maxFiles
+	}
+	var out []pullwright.TreeFile
+	for _, p := range paths {
+		if slices.Contains(ws.w.Links, p) {
+			out = append(out, pullwright.TreeFile{Path: p, Link: true})
+			continue
+		}
+		data := c.Files[p]
+		out = append(out, pullwright.TreeFile{Path: p, Data: []byte(data[:min(len(data), maxBytes)]), Size: int64(len(data))})
+	}
+	return out, more, nil
 }
 
 func (ws *Workspace) ChangedPaths(from, to string) ([]string, error) {
