@@ -60,6 +60,23 @@ func (in Instructions) Match(p string) bool {
 	return ok
 }
 
+// vendoredDirs hold other projects' code, committed here: their own
+// AGENTS.md speaks for that project, not for this repository's
+// maintainers, so a bare name is never matched inside them. A file there
+// named by its full path is still read.
+var vendoredDirs = []string{"vendor", "node_modules", "third_party", "third-party", "external", "testdata"}
+
+// vendored reports whether p is inside one of vendoredDirs, at any depth.
+func vendored(p string) bool {
+	parts := strings.Split(path.Dir(p), "/")
+	for _, part := range parts {
+		if slices.Contains(vendoredDirs, part) {
+			return true
+		}
+	}
+	return false
+}
+
 // scope is the directory the file at p applies to ("" for the whole
 // repository) and the index of the entry that named it.
 func (in Instructions) scope(p string) (dir string, entry int, ok bool) {
@@ -70,7 +87,7 @@ func (in Instructions) scope(p string) (dir string, entry int, ok bool) {
 				return "", i, true
 			}
 		case !strings.Contains(e, "/"):
-			if path.Base(p) == e {
+			if path.Base(p) == e && !vendored(p) {
 				if d := path.Dir(p); d != "." {
 					return d, i, true
 				}

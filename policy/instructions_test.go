@@ -27,6 +27,12 @@ func TestInstructionsMatch(t *testing.T) {
 		{"x/docs/agents.md", "", false},
 		{"AGENTS.md.bak", "", false},
 		{"agents.md", "", false},
+		// Other projects' code committed here speaks for itself.
+		{"vendor/github.com/x/y/AGENTS.md", "", false},
+		{"web/node_modules/lib/AGENTS.md", "", false},
+		{"third_party/z/AGENTS.md", "", false},
+		{"pkg/testdata/AGENTS.md", "", false},
+		{"vendors/AGENTS.md", "vendors", true},
 	}
 	for _, tt := range tests {
 		dir, _, ok := in.scope(tt.path)
