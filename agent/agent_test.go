@@ -41,15 +41,15 @@ func agentFor(t testing.TB, s *fakellm.Server, cfg Config) *Agent {
 }
 
 // clone deep-copies a state through JSON.
-func clone(t *testing.T, st *State) *State {
-	t.Helper()
+func clone(tb testing.TB, st *State) *State {
+	tb.Helper()
 	b, err := json.Marshal(st)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	var out State
 	if err := json.Unmarshal(b, &out); err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	return &out
 }

@@ -275,7 +275,7 @@ func TestContextIsDeterministic(t *testing.T) {
 					t.Fatalf("request %d differs at byte %d of %d", i+1, commonPrefix(got[i], want[i]), len(want[i]))
 				}
 			}
-			if !reflect.DeepEqual(jsonCopy(t, st), jsonCopy(t, wantSt)) {
+			if !reflect.DeepEqual(clone(t, st), clone(t, wantSt)) {
 				t.Error("the final states differ")
 			}
 		})
@@ -296,7 +296,7 @@ func TestFitIsIdempotent(t *testing.T) {
 	if _, err := a.fit(context.Background(), st, "m"); err != nil {
 		t.Fatal(err)
 	}
-	once := jsonCopy(t, st)
+	once := clone(t, st)
 	for range 2 {
 		// Under the budget nothing is touched; and eliding down to a
 		// lower target never rewrites a stub.

@@ -117,31 +117,18 @@ func (lt longTask) run(tb testing.TB, a *Agent, st *State, dir string, roundTrip
 			return st, err
 		}
 		if roundTrip {
-			st = jsonCopy(tb, st)
+			st = clone(tb, st)
 		}
 		if st.Pending != nil {
 			if err := a.Resolve(st, RunResult(1, lt.output(st.Turns), false, false, 2*time.Second)); err != nil {
 				tb.Fatal(err)
 			}
 			if roundTrip {
-				st = jsonCopy(tb, st)
+				st = clone(tb, st)
 			}
 		}
 	}
 	return st, nil
-}
-
-func jsonCopy(tb testing.TB, st *State) *State {
-	tb.Helper()
-	b, err := json.Marshal(st)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	var out State
-	if err := json.Unmarshal(b, &out); err != nil {
-		tb.Fatal(err)
-	}
-	return &out
 }
 
 // longBrief is testBrief under limits that let the long task run to its end.
