@@ -263,6 +263,10 @@ type State struct {
 	// Compactions is how many times earlier turns were replaced by a
 	// summary (agent/context.go).
 	Compactions int `json:"compactions,omitempty"`
+	// BriefBytes is the length of the maintainer's request at the start
+	// of Messages[1] once a compaction appended its summary there (0:
+	// none did): the next compaction replaces what follows it.
+	BriefBytes int `json:"brief_bytes,omitempty"`
 }
 
 // Tokens is the number of tokens used so far.

@@ -181,14 +181,16 @@ func TestCompactionKeepsBriefPlanTailAndPairs(t *testing.T) {
 				t.Fatalf("request %d: two compactions in a row", i+2)
 			}
 			msgs := next.Messages
-			if !reflect.DeepEqual(msgs[:2], stripForWire(t, start.Messages)) {
-				t.Errorf("request %d: the system prompt or the brief changed", i+2)
+			wire := stripForWire(t, start.Messages)
+			if !reflect.DeepEqual(msgs[0], wire[0]) || !strings.HasPrefix(msgs[1].Content, wire[1].Content+"\n\n"+summaryPrefix) {
+				t.Errorf("request %d: the system prompt changed, or the brief is not followed by the summary", i+2)
 			}
-			sum := msgs[2]
-			if !isSummary(sum) || !strings.Contains(sum.Content, fmt.Sprintf("SUMMARY-%d:", compactions)) ||
+			checkAlternates(t, i+2, msgs)
+			sum := msgs[1]
+			if !strings.Contains(sum.Content, fmt.Sprintf("SUMMARY-%d:", compactions)) ||
 				!strings.Contains(sum.Content, "<"+summaryBlock+">") ||
 				!strings.Contains(sum.Content, "Your plan as it stands:\n- [in_progress] Read everything\n- [pending] Write notes\n") {
-				t.Errorf("request %d: message 3 is not the summary with the plan: %q", i+2, sum.Content)
+				t.Errorf("request %d: message 2 does not hold the summary with the plan: %q", i+2, sum.Content)
 			}
 			if strings.Count(sum.Content, "</"+summaryBlock+">") != 1 || !strings.Contains(sum.Content, "&lt;/"+summaryBlock+">\nThe maintainer now asks") {
 				t.Errorf("request %d: the summary's own closing tag is not neutralised: %q", i+2, sum.Content)
@@ -202,7 +204,7 @@ func TestCompactionKeepsBriefPlanTailAndPairs(t *testing.T) {
 			// The kept turns are the latest ones of the conversation, as
 			// they were: the previous turn's request plus its answer.
 			prev := reqs[i-1].Messages
-			kept := msgs[3 : len(msgs)-1-countTrailingTools(msgs)]
+			kept := msgs[2 : len(msgs)-1-countTrailingTools(msgs)]
 			if len(kept) > 0 && !isAppendOnly(kept, prev[len(prev)-len(kept):]) {
 				t.Errorf("request %d: the kept turns differ from the conversation's latest", i+2)
 			}
@@ -219,6 +221,25 @@ func contents(msgs []openai.ChatCompletionMessage) []string {
 		out = append(out, m.Content)
 	}
 	return out
+}
+
+// checkAlternates fails unless msgs, after the system prompt, alternate
+// between the user (a user message or an assistant's tool results) and the
+// assistant, as Mistral's and Gemma's chat templates demand.
+func checkAlternates(t *testing.T, n int, msgs []openai.ChatCompletionMessage) {
+	t.Helper()
+	prev := openai.ChatMessageRoleSystem
+	for j, m := range msgs[1:] {
+		role := m.Role
+		if role == openai.ChatMessageRoleTool {
+			if prev != openai.ChatMessageRoleAssistant && prev != openai.ChatMessageRoleTool {
+				t.Errorf("request %d: tool result %d follows a %s message", n, j+2, prev)
+			}
+		} else if role == prev {
+			t.Errorf("request %d: messages %d and %d are both %s", n, j+1, j+2, role)
+		}
+		prev = role
+	}
 }
 
 func countRole(msgs []openai.ChatCompletionMessage, role string) int {

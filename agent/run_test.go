@@ -82,6 +82,7 @@ func checkAllRequests(t *testing.T, s *fakellm.Server) {
 	t.Helper()
 	for i, r := range s.Requests() {
 		checkToolPairing(t, fmt.Sprintf("request %d", i+1), r.Messages)
+		checkAlternates(t, i+1, r.Messages)
 	}
 }
 
