@@ -19,6 +19,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/pullwright/pullwright/agent"
 )
 
 // Env is what one workflow run tells the step.
@@ -127,17 +129,15 @@ func FromEnv(getenv func(string) string) (Env, error) {
 	if e.OpenAIKey == "" && e.OpenAIBaseURL == "" {
 		add("no model endpoint: set the openai-api-key input (from a secret), or openai-base-url for an endpoint without a key")
 	}
-	switch e.OpenAIAPIType {
-	case "", "openai":
-	case "azure":
+	if apiType, err := agent.ParseAPIType(e.OpenAIAPIType); err != nil {
+		add("openai-api-type: %v", err)
+	} else if e.OpenAIAPIType = apiType; apiType == agent.APITypeAzure {
 		if e.OpenAIAPIVersion == "" {
 			add("openai-api-type is azure but openai-api-version is not set: Azure OpenAI needs its api-version, for instance 2024-10-21")
 		}
 		if e.OpenAIBaseURL == "" {
 			add("openai-api-type is azure but openai-base-url is not set: set it to the resource's endpoint, https://NAME.openai.azure.com")
 		}
-	default:
-		add("openai-api-type=%q: want openai or azure", e.OpenAIAPIType)
 	}
 	if len(e.StateKey) < MinStateKey {
 		add("the state-key input is missing or shorter than %d characters: it authenticates the state kept between runs; "+

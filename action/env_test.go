@@ -24,7 +24,7 @@ func TestFromEnvModelEndpoint(t *testing.T) {
 		apiType string
 		version string
 	}{
-		{name: "openai by default", env: map[string]string{}},
+		{name: "openai by default", env: map[string]string{}, apiType: "openai"},
 		{name: "azure", env: map[string]string{"INPUT_OPENAI-API-TYPE": "azure", "INPUT_OPENAI-API-VERSION": "2024-10-21",
 			"INPUT_OPENAI-BASE-URL": "https://r.openai.azure.com"}, apiType: "azure", version: "2024-10-21"},
 		{name: "azure from the environment", env: map[string]string{"OPENAI_API_TYPE": "azure", "OPENAI_API_VERSION": "2024-10-21",
@@ -33,7 +33,11 @@ func TestFromEnvModelEndpoint(t *testing.T) {
 			wantErr: "openai-api-version is not set"},
 		{name: "azure without an endpoint", env: map[string]string{"INPUT_OPENAI-API-TYPE": "azure", "INPUT_OPENAI-API-VERSION": "2024-10-21"},
 			wantErr: "openai-base-url is not set"},
-		{name: "unknown type", env: map[string]string{"INPUT_OPENAI-API-TYPE": "bedrock"}, wantErr: `openai-api-type="bedrock"`},
+		{name: "azure in capitals", env: map[string]string{"INPUT_OPENAI-API-TYPE": "Azure", "INPUT_OPENAI-API-VERSION": "2024-10-21",
+			"INPUT_OPENAI-BASE-URL": "https://r.openai.azure.com"}, apiType: "azure", version: "2024-10-21"},
+		{name: "the Python library's open_ai", env: map[string]string{"OPENAI_API_TYPE": "open_ai"}, apiType: "openai"},
+		{name: "the Python library's azure_ad", env: map[string]string{"OPENAI_API_TYPE": "azure_ad"}, wantErr: "Entra ID"},
+		{name: "unknown type", env: map[string]string{"INPUT_OPENAI-API-TYPE": "bedrock"}, wantErr: `openai-api-type: API type "bedrock"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

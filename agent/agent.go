@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -89,6 +90,23 @@ const (
 	APITypeOpenAI = "openai"
 	APITypeAzure  = "azure"
 )
+
+// ParseAPIType reads an API type as operators write it: in any case, and
+// with the names OpenAI's Python library gave its OPENAI_API_TYPE, which
+// an operator may already have set (open_ai; azure_ad, which signs in with
+// Microsoft Entra ID tokens that the bot cannot obtain, is refused rather
+// than taken for azure and then failing on every call).
+func ParseAPIType(s string) (string, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "", APITypeOpenAI, "open_ai":
+		return APITypeOpenAI, nil
+	case APITypeAzure:
+		return APITypeAzure, nil
+	case "azure_ad":
+		return "", fmt.Errorf("API type %q (Microsoft Entra ID sign-in) is not supported: use azure, with the resource's API key", s)
+	}
+	return "", fmt.Errorf("API type %q: want %s or %s", s, APITypeOpenAI, APITypeAzure)
+}
 
 // Agent runs turns of the loop. It is safe for concurrent use by several
 // tasks, each with its own State and workspace.
@@ -174,29 +192,45 @@ func clientConfig(cfg Config) (openai.ClientConfig, error) {
 		}
 	}
 	base := strings.TrimSuffix(cfg.BaseURL, "/")
-	switch strings.ToLower(cfg.APIType) {
-	case "", APITypeOpenAI:
+	apiType, err := ParseAPIType(cfg.APIType)
+	if err != nil {
+		return openai.ClientConfig{}, fmt.Errorf("agent: %w", err)
+	}
+	if apiType == APITypeOpenAI {
 		oc := openai.DefaultConfig(cfg.APIKey)
 		if base != "" {
 			oc.BaseURL = base
 		}
 		return oc, nil
-	case APITypeAzure:
-		if base == "" {
-			return openai.ClientConfig{}, errors.New("agent: Azure OpenAI needs the base URL of the resource's endpoint (https://NAME.openai.azure.com)")
-		}
-		if strings.TrimSpace(cfg.APIVersion) == "" {
-			return openai.ClientConfig{}, errors.New("agent: Azure OpenAI needs an API version (api-version, for instance 2024-10-21)")
-		}
-		oc := openai.DefaultAzureConfig(cfg.APIKey, base)
-		oc.APIVersion = strings.TrimSpace(cfg.APIVersion)
-		// go-openai's default mapper rewrites some model names into
-		// deployment names; the deployment is the operator's word
-		// (Profile.Deployment) or the model's name as written.
-		oc.AzureModelMapperFunc = func(model string) string { return model }
-		return oc, nil
 	}
-	return openai.ClientConfig{}, fmt.Errorf("agent: API type %q is neither %s nor %s", cfg.APIType, APITypeOpenAI, APITypeAzure)
+	if base == "" {
+		return openai.ClientConfig{}, errors.New("agent: Azure OpenAI needs the base URL of the resource's endpoint (https://NAME.openai.azure.com)")
+	}
+	if u, _ := url.Parse(base); u.Scheme != "https" && !isLoopback(u.Hostname()) {
+		// Azure serves only https; plain http would send the api-key
+		// header in the clear to whoever answers.
+		return openai.ClientConfig{}, fmt.Errorf("agent: Azure OpenAI's endpoint %q is not https", cfg.BaseURL)
+	}
+	if strings.TrimSpace(cfg.APIVersion) == "" {
+		return openai.ClientConfig{}, errors.New("agent: Azure OpenAI needs an API version (api-version, for instance 2024-10-21)")
+	}
+	oc := openai.DefaultAzureConfig(cfg.APIKey, base)
+	oc.APIVersion = strings.TrimSpace(cfg.APIVersion)
+	// go-openai's default mapper rewrites some model names into
+	// deployment names; the deployment is the operator's word
+	// (Profile.Deployment) or the model's name as written.
+	oc.AzureModelMapperFunc = func(model string) string { return model }
+	return oc, nil
+}
+
+// isLoopback says whether host names this machine: a local proxy or a
+// test's server may speak plain http.
+func isLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // clientFor is the client that reaches model: on Azure, through the

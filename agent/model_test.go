@@ -423,6 +423,8 @@ func TestAzure(t *testing.T) {
 			{Config{Model: "m", APIType: "azure", BaseURL: "https://r.openai.azure.com", APIKey: key}, "API version"},
 			{Config{Model: "m", APIType: "azure", APIVersion: "2024-10-21", APIKey: key}, "base URL"},
 			{Config{Model: "m", APIType: "anthropic", APIKey: key}, `API type "anthropic"`},
+			{Config{Model: "m", APIType: "azure_ad", APIKey: key}, "Entra ID"},
+			{Config{Model: "m", APIType: "AZURE", BaseURL: "http://r.openai.azure.com", APIVersion: "2024-10-21", APIKey: key}, "is not https"},
 		} {
 			_, err := New(tt.cfg)
 			if err == nil || !strings.Contains(err.Error(), tt.errHas) || strings.Contains(err.Error(), key) {

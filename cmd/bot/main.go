@@ -24,6 +24,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/pullwright/pullwright/agent"
 	"github.com/pullwright/pullwright/app"
 	"github.com/pullwright/pullwright/policy"
 )
@@ -264,17 +265,18 @@ func config(get func(string) string) (app.Config, error) {
 // checkEndpoint checks the model endpoint's settings before anything
 // starts, naming the variables to set.
 func checkEndpoint(apiType, version, baseURL string) error {
-	switch apiType {
-	case "", "openai":
-		return nil
-	case "azure":
-		if version == "" {
-			return errors.New("OPENAI_API_VERSION is not set: Azure OpenAI (OPENAI_API_TYPE=azure) needs its api-version, for instance 2024-10-21")
-		}
-		if baseURL == "" {
-			return errors.New("OPENAI_BASE_URL is not set: with OPENAI_API_TYPE=azure it is the resource's endpoint, https://NAME.openai.azure.com")
-		}
+	t, err := agent.ParseAPIType(apiType)
+	if err != nil {
+		return fmt.Errorf("OPENAI_API_TYPE: %w", err)
+	}
+	if t != agent.APITypeAzure {
 		return nil
 	}
-	return fmt.Errorf("OPENAI_API_TYPE=%q: want openai or azure", apiType)
+	if version == "" {
+		return errors.New("OPENAI_API_VERSION is not set: Azure OpenAI (OPENAI_API_TYPE=azure) needs its api-version, for instance 2024-10-21")
+	}
+	if baseURL == "" {
+		return errors.New("OPENAI_BASE_URL is not set: with OPENAI_API_TYPE=azure it is the resource's endpoint, https://NAME.openai.azure.com")
+	}
+	return nil
 }

@@ -67,7 +67,7 @@ func TestRunOptions(t *testing.T) {
 		},
 		{name: "azure without a version", args: []string{"--api-type", "azure", "--base-url", "https://r.openai.azure.com", "fix it"}, env: base,
 			wantErr: "OPENAI_API_VERSION is not set"},
-		{name: "unknown api type", args: []string{"--api-type", "bedrock", "fix it"}, env: base, wantErr: `OPENAI_API_TYPE="bedrock"`},
+		{name: "unknown api type", args: []string{"--api-type", "bedrock", "fix it"}, env: base, wantErr: `OPENAI_API_TYPE: API type "bedrock"`},
 		{name: "no instructions", args: []string{"--runner", "local"}, env: base, wantErr: "no instructions"},
 		{name: "no key and no endpoint", args: []string{"fix it"}, wantErr: "OPENAI_API_KEY is not set"},
 		{name: "unknown flag", args: []string{"--frobnicate", "fix it"}, env: base, wantErr: "frobnicate"},
