@@ -301,6 +301,10 @@ type State struct {
 	// of Messages[1] once a compaction appended its summary there (0:
 	// none did): the next compaction replaces what follows it.
 	BriefBytes int `json:"brief_bytes,omitempty"`
+	// Overflowed is the turn whose request the endpoint refused as too
+	// long and that was shrunk for it: a second refusal of that turn ends
+	// the task instead of shrinking again.
+	Overflowed int `json:"overflowed,omitempty"`
 }
 
 // Tokens is the number of tokens used so far.
@@ -426,12 +430,24 @@ func (a *Agent) Turn(ctx context.Context, st *State, workdir string) error {
 	if err != nil {
 		return err
 	}
+	if st.Compactions != compactions {
+		// A compaction is a paid model call whose summary a second call
+		// would write differently: the caller saves it before the call it
+		// made room for, which the next Turn makes. After a crash, that
+		// call is then the one that would have been sent without it.
+		log.Info("conversation compacted; the turn's call is made next")
+		return nil
+	}
 	req := a.request(st, model)
 	resp, err := a.complete(ctx, st, model, req)
 	if isContextOverflow(err) {
 		// The estimate was wrong or the profile's window too large: compact
-		// harder and try once more, rather than fail the task.
+		// harder and try again, rather than fail the task; a second refusal
+		// of the same turn ends it.
 		log.Warn("model call refused as too long for the model's context", "err", err)
+		if st.Overflowed == turn {
+			return fmt.Errorf("%w: context: %w, even compacted (turn %d)", ErrBudget, errOverflow, turn)
+		}
 		shrunk, ferr := a.shrink(ctx, st, model, sent)
 		if ferr != nil {
 			return ferr
@@ -439,19 +455,16 @@ func (a *Agent) Turn(ctx context.Context, st *State, workdir string) error {
 		if shrunk >= sent {
 			return fmt.Errorf("%w: context: %w, and nothing is left to compact (turn %d)", ErrBudget, errOverflow, turn)
 		}
+		st.Overflowed = turn
+		if st.Compactions != compactions {
+			log.Info("conversation compacted after a refusal; the turn's call is made next")
+			return nil
+		}
 		sent, req = shrunk, a.request(st, model)
 		if resp, err = a.complete(ctx, st, model, req); isContextOverflow(err) {
 			log.Warn("model call refused as too long after compaction", "err", err)
 			return fmt.Errorf("%w: context: %w, even compacted (turn %d)", ErrBudget, errOverflow, turn)
 		}
-	}
-	if err != nil && st.Compactions != compactions && IsTransient(err) {
-		// The compaction was a paid model call: returning an error would
-		// have the caller drop it with the turn and pay for another. The
-		// compacted conversation is kept instead, and the next Turn makes
-		// this call again.
-		log.Warn("model call failed after the conversation was compacted; the compaction is kept and the call is made again next turn", "err", err)
-		return nil
 	}
 	if err != nil {
 		log.Warn("model call failed", "err", err, "transient", IsTransient(err))

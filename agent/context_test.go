@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	openai "github.com/sashabaranov/go-openai"
 
@@ -503,7 +504,11 @@ func TestContextBudget(t *testing.T) {
 // A compaction is a paid model call: when the turn's own call then fails
 // for a while, the compacted conversation is what the caller keeps, and
 // the next Turn makes the call without compacting again.
-func TestAFailedCallAfterACompactionKeepsIt(t *testing.T) {
+// TestACompactionIsSavedBeforeItsCall runs the task as the worker does:
+// the state is saved after every Turn, and a failed call is made again
+// from the saved state. The call after each compaction fails once; it is
+// made again word for word, and no compaction is paid for twice.
+func TestACompactionIsSavedBeforeItsCall(t *testing.T) {
 	const window = 30000
 	lt := compactionTask
 	turn, failAfter := 0, false
@@ -522,14 +527,41 @@ func TestAFailedCallAfterACompactionKeepsIt(t *testing.T) {
 		return lt.step(turn)
 	}).CountTokens(fakellm.DefaultBytesPerToken).WithContextLimit(window)
 	a := agentFor(t, s, Config{MaxRetries: -1})
-	st, err := lt.run(t, a, a.Start(longBrief(lt, pullwright.ModelProfile{ContextWindow: window, ContextShare: 1})), lt.workspace(t), true)
-	if err != nil {
-		t.Fatal(err)
+	saved := a.Start(longBrief(lt, pullwright.ModelProfile{ContextWindow: window, ContextShare: 1}))
+	dir := lt.workspace(t)
+	failures := 0
+	for saved.Finish == nil {
+		st := clone(t, saved)
+		calls := s.Calls()
+		err := a.Turn(context.Background(), st, dir)
+		if err != nil {
+			if !IsTransient(err) || failures > compactions {
+				t.Fatal(err)
+			}
+			failures++
+			continue // the worker retries from what it saved
+		}
+		if st.Compactions != saved.Compactions && s.Calls() != calls+1 {
+			t.Fatalf("the turn that compacted made %d calls, want the compaction's only", s.Calls()-calls)
+		}
+		if st.Pending != nil {
+			if err := a.Resolve(st, RunResult(1, lt.output(st.Turns), false, false, 2*time.Second)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		saved = st
 	}
-	if compactions == 0 || st.Compactions != compactions {
-		t.Errorf("%d compaction calls, %d compactions kept: a failed call threw one away", compactions, st.Compactions)
+	if compactions == 0 || saved.Compactions != compactions || failures != compactions {
+		t.Errorf("%d compaction calls, %d compactions kept, %d failed calls: a failed call threw a compaction away", compactions, saved.Compactions, failures)
 	}
-	if st.Turns != lt.turns {
-		t.Errorf("turns = %d, want %d", st.Turns, lt.turns)
+	if saved.Turns != lt.turns {
+		t.Errorf("turns = %d, want %d", saved.Turns, lt.turns)
+	}
+	// Each failed call is made again, the same bytes.
+	reqs, bodies := s.Requests(), s.Bodies()
+	for i := 1; i+2 < len(reqs); i++ {
+		if isCompaction(reqs[i-1]) && !bytes.Equal(bodies[i], bodies[i+1]) {
+			t.Errorf("request %d, after a compaction, failed and was made again differently", i+1)
+		}
 	}
 }
