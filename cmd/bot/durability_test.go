@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -273,4 +274,129 @@ func mustJSON(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestKillAfterCompactionResumes kills the bot while the call after a
+// compaction is in flight. The compaction was saved before that call: the
+// restarted bot makes the lost call again word for word, and no second
+// summary is asked for.
+func TestKillAfterCompactionResumes(t *testing.T) {
+	// Each write carries a large file in the model's own answer, which
+	// elision cannot shrink: the conversation must be compacted.
+	const parts = 8
+	part := func(k int) fakellm.Step {
+		if k >= parts {
+			return fakellm.Step{ToolCalls: []fakellm.ToolCall{call("finish", map[string]any{"title": "Add the notes", "summary": "Eight parts written."})}}
+		}
+		body := strings.Repeat(fmt.Sprintf("Part %d of the notes, a line long enough to count.\n", k), 200)
+		return fakellm.Step{ToolCalls: []fakellm.ToolCall{call("write_file", map[string]any{"path": fmt.Sprintf("notes/part-%d.md", k), "content": body})}}
+	}
+	// The step is read from the conversation's latest write, so a call
+	// made again after the kill gets the lost call's answer, even though
+	// the compaction changed how many answers the conversation holds.
+	latestPart := regexp.MustCompile(`notes/part-(\d+)\.md`)
+	next := func(req openai.ChatCompletionRequest) int {
+		for i := len(req.Messages) - 1; i >= 0; i-- {
+			for _, tc := range req.Messages[i].ToolCalls {
+				if m := latestPart.FindStringSubmatch(tc.Function.Arguments); m != nil {
+					var k int
+					fmt.Sscan(m[1], &k)
+					return k + 1
+				}
+			}
+		}
+		return 0
+	}
+	var (
+		mu          sync.Mutex
+		calls       int
+		compactions int
+		lostCall    = -1 // index of the call in flight at the kill
+	)
+	inFlight := make(chan struct{})
+	killed := make(chan struct{})
+	llm := fakellm.NewFunc(t, func(req openai.ChatCompletionRequest) fakellm.Step {
+		mu.Lock()
+		calls++
+		if len(req.Tools) == 0 {
+			compactions++
+			mu.Unlock()
+			return fakellm.Step{Content: fmt.Sprintf("SUMMARY-%d: you wrote the first parts of the notes.", compactions)}
+		}
+		first := compactions == 1 && lostCall < 0
+		if first {
+			lostCall = calls - 1
+		}
+		mu.Unlock()
+		if first {
+			close(inFlight)
+			<-killed
+			return fakellm.Step{Status: http.StatusServiceUnavailable}
+		}
+		return part(next(req))
+	}).CountTokens(fakellm.DefaultBytesPerToken)
+	config := filepath.Join(t.TempDir(), "operator.yml")
+	if err := os.WriteFile(config, []byte("models:\n  profiles:\n    test-model: {context_window: 16000, context_share: 1}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h := botproc.New(t, llm, botproc.Options{Env: []string{"BOT_LEASE=3s", "BOT_CONFIG=" + config}})
+	if code := h.Comment("fix-1", 1, botproc.Owner, "/agent write the notes"); code != http.StatusAccepted {
+		t.Fatalf("fix answered %d", code)
+	}
+	select {
+	case <-inFlight:
+	case <-time.After(90 * time.Second):
+		t.Fatalf("no call followed a compaction\n%s", h.Bot.Logs())
+	}
+	h.Bot.Kill()
+	close(killed)
+
+	saved := h.Latest(1)
+	var st struct {
+		Compactions int `json:"compactions"`
+		Turns       int `json:"turns"`
+	}
+	if err := json.Unmarshal(saved.Conversation, &st); err != nil || st.Compactions != 1 {
+		t.Fatalf("after kill -9 the stored conversation has %d compactions (%v), want 1: %s", st.Compactions, err, botproc.Describe(saved))
+	}
+	h.Bot.Restart()
+	done := h.WaitState(1, task.Done)
+
+	mu.Lock()
+	n := compactions
+	mu.Unlock()
+	reqs := llm.Requests()
+	// Later compactions are new ones (the task goes on growing); none
+	// was paid for and then lost, and none was made twice.
+	if err := json.Unmarshal(done.Conversation, &st); err != nil || st.Compactions != n {
+		t.Errorf("%d compaction calls, the finished conversation counts %d (%v): one was lost", n, st.Compactions, err)
+	}
+	seen := map[string]bool{}
+	for _, r := range reqs {
+		if len(r.Tools) == 0 {
+			if k := mustJSON(t, r.Messages); seen[k] {
+				t.Errorf("a compaction was asked for twice: %.300s", k)
+			} else {
+				seen[k] = true
+			}
+		}
+	}
+	if lostCall < 0 || lostCall+1 >= len(reqs) {
+		t.Fatalf("lost call %d of %d", lostCall, len(reqs))
+	}
+	if a, b := mustJSON(t, reqs[lostCall].Messages), mustJSON(t, reqs[lostCall+1].Messages); a != b {
+		t.Errorf("the call made after the restart differs from the lost one:\nbefore: %.600s\nafter:  %.600s", a, b)
+	}
+	if !strings.Contains(reqs[lostCall].Messages[1].Content, "SUMMARY-1") {
+		t.Errorf("the lost call does not carry the summary: %.300q", reqs[lostCall].Messages[1].Content)
+	}
+	for k := range parts {
+		path := fmt.Sprintf("notes/part-%d.md", k)
+		if got, err := h.Git.ReadFile(t, botproc.Owner, botproc.Repo, done.Branch, path); err != nil || !strings.HasPrefix(got, fmt.Sprintf("Part %d ", k)) {
+			t.Errorf("%s on the branch = %.40q, %v", path, got, err)
+		}
+	}
+	if n := h.Posts(http.MethodPost, pullsCreated); n != 1 {
+		t.Errorf("%d pull requests created, want 1", n)
+	}
 }
