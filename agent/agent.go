@@ -510,7 +510,18 @@ func (a *Agent) Turn(ctx context.Context, st *State, workdir string) error {
 		return nil
 	}
 
+	asked := len(st.Messages)
 	st.Messages = append(st.Messages, msg)
+	// The conversation keeps each call's arguments as valid JSON, repaired
+	// or wrapped, once the tools have read what the model sent: Ollama and
+	// vLLM decode the arguments of earlier calls to render the next
+	// request, and refuse it when they cannot.
+	defer func() {
+		for i := range st.Messages[asked].ToolCalls {
+			f := &st.Messages[asked].ToolCalls[i].Function
+			f.Arguments = storedArguments(f.Arguments)
+		}
+	}()
 	env := toolEnv{ctx: ctx, ws: ws, st: st}
 	names := make([]string, 0, len(msg.ToolCalls))
 	var repaired []string

@@ -45,6 +45,25 @@ func parseArguments(raw string) (clean []byte, repairs []string, err error) {
 	return nil, nil, syntaxError(b, len(repairs) > 0)
 }
 
+// storedArguments is how a call's arguments are kept in the conversation:
+// as sent when they are valid JSON, repaired when a repair made them so,
+// and otherwise (or when they are not an object) wrapped as the string
+// value of unparsed_arguments, so that
+// the model still sees what it sent and the endpoint can decode them.
+func storedArguments(raw string) string {
+	clean, repairs, err := parseArguments(raw)
+	switch {
+	case err != nil || clean[0] != '{':
+		// Ollama decodes arguments into an object: an array or a number,
+		// valid JSON as it is, is wrapped too.
+		b, _ := json.Marshal(map[string]string{"unparsed_arguments": raw}) // a string map cannot fail
+		return string(b)
+	case len(repairs) > 0 || strings.TrimSpace(raw) == "":
+		return string(clean)
+	}
+	return raw
+}
+
 // unfence returns the text inside a Markdown code fence that is the whole
 // of b: an opening ``` (optionally followed by json), a line break, and a
 // closing ``` at the end.

@@ -127,6 +127,21 @@ func TestParseArguments(t *testing.T) {
 	}
 }
 
+func TestStoredArguments(t *testing.T) {
+	for _, tt := range []struct{ raw, want string }{
+		{`{"path":"a.go"}`, `{"path":"a.go"}`},
+		{`{ "path" : "a.go" }`, `{ "path" : "a.go" }`}, // valid JSON is kept byte for byte
+		{"", `{}`},
+		{"```json\n{\"path\":\"a.go\",}\n```", `{"path":"a.go"}`},
+		{`{"path": "a.go", "content": "pack`, `{"unparsed_arguments":"{\"path\": \"a.go\", \"content\": \"pack"}`},
+		{`["a.go"]`, `{"unparsed_arguments":"[\"a.go\"]"}`},
+	} {
+		if got := storedArguments(tt.raw); got != tt.want {
+			t.Errorf("storedArguments(%q) = %s, want %s", tt.raw, got, tt.want)
+		}
+	}
+}
+
 // raw is an answer in the wire format, with one choice.
 func raw(message string, finish string, usage string) fakellm.Step {
 	b := `{"id":"x","object":"chat.completion","choices":[{"index":0,"message":` + message
@@ -179,7 +194,7 @@ func TestAnswers(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := workspaceDir(t, map[string]string{"a.txt": "a\n"})
-			s := fakellm.New(t, tt.step, fakellm.Step{Content: "next"})
+			s := fakellm.New(t, tt.step, fakellm.Step{Content: "next"}).DecodeArguments()
 			var logs bytes.Buffer
 			a := agentFor(t, s, Config{Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
 			st := a.Start(testBrief)
@@ -212,6 +227,13 @@ func TestAnswers(t *testing.T) {
 				}
 				if i >= len(ids) || m.ToolCallID != ids[i] {
 					t.Errorf("result %d answers %q, want the call ids %q in order", i, m.ToolCallID, ids)
+				}
+			}
+			// Ollama and vLLM decode earlier calls' arguments into objects.
+			for _, tc := range sent[0].ToolCalls {
+				var obj map[string]any
+				if err := json.Unmarshal([]byte(tc.Function.Arguments), &obj); err != nil {
+					t.Errorf("call %s goes back with arguments that are not a JSON object: %q", tc.ID, tc.Function.Arguments)
 				}
 			}
 			if tt.wantNudge != "" && !strings.Contains(nudge, tt.wantNudge) {

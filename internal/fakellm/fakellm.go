@@ -82,6 +82,9 @@ type Server struct {
 	bodies [][]byte  // raw request bodies, as received
 	// contextLimit, when set, is the model's context in estimated tokens.
 	contextLimit int
+	// decodeArguments: refuse history whose tool-call arguments are not a
+	// JSON object, as vLLM and Ollama do (DecodeArguments).
+	decodeArguments bool
 	// bytesPerToken, when set, makes the server report estimated prompt
 	// tokens for steps that set no usage.
 	bytesPerToken float64
@@ -182,6 +185,18 @@ func (s *Server) WithContextLimit(limit int) *Server {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.contextLimit = limit
+	return s
+}
+
+// DecodeArguments makes the server decode the arguments of every tool call
+// in the request's history into an object, as vLLM does before rendering
+// its chat template (chat_utils._postprocess_messages) and Ollama does to
+// fill its own message type, and refuse the request with HTTP 400 when one
+// does not decode. It returns s for chaining.
+func (s *Server) DecodeArguments() *Server {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.decodeArguments = true
 	return s
 }
 
@@ -298,6 +313,22 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request, body []byte) {
 		}
 		writeError(w, f.status, http.StatusText(f.status))
 		return
+	}
+
+	if s.decodeArguments {
+		for _, m := range req.Messages {
+			for _, tc := range m.ToolCalls {
+				var args map[string]any
+				if err := json.Unmarshal([]byte(tc.Function.Arguments), &args); err != nil {
+					writeAPIError(w, http.StatusBadRequest, map[string]any{
+						"message": fmt.Sprintf("the arguments of tool call %s cannot be decoded: %v", tc.ID, err),
+						"type":    "BadRequestError",
+						"code":    http.StatusBadRequest,
+					})
+					return
+				}
+			}
+		}
 	}
 
 	if n := s.tokens(body); s.contextLimit > 0 && n > s.contextLimit {
