@@ -54,13 +54,17 @@ const (
 	overflowShrink = 0.7
 	// Bounds of a compaction: the summary the model writes, and what it is
 	// shown of each message and of the whole span it summarises.
-	maxSummaryTokens   = 2000
-	maxSummaryBytes    = 16 << 10
-	maxTranscriptItem  = 2 << 10
-	maxTranscriptBrief = 8 << 10
-	maxFallbackSteps   = 60
-	elidedPrefix       = "[elided: "
-	summaryPrefix      = "[Summary of earlier work]"
+	maxSummaryTokens = 2000
+	// reasoningSummaryTokens is a reasoning model's cap for a summary, its
+	// reasoning included: OpenAI's reasoning guide advises reserving at
+	// least 25,000 tokens for reasoning and output.
+	reasoningSummaryTokens = 25000
+	maxSummaryBytes        = 16 << 10
+	maxTranscriptItem      = 2 << 10
+	maxTranscriptBrief     = 8 << 10
+	maxFallbackSteps       = 60
+	elidedPrefix           = "[elided: "
+	summaryPrefix          = "[Summary of earlier work]"
 	// summaryBlock is an untrusted- block: the model wrote the summary
 	// from file contents and outputs anyone may have shaped, so a closing
 	// tag inside it is neutralised like any other data's.
@@ -365,9 +369,16 @@ func (a *Agent) summarise(ctx context.Context, st *State, model string, dropped 
 		ReasoningEffort: p.ReasoningEffort,
 	}
 	if tokenParameter(model, p) == tokenParamMaxCompletionTokens {
-		req.MaxCompletionTokens = maxSummaryTokens
+		// A reasoning model spends this cap on its reasoning too: capped
+		// at the summary's length, it may think until the cap and answer
+		// nothing. It gets the profile's cap, or the room OpenAI advises
+		// keeping for reasoning; the prompt still asks for a short summary.
+		req.MaxCompletionTokens = cmp.Or(p.MaxOutputTokens, reasoningSummaryTokens)
 	} else {
 		req.MaxTokens = maxSummaryTokens
+		if p.MaxOutputTokens > 0 {
+			req.MaxTokens = min(maxSummaryTokens, p.MaxOutputTokens)
+		}
 	}
 	resp, err := a.complete(ctx, st, model, req)
 	log := a.log.With("model", model, "turn", st.Turns+1)

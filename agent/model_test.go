@@ -81,6 +81,52 @@ func TestRequestFollowsProfile(t *testing.T) {
 	}
 }
 
+// TestCompactionRequestFollowsProfile: a compaction is asked of the model
+// with its own parameters, and a reasoning model gets room to reason.
+func TestCompactionRequestFollowsProfile(t *testing.T) {
+	tests := []struct {
+		name    string
+		model   string
+		profile pullwright.ModelProfile
+		want    map[string]any
+		absent  string
+		role    string
+	}{
+		{name: "chat model", model: "gpt-4.1", want: map[string]any{"max_tokens": float64(maxSummaryTokens)}, absent: "max_completion_tokens", role: "system"},
+		{name: "chat model with a smaller cap", model: "gpt-4.1", profile: pullwright.ModelProfile{MaxOutputTokens: 1000},
+			want: map[string]any{"max_tokens": 1000.0}, absent: "max_completion_tokens", role: "system"},
+		{name: "reasoning model", model: "o4-mini", profile: pullwright.ModelProfile{ReasoningEffort: "low"},
+			want: map[string]any{"max_completion_tokens": float64(reasoningSummaryTokens), "reasoning_effort": "low"}, absent: "max_tokens", role: "system"},
+		{name: "reasoning model with the profile's cap", model: "o3", profile: pullwright.ModelProfile{MaxOutputTokens: 40000, SystemRole: "developer"},
+			want: map[string]any{"max_completion_tokens": 40000.0}, absent: "max_tokens", role: "developer"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := fakellm.New(t, fakellm.Step{Content: "SUMMARY"})
+			a := agentFor(t, s, Config{Model: tt.model})
+			brief := testBrief
+			brief.Limits.Profile = tt.profile
+			st := a.Start(brief)
+			text, err := a.summarise(context.Background(), st, tt.model, st.Messages[1:], 100000)
+			if err != nil || text != "SUMMARY" {
+				t.Fatalf("summarise = %q, %v", text, err)
+			}
+			got := wire(t, s, 0)
+			for k, v := range tt.want {
+				if got[k] != v {
+					t.Errorf("%s = %v, want %v", k, got[k], v)
+				}
+			}
+			if _, ok := got[tt.absent]; ok {
+				t.Errorf("%s sent: %v", tt.absent, got[tt.absent])
+			}
+			if role := got["messages"].([]any)[0].(map[string]any)["role"]; role != tt.role {
+				t.Errorf("compaction instructions sent as %v, want %s", role, tt.role)
+			}
+		})
+	}
+}
+
 func TestParseArguments(t *testing.T) {
 	tests := []struct {
 		name    string
