@@ -140,7 +140,10 @@ func progress(out []byte, st *agent.State) task.Progress {
 		Conversation: out,
 		Turns:        st.Turns,
 		Tokens:       st.Tokens(),
-		Steps:        st.Steps,
+		// An endpoint without usage (some Ollama and vLLM versions) has
+		// its tokens counted by size; the comments say so.
+		TokensEstimated: st.EstimatedTurns > 0,
+		Steps:           st.Steps,
 	}
 	p.Plan = st.Plan
 	if st.Finish != nil {

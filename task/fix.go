@@ -178,7 +178,7 @@ func (f *Flow) work(ctx context.Context, t *Task) error {
 		return err
 	}
 	t.Conversation = p.Conversation
-	t.Turns, t.Tokens = p.Turns, p.Tokens
+	t.Turns, t.Tokens, t.TokensEstimated = p.Turns, p.Tokens, p.TokensEstimated
 	t.Plan, t.Steps = p.Plan, p.Steps
 	files, err := snapshot(ws)
 	if err != nil {

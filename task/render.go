@@ -148,7 +148,7 @@ func RenderStatus(t *Task, command string) string {
 		}
 		b.WriteString("\n</details>\n\n")
 	}
-	fmt.Fprintf(&b, "<sub>%d turns · %d tokens", t.Turns, t.Tokens)
+	fmt.Fprintf(&b, "<sub>%d turns · %s", t.Turns, tokens(t))
 	if t.Branch != "" {
 		fmt.Fprintf(&b, " · branch `%s`", t.Branch)
 	}
@@ -174,7 +174,7 @@ func StatusLine(t *Task) string {
 		fmt.Fprintf(&b, ": request `%s` asks to run %s; answer with `/approve` or `/reject <reason>` before %s",
 			t.Request.ID, code(oneLine(t.Request.Command)), t.Request.Deadline.UTC().Format("2006-01-02 15:04 MST"))
 	}
-	fmt.Fprintf(&b, " (%d turns, %d tokens).", t.Turns, t.Tokens)
+	fmt.Fprintf(&b, " (%d turns, %s).", t.Turns, tokens(t))
 	return b.String()
 }
 
@@ -203,9 +203,17 @@ func RenderPullRequest(t *Task) string {
 	} else {
 		fmt.Fprintf(&b, "Fixes #%d\n\n", t.Issue)
 	}
-	fmt.Fprintf(&b, "---\n<sub>Requested by @%s · Pullwright task %d · %d turns · %d tokens</sub>\n",
-		t.Requester.Login, t.ID, t.Turns, t.Tokens)
+	fmt.Fprintf(&b, "---\n<sub>Requested by @%s · Pullwright task %d · %d turns · %s</sub>\n",
+		t.Requester.Login, t.ID, t.Turns, tokens(t))
 	return b.String()
+}
+
+// tokens is the task's token count as the comments show it.
+func tokens(t *Task) string {
+	if t.TokensEstimated {
+		return fmt.Sprintf("about %d tokens (estimated: the model endpoint reports no usage)", t.Tokens)
+	}
+	return fmt.Sprintf("%d tokens", t.Tokens)
 }
 
 // CommitMessage is the message of the commit a fix pushes.

@@ -79,6 +79,10 @@ func TestRenderGolden(t *testing.T) {
 	failed.State = Failed
 	failed.Error = "cloning https://github.com/Codertocat/Hello-World.git failed"
 
+	estimated := sampleTask()
+	estimated.State = Working
+	estimated.TokensEstimated = true
+
 	cancelled := sampleTask()
 	cancelled.State = Cancelled
 	cancelled.CancelledBy = "octocat"
@@ -94,6 +98,7 @@ func TestRenderGolden(t *testing.T) {
 		{"pull-request", RenderPullRequest(done)},
 		{"commit-message", CommitMessage(done)},
 		{"status-line-done", StatusLine(done)},
+		{"status-estimated-tokens", RenderStatus(estimated, "/agent")},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { golden(t, tc.name, tc.got) })

@@ -26,9 +26,11 @@ type Work struct {
 	Steps        []string              `json:"steps,omitempty"`
 	Turns        int                   `json:"turns,omitempty"`
 	Tokens       int                   `json:"tokens,omitempty"`
-	Title        string                `json:"title,omitempty"`
-	Summary      string                `json:"summary,omitempty"`
-	ChangedFiles []pullwright.FileStat `json:"changed_files"`
+	// TokensEstimated says Tokens holds estimates (Progress).
+	TokensEstimated bool                  `json:"tokens_estimated,omitempty"`
+	Title           string                `json:"title,omitempty"`
+	Summary         string                `json:"summary,omitempty"`
+	ChangedFiles    []pullwright.FileStat `json:"changed_files"`
 	// PushedSHA is the last commit of the task's branch known to be on
 	// the remote; Files are the changes relative to it (or to BaseSHA
 	// before the first push), so a lost workspace is rebuilt from there.
