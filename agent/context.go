@@ -54,6 +54,9 @@ const (
 	overflowShrink = 0.7
 	// Bounds of a compaction: the summary the model writes, and what it is
 	// shown of each message and of the whole span it summarises.
+	// estimateMargin is the share of the budget kept free for the error
+	// of a token estimate made before the endpoint counts.
+	estimateMargin   = 0.02
 	maxSummaryTokens = 2000
 	// reasoningSummaryTokens is a reasoning model's cap for a summary, its
 	// reasoning included: OpenAI's reasoning guide advises reserving at
@@ -168,7 +171,10 @@ func (a *Agent) requestBytes(msgs []openai.ChatCompletionMessage) int {
 // The system prompt and the first message are always kept, and a tool
 // call is always kept or dropped with its results.
 func (a *Agent) fit(ctx context.Context, st *State, model string) (int, error) {
-	budget := contextBudget(st)
+	// The estimate is calibrated on the previous request, whose text may
+	// have tokenised more densely than what was added since: fitting a
+	// little under the budget keeps the endpoint's count under it.
+	budget := int(float64(contextBudget(st)) * (1 - estimateMargin))
 	size := a.requestBytes(st.Messages)
 	before := st.tokensFor(size)
 	if before <= budget {
