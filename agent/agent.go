@@ -448,7 +448,7 @@ func (a *Agent) Turn(ctx context.Context, st *State, workdir string) error {
 		if st.Overflowed == turn {
 			return fmt.Errorf("%w: context: %w, even compacted (turn %d)", ErrBudget, errOverflow, turn)
 		}
-		shrunk, ferr := a.shrink(ctx, st, model, sent)
+		shrunk, ferr := a.shrink(ctx, st, model, sent, err)
 		if ferr != nil {
 			return ferr
 		}

@@ -7,11 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"regexp"
 	"strconv"
 	"strings"
 
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/untrusted"
 )
 
@@ -471,11 +473,45 @@ func transcript(st *State, dropped []openai.ChatCompletionMessage, limit int) st
 // shrink answers an endpoint's refusal of a request of sentBytes as too
 // long: the budget of st is lowered for good (State.ContextCap), below
 // what the endpoint refused, and the conversation fitted to it.
-func (a *Agent) shrink(ctx context.Context, st *State, model string, sentBytes int) (int, error) {
+func (a *Agent) shrink(ctx context.Context, st *State, model string, sentBytes int, refusal error) (int, error) {
 	st.ContextCap = max(int(float64(st.tokensFor(sentBytes))*overflowShrink), 1)
+	window := reportedWindow(refusal)
+	if window > 0 {
+		// The endpoint named the model's real window: the budget is the
+		// profile's share of it, as if the profile had said it.
+		p := st.Limits.Profile
+		p.ContextWindow = window
+		st.ContextCap = min(st.ContextCap, contextBudget(&State{Limits: pullwright.Limits{Profile: p}}))
+	}
 	a.log.Warn("the endpoint refused the request as too long for the model's context; compacting",
-		"model", model, "turn", st.Turns+1, "context_cap", st.ContextCap)
+		"model", model, "turn", st.Turns+1, "context_cap", st.ContextCap, "reported_window", window)
 	return a.fit(ctx, st, model)
+}
+
+// windowInMessage finds the model's context window where endpoints name
+// it in a refusal: OpenAI's and vLLM's "maximum context length is N
+// tokens", vLLM's "exceeds limit of N", Mistral's "too large for model
+// with N maximum context length".
+var windowInMessage = regexp.MustCompile(`(?i)(?:maximum context length is (\d+)|exceeds limit of (\d+)|too large for model with (\d+) maximum context)`)
+
+// reportedWindow is the context window a refusal names, or 0.
+func reportedWindow(err error) int {
+	var msg string
+	var apiErr *openai.APIError
+	var reqErr *openai.RequestError
+	switch {
+	case errors.As(err, &apiErr):
+		msg = apiErr.Message
+	case errors.As(err, &reqErr):
+		msg = string(reqErr.Body)
+	}
+	m := windowInMessage.FindStringSubmatch(msg)
+	for _, g := range m[min(1, len(m)):] {
+		if n, err := strconv.Atoi(g); err == nil && n > 0 {
+			return n
+		}
+	}
+	return 0
 }
 
 // errOverflow is wrapped (with ErrBudget) when a request is still too long

@@ -420,8 +420,10 @@ func TestContextOverflow(t *testing.T) {
 				}
 				t.Fatal(err)
 			}
-			if st.Turns != lt.turns || st.ContextCap == 0 || st.ContextCap >= tt.limit {
-				t.Errorf("turns = %d, context cap = %d; want %d turns and a cap under %d", st.Turns, st.ContextCap, lt.turns, tt.limit)
+			// The refusal names the model's window: the cap is the default
+			// share of it, whatever the profile claimed.
+			if want := int(float64(tt.limit) * DefaultContextShare); st.Turns != lt.turns || st.ContextCap == 0 || st.ContextCap > want {
+				t.Errorf("turns = %d, context cap = %d; want %d turns and a cap of at most %d", st.Turns, st.ContextCap, lt.turns, want)
 			}
 			refused := 0
 			bodies := s.Bodies()
@@ -444,6 +446,28 @@ func TestContextOverflow(t *testing.T) {
 				t.Errorf("%d requests refused, want 1: the lower budget must stick", refused)
 			}
 		})
+	}
+}
+
+func TestReportedWindow(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		err  error
+		want int
+	}{
+		{"OpenAI", &openai.APIError{HTTPStatusCode: 400, Code: "context_length_exceeded",
+			Message: "This model's maximum context length is 128000 tokens. However, your messages resulted in 130000 tokens. Please reduce the length of the messages."}, 128000},
+		{"vLLM", &openai.APIError{HTTPStatusCode: 400, Message: vllmTooLong.Content}, 16384},
+		{"vLLM scheduler", &openai.APIError{HTTPStatusCode: 400, Message: "Input prompt (35247 tokens) is too long and exceeds limit of 32768"}, 32768},
+		{"Mistral", &openai.RequestError{HTTPStatusCode: 400, Body: []byte(`{"message":"Prompt contains 40000 tokens and 0 draft tokens, too large for model with 32768 maximum context length"}`)}, 32768},
+		{"llama.cpp names no window", &openai.APIError{HTTPStatusCode: 400, Type: "exceed_context_size_error",
+			Message: "the request exceeds the available context size. try increasing the context size or enable context shift"}, 0},
+		{"not an endpoint's error", errors.New("maximum context length is 5 tokens"), 0},
+		{"nil", nil, 0},
+	} {
+		if got := reportedWindow(tt.err); got != tt.want {
+			t.Errorf("%s: reportedWindow = %d, want %d", tt.name, got, tt.want)
+		}
 	}
 }
 
