@@ -10,7 +10,10 @@ import (
 // Azure OpenAI's answers to requests it refuses: the status and the error
 // body its data-plane endpoint sends (its REST reference documents the
 // api-key header, the api-version query parameter and the deployment path;
-// the messages are the service's own).
+// the messages are the service's own, as users have quoted them in public
+// reports: for instance {"error":{"code":"BadRequest","message":"API version
+// not supported"}} in hotovo/aider-desk#460, and the 401 and
+// DeploymentNotFound texts in many more).
 const (
 	AzureUnauthorized = "Access denied due to invalid subscription key or wrong API endpoint. Make sure to provide a valid key " +
 		"for an active subscription and use a correct regional API endpoint for your resource."
