@@ -377,6 +377,7 @@ func (rq requests) closeApproval(ctx context.Context, t *Task, conclusion, title
 
 // resolve hands the agent its request's outcome and lets it go on.
 func (rq requests) resolve(ctx context.Context, t *Task, o Outcome) error {
+	t.record(o)
 	conv, err := rq.agent.Resolve(t.Conversation, o)
 	if err != nil {
 		return Fatal("handing the result to the agent failed", err)

@@ -203,6 +203,8 @@ func RenderPullRequest(t *Task) string {
 	} else {
 		fmt.Fprintf(&b, "Fixes #%d\n\n", t.Issue)
 	}
+	b.WriteString(RenderVerification(t))
+	b.WriteString("\n")
 	fmt.Fprintf(&b, "---\n<sub>Requested by @%s · Pullwright task %d · %d turns · %s</sub>\n",
 		t.Requester.Login, t.ID, t.Turns, tokens(t))
 	return b.String()

@@ -46,8 +46,11 @@ type Work struct {
 	// Draft is true while the task's pull request is a draft.
 	Draft bool `json:"draft,omitempty"`
 	// Request is the agent's current (or last) execution request.
-	Request    *ExecRequest `json:"request,omitempty"`
-	RequestSeq int          `json:"request_seq,omitempty"`
+	Request *ExecRequest `json:"request,omitempty"`
+	// Runs are the ends of every request of the task, in order
+	// (RunRecord, task/record.go).
+	Runs       []RunRecord `json:"runs,omitempty"`
+	RequestSeq int         `json:"request_seq,omitempty"`
 	// Answers are the sources (Answer.Source) that answered the task's
 	// earlier requests: none of them may answer another.
 	Answers  []string `json:"answers,omitempty"`
@@ -148,6 +151,9 @@ type ExecRequest struct {
 	RunClosed bool `json:"run_closed,omitempty"`
 	// Auto is the auto_approve rule that answered the request, if one did.
 	Auto string `json:"auto,omitempty"`
+	// Required is true when the bot asked for the command because the
+	// repository requires it to pass (require_passing), not the agent.
+	Required bool `json:"required,omitempty"`
 	// Answer is kept by the store apart from the task's data.
 	Answer     *Answer               `json:"-"`
 	RunCheckID int64                 `json:"run_check_id,omitempty"`

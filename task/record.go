@@ -1,0 +1,255 @@
+package task
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/pullwright/pullwright"
+)
+
+// RunRecord is one execution request as it ended: what was asked, who
+// answered, and what the command did. A fix keeps every one for its life
+// (Work.Runs), so that the pull request can show what was tested, on which
+// commit, and whether the work was verified at all.
+type RunRecord struct {
+	// RequestID is the request's id ("<task>-<sequence>").
+	RequestID string    `json:"request_id"`
+	Command   string    `json:"command"`
+	Reason    string    `json:"reason,omitempty"`
+	SHA       string    `json:"sha"`
+	AskedAt   time.Time `json:"asked_at"`
+	// Verdict is the answer (Approved, Rejected, TimedOut); By who gave
+	// it, Auto the auto_approve rule that gave it instead, Why a
+	// rejection's reason.
+	Verdict string `json:"verdict"`
+	By      string `json:"by,omitempty"`
+	Auto    string `json:"auto,omitempty"`
+	Why     string `json:"why,omitempty"`
+	// Outcome sums up the run (the Outcome… constants); ExitCode,
+	// Duration and Output (its last lines, bounded) are the command's,
+	// when it ran.
+	Outcome  string        `json:"outcome"`
+	ExitCode int           `json:"exit_code"`
+	Duration time.Duration `json:"duration,omitempty"`
+	Output   string        `json:"output,omitempty"`
+	// CheckRunID is the run's check run, and CheckRunURL its page.
+	CheckRunID  int64  `json:"check_run_id,omitempty"`
+	CheckRunURL string `json:"check_run_url,omitempty"`
+	// Required is true for a command the repository requires
+	// (require_passing), which the bot asked for, not the agent.
+	Required bool `json:"required,omitempty"`
+}
+
+// Outcomes of a RunRecord.
+const (
+	OutcomePassed      = "passed"
+	OutcomeFailed      = "failed"
+	OutcomeTimedOut    = "timed out"
+	OutcomeOOM         = "out of memory"
+	OutcomeInterrupted = "interrupted"
+	OutcomeSetupFailed = "setup failed"
+	OutcomeRejected    = "rejected"
+	OutcomeNoAnswer    = "no answer"
+)
+
+// maxRecordOutput bounds the output a record keeps: the check run holds
+// the command's whole bounded output; the record keeps its end, where a
+// test runner's verdict is.
+const maxRecordOutput = 2 << 10
+
+// record adds the end of t's current request to t.Runs, once: a step
+// replayed after a crash finds it there.
+func (t *Task) record(o Outcome) {
+	r := t.Request
+	if r == nil {
+		return
+	}
+	for _, rec := range t.Runs {
+		if rec.RequestID == r.ID {
+			return
+		}
+	}
+	rec := RunRecord{
+		RequestID: r.ID, Command: r.Command, Reason: r.Reason, SHA: r.SHA, AskedAt: r.AskedAt,
+		Verdict: o.Verdict, By: o.By, Auto: r.Auto, Why: o.Reason, Required: r.Required,
+		CheckRunID: r.RunCheckID, CheckRunURL: checkRunURL(r.CommentURL, r.RunCheckID),
+	}
+	switch o.Verdict {
+	case Rejected:
+		rec.Outcome = OutcomeRejected
+	case TimedOut:
+		rec.Outcome = OutcomeNoAnswer
+	}
+	if res := o.Result; res != nil {
+		rec.ExitCode, rec.Duration = res.ExitCode, res.Duration
+		rec.Output = tailBytes(res.Output, maxRecordOutput)
+		rec.Outcome = runOutcome(r, res)
+	}
+	t.Runs = append(t.Runs, rec)
+}
+
+// runOutcome sums up how an approved run ended.
+func runOutcome(r *ExecRequest, res *pullwright.RunResult) string {
+	switch {
+	case r.Setup != nil && r.Setup.Failed:
+		return OutcomeSetupFailed
+	case res.TimedOut:
+		return OutcomeTimedOut
+	case res.OOMKilled:
+		return OutcomeOOM
+	case res.ExitCode == -1:
+		return OutcomeInterrupted
+	case res.ExitCode == 0:
+		return OutcomePassed
+	}
+	return OutcomeFailed
+}
+
+// checkRunURL is the page of check run id, in the repository whose page
+// holds the request's comment (commentURL): GitHub serves a check run at
+// <repository>/runs/<id>, on github.com and on a GitHub Enterprise host.
+func checkRunURL(commentURL string, id int64) string {
+	if id == 0 {
+		return ""
+	}
+	for _, sep := range []string{"/issues/", "/pull/"} {
+		if repo, _, ok := strings.Cut(commentURL, sep); ok && strings.HasPrefix(repo, "https://") {
+			return fmt.Sprintf("%s/runs/%d", repo, id)
+		}
+	}
+	return ""
+}
+
+// tailBytes is the end of s, at most n bytes, cut at a line start when
+// one is near.
+func tailBytes(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	s = s[len(s)-n:]
+	if i := strings.IndexByte(s, '\n'); i >= 0 && i < n/4 {
+		s = s[i+1:]
+	}
+	return "[…]\n" + strings.ToValidUTF8(s, "")
+}
+
+// lastAt is the last record of command on commit sha that ran, if any.
+func lastAt(runs []RunRecord, command, sha string) (RunRecord, bool) {
+	for i := len(runs) - 1; i >= 0; i-- {
+		if r := runs[i]; r.Command == command && r.SHA == sha && r.Verdict == Approved {
+			return r, true
+		}
+	}
+	return RunRecord{}, false
+}
+
+// finalResults are the last result of each command that ran on sha, in
+// the order the commands first ran there.
+func finalResults(runs []RunRecord, sha string) []RunRecord {
+	var out []RunRecord
+	seen := map[string]bool{}
+	for _, r := range runs {
+		if r.SHA != sha || r.Verdict != Approved || seen[r.Command] {
+			continue
+		}
+		seen[r.Command] = true
+		last, _ := lastAt(runs, r.Command, sha)
+		out = append(out, last)
+	}
+	return out
+}
+
+// claimsPassing matches a summary that says the tests or the build pass:
+// what a reviewer would take as "this was verified".
+var claimsPassing = regexp.MustCompile(`(?i)\b(tests?|test suite|specs?|build|checks?|ci|lint(er)?)\b[^.\n]{0,40}\b(pass(es|ed|ing)?|succeed(s|ed)?|green|ok)\b|\bverified\b|\ball (tests|checks) (pass|passed)\b`)
+
+// RenderVerification is the pull request's Verification section: every
+// command that ran, on which commit, with its result; the last result of
+// each command on the final commit; "not verified" when nothing ran on it;
+// and a warning when the agent's summary claims more than the record shows.
+func RenderVerification(t *Task) string {
+	var b strings.Builder
+	b.WriteString("### Verification\n\n")
+	head := t.HeadSHA
+	if len(t.Runs) > 0 {
+		b.WriteString("| request | command | commit | result |\n|---|---|---|---|\n")
+		for _, r := range t.Runs {
+			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", r.RequestID, cell(code(oneLine(r.Command))), short(r.SHA), cell(resultText(r)))
+		}
+		b.WriteString("\n")
+	}
+	final := finalResults(t.Runs, head)
+	which := "final"
+	if !t.Final {
+		which = "latest"
+	}
+	switch {
+	case head == "":
+		b.WriteString("**Not verified**: nothing is committed yet.\n")
+	case len(final) == 0 && len(t.Runs) == 0:
+		fmt.Fprintf(&b, "**Not verified**: no command ran while the agent worked, so nothing was tested on the %s commit %s.\n", which, short(head))
+	case len(final) == 0:
+		fmt.Fprintf(&b, "**Not verified**: no command ran on the %s commit %s; the runs above were on earlier commits.\n", which, short(head))
+	default:
+		fmt.Fprintf(&b, "On the %s commit %s:\n", which, short(head))
+		for _, r := range final {
+			fmt.Fprintf(&b, "- %s %s\n", code(oneLine(r.Command)), resultText(r))
+		}
+	}
+	if claim := claimsPassing.FindString(t.Summary); claim != "" && !allPassed(final) {
+		fmt.Fprintf(&b, "\n> [!WARNING]\n> The agent's summary says %q, but ", defang(oneLine(claim)))
+		if len(final) == 0 {
+			fmt.Fprintf(&b, "nothing ran on the %s commit.\n", which)
+		} else {
+			b.WriteString("a command failed on that commit.\n")
+		}
+	}
+	return b.String()
+}
+
+// allPassed reports whether there are results and each passed.
+func allPassed(rs []RunRecord) bool {
+	for _, r := range rs {
+		if r.Outcome != OutcomePassed {
+			return false
+		}
+	}
+	return len(rs) > 0
+}
+
+// resultText is one record's result, with who let it run and its check run.
+func resultText(r RunRecord) string {
+	var s string
+	switch r.Verdict {
+	case Rejected:
+		s = "not run: rejected by @" + r.By
+		if r.Why != "" {
+			s += " (" + defang(oneLine(r.Why)) + ")"
+		}
+		return s
+	case TimedOut:
+		return "not run: no answer in time"
+	}
+	mark := "❌"
+	if r.Outcome == OutcomePassed {
+		mark = "✅"
+	}
+	s = fmt.Sprintf("%s %s (exit code %d, %s)", mark, r.Outcome, r.ExitCode, r.Duration.Round(time.Second))
+	switch {
+	case r.Auto != "":
+		s += ", approved by rule " + code(r.Auto)
+	case r.Required && r.By != "":
+		s += ", required, approved by @" + r.By
+	case r.By != "":
+		s += ", approved by @" + r.By
+	}
+	if r.CheckRunURL != "" {
+		s += fmt.Sprintf(" · [check run](%s)", r.CheckRunURL)
+	}
+	return s
+}
+
+// cell makes s safe inside a Markdown table cell.
+func cell(s string) string { return strings.ReplaceAll(s, "|", `\|`) }

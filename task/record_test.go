@@ -1,0 +1,126 @@
+package task
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pullwright/pullwright"
+)
+
+func TestRecordKeepsEachRequestsEndOnce(t *testing.T) {
+	tests := []struct {
+		name    string
+		request ExecRequest
+		outcome Outcome
+		want    RunRecord
+	}{
+		{name: "passed", request: ExecRequest{RunCheckID: 7},
+			outcome: Outcome{Verdict: Approved, By: "maint", Result: &pullwright.RunResult{ExitCode: 0, Output: "ok\n", Duration: 2 * time.Second}},
+			want:    RunRecord{Verdict: Approved, By: "maint", Outcome: OutcomePassed, Duration: 2 * time.Second, Output: "ok\n", CheckRunID: 7, CheckRunURL: "https://github.com/o/r/runs/7"}},
+		{name: "failed", outcome: Outcome{Verdict: Approved, By: "maint", Result: &pullwright.RunResult{ExitCode: 2}},
+			want: RunRecord{Verdict: Approved, By: "maint", Outcome: OutcomeFailed, ExitCode: 2}},
+		{name: "timed out", outcome: Outcome{Verdict: Approved, Result: &pullwright.RunResult{ExitCode: -1, TimedOut: true}},
+			want: RunRecord{Verdict: Approved, Outcome: OutcomeTimedOut, ExitCode: -1}},
+		{name: "out of memory", outcome: Outcome{Verdict: Approved, Result: &pullwright.RunResult{ExitCode: 137, OOMKilled: true}},
+			want: RunRecord{Verdict: Approved, Outcome: OutcomeOOM, ExitCode: 137}},
+		{name: "interrupted", outcome: Outcome{Verdict: Approved, Result: &pullwright.RunResult{ExitCode: -1}},
+			want: RunRecord{Verdict: Approved, Outcome: OutcomeInterrupted, ExitCode: -1}},
+		{name: "setup failed", request: ExecRequest{Setup: &SetupRecord{Failed: true, ExitCode: 1}},
+			outcome: Outcome{Verdict: Approved, Result: &pullwright.RunResult{ExitCode: -1}},
+			want:    RunRecord{Verdict: Approved, Outcome: OutcomeSetupFailed, ExitCode: -1}},
+		{name: "rejected", outcome: Outcome{Verdict: Rejected, By: "maint", Reason: "not that"},
+			want: RunRecord{Verdict: Rejected, By: "maint", Why: "not that", Outcome: OutcomeRejected}},
+		{name: "no answer", outcome: Outcome{Verdict: TimedOut}, want: RunRecord{Verdict: TimedOut, Outcome: OutcomeNoAnswer}},
+		{name: "auto-approved and required", request: ExecRequest{Auto: "go-test", Required: true},
+			outcome: Outcome{Verdict: Approved, Result: &pullwright.RunResult{}},
+			want:    RunRecord{Verdict: Approved, Auto: "go-test", Required: true, Outcome: OutcomePassed}},
+		{name: "long output keeps its end", outcome: Outcome{Verdict: Approved, Result: &pullwright.RunResult{ExitCode: 1,
+			Output: strings.Repeat("noise line\n", 1000) + "FAIL: TestX\n"}},
+			want: RunRecord{Verdict: Approved, Outcome: OutcomeFailed, ExitCode: 1}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := tt.request
+			r.ID, r.Command, r.Reason, r.SHA = "3-1", "go test ./...", "check", "abc"
+			r.CommentURL = "https://github.com/o/r/issues/1#issuecomment-9"
+			task := &Task{Work: Work{Request: &r}}
+			task.record(tt.outcome)
+			task.record(tt.outcome) // a replayed step
+			if len(task.Runs) != 1 {
+				t.Fatalf("%d records, want 1", len(task.Runs))
+			}
+			got := task.Runs[0]
+			if got.RequestID != "3-1" || got.Command != "go test ./..." || got.SHA != "abc" || got.Reason != "check" {
+				t.Errorf("record of the request = %+v", got)
+			}
+			if tt.name == "long output keeps its end" {
+				if len(got.Output) > maxRecordOutput+10 || !strings.HasSuffix(got.Output, "FAIL: TestX\n") || !strings.HasPrefix(got.Output, "[…]\nnoise line\n") {
+					t.Errorf("output kept = %d bytes, %.40q…%q", len(got.Output), got.Output, got.Output[max(len(got.Output)-20, 0):])
+				}
+				got.Output = ""
+			}
+			got.RequestID, got.Command, got.SHA, got.Reason, got.AskedAt = "", "", "", "", time.Time{}
+			if got != tt.want {
+				t.Errorf("record =\n %+v\nwant\n %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestCheckRunURL(t *testing.T) {
+	for _, tt := range []struct {
+		comment string
+		want    string
+	}{
+		{"https://github.com/o/r/issues/1#issuecomment-9", "https://github.com/o/r/runs/5"},
+		{"https://ghe.example.com/o/r/pull/2#issuecomment-9", "https://ghe.example.com/o/r/runs/5"},
+		{"", ""},
+		{"javascript:alert(1)/issues/1", ""},
+	} {
+		if got := checkRunURL(tt.comment, 5); got != tt.want {
+			t.Errorf("checkRunURL(%q) = %q, want %q", tt.comment, got, tt.want)
+		}
+	}
+}
+
+func TestRenderVerificationGolden(t *testing.T) {
+	run := func(id, cmd, sha, outcome string, code int) RunRecord {
+		return RunRecord{RequestID: id, Command: cmd, SHA: sha, Verdict: Approved, By: "maint", Outcome: outcome, ExitCode: code,
+			Duration: 3 * time.Second, CheckRunID: 9, CheckRunURL: "https://github.com/o/r/runs/9"}
+	}
+	const early, final = "1111111111111111111111111111111111111111", "2222222222222222222222222222222222222222"
+	tests := []struct {
+		name    string
+		final   bool
+		head    string
+		summary string
+		runs    []RunRecord
+	}{
+		{name: "nothing ran", final: true, head: final, summary: "Fixed the typo."},
+		{name: "nothing ran but the summary claims the tests pass", final: true, head: final, summary: "Fixed it; all tests pass now."},
+		{name: "passed on the final commit", final: true, head: final, summary: "The tests pass.", runs: []RunRecord{
+			run("1-1", "go test ./...", early, OutcomeFailed, 1),
+			run("1-2", "go test ./...", final, OutcomePassed, 0),
+			{RequestID: "1-3", Command: "go vet ./...", SHA: final, Verdict: Approved, Auto: "vet", Outcome: OutcomePassed},
+		}},
+		{name: "failed on the final commit", final: true, head: final, summary: "Build succeeds and tests pass.", runs: []RunRecord{
+			run("1-1", "go test ./...", final, OutcomePassed, 0),
+			run("1-2", "go test ./...", final, OutcomeFailed, 1),
+		}},
+		{name: "only earlier commits, a rejection and no answer", final: true, head: final, runs: []RunRecord{
+			run("1-1", "make test", early, OutcomePassed, 0),
+			{RequestID: "1-2", Command: "rm -rf build | tee `x`", SHA: final, Verdict: Rejected, By: "maint", Why: "no | @team please", Outcome: OutcomeRejected},
+			{RequestID: "1-3", Command: "make test", SHA: final, Verdict: TimedOut, Outcome: OutcomeNoAnswer},
+		}},
+		{name: "a draft while the agent works", head: early, runs: []RunRecord{run("1-1", "npm test", early, OutcomePassed, 0)}},
+	}
+	var b strings.Builder
+	for _, tt := range tests {
+		task := &Task{Work: Work{Final: tt.final, HeadSHA: tt.head, Summary: tt.summary, Runs: tt.runs}}
+		b.WriteString("<!-- " + tt.name + " -->\n")
+		b.WriteString(RenderVerification(task))
+		b.WriteString("\n")
+	}
+	golden(t, "verification", b.String())
+}
