@@ -95,6 +95,15 @@ func (c *Config) validate(errs *Errors) {
 	if strings.ContainsRune(c.TestCommand, 0) {
 		errs.add(at("test_command"), "test_command", "contains a NUL character")
 	}
+	if at("require_passing") > 0 {
+		// It is shown to approvers like any command, so it must be one
+		// that can be shown faithfully.
+		if strings.TrimSpace(c.RequirePassing) == "" {
+			errs.add(at("require_passing"), "require_passing", "is empty; write the command that must pass, or leave the key out")
+		} else if err := CheckCommand(c.RequirePassing); err != nil {
+			errs.add(at("require_passing"), "require_passing", "%v", err)
+		}
+	}
 }
 
 // permissions are GitHub's repository roles, lowest first.

@@ -202,12 +202,14 @@ func TestLoadErrors(t *testing.T) {
 			f + "2: approve.exclude_requestor: unknown key; did you mean exclude_requester?",
 			f + "3: approve.user: unknown key; did you mean users?",
 		}},
-		{"unknown key, far", "colour: blue\n", []string{f + "1: colour: unknown key (known here: trigger, approve, protected_paths, auto_approve, sandbox, setup, setup_hosts, test_command, instructions, budget, model, branch_prefix)"}},
+		{"unknown key, far", "colour: blue\n", []string{f + "1: colour: unknown key (known here: trigger, approve, protected_paths, auto_approve, sandbox, setup, setup_hosts, test_command, require_passing, instructions, budget, model, branch_prefix)"}},
 		{"unknown key in a list item", "auto_approve:\n  - cmd: make\n", []string{f + "2: auto_approve[0].cmd: unknown key (known here: command, pattern)"}},
 		{"duplicate key", "model: a\nsandbox: {}\nmodel: b\n", []string{f + "3: model: set twice (first on line 1); keep one"}},
 		{"duplicate nested key", "sandbox:\n  cpus: 1\n  cpus: 2\n", []string{f + "3: sandbox.cpus: set twice (first on line 2); keep one"}},
-		{"merge key", "base: &b {model: x}\n<<: *b\n", []string{f + "1: base: unknown key (known here: trigger, approve, protected_paths, auto_approve, sandbox, setup, setup_hosts, test_command, instructions, budget, model, branch_prefix)", f + "2: merge keys (<<) are not supported; write the keys out"}},
+		{"merge key", "base: &b {model: x}\n<<: *b\n", []string{f + "1: base: unknown key (known here: trigger, approve, protected_paths, auto_approve, sandbox, setup, setup_hosts, test_command, require_passing, instructions, budget, model, branch_prefix)", f + "2: merge keys (<<) are not supported; write the keys out"}},
 		{"non-string key", "[a]: b\n", []string{f + "1: keys must be plain names, got a list"}},
+		{"empty require_passing", "require_passing: \"  \"\n", []string{f + "1: require_passing: is empty; write the command that must pass, or leave the key out"}},
+		{"require_passing that cannot be shown", "require_passing: \"make test\\u202e\"\n", []string{f + "1: require_passing: byte 9 of the command is U+202E, a character that does not show as itself to the person who approves it"}},
 
 		// Types.
 		{"top level list", "- model: x\n", []string{f + "1: the file must be a set of keys and values (like model: gpt-4.1-mini), not a list"}},

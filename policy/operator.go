@@ -178,6 +178,7 @@ type Settings struct {
 	FenceAllowedNets []netip.Prefix `json:"fence_nets,omitempty"`
 	NoToolchainHosts bool           `json:"no_toolchain_hosts,omitempty"`
 	TestCommand      string         `json:"test_command,omitempty"`
+	RequirePassing   string         `json:"require_passing,omitempty"`
 	MaxTurns         int            `json:"max_turns"`
 	MaxTokens        int            `json:"max_tokens"`
 	MaxWallTime      time.Duration  `json:"max_wall_time"`

@@ -40,6 +40,11 @@ type Config struct {
 	SetupHosts []string `yaml:"setup_hosts" json:"setup_hosts"`
 	// TestCommand is a hint for the agent: how this repository is tested.
 	TestCommand string `yaml:"test_command" json:"test_command"`
+	// RequirePassing is a command that must pass on a fix's final commit
+	// before its pull request is ready for review: the task asks for it
+	// (through the approval rules, or auto_approve) until it passes, and
+	// the pull request stays a draft meanwhile.
+	RequirePassing string `yaml:"require_passing" json:"require_passing"`
 	// Instructions are the files the agent is given as the maintainers'
 	// guidance, read from the default branch (see InstructionFiles). nil
 	// (not written) means DefaultInstructions; an empty list, none.

@@ -59,6 +59,7 @@ func (r *resolver) settings() Settings {
 	s.Protected = protectedPaths(c.ProtectedPaths)
 	s.AutoApprove = slices.Clone(c.AutoApprove)
 	s.TestCommand = c.TestCommand
+	s.RequirePassing = strings.TrimSpace(c.RequirePassing)
 	s.Setup = slices.Clone(c.Setup)
 	s.Instructions = slices.Clone(c.Instructions)
 	r.fence(&s)
