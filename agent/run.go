@@ -134,6 +134,27 @@ func (a *Agent) Resolve(st *State, result string) error {
 	return nil
 }
 
+// Reopen goes on with a finished conversation because the repository's
+// required command (require_passing) failed on the final commit: result
+// (built with RunResult) is told to the model in a user message after its
+// finish, and Finish is cleared so that the next Turn calls the model.
+func (a *Agent) Reopen(st *State, command, result string) error {
+	if st == nil || st.Finish == nil {
+		return errors.New("agent: the conversation is not finished, so it cannot be reopened")
+	}
+	if st.Pending != nil {
+		return fmt.Errorf("agent: a request is pending (tool call %s); answer it with Resolve", st.Pending.ToolCallID)
+	}
+	text := "You finished, but the repository requires `" + command + "` to pass on the final commit before the pull " +
+		"request is ready for review (require_passing in .github/pullwright.yml). It ran on your final commit and did " +
+		"not pass:\n" + a.resultText(result) + "\nFind and fix the cause; run the command again if you need to, then " +
+		"call finish again."
+	st.Messages = append(st.Messages, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: text})
+	st.Steps = append(st.Steps, "required `"+untrusted.Cut(command, 120)+"` did not pass on the final commit; went on")
+	st.Finish = nil
+	return nil
+}
+
 const (
 	outputOpen  = "<untrusted-output>\n"
 	outputClose = "</untrusted-output>"

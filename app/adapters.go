@@ -123,6 +123,12 @@ func (m model) Resolve(conv []byte, o task.Outcome) ([]byte, error) {
 	default:
 		return nil, fmt.Errorf("unknown verdict %q", o.Verdict)
 	}
+	if o.Required != "" {
+		if err := m.a.Reopen(&st, o.Required, result); err != nil {
+			return nil, err
+		}
+		return json.Marshal(&st)
+	}
 	if err := m.a.Resolve(&st, result); err != nil {
 		return nil, err
 	}

@@ -378,12 +378,40 @@ func (rq requests) closeApproval(ctx context.Context, t *Task, conclusion, title
 // resolve hands the agent its request's outcome and lets it go on.
 func (rq requests) resolve(ctx context.Context, t *Task, o Outcome) error {
 	t.record(o)
+	if t.Request.Required {
+		return rq.resolveRequired(ctx, t, o)
+	}
 	conv, err := rq.agent.Resolve(t.Conversation, o)
 	if err != nil {
 		return Fatal("handing the result to the agent failed", err)
 	}
 	t.Conversation = conv
 	if err := t.Move(Working); err != nil {
+		return err
+	}
+	return rq.updateStatus(ctx, t)
+}
+
+// resolveRequired settles the repository's required command, which the bot
+// asked for on the final commit (Flow.requirePassing). Passed, or not run
+// because a person said no or nobody answered: publishing goes on, and the
+// pull request is ready for review or stays a draft. Ran and did not pass:
+// the agent, which had finished, is told and goes on working.
+func (rq requests) resolveRequired(ctx context.Context, t *Task, o Outcome) error {
+	if o.Verdict == Approved && o.Result != nil && runOutcome(t.Request, o.Result) != OutcomePassed {
+		o.Required = t.Request.Command
+		conv, err := rq.agent.Resolve(t.Conversation, o)
+		if err != nil {
+			return Fatal("handing the required command's result to the agent failed", err)
+		}
+		t.Conversation = conv
+		t.Final, t.PRFinal, t.ChangedFiles = false, false, nil
+		if err := t.Move(Working); err != nil {
+			return err
+		}
+		return rq.updateStatus(ctx, t)
+	}
+	if err := t.Move(Publishing); err != nil {
 		return err
 	}
 	return rq.updateStatus(ctx, t)

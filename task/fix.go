@@ -368,6 +368,9 @@ func (f *Flow) publish(ctx context.Context, t *Task) error {
 	if t.Pull == nil || t.Pull.Mode == PullInBase {
 		// The bot's own pull request: the fix's, or one that builds on
 		// the pull request asked on.
+		if f.requirePassing(t) {
+			return nil
+		}
 		if acted, err := f.openPullRequest(ctx, t); acted || err != nil {
 			return err
 		}
@@ -378,7 +381,65 @@ func (f *Flow) publish(ctx context.Context, t *Task) error {
 		}
 		return f.done(ctx, t, renderPullDone(t))
 	}
+	if why := f.unmet(t); why != "" {
+		return f.done(ctx, t, fmt.Sprintf("@%s the pull request stays a draft: %s. %s **%s**", t.Requester.Login, why, t.PRURL, defang(oneLine(t.Title))))
+	}
 	return f.done(ctx, t, fmt.Sprintf("@%s the pull request is ready: %s **%s**", t.Requester.Login, t.PRURL, defang(oneLine(t.Title))))
+}
+
+// requirePassing asks for the repository's required command
+// (require_passing) on the final commit, as an execution request of the
+// bot's own that goes through the approval rules like the agent's, unless
+// a run of it passed there or the bot already asked for it there. It
+// reports whether it asked.
+func (f *Flow) requirePassing(t *Task) bool {
+	cmd := f.desk().settings(t).RequirePassing
+	if cmd == "" || t.HeadSHA == "" {
+		return false
+	}
+	for _, r := range t.Runs {
+		if r.Command == cmd && r.SHA == t.HeadSHA && (r.Outcome == OutcomePassed || r.Required) {
+			return false
+		}
+	}
+	now := f.now().UTC().Truncate(time.Second)
+	t.RequestSeq++
+	t.Request = &ExecRequest{
+		ID:       fmt.Sprintf("%d-%d", t.ID, t.RequestSeq),
+		Command:  cmd,
+		Reason:   "The repository requires this command to pass on the final commit before the pull request is ready for review (require_passing in .github/pullwright.yml).",
+		AskedAt:  now,
+		Required: true,
+	}
+	t.CommitAt = now
+	return t.Move(Working) == nil
+}
+
+// unmet says why the repository's required command does not yet allow the
+// pull request to be ready for review, or "" when it does (or there is
+// none).
+func (f *Flow) unmet(t *Task) string {
+	return t.unmet(f.desk().settings(t).RequirePassing)
+}
+
+// unmet says why required (the repository's require_passing) has not
+// passed on t's head, or "" when it has or there is none.
+func (t *Task) unmet(cmd string) string {
+	if cmd == "" || t.HeadSHA == "" {
+		return ""
+	}
+	shown := code(oneLine(cmd))
+	for i := len(t.Runs) - 1; i >= 0; i-- {
+		r := t.Runs[i]
+		if r.Command != cmd || r.SHA != t.HeadSHA {
+			continue
+		}
+		if r.Outcome == OutcomePassed {
+			return ""
+		}
+		return fmt.Sprintf("the repository requires %s to pass on the final commit %s, and it did not (%s)", shown, short(t.HeadSHA), briefResult(r))
+	}
+	return fmt.Sprintf("the repository requires %s to pass on the final commit %s, and it has not run there", shown, short(t.HeadSHA))
 }
 
 // openPullRequest opens the task's pull request from t.Branch into
@@ -386,6 +447,9 @@ func (f *Flow) publish(ctx context.Context, t *Task) error {
 // its final title and body and makes it ready for review. It reports
 // whether it did either: one sub-step of publishing.
 func (f *Flow) openPullRequest(ctx context.Context, t *Task) (acted bool, err error) {
+	// A repository's required command that has not passed on the final
+	// commit keeps the pull request a draft.
+	ready := f.unmet(t) == ""
 	switch {
 	case t.PRNumber == 0:
 		pr, err := f.GitHub.OpenPullRequest(ctx, t.Repo, pullwright.NewPullRequest{
@@ -393,20 +457,25 @@ func (f *Flow) openPullRequest(ctx context.Context, t *Task) (acted bool, err er
 			Body:  RenderPullRequest(t),
 			Head:  t.Branch,
 			Base:  t.prBase(),
+			Draft: !ready,
 		})
 		if err != nil {
 			return true, retryf(err, "opening the pull request failed")
 		}
 		t.PRNumber, t.PRURL = pr.Number, pr.URL
+		t.Draft, t.PRFinal = !ready, true
 		return true, nil
-	case t.Draft:
+	case t.Draft && !t.PRFinal:
 		if err := f.GitHub.UpdatePullRequest(ctx, t.Repo, t.PRNumber, defang(t.Title), RenderPullRequest(t)); err != nil {
 			return true, retryf(err, "updating the pull request failed")
 		}
-		if err := f.GitHub.MarkReadyForReview(ctx, t.Repo, t.PRNumber); err != nil {
-			return true, retryf(err, "marking the pull request ready for review failed")
+		if ready {
+			if err := f.GitHub.MarkReadyForReview(ctx, t.Repo, t.PRNumber); err != nil {
+				return true, retryf(err, "marking the pull request ready for review failed")
+			}
+			t.Draft = false
 		}
-		t.Draft = false
+		t.PRFinal = true
 		return true, nil
 	}
 	return false, nil

@@ -87,6 +87,10 @@ type Outcome struct {
 	By      string
 	Reason  string
 	Result  *pullwright.RunResult
+	// Required names the repository's required command (require_passing)
+	// when the bot, not the agent, asked for it: it failed on the final
+	// commit, and the agent, which had finished, is to go on.
+	Required string
 }
 
 // Agent runs the model one turn at a time over a conversation the task
@@ -94,7 +98,8 @@ type Outcome struct {
 type Agent interface {
 	Start(b pullwright.Brief) ([]byte, error)
 	Turn(ctx context.Context, conversation []byte, workdir string) (Progress, error)
-	// Resolve hands the agent the outcome of its pending request.
+	// Resolve hands the agent the outcome of its pending request, or, with
+	// o.Required, of the required command that failed after it finished.
 	Resolve(conversation []byte, o Outcome) ([]byte, error)
 }
 

@@ -251,5 +251,16 @@ func resultText(r RunRecord) string {
 	return s
 }
 
+// briefResult is a record's result in a few words, for a sentence.
+func briefResult(r RunRecord) string {
+	switch r.Verdict {
+	case Rejected:
+		return "rejected by @" + r.By
+	case TimedOut:
+		return "no answer in time"
+	}
+	return fmt.Sprintf("%s, exit code %d", r.Outcome, r.ExitCode)
+}
+
 // cell makes s safe inside a Markdown table cell.
 func cell(s string) string { return strings.ReplaceAll(s, "|", `\|`) }

@@ -101,6 +101,9 @@ func RenderStatus(t *Task, command string) string {
 	if t.PRURL != "" && t.Draft {
 		fmt.Fprintf(&b, "Draft pull request: %s\n\n", t.PRURL)
 	}
+	if s := t.Settings; s != nil && s.RequirePassing != "" && t.Kind == KindFix {
+		b.WriteString(requirementLine(t, s.RequirePassing) + "\n\n")
+	}
 	if t.Pull != nil && t.Pull.Why != "" {
 		fmt.Fprintf(&b, "Not pushed to this pull request's branch: %s.\n\n", defang(t.Pull.Why))
 	}
@@ -208,6 +211,21 @@ func RenderPullRequest(t *Task) string {
 	fmt.Fprintf(&b, "---\n<sub>Requested by @%s · Pullwright task %d · %d turns · %s</sub>\n",
 		t.Requester.Login, t.ID, t.Turns, tokens(t))
 	return b.String()
+}
+
+// requirementLine says where the repository's required command stands.
+func requirementLine(t *Task, cmd string) string {
+	shown := code(oneLine(cmd))
+	switch why := t.unmet(cmd); {
+	case t.HeadSHA == "":
+		return fmt.Sprintf("Required before review: %s must pass on the final commit.", shown)
+	case why == "":
+		return fmt.Sprintf("Required before review: %s passed on %s.", shown, short(t.HeadSHA))
+	case t.Request != nil && t.Request.Required && t.Request.SHA == t.HeadSHA && !t.State.Terminal():
+		return fmt.Sprintf("Required before review: %s must pass on the final commit; asked as request `%s`.", shown, t.Request.ID)
+	default:
+		return "Required before review: " + strings.TrimPrefix(why, "the repository requires ") + "."
+	}
 }
 
 // tokens is the task's token count as the comments show it.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/pullwright/pullwright"
+	"github.com/pullwright/pullwright/policy"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -79,6 +80,13 @@ func TestRenderGolden(t *testing.T) {
 	failed.State = Failed
 	failed.Error = "cloning https://github.com/Codertocat/Hello-World.git failed"
 
+	required := sampleTask()
+	required.State = AwaitingApproval
+	required.Settings = &policy.Settings{RequirePassing: "make check"}
+	required.HeadSHA = "4e5f6a7b8c9d0e1f2a3b4c5d6e7f8a9b0c1d2e3f"
+	required.Request = &ExecRequest{ID: "12-2", Command: "make check", Required: true, SHA: required.HeadSHA}
+	required.Runs = []RunRecord{{RequestID: "12-1", Command: "make check", SHA: "1111111111111111111111111111111111111111", Verdict: Approved, Outcome: OutcomeFailed, ExitCode: 2}}
+
 	estimated := sampleTask()
 	estimated.State = Working
 	estimated.TokensEstimated = true
@@ -99,6 +107,7 @@ func TestRenderGolden(t *testing.T) {
 		{"commit-message", CommitMessage(done)},
 		{"status-line-done", StatusLine(done)},
 		{"status-estimated-tokens", RenderStatus(estimated, "/agent")},
+		{"status-required-asked", RenderStatus(required, "/agent")},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { golden(t, tc.name, tc.got) })

@@ -42,12 +42,14 @@ func (s State) Terminal() bool { return s == Done || s == Failed || s == Cancell
 // non-terminal state may also fail or be cancelled.
 var transitions = map[State][]State{
 	// A task with nothing to do (a reply, a refusal) ends straight away.
-	Queued:           {Preparing, Done},
-	Preparing:        {Working},
-	Working:          {AwaitingApproval, Publishing},
-	AwaitingApproval: {Running, Working},
-	Running:          {Working},
-	Publishing:       {Done},
+	Queued:    {Preparing, Done},
+	Preparing: {Working},
+	Working:   {AwaitingApproval, Publishing},
+	// A required command (require_passing) is asked for from publishing
+	// and, once it passed or was not allowed to run, publishing goes on.
+	AwaitingApproval: {Running, Working, Publishing},
+	Running:          {Working, Publishing},
+	Publishing:       {Done, Working},
 }
 
 // CanMove reports whether the lifecycle allows going from one state to another.

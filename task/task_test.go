@@ -31,7 +31,12 @@ func TestCanMove(t *testing.T) {
 		{AwaitingApproval, Cancelled, true},
 		{Done, Failed, false},
 		{Failed, Queued, false},
-		{Publishing, Working, false},
+		// The repository's required command is asked for from publishing.
+		{Publishing, Working, true},
+		{Running, Publishing, true},
+		{AwaitingApproval, Publishing, true},
+		{Publishing, Preparing, false},
+		{Running, AwaitingApproval, false},
 	}
 	for _, tc := range tests {
 		if got := CanMove(tc.from, tc.to); got != tc.want {

@@ -45,6 +45,9 @@ type Work struct {
 	Final bool `json:"final,omitempty"`
 	// Draft is true while the task's pull request is a draft.
 	Draft bool `json:"draft,omitempty"`
+	// PRFinal is true once publishing gave the pull request its final
+	// text (and, when the required command passed, made it ready).
+	PRFinal bool `json:"pr_final,omitempty"`
 	// Request is the agent's current (or last) execution request.
 	Request *ExecRequest `json:"request,omitempty"`
 	// Runs are the ends of every request of the task, in order

@@ -1,0 +1,123 @@
+package task_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pullwright/pullwright"
+	"github.com/pullwright/pullwright/task"
+	"github.com/pullwright/pullwright/task/tasktest"
+)
+
+// TestRequirePassing: the repository's required command must pass on the
+// final commit before the pull request is ready for review. The bot asks
+// for it itself, through the approval rules; a failure sends the agent
+// back to work; a refusal leaves the pull request a draft.
+func TestRequirePassing(t *testing.T) {
+	const required = "make check"
+	cases := []struct {
+		name   string
+		config string
+		// script is the agent's turns after the first finish, when the
+		// required command failed and it goes on.
+		script []tasktest.Turn
+		// runs are the sandbox's results, in order.
+		runs []pullwright.RunResult
+		// answers are the maintainer's answers to the bot's requests, in
+		// order ("" lets auto_approve answer).
+		answers []task.Kind
+		// wantRuns are the records' outcomes; wantDraft whether the pull
+		// request stays a draft; wantReopened how many times the agent
+		// heard that the required command failed.
+		wantRuns     []string
+		wantDraft    bool
+		wantReopened int
+	}{
+		{name: "auto-approved and passing", config: "require_passing: make check\nauto_approve:\n  - command: make check\n",
+			runs: []pullwright.RunResult{{ExitCode: 0, Output: "all good\n"}}, answers: []task.Kind{""},
+			wantRuns: []string{task.OutcomePassed}},
+		{name: "approved, failing, fixed, passing", config: "require_passing: make check\n",
+			script:   []tasktest.Turn{finish("Fix the README typo", map[string]string{"main.go": "package main\n\nfunc main() { println(2) }\n"})},
+			runs:     []pullwright.RunResult{{ExitCode: 2, Output: "FAIL: lint\n"}, {ExitCode: 0, Output: "ok\n"}},
+			answers:  []task.Kind{task.KindApprove, task.KindApprove},
+			wantRuns: []string{task.OutcomeFailed, task.OutcomePassed}, wantReopened: 1},
+		{name: "rejected: the pull request stays a draft", config: "require_passing: make check\n",
+			answers: []task.Kind{task.KindReject}, wantRuns: []string{task.OutcomeRejected}, wantDraft: true},
+		{name: "failing and the agent changes nothing: a draft", config: "require_passing: make check\n",
+			script:  []tasktest.Turn{finish("Fix the README typo", nil)},
+			runs:    []pullwright.RunResult{{ExitCode: 1, Output: "FAIL\n"}},
+			answers: []task.Kind{task.KindApprove}, wantRuns: []string{task.OutcomeFailed}, wantDraft: true, wantReopened: 1},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			w := newWorld(t)
+			w.gh.SetFile("main", ".github/pullwright.yml", c.config)
+			w.agent.Script = append([]tasktest.Turn{finish("Fix the README typo", map[string]string{"README.md": "# widget\n\nNo typo.\n"})}, c.script...)
+			for _, r := range c.runs {
+				w.runner.Script = append(w.runner.Script, tasktest.Run{Result: r})
+			}
+			fix := w.fix("fix the typo")
+			w.drain()
+			for i, kind := range c.answers {
+				if kind == "" {
+					continue // auto_approve answered
+				}
+				parked := w.want(fix.ID, task.AwaitingApproval)
+				r := parked.Request
+				if !r.Required || r.Command != required || r.SHA != parked.HeadSHA {
+					t.Fatalf("answer %d: the waiting request is %+v on %s, want the required command on the head", i+1, r, parked.HeadSHA)
+				}
+				if len(w.gh.Opened) != 1 || !w.gh.Opened[0].Draft {
+					t.Fatalf("while the required command waits, pull requests = %+v, want one draft", w.gh.Opened)
+				}
+				w.clock.Advance(time.Minute)
+				w.answer(kind, "maint", int64(20+i), r.ID)
+				w.drain()
+			}
+			done := w.want(fix.ID, task.Done)
+			var outcomes []string
+			for _, r := range done.Runs {
+				if !r.Required || r.Command != required {
+					t.Errorf("record %+v is not the required command's", r)
+				}
+				outcomes = append(outcomes, r.Outcome)
+			}
+			if strings.Join(outcomes, ",") != strings.Join(c.wantRuns, ",") {
+				t.Errorf("records = %q, want %q", outcomes, c.wantRuns)
+			}
+			last := done.Runs[len(done.Runs)-1]
+			if last.Outcome == task.OutcomePassed && last.SHA != done.HeadSHA {
+				t.Errorf("the passing run was on %s, the final commit is %s", last.SHA, done.HeadSHA)
+			}
+			reopened := 0
+			for _, o := range w.agent.Outcomes {
+				if o.Required != "" {
+					if o.Required != required || o.Result == nil || o.Result.ExitCode == 0 {
+						t.Errorf("the agent heard %+v", o)
+					}
+					reopened++
+				} else {
+					t.Errorf("the agent was handed an outcome of a request it did not make: %+v", o)
+				}
+			}
+			if reopened != c.wantReopened {
+				t.Errorf("the agent heard of %d failures, want %d", reopened, c.wantReopened)
+			}
+			if len(w.gh.Opened) != 1 {
+				t.Fatalf("pull requests opened: %+v", w.gh.Opened)
+			}
+			pr := w.gh.Opened[0]
+			if pr.Draft != c.wantDraft || done.Draft != c.wantDraft {
+				t.Errorf("pull request draft %v (task %v), want %v", pr.Draft, done.Draft, c.wantDraft)
+			}
+			if !strings.Contains(pr.Body, "### Verification") || !strings.Contains(pr.Body, "`make check`") {
+				t.Errorf("the pull request's body does not show the required run:\n%s", pr.Body)
+			}
+			report := w.gh.Comment(1, "task-1-done").Text()
+			if c.wantDraft != strings.Contains(report, "stays a draft: the repository requires `make check` to pass") {
+				t.Errorf("the report does not say why the pull request is a draft: %q", report)
+			}
+		})
+	}
+}
