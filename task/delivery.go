@@ -178,5 +178,9 @@ func renderPullDone(t *Task) string {
 			fmt.Fprintf(&b, "- %s (+%d −%d)\n", code(f.Path), f.Added, f.Deleted)
 		}
 	}
+	if p.Mode == PushToHead {
+		// No pull request of the bot's carries the record: the report does.
+		b.WriteString("\n" + RenderVerification(t))
+	}
 	return b.String()
 }

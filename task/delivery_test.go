@@ -117,8 +117,11 @@ func TestRenderPullDone(t *testing.T) {
 			name: "pushed onto the branch, after a rebase",
 			t: Task{Requester: Person{Login: "octo"}, Work: Work{Title: "Use emoji", Branch: "changes", Rebased: []string{"abc"},
 				Pull:         &PullWork{Mode: PushToHead, Commits: []string{"1111111111111111", "2222222222222222"}},
-				ChangedFiles: []pullwright.FileStat{{Path: "README.md", Added: 1, Deleted: 1}}}},
-			want: []string{"@octo done: **Use emoji**", "pushed 2 commits to this pull request's branch `changes`, up to 2222222222222222", "never forced", "`README.md` (+1 −1)"},
+				ChangedFiles: []pullwright.FileStat{{Path: "README.md", Added: 1, Deleted: 1}},
+				Final:        true, HeadSHA: "2222222222222222",
+				Runs: []RunRecord{{RequestID: "4-1", Command: "npm test", SHA: "2222222222222222", Verdict: Approved, By: "maint", Outcome: OutcomePassed}}}},
+			want: []string{"@octo done: **Use emoji**", "pushed 2 commits to this pull request's branch `changes`, up to 2222222222222222", "never forced", "`README.md` (+1 −1)",
+				"### Verification", "On the final commit 222222222222:\n- `npm test` ✅ passed"},
 		},
 		{
 			name: "fork, pull request in this repository",
