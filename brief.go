@@ -9,6 +9,8 @@ type Brief struct {
 	Title, Body  string    // untrusted
 	Comments     []Comment // untrusted
 	Instructions string    // the maintainer's request, trusted
+	// Mode is how the work must prove itself (tdd, debug, refactor), or "".
+	Mode string
 	Requester    string    // login of the maintainer who asked
 	// Limits are the task's rules; the agent keeps them in its state.
 	Limits Limits

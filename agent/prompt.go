@@ -126,6 +126,24 @@ func writeRules(m *strings.Builder, b pullwright.Brief) {
 	m.WriteString("\n")
 }
 
+// modeRules tell the model what each mode's check (task/modes.go) looks
+// for in the record of runs: the steps, in order, on the commits where
+// they happen. Every run is on the commit the work is at when it is asked.
+var modeRules = map[string]string{
+	"tdd": "1. First write or change a test that shows the problem or the new behaviour, and change nothing else.\n" +
+		"2. Ask to run it: the run must fail, on a commit that holds the test change and no other change.\n" +
+		"3. Then make the fix, and ask to run the same command again: it must pass on your final commit.\n" +
+		"Do not finish before step 3 passed; if a run is rejected, say in your summary which step is missing.\n",
+	"debug": "1. Reproduce first: before changing any code, ask to run a command that shows the failure (a test you add " +
+		"or an existing one, a script); it must fail.\n" +
+		"2. Find the cause and fix it.\n" +
+		"3. Ask to run the same command again: it must pass on your final commit, showing the failure gone.\n",
+	"refactor": "1. Before changing anything, ask to run the tests: they must pass on the unchanged code.\n" +
+		"2. Change the structure of the code without changing what it does.\n" +
+		"3. Ask to run the same tests again: they must pass on your final commit.\n" +
+		"Do not change the exported API (exported names, signatures, types) unless the instructions ask for it.\n",
+}
+
 // firstMessage renders the brief as the first user message. The maintainer's
 // instructions are its only trusted text; everything users wrote goes into
 // neutralised <untrusted-…> blocks, each bounded in size.
@@ -151,6 +169,10 @@ func firstMessage(b pullwright.Brief) string {
 	}
 	m.WriteString(untrusted.Block("maintainer-instructions", "", instr))
 	m.WriteString("\n\n")
+	if how := modeRules[b.Mode]; how != "" {
+		fmt.Fprintf(&m, "The maintainer asked for this work in %s mode. The pull request is checked against the record "+
+			"of the commands you ran, and says whether the work was verified as %s:\n%s\n", b.Mode, b.Mode, how)
+	}
 	if p != nil && p.Review != nil {
 		writeReview(&m, p.Review)
 	}

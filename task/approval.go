@@ -378,6 +378,9 @@ func (rq requests) closeApproval(ctx context.Context, t *Task, conclusion, title
 // resolve hands the agent its request's outcome and lets it go on.
 func (rq requests) resolve(ctx context.Context, t *Task, o Outcome) error {
 	t.record(o)
+	if err := rq.classify(ctx, t); err != nil {
+		return err
+	}
 	if t.Request.Required {
 		return rq.resolveRequired(ctx, t, o)
 	}
@@ -390,6 +393,28 @@ func (rq requests) resolve(ctx context.Context, t *Task, o Outcome) error {
 		return err
 	}
 	return rq.updateStatus(ctx, t)
+}
+
+// classify notes, for a task in a mode, what the commit of the request
+// just recorded changed from the task's base: tests, other code, or both.
+func (rq requests) classify(ctx context.Context, t *Task) error {
+	if len(t.Runs) == 0 {
+		return nil
+	}
+	rec := &t.Runs[len(t.Runs)-1]
+	if t.Mode == "" || rec.Verdict != Approved || rec.RequestID != t.Request.ID || rec.Tests || rec.Code || rec.SHA == t.BaseSHA {
+		return nil
+	}
+	ws, err := rq.checkouts.workspace(ctx, t)
+	if err != nil {
+		return err
+	}
+	paths, err := ws.ChangedPaths(t.BaseSHA, rec.SHA)
+	if err != nil {
+		return retryf(err, "reading what request %s's commit changed failed", rec.RequestID)
+	}
+	rec.Tests, rec.Code = changeKinds(paths)
+	return nil
 }
 
 // resolveRequired settles the repository's required command, which the bot
@@ -405,7 +430,7 @@ func (rq requests) resolveRequired(ctx context.Context, t *Task, o Outcome) erro
 			return Fatal("handing the required command's result to the agent failed", err)
 		}
 		t.Conversation = conv
-		t.Final, t.PRFinal, t.ChangedFiles = false, false, nil
+		t.Final, t.PRFinal, t.ChangedFiles, t.APIChecked = false, false, nil, false
 		if err := t.Move(Working); err != nil {
 			return err
 		}

@@ -206,6 +206,60 @@ func (c checkouts) diffStat(ctx context.Context, t *Task) ([]pullwright.FileStat
 	return stats, err
 }
 
+// Bounds of what the refactor check reads of each commit: the Go files the
+// task changed, and no more of each than a source file has.
+const (
+	maxAPIFiles     = 500
+	maxAPIFileBytes = 1 << 20
+)
+
+// apiChanges lists the changes to the exported Go API between the task's
+// base and its final commit, reading only the Go files it changed.
+func (c checkouts) apiChanges(ctx context.Context, t *Task) ([]string, error) {
+	ws, err := c.workspace(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.fetch(ctx, t, ws, t.BaseSHA); err != nil {
+		return nil, err
+	}
+	paths, err := ws.ChangedPaths(t.BaseSHA, t.HeadSHA)
+	if err != nil {
+		return nil, retryf(err, "reading the changed files failed")
+	}
+	changed := map[string]bool{}
+	for _, p := range paths {
+		if strings.HasSuffix(p, ".go") && !strings.HasSuffix(p, "_test.go") {
+			changed[p] = true
+		}
+	}
+	if len(changed) == 0 {
+		return nil, nil
+	}
+	read := func(sha string) (map[string][]byte, error) {
+		files, _, err := ws.ReadTree(sha, func(p string) bool { return changed[p] }, maxAPIFiles, maxAPIFileBytes)
+		if err != nil {
+			return nil, retryf(err, "reading the Go files of %s failed", short(sha))
+		}
+		out := map[string][]byte{}
+		for _, f := range files {
+			if !f.Link && f.Size <= maxAPIFileBytes {
+				out[f.Path] = f.Data
+			}
+		}
+		return out, nil
+	}
+	before, err := read(t.BaseSHA)
+	if err != nil {
+		return nil, err
+	}
+	after, err := read(t.HeadSHA)
+	if err != nil {
+		return nil, err
+	}
+	return apiChanges(before, after), nil
+}
+
 // diffStatAgainst sizes the workspace's change against commit base,
 // fetching it first, and returns the workspace for more of the diff.
 func (c checkouts) diffStatAgainst(ctx context.Context, t *Task, base string) ([]pullwright.FileStat, Workspace, error) {

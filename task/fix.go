@@ -134,6 +134,7 @@ func (f *Flow) prepare(ctx context.Context, t *Task) error {
 		Body:         untrusted.Visible(issue.Body),
 		Comments:     comments,
 		Instructions: untrusted.Visible(t.Instructions),
+		Mode:         t.Mode,
 		Requester:    t.Requester.Login,
 		Limits:       limits(settings),
 		TestCommand:  settings.TestCommand,
@@ -363,6 +364,14 @@ func (f *Flow) publish(ctx context.Context, t *Task) error {
 			return retryf(err, "reading the change failed")
 		}
 		t.ChangedFiles = append(make([]pullwright.FileStat, 0, len(stats)), stats...)
+		return nil
+	}
+	if t.Mode == ModeRefactor && !t.APIChecked {
+		changes, err := f.checkouts().apiChanges(ctx, t)
+		if err != nil {
+			return err
+		}
+		t.APIChanges, t.APIChecked = changes, true
 		return nil
 	}
 	if t.Pull == nil || t.Pull.Mode == PullInBase {

@@ -40,6 +40,11 @@ type RunRecord struct {
 	// Required is true for a command the repository requires
 	// (require_passing), which the bot asked for, not the agent.
 	Required bool `json:"required,omitempty"`
+	// Tests and Code say whether the run's commit changed test files and
+	// other files from the task's base: what a mode's check (checkMode)
+	// needs to know of the commit. Set for a task in a mode.
+	Tests bool `json:"tests_changed,omitempty"`
+	Code  bool `json:"code_changed,omitempty"`
 }
 
 // Outcomes of a RunRecord.
@@ -172,6 +177,7 @@ var claimsPassing = regexp.MustCompile(`(?i)\b(tests?|test suite|specs?|build|ch
 func RenderVerification(t *Task) string {
 	var b strings.Builder
 	b.WriteString("### Verification\n\n")
+	b.WriteString(renderMode(t))
 	head := t.HeadSHA
 	if len(t.Runs) > 0 {
 		b.WriteString("| request | command | commit | result |\n|---|---|---|---|\n")

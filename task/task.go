@@ -157,6 +157,9 @@ type Task struct {
 	AskedAt      time.Time `json:"asked_at,omitzero"`
 	Requester    Person    `json:"requester"`
 	Instructions string    `json:"instructions,omitempty"`
+	// Mode is how a fix must prove its work: "" or one of Modes (tdd,
+	// debug, refactor), a prompt for the agent and a check of Work.Runs.
+	Mode string `json:"mode,omitempty"`
 	// Reply is the body a KindReply task posts.
 	Reply string `json:"reply,omitempty"`
 

@@ -52,8 +52,13 @@ type Work struct {
 	Request *ExecRequest `json:"request,omitempty"`
 	// Runs are the ends of every request of the task, in order
 	// (RunRecord, task/record.go).
-	Runs       []RunRecord `json:"runs,omitempty"`
-	RequestSeq int         `json:"request_seq,omitempty"`
+	Runs []RunRecord `json:"runs,omitempty"`
+	// APIChanges are the changes to the exported Go API from the base to
+	// the final commit, for a refactor's check; APIChecked is true once
+	// they were read.
+	APIChanges []string `json:"api_changes,omitempty"`
+	APIChecked bool     `json:"api_checked,omitempty"`
+	RequestSeq int      `json:"request_seq,omitempty"`
 	// Answers are the sources (Answer.Source) that answered the task's
 	// earlier requests: none of them may answer another.
 	Answers  []string `json:"answers,omitempty"`

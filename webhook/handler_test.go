@@ -237,6 +237,7 @@ func str(s string) *string { return &s }
 type wantTask struct {
 	Kind         task.Kind
 	Instructions string
+	Mode         string
 	RequestID    string
 	Reply        string // substring of Reply
 	IsPR         bool
@@ -312,6 +313,8 @@ func TestServeHTTP(t *testing.T) {
 			want: wantTask{Kind: task.KindFix, Instructions: "the typo\nin the README"}},
 		{name: "bare instructions", d: delivery{event: "issue_comment"}, file: created, edit: commentBody("Thanks!\r\n\r\n/agent please fix the typo"), wantStatus: 202, wantRecorded: true,
 			want: wantTask{Kind: task.KindFix, Instructions: "please fix the typo"}},
+		{name: "fix in a mode", d: delivery{event: "issue_comment"}, file: created, edit: commentBody("/agent tdd the empty page"), wantStatus: 202, wantRecorded: true,
+			want: wantTask{Kind: task.KindFix, Instructions: "the empty page", Mode: "tdd"}},
 		{name: "fix on a pull request", d: delivery{event: "issue_comment"}, file: created, edit: then(commentBody("/agent fix it"), onPR),
 			wantStatus: 202, wantRecorded: true, want: wantTask{Kind: task.KindFix, Instructions: "it", IsPR: true}},
 		{name: "pull_request null is not a PR", d: delivery{event: "issue_comment"}, file: created, edit: then(commentBody("/agent fix it"), func(m map[string]any) { obj(m, "issue")["pull_request"] = nil }),
@@ -411,6 +414,9 @@ func checkTask(t *testing.T, got task.Task, deliveryID string, want wantTask) {
 	t.Helper()
 	if got.Kind != want.Kind {
 		t.Fatalf("kind %q, want %q (reply %q)", got.Kind, want.Kind, got.Reply)
+	}
+	if got.Mode != want.Mode {
+		t.Errorf("mode %q, want %q", got.Mode, want.Mode)
 	}
 	if got.Instructions != want.Instructions {
 		t.Errorf("instructions %q, want %q", got.Instructions, want.Instructions)

@@ -32,7 +32,14 @@ type Command struct {
 	// Args is the fix instructions, the rejection reason or the approved
 	// request id; empty for cancel, status and help.
 	Args string
+	// Mode is how a fix must prove its work (task.Modes): "" for a plain
+	// fix, or tdd, debug or refactor.
+	Mode string
 }
+
+// modes are the words that start a fix in a mode: each is a prompt for the
+// agent and a check of the task's record of runs (task/modes.go).
+var modes = []string{"tdd", "debug", "refactor"}
 
 // Result is what a comment means to the bot: a Command to hand to task, a
 // Reply to post to the user (usage, an unknown sub-command), or, when both
@@ -132,6 +139,16 @@ func parseAgent(word, tail, following string) Result {
 	if strings.ToLower(first) == string(Fix) {
 		return Result{Command: &Command{Verb: Fix, Args: joinArgs(after, following)}}
 	}
+	for _, m := range modes {
+		// A mode needs something to work on: "/agent debug" alone gets the
+		// usage, as "/agent" does.
+		if strings.ToLower(first) == m {
+			if args := joinArgs(after, following); args != "" {
+				return Result{Command: &Command{Verb: Fix, Args: args, Mode: m}}
+			}
+			return Result{Reply: fmt.Sprintf("`%s %s` needs to be told what to work on.\n\n%s", word, m, Usage(word))}
+		}
+	}
 	if strings.TrimSpace(after) == "" {
 		verb := strings.ToLower(strings.TrimRight(first, ".!"))
 		switch v := Verb(verb); v {
@@ -158,6 +175,9 @@ func Usage(word string) string {
 	rows := [][2]string{
 		{word + " fix <instructions>", "work on this issue and open a pull request; the instructions may span several lines"},
 		{word + " <instructions>", "the same as `fix`"},
+		{word + " tdd <instructions>", "test first: the pull request must show a new or changed test failing before the fix and passing after it"},
+		{word + " debug <instructions>", "reproduce first: a run that shows the failure, then the fix, then the run that shows it gone"},
+		{word + " refactor <instructions>", "change the structure only: the tests pass before and after, and the exported API stays as it was unless the instructions ask otherwise"},
 		{word + " status", "show how the current task is going"},
 		{word + " cancel", "stop the current task"},
 		{word + " help", "show this help"},

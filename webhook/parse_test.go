@@ -37,6 +37,13 @@ func TestParse(t *testing.T) {
 		{"fix alone", "", "/agent fix", cmd(Fix, "")},
 		{"fix alone with spaces", "", "/agent   fix   ", cmd(Fix, "")},
 		{"fix with tab", "", "/agent\tfix\tthe bug", cmd(Fix, "the bug")},
+
+		// Modes.
+		{"tdd", "", "/agent tdd add a test for the empty page", Result{Command: &Command{Verb: Fix, Args: "add a test for the empty page", Mode: "tdd"}}},
+		{"debug, capitalised, multi-line", "", "/agent Debug the crash\non login", Result{Command: &Command{Verb: Fix, Args: "the crash\non login", Mode: "debug"}}},
+		{"refactor", "", "/agent refactor split store.go", Result{Command: &Command{Verb: Fix, Args: "split store.go", Mode: "refactor"}}},
+		{"mode alone", "", "/agent tdd", Result{Reply: "`/agent tdd` needs to be told what to work on.\n\n" + usage}},
+		{"mode glued is plain text", "", "/agent tdd-style tests please", cmd(Fix, "tdd-style tests please")},
 		{"fix multi-line", "", "/agent fix the bug\nin pagination\n\nkeep the API", cmd(Fix, "the bug\nin pagination\n\nkeep the API")},
 		{"fix instructions on next lines", "", "/agent fix\n\n  the bug  \n", cmd(Fix, "the bug")},
 		{"word alone then instructions", "", "/agent\nplease fix the bug", cmd(Fix, "please fix the bug")},
@@ -48,7 +55,7 @@ func TestParse(t *testing.T) {
 		{"lone cr", "", "hello\r/agent fix it", cmd(Fix, "it")},
 		{"help with text is fix", "", "/agent help me fix the login form", cmd(Fix, "help me fix the login form")},
 		{"status with text is fix", "", "/agent status codes are wrong", cmd(Fix, "status codes are wrong")},
-		{"unrelated lone word", "", "/agent refactor", cmd(Fix, "refactor")},
+		{"unrelated lone word", "", "/agent modernise", cmd(Fix, "modernise")},
 		{"short lone word is not a typo", "", "/agent hi", cmd(Fix, "hi")},
 		{"non-letter lone word", "", "/agent st@tus", cmd(Fix, "st@tus")},
 		{"typo with more lines is fix", "", "/agent stauts\nof the parser", cmd(Fix, "stauts\nof the parser")},
