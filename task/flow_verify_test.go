@@ -121,3 +121,68 @@ func TestRequirePassing(t *testing.T) {
 		})
 	}
 }
+
+// TestModeIsCheckedAgainstTheRecord: a fix in a mode says in its pull
+// request whether the record holds each step of the mode, on the commits
+// where the steps happened.
+func TestModeIsCheckedAgainstTheRecord(t *testing.T) {
+	const test, fix = "main_test.go", "main.go"
+	testOnly := map[string]string{test: "package main\n\nfunc TestEmpty(t *testing.T) {}\n"}
+	fixed := map[string]string{fix: "package main\n\nfunc main() { println(\"fixed\") }\n"}
+	both := map[string]string{test: testOnly[test], fix: fixed[fix]}
+	cases := []struct {
+		name   string
+		mode   string
+		script []tasktest.Turn
+		runs   []pullwright.RunResult
+		want   string
+	}{
+		{name: "tdd, in order", mode: task.ModeTDD,
+			script: []tasktest.Turn{pending("go test ./...", testOnly), pending("go test ./...", fixed), finish("Fix it", nil)},
+			runs:   []pullwright.RunResult{{ExitCode: 1, Output: "--- FAIL: TestEmpty\n"}, {ExitCode: 0, Output: "ok\n"}},
+			want:   "**Verified as tdd**"},
+		{name: "tdd, test and fix together", mode: task.ModeTDD,
+			script: []tasktest.Turn{pending("go test ./...", both), finish("Fix it", nil)},
+			runs:   []pullwright.RunResult{{ExitCode: 0, Output: "ok\n"}},
+			want:   "**Not verified as tdd**. Missing:\n- a run that shows a new or changed test failing before the fix"},
+		{name: "debug, reproduced on the base", mode: task.ModeDebug,
+			script: []tasktest.Turn{pending("go test ./...", nil), pending("go test ./...", fixed), finish("Fix it", nil)},
+			runs:   []pullwright.RunResult{{ExitCode: 1, Output: "FAIL\n"}, {ExitCode: 0, Output: "ok\n"}},
+			want:   "**Verified as debug**"},
+		{name: "refactor, tests before and after", mode: task.ModeRefactor,
+			script: []tasktest.Turn{pending("go test ./...", nil), pending("go test ./...", fixed), finish("Tidy it", nil)},
+			want:   "**Verified as refactor**"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			w := newWorld(t)
+			w.agent.Script = c.script
+			for _, r := range c.runs {
+				w.runner.Script = append(w.runner.Script, tasktest.Run{Result: r})
+			}
+			fixTask := w.ask(&task.Task{Kind: task.KindFix, Issue: 1, CommentID: 11, Requester: person("alice"), Instructions: "the empty page", Mode: c.mode})
+			w.drain()
+			for i := 0; i < 5; i++ {
+				got := w.get(fixTask.ID)
+				if got.State != task.AwaitingApproval {
+					break
+				}
+				w.clock.Advance(time.Minute)
+				w.answer(task.KindApprove, "maint", int64(20+i), got.Request.ID)
+				w.drain()
+			}
+			done := w.want(fixTask.ID, task.Done)
+			if w.agent.Briefs[0].Mode != c.mode {
+				t.Errorf("the agent's brief has mode %q", w.agent.Briefs[0].Mode)
+			}
+			for _, r := range done.Runs {
+				if r.SHA != done.BaseSHA && !r.Tests && !r.Code {
+					t.Errorf("record %s on %s says its commit changed nothing", r.RequestID, r.SHA)
+				}
+			}
+			if body := w.gh.Opened[0].Body; !strings.Contains(body, c.want) {
+				t.Errorf("the pull request does not say %q:\n%s", c.want, body)
+			}
+		})
+	}
+}
