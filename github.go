@@ -28,12 +28,14 @@ type Identity struct {
 // Issue is an issue or pull request with its newest comments, as a task
 // reads the conversation it was asked on.
 type Issue struct {
-	Number   int
-	Title    string
-	Body     string
-	Locked   bool
-	IsPR     bool // the issue is a pull request
-	Author   string
+	Number int
+	Title  string
+	Body   string
+	Locked bool
+	IsPR   bool // the issue is a pull request
+	Author string
+	// Labels are the names of the issue's labels now, as GitHub spells them.
+	Labels   []string
 	Comments []Comment // oldest first; at most the newest 100
 }
 

@@ -202,6 +202,9 @@ func (a *App) Issue(ctx context.Context, r pullwright.Repo, number int) (pullwri
 		IsPR:   is.IsPullRequest(),
 		Author: is.GetUser().GetLogin(),
 	}
+	for _, l := range is.Labels {
+		out.Labels = append(out.Labels, l.GetName())
+	}
 	cs, err := a.newestComments(ctx, gh, owner, repo, number)
 	if err != nil {
 		return pullwright.Issue{}, fmt.Errorf("list comments of %s/%s#%d: %w", owner, repo, number, err)

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -420,7 +421,7 @@ func TestIssue(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newEnv(t)
 			e.app.pageSize, e.app.commentCap = tt.pageSize, tt.cap
-			n := e.fake.AddIssue(owner, repo, fakegithub.Issue{Title: "T", Body: "B", Author: "bob", Locked: true, IsPR: true})
+			n := e.fake.AddIssue(owner, repo, fakegithub.Issue{Title: "T", Body: "B", Author: "bob", Locked: true, IsPR: true, Labels: []string{"pullwright", "good first issue"}})
 			var ids []int64
 			for i := range tt.comments {
 				author := "alice"
@@ -433,7 +434,8 @@ func TestIssue(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Issue: %v", err)
 			}
-			if got.Number != n || got.Title != "T" || got.Body != "B" || got.Author != "bob" || !got.Locked || !got.IsPR {
+			if got.Number != n || got.Title != "T" || got.Body != "B" || got.Author != "bob" || !got.Locked || !got.IsPR ||
+				!slices.Equal(got.Labels, []string{"pullwright", "good first issue"}) {
 				t.Errorf("Issue = %+v", got)
 			}
 			want := ids[tt.wantFirst:]
@@ -461,7 +463,7 @@ func TestIssue(t *testing.T) {
 		t.Errorf("missing issue: error %v", err)
 	}
 	plain, err := e.app.Issue(context.Background(), pullwright.Repo{InstallationID: inst, Owner: owner, Name: repo}, 1)
-	if err != nil || plain.IsPR || plain.Locked || plain.Author != "alice" {
+	if err != nil || plain.IsPR || plain.Locked || plain.Author != "alice" || plain.Labels != nil {
 		t.Errorf("plain issue = %+v, %v", plain, err)
 	}
 }

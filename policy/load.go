@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	units "github.com/docker/go-units"
 
@@ -47,6 +49,7 @@ func (c *Config) validate(errs *Errors) {
 	for key, v := range map[string]string{
 		"trigger.permission": c.Trigger.Permission, "approve.permission": c.Approve.Permission,
 		"sandbox.network": c.Sandbox.Network, "model": c.Model, "branch_prefix": c.BranchPrefix,
+		"label": c.Label,
 	} {
 		// "" is how Config says "not set"; written out, it is a mistake
 		// (a value lost in editing) that would silently mean the default.
@@ -104,6 +107,30 @@ func (c *Config) validate(errs *Errors) {
 			errs.add(at("require_passing"), "require_passing", "%v", err)
 		}
 	}
+	if c.Label != "" {
+		if why := labelProblem(c.Label); why != "" {
+			errs.add(at("label"), "label", "%q cannot be a label: %s", shorten(c.Label, 80), why)
+		}
+	}
+}
+
+// maxLabel is the longest label name GitHub accepts, in characters.
+const maxLabel = 50
+
+// labelProblem says why name can never be the name of a GitHub label, or
+// "". A label that cannot exist would leave the trigger silently unusable.
+func labelProblem(name string) string {
+	switch {
+	case utf8.RuneCountInString(name) > maxLabel:
+		return fmt.Sprintf("GitHub's labels have at most %d characters", maxLabel)
+	case strings.TrimSpace(name) != name:
+		// GitHub trims a label's name, so the name as written would never
+		// be the one a delivery carries.
+		return "it starts or ends with white space"
+	case strings.IndexFunc(name, unicode.IsControl) >= 0:
+		return "it holds a control character"
+	}
+	return ""
 }
 
 // permissions are GitHub's repository roles, lowest first.

@@ -91,6 +91,7 @@ budget:
   max_cost_usd: 2.5
 model: gpt-4.1
 branch_prefix: bots/pullwright-
+label: "agent: fix"
 `,
 			want: Config{
 				Trigger:        Who{Permission: "maintain", Users: []string{"alice", "Bob-2"}, Teams: []string{"acme/core", "reviewers"}},
@@ -102,7 +103,7 @@ branch_prefix: bots/pullwright-
 				SetupHosts:     []string{"git.mirror.test", "*.wheels.mirror.test:8443", "10.0.0.5:3000", "[fd00::5]:80"},
 				TestCommand:    "go test ./...",
 				Budget:         Budget{MaxTurns: 60, MaxTokens: 1_000_000, MaxWallTime: Duration(90 * time.Minute), MaxCostUSD: 2.5},
-				Model:          "gpt-4.1", BranchPrefix: "bots/pullwright-",
+				Model:          "gpt-4.1", BranchPrefix: "bots/pullwright-", Label: "agent: fix",
 			},
 		},
 		{
@@ -202,11 +203,11 @@ func TestLoadErrors(t *testing.T) {
 			f + "2: approve.exclude_requestor: unknown key; did you mean exclude_requester?",
 			f + "3: approve.user: unknown key; did you mean users?",
 		}},
-		{"unknown key, far", "colour: blue\n", []string{f + "1: colour: unknown key (known here: trigger, approve, protected_paths, auto_approve, sandbox, setup, setup_hosts, test_command, require_passing, instructions, budget, model, branch_prefix)"}},
+		{"unknown key, far", "colour: blue\n", []string{f + "1: colour: unknown key (known here: trigger, approve, protected_paths, auto_approve, sandbox, setup, setup_hosts, test_command, require_passing, instructions, budget, model, branch_prefix, label)"}},
 		{"unknown key in a list item", "auto_approve:\n  - cmd: make\n", []string{f + "2: auto_approve[0].cmd: unknown key (known here: command, pattern)"}},
 		{"duplicate key", "model: a\nsandbox: {}\nmodel: b\n", []string{f + "3: model: set twice (first on line 1); keep one"}},
 		{"duplicate nested key", "sandbox:\n  cpus: 1\n  cpus: 2\n", []string{f + "3: sandbox.cpus: set twice (first on line 2); keep one"}},
-		{"merge key", "base: &b {model: x}\n<<: *b\n", []string{f + "1: base: unknown key (known here: trigger, approve, protected_paths, auto_approve, sandbox, setup, setup_hosts, test_command, require_passing, instructions, budget, model, branch_prefix)", f + "2: merge keys (<<) are not supported; write the keys out"}},
+		{"merge key", "base: &b {model: x}\n<<: *b\n", []string{f + "1: base: unknown key (known here: trigger, approve, protected_paths, auto_approve, sandbox, setup, setup_hosts, test_command, require_passing, instructions, budget, model, branch_prefix, label)", f + "2: merge keys (<<) are not supported; write the keys out"}},
 		{"non-string key", "[a]: b\n", []string{f + "1: keys must be plain names, got a list"}},
 		{"empty require_passing", "require_passing: \"  \"\n", []string{f + "1: require_passing: is empty; write the command that must pass, or leave the key out"}},
 		{"require_passing that cannot be shown", "require_passing: \"make test\\u202e\"\n", []string{f + "1: require_passing: byte 9 of the command is U+202E, a character that does not show as itself to the person who approves it"}},
@@ -345,6 +346,26 @@ func TestLoadErrors(t *testing.T) {
 				t.Errorf("Load(%q):\ngot\n\t%s\nwant\n\t%s", tt.yml, strings.Join(got, "\n\t"), strings.Join(tt.want, "\n\t"))
 			}
 		})
+	}
+}
+
+func TestLoadLabel(t *testing.T) {
+	for _, l := range []string{"pullwright", "good first fix", "🤖 bot", "status: ready", strings.Repeat("é", 50)} {
+		if _, err := Load([]byte("label: '" + l + "'\n")); err != nil {
+			t.Errorf("label %q: %v", l, err)
+		}
+	}
+	for l, why := range map[string]string{
+		strings.Repeat("x", 51): "at most 50",
+		" bot":                  "white space",
+		"bot ":                  "white space",
+		"a\tb":                  "control",
+		"":                      "is empty",
+	} {
+		got := loadErr(t, "label: \""+strings.ReplaceAll(l, "\t", `\t`)+"\"\n")
+		if len(got) != 1 || !strings.Contains(got[0], "label") || !strings.Contains(got[0], why) {
+			t.Errorf("label %q: %q, want a problem mentioning %q", l, got, why)
+		}
 	}
 }
 

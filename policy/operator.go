@@ -190,7 +190,15 @@ type Settings struct {
 	// BranchPrefix starts the bot's branch names, as written (usually
 	// ending in "/" or "-"); default "agent/".
 	BranchPrefix string `json:"branch_prefix"`
+	// Label is the issue label that starts a fix (default "pullwright").
+	// A task stored before labels started tasks has "": TriggerLabel
+	// reads that as the default.
+	Label string `json:"label,omitempty"`
 }
+
+// TriggerLabel is the label that starts a fix under s: Label, or the
+// default for settings stored before the key existed.
+func (s Settings) TriggerLabel() string { return first(s.Label, DefaultLabel) }
 
 // SetupHosts are the host patterns setup may reach besides the
 // toolchains' (ToolchainHosts): the operator's, then the repository's,

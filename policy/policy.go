@@ -55,6 +55,10 @@ type Config struct {
 	Model string `yaml:"model" json:"model"`
 	// BranchPrefix starts the names of the bot's branches (default "agent/").
 	BranchPrefix string `yaml:"branch_prefix" json:"branch_prefix"`
+	// Label is the issue label that starts a fix when someone allowed to
+	// trigger adds it, and cancels the issue's running fix when it is
+	// removed (default "pullwright").
+	Label string `yaml:"label" json:"label"`
 
 	// lines maps a key path ("sandbox.memory") to its line in the file,
 	// so that Resolve can name the line of a value above a cap.

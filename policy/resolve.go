@@ -11,6 +11,10 @@ import (
 // sets none.
 const defaultBranchPrefix = "agent/"
 
+// DefaultLabel is the issue label that starts a task when a repository
+// names none.
+const DefaultLabel = "pullwright"
+
 // Resolve turns a repository's Config (nil when it has no file) into the
 // Settings a task runs under: what the repository asks for, checked
 // against the operator's caps, and the operator's defaults for the rest.
@@ -123,6 +127,7 @@ func (r *resolver) settings() Settings {
 	}
 
 	s.BranchPrefix = first(c.BranchPrefix, defaultBranchPrefix)
+	s.Label = first(c.Label, DefaultLabel)
 	return s
 }
 

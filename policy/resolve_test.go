@@ -39,6 +39,7 @@ func TestResolveNoFile(t *testing.T) {
 		MaxTurns:    40, MaxTokens: 4000000, MaxWallTime: 2 * time.Hour,
 		Model:        "gpt-4.1-mini",
 		BranchPrefix: "agent/",
+		Label:        "pullwright",
 	}
 	for name, c := range map[string]*Config{"nil": nil, "empty": mustLoad(t, "")} {
 		s, err := DefaultOperator().Resolve(c)
@@ -96,6 +97,7 @@ budget:
   max_cost_usd: 2.5
 model: gpt-4.1
 branch_prefix: pw-
+label: fix me
 `)
 	s, err := o.Resolve(c)
 	if err != nil {
@@ -114,6 +116,7 @@ branch_prefix: pw-
 		MaxTurns:    200, MaxTokens: 4000000, MaxWallTime: 24 * time.Hour, MaxCostUSD: 2.5,
 		Model: "gpt-4.1", Price: Price{Input: 2, Output: 8},
 		BranchPrefix: "pw-",
+		Label:        "fix me",
 	}
 	if !reflect.DeepEqual(s, want) {
 		t.Errorf("got  %+v\nwant %+v", s, want)

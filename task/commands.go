@@ -66,6 +66,26 @@ func (c commands) busy(ctx context.Context, t *Task) error {
 		t.Requester.Login, where, stateOf(active), c.command, c.command))
 }
 
+// unlabeled cancels the issue's running fix when the repository's label
+// is removed, as "/agent cancel" by whoever removed it, with the same
+// rules. It is silent when there is nothing to cancel: taking the label
+// off an issue whose task has ended is tidying, not a request.
+func (c commands) unlabeled(ctx context.Context, t *Task) error {
+	active, err := activeTask(ctx, c.store, t)
+	if errors.Is(err, ErrNotFound) {
+		return t.Move(Done)
+	}
+	if err != nil {
+		return err
+	}
+	if !t.AskedAt.IsZero() && active.AskedAt.After(t.AskedAt) {
+		// Asked after the label came off, on GitHub's clock: the removal,
+		// however late its delivery, was not about this task.
+		return t.Move(Done)
+	}
+	return c.cancelRequest(ctx, t)
+}
+
 func (c commands) cancelRequest(ctx context.Context, t *Task) error {
 	// Whoever may start a task here, or answer its requests, may stop one.
 	rules := []policy.Who{{}}

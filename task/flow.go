@@ -97,6 +97,8 @@ func (f *Flow) Step(ctx context.Context, t *Task) error {
 		return f.answers().answer(ctx, t)
 	case KindFix:
 		return f.fix(ctx, t)
+	case KindTrigger:
+		return f.trigger(ctx, t)
 	}
 	return Fatal(fmt.Sprintf("unknown task kind %q", t.Kind), nil)
 }

@@ -85,7 +85,28 @@ const (
 	// KindApprove and KindReject answer a pending execution request.
 	KindApprove Kind = "approve"
 	KindReject  Kind = "reject"
+	// KindTrigger weighs an issue event that may start or stop a fix: a
+	// label added or removed, the bot assigned (Task.Trigger). Whether the
+	// label is the repository's takes its configuration, which only a
+	// worker reads, so the delivery records this and the worker decides.
+	KindTrigger Kind = "trigger"
 )
+
+// The issue events a KindTrigger task weighs, as GitHub names their actions.
+const (
+	TriggerLabeled   = "labeled"
+	TriggerUnlabeled = "unlabeled"
+	TriggerAssigned  = "assigned"
+)
+
+// TriggerRef is the issue event a KindTrigger task weighs. Its time, on
+// GitHub's clock, is the task's AskedAt.
+type TriggerRef struct {
+	// Action is TriggerLabeled, TriggerUnlabeled or TriggerAssigned.
+	Action string `json:"action"`
+	// Label is the name of the label added or removed.
+	Label string `json:"label,omitempty"`
+}
 
 // Delivery is one webhook delivery as recorded for de-duplication and audit.
 type Delivery struct {
@@ -162,6 +183,8 @@ type Task struct {
 	Mode string `json:"mode,omitempty"`
 	// Reply is the body a KindReply task posts.
 	Reply string `json:"reply,omitempty"`
+	// Trigger is the event a KindTrigger task weighs; nil on other kinds.
+	Trigger *TriggerRef `json:"trigger,omitempty"`
 
 	StatusCommentID  int64  `json:"status_comment_id,omitempty"`
 	StatusCommentURL string `json:"status_comment_url,omitempty"`

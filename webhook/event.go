@@ -14,6 +14,10 @@ type event struct {
 	Issue        *issue        `json:"issue"`
 	Comment      *comment      `json:"comment"`
 	PullRequest  *pullRequest  `json:"pull_request"`
+	// issues deliveries: the label added or removed (labeled, unlabeled),
+	// the user assigned (assigned).
+	Label    *label `json:"label"`
+	Assignee *user  `json:"assignee"`
 	// check_run deliveries.
 	CheckRun        *checkRun        `json:"check_run"`
 	RequestedAction *requestedAction `json:"requested_action"`
@@ -72,6 +76,13 @@ type issue struct {
 	Locked bool   `json:"locked"`
 	// PullRequest is present (an object) only when the issue is a pull request.
 	PullRequest *pullLink `json:"pull_request"`
+	// UpdatedAt is GitHub's time of the issue's last change, as text (see
+	// pullRequest.UpdatedAt): in an issues delivery, the change delivered.
+	UpdatedAt string `json:"updated_at"`
+}
+
+type label struct {
+	Name string `json:"name"`
 }
 
 // pullLink is what an issue_comment delivery says of the pull request an

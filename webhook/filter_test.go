@@ -169,8 +169,10 @@ func TestServes(t *testing.T) {
 			wantStatus: 200, wantOutcome: "not_served", wantCall: &call{690857, "electron"}},
 		{name: "ping needs no serving", serves: func(int64, string) bool { return false }, event: "ping", file: "ping.json",
 			wantStatus: 200, wantOutcome: "ping"},
-		{name: "events not acted on are not asked about", serves: func(int64, string) bool { return false }, event: "issues", file: "issues.opened.json",
+		{name: "events not acted on are not asked about", serves: func(int64, string) bool { return false }, event: "installation", file: "installation.created.json",
 			wantStatus: 200, wantOutcome: "event_ignored"},
+		{name: "a label not served", serves: onlyElectron, event: "issues", file: "issues.labeled.json", edit: installed,
+			wantStatus: 200, wantOutcome: "not_served", wantCall: &call{1, "Codertocat"}},
 		// A pull request's head is recorded only for those served.
 		{name: "pull request heads are asked about", serves: func(int64, string) bool { return false }, event: "pull_request", file: "pull_request.opened.json",
 			wantStatus: 200, wantOutcome: "event_ignored", wantCall: &call{1, "Codertocat"}},

@@ -181,6 +181,11 @@ var outcomes = map[string]bool{
 	"fix": true, "cancel": true, "status": true, "approve": true, "reject": true, "help": true,
 	"reply": true, "locked": true, "fix_without_instructions": true, "already_active": true,
 	"button_approve": true, "button_reject": true,
+	// issues deliveries: recorded, nothing to do.
+	"issue_event_ignored": true, "issue_event_incomplete": true, "issue_event_by_self": true,
+	"issue_event_by_bot": true, "assigned_to_other": true, "issue_locked": true,
+	// issues deliveries recorded with a task the worker weighs.
+	"label_added": true, "label_removed": true, "assigned": true,
 }
 
 // outcome collects what is logged once per delivery.
@@ -433,6 +438,8 @@ func (h *Handler) actor(name string) func(task.Delivery, *event) (*task.Task, st
 		return h.reviewComment
 	case "check_run":
 		return h.checkRun
+	case "issues":
+		return h.issues
 	}
 	return nil
 }
@@ -654,6 +661,71 @@ func (h *Handler) checkRun(d task.Delivery, p *event) (*task.Task, string) {
 		return nil, "unknown_action"
 	}
 	return t, "button_" + p.RequestedAction.Identifier
+}
+
+// issues turns the issue events that may start or stop a fix into a
+// trigger task: a label added or removed, the bot assigned. Whether a label
+// is the repository's is written in its configuration, which only the
+// worker reads, so every label by a person becomes a task, and who may ask
+// is checked there too, as for a comment. A pull request's labels come as
+// pull_request events, which start nothing: "/agent fix" on the pull
+// request does that.
+func (h *Handler) issues(d task.Delivery, p *event) (*task.Task, string) {
+	var name, why string
+	switch p.Action {
+	case task.TriggerLabeled, task.TriggerUnlabeled:
+		if p.Label == nil || p.Label.Name == "" {
+			return nil, "issue_event_incomplete"
+		}
+		name = p.Label.Name
+		why = map[string]string{task.TriggerLabeled: "label_added", task.TriggerUnlabeled: "label_removed"}[p.Action]
+	case task.TriggerAssigned:
+		// Unassigning the bot cancels nothing: it also happens when
+		// someone tidies the assignees, and "/agent cancel" or the label
+		// says "stop" unmistakably.
+		if p.Assignee == nil || !h.isSelf(p.Assignee.Login) {
+			return nil, "assigned_to_other"
+		}
+		why = "assigned"
+	default:
+		return nil, "issue_event_ignored"
+	}
+	switch {
+	case p.Issue == nil || p.Repository == nil || p.Sender == nil:
+		return nil, "issue_event_incomplete"
+	case h.isSelf(p.Sender.Login):
+		// The bot labelling or assigning for a task of its own must not
+		// start the next one.
+		return nil, "issue_event_by_self"
+	case !h.listed(p.Sender):
+		return nil, "issue_event_by_bot"
+	case p.Issue.PullRequest != nil:
+		return nil, "issue_event_ignored"
+	case p.Issue.Locked && p.Action != task.TriggerUnlabeled:
+		// Removing the label still stops a task, as "/agent cancel" on a
+		// locked issue does.
+		return nil, "issue_locked"
+	case !h.oneToken && (p.Installation == nil || p.Installation.ID == 0):
+		return nil, "no_installation"
+	}
+	t := &task.Task{
+		Kind:       task.KindTrigger,
+		State:      task.Queued,
+		DeliveryID: d.ID,
+		Repo:       p.repo(),
+		Issue:      p.Issue.Number,
+		IssueTitle: p.Issue.Title,
+		Requester:  task.Person{Login: p.Sender.Login, ID: p.Sender.ID},
+		Trigger:    &task.TriggerRef{Action: p.Action, Label: name},
+		CreatedAt:  d.ReceivedAt,
+		RunAfter:   d.ReceivedAt,
+	}
+	// GitHub dates the label's change as the issue's update: the worker
+	// orders a removal and a fix by it, not by when deliveries arrived.
+	if at, err := time.Parse(time.RFC3339, p.Issue.UpdatedAt); err == nil {
+		t.AskedAt = at.UTC()
+	}
+	return t, why
 }
 
 // replyTask makes a KindReply task that posts text on t's conversation.

@@ -142,7 +142,7 @@ func checkFuzzTask(t *testing.T, got task.Task, deliveryID string) {
 		t.Fatalf("task %+v: delivery %q state %q id %d", got, got.DeliveryID, got.State, got.ID)
 	}
 	switch got.Kind {
-	case task.KindFix, task.KindReply, task.KindStatus, task.KindCancel, task.KindBusy, task.KindApprove, task.KindReject:
+	case task.KindFix, task.KindReply, task.KindStatus, task.KindCancel, task.KindBusy, task.KindApprove, task.KindReject, task.KindTrigger:
 	default:
 		t.Fatalf("task of unknown kind %q", got.Kind)
 	}
@@ -219,6 +219,11 @@ func fuzzSeeds(t *testing.T) []fuzzSeed {
 		{"button-unserved", "check_run", "check_run.requested_action.json", then(button("reject"), unserved)},
 		{"wrong-type", "issue_comment", created, then(commentBody("/agent fix it"), func(m map[string]any) { obj(m, "installation")["id"] = "1" })},
 		{"no-installation", "issue_comment", created, then(commentBody("/agent status"), func(m map[string]any) { delete(m, "installation") })},
+		{"label-added", "issues", "issues.labeled.json", then(installed, labelled("pullwright"))},
+		{"label-removed", "issues", "issues.unlabeled.json", then(installed, labelled("pullwright"))},
+		{"label-by-self", "issues", "issues.labeled.json", then(installed, sentBy(botLogin, "Bot"))},
+		{"label-on-pr", "issues", "issues.labeled.json", then(installed, onPR)},
+		{"assigned-bot", "issues", "issues.assigned.json", assignedTo(botLogin)},
 	} {
 		seeds = append(seeds, fuzzSeed{"mutation-" + s.name, s.event, edited(t, compact(t, payload(t, s.file)), s.edit)})
 	}

@@ -74,7 +74,7 @@ var (
 		"metadata":      "read",  // mandatory for every app
 		"members":       "read",  // team allow-lists in trigger and approve
 	}
-	appEvents = []string{"issue_comment", "check_run", "pull_request_review_comment", "pull_request"}
+	appEvents = []string{"issue_comment", "issues", "check_run", "pull_request_review_comment", "pull_request"}
 )
 
 func TestDeployAppManifest(t *testing.T) {

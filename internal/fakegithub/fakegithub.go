@@ -68,6 +68,7 @@ type Issue struct {
 	Author string // login; defaults to "octocat"
 	Locked bool
 	IsPR   bool
+	Labels []string // names
 }
 
 // Comment is an issue comment as the fake currently stores it.

@@ -280,6 +280,7 @@ func (s *Server) getIssue(w http.ResponseWriter, r *http.Request) {
 		"comments":   len(is.comments),
 		"html_url":   fmt.Sprintf("%s/%s/%s/issues/%d", HTMLBase, owner, repo, is.Number),
 		"created_at": is.createdAt.Format(time.RFC3339),
+		"labels":     labelsJSON(is.Labels),
 	}
 	if is.IsPR {
 		out["html_url"] = pullHTMLURL(owner, repo, is.Number)
@@ -289,6 +290,16 @@ func (s *Server) getIssue(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// labelsJSON is an issue's labels as GitHub writes them: objects, of
+// which the bot reads the name.
+func labelsJSON(names []string) []map[string]any {
+	out := []map[string]any{}
+	for i, n := range names {
+		out = append(out, map[string]any{"id": 7000 + i, "name": n, "color": "ededed", "default": false})
+	}
+	return out
 }
 
 func (s *Server) listComments(w http.ResponseWriter, r *http.Request) {
