@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -184,6 +185,14 @@ func TestApprovedCommandRunsAndTheDraftBecomesReady(t *testing.T) {
 	if len(commits) != 2 || commits[0].SHA != r.SHA {
 		t.Fatalf("branch history %+v: want the base and the one checkpoint (the finish had nothing new)", commits)
 	}
+	// The pull request's record of what was tested: the run, on the final
+	// commit, with its check run's page on this GitHub.
+	body := prs[0].Body
+	verification := body[strings.Index(body, "### Verification"):strings.Index(body, "\n---\n")]
+	verification = strings.NewReplacer(r.SHA[:12], "<final commit>", fmt.Sprint(runs[0].ID), "<check run id>",
+		e.gh.URL, "<github>", r.ID, "<request>").Replace(verification)
+	verification = regexp.MustCompile(`exit code 0, [0-9hms.]+\)`).ReplaceAllString(verification, "exit code 0, <duration>)")
+	golden(t, "approved-run-verification", verification)
 }
 
 func TestRejectedWithTheButtonAndTheAgentGoesOn(t *testing.T) {
