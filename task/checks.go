@@ -37,6 +37,10 @@ const (
 // annotations GitHub will not give leave a note, and the work goes on: the
 // agent can still reproduce the failure with the run tool.
 func (pw pulls) failingChecks(ctx context.Context, t *Task, sha string) (checks []pullwright.CheckFailure, more int, err error) {
+	if sha == "" {
+		// No commit to ask about (a pull request read without its head).
+		return nil, 0, nil
+	}
 	all, err := pw.gh.FailingChecks(ctx, t.Repo, sha)
 	if err != nil {
 		return nil, 0, err

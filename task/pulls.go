@@ -79,7 +79,10 @@ func (pw pulls) admitPull(ctx context.Context, t *Task) (ended bool, err error) 
 		if len(threads) == 0 {
 			// Failing checks are something to address too; the brief
 			// reads them in full (pullBrief).
-			fails, err := pw.gh.FailingChecks(ctx, t.Repo, t.Pull.Info.HeadSHA)
+			var fails []pullwright.CheckFailure
+			if head := t.Pull.Info.HeadSHA; head != "" {
+				fails, err = pw.gh.FailingChecks(ctx, t.Repo, head)
+			}
 			if err != nil {
 				return false, retryf(err, "reading the checks of #%d failed", t.Issue)
 			}
