@@ -99,6 +99,49 @@ type PullBrief struct {
 	// Checklist are the review threads to address, numbered from 1 in
 	// order; the agent may reply to each when it finishes.
 	Checklist []ThreadBrief
+	// Checks are the check runs that failed on CheckedSHA, the commit the
+	// agent starts from, as the caller bounded them; MoreChecks counts the
+	// failing ones left out. All of their text is data.
+	Checks     []CheckFailure
+	CheckedSHA string
+	MoreChecks int
+}
+
+// CheckFailure is a check run that failed on a commit: what its app
+// reported, all of it written by CI tools and the code they ran, so
+// untrusted. ghapp fills what one list call gives (up to JobID); the
+// caller adds the annotations and the log, bounded, and says what it cut.
+type CheckFailure struct {
+	ID         int64
+	Name       string
+	App        string // the reporting app's slug, "github-actions" for a workflow's job
+	Conclusion string // failure, timed_out or startup_failure
+	URL        string // the check run's page on GitHub
+	// Title, Summary and Text are the check run's output.
+	Title, Summary, Text string
+	AnnotationCount      int
+	// JobID is the GitHub Actions job whose log tells what failed; 0 for
+	// another app's check run, which has no log GitHub serves.
+	JobID int64
+
+	// OutputCut is true when Summary or Text is only their start.
+	OutputCut       bool
+	Annotations     []CheckAnnotation
+	MoreAnnotations int // annotations not given
+	// Log is the end of the job's log; LogCut says its start is left out.
+	Log    string
+	LogCut bool
+	// Missing says why something the check has is not given (GitHub
+	// refused the log, the logs expired, the brief's bound was spent).
+	Missing string
+}
+
+// CheckAnnotation is a check run's remark on lines of a file.
+type CheckAnnotation struct {
+	Path               string
+	StartLine, EndLine int
+	Level              string // notice, warning or failure
+	Title, Message     string
 }
 
 // ReviewBrief is a review comment on a line, or a range of lines, of the diff.

@@ -348,6 +348,10 @@ func (a *Agent) Start(b pullwright.Brief) *State {
 		st.Threads = len(threads)
 		st.Plan = threadPlan(threads)
 	}
+	if b.Pull != nil && len(b.Pull.Checks) > 0 {
+		// The checks follow the threads, numbered as the brief shows them.
+		st.Plan = append(st.Plan, checkPlan(listedChecks(b.Pull.Checks))...)
+	}
 	return st
 }
 

@@ -181,6 +181,9 @@ func firstMessage(b pullwright.Brief) string {
 	if p != nil && len(p.Checklist) > 0 {
 		writeChecklist(&m, p.Checklist)
 	}
+	if p != nil && len(p.Checks)+p.MoreChecks > 0 {
+		writeChecks(&m, p)
+	}
 
 	kind := "issue"
 	if p != nil {
@@ -219,9 +222,12 @@ func firstMessage(b pullwright.Brief) string {
 	}
 	m.WriteString("\n")
 	writeDiff(&m, p)
-	if len(p.Checklist) > 0 {
+	switch {
+	case len(p.Checklist) > 0:
 		m.WriteString("\nStart by reading the code the first thread is about; your plan already lists the threads.")
-	} else {
+	case len(p.Checks) > 0:
+		m.WriteString("\nStart with the first failing check: read what it reports and the code it points at; your plan already lists the checks.")
+	default:
 		m.WriteString("\nStart by reading the diff and the code around it, and making a plan.")
 	}
 	return m.String()
@@ -233,10 +239,14 @@ func defaultInstructions(p *pullwright.PullBrief) string {
 	switch {
 	case p == nil:
 		return "(no further instructions: resolve the issue below)"
+	case len(p.Checklist) > 0 && len(p.Checks) > 0:
+		return "(no further instructions: address the review comments and make the failing checks below pass)"
 	case len(p.Checklist) > 0:
 		return "(no further instructions: address the review comments below)"
 	case p.Review != nil:
 		return "(no further instructions: address the review comment below)"
+	case len(p.Checks) > 0:
+		return "(no further instructions: make the failing checks below pass)"
 	}
 	return "(no further instructions: do what the pull request's conversation below asks)"
 }

@@ -56,6 +56,16 @@ type GitHub interface {
 	ReplyInThread(ctx context.Context, r pullwright.Repo, pr int, rootID int64, marker, body string) (int64, error)
 	// AddReviewReaction reacts to a review (line) comment.
 	AddReviewReaction(ctx context.Context, r pullwright.Repo, commentID int64, content string) error
+
+	// FailingChecks lists the check runs that failed on commit sha (the
+	// latest run of each check), without annotations or logs.
+	FailingChecks(ctx context.Context, r pullwright.Repo, sha string) ([]pullwright.CheckFailure, error)
+	// CheckAnnotations lists up to max of a check run's annotations.
+	CheckAnnotations(ctx context.Context, r pullwright.Repo, checkRunID int64, max int) ([]pullwright.CheckAnnotation, error)
+	// JobLogTail is the end of a GitHub Actions job's log, at most max
+	// bytes (cut when longer); ErrNotPermitted when GitHub refuses it (the
+	// app lacks actions: read), ErrGone when the job or its logs are gone.
+	JobLogTail(ctx context.Context, r pullwright.Repo, jobID int64, max int) (tail string, cut bool, err error)
 }
 
 // Progress is the agent's state after a turn.

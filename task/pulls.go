@@ -1,6 +1,7 @@
 package task
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -34,6 +35,10 @@ type pullGitHub interface {
 	ReviewThreads(ctx context.Context, r pullwright.Repo, number int) ([]pullwright.ReviewThread, error)
 	ReplyInThread(ctx context.Context, r pullwright.Repo, pr int, rootID int64, marker, body string) (int64, error)
 	OpenPullRequest(ctx context.Context, r pullwright.Repo, pr pullwright.NewPullRequest) (pullwright.PullRequest, error)
+	// What failed on the pull request's head (checks.go).
+	FailingChecks(ctx context.Context, r pullwright.Repo, sha string) ([]pullwright.CheckFailure, error)
+	CheckAnnotations(ctx context.Context, r pullwright.Repo, checkRunID int64, max int) ([]pullwright.CheckAnnotation, error)
+	JobLogTail(ctx context.Context, r pullwright.Repo, jobID int64, max int) (tail string, cut bool, err error)
 }
 
 // pullHeads is what pulls reads of the store: where deliveries said a
@@ -72,7 +77,19 @@ func (pw pulls) admitPull(ctx context.Context, t *Task) (ended bool, err error) 
 			return false, err
 		}
 		if len(threads) == 0 {
-			return true, pw.reply(ctx, t, fmt.Sprintf("@%s this pull request has no unresolved review comments by people with write access, so there is nothing to address. Say what to change with `%s fix <instructions>`.",
+			// Failing checks are something to address too; the brief
+			// reads them in full (pullBrief).
+			var fails []pullwright.CheckFailure
+			if head := t.Pull.Info.HeadSHA; head != "" {
+				fails, err = pw.gh.FailingChecks(ctx, t.Repo, head)
+			}
+			if err != nil {
+				return false, retryf(err, "reading the checks of #%d failed", t.Issue)
+			}
+			if len(fails) > 0 {
+				return false, nil
+			}
+			return true, pw.reply(ctx, t, fmt.Sprintf("@%s this pull request has no unresolved review comments by people with write access and no failing checks, so there is nothing to address. Say what to change with `%s fix <instructions>`.",
 				t.Requester.Login, pw.command))
 		}
 		t.Pull.Threads = threads
@@ -191,6 +208,13 @@ func (pw pulls) pullBrief(ctx context.Context, t *Task) (*pullwright.PullBrief, 
 		diff, cut = "", true
 	}
 	b.Diff, b.DiffTruncated = diff, cut
+	// The checks of the commit the agent starts from, which is the head
+	// the pull request had when the task cloned it.
+	b.CheckedSHA = cmp.Or(t.BaseSHA, info.HeadSHA)
+	b.Checks, b.MoreChecks, err = pw.failingChecks(ctx, t, b.CheckedSHA)
+	if err != nil {
+		return nil, retryf(err, "reading the checks of #%d failed", t.Issue)
+	}
 	r := t.Review
 	if r == nil && len(t.Pull.Threads) == 0 {
 		return b, nil

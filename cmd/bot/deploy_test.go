@@ -71,6 +71,7 @@ var (
 		"pull_requests": "write", // draft and ready pull requests
 		"contents":      "write", // clone, push the work branch, read .github/pullwright.yml
 		"checks":        "write", // approval and run check runs with buttons
+		"actions":       "read",  // the logs of a pull request's failing jobs
 		"metadata":      "read",  // mandatory for every app
 		"members":       "read",  // team allow-lists in trigger and approve
 	}

@@ -196,22 +196,43 @@ func (s *Server) checkRunLocked(w http.ResponseWriter, r *http.Request) (*CheckR
 }
 
 // listCheckRunsForRef serves GET /repos/{o}/{r}/commits/{ref}/check-runs for
-// a commit SHA, with the check_name filter; newest first, like GitHub.
+// a commit SHA, with the check_name and filter parameters, newest first and
+// paged, like GitHub. filter=latest (GitHub's default) keeps the newest run
+// of each name and app, so a check re-run since counts by its last run.
 func (s *Server) listCheckRunsForRef(w http.ResponseWriter, r *http.Request) {
 	k := repoKey(r.PathValue("owner"), r.PathValue("repo"))
-	ref, name := r.PathValue("ref"), r.URL.Query().Get("check_name")
+	q := r.URL.Query()
+	ref, name, filter := r.PathValue("ref"), q.Get("check_name"), q.Get("filter")
+	if filter != "" && filter != "latest" && filter != "all" {
+		invalidRequest(w, fmt.Sprintf("%q is not a member of [latest, all] for 'filter'.", filter))
+		return
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	runs := []any{}
+	var match []*CheckRun
+	seen := map[string]bool{}
 	ids := s.checkOrder[k]
 	for i := len(ids) - 1; i >= 0; i-- {
 		cr := s.checkRuns[ids[i]]
 		if cr.HeadSHA != ref || (name != "" && cr.Name != name) {
 			continue
 		}
+		key := cr.App + "\x00" + cr.Name
+		if filter != "all" && seen[key] {
+			continue
+		}
+		seen[key] = true
+		match = append(match, cr)
+	}
+	page, perPage := pageParams(r)
+	lo := min((page-1)*perPage, len(match))
+	hi := min(lo+perPage, len(match))
+	runs := []any{}
+	for _, cr := range match[lo:hi] {
 		runs = append(runs, s.checkRunJSONLocked(cr))
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"total_count": len(runs), "check_runs": runs})
+	setLinks(w, r, page, perPage, len(match))
+	writeJSON(w, http.StatusOK, map[string]any{"total_count": len(match), "check_runs": runs})
 }
 
 func (s *Server) getCheckRun(w http.ResponseWriter, r *http.Request) {
@@ -271,9 +292,10 @@ func (s *Server) checkRunJSONLocked(cr *CheckRun) map[string]any {
 			"title":             cr.Title,
 			"summary":           cr.Summary,
 			"text":              cr.Text,
-			"annotations_count": 0,
+			"annotations_count": len(cr.Annotations),
+			"annotations_url":   fmt.Sprintf("%s/repos/%s/check-runs/%d/annotations", s.URL, cr.Repo, cr.ID),
 		},
-		"app":           map[string]any{"id": s.AppID, "slug": s.AppSlug},
+		"app":           s.appJSON(cr.App),
 		"pull_requests": []any{},
 	}
 }

@@ -124,6 +124,25 @@ type CheckRun struct {
 	Actions     []CheckAction
 	Updates     int // successful PATCHes
 	CompletedAt time.Time
+
+	// App is the slug of the app that reported the run; "" is the fake's
+	// own app. ActionsApp makes it a GitHub Actions job (AddCheckRun),
+	// whose log Log holds; LogExpired answers its log 410, as GitHub does
+	// once a repository's log retention has passed.
+	App         string
+	Annotations []Annotation
+	Log         string
+	LogExpired  bool
+}
+
+// Annotation is a check run's annotation, as GitHub lists it.
+type Annotation struct {
+	Path      string `json:"path"`
+	StartLine int    `json:"start_line"`
+	EndLine   int    `json:"end_line"`
+	Level     string `json:"annotation_level"` // notice, warning or failure
+	Title     string `json:"title"`
+	Message   string `json:"message"`
 }
 
 // CheckAction is a requested-action button of a check run.
@@ -205,6 +224,8 @@ type Server struct {
 	public        map[string]bool                        // repo key → readable by any installation
 	forkParent    map[string]string                      // fork's repo key → its parent's
 	diffTooLarge  map[string]bool                        // "repo key#n" → answer diffs 406
+	noActions     map[int64]bool                         // installations without actions: read
+	blobs         map[string]blob                        // download token → job log
 	review        map[int64]*reviewComment               // review (line) comments by id
 	reviewOrder   map[string][]int64                     // "repo key#n" → review comment ids, oldest first
 	resolved      map[int64]bool                         // root review comment id → thread resolved
@@ -288,6 +309,8 @@ func NewWithPrefix(t testing.TB, prefix string) *Server {
 		public:        map[string]bool{},
 		forkParent:    map[string]string{},
 		diffTooLarge:  map[string]bool{},
+		noActions:     map[int64]bool{},
+		blobs:         map[string]blob{},
 		review:        map[int64]*reviewComment{},
 		reviewOrder:   map[string][]int64{},
 		resolved:      map[int64]bool{},
@@ -495,6 +518,7 @@ func (s *Server) CheckRun(id int64) (CheckRun, bool) {
 func (c *CheckRun) clone() CheckRun {
 	out := *c
 	out.Actions = append([]CheckAction(nil), c.Actions...)
+	out.Annotations = append([]Annotation(nil), c.Annotations...)
 	return out
 }
 
@@ -609,6 +633,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		}
 	}()
 
+	if strings.HasPrefix(r.URL.Path, blobPrefix) {
+		// The download host of job logs: outside the API and its auth.
+		s.serveBlob(sw, r)
+		return
+	}
 	r2 := r.Clone(r.Context())
 	r2.URL.Path = muxPath
 	r2.URL.RawPath = ""

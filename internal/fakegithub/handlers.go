@@ -57,6 +57,8 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /repos/{owner}/{repo}/check-runs/{id}", s.repo(s.getCheckRun))
 	m.HandleFunc("GET /repos/{owner}/{repo}/commits/{ref}/check-runs", s.repo(s.listCheckRunsForRef))
 	m.HandleFunc("PATCH /repos/{owner}/{repo}/check-runs/{id}", s.repo(s.updateCheckRun))
+	m.HandleFunc("GET /repos/{owner}/{repo}/check-runs/{id}/annotations", s.repo(s.listAnnotations))
+	m.HandleFunc("GET /repos/{owner}/{repo}/actions/jobs/{id}/logs", s.repo(s.jobLogs))
 	// serve maps the GraphQL endpoint (which lives outside an "/api/v3"
 	// prefix) to this route.
 	m.HandleFunc("POST /graphql", s.graphql)

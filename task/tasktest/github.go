@@ -69,6 +69,16 @@ type GitHub struct {
 	// Forbidden are the repositories ("owner/name") where opening a pull
 	// request is refused with pullwright.ErrNotPermitted.
 	Forbidden []string
+	// Checks are the check runs of a commit, by SHA, as ghapp lists them
+	// (failing or not: FailingChecks keeps the failing ones, like ghapp).
+	// Annotations are a check run's, by its id. Logs are a job's log, by
+	// its id; a job without one answers pullwright.ErrGone (expired), and
+	// LogErrs answer a job's log with an error instead (ErrNotPermitted for
+	// an app without actions: read).
+	Checks      map[string][]pullwright.CheckFailure
+	Annotations map[int64][]pullwright.CheckAnnotation
+	Logs        map[int64]string
+	LogErrs     map[int64]error
 
 	Comments       []*IssueComment
 	Reactions      []Reaction
@@ -93,6 +103,8 @@ func NewGitHub(c *testclock.Clock) *GitHub {
 		Issues: map[int]pullwright.Issue{}, Pulls: map[int]pullwright.Pull{}, Diffs: map[int]string{},
 		Threads: map[int][]pullwright.ReviewThread{}, CheckRuns: map[int64]*pullwright.CheckRun{},
 		Replies: map[int64][]pullwright.ReviewComment{}, Asked: map[string]int{}, nextID: 1000,
+		Checks: map[string][]pullwright.CheckFailure{}, Annotations: map[int64][]pullwright.CheckAnnotation{},
+		Logs: map[int64]string{}, LogErrs: map[int64]error{},
 	}
 }
 
@@ -436,4 +448,63 @@ func (g *GitHub) ReplyInThread(ctx context.Context, r pullwright.Repo, pr int, r
 	c := pullwright.ReviewComment{ID: g.id(), InReplyTo: rootID, Author: g.Bot.Login, AuthorType: "Bot", Body: full}
 	g.Replies[rootID] = append(replies, c)
 	return c.ID, nil
+}
+
+// failed are the conclusions ghapp's FailingChecks keeps.
+var failed = map[string]bool{"failure": true, "timed_out": true, "startup_failure": true}
+
+// FailingChecks are the failing ones of Checks[sha], in order, each with
+// its AnnotationCount, and JobID set for a "github-actions" run, as ghapp
+// fills them.
+func (g *GitHub) FailingChecks(ctx context.Context, r pullwright.Repo, sha string) ([]pullwright.CheckFailure, error) {
+	if err := g.call("FailingChecks"); err != nil {
+		return nil, err
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var out []pullwright.CheckFailure
+	for _, c := range g.Checks[sha] {
+		if !failed[c.Conclusion] {
+			continue
+		}
+		c.AnnotationCount = len(g.Annotations[c.ID])
+		if c.App == "github-actions" {
+			c.JobID = c.ID
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// CheckAnnotations are the first max of Annotations[checkRunID].
+func (g *GitHub) CheckAnnotations(ctx context.Context, r pullwright.Repo, checkRunID int64, max int) ([]pullwright.CheckAnnotation, error) {
+	if err := g.call("CheckAnnotations"); err != nil {
+		return nil, err
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	a := g.Annotations[checkRunID]
+	return slices.Clone(a[:min(len(a), max)]), nil
+}
+
+// JobLogTail is the last max bytes of Logs[jobID] (cut says so), or
+// LogErrs[jobID]; ErrGone for a job without a log, as GitHub's 404 and
+// 410 are.
+func (g *GitHub) JobLogTail(ctx context.Context, r pullwright.Repo, jobID int64, max int) (string, bool, error) {
+	if err := g.call("JobLogTail"); err != nil {
+		return "", false, err
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if err := g.LogErrs[jobID]; err != nil {
+		return "", false, err
+	}
+	l, ok := g.Logs[jobID]
+	if !ok {
+		return "", false, fmt.Errorf("%w: job %d: 410 Gone", pullwright.ErrGone, jobID)
+	}
+	if len(l) > max {
+		return l[len(l)-max:], true, nil
+	}
+	return l, false, nil
 }
