@@ -73,7 +73,7 @@ func (rq requests) ask(ctx context.Context, t *Task) error {
 		// never shown for approval: the agent hears why and goes on. (The
 		// agent refuses such a request itself; this is the task's own word.)
 		now := rq.now()
-		r.Answer = &Answer{Verdict: Rejected, By: "pullwright", Reason: err.Error(), At: now}
+		r.Answer = &Answer{Verdict: Rejected, By: botAnswer, Reason: err.Error(), At: now}
 		r.Asked, r.ParkedAt, r.Deadline = true, now, now
 		t.RunAfter = now
 		rq.log.WarnContext(ctx, "request refused unshown", "task_id", t.ID, "request", r.ID, "error", err)
@@ -394,6 +394,9 @@ func (rq requests) resolve(ctx context.Context, t *Task, o Outcome) error {
 	}
 	return rq.updateStatus(ctx, t)
 }
+
+// botAnswer is Answer.By when the bot itself refused a request.
+const botAnswer = "pullwright"
 
 // classify notes, for a task in a mode, what the commit of the request
 // just recorded changed from the task's base: tests, other code, or both.

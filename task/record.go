@@ -2,6 +2,7 @@ package task
 
 import (
 	"fmt"
+	"net/url"
 	"regexp"
 	"strings"
 	"time"
@@ -79,7 +80,7 @@ func (t *Task) record(o Outcome) {
 	rec := RunRecord{
 		RequestID: r.ID, Command: r.Command, Reason: r.Reason, SHA: r.SHA, AskedAt: r.AskedAt,
 		Verdict: o.Verdict, By: o.By, Auto: r.Auto, Why: o.Reason, Required: r.Required,
-		CheckRunID: r.RunCheckID, CheckRunURL: checkRunURL(r.CommentURL, r.RunCheckID),
+		CheckRunID: r.RunCheckID, CheckRunURL: checkRunURL(r.CommentURL, t.Repo.CloneURL, r.RunCheckID),
 	}
 	switch o.Verdict {
 	case Rejected:
@@ -112,19 +113,29 @@ func runOutcome(r *ExecRequest, res *pullwright.RunResult) string {
 	return OutcomeFailed
 }
 
-// checkRunURL is the page of check run id, in the repository whose page
-// holds the request's comment (commentURL): GitHub serves a check run at
-// <repository>/runs/<id>, on github.com and on a GitHub Enterprise host.
-func checkRunURL(commentURL string, id int64) string {
+// checkRunURL is the page of check run id: GitHub serves a check run at
+// <repository>/runs/<id>, on github.com and on a GitHub Enterprise host
+// alike. The repository's page is read from the page of the request's
+// comment (commentURL, <repository>/issues/<n>#… or /pull/<n>#…), or, for
+// a request no comment showed (auto_approve), from its clone URL.
+func checkRunURL(commentURL, cloneURL string, id int64) string {
 	if id == 0 {
 		return ""
 	}
+	repo := ""
 	for _, sep := range []string{"/issues/", "/pull/"} {
-		if repo, _, ok := strings.Cut(commentURL, sep); ok && strings.HasPrefix(repo, "https://") {
-			return fmt.Sprintf("%s/runs/%d", repo, id)
+		if i := strings.LastIndex(commentURL, sep); i > 0 {
+			repo = commentURL[:i]
+			break
 		}
 	}
-	return ""
+	if repo == "" && strings.HasSuffix(cloneURL, ".git") {
+		repo = strings.TrimSuffix(cloneURL, ".git")
+	}
+	if u, err := url.Parse(repo); repo == "" || err != nil || u.Scheme != "https" || u.Host == "" {
+		return ""
+	}
+	return fmt.Sprintf("%s/runs/%d", repo, id)
 }
 
 // tailBytes is the end of s, at most n bytes, cut at a line start when
@@ -197,7 +208,7 @@ func RenderVerification(t *Task) string {
 	case len(final) == 0 && len(t.Runs) == 0:
 		fmt.Fprintf(&b, "**Not verified**: no command ran while the agent worked, so nothing was tested on the %s commit %s.\n", which, short(head))
 	case len(final) == 0:
-		fmt.Fprintf(&b, "**Not verified**: no command ran on the %s commit %s; the runs above were on earlier commits.\n", which, short(head))
+		fmt.Fprintf(&b, "**Not verified**: no command ran on the %s commit %s.\n", which, short(head))
 	default:
 		fmt.Fprintf(&b, "On the %s commit %s:\n", which, short(head))
 		for _, r := range final {
@@ -205,7 +216,7 @@ func RenderVerification(t *Task) string {
 		}
 	}
 	if claim := claimsPassing.FindString(t.Summary); claim != "" && !allPassed(final) {
-		fmt.Fprintf(&b, "\n> [!WARNING]\n> The agent's summary says %q, but ", defang(oneLine(claim)))
+		fmt.Fprintf(&b, "\n> [!WARNING]\n> The agent's summary says “%s”, but ", prose(claim))
 		if len(final) == 0 {
 			fmt.Fprintf(&b, "nothing ran on the %s commit.\n", which)
 		} else {
@@ -230,9 +241,9 @@ func resultText(r RunRecord) string {
 	var s string
 	switch r.Verdict {
 	case Rejected:
-		s = "not run: rejected by @" + r.By
+		s = "not run: rejected by " + answerer(r.By)
 		if r.Why != "" {
-			s += " (" + defang(oneLine(r.Why)) + ")"
+			s += " (" + prose(r.Why) + ")"
 		}
 		return s
 	case TimedOut:
@@ -261,11 +272,21 @@ func resultText(r RunRecord) string {
 func briefResult(r RunRecord) string {
 	switch r.Verdict {
 	case Rejected:
-		return "rejected by @" + r.By
+		return "rejected by " + answerer(r.By)
 	case TimedOut:
 		return "no answer in time"
 	}
 	return fmt.Sprintf("%s, exit code %d", r.Outcome, r.ExitCode)
+}
+
+// answerer names who answered a request: a person by their login, or the
+// bot itself (a command it refused to show, policy.CheckCommand) without
+// an @, which would mention whatever account has its name.
+func answerer(by string) string {
+	if by == botAnswer {
+		return "the bot"
+	}
+	return "@" + by
 }
 
 // cell makes s safe inside a Markdown table cell.

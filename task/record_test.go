@@ -43,8 +43,7 @@ func TestRecordKeepsEachRequestsEndOnce(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			r := tt.request
 			r.ID, r.Command, r.Reason, r.SHA = "3-1", "go test ./...", "check", "abc"
-			r.CommentURL = "https://github.com/o/r/issues/1#issuecomment-9"
-			task := &Task{Work: Work{Request: &r}}
+			task := &Task{Repo: pullwright.Repo{CloneURL: "https://github.com/o/r.git"}, Work: Work{Request: &r}}
 			task.record(tt.outcome)
 			task.record(tt.outcome) // a replayed step
 			if len(task.Runs) != 1 {
@@ -70,16 +69,19 @@ func TestRecordKeepsEachRequestsEndOnce(t *testing.T) {
 
 func TestCheckRunURL(t *testing.T) {
 	for _, tt := range []struct {
-		comment string
-		want    string
+		comment, clone string
+		want           string
 	}{
-		{"https://github.com/o/r/issues/1#issuecomment-9", "https://github.com/o/r/runs/5"},
-		{"https://ghe.example.com/o/r/pull/2#issuecomment-9", "https://ghe.example.com/o/r/runs/5"},
-		{"", ""},
-		{"javascript:alert(1)/issues/1", ""},
+		{"https://github.com/o/r/issues/1#issuecomment-9", "", "https://github.com/o/r/runs/5"},
+		{"https://ghe.example.com/o/issues/issues/2#issuecomment-9", "", "https://ghe.example.com/o/issues/runs/5"},
+		{"https://github.com/o/r/pull/2#issuecomment-9", "https://github.com/x/y.git", "https://github.com/o/r/runs/5"},
+		{"", "https://github.com/o/r.git", "https://github.com/o/r/runs/5"},
+		{"", "http://127.0.0.1:3000/o/r.git", ""},
+		{"", "", ""},
+		{"javascript:alert(1)/issues/1", "", ""},
 	} {
-		if got := checkRunURL(tt.comment, 5); got != tt.want {
-			t.Errorf("checkRunURL(%q) = %q, want %q", tt.comment, got, tt.want)
+		if got := checkRunURL(tt.comment, tt.clone, 5); got != tt.want {
+			t.Errorf("checkRunURL(%q, %q) = %q, want %q", tt.comment, tt.clone, got, tt.want)
 		}
 	}
 }
@@ -110,7 +112,8 @@ func TestRenderVerificationGolden(t *testing.T) {
 		}},
 		{name: "only earlier commits, a rejection and no answer", final: true, head: final, runs: []RunRecord{
 			run("1-1", "make test", early, OutcomePassed, 0),
-			{RequestID: "1-2", Command: "rm -rf build | tee `x`", SHA: final, Verdict: Rejected, By: "maint", Why: "no | @team please", Outcome: OutcomeRejected},
+			{RequestID: "1-2", Command: "rm -rf build | tee `x`", SHA: final, Verdict: Rejected, By: "maint", Why: "no | @team please <img src=x> ![a](b)", Outcome: OutcomeRejected},
+			{RequestID: "1-4", Command: "curl x\u202e", SHA: final, Verdict: Rejected, By: "pullwright", Why: "byte 6 is U+202E", Outcome: OutcomeRejected},
 			{RequestID: "1-3", Command: "make test", SHA: final, Verdict: TimedOut, Outcome: OutcomeNoAnswer},
 		}},
 		{name: "a draft while the agent works", head: early, runs: []RunRecord{run("1-1", "npm test", early, OutcomePassed, 0)}},
@@ -123,4 +126,31 @@ func TestRenderVerificationGolden(t *testing.T) {
 		b.WriteString("\n")
 	}
 	golden(t, "verification", b.String())
+}
+
+// TestSummaryCannotHideTheRecord: the agent's summary comes first in the
+// pull request's body; no HTML in it may open, so nothing it says can fold
+// away or comment out the Verification section after it.
+func TestSummaryCannotHideTheRecord(t *testing.T) {
+	for _, summary := range []string{
+		"Fixed it. <!-- hide the rest",
+		"Fixed.\n<details><summary>Notes</summary>\n\nlong notes",
+		"`code` then <!-- open",
+		"` <!-- an unclosed code span does not protect it",
+		"<![CDATA[ x",
+		"</div><div hidden>",
+	} {
+		task := &Task{Issue: 1, Requester: Person{Login: "alice"}, Work: Work{Summary: summary, Final: true, HeadSHA: "2222222222222222222222222222222222222222"}}
+		body := RenderPullRequest(task)
+		if m := tagStart.FindString(body[:strings.Index(body, "Fixes #1")]); m != "" {
+			t.Errorf("summary %q leaves %q in the body:\n%s", summary, m, body)
+		}
+		if !strings.Contains(body, "**Not verified**") || !strings.Contains(body, "Fixes #1") {
+			t.Errorf("summary %q: the body lost its record:\n%s", summary, body)
+		}
+	}
+	// Code is shown as written.
+	if got := noHTML("```html\n<b>x</b>\n```\nthen <b>"); got != "```html\n<b>x</b>\n```\nthen <\u200db>" {
+		t.Errorf("noHTML = %q", got)
+	}
 }

@@ -37,6 +37,35 @@ func prose(s string) string {
 	return defang(html.EscapeString(policy.Escaped(oneLine(s))))
 }
 
+// noHTML breaks the HTML in the agent's Markdown: an unclosed <!-- or a
+// <details> in a summary would hide what follows it in the pull request's
+// body, the Verification section included. A zero-width joiner after "<"
+// keeps any tag or comment from opening and reads the same, in prose and in
+// a code span alike; fenced code blocks, where HTML never opens, are left
+// as written.
+func noHTML(s string) string {
+	lines := strings.Split(s, "\n")
+	fence := "" // the open fence's marker, "" outside a fenced block
+	for i, line := range lines {
+		trimmed := strings.TrimLeft(line, " ")
+		switch {
+		case fence != "":
+			if strings.HasPrefix(trimmed, fence) {
+				fence = ""
+			}
+		case strings.HasPrefix(trimmed, "```") || strings.HasPrefix(trimmed, "~~~"):
+			fence = trimmed[:3]
+		default:
+			lines[i] = tagStart.ReplaceAllString(line, "<\u200d$1")
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// tagStart is what opens an HTML tag, comment, declaration or processing
+// instruction in Markdown: "<" and a letter, "/", "!" or "?".
+var tagStart = regexp.MustCompile(`<([A-Za-z/!?])`)
+
 // stateLine says in words where a task stands.
 var stateLine = map[State]string{
 	Queued:           "⏳ Queued",
@@ -185,7 +214,7 @@ func StatusLine(t *Task) string {
 func RenderPullRequest(t *Task) string {
 	var b strings.Builder
 	if s := strings.TrimSpace(t.Summary); s != "" {
-		b.WriteString(defang(s))
+		b.WriteString(defang(noHTML(s)))
 		b.WriteString("\n\n")
 	} else {
 		fmt.Fprintf(&b, "Work in progress: the agent is still working on #%d and keeps this draft up to date at each checkpoint.\n\n", t.Issue)
