@@ -10,8 +10,8 @@ type Brief struct {
 	Comments     []Comment // untrusted
 	Instructions string    // the maintainer's request, trusted
 	// Mode is how the work must prove itself (tdd, debug, refactor), or "".
-	Mode string
-	Requester    string    // login of the maintainer who asked
+	Mode      string
+	Requester string // login of the maintainer who asked
 	// Limits are the task's rules; the agent keeps them in its state.
 	Limits Limits
 	// TestCommand is how the maintainers test the repository (its
