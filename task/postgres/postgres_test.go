@@ -1,0 +1,94 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pullwright/pullwright"
+	"github.com/pullwright/pullwright/internal/pgtest"
+	"github.com/pullwright/pullwright/task"
+	"github.com/pullwright/pullwright/task/storetest"
+)
+
+func TestStore(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, now func() time.Time) task.Store {
+		s := open(t, pgtest.URL(t))
+		s.now = now
+		return s
+	})
+}
+
+func open(t *testing.T, url string) *Store {
+	t.Helper()
+	s, err := Open(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func TestOpenMigratesOnceAndRefusesANewerSchema(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.URL(t)
+
+	// Replicas starting at once: each migration runs once, and all open.
+	var wg sync.WaitGroup
+	errs := make([]error, 4)
+	for i := range errs {
+		wg.Go(func() {
+			s, err := Open(ctx, url)
+			if err == nil {
+				s.Close()
+			}
+			errs[i] = err
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatalf("concurrent opens: %v", err)
+	}
+
+	s := open(t, url)
+	var version int
+	if err := s.db.QueryRow(ctx, `SELECT version FROM schema_version`).Scan(&version); err != nil || version != len(migrations) {
+		t.Fatalf("schema version %d (%v), want %d", version, err, len(migrations))
+	}
+	tk := &task.Task{Kind: task.KindFix, Repo: pullwright.Repo{InstallationID: 1, Owner: "o", Name: "r"}, Issue: 1}
+	if err := s.Record(ctx, task.Delivery{ID: "d1"}, tk); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.db.Exec(ctx, `UPDATE schema_version SET version = 99`); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+
+	_, err := Open(ctx, url)
+	if err == nil || !strings.Contains(err.Error(), "schema version 99, newer than this bot knows") {
+		t.Fatalf("open = %v, want a refusal naming the version", err)
+	}
+}
+
+func TestOpenFails(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	tests := []struct {
+		name, url, want string
+	}{
+		// The message names what is wrong, never the password.
+		{"unparsable", "postgres://u:secret@[::1/db", "does not parse"},
+		{"nobody listening", "postgres://u:secret@127.0.0.1:1/db?connect_timeout=5", "127.0.0.1:1/db"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Open(ctx, tc.url)
+			if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "secret") {
+				t.Fatalf("Open = %v, want an error naming %q and not the password", err, tc.want)
+			}
+		})
+	}
+}
