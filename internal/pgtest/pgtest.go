@@ -47,6 +47,21 @@ func URL(t testing.TB) string {
 	return u.String()
 }
 
+// Drop drops the database of url, a URL that URL returned, at once: for
+// tests of what a bot does when its database goes away.
+func Drop(t testing.TB, dbURL string) {
+	t.Helper()
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := strings.TrimPrefix(u.Path, "/")
+	if !strings.HasPrefix(name, "pullwright_test_") {
+		t.Fatalf("pgtest.Drop: %q is not a test database", name)
+	}
+	exec(t, os.Getenv(Env), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+}
+
 // exec runs one statement as the admin. CREATE and DROP DATABASE cannot
 // run in a transaction, so this is a plain connection, not a pool.
 func exec(t testing.TB, admin, sql string) {
