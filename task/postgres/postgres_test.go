@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -90,5 +91,47 @@ func TestOpenFails(t *testing.T) {
 				t.Fatalf("Open = %v, want an error naming %q and not the password", err, tc.want)
 			}
 		})
+	}
+}
+
+// Tasks racing for one branch: without SQLite's single writer, the unique
+// index decides, and every loser is told the one winner.
+func TestHoldBranchRace(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, pgtest.URL(t))
+	tasks := make([]*task.Task, 8)
+	for i := range tasks {
+		tasks[i] = &task.Task{Kind: task.KindFix, Repo: pullwright.Repo{InstallationID: 1, Owner: "o", Name: "r"}, Issue: i + 1}
+		if err := s.Record(ctx, task.Delivery{ID: fmt.Sprint("d", i)}, tasks[i]); err != nil {
+			t.Fatal(err)
+		}
+		tasks[i].Branch = "feature"
+	}
+	holders := make([]*task.Task, len(tasks))
+	errs := make([]error, len(tasks))
+	var wg sync.WaitGroup
+	for i, tk := range tasks {
+		wg.Go(func() { holders[i], errs[i] = s.HoldBranch(ctx, tk) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	var winner int64
+	for i, h := range holders {
+		if h == nil {
+			if winner != 0 {
+				t.Fatalf("tasks %d and %d both hold the branch", winner, tasks[i].ID)
+			}
+			winner = tasks[i].ID
+		}
+	}
+	if winner == 0 {
+		t.Fatal("no task holds the branch")
+	}
+	for i, h := range holders {
+		if h != nil && h.ID != winner {
+			t.Errorf("task %d was told %d holds the branch, want %d", tasks[i].ID, h.ID, winner)
+		}
 	}
 }
