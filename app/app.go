@@ -29,6 +29,7 @@ import (
 	"github.com/pullwright/pullwright/runner"
 	"github.com/pullwright/pullwright/setup"
 	"github.com/pullwright/pullwright/task"
+	"github.com/pullwright/pullwright/task/postgres"
 	"github.com/pullwright/pullwright/task/sqlite"
 	"github.com/pullwright/pullwright/webhook"
 )
@@ -392,6 +393,9 @@ func (a *App) botLogin(ctx context.Context) string {
 	return id.Login
 }
 
+// openTimeout bounds opening a Postgres store: connecting and migrating.
+const openTimeout = time.Minute
+
 // OpenStore opens the store a database URL names.
 func OpenStore(ctx context.Context, url string) (task.Store, error) {
 	switch {
@@ -407,9 +411,19 @@ func OpenStore(ctx context.Context, url string) (task.Store, error) {
 		}
 		return sqlite.Open(ctx, path)
 	case strings.HasPrefix(url, "postgres://"), strings.HasPrefix(url, "postgresql://"):
-		return nil, errors.New("the Postgres store is not available in this version; use sqlite:///path/file.db")
+		// A server that does not answer must not hold the start for ever:
+		// the bot fails, and its supervisor restarts it.
+		ctx, cancel := context.WithTimeout(ctx, openTimeout)
+		defer cancel()
+		s, err := postgres.Open(ctx, url)
+		if err != nil {
+			return nil, err
+		}
+		return s, nil
 	}
-	return nil, fmt.Errorf("database URL %q: want sqlite:///path/file.db", url)
+	// Only the scheme: the rest may hold a password.
+	scheme, _, _ := strings.Cut(url, "://")
+	return nil, fmt.Errorf("database URL of scheme %q: want sqlite:///path/file.db or postgres://user:password@host/database", scheme)
 }
 
 // notifying wakes a worker as soon as a delivery created a task, so work

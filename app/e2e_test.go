@@ -757,7 +757,11 @@ func TestHealthAndReadiness(t *testing.T) {
 // The bot is stopped in the middle of a task and a new one, on another
 // machine (a fresh work directory) but the same database, finishes it: the
 // conversation and the files the agent changed come back from the store.
-func TestTaskSurvivesRestartOnAnotherMachine(t *testing.T) {
+func TestTaskSurvivesRestartOnAnotherMachine(t *testing.T) { taskSurvivesRestart(t) }
+
+// taskSurvivesRestart is TestTaskSurvivesRestartOnAnotherMachine on the
+// store opts choose (onPostgres).
+func taskSurvivesRestart(t *testing.T, opts ...envOption) {
 	script := fixScript()
 	gate := make(chan struct{})
 	var (
@@ -779,7 +783,7 @@ func TestTaskSurvivesRestartOnAnotherMachine(t *testing.T) {
 			return script[3] // finish
 		}
 	})
-	e := newEnv(t, llm)
+	e := newEnv(t, llm, opts...)
 	if code := e.deliver("d1", "issue_comment", e.payload("/agent fix the typo", nil)); code != http.StatusAccepted {
 		t.Fatalf("delivery answered %d", code)
 	}

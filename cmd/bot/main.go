@@ -106,7 +106,7 @@ func (s *setting) flagName() string {
 func settings(fs *flag.FlagSet, getenv func(string) string) func(env string) string {
 	list := []*setting{
 		{env: "BOT_ADDR", def: app.DefaultAddr, help: "listen address of serve"},
-		{env: "BOT_DATABASE_URL", def: app.DefaultDatabaseURL, help: "sqlite:///path/file.db"},
+		{env: "BOT_DATABASE_URL", def: app.DefaultDatabaseURL, help: "sqlite:///path/file.db or postgres://user:password@host/database"},
 		{env: "BOT_COMMAND", def: app.DefaultCommand, help: "the comment command word"},
 		{env: "GITHUB_APP_ID", help: "GitHub App id"},
 		{env: "GITHUB_APP_PRIVATE_KEY", secret: true, help: "GitHub App private key (PEM)"},

@@ -1,0 +1,517 @@
+// Package postgres is the task.Store of a bot whose deliveries and tasks
+// live in Postgres, which several replicas can share. It owns its schema
+// and migrations and speaks task's types and errors only; the rules of a
+// task's life stay in task. Its behaviour is the SQLite store's, checked
+// by the same suite (task/storetest).
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/pullwright/pullwright/task"
+)
+
+// Store is a pool of connections to one database.
+type Store struct {
+	db *pgxpool.Pool
+	// now is the store's clock. Every time it writes or compares comes
+	// from here, never from the server's now(), so leases and deadlines
+	// mean the same under a test's clock and across replicas whose
+	// clocks, not the server's, set them.
+	now func() time.Time
+}
+
+var (
+	_ task.Store = (*Store)(nil)
+	_ task.Due   = (*Store)(nil)
+)
+
+// ended is the SQL list of the states a task never leaves.
+const ended = `('done', 'failed', 'cancelled')`
+
+// Open connects to the database url names (postgres:// or postgresql://,
+// with pgx's parameters) and brings its schema up to date. It fails when
+// the server cannot be reached, or when its schema is newer than this bot
+// knows.
+func Open(ctx context.Context, url string) (*Store, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		// pgx's message quotes the URL, password and all: say only what is wrong.
+		return nil, errors.New("open postgres: the database URL does not parse")
+	}
+	db, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("open postgres %s: %w", where(cfg), err)
+	}
+	if err := db.Ping(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open postgres %s: %w", where(cfg), err)
+	}
+	if err := migrate(ctx, db); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open postgres %s: %w", where(cfg), err)
+	}
+	return &Store{db: db, now: time.Now}, nil
+}
+
+// where names a database for messages without its credentials.
+func where(cfg *pgxpool.Config) string {
+	c := cfg.ConnConfig
+	return fmt.Sprintf("%s:%d/%s", c.Host, c.Port, c.Database)
+}
+
+// Close closes the pool; later calls fail.
+func (s *Store) Close() error {
+	s.db.Close()
+	return nil
+}
+
+func isUniqueViolation(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "23505"
+}
+
+// Record implements task.Store.
+func (s *Store) Record(ctx context.Context, d task.Delivery, t *task.Task) error {
+	tx, err := s.db.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("record delivery %s: begin: %w", d.ID, err)
+	}
+	defer tx.Rollback(ctx)
+	if d.ReceivedAt.IsZero() {
+		d.ReceivedAt = s.now()
+	}
+	// ON CONFLICT rather than a unique violation: a redelivery is an
+	// answer, not an error that aborts the transaction.
+	tag, err := tx.Exec(ctx, `INSERT INTO deliveries (id, event, action, received_at) VALUES ($1, $2, $3, $4) ON CONFLICT (id) DO NOTHING`,
+		d.ID, d.Event, d.Action, d.ReceivedAt)
+	if err != nil {
+		return fmt.Errorf("record delivery %s: %w", d.ID, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("record delivery %s: %w", d.ID, task.ErrDuplicate)
+	}
+	if h := d.Head; h != nil {
+		if _, err := tx.Exec(ctx, `INSERT INTO pull_heads (delivery_id, pull_key, sha, at) VALUES ($1, $2, $3, $4)`,
+			d.ID, h.PullKey, h.SHA, h.At); err != nil {
+			return fmt.Errorf("record delivery %s: head of %s: %w", d.ID, h.PullKey, err)
+		}
+	}
+	if t != nil {
+		now := s.now()
+		t.Recorded(d.ID, now)
+		data, err := json.Marshal(t)
+		if err != nil {
+			return fmt.Errorf("record delivery %s: encode task: %w", d.ID, err)
+		}
+		if t.Kind == task.KindFix {
+			// A fix asked on the pull request an active task opened is a
+			// fix on that task's conversation too.
+			var busy bool
+			if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM tasks WHERE pr_key = $1 AND kind = 'fix' AND state NOT IN `+ended+`)`,
+				t.IssueKey()).Scan(&busy); err != nil {
+				return fmt.Errorf("record delivery %s: %w", d.ID, err)
+			}
+			if busy {
+				return fmt.Errorf("record delivery %s: %s: %w", d.ID, t.IssueKey(), task.ErrActive)
+			}
+		}
+		var id int64
+		err = tx.QueryRow(ctx,
+			`INSERT INTO tasks (kind, state, issue_key, run_after, data, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id`,
+			t.Kind, t.State, t.IssueKey(), t.RunAfter, data, t.CreatedAt, now).Scan(&id)
+		if err != nil {
+			if isUniqueViolation(err) {
+				return fmt.Errorf("record delivery %s: %s: %w", d.ID, t.IssueKey(), task.ErrActive)
+			}
+			return fmt.Errorf("record delivery %s: insert task: %w", d.ID, err)
+		}
+		if _, err := tx.Exec(ctx, `UPDATE deliveries SET task_id = $1 WHERE id = $2`, id, d.ID); err != nil {
+			return fmt.Errorf("record delivery %s: link task: %w", d.ID, err)
+		}
+		if err := tx.Commit(ctx); err != nil {
+			return fmt.Errorf("record delivery %s: commit: %w", d.ID, err)
+		}
+		t.ID = id
+		return nil
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("record delivery %s: commit: %w", d.ID, err)
+	}
+	return nil
+}
+
+// Claim implements task.Store. SKIP LOCKED lets workers of every replica
+// claim at once, each taking a different row instead of queueing on the
+// first; a row locked by another claim is, for the moment, not ready. A
+// task waiting for approval is due at its deadline, or at once when it is
+// answered or cancelled.
+func (s *Store) Claim(ctx context.Context, owner string, lease time.Duration) (*task.Task, error) {
+	tx, err := s.db.Begin(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("claim task: begin: %w", err)
+	}
+	defer tx.Rollback(ctx)
+	now := s.now()
+	var (
+		id, crashes int64
+		runAfter    time.Time
+		data        []byte
+		cancelledBy string
+		answer      []byte
+		leaseOwner  string
+	)
+	err = tx.QueryRow(ctx, `SELECT id, data, cancelled_by, answer, run_after, crashes, lease_owner FROM tasks
+		WHERE state NOT IN `+ended+` AND run_after <= $1 AND (lease_owner = '' OR lease_until < $1)
+		ORDER BY run_after, id LIMIT 1 FOR UPDATE SKIP LOCKED`, now).
+		Scan(&id, &data, &cancelledBy, &answer, &runAfter, &crashes, &leaseOwner)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, task.ErrNoTask
+	}
+	if err != nil {
+		return nil, fmt.Errorf("claim task: %w", err)
+	}
+	t, derr := decodeTask(id, data, cancelledBy, answer)
+	if derr != nil {
+		// A row no worker can read would be first in line forever: take it
+		// out of the queue and say why.
+		if _, err := tx.Exec(ctx, `UPDATE tasks SET state = 'failed', lease_owner = '', updated_at = $1 WHERE id = $2`, now, id); err != nil {
+			return nil, fmt.Errorf("claim task %d: fail unreadable task: %w", id, err)
+		}
+		if err := tx.Commit(ctx); err != nil {
+			return nil, fmt.Errorf("claim task %d: commit: %w", id, err)
+		}
+		return nil, fmt.Errorf("claim task %d: failed it: %w", id, derr)
+	}
+	t.RunAfter = runAfter.UTC()
+	// A lease that ran out with an owner means that worker vanished mid-step.
+	if leaseOwner != "" {
+		crashes++
+	}
+	t.Crashes = int(crashes)
+	if err := tx.QueryRow(ctx, `UPDATE tasks SET lease_owner = $1, lease_until = $2, crashes = $3, claims = claims + 1 WHERE id = $4 RETURNING claims`,
+		owner, now.Add(lease), crashes, t.ID).Scan(&t.Claim); err != nil {
+		return nil, fmt.Errorf("claim task %d: %w", t.ID, err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return nil, fmt.Errorf("claim task %d: commit: %w", t.ID, err)
+	}
+	return t, nil
+}
+
+// taskColumns are what scanTask reads.
+const taskColumns = `id, data, cancelled_by, answer, run_after, crashes`
+
+func scanTask(row pgx.Row) (*task.Task, error) {
+	var (
+		id          int64
+		runAfter    time.Time
+		crashes     int
+		data        []byte
+		cancelledBy string
+		answer      []byte
+	)
+	if err := row.Scan(&id, &data, &cancelledBy, &answer, &runAfter, &crashes); err != nil {
+		return nil, err
+	}
+	t, err := decodeTask(id, data, cancelledBy, answer)
+	if err != nil {
+		return nil, err
+	}
+	t.RunAfter = runAfter.UTC()
+	t.Crashes = crashes
+	return t, nil
+}
+
+func decodeTask(id int64, data []byte, cancelledBy string, answer []byte) (*task.Task, error) {
+	t := new(task.Task)
+	if err := json.Unmarshal(data, t); err != nil {
+		return nil, fmt.Errorf("decode task %d: %w", id, err)
+	}
+	t.ID = id
+	t.CancelledBy = cancelledBy
+	if answer != nil && t.Request != nil {
+		a := new(task.Answer)
+		if err := json.Unmarshal(answer, a); err != nil {
+			return nil, fmt.Errorf("decode task %d: answer: %w", id, err)
+		}
+		t.Request.Answer = a
+	}
+	return t, nil
+}
+
+// answerColumns are the request id and answer columns of t: the answer
+// lives outside data so that whoever handles the "/approve" can set it with
+// a compare-and-swap while no worker holds the task. No answer is NULL.
+func answerColumns(t *task.Task) (requestID string, answer []byte, err error) {
+	if t.Request == nil {
+		return "", nil, nil
+	}
+	if t.Request.Answer == nil {
+		return t.Request.ID, nil, nil
+	}
+	b, err := json.Marshal(t.Request.Answer)
+	return t.Request.ID, b, err
+}
+
+// PullHeadsAround implements task.Store. Both answers are read whole, however
+// many deliveries the pull request had: no window can push a record out.
+func (s *Store) PullHeadsAround(ctx context.Context, pullKey, sha string, at time.Time) (task.HeadsAround, error) {
+	var out task.HeadsAround
+	if err := s.db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pull_heads WHERE pull_key = $1 AND sha = $2 AND at >= $3)`,
+		pullKey, sha, at).Scan(&out.Since); err != nil {
+		return task.HeadsAround{}, fmt.Errorf("heads of %s since %s: %w", pullKey, at, err)
+	}
+	rows, err := s.db.Query(ctx, `SELECT DISTINCT sha FROM pull_heads WHERE pull_key = $1
+		AND at = (SELECT max(at) FROM pull_heads WHERE pull_key = $1 AND at < $2) ORDER BY sha`,
+		pullKey, at)
+	if err != nil {
+		return task.HeadsAround{}, fmt.Errorf("head of %s before %s: %w", pullKey, at, err)
+	}
+	before, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return task.HeadsAround{}, fmt.Errorf("head of %s before %s: %w", pullKey, at, err)
+	}
+	if len(before) > 0 {
+		out.Before = before
+	}
+	return out, nil
+}
+
+// HoldBranch implements task.Store. Two tasks may race for one branch: the
+// unique index tasks_one_per_branch lets one write win, and the loser
+// reads the winner. Few tries suffice: each failed one means another task
+// took the branch, which then has to end before the next try can fail.
+func (s *Store) HoldBranch(ctx context.Context, t *task.Task) (*task.Task, error) {
+	key := t.BranchKey()
+	for try := 0; ; try++ {
+		holder, err := scanTask(s.db.QueryRow(ctx, `SELECT `+taskColumns+` FROM tasks
+			WHERE branch_key = $1 AND branch_key <> '' AND id <> $2 AND state NOT IN `+ended, key, t.ID))
+		switch {
+		case err == nil:
+			return holder, nil
+		case !errors.Is(err, pgx.ErrNoRows):
+			return nil, fmt.Errorf("hold branch %s for task %d: read holder: %w", key, t.ID, err)
+		}
+		_, err = s.db.Exec(ctx, `UPDATE tasks SET branch_key = $1 WHERE id = $2`, key, t.ID)
+		switch {
+		case err == nil:
+			return nil, nil
+		case !isUniqueViolation(err) || try == 2:
+			return nil, fmt.Errorf("hold branch %s for task %d: %w", key, t.ID, err)
+		}
+	}
+}
+
+// Save implements task.Store.
+func (s *Store) Save(ctx context.Context, t *task.Task, owner string) error {
+	now := s.now()
+	t.UpdatedAt = now
+	data, err := json.Marshal(t)
+	if err != nil {
+		return fmt.Errorf("save task %d: encode: %w", t.ID, err)
+	}
+	requestID, answer, err := answerColumns(t)
+	if err != nil {
+		return fmt.Errorf("save task %d: encode answer: %w", t.ID, err)
+	}
+	// An answer given while the worker held the task (it was woken at its
+	// deadline, say) is never erased by the worker's older copy: for the
+	// same request, a stored answer wins over none, and makes the task due.
+	// RETURNING hands back that answer and any cancel that arrived
+	// meanwhile, so the worker sees them without another read.
+	var (
+		stored   []byte
+		runAfter time.Time
+	)
+	err = s.db.QueryRow(ctx, `
+UPDATE tasks SET
+	state = $1,
+	run_after = CASE WHEN $2::jsonb IS NULL AND request_id = $3 AND answer IS NOT NULL THEN least($4::timestamptz, $5::timestamptz) ELSE $4 END,
+	answer = CASE WHEN $2::jsonb IS NULL AND request_id = $3 THEN answer ELSE $2::jsonb END,
+	request_id = $3,
+	pr_key = $6,
+	data = $7,
+	updated_at = $5
+WHERE id = $8 AND lease_owner = $9 AND lease_until >= $5
+RETURNING cancelled_by, answer, run_after`,
+		t.State, answer, requestID, t.RunAfter, now, t.PRKey(), data, t.ID, owner).Scan(&t.CancelledBy, &stored, &runAfter)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("save task %d: %w", t.ID, task.ErrLeaseLost)
+	}
+	if err != nil {
+		return fmt.Errorf("save task %d: %w", t.ID, err)
+	}
+	if stored != nil && t.Request != nil {
+		a := new(task.Answer)
+		if err := json.Unmarshal(stored, a); err != nil {
+			return fmt.Errorf("save task %d: answer: %w", t.ID, err)
+		}
+		t.Request.Answer = a
+	}
+	t.RunAfter = runAfter.UTC()
+	return nil
+}
+
+// Answer implements task.Store: one UPDATE whose WHERE is the
+// compare-and-swap, so of two answers at once exactly one finds the row.
+func (s *Store) Answer(ctx context.Context, id int64, requestID string, a task.Answer) error {
+	b, err := json.Marshal(a)
+	if err != nil {
+		return fmt.Errorf("answer request %s: %w", requestID, err)
+	}
+	tag, err := s.db.Exec(ctx,
+		`UPDATE tasks SET answer = $1, run_after = $2 WHERE id = $3 AND request_id = $4 AND answer IS NULL AND state = 'awaiting_approval' AND cancelled_by = ''`,
+		b, s.now(), id, requestID)
+	if err != nil {
+		return fmt.Errorf("answer request %s: %w", requestID, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("answer request %s: %w", requestID, task.ErrAnswered)
+	}
+	return nil
+}
+
+// Renew implements task.Store.
+func (s *Store) Renew(ctx context.Context, id int64, owner string, lease time.Duration) error {
+	now := s.now()
+	tag, err := s.db.Exec(ctx, `UPDATE tasks SET lease_until = $1 WHERE id = $2 AND lease_owner = $3 AND lease_until >= $4`,
+		now.Add(lease), id, owner, now)
+	if err != nil {
+		return fmt.Errorf("renew lease on task %d: %w", id, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("renew lease on task %d: %w", id, task.ErrLeaseLost)
+	}
+	return nil
+}
+
+// Release implements task.Store.
+func (s *Store) Release(ctx context.Context, id int64, owner string) error {
+	tag, err := s.db.Exec(ctx, `UPDATE tasks SET lease_owner = '', lease_until = '-infinity' WHERE id = $1 AND lease_owner = $2`, id, owner)
+	if err != nil {
+		return fmt.Errorf("release task %d: %w", id, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("release task %d: %w", id, task.ErrLeaseLost)
+	}
+	return nil
+}
+
+// Get implements task.Store.
+func (s *Store) Get(ctx context.Context, id int64) (*task.Task, error) {
+	t, err := scanTask(s.db.QueryRow(ctx, `SELECT `+taskColumns+` FROM tasks WHERE id = $1`, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("get task %d: %w", id, task.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get task %d: %w", id, err)
+	}
+	return t, nil
+}
+
+func (s *Store) oneFor(ctx context.Context, op, where, key string) (*task.Task, error) {
+	t, err := scanTask(s.db.QueryRow(ctx,
+		`SELECT `+taskColumns+` FROM tasks WHERE (issue_key = $1 OR pr_key = $1) AND kind = 'fix' `+where+` ORDER BY id DESC LIMIT 1`, key))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("%s task of %s: %w", op, key, task.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s task of %s: %w", op, key, err)
+	}
+	return t, nil
+}
+
+// Active implements task.Store.
+func (s *Store) Active(ctx context.Context, issueKey string) (*task.Task, error) {
+	return s.oneFor(ctx, "active", `AND state NOT IN `+ended, issueKey)
+}
+
+// Latest implements task.Store.
+func (s *Store) Latest(ctx context.Context, issueKey string) (*task.Task, error) {
+	return s.oneFor(ctx, "latest", "", issueKey)
+}
+
+// RequestCancel implements task.Store.
+func (s *Store) RequestCancel(ctx context.Context, id int64, by string) error {
+	if strings.TrimSpace(by) == "" {
+		by = "unknown"
+	}
+	tag, err := s.db.Exec(ctx,
+		`UPDATE tasks SET cancelled_by = $1, run_after = $2 WHERE id = $3 AND state NOT IN `+ended+` AND cancelled_by = ''`,
+		by, s.now(), id)
+	if err != nil {
+		return fmt.Errorf("cancel task %d: %w", id, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("cancel task %d: %w", id, task.ErrNotFound)
+	}
+	return nil
+}
+
+// Usage implements task.Store. Only admitted tasks count (task.Task.AdmittedMS): a
+// flood of refused requests must not use up an installation's rate. An
+// issue key starts with the installation id, so the count needs no column
+// of its own.
+func (s *Store) Usage(ctx context.Context, installationID int64, since time.Time, except int64) (active, started int, err error) {
+	prefix := fmt.Sprintf("%d/", installationID)
+	err = s.db.QueryRow(ctx, `SELECT
+		count(*) FILTER (WHERE state NOT IN `+ended+`),
+		count(*) FILTER (WHERE (data->>'admitted_ms')::bigint >= $1)
+		FROM tasks WHERE kind = 'fix' AND starts_with(issue_key, $2) AND id <> $3
+		AND (data->>'admitted_ms')::bigint > 0`,
+		since.UnixMilli(), prefix, except).Scan(&active, &started)
+	if err != nil {
+		return 0, 0, fmt.Errorf("count tasks of installation %d: %w", installationID, err)
+	}
+	return active, started, nil
+}
+
+// Counts implements task.Store. The tasks_due index holds exactly the tasks
+// that are not ended, so the count reads no ended row.
+func (s *Store) Counts(ctx context.Context) (map[task.State]int, error) {
+	rows, err := s.db.Query(ctx, `SELECT state, count(*) FROM tasks WHERE state NOT IN `+ended+` GROUP BY state`)
+	if err != nil {
+		return nil, fmt.Errorf("count tasks by state: %w", err)
+	}
+	defer rows.Close()
+	out := map[task.State]int{}
+	for rows.Next() {
+		var (
+			st task.State
+			n  int
+		)
+		if err := rows.Scan(&st, &n); err != nil {
+			return nil, fmt.Errorf("count tasks by state: %w", err)
+		}
+		out[st] = n
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("count tasks by state: %w", err)
+	}
+	return out, nil
+}
+
+// NextDue implements task.Due: the earliest due time of a task that is not
+// over and does not wait for an answer.
+func (s *Store) NextDue(ctx context.Context) (time.Time, bool, error) {
+	var at *time.Time
+	if err := s.db.QueryRow(ctx, `SELECT min(run_after) FROM tasks
+		WHERE state NOT IN `+ended+`
+		AND NOT (state = 'awaiting_approval' AND answer IS NULL AND cancelled_by = '')`).Scan(&at); err != nil {
+		return time.Time{}, false, fmt.Errorf("next due task: %w", err)
+	}
+	if at == nil {
+		return time.Time{}, false, nil
+	}
+	return at.UTC(), true, nil
+}
