@@ -133,10 +133,12 @@ GROUP
 	gobase=$(basename "$goroot")
 	tar -C "$root" --numeric-owner --owner=0 --group=0 -cf "$stage/go.tar" .
 	# The toolchain is added straight from $goroot, renamed to usr/local/go,
-	# without what building does not need.
+	# without what building does not need. The top-level directories are
+	# excluded anchored: unanchored, go/doc would also drop the standard
+	# library's go/doc packages (go/src/go/doc), which go/printer imports.
 	tar -C "$goparent" --numeric-owner --owner=0 --group=0 \
-		--exclude="$gobase/doc" --exclude="$gobase/test" --exclude="$gobase/api" \
-		--exclude="$gobase/misc" --exclude='testdata' --exclude='*.md' \
+		--anchored --exclude="$gobase/doc" --exclude="$gobase/test" --exclude="$gobase/api" \
+		--exclude="$gobase/misc" --no-anchored --exclude='testdata' --exclude='*.md' \
 		--transform="s,^$gobase,usr/local/go," \
 		-rf "$stage/go.tar" "$gobase"
 	docker import \
