@@ -2,6 +2,8 @@ package task
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
@@ -417,6 +419,20 @@ func (rq requests) classify(ctx context.Context, t *Task) error {
 		return retryf(err, "reading what request %s's commit changed failed", rec.RequestID)
 	}
 	rec.Tests, rec.Code = changeKinds(paths)
+	if t.Mode == ModeTDD && rec.Tests {
+		tests := testPaths(paths)
+		files, more, err := ws.ReadTree(rec.SHA, func(p string) bool { return slices.Contains(tests, p) }, len(tests), maxAPIFileBytes)
+		if err != nil {
+			return retryf(err, "reading the tests of request %s's commit failed", rec.RequestID)
+		}
+		h := sha256.New()
+		slices.SortFunc(files, func(a, b pullwright.TreeFile) int { return strings.Compare(a.Path, b.Path) })
+		for _, f := range files {
+			fmt.Fprintf(h, "%q %d %x\n", f.Path, f.Size, sha256.Sum256(f.Data))
+		}
+		fmt.Fprintf(h, "more %d\n", more)
+		rec.TestsDigest = hex.EncodeToString(h.Sum(nil))
+	}
 	return nil
 }
 

@@ -30,16 +30,33 @@ const (
 // a change to the code.
 var testPath = regexp.MustCompile(`(^|/)(tests?|spec|__tests__|testdata)/|_test\.go$|(^|/)test_[^/]*\.py$|_test\.py$|\.(test|spec)\.[cm]?[jt]sx?$|_spec\.rb$|Test\.java$|Tests?\.cs$`)
 
-// changeKinds says whether paths hold test files and other files.
+// docPath matches documentation, which is neither a test nor the code a
+// fix changes: a README edit is no fix.
+var docPath = regexp.MustCompile(`(?i)\.(md|markdown|rst|txt|adoc)$|(^|/)(license|licence|changelog|authors|notice)(\.[a-z]+)?$`)
+
+// changeKinds says whether paths hold test files and code (files that are
+// neither tests nor documentation).
 func changeKinds(paths []string) (tests, code bool) {
 	for _, p := range paths {
-		if testPath.MatchString(p) {
+		switch {
+		case testPath.MatchString(p):
 			tests = true
-		} else {
+		case !docPath.MatchString(p):
 			code = true
 		}
 	}
 	return tests, code
+}
+
+// testPaths are those of paths that are test files.
+func testPaths(paths []string) []string {
+	var out []string
+	for _, p := range paths {
+		if testPath.MatchString(p) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // ModeCheck is the verdict of a mode's check: OK, or the steps missing.
@@ -57,7 +74,8 @@ type ModeCheck struct {
 //   - debug: a run that failed before any change to the code (tests or a
 //     reproduction script may be added), then the same command passing on
 //     the final commit, which holds the fix;
-//   - refactor: the tests passing on a commit with no change to the code,
+//   - refactor: the tests passing on a commit with no change to the code
+//     or the tests,
 //     the same command passing on the final commit, and the exported API
 //     unchanged (Work.APIChanges) unless the instructions speak of it.
 func checkMode(t *Task) ModeCheck {
@@ -65,10 +83,13 @@ func checkMode(t *Task) ModeCheck {
 	ran := func(r RunRecord) bool {
 		return r.Verdict == Approved && r.Outcome != OutcomeInterrupted && r.Outcome != OutcomeSetupFailed
 	}
-	// passedAfter is a passing run of cmd on the final commit after run i.
+	// passedAfter is a passing run of cmd on the final commit after run i;
+	// in tdd, with the tests as they were when run i failed, so that the
+	// test that failed was not weakened to pass.
 	passedAfter := func(i int, cmd string) bool {
 		for _, r := range t.Runs[i+1:] {
-			if r.Command == cmd && r.SHA == final && r.Outcome == OutcomePassed && r.Code {
+			if r.Command == cmd && r.SHA == final && r.Outcome == OutcomePassed && r.Code &&
+				(t.Mode != ModeTDD || r.TestsDigest == t.Runs[i].TestsDigest) {
 				return true
 			}
 		}
@@ -94,13 +115,17 @@ func checkMode(t *Task) ModeCheck {
 		case !before:
 			missing = append(missing, "a run that reproduces the failure before the code is changed")
 		}
-		if !after {
+		if !after && t.Mode == ModeTDD {
+			missing = append(missing, "the same command passing on the final commit, with the fix and the tests unchanged since they failed")
+		} else if !after {
 			missing = append(missing, "the same command passing on the final commit, with the fix")
 		}
 	case ModeRefactor:
 		before, after := false, false
 		for i, r := range t.Runs {
-			if !ran(r) || r.Outcome != OutcomePassed || r.Code {
+			// Before the change means the code and its tests as they were:
+			// tests deleted or weakened first would pass anything.
+			if !ran(r) || r.Outcome != OutcomePassed || r.Code || r.Tests {
 				continue
 			}
 			before = true
@@ -115,8 +140,12 @@ func checkMode(t *Task) ModeCheck {
 		if !after {
 			missing = append(missing, "the same tests passing on the final commit")
 		}
-		if len(t.APIChanges) > 0 && !apiAsked.MatchString(t.Instructions) {
-			missing = append(missing, fmt.Sprintf("an unchanged exported API (%s)", strings.Join(clipList(t.APIChanges, 5), "; ")))
+		if len(t.APIChanges) > 0 && !asksAPIChange(t.Instructions) {
+			var shown []string
+			for _, c := range clipList(t.APIChanges, 5) {
+				shown = append(shown, code(oneLine(c)))
+			}
+			missing = append(missing, fmt.Sprintf("an unchanged exported API (%s)", strings.Join(shown, "; ")))
 		}
 	default:
 		return ModeCheck{OK: true}
@@ -124,9 +153,27 @@ func checkMode(t *Task) ModeCheck {
 	return ModeCheck{OK: len(missing) == 0, Missing: missing}
 }
 
-// apiAsked matches instructions that speak of the exported API: then a
-// refactor may change it.
-var apiAsked = regexp.MustCompile(`(?i)\b(api|exported|export|signature|rename|public interface)\b`)
+// apiAsked matches a sentence of the instructions that asks for a change
+// of the exported API ("rename Open to Dial in the API", "change the
+// exported signature of …"); apiKept one that says to keep it, which wins
+// ("keep the public API unchanged"). Only an explicit ask lets a refactor
+// change the API.
+var (
+	apiAsked = regexp.MustCompile(`(?i)\b(change|rename|remove|delete|add|break|modify|replace)\w*\b.*\b(api|exported|signatures?|public interface)\b|\b(api|exported|signatures?)\b.*\b(change|rename|remove|break|modify)\w*\b`)
+	apiKept  = regexp.MustCompile(`(?i)\b(keep|unchanged|without|preserv\w*|not|never|same)\b|n't\b`)
+)
+
+// asksAPIChange reports whether the instructions ask for the exported API
+// to change: some sentence asks it, and that sentence does not say to keep
+// it.
+func asksAPIChange(instructions string) bool {
+	for _, s := range regexp.MustCompile(`[.;!?\n]+`).Split(instructions, -1) {
+		if apiAsked.MatchString(s) && !apiKept.MatchString(s) {
+			return true
+		}
+	}
+	return false
+}
 
 func clipList(s []string, n int) []string {
 	if len(s) <= n {
@@ -147,28 +194,36 @@ func renderMode(t *Task) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "**Not verified as %s**. Missing:\n", t.Mode)
 	for _, m := range c.Missing {
-		b.WriteString("- " + defang(m) + "\n")
+		b.WriteString("- " + m + "\n")
 	}
 	b.WriteString("\n")
 	return b.String()
 }
 
 // goAPI is the exported API of the Go files among files (path → content),
-// as "package-dir: declaration" → its printed signature. Test files are not
-// API. A file that does not parse contributes nothing: the API check
-// compares what it can read.
+// as "package-dir (package name): declaration" → its printed signature.
+// Test files, main packages and internal packages are not API. Files of one
+// package that declare a name differently (per operating system, behind
+// build constraints) give that name each of their signatures, sorted, so
+// the result does not depend on the order files are read in. A file that
+// does not parse contributes nothing: the check compares what it can read.
 func goAPI(files map[string][]byte) map[string]string {
-	api := map[string]string{}
+	sigs := map[string][]string{}
+	add := func(k, v string) {
+		if !slices.Contains(sigs[k], v) {
+			sigs[k] = append(sigs[k], v)
+		}
+	}
 	fset := token.NewFileSet()
 	for p, src := range files {
-		if !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
+		if !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") || internal(p) {
 			continue
 		}
 		f, err := parser.ParseFile(fset, p, src, parser.SkipObjectResolution)
 		if err != nil || f.Name.Name == "main" {
 			continue
 		}
-		dir := path.Dir(p)
+		pkg := path.Dir(p) + " (" + f.Name.Name + ")"
 		for _, d := range f.Decls {
 			switch d := d.(type) {
 			case *ast.FuncDecl:
@@ -183,14 +238,22 @@ func goAPI(files map[string][]byte) map[string]string {
 					}
 					name = recv + "." + name
 				}
-				api[dir+": func "+name] = show(fset, d.Type)
+				add(pkg+": func "+name, show(fset, d.Type))
 			case *ast.GenDecl:
 				for _, s := range d.Specs {
 					switch s := s.(type) {
 					case *ast.TypeSpec:
-						if s.Name.IsExported() {
-							api[dir+": type "+s.Name.Name] = show(fset, exportedOnly(s.Type))
+						if !s.Name.IsExported() {
+							continue
 						}
+						sig := ""
+						if s.TypeParams != nil {
+							sig = "[" + show(fset, s.TypeParams) + "] "
+						}
+						if s.Assign.IsValid() {
+							sig += "= "
+						}
+						add(pkg+": type "+s.Name.Name, sig+show(fset, exportedOnly(s.Type)))
 					case *ast.ValueSpec:
 						for _, n := range s.Names {
 							if n.IsExported() {
@@ -198,7 +261,7 @@ func goAPI(files map[string][]byte) map[string]string {
 								if s.Type != nil {
 									typ = s.Type
 								}
-								api[dir+": "+d.Tok.String()+" "+n.Name] = show(fset, typ)
+								add(pkg+": "+d.Tok.String()+" "+n.Name, show(fset, typ))
 							}
 						}
 					}
@@ -206,7 +269,18 @@ func goAPI(files map[string][]byte) map[string]string {
 			}
 		}
 	}
+	api := make(map[string]string, len(sigs))
+	for k, v := range sigs {
+		slices.Sort(v)
+		api[k] = strings.Join(v, " | ")
+	}
 	return api
+}
+
+// internal reports whether p is in an internal package, which no other
+// module can import.
+func internal(p string) bool {
+	return strings.HasPrefix(p, "internal/") || strings.Contains(p, "/internal/")
 }
 
 // apiChanges lists the exported declarations added, removed or changed
@@ -239,6 +313,8 @@ func receiverName(e ast.Expr) string {
 		return receiverName(e.X)
 	case *ast.IndexListExpr:
 		return receiverName(e.X)
+	case *ast.ParenExpr:
+		return receiverName(e.X)
 	case *ast.Ident:
 		return e.Name
 	}
@@ -258,16 +334,14 @@ func exportedOnly(e ast.Expr) ast.Expr {
 				out.List = append(out.List, f) // embedded: part of the API
 				continue
 			}
-			var names []*ast.Ident
+			// One field per name: "X, Y int" and "X int; Y int" are
+			// the same API.
 			for _, n := range f.Names {
 				if n.IsExported() {
-					names = append(names, n)
+					c := *f
+					c.Names, c.Doc, c.Comment = []*ast.Ident{n}, nil, nil
+					out.List = append(out.List, &c)
 				}
-			}
-			if len(names) > 0 {
-				c := *f
-				c.Names, c.Doc, c.Comment = names, nil, nil
-				out.List = append(out.List, &c)
 			}
 		}
 		return out

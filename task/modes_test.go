@@ -26,23 +26,27 @@ func TestCheckMode(t *testing.T) {
 		{name: "tdd: the failing run already held code changes", mode: ModeTDD, runs: []RunRecord{
 			run("go test ./...", fixed, OutcomeFailed, true, true),
 			run("go test ./...", final, OutcomePassed, true, true),
-		}, want: []string{"a run that shows a new or changed test failing before the fix (on a commit with the test change only)", "the same command passing on the final commit, with the fix"}},
+		}, want: []string{"a run that shows a new or changed test failing before the fix (on a commit with the test change only)", "the same command passing on the final commit, with the fix and the tests unchanged since they failed"}},
 		{name: "tdd: failing on the base, with no test change", mode: ModeTDD, runs: []RunRecord{
 			run("go test ./...", base, OutcomeFailed, false, false),
 			run("go test ./...", final, OutcomePassed, true, true),
-		}, want: []string{"a run that shows a new or changed test failing before the fix (on a commit with the test change only)", "the same command passing on the final commit, with the fix"}},
+		}, want: []string{"a run that shows a new or changed test failing before the fix (on a commit with the test change only)", "the same command passing on the final commit, with the fix and the tests unchanged since they failed"}},
 		{name: "tdd: passing only on an earlier commit", mode: ModeTDD, runs: []RunRecord{
 			run("go test ./...", testOnly, OutcomeFailed, true, false),
 			run("go test ./...", fixed, OutcomePassed, true, true),
-		}, want: []string{"the same command passing on the final commit, with the fix"}},
+		}, want: []string{"the same command passing on the final commit, with the fix and the tests unchanged since they failed"}},
+		{name: "tdd: the test was changed after it failed", mode: ModeTDD, runs: []RunRecord{
+			{Command: "go test ./...", SHA: testOnly, Verdict: Approved, Outcome: OutcomeFailed, Tests: true, TestsDigest: "strict"},
+			{Command: "go test ./...", SHA: final, Verdict: Approved, Outcome: OutcomePassed, Tests: true, Code: true, TestsDigest: "weakened"},
+		}, want: []string{"the same command passing on the final commit, with the fix and the tests unchanged since they failed"}},
 		{name: "tdd: another command passed", mode: ModeTDD, runs: []RunRecord{
 			run("go test ./pkg", testOnly, OutcomeFailed, true, false),
 			run("go vet ./...", final, OutcomePassed, true, true),
-		}, want: []string{"the same command passing on the final commit, with the fix"}},
+		}, want: []string{"the same command passing on the final commit, with the fix and the tests unchanged since they failed"}},
 		{name: "tdd: a rejected run is no step", mode: ModeTDD, runs: []RunRecord{
 			{Command: "go test ./...", SHA: testOnly, Verdict: Rejected, Outcome: OutcomeRejected, Tests: true},
 			run("go test ./...", final, OutcomePassed, true, true),
-		}, want: []string{"a run that shows a new or changed test failing before the fix (on a commit with the test change only)", "the same command passing on the final commit, with the fix"}},
+		}, want: []string{"a run that shows a new or changed test failing before the fix (on a commit with the test change only)", "the same command passing on the final commit, with the fix and the tests unchanged since they failed"}},
 		{name: "debug: reproduced on the base, gone after the fix", mode: ModeDebug, runs: []RunRecord{
 			run("./repro.sh", base, OutcomeFailed, false, false),
 			run("./repro.sh", final, OutcomePassed, false, true),
@@ -64,7 +68,16 @@ func TestCheckMode(t *testing.T) {
 		{name: "refactor: the API changed", mode: ModeRefactor, api: []string{"removed pkg: func Old"}, runs: []RunRecord{
 			run("go test ./...", base, OutcomePassed, false, false),
 			run("go test ./...", final, OutcomePassed, false, true),
-		}, want: []string{"an unchanged exported API (removed pkg: func Old)"}},
+		}, want: []string{"an unchanged exported API (`removed pkg: func Old`)"}},
+		{name: "refactor: told to keep the API, and it changed", mode: ModeRefactor, instructions: "split store.go by table; keep the public API unchanged",
+			api: []string{"removed pkg: func Old"}, runs: []RunRecord{
+				run("go test ./...", base, OutcomePassed, false, false),
+				run("go test ./...", final, OutcomePassed, false, true),
+			}, want: []string{"an unchanged exported API (`removed pkg: func Old`)"}},
+		{name: "refactor: the passing run before had changed the tests", mode: ModeRefactor, runs: []RunRecord{
+			run("go test ./...", testOnly, OutcomePassed, true, false),
+			run("go test ./...", final, OutcomePassed, true, true),
+		}, want: []string{"the tests passing before the code was changed", "the same tests passing on the final commit"}},
 		{name: "refactor: the API changed as asked", mode: ModeRefactor, instructions: "rename Old to New in the API", api: []string{"removed pkg: func Old"}, runs: []RunRecord{
 			run("go test ./...", base, OutcomePassed, false, false),
 			run("go test ./...", final, OutcomePassed, false, true),
@@ -100,7 +113,9 @@ func TestChangeKinds(t *testing.T) {
 		{[]string{"tests/test_api.py", "src/app.py"}, true, true},
 		{[]string{"test_util.py", "web/app.spec.ts", "lib/a_spec.rb", "src/test/java/FooTest.java", "ui/__tests__/b.js", "x.test.mjs"}, true, false},
 		{[]string{"main.go", "README.md"}, false, true},
-		{[]string{"latest/notes.md"}, false, true},
+		{[]string{"latest/notes.md", "docs/guide.rst", "LICENSE"}, false, false},
+		{[]string{"docs/gen.go"}, false, true},
+		{[]string{"latest/notes.go"}, false, true},
 		{nil, false, false},
 	} {
 		if tests, code := changeKinds(c.paths); tests != c.tests || code != c.code {
@@ -184,12 +199,73 @@ var Default = Config{}
 `),
 	}
 	want := []string{
-		"added pkg: func Thing.Stop",
-		"changed pkg: func New",
-		"changed pkg: type Config",
-		"removed pkg: const Limit",
+		"added pkg (pkg): func Thing.Stop",
+		"changed pkg (pkg): func New",
+		"changed pkg (pkg): type Config",
+		"removed pkg (pkg): const Limit",
 	}
 	if got := apiChanges(before, changed); !reflect.DeepEqual(got, want) {
 		t.Errorf("apiChanges =\n %q\nwant\n %q", got, want)
+	}
+}
+
+func TestAPIChangesMore(t *testing.T) {
+	cases := []struct {
+		name          string
+		before, after map[string][]byte
+		want          []string
+	}{
+		{name: "a name declared per system, read in any order",
+			before: map[string][]byte{"p/fd_unix.go": []byte("package p\nfunc Open(n int) {}\n"), "p/fd_windows.go": []byte("package p\nfunc Open(h uintptr) {}\n")},
+			after:  map[string][]byte{"p/fd_unix.go": []byte("package p\nfunc Open(n int) {}\n"), "p/fd_windows.go": []byte("package p\nfunc Open(h uintptr) {}\n")}},
+		{name: "a type parameter added",
+			before: map[string][]byte{"p/a.go": []byte("package p\ntype Box struct{ V any }\n")},
+			after:  map[string][]byte{"p/a.go": []byte("package p\ntype Box[T any] struct{ V any }\n")},
+			want:   []string{"changed p (p): type Box"}},
+		{name: "an alias made a defined type",
+			before: map[string][]byte{"p/a.go": []byte("package p\ntype ID = int\n")},
+			after:  map[string][]byte{"p/a.go": []byte("package p\ntype ID int\n")},
+			want:   []string{"changed p (p): type ID"}},
+		{name: "the package renamed",
+			before: map[string][]byte{"p/a.go": []byte("package p\nfunc F() {}\n")},
+			after:  map[string][]byte{"p/a.go": []byte("package q\nfunc F() {}\n")},
+			want:   []string{"added p (q): func F", "removed p (p): func F"}},
+		{name: "fields grouped or not",
+			before: map[string][]byte{"p/a.go": []byte("package p\ntype P struct{ X, Y int }\n")},
+			after:  map[string][]byte{"p/a.go": []byte("package p\ntype P struct {\n\tX int\n\tY int\n}\n")}},
+		{name: "a method on a parenthesised receiver",
+			before: map[string][]byte{"p/a.go": []byte("package p\ntype T struct{}\nfunc ((T)) M() {}\n")},
+			after:  map[string][]byte{"p/a.go": []byte("package p\ntype T struct{}\n")},
+			want:   []string{"removed p (p): func T.M"}},
+		{name: "internal packages are not API",
+			before: map[string][]byte{"internal/x/a.go": []byte("package x\nfunc F() {}\n"), "p/internal/y/b.go": []byte("package y\nfunc G() {}\n")},
+			after:  map[string][]byte{}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			for range 20 { // map order varies between runs
+				if got := apiChanges(c.before, c.after); !reflect.DeepEqual(got, c.want) {
+					t.Fatalf("apiChanges = %q, want %q", got, c.want)
+				}
+			}
+		})
+	}
+}
+
+func TestAsksAPIChange(t *testing.T) {
+	for _, c := range []struct {
+		instructions string
+		want         bool
+	}{
+		{"rename Open to Dial in the API", true},
+		{"split store.go; change the exported signature of New to take a context", true},
+		{"split store.go by table; keep the public API unchanged", false},
+		{"tidy the API docs without changing the API", false},
+		{"don't rename anything exported", false},
+		{"split store.go by table", false},
+	} {
+		if got := asksAPIChange(c.instructions); got != c.want {
+			t.Errorf("asksAPIChange(%q) = %v, want %v", c.instructions, got, c.want)
+		}
 	}
 }

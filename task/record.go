@@ -46,6 +46,10 @@ type RunRecord struct {
 	// needs to know of the commit. Set for a task in a mode.
 	Tests bool `json:"tests_changed,omitempty"`
 	Code  bool `json:"code_changed,omitempty"`
+	// TestsDigest is a digest of the changed test files at the run's
+	// commit, for a tdd task: the test that failed must be the test that
+	// passes.
+	TestsDigest string `json:"tests_digest,omitempty"`
 }
 
 // Outcomes of a RunRecord.
