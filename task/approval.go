@@ -442,7 +442,11 @@ func (rq requests) classify(ctx context.Context, t *Task) error {
 // pull request is ready for review or stays a draft. Ran and did not pass:
 // the agent, which had finished, is told and goes on working.
 func (rq requests) resolveRequired(ctx context.Context, t *Task, o Outcome) error {
-	if o.Verdict == Approved && o.Result != nil && runOutcome(t.Request, o.Result) != OutcomePassed {
+	// A run that could not happen (the sandbox failed, the setup failed,
+	// the bot stopped mid-run) says nothing of the agent's work: the
+	// agent is not sent back over it; the pull request stays a draft and
+	// says why.
+	if o.Verdict == Approved && o.Result != nil && ranAndFailed(runOutcome(t.Request, o.Result)) {
 		o.Required = t.Request.Command
 		conv, err := rq.agent.Resolve(t.Conversation, o)
 		if err != nil {
@@ -459,6 +463,11 @@ func (rq requests) resolveRequired(ctx context.Context, t *Task, o Outcome) erro
 		return err
 	}
 	return rq.updateStatus(ctx, t)
+}
+
+// ranAndFailed reports whether an outcome is the command's own failure.
+func ranAndFailed(outcome string) bool {
+	return outcome == OutcomeFailed || outcome == OutcomeTimedOut || outcome == OutcomeOOM
 }
 
 // run executes an approved request in the sandbox, with a check run on the

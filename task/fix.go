@@ -159,9 +159,12 @@ func (f *Flow) work(ctx context.Context, t *Task) error {
 	}
 	if limit := f.desk().settings(t).MaxWallTime; limit > 0 && !t.CreatedAt.IsZero() {
 		if used := f.now().Sub(t.CreatedAt) - t.Waited; used >= limit {
+			t.CommitAt = f.now().UTC().Truncate(time.Second)
+			if t.reopened() {
+				return t.Move(Publishing) // as for a spent budget, below
+			}
 			t.Stop = fmt.Sprintf("the task used its wall-time budget (%s of %s, not counting waits for approval)",
 				used.Round(time.Second), limit)
-			t.CommitAt = f.now().UTC().Truncate(time.Second)
 			return nil
 		}
 	}
@@ -170,6 +173,15 @@ func (f *Flow) work(ctx context.Context, t *Task) error {
 		return err
 	}
 	p, err := f.Agent.Turn(ctx, t.Conversation, ws.Dir())
+	if errors.Is(err, ErrBudget) && t.reopened() {
+		// The agent had finished once; the repository's required command
+		// failed and it went on, until its budget ran out. Its finished
+		// work is still a pull request: a draft, saying why.
+		f.Logger.InfoContext(ctx, "the agent ran out of budget after the required command failed; publishing as a draft",
+			"task_id", t.ID, "err", err)
+		t.CommitAt = f.now().UTC().Truncate(time.Second)
+		return t.Move(Publishing)
+	}
 	if errors.Is(err, ErrBudget) {
 		t.Stop = UserMessage(err)
 		t.CommitAt = f.now().UTC().Truncate(time.Second)
@@ -422,6 +434,17 @@ func (f *Flow) requirePassing(t *Task) bool {
 	}
 	t.CommitAt = now
 	return t.Move(Working) == nil
+}
+
+// reopened reports whether the agent works again after it had finished,
+// because the repository's required command failed (resolveRequired).
+func (t *Task) reopened() bool {
+	for _, r := range t.Runs {
+		if r.Required && ranAndFailed(r.Outcome) {
+			return t.Title != ""
+		}
+	}
+	return false
 }
 
 // unmet says why the repository's required command does not yet allow the

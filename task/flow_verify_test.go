@@ -1,6 +1,7 @@
 package task_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -44,6 +45,13 @@ func TestRequirePassing(t *testing.T) {
 			wantRuns: []string{task.OutcomeFailed, task.OutcomePassed}, wantReopened: 1},
 		{name: "rejected: the pull request stays a draft", config: "require_passing: make check\n",
 			answers: []task.Kind{task.KindReject}, wantRuns: []string{task.OutcomeRejected}, wantDraft: true},
+		{name: "the sandbox failed: a draft, and the agent is not sent back", config: "require_passing: make check\n",
+			runs:    []pullwright.RunResult{{ExitCode: -1, Output: "the run was interrupted before it finished"}},
+			answers: []task.Kind{task.KindApprove}, wantRuns: []string{task.OutcomeInterrupted}, wantDraft: true},
+		{name: "failing, and the agent's budget runs out: a draft", config: "require_passing: make check\nauto_approve:\n  - command: make check\n",
+			script:  []tasktest.Turn{{Err: fmt.Errorf("%w: 40 of 40 turns", task.ErrBudget)}},
+			runs:    []pullwright.RunResult{{ExitCode: 1, Output: "FAIL\n"}},
+			answers: []task.Kind{""}, wantRuns: []string{task.OutcomeFailed}, wantDraft: true, wantReopened: 1},
 		{name: "failing and the agent changes nothing: a draft", config: "require_passing: make check\n",
 			script:  []tasktest.Turn{finish("Fix the README typo", nil)},
 			runs:    []pullwright.RunResult{{ExitCode: 1, Output: "FAIL\n"}},

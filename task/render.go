@@ -130,7 +130,7 @@ func RenderStatus(t *Task, command string) string {
 	if t.PRURL != "" && t.Draft {
 		fmt.Fprintf(&b, "Draft pull request: %s\n\n", t.PRURL)
 	}
-	if s := t.Settings; s != nil && s.RequirePassing != "" && t.Kind == KindFix {
+	if s := t.Settings; s != nil && s.RequirePassing != "" && t.Kind == KindFix && (t.Pull == nil || t.Pull.Mode == PullInBase) {
 		b.WriteString(requirementLine(t, s.RequirePassing) + "\n\n")
 	}
 	if t.Pull != nil && t.Pull.Why != "" {
