@@ -197,6 +197,10 @@ func (s *Setup) Prepare(ctx context.Context, req Request) (Prepared, error) {
 		if err := s.Runner.MarkCacheReady(ctx, cache); err != nil {
 			return fail(p, err)
 		}
+		// The engine dates the marker to the second, and a cache used
+		// earlier in that second carries a finer time: the cache just
+		// made is the most recently used, whatever the clocks' grain.
+		s.touch(cache.Volume)
 		if err := s.evict(ctx, &p); err != nil {
 			log.Warn("setup: evicting caches", "err", err)
 		} else if len(p.Evicted) > 0 {
