@@ -17,10 +17,10 @@ import (
 	"github.com/pullwright/pullwright/internal/fakegithub"
 	"github.com/pullwright/pullwright/internal/fakellm"
 	"github.com/pullwright/pullwright/internal/gitserver"
+	"github.com/pullwright/pullwright/internal/pgtest"
 	"github.com/pullwright/pullwright/repo"
 	"github.com/pullwright/pullwright/runner"
 	"github.com/pullwright/pullwright/task"
-	"github.com/pullwright/pullwright/task/sqlite"
 )
 
 // TestEveryStepCanBeReplayed runs a fix task step by step with the real
@@ -33,7 +33,16 @@ import (
 // With a run request in the middle, the request is approved when the task
 // waits, and everything about it must also exist once: its comments, its
 // check runs and the draft pull request that becomes ready.
+//
+// It runs on every database the bot can use: a replayed step reads the
+// store (HoldBranch, Usage), and each store must answer it the same way.
 func TestEveryStepCanBeReplayed(t *testing.T) {
+	for _, db := range databases {
+		t.Run(db, func(t *testing.T) { everyStepCanBeReplayed(t, db) })
+	}
+}
+
+func everyStepCanBeReplayed(t *testing.T, db string) {
 	for _, tc := range []struct{ otherMachine, withRun bool }{{false, false}, {true, false}, {false, true}, {true, true}} {
 		otherMachine, withRun := tc.otherMachine, tc.withRun
 		t.Run(fmt.Sprintf("other machine %v, run %v", otherMachine, withRun), func(t *testing.T) {
@@ -62,7 +71,7 @@ func TestEveryStepCanBeReplayed(t *testing.T) {
 			llm := fakellm.NewByTurn(t, answers...)
 
 			dir := t.TempDir()
-			flow := replayFlow(ctx, t, gh, llm, dir)
+			flow := replayFlow(ctx, t, openStore(ctx, t, db), gh, llm, dir)
 
 			tk := &task.Task{
 				ID: 1, Kind: task.KindFix, State: task.Queued, Issue: 1, CommentID: trigger,
@@ -176,8 +185,14 @@ func TestEveryStepCanBeReplayed(t *testing.T) {
 // first push (made for a request to run a command), which it did not live
 // to record. Either way the bot's commit and every one of theirs must end on
 // the branch, with nothing forced and nothing posted twice, and a request
-// must be bound to what the branch holds.
+// must be bound to what the branch holds. It too runs on every database.
 func TestEveryStepOfAPullRequestTaskCanBeReplayed(t *testing.T) {
+	for _, db := range databases {
+		t.Run(db, func(t *testing.T) { everyStepOfAPullRequestTaskCanBeReplayed(t, db) })
+	}
+}
+
+func everyStepOfAPullRequestTaskCanBeReplayed(t *testing.T, db string) {
 	for _, tc := range []struct {
 		name                        string
 		everyStep, onBotPush, isRun bool
@@ -221,7 +236,7 @@ func TestEveryStepOfAPullRequestTaskCanBeReplayed(t *testing.T) {
 				answers = append(answers[:1], append([]fakellm.Step{run}, answers[1:]...)...)
 			}
 			llm := fakellm.NewByTurn(t, answers...)
-			flow := replayFlow(ctx, t, gh, llm, t.TempDir())
+			flow := replayFlow(ctx, t, openStore(ctx, t, db), gh, llm, t.TempDir())
 			tk := &task.Task{
 				ID: 1, Kind: task.KindFix, State: task.Queued, Issue: pr, IsPR: true, CommentID: trigger,
 				Repo:      pullwright.Repo{InstallationID: 1, Owner: owner, Name: name, CloneURL: git.CloneURL(owner, name), DefaultBranch: "main"},
@@ -319,9 +334,37 @@ func TestEveryStepOfAPullRequestTaskCanBeReplayed(t *testing.T) {
 	}
 }
 
+// databases names the stores the bot can use (app.OpenStore's schemes),
+// for tests that must hold on each of them.
+var databases = []string{"sqlite", "postgres"}
+
+// openStore opens an empty store of the kind db names, through OpenStore as
+// the bot does, closed when the test ends. "postgres" is a database of the
+// test's own on the server internal/pgtest names: skipped without one,
+// failed with CI=true.
+func openStore(ctx context.Context, t *testing.T, db string) task.Store {
+	t.Helper()
+	var url string
+	switch db {
+	case "sqlite":
+		url = "sqlite://" + filepath.Join(t.TempDir(), "db")
+	case "postgres":
+		url = pgtest.URL(t)
+	default:
+		t.Fatalf("no store %q", db)
+	}
+	store, err := OpenStore(ctx, url)
+	if err != nil {
+		t.Fatalf("open the %s store: %v", db, err)
+	}
+	// Registered after pgtest's drop of the database, so it runs before it.
+	t.Cleanup(func() { store.Close() })
+	return store
+}
+
 // replayFlow is the real flow of a fix task, on the fake GitHub and the
-// scripted model, with a SQLite store and the local runner, working in dir.
-func replayFlow(ctx context.Context, t *testing.T, gh *fakegithub.Server, llm *fakellm.Server, dir string) *task.Flow {
+// scripted model, with store and the local runner, working in dir.
+func replayFlow(ctx context.Context, t *testing.T, store task.Store, gh *fakegithub.Server, llm *fakellm.Server, dir string) *task.Flow {
 	t.Helper()
 	log := slog.New(slog.DiscardHandler)
 	app, err := ghapp.New(ghapp.Config{AppID: gh.AppID, PrivateKey: gh.PrivateKeyPEM(), BaseURL: gh.URL, Logger: log, MinBackoff: time.Millisecond})
@@ -332,11 +375,6 @@ func replayFlow(ctx context.Context, t *testing.T, gh *fakegithub.Server, llm *f
 	if err != nil {
 		t.Fatal(err)
 	}
-	store, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
 	return &task.Flow{
 		Store: store, GitHub: app, Agent: model{llmAgent}, Workspaces: workspaces{}, Dir: dir,
 		BranchName: repo.BranchName, Command: "/agent", Logger: log, GitTimeout: 30 * time.Second,

@@ -2,7 +2,8 @@ package main_test
 
 // Kill -9 tests: the real bot binary is killed with SIGKILL at the moments
 // that matter and started again on the same database; the task must finish
-// with nothing lost and nothing done twice on GitHub.
+// with nothing lost and nothing done twice on GitHub. Each runs on SQLite
+// and on Postgres (botproc.OnEachDatabase).
 
 import (
 	"encoding/json"
@@ -59,6 +60,10 @@ func wantComments(t *testing.T, h *botproc.Harness, number int, id int64, what .
 }
 
 func TestKillDuringApprovalWaitLosesNothing(t *testing.T) {
+	botproc.OnEachDatabase(t, killDuringApprovalWaitLosesNothing)
+}
+
+func killDuringApprovalWaitLosesNothing(t *testing.T, databaseURL string) {
 	const command = "grep -c commit README.md"
 	steps := []fakellm.Step{
 		{ToolCalls: []fakellm.ToolCall{call("edit_file", map[string]any{"path": "README.md", "old_text": "comitt", "new_text": "commit"})}},
@@ -68,7 +73,7 @@ func TestKillDuringApprovalWaitLosesNothing(t *testing.T) {
 	llm := fakellm.NewFunc(t, func(req openai.ChatCompletionRequest) fakellm.Step {
 		return steps[min(fakellm.Turn(req), len(steps)-1)]
 	})
-	h := botproc.New(t, llm, botproc.Options{})
+	h := botproc.New(t, llm, botproc.Options{DatabaseURL: databaseURL})
 	h.GitHub.SetPermission(botproc.Owner, botproc.Repo, "maintainer", "write")
 
 	if code := h.Comment("fix-1", 1, botproc.Owner, "/agent fix the typo"); code != http.StatusAccepted {
@@ -155,7 +160,9 @@ func TestKillDuringApprovalWaitLosesNothing(t *testing.T) {
 	}
 }
 
-func TestKillBetweenTurnsResumes(t *testing.T) {
+func TestKillBetweenTurnsResumes(t *testing.T) { botproc.OnEachDatabase(t, killBetweenTurnsResumes) }
+
+func killBetweenTurnsResumes(t *testing.T, databaseURL string) {
 	steps := []fakellm.Step{
 		{ToolCalls: []fakellm.ToolCall{call("edit_file", map[string]any{"path": "README.md", "old_text": "comitt", "new_text": "commit"})}},
 		{ToolCalls: []fakellm.ToolCall{call("write_file", map[string]any{"path": "NOTES.md", "content": "Spelling is checked by hand.\n"})}},
@@ -183,7 +190,7 @@ func TestKillBetweenTurnsResumes(t *testing.T) {
 		return steps[min(n, len(steps)-1)]
 	})
 	// A short lease, so the restarted bot takes the dead one's task soon.
-	h := botproc.New(t, llm, botproc.Options{Env: []string{"BOT_LEASE=3s"}})
+	h := botproc.New(t, llm, botproc.Options{Env: []string{"BOT_LEASE=3s"}, DatabaseURL: databaseURL})
 	if code := h.Comment("fix-1", 1, botproc.Owner, "/agent fix the typo"); code != http.StatusAccepted {
 		t.Fatalf("fix answered %d", code)
 	}
@@ -281,6 +288,10 @@ func mustJSON(t *testing.T, v any) string {
 // restarted bot makes the lost call again word for word, and no second
 // summary is asked for.
 func TestKillAfterCompactionResumes(t *testing.T) {
+	botproc.OnEachDatabase(t, killAfterCompactionResumes)
+}
+
+func killAfterCompactionResumes(t *testing.T, databaseURL string) {
 	// Each write carries a large file in the model's own answer, which
 	// elision cannot shrink: the conversation must be compacted.
 	const parts = 8
@@ -339,7 +350,7 @@ func TestKillAfterCompactionResumes(t *testing.T) {
 	if err := os.WriteFile(config, []byte("models:\n  profiles:\n    test-model: {context_window: 16000, context_share: 1}\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	h := botproc.New(t, llm, botproc.Options{Env: []string{"BOT_LEASE=3s", "BOT_CONFIG=" + config}})
+	h := botproc.New(t, llm, botproc.Options{Env: []string{"BOT_LEASE=3s", "BOT_CONFIG=" + config}, DatabaseURL: databaseURL})
 	if code := h.Comment("fix-1", 1, botproc.Owner, "/agent write the notes"); code != http.StatusAccepted {
 		t.Fatalf("fix answered %d", code)
 	}

@@ -2,7 +2,8 @@
 // the test servers (internal/fakegithub, internal/gitserver, internal/fakellm),
 // so that tests and benchmarks can do what only a separate process allows:
 // kill it with SIGKILL in the middle of its work, start it again on the same
-// database, and read its own /metrics and /proc figures.
+// database (a SQLite file, or Postgres: Options.DatabaseURL), and read its
+// own /metrics and /proc figures.
 //
 // The binary is built once per test binary (or program) with `go build`,
 // with -race when the caller itself was built with it. Each Bot runs in a
@@ -40,13 +41,15 @@ import (
 	"testing"
 	"time"
 
-	_ "modernc.org/sqlite" // the "sqlite" database/sql driver, as task uses
+	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver, for a bot on Postgres
+	_ "modernc.org/sqlite"             // the "sqlite" database/sql driver, as task uses
 
 	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/app"
 	"github.com/pullwright/pullwright/internal/fakegithub"
 	"github.com/pullwright/pullwright/internal/fakellm"
 	"github.com/pullwright/pullwright/internal/gitserver"
+	"github.com/pullwright/pullwright/internal/pgtest"
 	"github.com/pullwright/pullwright/task"
 )
 
@@ -447,6 +450,20 @@ type Options struct {
 	Issues int
 	// Env holds extra KEY=value variables, applied last.
 	Env []string
+	// DatabaseURL is BOT_DATABASE_URL, such as a postgres:// URL from
+	// internal/pgtest. Empty is a SQLite file of the test's own
+	// (Harness.DatabasePath).
+	DatabaseURL string
+}
+
+// OnEachDatabase runs test as a subtest per database the bot can use,
+// "sqlite" and "postgres", with the Options.DatabaseURL that puts the bot
+// on it: "" for a SQLite file, and a Postgres database of the subtest's
+// own from internal/pgtest (skipped without a server, failed with
+// CI=true). What the bot promises after a kill it promises on both.
+func OnEachDatabase(t *testing.T, test func(t *testing.T, databaseURL string)) {
+	t.Run("sqlite", func(t *testing.T) { test(t, "") })
+	t.Run("postgres", func(t *testing.T) { test(t, pgtest.URL(t)) })
 }
 
 // Harness is a real bot process wired to a fake GitHub, a real git server
@@ -457,7 +474,9 @@ type Harness struct {
 	Git    *gitserver.Server
 	LLM    *fakellm.Server
 	Bot    *Bot
-	// DatabasePath is the SQLite file, WorkDir the bot's BOT_WORKDIR.
+	// DatabaseURL is the bot's BOT_DATABASE_URL. DatabasePath is its
+	// SQLite file, or "" on another database. WorkDir is its BOT_WORKDIR.
+	DatabaseURL  string
 	DatabasePath string
 	WorkDir      string
 
@@ -497,10 +516,14 @@ func New(t testing.TB, llm *fakellm.Server, opts Options) *Harness {
 	dir := t.TempDir()
 	h := &Harness{
 		T: t, GitHub: gh, Git: git, LLM: llm,
-		DatabasePath: filepath.Join(dir, "bot.db"),
-		WorkDir:      filepath.Join(dir, "work"),
-		client:       &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}},
-		payloads:     map[string]map[string]any{},
+		DatabaseURL: opts.DatabaseURL,
+		WorkDir:     filepath.Join(dir, "work"),
+		client:      &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}},
+		payloads:    map[string]map[string]any{},
+	}
+	if h.DatabaseURL == "" {
+		h.DatabasePath = filepath.Join(dir, "bot.db")
+		h.DatabaseURL = "sqlite://" + h.DatabasePath
 	}
 	env := []string{
 		"PATH=" + os.Getenv("PATH"),
@@ -513,7 +536,7 @@ func New(t testing.TB, llm *fakellm.Server, opts Options) *Harness {
 		"OPENAI_API_KEY=sk-botproc",
 		"OPENAI_BASE_URL=" + llm.URL,
 		"BOT_MODEL=test-model",
-		"BOT_DATABASE_URL=sqlite://" + h.DatabasePath,
+		"BOT_DATABASE_URL=" + h.DatabaseURL,
 		"BOT_RUNNER=local",
 		"BOT_WORKDIR=" + h.WorkDir,
 		"BOT_WORKERS=" + strconv.Itoa(opts.Workers),
@@ -709,7 +732,7 @@ func (h *Harness) Store() task.Store {
 	h.storeMu.Lock()
 	defer h.storeMu.Unlock()
 	if h.store == nil {
-		s, err := app.OpenStore(context.Background(), "sqlite://"+h.DatabasePath)
+		s, err := app.OpenStore(context.Background(), h.DatabaseURL)
 		if err != nil {
 			h.T.Fatalf("botproc: open the bot's store: %v", err)
 		}
@@ -718,18 +741,28 @@ func (h *Harness) Store() task.Store {
 	return h.store
 }
 
-func (h *Harness) sqlDB() *sql.DB {
+// queryRow runs query, written with Postgres' $1 for its argument if any, on
+// the bot's database, for the columns task.Store does not show (leases,
+// crashes). Both stores name those columns alike.
+func (h *Harness) queryRow(query string, arg ...any) *sql.Row {
 	h.T.Helper()
 	h.storeMu.Lock()
 	defer h.storeMu.Unlock()
 	if h.db == nil {
-		db, err := sql.Open("sqlite", "file:"+h.DatabasePath+"?_pragma=busy_timeout(10000)")
-		if err != nil {
-			h.T.Fatalf("botproc: %v", err)
+		var err error
+		if h.DatabasePath != "" {
+			h.db, err = sql.Open("sqlite", "file:"+h.DatabasePath+"?_pragma=busy_timeout(10000)")
+		} else {
+			h.db, err = sql.Open("pgx", h.DatabaseURL)
 		}
-		h.db = db
+		if err != nil {
+			h.T.Fatalf("botproc: open the bot's database: %v", err)
+		}
 	}
-	return h.db
+	if h.DatabasePath != "" {
+		query = strings.ReplaceAll(query, "$1", "?")
+	}
+	return h.db.QueryRow(query, arg...)
 }
 
 func (h *Harness) closeStore() {
@@ -766,7 +799,7 @@ func (h *Harness) Latest(issue int) *task.Task {
 func (h *Harness) Parked() int {
 	h.T.Helper()
 	var n int
-	err := h.sqlDB().QueryRow(`SELECT count(*) FROM tasks WHERE kind = 'fix' AND state = 'awaiting_approval' AND lease_owner = ''`).Scan(&n)
+	err := h.queryRow(`SELECT count(*) FROM tasks WHERE kind = 'fix' AND state = 'awaiting_approval' AND lease_owner = ''`).Scan(&n)
 	if err != nil {
 		h.T.Fatalf("botproc: count parked tasks: %v", err)
 	}
@@ -777,7 +810,7 @@ func (h *Harness) Parked() int {
 func (h *Harness) Leased(id int64) bool {
 	h.T.Helper()
 	var owner string
-	if err := h.sqlDB().QueryRow(`SELECT lease_owner FROM tasks WHERE id = ?`, id).Scan(&owner); err != nil {
+	if err := h.queryRow(`SELECT lease_owner FROM tasks WHERE id = $1`, id).Scan(&owner); err != nil {
 		h.T.Fatalf("botproc: lease of task %d: %v", id, err)
 	}
 	return owner != ""
@@ -788,7 +821,7 @@ func (h *Harness) Leased(id int64) bool {
 func (h *Harness) Crashes(id int64) int {
 	h.T.Helper()
 	var n int
-	if err := h.sqlDB().QueryRow(`SELECT crashes FROM tasks WHERE id = ?`, id).Scan(&n); err != nil {
+	if err := h.queryRow(`SELECT crashes FROM tasks WHERE id = $1`, id).Scan(&n); err != nil {
 		h.T.Fatalf("botproc: crashes of task %d: %v", id, err)
 	}
 	return n

@@ -18,9 +18,12 @@ func TestMain(m *testing.M) {
 }
 
 // The harness runs the real binary, which answers signed deliveries, dies
-// on Kill, and comes back on Restart at the same address and database.
-func TestHarness(t *testing.T) {
-	h := botproc.New(t, fakellm.New(t), botproc.Options{})
+// on Kill, and comes back on Restart at the same address and database, on
+// SQLite and on Postgres.
+func TestHarness(t *testing.T) { botproc.OnEachDatabase(t, harness) }
+
+func harness(t *testing.T, databaseURL string) {
+	h := botproc.New(t, fakellm.New(t), botproc.Options{DatabaseURL: databaseURL})
 	if got := h.Bot.Get("/healthz"); !strings.Contains(got, "ok") {
 		t.Fatalf("/healthz = %q", got)
 	}
@@ -70,6 +73,11 @@ func TestHarness(t *testing.T) {
 	// ends in nothing (no issue to answer on).
 	if code := h.Button("b1", botproc.Owner, "approve", "99-1", strings.Repeat("a", 40)); code != http.StatusAccepted {
 		t.Fatalf("button answered %d", code)
+	}
+	// The harness reads the bot's database directly too: no fix task, so
+	// none is parked.
+	if n := h.Parked(); n != 0 {
+		t.Fatalf("%d parked tasks, want 0", n)
 	}
 	h.Bot.Stop()
 	if h.Bot.Running() {
