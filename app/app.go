@@ -22,6 +22,7 @@ import (
 
 	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/agent"
+	"github.com/pullwright/pullwright/console"
 	"github.com/pullwright/pullwright/fence"
 	"github.com/pullwright/pullwright/ghapp"
 	"github.com/pullwright/pullwright/policy"
@@ -94,6 +95,13 @@ type Config struct {
 	// runner.DefaultPath).
 	LocalPath string
 
+	// The console (docs/console.md) is served when ClientID, ClientSecret,
+	// SessionKey and PublicURL are all set; with some but not all, New
+	// refuses to start rather than serve without it quietly.
+	PublicURL              string
+	ClientID, ClientSecret string
+	SessionKey             []byte
+
 	Logger *slog.Logger
 
 	// store, when set, is an open store that New uses instead of opening
@@ -121,6 +129,7 @@ type App struct {
 	webhook *webhook.Handler
 	github  *ghapp.App
 	metrics *metrics
+	console *console.Console // nil when not configured
 	closers []func() error
 }
 
@@ -253,7 +262,37 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("webhook: %w", err)
 	}
+	if a.console, err = consoleOf(cfg, store, log); err != nil {
+		return nil, err
+	}
 	return a, nil
+}
+
+// consoleOf builds the console when it is configured, nil when none of
+// its settings is.
+func consoleOf(cfg Config, store task.Store, log *slog.Logger) (*console.Console, error) {
+	set := 0
+	for _, v := range []bool{cfg.ClientID != "", cfg.ClientSecret != "", len(cfg.SessionKey) > 0, cfg.PublicURL != ""} {
+		if v {
+			set++
+		}
+	}
+	switch set {
+	case 0:
+		return nil, nil
+	case 4:
+	default:
+		return nil, errors.New("console: set all of GITHUB_CLIENT_ID, GITHUB_CLIENT_SECRET, BOT_SESSION_KEY and BOT_PUBLIC_URL, or none")
+	}
+	lister, ok := store.(console.Store)
+	if !ok {
+		return nil, fmt.Errorf("console: the store %T cannot list tasks", store)
+	}
+	return console.New(console.Config{
+		Store: lister, APIURL: cfg.APIURL, PublicURL: cfg.PublicURL,
+		ClientID: cfg.ClientID, ClientSecret: cfg.ClientSecret, SessionKey: cfg.SessionKey,
+		PermissionTTL: cfg.PermissionTTL, Logger: log.With("component", "console"),
+	})
 }
 
 // operator is the operator's configuration with the environment's model
@@ -451,6 +490,11 @@ func (a *App) Handler() http.Handler {
 		fmt.Fprintln(w, "ok")
 	})
 	mux.HandleFunc("GET /readyz", a.ready)
+	if a.console != nil {
+		h := a.console.Handler()
+		mux.Handle("/console/", h)
+		mux.Handle("/api/", h)
+	}
 	return mux
 }
 

@@ -125,6 +125,10 @@ func settings(fs *flag.FlagSet, getenv func(string) string) func(env string) str
 		{env: "BOT_LEASE", def: "1m", help: "how long a worker's claim on a task lasts unrenewed: a task whose bot died is taken up again after it"},
 		{env: "BOT_APPROVAL_TIMEOUT", def: "24h", help: "how long an execution request waits for /approve or /reject before it counts as rejected"},
 		{env: "BOT_LOG_FORMAT", def: "json", help: "json or text"},
+		{env: "BOT_PUBLIC_URL", help: "address people reach the console at, e.g. https://bot.example.com (console; see docs/console.md)"},
+		{env: "GITHUB_CLIENT_ID", help: "the GitHub App's client id, for the console's sign-in"},
+		{env: "GITHUB_CLIENT_SECRET", secret: true, help: "the GitHub App's client secret, for the console's sign-in"},
+		{env: "BOT_SESSION_KEY", secret: true, help: "at least 32 random bytes sealing the console's cookies"},
 		{env: "BOT_CONFIG", help: "operator configuration file (YAML): caps, defaults, allowed models, prices, rates, served installations; see docs/configuration.md"},
 	}
 	byEnv := map[string]*setting{}
@@ -201,6 +205,10 @@ func config(get func(string) string) (app.Config, error) {
 		Runner:           get("BOT_RUNNER"),
 		SandboxImage:     get("BOT_SANDBOX_IMAGE"),
 		WorkDir:          get("BOT_WORKDIR"),
+		PublicURL:        strings.TrimRight(get("BOT_PUBLIC_URL"), "/"),
+		ClientID:         get("GITHUB_CLIENT_ID"),
+		ClientSecret:     get("GITHUB_CLIENT_SECRET"),
+		SessionKey:       []byte(get("BOT_SESSION_KEY")),
 	}
 	if err := checkEndpoint(cfg.OpenAIAPIType, cfg.OpenAIAPIVersion, cfg.OpenAIBaseURL); err != nil {
 		return cfg, err

@@ -19,6 +19,10 @@
 // hooks let a real repository of internal/gitserver answer for content,
 // commits, diffs and clone addresses.
 //
+// It also plays GitHub's side of a GitHub App's user authorization (the
+// web flow at /login/oauth/…, GET /user, and GET /repos/{owner}/{repo}
+// with the user's token: oauth.go), for the console's sign-in.
+//
 // It checks authentication the way GitHub does: app endpoints need a JWT
 // signed RS256 by the app key, repository endpoints and GraphQL need an
 // installation token, minted for an installation that includes the repository
@@ -158,16 +162,23 @@ type Request struct {
 	Path   string // API path without the server's prefix, e.g. "/repos/o/r/issues/1"; "/api/graphql" for GraphQL next to an "/api/v3" prefix
 	Query  string // raw query
 	Body   []byte
-	Auth   string // "jwt", "token", "none" or "bad"
+	Auth   string // "jwt", "token" (installation), "user" (user access token), "none" or "bad"
 	Status int    // status answered
 }
 
 // Server is a running fake. Create it with New or NewWithPrefix.
 type Server struct {
-	URL        string // API base URL (includes the prefix, no trailing slash)
-	GraphQLURL string // GraphQL endpoint: URL+"/graphql", or …/api/graphql for an "/api/v3" prefix
-	AppID      int64
-	AppSlug    string
+	URL string // API base URL (includes the prefix, no trailing slash)
+	// WebURL is the address of GitHub's web pages, where the user
+	// authorization flow lives (/login/oauth/…): the fake's root, outside
+	// the API's prefix, as on GitHub Enterprise Server.
+	WebURL string
+	// ClientID and ClientSecret are the app's OAuth credentials, for the
+	// user authorization flow (oauth.go).
+	ClientID, ClientSecret string
+	GraphQLURL             string // GraphQL endpoint: URL+"/graphql", or …/api/graphql for an "/api/v3" prefix
+	AppID                  int64
+	AppSlug                string
 
 	// Files, when set, serves the contents endpoint for paths that SetFile
 	// and SetSymlink did not store: content and true for a regular file at
@@ -230,6 +241,9 @@ type Server struct {
 	reviewOrder   map[string][]int64                     // "repo key#n" → review comment ids, oldest first
 	resolved      map[int64]bool                         // root review comment id → thread resolved
 	tokenPrefix   string
+	userTokens    map[string]userToken // user access token → whose
+	codes         map[string]oauthCode // authorization code → what it trades for
+	browserUser   string               // who authorizes the app (SignInBrowser)
 	// reqMu guards requests apart from mu: a request is recorded while its
 	// handler may still hold mu.
 	reqMu       sync.Mutex
@@ -316,6 +330,10 @@ func NewWithPrefix(t testing.TB, prefix string) *Server {
 		resolved:      map[int64]bool{},
 		tokenPrefix:   "ghs_",
 		nextID:        1000,
+		userTokens:    map[string]userToken{},
+		codes:         map[string]oauthCode{},
+		ClientID:      "Iv23li" + randomToken("")[:14],
+		ClientSecret:  randomToken(""),
 	}
 	s.graphqlPath = s.prefix + "/graphql"
 	if b, ok := strings.CutSuffix(s.prefix, "/api/v3"); ok {
@@ -324,6 +342,7 @@ func NewWithPrefix(t testing.TB, prefix string) *Server {
 	s.routes()
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	s.URL = s.srv.URL + s.prefix
+	s.WebURL = s.srv.URL
 	s.GraphQLURL = s.srv.URL + s.graphqlPath
 	t.Cleanup(s.srv.Close)
 	return s
@@ -569,6 +588,7 @@ type ctxKey struct{}
 type reqInfo struct {
 	auth         string
 	installation int64
+	user         string // the login of a user token ("user")
 	fullPath     string // path as received, with prefix
 }
 
@@ -601,6 +621,13 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	info := &reqInfo{fullPath: r.URL.Path}
 	info.auth, info.installation = s.classifyAuth(r.Header.Get("Authorization"))
+	if info.auth == "bad" {
+		if _, cred, ok := strings.Cut(r.Header.Get("Authorization"), " "); ok {
+			if login, ok := s.userTokenLogin(cred); ok {
+				info.auth, info.user = "user", login
+			}
+		}
+	}
 
 	// path is what Requests records and faults match; muxPath is what the
 	// mux routes, "" when nothing is served there.
@@ -616,6 +643,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case r.URL.Path == s.graphqlPath:
 		muxPath = "/graphql"
+	case strings.HasPrefix(r.URL.Path, "/login/oauth/"):
+		// GitHub's web host, outside the API's prefix.
+		muxPath = r.URL.Path
 	case inPrefix && path != "/graphql":
 		muxPath = path
 	}

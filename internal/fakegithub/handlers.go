@@ -35,6 +35,10 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /app/installations", s.app(s.listInstallations))
 	m.HandleFunc("POST /app/installations/{id}/access_tokens", s.app(s.createToken))
 	m.HandleFunc("GET /users/{login}", s.getUser)
+	m.HandleFunc("GET /user", s.getAuthenticatedUser)
+	m.HandleFunc("GET /login/oauth/authorize", s.authorize)
+	m.HandleFunc("POST /login/oauth/access_token", s.accessToken)
+	m.HandleFunc("GET /repos/{owner}/{repo}", s.getRepository)
 
 	m.HandleFunc("GET /repos/{owner}/{repo}/issues/{number}", s.repo(s.getIssue))
 	m.HandleFunc("GET /repos/{owner}/{repo}/issues/{number}/comments", s.repo(s.listComments))

@@ -31,8 +31,9 @@ type Store struct {
 }
 
 var (
-	_ task.Store = (*Store)(nil)
-	_ task.Due   = (*Store)(nil)
+	_ task.Store  = (*Store)(nil)
+	_ task.Lister = (*Store)(nil)
+	_ task.Due    = (*Store)(nil)
 )
 
 // ended is the SQL list of the states a task never leaves.
@@ -429,6 +430,45 @@ func (s *Store) oneFor(ctx context.Context, op, where, key string) (*task.Task, 
 		return nil, fmt.Errorf("%s task of %s: %w", op, key, err)
 	}
 	return t, nil
+}
+
+// List implements task.Lister. The repository is compared on the task's
+// own data: there is no column for it, and a scan of the fix tasks is
+// cheap beside a page's permission checks against GitHub.
+func (s *Store) List(ctx context.Context, q task.ListQuery) ([]*task.Task, error) {
+	where, args := []string{"kind = 'fix'"}, []any{}
+	arg := func(v any) string {
+		args = append(args, v)
+		return fmt.Sprintf("$%d", len(args))
+	}
+	if q.Repo != "" {
+		where = append(where, `lower((data->'repo'->>'owner') || '/' || (data->'repo'->>'name')) = lower(`+arg(q.Repo)+`)`)
+	}
+	if q.State != "" {
+		where = append(where, "state = "+arg(string(q.State)))
+	}
+	if q.Before > 0 {
+		where = append(where, "id < "+arg(q.Before))
+	}
+	limit := arg(q.PageSize())
+	rows, err := s.db.Query(ctx, `SELECT id, data - 'conversation' - 'files', cancelled_by, answer, run_after, crashes
+		FROM tasks WHERE `+strings.Join(where, " AND ")+` ORDER BY id DESC LIMIT `+limit, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list tasks: %w", err)
+	}
+	defer rows.Close()
+	var out []*task.Task
+	for rows.Next() {
+		t, err := scanTask(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list tasks: %w", err)
+		}
+		out = append(out, t)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list tasks: %w", err)
+	}
+	return out, nil
 }
 
 // Active implements task.Store.

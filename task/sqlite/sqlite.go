@@ -27,8 +27,9 @@ type Store struct {
 }
 
 var (
-	_ task.Store = (*Store)(nil)
-	_ task.Due   = (*Store)(nil)
+	_ task.Store  = (*Store)(nil)
+	_ task.Lister = (*Store)(nil)
+	_ task.Due    = (*Store)(nil)
 )
 
 const sqliteSchema = `
@@ -550,6 +551,44 @@ func (s *Store) oneFor(ctx context.Context, op, where, key string) (*task.Task, 
 		return nil, fmt.Errorf("%s task of %s: %w", op, key, err)
 	}
 	return t, nil
+}
+
+// List implements task.Lister. The repository is compared on the task's
+// own data: there is no column for it, and a full scan of the fix tasks
+// is cheap beside a page's permission checks against GitHub.
+func (s *Store) List(ctx context.Context, q task.ListQuery) ([]*task.Task, error) {
+	where, args := []string{"kind = 'fix'"}, []any{}
+	if q.Repo != "" {
+		where = append(where, `lower(json_extract(data, '$.repo.owner') || '/' || json_extract(data, '$.repo.name')) = lower(?)`)
+		args = append(args, q.Repo)
+	}
+	if q.State != "" {
+		where = append(where, "state = ?")
+		args = append(args, string(q.State))
+	}
+	if q.Before > 0 {
+		where = append(where, "id < ?")
+		args = append(args, q.Before)
+	}
+	args = append(args, q.PageSize())
+	rows, err := s.db.QueryContext(ctx, `SELECT id, json_remove(data, '$.conversation', '$.files'), cancelled_by, answer, run_after, crashes
+		FROM tasks WHERE `+strings.Join(where, " AND ")+` ORDER BY id DESC LIMIT ?`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list tasks: %w", err)
+	}
+	defer rows.Close()
+	var out []*task.Task
+	for rows.Next() {
+		t, err := scanTask(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list tasks: %w", err)
+		}
+		out = append(out, t)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list tasks: %w", err)
+	}
+	return out, nil
 }
 
 // Active implements task.Store.

@@ -42,6 +42,7 @@ func Run(t *testing.T, open Open) {
 		{"PullHeadsAround", testPullHeadsAround},
 		{"UsageCountsAdmittedTasksOfTheInstallation", testUsage},
 		{"NextDueSkipsTasksWaitingForAPerson", testNextDue},
+		{"ListPagesFixTasksNewestFirst", testList},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -646,4 +647,84 @@ func testNextDue(t *testing.T, open opener) {
 		t.Fatal(err)
 	}
 	next(c.Now())
+}
+
+func testList(t *testing.T, open opener) {
+	ctx := context.Background()
+	s, _ := open(t)
+	l, ok := s.(task.Lister)
+	if !ok {
+		t.Fatalf("%T does not implement task.Lister", s)
+	}
+	if got, err := l.List(ctx, task.ListQuery{}); err != nil || len(got) != 0 {
+		t.Fatalf("list of an empty store = %v, %v", got, err)
+	}
+	// Five fixes over two repositories (one named in another case), one
+	// of them done, and a reply, which is no fix and never listed.
+	ids := map[string]int64{}
+	for i, r := range []struct {
+		name, owner, repo string
+		state             task.State
+	}{
+		{"a1", "o", "a", ""},
+		{"b1", "o", "b", ""},
+		{"a2", "O", "A", task.Done},
+		{"a3", "o", "a", ""},
+		{"b2", "o", "b", ""},
+	} {
+		tk := &task.Task{Kind: task.KindFix, State: r.state, Repo: pullwright.Repo{InstallationID: 1, Owner: r.owner, Name: r.repo}, Issue: i + 1,
+			Instructions: "fix " + r.name, Work: task.Work{Conversation: []byte(`{"big":true}`), Files: []task.FileSnapshot{{Path: "f", Content: []byte("x")}}}}
+		mustRecord(t, s, "d-"+r.name, tk)
+		ids[r.name] = tk.ID
+	}
+	mustRecord(t, s, "d-reply", &task.Task{Kind: task.KindReply, Repo: pullwright.Repo{InstallationID: 1, Owner: "o", Name: "a"}, Issue: 9, Reply: "hi"})
+
+	names := func(ts []*task.Task) []string {
+		var out []string
+		for _, tk := range ts {
+			for n, id := range ids {
+				if id == tk.ID {
+					out = append(out, n)
+				}
+			}
+		}
+		return out
+	}
+	tests := []struct {
+		name string
+		q    func() task.ListQuery
+		want []string
+	}{
+		{"all, newest first", func() task.ListQuery { return task.ListQuery{} }, []string{"b2", "a3", "a2", "b1", "a1"}},
+		{"one repository, its name in any case", func() task.ListQuery { return task.ListQuery{Repo: "O/a"} }, []string{"a3", "a2", "a1"}},
+		{"one state", func() task.ListQuery { return task.ListQuery{State: task.Done} }, []string{"a2"}},
+		{"repository and state", func() task.ListQuery { return task.ListQuery{Repo: "o/b", State: task.Queued} }, []string{"b2", "b1"}},
+		{"a page", func() task.ListQuery { return task.ListQuery{Limit: 2} }, []string{"b2", "a3"}},
+		{"the page after", func() task.ListQuery { return task.ListQuery{Limit: 2, Before: ids["a3"]} }, []string{"a2", "b1"}},
+		{"the last page", func() task.ListQuery { return task.ListQuery{Limit: 2, Before: ids["b1"]} }, []string{"a1"}},
+		{"no such repository", func() task.ListQuery { return task.ListQuery{Repo: "o/c"} }, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := l.List(ctx, tc.q())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := names(got); !slices.Equal(n, tc.want) {
+				t.Fatalf("listed %v, want %v", n, tc.want)
+			}
+			for _, tk := range got {
+				if tk.Conversation != nil || tk.Files != nil {
+					t.Errorf("task %d listed with its conversation or files", tk.ID)
+				}
+				if tk.Kind != task.KindFix || tk.Repo.InstallationID != 1 || !strings.HasPrefix(tk.Instructions, "fix ") {
+					t.Errorf("task %d listed as %+v", tk.ID, tk)
+				}
+			}
+		})
+	}
+	// Get still reads the whole task.
+	if full, err := s.Get(ctx, ids["a1"]); err != nil || len(full.Conversation) == 0 || len(full.Files) != 1 {
+		t.Fatalf("get after list = %+v, %v", full, err)
+	}
 }

@@ -31,8 +31,9 @@ type Store struct {
 }
 
 var (
-	_ task.Store = (*Store)(nil)
-	_ task.Due   = (*Store)(nil)
+	_ task.Store  = (*Store)(nil)
+	_ task.Due    = (*Store)(nil)
+	_ task.Lister = (*Store)(nil)
 )
 
 // errStoreClosed is what a closed Store answers, as a closed database would.
@@ -301,6 +302,39 @@ func (s *Store) oneFor(op, key string, activeOnly bool) (*task.Task, error) {
 		return nil, fmt.Errorf("%s task of %s: %w", op, key, err)
 	}
 	return t, nil
+}
+
+// List implements task.Lister, as the SQLite store does: the tasks
+// without their Conversation and Files.
+func (s *Store) List(ctx context.Context, q task.ListQuery) ([]*task.Task, error) {
+	if err := s.lock(); err != nil {
+		return nil, fmt.Errorf("list tasks: %w", err)
+	}
+	defer s.mu.Unlock()
+	var ids []int64
+	for id, r := range s.rows {
+		if r.kind == task.KindFix && (q.State == "" || r.state == q.State) && (q.Before <= 0 || id < q.Before) {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	slices.Reverse(ids)
+	var out []*task.Task
+	for _, id := range ids {
+		if len(out) == q.PageSize() {
+			break
+		}
+		t, err := s.decode(id)
+		if err != nil {
+			return nil, fmt.Errorf("list tasks: %w", err)
+		}
+		if q.Repo != "" && !strings.EqualFold(t.Repo.FullName(), q.Repo) {
+			continue
+		}
+		t.Conversation, t.Files = nil, nil
+		out = append(out, t)
+	}
+	return out, nil
 }
 
 // Active implements task.Store.

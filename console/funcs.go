@@ -1,0 +1,23 @@
+package console
+
+import (
+	"html/template"
+	"time"
+)
+
+// funcs are the templates' helpers. None returns template.HTML: every
+// value a page shows is escaped by html/template.
+var funcs = template.FuncMap{
+	"when": func(t time.Time) string {
+		if t.IsZero() {
+			return "—"
+		}
+		return t.UTC().Format("2006-01-02 15:04:05 UTC")
+	},
+	"short": func(sha string) string {
+		if len(sha) > 12 {
+			return sha[:12]
+		}
+		return sha
+	},
+}

@@ -1,0 +1,251 @@
+package console
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+)
+
+// githubTimeout bounds every call to GitHub the console makes.
+const githubTimeout = 10 * time.Second
+
+// errUnauthorized is GitHub refusing the person's token: expired, revoked,
+// or never one.
+var errUnauthorized = errors.New("github refused the token")
+
+// WebURL is the address of GitHub's web pages for a REST base URL:
+// github.com for api.github.com, https://HOST for GitHub Enterprise
+// Server's https://HOST/api/v3, SUBDOMAIN.ghe.com for api.SUBDOMAIN.ghe.com,
+// and the base itself otherwise (a test server that serves both).
+func WebURL(apiURL string) (string, error) {
+	u, err := url.Parse(strings.TrimRight(apiURL, "/"))
+	if err != nil || u.Host == "" {
+		return "", fmt.Errorf("GitHub API URL %q: not an absolute URL", apiURL)
+	}
+	u.Path = strings.TrimSuffix(u.Path, "/api/v3")
+	if h, ok := strings.CutPrefix(u.Host, "api."); ok {
+		u.Host = h
+	}
+	u.RawQuery, u.Fragment = "", ""
+	return strings.TrimRight(u.String(), "/"), nil
+}
+
+// github is what the console asks GitHub, always on behalf of a person:
+// with the app's client credentials to trade their code, then with their
+// own token. It never uses the app's installation tokens, so what a
+// person sees is what GitHub lets them see.
+type github struct {
+	api, web       string
+	clientID       string
+	clientSecret   string
+	client         *http.Client
+	permissionTTL  time.Duration
+	now            func() time.Time
+	mu             sync.Mutex
+	roles          map[string]cached // token digest + repository → role
+	users          map[string]cached // token digest → user
+	lastSweep      time.Time
+	maxCacheAnswer int
+}
+
+type cached struct {
+	role    string
+	user    user
+	expires time.Time
+}
+
+// user is a GitHub user as GET /user answers.
+type user struct {
+	Login string `json:"login"`
+	ID    int64  `json:"id"`
+}
+
+// authorizeURL is where a browser goes to sign in, with state to find
+// the way back to this browser's sign-in.
+func (g *github) authorizeURL(redirect, state string) string {
+	return g.web + "/login/oauth/authorize?" + url.Values{
+		"client_id": {g.clientID}, "redirect_uri": {redirect}, "state": {state},
+		// GitHub may show its account picker; sign-in never creates an account.
+		"allow_signup": {"false"},
+	}.Encode()
+}
+
+// exchange trades an authorization code for the person's user token.
+func (g *github) exchange(ctx context.Context, code, redirect string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, githubTimeout)
+	defer cancel()
+	form := url.Values{"client_id": {g.clientID}, "client_secret": {g.clientSecret}, "code": {code}, "redirect_uri": {redirect}}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, g.web+"/login/oauth/access_token", strings.NewReader(form.Encode()))
+	if err != nil {
+		return "", fmt.Errorf("trade code: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Accept", "application/json")
+	resp, err := g.client.Do(req)
+	if err != nil {
+		return "", fmt.Errorf("trade code: %w", err)
+	}
+	defer resp.Body.Close()
+	var v struct {
+		AccessToken string `json:"access_token"`
+		Error       string `json:"error"`
+		Description string `json:"error_description"`
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("trade code: GitHub answered %s", resp.Status)
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<16)).Decode(&v); err != nil {
+		return "", fmt.Errorf("trade code: %w", err)
+	}
+	if v.Error != "" {
+		// GitHub answers its errors with 200 and a code; the code and its
+		// description are GitHub's words, safe to log.
+		return "", fmt.Errorf("trade code: %s: %s", v.Error, v.Description)
+	}
+	if v.AccessToken == "" {
+		return "", errors.New("trade code: GitHub gave no token")
+	}
+	return v.AccessToken, nil
+}
+
+// get calls the API with token and decodes a 200 answer into v; it returns
+// false on 404.
+func (g *github) get(ctx context.Context, token, path string, v any) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, githubTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, g.api+path, nil)
+	if err != nil {
+		return false, err
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Accept", "application/vnd.github+json")
+	req.Header.Set("X-GitHub-Api-Version", "2022-11-28")
+	resp, err := g.client.Do(req)
+	if err != nil {
+		return false, err
+	}
+	defer resp.Body.Close()
+	switch resp.StatusCode {
+	case http.StatusOK:
+		return true, json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(v)
+	case http.StatusNotFound:
+		return false, nil
+	case http.StatusUnauthorized:
+		return false, errUnauthorized
+	}
+	return false, fmt.Errorf("GitHub answered %s", resp.Status)
+}
+
+// digest names a token in the caches without keeping it as a key.
+func digest(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(sum[:16])
+}
+
+// whoami returns whose token this is, cached for the permission TTL so
+// that an API client calling with its token is not a GitHub call per
+// request, and a revoked token stops working within it.
+func (g *github) whoami(ctx context.Context, token string) (user, error) {
+	k := digest(token)
+	if c, ok := g.lookup(g.users, k); ok {
+		return c.user, nil
+	}
+	var u user
+	found, err := g.get(ctx, token, "/user", &u)
+	switch {
+	case err != nil:
+		return user{}, fmt.Errorf("who is the token's user: %w", err)
+	case !found || u.Login == "":
+		return user{}, fmt.Errorf("who is the token's user: %w", errUnauthorized)
+	}
+	g.remember(g.users, k, cached{user: u})
+	return u, nil
+}
+
+// role returns the person's role on a repository ("admin", "maintain",
+// "write", "triage" or "read"), or "" when they cannot read it.
+//
+// It asks GET /repos/{owner}/{repo} with the person's own token, rather
+// than the collaborator permission endpoint with the app's: one call
+// answers both questions, GitHub answers 404 for a repository the token
+// cannot see (private, SAML session missing, app not installed there),
+// public repositories are readable as on GitHub, and the app needs no
+// permission to ask about other users. Answers (also "cannot read") are
+// cached for the permission TTL, as the comment commands' are; errors are
+// not.
+func (g *github) role(ctx context.Context, token, fullName string) (string, error) {
+	k := digest(token) + "\x00" + strings.ToLower(fullName)
+	if c, ok := g.lookup(g.roles, k); ok {
+		return c.role, nil
+	}
+	owner, name, ok := strings.Cut(fullName, "/")
+	if !ok {
+		return "", fmt.Errorf("repository %q: not owner/name", fullName)
+	}
+	var v struct {
+		Permissions map[string]bool `json:"permissions"`
+	}
+	found, err := g.get(ctx, token, "/repos/"+url.PathEscape(owner)+"/"+url.PathEscape(name), &v)
+	if err != nil {
+		return "", fmt.Errorf("permission on %s: %w", fullName, err)
+	}
+	role := ""
+	if found {
+		// The legacy names of GitHub's answer, highest first.
+		for _, p := range []struct{ key, role string }{
+			{"admin", "admin"}, {"maintain", "maintain"}, {"push", "write"}, {"triage", "triage"}, {"pull", "read"},
+		} {
+			if v.Permissions[p.key] {
+				role = p.role
+				break
+			}
+		}
+		if role == "" {
+			// Seen but no permissions object: readable, nothing more.
+			role = "read"
+		}
+	}
+	g.remember(g.roles, k, cached{role: role})
+	return role, nil
+}
+
+func (g *github) lookup(m map[string]cached, k string) (cached, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	c, ok := m[k]
+	if !ok || !g.now().Before(c.expires) {
+		return cached{}, false
+	}
+	return c, true
+}
+
+// remember caches c for the TTL. The caches are bounded whatever the
+// traffic: expired entries go at most once per TTL, and a cache still
+// full after that is emptied.
+func (g *github) remember(m map[string]cached, k string, c cached) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	now := g.now()
+	c.expires = now.Add(g.permissionTTL)
+	if len(m) >= g.maxCacheAnswer || now.Sub(g.lastSweep) > g.permissionTTL {
+		g.lastSweep = now
+		for k, v := range m {
+			if !now.Before(v.expires) {
+				delete(m, k)
+			}
+		}
+		if len(m) >= g.maxCacheAnswer {
+			clear(m)
+		}
+	}
+	m[k] = c
+}

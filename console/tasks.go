@@ -1,0 +1,321 @@
+package console
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html/template"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pullwright/pullwright"
+	"github.com/pullwright/pullwright/task"
+)
+
+// taskView is a task as the console shows it, in pages and in the API:
+// what a maintainer needs, and none of the agent's working state, the
+// workspace's path or the repository's resolved settings.
+type taskView struct {
+	ID           int64                 `json:"id"`
+	State        task.State            `json:"state"`
+	Repo         string                `json:"repo"`
+	Issue        int                   `json:"issue"`
+	IsPR         bool                  `json:"is_pr,omitempty"`
+	IssueTitle   string                `json:"issue_title,omitempty"`
+	IssueURL     string                `json:"issue_url"`
+	Requester    string                `json:"requester"`
+	Instructions string                `json:"instructions,omitempty"`
+	Mode         string                `json:"mode,omitempty"`
+	Error        string                `json:"error,omitempty"`
+	CancelledBy  string                `json:"cancelled_by,omitempty"`
+	Branch       string                `json:"branch,omitempty"`
+	PRURL        string                `json:"pr_url,omitempty"`
+	Turns        int                   `json:"turns"`
+	Tokens       int                   `json:"tokens"`
+	CreatedAt    time.Time             `json:"created_at"`
+	UpdatedAt    time.Time             `json:"updated_at"`
+	Plan         []pullwright.PlanItem `json:"plan,omitempty"`
+	Steps        []string              `json:"steps,omitempty"`
+	Runs         []task.RunRecord      `json:"runs,omitempty"`
+	// Pending is the request waiting for an answer, if one does.
+	Pending *requestView `json:"pending,omitempty"`
+}
+
+type requestView struct {
+	ID       string    `json:"id"`
+	Command  string    `json:"command"`
+	Reason   string    `json:"reason,omitempty"`
+	SHA      string    `json:"sha,omitempty"`
+	AskedAt  time.Time `json:"asked_at"`
+	Deadline time.Time `json:"deadline,omitzero"`
+	URL      string    `json:"url,omitempty"`
+}
+
+func (c *Console) view(t *task.Task, full bool) taskView {
+	kind := "issues"
+	if t.IsPR {
+		kind = "pull"
+	}
+	v := taskView{
+		ID: t.ID, State: t.State, Repo: t.Repo.FullName(), Issue: t.Issue, IsPR: t.IsPR, IssueTitle: t.IssueTitle,
+		IssueURL:  fmt.Sprintf("%s/%s/%s/%s/%d", c.gh.web, url.PathEscape(t.Repo.Owner), url.PathEscape(t.Repo.Name), kind, t.Issue),
+		Requester: t.Requester.Login, Instructions: t.Instructions, Mode: t.Mode, Error: t.Error, CancelledBy: t.CancelledBy,
+		Branch: t.Branch, PRURL: t.PRURL, Turns: t.Turns, Tokens: t.Tokens, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt,
+	}
+	if !full {
+		return v
+	}
+	v.Plan, v.Steps, v.Runs = t.Plan, t.Steps, t.Runs
+	if rq := t.Request; rq != nil && t.State == task.AwaitingApproval && rq.Answer == nil {
+		v.Pending = &requestView{ID: rq.ID, Command: rq.Command, Reason: rq.Reason, SHA: rq.SHA,
+			AskedAt: rq.AskedAt, Deadline: rq.Deadline, URL: rq.CommentURL}
+	}
+	return v
+}
+
+// errGitHub is GitHub failing to answer a permission question: the
+// console then shows nothing rather than guess.
+var errGitHub = errors.New("GitHub did not answer a permission check")
+
+// canRead reports whether who may see tasks of repository fullName.
+func (c *Console) canRead(ctx context.Context, who *caller, fullName string) (bool, error) {
+	role, err := c.gh.role(ctx, who.token, fullName)
+	if err != nil {
+		c.log.WarnContext(ctx, "console: permission check failed", "login", who.Login, "repo", fullName, "err", err)
+		return false, fmt.Errorf("%w: %w", errGitHub, err)
+	}
+	return role != "", nil
+}
+
+// listQuery reads a list's filters from the address.
+func listQuery(r *http.Request) (task.ListQuery, error) {
+	q := task.ListQuery{Repo: strings.TrimSpace(r.URL.Query().Get("repo")), State: task.State(r.URL.Query().Get("state"))}
+	if q.Repo != "" {
+		if o, n, ok := strings.Cut(q.Repo, "/"); !ok || o == "" || n == "" || strings.Contains(n, "/") {
+			return q, errors.New("repo: want owner/name")
+		}
+	}
+	if q.State != "" && !knownState(q.State) {
+		return q, errors.New("state: not a task state")
+	}
+	if b := r.URL.Query().Get("before"); b != "" {
+		n, err := strconv.ParseInt(b, 10, 64)
+		if err != nil || n <= 0 {
+			return q, errors.New("before: want a task id")
+		}
+		q.Before = n
+	}
+	return q, nil
+}
+
+var states = []task.State{task.Queued, task.Preparing, task.Working, task.AwaitingApproval, task.Running, task.Publishing, task.Done, task.Failed, task.Cancelled}
+
+func knownState(s task.State) bool {
+	for _, k := range states {
+		if k == s {
+			return true
+		}
+	}
+	return false
+}
+
+// visible returns one page of the tasks who may see, newest first, and
+// the id to list on from (0 at the end). The store pages by id; tasks of
+// repositories who cannot read are dropped after, so a page can be short,
+// but never skips a task who may see: the next page starts after the
+// last task looked at.
+func (c *Console) visible(ctx context.Context, who *caller, q task.ListQuery) ([]taskView, int64, error) {
+	var out []taskView
+	readable := map[string]bool{}
+	scanned := 0
+	for {
+		q.Limit = task.MaxList
+		batch, err := c.cfg.Store.List(ctx, q)
+		if err != nil {
+			return nil, 0, fmt.Errorf("list tasks: %w", err)
+		}
+		for _, t := range batch {
+			scanned++
+			name := strings.ToLower(t.Repo.FullName())
+			ok, seen := readable[name]
+			if !seen {
+				if ok, err = c.canRead(ctx, who, t.Repo.FullName()); err != nil {
+					return nil, 0, err
+				}
+				readable[name] = ok
+			}
+			if ok {
+				out = append(out, c.view(t, false))
+			}
+			if len(out) == pageSize || scanned == maxScan {
+				return out, t.ID, nil
+			}
+		}
+		if len(batch) < task.MaxList {
+			return out, 0, nil
+		}
+		q.Before = batch[len(batch)-1].ID
+	}
+}
+
+// one returns the task id names if who may see it. A task of a repository
+// they cannot read is not found, as GitHub answers for such repositories:
+// the console does not tell which tasks exist.
+func (c *Console) one(ctx context.Context, who *caller, idText string) (*task.Task, error) {
+	id, err := strconv.ParseInt(idText, 10, 64)
+	if err != nil || id <= 0 {
+		return nil, task.ErrNotFound
+	}
+	t, err := c.cfg.Store.Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if t.Kind != task.KindFix {
+		return nil, task.ErrNotFound
+	}
+	ok, err := c.canRead(ctx, who, t.Repo.FullName())
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, task.ErrNotFound
+	}
+	return t, nil
+}
+
+func (c *Console) tasksPage(w http.ResponseWriter, r *http.Request, who *caller) {
+	q, err := listQuery(r)
+	if err != nil {
+		c.fail(w, r, http.StatusBadRequest, "Bad filter: "+err.Error())
+		return
+	}
+	tasks, next, err := c.visible(r.Context(), who, q)
+	if err != nil {
+		c.failed(w, r, err)
+		return
+	}
+	var nextURL string
+	if next > 0 {
+		v := url.Values{"before": {strconv.FormatInt(next, 10)}}
+		if q.Repo != "" {
+			v.Set("repo", q.Repo)
+		}
+		if q.State != "" {
+			v.Set("state", string(q.State))
+		}
+		nextURL = "/console/?" + v.Encode()
+	}
+	c.render(w, r, http.StatusOK, "tasks", who, map[string]any{
+		"Tasks": tasks, "Repo": q.Repo, "State": string(q.State), "States": states, "Next": template.URL(nextURL),
+	})
+}
+
+func (c *Console) taskPage(w http.ResponseWriter, r *http.Request, who *caller) {
+	t, err := c.one(r.Context(), who, r.PathValue("id"))
+	if err != nil {
+		c.failed(w, r, err)
+		return
+	}
+	c.render(w, r, http.StatusOK, "task", who, map[string]any{"Task": c.view(t, true)})
+}
+
+// failed answers an error of the store or of GitHub with a page that
+// names neither; the details go to the log.
+func (c *Console) failed(w http.ResponseWriter, r *http.Request, err error) {
+	switch {
+	case errors.Is(err, task.ErrNotFound):
+		c.fail(w, r, http.StatusNotFound, "No such task, or not one you can see.")
+	case errors.Is(err, errGitHub):
+		c.fail(w, r, http.StatusBadGateway, "GitHub did not answer whether you may see this. Try again shortly.")
+	default:
+		c.log.ErrorContext(r.Context(), "console: store", "err", err)
+		c.fail(w, r, http.StatusInternalServerError, "The bot's store did not answer.")
+	}
+}
+
+// ---- API ----
+
+// api guards an API endpoint: the session's cookie, or the caller's own
+// GitHub token in Authorization, which GitHub must recognise.
+func (c *Console) api(h func(http.ResponseWriter, *http.Request, *caller)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if auth := r.Header.Get("Authorization"); auth != "" {
+			scheme, token, _ := strings.Cut(auth, " ")
+			token = strings.TrimSpace(token)
+			if (!strings.EqualFold(scheme, "bearer") && !strings.EqualFold(scheme, "token")) || token == "" {
+				apiError(w, http.StatusUnauthorized, "want Authorization: Bearer <GitHub token>")
+				return
+			}
+			u, err := c.gh.whoami(r.Context(), token)
+			switch {
+			case errors.Is(err, errUnauthorized):
+				apiError(w, http.StatusUnauthorized, "GitHub does not recognise this token")
+				return
+			case err != nil:
+				c.log.WarnContext(r.Context(), "console: token check failed", "err", err)
+				apiError(w, http.StatusBadGateway, "GitHub did not answer who this token is")
+				return
+			}
+			h(w, r, &caller{Login: u.Login, ID: u.ID, token: token})
+			return
+		}
+		who, ok := c.fromSession(r)
+		if !ok {
+			apiError(w, http.StatusUnauthorized, "sign in, or send a GitHub token")
+			return
+		}
+		h(w, r, who)
+	}
+}
+
+func (c *Console) apiTasks(w http.ResponseWriter, r *http.Request, who *caller) {
+	q, err := listQuery(r)
+	if err != nil {
+		apiError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	tasks, next, err := c.visible(r.Context(), who, q)
+	if err != nil {
+		c.apiFailed(w, r, err)
+		return
+	}
+	if tasks == nil {
+		tasks = []taskView{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"tasks": tasks, "next_before": next})
+}
+
+func (c *Console) apiTask(w http.ResponseWriter, r *http.Request, who *caller) {
+	t, err := c.one(r.Context(), who, r.PathValue("id"))
+	if err != nil {
+		c.apiFailed(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, c.view(t, true))
+}
+
+func (c *Console) apiFailed(w http.ResponseWriter, r *http.Request, err error) {
+	switch {
+	case errors.Is(err, task.ErrNotFound):
+		apiError(w, http.StatusNotFound, "not found")
+	case errors.Is(err, errGitHub):
+		apiError(w, http.StatusBadGateway, "GitHub did not answer a permission check")
+	default:
+		c.log.ErrorContext(r.Context(), "console: store", "err", err)
+		apiError(w, http.StatusInternalServerError, "store unavailable")
+	}
+}
+
+func apiError(w http.ResponseWriter, status int, msg string) {
+	writeJSON(w, status, map[string]string{"error": msg})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
