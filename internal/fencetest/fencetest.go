@@ -6,6 +6,7 @@ package fencetest
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -15,7 +16,9 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
+	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/client"
 
 	"github.com/pullwright/pullwright/runner"
@@ -122,9 +125,46 @@ func RemoveCaches(t testing.TB, repo string) {
 			return
 		}
 		for _, v := range list.Items {
-			if _, err := cli.VolumeRemove(ctx, v.Name, client.VolumeRemoveOptions{Force: true}); err != nil {
+			if err := removeVolume(ctx, cli, v.Name); err != nil {
 				t.Errorf("remove %s: %v", v.Name, err)
 			}
 		}
 	})
+}
+
+// removeVolume removes a test's volume. A sandbox container that mounted
+// it may still be on its way out when the test ends (the engine removes
+// it while a loaded machine catches up): it is waited for, then removed
+// with the volume, so that no cache outlives its test and shows up in the
+// next test's count.
+func removeVolume(ctx context.Context, cli *client.Client, name string) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	for try := 0; ; try++ {
+		_, err := cli.VolumeRemove(ctx, name, client.VolumeRemoveOptions{Force: true})
+		if err == nil || cerrdefs.IsNotFound(err) {
+			return nil
+		}
+		if !cerrdefs.IsConflict(err) || try == 10 {
+			return err
+		}
+		if try >= 5 {
+			// Still held after a few seconds: whatever holds it is the
+			// test's own leftover.
+			users, lerr := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: client.Filters{}.Add("volume", name)})
+			if lerr != nil {
+				return fmt.Errorf("%w (and listing its containers: %w)", err, lerr)
+			}
+			for _, c := range users.Items {
+				if _, rerr := cli.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true}); rerr != nil && !cerrdefs.IsNotFound(rerr) {
+					return fmt.Errorf("%w (and removing container %s: %w)", err, c.ID, rerr)
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(time.Second):
+		}
+	}
 }
