@@ -59,6 +59,7 @@ type github struct {
 
 type cached struct {
 	role    string
+	repoID  int64 // GitHub's id of the repository the role is on
 	user    user
 	expires time.Time
 }
@@ -172,7 +173,8 @@ func (g *github) whoami(ctx context.Context, token string) (user, error) {
 }
 
 // role returns the person's role on a repository ("admin", "maintain",
-// "write", "triage" or "read"), or "" when they cannot read it.
+// "write", "triage" or "read"), or "" when they cannot read it, and the
+// id of the repository that now has that name.
 //
 // It asks GET /repos/{owner}/{repo} with the person's own token, rather
 // than the collaborator permission endpoint with the app's: one call
@@ -182,21 +184,22 @@ func (g *github) whoami(ctx context.Context, token string) (user, error) {
 // permission to ask about other users. Answers (also "cannot read") are
 // cached for the permission TTL, as the comment commands' are; errors are
 // not.
-func (g *github) role(ctx context.Context, token, fullName string) (string, error) {
+func (g *github) role(ctx context.Context, token, fullName string) (string, int64, error) {
 	k := digest(token) + "\x00" + strings.ToLower(fullName)
 	if c, ok := g.lookup(g.roles, k); ok {
-		return c.role, nil
+		return c.role, c.repoID, nil
 	}
 	owner, name, ok := strings.Cut(fullName, "/")
 	if !ok {
-		return "", fmt.Errorf("repository %q: not owner/name", fullName)
+		return "", 0, fmt.Errorf("repository %q: not owner/name", fullName)
 	}
 	var v struct {
+		ID          int64           `json:"id"`
 		Permissions map[string]bool `json:"permissions"`
 	}
 	found, err := g.get(ctx, token, "/repos/"+url.PathEscape(owner)+"/"+url.PathEscape(name), &v)
 	if err != nil {
-		return "", fmt.Errorf("permission on %s: %w", fullName, err)
+		return "", 0, fmt.Errorf("permission on %s: %w", fullName, err)
 	}
 	role := ""
 	if found {
@@ -214,8 +217,8 @@ func (g *github) role(ctx context.Context, token, fullName string) (string, erro
 			role = "read"
 		}
 	}
-	g.remember(g.roles, k, cached{role: role})
-	return role, nil
+	g.remember(g.roles, k, cached{role: role, repoID: v.ID})
+	return role, v.ID, nil
 }
 
 func (g *github) lookup(m map[string]cached, k string) (cached, bool) {

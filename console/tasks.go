@@ -81,12 +81,19 @@ func (c *Console) view(t *task.Task, full bool) taskView {
 // console then shows nothing rather than guess.
 var errGitHub = errors.New("GitHub did not answer a permission check")
 
-// canRead reports whether who may see tasks of repository fullName.
-func (c *Console) canRead(ctx context.Context, who *caller, fullName string) (bool, error) {
-	role, err := c.gh.role(ctx, who.token, fullName)
+// canRead reports whether who may see tasks of repository repo. A task
+// that knows its repository's id is shown only if the name still leads to
+// that repository: names are reused (a private repository renamed or
+// deleted, a public one created under its old name), ids are not. Tasks
+// recorded before ids were kept (ID 0) are checked by name only.
+func (c *Console) canRead(ctx context.Context, who *caller, repo pullwright.Repo) (bool, error) {
+	role, id, err := c.gh.role(ctx, who.token, repo.FullName())
 	if err != nil {
-		c.log.WarnContext(ctx, "console: permission check failed", "login", who.Login, "repo", fullName, "err", err)
+		c.log.WarnContext(ctx, "console: permission check failed", "login", who.Login, "repo", repo.FullName(), "err", err)
 		return false, fmt.Errorf("%w: %w", errGitHub, err)
+	}
+	if repo.ID != 0 && id != repo.ID {
+		return false, nil
 	}
 	return role != "", nil
 }
@@ -140,10 +147,12 @@ func (c *Console) visible(ctx context.Context, who *caller, q task.ListQuery) ([
 		}
 		for _, t := range batch {
 			scanned++
-			name := strings.ToLower(t.Repo.FullName())
+			// By name and id: tasks of an old and a new repository of
+			// one name are answered apart.
+			name := strings.ToLower(t.Repo.FullName()) + "#" + strconv.FormatInt(t.Repo.ID, 10)
 			ok, seen := readable[name]
 			if !seen {
-				if ok, err = c.canRead(ctx, who, t.Repo.FullName()); err != nil {
+				if ok, err = c.canRead(ctx, who, t.Repo); err != nil {
 					return nil, 0, err
 				}
 				readable[name] = ok
@@ -177,7 +186,7 @@ func (c *Console) one(ctx context.Context, who *caller, idText string) (*task.Ta
 	if t.Kind != task.KindFix {
 		return nil, task.ErrNotFound
 	}
-	ok, err := c.canRead(ctx, who, t.Repo.FullName())
+	ok, err := c.canRead(ctx, who, t.Repo)
 	if err != nil {
 		return nil, err
 	}

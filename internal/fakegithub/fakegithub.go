@@ -233,6 +233,7 @@ type Server struct {
 	defaultBranch map[string]string                      // repo key → branch
 	teams         map[string]map[string]string           // "org/team" lower case → user → state
 	public        map[string]bool                        // repo key → readable by any installation
+	repoIDs       map[string]int64                       // repo key → repository id (RepoID, RecreateRepo)
 	forkParent    map[string]string                      // fork's repo key → its parent's
 	diffTooLarge  map[string]bool                        // "repo key#n" → answer diffs 406
 	noActions     map[int64]bool                         // installations without actions: read
@@ -321,6 +322,7 @@ func NewWithPrefix(t testing.TB, prefix string) *Server {
 		defaultBranch: map[string]string{},
 		teams:         map[string]map[string]string{},
 		public:        map[string]bool{},
+		repoIDs:       map[string]int64{},
 		forkParent:    map[string]string{},
 		diffTooLarge:  map[string]bool{},
 		noActions:     map[int64]bool{},

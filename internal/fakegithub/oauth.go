@@ -256,11 +256,13 @@ func (s *Server) repositoryAnswer(role string) http.HandlerFunc {
 		s.mu.Lock()
 		branch := s.defaultBranch[k]
 		public := s.public[k]
+		id := s.repoIDLocked(k)
 		s.mu.Unlock()
 		if branch == "" {
 			branch = "main"
 		}
 		out := map[string]any{
+			"id":             id,
 			"name":           name,
 			"full_name":      owner + "/" + name,
 			"owner":          map[string]any{"login": owner},
