@@ -293,6 +293,12 @@ func (c *Console) logout(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.cookies.clear(w, sessionCookie)
+	// The cookie's token is revoked on GitHub: clearing the cookie alone
+	// would leave any copy of it a working session for hours. A failure
+	// is logged, and the person is signed out of this browser anyway.
+	if err := c.gh.revoke(r.Context(), who.token); err != nil {
+		c.log.WarnContext(r.Context(), "console: sign-out could not revoke the token on GitHub", "login", who.Login, "err", err)
+	}
 	c.log.InfoContext(r.Context(), "console: signed out", "login", who.Login)
 	http.Redirect(w, r, "/console/signin", http.StatusSeeOther)
 }

@@ -1,6 +1,7 @@
 package console
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -144,6 +145,54 @@ func (g *github) get(ctx context.Context, token, path string, v any) (bool, erro
 		return false, errUnauthorized
 	}
 	return false, fmt.Errorf("GitHub answered %s", resp.Status)
+}
+
+// revoke deletes the person's token on GitHub ("Delete an app token":
+// DELETE /applications/{client_id}/token with the app's client
+// credentials), so that a copy of the session cookie (a shared machine, a
+// proxy's log) is worth nothing after sign-out; and forgets what the
+// caches know of it. A token GitHub no longer knows (404) is already
+// dead, which is what sign-out wants.
+func (g *github) revoke(ctx context.Context, token string) error {
+	g.forget(token)
+	ctx, cancel := context.WithTimeout(ctx, githubTimeout)
+	defer cancel()
+	body, err := json.Marshal(map[string]string{"access_token": token})
+	if err != nil {
+		return fmt.Errorf("revoke token: %w", err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, g.api+"/applications/"+url.PathEscape(g.clientID)+"/token", bytes.NewReader(body))
+	if err != nil {
+		return fmt.Errorf("revoke token: %w", err)
+	}
+	req.SetBasicAuth(g.clientID, g.clientSecret)
+	req.Header.Set("Accept", "application/vnd.github+json")
+	req.Header.Set("X-GitHub-Api-Version", "2022-11-28")
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := g.client.Do(req)
+	if err != nil {
+		return fmt.Errorf("revoke token: %w", err)
+	}
+	resp.Body.Close()
+	switch resp.StatusCode {
+	case http.StatusNoContent, http.StatusNotFound:
+		return nil
+	}
+	return fmt.Errorf("revoke token: GitHub answered %s", resp.Status)
+}
+
+// forget drops the caches' answers for token: after sign-out this replica
+// must not answer from them (other replicas' answers end with the TTL).
+func (g *github) forget(token string) {
+	k := digest(token)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	delete(g.users, k)
+	for rk := range g.roles {
+		if strings.HasPrefix(rk, k+"\x00") {
+			delete(g.roles, rk)
+		}
+	}
 }
 
 // digest names a token in the caches without keeping it as a key.

@@ -50,3 +50,55 @@ func TestRepositoryNameReuse(t *testing.T) {
 		t.Errorf("mallory's list of o/secret = %v, want only the task without a repository id", got)
 	}
 }
+
+// csrfOf reads a session cookie's CSRF token.
+func (f *fixture) csrfOf(t *testing.T, ck *http.Cookie) string {
+	t.Helper()
+	var s session
+	if err := f.c.cookies.sealer.open(ck.Name, ck.Value, &s); err != nil {
+		t.Fatal(err)
+	}
+	return s.CSRF
+}
+
+// Sign-out revokes the token on GitHub: a copy of the cookie kept from
+// before (a shared machine, a proxy's log) is no session afterwards, in
+// the API and in the pages, and is cleared there.
+func TestSignOutRevokesTheToken(t *testing.T) {
+	f := newFixture(t)
+	alice := f.signIn(t, "alice")
+	if w := f.serve(t, "GET", "/api/tasks/"+itoa(f.ids["private"]), nil, []*http.Cookie{alice}, nil); w.Code != http.StatusOK {
+		t.Fatalf("before sign-out = %d", w.Code)
+	}
+	if w := f.serve(t, "POST", "/console/logout", map[string][]string{"csrf": {f.csrfOf(t, alice)}}, []*http.Cookie{alice}, nil); w.Code != http.StatusSeeOther {
+		t.Fatalf("sign-out = %d", w.Code)
+	}
+	if n := len(f.gh.IssuedUserTokens()); n != 0 {
+		t.Fatalf("%d user tokens still live on GitHub after sign-out", n)
+	}
+	w := f.serve(t, "GET", "/api/tasks/"+itoa(f.ids["private"]), nil, []*http.Cookie{alice}, nil)
+	if w.Code != http.StatusUnauthorized {
+		t.Errorf("API with the old cookie = %d %.100s, want 401", w.Code, w.Body)
+	}
+	w = f.serve(t, "GET", "/console/", nil, []*http.Cookie{alice}, nil)
+	if w.Code != http.StatusSeeOther || w.Header().Get("Location") != "/console/signin" {
+		t.Errorf("page with the old cookie = %d to %q, want the sign-in page", w.Code, w.Header().Get("Location"))
+	}
+	if ck := cookieNamed(w, "__Host-pullwright-session"); ck == nil || ck.MaxAge >= 0 {
+		t.Errorf("the dead session's cookie is not cleared: %v", ck)
+	}
+}
+
+// A token GitHub refuses (expired, revoked elsewhere) ends the session
+// rather than showing a "GitHub did not answer" error page.
+func TestRefusedTokenEndsTheSession(t *testing.T) {
+	f := newFixture(t)
+	alice := f.signIn(t, "alice")
+	for _, tok := range f.gh.IssuedUserTokens() {
+		f.gh.ExpireUserToken(tok)
+	}
+	w := f.serve(t, "GET", "/console/tasks/"+itoa(f.ids["private"]), nil, []*http.Cookie{alice}, nil)
+	if w.Code != http.StatusSeeOther || w.Header().Get("Location") != "/console/signin" {
+		t.Errorf("task page with a refused token = %d to %q", w.Code, w.Header().Get("Location"))
+	}
+}

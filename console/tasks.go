@@ -236,6 +236,11 @@ func (c *Console) taskPage(w http.ResponseWriter, r *http.Request, who *caller) 
 // names neither; the details go to the log.
 func (c *Console) failed(w http.ResponseWriter, r *http.Request, err error) {
 	switch {
+	case errors.Is(err, errUnauthorized):
+		// GitHub refuses the session's token (revoked, expired, the app
+		// uninstalled by the person): the session is over.
+		c.cookies.clear(w, sessionCookie)
+		http.Redirect(w, r, "/console/signin", http.StatusSeeOther)
 	case errors.Is(err, task.ErrNotFound):
 		c.fail(w, r, http.StatusNotFound, "No such task, or not one you can see.")
 	case errors.Is(err, errGitHub):
@@ -309,6 +314,10 @@ func (c *Console) apiTask(w http.ResponseWriter, r *http.Request, who *caller) {
 
 func (c *Console) apiFailed(w http.ResponseWriter, r *http.Request, err error) {
 	switch {
+	case errors.Is(err, errUnauthorized):
+		// GitHub refuses the caller's token: the session (if any) is over.
+		c.cookies.clear(w, sessionCookie)
+		apiError(w, http.StatusUnauthorized, "GitHub does not recognise this token; sign in again")
 	case errors.Is(err, task.ErrNotFound):
 		apiError(w, http.StatusNotFound, "not found")
 	case errors.Is(err, errGitHub):

@@ -1,6 +1,7 @@
 package fakegithub
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -39,8 +40,9 @@ type oauthCode struct {
 }
 
 type userToken struct {
-	login   string
-	expires time.Time
+	login    string
+	clientID string // the app the token was issued to
+	expires  time.Time
 }
 
 // SignInBrowser makes login the person signed in to the fake's web pages:
@@ -86,8 +88,63 @@ func (s *Server) IssuedUserTokens() []string {
 func (s *Server) userTokenLocked(login string) string {
 	s.userLocked(login)
 	tok := randomToken("ghu_")
-	s.userTokens[tok] = userToken{login: login, expires: time.Now().Add(UserTokenTTL)}
+	s.userTokens[tok] = userToken{login: login, clientID: s.ClientID, expires: time.Now().Add(UserTokenTTL)}
 	return tok
+}
+
+// appCredentials reports whether r is signed with the app's client id
+// and secret (basic auth) and names the app's client id in its path, as
+// GitHub's /applications/{client_id}/… endpoints want; otherwise it has
+// answered as GitHub does.
+func (s *Server) appCredentials(w http.ResponseWriter, r *http.Request) bool {
+	id, secret, ok := r.BasicAuth()
+	if !ok || id != s.ClientID || secret != s.ClientSecret {
+		errorJSON(w, http.StatusUnauthorized, "Requires authentication")
+		return false
+	}
+	if r.PathValue("client_id") != s.ClientID {
+		notFound(w)
+		return false
+	}
+	return true
+}
+
+// tokenOfApp reads the {"access_token": …} body of the /applications/
+// {client_id}/token endpoints and returns the token if it is a live user
+// token of this app; it has answered otherwise.
+func (s *Server) tokenOfApp(w http.ResponseWriter, r *http.Request) (string, bool) {
+	var v struct {
+		AccessToken string `json:"access_token"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&v); err != nil || v.AccessToken == "" {
+		errorJSON(w, http.StatusUnprocessableEntity, "Validation Failed")
+		return "", false
+	}
+	s.mu.Lock()
+	ut, ok := s.userTokens[v.AccessToken]
+	s.mu.Unlock()
+	if !ok || ut.clientID != s.ClientID || time.Now().After(ut.expires) {
+		notFound(w)
+		return "", false
+	}
+	return v.AccessToken, true
+}
+
+// deleteAppToken is DELETE /applications/{client_id}/token, GitHub's
+// "Delete an app token": the user token is revoked, and refused (401)
+// from then on. 204 No Content.
+func (s *Server) deleteAppToken(w http.ResponseWriter, r *http.Request) {
+	if !s.appCredentials(w, r) {
+		return
+	}
+	tok, ok := s.tokenOfApp(w, r)
+	if !ok {
+		return
+	}
+	s.mu.Lock()
+	delete(s.userTokens, tok)
+	s.mu.Unlock()
+	w.WriteHeader(http.StatusNoContent)
 }
 
 // userTokenLogin returns whose live user token cred is.

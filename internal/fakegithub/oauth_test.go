@@ -182,3 +182,49 @@ func TestRepositoryWithUserToken(t *testing.T) {
 		t.Fatalf("a user token on another endpoint = %d, want 401", resp.StatusCode)
 	}
 }
+
+// appTokenCall calls one of the /applications/{client_id}/token endpoints.
+func appTokenCall(t *testing.T, s *Server, method, clientID, secret, token string) int {
+	t.Helper()
+	body, _ := json.Marshal(map[string]string{"access_token": token})
+	req, _ := http.NewRequest(method, s.URL+"/applications/"+clientID+"/token", strings.NewReader(string(body)))
+	req.SetBasicAuth(clientID, secret)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+func userStatus(t *testing.T, s *Server, token string) int {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, s.URL+"/user", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+func TestDeleteAppToken(t *testing.T) {
+	s := New(t)
+	tok := s.UserToken("alice")
+	if got := appTokenCall(t, s, http.MethodDelete, s.ClientID, "wrong", tok); got != http.StatusUnauthorized {
+		t.Errorf("wrong secret = %d", got)
+	}
+	if got := userStatus(t, s, tok); got != http.StatusOK {
+		t.Fatalf("GET /user before = %d", got)
+	}
+	if got := appTokenCall(t, s, http.MethodDelete, s.ClientID, s.ClientSecret, tok); got != http.StatusNoContent {
+		t.Fatalf("delete = %d", got)
+	}
+	if got := userStatus(t, s, tok); got != http.StatusUnauthorized {
+		t.Errorf("GET /user with a revoked token = %d, want 401", got)
+	}
+	if got := appTokenCall(t, s, http.MethodDelete, s.ClientID, s.ClientSecret, tok); got != http.StatusNotFound {
+		t.Errorf("delete again = %d, want 404", got)
+	}
+}
