@@ -23,6 +23,12 @@ const githubTimeout = 10 * time.Second
 // or never one.
 var errUnauthorized = errors.New("github refused the token")
 
+// errForbidden is GitHub answering 403 or 451 for something the token
+// may not have: an organisation's SAML enforcement or IP allow list, a
+// repository blocked for legal reasons. It is not a rate limit: those are
+// errors, retried later.
+var errForbidden = errors.New("github forbids this token that resource")
+
 // WebURL is the address of GitHub's web pages for a REST base URL:
 // github.com for api.github.com, https://HOST for GitHub Enterprise
 // Server's https://HOST/api/v3, SUBDOMAIN.ghe.com for api.SUBDOMAIN.ghe.com,
@@ -143,6 +149,12 @@ func (g *github) get(ctx context.Context, token, path string, v any) (bool, erro
 		return false, nil
 	case http.StatusUnauthorized:
 		return false, errUnauthorized
+	case http.StatusForbidden, http.StatusUnavailableForLegalReasons:
+		// GitHub's rate limits answer 403 too, with no requests left;
+		// those say nothing about the token's rights.
+		if resp.Header.Get("X-RateLimit-Remaining") != "0" && resp.Header.Get("Retry-After") == "" {
+			return false, errForbidden
+		}
 	}
 	return false, fmt.Errorf("GitHub answered %s", resp.Status)
 }
@@ -247,7 +259,12 @@ func (g *github) role(ctx context.Context, token, fullName string) (string, int6
 		Permissions map[string]bool `json:"permissions"`
 	}
 	found, err := g.get(ctx, token, "/repos/"+url.PathEscape(owner)+"/"+url.PathEscape(name), &v)
-	if err != nil {
+	switch {
+	case errors.Is(err, errForbidden):
+		// SAML, an IP allow list, a legal block: the person cannot read
+		// it now, an answer like 404, cached as one.
+		found = false
+	case err != nil:
 		return "", 0, fmt.Errorf("permission on %s: %w", fullName, err)
 	}
 	role := ""

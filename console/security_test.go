@@ -3,6 +3,7 @@ package console
 import (
 	"context"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -100,5 +101,54 @@ func TestRefusedTokenEndsTheSession(t *testing.T) {
 	w := f.serve(t, "GET", "/console/tasks/"+itoa(f.ids["private"]), nil, []*http.Cookie{alice}, nil)
 	if w.Code != http.StatusSeeOther || w.Header().Get("Location") != "/console/signin" {
 		t.Errorf("task page with a refused token = %d to %q", w.Code, w.Header().Get("Location"))
+	}
+}
+
+// One repository GitHub answers 403 for (SAML enforcement, an IP allow
+// list) is one alice cannot read, cached as such: it does not break her
+// list. A 403 of a rate limit stays an error: the list leaves that
+// repository out and says so, a task page fails closed.
+func TestForbiddenRepositoryDoesNotBreakTheList(t *testing.T) {
+	f := newFixture(t)
+	alice := f.signIn(t, "alice")
+	f.gh.ForbidRepo("o", "hostile", true)
+	for range 2 {
+		w := f.serve(t, "GET", "/api/tasks", nil, []*http.Cookie{alice}, nil)
+		if w.Code != http.StatusOK {
+			t.Fatalf("list = %d %s", w.Code, w.Body)
+		}
+		if got := f.listed(t, w, true); len(got) != 1 || got[0] != "private" {
+			t.Errorf("list = %v, want [private]", got)
+		}
+	}
+	calls := 0
+	for _, rq := range f.gh.Requests() {
+		if rq.Path == "/repos/o/hostile" {
+			calls++
+		}
+	}
+	if calls != 1 {
+		t.Errorf("GitHub asked %d times about the 403 repository, want 1 (cached)", calls)
+	}
+	if w := f.serve(t, "GET", "/api/tasks/"+itoa(f.ids["hostile"]), nil, []*http.Cookie{alice}, nil); w.Code != http.StatusNotFound {
+		t.Errorf("task of the 403 repository = %d, want 404", w.Code)
+	}
+
+	f.clock.Add(time.Minute + time.Second)
+	f.gh.ForbidRepo("o", "hostile", false)
+	limited := http.Header{"X-Ratelimit-Remaining": {"0"}}
+	f.gh.FailNext("GET", "/repos/o/hostile", 1, http.StatusForbidden, limited)
+	w := f.serve(t, "GET", "/api/tasks", nil, []*http.Cookie{alice}, nil)
+	if w.Code != http.StatusOK || !strings.Contains(w.Body.String(), `"unchecked_repos":1`) {
+		t.Errorf("list while rate limited on one repository = %d %s, want 200 saying one was not checked", w.Code, w.Body)
+	}
+	page := f.serve(t, "GET", "/console/", nil, []*http.Cookie{alice}, nil)
+	if page.Code != http.StatusOK {
+		t.Errorf("page = %d", page.Code)
+	}
+	f.gh.FailNext("GET", "/repos/o/hostile", 1, http.StatusForbidden, limited)
+	f.clock.Add(time.Minute + time.Second)
+	if w := f.serve(t, "GET", "/api/tasks/"+itoa(f.ids["hostile"]), nil, []*http.Cookie{alice}, nil); w.Code != http.StatusBadGateway {
+		t.Errorf("task while rate limited = %d, want 502 (fail closed)", w.Code)
 	}
 }

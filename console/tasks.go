@@ -130,20 +130,30 @@ func knownState(s task.State) bool {
 	return false
 }
 
-// visible returns one page of the tasks who may see, newest first, and
-// the id to list on from (0 at the end). The store pages by id; tasks of
-// repositories who cannot read are dropped after, so a page can be short,
-// but never skips a task who may see: the next page starts after the
-// last task looked at.
-func (c *Console) visible(ctx context.Context, who *caller, q task.ListQuery) ([]taskView, int64, error) {
-	var out []taskView
+// listing is one page of a list: the tasks, the id to list on from (0 at
+// the end), and how many repositories could not be checked (their tasks
+// are left out).
+type listing struct {
+	tasks     []taskView
+	next      int64
+	unchecked int
+}
+
+// visible returns one page of the tasks who may see, newest first. The
+// store pages by id; tasks of repositories who cannot read are dropped
+// after, so a page can be short, but never skips a task who may see: the
+// next page starts after the last task looked at. A repository whose
+// check failed is left out rather than failing the page: one repository
+// GitHub does not answer for must not hide all the others.
+func (c *Console) visible(ctx context.Context, who *caller, q task.ListQuery) (listing, error) {
+	var l listing
 	readable := map[string]bool{}
 	scanned := 0
 	for {
 		q.Limit = task.MaxList
 		batch, err := c.cfg.Store.List(ctx, q)
 		if err != nil {
-			return nil, 0, fmt.Errorf("list tasks: %w", err)
+			return listing{}, fmt.Errorf("list tasks: %w", err)
 		}
 		for _, t := range batch {
 			scanned++
@@ -152,20 +162,27 @@ func (c *Console) visible(ctx context.Context, who *caller, q task.ListQuery) ([
 			name := strings.ToLower(t.Repo.FullName()) + "#" + strconv.FormatInt(t.Repo.ID, 10)
 			ok, seen := readable[name]
 			if !seen {
-				if ok, err = c.canRead(ctx, who, t.Repo); err != nil {
-					return nil, 0, err
+				ok, err = c.canRead(ctx, who, t.Repo)
+				switch {
+				case errors.Is(err, errUnauthorized):
+					// The token itself is refused: the session is over.
+					return listing{}, err
+				case err != nil:
+					l.unchecked++
+					ok = false
 				}
 				readable[name] = ok
 			}
 			if ok {
-				out = append(out, c.view(t, false))
+				l.tasks = append(l.tasks, c.view(t, false))
 			}
-			if len(out) == pageSize || scanned == maxScan {
-				return out, t.ID, nil
+			if len(l.tasks) == pageSize || scanned == maxScan {
+				l.next = t.ID
+				return l, nil
 			}
 		}
 		if len(batch) < task.MaxList {
-			return out, 0, nil
+			return l, nil
 		}
 		q.Before = batch[len(batch)-1].ID
 	}
@@ -202,11 +219,12 @@ func (c *Console) tasksPage(w http.ResponseWriter, r *http.Request, who *caller)
 		c.fail(w, r, http.StatusBadRequest, "Bad filter: "+err.Error())
 		return
 	}
-	tasks, next, err := c.visible(r.Context(), who, q)
+	l, err := c.visible(r.Context(), who, q)
 	if err != nil {
 		c.failed(w, r, err)
 		return
 	}
+	next := l.next
 	var nextURL string
 	if next > 0 {
 		v := url.Values{"before": {strconv.FormatInt(next, 10)}}
@@ -219,7 +237,8 @@ func (c *Console) tasksPage(w http.ResponseWriter, r *http.Request, who *caller)
 		nextURL = "/console/?" + v.Encode()
 	}
 	c.render(w, r, http.StatusOK, "tasks", who, map[string]any{
-		"Tasks": tasks, "Repo": q.Repo, "State": string(q.State), "States": states, "Next": template.URL(nextURL),
+		"Tasks": l.tasks, "Repo": q.Repo, "State": string(q.State), "States": states, "Next": template.URL(nextURL),
+		"Unchecked": l.unchecked,
 	})
 }
 
@@ -292,15 +311,20 @@ func (c *Console) apiTasks(w http.ResponseWriter, r *http.Request, who *caller) 
 		apiError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	tasks, next, err := c.visible(r.Context(), who, q)
+	l, err := c.visible(r.Context(), who, q)
 	if err != nil {
 		c.apiFailed(w, r, err)
 		return
 	}
-	if tasks == nil {
-		tasks = []taskView{}
+	if l.tasks == nil {
+		l.tasks = []taskView{}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"tasks": tasks, "next_before": next})
+	out := map[string]any{"tasks": l.tasks, "next_before": l.next}
+	if l.unchecked > 0 {
+		// The caller must know the list may lack tasks it could see.
+		out["unchecked_repos"] = l.unchecked
+	}
+	writeJSON(w, http.StatusOK, out)
 }
 
 func (c *Console) apiTask(w http.ResponseWriter, r *http.Request, who *caller) {

@@ -234,6 +234,7 @@ type Server struct {
 	teams         map[string]map[string]string           // "org/team" lower case → user → state
 	public        map[string]bool                        // repo key → readable by any installation
 	repoIDs       map[string]int64                       // repo key → repository id (RepoID, RecreateRepo)
+	forbidden     map[string]bool                        // repo key → user tokens get 403 (ForbidRepo)
 	forkParent    map[string]string                      // fork's repo key → its parent's
 	diffTooLarge  map[string]bool                        // "repo key#n" → answer diffs 406
 	noActions     map[int64]bool                         // installations without actions: read
@@ -323,6 +324,7 @@ func NewWithPrefix(t testing.TB, prefix string) *Server {
 		teams:         map[string]map[string]string{},
 		public:        map[string]bool{},
 		repoIDs:       map[string]int64{},
+		forbidden:     map[string]bool{},
 		forkParent:    map[string]string{},
 		diffTooLarge:  map[string]bool{},
 		noActions:     map[int64]bool{},

@@ -292,8 +292,12 @@ func (s *Server) getRepository(w http.ResponseWriter, r *http.Request) {
 		installed = installed || repos[k]
 	}
 	public := s.public[k]
+	forbidden := s.forbidden[k]
 	s.mu.Unlock()
 	switch {
+	case forbidden:
+		errorJSON(w, http.StatusForbidden, "Resource protected by organization SAML enforcement. You must grant your Personal Access token access to this organization.")
+		return
 	case public && (role == "" || role == "none"):
 		role = "read"
 	case public:

@@ -148,6 +148,15 @@ func (s *Server) RecreateRepo(owner, repo string, public bool) int64 {
 	return s.repoIDLocked(k)
 }
 
+// ForbidRepo makes GET /repos/{owner}/{repo} answer user tokens 403, as
+// GitHub does for an organisation's SAML enforcement or IP allow list the
+// token does not satisfy.
+func (s *Server) ForbidRepo(owner, repo string, forbid bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.forbidden[repoKey(owner, repo)] = forbid
+}
+
 // DiffTooLarge makes the diff of pull request n of owner/repo be refused
 // the way GitHub refuses a diff too large to render: 406 with a "too_large"
 // error.
