@@ -70,6 +70,14 @@ const (
 	// repositories gets a short page and a link on, not a slow one.
 	pageSize = 50
 	maxScan  = 500
+	// maxRepos is how many distinct repositories one list request asks
+	// GitHub about: each may be a call made with the person's token, and
+	// a store of tasks of many repositories must not turn one request
+	// into hundreds. The list is cut there, with a link on.
+	maxRepos = 50
+	// requestBudget bounds the time one request spends on the store and
+	// GitHub together, however many checks it needs.
+	requestBudget = 20 * time.Second
 )
 
 // Console serves the console's pages and API.
@@ -82,6 +90,7 @@ type Console struct {
 	pages    map[string]*template.Template
 	static   fs.FS
 	now      func() time.Time
+	budget   time.Duration // requestBudget; shorter in tests
 }
 
 //go:embed templates/*.html
@@ -142,7 +151,7 @@ func New(cfg Config) (*Console, error) {
 		cfg.Logger.Warn("console on plain http: its cookies are not Secure; for development only", "public_url", pub.String())
 	}
 	return &Console{
-		cfg: cfg, log: cfg.Logger, now: cfg.Now, pages: pages, static: static,
+		cfg: cfg, log: cfg.Logger, now: cfg.Now, pages: pages, static: static, budget: requestBudget,
 		cookies:  cookies{secure: pub.Scheme == "https", sealer: sealer},
 		callback: pub.String() + "/console/callback",
 		gh: &github{

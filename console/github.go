@@ -65,6 +65,7 @@ type github struct {
 }
 
 type cached struct {
+	refused bool // the token is refused (401): a negative answer of whoami
 	role    string
 	repoID  int64 // GitHub's id of the repository the role is on
 	user    user
@@ -219,15 +220,22 @@ func digest(token string) string {
 func (g *github) whoami(ctx context.Context, token string) (user, error) {
 	k := digest(token)
 	if c, ok := g.lookup(g.users, k); ok {
+		if c.refused {
+			return user{}, fmt.Errorf("who is the token's user: %w", errUnauthorized)
+		}
 		return c.user, nil
 	}
 	var u user
 	found, err := g.get(ctx, token, "/user", &u)
 	switch {
+	case errors.Is(err, errUnauthorized) || (err == nil && (!found || u.Login == "")):
+		// Refusals are cached too: anyone may send made-up tokens, and
+		// each must not cost a call to GitHub (and our rate limit). A
+		// refused token never becomes good, so this costs nothing.
+		g.remember(g.users, k, cached{refused: true})
+		return user{}, fmt.Errorf("who is the token's user: %w", errUnauthorized)
 	case err != nil:
 		return user{}, fmt.Errorf("who is the token's user: %w", err)
-	case !found || u.Login == "":
-		return user{}, fmt.Errorf("who is the token's user: %w", errUnauthorized)
 	}
 	g.remember(g.users, k, cached{user: u})
 	return u, nil

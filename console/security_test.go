@@ -2,8 +2,10 @@ package console
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -150,5 +152,80 @@ func TestForbiddenRepositoryDoesNotBreakTheList(t *testing.T) {
 	f.clock.Add(time.Minute + time.Second)
 	if w := f.serve(t, "GET", "/api/tasks/"+itoa(f.ids["hostile"]), nil, []*http.Cookie{alice}, nil); w.Code != http.StatusBadGateway {
 		t.Errorf("task while rate limited = %d, want 502 (fail closed)", w.Code)
+	}
+}
+
+type rtFunc func(*http.Request) (*http.Response, error)
+
+func (f rtFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// Made-up Bearer tokens cost one call to GitHub each, not one a request.
+func TestRefusedBearerTokensAreCached(t *testing.T) {
+	f := newFixture(t)
+	var n atomic.Int64
+	f.c.gh.client = &http.Client{Transport: rtFunc(func(r *http.Request) (*http.Response, error) {
+		n.Add(1)
+		return http.DefaultTransport.RoundTrip(r)
+	})}
+	for i := range 50 {
+		w := f.serve(t, "GET", "/api/tasks", nil, nil, http.Header{"Authorization": {"Bearer junk" + itoa(int64(i%2))}})
+		if w.Code != http.StatusUnauthorized {
+			t.Fatalf("made-up token = %d", w.Code)
+		}
+	}
+	if n.Load() != 2 {
+		t.Errorf("50 requests with 2 made-up tokens = %d calls to GitHub, want 2", n.Load())
+	}
+}
+
+// One list request asks GitHub about at most maxRepos repositories, says
+// it was cut, and the next page goes on where it stopped.
+func TestListChecksBoundedRepositories(t *testing.T) {
+	f := newFixture(t)
+	for i := range 60 {
+		f.record(t, pullwright.Repo{InstallationID: 1, Owner: "x", Name: "r" + itoa(int64(i))}, "many"+itoa(int64(i)))
+	}
+	alice := f.signIn(t, "alice")
+	before := len(f.gh.Requests())
+	w := f.serve(t, "GET", "/api/tasks", nil, []*http.Cookie{alice}, nil)
+	var v struct {
+		Next int64 `json:"next_before"`
+		Cut  bool  `json:"cut"`
+	}
+	if err := json.Unmarshal(w.Body.Bytes(), &v); err != nil || w.Code != http.StatusOK {
+		t.Fatalf("list = %d %s", w.Code, w.Body)
+	}
+	if got := len(f.gh.Requests()) - before; got > maxRepos {
+		t.Errorf("one list request made %d calls to GitHub, want at most %d", got, maxRepos)
+	}
+	if !v.Cut || v.Next == 0 {
+		t.Fatalf("list not marked cut: %s", w.Body)
+	}
+	w = f.serve(t, "GET", "/api/tasks?before="+itoa(v.Next), nil, []*http.Cookie{alice}, nil)
+	if got := f.listed(t, w, true); len(got) != 2 || got[0] != "hostile" || got[1] != "private" {
+		t.Errorf("the page after the cut = %v %s, want alice's tasks", got, w.Body)
+	}
+	page := f.serve(t, "GET", "/console/", nil, []*http.Cookie{alice}, nil)
+	if !strings.Contains(page.Body.String(), "stops early") {
+		t.Errorf("the page does not say it was cut")
+	}
+}
+
+// A GitHub that hangs costs a request at most its time budget.
+func TestRequestTimeBudget(t *testing.T) {
+	f := newFixture(t)
+	alice := f.signIn(t, "alice")
+	f.c.budget = 200 * time.Millisecond
+	f.c.gh.client = &http.Client{Transport: rtFunc(func(r *http.Request) (*http.Response, error) {
+		<-r.Context().Done()
+		return nil, r.Context().Err()
+	})}
+	start := time.Now()
+	w := f.serve(t, "GET", "/api/tasks", nil, []*http.Cookie{alice}, nil)
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("list with a hanging GitHub took %v", d)
+	}
+	if w.Code != http.StatusOK && w.Code != http.StatusBadGateway {
+		t.Errorf("list with a hanging GitHub = %d %s", w.Code, w.Body)
 	}
 }

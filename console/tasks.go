@@ -131,12 +131,14 @@ func knownState(s task.State) bool {
 }
 
 // listing is one page of a list: the tasks, the id to list on from (0 at
-// the end), and how many repositories could not be checked (their tasks
-// are left out).
+// the end), how many repositories could not be checked (their tasks are
+// left out), and whether the page was cut short of pageSize by the limit
+// of repositories or of time.
 type listing struct {
 	tasks     []taskView
 	next      int64
 	unchecked int
+	cut       bool
 }
 
 // visible returns one page of the tasks who may see, newest first. The
@@ -146,9 +148,12 @@ type listing struct {
 // check failed is left out rather than failing the page: one repository
 // GitHub does not answer for must not hide all the others.
 func (c *Console) visible(ctx context.Context, who *caller, q task.ListQuery) (listing, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.budget)
+	defer cancel()
 	var l listing
 	readable := map[string]bool{}
 	scanned := 0
+	var last int64 // the last task looked at: where a cut page goes on from
 	for {
 		q.Limit = task.MaxList
 		batch, err := c.cfg.Store.List(ctx, q)
@@ -161,6 +166,16 @@ func (c *Console) visible(ctx context.Context, who *caller, q task.ListQuery) (l
 			// one name are answered apart.
 			name := strings.ToLower(t.Repo.FullName()) + "#" + strconv.FormatInt(t.Repo.ID, 10)
 			ok, seen := readable[name]
+			if !seen && (len(readable) == maxRepos || ctx.Err() != nil) {
+				// Enough asked for one request: the next page goes on
+				// from this task.
+				if last == 0 {
+					// Out of time before the first task: nothing to show.
+					return listing{}, fmt.Errorf("%w: %w", errGitHub, ctx.Err())
+				}
+				l.next, l.cut = last, true
+				return l, nil
+			}
 			if !seen {
 				ok, err = c.canRead(ctx, who, t.Repo)
 				switch {
@@ -176,6 +191,7 @@ func (c *Console) visible(ctx context.Context, who *caller, q task.ListQuery) (l
 			if ok {
 				l.tasks = append(l.tasks, c.view(t, false))
 			}
+			last = t.ID
 			if len(l.tasks) == pageSize || scanned == maxScan {
 				l.next = t.ID
 				return l, nil
@@ -196,6 +212,8 @@ func (c *Console) one(ctx context.Context, who *caller, idText string) (*task.Ta
 	if err != nil || id <= 0 {
 		return nil, task.ErrNotFound
 	}
+	ctx, cancel := context.WithTimeout(ctx, c.budget)
+	defer cancel()
 	t, err := c.cfg.Store.Get(ctx, id)
 	if err != nil {
 		return nil, err
@@ -238,7 +256,7 @@ func (c *Console) tasksPage(w http.ResponseWriter, r *http.Request, who *caller)
 	}
 	c.render(w, r, http.StatusOK, "tasks", who, map[string]any{
 		"Tasks": l.tasks, "Repo": q.Repo, "State": string(q.State), "States": states, "Next": template.URL(nextURL),
-		"Unchecked": l.unchecked,
+		"Unchecked": l.unchecked, "Cut": l.cut,
 	})
 }
 
@@ -323,6 +341,10 @@ func (c *Console) apiTasks(w http.ResponseWriter, r *http.Request, who *caller) 
 	if l.unchecked > 0 {
 		// The caller must know the list may lack tasks it could see.
 		out["unchecked_repos"] = l.unchecked
+	}
+	if l.cut {
+		// Short of a page, yet not the end: go on from next_before.
+		out["cut"] = true
 	}
 	writeJSON(w, http.StatusOK, out)
 }
