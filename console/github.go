@@ -194,6 +194,61 @@ func (g *github) revoke(ctx context.Context, token string) error {
 	return fmt.Errorf("revoke token: GitHub answered %s", resp.Status)
 }
 
+// appUser returns whose token this is, if it is a token of this app:
+// GitHub's "Check a token" (POST /applications/{client_id}/token with the
+// app's client credentials) answers 200 and the token's user for one,
+// 404 for any other. GET /user alone would accept a token of any app or
+// a personal one, which the console never handed out and whose reach is
+// not the app's. The answer, refusals too, is cached with whoami's.
+func (g *github) appUser(ctx context.Context, token string) (user, error) {
+	k := digest(token)
+	if c, ok := g.lookup(g.users, k); ok {
+		if c.refused {
+			return user{}, fmt.Errorf("check token: %w", errUnauthorized)
+		}
+		return c.user, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, githubTimeout)
+	defer cancel()
+	body, err := json.Marshal(map[string]string{"access_token": token})
+	if err != nil {
+		return user{}, fmt.Errorf("check token: %w", err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, g.api+"/applications/"+url.PathEscape(g.clientID)+"/token", bytes.NewReader(body))
+	if err != nil {
+		return user{}, fmt.Errorf("check token: %w", err)
+	}
+	req.SetBasicAuth(g.clientID, g.clientSecret)
+	req.Header.Set("Accept", "application/vnd.github+json")
+	req.Header.Set("X-GitHub-Api-Version", "2022-11-28")
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := g.client.Do(req)
+	if err != nil {
+		return user{}, fmt.Errorf("check token: %w", err)
+	}
+	defer resp.Body.Close()
+	var v struct {
+		User user `json:"user"`
+	}
+	switch resp.StatusCode {
+	case http.StatusOK:
+		if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&v); err != nil {
+			return user{}, fmt.Errorf("check token: %w", err)
+		}
+		if v.User.Login == "" {
+			return user{}, errors.New("check token: GitHub named no user")
+		}
+	case http.StatusNotFound, http.StatusUnprocessableEntity:
+		// Not a token of this app (or not a token at all).
+		g.remember(g.users, k, cached{refused: true})
+		return user{}, fmt.Errorf("check token: %w", errUnauthorized)
+	default:
+		return user{}, fmt.Errorf("check token: GitHub answered %s", resp.Status)
+	}
+	g.remember(g.users, k, cached{user: v.User})
+	return v.User, nil
+}
+
 // forget drops the caches' answers for token: after sign-out this replica
 // must not answer from them (other replicas' answers end with the TTL).
 func (g *github) forget(token string) {

@@ -229,3 +229,32 @@ func TestRequestTimeBudget(t *testing.T) {
 		t.Errorf("list with a hanging GitHub = %d %s", w.Code, w.Body)
 	}
 }
+
+// The API takes a Bearer token of this app only: another app's token (or
+// a personal one) reaches what that app reaches, not what this one does.
+func TestBearerTokenOfAnotherAppIsRefused(t *testing.T) {
+	f := newFixture(t)
+	theirs := f.gh.ForeignUserToken("alice")
+	w := f.serve(t, "GET", "/api/tasks/"+itoa(f.ids["private"]), nil, nil, http.Header{"Authorization": {"Bearer " + theirs}})
+	if w.Code != http.StatusUnauthorized {
+		t.Errorf("another app's token = %d %.100s, want 401", w.Code, w.Body)
+	}
+	if strings.Contains(w.Body.String(), theirs) {
+		t.Error("the answer shows the token")
+	}
+	ours := f.gh.UserToken("alice")
+	for range 3 {
+		if w := f.serve(t, "GET", "/api/tasks/"+itoa(f.ids["private"]), nil, nil, http.Header{"Authorization": {"Bearer " + ours}}); w.Code != http.StatusOK {
+			t.Fatalf("this app's token = %d %.100s", w.Code, w.Body)
+		}
+	}
+	checks := 0
+	for _, rq := range f.gh.Requests() {
+		if rq.Method == http.MethodPost && strings.HasPrefix(rq.Path, "/applications/") {
+			checks++
+		}
+	}
+	if checks != 2 {
+		t.Errorf("%d token checks for 2 tokens over 4 requests, want 2 (cached)", checks)
+	}
+}

@@ -301,10 +301,12 @@ func (c *Console) api(h func(http.ResponseWriter, *http.Request, *caller)) http.
 				apiError(w, http.StatusUnauthorized, "want Authorization: Bearer <GitHub token>")
 				return
 			}
-			u, err := c.gh.whoami(r.Context(), token)
+			// Only a token of this app: its reach is what the app
+			// and the person share, as a signed-in session's is.
+			u, err := c.gh.appUser(r.Context(), token)
 			switch {
 			case errors.Is(err, errUnauthorized):
-				apiError(w, http.StatusUnauthorized, "GitHub does not recognise this token")
+				apiError(w, http.StatusUnauthorized, "not a GitHub token of this app")
 				return
 			case err != nil:
 				c.log.WarnContext(r.Context(), "console: token check failed", "err", err)

@@ -130,6 +130,39 @@ func (s *Server) tokenOfApp(w http.ResponseWriter, r *http.Request) (string, boo
 	return v.AccessToken, true
 }
 
+// ForeignUserToken mints a user token login got from another app: GitHub
+// answers GET /user for it, but it is not this app's (checkAppToken 404).
+func (s *Server) ForeignUserToken(login string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.userLocked(login)
+	tok := randomToken("ghu_")
+	s.userTokens[tok] = userToken{login: login, clientID: "Iv23liOtherApp", expires: time.Now().Add(UserTokenTTL)}
+	return tok
+}
+
+// checkAppToken is POST /applications/{client_id}/token, GitHub's "Check
+// a token": 200 with the token's user for a live token of this app, 404
+// for any other.
+func (s *Server) checkAppToken(w http.ResponseWriter, r *http.Request) {
+	if !s.appCredentials(w, r) {
+		return
+	}
+	tok, ok := s.tokenOfApp(w, r)
+	if !ok {
+		return
+	}
+	s.mu.Lock()
+	ut := s.userTokens[tok]
+	u := s.userJSONLocked(ut.login)
+	s.mu.Unlock()
+	writeJSON(w, http.StatusOK, map[string]any{
+		"token": tok, "expires_at": ut.expires.UTC().Format(time.RFC3339),
+		"app":  map[string]any{"client_id": s.ClientID, "name": s.AppSlug},
+		"user": map[string]any{"login": u.Login, "id": u.ID, "type": u.Type},
+	})
+}
+
 // deleteAppToken is DELETE /applications/{client_id}/token, GitHub's
 // "Delete an app token": the user token is revoked, and refused (401)
 // from then on. 204 No Content.

@@ -228,3 +228,20 @@ func TestDeleteAppToken(t *testing.T) {
 		t.Errorf("delete again = %d, want 404", got)
 	}
 }
+
+func TestCheckAppToken(t *testing.T) {
+	s := New(t)
+	ours, theirs := s.UserToken("alice"), s.ForeignUserToken("alice")
+	if got := userStatus(t, s, theirs); got != http.StatusOK {
+		t.Fatalf("GET /user with another app's token = %d", got)
+	}
+	if got := appTokenCall(t, s, http.MethodPost, s.ClientID, s.ClientSecret, ours); got != http.StatusOK {
+		t.Errorf("check our token = %d", got)
+	}
+	if got := appTokenCall(t, s, http.MethodPost, s.ClientID, s.ClientSecret, theirs); got != http.StatusNotFound {
+		t.Errorf("check another app's token = %d, want 404", got)
+	}
+	if got := appTokenCall(t, s, http.MethodPost, s.ClientID, "wrong", ours); got != http.StatusUnauthorized {
+		t.Errorf("check with a wrong secret = %d", got)
+	}
+}
