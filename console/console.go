@@ -158,7 +158,7 @@ func New(cfg Config) (*Console, error) {
 			api: strings.TrimRight(cfg.APIURL, "/"), web: web,
 			clientID: cfg.ClientID, clientSecret: cfg.ClientSecret,
 			client: cfg.HTTPClient, permissionTTL: cfg.PermissionTTL, now: cfg.Now,
-			roles: map[string]cached{}, users: map[string]cached{}, maxCacheAnswer: 10000,
+			roles: map[string]cached{}, users: map[string]cached{}, maxCacheAnswer: 10000, maxPerToken: maxScan,
 		},
 	}, nil
 }

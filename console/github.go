@@ -11,6 +11,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -62,6 +63,9 @@ type github struct {
 	users          map[string]cached // token digest → user
 	lastSweep      time.Time
 	maxCacheAnswer int
+	// maxPerToken bounds one token's share of the role cache: one person
+	// listing many repositories evicts their own answers, not everyone's.
+	maxPerToken int
 }
 
 type cached struct {
@@ -361,8 +365,10 @@ func (g *github) lookup(m map[string]cached, k string) (cached, bool) {
 }
 
 // remember caches c for the TTL. The caches are bounded whatever the
-// traffic: expired entries go at most once per TTL, and a cache still
-// full after that is emptied.
+// traffic: expired entries go at most once per TTL; a token with
+// maxPerToken answers loses its own oldest one; and a cache still full
+// loses its oldest tenth. It never empties: one caller filling it would
+// otherwise cost everyone their answers and GitHub a call each.
 func (g *github) remember(m map[string]cached, k string, c cached) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -375,9 +381,35 @@ func (g *github) remember(m map[string]cached, k string, c cached) {
 				delete(m, k)
 			}
 		}
-		if len(m) >= g.maxCacheAnswer {
-			clear(m)
-		}
+	}
+	if tok, _, ok := strings.Cut(k, "\x00"); ok && g.maxPerToken > 0 {
+		evictOldest(m, 1, func(key string) bool { return strings.HasPrefix(key, tok+"\x00") }, g.maxPerToken)
+	}
+	if len(m) >= g.maxCacheAnswer {
+		evictOldest(m, max(1, g.maxCacheAnswer/10), func(string) bool { return true }, g.maxCacheAnswer)
 	}
 	m[k] = c
+}
+
+// evictOldest deletes the n oldest entries among those of, when there
+// are at least limit of them. Every entry lives the same TTL, so the one
+// expiring first is the oldest.
+func evictOldest(m map[string]cached, n int, of func(string) bool, limit int) {
+	type entry struct {
+		k       string
+		expires time.Time
+	}
+	var es []entry
+	for k, v := range m {
+		if of(k) {
+			es = append(es, entry{k, v.expires})
+		}
+	}
+	if len(es) < limit {
+		return
+	}
+	slices.SortFunc(es, func(a, b entry) int { return a.expires.Compare(b.expires) })
+	for _, e := range es[:min(len(es), len(es)-limit+n)] {
+		delete(m, e.k)
+	}
 }

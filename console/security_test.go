@@ -258,3 +258,47 @@ func TestBearerTokenOfAnotherAppIsRefused(t *testing.T) {
 		t.Errorf("%d token checks for 2 tokens over 4 requests, want 2 (cached)", checks)
 	}
 }
+
+// One person listing many repositories must not empty everyone's cache:
+// they evict their own oldest answers, and a full cache loses its oldest
+// entries, never all of them.
+func TestOneCallerCannotFlushTheCache(t *testing.T) {
+	f := newFixture(t)
+	f.c.gh.maxCacheAnswer, f.c.gh.maxPerToken = 50, 20
+	alice := f.signIn(t, "alice")
+	f.serve(t, "GET", "/api/tasks", nil, []*http.Cookie{alice}, nil)
+	for i := range 60 {
+		f.record(t, pullwright.Repo{InstallationID: 1, Owner: "x", Name: "r" + itoa(int64(i))}, "many"+itoa(int64(i)))
+	}
+	f.clock.Add(time.Second)
+	mallory := f.signIn(t, "mallory")
+	f.serve(t, "GET", "/api/tasks", nil, []*http.Cookie{mallory}, nil)
+	f.serve(t, "GET", "/api/tasks?before="+itoa(f.ids["hostile"]+61), nil, []*http.Cookie{mallory}, nil)
+	mid := len(f.gh.Requests())
+	f.serve(t, "GET", "/api/tasks?repo=o/private", nil, []*http.Cookie{alice}, nil)
+	if got := len(f.gh.Requests()) - mid; got > 0 {
+		t.Errorf("alice's cached answers were flushed by mallory: %d new GitHub calls", got)
+	}
+	if n := len(f.c.gh.roles); n > 50 {
+		t.Errorf("role cache holds %d answers, bound 50", n)
+	}
+}
+
+func TestFullCacheLosesItsOldestOnly(t *testing.T) {
+	f := newFixture(t)
+	g := f.c.gh
+	g.maxCacheAnswer, g.maxPerToken = 20, 0
+	for i := range 45 {
+		f.clock.Add(time.Millisecond)
+		g.remember(g.roles, "t"+itoa(int64(i)), cached{role: "read"})
+		if len(g.roles) > 20 || (i >= 20 && len(g.roles) < 18) {
+			t.Fatalf("after %d answers the cache holds %d", i+1, len(g.roles))
+		}
+	}
+	if _, ok := g.roles["t44"]; !ok {
+		t.Error("the newest answer was evicted")
+	}
+	if _, ok := g.roles["t0"]; ok {
+		t.Error("the oldest answer is still there")
+	}
+}
