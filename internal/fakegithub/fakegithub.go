@@ -176,9 +176,14 @@ type Server struct {
 	// ClientID and ClientSecret are the app's OAuth credentials, for the
 	// user authorization flow (oauth.go).
 	ClientID, ClientSecret string
-	GraphQLURL             string // GraphQL endpoint: URL+"/graphql", or …/api/graphql for an "/api/v3" prefix
-	AppID                  int64
-	AppSlug                string
+	// CallbackURL is the app's registered callback URL. When set,
+	// authorize refuses another redirect_uri as GitHub does: it sends the
+	// browser to the registered callback with error=redirect_uri_mismatch,
+	// never to the address asked for. Empty: any redirect_uri is taken.
+	CallbackURL string
+	GraphQLURL  string // GraphQL endpoint: URL+"/graphql", or …/api/graphql for an "/api/v3" prefix
+	AppID       int64
+	AppSlug     string
 
 	// Files, when set, serves the contents endpoint for paths that SetFile
 	// and SetSymlink did not store: content and true for a regular file at

@@ -208,6 +208,23 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprint(w, "<html><body>The redirect_uri is not valid.</body></html>")
 		return
 	}
+	if s.CallbackURL != "" && back.String() != s.CallbackURL {
+		// A code must never go to an address the app did not register:
+		// GitHub answers on the registered callback instead.
+		reg, err := url.Parse(s.CallbackURL)
+		if err != nil {
+			w.WriteHeader(http.StatusInternalServerError)
+			return
+		}
+		v := url.Values{"error": {"redirect_uri_mismatch"},
+			"error_description": {"The redirect_uri MUST match the registered callback URL for this application."}}
+		if st := q.Get("state"); st != "" {
+			v.Set("state", st)
+		}
+		reg.RawQuery = v.Encode()
+		http.Redirect(w, r, reg.String(), http.StatusFound)
+		return
+	}
 	s.mu.Lock()
 	login := s.browserUser
 	var code string

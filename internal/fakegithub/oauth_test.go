@@ -245,3 +245,25 @@ func TestCheckAppToken(t *testing.T) {
 		t.Errorf("check with a wrong secret = %d", got)
 	}
 }
+
+func TestAuthorizeRefusesUnregisteredRedirect(t *testing.T) {
+	s := New(t)
+	s.CallbackURL = "https://bot.example/console/callback"
+	s.SignInBrowser("alice")
+	u := s.WebURL + "/login/oauth/authorize?" + url.Values{"client_id": {s.ClientID}, "redirect_uri": {"https://evil.example/steal"}, "state": {"st"}}.Encode()
+	resp, err := noRedirect.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	loc, _ := url.Parse(resp.Header.Get("Location"))
+	if resp.StatusCode != http.StatusFound || loc == nil || !strings.HasPrefix(loc.String(), s.CallbackURL+"?") {
+		t.Fatalf("authorize with a foreign redirect_uri = %d to %q, want the registered callback", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	if loc.Query().Get("code") != "" || loc.Query().Get("error") != "redirect_uri_mismatch" || loc.Query().Get("state") != "st" {
+		t.Errorf("redirected with %v", loc.Query())
+	}
+	if code, _, status := authorizeCode(t, s, s.ClientID, s.CallbackURL, "st"); status != http.StatusFound || code == "" {
+		t.Errorf("the registered callback = %d, code %q", status, code)
+	}
+}
