@@ -9,6 +9,11 @@ type Repo struct {
 	Name           string `json:"name"`
 	CloneURL       string `json:"clone_url"`
 	DefaultBranch  string `json:"default_branch"`
+	// ID is GitHub's id of the repository, from the delivery. Unlike the
+	// name it is never reused: the console checks it so that a task of a
+	// repository renamed or deleted is not shown to the readers of a new
+	// one under the old name. 0 for tasks recorded before it was kept.
+	ID int64 `json:"id,omitempty"`
 }
 
 // FullName is "owner/name".

@@ -70,6 +70,14 @@ const (
 	// repositories gets a short page and a link on, not a slow one.
 	pageSize = 50
 	maxScan  = 500
+	// maxRepos is how many distinct repositories one list request asks
+	// GitHub about: each may be a call made with the person's token, and
+	// a store of tasks of many repositories must not turn one request
+	// into hundreds. The list is cut there, with a link on.
+	maxRepos = 50
+	// requestBudget bounds the time one request spends on the store and
+	// GitHub together, however many checks it needs.
+	requestBudget = 20 * time.Second
 )
 
 // Console serves the console's pages and API.
@@ -82,6 +90,7 @@ type Console struct {
 	pages    map[string]*template.Template
 	static   fs.FS
 	now      func() time.Time
+	budget   time.Duration // requestBudget; shorter in tests
 }
 
 //go:embed templates/*.html
@@ -142,14 +151,14 @@ func New(cfg Config) (*Console, error) {
 		cfg.Logger.Warn("console on plain http: its cookies are not Secure; for development only", "public_url", pub.String())
 	}
 	return &Console{
-		cfg: cfg, log: cfg.Logger, now: cfg.Now, pages: pages, static: static,
+		cfg: cfg, log: cfg.Logger, now: cfg.Now, pages: pages, static: static, budget: requestBudget,
 		cookies:  cookies{secure: pub.Scheme == "https", sealer: sealer},
 		callback: pub.String() + "/console/callback",
 		gh: &github{
 			api: strings.TrimRight(cfg.APIURL, "/"), web: web,
 			clientID: cfg.ClientID, clientSecret: cfg.ClientSecret,
 			client: cfg.HTTPClient, permissionTTL: cfg.PermissionTTL, now: cfg.Now,
-			roles: map[string]cached{}, users: map[string]cached{}, maxCacheAnswer: 10000,
+			roles: map[string]cached{}, users: map[string]cached{}, maxCacheAnswer: 10000, maxPerToken: maxScan,
 		},
 	}, nil
 }
@@ -293,6 +302,12 @@ func (c *Console) logout(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.cookies.clear(w, sessionCookie)
+	// The cookie's token is revoked on GitHub: clearing the cookie alone
+	// would leave any copy of it a working session for hours. A failure
+	// is logged, and the person is signed out of this browser anyway.
+	if err := c.gh.revoke(r.Context(), who.token); err != nil {
+		c.log.WarnContext(r.Context(), "console: sign-out could not revoke the token on GitHub", "login", who.Login, "err", err)
+	}
 	c.log.InfoContext(r.Context(), "console: signed out", "login", who.Login)
 	http.Redirect(w, r, "/console/signin", http.StatusSeeOther)
 }

@@ -47,6 +47,7 @@ type fixture struct {
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	gh := fakegithub.New(t)
+	gh.CallbackURL = "https://console.example/console/callback"
 	gh.AddInstallation(1, "o/private", "o/readonly", "o/secret", "o/hostile")
 	gh.SetPermission("o", "private", "alice", "write")
 	gh.SetPermission("o", "hostile", "alice", "write")

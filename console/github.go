@@ -1,6 +1,7 @@
 package console
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -10,6 +11,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -21,6 +23,12 @@ const githubTimeout = 10 * time.Second
 // errUnauthorized is GitHub refusing the person's token: expired, revoked,
 // or never one.
 var errUnauthorized = errors.New("github refused the token")
+
+// errForbidden is GitHub answering 403 or 451 for something the token
+// may not have: an organisation's SAML enforcement or IP allow list, a
+// repository blocked for legal reasons. It is not a rate limit: those are
+// errors, retried later.
+var errForbidden = errors.New("github forbids this token that resource")
 
 // WebURL is the address of GitHub's web pages for a REST base URL:
 // github.com for api.github.com, https://HOST for GitHub Enterprise
@@ -55,10 +63,15 @@ type github struct {
 	users          map[string]cached // token digest → user
 	lastSweep      time.Time
 	maxCacheAnswer int
+	// maxPerToken bounds one token's share of the role cache: one person
+	// listing many repositories evicts their own answers, not everyone's.
+	maxPerToken int
 }
 
 type cached struct {
+	refused bool // the token is refused (401): a negative answer of whoami
 	role    string
+	repoID  int64 // GitHub's id of the repository the role is on
 	user    user
 	expires time.Time
 }
@@ -141,8 +154,117 @@ func (g *github) get(ctx context.Context, token, path string, v any) (bool, erro
 		return false, nil
 	case http.StatusUnauthorized:
 		return false, errUnauthorized
+	case http.StatusForbidden, http.StatusUnavailableForLegalReasons:
+		// GitHub's rate limits answer 403 too, with no requests left;
+		// those say nothing about the token's rights.
+		if resp.Header.Get("X-RateLimit-Remaining") != "0" && resp.Header.Get("Retry-After") == "" {
+			return false, errForbidden
+		}
 	}
 	return false, fmt.Errorf("GitHub answered %s", resp.Status)
+}
+
+// revoke deletes the person's token on GitHub ("Delete an app token":
+// DELETE /applications/{client_id}/token with the app's client
+// credentials), so that a copy of the session cookie (a shared machine, a
+// proxy's log) is worth nothing after sign-out; and forgets what the
+// caches know of it. A token GitHub no longer knows (404) is already
+// dead, which is what sign-out wants.
+func (g *github) revoke(ctx context.Context, token string) error {
+	g.forget(token)
+	ctx, cancel := context.WithTimeout(ctx, githubTimeout)
+	defer cancel()
+	body, err := json.Marshal(map[string]string{"access_token": token})
+	if err != nil {
+		return fmt.Errorf("revoke token: %w", err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, g.api+"/applications/"+url.PathEscape(g.clientID)+"/token", bytes.NewReader(body))
+	if err != nil {
+		return fmt.Errorf("revoke token: %w", err)
+	}
+	req.SetBasicAuth(g.clientID, g.clientSecret)
+	req.Header.Set("Accept", "application/vnd.github+json")
+	req.Header.Set("X-GitHub-Api-Version", "2022-11-28")
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := g.client.Do(req)
+	if err != nil {
+		return fmt.Errorf("revoke token: %w", err)
+	}
+	resp.Body.Close()
+	switch resp.StatusCode {
+	case http.StatusNoContent, http.StatusNotFound:
+		return nil
+	}
+	return fmt.Errorf("revoke token: GitHub answered %s", resp.Status)
+}
+
+// appUser returns whose token this is, if it is a token of this app:
+// GitHub's "Check a token" (POST /applications/{client_id}/token with the
+// app's client credentials) answers 200 and the token's user for one,
+// 404 for any other. GET /user alone would accept a token of any app or
+// a personal one, which the console never handed out and whose reach is
+// not the app's. The answer, refusals too, is cached with whoami's.
+func (g *github) appUser(ctx context.Context, token string) (user, error) {
+	k := digest(token)
+	if c, ok := g.lookup(g.users, k); ok {
+		if c.refused {
+			return user{}, fmt.Errorf("check token: %w", errUnauthorized)
+		}
+		return c.user, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, githubTimeout)
+	defer cancel()
+	body, err := json.Marshal(map[string]string{"access_token": token})
+	if err != nil {
+		return user{}, fmt.Errorf("check token: %w", err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, g.api+"/applications/"+url.PathEscape(g.clientID)+"/token", bytes.NewReader(body))
+	if err != nil {
+		return user{}, fmt.Errorf("check token: %w", err)
+	}
+	req.SetBasicAuth(g.clientID, g.clientSecret)
+	req.Header.Set("Accept", "application/vnd.github+json")
+	req.Header.Set("X-GitHub-Api-Version", "2022-11-28")
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := g.client.Do(req)
+	if err != nil {
+		return user{}, fmt.Errorf("check token: %w", err)
+	}
+	defer resp.Body.Close()
+	var v struct {
+		User user `json:"user"`
+	}
+	switch resp.StatusCode {
+	case http.StatusOK:
+		if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&v); err != nil {
+			return user{}, fmt.Errorf("check token: %w", err)
+		}
+		if v.User.Login == "" {
+			return user{}, errors.New("check token: GitHub named no user")
+		}
+	case http.StatusNotFound, http.StatusUnprocessableEntity:
+		// Not a token of this app (or not a token at all).
+		g.remember(g.users, k, cached{refused: true})
+		return user{}, fmt.Errorf("check token: %w", errUnauthorized)
+	default:
+		return user{}, fmt.Errorf("check token: GitHub answered %s", resp.Status)
+	}
+	g.remember(g.users, k, cached{user: v.User})
+	return v.User, nil
+}
+
+// forget drops the caches' answers for token: after sign-out this replica
+// must not answer from them (other replicas' answers end with the TTL).
+func (g *github) forget(token string) {
+	k := digest(token)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	delete(g.users, k)
+	for rk := range g.roles {
+		if strings.HasPrefix(rk, k+"\x00") {
+			delete(g.roles, rk)
+		}
+	}
 }
 
 // digest names a token in the caches without keeping it as a key.
@@ -157,22 +279,30 @@ func digest(token string) string {
 func (g *github) whoami(ctx context.Context, token string) (user, error) {
 	k := digest(token)
 	if c, ok := g.lookup(g.users, k); ok {
+		if c.refused {
+			return user{}, fmt.Errorf("who is the token's user: %w", errUnauthorized)
+		}
 		return c.user, nil
 	}
 	var u user
 	found, err := g.get(ctx, token, "/user", &u)
 	switch {
+	case errors.Is(err, errUnauthorized) || (err == nil && (!found || u.Login == "")):
+		// Refusals are cached too: anyone may send made-up tokens, and
+		// each must not cost a call to GitHub (and our rate limit). A
+		// refused token never becomes good, so this costs nothing.
+		g.remember(g.users, k, cached{refused: true})
+		return user{}, fmt.Errorf("who is the token's user: %w", errUnauthorized)
 	case err != nil:
 		return user{}, fmt.Errorf("who is the token's user: %w", err)
-	case !found || u.Login == "":
-		return user{}, fmt.Errorf("who is the token's user: %w", errUnauthorized)
 	}
 	g.remember(g.users, k, cached{user: u})
 	return u, nil
 }
 
 // role returns the person's role on a repository ("admin", "maintain",
-// "write", "triage" or "read"), or "" when they cannot read it.
+// "write", "triage" or "read"), or "" when they cannot read it, and the
+// id of the repository that now has that name.
 //
 // It asks GET /repos/{owner}/{repo} with the person's own token, rather
 // than the collaborator permission endpoint with the app's: one call
@@ -182,21 +312,27 @@ func (g *github) whoami(ctx context.Context, token string) (user, error) {
 // permission to ask about other users. Answers (also "cannot read") are
 // cached for the permission TTL, as the comment commands' are; errors are
 // not.
-func (g *github) role(ctx context.Context, token, fullName string) (string, error) {
+func (g *github) role(ctx context.Context, token, fullName string) (string, int64, error) {
 	k := digest(token) + "\x00" + strings.ToLower(fullName)
 	if c, ok := g.lookup(g.roles, k); ok {
-		return c.role, nil
+		return c.role, c.repoID, nil
 	}
 	owner, name, ok := strings.Cut(fullName, "/")
 	if !ok {
-		return "", fmt.Errorf("repository %q: not owner/name", fullName)
+		return "", 0, fmt.Errorf("repository %q: not owner/name", fullName)
 	}
 	var v struct {
+		ID          int64           `json:"id"`
 		Permissions map[string]bool `json:"permissions"`
 	}
 	found, err := g.get(ctx, token, "/repos/"+url.PathEscape(owner)+"/"+url.PathEscape(name), &v)
-	if err != nil {
-		return "", fmt.Errorf("permission on %s: %w", fullName, err)
+	switch {
+	case errors.Is(err, errForbidden):
+		// SAML, an IP allow list, a legal block: the person cannot read
+		// it now, an answer like 404, cached as one.
+		found = false
+	case err != nil:
+		return "", 0, fmt.Errorf("permission on %s: %w", fullName, err)
 	}
 	role := ""
 	if found {
@@ -214,8 +350,8 @@ func (g *github) role(ctx context.Context, token, fullName string) (string, erro
 			role = "read"
 		}
 	}
-	g.remember(g.roles, k, cached{role: role})
-	return role, nil
+	g.remember(g.roles, k, cached{role: role, repoID: v.ID})
+	return role, v.ID, nil
 }
 
 func (g *github) lookup(m map[string]cached, k string) (cached, bool) {
@@ -229,8 +365,10 @@ func (g *github) lookup(m map[string]cached, k string) (cached, bool) {
 }
 
 // remember caches c for the TTL. The caches are bounded whatever the
-// traffic: expired entries go at most once per TTL, and a cache still
-// full after that is emptied.
+// traffic: expired entries go at most once per TTL; a token with
+// maxPerToken answers loses its own oldest one; and a cache still full
+// loses its oldest tenth. It never empties: one caller filling it would
+// otherwise cost everyone their answers and GitHub a call each.
 func (g *github) remember(m map[string]cached, k string, c cached) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -243,9 +381,35 @@ func (g *github) remember(m map[string]cached, k string, c cached) {
 				delete(m, k)
 			}
 		}
-		if len(m) >= g.maxCacheAnswer {
-			clear(m)
-		}
+	}
+	if tok, _, ok := strings.Cut(k, "\x00"); ok && g.maxPerToken > 0 {
+		evictOldest(m, 1, func(key string) bool { return strings.HasPrefix(key, tok+"\x00") }, g.maxPerToken)
+	}
+	if len(m) >= g.maxCacheAnswer {
+		evictOldest(m, max(1, g.maxCacheAnswer/10), func(string) bool { return true }, g.maxCacheAnswer)
 	}
 	m[k] = c
+}
+
+// evictOldest deletes the n oldest entries among those of, when there
+// are at least limit of them. Every entry lives the same TTL, so the one
+// expiring first is the oldest.
+func evictOldest(m map[string]cached, n int, of func(string) bool, limit int) {
+	type entry struct {
+		k       string
+		expires time.Time
+	}
+	var es []entry
+	for k, v := range m {
+		if of(k) {
+			es = append(es, entry{k, v.expires})
+		}
+	}
+	if len(es) < limit {
+		return
+	}
+	slices.SortFunc(es, func(a, b entry) int { return a.expires.Compare(b.expires) })
+	for _, e := range es[:min(len(es), len(es)-limit+n)] {
+		delete(m, e.k)
+	}
 }

@@ -81,12 +81,19 @@ func (c *Console) view(t *task.Task, full bool) taskView {
 // console then shows nothing rather than guess.
 var errGitHub = errors.New("GitHub did not answer a permission check")
 
-// canRead reports whether who may see tasks of repository fullName.
-func (c *Console) canRead(ctx context.Context, who *caller, fullName string) (bool, error) {
-	role, err := c.gh.role(ctx, who.token, fullName)
+// canRead reports whether who may see tasks of repository repo. A task
+// that knows its repository's id is shown only if the name still leads to
+// that repository: names are reused (a private repository renamed or
+// deleted, a public one created under its old name), ids are not. Tasks
+// recorded before ids were kept (ID 0) are checked by name only.
+func (c *Console) canRead(ctx context.Context, who *caller, repo pullwright.Repo) (bool, error) {
+	role, id, err := c.gh.role(ctx, who.token, repo.FullName())
 	if err != nil {
-		c.log.WarnContext(ctx, "console: permission check failed", "login", who.Login, "repo", fullName, "err", err)
+		c.log.WarnContext(ctx, "console: permission check failed", "login", who.Login, "repo", repo.FullName(), "err", err)
 		return false, fmt.Errorf("%w: %w", errGitHub, err)
+	}
+	if repo.ID != 0 && id != repo.ID {
+		return false, nil
 	}
 	return role != "", nil
 }
@@ -123,40 +130,75 @@ func knownState(s task.State) bool {
 	return false
 }
 
-// visible returns one page of the tasks who may see, newest first, and
-// the id to list on from (0 at the end). The store pages by id; tasks of
-// repositories who cannot read are dropped after, so a page can be short,
-// but never skips a task who may see: the next page starts after the
-// last task looked at.
-func (c *Console) visible(ctx context.Context, who *caller, q task.ListQuery) ([]taskView, int64, error) {
-	var out []taskView
+// listing is one page of a list: the tasks, the id to list on from (0 at
+// the end), how many repositories could not be checked (their tasks are
+// left out), and whether the page was cut short of pageSize by the limit
+// of repositories or of time.
+type listing struct {
+	tasks     []taskView
+	next      int64
+	unchecked int
+	cut       bool
+}
+
+// visible returns one page of the tasks who may see, newest first. The
+// store pages by id; tasks of repositories who cannot read are dropped
+// after, so a page can be short, but never skips a task who may see: the
+// next page starts after the last task looked at. A repository whose
+// check failed is left out rather than failing the page: one repository
+// GitHub does not answer for must not hide all the others.
+func (c *Console) visible(ctx context.Context, who *caller, q task.ListQuery) (listing, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.budget)
+	defer cancel()
+	var l listing
 	readable := map[string]bool{}
 	scanned := 0
+	var last int64 // the last task looked at: where a cut page goes on from
 	for {
 		q.Limit = task.MaxList
 		batch, err := c.cfg.Store.List(ctx, q)
 		if err != nil {
-			return nil, 0, fmt.Errorf("list tasks: %w", err)
+			return listing{}, fmt.Errorf("list tasks: %w", err)
 		}
 		for _, t := range batch {
 			scanned++
-			name := strings.ToLower(t.Repo.FullName())
+			// By name and id: tasks of an old and a new repository of
+			// one name are answered apart.
+			name := strings.ToLower(t.Repo.FullName()) + "#" + strconv.FormatInt(t.Repo.ID, 10)
 			ok, seen := readable[name]
+			if !seen && (len(readable) == maxRepos || ctx.Err() != nil) {
+				// Enough asked for one request: the next page goes on
+				// from this task.
+				if last == 0 {
+					// Out of time before the first task: nothing to show.
+					return listing{}, fmt.Errorf("%w: %w", errGitHub, ctx.Err())
+				}
+				l.next, l.cut = last, true
+				return l, nil
+			}
 			if !seen {
-				if ok, err = c.canRead(ctx, who, t.Repo.FullName()); err != nil {
-					return nil, 0, err
+				ok, err = c.canRead(ctx, who, t.Repo)
+				switch {
+				case errors.Is(err, errUnauthorized):
+					// The token itself is refused: the session is over.
+					return listing{}, err
+				case err != nil:
+					l.unchecked++
+					ok = false
 				}
 				readable[name] = ok
 			}
 			if ok {
-				out = append(out, c.view(t, false))
+				l.tasks = append(l.tasks, c.view(t, false))
 			}
-			if len(out) == pageSize || scanned == maxScan {
-				return out, t.ID, nil
+			last = t.ID
+			if len(l.tasks) == pageSize || scanned == maxScan {
+				l.next = t.ID
+				return l, nil
 			}
 		}
 		if len(batch) < task.MaxList {
-			return out, 0, nil
+			return l, nil
 		}
 		q.Before = batch[len(batch)-1].ID
 	}
@@ -170,6 +212,8 @@ func (c *Console) one(ctx context.Context, who *caller, idText string) (*task.Ta
 	if err != nil || id <= 0 {
 		return nil, task.ErrNotFound
 	}
+	ctx, cancel := context.WithTimeout(ctx, c.budget)
+	defer cancel()
 	t, err := c.cfg.Store.Get(ctx, id)
 	if err != nil {
 		return nil, err
@@ -177,7 +221,7 @@ func (c *Console) one(ctx context.Context, who *caller, idText string) (*task.Ta
 	if t.Kind != task.KindFix {
 		return nil, task.ErrNotFound
 	}
-	ok, err := c.canRead(ctx, who, t.Repo.FullName())
+	ok, err := c.canRead(ctx, who, t.Repo)
 	if err != nil {
 		return nil, err
 	}
@@ -193,11 +237,12 @@ func (c *Console) tasksPage(w http.ResponseWriter, r *http.Request, who *caller)
 		c.fail(w, r, http.StatusBadRequest, "Bad filter: "+err.Error())
 		return
 	}
-	tasks, next, err := c.visible(r.Context(), who, q)
+	l, err := c.visible(r.Context(), who, q)
 	if err != nil {
 		c.failed(w, r, err)
 		return
 	}
+	next := l.next
 	var nextURL string
 	if next > 0 {
 		v := url.Values{"before": {strconv.FormatInt(next, 10)}}
@@ -210,7 +255,8 @@ func (c *Console) tasksPage(w http.ResponseWriter, r *http.Request, who *caller)
 		nextURL = "/console/?" + v.Encode()
 	}
 	c.render(w, r, http.StatusOK, "tasks", who, map[string]any{
-		"Tasks": tasks, "Repo": q.Repo, "State": string(q.State), "States": states, "Next": template.URL(nextURL),
+		"Tasks": l.tasks, "Repo": q.Repo, "State": string(q.State), "States": states, "Next": template.URL(nextURL),
+		"Unchecked": l.unchecked, "Cut": l.cut,
 	})
 }
 
@@ -227,6 +273,11 @@ func (c *Console) taskPage(w http.ResponseWriter, r *http.Request, who *caller) 
 // names neither; the details go to the log.
 func (c *Console) failed(w http.ResponseWriter, r *http.Request, err error) {
 	switch {
+	case errors.Is(err, errUnauthorized):
+		// GitHub refuses the session's token (revoked, expired, the app
+		// uninstalled by the person): the session is over.
+		c.cookies.clear(w, sessionCookie)
+		http.Redirect(w, r, "/console/signin", http.StatusSeeOther)
 	case errors.Is(err, task.ErrNotFound):
 		c.fail(w, r, http.StatusNotFound, "No such task, or not one you can see.")
 	case errors.Is(err, errGitHub):
@@ -250,10 +301,12 @@ func (c *Console) api(h func(http.ResponseWriter, *http.Request, *caller)) http.
 				apiError(w, http.StatusUnauthorized, "want Authorization: Bearer <GitHub token>")
 				return
 			}
-			u, err := c.gh.whoami(r.Context(), token)
+			// Only a token of this app: its reach is what the app
+			// and the person share, as a signed-in session's is.
+			u, err := c.gh.appUser(r.Context(), token)
 			switch {
 			case errors.Is(err, errUnauthorized):
-				apiError(w, http.StatusUnauthorized, "GitHub does not recognise this token")
+				apiError(w, http.StatusUnauthorized, "not a GitHub token of this app")
 				return
 			case err != nil:
 				c.log.WarnContext(r.Context(), "console: token check failed", "err", err)
@@ -278,15 +331,24 @@ func (c *Console) apiTasks(w http.ResponseWriter, r *http.Request, who *caller) 
 		apiError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	tasks, next, err := c.visible(r.Context(), who, q)
+	l, err := c.visible(r.Context(), who, q)
 	if err != nil {
 		c.apiFailed(w, r, err)
 		return
 	}
-	if tasks == nil {
-		tasks = []taskView{}
+	if l.tasks == nil {
+		l.tasks = []taskView{}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"tasks": tasks, "next_before": next})
+	out := map[string]any{"tasks": l.tasks, "next_before": l.next}
+	if l.unchecked > 0 {
+		// The caller must know the list may lack tasks it could see.
+		out["unchecked_repos"] = l.unchecked
+	}
+	if l.cut {
+		// Short of a page, yet not the end: go on from next_before.
+		out["cut"] = true
+	}
+	writeJSON(w, http.StatusOK, out)
 }
 
 func (c *Console) apiTask(w http.ResponseWriter, r *http.Request, who *caller) {
@@ -300,6 +362,10 @@ func (c *Console) apiTask(w http.ResponseWriter, r *http.Request, who *caller) {
 
 func (c *Console) apiFailed(w http.ResponseWriter, r *http.Request, err error) {
 	switch {
+	case errors.Is(err, errUnauthorized):
+		// GitHub refuses the caller's token: the session (if any) is over.
+		c.cookies.clear(w, sessionCookie)
+		apiError(w, http.StatusUnauthorized, "GitHub does not recognise this token; sign in again")
 	case errors.Is(err, task.ErrNotFound):
 		apiError(w, http.StatusNotFound, "not found")
 	case errors.Is(err, errGitHub):

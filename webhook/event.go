@@ -37,6 +37,7 @@ func (p *event) repo() pullwright.Repo {
 		Name:           p.Repository.Name,
 		CloneURL:       p.Repository.CloneURL,
 		DefaultBranch:  p.Repository.DefaultBranch,
+		ID:             p.Repository.ID,
 	}
 }
 
@@ -56,6 +57,7 @@ type installation struct {
 }
 
 type repository struct {
+	ID            int64  `json:"id"`
 	Name          string `json:"name"`
 	FullName      string `json:"full_name"`
 	Owner         user   `json:"owner"`

@@ -430,7 +430,7 @@ func checkTask(t *testing.T, got task.Task, deliveryID string, want wantTask) {
 	if want.Kind != task.KindReply && got.Reply != "" {
 		t.Errorf("%s task with reply %q", got.Kind, got.Reply)
 	}
-	wantRepo := pullwright.Repo{InstallationID: 1, Owner: "Codertocat", Name: "Hello-World", CloneURL: "https://github.com/Codertocat/Hello-World.git", DefaultBranch: "master"}
+	wantRepo := pullwright.Repo{InstallationID: 1, Owner: "Codertocat", Name: "Hello-World", CloneURL: "https://github.com/Codertocat/Hello-World.git", DefaultBranch: "master", ID: 186853002}
 	if got.Repo != wantRepo {
 		t.Errorf("repo %+v, want %+v", got.Repo, wantRepo)
 	}
@@ -632,7 +632,7 @@ func TestGHESPayload(t *testing.T) {
 		t.Fatalf("status %d", w.Code)
 	}
 	_, tasks := rec.snapshot()
-	want := pullwright.Repo{InstallationID: 5, Owner: "Codertocat", Name: "Hello-World", CloneURL: "https://octocoders.github.io/Codertocat/Hello-World.git", DefaultBranch: "master"}
+	want := pullwright.Repo{InstallationID: 5, Owner: "Codertocat", Name: "Hello-World", CloneURL: "https://octocoders.github.io/Codertocat/Hello-World.git", DefaultBranch: "master", ID: 118}
 	if len(tasks) != 1 || tasks[0].Repo != want {
 		t.Fatalf("tasks %+v, want repo %+v", tasks, want)
 	}

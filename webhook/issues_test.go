@@ -119,7 +119,7 @@ func TestIssueEvents(t *testing.T) {
 			if tt.cfg != nil && tt.edit == nil {
 				inst = 0 // the one-token run's sample names none
 			}
-			wantRepo := pullwright.Repo{InstallationID: inst, Owner: "Codertocat", Name: "Hello-World", CloneURL: "https://github.com/Codertocat/Hello-World.git", DefaultBranch: "master"}
+			wantRepo := pullwright.Repo{InstallationID: inst, Owner: "Codertocat", Name: "Hello-World", CloneURL: "https://github.com/Codertocat/Hello-World.git", DefaultBranch: "master", ID: 186853002}
 			if got.Kind != task.KindTrigger || got.Trigger == nil || *got.Trigger != (task.TriggerRef{Action: tt.action, Label: tt.label}) ||
 				got.Issue != 1 || got.IssueTitle != "Spelling error in the README file" || got.CommentID != 0 || got.Instructions != "" ||
 				got.Repo != wantRepo || got.State != task.Queued || got.DeliveryID != id {

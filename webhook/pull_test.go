@@ -24,7 +24,7 @@ const (
 )
 
 // helloWorld is the repository of the Codertocat payloads, as a task keeps it.
-var helloWorld = pullwright.Repo{InstallationID: 1, Owner: "Codertocat", Name: "Hello-World", CloneURL: "https://github.com/Codertocat/Hello-World.git", DefaultBranch: "master"}
+var helloWorld = pullwright.Repo{InstallationID: 1, Owner: "Codertocat", Name: "Hello-World", CloneURL: "https://github.com/Codertocat/Hello-World.git", DefaultBranch: "master", ID: 186853002}
 
 // reviewTask is what reviewFile, with the comment body set to body, asks
 // for, but for the kind and what follows from it.

@@ -176,9 +176,14 @@ type Server struct {
 	// ClientID and ClientSecret are the app's OAuth credentials, for the
 	// user authorization flow (oauth.go).
 	ClientID, ClientSecret string
-	GraphQLURL             string // GraphQL endpoint: URL+"/graphql", or …/api/graphql for an "/api/v3" prefix
-	AppID                  int64
-	AppSlug                string
+	// CallbackURL is the app's registered callback URL. When set,
+	// authorize refuses another redirect_uri as GitHub does: it sends the
+	// browser to the registered callback with error=redirect_uri_mismatch,
+	// never to the address asked for. Empty: any redirect_uri is taken.
+	CallbackURL string
+	GraphQLURL  string // GraphQL endpoint: URL+"/graphql", or …/api/graphql for an "/api/v3" prefix
+	AppID       int64
+	AppSlug     string
 
 	// Files, when set, serves the contents endpoint for paths that SetFile
 	// and SetSymlink did not store: content and true for a regular file at
@@ -233,6 +238,8 @@ type Server struct {
 	defaultBranch map[string]string                      // repo key → branch
 	teams         map[string]map[string]string           // "org/team" lower case → user → state
 	public        map[string]bool                        // repo key → readable by any installation
+	repoIDs       map[string]int64                       // repo key → repository id (RepoID, RecreateRepo)
+	forbidden     map[string]bool                        // repo key → user tokens get 403 (ForbidRepo)
 	forkParent    map[string]string                      // fork's repo key → its parent's
 	diffTooLarge  map[string]bool                        // "repo key#n" → answer diffs 406
 	noActions     map[int64]bool                         // installations without actions: read
@@ -321,6 +328,8 @@ func NewWithPrefix(t testing.TB, prefix string) *Server {
 		defaultBranch: map[string]string{},
 		teams:         map[string]map[string]string{},
 		public:        map[string]bool{},
+		repoIDs:       map[string]int64{},
+		forbidden:     map[string]bool{},
 		forkParent:    map[string]string{},
 		diffTooLarge:  map[string]bool{},
 		noActions:     map[int64]bool{},

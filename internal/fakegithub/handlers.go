@@ -39,6 +39,8 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /login/oauth/authorize", s.authorize)
 	m.HandleFunc("POST /login/oauth/access_token", s.accessToken)
 	m.HandleFunc("GET /repos/{owner}/{repo}", s.getRepository)
+	m.HandleFunc("DELETE /applications/{client_id}/token", s.deleteAppToken)
+	m.HandleFunc("POST /applications/{client_id}/token", s.checkAppToken)
 
 	m.HandleFunc("GET /repos/{owner}/{repo}/issues/{number}", s.repo(s.getIssue))
 	m.HandleFunc("GET /repos/{owner}/{repo}/issues/{number}/comments", s.repo(s.listComments))

@@ -1,6 +1,7 @@
 package fakegithub
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -39,8 +40,9 @@ type oauthCode struct {
 }
 
 type userToken struct {
-	login   string
-	expires time.Time
+	login    string
+	clientID string // the app the token was issued to
+	expires  time.Time
 }
 
 // SignInBrowser makes login the person signed in to the fake's web pages:
@@ -86,8 +88,96 @@ func (s *Server) IssuedUserTokens() []string {
 func (s *Server) userTokenLocked(login string) string {
 	s.userLocked(login)
 	tok := randomToken("ghu_")
-	s.userTokens[tok] = userToken{login: login, expires: time.Now().Add(UserTokenTTL)}
+	s.userTokens[tok] = userToken{login: login, clientID: s.ClientID, expires: time.Now().Add(UserTokenTTL)}
 	return tok
+}
+
+// appCredentials reports whether r is signed with the app's client id
+// and secret (basic auth) and names the app's client id in its path, as
+// GitHub's /applications/{client_id}/… endpoints want; otherwise it has
+// answered as GitHub does.
+func (s *Server) appCredentials(w http.ResponseWriter, r *http.Request) bool {
+	id, secret, ok := r.BasicAuth()
+	if !ok || id != s.ClientID || secret != s.ClientSecret {
+		errorJSON(w, http.StatusUnauthorized, "Requires authentication")
+		return false
+	}
+	if r.PathValue("client_id") != s.ClientID {
+		notFound(w)
+		return false
+	}
+	return true
+}
+
+// tokenOfApp reads the {"access_token": …} body of the /applications/
+// {client_id}/token endpoints and returns the token if it is a live user
+// token of this app; it has answered otherwise.
+func (s *Server) tokenOfApp(w http.ResponseWriter, r *http.Request) (string, bool) {
+	var v struct {
+		AccessToken string `json:"access_token"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&v); err != nil || v.AccessToken == "" {
+		errorJSON(w, http.StatusUnprocessableEntity, "Validation Failed")
+		return "", false
+	}
+	s.mu.Lock()
+	ut, ok := s.userTokens[v.AccessToken]
+	s.mu.Unlock()
+	if !ok || ut.clientID != s.ClientID || time.Now().After(ut.expires) {
+		notFound(w)
+		return "", false
+	}
+	return v.AccessToken, true
+}
+
+// ForeignUserToken mints a user token login got from another app: GitHub
+// answers GET /user for it, but it is not this app's (checkAppToken 404).
+func (s *Server) ForeignUserToken(login string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.userLocked(login)
+	tok := randomToken("ghu_")
+	s.userTokens[tok] = userToken{login: login, clientID: "Iv23liOtherApp", expires: time.Now().Add(UserTokenTTL)}
+	return tok
+}
+
+// checkAppToken is POST /applications/{client_id}/token, GitHub's "Check
+// a token": 200 with the token's user for a live token of this app, 404
+// for any other.
+func (s *Server) checkAppToken(w http.ResponseWriter, r *http.Request) {
+	if !s.appCredentials(w, r) {
+		return
+	}
+	tok, ok := s.tokenOfApp(w, r)
+	if !ok {
+		return
+	}
+	s.mu.Lock()
+	ut := s.userTokens[tok]
+	u := s.userJSONLocked(ut.login)
+	s.mu.Unlock()
+	writeJSON(w, http.StatusOK, map[string]any{
+		"token": tok, "expires_at": ut.expires.UTC().Format(time.RFC3339),
+		"app":  map[string]any{"client_id": s.ClientID, "name": s.AppSlug},
+		"user": map[string]any{"login": u.Login, "id": u.ID, "type": u.Type},
+	})
+}
+
+// deleteAppToken is DELETE /applications/{client_id}/token, GitHub's
+// "Delete an app token": the user token is revoked, and refused (401)
+// from then on. 204 No Content.
+func (s *Server) deleteAppToken(w http.ResponseWriter, r *http.Request) {
+	if !s.appCredentials(w, r) {
+		return
+	}
+	tok, ok := s.tokenOfApp(w, r)
+	if !ok {
+		return
+	}
+	s.mu.Lock()
+	delete(s.userTokens, tok)
+	s.mu.Unlock()
+	w.WriteHeader(http.StatusNoContent)
 }
 
 // userTokenLogin returns whose live user token cred is.
@@ -116,6 +206,23 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
 	if err != nil || !back.IsAbs() {
 		w.WriteHeader(http.StatusBadRequest)
 		fmt.Fprint(w, "<html><body>The redirect_uri is not valid.</body></html>")
+		return
+	}
+	if s.CallbackURL != "" && back.String() != s.CallbackURL {
+		// A code must never go to an address the app did not register:
+		// GitHub answers on the registered callback instead.
+		reg, err := url.Parse(s.CallbackURL)
+		if err != nil {
+			w.WriteHeader(http.StatusInternalServerError)
+			return
+		}
+		v := url.Values{"error": {"redirect_uri_mismatch"},
+			"error_description": {"The redirect_uri MUST match the registered callback URL for this application."}}
+		if st := q.Get("state"); st != "" {
+			v.Set("state", st)
+		}
+		reg.RawQuery = v.Encode()
+		http.Redirect(w, r, reg.String(), http.StatusFound)
 		return
 	}
 	s.mu.Lock()
@@ -235,8 +342,12 @@ func (s *Server) getRepository(w http.ResponseWriter, r *http.Request) {
 		installed = installed || repos[k]
 	}
 	public := s.public[k]
+	forbidden := s.forbidden[k]
 	s.mu.Unlock()
 	switch {
+	case forbidden:
+		errorJSON(w, http.StatusForbidden, "Resource protected by organization SAML enforcement. You must grant your Personal Access token access to this organization.")
+		return
 	case public && (role == "" || role == "none"):
 		role = "read"
 	case public:
@@ -256,11 +367,13 @@ func (s *Server) repositoryAnswer(role string) http.HandlerFunc {
 		s.mu.Lock()
 		branch := s.defaultBranch[k]
 		public := s.public[k]
+		id := s.repoIDLocked(k)
 		s.mu.Unlock()
 		if branch == "" {
 			branch = "main"
 		}
 		out := map[string]any{
+			"id":             id,
 			"name":           name,
 			"full_name":      owner + "/" + name,
 			"owner":          map[string]any{"login": owner},

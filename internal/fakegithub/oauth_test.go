@@ -182,3 +182,88 @@ func TestRepositoryWithUserToken(t *testing.T) {
 		t.Fatalf("a user token on another endpoint = %d, want 401", resp.StatusCode)
 	}
 }
+
+// appTokenCall calls one of the /applications/{client_id}/token endpoints.
+func appTokenCall(t *testing.T, s *Server, method, clientID, secret, token string) int {
+	t.Helper()
+	body, _ := json.Marshal(map[string]string{"access_token": token})
+	req, _ := http.NewRequest(method, s.URL+"/applications/"+clientID+"/token", strings.NewReader(string(body)))
+	req.SetBasicAuth(clientID, secret)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+func userStatus(t *testing.T, s *Server, token string) int {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, s.URL+"/user", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+func TestDeleteAppToken(t *testing.T) {
+	s := New(t)
+	tok := s.UserToken("alice")
+	if got := appTokenCall(t, s, http.MethodDelete, s.ClientID, "wrong", tok); got != http.StatusUnauthorized {
+		t.Errorf("wrong secret = %d", got)
+	}
+	if got := userStatus(t, s, tok); got != http.StatusOK {
+		t.Fatalf("GET /user before = %d", got)
+	}
+	if got := appTokenCall(t, s, http.MethodDelete, s.ClientID, s.ClientSecret, tok); got != http.StatusNoContent {
+		t.Fatalf("delete = %d", got)
+	}
+	if got := userStatus(t, s, tok); got != http.StatusUnauthorized {
+		t.Errorf("GET /user with a revoked token = %d, want 401", got)
+	}
+	if got := appTokenCall(t, s, http.MethodDelete, s.ClientID, s.ClientSecret, tok); got != http.StatusNotFound {
+		t.Errorf("delete again = %d, want 404", got)
+	}
+}
+
+func TestCheckAppToken(t *testing.T) {
+	s := New(t)
+	ours, theirs := s.UserToken("alice"), s.ForeignUserToken("alice")
+	if got := userStatus(t, s, theirs); got != http.StatusOK {
+		t.Fatalf("GET /user with another app's token = %d", got)
+	}
+	if got := appTokenCall(t, s, http.MethodPost, s.ClientID, s.ClientSecret, ours); got != http.StatusOK {
+		t.Errorf("check our token = %d", got)
+	}
+	if got := appTokenCall(t, s, http.MethodPost, s.ClientID, s.ClientSecret, theirs); got != http.StatusNotFound {
+		t.Errorf("check another app's token = %d, want 404", got)
+	}
+	if got := appTokenCall(t, s, http.MethodPost, s.ClientID, "wrong", ours); got != http.StatusUnauthorized {
+		t.Errorf("check with a wrong secret = %d", got)
+	}
+}
+
+func TestAuthorizeRefusesUnregisteredRedirect(t *testing.T) {
+	s := New(t)
+	s.CallbackURL = "https://bot.example/console/callback"
+	s.SignInBrowser("alice")
+	u := s.WebURL + "/login/oauth/authorize?" + url.Values{"client_id": {s.ClientID}, "redirect_uri": {"https://evil.example/steal"}, "state": {"st"}}.Encode()
+	resp, err := noRedirect.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	loc, _ := url.Parse(resp.Header.Get("Location"))
+	if resp.StatusCode != http.StatusFound || loc == nil || !strings.HasPrefix(loc.String(), s.CallbackURL+"?") {
+		t.Fatalf("authorize with a foreign redirect_uri = %d to %q, want the registered callback", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	if loc.Query().Get("code") != "" || loc.Query().Get("error") != "redirect_uri_mismatch" || loc.Query().Get("state") != "st" {
+		t.Errorf("redirected with %v", loc.Query())
+	}
+	if code, _, status := authorizeCode(t, s, s.ClientID, s.CallbackURL, "st"); status != http.StatusFound || code == "" {
+		t.Errorf("the registered callback = %d, code %q", status, code)
+	}
+}

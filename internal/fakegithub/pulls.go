@@ -115,6 +115,48 @@ func (s *Server) SetPublic(owner, repo string, public bool) {
 	s.public[repoKey(owner, repo)] = public
 }
 
+// RepoID returns the id of owner/repo, given on first use. GitHub's ids
+// stay with a repository when it is renamed; a name deleted and created
+// again (RecreateRepo) is another repository with another id.
+func (s *Server) RepoID(owner, repo string) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.repoIDLocked(repoKey(owner, repo))
+}
+
+func (s *Server) repoIDLocked(k string) int64 {
+	id, ok := s.repoIDs[k]
+	if !ok {
+		s.nextID++
+		id = s.nextID
+		s.repoIDs[k] = id
+	}
+	return id
+}
+
+// RecreateRepo makes owner/repo a new repository under the old name, as
+// after the old one was renamed, transferred or deleted and someone
+// created the name again: a new id, public or not, with no roles yet.
+// It returns the new id.
+func (s *Server) RecreateRepo(owner, repo string, public bool) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := repoKey(owner, repo)
+	delete(s.repoIDs, k)
+	delete(s.perms, k)
+	s.public[k] = public
+	return s.repoIDLocked(k)
+}
+
+// ForbidRepo makes GET /repos/{owner}/{repo} answer user tokens 403, as
+// GitHub does for an organisation's SAML enforcement or IP allow list the
+// token does not satisfy.
+func (s *Server) ForbidRepo(owner, repo string, forbid bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.forbidden[repoKey(owner, repo)] = forbid
+}
+
 // DiffTooLarge makes the diff of pull request n of owner/repo be refused
 // the way GitHub refuses a diff too large to render: 406 with a "too_large"
 // error.
