@@ -6,7 +6,9 @@
 // It builds ./cmd/bot and runs `bot serve` as a child process (BOT_RUNNER=local,
 // SQLite) against the test servers: a fake GitHub with -tasks issues, a real
 // git http-backend server, and a model that answers every turn by asking to
-// run a command. Everything is on 127.0.0.1.
+// run a command. Everything is on 127.0.0.1. The bot gets an operator
+// configuration (BOT_CONFIG) whose rates admit all -tasks fixes; under the
+// default rates nearly all of them would be refused.
 //
 //  1. Parking: one signed "/agent fix" delivery per issue; every task clones,
 //     asks to run its command, posts the request and parks. The figures are
@@ -30,6 +32,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -87,6 +90,7 @@ func main() {
 type sample struct {
 	goroutines    float64
 	residentBytes float64 // process_resident_memory_bytes
+	heapInuse     float64 // go_memstats_heap_inuse_bytes: what the heap holds now, apart from memory the runtime has freed but not yet returned, which RSS still counts
 	vmRSS, vmHWM  int64   // /proc/<pid>/status
 	sockets       int     // open sockets (/proc/<pid>/fd): the listener and keep-alive connections
 }
@@ -104,6 +108,7 @@ func measure(t *tb, h *botproc.Harness, settle time.Duration) sample {
 	s := sample{
 		goroutines:    h.Bot.Metric("go_goroutines"),
 		residentBytes: h.Bot.Metric("process_resident_memory_bytes"),
+		heapInuse:     h.Bot.Metric("go_memstats_heap_inuse_bytes"),
 		vmRSS:         st["VmRSS"],
 		vmHWM:         st["VmHWM"],
 		sockets:       sockets(t, h.Bot.PID()),
@@ -118,8 +123,18 @@ func run(t *tb, tasks, approvals, workers, senders int, settle time.Duration) {
 		args, _ := json.Marshal(map[string]string{"command": command, "reason": "benchmark"})
 		return fakellm.Step{ToolCalls: []fakellm.ToolCall{{Name: "run", Arguments: string(args)}}}
 	})
-	fmt.Printf("building and starting the bot (%d workers, %d issues)…\n", workers, tasks)
-	h := botproc.New(t, llm, botproc.Options{Workers: workers, Issues: tasks})
+	// The operator's rates must admit every task: under the defaults (5
+	// at once, 30 an hour per installation) all but five of the fixes are
+	// refused, and no more than five ever park. Both are set to the task
+	// count, so the rates still apply (the usage is counted for every
+	// task) but refuse none.
+	config := filepath.Join(t.TempDir(), "operator.yml")
+	limits := fmt.Sprintf("rate:\n  concurrent_tasks: %d\n  tasks_per_hour: %d\n", tasks, tasks)
+	if err := os.WriteFile(config, []byte(limits), 0o600); err != nil {
+		t.Fatalf("write the operator configuration: %v", err)
+	}
+	fmt.Printf("building and starting the bot (%d workers, %d issues, operator rates: %d at once, %d an hour)…\n", workers, tasks, tasks, tasks)
+	h := botproc.New(t, llm, botproc.Options{Workers: workers, Issues: tasks, Env: []string{"BOT_CONFIG=" + config}})
 	idle := measure(t, h, settle)
 
 	// 1. Park every task.
@@ -157,6 +172,11 @@ func run(t *tb, tasks, approvals, workers, senders int, settle time.Duration) {
 		}
 		if !h.Bot.Running() {
 			t.Fatalf("the bot died\n%s", tail(h.Bot.Logs()))
+		}
+		// A task that ended never parks: say so rather than wait out the
+		// deadline (a refusal by the rates, a failed step).
+		if ended := tasks - active(t, h); ended > 0 {
+			t.Fatalf("%d of %d fix tasks ended without parking\n%s", ended, tasks, tail(h.Bot.Logs()))
 		}
 		if time.Since(lastReport) > 10*time.Second {
 			fmt.Printf("  %d/%d parked after %s\n", h.Parked(), tasks, time.Since(began).Round(time.Second))
@@ -207,9 +227,9 @@ func run(t *tb, tasks, approvals, workers, senders int, settle time.Duration) {
 	fmt.Printf("Parking %d tasks: deliveries sent in %s (%d senders); all %d parked (awaiting approval, no lease) after %s (%.0f tasks/s); %d model calls\n\n",
 		tasks, delivered.Round(time.Millisecond), senders, tasks, parkedIn.Round(time.Millisecond), float64(tasks)/parkedIn.Seconds(), calls)
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(w, "bot, idle %s after\t go_goroutines\t open sockets\t process_resident_memory_bytes\t VmRSS\t VmHWM (peak)\t\n", settle)
+	fmt.Fprintf(w, "bot, idle %s after\t go_goroutines\t open sockets\t go_memstats_heap_inuse_bytes\t process_resident_memory_bytes\t VmRSS\t VmHWM (peak)\t\n", settle)
 	row := func(name string, s sample) {
-		fmt.Fprintf(w, "%s\t %.0f\t %d\t %s\t %s\t %s\t\n", name, s.goroutines, s.sockets, mib(int64(s.residentBytes)), mib(s.vmRSS), mib(s.vmHWM))
+		fmt.Fprintf(w, "%s\t %.0f\t %d\t %s\t %s\t %s\t %s\t\n", name, s.goroutines, s.sockets, mib(int64(s.heapInuse)), mib(int64(s.residentBytes)), mib(s.vmRSS), mib(s.vmHWM))
 	}
 	row("start, nothing to do", idle)
 	row(fmt.Sprintf("%d tasks parked", tasks), parked)
@@ -223,6 +243,20 @@ func run(t *tb, tasks, approvals, workers, senders int, settle time.Duration) {
 		fmt.Fprintf(w, "%s\t %s\t %s\t %s\t %s\t\n", ms(lat[0]), ms(pct(lat, 0.50)), ms(pct(lat, 0.90)), ms(pct(lat, 0.99)), ms(lat[len(lat)-1]))
 		w.Flush()
 	}
+}
+
+// active counts the tasks that have not ended: here every task is a fix,
+// so the tasks less these are the fixes that ended.
+func active(t *tb, h *botproc.Harness) int {
+	counts, err := h.Store().Counts(context.Background())
+	if err != nil {
+		t.Fatalf("count tasks: %v", err)
+	}
+	n := 0
+	for _, c := range counts {
+		n += c
+	}
+	return n
 }
 
 // pct is the p-quantile of sorted d (nearest rank).
