@@ -1,12 +1,14 @@
 // Command approvals measures what waiting for approval costs the real bot,
 // and how fast an approval reaches the sandbox.
 //
-//	go run ./bench/approvals [-tasks 1000] [-approvals 200] [-workers 4] [-senders 8]
+//	go run ./bench/approvals [-tasks 1000] [-approvals 200] [-workers 4] [-senders 8] [-wait 1h]
 //
 // It builds ./cmd/bot and runs `bot serve` as a child process (BOT_RUNNER=local,
 // SQLite) against the test servers: a fake GitHub with -tasks issues, a real
 // git http-backend server, and a model that answers every turn by asking to
-// run a command. Everything is on 127.0.0.1.
+// run a command. Everything is on 127.0.0.1. The bot gets an operator
+// configuration (BOT_CONFIG) whose rates admit all -tasks fixes; under the
+// default rates nearly all of them would be refused.
 //
 //  1. Parking: one signed "/agent fix" delivery per issue; every task clones,
 //     asks to run its command, posts the request and parks. The figures are
@@ -30,6 +32,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -57,6 +60,10 @@ func main() {
 	workers := flag.Int("workers", 4, "BOT_WORKERS")
 	senders := flag.Int("senders", 8, "concurrent senders of the /agent fix deliveries")
 	settle := flag.Duration("settle", 5*time.Second, "idle time before each goroutine/memory reading (the workers poll every 2s)")
+	// Parking costs each task a clone, a model turn, a push, a pull request
+	// and three comments: 10,000 took longer than half an hour on a busy
+	// 2-core machine.
+	wait := flag.Duration("wait", time.Hour, "how long to wait for every task to park")
 	flag.Parse()
 	if *tasks < 1 || *tasks > 10000 || *approvals < 0 || *approvals > *tasks || *workers < 1 || *senders < 1 {
 		fmt.Fprintln(os.Stderr, "approvals: want 1 ≤ -tasks ≤ 10000, 0 ≤ -approvals ≤ -tasks, -workers ≥ 1, -senders ≥ 1")
@@ -73,7 +80,7 @@ func main() {
 				code = 1
 			}
 		}()
-		run(t, *tasks, *approvals, *workers, *senders, *settle)
+		run(t, *tasks, *approvals, *workers, *senders, *settle, *wait)
 	}()
 	t.cleanup()
 	botproc.Cleanup()
@@ -87,6 +94,7 @@ func main() {
 type sample struct {
 	goroutines    float64
 	residentBytes float64 // process_resident_memory_bytes
+	heapInuse     float64 // go_memstats_heap_inuse_bytes: what the heap holds now, apart from memory the runtime has freed but not yet returned, which RSS still counts
 	vmRSS, vmHWM  int64   // /proc/<pid>/status
 	sockets       int     // open sockets (/proc/<pid>/fd): the listener and keep-alive connections
 }
@@ -104,6 +112,7 @@ func measure(t *tb, h *botproc.Harness, settle time.Duration) sample {
 	s := sample{
 		goroutines:    h.Bot.Metric("go_goroutines"),
 		residentBytes: h.Bot.Metric("process_resident_memory_bytes"),
+		heapInuse:     h.Bot.Metric("go_memstats_heap_inuse_bytes"),
 		vmRSS:         st["VmRSS"],
 		vmHWM:         st["VmHWM"],
 		sockets:       sockets(t, h.Bot.PID()),
@@ -111,15 +120,25 @@ func measure(t *tb, h *botproc.Harness, settle time.Duration) sample {
 	return s
 }
 
-func run(t *tb, tasks, approvals, workers, senders int, settle time.Duration) {
+func run(t *tb, tasks, approvals, workers, senders int, settle, wait time.Duration) {
 	starts := filepath.Join(t.TempDir(), "starts.ns")
 	command := "date +%s%N >> " + starts
 	llm := fakellm.NewFunc(t, func(req openai.ChatCompletionRequest) fakellm.Step {
 		args, _ := json.Marshal(map[string]string{"command": command, "reason": "benchmark"})
 		return fakellm.Step{ToolCalls: []fakellm.ToolCall{{Name: "run", Arguments: string(args)}}}
 	})
-	fmt.Printf("building and starting the bot (%d workers, %d issues)…\n", workers, tasks)
-	h := botproc.New(t, llm, botproc.Options{Workers: workers, Issues: tasks})
+	// The operator's rates must admit every task: under the defaults (5
+	// at once, 30 an hour per installation) all but five of the fixes are
+	// refused, and no more than five ever park. Both are set to the task
+	// count, so the rates still apply (the usage is counted for every
+	// task) but refuse none.
+	config := filepath.Join(t.TempDir(), "operator.yml")
+	limits := fmt.Sprintf("rate:\n  concurrent_tasks: %d\n  tasks_per_hour: %d\n", tasks, tasks)
+	if err := os.WriteFile(config, []byte(limits), 0o600); err != nil {
+		t.Fatalf("write the operator configuration: %v", err)
+	}
+	fmt.Printf("building and starting the bot (%d workers, %d issues, operator rates: %d at once, %d an hour)…\n", workers, tasks, tasks, tasks)
+	h := botproc.New(t, llm, botproc.Options{Workers: workers, Issues: tasks, Env: []string{"BOT_CONFIG=" + config}})
 	idle := measure(t, h, settle)
 
 	// 1. Park every task.
@@ -149,14 +168,19 @@ func run(t *tb, tasks, approvals, workers, senders int, settle time.Duration) {
 	if failures.Load() > 0 {
 		t.Fatalf("%d deliveries failed", failures.Load())
 	}
-	deadline := time.Now().Add(30 * time.Minute)
+	deadline := time.Now().Add(wait)
 	lastReport := time.Now()
 	for h.Parked() < tasks {
 		if time.Now().After(deadline) {
-			t.Fatalf("only %d of %d tasks parked after 30 minutes\n%s", h.Parked(), tasks, tail(h.Bot.Logs()))
+			t.Fatalf("only %d of %d tasks parked after %s (-wait)\n%s", h.Parked(), tasks, wait, tail(h.Bot.Logs()))
 		}
 		if !h.Bot.Running() {
 			t.Fatalf("the bot died\n%s", tail(h.Bot.Logs()))
+		}
+		// A task that ended never parks: say so rather than wait out the
+		// deadline (a refusal by the rates, a failed step).
+		if ended := tasks - active(t, h); ended > 0 {
+			t.Fatalf("%d of %d fix tasks ended without parking\n%s", ended, tasks, tail(h.Bot.Logs()))
 		}
 		if time.Since(lastReport) > 10*time.Second {
 			fmt.Printf("  %d/%d parked after %s\n", h.Parked(), tasks, time.Since(began).Round(time.Second))
@@ -207,9 +231,9 @@ func run(t *tb, tasks, approvals, workers, senders int, settle time.Duration) {
 	fmt.Printf("Parking %d tasks: deliveries sent in %s (%d senders); all %d parked (awaiting approval, no lease) after %s (%.0f tasks/s); %d model calls\n\n",
 		tasks, delivered.Round(time.Millisecond), senders, tasks, parkedIn.Round(time.Millisecond), float64(tasks)/parkedIn.Seconds(), calls)
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(w, "bot, idle %s after\t go_goroutines\t open sockets\t process_resident_memory_bytes\t VmRSS\t VmHWM (peak)\t\n", settle)
+	fmt.Fprintf(w, "bot, idle %s after\t go_goroutines\t open sockets\t go_memstats_heap_inuse_bytes\t process_resident_memory_bytes\t VmRSS\t VmHWM (peak)\t\n", settle)
 	row := func(name string, s sample) {
-		fmt.Fprintf(w, "%s\t %.0f\t %d\t %s\t %s\t %s\t\n", name, s.goroutines, s.sockets, mib(int64(s.residentBytes)), mib(s.vmRSS), mib(s.vmHWM))
+		fmt.Fprintf(w, "%s\t %.0f\t %d\t %s\t %s\t %s\t %s\t\n", name, s.goroutines, s.sockets, mib(int64(s.heapInuse)), mib(int64(s.residentBytes)), mib(s.vmRSS), mib(s.vmHWM))
 	}
 	row("start, nothing to do", idle)
 	row(fmt.Sprintf("%d tasks parked", tasks), parked)
@@ -223,6 +247,20 @@ func run(t *tb, tasks, approvals, workers, senders int, settle time.Duration) {
 		fmt.Fprintf(w, "%s\t %s\t %s\t %s\t %s\t\n", ms(lat[0]), ms(pct(lat, 0.50)), ms(pct(lat, 0.90)), ms(pct(lat, 0.99)), ms(lat[len(lat)-1]))
 		w.Flush()
 	}
+}
+
+// active counts the tasks that have not ended: here every task is a fix,
+// so the tasks less these are the fixes that ended.
+func active(t *tb, h *botproc.Harness) int {
+	counts, err := h.Store().Counts(context.Background())
+	if err != nil {
+		t.Fatalf("count tasks: %v", err)
+	}
+	n := 0
+	for _, c := range counts {
+		n += c
+	}
+	return n
 }
 
 // pct is the p-quantile of sorted d (nearest rank).

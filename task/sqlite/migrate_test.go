@@ -52,11 +52,11 @@ func TestOpenMigratesAnOlderFile(t *testing.T) {
 			t.Fatalf("open #%d: %v", try, err)
 		}
 		var version int
-		if err := s.db.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&version); err != nil || version != len(sqliteMigrations) {
+		if err := s.read.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&version); err != nil || version != len(sqliteMigrations) {
 			t.Fatalf("open #%d: user_version = %d (%v), want %d", try, version, err, len(sqliteMigrations))
 		}
 		keys := map[int64]string{}
-		q, err := s.db.QueryContext(ctx, `SELECT id, branch_key FROM tasks WHERE id <= 6`)
+		q, err := s.read.QueryContext(ctx, `SELECT id, branch_key FROM tasks WHERE id <= 6`)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -97,7 +97,7 @@ func TestOpenRefusesANewerFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.db.ExecContext(ctx, `PRAGMA user_version = 99`); err != nil {
+	if _, err := s.write.db.ExecContext(ctx, `PRAGMA user_version = 99`); err != nil {
 		t.Fatal(err)
 	}
 	s.Close()

@@ -34,7 +34,7 @@ func (s *Store) Restore(ctx context.Context, t *task.Task) error {
 	if t.CreatedAt.IsZero() {
 		t.CreatedAt = now
 	}
-	_, err = s.db.ExecContext(ctx,
+	_, err = s.write.exec(ctx,
 		`INSERT INTO tasks (id, kind, state, issue_key, run_after, cancelled_by, request_id, answer, pr_key, branch_key, data, created_at, updated_at)
 		 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		t.ID, t.Kind, t.State, t.IssueKey(), t.RunAfter.UnixMilli(), t.CancelledBy, requestID, answer, t.PRKey(), t.BranchKey(), data,
@@ -50,7 +50,7 @@ func (s *Store) Restore(ctx context.Context, t *task.Task) error {
 
 // StartIDsAt makes the tasks recorded from now on get ids above n.
 func (s *Store) StartIDsAt(ctx context.Context, n int64) error {
-	tx, err := s.db.BeginTx(ctx, nil)
+	tx, err := s.write.begin(ctx)
 	if err != nil {
 		return fmt.Errorf("start task ids at %d: %w", n, err)
 	}
@@ -74,7 +74,7 @@ func (s *Store) StartIDsAt(ctx context.Context, n int64) error {
 // and does not wait for an answer.
 func (s *Store) NextDue(ctx context.Context) (time.Time, bool, error) {
 	var at sql.NullInt64
-	err := s.db.QueryRowContext(ctx, `SELECT min(run_after) FROM tasks
+	err := s.read.QueryRowContext(ctx, `SELECT min(run_after) FROM tasks
 		WHERE state NOT IN ('done', 'failed', 'cancelled')
 		AND NOT (state = 'awaiting_approval' AND answer = '' AND cancelled_by = '')`).Scan(&at)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {

@@ -22,8 +22,12 @@ import (
 // Store is one file, WAL journal, safe for one process with many workers.
 // Several replicas need the Postgres store instead.
 type Store struct {
-	db  *sql.DB
-	now func() time.Time
+	// read is a pool of read-only connections: in WAL, readers neither wait
+	// for the writer nor hold it up, so they stay concurrent.
+	read *sql.DB
+	// write is the one connection that writes, taken in turn.
+	write *writer
+	now   func() time.Time
 }
 
 var (
@@ -152,29 +156,45 @@ func migrateOne(ctx context.Context, db *sql.DB) (done bool, err error) {
 func Open(ctx context.Context, path string) (*Store, error) {
 	q := url.Values{}
 	q.Add("_pragma", "journal_mode(WAL)")
+	// Another process on the same file (a test reading it, an operator's
+	// sqlite3) still queues on SQLite's busy handler; this process's own
+	// writers queue in writer instead.
 	q.Add("_pragma", "busy_timeout(10000)")
 	q.Add("_pragma", "synchronous(NORMAL)")
 	q.Add("_pragma", "foreign_keys(ON)")
-	// Writers take the lock when the transaction begins, so two writers
-	// queue on busy_timeout instead of failing with SQLITE_BUSY on upgrade.
+	// Writers take the lock when the transaction begins, so a writer of
+	// another process queues on busy_timeout instead of failing with
+	// SQLITE_BUSY on upgrade.
 	q.Set("_txlock", "immediate")
-	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
+	wdb, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}
-	if _, err := db.ExecContext(ctx, sqliteSchema); err != nil {
-		db.Close()
+	// One connection: writes queue for it in writer.wait, not in the pool.
+	wdb.SetMaxOpenConns(1)
+	if _, err := wdb.ExecContext(ctx, sqliteSchema); err != nil {
+		wdb.Close()
 		return nil, fmt.Errorf("create sqlite schema in %s: %w", path, err)
 	}
-	if err := migrate(ctx, db); err != nil {
-		db.Close()
+	if err := migrate(ctx, wdb); err != nil {
+		wdb.Close()
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}
-	return &Store{db: db, now: time.Now}, nil
+	// The readers come after the schema, so the file is in WAL before
+	// any of them opens it. query_only turns a write sent down the read
+	// path by mistake into an error instead of a second writer.
+	q.Add("_pragma", "query_only(1)")
+	q.Del("_txlock")
+	rdb, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
+	if err != nil {
+		wdb.Close()
+		return nil, fmt.Errorf("open sqlite %s for reading: %w", path, err)
+	}
+	return &Store{read: rdb, write: newWriter(wdb), now: time.Now}, nil
 }
 
 // Close closes the database.
-func (s *Store) Close() error { return s.db.Close() }
+func (s *Store) Close() error { return errors.Join(s.read.Close(), s.write.db.Close()) }
 
 func isUniqueViolation(err error) bool {
 	var se *sqlitedrv.Error
@@ -186,7 +206,7 @@ func isUniqueViolation(err error) bool {
 
 // Record implements task.Store.
 func (s *Store) Record(ctx context.Context, d task.Delivery, t *task.Task) error {
-	tx, err := s.db.BeginTx(ctx, nil)
+	tx, err := s.write.begin(ctx)
 	if err != nil {
 		return fmt.Errorf("record delivery %s: begin: %w", d.ID, err)
 	}
@@ -263,7 +283,7 @@ const claimable = `state NOT IN ('done', 'failed', 'cancelled')
 
 // Claim implements task.Store.
 func (s *Store) Claim(ctx context.Context, owner string, lease time.Duration) (*task.Task, error) {
-	tx, err := s.db.BeginTx(ctx, nil)
+	tx, err := s.write.begin(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("claim task: begin: %w", err)
 	}
@@ -378,12 +398,12 @@ func answerColumn(t *task.Task) (requestID, answer string, err error) {
 // many deliveries the pull request had: no window can push a record out.
 func (s *Store) PullHeadsAround(ctx context.Context, pullKey, sha string, at time.Time) (task.HeadsAround, error) {
 	var out task.HeadsAround
-	err := s.db.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM pull_heads WHERE pull_key = ? AND sha = ? AND at >= ?)`,
+	err := s.read.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM pull_heads WHERE pull_key = ? AND sha = ? AND at >= ?)`,
 		pullKey, sha, at.UnixMilli()).Scan(&out.Since)
 	if err != nil {
 		return task.HeadsAround{}, fmt.Errorf("heads of %s since %s: %w", pullKey, at, err)
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT DISTINCT sha FROM pull_heads WHERE pull_key = ?
+	rows, err := s.read.QueryContext(ctx, `SELECT DISTINCT sha FROM pull_heads WHERE pull_key = ?
 		AND at = (SELECT max(at) FROM pull_heads WHERE pull_key = ? AND at < ?) ORDER BY sha`,
 		pullKey, pullKey, at.UnixMilli())
 	if err != nil {
@@ -406,7 +426,7 @@ func (s *Store) PullHeadsAround(ctx context.Context, pullKey, sha string, at tim
 // HoldBranch implements task.Store.
 func (s *Store) HoldBranch(ctx context.Context, t *task.Task) (*task.Task, error) {
 	key := t.BranchKey()
-	tx, err := s.db.BeginTx(ctx, nil)
+	tx, err := s.write.begin(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("hold branch %s for task %d: begin: %w", key, t.ID, err)
 	}
@@ -449,7 +469,7 @@ func (s *Store) Save(ctx context.Context, t *task.Task, owner string) error {
 		stored   string
 		runAfter int64
 	)
-	err = s.db.QueryRowContext(ctx, `
+	err = s.write.queryRow(ctx, []any{&t.CancelledBy, &stored, &runAfter}, `
 UPDATE tasks SET
 	state = ?,
 	run_after = CASE WHEN ? = '' AND request_id = ? AND answer <> '' THEN min(?, ?) ELSE ? END,
@@ -464,7 +484,7 @@ RETURNING cancelled_by, answer, run_after`,
 		answer, requestID, t.RunAfter.UnixMilli(), now.UnixMilli(), t.RunAfter.UnixMilli(),
 		answer, requestID, answer,
 		requestID, t.PRKey(), data, now.UnixMilli(),
-		t.ID, owner, now.UnixMilli()).Scan(&t.CancelledBy, &stored, &runAfter)
+		t.ID, owner, now.UnixMilli())
 	if errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("save task %d: %w", t.ID, task.ErrLeaseLost)
 	}
@@ -484,7 +504,7 @@ func (s *Store) Answer(ctx context.Context, id int64, requestID string, a task.A
 	if err != nil {
 		return fmt.Errorf("answer request %s: %w", requestID, err)
 	}
-	res, err := s.db.ExecContext(ctx,
+	res, err := s.write.exec(ctx,
 		`UPDATE tasks SET answer = ?, run_after = ? WHERE id = ? AND request_id = ? AND answer = '' AND state = 'awaiting_approval' AND cancelled_by = ''`,
 		string(b), s.now().UnixMilli(), id, requestID)
 	if err != nil {
@@ -512,7 +532,7 @@ func leaseHeld(res sql.Result, id int64, op string) error {
 // Renew implements task.Store.
 func (s *Store) Renew(ctx context.Context, id int64, owner string, lease time.Duration) error {
 	now := s.now()
-	res, err := s.db.ExecContext(ctx, `UPDATE tasks SET lease_until = ? WHERE id = ? AND lease_owner = ? AND lease_until >= ?`,
+	res, err := s.write.exec(ctx, `UPDATE tasks SET lease_until = ? WHERE id = ? AND lease_owner = ? AND lease_until >= ?`,
 		now.Add(lease).UnixMilli(), id, owner, now.UnixMilli())
 	if err != nil {
 		return fmt.Errorf("renew lease on task %d: %w", id, err)
@@ -522,7 +542,7 @@ func (s *Store) Renew(ctx context.Context, id int64, owner string, lease time.Du
 
 // Release implements task.Store.
 func (s *Store) Release(ctx context.Context, id int64, owner string) error {
-	res, err := s.db.ExecContext(ctx, `UPDATE tasks SET lease_owner = '', lease_until = 0 WHERE id = ? AND lease_owner = ?`, id, owner)
+	res, err := s.write.exec(ctx, `UPDATE tasks SET lease_owner = '', lease_until = 0 WHERE id = ? AND lease_owner = ?`, id, owner)
 	if err != nil {
 		return fmt.Errorf("release task %d: %w", id, err)
 	}
@@ -531,7 +551,7 @@ func (s *Store) Release(ctx context.Context, id int64, owner string) error {
 
 // Get implements task.Store.
 func (s *Store) Get(ctx context.Context, id int64) (*task.Task, error) {
-	t, err := scanTask(s.db.QueryRowContext(ctx, `SELECT `+taskColumns+` FROM tasks WHERE id = ?`, id))
+	t, err := scanTask(s.read.QueryRowContext(ctx, `SELECT `+taskColumns+` FROM tasks WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("get task %d: %w", id, task.ErrNotFound)
 	}
@@ -542,7 +562,7 @@ func (s *Store) Get(ctx context.Context, id int64) (*task.Task, error) {
 }
 
 func (s *Store) oneFor(ctx context.Context, op, where, key string) (*task.Task, error) {
-	t, err := scanTask(s.db.QueryRowContext(ctx,
+	t, err := scanTask(s.read.QueryRowContext(ctx,
 		`SELECT `+taskColumns+` FROM tasks WHERE (issue_key = ? OR pr_key = ?) AND kind = 'fix' `+where+` ORDER BY id DESC LIMIT 1`, key, key))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("%s task of %s: %w", op, key, task.ErrNotFound)
@@ -606,7 +626,7 @@ func (s *Store) RequestCancel(ctx context.Context, id int64, by string) error {
 	if strings.TrimSpace(by) == "" {
 		by = "unknown"
 	}
-	res, err := s.db.ExecContext(ctx,
+	res, err := s.write.exec(ctx,
 		`UPDATE tasks SET cancelled_by = ?, run_after = ? WHERE id = ? AND state NOT IN ('done', 'failed', 'cancelled') AND cancelled_by = ''`,
 		by, s.now().UnixMilli(), id)
 	if err != nil {
@@ -624,7 +644,7 @@ func (s *Store) RequestCancel(ctx context.Context, id int64, by string) error {
 // of its own.
 func (s *Store) Usage(ctx context.Context, installationID int64, since time.Time, except int64) (active, started int, err error) {
 	prefix := fmt.Sprintf("%d/", installationID)
-	err = s.db.QueryRowContext(ctx, `SELECT
+	err = s.read.QueryRowContext(ctx, `SELECT
 		coalesce(sum(state NOT IN ('done', 'failed', 'cancelled')), 0),
 		coalesce(sum(json_extract(data, '$.admitted_ms') >= ?), 0)
 		FROM tasks WHERE kind = 'fix' AND substr(issue_key, 1, ?) = ? AND id <> ?
@@ -639,7 +659,7 @@ func (s *Store) Usage(ctx context.Context, installationID int64, since time.Time
 // Counts implements task.Store. The tasks_due index holds exactly the tasks
 // that are not ended, so the count reads no ended row.
 func (s *Store) Counts(ctx context.Context) (map[task.State]int, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT state, count(*) FROM tasks
+	rows, err := s.read.QueryContext(ctx, `SELECT state, count(*) FROM tasks
 		WHERE state NOT IN ('done', 'failed', 'cancelled') GROUP BY state`)
 	if err != nil {
 		return nil, fmt.Errorf("count tasks by state: %w", err)

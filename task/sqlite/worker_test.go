@@ -30,7 +30,7 @@ func TestUnreadableTaskDoesNotBlockTheQueue(t *testing.T) {
 	if err := s.Record(ctx, task.Delivery{ID: "d2"}, good); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.db.Exec(`UPDATE tasks SET data = '{not json' WHERE id = ?`, bad.ID); err != nil {
+	if _, err := s.write.db.Exec(`UPDATE tasks SET data = '{not json' WHERE id = ?`, bad.ID); err != nil {
 		t.Fatal(err)
 	}
 	p := &task.Pool{Store: s, Steps: forward{}, Workers: 1, Poll: 5 * time.Millisecond}
@@ -50,7 +50,7 @@ func TestUnreadableTaskDoesNotBlockTheQueue(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	var state string
-	if err := s.db.QueryRow(`SELECT state FROM tasks WHERE id = ?`, bad.ID).Scan(&state); err != nil || state != "failed" {
+	if err := s.read.QueryRow(`SELECT state FROM tasks WHERE id = ?`, bad.ID).Scan(&state); err != nil || state != "failed" {
 		t.Fatalf("unreadable task state = %q, %v", state, err)
 	}
 }
