@@ -591,7 +591,7 @@ func (s *Store) List(ctx context.Context, q task.ListQuery) ([]*task.Task, error
 		args = append(args, q.Before)
 	}
 	args = append(args, q.PageSize())
-	rows, err := s.db.QueryContext(ctx, `SELECT id, json_remove(data, '$.conversation', '$.files'), cancelled_by, answer, run_after, crashes
+	rows, err := s.read.QueryContext(ctx, `SELECT id, json_remove(data, '$.conversation', '$.files'), cancelled_by, answer, run_after, crashes
 		FROM tasks WHERE `+strings.Join(where, " AND ")+` ORDER BY id DESC LIMIT ?`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list tasks: %w", err)
