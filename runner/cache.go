@@ -103,15 +103,31 @@ func (d *Docker) ReadyCaches(ctx context.Context) ([]ReadyCache, error) {
 		return nil, fmt.Errorf("list caches: %w", err)
 	}
 	// Only the disk usage call measures volumes: the engine walks each
-	// one, so it is asked once for all of them.
-	du, err := d.cli.DiskUsage(ctx, client.DiskUsageOptions{Volumes: true, Verbose: true})
-	if err != nil {
-		return nil, fmt.Errorf("measure caches: %w", err)
-	}
+	// one, so it is asked once for all of them. The engine shares one
+	// walk among the calls that overlap it, so a call made while another
+	// walk runs gets that walk's answer, which may predate a cache just
+	// made: when a listed cache is missing from it, it is asked once more.
 	sizes := map[string]int64{}
-	for _, v := range du.Volumes.Items {
-		if v.UsageData != nil {
-			sizes[v.Name] = v.UsageData.Size
+	for try := 0; try < 2; try++ {
+		du, err := d.cli.DiskUsage(ctx, client.DiskUsageOptions{Volumes: true, Verbose: true})
+		if err != nil {
+			return nil, fmt.Errorf("measure caches: %w", err)
+		}
+		for _, v := range du.Volumes.Items {
+			if v.UsageData != nil && v.UsageData.Size >= 0 {
+				sizes[v.Name] = v.UsageData.Size
+			}
+		}
+		missing := false
+		for _, m := range list.Items {
+			if v := m.Labels[LabelCacheReady]; v != "" {
+				if _, ok := sizes[v]; !ok {
+					missing = true
+				}
+			}
+		}
+		if !missing {
+			break
 		}
 	}
 	var out []ReadyCache
