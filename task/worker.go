@@ -150,6 +150,12 @@ func (p *Pool) Notify() {
 // continues at the next start.
 func (p *Pool) Run(ctx context.Context) error {
 	p.init()
+	if q, ok := p.Store.(Queue); ok {
+		return q.Serve(ctx, QueueConfig{
+			Workers: p.Workers, Lease: p.Lease, Poll: p.Poll, Owner: p.id,
+			Logger: p.Logger, Work: p.work,
+		})
+	}
 	var wg sync.WaitGroup
 	for i := range p.Workers {
 		owner := fmt.Sprintf("%s-%d", p.id, i)

@@ -15,7 +15,10 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
 	"github.com/pullwright/pullwright/task"
 )
@@ -23,6 +26,9 @@ import (
 // Store is a pool of connections to one database.
 type Store struct {
 	db *pgxpool.Pool
+	// queue inserts River jobs in the store's transactions; Serve starts
+	// the client that works them.
+	queue *river.Client[pgx.Tx]
 	// now is the store's clock. Every time it writes or compares comes
 	// from here, never from the server's now(), so leases and deadlines
 	// mean the same under a test's clock and across replicas whose
@@ -34,6 +40,7 @@ var (
 	_ task.Store  = (*Store)(nil)
 	_ task.Lister = (*Store)(nil)
 	_ task.Due    = (*Store)(nil)
+	_ task.Queue  = (*Store)(nil)
 )
 
 // ended is the SQL list of the states a task never leaves.
@@ -61,7 +68,17 @@ func Open(ctx context.Context, url string) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("open postgres %s: %w", where(cfg), err)
 	}
-	return &Store{db: db, now: time.Now}, nil
+	if err := migrateRiver(ctx, db); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open postgres %s: %w", where(cfg), err)
+	}
+	// Insert only: no queues, no workers.
+	queue, err := river.NewClient(riverpgxv5.New(db), &river.Config{})
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open postgres %s: queue: %w", where(cfg), err)
+	}
+	return &Store{db: db, queue: queue, now: time.Now}, nil
 }
 
 // where names a database for messages without its credentials.
@@ -126,10 +143,13 @@ func (s *Store) Record(ctx context.Context, d task.Delivery, t *task.Task) error
 				return fmt.Errorf("record delivery %s: %s: %w", d.ID, t.IssueKey(), task.ErrActive)
 			}
 		}
-		var id int64
+		var (
+			id  int64
+			due time.Time
+		)
 		err = tx.QueryRow(ctx,
-			`INSERT INTO tasks (kind, state, issue_key, run_after, data, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id`,
-			t.Kind, t.State, t.IssueKey(), t.RunAfter, data, t.CreatedAt, now).Scan(&id)
+			`INSERT INTO tasks (kind, state, issue_key, run_after, data, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id, run_after`,
+			t.Kind, t.State, t.IssueKey(), t.RunAfter, data, t.CreatedAt, now).Scan(&id, &due)
 		if err != nil {
 			if isUniqueViolation(err) {
 				return fmt.Errorf("record delivery %s: %s: %w", d.ID, t.IssueKey(), task.ErrActive)
@@ -138,6 +158,9 @@ func (s *Store) Record(ctx context.Context, d task.Delivery, t *task.Task) error
 		}
 		if _, err := tx.Exec(ctx, `UPDATE deliveries SET task_id = $1 WHERE id = $2`, id, d.ID); err != nil {
 			return fmt.Errorf("record delivery %s: link task: %w", d.ID, err)
+		}
+		if err := enqueue(ctx, s.queue, tx, now, due, id, 0); err != nil {
+			return fmt.Errorf("record delivery %s: %w", d.ID, err)
 		}
 		if err := tx.Commit(ctx); err != nil {
 			return fmt.Errorf("record delivery %s: commit: %w", d.ID, err)
@@ -157,6 +180,18 @@ func (s *Store) Record(ctx context.Context, d task.Delivery, t *task.Task) error
 // task waiting for approval is due at its deadline, or at once when it is
 // answered or cancelled.
 func (s *Store) Claim(ctx context.Context, owner string, lease time.Duration) (*task.Task, error) {
+	return s.claim(ctx, 0, owner, lease)
+}
+
+// claimTask claims task id for a job of the queue. It returns
+// task.ErrNoTask when the task is ended or not due, and a *leasedError
+// when a live worker holds it.
+func (s *Store) claimTask(ctx context.Context, id int64, owner string, lease time.Duration) (*task.Task, error) {
+	return s.claim(ctx, id, owner, lease)
+}
+
+// claim leases task want, or the oldest ready task when want is 0.
+func (s *Store) claim(ctx context.Context, want int64, owner string, lease time.Duration) (*task.Task, error) {
 	tx, err := s.db.Begin(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("claim task: begin: %w", err)
@@ -170,16 +205,33 @@ func (s *Store) Claim(ctx context.Context, owner string, lease time.Duration) (*
 		cancelledBy string
 		answer      []byte
 		leaseOwner  string
+		leaseUntil  pgtype.Timestamptz
+		state       task.State
 	)
-	err = tx.QueryRow(ctx, `SELECT id, data, cancelled_by, answer, run_after, crashes, lease_owner FROM tasks
+	const columns = `id, data, cancelled_by, answer, run_after, crashes, lease_owner, lease_until, state`
+	var row pgx.Row
+	if want == 0 {
+		row = tx.QueryRow(ctx, `SELECT `+columns+` FROM tasks
 		WHERE state NOT IN `+ended+` AND run_after <= $1 AND (lease_owner = '' OR lease_until < $1)
-		ORDER BY run_after, id LIMIT 1 FOR UPDATE SKIP LOCKED`, now).
-		Scan(&id, &data, &cancelledBy, &answer, &runAfter, &crashes, &leaseOwner)
+		ORDER BY run_after, id LIMIT 1 FOR UPDATE SKIP LOCKED`, now)
+	} else {
+		// Not SKIP LOCKED: a claim of this row in flight ends in
+		// milliseconds, and then this one sees the lease it took.
+		row = tx.QueryRow(ctx, `SELECT `+columns+` FROM tasks WHERE id = $1 FOR UPDATE`, want)
+	}
+	err = row.Scan(&id, &data, &cancelledBy, &answer, &runAfter, &crashes, &leaseOwner, &leaseUntil, &state)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, task.ErrNoTask
 	}
 	if err != nil {
 		return nil, fmt.Errorf("claim task: %w", err)
+	}
+	switch {
+	case want == 0:
+	case state.Terminal(), runAfter.After(now):
+		return nil, fmt.Errorf("claim task %d: %w", want, task.ErrNoTask)
+	case leaseOwner != "" && leaseUntil.InfinityModifier == pgtype.Finite && !leaseUntil.Time.Before(now):
+		return nil, fmt.Errorf("claim task %d: %w", want, &leasedError{until: leaseUntil.Time})
 	}
 	t, derr := decodeTask(id, data, cancelledBy, answer)
 	if derr != nil {
@@ -191,7 +243,7 @@ func (s *Store) Claim(ctx context.Context, owner string, lease time.Duration) (*
 		if err := tx.Commit(ctx); err != nil {
 			return nil, fmt.Errorf("claim task %d: commit: %w", id, err)
 		}
-		return nil, fmt.Errorf("claim task %d: failed it: %w", id, derr)
+		return nil, fmt.Errorf("claim task %d: failed it: %w: %w", id, errUnreadable, derr)
 	}
 	t.RunAfter = runAfter.UTC()
 	// A lease that ran out with an owner means that worker vanished mid-step.
@@ -364,20 +416,45 @@ RETURNING cancelled_by, answer, run_after`,
 }
 
 // Answer implements task.Store: one UPDATE whose WHERE is the
-// compare-and-swap, so of two answers at once exactly one finds the row.
+// compare-and-swap, so of two answers at once exactly one finds the row,
+// and the job that takes the answer up, in the same transaction.
 func (s *Store) Answer(ctx context.Context, id int64, requestID string, a task.Answer) error {
 	b, err := json.Marshal(a)
 	if err != nil {
 		return fmt.Errorf("answer request %s: %w", requestID, err)
 	}
-	tag, err := s.db.Exec(ctx,
-		`UPDATE tasks SET answer = $1, run_after = $2 WHERE id = $3 AND request_id = $4 AND answer IS NULL AND state = 'awaiting_approval' AND cancelled_by = ''`,
-		b, s.now(), id, requestID)
+	err = s.dueNow(ctx, id, `UPDATE tasks SET answer = $1, run_after = $2 WHERE id = $3 AND request_id = $4 AND answer IS NULL AND state = 'awaiting_approval' AND cancelled_by = ''
+		RETURNING run_after, claims`, b, s.now(), id, requestID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("answer request %s: %w", requestID, task.ErrAnswered)
+	}
 	if err != nil {
 		return fmt.Errorf("answer request %s: %w", requestID, err)
 	}
-	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("answer request %s: %w", requestID, task.ErrAnswered)
+	return nil
+}
+
+// dueNow runs update, which makes task id due and returns its run_after
+// and claims, and inserts the job that brings it, in one transaction. A
+// row the update did not find is pgx.ErrNoRows.
+func (s *Store) dueNow(ctx context.Context, id int64, update string, args ...any) error {
+	tx, err := s.db.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	defer tx.Rollback(ctx)
+	var (
+		due    time.Time
+		claims int
+	)
+	if err := tx.QueryRow(ctx, update, args...).Scan(&due, &claims); err != nil {
+		return err
+	}
+	if err := enqueue(ctx, s.queue, tx, s.now(), due, id, claims); err != nil {
+		return err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("commit: %w", err)
 	}
 	return nil
 }
@@ -396,14 +473,35 @@ func (s *Store) Renew(ctx context.Context, id int64, owner string, lease time.Du
 	return nil
 }
 
-// Release implements task.Store.
+// Release implements task.Store. A task given back before it ended gets
+// the job that brings it when it is next due, in the same transaction:
+// now, after a retry's back-off, or at an approval's deadline.
 func (s *Store) Release(ctx context.Context, id int64, owner string) error {
-	tag, err := s.db.Exec(ctx, `UPDATE tasks SET lease_owner = '', lease_until = '-infinity' WHERE id = $1 AND lease_owner = $2`, id, owner)
+	tx, err := s.db.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("release task %d: begin: %w", id, err)
+	}
+	defer tx.Rollback(ctx)
+	var (
+		state  task.State
+		due    time.Time
+		claims int
+	)
+	err = tx.QueryRow(ctx, `UPDATE tasks SET lease_owner = '', lease_until = '-infinity' WHERE id = $1 AND lease_owner = $2
+		RETURNING state, run_after, claims`, id, owner).Scan(&state, &due, &claims)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("release task %d: %w", id, task.ErrLeaseLost)
+	}
 	if err != nil {
 		return fmt.Errorf("release task %d: %w", id, err)
 	}
-	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("release task %d: %w", id, task.ErrLeaseLost)
+	if !state.Terminal() {
+		if err := enqueue(ctx, s.queue, tx, s.now(), due, id, claims); err != nil {
+			return fmt.Errorf("release task %d: %w", id, err)
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("release task %d: commit: %w", id, err)
 	}
 	return nil
 }
@@ -486,14 +584,13 @@ func (s *Store) RequestCancel(ctx context.Context, id int64, by string) error {
 	if strings.TrimSpace(by) == "" {
 		by = "unknown"
 	}
-	tag, err := s.db.Exec(ctx,
-		`UPDATE tasks SET cancelled_by = $1, run_after = $2 WHERE id = $3 AND state NOT IN `+ended+` AND cancelled_by = ''`,
-		by, s.now(), id)
+	err := s.dueNow(ctx, id, `UPDATE tasks SET cancelled_by = $1, run_after = $2 WHERE id = $3 AND state NOT IN `+ended+` AND cancelled_by = ''
+		RETURNING run_after, claims`, by, s.now(), id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("cancel task %d: %w", id, task.ErrNotFound)
+	}
 	if err != nil {
 		return fmt.Errorf("cancel task %d: %w", id, err)
-	}
-	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("cancel task %d: %w", id, task.ErrNotFound)
 	}
 	return nil
 }

@@ -1,0 +1,246 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivermigrate"
+
+	"github.com/pullwright/pullwright/task"
+)
+
+// The queue is River's: every transaction that makes a task due (a
+// delivery recorded, an answer, a cancel, a worker giving a task back with
+// its next due time) inserts, in that same transaction, a job scheduled at
+// the time the task is due. A River worker that takes the job claims the
+// task's lease and steps it as the SQLite store's polling workers do.
+// Waiting for approval is a task with no job due but the one at its
+// deadline: no attempt and no goroutine waits.
+//
+// The lease stays the fence: River may run a job twice (a rescue, two
+// jobs for one task), and the lease is what keeps two workers off one
+// task. It also tells a worker that died: River's own rescue of a stuck
+// job comes after an hour, so a sweep every poll interval inserts a job
+// for each due task whose lease ran out (or that was recorded before the
+// queue was River's).
+
+// stepArgs is the job that steps a task. Due and Claims are the task's
+// due time and claim count when the job was inserted: with the task id
+// they make the job unique, so the sweep and a release that find the same
+// task due at the same time insert one job, while a task given back by the
+// claim a job began always gets a new one.
+type stepArgs struct {
+	Task   int64  `json:"task"`
+	Due    string `json:"due"`
+	Claims int    `json:"claims"`
+}
+
+func (stepArgs) Kind() string { return "pullwright_step" }
+
+func (stepArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{UniqueOpts: river.UniqueOpts{ByArgs: true}}
+}
+
+// sweepArgs is the periodic job that finds due tasks no job will bring.
+type sweepArgs struct{}
+
+func (sweepArgs) Kind() string { return "pullwright_sweep" }
+
+// sweepBatch bounds the tasks one sweep inserts jobs for; the next sweep
+// takes the rest.
+const sweepBatch = 500
+
+// enqueue inserts, in tx, the job that steps task id when it is due.
+func enqueue(ctx context.Context, q *river.Client[pgx.Tx], tx pgx.Tx, now, due time.Time, id int64, claims int) error {
+	args := stepArgs{Task: id, Due: due.UTC().Format(time.RFC3339Nano), Claims: claims}
+	var opts river.InsertOpts
+	if due.After(now) {
+		// A job given any ScheduledAt waits for River's scheduler, which
+		// looks every few seconds: one due now is inserted available.
+		opts.ScheduledAt = due
+	}
+	if _, err := q.InsertTx(ctx, tx, args, &opts); err != nil {
+		return fmt.Errorf("enqueue task %d: %w", id, err)
+	}
+	return nil
+}
+
+// migrateRiver brings River's tables up to date, under the lock our own
+// migrations take, so that replicas starting at once migrate once.
+func migrateRiver(ctx context.Context, db *pgxpool.Pool) error {
+	conn, err := db.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("migrate river: %w", err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1)`, int64(migrateLock)); err != nil {
+		return fmt.Errorf("migrate river: lock: %w", err)
+	}
+	defer func() {
+		// On a cancelled ctx the unlock fails; closing the session frees it.
+		if _, err := conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, int64(migrateLock)); err != nil {
+			conn.Conn().Close(context.WithoutCancel(ctx))
+		}
+	}()
+	m, err := rivermigrate.New(riverpgxv5.New(db), nil)
+	if err != nil {
+		return fmt.Errorf("migrate river: %w", err)
+	}
+	if _, err := m.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
+		return fmt.Errorf("migrate river: %w", err)
+	}
+	return nil
+}
+
+// Serve implements task.Queue: it runs a River client with q.Workers
+// workers until ctx ends.
+func (s *Store) Serve(ctx context.Context, q task.QueueConfig) error {
+	log := q.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	workers := river.NewWorkers()
+	river.AddWorker(workers, &stepWorker{s: s, q: q})
+	river.AddWorker(workers, &sweepWorker{s: s, q: q})
+	poll := q.Poll
+	if poll <= 0 {
+		poll = 2 * time.Second
+	}
+	// The sweep is for workers that died: a quarter of a lease is soon
+	// enough after one runs out, and polling faster only adds jobs.
+	sweep := max(poll, q.Lease/4)
+	client, err := river.NewClient(riverpgxv5.New(s.db), &river.Config{
+		ID:      q.Owner,
+		Logger:  log.With("component", "river"),
+		Queues:  map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: max(q.Workers, 1)}},
+		Workers: workers,
+		// A step has its own timeout (task.Pool.StepTimeout) and a claim
+		// its lease: River's timeout would cut a long task short.
+		JobTimeout:        -1,
+		FetchPollInterval: min(poll, river.FetchPollIntervalDefault),
+		PeriodicJobs: []*river.PeriodicJob{river.NewPeriodicJob(river.PeriodicInterval(sweep),
+			func() (river.JobArgs, *river.InsertOpts) { return sweepArgs{}, nil },
+			&river.PeriodicJobOpts{RunOnStart: true})},
+	})
+	if err != nil {
+		return fmt.Errorf("start queue: %w", err)
+	}
+	if err := client.Start(ctx); err != nil {
+		return fmt.Errorf("start queue: %w", err)
+	}
+	<-ctx.Done()
+	// The workers' contexts end with ours, so each gives its task back
+	// (with a job due for it) and River records the jobs as done.
+	stop, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if err := client.StopAndCancel(stop); err != nil {
+		return fmt.Errorf("stop queue: %w", err)
+	}
+	return nil
+}
+
+type stepWorker struct {
+	river.WorkerDefaults[stepArgs]
+	s *Store
+	q task.QueueConfig
+}
+
+// Work claims the job's task and works on it. A task not due (a later job
+// brings it), ended, or unreadable (claimTask failed it) completes the
+// job; a task leased by a live worker snoozes it, so that an answer given
+// while a worker held the task is not lost if that worker gives the task
+// back without seeing it.
+func (w *stepWorker) Work(ctx context.Context, job *river.Job[stepArgs]) error {
+	owner := fmt.Sprintf("%s-job%d", w.q.Owner, job.ID)
+	t, err := w.s.claimTask(ctx, job.Args.Task, owner, w.q.Lease)
+	var leased *leasedError
+	switch {
+	case errors.As(err, &leased):
+		// Not until the lease ends: the holder may give the task back much
+		// sooner, and its release finds this job and adds none.
+		return river.JobSnooze(min(max(leased.until.Sub(w.s.now()), 0), w.q.Poll) + 100*time.Millisecond)
+	case errors.Is(err, task.ErrNoTask), errors.Is(err, errUnreadable):
+		return nil
+	case err != nil:
+		return err
+	}
+	w.q.Work(ctx, owner, t)
+	return nil
+}
+
+type sweepWorker struct {
+	river.WorkerDefaults[sweepArgs]
+	s *Store
+	q task.QueueConfig
+}
+
+// Work inserts a job for each task due for a while with no live lease.
+// Most have one already, and River's uniqueness makes the insert a no-op;
+// those whose worker died, or that were recorded before the queue was
+// River's, get theirs.
+func (w *sweepWorker) Work(ctx context.Context, job *river.Job[sweepArgs]) error {
+	// A task due only a moment ago has its job, most likely on its way.
+	n, err := w.s.sweep(ctx, w.s.now().Add(-w.q.Poll))
+	if err != nil {
+		return err
+	}
+	if n > 0 {
+		w.q.Logger.DebugContext(ctx, "swept due tasks", "tasks", n)
+	}
+	return nil
+}
+
+// sweep inserts a job for each task due before dueBefore whose lease is
+// free or ran out, and says how many it found.
+func (s *Store) sweep(ctx context.Context, dueBefore time.Time) (int, error) {
+	tx, err := s.db.Begin(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("sweep due tasks: begin: %w", err)
+	}
+	defer tx.Rollback(ctx)
+	rows, err := tx.Query(ctx, `SELECT id, run_after, claims FROM tasks
+		WHERE state NOT IN `+ended+` AND run_after <= $1 AND (lease_owner = '' OR lease_until < $2)
+		ORDER BY run_after, id LIMIT `+fmt.Sprint(sweepBatch), dueBefore, s.now())
+	if err != nil {
+		return 0, fmt.Errorf("sweep due tasks: %w", err)
+	}
+	type due struct {
+		id     int64
+		at     time.Time
+		claims int
+	}
+	found, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (due, error) {
+		var d due
+		err := r.Scan(&d.id, &d.at, &d.claims)
+		return d, err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("sweep due tasks: %w", err)
+	}
+	for _, d := range found {
+		if err := enqueue(ctx, s.queue, tx, s.now(), d.at, d.id, d.claims); err != nil {
+			return 0, fmt.Errorf("sweep due tasks: %w", err)
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return 0, fmt.Errorf("sweep due tasks: commit: %w", err)
+	}
+	return len(found), nil
+}
+
+// leasedError says a task is leased by a live worker until a time.
+type leasedError struct{ until time.Time }
+
+func (e *leasedError) Error() string {
+	return fmt.Sprintf("leased until %s", e.until.Format(time.RFC3339))
+}
+
+// errUnreadable means a claimed task could not be decoded and was failed.
+var errUnreadable = errors.New("unreadable task")

@@ -1,0 +1,239 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/pullwright/pullwright"
+	"github.com/pullwright/pullwright/internal/pgtest"
+	"github.com/pullwright/pullwright/task"
+)
+
+// scripted is a task.Stepper that ends each task in one step, or, with
+// park, first parks a fix for an answer. It counts the steps each task
+// took.
+type scripted struct {
+	park bool
+	mu   sync.Mutex
+	// steps counts, per task, the steps that were saved: a step a worker
+	// took but lost the lease on would show as two.
+	steps map[int64]int
+}
+
+func (s *scripted) Step(ctx context.Context, t *task.Task) error {
+	s.mu.Lock()
+	s.steps[t.ID]++
+	s.mu.Unlock()
+	// Long enough for the tasks of a test to spread over its replicas.
+	time.Sleep(20 * time.Millisecond)
+	switch {
+	case t.State == task.Queued && s.park:
+		t.State = task.AwaitingApproval
+		t.Request = &task.ExecRequest{ID: fmt.Sprint(t.ID, "-1"), Command: "make test", Asked: true}
+		t.RunAfter = time.Now().Add(time.Hour)
+	default:
+		t.State = task.Done
+	}
+	return nil
+}
+
+func (s *scripted) Finish(context.Context, *task.Task) error { return nil }
+
+func fixTask(issue int) *task.Task {
+	return &task.Task{Kind: task.KindFix, Repo: pullwright.Repo{InstallationID: 1, Owner: "o", Name: "r"}, Issue: issue, Instructions: "fix it"}
+}
+
+func newScripted(park bool) *scripted {
+	return &scripted{park: park, steps: map[int64]int{}}
+}
+
+// replica runs a pool over its own store on url, as one bot serve would,
+// until the test ends.
+func replica(t *testing.T, url string, steps task.Stepper) *Store {
+	t.Helper()
+	s := open(t, url)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	p := &task.Pool{Store: s, Steps: steps, Workers: 2, Lease: 2 * time.Second, Poll: 200 * time.Millisecond}
+	go func() { done <- p.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("pool: %v", err)
+		}
+	})
+	return s
+}
+
+// waitState waits until task id is in state want.
+func waitState(t *testing.T, s *Store, id int64, want task.State) *task.Task {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		got, err := s.Get(context.Background(), id)
+		if err == nil && got.State == want {
+			return got
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("task %d: %+v (%v), want state %s", id, got, err, want)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// jobs counts the step jobs of task id by River's state.
+func jobs(t *testing.T, s *Store, id int64) map[string]int {
+	t.Helper()
+	rows, err := s.db.Query(context.Background(), `SELECT state::text, count(*) FROM river_job
+		WHERE kind = 'pullwright_step' AND (args->>'task')::bigint = $1 GROUP BY state`, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	out := map[string]int{}
+	for rows.Next() {
+		var (
+			st string
+			n  int
+		)
+		if err := rows.Scan(&st, &n); err != nil {
+			t.Fatal(err)
+		}
+		out[st] = n
+	}
+	return out
+}
+
+func TestReplicasWorkEachTaskOnce(t *testing.T) {
+	url := pgtest.URL(t)
+	steps := newScripted(false)
+	var stores []*Store
+	for range 3 {
+		stores = append(stores, replica(t, url, steps))
+	}
+	var ids []int64
+	for i := range 30 {
+		tk := fixTask(i + 1)
+		// Deliveries reach the replicas in turn, as behind a load balancer.
+		if err := stores[i%3].Record(context.Background(), task.Delivery{ID: fmt.Sprint("d", i)}, tk); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, tk.ID)
+	}
+	for _, id := range ids {
+		waitState(t, stores[0], id, task.Done)
+	}
+	steps.mu.Lock()
+	defer steps.mu.Unlock()
+	for _, id := range ids {
+		if steps.steps[id] != 1 {
+			t.Errorf("task %d took %d steps, want 1", id, steps.steps[id])
+		}
+	}
+}
+
+func TestWaitingForApprovalHoldsOnlyTheDeadlinesJob(t *testing.T) {
+	url := pgtest.URL(t)
+	steps := newScripted(true)
+	s := replica(t, url, steps)
+	tk := fixTask(1)
+	if err := s.Record(context.Background(), task.Delivery{ID: "d1"}, tk); err != nil {
+		t.Fatal(err)
+	}
+	parked := waitState(t, s, tk.ID, task.AwaitingApproval)
+	// The worker gives the task back after its save: wait for the release.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		j := jobs(t, s, tk.ID)
+		if j["scheduled"] == 1 && j["running"] == 0 && j["available"] == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("jobs of a parked task = %v, want one scheduled and none running or available", j)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	var at time.Time
+	if err := s.db.QueryRow(context.Background(), `SELECT scheduled_at FROM river_job
+		WHERE kind = 'pullwright_step' AND state = 'scheduled' AND (args->>'task')::bigint = $1`, tk.ID).Scan(&at); err != nil {
+		t.Fatal(err)
+	}
+	if d := at.Sub(parked.RunAfter); d < -time.Millisecond || d > time.Millisecond {
+		t.Errorf("the parked task's job is scheduled at %s, want its deadline %s", at, parked.RunAfter)
+	}
+	if err := s.Answer(context.Background(), tk.ID, parked.Request.ID, task.Answer{Verdict: task.Approved, By: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, s, tk.ID, task.Done)
+	steps.mu.Lock()
+	defer steps.mu.Unlock()
+	if steps.steps[tk.ID] != 2 {
+		t.Errorf("steps = %d, want 2 (park, then the answer)", steps.steps[tk.ID])
+	}
+}
+
+// A replica killed while it held a task leaves River's job running and the
+// lease set; the sweep finds the task once the lease runs out.
+func TestATaskOfADeadReplicaIsTakenUp(t *testing.T) {
+	url := pgtest.URL(t)
+	s := open(t, url)
+	ctx := context.Background()
+	tk := fixTask(1)
+	if err := s.Record(ctx, task.Delivery{ID: "d1"}, tk); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.claimTask(ctx, tk.ID, "dead-replica-job1", 2*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	// What River holds of a job whose client was killed mid-work.
+	if _, err := s.db.Exec(ctx, `UPDATE river_job SET state = 'running', attempt = 1, attempted_at = now(),
+		attempted_by = '{dead-replica}' WHERE (args->>'task')::bigint = $1`, tk.ID); err != nil {
+		t.Fatal(err)
+	}
+	replica(t, url, newScripted(false))
+	got := waitState(t, s, tk.ID, task.Done)
+	if got.Crashes != 1 {
+		t.Errorf("crashes = %d, want 1 (the dead replica's lease ran out)", got.Crashes)
+	}
+}
+
+// A database made by the release before the queue was River's has tasks
+// and no River tables: opening it adds them, and its tasks are worked.
+func TestUpgradeFromTheReleaseBeforeRiver(t *testing.T) {
+	url := pgtest.URL(t)
+	ctx := context.Background()
+	db, err := pgxpool.New(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := migrate(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	tk := fixTask(1)
+	now := time.Now()
+	tk.Recorded("d1", now)
+	data, err := json.Marshal(tk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The previous release's Record, as it wrote a task.
+	var id int64
+	if err := db.QueryRow(ctx, `INSERT INTO tasks (kind, state, issue_key, run_after, data, created_at, updated_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $6) RETURNING id`, tk.Kind, tk.State, tk.IssueKey(), tk.RunAfter, data, now).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	var hasRiver bool
+	if err := db.QueryRow(ctx, `SELECT to_regclass('river_job') IS NOT NULL`).Scan(&hasRiver); err != nil || hasRiver {
+		t.Fatalf("the old schema has river_job = %v (%v)", hasRiver, err)
+	}
+	db.Close()
+
+	s := replica(t, url, newScripted(false))
+	waitState(t, s, id, task.Done)
+}
