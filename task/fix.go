@@ -43,7 +43,13 @@ func (f *Flow) acknowledge(ctx context.Context, t *Task) error {
 	if !ok {
 		return f.desk().refuse(ctx, t, why)
 	}
-	why, err = f.overRate(ctx, t)
+	if t.IsPR {
+		ended, err := f.pulls().admitPull(ctx, t)
+		if err != nil || ended {
+			return err
+		}
+	}
+	why, err = f.admitRate(ctx, t)
 	if err != nil {
 		return err
 	}
@@ -51,13 +57,6 @@ func (f *Flow) acknowledge(ctx context.Context, t *Task) error {
 		f.Logger.InfoContext(ctx, "task refused: rate limit", "task_id", t.ID, "installation_id", t.Repo.InstallationID, "why", why)
 		return f.desk().reply(ctx, t, fmt.Sprintf("@%s sorry, I can't start on this now: %s. Please ask again a little later.", t.Requester.Login, why))
 	}
-	if t.IsPR {
-		ended, err := f.pulls().admitPull(ctx, t)
-		if err != nil || ended {
-			return err
-		}
-	}
-	t.AdmittedMS = f.now().UnixMilli()
 	f.desk().react(ctx, t, "eyes")
 	if err := t.Move(Preparing); err != nil {
 		return err

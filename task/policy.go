@@ -54,15 +54,22 @@ func configProblem(t *Task, err error) string {
 		policy.Path, t.Repo.DefaultBranch, detail)
 }
 
-// overRate says why the installation may not start another task now, or "".
-func (f *Flow) overRate(ctx context.Context, t *Task) (string, error) {
+// admitRate admits t within its installation's rates (Store.Admit, which
+// sets t.AdmittedMS), or says why the installation may not start another
+// task now.
+func (f *Flow) admitRate(ctx context.Context, t *Task) (string, error) {
 	rate := f.desk().operator().Rate
-	if rate.ConcurrentTasks <= 0 && rate.TasksPerHour <= 0 {
-		return "", nil
+	fits := func(active, started int) bool {
+		return (rate.ConcurrentTasks <= 0 || active < rate.ConcurrentTasks) &&
+			(rate.TasksPerHour <= 0 || started < rate.TasksPerHour)
 	}
-	active, started, err := f.Store.Usage(ctx, t.Repo.InstallationID, f.now().Add(-time.Hour), t.ID)
+	now := f.now()
+	active, started, ok, err := f.Store.Admit(ctx, t, now.Add(-time.Hour), now, fits)
 	if err != nil {
 		return "", retryf(err, "counting this installation's tasks failed")
+	}
+	if ok {
+		return "", nil
 	}
 	switch {
 	case rate.ConcurrentTasks > 0 && active >= rate.ConcurrentTasks:
@@ -70,7 +77,7 @@ func (f *Flow) overRate(ctx context.Context, t *Task) (string, error) {
 	case rate.TasksPerHour > 0 && started >= rate.TasksPerHour:
 		return fmt.Sprintf("%s started for this installation in the last hour, the most this bot starts in an hour", plural(started, "task was", "tasks were")), nil
 	}
-	return "", nil
+	return "this installation's rate is used up", nil
 }
 
 // protectedChanges lists the changed paths that t's rules protect, each

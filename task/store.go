@@ -64,9 +64,13 @@ type Store interface {
 	// RequestCancel marks a task to be cancelled by a worker at its next
 	// step, and makes it due at once so a waiting task is cancelled now.
 	RequestCancel(ctx context.Context, id int64, by string) error
-	// Usage counts an installation's admitted fix tasks other than except:
-	// those active now, and those admitted since the given time.
-	Usage(ctx context.Context, installationID int64, since time.Time, except int64) (active, started int, err error)
+	// Admit counts the admitted fix tasks of t's installation other than
+	// t: those active now, and those admitted since since. If fits says
+	// one more may start, it marks t admitted at at (Task.AdmittedMS), in
+	// the same transaction and under a lock of the installation, so that
+	// workers of several replicas admitting at once cannot all take the
+	// last place. It returns the counts and whether t was admitted.
+	Admit(ctx context.Context, t *Task, since, at time.Time, fits func(active, started int) bool) (active, started int, ok bool, err error)
 	// Counts returns how many tasks are in each non-terminal state, for
 	// the metrics; a state without tasks is absent. Ended tasks are not
 	// counted: their number only grows, and counting them would read the

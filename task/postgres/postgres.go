@@ -595,22 +595,43 @@ func (s *Store) RequestCancel(ctx context.Context, id int64, by string) error {
 	return nil
 }
 
-// Usage implements task.Store. Only admitted tasks count (task.Task.AdmittedMS): a
-// flood of refused requests must not use up an installation's rate. An
-// issue key starts with the installation id, so the count needs no column
-// of its own.
-func (s *Store) Usage(ctx context.Context, installationID int64, since time.Time, except int64) (active, started int, err error) {
-	prefix := fmt.Sprintf("%d/", installationID)
-	err = s.db.QueryRow(ctx, `SELECT
+// Admit implements task.Store. Only admitted tasks count
+// (task.Task.AdmittedMS): a flood of refused requests must not use up an
+// installation's rate. An issue key starts with the installation id, so
+// the count needs no column of its own. The advisory lock, one per
+// installation, is what makes count-then-mark atomic across replicas: a
+// row lock cannot lock the rows a concurrent admission is about to add.
+func (s *Store) Admit(ctx context.Context, t *task.Task, since, at time.Time, fits func(active, started int) bool) (active, started int, ok bool, err error) {
+	inst := t.Repo.InstallationID
+	tx, err := s.db.Begin(ctx)
+	if err != nil {
+		return 0, 0, false, fmt.Errorf("admit task %d: begin: %w", t.ID, err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, fmt.Sprintf("pullwright/admit/%d", inst)); err != nil {
+		return 0, 0, false, fmt.Errorf("admit task %d: lock installation %d: %w", t.ID, inst, err)
+	}
+	err = tx.QueryRow(ctx, `SELECT
 		count(*) FILTER (WHERE state NOT IN `+ended+`),
 		count(*) FILTER (WHERE (data->>'admitted_ms')::bigint >= $1)
 		FROM tasks WHERE kind = 'fix' AND starts_with(issue_key, $2) AND id <> $3
 		AND (data->>'admitted_ms')::bigint > 0`,
-		since.UnixMilli(), prefix, except).Scan(&active, &started)
+		since.UnixMilli(), fmt.Sprintf("%d/", inst), t.ID).Scan(&active, &started)
 	if err != nil {
-		return 0, 0, fmt.Errorf("count tasks of installation %d: %w", installationID, err)
+		return 0, 0, false, fmt.Errorf("admit task %d: count tasks of installation %d: %w", t.ID, inst, err)
 	}
-	return active, started, nil
+	if !fits(active, started) {
+		return active, started, false, nil
+	}
+	ms := at.UnixMilli()
+	if _, err := tx.Exec(ctx, `UPDATE tasks SET data = jsonb_set(data, '{admitted_ms}', to_jsonb($1::bigint)) WHERE id = $2`, ms, t.ID); err != nil {
+		return 0, 0, false, fmt.Errorf("admit task %d: %w", t.ID, err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return 0, 0, false, fmt.Errorf("admit task %d: commit: %w", t.ID, err)
+	}
+	t.AdmittedMS = ms
+	return active, started, true, nil
 }
 
 // Counts implements task.Store. The tasks_due index holds exactly the tasks

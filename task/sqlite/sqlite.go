@@ -638,22 +638,39 @@ func (s *Store) RequestCancel(ctx context.Context, id int64, by string) error {
 	return nil
 }
 
-// Usage implements task.Store. Only admitted tasks count (task.Task.AdmittedMS): a
-// flood of refused requests must not use up an installation's rate. An
-// issue key starts with the installation id, so the count needs no column
-// of its own.
-func (s *Store) Usage(ctx context.Context, installationID int64, since time.Time, except int64) (active, started int, err error) {
-	prefix := fmt.Sprintf("%d/", installationID)
-	err = s.read.QueryRowContext(ctx, `SELECT
+// Admit implements task.Store. Only admitted tasks count
+// (task.Task.AdmittedMS): a flood of refused requests must not use up an
+// installation's rate. The count and the mark are one write transaction,
+// which SQLite runs alone, so admissions are atomic as they are.
+func (s *Store) Admit(ctx context.Context, t *task.Task, since, at time.Time, fits func(active, started int) bool) (active, started int, ok bool, err error) {
+	inst := t.Repo.InstallationID
+	prefix := fmt.Sprintf("%d/", inst)
+	tx, err := s.write.begin(ctx)
+	if err != nil {
+		return 0, 0, false, fmt.Errorf("admit task %d: begin: %w", t.ID, err)
+	}
+	defer tx.Rollback()
+	err = tx.QueryRowContext(ctx, `SELECT
 		coalesce(sum(state NOT IN ('done', 'failed', 'cancelled')), 0),
 		coalesce(sum(json_extract(data, '$.admitted_ms') >= ?), 0)
 		FROM tasks WHERE kind = 'fix' AND substr(issue_key, 1, ?) = ? AND id <> ?
 		AND json_extract(data, '$.admitted_ms') > 0`,
-		since.UnixMilli(), len(prefix), prefix, except).Scan(&active, &started)
+		since.UnixMilli(), len(prefix), prefix, t.ID).Scan(&active, &started)
 	if err != nil {
-		return 0, 0, fmt.Errorf("count tasks of installation %d: %w", installationID, err)
+		return 0, 0, false, fmt.Errorf("admit task %d: count tasks of installation %d: %w", t.ID, inst, err)
 	}
-	return active, started, nil
+	if !fits(active, started) {
+		return active, started, false, nil
+	}
+	ms := at.UnixMilli()
+	if _, err := tx.ExecContext(ctx, `UPDATE tasks SET data = json_set(data, '$.admitted_ms', ?) WHERE id = ?`, ms, t.ID); err != nil {
+		return 0, 0, false, fmt.Errorf("admit task %d: %w", t.ID, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, 0, false, fmt.Errorf("admit task %d: commit: %w", t.ID, err)
+	}
+	t.AdmittedMS = ms
+	return active, started, true, nil
 }
 
 // Counts implements task.Store. The tasks_due index holds exactly the tasks

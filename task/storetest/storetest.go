@@ -40,7 +40,8 @@ func Run(t *testing.T, open Open) {
 		{"CountsOnlyUnfinishedTasks", testCountsOnlyUnfinishedTasks},
 		{"HoldBranch", testHoldBranch},
 		{"PullHeadsAround", testPullHeadsAround},
-		{"UsageCountsAdmittedTasksOfTheInstallation", testUsage},
+		{"AdmitCountsAdmittedTasksOfTheInstallation", testUsage},
+		{"AdmitIsAtomic", testAdmitIsAtomic},
 		{"NextDueSkipsTasksWaitingForAPerson", testNextDue},
 		{"ListPagesFixTasksNewestFirst", testList},
 	}
@@ -582,12 +583,56 @@ func testUsage(t *testing.T, open opener) {
 		{recent.ID, 1, 1},
 	}
 	for _, tt := range tests {
-		active, started, err := s.Usage(ctx, 1, since, tt.except)
-		if err != nil {
-			t.Fatal(err)
+		// A task that does not fit is counted and left as it was.
+		probe := &task.Task{ID: tt.except, Repo: fixTask(0).Repo}
+		active, started, ok, err := s.Admit(ctx, probe, since, clk.Now(), func(int, int) bool { return false })
+		if err != nil || ok || probe.AdmittedMS != 0 {
+			t.Fatalf("Admit that does not fit = %v, %v, AdmittedMS %d", ok, err, probe.AdmittedMS)
 		}
 		if active != tt.wantActive || started != tt.wantNew {
-			t.Errorf("Usage(except %d) = %d active, %d new; want %d, %d", tt.except, active, started, tt.wantActive, tt.wantNew)
+			t.Errorf("Admit(task %d) counted %d active, %d new; want %d, %d", tt.except, active, started, tt.wantActive, tt.wantNew)
+		}
+	}
+}
+
+// testAdmitIsAtomic admits ten tasks of one installation at once with room
+// for three: exactly three are admitted, and the mark is stored.
+func testAdmitIsAtomic(t *testing.T, open opener) {
+	ctx := context.Background()
+	s, clk := open(t)
+	var tasks []*task.Task
+	for i := range 10 {
+		tk := fixTask(i + 1)
+		mustRecord(t, s, fmt.Sprint("d", i), tk)
+		tasks = append(tasks, tk)
+	}
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		admitted []int64
+	)
+	for _, tk := range tasks {
+		wg.Go(func() {
+			_, _, ok, err := s.Admit(ctx, tk, clk.Now().Add(-time.Hour), clk.Now(), func(active, _ int) bool { return active < 3 })
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if ok {
+				mu.Lock()
+				admitted = append(admitted, tk.ID)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if len(admitted) != 3 {
+		t.Fatalf("admitted %d tasks with room for 3: %v", len(admitted), admitted)
+	}
+	for _, id := range admitted {
+		got, err := s.Get(ctx, id)
+		if err != nil || got.AdmittedMS != clk.Now().UnixMilli() {
+			t.Errorf("task %d after Admit: AdmittedMS %d (%v), want %d", id, got.AdmittedMS, err, clk.Now().UnixMilli())
 		}
 	}
 }

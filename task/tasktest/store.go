@@ -436,34 +436,56 @@ func (s *Store) RequestCancel(ctx context.Context, id int64, by string) error {
 	return nil
 }
 
-// Usage implements task.Store.
-func (s *Store) Usage(ctx context.Context, installationID int64, since time.Time, except int64) (active, started int, err error) {
+// Admit implements task.Store: the count and the mark under one lock.
+func (s *Store) Admit(ctx context.Context, t *task.Task, since, at time.Time, fits func(active, started int) bool) (active, started int, ok bool, err error) {
 	if err := s.lock(); err != nil {
-		return 0, 0, fmt.Errorf("count tasks of installation %d: %w", installationID, err)
+		return 0, 0, false, fmt.Errorf("admit task %d: %w", t.ID, err)
 	}
 	defer s.mu.Unlock()
-	prefix := fmt.Sprintf("%d/", installationID)
+	prefix := fmt.Sprintf("%d/", t.Repo.InstallationID)
 	for id, r := range s.rows {
-		if r.kind != task.KindFix || !strings.HasPrefix(r.issueKey, prefix) || id == except {
+		if r.kind != task.KindFix || !strings.HasPrefix(r.issueKey, prefix) || id == t.ID {
 			continue
 		}
-		var admitted struct {
-			MS int64 `json:"admitted_ms"`
+		ms, err := admittedMS(r.data)
+		if err != nil {
+			return 0, 0, false, fmt.Errorf("admit task %d: task %d: %w", t.ID, id, err)
 		}
-		if err := json.Unmarshal(r.data, &admitted); err != nil {
-			return 0, 0, fmt.Errorf("count tasks of installation %d: task %d: %w", installationID, id, err)
-		}
-		if admitted.MS <= 0 {
+		if ms <= 0 {
 			continue
 		}
 		if r.active() {
 			active++
 		}
-		if admitted.MS >= since.UnixMilli() {
+		if ms >= since.UnixMilli() {
 			started++
 		}
 	}
-	return active, started, nil
+	if !fits(active, started) {
+		return active, started, false, nil
+	}
+	if r := s.rows[t.ID]; r != nil {
+		var data map[string]any
+		if err := json.Unmarshal(r.data, &data); err != nil {
+			return 0, 0, false, fmt.Errorf("admit task %d: %w", t.ID, err)
+		}
+		data["admitted_ms"] = at.UnixMilli()
+		b, err := json.Marshal(data)
+		if err != nil {
+			return 0, 0, false, fmt.Errorf("admit task %d: %w", t.ID, err)
+		}
+		r.data = b
+	}
+	t.AdmittedMS = at.UnixMilli()
+	return active, started, true, nil
+}
+
+func admittedMS(data []byte) (int64, error) {
+	var admitted struct {
+		MS int64 `json:"admitted_ms"`
+	}
+	err := json.Unmarshal(data, &admitted)
+	return admitted.MS, err
 }
 
 // Counts implements task.Store.
