@@ -150,6 +150,9 @@ func (p *Pool) Notify() {
 // continues at the next start.
 func (p *Pool) Run(ctx context.Context) error {
 	p.init()
+	// The id prefixes every lease owner of this process, so a lease in the
+	// database names the replica holding it.
+	p.Logger.InfoContext(ctx, "workers started", "pool", p.id, "workers", p.Workers)
 	if q, ok := p.Store.(Queue); ok {
 		return q.Serve(ctx, QueueConfig{
 			Workers: p.Workers, Lease: p.Lease, Poll: p.Poll, Owner: p.id,

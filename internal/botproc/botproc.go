@@ -34,6 +34,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -480,7 +481,10 @@ type Harness struct {
 	DatabasePath string
 	WorkDir      string
 
-	client   *http.Client
+	client *http.Client
+	// env is the first bot's environment, which AddReplica starts more with.
+	env      []string
+	bin      string
 	storeMu  sync.Mutex
 	store    task.Store
 	db       *sql.DB
@@ -550,9 +554,24 @@ func New(t testing.TB, llm *fakellm.Server, opts Options) *Harness {
 		env = append(env, "GORACE=halt_on_error=0")
 	}
 	env = append(env, opts.Env...)
+	h.env, h.bin = env, bin
 	h.Bot = StartBot(t, bin, env)
 	t.Cleanup(h.closeStore)
 	return h
+}
+
+// AddReplica starts another bot serve on the same database, fakes and
+// settings, with a work directory of its own as on another machine. It is
+// for databases several replicas can share (Postgres).
+func (h *Harness) AddReplica() *Bot {
+	h.T.Helper()
+	env := slices.Clone(h.env)
+	for i, kv := range env {
+		if strings.HasPrefix(kv, "BOT_WORKDIR=") {
+			env[i] = "BOT_WORKDIR=" + filepath.Join(h.T.TempDir(), "work")
+		}
+	}
+	return StartBot(h.T, h.bin, env)
 }
 
 // ---------------------------------------------------------------------------
@@ -575,10 +594,24 @@ func (h *Harness) Deliver(id, event string, body []byte) int {
 	return code
 }
 
+// DeliverTo posts a signed delivery to bot b, one of the replicas.
+func (h *Harness) DeliverTo(b *Bot, id, event string, body []byte) int {
+	h.T.Helper()
+	code, err := h.tryDeliver(b, id, event, body)
+	if err != nil {
+		h.T.Fatalf("botproc: deliver %s: %v\nbot output:\n%s", id, err, b.Logs())
+	}
+	return code
+}
+
 // TryDeliver is Deliver returning the error instead of failing the test;
 // safe for concurrent use.
 func (h *Harness) TryDeliver(id, event string, body []byte) (int, error) {
-	req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, h.Bot.URL()+"/webhook", bytes.NewReader(body))
+	return h.tryDeliver(h.Bot, id, event, body)
+}
+
+func (h *Harness) tryDeliver(b *Bot, id, event string, body []byte) (int, error) {
+	req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, b.URL()+"/webhook", bytes.NewReader(body))
 	if err != nil {
 		return 0, err
 	}
@@ -814,6 +847,35 @@ func (h *Harness) Leased(id int64) bool {
 		h.T.Fatalf("botproc: lease of task %d: %v", id, err)
 	}
 	return owner != ""
+}
+
+// LeaseOwner is the worker holding the task's lease, or "".
+func (h *Harness) LeaseOwner(id int64) string {
+	h.T.Helper()
+	var owner string
+	if err := h.queryRow(`SELECT lease_owner FROM tasks WHERE id = $1`, id).Scan(&owner); err != nil {
+		h.T.Fatalf("botproc: lease of task %d: %v", id, err)
+	}
+	return owner
+}
+
+// Holds reports whether a process of b (any since its first start) is the
+// worker owner names: every lease owner starts with the id its pool logs
+// at "workers started".
+func (b *Bot) Holds(owner string) bool {
+	if owner == "" {
+		return false
+	}
+	for line := range strings.Lines(b.Logs()) {
+		var l struct {
+			Msg  string `json:"msg"`
+			Pool string `json:"pool"`
+		}
+		if json.Unmarshal([]byte(line), &l) == nil && l.Msg == "workers started" && l.Pool != "" && strings.HasPrefix(owner, l.Pool+"-") {
+			return true
+		}
+	}
+	return false
 }
 
 // Crashes is how often the task was claimed after its worker vanished (the
