@@ -138,19 +138,166 @@ type k8sObject struct {
 		Name string `yaml:"name"`
 	} `yaml:"metadata"`
 	Spec struct {
-		// Deployment
+		// Deployment, StatefulSet
 		Replicas *int `yaml:"replicas"`
 		Strategy struct {
 			Type string `yaml:"type"`
 		} `yaml:"strategy"`
-		Template struct {
+		UpdateStrategy struct {
+			Type string `yaml:"type"`
+		} `yaml:"updateStrategy"`
+		ServiceName string `yaml:"serviceName"`
+		Template    struct {
+			Metadata struct {
+				Labels map[string]string `yaml:"labels"`
+			} `yaml:"metadata"`
 			Spec k8sPodSpec `yaml:"spec"`
 		} `yaml:"template"`
+		// PodDisruptionBudget, and the workloads
+		MaxUnavailable any `yaml:"maxUnavailable"`
+		// A workload's or a budget's {matchLabels: {…}}, a Service's labels.
+		Selector map[string]any `yaml:"selector"`
 		// Service
-		Ports []struct {
+		ClusterIP string `yaml:"clusterIP"`
+		Ports     []struct {
 			TargetPort any `yaml:"targetPort"`
 		} `yaml:"ports"`
 	} `yaml:"spec"`
+}
+
+// k8sObjects decodes the objects of a manifest of the repository by kind.
+func k8sObjects(t *testing.T, path string) map[string][]k8sObject {
+	t.Helper()
+	dec := yaml.NewDecoder(bytes.NewReader(deployFile(t, path)))
+	byKind := map[string][]k8sObject{}
+	for {
+		var o k8sObject
+		err := dec.Decode(&o)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		if o.Kind == "" {
+			continue // an empty document
+		}
+		if o.APIVersion == "" || o.Metadata.Name == "" {
+			t.Errorf("%s: a %s without apiVersion or metadata.name", path, o.Kind)
+		}
+		byKind[o.Kind] = append(byKind[o.Kind], o)
+	}
+	if n := len(byKind["Secret"]); n != 0 {
+		t.Errorf("%s has %d Secret objects: secrets are created with kubectl, never committed", path, n)
+	}
+	return byKind
+}
+
+// selects is the labels o's selector requires.
+func (o k8sObject) selects() map[string]string {
+	sel := o.Spec.Selector
+	if o.Kind != "Service" {
+		sel, _ = sel["matchLabels"].(map[string]any)
+	}
+	out := map[string]string{}
+	for k, v := range sel {
+		out[k] = fmt.Sprint(v)
+	}
+	return out
+}
+
+// k8sPod is what checkPod found in a pod: the bot container's environment
+// (a secret as "secret:name/key"), its ports by name, and where each mount
+// path comes from ("pvc:claim" or "emptyDir").
+type k8sPod struct {
+	env    map[string]string
+	ports  map[string]int
+	mounts map[string]string
+}
+
+// checkPod checks what every manifest's bot pod must be: non-root, a
+// read-only root, no capabilities, secrets from Secrets, BOT_ADDR on the
+// http port, probes on /healthz and /readyz, and /tmp an emptyDir.
+func checkPod(t *testing.T, pod k8sPodSpec) k8sPod {
+	t.Helper()
+	if pod.SecurityContext.RunAsNonRoot == nil || !*pod.SecurityContext.RunAsNonRoot ||
+		pod.SecurityContext.RunAsUser == nil || *pod.SecurityContext.RunAsUser == 0 {
+		t.Error("pod securityContext: want runAsNonRoot: true and a non-zero runAsUser")
+	}
+	if len(pod.Containers) != 1 {
+		t.Fatalf("the pod has %d containers, want 1", len(pod.Containers))
+	}
+	c := pod.Containers[0]
+	sc := c.SecurityContext
+	if sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem {
+		t.Error("container: want readOnlyRootFilesystem: true")
+	}
+	if sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation {
+		t.Error("container: want allowPrivilegeEscalation: false")
+	}
+	if !slices.Equal(sc.Capabilities.Drop, []string{"ALL"}) {
+		t.Errorf("container: capabilities.drop = %v, want [ALL]", sc.Capabilities.Drop)
+	}
+
+	out := k8sPod{env: map[string]string{}, ports: map[string]int{}, mounts: map[string]string{}}
+	for _, p := range c.Ports {
+		out.ports[p.Name] = p.ContainerPort
+	}
+	for _, e := range c.Env {
+		switch {
+		case e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil:
+			out.env[e.Name] = "secret:" + e.ValueFrom.SecretKeyRef.Name + "/" + e.ValueFrom.SecretKeyRef.Key
+		case e.Name != "GITHUB_APP_PRIVATE_KEY_PATH" && (strings.Contains(e.Name, "SECRET") || strings.Contains(e.Name, "KEY")):
+			t.Errorf("env %s is set literally: a secret belongs in a Secret (secretKeyRef)", e.Name)
+		default:
+			out.env[e.Name] = e.Value
+		}
+	}
+	_, port, err := net.SplitHostPort(out.env["BOT_ADDR"])
+	if err != nil || fmt.Sprint(out.ports["http"]) != port {
+		t.Errorf("BOT_ADDR %q and the container port http (%d) disagree", out.env["BOT_ADDR"], out.ports["http"])
+	}
+	for _, name := range []string{"GITHUB_WEBHOOK_SECRET", "OPENAI_API_KEY"} {
+		if !strings.HasPrefix(out.env[name], "secret:") {
+			t.Errorf("env %s: want it from a Secret", name)
+		}
+	}
+	probe := func(name string, p *k8sProbe, path string) {
+		if p == nil || p.HTTPGet == nil {
+			t.Errorf("container: no %s with httpGet", name)
+			return
+		}
+		if p.HTTPGet.Path != path || (p.HTTPGet.Port != "http" && p.HTTPGet.Port != out.ports["http"]) {
+			t.Errorf("%s: GET %v%s, want GET http%s", name, p.HTTPGet.Port, p.HTTPGet.Path, path)
+		}
+	}
+	probe("livenessProbe", c.LivenessProbe, "/healthz")
+	probe("readinessProbe", c.ReadinessProbe, "/readyz")
+
+	volumes := map[string]string{}
+	for _, v := range pod.Volumes {
+		switch {
+		case v.PersistentVolumeClaim != nil:
+			volumes[v.Name] = "pvc:" + v.PersistentVolumeClaim.ClaimName
+		case v.EmptyDir != nil:
+			volumes[v.Name] = "emptyDir"
+		}
+	}
+	for _, m := range c.VolumeMounts {
+		out.mounts[m.MountPath] = volumes[m.Name]
+	}
+	if out.mounts["/tmp"] != "emptyDir" {
+		t.Error("/tmp: want an emptyDir (the root file system is read-only)")
+	}
+	return out
+}
+
+// checkService checks that a Service sends to the bot's http port.
+func checkService(t *testing.T, svc k8sObject, pod k8sPod) {
+	t.Helper()
+	if tp := svc.Spec.Ports; len(tp) == 0 || (tp[0].TargetPort != "http" && tp[0].TargetPort != pod.ports["http"]) {
+		t.Errorf("Service %s: want a port targeting the container's http port", svc.Metadata.Name)
+	}
 }
 
 type k8sPodSpec struct {
@@ -207,34 +354,12 @@ type k8sProbe struct {
 }
 
 func TestDeployKubernetes(t *testing.T) {
-	dec := yaml.NewDecoder(bytes.NewReader(deployFile(t, "deploy/kubernetes.yaml")))
-	byKind := map[string][]k8sObject{}
-	for {
-		var o k8sObject
-		err := dec.Decode(&o)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatalf("deploy/kubernetes.yaml: %v", err)
-		}
-		if o.Kind == "" {
-			continue // an empty document
-		}
-		if o.APIVersion == "" || o.Metadata.Name == "" {
-			t.Errorf("a %s without apiVersion or metadata.name", o.Kind)
-		}
-		byKind[o.Kind] = append(byKind[o.Kind], o)
-	}
+	byKind := k8sObjects(t, "deploy/kubernetes.yaml")
 	for _, kind := range []string{"Deployment", "Service", "PersistentVolumeClaim"} {
 		if len(byKind[kind]) != 1 {
 			t.Fatalf("deploy/kubernetes.yaml has %d %s objects, want 1", len(byKind[kind]), kind)
 		}
 	}
-	if n := len(byKind["Secret"]); n != 0 {
-		t.Errorf("deploy/kubernetes.yaml has %d Secret objects: secrets are created with kubectl, never committed", n)
-	}
-
 	d := byKind["Deployment"][0]
 	if d.Spec.Replicas == nil || *d.Spec.Replicas != 1 {
 		t.Error("Deployment: want replicas: 1 (SQLite has a single writer)")
@@ -242,90 +367,67 @@ func TestDeployKubernetes(t *testing.T) {
 	if d.Spec.Strategy.Type != "Recreate" {
 		t.Errorf("Deployment strategy %q: want Recreate, so that an upgrade never runs two bots on one SQLite file", d.Spec.Strategy.Type)
 	}
-	pod := d.Spec.Template.Spec
-	if pod.SecurityContext.RunAsNonRoot == nil || !*pod.SecurityContext.RunAsNonRoot ||
-		pod.SecurityContext.RunAsUser == nil || *pod.SecurityContext.RunAsUser == 0 {
-		t.Error("pod securityContext: want runAsNonRoot: true and a non-zero runAsUser")
-	}
-	if len(pod.Containers) != 1 {
-		t.Fatalf("the pod has %d containers, want 1", len(pod.Containers))
-	}
-	c := pod.Containers[0]
-	sc := c.SecurityContext
-	if sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem {
-		t.Error("container: want readOnlyRootFilesystem: true")
-	}
-	if sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation {
-		t.Error("container: want allowPrivilegeEscalation: false")
-	}
-	if !slices.Equal(sc.Capabilities.Drop, []string{"ALL"}) {
-		t.Errorf("container: capabilities.drop = %v, want [ALL]", sc.Capabilities.Drop)
-	}
-
-	ports := map[string]int{}
-	for _, p := range c.Ports {
-		ports[p.Name] = p.ContainerPort
-	}
-	env := map[string]string{}
-	for _, e := range c.Env {
-		switch {
-		case e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil:
-			env[e.Name] = "secret:" + e.ValueFrom.SecretKeyRef.Name + "/" + e.ValueFrom.SecretKeyRef.Key
-		case e.Name != "GITHUB_APP_PRIVATE_KEY_PATH" && (strings.Contains(e.Name, "SECRET") || strings.Contains(e.Name, "KEY")):
-			t.Errorf("env %s is set literally: a secret belongs in a Secret (secretKeyRef)", e.Name)
-		default:
-			env[e.Name] = e.Value
-		}
-	}
-	_, port, err := net.SplitHostPort(env["BOT_ADDR"])
-	if err != nil || fmt.Sprint(ports["http"]) != port {
-		t.Errorf("BOT_ADDR %q and the container port http (%d) disagree", env["BOT_ADDR"], ports["http"])
-	}
-	for _, name := range []string{"GITHUB_WEBHOOK_SECRET", "OPENAI_API_KEY"} {
-		if !strings.HasPrefix(env[name], "secret:") {
-			t.Errorf("env %s: want it from a Secret", name)
-		}
-	}
-	probe := func(name string, p *k8sProbe, path string) {
-		if p == nil || p.HTTPGet == nil {
-			t.Errorf("container: no %s with httpGet", name)
-			return
-		}
-		if p.HTTPGet.Path != path || (p.HTTPGet.Port != "http" && p.HTTPGet.Port != ports["http"]) {
-			t.Errorf("%s: GET %v%s, want GET http%s", name, p.HTTPGet.Port, p.HTTPGet.Path, path)
-		}
-	}
-	probe("livenessProbe", c.LivenessProbe, "/healthz")
-	probe("readinessProbe", c.ReadinessProbe, "/readyz")
-
-	// With a read-only root, the database and workspaces are on the volume
-	// and /tmp is an emptyDir.
-	mounts := map[string]string{}
-	for _, m := range c.VolumeMounts {
-		mounts[m.MountPath] = m.Name
-	}
-	volumes := map[string]string{}
-	for _, v := range pod.Volumes {
-		switch {
-		case v.PersistentVolumeClaim != nil:
-			volumes[v.Name] = "pvc:" + v.PersistentVolumeClaim.ClaimName
-		case v.EmptyDir != nil:
-			volumes[v.Name] = "emptyDir"
-		}
-	}
-	if got, want := volumes[mounts["/var/lib/pullwright"]], "pvc:"+byKind["PersistentVolumeClaim"][0].Metadata.Name; got != want {
+	pod := checkPod(t, d.Spec.Template.Spec)
+	// With a read-only root, the database and workspaces are on the volume.
+	if got, want := pod.mounts["/var/lib/pullwright"], "pvc:"+byKind["PersistentVolumeClaim"][0].Metadata.Name; got != want {
 		t.Errorf("/var/lib/pullwright is mounted from %q, want %q", got, want)
 	}
-	if volumes[mounts["/tmp"]] != "emptyDir" {
-		t.Error("/tmp: want an emptyDir (the root file system is read-only)")
-	}
 	for _, name := range []string{"BOT_DATABASE_URL", "BOT_WORKDIR"} {
-		if !strings.Contains(env[name], "/var/lib/pullwright/") {
-			t.Errorf("%s=%q: want it on the volume at /var/lib/pullwright", name, env[name])
+		if !strings.Contains(pod.env[name], "/var/lib/pullwright/") {
+			t.Errorf("%s=%q: want it on the volume at /var/lib/pullwright", name, pod.env[name])
 		}
 	}
-	if tp := byKind["Service"][0].Spec.Ports; len(tp) == 0 || (tp[0].TargetPort != "http" && tp[0].TargetPort != ports["http"]) {
-		t.Error("Service: want a port targeting the container's http port")
+	checkService(t, byKind["Service"][0], pod)
+}
+
+func TestDeployKubernetesReplicas(t *testing.T) {
+	const path = "deploy/kubernetes-replicas.yaml"
+	byKind := k8sObjects(t, path)
+	if len(byKind["StatefulSet"]) != 1 || len(byKind["PodDisruptionBudget"]) != 1 || len(byKind["Service"]) != 2 {
+		t.Fatalf("%s: want one StatefulSet, one PodDisruptionBudget and two Services", path)
+	}
+	if n := len(byKind["PersistentVolumeClaim"]); n != 0 {
+		t.Errorf("%s has %d PersistentVolumeClaims: replicas keep nothing on disk that another may need", path, n)
+	}
+	ss := byKind["StatefulSet"][0]
+	if ss.Spec.Replicas == nil || *ss.Spec.Replicas < 2 {
+		t.Error("StatefulSet: want at least 2 replicas")
+	}
+	if ss.Spec.UpdateStrategy.Type != "RollingUpdate" {
+		t.Errorf("StatefulSet updateStrategy %q: want RollingUpdate", ss.Spec.UpdateStrategy.Type)
+	}
+	pod := checkPod(t, ss.Spec.Template.Spec)
+	if pod.env["BOT_DATABASE_URL"] != "secret:pullwright/database-url" {
+		t.Errorf("BOT_DATABASE_URL = %q: want the Postgres URL (it holds a password) from the Secret", pod.env["BOT_DATABASE_URL"])
+	}
+	if pod.mounts["/var/lib/pullwright"] != "emptyDir" || !strings.HasPrefix(pod.env["BOT_WORKDIR"], "/var/lib/pullwright/") {
+		t.Errorf("BOT_WORKDIR %q on %q: want scratch space (an emptyDir)", pod.env["BOT_WORKDIR"], pod.mounts["/var/lib/pullwright"])
+	}
+	labels := ss.Spec.Template.Metadata.Labels
+	pdb := byKind["PodDisruptionBudget"][0]
+	if !maps.Equal(ss.selects(), labels) || len(labels) == 0 {
+		t.Errorf("StatefulSet selects %v, its pods carry %v", ss.selects(), labels)
+	}
+	if pdb.Spec.MaxUnavailable == nil || !maps.Equal(pdb.selects(), labels) {
+		t.Error("PodDisruptionBudget: want maxUnavailable and the StatefulSet's selector")
+	}
+	var governing bool
+	for _, svc := range byKind["Service"] {
+		checkService(t, svc, pod)
+		if len(svc.selects()) == 0 {
+			t.Errorf("Service %s selects nothing", svc.Metadata.Name)
+		}
+		for k, v := range svc.selects() {
+			if labels[k] != v {
+				t.Errorf("Service %s selects %s=%s, which the pods do not carry", svc.Metadata.Name, k, v)
+			}
+		}
+		if svc.Metadata.Name == ss.Spec.ServiceName {
+			governing = svc.Spec.ClusterIP == "None"
+		}
+	}
+	if !governing {
+		t.Errorf("StatefulSet serviceName %q: want a headless Service of that name", ss.Spec.ServiceName)
 	}
 }
 

@@ -43,6 +43,10 @@ var (
 	_ task.Queue  = (*Store)(nil)
 )
 
+// DefaultMaxConns is the size of a replica's connection pool when the
+// database URL does not set pool_max_conns.
+const DefaultMaxConns = 16
+
 // ended is the SQL list of the states a task never leaves.
 const ended = `('done', 'failed', 'cancelled')`
 
@@ -55,6 +59,13 @@ func Open(ctx context.Context, url string) (*Store, error) {
 	if err != nil {
 		// pgx's message quotes the URL, password and all: say only what is wrong.
 		return nil, errors.New("open postgres: the database URL does not parse")
+	}
+	if !strings.Contains(url, "pool_max_conns") {
+		// pgx's default, the machine's CPUs (at least 4), is too few here:
+		// River's listener holds one connection, its producer, completer
+		// and leader election take others, and each worker and webhook
+		// write wants one too.
+		cfg.MaxConns = DefaultMaxConns
 	}
 	db, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
