@@ -27,7 +27,9 @@ type Store struct {
 	read *sql.DB
 	// write is the one connection that writes, taken in turn.
 	write *writer
-	now   func() time.Time
+	// records gathers concurrent Records into one transaction.
+	records recordBatches
+	now     func() time.Time
 }
 
 var (
@@ -204,13 +206,16 @@ func isUniqueViolation(err error) bool {
 	return false
 }
 
-// Record implements task.Store.
+// Record implements task.Store. Records that arrive while another write
+// holds the connection are committed together (see batch.go), each in a
+// savepoint of its own, so that one refused does not undo the others.
 func (s *Store) Record(ctx context.Context, d task.Delivery, t *task.Task) error {
-	tx, err := s.write.begin(ctx)
-	if err != nil {
-		return fmt.Errorf("record delivery %s: begin: %w", d.ID, err)
-	}
-	defer tx.Rollback()
+	return s.records.record(ctx, s, d, t)
+}
+
+// recordIn writes a delivery and its task in tx, in the savepoint the
+// batch gives it, and returns the task's id (0 without a task).
+func (s *Store) recordIn(ctx context.Context, tx *sql.Tx, d task.Delivery, t *task.Task) (int64, error) {
 	if d.ReceivedAt.IsZero() {
 		d.ReceivedAt = s.now()
 	}
@@ -218,61 +223,54 @@ func (s *Store) Record(ctx context.Context, d task.Delivery, t *task.Task) error
 		`INSERT INTO deliveries (id, event, action, received_at) VALUES (?, ?, ?, ?)`,
 		d.ID, d.Event, d.Action, d.ReceivedAt.UnixMilli()); err != nil {
 		if isUniqueViolation(err) {
-			return fmt.Errorf("record delivery %s: %w", d.ID, task.ErrDuplicate)
+			return 0, fmt.Errorf("record delivery %s: %w", d.ID, task.ErrDuplicate)
 		}
-		return fmt.Errorf("record delivery %s: %w", d.ID, err)
+		return 0, fmt.Errorf("record delivery %s: %w", d.ID, err)
 	}
 	if h := d.Head; h != nil {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO pull_heads (delivery_id, pull_key, sha, at) VALUES (?, ?, ?, ?)`,
 			d.ID, h.PullKey, h.SHA, h.At.UnixMilli()); err != nil {
-			return fmt.Errorf("record delivery %s: head of %s: %w", d.ID, h.PullKey, err)
+			return 0, fmt.Errorf("record delivery %s: head of %s: %w", d.ID, h.PullKey, err)
 		}
 	}
-	if t != nil {
-		now := s.now()
-		t.Recorded(d.ID, now)
-		data, err := json.Marshal(t)
-		if err != nil {
-			return fmt.Errorf("record delivery %s: encode task: %w", d.ID, err)
-		}
-		if t.Kind == task.KindFix {
-			// A fix asked on the pull request an active task opened is a
-			// fix on that task's conversation too.
-			var busy int
-			err := tx.QueryRowContext(ctx, `SELECT count(*) FROM tasks WHERE pr_key = ? AND kind = 'fix' AND state NOT IN ('done', 'failed', 'cancelled')`, t.IssueKey()).Scan(&busy)
-			if err != nil {
-				return fmt.Errorf("record delivery %s: %w", d.ID, err)
-			}
-			if busy > 0 {
-				return fmt.Errorf("record delivery %s: %s: %w", d.ID, t.IssueKey(), task.ErrActive)
-			}
-		}
-		res, err := tx.ExecContext(ctx,
-			`INSERT INTO tasks (kind, state, issue_key, run_after, data, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-			t.Kind, t.State, t.IssueKey(), t.RunAfter.UnixMilli(), data, t.CreatedAt.UnixMilli(), now.UnixMilli())
-		if err != nil {
-			if isUniqueViolation(err) {
-				return fmt.Errorf("record delivery %s: %s: %w", d.ID, t.IssueKey(), task.ErrActive)
-			}
-			return fmt.Errorf("record delivery %s: insert task: %w", d.ID, err)
-		}
-		id, err := res.LastInsertId()
-		if err != nil {
-			return fmt.Errorf("record delivery %s: task id: %w", d.ID, err)
-		}
-		if _, err := tx.ExecContext(ctx, `UPDATE deliveries SET task_id = ? WHERE id = ?`, id, d.ID); err != nil {
-			return fmt.Errorf("record delivery %s: link task: %w", d.ID, err)
-		}
-		if err := tx.Commit(); err != nil {
-			return fmt.Errorf("record delivery %s: commit: %w", d.ID, err)
-		}
-		t.ID = id
-		return nil
+	if t == nil {
+		return 0, nil
 	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("record delivery %s: commit: %w", d.ID, err)
+	now := s.now()
+	t.Recorded(d.ID, now)
+	data, err := json.Marshal(t)
+	if err != nil {
+		return 0, fmt.Errorf("record delivery %s: encode task: %w", d.ID, err)
 	}
-	return nil
+	if t.Kind == task.KindFix {
+		// A fix asked on the pull request an active task opened is a
+		// fix on that task's conversation too.
+		var busy int
+		err := tx.QueryRowContext(ctx, `SELECT count(*) FROM tasks WHERE pr_key = ? AND kind = 'fix' AND state NOT IN ('done', 'failed', 'cancelled')`, t.IssueKey()).Scan(&busy)
+		if err != nil {
+			return 0, fmt.Errorf("record delivery %s: %w", d.ID, err)
+		}
+		if busy > 0 {
+			return 0, fmt.Errorf("record delivery %s: %s: %w", d.ID, t.IssueKey(), task.ErrActive)
+		}
+	}
+	res, err := tx.ExecContext(ctx,
+		`INSERT INTO tasks (kind, state, issue_key, run_after, data, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		t.Kind, t.State, t.IssueKey(), t.RunAfter.UnixMilli(), data, t.CreatedAt.UnixMilli(), now.UnixMilli())
+	if err != nil {
+		if isUniqueViolation(err) {
+			return 0, fmt.Errorf("record delivery %s: %s: %w", d.ID, t.IssueKey(), task.ErrActive)
+		}
+		return 0, fmt.Errorf("record delivery %s: insert task: %w", d.ID, err)
+	}
+	id, err := res.LastInsertId()
+	if err != nil {
+		return 0, fmt.Errorf("record delivery %s: task id: %w", d.ID, err)
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE deliveries SET task_id = ? WHERE id = ?`, id, d.ID); err != nil {
+		return 0, fmt.Errorf("record delivery %s: link task: %w", d.ID, err)
+	}
+	return id, nil
 }
 
 // claimable is the SQL condition for a task a worker may take: not finished,
