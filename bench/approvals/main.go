@@ -1,10 +1,11 @@
 // Command approvals measures what waiting for approval costs the real bot,
 // and how fast an approval reaches the sandbox.
 //
-//	go run ./bench/approvals [-tasks 1000] [-approvals 200] [-workers 4] [-senders 8] [-wait 1h]
+//	go run ./bench/approvals [-tasks 1000] [-approvals 200] [-workers 4] [-senders 8] [-wait 1h] [-postgres DSN]
 //
 // It builds ./cmd/bot and runs `bot serve` as a child process (BOT_RUNNER=local,
-// SQLite) against the test servers: a fake GitHub with -tasks issues, a real
+// SQLite, or with -postgres a new database on that server, where the queue
+// is River's) against the test servers: a fake GitHub with -tasks issues, a real
 // git http-backend server, and a model that answers every turn by asking to
 // run a command. Everything is on 127.0.0.1. The bot gets an operator
 // configuration (BOT_CONFIG) whose rates admit all -tasks fixes; under the
@@ -52,6 +53,7 @@ import (
 
 	"github.com/pullwright/pullwright/internal/botproc"
 	"github.com/pullwright/pullwright/internal/fakellm"
+	"github.com/pullwright/pullwright/internal/pgtest"
 )
 
 func main() {
@@ -64,6 +66,7 @@ func main() {
 	// and three comments: 10,000 took longer than half an hour on a busy
 	// 2-core machine.
 	wait := flag.Duration("wait", time.Hour, "how long to wait for every task to park")
+	pg := flag.String("postgres", "", "postgres:// URL of a user who may create databases: run the bot on a new database there instead of SQLite")
 	flag.Parse()
 	if *tasks < 1 || *tasks > 10000 || *approvals < 0 || *approvals > *tasks || *workers < 1 || *senders < 1 {
 		fmt.Fprintln(os.Stderr, "approvals: want 1 ≤ -tasks ≤ 10000, 0 ≤ -approvals ≤ -tasks, -workers ≥ 1, -senders ≥ 1")
@@ -80,7 +83,13 @@ func main() {
 				code = 1
 			}
 		}()
-		run(t, *tasks, *approvals, *workers, *senders, *settle, *wait)
+		database := ""
+		if *pg != "" {
+			// pgtest reads its server from the environment.
+			os.Setenv(pgtest.Env, *pg)
+			database = pgtest.URL(t)
+		}
+		run(t, *tasks, *approvals, *workers, *senders, *settle, *wait, database)
 	}()
 	t.cleanup()
 	botproc.Cleanup()
@@ -120,7 +129,7 @@ func measure(t *tb, h *botproc.Harness, settle time.Duration) sample {
 	return s
 }
 
-func run(t *tb, tasks, approvals, workers, senders int, settle, wait time.Duration) {
+func run(t *tb, tasks, approvals, workers, senders int, settle, wait time.Duration, database string) {
 	starts := filepath.Join(t.TempDir(), "starts.ns")
 	command := "date +%s%N >> " + starts
 	llm := fakellm.NewFunc(t, func(req openai.ChatCompletionRequest) fakellm.Step {
@@ -138,7 +147,7 @@ func run(t *tb, tasks, approvals, workers, senders int, settle, wait time.Durati
 		t.Fatalf("write the operator configuration: %v", err)
 	}
 	fmt.Printf("building and starting the bot (%d workers, %d issues, operator rates: %d at once, %d an hour)…\n", workers, tasks, tasks, tasks)
-	h := botproc.New(t, llm, botproc.Options{Workers: workers, Issues: tasks, Env: []string{"BOT_CONFIG=" + config}})
+	h := botproc.New(t, llm, botproc.Options{Workers: workers, Issues: tasks, DatabaseURL: database, Env: []string{"BOT_CONFIG=" + config}})
 	idle := measure(t, h, settle)
 
 	// 1. Park every task.
@@ -227,7 +236,11 @@ func run(t *tb, tasks, approvals, workers, senders int, settle, wait time.Durati
 
 	// Report.
 	cpus := runtime.NumCPU()
-	fmt.Printf("\nbot serve (BOT_RUNNER=local, SQLite, BOT_WORKERS=%d) on %d CPUs, %s; fakes and git http-backend in this process, all on loopback\n\n", workers, cpus, runtime.Version())
+	store := "SQLite"
+	if database != "" {
+		store = "Postgres, River queue"
+	}
+	fmt.Printf("\nbot serve (BOT_RUNNER=local, %s, BOT_WORKERS=%d) on %d CPUs, %s; fakes and git http-backend in this process, all on loopback\n\n", store, workers, cpus, runtime.Version())
 	fmt.Printf("Parking %d tasks: deliveries sent in %s (%d senders); all %d parked (awaiting approval, no lease) after %s (%.0f tasks/s); %d model calls\n\n",
 		tasks, delivered.Round(time.Millisecond), senders, tasks, parkedIn.Round(time.Millisecond), float64(tasks)/parkedIn.Seconds(), calls)
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)

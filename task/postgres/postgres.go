@@ -83,8 +83,11 @@ func Open(ctx context.Context, url string) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("open postgres %s: %w", where(cfg), err)
 	}
-	// Insert only: no queues, no workers.
-	queue, err := river.NewClient(riverpgxv5.New(db), &river.Config{})
+	// Insert only: no queues, no workers. River notifies listeners of an
+	// insert at most once per FetchCooldown per client: an answer's job,
+	// inserted a few milliseconds after the job of the /approve delivery
+	// that carries it, would wait for the next poll. Every insert notifies.
+	queue, err := river.NewClient(riverpgxv5.New(db), &river.Config{FetchCooldown: river.FetchCooldownMin})
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open postgres %s: queue: %w", where(cfg), err)

@@ -124,7 +124,10 @@ func (s *Store) Serve(ctx context.Context, q task.QueueConfig) error {
 		// A step has its own timeout (task.Pool.StepTimeout) and a claim
 		// its lease: River's timeout would cut a long task short.
 		JobTimeout:        -1,
-		FetchPollInterval: min(poll, river.FetchPollIntervalDefault),
+		// Jobs arrive by LISTEN/NOTIFY; the poll is the fallback, and the
+		// cooldown the least time between two fetches after notices.
+		FetchPollInterval: min(poll, 500*time.Millisecond),
+		FetchCooldown:     10 * time.Millisecond,
 		PeriodicJobs: []*river.PeriodicJob{river.NewPeriodicJob(river.PeriodicInterval(sweep),
 			func() (river.JobArgs, *river.InsertOpts) { return sweepArgs{}, nil },
 			&river.PeriodicJobOpts{RunOnStart: true})},
