@@ -262,7 +262,7 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("webhook: %w", err)
 	}
-	if a.console, err = consoleOf(cfg, store, log); err != nil {
+	if a.console, err = consoleOf(cfg, store, a.pool, log); err != nil {
 		return nil, err
 	}
 	return a, nil
@@ -270,7 +270,7 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 
 // consoleOf builds the console when it is configured, nil when none of
 // its settings is.
-func consoleOf(cfg Config, store task.Store, log *slog.Logger) (*console.Console, error) {
+func consoleOf(cfg Config, store task.Store, pool *task.Pool, log *slog.Logger) (*console.Console, error) {
 	set := 0
 	for _, v := range []bool{cfg.ClientID != "", cfg.ClientSecret != "", len(cfg.SessionKey) > 0, cfg.PublicURL != ""} {
 		if v {
@@ -289,7 +289,7 @@ func consoleOf(cfg Config, store task.Store, log *slog.Logger) (*console.Console
 		return nil, fmt.Errorf("console: the store %T cannot list tasks", store)
 	}
 	return console.New(console.Config{
-		Store: lister, APIURL: cfg.APIURL, PublicURL: cfg.PublicURL,
+		Store: notifyingConsole{lister, pool}, APIURL: cfg.APIURL, PublicURL: cfg.PublicURL,
 		ClientID: cfg.ClientID, ClientSecret: cfg.ClientSecret, SessionKey: cfg.SessionKey,
 		PermissionTTL: cfg.PermissionTTL, Logger: log.With("component", "console"),
 	})
@@ -474,6 +474,21 @@ type notifying struct {
 }
 
 func (n notifying) Record(ctx context.Context, d task.Delivery, t *task.Task) error {
+	err := n.Store.Record(ctx, d, t)
+	if err == nil && t != nil {
+		n.pool.Notify()
+	}
+	return err
+}
+
+// notifyingConsole wakes a worker when a console button recorded a task,
+// as notifying does for a delivery.
+type notifyingConsole struct {
+	console.Store
+	pool *task.Pool
+}
+
+func (n notifyingConsole) Record(ctx context.Context, d task.Delivery, t *task.Task) error {
 	err := n.Store.Record(ctx, d, t)
 	if err == nil && t != nil {
 		n.pool.Notify()

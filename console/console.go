@@ -27,9 +27,11 @@ import (
 	"github.com/pullwright/pullwright/task"
 )
 
-// Store is what the console reads of the task store.
+// Store is what the console reads of the task store, and Record, with
+// which its buttons record their answers as deliveries do (actions.go).
 type Store interface {
 	Get(ctx context.Context, id int64) (*task.Task, error)
+	Record(ctx context.Context, d task.Delivery, t *task.Task) error
 	task.Lister
 }
 
@@ -176,6 +178,9 @@ func (c *Console) Handler() http.Handler {
 	m.Handle("GET /console/static/", http.StripPrefix("/console/static/", http.FileServerFS(c.static)))
 	m.HandleFunc("GET /api/tasks", c.api(c.apiTasks))
 	m.HandleFunc("GET /api/tasks/{id}", c.api(c.apiTask))
+	m.HandleFunc("POST /console/tasks/{id}/{verb}", c.page(c.actionPage))
+	m.HandleFunc("POST /api/tasks/{id}/cancel", c.api(c.apiCancel))
+	m.HandleFunc("POST /api/requests/{id}/{verb}", c.api(c.apiAnswer))
 	m.HandleFunc("/console/", func(w http.ResponseWriter, r *http.Request) { c.fail(w, r, http.StatusNotFound, "No such page.") })
 	m.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) { apiError(w, http.StatusNotFound, "not found") })
 	return secureHeaders(m)

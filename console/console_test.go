@@ -38,6 +38,7 @@ type fixture struct {
 	gh    *fakegithub.Server
 	c     *Console
 	clock *clock
+	store *tasktest.Store
 	ids   map[string]int64 // "private", "readonly", "secret", "hostile"
 }
 
@@ -55,7 +56,7 @@ func newFixture(t *testing.T) *fixture {
 	gh.SetPermission("o", "secret", "dave", "admin")
 	clk := &clock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
 	store := tasktest.NewStore(clk.Now)
-	f := &fixture{gh: gh, clock: clk, ids: map[string]int64{}}
+	f := &fixture{gh: gh, clock: clk, store: store, ids: map[string]int64{}}
 	for i, name := range []string{"private", "readonly", "secret", "hostile"} {
 		tk := &task.Task{Kind: task.KindFix, Repo: pullwright.Repo{InstallationID: 1, Owner: "o", Name: name}, Issue: i + 1,
 			IssueTitle: "fix " + name, Requester: task.Person{Login: "dave"}, Instructions: "do " + name}
@@ -66,7 +67,7 @@ func newFixture(t *testing.T) *fixture {
 			tk.Plan = []pullwright.PlanItem{{Title: hostile, Status: "pending"}}
 			tk.Steps = []string{hostile}
 			tk.Runs = []task.RunRecord{{RequestID: "4-1", Command: hostile, Output: hostile, Verdict: task.Approved, By: "alice", Outcome: "failed", Duration: time.Second}}
-			tk.Request = &task.ExecRequest{ID: "4-2", Command: "go test ./... " + hostile, Reason: hostile, SHA: strings.Repeat("a", 40), Asked: true}
+			tk.Request = &task.ExecRequest{ID: "4-2", Command: "go test ./... " + hostile, Reason: hostile, SHA: strings.Repeat("a", 40), Asked: true, CheckRunID: 77}
 		}
 		if err := store.Record(context.Background(), task.Delivery{ID: name}, tk); err != nil {
 			t.Fatal(err)

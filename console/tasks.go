@@ -53,6 +53,8 @@ type requestView struct {
 	AskedAt  time.Time `json:"asked_at"`
 	Deadline time.Time `json:"deadline,omitzero"`
 	URL      string    `json:"url,omitempty"`
+	// CheckRunID is the approval check run the console's buttons press.
+	CheckRunID int64 `json:"check_run_id,omitempty"`
 }
 
 func (c *Console) view(t *task.Task, full bool) taskView {
@@ -72,7 +74,7 @@ func (c *Console) view(t *task.Task, full bool) taskView {
 	v.Plan, v.Steps, v.Runs = t.Plan, t.Steps, t.Runs
 	if rq := t.Request; rq != nil && t.State == task.AwaitingApproval && rq.Answer == nil {
 		v.Pending = &requestView{ID: rq.ID, Command: rq.Command, Reason: rq.Reason, SHA: rq.SHA,
-			AskedAt: rq.AskedAt, Deadline: rq.Deadline, URL: rq.CommentURL}
+			AskedAt: rq.AskedAt, Deadline: rq.Deadline, URL: rq.CommentURL, CheckRunID: rq.CheckRunID}
 	}
 	return v
 }
@@ -266,7 +268,20 @@ func (c *Console) taskPage(w http.ResponseWriter, r *http.Request, who *caller) 
 		c.failed(w, r, err)
 		return
 	}
-	c.render(w, r, http.StatusOK, "task", who, map[string]any{"Task": c.view(t, true)})
+	data := map[string]any{"Task": c.view(t, true)}
+	if !t.State.Terminal() {
+		// Buttons only for those whose token shows write access; the
+		// handlers check again, and the worker decides.
+		ok, err := c.canAct(r.Context(), who, t)
+		if err != nil {
+			c.log.WarnContext(r.Context(), "console: permission check failed", "login", who.Login, "err", err)
+		}
+		data["CanAct"] = ok
+	}
+	if sent := r.URL.Query().Get("sent"); sent == "approve" || sent == "reject" || sent == "cancel" {
+		data["Sent"] = sent
+	}
+	c.render(w, r, http.StatusOK, "task", who, data)
 }
 
 // failed answers an error of the store or of GitHub with a page that

@@ -1,0 +1,156 @@
+package console
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/pullwright/pullwright/task"
+)
+
+// recorded is every task the console recorded: those whose delivery is
+// the console's.
+func (f *fixture) recorded(t *testing.T) []*task.Task {
+	t.Helper()
+	var out []*task.Task
+	for id := int64(1); ; id++ {
+		tk, err := f.store.Get(t.Context(), id)
+		if err != nil {
+			return out
+		}
+		if strings.HasPrefix(tk.DeliveryID, "console-") {
+			out = append(out, tk)
+		}
+	}
+}
+
+func TestButtonsOnlyForWriters(t *testing.T) {
+	f := newFixture(t)
+	alice, carol := f.signIn(t, "alice"), f.signIn(t, "carol")
+	w := f.serve(t, "GET", "/console/tasks/"+itoa(f.ids["hostile"]), nil, []*http.Cookie{alice}, nil)
+	for _, want := range []string{`action="/console/tasks/4/approve"`, `action="/console/tasks/4/reject"`, `action="/console/tasks/4/cancel"`, `name="request" value="4-2"`} {
+		if !strings.Contains(w.Body.String(), want) {
+			t.Errorf("alice's page lacks %s", want)
+		}
+	}
+	w = f.serve(t, "GET", "/console/tasks/"+itoa(f.ids["readonly"]), nil, []*http.Cookie{carol}, nil)
+	if w.Code != http.StatusOK || strings.Contains(w.Body.String(), "<form method=\"post\" action=\"/console/tasks/") {
+		t.Errorf("carol's page (read only) = %d, with a form: %v", w.Code, strings.Contains(w.Body.String(), "/cancel"))
+	}
+}
+
+func TestActionsFollowPermissionAndCSRF(t *testing.T) {
+	f := newFixture(t)
+	alice, carol, mallory := f.signIn(t, "alice"), f.signIn(t, "carol"), f.signIn(t, "mallory")
+	hostile, readonly := itoa(f.ids["hostile"]), itoa(f.ids["readonly"])
+	form := func(ck *http.Cookie, extra url.Values) url.Values {
+		v := url.Values{"csrf": {f.csrfOf(t, ck)}, "request": {"4-2"}}
+		for k, vs := range extra {
+			v[k] = vs
+		}
+		return v
+	}
+	tests := []struct {
+		name   string
+		method string
+		target string
+		body   url.Values
+		cookie *http.Cookie
+		header http.Header
+		want   int
+	}{
+		{"read-only user, forged form", "POST", "/console/tasks/" + readonly + "/cancel", form(carol, nil), carol, nil, http.StatusForbidden},
+		{"read-only user, API", "POST", "/api/tasks/" + readonly + "/cancel", nil, carol, http.Header{"X-Csrf-Token": {f.csrfOf(t, carol)}}, http.StatusForbidden},
+		{"non-member", "POST", "/console/tasks/" + hostile + "/approve", form(mallory, nil), mallory, nil, http.StatusNotFound},
+		{"another repository's task", "POST", "/console/tasks/" + itoa(f.ids["secret"]) + "/cancel", form(alice, nil), alice, nil, http.StatusNotFound},
+		{"missing CSRF token", "POST", "/console/tasks/" + hostile + "/approve", url.Values{"request": {"4-2"}}, alice, nil, http.StatusForbidden},
+		{"another session's CSRF token", "POST", "/console/tasks/" + hostile + "/approve", url.Values{"csrf": {f.csrfOf(t, carol)}, "request": {"4-2"}}, alice, nil, http.StatusForbidden},
+		{"API without CSRF header", "POST", "/api/requests/4-2/approve", nil, alice, nil, http.StatusForbidden},
+		{"a request that is not waiting", "POST", "/console/tasks/" + hostile + "/approve", form(alice, url.Values{"request": {"4-1"}}), alice, nil, http.StatusConflict},
+		{"an unknown verb", "POST", "/console/tasks/" + hostile + "/merge", form(alice, nil), alice, nil, http.StatusNotFound},
+		{"unauthenticated API", "POST", "/api/requests/4-2/approve", nil, nil, nil, http.StatusUnauthorized},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var cks []*http.Cookie
+			if tt.cookie != nil {
+				cks = append(cks, tt.cookie)
+			}
+			w := f.serve(t, tt.method, tt.target, tt.body, cks, tt.header)
+			if w.Code != tt.want {
+				t.Errorf("%s %s = %d, want %d: %s", tt.method, tt.target, w.Code, tt.want, w.Body.String())
+			}
+		})
+	}
+	if got := f.recorded(t); len(got) != 0 {
+		t.Fatalf("refused actions recorded %d tasks: %+v", len(got), got[0])
+	}
+}
+
+// What a button records is what the check run's button records: the
+// worker then decides it by the same rules.
+func TestActionsRecordWhatTheButtonsDo(t *testing.T) {
+	f := newFixture(t)
+	alice := f.signIn(t, "alice")
+	hostile := itoa(f.ids["hostile"])
+	w := f.serve(t, "POST", "/console/tasks/"+hostile+"/approve", url.Values{"csrf": {f.csrfOf(t, alice)}, "request": {"4-2"}}, []*http.Cookie{alice}, nil)
+	if w.Code != http.StatusSeeOther || w.Header().Get("Location") != "/console/tasks/"+hostile+"?sent=approve" {
+		t.Fatalf("approve = %d %s", w.Code, w.Header().Get("Location"))
+	}
+	w = f.serve(t, "GET", w.Header().Get("Location"), nil, []*http.Cookie{alice}, nil)
+	if !strings.Contains(w.Body.String(), "Your approval was sent") {
+		t.Error("the page after approving does not say it was sent")
+	}
+	// The API, with alice's own token: no CSRF token needed.
+	bearer := http.Header{"Authorization": {"Bearer " + f.gh.UserToken("alice")}, "Content-Type": {"application/json"}}
+	if w := f.serveJSON(t, "/api/requests/4-2/reject", `{"reason": 1}`, bearer); w.Code != http.StatusBadRequest {
+		t.Errorf("reject with a malformed body = %d, want 400", w.Code)
+	}
+	w = f.serveJSON(t, "/api/requests/4-2/reject", `{"reason":"no\u0007 thanks\n, not now"}`, bearer)
+	if w.Code != http.StatusAccepted {
+		t.Fatalf("API reject = %d: %s", w.Code, w.Body.String())
+	}
+	var out struct {
+		Accepted bool  `json:"accepted"`
+		TaskID   int64 `json:"task_id"`
+	}
+	if err := json.Unmarshal(w.Body.Bytes(), &out); err != nil || !out.Accepted || out.TaskID == 0 {
+		t.Fatalf("API reject answered %s", w.Body.String())
+	}
+	w = f.serve(t, "POST", "/api/tasks/"+hostile+"/cancel", nil, []*http.Cookie{alice}, http.Header{"X-Csrf-Token": {f.csrfOf(t, alice)}})
+	if w.Code != http.StatusAccepted {
+		t.Fatalf("API cancel = %d: %s", w.Code, w.Body.String())
+	}
+
+	got := f.recorded(t)
+	if len(got) != 3 {
+		t.Fatalf("recorded %d tasks, want 3", len(got))
+	}
+	sha := strings.Repeat("a", 40)
+	approve, reject, cancel := got[0], got[1], got[2]
+	if approve.Kind != task.KindApprove || approve.Answering != (task.AnswerRef{RequestID: "4-2", SHA: sha, Run: 77}) ||
+		approve.Requester.Login != "alice" || approve.Repo.FullName() != "o/hostile" || approve.Issue != 0 {
+		t.Errorf("approve recorded %+v", approve)
+	}
+	if reject.Kind != task.KindReject || reject.Answering.RequestID != "4-2" || reject.Instructions != "no thanks , not now" {
+		t.Errorf("reject recorded %+v (reason %q)", reject, reject.Instructions)
+	}
+	if cancel.Kind != task.KindCancel || cancel.Issue != 4 || cancel.Requester.Login != "alice" {
+		t.Errorf("cancel recorded %+v", cancel)
+	}
+}
+
+// serveJSON posts a JSON body through the console.
+func (f *fixture) serveJSON(t *testing.T, target, body string, header http.Header) *httptest.ResponseRecorder {
+	t.Helper()
+	r := httptest.NewRequest("POST", "https://console.example"+target, strings.NewReader(body))
+	for k, vs := range header {
+		r.Header[k] = vs
+	}
+	w := httptest.NewRecorder()
+	f.c.Handler().ServeHTTP(w, r)
+	return w
+}
