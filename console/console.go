@@ -93,6 +93,8 @@ type Console struct {
 	static   fs.FS
 	now      func() time.Time
 	budget   time.Duration // requestBudget; shorter in tests
+	// streamPoll is how often a live stream reads its task; shorter in tests.
+	streamPoll time.Duration
 }
 
 //go:embed templates/*.html
@@ -153,7 +155,7 @@ func New(cfg Config) (*Console, error) {
 		cfg.Logger.Warn("console on plain http: its cookies are not Secure; for development only", "public_url", pub.String())
 	}
 	return &Console{
-		cfg: cfg, log: cfg.Logger, now: cfg.Now, pages: pages, static: static, budget: requestBudget,
+		cfg: cfg, log: cfg.Logger, now: cfg.Now, pages: pages, static: static, budget: requestBudget, streamPoll: streamPoll,
 		cookies:  cookies{secure: pub.Scheme == "https", sealer: sealer},
 		callback: pub.String() + "/console/callback",
 		gh: &github{
@@ -178,6 +180,7 @@ func (c *Console) Handler() http.Handler {
 	m.Handle("GET /console/static/", http.StripPrefix("/console/static/", http.FileServerFS(c.static)))
 	m.HandleFunc("GET /api/tasks", c.api(c.apiTasks))
 	m.HandleFunc("GET /api/tasks/{id}", c.api(c.apiTask))
+	m.HandleFunc("GET /api/tasks/{id}/events", c.api(c.apiEvents))
 	m.HandleFunc("POST /console/tasks/{id}/{verb}", c.page(c.actionPage))
 	m.HandleFunc("POST /api/tasks/{id}/cancel", c.api(c.apiCancel))
 	m.HandleFunc("POST /api/requests/{id}/{verb}", c.api(c.apiAnswer))
@@ -187,13 +190,15 @@ func (c *Console) Handler() http.Handler {
 }
 
 // secureHeaders sets what every answer of the console carries. The policy
-// allows nothing but the console's own stylesheet: no script at all, no
-// inline style, no frames, forms posting only to the console; whatever
-// text slipped past escaping could not run or load anything.
+// allows nothing but the console's own stylesheet and script file (the
+// task page's live updates, static/live.js), and connections to the
+// console itself: no inline script or style, no eval, no frames, forms
+// posting only to the console; whatever text slipped past escaping could
+// not run or load anything.
 func secureHeaders(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hd := w.Header()
-		hd.Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
+		hd.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'self'; img-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
 		hd.Set("X-Content-Type-Options", "nosniff")
 		hd.Set("X-Frame-Options", "DENY")
 		// Task pages' addresses name repositories; other sites need not learn them.

@@ -1,0 +1,80 @@
+// Live updates of a task page. The stream (GET /api/tasks/{id}/events)
+// says when the task changed; the page is then fetched again, rendered
+// and escaped by the server as on a reload, and its task section swapped
+// in. Nothing from an event is ever inserted as HTML.
+(function () {
+  "use strict";
+  var el = document.getElementById("task");
+  if (!el || !window.EventSource || !window.fetch || !window.DOMParser) {
+    return;
+  }
+  var shown = el.dataset.updated;
+  var busy = false;
+  var again = false;
+
+  // typing is whether the person is writing in one of the task's forms:
+  // swapping the section then would throw their text away.
+  function typing() {
+    var a = document.activeElement;
+    return a && a.form && document.getElementById("task").contains(a) && a.value !== "";
+  }
+
+  function refresh() {
+    if (busy || typing()) {
+      again = true;
+      return;
+    }
+    busy = true;
+    fetch(location.pathname, { credentials: "same-origin", headers: { Accept: "text/html" } })
+      .then(function (resp) {
+        return resp.ok ? resp.text() : null;
+      })
+      .then(function (html) {
+        if (html === null) {
+          return;
+        }
+        var fresh = new DOMParser().parseFromString(html, "text/html").getElementById("task");
+        var cur = document.getElementById("task");
+        if (fresh && cur) {
+          cur.replaceWith(document.adoptNode(fresh));
+          shown = fresh.dataset.updated;
+        }
+      })
+      .catch(function () {})
+      .then(function () {
+        busy = false;
+        if (again) {
+          again = false;
+          refresh();
+        }
+      });
+  }
+
+  // The first event is the task as the stream opened: the page may show it
+  // already. Every later one says the task changed.
+  var first = true;
+  var src = new EventSource(el.dataset.events);
+  src.addEventListener("task", function (e) {
+    if (first) {
+      first = false;
+      var t = {};
+      try {
+        t = JSON.parse(e.data);
+      } catch (err) {}
+      if (t.updated_at === shown) {
+        return;
+      }
+    }
+    refresh();
+  });
+  src.addEventListener("end", function () {
+    src.close();
+    refresh();
+  });
+  document.addEventListener("focusout", function () {
+    if (again) {
+      again = false;
+      refresh();
+    }
+  });
+})();
