@@ -222,24 +222,25 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	if err != nil {
 		return nil, err
 	}
+	flow := &task.Flow{
+		Store:           store,
+		GitHub:          gh,
+		Agent:           metered{model{llm}, a.metrics},
+		Workspaces:      workspaces{},
+		Dir:             cfg.WorkDir,
+		BranchName:      repo.BranchName,
+		Operator:        op,
+		Unisolated:      cfg.Runner == "local",
+		Command:         cfg.Command,
+		GitTimeout:      cfg.GitTimeout,
+		Runner:          timed{sb, a.metrics},
+		Deps:            deps,
+		Logger:          log.With("component", "task"),
+		ApprovalTimeout: cfg.ApprovalTimeout,
+	}
 	a.pool = &task.Pool{
-		Store: store,
-		Steps: &task.Flow{
-			Store:           store,
-			GitHub:          gh,
-			Agent:           metered{model{llm}, a.metrics},
-			Workspaces:      workspaces{},
-			Dir:             cfg.WorkDir,
-			BranchName:      repo.BranchName,
-			Operator:        op,
-			Unisolated:      cfg.Runner == "local",
-			Command:         cfg.Command,
-			GitTimeout:      cfg.GitTimeout,
-			Runner:          timed{sb, a.metrics},
-			Deps:            deps,
-			Logger:          log.With("component", "task"),
-			ApprovalTimeout: cfg.ApprovalTimeout,
-		},
+		Store:       store,
+		Steps:       flow,
 		Logger:      log.With("component", "worker"),
 		Workers:     cfg.Workers,
 		Lease:       cfg.Lease,
@@ -264,6 +265,9 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	}
 	if a.console, err = consoleOf(cfg, store, a.pool, log); err != nil {
 		return nil, err
+	}
+	if a.console != nil {
+		flow.ConsoleURL = cfg.PublicURL
 	}
 	return a, nil
 }

@@ -33,6 +33,8 @@ type desk struct {
 	op      *policy.Operator
 	clock   func() time.Time
 	log     *slog.Logger
+	// console is the console's address, or "" when it is off.
+	console string
 }
 
 func (d desk) now() time.Time {
@@ -40,6 +42,14 @@ func (d desk) now() time.Time {
 		return d.clock()
 	}
 	return time.Now()
+}
+
+// sessionURL is t's page in the console, or "" without a console.
+func (d desk) sessionURL(t *Task) string {
+	if d.console == "" {
+		return ""
+	}
+	return fmt.Sprintf("%s/console/tasks/%d", d.console, t.ID)
 }
 
 func marker(t *Task, what string) string { return fmt.Sprintf("task-%d-%s", t.ID, what) }
@@ -59,7 +69,7 @@ func (d desk) replyOn(ctx context.Context, t *Task, issue int, body string) erro
 // updateStatus edits the fix's status comment (posted by the first call)
 // to show where the task stands.
 func (d desk) updateStatus(ctx context.Context, t *Task) error {
-	p, err := d.gh.UpsertComment(ctx, t.Repo, t.Issue, marker(t, "status"), t.StatusCommentID, RenderStatus(t, d.command))
+	p, err := d.gh.UpsertComment(ctx, t.Repo, t.Issue, marker(t, "status"), t.StatusCommentID, RenderStatusWith(t, d.command, d.sessionURL(t)))
 	if err != nil {
 		return retryf(err, "updating the status comment failed")
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/pullwright/pullwright/policy"
@@ -33,6 +34,9 @@ type Flow struct {
 	// server that accepts connections and never answers fails the step
 	// instead of holding it for the whole step timeout.
 	GitTimeout time.Duration
+	// ConsoleURL is where people reach the console (BOT_PUBLIC_URL), or ""
+	// when it is off: the status comment then links to the task's page.
+	ConsoleURL string
 	// ApprovalTimeout is how long an execution request waits for an
 	// answer before it counts as rejected (default 24h).
 	ApprovalTimeout time.Duration
@@ -51,7 +55,7 @@ func (f *Flow) now() time.Time { return f.desk().now() }
 
 // desk is what f's rooms share.
 func (f *Flow) desk() desk {
-	return desk{gh: f.GitHub, command: f.Command, op: f.Operator, clock: f.Now, log: f.Logger}
+	return desk{gh: f.GitHub, command: f.Command, op: f.Operator, clock: f.Now, log: f.Logger, console: strings.TrimRight(f.ConsoleURL, "/")}
 }
 
 func (f *Flow) commands() commands { return commands{desk: f.desk(), store: f.Store} }

@@ -97,7 +97,11 @@ const maxSteps = 15
 
 // RenderStatus is the body of a fix task's status comment, which is edited
 // in place as the task advances.
-func RenderStatus(t *Task, command string) string {
+func RenderStatus(t *Task, command string) string { return RenderStatusWith(t, command, "") }
+
+// RenderStatusWith is RenderStatus with a link to the task's page in the
+// console, when session is its address.
+func RenderStatusWith(t *Task, command, session string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "### Pullwright · task %d\n\n", t.ID)
 	fmt.Fprintf(&b, "**%s**", stateOf(t))
@@ -186,6 +190,9 @@ func RenderStatus(t *Task, command string) string {
 	}
 	if !t.State.Terminal() {
 		fmt.Fprintf(&b, " · `%s status` · `%s cancel`", command, command)
+	}
+	if session != "" {
+		fmt.Fprintf(&b, " · [View session](%s)", session)
 	}
 	b.WriteString("</sub>\n")
 	return b.String()
