@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/pullwright/pullwright"
+	"github.com/pullwright/pullwright/internal/golden"
 )
 
 func TestRecordKeepsEachRequestsEndOnce(t *testing.T) {
@@ -125,7 +126,7 @@ func TestRenderVerificationGolden(t *testing.T) {
 		b.WriteString(RenderVerification(task))
 		b.WriteString("\n")
 	}
-	golden(t, "verification", b.String())
+	golden.Check(t, "testdata/verification.golden", b.String())
 }
 
 // TestSummaryCannotHideTheRecord: the agent's summary comes first in the
