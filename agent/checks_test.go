@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/pullwright/pullwright"
+	"github.com/pullwright/pullwright/internal/golden"
 )
 
 // payloadChecks are failing checks built from the fields of GitHub's real
@@ -42,7 +43,7 @@ func TestFirstMessageChecksGolden(t *testing.T) {
 	b.Pull = payloadChecks()
 	msg := firstMessage(b)
 	blocks(t, msg)
-	golden(t, "checks_brief.golden", msg)
+	golden.Check(t, "testdata/checks_brief.golden", msg)
 }
 
 // Text a check reports cannot close its block or open a trusted one,

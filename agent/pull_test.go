@@ -12,6 +12,7 @@ import (
 
 	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/internal/fakellm"
+	"github.com/pullwright/pullwright/internal/golden"
 )
 
 // injection tries to close the block it is put in and to open a trusted one.
@@ -187,7 +188,7 @@ func TestFirstMessagePullGolden(t *testing.T) {
 		{Path: "README.md", Line: 3, DiffHunk: "@@ -1,3 +1,3 @@\n # Widgets\n-Says Helo.\n+Says Hello.\n",
 			Comments: []pullwright.Comment{{Author: "carol", Body: "```suggestion\nSays hello.\n```\nLower case, please."}, {Author: "bob", Body: "Why?"}}},
 	}
-	golden(t, "pull_brief.golden", firstMessage(b))
+	golden.Check(t, "testdata/pull_brief.golden", firstMessage(b))
 }
 
 // Text from the pull request cannot close its block or open a trusted one,

@@ -17,6 +17,7 @@ import (
 	"github.com/pullwright/pullwright/internal/botproc"
 	"github.com/pullwright/pullwright/internal/fakegithub"
 	"github.com/pullwright/pullwright/internal/fakellm"
+	"github.com/pullwright/pullwright/internal/golden"
 	"github.com/pullwright/pullwright/task"
 )
 
@@ -192,7 +193,7 @@ func TestApprovedCommandRunsAndTheDraftBecomesReady(t *testing.T) {
 	verification = strings.NewReplacer(r.SHA[:12], "<final commit>", fmt.Sprint(runs[0].ID), "<check run id>",
 		e.gh.URL, "<github>", r.ID, "<request>").Replace(verification)
 	verification = regexp.MustCompile(`exit code 0, [0-9hms.]+\)`).ReplaceAllString(verification, "exit code 0, <duration>)")
-	golden(t, "approved-run-verification", verification)
+	golden.Check(t, "testdata/approved-run-verification.golden", verification)
 }
 
 func TestRejectedWithTheButtonAndTheAgentGoesOn(t *testing.T) {

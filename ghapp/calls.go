@@ -162,21 +162,21 @@ func (a *App) findMarked(ctx context.Context, gh *github.Client, owner, repo str
 	}
 	login := slug + "[bot]"
 	opts := &github.IssueListCommentsOptions{ListOptions: github.ListOptions{PerPage: a.pageSize}}
-	for {
+	var id int64
+	_, err = eachPage(&opts.ListOptions, func() (*github.Response, bool, error) {
 		cs, resp, err := gh.Issues.ListComments(ctx, owner, repo, issue, opts)
 		if err != nil {
-			return 0, err
+			return nil, false, err
 		}
 		for _, c := range cs {
 			if botTagged(c.GetUser(), login, c.GetBody(), mk) {
-				return c.GetID(), nil
+				id = c.GetID()
+				return resp, false, nil
 			}
 		}
-		if resp.NextPage == 0 {
-			return 0, nil
-		}
-		opts.Page = resp.NextPage
-	}
+		return resp, true, nil
+	})
+	return id, err
 }
 
 // Issue returns an issue (or pull request) with its comments, oldest first.

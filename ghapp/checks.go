@@ -205,22 +205,25 @@ func (a *App) findCheckRun(ctx context.Context, gh *github.Client, owner, repo s
 		return 0, err
 	}
 	opts := &github.ListCheckRunsOptions{CheckName: github.Ptr(cr.Name), Filter: github.Ptr("all"), ListOptions: github.ListOptions{PerPage: 100}}
-	for {
+	var id int64
+	_, err = eachPage(&opts.ListOptions, func() (*github.Response, bool, error) {
 		res, resp, err := gh.Checks.ListCheckRunsForRef(ctx, owner, repo, cr.HeadSHA, opts)
 		if err != nil {
-			return 0, fmt.Errorf("list check runs on %s: %w", cr.HeadSHA, err)
+			return nil, false, err
 		}
 		for _, run := range res.CheckRuns {
 			if run.GetExternalID() == cr.ExternalID && run.GetApp().GetSlug() == slug &&
 				run.GetStatus() == cr.Status && run.GetConclusion() == cr.Conclusion {
-				return run.GetID(), nil
+				id = run.GetID()
+				return resp, false, nil
 			}
 		}
-		if resp.NextPage == 0 {
-			return 0, nil
-		}
-		opts.Page = resp.NextPage
+		return resp, true, nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("list check runs on %s: %w", cr.HeadSHA, err)
 	}
+	return id, nil
 }
 
 func (a *App) writeCheckRun(ctx context.Context, gh *github.Client, owner, repo string, cr pullwright.CheckRun) (int64, error) {

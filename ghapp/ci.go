@@ -45,10 +45,11 @@ func (a *App) FailingChecks(ctx context.Context, r pullwright.Repo, sha string) 
 	}
 	opts := &github.ListCheckRunsOptions{Filter: github.Ptr("latest"), ListOptions: github.ListOptions{PerPage: a.pageSize}}
 	var out []pullwright.CheckFailure
-	for read := 0; ; {
+	read := 0
+	rest, err := eachPage(&opts.ListOptions, func() (*github.Response, bool, error) {
 		res, resp, err := gh.Checks.ListCheckRunsForRef(ctx, owner, repo, sha, opts)
 		if err != nil {
-			return nil, fmt.Errorf("list check runs of %s/%s@%s: %w", owner, repo, sha, err)
+			return nil, false, err
 		}
 		for _, cr := range res.CheckRuns {
 			if cr.GetStatus() == "completed" && failed[cr.GetConclusion()] {
@@ -56,16 +57,16 @@ func (a *App) FailingChecks(ctx context.Context, r pullwright.Repo, sha string) 
 			}
 		}
 		read += len(res.CheckRuns)
-		if resp.NextPage == 0 {
-			return out, nil
-		}
-		if read >= maxCheckRunsRead {
-			a.log.WarnContext(ctx, "commit has more check runs than are read; the rest are left out",
-				"repo", owner+"/"+repo, "sha", sha, "read", read)
-			return out, nil
-		}
-		opts.Page = resp.NextPage
+		return resp, read < maxCheckRunsRead, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list check runs of %s/%s@%s: %w", owner, repo, sha, err)
 	}
+	if rest {
+		a.log.WarnContext(ctx, "commit has more check runs than are read; the rest are left out",
+			"repo", owner+"/"+repo, "sha", sha, "read", read)
+	}
+	return out, nil
 }
 
 func checkFailureOf(cr *github.CheckRun) pullwright.CheckFailure {
@@ -98,12 +99,15 @@ func (a *App) CheckAnnotations(ctx context.Context, r pullwright.Repo, checkRunI
 	if err != nil {
 		return nil, fmt.Errorf("list annotations of check run %d of %s/%s: %w", checkRunID, owner, repo, err)
 	}
+	if max <= 0 {
+		return nil, nil
+	}
 	opts := &github.ListOptions{PerPage: min(a.pageSize, max)}
 	var out []pullwright.CheckAnnotation
-	for len(out) < max {
+	_, err = eachPage(opts, func() (*github.Response, bool, error) {
 		as, resp, err := gh.Checks.ListCheckRunAnnotations(ctx, owner, repo, checkRunID, opts)
 		if err != nil {
-			return nil, fmt.Errorf("list annotations of check run %d of %s/%s: %w", checkRunID, owner, repo, err)
+			return nil, false, err
 		}
 		for _, an := range as {
 			out = append(out, pullwright.CheckAnnotation{
@@ -111,10 +115,10 @@ func (a *App) CheckAnnotations(ctx context.Context, r pullwright.Repo, checkRunI
 				Level: an.GetAnnotationLevel(), Title: an.GetTitle(), Message: an.GetMessage(),
 			})
 		}
-		if resp.NextPage == 0 {
-			break
-		}
-		opts.Page = resp.NextPage
+		return resp, len(out) < max, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list annotations of check run %d of %s/%s: %w", checkRunID, owner, repo, err)
 	}
 	return out[:min(len(out), max)], nil
 }

@@ -139,20 +139,21 @@ func (a *App) reviewComments(ctx context.Context, gh *github.Client, owner, repo
 	opts := &github.PullRequestListCommentsOptions{
 		Sort: "created", Direction: "asc", ListOptions: github.ListOptions{PerPage: a.pageSize},
 	}
-	for {
+	rest, err := eachPage(&opts.ListOptions, func() (*github.Response, bool, error) {
 		cs, resp, err := gh.PullRequests.ListComments(ctx, owner, repo, number, opts)
 		if err != nil {
 			return nil, false, err
 		}
 		all = append(all, cs...)
-		if len(all) >= maxReviewComments {
-			return all[:maxReviewComments], resp.NextPage != 0 || len(all) > maxReviewComments, nil
-		}
-		if resp.NextPage == 0 {
-			return all, false, nil
-		}
-		opts.Page = resp.NextPage
+		return resp, len(all) < maxReviewComments, nil
+	})
+	if err != nil {
+		return nil, false, err
 	}
+	if len(all) > maxReviewComments {
+		return all[:maxReviewComments], true, nil
+	}
+	return all, rest, nil
 }
 
 func reviewCommentOf(c *github.PullRequestComment) pullwright.ReviewComment {

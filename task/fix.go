@@ -417,10 +417,9 @@ func (f *Flow) requirePassing(t *Task) bool {
 	if cmd == "" || t.HeadSHA == "" {
 		return false
 	}
-	for _, r := range t.Runs {
-		if r.Command == cmd && r.SHA == t.HeadSHA && (r.Outcome == OutcomePassed || r.Required) {
-			return false
-		}
+	passedOrAsked := func(r RunRecord) bool { return r.Outcome == OutcomePassed || r.Required }
+	if _, ok := recordOn(t.Runs, cmd, t.HeadSHA, passedOrAsked); ok {
+		return false
 	}
 	now := f.now().UTC().Truncate(time.Second)
 	t.RequestSeq++
@@ -460,11 +459,7 @@ func (t *Task) unmet(cmd string) string {
 		return ""
 	}
 	shown := code(oneLine(cmd))
-	for i := len(t.Runs) - 1; i >= 0; i-- {
-		r := t.Runs[i]
-		if r.Command != cmd || r.SHA != t.HeadSHA {
-			continue
-		}
+	if r, ok := recordOn(t.Runs, cmd, t.HeadSHA, nil); ok {
 		if r.Outcome == OutcomePassed {
 			return ""
 		}

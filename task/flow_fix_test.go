@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/pullwright/pullwright"
+	"github.com/pullwright/pullwright/internal/golden"
 	"github.com/pullwright/pullwright/internal/testclock"
 	"github.com/pullwright/pullwright/policy"
 	"github.com/pullwright/pullwright/task"
@@ -264,10 +265,10 @@ func TestFixOnAnIssueFromRequestToPullRequest(t *testing.T) {
 	if _, err := os.Stat(done.Workdir); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the workspace is still there: %v", err)
 	}
-	task.Golden(t, "flow-fix-done", w.gh.Comment(1, "task-1-done").Text())
+	golden.Check(t, "testdata/flow-fix-done.golden", w.gh.Comment(1, "task-1-done").Text())
 	// The fake's commits are named by their inputs, a temporary path
 	// among them: the golden names them by role.
-	task.Golden(t, "flow-fix-pull-request", strings.NewReplacer(
+	golden.Check(t, "testdata/flow-fix-pull-request.golden", strings.NewReplacer(
 		done.Request.SHA[:12], "<the request's commit>", done.HeadSHA[:12], "<the final commit>").Replace(pr.Body))
 }
 

@@ -155,15 +155,21 @@ func tailBytes(s string, n int) string {
 	return "[…]\n" + strings.ToValidUTF8(s, "")
 }
 
-// lastAt is the last record of command on commit sha that ran, if any.
-func lastAt(runs []RunRecord, command, sha string) (RunRecord, bool) {
+// recordOn is the newest record of command on commit sha that match
+// accepts (any record, when match is nil), if there is one: the one query
+// behind the Verification section's last results (finalResults) and the
+// require_passing checks (Flow.requirePassing, Task.unmet).
+func recordOn(runs []RunRecord, command, sha string, match func(RunRecord) bool) (RunRecord, bool) {
 	for i := len(runs) - 1; i >= 0; i-- {
-		if r := runs[i]; r.Command == command && r.SHA == sha && r.Verdict == Approved {
+		if r := runs[i]; r.Command == command && r.SHA == sha && (match == nil || match(r)) {
 			return r, true
 		}
 	}
 	return RunRecord{}, false
 }
+
+// approved accepts a record of a run that was approved, whatever came of it.
+func approved(r RunRecord) bool { return r.Verdict == Approved }
 
 // finalResults are the last result of each command that ran on sha, in
 // the order the commands first ran there.
@@ -175,7 +181,7 @@ func finalResults(runs []RunRecord, sha string) []RunRecord {
 			continue
 		}
 		seen[r.Command] = true
-		last, _ := lastAt(runs, r.Command, sha)
+		last, _ := recordOn(runs, r.Command, sha, approved)
 		out = append(out, last)
 	}
 	return out

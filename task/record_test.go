@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/pullwright/pullwright"
+	"github.com/pullwright/pullwright/internal/golden"
 )
 
 func TestRecordKeepsEachRequestsEndOnce(t *testing.T) {
@@ -125,7 +126,7 @@ func TestRenderVerificationGolden(t *testing.T) {
 		b.WriteString(RenderVerification(task))
 		b.WriteString("\n")
 	}
-	golden(t, "verification", b.String())
+	golden.Check(t, "testdata/verification.golden", b.String())
 }
 
 // TestSummaryCannotHideTheRecord: the agent's summary comes first in the
@@ -152,5 +153,35 @@ func TestSummaryCannotHideTheRecord(t *testing.T) {
 	// Code is shown as written.
 	if got := noHTML("```html\n<b>x</b>\n```\nthen <b>"); got != "```html\n<b>x</b>\n```\nthen <\u200db>" {
 		t.Errorf("noHTML = %q", got)
+	}
+}
+
+func TestRecordOnIsTheNewestMatchOfCommandOnCommit(t *testing.T) {
+	runs := []RunRecord{
+		{RequestID: "1", Command: "make", SHA: "a", Verdict: Approved, Outcome: OutcomePassed},
+		{RequestID: "2", Command: "make", SHA: "b", Verdict: Approved, Outcome: OutcomeFailed},
+		{RequestID: "3", Command: "make test", SHA: "a", Verdict: Approved, Outcome: OutcomePassed},
+		{RequestID: "4", Command: "make", SHA: "a", Verdict: Rejected},
+	}
+	tests := []struct {
+		name         string
+		command, sha string
+		match        func(RunRecord) bool
+		want         string // RequestID; "" for none
+	}{
+		{"any record, the newest", "make", "a", nil, "4"},
+		{"approved only", "make", "a", approved, "1"},
+		{"another commit", "make", "b", nil, "2"},
+		{"another command", "make test", "a", nil, "3"},
+		{"none on the commit", "make", "c", nil, ""},
+		{"none that match", "make", "b", func(r RunRecord) bool { return r.Outcome == OutcomePassed }, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r, ok := recordOn(runs, tc.command, tc.sha, tc.match)
+			if ok != (tc.want != "") || r.RequestID != tc.want {
+				t.Errorf("recordOn = %q, %v; want %q", r.RequestID, ok, tc.want)
+			}
+		})
 	}
 }

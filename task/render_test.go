@@ -2,44 +2,15 @@ package task
 
 import (
 	"errors"
-	"flag"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/pullwright/pullwright"
+	"github.com/pullwright/pullwright/internal/golden"
 	"github.com/pullwright/pullwright/policy"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
-
-// Golden is golden for package task_test's tests, in the same test binary.
-var Golden = golden
-
-// golden compares got with testdata/<name>.golden, rewriting it under
-// -update.
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name+".golden")
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if got != string(want) {
-		t.Errorf("%s differs from golden file:\n--- got\n%s\n--- want\n%s", name, got, want)
-	}
-}
 
 func sampleTask() *Task {
 	return &Task{
@@ -110,7 +81,7 @@ func TestRenderGolden(t *testing.T) {
 		{"status-required-asked", RenderStatus(required, "/agent")},
 	}
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) { golden(t, tc.name, tc.got) })
+		t.Run(tc.name, func(t *testing.T) { golden.Check(t, "testdata/"+tc.name+".golden", tc.got) })
 	}
 }
 
@@ -121,7 +92,7 @@ func TestRenderStatusListsOnlyRecentSteps(t *testing.T) {
 	for i := range 40 {
 		tk.Steps = append(tk.Steps, "step "+string(rune('a'+i%26)))
 	}
-	golden(t, "status-many-steps", RenderStatus(tk, "/agent"))
+	golden.Check(t, "testdata/status-many-steps.golden", RenderStatus(tk, "/agent"))
 }
 
 func TestDefang(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pullwright/pullwright"
+	"github.com/pullwright/pullwright/internal/golden"
 	"github.com/pullwright/pullwright/policy"
 )
 
@@ -183,7 +184,7 @@ func TestStoredTaskKeepsItsForm(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "stored-task", string(sorted)+"\n")
+	golden.Check(t, "testdata/stored-task.golden", string(sorted)+"\n")
 
 	stored, err := os.ReadFile(filepath.Join("testdata", "stored-task.golden"))
 	if err != nil {

@@ -59,6 +59,50 @@ func wantComments(t *testing.T, h *botproc.Harness, number int, id int64, what .
 	}
 }
 
+// startKillTest starts the bot on the database of opts with the scripted
+// model llm, and asks it, as the repository's owner, to work on issue 1
+// with instructions ("/agent …"): how every kill test begins.
+func startKillTest(t *testing.T, llm *fakellm.Server, opts botproc.Options, instructions string) *botproc.Harness {
+	t.Helper()
+	h := botproc.New(t, llm, opts)
+	if code := h.Comment("fix-1", 1, botproc.Owner, instructions); code != http.StatusAccepted {
+		t.Fatalf("fix answered %d", code)
+	}
+	return h
+}
+
+// killPoint is the model call a kill test kills the bot in: the model
+// holds that call (hold) until the test has killed the bot that made it
+// (killInFlight), so the kill lands in the middle of a step, never
+// between two.
+type killPoint struct{ inFlight, killed chan struct{} }
+
+func newKillPoint() killPoint {
+	return killPoint{inFlight: make(chan struct{}), killed: make(chan struct{})}
+}
+
+// hold is the model's answer to the call to kill in, given once: it waits
+// for the kill, and the bot that asked is dead by then, so the answer goes
+// nowhere.
+func (k killPoint) hold() fakellm.Step {
+	close(k.inFlight)
+	<-k.killed
+	return fakellm.Step{Status: http.StatusServiceUnavailable}
+}
+
+// killInFlight waits up to wait for the held call, failing with never
+// if it does not come, and kills the bot while the call is in flight.
+func (k killPoint) killInFlight(t *testing.T, h *botproc.Harness, wait time.Duration, never string) {
+	t.Helper()
+	select {
+	case <-k.inFlight:
+	case <-time.After(wait):
+		t.Fatalf("%s\n%s", never, h.Bot.Logs())
+	}
+	h.Bot.Kill()
+	close(k.killed)
+}
+
 func TestKillDuringApprovalWaitLosesNothing(t *testing.T) {
 	botproc.OnEachDatabase(t, killDuringApprovalWaitLosesNothing)
 }
@@ -73,12 +117,10 @@ func killDuringApprovalWaitLosesNothing(t *testing.T, databaseURL string) {
 	llm := fakellm.NewFunc(t, func(req openai.ChatCompletionRequest) fakellm.Step {
 		return steps[min(fakellm.Turn(req), len(steps)-1)]
 	})
-	h := botproc.New(t, llm, botproc.Options{DatabaseURL: databaseURL})
+	h := startKillTest(t, llm, botproc.Options{DatabaseURL: databaseURL}, "/agent fix the typo")
+	// The approver: the bot first asks for its permission at the /approve.
 	h.GitHub.SetPermission(botproc.Owner, botproc.Repo, "maintainer", "write")
 
-	if code := h.Comment("fix-1", 1, botproc.Owner, "/agent fix the typo"); code != http.StatusAccepted {
-		t.Fatalf("fix answered %d", code)
-	}
 	// Parked: the state is saved and no worker holds the task any more.
 	waiting := h.WaitState(1, task.AwaitingApproval)
 	r := waiting.Request
@@ -174,8 +216,7 @@ func killBetweenTurnsResumes(t *testing.T, databaseURL string) {
 		mu    sync.Mutex
 		turns []int // fakellm.Turn of every request, in order
 	)
-	inFlight := make(chan struct{})
-	killed := make(chan struct{})
+	kill := newKillPoint()
 	llm := fakellm.NewFunc(t, func(req openai.ChatCompletionRequest) fakellm.Step {
 		n := fakellm.Turn(req)
 		mu.Lock()
@@ -183,24 +224,13 @@ func killBetweenTurnsResumes(t *testing.T, databaseURL string) {
 		first := n == killAt && slices.Index(turns, killAt) == len(turns)-1
 		mu.Unlock()
 		if first {
-			close(inFlight)
-			<-killed // the bot that asked is dead; this answer goes nowhere
-			return fakellm.Step{Status: http.StatusServiceUnavailable}
+			return kill.hold()
 		}
 		return steps[min(n, len(steps)-1)]
 	})
 	// A short lease, so the restarted bot takes the dead one's task soon.
-	h := botproc.New(t, llm, botproc.Options{Env: []string{"BOT_LEASE=3s"}, DatabaseURL: databaseURL})
-	if code := h.Comment("fix-1", 1, botproc.Owner, "/agent fix the typo"); code != http.StatusAccepted {
-		t.Fatalf("fix answered %d", code)
-	}
-	select {
-	case <-inFlight:
-	case <-time.After(60 * time.Second):
-		t.Fatalf("the model never got its third call\n%s", h.Bot.Logs())
-	}
-	h.Bot.Kill()
-	close(killed)
+	h := startKillTest(t, llm, botproc.Options{Env: []string{"BOT_LEASE=3s"}, DatabaseURL: databaseURL}, "/agent fix the typo")
+	kill.killInFlight(t, h, 60*time.Second, "the model never got its third call")
 
 	// What the dead bot left: two turns and their files, and its lease.
 	saved := h.Latest(1)
@@ -324,8 +354,7 @@ func killAfterCompactionResumes(t *testing.T, databaseURL string) {
 		compactions int
 		lostCall    = -1 // index of the call in flight at the kill
 	)
-	inFlight := make(chan struct{})
-	killed := make(chan struct{})
+	kill := newKillPoint()
 	llm := fakellm.NewFunc(t, func(req openai.ChatCompletionRequest) fakellm.Step {
 		mu.Lock()
 		calls++
@@ -340,9 +369,7 @@ func killAfterCompactionResumes(t *testing.T, databaseURL string) {
 		}
 		mu.Unlock()
 		if first {
-			close(inFlight)
-			<-killed
-			return fakellm.Step{Status: http.StatusServiceUnavailable}
+			return kill.hold()
 		}
 		return part(next(req))
 	}).CountTokens(fakellm.DefaultBytesPerToken)
@@ -350,17 +377,8 @@ func killAfterCompactionResumes(t *testing.T, databaseURL string) {
 	if err := os.WriteFile(config, []byte("models:\n  profiles:\n    test-model: {context_window: 16000, context_share: 1}\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	h := botproc.New(t, llm, botproc.Options{Env: []string{"BOT_LEASE=3s", "BOT_CONFIG=" + config}, DatabaseURL: databaseURL})
-	if code := h.Comment("fix-1", 1, botproc.Owner, "/agent write the notes"); code != http.StatusAccepted {
-		t.Fatalf("fix answered %d", code)
-	}
-	select {
-	case <-inFlight:
-	case <-time.After(90 * time.Second):
-		t.Fatalf("no call followed a compaction\n%s", h.Bot.Logs())
-	}
-	h.Bot.Kill()
-	close(killed)
+	h := startKillTest(t, llm, botproc.Options{Env: []string{"BOT_LEASE=3s", "BOT_CONFIG=" + config}, DatabaseURL: databaseURL}, "/agent write the notes")
+	kill.killInFlight(t, h, 90*time.Second, "no call followed a compaction")
 
 	saved := h.Latest(1)
 	var st struct {

@@ -81,19 +81,14 @@ func (s *Server) listAnnotations(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	page, perPage := pageParams(r)
-	total := len(cr.Annotations)
-	lo := min((page-1)*perPage, total)
-	hi := min(lo+perPage, total)
 	out := []map[string]any{}
-	for _, a := range cr.Annotations[lo:hi] {
+	for _, a := range pageOf(w, r, cr.Annotations) {
 		out = append(out, map[string]any{
 			"path": a.Path, "blob_href": fmt.Sprintf("%s/%s/blob/%s/%s", HTMLBase, cr.Repo, cr.HeadSHA, a.Path),
 			"start_line": a.StartLine, "end_line": a.EndLine, "start_column": nil, "end_column": nil,
 			"annotation_level": a.Level, "title": a.Title, "message": a.Message, "raw_details": nil,
 		})
 	}
-	setLinks(w, r, page, perPage, total)
 	writeJSON(w, http.StatusOK, out)
 }
 

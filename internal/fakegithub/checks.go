@@ -224,14 +224,10 @@ func (s *Server) listCheckRunsForRef(w http.ResponseWriter, r *http.Request) {
 		seen[key] = true
 		match = append(match, cr)
 	}
-	page, perPage := pageParams(r)
-	lo := min((page-1)*perPage, len(match))
-	hi := min(lo+perPage, len(match))
 	runs := []any{}
-	for _, cr := range match[lo:hi] {
+	for _, cr := range pageOf(w, r, match) {
 		runs = append(runs, s.checkRunJSONLocked(cr))
 	}
-	setLinks(w, r, page, perPage, len(match))
 	writeJSON(w, http.StatusOK, map[string]any{"total_count": len(match), "check_runs": runs})
 }
 

@@ -38,13 +38,7 @@ func graphQLErrors(w http.ResponseWriter, typ, msg string) {
 
 func (s *Server) graphql(w http.ResponseWriter, r *http.Request) {
 	info := infoOf(r)
-	switch info.auth {
-	case "token":
-	case "none":
-		errorJSON(w, http.StatusUnauthorized, "This endpoint requires you to be authenticated.")
-		return
-	default:
-		errorJSON(w, http.StatusUnauthorized, "Bad credentials")
+	if !authAs(w, info.auth, "token", "This endpoint requires you to be authenticated.") {
 		return
 	}
 	var in struct {

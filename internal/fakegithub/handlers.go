@@ -88,11 +88,19 @@ func (s *Server) app(h http.HandlerFunc) http.HandlerFunc {
 // tokenAuth answers 401, as GitHub does, unless the request carries an
 // installation token; it reports whether the request may go on.
 func tokenAuth(w http.ResponseWriter, auth string) bool {
+	return authAs(w, auth, "token", "Requires authentication")
+}
+
+// authAs reports whether the request's credentials (reqInfo.auth) are of
+// the kind want. Otherwise it has answered 401 as GitHub does: with
+// noCreds to a request without credentials (endpoints word it
+// differently), and "Bad credentials" to any others.
+func authAs(w http.ResponseWriter, auth, want, noCreds string) bool {
 	switch auth {
-	case "token":
+	case want:
 		return true
 	case "none":
-		errorJSON(w, http.StatusUnauthorized, "Requires authentication")
+		errorJSON(w, http.StatusUnauthorized, noCreds)
 	default:
 		errorJSON(w, http.StatusUnauthorized, "Bad credentials")
 	}
@@ -317,15 +325,10 @@ func (s *Server) listComments(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	page, perPage := pageParams(r)
-	total := len(is.comments)
-	lo := min((page-1)*perPage, total)
-	hi := min(lo+perPage, total)
 	out := []map[string]any{}
-	for _, id := range is.comments[lo:hi] {
+	for _, id := range pageOf(w, r, is.comments) {
 		out = append(out, s.commentJSONLocked(s.comments[id]))
 	}
-	setLinks(w, r, page, perPage, total)
 	writeJSON(w, http.StatusOK, out)
 }
 
@@ -339,6 +342,17 @@ func pageParams(r *http.Request) (page, perPage int) {
 		perPage = min(p, 100)
 	}
 	return page, perPage
+}
+
+// pageOf is the page of all that r asks for (page, per_page), with the
+// Link header that names the other pages set on w, as GitHub's lists
+// answer.
+func pageOf[T any](w http.ResponseWriter, r *http.Request, all []T) []T {
+	page, perPage := pageParams(r)
+	lo := min((page-1)*perPage, len(all))
+	hi := min(lo+perPage, len(all))
+	setLinks(w, r, page, perPage, len(all))
+	return all[lo:hi]
 }
 
 // setLinks writes a GitHub-style Link header with absolute URLs that keep the

@@ -109,10 +109,14 @@ func (s *Server) appCredentials(w http.ResponseWriter, r *http.Request) bool {
 	return true
 }
 
-// tokenOfApp reads the {"access_token": …} body of the /applications/
-// {client_id}/token endpoints and returns the token if it is a live user
+// tokenOfApp is the prelude of the /applications/{client_id}/token
+// endpoints: it checks the app's credentials (appCredentials), reads the
+// {"access_token": …} body and returns the token if it is a live user
 // token of this app; it has answered otherwise.
 func (s *Server) tokenOfApp(w http.ResponseWriter, r *http.Request) (string, bool) {
+	if !s.appCredentials(w, r) {
+		return "", false
+	}
 	var v struct {
 		AccessToken string `json:"access_token"`
 	}
@@ -145,9 +149,6 @@ func (s *Server) ForeignUserToken(login string) string {
 // a token": 200 with the token's user for a live token of this app, 404
 // for any other.
 func (s *Server) checkAppToken(w http.ResponseWriter, r *http.Request) {
-	if !s.appCredentials(w, r) {
-		return
-	}
 	tok, ok := s.tokenOfApp(w, r)
 	if !ok {
 		return
@@ -167,9 +168,6 @@ func (s *Server) checkAppToken(w http.ResponseWriter, r *http.Request) {
 // "Delete an app token": the user token is revoked, and refused (401)
 // from then on. 204 No Content.
 func (s *Server) deleteAppToken(w http.ResponseWriter, r *http.Request) {
-	if !s.appCredentials(w, r) {
-		return
-	}
 	tok, ok := s.tokenOfApp(w, r)
 	if !ok {
 		return
@@ -305,16 +303,11 @@ func (s *Server) accessToken(w http.ResponseWriter, r *http.Request) {
 // Installation tokens are no user: GitHub refuses them.
 func (s *Server) getAuthenticatedUser(w http.ResponseWriter, r *http.Request) {
 	info := infoOf(r)
-	switch info.auth {
-	case "user":
-	case "token":
+	if info.auth == "token" {
 		errorJSON(w, http.StatusForbidden, "Resource not accessible by integration")
 		return
-	case "none":
-		errorJSON(w, http.StatusUnauthorized, "Requires authentication")
-		return
-	default:
-		errorJSON(w, http.StatusUnauthorized, "Bad credentials")
+	}
+	if !authAs(w, info.auth, "user", "Requires authentication") {
 		return
 	}
 	s.mu.Lock()

@@ -214,15 +214,10 @@ func (s *Server) listReviewComments(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ids := s.reviewOrder[pullKey(repoKey(r.PathValue("owner"), r.PathValue("repo")), p.Number)]
-	page, perPage := pageParams(r)
-	total := len(ids)
-	lo := min((page-1)*perPage, total)
-	hi := min(lo+perPage, total)
 	out := []map[string]any{}
-	for _, id := range ids[lo:hi] {
+	for _, id := range pageOf(w, r, ids) {
 		out = append(out, s.reviewJSONLocked(s.review[id]))
 	}
-	setLinks(w, r, page, perPage, total)
 	writeJSON(w, http.StatusOK, out)
 }
 

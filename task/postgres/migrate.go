@@ -7,6 +7,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/pullwright/pullwright/task/internal/sqlstore"
 )
 
 // migrations bring a database up to date; schema_version holds how many
@@ -111,10 +113,11 @@ func migrateOne(ctx context.Context, db *pgxpool.Pool) (done bool, err error) {
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return false, fmt.Errorf("migrate: read version: %w", err)
 	}
-	switch {
-	case version > len(migrations):
-		return false, fmt.Errorf("migrate: the database is at schema version %d, newer than this bot knows (%d): run a newer bot", version, len(migrations))
-	case version == len(migrations):
+	current, err := sqlstore.CheckVersion(version, len(migrations))
+	if err != nil {
+		return false, err
+	}
+	if current {
 		return true, tx.Commit(ctx)
 	}
 	if _, err := tx.Exec(ctx, migrations[version]); err != nil {

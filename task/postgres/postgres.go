@@ -21,6 +21,7 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
 	"github.com/pullwright/pullwright/task"
+	"github.com/pullwright/pullwright/task/internal/sqlstore"
 )
 
 // Store is a pool of connections to one database.
@@ -548,36 +549,16 @@ func (s *Store) oneFor(ctx context.Context, op, where, key string) (*task.Task, 
 // own data: there is no column for it, and a scan of the fix tasks is
 // cheap beside a page's permission checks against GitHub.
 func (s *Store) List(ctx context.Context, q task.ListQuery) ([]*task.Task, error) {
-	where, args := []string{"kind = 'fix'"}, []any{}
-	arg := func(v any) string {
-		args = append(args, v)
-		return fmt.Sprintf("$%d", len(args))
-	}
-	if q.Repo != "" {
-		where = append(where, `lower((data->'repo'->>'owner') || '/' || (data->'repo'->>'name')) = lower(`+arg(q.Repo)+`)`)
-	}
-	if q.State != "" {
-		where = append(where, "state = "+arg(string(q.State)))
-	}
-	if q.Before > 0 {
-		where = append(where, "id < "+arg(q.Before))
-	}
-	limit := arg(q.PageSize())
+	tail, args := sqlstore.ListTail(q, `(data->'repo'->>'owner') || '/' || (data->'repo'->>'name')`,
+		func(n int) string { return fmt.Sprintf("$%d", n) })
 	rows, err := s.db.Query(ctx, `SELECT id, data - 'conversation' - 'files', cancelled_by, answer, run_after, crashes
-		FROM tasks WHERE `+strings.Join(where, " AND ")+` ORDER BY id DESC LIMIT `+limit, args...)
+		FROM tasks `+tail, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list tasks: %w", err)
 	}
 	defer rows.Close()
-	var out []*task.Task
-	for rows.Next() {
-		t, err := scanTask(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list tasks: %w", err)
-		}
-		out = append(out, t)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := sqlstore.Collect(rows, func() (*task.Task, error) { return scanTask(rows) })
+	if err != nil {
 		return nil, fmt.Errorf("list tasks: %w", err)
 	}
 	return out, nil

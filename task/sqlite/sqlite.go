@@ -17,6 +17,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/pullwright/pullwright/task"
+	"github.com/pullwright/pullwright/task/internal/sqlstore"
 )
 
 // Store is one file, WAL journal, safe for one process with many workers.
@@ -135,11 +136,8 @@ func migrateOne(ctx context.Context, db *sql.DB) (done bool, err error) {
 	if err := tx.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&version); err != nil {
 		return false, fmt.Errorf("migrate: read version: %w", err)
 	}
-	switch {
-	case version > len(sqliteMigrations):
-		return false, fmt.Errorf("migrate: the database is at schema version %d, newer than this bot knows (%d): run a newer bot", version, len(sqliteMigrations))
-	case version == len(sqliteMigrations):
-		return true, nil
+	if current, err := sqlstore.CheckVersion(version, len(sqliteMigrations)); err != nil || current {
+		return current, err
 	}
 	if _, err := tx.ExecContext(ctx, sqliteMigrations[version]); err != nil {
 		return false, fmt.Errorf("migrate to schema version %d: %w", version+1, err)
@@ -575,35 +573,16 @@ func (s *Store) oneFor(ctx context.Context, op, where, key string) (*task.Task, 
 // own data: there is no column for it, and a full scan of the fix tasks
 // is cheap beside a page's permission checks against GitHub.
 func (s *Store) List(ctx context.Context, q task.ListQuery) ([]*task.Task, error) {
-	where, args := []string{"kind = 'fix'"}, []any{}
-	if q.Repo != "" {
-		where = append(where, `lower(json_extract(data, '$.repo.owner') || '/' || json_extract(data, '$.repo.name')) = lower(?)`)
-		args = append(args, q.Repo)
-	}
-	if q.State != "" {
-		where = append(where, "state = ?")
-		args = append(args, string(q.State))
-	}
-	if q.Before > 0 {
-		where = append(where, "id < ?")
-		args = append(args, q.Before)
-	}
-	args = append(args, q.PageSize())
+	tail, args := sqlstore.ListTail(q, `json_extract(data, '$.repo.owner') || '/' || json_extract(data, '$.repo.name')`,
+		func(int) string { return "?" })
 	rows, err := s.read.QueryContext(ctx, `SELECT id, json_remove(data, '$.conversation', '$.files'), cancelled_by, answer, run_after, crashes
-		FROM tasks WHERE `+strings.Join(where, " AND ")+` ORDER BY id DESC LIMIT ?`, args...)
+		FROM tasks `+tail, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list tasks: %w", err)
 	}
 	defer rows.Close()
-	var out []*task.Task
-	for rows.Next() {
-		t, err := scanTask(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list tasks: %w", err)
-		}
-		out = append(out, t)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := sqlstore.Collect(rows, func() (*task.Task, error) { return scanTask(rows) })
+	if err != nil {
 		return nil, fmt.Errorf("list tasks: %w", err)
 	}
 	return out, nil
