@@ -610,6 +610,12 @@ func (h *Harness) TryDeliver(id, event string, body []byte) (int, error) {
 	return h.tryDeliver(h.Bot, id, event, body)
 }
 
+// TryDeliverTo is DeliverTo returning the error instead of failing the
+// test; safe for concurrent use, as from a sender per replica.
+func (h *Harness) TryDeliverTo(b *Bot, id, event string, body []byte) (int, error) {
+	return h.tryDeliver(b, id, event, body)
+}
+
 func (h *Harness) tryDeliver(b *Bot, id, event string, body []byte) (int, error) {
 	req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, b.URL()+"/webhook", bytes.NewReader(body))
 	if err != nil {

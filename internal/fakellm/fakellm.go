@@ -19,6 +19,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	openai "github.com/sashabaranov/go-openai"
 )
@@ -88,6 +89,8 @@ type Server struct {
 	// bytesPerToken, when set, makes the server report estimated prompt
 	// tokens for steps that set no usage.
 	bytesPerToken float64
+	// latency is how long each chat completion takes (WithLatency).
+	latency time.Duration
 }
 
 // DefaultBytesPerToken is the estimate of Tokens when CountTokens set none.
@@ -212,6 +215,18 @@ func (s *Server) CountTokens(bytesPerToken float64) *Server {
 	return s
 }
 
+// WithLatency makes every chat completion take d before it is answered, as
+// a real model's does. The wait is outside the server's lock, so calls in
+// flight at once wait side by side, as at a real endpoint, rather than one
+// after another: a step function that slept would hold the lock. It
+// returns s for chaining.
+func (s *Server) WithLatency(d time.Duration) *Server {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.latency = d
+	return s
+}
+
 // Tokens is the server's estimate of the prompt tokens of a request body.
 func (s *Server) Tokens(body []byte) int {
 	s.mu.Lock()
@@ -268,7 +283,7 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	s.http = append(s.http, Recorded{Method: r.Method, Path: r.URL.Path, Query: r.URL.Query(), Header: r.Header.Clone(), Body: body})
-	az := s.azure
+	az, latency := s.azure, s.latency
 	s.mu.Unlock()
 	if az != nil {
 		if az.refuse(w, r) {
@@ -277,6 +292,13 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 	} else if r.URL.Path != "/v1/chat/completions" && r.URL.Path != "/chat/completions" {
 		writeError(w, http.StatusNotFound, "fakellm: no route for "+r.Method+" "+r.URL.Path)
 		return
+	}
+	if latency > 0 {
+		select {
+		case <-time.After(latency):
+		case <-r.Context().Done():
+			return // the client gave up; nobody reads an answer
+		}
 	}
 	s.handle(w, r, body)
 }

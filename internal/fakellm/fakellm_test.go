@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	openai "github.com/sashabaranov/go-openai"
 )
@@ -200,6 +201,35 @@ func TestConcurrentUse(t *testing.T) {
 	wg.Wait()
 	if s.Calls() != n {
 		t.Errorf("calls = %d, want %d", s.Calls(), n)
+	}
+}
+
+// Calls in flight at once wait out their latency side by side: a benchmark
+// of concurrent workers against the model measures the workers, not a
+// queue inside the fake.
+func TestLatencyOverlaps(t *testing.T) {
+	const (
+		n       = 8
+		latency = time.Second
+	)
+	s := NewFunc(t, func(openai.ChatCompletionRequest) Step { return Step{Content: "ok"} }).WithLatency(latency)
+	c := client(s, "")
+	began := time.Now()
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			if _, err := ask(c, "x"); err != nil {
+				t.Error(err)
+			}
+			if d := time.Since(began); d < latency {
+				t.Errorf("answered after %s, before the latency of %s", d, latency)
+			}
+		})
+	}
+	wg.Wait()
+	// One after another would take n seconds; 2 leaves room for a busy machine.
+	if d := time.Since(began); d >= 2*latency {
+		t.Errorf("%d calls took %s: they waited one after another", n, d)
 	}
 }
 
