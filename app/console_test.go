@@ -7,7 +7,10 @@ import (
 	"net"
 	"net/http"
 	"net/http/cookiejar"
+	"net/url"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -98,5 +101,96 @@ func TestConsoleHalfConfiguredIsRefused(t *testing.T) {
 	if bot, err := app.New(context.Background(), cfg); err == nil {
 		bot.Close()
 		t.Fatal("a console without a session key started")
+	}
+}
+
+// csrfField is the value of the first hidden csrf field of a page.
+var csrfField = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
+
+// A maintainer signs in, follows the status comment's "View session" link,
+// approves the waiting request from the page, and the command runs: the
+// console's button is decided by the rules of the check run's.
+func TestApproveFromTheConsoleRunsTheCommand(t *testing.T) {
+	const command = "grep -c commit README.md"
+	e := newEnv(t, newRunLLM(t, command), withConsole)
+	e.gh.SetPermission(owner, repoName, "maintainer", "write")
+	e.gh.SetPermission(owner, repoName, "reader", "read")
+	if code := e.comment("fix-1", 1, owner, "/agent fix the typo"); code != http.StatusAccepted {
+		t.Fatalf("fix = %d", code)
+	}
+	waiting := e.waitState(1, task.AwaitingApproval)
+	status := e.waitComment(1, "View session")
+	link := regexp.MustCompile(`\[View session\]\(([^)]+)\)`).FindStringSubmatch(status.Body)
+	if link == nil || link[1] != e.url+"/console/tasks/"+strconv.FormatInt(waiting.ID, 10) {
+		t.Fatalf("status comment link = %v, want the task's page at %s", link, e.url)
+	}
+
+	browser := func(login string) *http.Client {
+		jar, _ := cookiejar.New(nil)
+		c := &http.Client{Jar: jar, Timeout: 10 * time.Second}
+		e.gh.SignInBrowser(login)
+		resp, err := c.Get(e.url + "/console/login")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return c
+	}
+	page := func(c *http.Client) string {
+		resp, err := c.Get(link[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("task page = %d", resp.StatusCode)
+		}
+		return string(b)
+	}
+
+	// A reader sees the request but no button, and a forged form is refused.
+	reader := browser("reader")
+	body := page(reader)
+	if !strings.Contains(body, waiting.Request.ID) || strings.Contains(body, "/approve\"") {
+		t.Fatalf("the reader's page shows no request or shows the button")
+	}
+	csrf := csrfField.FindStringSubmatch(body)
+	resp, err := reader.PostForm(link[1]+"/approve", url.Values{"csrf": {csrf[1]}, "request": {waiting.Request.ID}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("the reader's forged approval = %d, want 403", resp.StatusCode)
+	}
+
+	maintainer := browser("maintainer")
+	body = page(maintainer)
+	if !strings.Contains(body, `action="/console/tasks/`+strconv.FormatInt(waiting.ID, 10)+`/approve"`) {
+		t.Fatal("the maintainer's page has no Approve button")
+	}
+	csrf = csrfField.FindStringSubmatch(body)
+	resp, err = maintainer.PostForm(link[1]+"/approve", url.Values{"csrf": {csrf[1]}, "request": {waiting.Request.ID}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(after), "Your approval was sent") {
+		t.Fatalf("approve = %d", resp.StatusCode)
+	}
+
+	done := e.waitState(1, task.Done)
+	runs := checkRunsNamed(e.gh, task.RunCheck)
+	if len(runs) != 1 || runs[0].Conclusion != "success" || runs[0].HeadSHA != waiting.Request.SHA {
+		t.Fatalf("run check runs = %+v", runs)
+	}
+	if len(done.Runs) != 1 || done.Runs[0].By != "maintainer" || done.Runs[0].Verdict != task.Approved {
+		t.Fatalf("the record = %+v", done.Runs)
+	}
+	ac := checkRunsNamed(e.gh, task.ApprovalCheck)
+	if len(ac) != 1 || ac[0].Conclusion != "success" || !strings.Contains(ac[0].Title, "maintainer") {
+		t.Fatalf("approval check runs = %+v", ac)
 	}
 }

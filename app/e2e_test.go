@@ -69,11 +69,20 @@ type env struct {
 	cfg  app.Config
 	// cloneURL, when set, replaces the git server's in deliveries.
 	cloneURL string
+	// console, when set, turns the console on at the bot's own address.
+	console  bool
 	cancel   context.CancelFunc
 	done     chan error
 }
 
 type envOption func(*app.Config)
+
+// consoleHere is the PublicURL withConsole sets: start replaces it with
+// the bot's own address.
+const consoleHere = "console at the listener"
+
+// withConsole turns the console on, at the bot's own address.
+func withConsole(c *app.Config) { c.PublicURL = consoleHere }
 
 func newEnv(t *testing.T, llm *fakellm.Server, opts ...envOption) *env {
 	t.Helper()
@@ -114,7 +123,7 @@ func newEnv(t *testing.T, llm *fakellm.Server, opts ...envOption) *env {
 	for _, o := range opts {
 		o(&cfg)
 	}
-	e := &env{t: t, gh: gh, git: git, llm: llm, logs: logs, cfg: cfg}
+	e := &env{t: t, gh: gh, git: git, llm: llm, logs: logs, cfg: cfg, console: cfg.PublicURL == consoleHere}
 	e.start()
 	t.Cleanup(e.stop)
 	return e
@@ -142,15 +151,22 @@ func newRepository(t *testing.T, gh *fakegithub.Server) *gitserver.Server {
 func (e *env) start() {
 	e.t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	bot, err := app.New(ctx, e.cfg)
-	if err != nil {
-		cancel()
-		e.t.Fatalf("app.New: %v", err)
-	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		cancel()
 		e.t.Fatal(err)
+	}
+	if e.console {
+		// Its address is the listener's, known only now.
+		e.cfg.PublicURL = "http://" + ln.Addr().String()
+		e.cfg.ClientID, e.cfg.ClientSecret = e.gh.ClientID, e.gh.ClientSecret
+		e.cfg.SessionKey = []byte(strings.Repeat("s", 32))
+	}
+	bot, err := app.New(ctx, e.cfg)
+	if err != nil {
+		cancel()
+		ln.Close()
+		e.t.Fatalf("app.New: %v", err)
 	}
 	e.bot, e.url, e.cancel, e.done = bot, "http://"+ln.Addr().String(), cancel, make(chan error, 1)
 	go func() { e.done <- bot.Serve(ctx, ln) }()
@@ -207,6 +223,9 @@ func (e *env) payload(body string, edit func(map[string]any)) []byte {
 	p["comment"].(map[string]any)["id"] = id
 	p["comment"].(map[string]any)["created_at"] = commentTime(e.t, e.gh, id)
 	p["repository"].(map[string]any)["clone_url"] = e.git.CloneURL(owner, repoName)
+	// GitHub's id of the repository, as the fake's API answers it: the
+	// console matches a task to the repository a person can read by it.
+	p["repository"].(map[string]any)["id"] = e.gh.RepoID(owner, repoName)
 	if e.cloneURL != "" {
 		p["repository"].(map[string]any)["clone_url"] = e.cloneURL
 	}
