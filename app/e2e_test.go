@@ -70,9 +70,9 @@ type env struct {
 	// cloneURL, when set, replaces the git server's in deliveries.
 	cloneURL string
 	// console, when set, turns the console on at the bot's own address.
-	console  bool
-	cancel   context.CancelFunc
-	done     chan error
+	console bool
+	cancel  context.CancelFunc
+	done    chan error
 }
 
 type envOption func(*app.Config)

@@ -123,7 +123,7 @@ func (s *Store) Serve(ctx context.Context, q task.QueueConfig) error {
 		Workers: workers,
 		// A step has its own timeout (task.Pool.StepTimeout) and a claim
 		// its lease: River's timeout would cut a long task short.
-		JobTimeout:        -1,
+		JobTimeout: -1,
 		// Jobs arrive by LISTEN/NOTIFY; the poll is the fallback, and the
 		// cooldown the least time between two fetches after notices.
 		FetchPollInterval: min(poll, 500*time.Millisecond),
