@@ -54,7 +54,6 @@ type rows[TTx any] interface {
 // working one in Serve).
 type riverEngine[TD riverdriver.Driver[TTx], TTx any] struct {
 	ins, work  rows[TTx]
-	insDriver  TD
 	workDriver TD
 	inserter   *river.Client[TTx]
 	client     *river.Client[TTx]
@@ -72,7 +71,7 @@ func newRiverEngine[TD riverdriver.Driver[TTx], TTx any](ins, work rows[TTx], in
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("river insert client: %w", err), closeDB())
 	}
-	return &riverEngine[TD, TTx]{ins: ins, work: work, insDriver: insDriver, workDriver: workDriver, inserter: inserter, close: closeDB, cooldown: cooldown, cfg: cfg}, nil
+	return &riverEngine[TD, TTx]{ins: ins, work: work, workDriver: workDriver, inserter: inserter, close: closeDB, cooldown: cooldown, cfg: cfg}, nil
 }
 
 func (e *riverEngine[TD, TTx]) start(ctx context.Context, tr *tracker) error {
