@@ -24,11 +24,12 @@ import (
 // Waiting for approval is a task with no job due but the one at its
 // deadline: no attempt and no goroutine waits.
 //
-// The lease stays the fence: River may run a job twice (a rescue, two
-// jobs for one task), and the lease is what keeps two workers off one
-// task. It also tells a worker that died: River's own rescue of a stuck
-// job comes after an hour, so a sweep every poll interval inserts a job
-// for each due task whose lease ran out (or that was recorded before the
+// The lease stays the fence: River may run a job twice (two jobs for one
+// task), and the lease is what keeps two workers off one task. It also
+// tells a worker that died: River rescues a stuck job by its age against
+// its timeout, and these jobs have none (a task's steps may take long), so
+// River never rescues them. A sweep every quarter lease inserts a job for
+// each due task whose lease ran out (or that was recorded before the
 // queue was River's).
 
 // stepArgs is the job that steps a task. Due and Claims are the task's
