@@ -552,8 +552,14 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
 	var wg sync.WaitGroup
-	wg.Go(func() { a.pool.Run(ctx) })
-	errc := make(chan error, 1)
+	errc := make(chan error, 2)
+	wg.Go(func() {
+		// Workers that cannot run (a queue that does not start) must stop
+		// the bot, not leave it taking deliveries nobody works on.
+		if err := a.pool.Run(ctx); err != nil && ctx.Err() == nil {
+			errc <- fmt.Errorf("workers: %w", err)
+		}
+	})
 	wg.Go(func() {
 		a.log.Info("listening", "addr", ln.Addr().String())
 		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {

@@ -117,6 +117,7 @@ func (s *Store) Serve(ctx context.Context, q task.QueueConfig) error {
 	// The sweep is for workers that died: a quarter of a lease is soon
 	// enough after one runs out, and polling faster only adds jobs.
 	sweep := max(poll, q.Lease/4)
+	fetchPoll := max(min(poll, 500*time.Millisecond), river.FetchPollIntervalMin)
 	client, err := river.NewClient(riverpgxv5.New(s.db), &river.Config{
 		ID:      q.Owner,
 		Logger:  log.With("component", "river"),
@@ -126,9 +127,10 @@ func (s *Store) Serve(ctx context.Context, q task.QueueConfig) error {
 		// its lease: River's timeout would cut a long task short.
 		JobTimeout: -1,
 		// Jobs arrive by LISTEN/NOTIFY; the poll is the fallback, and the
-		// cooldown the least time between two fetches after notices.
-		FetchPollInterval: min(poll, 500*time.Millisecond),
-		FetchCooldown:     10 * time.Millisecond,
+		// cooldown the least time between two fetches after notices,
+		// which River wants no longer than the poll.
+		FetchPollInterval: fetchPoll,
+		FetchCooldown:     min(10*time.Millisecond, fetchPoll),
 		PeriodicJobs: []*river.PeriodicJob{river.NewPeriodicJob(river.PeriodicInterval(sweep),
 			func() (river.JobArgs, *river.InsertOpts) { return sweepArgs{}, nil },
 			&river.PeriodicJobOpts{RunOnStart: true})},

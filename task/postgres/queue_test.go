@@ -237,3 +237,22 @@ func TestUpgradeFromTheReleaseBeforeRiver(t *testing.T) {
 	s := replica(t, url, newScripted(false))
 	waitState(t, s, id, task.Done)
 }
+
+// A pool polling faster than River's default fetch cooldown still starts:
+// the bot's tests poll every 20 ms.
+func TestQueueStartsWithAShortPoll(t *testing.T) {
+	s := open(t, pgtest.URL(t))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	p := &task.Pool{Store: s, Steps: newScripted(false), Workers: 1, Lease: 3 * time.Second, Poll: 5 * time.Millisecond}
+	go func() { done <- p.Run(ctx) }()
+	tk := fixTask(1)
+	if err := s.Record(ctx, task.Delivery{ID: "d1"}, tk); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, s, tk.ID, task.Done)
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("pool: %v", err)
+	}
+}
