@@ -165,14 +165,16 @@ func (c *Console) apiCancel(w http.ResponseWriter, r *http.Request, who *caller)
 
 // apiAnswer is POST /api/requests/{id}/approve and /reject; a request id
 // is its task's id, a dash and a number.
-func (c *Console) apiAnswer(w http.ResponseWriter, r *http.Request, who *caller) {
-	rid := r.PathValue("id")
-	idText, _, ok := strings.Cut(rid, "-")
-	if _, err := strconv.ParseInt(idText, 10, 64); !ok || err != nil {
-		apiError(w, http.StatusNotFound, "not found")
-		return
+func (c *Console) apiAnswer(verb string) func(http.ResponseWriter, *http.Request, *caller) {
+	return func(w http.ResponseWriter, r *http.Request, who *caller) {
+		rid := r.PathValue("id")
+		idText, _, ok := strings.Cut(rid, "-")
+		if _, err := strconv.ParseInt(idText, 10, 64); !ok || err != nil {
+			apiError(w, http.StatusNotFound, "not found")
+			return
+		}
+		c.apiAct(w, r, who, idText, verb, rid)
 	}
-	c.apiAct(w, r, who, idText, r.PathValue("verb"), rid)
 }
 
 func (c *Console) apiAct(w http.ResponseWriter, r *http.Request, who *caller, idText, verb, requestID string) {

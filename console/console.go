@@ -167,6 +167,19 @@ func New(cfg Config) (*Console, error) {
 	}, nil
 }
 
+// apiRoutes are the JSON API's endpoints, as docs/openapi.yaml describes
+// them (its test holds both to each other).
+func (c *Console) apiRoutes() map[string]func(http.ResponseWriter, *http.Request, *caller) {
+	return map[string]func(http.ResponseWriter, *http.Request, *caller){
+		"GET /api/tasks":                  c.apiTasks,
+		"GET /api/tasks/{id}":             c.apiTask,
+		"GET /api/tasks/{id}/events":      c.apiEvents,
+		"POST /api/tasks/{id}/cancel":     c.apiCancel,
+		"POST /api/requests/{id}/approve": c.apiAnswer("approve"),
+		"POST /api/requests/{id}/reject":  c.apiAnswer("reject"),
+	}
+}
+
 // Handler serves /console/… and /api/…; the caller routes those prefixes
 // here.
 func (c *Console) Handler() http.Handler {
@@ -178,12 +191,10 @@ func (c *Console) Handler() http.Handler {
 	m.HandleFunc("GET /console/callback", c.callbackPage)
 	m.HandleFunc("POST /console/logout", c.logout)
 	m.Handle("GET /console/static/", http.StripPrefix("/console/static/", http.FileServerFS(c.static)))
-	m.HandleFunc("GET /api/tasks", c.api(c.apiTasks))
-	m.HandleFunc("GET /api/tasks/{id}", c.api(c.apiTask))
-	m.HandleFunc("GET /api/tasks/{id}/events", c.api(c.apiEvents))
 	m.HandleFunc("POST /console/tasks/{id}/{verb}", c.page(c.actionPage))
-	m.HandleFunc("POST /api/tasks/{id}/cancel", c.api(c.apiCancel))
-	m.HandleFunc("POST /api/requests/{id}/{verb}", c.api(c.apiAnswer))
+	for pattern, h := range c.apiRoutes() {
+		m.HandleFunc(pattern, c.api(h))
+	}
 	m.HandleFunc("/console/", func(w http.ResponseWriter, r *http.Request) { c.fail(w, r, http.StatusNotFound, "No such page.") })
 	m.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) { apiError(w, http.StatusNotFound, "not found") })
 	return secureHeaders(m)
