@@ -52,7 +52,11 @@ func (c *Console) canAct(ctx context.Context, who *caller, t *task.Task) (bool, 
 // act records the task of one console action on task id (a decimal id)
 // and returns the id of the task recorded. verb is approve, reject or
 // cancel; requestID names the request approve and reject answer.
-func (c *Console) act(ctx context.Context, who *caller, idText, verb, requestID, reason string) (int64, error) {
+//
+// shownSHA, when not empty, is the commit the page showed the request on:
+// a page swapped live must not approve a request other than the one its
+// person read.
+func (c *Console) act(ctx context.Context, who *caller, idText, verb, requestID, shownSHA, reason string) (int64, error) {
 	t, err := c.one(ctx, who, idText)
 	if err != nil {
 		return 0, err
@@ -82,6 +86,9 @@ func (c *Console) act(ctx context.Context, who *caller, idText, verb, requestID,
 		r := t.Request
 		if t.State != task.AwaitingApproval || r == nil || r.Answer != nil || r.ID != requestID {
 			return 0, &actionErr{http.StatusConflict, fmt.Sprintf("request %s is not waiting for an answer", requestID)}
+		}
+		if shownSHA != "" && shownSHA != r.SHA {
+			return 0, &actionErr{http.StatusConflict, fmt.Sprintf("request %s is on another commit than the one shown; reload and read it again", requestID)}
 		}
 		if r.CheckRunID == 0 {
 			// The console's answer is a press of that check run's
@@ -138,7 +145,7 @@ func (c *Console) actionPage(w http.ResponseWriter, r *http.Request, who *caller
 		return
 	}
 	verb := r.PathValue("verb")
-	_, err := c.act(r.Context(), who, r.PathValue("id"), verb, r.PostFormValue("request"), r.PostFormValue("reason"))
+	_, err := c.act(r.Context(), who, r.PathValue("id"), verb, r.PostFormValue("request"), r.PostFormValue("sha"), r.PostFormValue("reason"))
 	var ae *actionErr
 	switch {
 	case errors.As(err, &ae):
@@ -155,7 +162,7 @@ func (c *Console) actionPage(w http.ResponseWriter, r *http.Request, who *caller
 // X-CSRF-Token. A caller with its own token in Authorization has no
 // ambient credential another site could use, and needs none.
 func apiCSRF(r *http.Request, who *caller) bool {
-	return who.csrf == "" || sameSecret(who.csrf, r.Header.Get("X-CSRF-Token"))
+	return who.viaToken || (who.csrf != "" && sameSecret(who.csrf, r.Header.Get("X-CSRF-Token")))
 }
 
 // apiCancel is POST /api/tasks/{id}/cancel.
@@ -191,7 +198,7 @@ func (c *Console) apiAct(w http.ResponseWriter, r *http.Request, who *caller, id
 			return
 		}
 	}
-	id, err := c.act(r.Context(), who, idText, verb, requestID, body.Reason)
+	id, err := c.act(r.Context(), who, idText, verb, requestID, "", body.Reason)
 	var ae *actionErr
 	switch {
 	case errors.As(err, &ae):

@@ -70,6 +70,7 @@ func TestActionsFollowPermissionAndCSRF(t *testing.T) {
 		{"another session's CSRF token", "POST", "/console/tasks/" + hostile + "/approve", url.Values{"csrf": {f.csrfOf(t, carol)}, "request": {"4-2"}}, alice, nil, http.StatusForbidden},
 		{"API without CSRF header", "POST", "/api/requests/4-2/approve", nil, alice, nil, http.StatusForbidden},
 		{"a request that is not waiting", "POST", "/console/tasks/" + hostile + "/approve", form(alice, url.Values{"request": {"4-1"}}), alice, nil, http.StatusConflict},
+		{"a commit other than the one the page showed", "POST", "/console/tasks/" + hostile + "/approve", form(alice, url.Values{"sha": {strings.Repeat("b", 40)}}), alice, nil, http.StatusConflict},
 		{"an unknown verb", "POST", "/console/tasks/" + hostile + "/merge", form(alice, nil), alice, nil, http.StatusNotFound},
 		{"unauthenticated API", "POST", "/api/requests/4-2/approve", nil, nil, nil, http.StatusUnauthorized},
 	}

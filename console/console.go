@@ -95,6 +95,8 @@ type Console struct {
 	budget   time.Duration // requestBudget; shorter in tests
 	// streamPoll is how often a live stream reads its task; shorter in tests.
 	streamPoll time.Duration
+	// streams counts the open live streams, per person and in all.
+	streams streamCount
 }
 
 //go:embed templates/*.html
@@ -225,6 +227,9 @@ type caller struct {
 	ID    int64
 	token string
 	csrf  string // "" for a caller with a token: it posts no forms
+	// viaToken is a caller who sent their own token in Authorization:
+	// no cookie another site could ride, so no CSRF token either.
+	viaToken bool
 }
 
 // fromSession reads the signed-in person, if the cookie is ours and alive.

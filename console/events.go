@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/pullwright/pullwright/task"
@@ -33,7 +34,42 @@ const (
 	maxStream = 30 * time.Minute
 	// streamWrite bounds one write to a slow reader.
 	streamWrite = 10 * time.Second
+	// Each open stream reads its task every streamPoll: a person may have
+	// a few tabs open, and the replica serves a bounded number in all.
+	maxStreamsPerPerson = 8
+	maxStreams          = 256
 )
+
+// streamCount counts the open streams of a replica.
+type streamCount struct {
+	mu     sync.Mutex
+	total  int
+	byUser map[int64]int
+}
+
+// open takes a place for a stream of user id, if there is one.
+func (s *streamCount) open(id int64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.byUser == nil {
+		s.byUser = map[int64]int{}
+	}
+	if s.total >= maxStreams || s.byUser[id] >= maxStreamsPerPerson {
+		return false
+	}
+	s.total++
+	s.byUser[id]++
+	return true
+}
+
+func (s *streamCount) close(id int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.total--
+	if s.byUser[id]--; s.byUser[id] <= 0 {
+		delete(s.byUser, id)
+	}
+}
 
 func (c *Console) apiEvents(w http.ResponseWriter, r *http.Request, who *caller) {
 	ctx := r.Context()
@@ -42,6 +78,12 @@ func (c *Console) apiEvents(w http.ResponseWriter, r *http.Request, who *caller)
 		c.apiFailed(w, r, err)
 		return
 	}
+	if !c.streams.open(who.ID) {
+		w.Header().Set("Retry-After", "30")
+		apiError(w, http.StatusTooManyRequests, "too many live streams open; close some pages")
+		return
+	}
+	defer c.streams.close(who.ID)
 	rc := http.NewResponseController(w)
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")

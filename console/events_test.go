@@ -160,3 +160,24 @@ func TestTaskPageIsLive(t *testing.T) {
 		t.Errorf("live.js = %d %q", w.Code, w.Header().Get("Content-Type"))
 	}
 }
+
+// One person's streams are bounded: the next one is told to wait.
+func TestTaskStreamsAreBounded(t *testing.T) {
+	f := newFixture(t)
+	alice := f.signIn(t, "alice")
+	for i := range maxStreamsPerPerson {
+		if code, events := f.stream(t, f.ids["hostile"], alice); code != http.StatusOK {
+			t.Fatalf("stream %d = %d", i, code)
+		} else {
+			next(t, events)
+		}
+	}
+	if code, _ := f.stream(t, f.ids["hostile"], alice); code != http.StatusTooManyRequests {
+		t.Fatalf("one stream too many = %d, want 429", code)
+	}
+	// Another person is not held up by alice's.
+	carol := f.signIn(t, "carol")
+	if code, _ := f.stream(t, f.ids["readonly"], carol); code != http.StatusOK {
+		t.Fatalf("carol's stream = %d", code)
+	}
+}

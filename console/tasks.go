@@ -328,7 +328,7 @@ func (c *Console) api(h func(http.ResponseWriter, *http.Request, *caller)) http.
 				apiError(w, http.StatusBadGateway, "GitHub did not answer who this token is")
 				return
 			}
-			h(w, r, &caller{Login: u.Login, ID: u.ID, token: token})
+			h(w, r, &caller{Login: u.Login, ID: u.ID, token: token, viaToken: true})
 			return
 		}
 		who, ok := c.fromSession(r)

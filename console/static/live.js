@@ -67,7 +67,15 @@
     }
     refresh();
   });
-  src.addEventListener("end", function () {
+  src.addEventListener("end", function (e) {
+    var why = {};
+    try {
+      why = JSON.parse(e.data);
+    } catch (err) {}
+    // A stream's time is up: EventSource opens a new one by itself.
+    if (why.reason === "time") {
+      return;
+    }
     src.close();
     refresh();
   });

@@ -44,6 +44,10 @@ var (
 	_ task.Queue  = (*Store)(nil)
 )
 
+// earlyWindow is how far ahead of this replica's clock a job may come and
+// still be its task's: clocks of replicas and the database differ by less.
+const earlyWindow = 5 * time.Second
+
 // DefaultMaxConns is the size of a replica's connection pool when the
 // database URL does not set pool_max_conns.
 const DefaultMaxConns = 16
@@ -243,7 +247,15 @@ func (s *Store) claim(ctx context.Context, want int64, owner string, lease time.
 	}
 	switch {
 	case want == 0:
-	case state.Terminal(), runAfter.After(now):
+	case state.Terminal():
+		return nil, fmt.Errorf("claim task %d: %w", want, task.ErrNoTask)
+	case runAfter.After(now):
+		// Due in a moment: a job River ran by the database's clock, which
+		// is a little ahead of this replica's. Due later: a stale job,
+		// whose task's later due time has a job of its own.
+		if wait := runAfter.Sub(now); wait < earlyWindow {
+			return nil, fmt.Errorf("claim task %d: %w", want, &earlyError{wait: wait})
+		}
 		return nil, fmt.Errorf("claim task %d: %w", want, task.ErrNoTask)
 	case leaseOwner != "" && leaseUntil.InfinityModifier == pgtype.Finite && !leaseUntil.Time.Before(now):
 		return nil, fmt.Errorf("claim task %d: %w", want, &leasedError{until: leaseUntil.Time})

@@ -12,6 +12,7 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivermigrate"
+	"github.com/riverqueue/river/rivertype"
 
 	"github.com/pullwright/pullwright/task"
 )
@@ -36,17 +37,31 @@ import (
 // due time and claim count when the job was inserted: with the task id
 // they make the job unique, so the sweep and a release that find the same
 // task due at the same time insert one job, while a task given back by the
-// claim a job began always gets a new one.
+// claim a job began always gets a new one. Sweep is 0, or for the sweep's
+// own inserts the lease period it ran in: a job River still counts as
+// running for a replica that was killed before its claim committed would
+// otherwise hold that key, and its task, for ever (River never rescues a
+// job without a timeout); the next period's sweep gets past it.
 type stepArgs struct {
 	Task   int64  `json:"task"`
 	Due    string `json:"due"`
 	Claims int    `json:"claims"`
+	Sweep  int64  `json:"sweep,omitempty"`
 }
 
 func (stepArgs) Kind() string { return "pullwright_step" }
 
+// uniqueStates are River's required ones. Not completed: a job that found
+// its task not yet due by this replica's clock completes, and a later
+// insert of the same key must not be refused for River's day of keeping
+// completed jobs.
+var uniqueStates = []rivertype.JobState{
+	rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateRunning,
+	rivertype.JobStateRetryable, rivertype.JobStateScheduled,
+}
+
 func (stepArgs) InsertOpts() river.InsertOpts {
-	return river.InsertOpts{UniqueOpts: river.UniqueOpts{ByArgs: true}}
+	return river.InsertOpts{UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: uniqueStates}}
 }
 
 // sweepArgs is the periodic job that finds due tasks no job will bring.
@@ -60,7 +75,11 @@ const sweepBatch = 500
 
 // enqueue inserts, in tx, the job that steps task id when it is due.
 func enqueue(ctx context.Context, q *river.Client[pgx.Tx], tx pgx.Tx, now, due time.Time, id int64, claims int) error {
-	args := stepArgs{Task: id, Due: due.UTC().Format(time.RFC3339Nano), Claims: claims}
+	return enqueueArgs(ctx, q, tx, now, due, stepArgs{Task: id, Due: due.UTC().Format(time.RFC3339Nano), Claims: claims})
+}
+
+func enqueueArgs(ctx context.Context, q *river.Client[pgx.Tx], tx pgx.Tx, now, due time.Time, args stepArgs) error {
+	id := args.Task
 	var opts river.InsertOpts
 	if due.After(now) {
 		// A job given any ScheduledAt waits for River's scheduler, which
@@ -166,8 +185,15 @@ type stepWorker struct {
 func (w *stepWorker) Work(ctx context.Context, job *river.Job[stepArgs]) error {
 	owner := fmt.Sprintf("%s-job%d", w.q.Owner, job.ID)
 	t, err := w.s.claimTask(ctx, job.Args.Task, owner, w.q.Lease)
-	var leased *leasedError
+	var (
+		leased *leasedError
+		early  *earlyError
+	)
 	switch {
+	case errors.As(err, &early):
+		// River ran it by the database's clock, a moment before this
+		// replica's says the task is due: wait for it rather than drop it.
+		return river.JobSnooze(early.wait)
 	case errors.As(err, &leased):
 		// Not until the lease ends: the holder may give the task back much
 		// sooner, and its release finds this job and adds none.
@@ -193,7 +219,7 @@ type sweepWorker struct {
 // River's, get theirs.
 func (w *sweepWorker) Work(ctx context.Context, job *river.Job[sweepArgs]) error {
 	// A task due only a moment ago has its job, most likely on its way.
-	n, err := w.s.sweep(ctx, w.s.now().Add(-w.q.Poll))
+	n, err := w.s.sweep(ctx, w.s.now().Add(-w.q.Poll), w.s.now().UnixNano()/int64(max(w.q.Lease, time.Second)))
 	if err != nil {
 		return err
 	}
@@ -204,8 +230,8 @@ func (w *sweepWorker) Work(ctx context.Context, job *river.Job[sweepArgs]) error
 }
 
 // sweep inserts a job for each task due before dueBefore whose lease is
-// free or ran out, and says how many it found.
-func (s *Store) sweep(ctx context.Context, dueBefore time.Time) (int, error) {
+// free or ran out, once per period, and says how many it found.
+func (s *Store) sweep(ctx context.Context, dueBefore time.Time, period int64) (int, error) {
 	tx, err := s.db.Begin(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("sweep due tasks: begin: %w", err)
@@ -231,7 +257,8 @@ func (s *Store) sweep(ctx context.Context, dueBefore time.Time) (int, error) {
 		return 0, fmt.Errorf("sweep due tasks: %w", err)
 	}
 	for _, d := range found {
-		if err := enqueue(ctx, s.queue, tx, s.now(), d.at, d.id, d.claims); err != nil {
+		args := stepArgs{Task: d.id, Due: d.at.UTC().Format(time.RFC3339Nano), Claims: d.claims, Sweep: period}
+		if err := enqueueArgs(ctx, s.queue, tx, s.now(), d.at, args); err != nil {
 			return 0, fmt.Errorf("sweep due tasks: %w", err)
 		}
 	}
@@ -247,6 +274,11 @@ type leasedError struct{ until time.Time }
 func (e *leasedError) Error() string {
 	return fmt.Sprintf("leased until %s", e.until.Format(time.RFC3339))
 }
+
+// earlyError says a task is due in a moment, by this replica's clock.
+type earlyError struct{ wait time.Duration }
+
+func (e *earlyError) Error() string { return fmt.Sprintf("due in %s", e.wait) }
 
 // errUnreadable means a claimed task could not be decoded and was failed.
 var errUnreadable = errors.New("unreadable task")

@@ -256,3 +256,25 @@ func TestQueueStartsWithAShortPoll(t *testing.T) {
 		t.Fatalf("pool: %v", err)
 	}
 }
+
+// A replica killed after River marked a job running but before its claim
+// committed leaves the task unleased and its job "running" for ever (River
+// never rescues a job without a timeout): the sweep's job must not be
+// taken for a duplicate of that one.
+func TestATaskWhoseJobIsStuckRunningIsTakenUp(t *testing.T) {
+	url := pgtest.URL(t)
+	s := open(t, url)
+	ctx := context.Background()
+	tk := fixTask(1)
+	if err := s.Record(ctx, task.Delivery{ID: "d1"}, tk); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.db.Exec(ctx, `UPDATE river_job SET state = 'running', attempt = 1, attempted_at = now(),
+		attempted_by = '{dead-replica}' WHERE (args->>'task')::bigint = $1`, tk.ID); err != nil {
+		t.Fatal(err)
+	}
+	replica(t, url, newScripted(false))
+	if got := waitState(t, s, tk.ID, task.Done); got.Crashes != 0 {
+		t.Errorf("crashes = %d, want 0 (no claim was lost)", got.Crashes)
+	}
+}

@@ -61,8 +61,7 @@ func (b *recordBatches) record(ctx context.Context, s *Store, d task.Delivery, t
 				return c.finish()
 			default:
 			}
-			b.lead(s)
-			<-s.write.turn
+			b.leadInTurn(s)
 			// Done, unless the batch was full before c: then c waits for
 			// the next turn like any other.
 		case <-ctx.Done():
@@ -108,22 +107,35 @@ func (b *recordBatches) take() []*recordCall {
 	return calls
 }
 
-// lead commits the queued calls in one transaction; the caller holds the
-// write turn. Every call it takes is done when it returns.
-func (b *recordBatches) lead(s *Store) {
+// leadInTurn commits the queued calls in one transaction and gives the
+// write turn back, which the caller took. Every call it takes is done when
+// it returns, and the turn is given back, even if the batch panics: a
+// panic held in the turn would stop every write of the process.
+func (b *recordBatches) leadInTurn(s *Store) {
+	defer func() { <-s.write.turn }()
 	calls := b.take()
 	if len(calls) == 0 {
 		return
 	}
+	var err error
+	defer func() {
+		if r := recover(); r != nil {
+			// Nothing was committed: the commit is the batch's last act.
+			err = fmt.Errorf("record %d deliveries: panic: %v", len(calls), r)
+			for _, c := range calls {
+				c.err = err
+			}
+		}
+		for _, c := range calls {
+			if err != nil && c.err == nil {
+				c.err = err
+			}
+			close(c.done)
+		}
+	}()
 	ctx, cancel := context.WithTimeout(context.Background(), batchTimeout)
 	defer cancel()
-	err := s.recordBatch(ctx, calls)
-	for _, c := range calls {
-		if err != nil && c.err == nil {
-			c.err = err
-		}
-		close(c.done)
-	}
+	err = s.recordBatch(ctx, calls)
 }
 
 // recordBatch writes calls in one transaction, each in a savepoint, and
