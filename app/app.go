@@ -478,9 +478,16 @@ type notifying struct {
 }
 
 func (n notifying) Record(ctx context.Context, d task.Delivery, t *task.Task) error {
-	err := n.Store.Record(ctx, d, t)
+	return recordAndWake(ctx, n.Store, n.pool, d, t)
+}
+
+// recordAndWake records d and t, and wakes a worker if that made a task.
+func recordAndWake(ctx context.Context, s interface {
+	Record(context.Context, task.Delivery, *task.Task) error
+}, pool *task.Pool, d task.Delivery, t *task.Task) error {
+	err := s.Record(ctx, d, t)
 	if err == nil && t != nil {
-		n.pool.Notify()
+		pool.Notify()
 	}
 	return err
 }
@@ -493,11 +500,7 @@ type notifyingConsole struct {
 }
 
 func (n notifyingConsole) Record(ctx context.Context, d task.Delivery, t *task.Task) error {
-	err := n.Store.Record(ctx, d, t)
-	if err == nil && t != nil {
-		n.pool.Notify()
-	}
-	return err
+	return recordAndWake(ctx, n.Store, n.pool, d, t)
 }
 
 // Handler serves the bot's HTTP endpoints.
