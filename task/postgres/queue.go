@@ -51,10 +51,10 @@ type stepArgs struct {
 
 func (stepArgs) Kind() string { return "pullwright_step" }
 
-// uniqueStates are River's required ones. Not completed: a job that found
-// its task not yet due by this replica's clock completes, and a later
-// insert of the same key must not be refused for River's day of keeping
-// completed jobs.
+// uniqueStates are River's required ones. Not completed: a stale job (its
+// task's due time moved on) completes without work, and a later insert of
+// the same key must not be refused for River's day of keeping completed
+// jobs.
 var uniqueStates = []rivertype.JobState{
 	rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateRunning,
 	rivertype.JobStateRetryable, rivertype.JobStateScheduled,
