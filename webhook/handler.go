@@ -514,6 +514,10 @@ func (h *Handler) reviewComment(d task.Delivery, p *event) (*task.Task, string) 
 		return nil, "review_comment_not_created"
 	case p.Comment == nil || p.PullRequest == nil || p.Repository == nil || p.Sender == nil:
 		return nil, "review_comment_incomplete"
+	case p.Comment.ID == 0:
+		// GitHub's review comments always have an id; without one the
+		// task could neither react to the comment nor reply in its thread.
+		return nil, "review_comment_incomplete"
 	}
 	c := p.Comment
 	return h.command(d, p, ask{
