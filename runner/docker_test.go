@@ -91,6 +91,40 @@ func ownedContainers(t testing.TB, owner string) []string {
 	return ids
 }
 
+// containerRuns reports whether a running container of owner has a
+// process whose command line contains want. The sandbox keeps no logs
+// (its log driver is "none"), so a test watches its processes instead.
+func containerRuns(t testing.TB, owner, want string) bool {
+	t.Helper()
+	cli, err := client.New(client.FromEnv)
+	if err != nil {
+		t.Error(err)
+		return true
+	}
+	defer cli.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	list, err := cli.ContainerList(ctx, client.ContainerListOptions{
+		Filters: client.Filters{}.Add("label", runner.LabelManaged+"=true").
+			Add("label", runner.LabelOwner+"="+owner),
+	})
+	if err != nil {
+		return false
+	}
+	for _, c := range list.Items {
+		top, err := cli.ContainerTop(ctx, c.ID, client.ContainerTopOptions{})
+		if err != nil {
+			continue
+		}
+		for _, p := range top.Processes {
+			if strings.Contains(strings.Join(p, " "), want) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // dockerRun runs command on a copy of dir (an empty directory if "").
 func dockerRun(t *testing.T, d *runner.Docker, dir, command string, timeout time.Duration) pullwright.RunResult {
 	t.Helper()
@@ -501,10 +535,23 @@ func TestDockerLeavesWorkspaceUnchanged(t *testing.T) {
 
 func TestDockerContextCancel(t *testing.T) {
 	t.Parallel()
-	d := newDocker(t, runner.DockerConfig{})
+	owner := fmt.Sprintf("cancel-%d-%d", os.Getpid(), testOwners.Add(1))
+	d := newDocker(t, runner.DockerConfig{Owner: owner})
 	ctx, cancel := context.WithCancel(t.Context())
-	time.AfterFunc(2*time.Second, cancel)
+	// Cancel once the command has printed and sleeps, not after a fixed
+	// time: on a loaded machine setting up the sandbox can take longer
+	// than any guess, and a cancel before the start tests something else.
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		defer cancel()
+		for ctx.Err() == nil && !containerRuns(t, owner, "sleep 1000") {
+			time.Sleep(50 * time.Millisecond)
+		}
+	}()
 	res, err := d.Run(ctx, runner.Spec{Dir: t.TempDir(), Command: "echo started; sleep 1000"})
+	cancel()
+	<-watched
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("err = %v, want context.Canceled", err)
 	}
