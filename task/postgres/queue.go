@@ -60,8 +60,17 @@ var uniqueStates = []rivertype.JobState{
 	rivertype.JobStateRetryable, rivertype.JobStateScheduled,
 }
 
+// River works a job of a lower priority number first. A step's job has
+// priority stepPriority; the sweep, and the jobs it inserts for tasks no
+// job brought (a dead replica's), have sweepPriority, so that neither
+// waits behind a backlog of new tasks.
+const (
+	sweepPriority = 1
+	stepPriority  = 2
+)
+
 func (stepArgs) InsertOpts() river.InsertOpts {
-	return river.InsertOpts{UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: uniqueStates}}
+	return river.InsertOpts{Priority: stepPriority, UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: uniqueStates}}
 }
 
 // sweepArgs is the periodic job that finds due tasks no job will bring.
@@ -81,6 +90,9 @@ func enqueue(ctx context.Context, q *river.Client[pgx.Tx], tx pgx.Tx, now, due t
 func enqueueArgs(ctx context.Context, q *river.Client[pgx.Tx], tx pgx.Tx, now, due time.Time, args stepArgs) error {
 	id := args.Task
 	var opts river.InsertOpts
+	if args.Sweep != 0 {
+		opts.Priority = sweepPriority
+	}
 	if due.After(now) {
 		// A job given any ScheduledAt waits for River's scheduler, which
 		// looks every few seconds: one due now is inserted available.
@@ -151,7 +163,9 @@ func (s *Store) Serve(ctx context.Context, q task.QueueConfig) error {
 		FetchPollInterval: fetchPoll,
 		FetchCooldown:     min(10*time.Millisecond, fetchPoll),
 		PeriodicJobs: []*river.PeriodicJob{river.NewPeriodicJob(river.PeriodicInterval(sweep),
-			func() (river.JobArgs, *river.InsertOpts) { return sweepArgs{}, nil },
+			func() (river.JobArgs, *river.InsertOpts) {
+				return sweepArgs{}, &river.InsertOpts{Priority: sweepPriority}
+			},
 			&river.PeriodicJobOpts{RunOnStart: true})},
 	})
 	if err != nil {

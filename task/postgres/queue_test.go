@@ -278,3 +278,42 @@ func TestATaskWhoseJobIsStuckRunningIsTakenUp(t *testing.T) {
 		t.Errorf("crashes = %d, want 0 (no claim was lost)", got.Crashes)
 	}
 }
+
+// A dead replica's task is not left behind a backlog of new tasks: the
+// job the sweep inserts for it goes first.
+func TestATaskOfADeadReplicaGoesBeforeTheBacklog(t *testing.T) {
+	url := pgtest.URL(t)
+	s := open(t, url)
+	ctx := context.Background()
+	dead := fixTask(1)
+	if err := s.Record(ctx, task.Delivery{ID: "dead"}, dead); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.claimTask(ctx, dead.ID, "dead-replica-job1", time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.db.Exec(ctx, `UPDATE river_job SET state = 'running', attempt = 1, attempted_at = now(),
+		attempted_by = '{dead-replica}' WHERE (args->>'task')::bigint = $1`, dead.ID); err != nil {
+		t.Fatal(err)
+	}
+	// A backlog of 2 workers × 20 ms per step that lasts well past the
+	// dead task's lease and the first sweeps.
+	const backlog = 600
+	for i := range backlog {
+		if err := s.Record(ctx, task.Delivery{ID: fmt.Sprint("d", i)}, fixTask(100+i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	replica(t, url, newScripted(false))
+	waitState(t, s, dead.ID, task.Done)
+	var left int
+	if err := s.db.QueryRow(ctx, `SELECT count(*) FROM tasks WHERE state <> $1`, string(task.Done)).Scan(&left); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d of %d backlog tasks left", left, backlog)
+	// Behind the backlog it would be done last, with none left; ahead of
+	// it, with most left (350–450 of 600 here).
+	if left < backlog/4 {
+		t.Errorf("the dead replica's task was done with %d of %d backlog tasks left, want it ahead of most", left, backlog)
+	}
+}
