@@ -263,7 +263,7 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("webhook: %w", err)
 	}
-	if a.console, err = consoleOf(cfg, store, a.pool, log); err != nil {
+	if a.console, err = consoleOf(cfg, store, a.pool, installations{gh}, log); err != nil {
 		return nil, err
 	}
 	if a.console != nil {
@@ -274,7 +274,7 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 
 // consoleOf builds the console when it is configured, nil when none of
 // its settings is.
-func consoleOf(cfg Config, store task.Store, pool *task.Pool, log *slog.Logger) (*console.Console, error) {
+func consoleOf(cfg Config, store task.Store, pool *task.Pool, inst console.Installations, log *slog.Logger) (*console.Console, error) {
 	set := 0
 	for _, v := range []bool{cfg.ClientID != "", cfg.ClientSecret != "", len(cfg.SessionKey) > 0, cfg.PublicURL != ""} {
 		if v {
@@ -295,8 +295,20 @@ func consoleOf(cfg Config, store task.Store, pool *task.Pool, log *slog.Logger) 
 	return console.New(console.Config{
 		Store: notifyingConsole{lister, pool}, APIURL: cfg.APIURL, PublicURL: cfg.PublicURL,
 		ClientID: cfg.ClientID, ClientSecret: cfg.ClientSecret, SessionKey: cfg.SessionKey,
-		PermissionTTL: cfg.PermissionTTL, Logger: log.With("component", "console"),
+		PermissionTTL: cfg.PermissionTTL, Installations: inst, Logger: log.With("component", "console"),
 	})
+}
+
+// installations gives the console the app's installation on a repository,
+// in the console's terms.
+type installations struct{ gh *ghapp.App }
+
+func (i installations) RepoInstallation(ctx context.Context, owner, name string) (int64, error) {
+	id, err := i.gh.RepoInstallation(ctx, owner, name)
+	if errors.Is(err, ghapp.ErrNotInstalled) {
+		return 0, fmt.Errorf("%w: %w", console.ErrNotInstalled, err)
+	}
+	return id, err
 }
 
 // operator is the operator's configuration with the environment's model

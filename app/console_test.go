@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"net"
@@ -18,6 +19,7 @@ import (
 	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/app"
 	"github.com/pullwright/pullwright/internal/fakegithub"
+	"github.com/pullwright/pullwright/internal/fakellm"
 	"github.com/pullwright/pullwright/task"
 )
 
@@ -192,5 +194,52 @@ func TestApproveFromTheConsoleRunsTheCommand(t *testing.T) {
 	ac := checkRunsNamed(e.gh, task.ApprovalCheck)
 	if len(ac) != 1 || ac[0].Conclusion != "success" || !strings.Contains(ac[0].Title, "maintainer") {
 		t.Fatalf("approval check runs = %+v", ac)
+	}
+}
+
+// A maintainer starts a fix from the API with their own token, and it
+// ends in a pull request as a "/agent fix" comment would: the console
+// found the app's installation, the repository's clone URL and the issue
+// with the maintainer's token, and the fix checked the trigger rule.
+func TestStartFromTheConsoleOpensAPullRequest(t *testing.T) {
+	e := newEnv(t, fakellm.New(t, fixScript()...), withConsole)
+	e.gh.CloneURL = e.git.CloneURL
+	e.gh.SetPermission(owner, repoName, "maintainer", "write")
+	post := func(login, body string) (int, map[string]any) {
+		req, _ := http.NewRequest("POST", e.url+"/api/tasks", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+e.gh.UserToken(login))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out map[string]any
+		_ = json.NewDecoder(resp.Body).Decode(&out)
+		return resp.StatusCode, out
+	}
+	code, out := post("maintainer", `{"repository":"`+owner+"/"+repoName+`","issue":1,"instructions":"fix the spelling of commit in the README"}`)
+	if code != http.StatusAccepted {
+		t.Fatalf("start = %d %v", code, out)
+	}
+	tk := e.waitTask(1)
+	if tk.State != task.Done || tk.Requester.Login != "maintainer" || tk.Repo.InstallationID != installID {
+		t.Fatalf("task = %s by %s on installation %d: %s\nlogs:\n%s", tk.State, tk.Requester.Login, tk.Repo.InstallationID, tk.Error, e.logs.String())
+	}
+	prs := e.gh.PullRequests(owner, repoName)
+	if len(prs) != 1 || !strings.Contains(prs[0].Body, "Fixes #1") {
+		t.Fatalf("pull requests = %+v", prs)
+	}
+	// The installation was asked of GitHub with the app's JWT.
+	found := false
+	for _, r := range e.gh.Requests() {
+		found = found || (r.Method == "GET" && r.Path == "/repos/"+owner+"/"+repoName+"/installation" && r.Auth == "jwt" && r.Status == http.StatusOK)
+	}
+	if !found {
+		t.Error("the installation was not asked of GitHub with the app's JWT")
+	}
+	// Someone who cannot see the repository is told nothing of it.
+	if code, out := post("stranger", `{"repository":"`+owner+"/"+repoName+`","issue":1}`); code != http.StatusNotFound {
+		t.Errorf("a stranger's start = %d %v, want 404", code, out)
 	}
 }

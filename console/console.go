@@ -56,6 +56,9 @@ type Config struct {
 	// PermissionTTL is how long a permission answer is reused (default
 	// 30s, at most a minute, as for the comment commands).
 	PermissionTTL time.Duration
+	// Installations finds the app's installation on a repository, for
+	// POST /api/tasks; nil refuses that endpoint.
+	Installations Installations
 	// HTTPClient calls GitHub (default: one with no global state).
 	HTTPClient *http.Client
 	Logger     *slog.Logger
@@ -174,6 +177,7 @@ func New(cfg Config) (*Console, error) {
 func (c *Console) apiRoutes() map[string]func(http.ResponseWriter, *http.Request, *caller) {
 	return map[string]func(http.ResponseWriter, *http.Request, *caller){
 		"GET /api/tasks":                  c.apiTasks,
+		"POST /api/tasks":                 c.apiStart,
 		"GET /api/tasks/{id}":             c.apiTask,
 		"GET /api/tasks/{id}/events":      c.apiEvents,
 		"POST /api/tasks/{id}/cancel":     c.apiCancel,

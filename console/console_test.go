@@ -40,6 +40,7 @@ type fixture struct {
 	clock *clock
 	store *tasktest.Store
 	ids   map[string]int64 // "private", "readonly", "secret", "hostile"
+	inst  *installs
 }
 
 // newFixture: tasks in three repositories the app is installed on.
@@ -56,7 +57,7 @@ func newFixture(t *testing.T) *fixture {
 	gh.SetPermission("o", "secret", "dave", "admin")
 	clk := &clock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
 	store := tasktest.NewStore(clk.Now)
-	f := &fixture{gh: gh, clock: clk, store: store, ids: map[string]int64{}}
+	f := &fixture{gh: gh, clock: clk, store: store, ids: map[string]int64{}, inst: &installs{ids: map[string]int64{"o/private": 1, "o/readonly": 1, "o/secret": 1, "o/hostile": 1}}}
 	for i, name := range []string{"private", "readonly", "secret", "hostile"} {
 		tk := &task.Task{Kind: task.KindFix, Repo: pullwright.Repo{InstallationID: 1, Owner: "o", Name: name}, Issue: i + 1,
 			IssueTitle: "fix " + name, Requester: task.Person{Login: "dave"}, Instructions: "do " + name}
@@ -83,7 +84,7 @@ func newFixture(t *testing.T) *fixture {
 	c, err := New(Config{
 		Store: store, APIURL: gh.URL, PublicURL: "https://console.example",
 		ClientID: gh.ClientID, ClientSecret: gh.ClientSecret,
-		SessionKey: []byte(strings.Repeat("k", 32)), Now: clk.Now,
+		SessionKey: []byte(strings.Repeat("k", 32)), Now: clk.Now, Installations: f.inst,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	if err != nil {

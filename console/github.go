@@ -133,35 +133,43 @@ func (g *github) exchange(ctx context.Context, code, redirect string) (string, e
 // get calls the API with token and decodes a 200 answer into v; it returns
 // false on 404.
 func (g *github) get(ctx context.Context, token, path string, v any) (bool, error) {
+	found, _, err := g.getDated(ctx, token, path, v)
+	return found, err
+}
+
+// getDated is get, and the time of GitHub's answer (its Date header, zero
+// if it had none): GitHub's clock, by which the bot orders events.
+func (g *github) getDated(ctx context.Context, token, path string, v any) (bool, time.Time, error) {
 	ctx, cancel := context.WithTimeout(ctx, githubTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, g.api+path, nil)
 	if err != nil {
-		return false, err
+		return false, time.Time{}, err
 	}
 	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Accept", "application/vnd.github+json")
 	req.Header.Set("X-GitHub-Api-Version", "2022-11-28")
 	resp, err := g.client.Do(req)
 	if err != nil {
-		return false, err
+		return false, time.Time{}, err
 	}
 	defer resp.Body.Close()
+	date, _ := http.ParseTime(resp.Header.Get("Date"))
 	switch resp.StatusCode {
 	case http.StatusOK:
-		return true, json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(v)
+		return true, date, json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(v)
 	case http.StatusNotFound:
-		return false, nil
+		return false, date, nil
 	case http.StatusUnauthorized:
-		return false, errUnauthorized
+		return false, date, errUnauthorized
 	case http.StatusForbidden, http.StatusUnavailableForLegalReasons:
 		// GitHub's rate limits answer 403 too, with no requests left;
 		// those say nothing about the token's rights.
 		if resp.Header.Get("X-RateLimit-Remaining") != "0" && resp.Header.Get("Retry-After") == "" {
-			return false, errForbidden
+			return false, date, errForbidden
 		}
 	}
-	return false, fmt.Errorf("GitHub answered %s", resp.Status)
+	return false, date, fmt.Errorf("GitHub answered %s", resp.Status)
 }
 
 // revoke deletes the person's token on GitHub ("Delete an app token":

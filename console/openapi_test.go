@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pullwright/pullwright/internal/fakegithub"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"go.yaml.in/yaml/v3"
 )
@@ -132,6 +133,7 @@ func TestOpenAPIDescribesTheAnswers(t *testing.T) {
 	csrf := func(ck *http.Cookie) http.Header { return http.Header{"X-Csrf-Token": {f.csrfOf(t, ck)}} }
 	bearer := http.Header{"Authorization": {"Bearer " + f.gh.UserToken("alice")}, "Content-Type": {"application/json"}}
 	hostile, secret, readonly := itoa(f.ids["hostile"]), itoa(f.ids["secret"]), itoa(f.ids["readonly"])
+	f.gh.AddIssue("o", "private", fakegithub.Issue{Number: 5, Title: "Crash", Body: "It crashes."})
 	tests := []struct {
 		operation string
 		method    string
@@ -153,6 +155,11 @@ func TestOpenAPIDescribesTheAnswers(t *testing.T) {
 		{"POST /api/requests/{id}/approve", "POST", "/api/requests/4-2/approve", session(alice), nil, "", 403},
 		{"POST /api/requests/{id}/approve", "POST", "/api/requests/4-2/approve", nil, bearer, "", 202},
 		{"POST /api/requests/{id}/reject", "POST", "/api/requests/x-2/reject", nil, bearer, "", 404},
+		{"POST /api/tasks", "POST", "/api/tasks", nil, bearer, `{"repository":"o/private","issue":5,"instructions":"fix it"}`, 202},
+		{"POST /api/tasks", "POST", "/api/tasks", nil, bearer, `{"repository":"o/private","issue":5}`, 409},
+		{"POST /api/tasks", "POST", "/api/tasks", nil, bearer, `{"repository":"o/private"}`, 422},
+		{"POST /api/tasks", "POST", "/api/tasks", nil, bearer, `{"repo":"o/private"}`, 400},
+		{"POST /api/tasks", "POST", "/api/tasks", session(carol), csrf(carol), `{"repository":"o/readonly","issue":1}`, 403},
 		{"POST /api/tasks/{id}/cancel", "POST", "/api/tasks/" + readonly + "/cancel", session(carol), csrf(carol), "", 403},
 		{"POST /api/tasks/{id}/cancel", "POST", "/api/tasks/" + hostile + "/cancel", session(alice), csrf(alice), "", 202},
 	}

@@ -327,6 +327,31 @@ func (a *App) Token(ctx context.Context, installationID int64) (string, error) {
 	return tok, nil
 }
 
+// ErrNotInstalled is RepoInstallation's answer for a repository the app
+// is not installed on.
+var ErrNotInstalled = errors.New("the app is not installed on the repository")
+
+// RepoInstallation returns the id of the app's installation on owner/name
+// (GET /repos/{owner}/{repo}/installation, with the app's JWT), or 0 with
+// one token (Config.Token), which has no installation.
+func (a *App) RepoInstallation(ctx context.Context, owner, name string) (int64, error) {
+	if a.cfg.Token != "" {
+		return 0, nil
+	}
+	ctx, cancel := a.callCtx(ctx)
+	defer cancel()
+	in, _, err := a.appClient.Apps.GetRepositoryInstallation(ctx, owner, name)
+	switch {
+	case apiNotFound(err):
+		return 0, fmt.Errorf("installation on %s/%s: %w", owner, name, ErrNotInstalled)
+	case err != nil:
+		return 0, fmt.Errorf("installation on %s/%s: %w", owner, name, err)
+	case in.GetID() == 0:
+		return 0, fmt.Errorf("installation on %s/%s: GitHub returned no id", owner, name)
+	}
+	return in.GetID(), nil
+}
+
 // Identity returns the app's bot identity: GET /app (JWT) for the slug, then
 // GET /users/{slug}[bot] for the bot user's id. The lookup is made without
 // credentials; if the server refuses that (GitHub Enterprise in private

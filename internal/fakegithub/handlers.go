@@ -39,6 +39,7 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /login/oauth/authorize", s.authorize)
 	m.HandleFunc("POST /login/oauth/access_token", s.accessToken)
 	m.HandleFunc("GET /repos/{owner}/{repo}", s.getRepository)
+	m.HandleFunc("GET /repos/{owner}/{repo}/installation", s.app(s.getRepoInstallation))
 	m.HandleFunc("DELETE /applications/{client_id}/token", s.deleteAppToken)
 	m.HandleFunc("POST /applications/{client_id}/token", s.checkAppToken)
 
@@ -120,10 +121,21 @@ func (s *Server) repoWrite(h http.HandlerFunc) http.HandlerFunc { return s.repoG
 func (s *Server) repoGuard(h http.HandlerFunc, forbid bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		info := infoOf(r)
+		k := repoKey(r.PathValue("owner"), r.PathValue("repo"))
+		if info.auth == "user" && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+			// A GitHub App's user token reads what both the person and
+			// an installation of the app can: anything else is "Not
+			// Found", as for a repository the person cannot see.
+			if s.userCanRead(info.user, k) {
+				h(w, r)
+			} else {
+				notFound(w)
+			}
+			return
+		}
 		if !tokenAuth(w, info.auth) {
 			return
 		}
-		k := repoKey(r.PathValue("owner"), r.PathValue("repo"))
 		s.mu.Lock()
 		ok, public := s.installations[info.installation][k], s.public[k]
 		s.mu.Unlock()
@@ -220,6 +232,30 @@ func (s *Server) listInstallations(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Unlock()
 	writeJSON(w, http.StatusOK, out)
+}
+
+// getRepoInstallation is GET /repos/{owner}/{repo}/installation: the
+// app's installation on the repository, for the app's JWT; "Not Found"
+// when it has none there.
+func (s *Server) getRepoInstallation(w http.ResponseWriter, r *http.Request) {
+	owner := r.PathValue("owner")
+	k := repoKey(owner, r.PathValue("repo"))
+	s.mu.Lock()
+	var id int64
+	for inst, repos := range s.installations {
+		if repos[k] && (id == 0 || inst < id) {
+			id = inst
+		}
+	}
+	s.mu.Unlock()
+	if id == 0 {
+		notFound(w)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"id": id, "app_id": s.AppID, "target_type": "Organization",
+		"account": map[string]any{"login": owner}, "repository_selection": "selected",
+	})
 }
 
 func (s *Server) createToken(w http.ResponseWriter, r *http.Request) {

@@ -329,26 +329,48 @@ func (s *Server) getRepository(w http.ResponseWriter, r *http.Request) {
 	}
 	k := repoKey(r.PathValue("owner"), r.PathValue("repo"))
 	s.mu.Lock()
-	role := s.perms[k][strings.ToLower(info.user)]
-	installed := false
-	for _, repos := range s.installations {
-		installed = installed || repos[k]
-	}
-	public := s.public[k]
 	forbidden := s.forbidden[k]
 	s.mu.Unlock()
-	switch {
-	case forbidden:
+	if forbidden {
 		errorJSON(w, http.StatusForbidden, "Resource protected by organization SAML enforcement. You must grant your Personal Access token access to this organization.")
 		return
-	case public && (role == "" || role == "none"):
-		role = "read"
-	case public:
-	case !installed || role == "" || role == "none":
+	}
+	role, ok := s.userRole(info.user, k)
+	if !ok {
 		notFound(w)
 		return
 	}
 	s.repositoryAnswer(role)(w, r)
+}
+
+// userRole is what a user token of the app may do in repository k: the
+// person's role, "read" on a public repository, and nothing (false) on a
+// private one the person cannot see or the app is not installed on.
+func (s *Server) userRole(login, k string) (string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	role := s.perms[k][strings.ToLower(login)]
+	installed := false
+	for _, repos := range s.installations {
+		installed = installed || repos[k]
+	}
+	switch {
+	case s.forbidden[k]:
+		return "", false
+	case s.public[k] && (role == "" || role == "none"):
+		return "read", true
+	case s.public[k]:
+		return role, true
+	case !installed || role == "" || role == "none":
+		return "", false
+	}
+	return role, true
+}
+
+// userCanRead reports whether a user token of the app may read k.
+func (s *Server) userCanRead(login, k string) bool {
+	_, ok := s.userRole(login, k)
+	return ok
 }
 
 // repositoryAnswer writes a repository; role, when set, gives the
@@ -373,6 +395,8 @@ func (s *Server) repositoryAnswer(role string) http.HandlerFunc {
 			"private":        !public,
 			"html_url":       HTMLBase + "/" + owner + "/" + name,
 			"default_branch": branch,
+			"clone_url":      s.cloneURL(owner, name),
+			"archived":       false,
 		}
 		if role != "" {
 			rank := map[string]int{"read": 1, "triage": 2, "write": 3, "maintain": 4, "admin": 5}[role]

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 )
 
 // noRedirect stops at the first answer, as a test of a redirect needs.
@@ -178,8 +179,46 @@ func TestRepositoryWithUserToken(t *testing.T) {
 			}
 		})
 	}
-	if resp, _ := do(t, http.MethodGet, s.URL+"/repos/o/private/issues/1", "Bearer "+alice, ""); resp.StatusCode != http.StatusUnauthorized {
-		t.Fatalf("a user token on another endpoint = %d, want 401", resp.StatusCode)
+	// Other reads follow the same rule; the fake takes no writes with a
+	// user token.
+	s.AddIssue("o", "private", Issue{Number: 1, Title: "t", Body: "b"})
+	s.AddIssue("o", "readonly", Issue{Number: 1, Title: "t", Body: "b"})
+	for _, tc := range []struct {
+		method, path, token string
+		status              int
+	}{
+		{http.MethodGet, "/repos/o/private/issues/1", alice, http.StatusOK},
+		{http.MethodGet, "/repos/o/readonly/issues/1", bob, http.StatusNotFound},
+		{http.MethodPost, "/repos/o/private/issues/1/comments", alice, http.StatusUnauthorized},
+	} {
+		if resp, body := do(t, tc.method, s.URL+tc.path, "Bearer "+tc.token, `{"body":"x"}`); resp.StatusCode != tc.status {
+			t.Errorf("%s %s with a user token = %d, want %d: %s", tc.method, tc.path, resp.StatusCode, tc.status, body)
+		}
+	}
+}
+
+func TestRepositoryInstallation(t *testing.T) {
+	s := New(t)
+	s.AddInstallation(7, "o/app")
+	jwt := "Bearer " + signJWT(t, s.key, "RS256", map[string]any{
+		"iss": s.AppID, "iat": time.Now().Unix(), "exp": time.Now().Add(time.Minute).Unix(),
+	})
+	for _, tc := range []struct {
+		repo, auth string
+		status     int
+	}{
+		{"o/app", jwt, http.StatusOK},
+		{"o/other", jwt, http.StatusNotFound},
+		{"o/app", "Bearer " + s.UserToken("alice"), http.StatusUnauthorized},
+	} {
+		resp, body := do(t, http.MethodGet, s.URL+"/repos/"+tc.repo+"/installation", tc.auth, "")
+		if resp.StatusCode != tc.status {
+			t.Errorf("%s: %d, want %d: %s", tc.repo, resp.StatusCode, tc.status, body)
+			continue
+		}
+		if tc.status == http.StatusOK && !strings.Contains(body, `"id":7`) {
+			t.Errorf("%s: %s, want installation 7", tc.repo, body)
+		}
 	}
 }
 
