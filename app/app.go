@@ -263,7 +263,7 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("webhook: %w", err)
 	}
-	if a.console, err = consoleOf(cfg, store, a.pool, installations{gh}, log); err != nil {
+	if a.console, err = consoleOf(cfg, store, a.pool, installations{gh}, op.Serves, log); err != nil {
 		return nil, err
 	}
 	if a.console != nil {
@@ -274,7 +274,7 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 
 // consoleOf builds the console when it is configured, nil when none of
 // its settings is.
-func consoleOf(cfg Config, store task.Store, pool *task.Pool, inst console.Installations, log *slog.Logger) (*console.Console, error) {
+func consoleOf(cfg Config, store task.Store, pool *task.Pool, inst console.Installations, serves func(int64, string) bool, log *slog.Logger) (*console.Console, error) {
 	set := 0
 	for _, v := range []bool{cfg.ClientID != "", cfg.ClientSecret != "", len(cfg.SessionKey) > 0, cfg.PublicURL != ""} {
 		if v {
@@ -295,7 +295,7 @@ func consoleOf(cfg Config, store task.Store, pool *task.Pool, inst console.Insta
 	return console.New(console.Config{
 		Store: notifyingConsole{lister, pool}, APIURL: cfg.APIURL, PublicURL: cfg.PublicURL,
 		ClientID: cfg.ClientID, ClientSecret: cfg.ClientSecret, SessionKey: cfg.SessionKey,
-		PermissionTTL: cfg.PermissionTTL, Installations: inst, Logger: log.With("component", "console"),
+		PermissionTTL: cfg.PermissionTTL, Installations: inst, Serves: serves, Logger: log.With("component", "console"),
 	})
 }
 

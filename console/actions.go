@@ -213,8 +213,11 @@ func (c *Console) apiAct(w http.ResponseWriter, r *http.Request, who *caller, id
 }
 
 // decodeJSON reads a small JSON body into v, refusing unknown fields.
-func decodeJSON(r *http.Request, v any) error {
-	dec := json.NewDecoder(http.MaxBytesReader(nil, r.Body, 1<<16))
+func decodeJSON(r *http.Request, v any) error { return decodeJSONUpTo(r, v, 1<<16) }
+
+// decodeJSONUpTo is decodeJSON for a body of at most limit bytes.
+func decodeJSONUpTo(r *http.Request, v any, limit int64) error {
+	dec := json.NewDecoder(http.MaxBytesReader(nil, r.Body, limit))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return fmt.Errorf("body: %w", err)

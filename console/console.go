@@ -59,6 +59,10 @@ type Config struct {
 	// Installations finds the app's installation on a repository, for
 	// POST /api/tasks; nil refuses that endpoint.
 	Installations Installations
+	// Serves reports whether the operator serves an installation and its
+	// account (policy.Operator.Serves), as the webhook asks of every
+	// delivery; nil serves all.
+	Serves func(installationID int64, owner string) bool
 	// HTTPClient calls GitHub (default: one with no global state).
 	HTTPClient *http.Client
 	Logger     *slog.Logger

@@ -81,7 +81,7 @@ func (c *Console) start(ctx context.Context, who *caller, q startRequest) (*task
 		return nil, &actionErr{http.StatusUnprocessableEntity, err.Error()}
 	}
 	if c.cfg.Installations == nil {
-		return nil, &actionErr{http.StatusNotImplemented, "this bot cannot start tasks from the console"}
+		return nil, &actionErr{http.StatusNotImplemented, "this bot cannot start tasks from the API"}
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.budget)
 	defer cancel()
@@ -139,6 +139,14 @@ func (c *Console) start(ctx context.Context, who *caller, q startRequest) (*task
 		return nil, &actionErr{http.StatusConflict, "the app is not installed on " + rp.Owner.Login + "/" + rp.Name}
 	case err != nil:
 		return nil, fmt.Errorf("%w: find the installation: %w", errGitHub, err)
+	case c.cfg.Serves != nil && !c.cfg.Serves(inst, rp.Owner.Login):
+		// The operator's allow-list, which the webhook applies to every
+		// delivery, applies here too.
+		return nil, &actionErr{http.StatusForbidden, "this bot does not serve " + rp.Owner.Login + "/" + rp.Name}
+	case is.PullRequest != nil && asked.IsZero():
+		// Without GitHub's time the fork code a fix may work on would not
+		// be bound to when it was asked.
+		return nil, fmt.Errorf("%w: GitHub's answer about #%d had no Date", errGitHub, q.Issue)
 	}
 
 	now := c.now()
@@ -181,7 +189,7 @@ func (c *Console) apiStart(w http.ResponseWriter, r *http.Request, who *caller) 
 		return
 	}
 	var q startRequest
-	if err := decodeJSON(r, &q); err != nil {
+	if err := decodeJSONUpTo(r, &q, maxInstructions+4096); err != nil {
 		apiError(w, http.StatusBadRequest, err.Error())
 		return
 	}

@@ -124,6 +124,17 @@ func TestStartTaskRecordsAFix(t *testing.T) {
 	if w := f.serveJSON(t, "/api/tasks", `{"repository":"o/private","issue":5}`, sess); w.Code != http.StatusConflict {
 		t.Errorf("second start = %d, want 409: %s", w.Code, w.Body.String())
 	}
+	// An installation the operator does not serve, as for a delivery.
+	f.gh.AddIssue("o", "private", fakegithub.Issue{Number: 9, Title: "Unserved", Body: "x"})
+	var served []string
+	f.c.cfg.Serves = func(inst int64, owner string) bool {
+		served = append(served, fmt.Sprint(inst, owner))
+		return false
+	}
+	if w := f.serveJSON(t, "/api/tasks", `{"repository":"o/private","issue":9}`, sess); w.Code != http.StatusForbidden || !slices.Equal(served, []string{"1o"}) {
+		t.Errorf("start where the operator does not serve = %d (asked %v), want 403: %s", w.Code, served, w.Body.String())
+	}
+	f.c.cfg.Serves = nil
 	// A repository the app is not installed on.
 	f.inst.mu.Lock()
 	delete(f.inst.ids, "o/private")

@@ -384,7 +384,10 @@ func (c *Console) apiFailed(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.Is(err, task.ErrNotFound):
 		apiError(w, http.StatusNotFound, "not found")
 	case errors.Is(err, errGitHub):
-		apiError(w, http.StatusBadGateway, "GitHub did not answer a permission check")
+		// The operator must learn why (a broken key, a clock skewed for
+		// the JWT, GitHub down); the error holds no token.
+		c.log.WarnContext(r.Context(), "console: GitHub", "err", err)
+		apiError(w, http.StatusBadGateway, "GitHub did not answer")
 	default:
 		c.log.ErrorContext(r.Context(), "console: store", "err", err)
 		apiError(w, http.StatusInternalServerError, "store unavailable")

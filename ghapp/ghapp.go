@@ -348,6 +348,10 @@ func (a *App) RepoInstallation(ctx context.Context, owner, name string) (int64, 
 		return 0, fmt.Errorf("installation on %s/%s: %w", owner, name, err)
 	case in.GetID() == 0:
 		return 0, fmt.Errorf("installation on %s/%s: GitHub returned no id", owner, name)
+	case in.SuspendedAt != nil:
+		// GitHub sends a suspended installation no deliveries and gives
+		// it no tokens: to the bot it is not installed.
+		return 0, fmt.Errorf("installation on %s/%s is suspended: %w", owner, name, ErrNotInstalled)
 	}
 	return in.GetID(), nil
 }

@@ -38,12 +38,15 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /user", s.getAuthenticatedUser)
 	m.HandleFunc("GET /login/oauth/authorize", s.authorize)
 	m.HandleFunc("POST /login/oauth/access_token", s.accessToken)
+	m.HandleFunc("POST /settings/apps/new", s.newApp)
+	m.HandleFunc("POST /organizations/{org}/settings/apps/new", s.newApp)
+	m.HandleFunc("POST /app-manifests/{code}/conversions", s.convertManifest)
 	m.HandleFunc("GET /repos/{owner}/{repo}", s.getRepository)
 	m.HandleFunc("GET /repos/{owner}/{repo}/installation", s.app(s.getRepoInstallation))
 	m.HandleFunc("DELETE /applications/{client_id}/token", s.deleteAppToken)
 	m.HandleFunc("POST /applications/{client_id}/token", s.checkAppToken)
 
-	m.HandleFunc("GET /repos/{owner}/{repo}/issues/{number}", s.repo(s.getIssue))
+	m.HandleFunc("GET /repos/{owner}/{repo}/issues/{number}", s.repoOrUser(s.getIssue))
 	m.HandleFunc("GET /repos/{owner}/{repo}/issues/{number}/comments", s.repo(s.listComments))
 	m.HandleFunc("POST /repos/{owner}/{repo}/issues/{number}/comments", s.repo(s.createComment))
 	m.HandleFunc("PATCH /repos/{owner}/{repo}/issues/comments/{id}", s.repo(s.editComment))
@@ -118,24 +121,41 @@ func (s *Server) repo(h http.HandlerFunc) http.HandlerFunc { return s.repoGuard(
 // the repository, public or not.
 func (s *Server) repoWrite(h http.HandlerFunc) http.HandlerFunc { return s.repoGuard(h, true) }
 
+// repoOrUser is repo for a read that a GitHub App's user token may also
+// make (the console reads an issue as the person): the token reads what
+// both the person and an installation of the app can; a repository it
+// cannot see is "Not Found", and one whose organisation's SAML the token
+// has not passed is 403.
+func (s *Server) repoOrUser(h http.HandlerFunc) http.HandlerFunc {
+	installation := s.repo(h)
+	return func(w http.ResponseWriter, r *http.Request) {
+		info := infoOf(r)
+		if info.auth != "user" {
+			installation(w, r)
+			return
+		}
+		k := repoKey(r.PathValue("owner"), r.PathValue("repo"))
+		s.mu.Lock()
+		forbidden := s.forbidden[k]
+		s.mu.Unlock()
+		switch _, ok := s.userRole(info.user, k); {
+		case forbidden:
+			errorJSON(w, http.StatusForbidden, "Resource protected by organization SAML enforcement. You must grant your Personal Access token access to this organization.")
+		case ok:
+			h(w, r)
+		default:
+			notFound(w)
+		}
+	}
+}
+
 func (s *Server) repoGuard(h http.HandlerFunc, forbid bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		info := infoOf(r)
-		k := repoKey(r.PathValue("owner"), r.PathValue("repo"))
-		if info.auth == "user" && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
-			// A GitHub App's user token reads what both the person and
-			// an installation of the app can: anything else is "Not
-			// Found", as for a repository the person cannot see.
-			if s.userCanRead(info.user, k) {
-				h(w, r)
-			} else {
-				notFound(w)
-			}
-			return
-		}
 		if !tokenAuth(w, info.auth) {
 			return
 		}
+		k := repoKey(r.PathValue("owner"), r.PathValue("repo"))
 		s.mu.Lock()
 		ok, public := s.installations[info.installation][k], s.public[k]
 		s.mu.Unlock()

@@ -367,12 +367,6 @@ func (s *Server) userRole(login, k string) (string, bool) {
 	return role, true
 }
 
-// userCanRead reports whether a user token of the app may read k.
-func (s *Server) userCanRead(login, k string) bool {
-	_, ok := s.userRole(login, k)
-	return ok
-}
-
 // repositoryAnswer writes a repository; role, when set, gives the
 // permissions object GitHub adds for the authenticated user.
 func (s *Server) repositoryAnswer(role string) http.HandlerFunc {

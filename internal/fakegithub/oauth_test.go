@@ -179,8 +179,8 @@ func TestRepositoryWithUserToken(t *testing.T) {
 			}
 		})
 	}
-	// Other reads follow the same rule; the fake takes no writes with a
-	// user token.
+	// Reading an issue follows the same rule; the fake takes no other
+	// call with a user token.
 	s.AddIssue("o", "private", Issue{Number: 1, Title: "t", Body: "b"})
 	s.AddIssue("o", "readonly", Issue{Number: 1, Title: "t", Body: "b"})
 	for _, tc := range []struct {
@@ -190,6 +190,7 @@ func TestRepositoryWithUserToken(t *testing.T) {
 		{http.MethodGet, "/repos/o/private/issues/1", alice, http.StatusOK},
 		{http.MethodGet, "/repos/o/readonly/issues/1", bob, http.StatusNotFound},
 		{http.MethodPost, "/repos/o/private/issues/1/comments", alice, http.StatusUnauthorized},
+		{http.MethodGet, "/repos/o/private/issues/1/comments", alice, http.StatusUnauthorized},
 	} {
 		if resp, body := do(t, tc.method, s.URL+tc.path, "Bearer "+tc.token, `{"body":"x"}`); resp.StatusCode != tc.status {
 			t.Errorf("%s %s with a user token = %d, want %d: %s", tc.method, tc.path, resp.StatusCode, tc.status, body)
