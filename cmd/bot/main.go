@@ -129,6 +129,7 @@ func settings(fs *flag.FlagSet, getenv func(string) string) func(env string) str
 		{env: "GITHUB_CLIENT_ID", help: "the GitHub App's client id, for the console's sign-in"},
 		{env: "GITHUB_CLIENT_SECRET", secret: true, help: "the GitHub App's client secret, for the console's sign-in"},
 		{env: "BOT_SESSION_KEY", secret: true, help: "at least 32 random bytes sealing the console's cookies"},
+		{env: "BOT_APP_DIR", help: "directory of the GitHub App's credentials: with no GITHUB_APP_ID, serve reads them there, or on the first run serves a setup page that creates the app from app-manifest.json and saves them there (docs/deploy.md)"},
 		{env: "BOT_CONFIG", help: "operator configuration file (YAML): caps, defaults, allowed models, prices, rates, served installations; see docs/configuration.md"},
 	}
 	byEnv := map[string]*setting{}
@@ -161,14 +162,18 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	log := logger(get("BOT_LOG_FORMAT"), stderr)
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	get, err := withAppDir(ctx, get, log)
+	if err != nil {
+		return err
+	}
 	cfg, err := config(get)
 	if err != nil {
 		return err
 	}
-	cfg.Logger = logger(get("BOT_LOG_FORMAT"), stderr)
-
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	cfg.Logger = log
 	a, err := app.New(ctx, cfg)
 	if err != nil {
 		return err

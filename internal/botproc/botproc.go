@@ -179,6 +179,21 @@ func StartBot(t testing.TB, bin string, env []string) *Bot {
 	return b
 }
 
+// StartBotOn is StartBot on addr (from FreeAddr), for a test whose
+// settings name the bot's own address (BOT_PUBLIC_URL).
+func StartBotOn(t testing.TB, bin string, env []string, addr string) *Bot {
+	t.Helper()
+	b := &Bot{t: t, bin: bin, env: env, logs: &logBuffer{}, addr: addr}
+	if err := b.start(); err != nil {
+		t.Fatalf("botproc: %v\nbot output:\n%s", err, b.Logs())
+	}
+	t.Cleanup(b.Stop)
+	return b
+}
+
+// FreeAddr is a loopback address with a port free a moment ago.
+func FreeAddr(t testing.TB) string { return freeAddr(t) }
+
 func freeAddr(t testing.TB) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -578,8 +593,11 @@ func (h *Harness) AddReplica() *Bot {
 // Deliveries
 
 // Sign is the X-Hub-Signature-256 value of body under Secret.
-func Sign(body []byte) string {
-	m := hmac.New(sha256.New, []byte(Secret))
+func Sign(body []byte) string { return SignWith(Secret, body) }
+
+// SignWith is the X-Hub-Signature-256 value of body under secret.
+func SignWith(secret string, body []byte) string {
+	m := hmac.New(sha256.New, []byte(secret))
 	m.Write(body)
 	return "sha256=" + hex.EncodeToString(m.Sum(nil))
 }

@@ -251,6 +251,9 @@ type Server struct {
 	userTokens    map[string]userToken // user access token → whose
 	codes         map[string]oauthCode // authorization code → what it trades for
 	browserUser   string               // who authorizes the app (SignInBrowser)
+	manifests     []Manifest
+	manifestCodes map[string]manifestCode
+	webhookSecret string // handed out by the manifest conversion
 	// reqMu guards requests apart from mu: a request is recorded while its
 	// handler may still hold mu.
 	reqMu       sync.Mutex
@@ -341,6 +344,7 @@ func NewWithPrefix(t testing.TB, prefix string) *Server {
 		nextID:        1000,
 		userTokens:    map[string]userToken{},
 		codes:         map[string]oauthCode{},
+		manifestCodes: map[string]manifestCode{},
 		ClientID:      "Iv23li" + randomToken("")[:14],
 		ClientSecret:  randomToken(""),
 	}

@@ -307,3 +307,36 @@ func TestAuthorizeRefusesUnregisteredRedirect(t *testing.T) {
 		t.Errorf("the registered callback = %d, code %q", status, code)
 	}
 }
+
+func TestManifestFlow(t *testing.T) {
+	s := New(t)
+	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	create := func(manifest string) *http.Response {
+		t.Helper()
+		resp, err := noFollow.PostForm(s.URL+"/organizations/acme/settings/apps/new?state=st", url.Values{"manifest": {manifest}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
+	}
+	if resp := create(`{"name":"x","redirect_url":"https://bot.example/setup/done"}`); resp.StatusCode != http.StatusUnprocessableEntity {
+		t.Errorf("a manifest without url and hook = %d, want 422", resp.StatusCode)
+	}
+	resp := create(`{"name":"x","url":"https://bot.example","hook_attributes":{"url":"https://bot.example/webhook"},"redirect_url":"https://bot.example/setup/done"}`)
+	back, err := url.Parse(resp.Header.Get("Location"))
+	if resp.StatusCode != http.StatusFound || err != nil || back.Host != "bot.example" || back.Query().Get("state") != "st" || back.Query().Get("code") == "" {
+		t.Fatalf("create = %d, Location %q", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	conv := s.URL + "/app-manifests/" + back.Query().Get("code") + "/conversions"
+	r, body := do(t, http.MethodPost, conv, "", "")
+	if r.StatusCode != http.StatusCreated || !strings.Contains(body, `"webhook_secret":"`+s.WebhookSecret()+`"`) {
+		t.Fatalf("conversion = %d %s", r.StatusCode, body)
+	}
+	if r, _ := do(t, http.MethodPost, conv, "", ""); r.StatusCode != http.StatusNotFound {
+		t.Errorf("a code used twice = %d, want 404", r.StatusCode)
+	}
+	if m := s.Manifests(); len(m) != 1 || m[0].Org != "acme" {
+		t.Errorf("manifests = %+v", m)
+	}
+}

@@ -1,0 +1,368 @@
+// Package appmanifest is the first-run setup of `bot serve`: a page that
+// creates the bot's GitHub App from app-manifest.json through GitHub's
+// manifest flow (as Probot does) and saves the app's id, private key,
+// webhook secret and client credentials in the operator's directory
+// (BOT_APP_DIR), from which every later start reads them.
+//
+// Whoever finishes the flow owns the app the bot then trusts, so the page
+// is not open to whoever reaches the address first: it asks for a setup
+// token that only the operator can read, in a file of that directory.
+package appmanifest
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html/template"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+)
+
+const (
+	// tokenFile holds the setup token while there is no app.
+	tokenFile = "setup-token"
+	// stateTTL is how long a started flow may take: GitHub keeps the
+	// code for an hour.
+	stateTTL = time.Hour
+	// maxStates bounds the flows started and not finished.
+	maxStates = 32
+	// exchangeTimeout bounds the call that trades the code.
+	exchangeTimeout = 30 * time.Second
+)
+
+// Config is what the setup needs.
+type Config struct {
+	// APIURL is GitHub's REST base URL; the manifest is posted to its
+	// web pages (github.com, or https://HOST for GitHub Enterprise).
+	APIURL string
+	// WebURL is GitHub's web address for APIURL.
+	WebURL string
+	// PublicURL is where people and GitHub reach the bot: the app's
+	// webhook, the flow's return and the console's callback are under it.
+	PublicURL string
+	// Dir is where the credentials are saved (BOT_APP_DIR).
+	Dir string
+	// Manifest is app-manifest.json.
+	Manifest   []byte
+	HTTPClient *http.Client
+	Logger     *slog.Logger
+	Now        func() time.Time
+}
+
+// Setup serves the first-run pages until an app is created.
+type Setup struct {
+	cfg      Config
+	manifest string // the manifest with this bot's addresses, JSON
+	token    string
+	pages    *template.Template
+
+	mu       sync.Mutex
+	states   map[string]time.Time // flows started: state → expiry
+	finished bool
+	done     chan Credentials
+}
+
+// ownerName is GitHub's rule for an account name, loosely.
+var ownerName = regexp.MustCompile(`^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})$`)
+
+// codeShape is what a manifest code may look like before it goes into a URL.
+var codeShape = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
+
+// New prepares the setup: the manifest with this bot's addresses, and a
+// new setup token in Dir (see TokenPath).
+func New(cfg Config) (*Setup, error) {
+	pub, err := url.Parse(strings.TrimRight(cfg.PublicURL, "/"))
+	if err != nil || (pub.Scheme != "https" && pub.Scheme != "http") || pub.Host == "" || pub.RawQuery != "" {
+		return nil, fmt.Errorf("setup: BOT_PUBLIC_URL %q: want https://host[/path], where GitHub can reach the bot", cfg.PublicURL)
+	}
+	cfg.PublicURL = pub.String()
+	if cfg.Dir == "" || cfg.WebURL == "" || cfg.APIURL == "" {
+		return nil, errors.New("setup: the directory and GitHub's addresses are needed")
+	}
+	if cfg.HTTPClient == nil {
+		cfg.HTTPClient = &http.Client{Timeout: exchangeTimeout}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	var m map[string]any
+	if err := json.Unmarshal(cfg.Manifest, &m); err != nil {
+		return nil, fmt.Errorf("setup: app-manifest.json: %w", err)
+	}
+	hook, _ := m["hook_attributes"].(map[string]any)
+	if hook == nil {
+		hook = map[string]any{"active": true}
+	}
+	hook["url"] = cfg.PublicURL + "/webhook"
+	m["hook_attributes"] = hook
+	m["redirect_url"] = cfg.PublicURL + "/setup/done"
+	m["callback_urls"] = []string{cfg.PublicURL + "/console/callback"}
+	manifest, err := json.Marshal(m)
+	if err != nil {
+		return nil, fmt.Errorf("setup: %w", err)
+	}
+	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
+		return nil, fmt.Errorf("setup: %w", err)
+	}
+	token := rand.Text()
+	if err := os.WriteFile(filepath.Join(cfg.Dir, tokenFile), []byte(token+"\n"), 0o600); err != nil {
+		return nil, fmt.Errorf("setup: write the setup token: %w", err)
+	}
+	pages, err := template.New("setup").Parse(pagesHTML)
+	if err != nil {
+		return nil, fmt.Errorf("setup: %w", err)
+	}
+	return &Setup{
+		cfg: cfg, manifest: string(manifest), token: token, pages: pages,
+		states: map[string]time.Time{}, done: make(chan Credentials, 1),
+	}, nil
+}
+
+// TokenPath is the file holding the setup token the page asks for.
+func (s *Setup) TokenPath() string { return filepath.Join(s.cfg.Dir, tokenFile) }
+
+// Done delivers the credentials once they are saved.
+func (s *Setup) Done() <-chan Credentials { return s.done }
+
+// Handler serves the setup pages, and /healthz and /readyz (ready: the
+// setup page is what this bot serves now).
+func (s *Setup) Handler() http.Handler {
+	m := http.NewServeMux()
+	m.HandleFunc("GET /setup", s.start)
+	m.HandleFunc("POST /setup", s.begin)
+	m.HandleFunc("GET /setup/done", s.finish)
+	m.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/setup", http.StatusSeeOther)
+	})
+	ok := func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok (setting up)") }
+	m.HandleFunc("GET /healthz", ok)
+	m.HandleFunc("GET /readyz", ok)
+	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		// GitHub's ping of the new app may come before the bot runs
+		// with it; it can be redelivered.
+		http.Error(w, "this bot has no GitHub App yet: open /setup", http.StatusServiceUnavailable)
+	})
+	web := s.cfg.WebURL
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		// The one form that leaves goes to GitHub's page for new apps.
+		h.Set("Content-Security-Policy", "default-src 'none'; form-action 'self' "+web+"; base-uri 'none'; frame-ancestors 'none'")
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("Referrer-Policy", "no-referrer")
+		h.Set("Cache-Control", "no-store")
+		m.ServeHTTP(w, r)
+	})
+}
+
+type pageData struct {
+	Page      string // "token", "create", "done", "error"
+	Message   string
+	Action    string // the form's address at GitHub
+	Manifest  string
+	TokenPath string
+	App       Credentials
+	Install   string
+}
+
+func (s *Setup) render(w http.ResponseWriter, status int, d pageData) {
+	d.TokenPath = s.TokenPath()
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	if err := s.pages.Execute(w, d); err != nil {
+		s.cfg.Logger.Error("setup: render", "err", err)
+	}
+}
+
+func (s *Setup) isFinished() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.finished
+}
+
+// start is the first page: the setup token, and the account to create the
+// app in.
+func (s *Setup) start(w http.ResponseWriter, r *http.Request) {
+	if s.isFinished() {
+		s.render(w, http.StatusOK, pageData{Page: "error", Message: "The GitHub App is created; this bot is starting with it."})
+		return
+	}
+	s.render(w, http.StatusOK, pageData{Page: "token"})
+}
+
+// begin checks the setup token and gives the form that posts the manifest
+// to GitHub, with a state of its own.
+func (s *Setup) begin(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, 1<<14)
+	given := strings.TrimSpace(r.PostFormValue("token"))
+	if subtle.ConstantTimeCompare([]byte(given), []byte(s.token)) != 1 {
+		s.cfg.Logger.Warn("setup: a wrong setup token was given", "remote", r.RemoteAddr)
+		s.render(w, http.StatusForbidden, pageData{Page: "token", Message: "That is not the setup token. It is in the file named below, on the bot's machine."})
+		return
+	}
+	org := strings.TrimSpace(r.PostFormValue("org"))
+	if org != "" && !ownerName.MatchString(org) {
+		s.render(w, http.StatusUnprocessableEntity, pageData{Page: "token", Message: "That is not an organization's name."})
+		return
+	}
+	state := rand.Text()
+	now := s.cfg.Now()
+	s.mu.Lock()
+	if s.finished {
+		s.mu.Unlock()
+		s.render(w, http.StatusConflict, pageData{Page: "error", Message: "The GitHub App is created already."})
+		return
+	}
+	for k, exp := range s.states {
+		if !now.Before(exp) || len(s.states) >= maxStates {
+			delete(s.states, k)
+		}
+	}
+	s.states[state] = now.Add(stateTTL)
+	s.mu.Unlock()
+	action := s.cfg.WebURL + "/settings/apps/new"
+	if org != "" {
+		action = s.cfg.WebURL + "/organizations/" + url.PathEscape(org) + "/settings/apps/new"
+	}
+	action += "?state=" + url.QueryEscape(state)
+	s.render(w, http.StatusOK, pageData{Page: "create", Action: action, Manifest: s.manifest})
+}
+
+// finish is where GitHub sends the browser back: it trades the code for
+// the app's credentials and saves them.
+func (s *Setup) finish(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	state, code := q.Get("state"), q.Get("code")
+	now := s.cfg.Now()
+	s.mu.Lock()
+	exp, known := s.states[state]
+	delete(s.states, state) // a state works once
+	finished := s.finished
+	s.mu.Unlock()
+	switch {
+	case finished:
+		s.render(w, http.StatusConflict, pageData{Page: "error", Message: "The GitHub App is created already."})
+		return
+	case state == "" || !known || !now.Before(exp):
+		// Not a flow this page started, or one started over an hour ago.
+		s.render(w, http.StatusBadRequest, pageData{Page: "error", Message: "This return from GitHub is not one this page started, or it came too late. Start again from the setup page."})
+		return
+	case !codeShape.MatchString(code):
+		s.render(w, http.StatusBadRequest, pageData{Page: "error", Message: "GitHub sent no code back. Start again from the setup page."})
+		return
+	}
+	c, err := s.exchange(r.Context(), code)
+	if err != nil {
+		s.cfg.Logger.Error("setup: trade the manifest's code", "err", err)
+		s.render(w, http.StatusBadGateway, pageData{Page: "error", Message: "GitHub did not hand over the new app's credentials: " + err.Error() + ". Start again from the setup page; delete the app GitHub may have created."})
+		return
+	}
+	s.mu.Lock()
+	if s.finished {
+		s.mu.Unlock()
+		s.render(w, http.StatusConflict, pageData{Page: "error", Message: "The GitHub App is created already."})
+		return
+	}
+	if err := Save(s.cfg.Dir, c); err != nil {
+		s.mu.Unlock()
+		s.cfg.Logger.Error("setup: save", "err", err)
+		s.render(w, http.StatusInternalServerError, pageData{Page: "error", Message: "The app was created on GitHub but its credentials could not be saved: " + err.Error()})
+		return
+	}
+	s.finished = true
+	s.mu.Unlock()
+	_ = os.Remove(s.TokenPath())
+	s.cfg.Logger.Info("setup: the GitHub App is created and saved", "app_id", c.AppID, "slug", c.Slug, "dir", s.cfg.Dir)
+	s.done <- c
+	s.render(w, http.StatusOK, pageData{Page: "done", App: c, Install: strings.TrimRight(c.HTMLURL, "/") + "/installations/new"})
+}
+
+// exchange is POST /app-manifests/{code}/conversions: GitHub answers the
+// new app's credentials, once, within an hour of its creation.
+func (s *Setup) exchange(ctx context.Context, code string) (Credentials, error) {
+	ctx, cancel := context.WithTimeout(ctx, exchangeTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(s.cfg.APIURL, "/")+"/app-manifests/"+url.PathEscape(code)+"/conversions", nil)
+	if err != nil {
+		return Credentials{}, err
+	}
+	req.Header.Set("Accept", "application/vnd.github+json")
+	req.Header.Set("X-GitHub-Api-Version", "2022-11-28")
+	resp, err := s.cfg.HTTPClient.Do(req)
+	if err != nil {
+		return Credentials{}, fmt.Errorf("ask GitHub: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
+		return Credentials{}, fmt.Errorf("GitHub answered %s (a code works once, for an hour)", resp.Status)
+	}
+	var v struct {
+		ID            int64  `json:"id"`
+		Slug          string `json:"slug"`
+		HTMLURL       string `json:"html_url"`
+		ClientID      string `json:"client_id"`
+		ClientSecret  string `json:"client_secret"`
+		WebhookSecret string `json:"webhook_secret"`
+		PEM           string `json:"pem"`
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&v); err != nil {
+		return Credentials{}, fmt.Errorf("read GitHub's answer: %w", err)
+	}
+	key, err := newSessionKey()
+	if err != nil {
+		return Credentials{}, err
+	}
+	c := Credentials{
+		AppID: v.ID, Slug: v.Slug, HTMLURL: v.HTMLURL, WebhookSecret: v.WebhookSecret,
+		ClientID: v.ClientID, ClientSecret: v.ClientSecret, SessionKey: key, PrivateKey: []byte(v.PEM),
+	}
+	if err := c.check(); err != nil {
+		return Credentials{}, fmt.Errorf("GitHub's answer: %w", err)
+	}
+	return c, nil
+}
+
+const pagesHTML = `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Pullwright setup</title></head>
+<body>
+<h1>Pullwright: create the GitHub App</h1>
+{{if .Message}}<p role="alert">{{.Message}}</p>{{end}}
+{{if eq .Page "token"}}
+<p>This bot has no GitHub App yet. It creates one from <code>app-manifest.json</code> through GitHub's
+manifest flow: GitHub asks you to name the app and creates it in your account, or in an
+organization you own; this bot saves its credentials and starts with them.</p>
+<p>The setup token is in <code>{{.TokenPath}}</code> on the bot's machine.</p>
+<form method="post" action="/setup">
+<p><label>Setup token <input type="password" name="token" autocomplete="off" required></label></p>
+<p><label>Organization (empty: your own account) <input type="text" name="org" autocomplete="off"></label></p>
+<p><button type="submit">Continue</button></p>
+</form>
+{{else if eq .Page "create"}}
+<p>The next button posts the app's manifest (its permissions, events and this bot's addresses) to
+GitHub, which asks you to name the app and create it.</p>
+<form method="post" action="{{.Action}}">
+<input type="hidden" name="manifest" value="{{.Manifest}}">
+<p><button type="submit">Create the GitHub App on GitHub</button></p>
+</form>
+{{else if eq .Page "done"}}
+<p>The GitHub App <a href="{{.App.HTMLURL}}">{{.App.Slug}}</a> (id {{.App.AppID}}) is created and its
+credentials are saved. This bot is starting with it.</p>
+<p>Next: <a href="{{.Install}}">install the app</a> on the repositories it may work on.</p>
+{{end}}
+</body></html>
+`

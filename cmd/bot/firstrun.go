@@ -1,0 +1,93 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/pullwright/pullwright"
+	"github.com/pullwright/pullwright/appmanifest"
+	"github.com/pullwright/pullwright/console"
+)
+
+// withAppDir gives get the GitHub App's credentials saved in BOT_APP_DIR
+// for the settings left unset, creating the app first on a first run (no
+// GITHUB_APP_ID, nothing saved): serve then serves only the setup page
+// until the app exists (package appmanifest).
+func withAppDir(ctx context.Context, get func(string) string, log *slog.Logger) (func(string) string, error) {
+	dir := get("BOT_APP_DIR")
+	if dir == "" || get("GITHUB_APP_ID") != "" {
+		return get, nil
+	}
+	creds, err := appmanifest.Load(dir)
+	if errors.Is(err, appmanifest.ErrNoApp) {
+		creds, err = firstRun(ctx, get, dir, log)
+	}
+	if err != nil {
+		return nil, err
+	}
+	saved := creds.Settings()
+	return func(env string) string {
+		if v := get(env); v != "" {
+			return v
+		}
+		if env == "GITHUB_APP_PRIVATE_KEY_PATH" {
+			// The saved key stands in for both ways of giving one.
+			return ""
+		}
+		return saved[env]
+	}, nil
+}
+
+// firstRun serves the setup page on BOT_ADDR until the app is created and
+// saved, and returns its credentials.
+func firstRun(ctx context.Context, get func(string) string, dir string, log *slog.Logger) (appmanifest.Credentials, error) {
+	pub := strings.TrimRight(get("BOT_PUBLIC_URL"), "/")
+	if pub == "" {
+		return appmanifest.Credentials{}, fmt.Errorf("no GitHub App in BOT_APP_DIR (%s) and no GITHUB_APP_ID: set BOT_PUBLIC_URL, the address GitHub and you reach this bot at, to create the app from the setup page", dir)
+	}
+	api := strings.TrimRight(get("GITHUB_API_URL"), "/")
+	web, err := console.WebURL(api)
+	if err != nil {
+		return appmanifest.Credentials{}, err
+	}
+	s, err := appmanifest.New(appmanifest.Config{
+		APIURL: api, WebURL: web, PublicURL: pub, Dir: dir,
+		Manifest: pullwright.AppManifest(), Logger: log.With("component", "setup"),
+	})
+	if err != nil {
+		return appmanifest.Credentials{}, err
+	}
+	ln, err := net.Listen("tcp", get("BOT_ADDR"))
+	if err != nil {
+		return appmanifest.Credentials{}, fmt.Errorf("listen on %s: %w", get("BOT_ADDR"), err)
+	}
+	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	log.Warn("no GitHub App yet: open the setup page and give it the setup token from the file",
+		"setup_url", pub+"/setup", "token_file", s.TokenPath())
+	var creds appmanifest.Credentials
+	select {
+	case creds = <-s.Done():
+	case err := <-served:
+		return appmanifest.Credentials{}, fmt.Errorf("setup page: %w", err)
+	case <-ctx.Done():
+		_ = srv.Close()
+		return appmanifest.Credentials{}, ctx.Err()
+	}
+	// Let the done page reach the browser before the address changes
+	// hands to the bot proper.
+	sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		_ = srv.Close()
+	}
+	log.Info("the GitHub App is created: starting with it", "app_id", creds.AppID, "slug", creds.Slug)
+	return creds, nil
+}
