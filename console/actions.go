@@ -199,17 +199,26 @@ func (c *Console) apiAct(w http.ResponseWriter, r *http.Request, who *caller, id
 		}
 	}
 	id, err := c.act(r.Context(), who, idText, verb, requestID, "", body.Reason)
-	var ae *actionErr
-	switch {
-	case errors.As(err, &ae):
-		apiError(w, ae.status, ae.msg)
-		return
-	case err != nil:
-		c.apiFailed(w, r, err)
+	if c.apiRefused(w, r, err) {
 		return
 	}
 	// Accepted, not done: a worker decides it as it decides a comment.
 	writeJSON(w, http.StatusAccepted, map[string]any{"accepted": true, "task_id": id})
+}
+
+// apiRefused answers err, a refusal (actionErr) or a failure, and
+// reports whether there was one.
+func (c *Console) apiRefused(w http.ResponseWriter, r *http.Request, err error) bool {
+	var ae *actionErr
+	switch {
+	case errors.As(err, &ae):
+		apiError(w, ae.status, ae.msg)
+	case err != nil:
+		c.apiFailed(w, r, err)
+	default:
+		return false
+	}
+	return true
 }
 
 // decodeJSON reads a small JSON body into v, refusing unknown fields.

@@ -194,13 +194,7 @@ func (c *Console) apiStart(w http.ResponseWriter, r *http.Request, who *caller) 
 		return
 	}
 	t, err := c.start(r.Context(), who, q)
-	var ae *actionErr
-	switch {
-	case errors.As(err, &ae):
-		apiError(w, ae.status, ae.msg)
-		return
-	case err != nil:
-		c.apiFailed(w, r, err)
+	if c.apiRefused(w, r, err) {
 		return
 	}
 	// Accepted, not started: the fix's first step checks the trigger

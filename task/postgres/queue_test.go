@@ -87,6 +87,16 @@ func waitState(t *testing.T, s *Store, id int64, want task.State) *task.Task {
 	}
 }
 
+// stuckRunning leaves task id's jobs as River holds those of a client
+// killed mid-work: running, attempted by a replica that is gone.
+func stuckRunning(t *testing.T, s *Store, id int64) {
+	t.Helper()
+	if _, err := s.db.Exec(context.Background(), `UPDATE river_job SET state = 'running', attempt = 1, attempted_at = now(),
+		attempted_by = '{dead-replica}' WHERE (args->>'task')::bigint = $1`, id); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // jobs counts the step jobs of task id by River's state.
 func jobs(t *testing.T, s *Store, id int64) map[string]int {
 	t.Helper()
@@ -191,11 +201,7 @@ func TestATaskOfADeadReplicaIsTakenUp(t *testing.T) {
 	if _, err := s.claimTask(ctx, tk.ID, "dead-replica-job1", 2*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	// What River holds of a job whose client was killed mid-work.
-	if _, err := s.db.Exec(ctx, `UPDATE river_job SET state = 'running', attempt = 1, attempted_at = now(),
-		attempted_by = '{dead-replica}' WHERE (args->>'task')::bigint = $1`, tk.ID); err != nil {
-		t.Fatal(err)
-	}
+	stuckRunning(t, s, tk.ID)
 	replica(t, url, newScripted(false))
 	got := waitState(t, s, tk.ID, task.Done)
 	if got.Crashes != 1 {
@@ -269,10 +275,7 @@ func TestATaskWhoseJobIsStuckRunningIsTakenUp(t *testing.T) {
 	if err := s.Record(ctx, task.Delivery{ID: "d1"}, tk); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.db.Exec(ctx, `UPDATE river_job SET state = 'running', attempt = 1, attempted_at = now(),
-		attempted_by = '{dead-replica}' WHERE (args->>'task')::bigint = $1`, tk.ID); err != nil {
-		t.Fatal(err)
-	}
+	stuckRunning(t, s, tk.ID)
 	replica(t, url, newScripted(false))
 	if got := waitState(t, s, tk.ID, task.Done); got.Crashes != 0 {
 		t.Errorf("crashes = %d, want 0 (no claim was lost)", got.Crashes)
@@ -292,10 +295,7 @@ func TestATaskOfADeadReplicaGoesBeforeTheBacklog(t *testing.T) {
 	if _, err := s.claimTask(ctx, dead.ID, "dead-replica-job1", time.Second); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.db.Exec(ctx, `UPDATE river_job SET state = 'running', attempt = 1, attempted_at = now(),
-		attempted_by = '{dead-replica}' WHERE (args->>'task')::bigint = $1`, dead.ID); err != nil {
-		t.Fatal(err)
-	}
+	stuckRunning(t, s, dead.ID)
 	// A backlog of 2 workers × 20 ms per step that lasts well past the
 	// dead task's lease and the first sweeps.
 	const backlog = 600
