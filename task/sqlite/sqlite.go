@@ -659,18 +659,8 @@ func (s *Store) Counts(ctx context.Context) (map[task.State]int, error) {
 		return nil, fmt.Errorf("count tasks by state: %w", err)
 	}
 	defer rows.Close()
-	out := map[task.State]int{}
-	for rows.Next() {
-		var (
-			st task.State
-			n  int
-		)
-		if err := rows.Scan(&st, &n); err != nil {
-			return nil, fmt.Errorf("count tasks by state: %w", err)
-		}
-		out[st] = n
-	}
-	if err := rows.Err(); err != nil {
+	out, err := sqlstore.CountByState(rows)
+	if err != nil {
 		return nil, fmt.Errorf("count tasks by state: %w", err)
 	}
 	return out, nil

@@ -63,6 +63,32 @@ func Collect[T any](rows Rows, scan func() (T, error)) ([]T, error) {
 	return out, nil
 }
 
+// ScanRows is Rows that can also scan the current row.
+type ScanRows interface {
+	Rows
+	Scan(dest ...any) error
+}
+
+// CountByState reads rows of (state, count), as a GROUP BY state gives
+// them, into a map.
+func CountByState(rows ScanRows) (map[task.State]int, error) {
+	out := map[task.State]int{}
+	for rows.Next() {
+		var (
+			st task.State
+			n  int
+		)
+		if err := rows.Scan(&st, &n); err != nil {
+			return nil, err
+		}
+		out[st] = n
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // CheckVersion compares the schema version a database is at with the
 // number of migrations this bot knows. current says there is nothing to
 // run; a database newer than the bot is an error, since an older bot
