@@ -32,6 +32,7 @@ var ErrNoApp = errors.New("no GitHub App credentials yet")
 type Credentials struct {
 	AppID         int64
 	Slug          string
+	Owner         string // the account that owns the app
 	HTMLURL       string
 	WebhookSecret string
 	ClientID      string
@@ -58,13 +59,16 @@ func (c Credentials) check() error {
 	switch {
 	case c.AppID <= 0:
 		return errors.New("no app id")
-	case c.WebhookSecret == "" || c.ClientID == "" || c.ClientSecret == "" || c.SessionKey == "":
-		return errors.New("a secret or the client id is missing")
+	case c.ClientID == "" || c.ClientSecret == "" || c.SessionKey == "":
+		// An empty webhook secret is saved rather than lost with the
+		// key: serve then refuses to start until the operator sets one
+		// on GitHub and in GITHUB_WEBHOOK_SECRET.
+		return errors.New("the client id or a secret is missing")
 	}
 	if b, _ := pem.Decode(c.PrivateKey); b == nil {
 		return errors.New("the private key is not PEM")
 	}
-	for _, v := range []string{c.Slug, c.HTMLURL, c.WebhookSecret, c.ClientID, c.ClientSecret, c.SessionKey} {
+	for _, v := range []string{c.Slug, c.Owner, c.HTMLURL, c.WebhookSecret, c.ClientID, c.ClientSecret, c.SessionKey} {
 		if strings.ContainsAny(v, "\r\n") {
 			return errors.New("a value holds a line break")
 		}
@@ -101,6 +105,7 @@ func Save(dir string, c Credentials) error {
 	for _, kv := range [][2]string{
 		{"GITHUB_APP_ID", strconv.FormatInt(c.AppID, 10)},
 		{"GITHUB_APP_SLUG", c.Slug},
+		{"GITHUB_APP_OWNER", c.Owner},
 		{"GITHUB_APP_URL", c.HTMLURL},
 		{"GITHUB_WEBHOOK_SECRET", c.WebhookSecret},
 		{"GITHUB_CLIENT_ID", c.ClientID},
@@ -138,16 +143,44 @@ func writeNew(dir, name string, data []byte, replace bool) error {
 		return fmt.Errorf("save the app's credentials: %w", err)
 	}
 	final := filepath.Join(dir, name)
-	if replace {
+	switch {
+	case replace:
 		err = os.Rename(tmp, final)
-	} else {
+	default:
 		// A link fails if the name exists: two saves cannot both win.
 		err = os.Link(tmp, final)
+		if err != nil && !errors.Is(err, fs.ErrExist) {
+			// A file system without hard links: create the name
+			// exclusively instead.
+			err = createExclusive(final, data)
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("save the app's credentials: %w", err)
 	}
+	if d, err := os.Open(dir); err == nil {
+		// The new name lasts a crash only once the directory is synced.
+		_ = d.Sync()
+		d.Close()
+	}
 	return nil
+}
+
+func createExclusive(name string, data []byte) error {
+	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(name)
+	}
+	return err
 }
 
 // Load reads the credentials Save wrote in dir; ErrNoApp if there are none.
@@ -177,6 +210,8 @@ func Load(dir string) (Credentials, error) {
 			}
 		case "GITHUB_APP_SLUG":
 			c.Slug = v
+		case "GITHUB_APP_OWNER":
+			c.Owner = v
 		case "GITHUB_APP_URL":
 			c.HTMLURL = v
 		case "GITHUB_WEBHOOK_SECRET":

@@ -19,6 +19,7 @@ import (
 	"html/template"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -39,6 +40,10 @@ const (
 	maxStates = 32
 	// exchangeTimeout bounds the call that trades the code.
 	exchangeTimeout = 30 * time.Second
+	// stateCookie holds the state in the browser that began the flow:
+	// a state alone, seen in a history or a proxy's log, must not let
+	// someone else's app come back as this bot's.
+	stateCookie = "pullwright_setup"
 )
 
 // Config is what the setup needs.
@@ -86,6 +91,11 @@ func New(cfg Config) (*Setup, error) {
 	if err != nil || (pub.Scheme != "https" && pub.Scheme != "http") || pub.Host == "" || pub.RawQuery != "" {
 		return nil, fmt.Errorf("setup: BOT_PUBLIC_URL %q: want https://host[/path], where GitHub can reach the bot", cfg.PublicURL)
 	}
+	if pub.Scheme == "http" && !loopback(pub.Hostname()) {
+		// The token, the state and the code would cross the network
+		// in clear.
+		return nil, fmt.Errorf("setup: BOT_PUBLIC_URL %q: the setup page needs https (plain http only on this machine's loopback)", cfg.PublicURL)
+	}
 	cfg.PublicURL = pub.String()
 	if cfg.Dir == "" || cfg.WebURL == "" || cfg.APIURL == "" {
 		return nil, errors.New("setup: the directory and GitHub's addresses are needed")
@@ -118,8 +128,13 @@ func New(cfg Config) (*Setup, error) {
 	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
 		return nil, fmt.Errorf("setup: %w", err)
 	}
+	if fi, err := os.Stat(cfg.Dir); err == nil && fi.Mode().Perm()&0o077 != 0 {
+		cfg.Logger.Warn("setup: the app's directory can be read by others than the bot's user; the private key will be in it", "dir", cfg.Dir, "mode", fi.Mode().Perm().String())
+	}
 	token := rand.Text()
-	if err := os.WriteFile(filepath.Join(cfg.Dir, tokenFile), []byte(token+"\n"), 0o600); err != nil {
+	// Through a new file: one already there (or a link someone put
+	// there) keeps neither its mode nor its target.
+	if err := writeNew(cfg.Dir, tokenFile, []byte(token+"\n"), true); err != nil {
 		return nil, fmt.Errorf("setup: write the setup token: %w", err)
 	}
 	pages, err := template.New("setup").Parse(pagesHTML)
@@ -234,6 +249,12 @@ func (s *Setup) begin(w http.ResponseWriter, r *http.Request) {
 	}
 	s.states[state] = now.Add(stateTTL)
 	s.mu.Unlock()
+	http.SetCookie(w, &http.Cookie{
+		Name: stateCookie, Value: state, Path: "/setup", MaxAge: int(stateTTL / time.Second),
+		HttpOnly: true, Secure: strings.HasPrefix(s.cfg.PublicURL, "https://"),
+		// Lax: the return from GitHub is a top-level navigation.
+		SameSite: http.SameSiteLaxMode,
+	})
 	action := s.cfg.WebURL + "/settings/apps/new"
 	if org != "" {
 		action = s.cfg.WebURL + "/organizations/" + url.PathEscape(org) + "/settings/apps/new"
@@ -247,6 +268,11 @@ func (s *Setup) begin(w http.ResponseWriter, r *http.Request) {
 func (s *Setup) finish(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	state, code := q.Get("state"), q.Get("code")
+	ck, _ := r.Cookie(stateCookie)
+	if ck == nil || subtle.ConstantTimeCompare([]byte(ck.Value), []byte(state)) != 1 {
+		// Not the browser that began this flow.
+		state = ""
+	}
 	now := s.cfg.Now()
 	s.mu.Lock()
 	exp, known := s.states[state]
@@ -255,17 +281,20 @@ func (s *Setup) finish(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 	switch {
 	case finished:
-		s.render(w, http.StatusConflict, pageData{Page: "error", Message: "The GitHub App is created already."})
+		s.render(w, http.StatusConflict, pageData{Page: "error", Message: alreadyDone})
 		return
 	case state == "" || !known || !now.Before(exp):
-		// Not a flow this page started, or one started over an hour ago.
-		s.render(w, http.StatusBadRequest, pageData{Page: "error", Message: "This return from GitHub is not one this page started, or it came too late. Start again from the setup page."})
+		// Not a flow this page started in this browser, or one started
+		// over an hour ago.
+		s.render(w, http.StatusBadRequest, pageData{Page: "error", Message: "This return from GitHub is not one this browser started here, or it came too late. Start again from the setup page; delete the app GitHub created, if it did."})
 		return
 	case !codeShape.MatchString(code):
 		s.render(w, http.StatusBadRequest, pageData{Page: "error", Message: "GitHub sent no code back. Start again from the setup page."})
 		return
 	}
-	c, err := s.exchange(r.Context(), code)
+	// Not cancelled with the request: GitHub may have spent the code
+	// already, and the credentials exist only in its answer.
+	c, err := s.exchange(context.WithoutCancel(r.Context()), code)
 	if err != nil {
 		s.cfg.Logger.Error("setup: trade the manifest's code", "err", err)
 		s.render(w, http.StatusBadGateway, pageData{Page: "error", Message: "GitHub did not hand over the new app's credentials: " + err.Error() + ". Start again from the setup page; delete the app GitHub may have created."})
@@ -274,7 +303,7 @@ func (s *Setup) finish(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	if s.finished {
 		s.mu.Unlock()
-		s.render(w, http.StatusConflict, pageData{Page: "error", Message: "The GitHub App is created already."})
+		s.render(w, http.StatusConflict, pageData{Page: "error", Message: alreadyDone + " The app " + c.Slug + " that this return created was not saved: delete it on GitHub."})
 		return
 	}
 	if err := Save(s.cfg.Dir, c); err != nil {
@@ -286,9 +315,25 @@ func (s *Setup) finish(w http.ResponseWriter, r *http.Request) {
 	s.finished = true
 	s.mu.Unlock()
 	_ = os.Remove(s.TokenPath())
-	s.cfg.Logger.Info("setup: the GitHub App is created and saved", "app_id", c.AppID, "slug", c.Slug, "dir", s.cfg.Dir)
+	s.cfg.Logger.Info("setup: the GitHub App is created and saved", "app_id", c.AppID, "slug", c.Slug, "owner", c.Owner, "dir", s.cfg.Dir)
 	s.done <- c
-	s.render(w, http.StatusOK, pageData{Page: "done", App: c, Install: strings.TrimRight(c.HTMLURL, "/") + "/installations/new"})
+	d := pageData{Page: "done", App: c}
+	if strings.HasPrefix(c.HTMLURL, s.cfg.WebURL+"/") {
+		d.Install = strings.TrimRight(c.HTMLURL, "/") + "/installations/new"
+	}
+	s.render(w, http.StatusOK, d)
+}
+
+// alreadyDone is what a late or second return is told: the app the bot
+// runs with is the one whose owner the log names.
+const alreadyDone = "The setup is over: another return from GitHub finished it. Check the app's owner in the bot's log (\"setup: the GitHub App is created\") and on GitHub."
+
+func loopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // exchange is POST /app-manifests/{code}/conversions: GitHub answers the
@@ -304,6 +349,12 @@ func (s *Setup) exchange(ctx context.Context, code string) (Credentials, error) 
 	req.Header.Set("X-GitHub-Api-Version", "2022-11-28")
 	resp, err := s.cfg.HTTPClient.Do(req)
 	if err != nil {
+		// The URL holds the code, which anyone could trade for the
+		// app's key within the hour: it goes into no log or page.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
 		return Credentials{}, fmt.Errorf("ask GitHub: %w", err)
 	}
 	defer resp.Body.Close()
@@ -319,6 +370,9 @@ func (s *Setup) exchange(ctx context.Context, code string) (Credentials, error) 
 		ClientSecret  string `json:"client_secret"`
 		WebhookSecret string `json:"webhook_secret"`
 		PEM           string `json:"pem"`
+		Owner         struct {
+			Login string `json:"login"`
+		} `json:"owner"`
 	}
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&v); err != nil {
 		return Credentials{}, fmt.Errorf("read GitHub's answer: %w", err)
@@ -330,6 +384,7 @@ func (s *Setup) exchange(ctx context.Context, code string) (Credentials, error) 
 	c := Credentials{
 		AppID: v.ID, Slug: v.Slug, HTMLURL: v.HTMLURL, WebhookSecret: v.WebhookSecret,
 		ClientID: v.ClientID, ClientSecret: v.ClientSecret, SessionKey: key, PrivateKey: []byte(v.PEM),
+		Owner: v.Owner.Login,
 	}
 	if err := c.check(); err != nil {
 		return Credentials{}, fmt.Errorf("GitHub's answer: %w", err)
@@ -360,9 +415,9 @@ GitHub, which asks you to name the app and create it.</p>
 <p><button type="submit">Create the GitHub App on GitHub</button></p>
 </form>
 {{else if eq .Page "done"}}
-<p>The GitHub App <a href="{{.App.HTMLURL}}">{{.App.Slug}}</a> (id {{.App.AppID}}) is created and its
+<p>The GitHub App {{.App.Slug}} (id {{.App.AppID}}, owned by {{.App.Owner}}) is created and its
 credentials are saved. This bot is starting with it.</p>
-<p>Next: <a href="{{.Install}}">install the app</a> on the repositories it may work on.</p>
+{{if .Install}}<p>Next: <a href="{{.Install}}">install the app</a> on the repositories it may work on.</p>{{end}}
 {{end}}
 </body></html>
 `

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
 	"os"
@@ -58,6 +59,16 @@ var (
 	}
 )
 
+// newBrowser is a client that keeps cookies, as a browser does.
+func newBrowser(t *testing.T, redirects func(*http.Request, []*http.Request) error) *http.Client {
+	t.Helper()
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &http.Client{Jar: jar, CheckRedirect: redirects}
+}
+
 func post(t *testing.T, c *http.Client, to string, form url.Values) (int, string) {
 	t.Helper()
 	resp, err := c.PostForm(to, form)
@@ -78,7 +89,7 @@ func TestSetupCreatesTheApp(t *testing.T) {
 	if fi, err := os.Stat(s.TokenPath()); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("setup token file: %v %v", fi, err)
 	}
-	browser := &http.Client{}
+	browser := newBrowser(t, nil)
 	resp, err := browser.Get(srv.URL + "/")
 	if err != nil {
 		t.Fatal(err)
@@ -166,8 +177,11 @@ func jsonEqual(a, b any) bool {
 // What the setup refuses, and that it trades no code for them.
 func TestSetupRefuses(t *testing.T) {
 	gh := fakegithub.New(t)
+	if _, err := New(Config{APIURL: gh.URL, WebURL: gh.URL, PublicURL: "http://bot.example", Dir: t.TempDir(), Manifest: pullwright.AppManifest()}); err == nil {
+		t.Error("a setup page on plain http beyond loopback was allowed")
+	}
 	s, srv := setupOn(t, gh)
-	browser := &http.Client{CheckRedirect: noRedirects}
+	browser := newBrowser(t, noRedirects)
 	if code, _ := post(t, browser, srv.URL+"/setup", url.Values{"token": {"not-it"}}); code != http.StatusForbidden {
 		t.Errorf("a wrong token = %d, want 403", code)
 	}
@@ -204,6 +218,18 @@ func TestSetupRefuses(t *testing.T) {
 	}
 	if n := conversionsOf(gh); n != 1 {
 		t.Errorf("%d conversions asked, want only the stale code's", n)
+	}
+	// The right state from a browser that did not begin the flow.
+	_, body = post(t, browser, srv.URL+"/setup", url.Values{"token": {token(t, s)}})
+	other := strings.TrimPrefix(html.UnescapeString(formAction.FindStringSubmatch(body)[1]), gh.URL+"/settings/apps/new?state=")
+	stranger := newBrowser(t, noRedirects)
+	if resp, err := stranger.Get(srv.URL + "/setup/done?code=abc&state=" + url.QueryEscape(other)); err != nil || resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("a state from another browser = %v %v, want 400", resp, err)
+	} else {
+		resp.Body.Close()
+	}
+	if n := conversionsOf(gh); n != 1 {
+		t.Errorf("%d conversions asked after another browser's return, want 1", n)
 	}
 	// Its state was spent.
 	if code := get("/setup/done?code=stale&state=" + url.QueryEscape(state)); code != http.StatusBadRequest {

@@ -21,6 +21,7 @@ import (
 	"github.com/sashabaranov/go-openai"
 
 	"github.com/pullwright/pullwright/internal/botproc"
+	"github.com/pullwright/pullwright/internal/fakegithub"
 	"github.com/pullwright/pullwright/internal/fakellm"
 	"github.com/pullwright/pullwright/task"
 )
@@ -69,6 +70,31 @@ func startKillTest(t *testing.T, llm *fakellm.Server, opts botproc.Options, inst
 		t.Fatalf("fix answered %d", code)
 	}
 	return h
+}
+
+// wantApprovedOnce checks that a task done after one approved run left
+// everything on GitHub exactly once: one pull request, out of draft; the
+// status, request and done comments on the issue, the request's on the
+// pull request; two check runs (approval, run); four comments created.
+// It returns the pull request.
+func wantApprovedOnce(t *testing.T, h *botproc.Harness, done *task.Task, requestID string) fakegithub.PullRequest {
+	t.Helper()
+	prs := h.GitHub.PullRequests(botproc.Owner, botproc.Repo)
+	if len(prs) != 1 || prs[0].Draft || prs[0].Head != done.Branch {
+		t.Fatalf("pull requests = %+v", prs)
+	}
+	wantComments(t, h, 1, done.ID, "status", "request-"+requestID, "done")
+	wantComments(t, h, prs[0].Number, done.ID, "request-"+requestID+"-pr")
+	if n := h.Posts(http.MethodPost, pullsCreated); n != 1 {
+		t.Errorf("%d pull requests created, want 1", n)
+	}
+	if n := h.Posts(http.MethodPost, checkRunsCreated); n != 2 {
+		t.Errorf("%d check runs created, want 2 (approval, run)", n)
+	}
+	if n := h.Posts(http.MethodPost, commentsCreated); n != 4 {
+		t.Errorf("%d comments created, want 4 (status, request on the issue and the PR, link)", n)
+	}
+	return prs[0]
 }
 
 // killPoint is the model call a kill test kills the bot in: the model
@@ -181,20 +207,9 @@ func killDuringApprovalWaitLosesNothing(t *testing.T, databaseURL string) {
 	}
 
 	// One pull request, out of draft; each comment once.
-	prs := h.GitHub.PullRequests(botproc.Owner, botproc.Repo)
-	if len(prs) != 1 || prs[0].Draft || prs[0].Head != done.Branch || !strings.Contains(prs[0].Body, "Fixes #1") {
-		t.Fatalf("pull requests = %+v", prs)
-	}
-	wantComments(t, h, 1, done.ID, "status", "request-"+r.ID, "done")
-	wantComments(t, h, prs[0].Number, done.ID, "request-"+r.ID+"-pr")
-	if n := h.Posts(http.MethodPost, pullsCreated); n != 1 {
-		t.Errorf("%d pull requests created, want 1", n)
-	}
-	if n := h.Posts(http.MethodPost, checkRunsCreated); n != 2 {
-		t.Errorf("%d check runs created, want 2 (approval, run)", n)
-	}
-	if n := h.Posts(http.MethodPost, commentsCreated); n != 4 {
-		t.Errorf("%d comments created, want 4 (status, request on the issue and the PR, link)", n)
+	prs := wantApprovedOnce(t, h, done, r.ID)
+	if !strings.Contains(prs.Body, "Fixes #1") {
+		t.Errorf("the pull request does not link the issue:\n%s", prs.Body)
 	}
 	commits := h.Git.Commits(t, botproc.Owner, botproc.Repo, done.Branch)
 	if len(commits) != 2 || commits[0].SHA != r.SHA {

@@ -36,8 +36,8 @@ func withAppDir(ctx context.Context, get func(string) string, log *slog.Logger) 
 		if v := get(env); v != "" {
 			return v
 		}
-		if env == "GITHUB_APP_PRIVATE_KEY_PATH" {
-			// The saved key stands in for both ways of giving one.
+		if env == "GITHUB_APP_PRIVATE_KEY" && get("GITHUB_APP_PRIVATE_KEY_PATH") != "" {
+			// The operator's key file wins over the saved key.
 			return ""
 		}
 		return saved[env]
@@ -72,14 +72,27 @@ func firstRun(ctx context.Context, get func(string) string, dir string, log *slo
 	go func() { served <- srv.Serve(ln) }()
 	log.Warn("no GitHub App yet: open the setup page and give it the setup token from the file",
 		"setup_url", pub+"/setup", "token_file", s.TokenPath())
+	// Another replica on the same directory may finish the setup: this
+	// one then goes on with what it saved.
+	tick := time.NewTicker(2 * time.Second)
+	defer tick.Stop()
 	var creds appmanifest.Credentials
-	select {
-	case creds = <-s.Done():
-	case err := <-served:
-		return appmanifest.Credentials{}, fmt.Errorf("setup page: %w", err)
-	case <-ctx.Done():
-		_ = srv.Close()
-		return appmanifest.Credentials{}, ctx.Err()
+wait:
+	for {
+		select {
+		case creds = <-s.Done():
+			break wait
+		case <-tick.C:
+			if c, err := appmanifest.Load(dir); err == nil {
+				creds = c
+				break wait
+			}
+		case err := <-served:
+			return appmanifest.Credentials{}, fmt.Errorf("setup page: %w", err)
+		case <-ctx.Done():
+			_ = srv.Close()
+			return appmanifest.Credentials{}, ctx.Err()
+		}
 	}
 	// Let the done page reach the browser before the address changes
 	// hands to the bot proper.

@@ -1,10 +1,11 @@
-package main
+package main_test
 
 import (
 	"bytes"
 	"html"
 	"io"
 	"net/http"
+	"net/http/cookiejar"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -44,7 +45,8 @@ func TestFirstRunCreatesTheApp(t *testing.T) {
 	}
 	bot := botproc.StartBotOn(t, bin, env, addr)
 
-	browser := &http.Client{Timeout: 30 * time.Second}
+	jar, _ := cookiejar.New(nil)
+	browser := &http.Client{Jar: jar, Timeout: 30 * time.Second}
 	token, err := os.ReadFile(filepath.Join(dir, "setup-token"))
 	if err != nil {
 		t.Fatalf("no setup token: %v\n%s", err, bot.Logs())

@@ -166,6 +166,10 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	get, err := withAppDir(ctx, get, log)
+	if err != nil && ctx.Err() != nil {
+		// Stopped during the setup, as serve stops: not a failure.
+		return nil
+	}
 	if err != nil {
 		return err
 	}
