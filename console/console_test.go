@@ -15,6 +15,7 @@ import (
 
 	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/internal/fakegithub"
+	"github.com/pullwright/pullwright/policy"
 	"github.com/pullwright/pullwright/task"
 	"github.com/pullwright/pullwright/task/tasktest"
 )
@@ -472,5 +473,62 @@ func TestWebURL(t *testing.T) {
 		if got, err := WebURL(tc.api); err != nil || got != tc.web {
 			t.Errorf("WebURL(%s) = %s, %v; want %s", tc.api, got, err, tc.web)
 		}
+	}
+}
+
+// "Waiting for my answer" lists the open requests the person may answer
+// by the approve rule each task started with.
+func TestWaitingForMyAnswer(t *testing.T) {
+	f := newFixture(t)
+	park := func(name, repo, requester string, approve policy.Approvers, asked bool) int64 {
+		t.Helper()
+		tk := &task.Task{Kind: task.KindFix, State: task.AwaitingApproval, Repo: pullwright.Repo{InstallationID: 1, Owner: "o", Name: repo},
+			Issue: 20 + len(f.ids), Requester: task.Person{Login: requester}, Instructions: name, Settings: &policy.Settings{Approve: approve}}
+		tk.Request = &task.ExecRequest{ID: name + "-1", Command: "make test", Asked: asked}
+		if err := f.store.Record(context.Background(), task.Delivery{ID: name}, tk); err != nil {
+			t.Fatal(err)
+		}
+		f.ids[name] = tk.ID
+		return tk.ID
+	}
+	park("own", "private", "alice", policy.Approvers{ExcludeRequester: true}, true)
+	park("others", "private", "alice", policy.Approvers{Who: policy.Who{Users: []string{"bob"}}}, true)
+	park("admins", "private", "dave", policy.Approvers{Who: policy.Who{Permission: "admin"}}, true)
+	park("triagers", "readonly", "dave", policy.Approvers{Who: policy.Who{Permission: "triage"}}, true)
+	park("unasked", "private", "dave", policy.Approvers{}, false)
+	alice, carol := f.signIn(t, "alice"), f.signIn(t, "carol")
+	tests := []struct {
+		who    *http.Cookie
+		query  string
+		status int
+		see    []string
+	}{
+		// alice writes to o/private and o/hostile: hostile's request is
+		// hers to answer; her own is not (four eyes), nor one for bob,
+		// nor one for admins, nor one not yet asked on GitHub.
+		{alice, "waiting=me", 200, []string{"hostile"}},
+		{alice, "waiting=me&state=awaiting_approval", 200, []string{"hostile"}},
+		{alice, "waiting=me&repo=o/private", 200, nil},
+		// carol only reads o/readonly, whose rule asks for triage.
+		{carol, "waiting=me", 200, nil},
+		{alice, "waiting=me&state=done", 400, nil},
+		{alice, "waiting=yes", 400, nil},
+	}
+	for _, tc := range tests {
+		w := f.serve(t, "GET", "/api/tasks?"+tc.query, nil, []*http.Cookie{tc.who}, nil)
+		if w.Code != tc.status {
+			t.Errorf("%s = %d %s", tc.query, w.Code, w.Body)
+			continue
+		}
+		if tc.status == 200 {
+			if got := f.listed(t, w, true); strings.Join(got, ",") != strings.Join(tc.see, ",") {
+				t.Errorf("%s lists %v, want %v", tc.query, got, tc.see)
+			}
+		}
+	}
+	// The page's filter is the same, and says it is on.
+	w := f.serve(t, "GET", "/console/?waiting=me", nil, []*http.Cookie{alice}, nil)
+	if w.Code != 200 || !strings.Contains(w.Body.String(), `value="me" checked`) || strings.Join(f.listed(t, w, false), ",") != "hostile" {
+		t.Errorf("the page with waiting=me = %d, lists %v", w.Code, f.listed(t, w, false))
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/pullwright/pullwright"
+	"github.com/pullwright/pullwright/policy"
 	"github.com/pullwright/pullwright/task"
 )
 
@@ -89,36 +90,84 @@ var errGitHub = errors.New("GitHub did not answer a permission check")
 // deleted, a public one created under its old name), ids are not. Tasks
 // recorded before ids were kept (ID 0) are checked by name only.
 func (c *Console) canRead(ctx context.Context, who *caller, repo pullwright.Repo) (bool, error) {
+	role, err := c.roleIn(ctx, who, repo)
+	return role != "", err
+}
+
+// roleIn is who's role on repo as their token shows it: "" for none, or
+// for a repository of that name that is not repo (its id differs).
+func (c *Console) roleIn(ctx context.Context, who *caller, repo pullwright.Repo) (string, error) {
 	role, id, err := c.gh.role(ctx, who.token, repo.FullName())
 	if err != nil {
 		c.log.WarnContext(ctx, "console: permission check failed", "login", who.Login, "repo", repo.FullName(), "err", err)
-		return false, fmt.Errorf("%w: %w", errGitHub, err)
+		return "", fmt.Errorf("%w: %w", errGitHub, err)
 	}
 	if repo.ID != 0 && id != repo.ID {
-		return false, nil
+		return "", nil
 	}
-	return role != "", nil
+	return role, nil
+}
+
+// waitsFor reports whether t's request waits for an answer that who, of
+// role on the repository, may give by the approve rule the task started
+// with: the role it asks for, its users, and not the requester when it
+// excludes them. Team membership is asked of GitHub when the answer
+// comes, with the app's token; this list, which has only the person's,
+// counts a rule's teams as admitting them.
+func waitsFor(t *task.Task, who *caller, role string) bool {
+	r := t.Request
+	if t.State != task.AwaitingApproval || r == nil || !r.Asked || r.Answer != nil {
+		return false
+	}
+	var rule policy.Approvers
+	if t.Settings != nil {
+		rule = t.Settings.Approve
+	}
+	if rule.ExcludeRequester && strings.EqualFold(t.Requester.Login, who.Login) {
+		return false
+	}
+	ok, err := rule.Admits(role, who.Login, t.Repo.Owner, func(string, string) (bool, error) { return true, nil })
+	return ok && err == nil
+}
+
+// listFilter is a list's filters: the store's, and "waiting for my
+// answer", which only the console can tell.
+type listFilter struct {
+	task.ListQuery
+	mine bool
 }
 
 // listQuery reads a list's filters from the address.
-func listQuery(r *http.Request) (task.ListQuery, error) {
+func listQuery(r *http.Request) (listFilter, error) {
 	q := task.ListQuery{Repo: strings.TrimSpace(r.URL.Query().Get("repo")), State: task.State(r.URL.Query().Get("state"))}
+	f := listFilter{ListQuery: q}
+	switch r.URL.Query().Get("waiting") {
+	case "":
+	case "me":
+		if q.State != "" && q.State != task.AwaitingApproval {
+			return f, errors.New("waiting=me: only tasks awaiting approval wait for an answer")
+		}
+		f.mine, f.State = true, task.AwaitingApproval
+	default:
+		return f, errors.New("waiting: want me")
+	}
+	q = f.ListQuery
 	if q.Repo != "" {
 		if o, n, ok := strings.Cut(q.Repo, "/"); !ok || o == "" || n == "" || strings.Contains(n, "/") {
-			return q, errors.New("repo: want owner/name")
+			return f, errors.New("repo: want owner/name")
 		}
 	}
 	if q.State != "" && !knownState(q.State) {
-		return q, errors.New("state: not a task state")
+		return f, errors.New("state: not a task state")
 	}
 	if b := r.URL.Query().Get("before"); b != "" {
 		n, err := strconv.ParseInt(b, 10, 64)
 		if err != nil || n <= 0 {
-			return q, errors.New("before: want a task id")
+			return f, errors.New("before: want a task id")
 		}
-		q.Before = n
+		f.Before = n
 	}
-	return q, nil
+	return f, nil
 }
 
 var states = []task.State{task.Queued, task.Preparing, task.Working, task.AwaitingApproval, task.Running, task.Publishing, task.Done, task.Failed, task.Cancelled}
@@ -149,11 +198,12 @@ type listing struct {
 // next page starts after the last task looked at. A repository whose
 // check failed is left out rather than failing the page: one repository
 // GitHub does not answer for must not hide all the others.
-func (c *Console) visible(ctx context.Context, who *caller, q task.ListQuery) (listing, error) {
+func (c *Console) visible(ctx context.Context, who *caller, f listFilter) (listing, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.budget)
 	defer cancel()
+	q := f.ListQuery
 	var l listing
-	readable := map[string]bool{}
+	roles := map[string]string{}
 	scanned := 0
 	var last int64 // the last task looked at: where a cut page goes on from
 	for {
@@ -167,8 +217,8 @@ func (c *Console) visible(ctx context.Context, who *caller, q task.ListQuery) (l
 			// By name and id: tasks of an old and a new repository of
 			// one name are answered apart.
 			name := strings.ToLower(t.Repo.FullName()) + "#" + strconv.FormatInt(t.Repo.ID, 10)
-			ok, seen := readable[name]
-			if !seen && (len(readable) == maxRepos || ctx.Err() != nil) {
+			role, seen := roles[name]
+			if !seen && (len(roles) == maxRepos || ctx.Err() != nil) {
 				// Enough asked for one request: the next page goes on
 				// from this task.
 				if last == 0 {
@@ -179,18 +229,19 @@ func (c *Console) visible(ctx context.Context, who *caller, q task.ListQuery) (l
 				return l, nil
 			}
 			if !seen {
-				ok, err = c.canRead(ctx, who, t.Repo)
+				var err error
+				role, err = c.roleIn(ctx, who, t.Repo)
 				switch {
 				case errors.Is(err, errUnauthorized):
 					// The token itself is refused: the session is over.
 					return listing{}, err
 				case err != nil:
 					l.unchecked++
-					ok = false
+					role = ""
 				}
-				readable[name] = ok
+				roles[name] = role
 			}
-			if ok {
+			if role != "" && (!f.mine || waitsFor(t, who, role)) {
 				l.tasks = append(l.tasks, c.view(t, false))
 			}
 			last = t.ID
@@ -251,13 +302,20 @@ func (c *Console) tasksPage(w http.ResponseWriter, r *http.Request, who *caller)
 		if q.Repo != "" {
 			v.Set("repo", q.Repo)
 		}
-		if q.State != "" {
+		if q.State != "" && !q.mine {
 			v.Set("state", string(q.State))
+		}
+		if q.mine {
+			v.Set("waiting", "me")
 		}
 		nextURL = "/console/?" + v.Encode()
 	}
+	state := string(q.State)
+	if q.mine {
+		state = ""
+	}
 	c.render(w, r, http.StatusOK, "tasks", who, map[string]any{
-		"Tasks": l.tasks, "Repo": q.Repo, "State": string(q.State), "States": states, "Next": template.URL(nextURL),
+		"Tasks": l.tasks, "Repo": q.Repo, "State": state, "Mine": q.mine, "States": states, "Next": template.URL(nextURL),
 		"Unchecked": l.unchecked, "Cut": l.cut,
 	})
 }
