@@ -51,6 +51,7 @@ import (
 
 	"github.com/sashabaranov/go-openai"
 
+	"github.com/pullwright/pullwright/bench/internal/stats"
 	"github.com/pullwright/pullwright/internal/botproc"
 	"github.com/pullwright/pullwright/internal/fakellm"
 	"github.com/pullwright/pullwright/internal/pgtest"
@@ -257,7 +258,7 @@ func run(t *tb, tasks, approvals, workers, senders int, settle, wait time.Durati
 		fmt.Printf("\nApproval latency, signed /approve POSTed → approved command started (its own `date +%%s%%N`), %d approvals one at a time, %d tasks parked:\n", approvals, tasks)
 		w = tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintln(w, "min\t p50\t p90\t p99\t max\t")
-		fmt.Fprintf(w, "%s\t %s\t %s\t %s\t %s\t\n", ms(lat[0]), ms(pct(lat, 0.50)), ms(pct(lat, 0.90)), ms(pct(lat, 0.99)), ms(lat[len(lat)-1]))
+		fmt.Fprintf(w, "%s\t %s\t %s\t %s\t %s\t\n", ms(lat[0]), ms(stats.Percentile(lat, 0.50)), ms(stats.Percentile(lat, 0.90)), ms(stats.Percentile(lat, 0.99)), ms(lat[len(lat)-1]))
 		w.Flush()
 	}
 }
@@ -274,12 +275,6 @@ func active(t *tb, h *botproc.Harness) int {
 		n += c
 	}
 	return n
-}
-
-// pct is the p-quantile of sorted d (nearest rank).
-func pct(d []time.Duration, p float64) time.Duration {
-	i := int(p*float64(len(d))+0.5) - 1
-	return d[max(0, min(len(d)-1, i))]
 }
 
 // sockets counts the open sockets of process pid.

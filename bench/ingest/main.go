@@ -27,7 +27,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/hmac"
-	"crypto/rand"
 	"crypto/sha256"
 	_ "embed"
 	"encoding/hex"
@@ -39,20 +38,17 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"text/tabwriter"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/pullwright/pullwright"
+	"github.com/pullwright/pullwright/bench/internal/benchpg"
+	"github.com/pullwright/pullwright/bench/internal/stats"
 	"github.com/pullwright/pullwright/task"
 	"github.com/pullwright/pullwright/task/postgres"
 	"github.com/pullwright/pullwright/task/sqlite"
@@ -125,12 +121,8 @@ type result struct {
 
 func (r result) rate() float64 { return float64(len(r.latencies)) / r.elapsed.Seconds() }
 
-// pct is the p-quantile of the latencies (nearest rank); 1 is the max.
-func (r result) pct(p float64) time.Duration {
-	s := slices.Clone(r.latencies)
-	slices.Sort(s)
-	return s[max(0, min(len(s)-1, int(p*float64(len(s))+0.5)-1))]
-}
+// pct is the p-quantile of the latencies; 1 is the max.
+func (r result) pct(p float64) time.Duration { return stats.Percentile(r.latencies, p) }
 
 // figures are one measurement's numbers; ratio is the same against the bare
 // handler of the same round and sender count (for the floor itself, 1).
@@ -177,13 +169,13 @@ func run(cfg config) error {
 	}
 	pgNote := "left out: give -postgres URL or set PULLWRIGHT_TEST_POSTGRES (dsn=$(scripts/test-postgres.sh start DIR) starts a throwaway server)"
 	if cfg.postgres != "" {
-		note, err := postgresSettings(ctx, cfg.postgres)
+		note, err := benchpg.Settings(ctx, cfg.postgres, "a new database per measurement; commits wait for the WAL write (synchronous_commit=on)")
 		if err != nil {
 			return err
 		}
 		pgNote = note
 		subjects = append(subjects, subject{name: "webhook + Postgres", key: "postgres", want: http.StatusAccepted, open: func(ctx context.Context, tag string) (http.Handler, func(signed) error, error) {
-			dbURL, drop, err := createDatabase(ctx, cfg.postgres)
+			dbURL, drop, err := benchpg.CreateDatabase(ctx, cfg.postgres)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -237,15 +229,16 @@ func run(cfg config) error {
 	failed := 0
 	for si, senders := range cfg.senders {
 		fmt.Printf("\n%d sender(s)\n", senders)
-		tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "handler\tdeliveries/s\tp50\tp99\tmax\tfailures\t\tvs bare: throughput\tp50\tp99\tmax\t")
+		tb := stats.NewTable(os.Stdout)
+		tb.Row("handler", "deliveries/s", "p50", "p99", "max", "failures", "", "vs bare: throughput", "p50", "p99", "max")
 		for i, sub := range subjects {
 			f := median(cfg.rounds, func(r int) figures { return all[r][si][i] })
 			q := median(cfg.rounds, func(r int) figures { return ratio(all[r][si][i], all[r][si][0]) })
 			failed += f.failures
-			fmt.Fprintf(tw, "%s\t%.0f\t%s\t%s\t%s\t%d\t\t%.2f\t%.2f\t%.2f\t%.2f\t\n", sub.name, f.rate, dur(f.p50), dur(f.p99), dur(f.max), f.failures, q.rate, q.p50, q.p99, q.max)
+			tb.Row(sub.name, fmt.Sprintf("%.0f", f.rate), stats.Dur(f.p50), stats.Dur(f.p99), stats.Dur(f.max), strconv.Itoa(f.failures),
+				"", fmt.Sprintf("%.2f", q.rate), fmt.Sprintf("%.2f", q.p50), fmt.Sprintf("%.2f", q.p99), fmt.Sprintf("%.2f", q.max))
 		}
-		tw.Flush()
+		tb.Flush()
 	}
 
 	// The goal, on each database: judged on the medians.
@@ -281,7 +274,7 @@ func run(cfg config) error {
 			bareLo := median(cfg.rounds, func(r int) figures { return all[r][fewest][0] })
 			fmt.Printf("  %s: p99 %.1f× bare (%s); throughput %.0f/s vs %.0f/s, %.2f× (%s; the bare handler's own: %.2f×); slowest delivery %s (%s)\n",
 				sub.name, q.p99, verdict(q.p99 <= goalP99Ratio), hi.rate, lo.rate, hi.rate/lo.rate, verdict(hi.rate >= lo.rate),
-				bareHi.rate/bareLo.rate, dur(worst), verdict(worst <= goalMax.Seconds()))
+				bareHi.rate/bareLo.rate, stats.Dur(worst), verdict(worst <= goalMax.Seconds()))
 		}
 	}
 	if failed > 0 {
@@ -304,11 +297,7 @@ func median(rounds int, get func(round int) figures) figures {
 		for r := range rounds {
 			v[r] = f(get(r))
 		}
-		slices.Sort(v)
-		if rounds%2 == 1 {
-			return v[rounds/2]
-		}
-		return (v[rounds/2-1] + v[rounds/2]) / 2
+		return stats.Median(v)
 	}
 	failures := 0
 	for r := range rounds {
@@ -321,17 +310,6 @@ func median(rounds int, get func(round int) figures) figures {
 		max:      col(func(f figures) float64 { return f.max }),
 		failures: failures,
 	}
-}
-
-func dur(seconds float64) string {
-	d := time.Duration(seconds * float64(time.Second))
-	switch {
-	case d >= 10*time.Millisecond:
-		return d.Round(100 * time.Microsecond).String()
-	case d >= time.Millisecond:
-		return d.Round(10 * time.Microsecond).String()
-	}
-	return d.Round(time.Microsecond).String()
 }
 
 func handler(r webhook.Recorder) (http.Handler, error) {
@@ -369,58 +347,6 @@ func storeHandler(ctx context.Context, s task.Store, closeStore func() error) (h
 		return closeStore()
 	}
 	return h, check, nil
-}
-
-// postgresSettings says what the server's commit waits for, since that
-// decides what its figures mean. The store's own connections ask for
-// synchronous_commit=on (see createDatabase), whatever the server's
-// default.
-func postgresSettings(ctx context.Context, admin string) (string, error) {
-	conn, err := pgx.Connect(ctx, admin)
-	if err != nil {
-		return "", fmt.Errorf("connect to Postgres (-postgres): %w", err)
-	}
-	defer conn.Close(ctx)
-	var version, fsync string
-	if err := conn.QueryRow(ctx, `SELECT current_setting('server_version'), current_setting('fsync')`).Scan(&version, &fsync); err != nil {
-		return "", fmt.Errorf("read Postgres settings: %w", err)
-	}
-	cfg := conn.Config()
-	return fmt.Sprintf("%s at %s:%d, a new database per measurement; commits wait for the WAL write (synchronous_commit=on), fsync=%s", version, cfg.Host, cfg.Port, fsync), nil
-}
-
-// createDatabase makes an empty database on the server admin names and
-// returns its URL, with synchronous_commit=on for the store's connections:
-// a commit then waits until its WAL is written, so a 202 survives the
-// server's crash. (scripts/test-postgres.sh turns it off server-wide, which
-// would measure a commit that is not yet safe.) drop removes the database.
-func createDatabase(ctx context.Context, admin string) (dbURL string, drop func() error, err error) {
-	u, err := url.Parse(admin)
-	if err != nil {
-		return "", nil, errors.New("-postgres does not parse as a URL")
-	}
-	name := "pullwright_bench_" + strings.ToLower(rand.Text()[:16])
-	exec := func(sql string) error {
-		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		defer cancel()
-		conn, err := pgx.Connect(ctx, admin)
-		if err != nil {
-			return fmt.Errorf("connect to Postgres: %w", err)
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, sql); err != nil {
-			return fmt.Errorf("%s: %w", sql, err)
-		}
-		return nil
-	}
-	if err := exec("CREATE DATABASE " + name); err != nil {
-		return "", nil, err
-	}
-	u.Path = "/" + name
-	q := u.Query()
-	q.Set("synchronous_commit", "on")
-	u.RawQuery = q.Encode()
-	return u.String(), func() error { return exec("DROP DATABASE IF EXISTS " + name + " WITH (FORCE)") }, nil
 }
 
 type signed struct {

@@ -10,6 +10,8 @@ import (
 
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riversqlite"
+
+	"github.com/pullwright/pullwright/bench/internal/stats"
 )
 
 // featureArgs is a job of the feature checks, named by what it checks.
@@ -155,10 +157,10 @@ func checkFeatures(ctx context.Context, path string, cfg config) ([]string, erro
 	}
 	out = append(out,
 		fmt.Sprintf("job completed in our transaction (river.JobCompleteTx): works, the job committed with it (%s)", ok(true)),
-		fmt.Sprintf("leader election and a periodic job (RunOnStart): leader %q, first run %s after Start (%s)", leader, dur(seen["periodic"][0].Sub(started).Seconds()), ok(leader == id)),
-		fmt.Sprintf("scheduled job (an approval deadline) 4s ahead: worked %s after it was due", dur(seen["scheduled"][0].Sub(due).Seconds())),
-		fmt.Sprintf("snooze of 1s (a task leased by a live worker): worked again %s after the first try began", dur(seen["snooze"][1].Sub(seen["snooze"][0]).Seconds())),
-		fmt.Sprintf("a job inserted now, the first try began %s after the insert", dur(seen["snooze"][0].Sub(snoozeAt).Seconds())),
+		fmt.Sprintf("leader election and a periodic job (RunOnStart): leader %q, first run %s after Start (%s)", leader, stats.Dur(seen["periodic"][0].Sub(started).Seconds()), ok(leader == id)),
+		fmt.Sprintf("scheduled job (an approval deadline) 4s ahead: worked %s after it was due", stats.Dur(seen["scheduled"][0].Sub(due).Seconds())),
+		fmt.Sprintf("snooze of 1s (a task leased by a live worker): worked again %s after the first try began", stats.Dur(seen["snooze"][1].Sub(seen["snooze"][0]).Seconds())),
+		fmt.Sprintf("a job inserted now, the first try began %s after the insert", stats.Dur(seen["snooze"][0].Sub(snoozeAt).Seconds())),
 	)
 	return out, nil
 }

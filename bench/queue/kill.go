@@ -19,6 +19,7 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riversqlite"
 
+	"github.com/pullwright/pullwright/bench/internal/stats"
 	"github.com/pullwright/pullwright/task"
 	"github.com/pullwright/pullwright/task/sqlite"
 )
@@ -150,6 +151,28 @@ func (c *child) kill() error {
 	return nil
 }
 
+// killWorking starts a child in mode (river-block or store-block) on the
+// file at path, waits until its worker is in the job or step, and kills it
+// a second later: in that second a River child's leader refreshes its
+// lease once, as a bot that ran a while would have. It returns when the
+// child died. Both experiments kill the same way, so their times after
+// the kill compare.
+func killWorking(mode, path string, lease time.Duration) (killed time.Time, err error) {
+	c, err := startChild(mode, path, lease)
+	if err != nil {
+		return time.Time{}, err
+	}
+	if err := c.waitLine("working"); err != nil {
+		c.kill()
+		return time.Time{}, err
+	}
+	time.Sleep(time.Second)
+	if err := c.kill(); err != nil {
+		return time.Time{}, err
+	}
+	return time.Now(), nil
+}
+
 // riverStuck kills a River client while its worker runs a job, then
 // starts a new client on the file (JobTimeout jobTimeout and
 // RescueStuckJobsAfter rescueAfter, 0 for River's defaults) and watches
@@ -174,21 +197,10 @@ func riverStuck(ctx context.Context, path string, jobTimeout, rescueAfter, watch
 		return nil, fmt.Errorf("insert job: %w", err)
 	}
 	jobID := res.Job.ID
-	c, err := startChild("river-block", path, 0)
+	killed, err := killWorking("river-block", path, 0)
 	if err != nil {
 		return nil, err
 	}
-	if err := c.waitLine("working"); err != nil {
-		c.kill()
-		return nil, err
-	}
-	// Let the child's leader refresh its lease once, as a bot that ran a
-	// while would have.
-	time.Sleep(time.Second)
-	if err := c.kill(); err != nil {
-		return nil, err
-	}
-	killed := time.Now()
 	state := func() (st string, attempt int, err error) {
 		err = db.QueryRowContext(ctx, `SELECT state, attempt FROM river_job WHERE id = ?`, jobID).Scan(&st, &attempt)
 		return st, attempt, err
@@ -229,8 +241,8 @@ func riverStuck(ctx context.Context, path string, jobTimeout, rescueAfter, watch
 		defer cancel()
 		client.Stop(c)
 	}()
-	out = append(out, fmt.Sprintf("new client started %s after the kill", dur(started.Sub(killed).Seconds())))
-	since := func(t time.Time) string { return dur(t.Sub(killed).Seconds()) }
+	out = append(out, fmt.Sprintf("new client started %s after the kill", stats.Dur(started.Sub(killed).Seconds())))
+	since := func(t time.Time) string { return stats.Dur(t.Sub(killed).Seconds()) }
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	deadline := time.After(watch)
@@ -278,20 +290,11 @@ func storeStuck(ctx context.Context, path string, lease time.Duration, log *slog
 	if err != nil {
 		return nil, err
 	}
-	c, err := startChild("store-block", path, lease)
+	killed, err := killWorking("store-block", path, lease)
 	if err != nil {
 		return nil, err
 	}
-	if err := c.waitLine("working"); err != nil {
-		c.kill()
-		return nil, err
-	}
-	time.Sleep(time.Second)
-	if err := c.kill(); err != nil {
-		return nil, err
-	}
-	killed := time.Now()
-	since := func(t time.Time) string { return dur(t.Sub(killed).Seconds()) }
+	since := func(t time.Time) string { return stats.Dur(t.Sub(killed).Seconds()) }
 	raw, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)&_pragma=query_only(1)")
 	if err != nil {
 		return nil, err

@@ -48,13 +48,14 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
-	"text/tabwriter"
 	"time"
 
 	"github.com/riverqueue/river"
+
+	"github.com/pullwright/pullwright/bench/internal/benchpg"
+	"github.com/pullwright/pullwright/bench/internal/stats"
 )
 
 type config struct {
@@ -241,7 +242,7 @@ func run(cfg config) error {
 	}
 	pgNote := "left out: give -postgres URL or set PULLWRIGHT_TEST_POSTGRES (dsn=$(scripts/test-postgres.sh start DIR) starts a throwaway server)"
 	if cfg.postgres != "" {
-		note, err := postgresSettings(ctx, cfg.postgres)
+		note, err := benchpg.Settings(ctx, cfg.postgres, "a new database per engine; synchronous_commit=on on the engines' connections")
 		if err != nil {
 			return err
 		}
@@ -286,12 +287,12 @@ func run(cfg config) error {
 	fmt.Println("wait: commit to a worker taking the item, in the burst (a backlog) and paced on an idle queue (pickup)")
 	fmt.Println("(×N): the best of the column in the same round over this one's, or this one's over the best; 1 is the best, above 1 is worse")
 	fmt.Println()
-	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	tb := stats.NewTable(os.Stdout)
 	heads := []string{"engine"}
 	for _, c := range columns {
 		heads = append(heads, c.head)
 	}
-	fmt.Fprintln(tw, strings.Join(heads, "\t")+"\t")
+	tb.Row(heads...)
 	for si, sub := range subjects {
 		row := []string{sub.name}
 		for _, c := range columns {
@@ -312,15 +313,15 @@ func run(cfg config) error {
 					ratios[r] = vals[r] / max(best, 1e-9)
 				}
 			}
-			cell := fmt.Sprintf("%s (×%.1f)", show(median(vals), c.rate), median(ratios))
+			cell := fmt.Sprintf("%s (×%.1f)", show(stats.Median(vals), c.rate), stats.Median(ratios))
 			if cfg.rounds > 1 {
 				cell += fmt.Sprintf(" [%s–%s]", show(slices.Min(vals), c.rate), show(slices.Max(vals), c.rate))
 			}
 			row = append(row, cell)
 		}
-		fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
+		tb.Row(row...)
 	}
-	tw.Flush()
+	tb.Flush()
 	fmt.Println()
 	for si, sub := range subjects {
 		twice, failed, worst := 0, 0, 0.0
@@ -329,7 +330,7 @@ func run(cfg config) error {
 			failed += all[r][si].failedIns
 			worst = max(worst, all[r][si].pickMax)
 		}
-		fmt.Printf("%s: slowest pickup %s; items taken twice %d; records failed and retried %d\n", sub.name, dur(worst), twice, failed)
+		fmt.Printf("%s: slowest pickup %s; items taken twice %d; records failed and retried %d\n", sub.name, stats.Dur(worst), twice, failed)
 	}
 	if len(feat) > 0 {
 		fmt.Println("\nRiver's SQLite driver, the features the Postgres queue uses:")
@@ -473,36 +474,12 @@ func durations(from, to int, get func(int) time.Duration) []time.Duration {
 	return out
 }
 
-// pct is the p-quantile in seconds (nearest rank); 1 is the max.
-func pct(d []time.Duration, p float64) float64 {
-	s := slices.Clone(d)
-	slices.Sort(s)
-	return s[max(0, min(len(s)-1, int(p*float64(len(s))+0.5)-1))].Seconds()
-}
-
-func median(v []float64) float64 {
-	s := slices.Clone(v)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}
+// pct is the p-quantile in seconds; 1 is the max.
+func pct(d []time.Duration, p float64) float64 { return stats.Percentile(d, p).Seconds() }
 
 func show(v float64, rate bool) string {
 	if rate {
 		return fmt.Sprintf("%.0f/s", v)
 	}
-	return dur(v)
-}
-
-func dur(seconds float64) string {
-	d := time.Duration(seconds * float64(time.Second))
-	switch {
-	case d >= 10*time.Millisecond:
-		return d.Round(100 * time.Microsecond).String()
-	case d >= time.Millisecond:
-		return d.Round(10 * time.Microsecond).String()
-	}
-	return d.Round(time.Microsecond).String()
+	return stats.Dur(v)
 }

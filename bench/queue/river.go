@@ -2,13 +2,10 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
 	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -19,6 +16,8 @@ import (
 	"github.com/riverqueue/river/riverdriver/riversqlite"
 	"github.com/riverqueue/river/rivermigrate"
 	_ "modernc.org/sqlite"
+
+	"github.com/pullwright/pullwright/bench/internal/benchpg"
 )
 
 // stepArgs is the job of an item, shaped like the Postgres store's
@@ -284,7 +283,7 @@ CREATE UNIQUE INDEX tasks_one_active_fix ON tasks(issue_key)
 
 // openRiverPostgres is the same River cycle on a new Postgres database.
 func openRiverPostgres(ctx context.Context, cooldown time.Duration, cfg config) (engine, error) {
-	dbURL, drop, err := createDatabase(ctx, cfg.postgres)
+	dbURL, drop, err := benchpg.CreateDatabase(ctx, cfg.postgres)
 	if err != nil {
 		return nil, err
 	}
@@ -340,54 +339,4 @@ func (r pgRows) record(ctx context.Context, tx pgx.Tx, i int) (int64, error) {
 func (r pgRows) done(ctx context.Context, tx pgx.Tx, id int64, data []byte) error {
 	_, err := tx.Exec(ctx, `UPDATE tasks SET state = 'done', data = $1, updated_at = $2 WHERE id = $3`, data, time.Now(), id)
 	return err
-}
-
-// postgresSettings says what the server's commit waits for, since that
-// decides what its figures mean.
-func postgresSettings(ctx context.Context, admin string) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, admin)
-	if err != nil {
-		return "", fmt.Errorf("connect to Postgres (-postgres): %w", err)
-	}
-	defer conn.Close(ctx)
-	var version, fsync string
-	if err := conn.QueryRow(ctx, `SELECT current_setting('server_version'), current_setting('fsync')`).Scan(&version, &fsync); err != nil {
-		return "", fmt.Errorf("read Postgres settings: %w", err)
-	}
-	cfg := conn.Config()
-	return fmt.Sprintf("%s at %s:%d, a new database per engine; synchronous_commit=on on the engines' connections, fsync=%s", version, cfg.Host, cfg.Port, fsync), nil
-}
-
-// createDatabase makes an empty database on the server admin names and
-// returns its URL, with synchronous_commit=on so that a commit waits for
-// its WAL write, as a webhook's 202 must; drop removes it.
-func createDatabase(ctx context.Context, admin string) (dbURL string, drop func() error, err error) {
-	u, err := url.Parse(admin)
-	if err != nil {
-		return "", nil, errors.New("-postgres does not parse as a URL")
-	}
-	name := "pullwright_bench_" + strings.ToLower(rand.Text()[:16])
-	exec := func(sql string) error {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-		defer cancel()
-		conn, err := pgx.Connect(ctx, admin)
-		if err != nil {
-			return fmt.Errorf("connect to Postgres: %w", err)
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, sql); err != nil {
-			return fmt.Errorf("%s: %w", sql, err)
-		}
-		return nil
-	}
-	if err := exec("CREATE DATABASE " + name); err != nil {
-		return "", nil, err
-	}
-	u.Path = "/" + name
-	q := u.Query()
-	q.Set("synchronous_commit", "on")
-	u.RawQuery = q.Encode()
-	return u.String(), func() error { return exec("DROP DATABASE IF EXISTS " + name + " WITH (FORCE)") }, nil
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pullwright/pullwright"
+	"github.com/pullwright/pullwright/bench/internal/benchpg"
 	"github.com/pullwright/pullwright/task"
 	"github.com/pullwright/pullwright/task/postgres"
 	"github.com/pullwright/pullwright/task/sqlite"
@@ -57,7 +58,7 @@ func openSQLiteStore(ctx context.Context, path string, cfg config) (engine, erro
 }
 
 func openPostgresStore(ctx context.Context, cfg config) (engine, error) {
-	dbURL, drop, err := createDatabase(ctx, cfg.postgres)
+	dbURL, drop, err := benchpg.CreateDatabase(ctx, cfg.postgres)
 	if err != nil {
 		return nil, err
 	}
