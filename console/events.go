@@ -110,6 +110,10 @@ func (c *Console) apiEvents(w http.ResponseWriter, r *http.Request, who *caller)
 	}
 	// What was sent last: a task changes for the stream when its view
 	// does, which an answer or a cancel does without a save.
+	// Read before the first event: the permission was asked just before,
+	// and a clock read after the event could be read after the answer's
+	// expiry, putting the next check off by a whole TTL.
+	lastCheck := c.now()
 	last, err := json.Marshal(c.view(t, true))
 	if err != nil || write("task", last) != nil {
 		return
@@ -118,7 +122,7 @@ func (c *Console) apiEvents(w http.ResponseWriter, r *http.Request, who *caller)
 	defer poll.Stop()
 	end := time.NewTimer(maxStream)
 	defer end.Stop()
-	lastSent, lastCheck := time.Now(), c.now()
+	lastSent := time.Now()
 	for !t.State.Terminal() {
 		select {
 		case <-ctx.Done():
