@@ -251,8 +251,20 @@ func (s *Store) sweep(ctx context.Context, dueBefore time.Time, period int64) (i
 		return 0, fmt.Errorf("sweep due tasks: begin: %w", err)
 	}
 	defer tx.Rollback(ctx)
+	// A task whose lease ran out lost its worker. A task with no lease is
+	// lost only if no job will bring it: none waiting (available,
+	// scheduled, retryable, pending) for it, which River's index on args
+	// answers; otherwise a backlog of new tasks would each get a second
+	// job every period. A job "running" with no lease taken is one whose
+	// replica died before its claim committed: it brings nothing.
 	rows, err := tx.Query(ctx, `SELECT id, run_after, claims FROM tasks
-		WHERE state NOT IN `+ended+` AND run_after <= $1 AND (lease_owner = '' OR lease_until < $2)
+		WHERE state NOT IN `+ended+` AND run_after <= $1
+		AND (
+			(lease_owner <> '' AND lease_until < $2)
+			OR (lease_owner = '' AND NOT EXISTS (SELECT 1 FROM river_job j
+				WHERE j.kind = 'pullwright_step' AND j.args @> jsonb_build_object('task', tasks.id)
+				AND j.state IN ('available', 'scheduled', 'retryable', 'pending')))
+		)
 		ORDER BY run_after, id LIMIT `+fmt.Sprint(sweepBatch), dueBefore, s.now())
 	if err != nil {
 		return 0, fmt.Errorf("sweep due tasks: %w", err)

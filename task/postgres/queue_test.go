@@ -317,3 +317,32 @@ func TestATaskOfADeadReplicaGoesBeforeTheBacklog(t *testing.T) {
 		t.Errorf("the dead replica's task was done with %d of %d backlog tasks left, want it ahead of most", left, backlog)
 	}
 }
+
+// The sweep inserts jobs only for tasks no job will bring: not for a
+// backlog whose jobs wait their turn, but for a task with none.
+func TestTheSweepLeavesABacklogAlone(t *testing.T) {
+	s := open(t, pgtest.URL(t))
+	ctx := context.Background()
+	var ids []int64
+	for i := range 20 {
+		tk := fixTask(200 + i)
+		if err := s.Record(ctx, task.Delivery{ID: fmt.Sprint("b", i)}, tk); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, tk.ID)
+	}
+	later := time.Now().Add(time.Hour)
+	if n, err := s.sweep(ctx, later, 1); err != nil || n != 0 {
+		t.Fatalf("sweep over a backlog with its jobs = %d, %v; want 0", n, err)
+	}
+	// One task whose job is gone (recorded before River, or lost).
+	if _, err := s.db.Exec(ctx, `DELETE FROM river_job WHERE (args->>'task')::bigint = $1`, ids[3]); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.sweep(ctx, later, 1); err != nil || n != 1 {
+		t.Fatalf("sweep with one task without a job = %d, %v; want 1", n, err)
+	}
+	if got := jobs(t, s, ids[3]); got["available"] != 1 {
+		t.Errorf("the swept task's jobs = %v, want one available", got)
+	}
+}
