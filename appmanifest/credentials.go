@@ -102,17 +102,9 @@ func Save(dir string, c Credentials) error {
 	}
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "# The GitHub App %s (%s), created by bot serve's setup page.\n", c.Slug, c.HTMLURL)
-	for _, kv := range [][2]string{
-		{"GITHUB_APP_ID", strconv.FormatInt(c.AppID, 10)},
-		{"GITHUB_APP_SLUG", c.Slug},
-		{"GITHUB_APP_OWNER", c.Owner},
-		{"GITHUB_APP_URL", c.HTMLURL},
-		{"GITHUB_WEBHOOK_SECRET", c.WebhookSecret},
-		{"GITHUB_CLIENT_ID", c.ClientID},
-		{"GITHUB_CLIENT_SECRET", c.ClientSecret},
-		{"BOT_SESSION_KEY", c.SessionKey},
-	} {
-		fmt.Fprintf(&b, "%s=%s\n", kv[0], kv[1])
+	fmt.Fprintf(&b, "GITHUB_APP_ID=%d\n", c.AppID)
+	for _, f := range c.envFields() {
+		fmt.Fprintf(&b, "%s=%s\n", f.key, *f.val)
 	}
 	return writeNew(dir, envFile, b.Bytes(), false)
 }
@@ -183,6 +175,26 @@ func createExclusive(name string, data []byte) error {
 	return err
 }
 
+// envFields are app.env's text lines and the fields they hold, one list
+// for Save and Load (GITHUB_APP_ID, a number, apart).
+func (c *Credentials) envFields() []struct {
+	key string
+	val *string
+} {
+	return []struct {
+		key string
+		val *string
+	}{
+		{"GITHUB_APP_SLUG", &c.Slug},
+		{"GITHUB_APP_OWNER", &c.Owner},
+		{"GITHUB_APP_URL", &c.HTMLURL},
+		{"GITHUB_WEBHOOK_SECRET", &c.WebhookSecret},
+		{"GITHUB_CLIENT_ID", &c.ClientID},
+		{"GITHUB_CLIENT_SECRET", &c.ClientSecret},
+		{"BOT_SESSION_KEY", &c.SessionKey},
+	}
+}
+
 // Load reads the credentials Save wrote in dir; ErrNoApp if there are none.
 func Load(dir string) (Credentials, error) {
 	b, err := os.ReadFile(filepath.Join(dir, envFile))
@@ -208,20 +220,12 @@ func Load(dir string) (Credentials, error) {
 			if c.AppID, err = strconv.ParseInt(v, 10, 64); err != nil {
 				return Credentials{}, fmt.Errorf("read the app's credentials: %s:%d: GITHUB_APP_ID is not a number", filepath.Join(dir, envFile), n)
 			}
-		case "GITHUB_APP_SLUG":
-			c.Slug = v
-		case "GITHUB_APP_OWNER":
-			c.Owner = v
-		case "GITHUB_APP_URL":
-			c.HTMLURL = v
-		case "GITHUB_WEBHOOK_SECRET":
-			c.WebhookSecret = v
-		case "GITHUB_CLIENT_ID":
-			c.ClientID = v
-		case "GITHUB_CLIENT_SECRET":
-			c.ClientSecret = v
-		case "BOT_SESSION_KEY":
-			c.SessionKey = v
+		default:
+			for _, f := range c.envFields() {
+				if f.key == k {
+					*f.val = v
+				}
+			}
 		}
 	}
 	if c.PrivateKey, err = os.ReadFile(filepath.Join(dir, keyFile)); err != nil {
