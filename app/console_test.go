@@ -109,6 +109,9 @@ func TestConsoleHalfConfiguredIsRefused(t *testing.T) {
 // csrfField is the value of the first hidden csrf field of a page.
 var csrfField = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
 
+// digestField is the digest a page's answer form names.
+var digestField = regexp.MustCompile(`name="digest" value="([0-9a-f]+)"`)
+
 // A maintainer signs in, follows the status comment's "View session" link,
 // approves the waiting request from the page, and the command runs: the
 // console's button is decided by the rules of the check run's.
@@ -173,7 +176,11 @@ func TestApproveFromTheConsoleRunsTheCommand(t *testing.T) {
 		t.Fatal("the maintainer's page has no Approve button")
 	}
 	csrf = csrfField.FindStringSubmatch(body)
-	resp, err = maintainer.PostForm(link[1]+"/approve", url.Values{"csrf": {csrf[1]}, "request": {waiting.Request.ID}})
+	digest := digestField.FindStringSubmatch(body)
+	if digest == nil || digest[1] != waiting.Request.Shown.Digest {
+		t.Fatalf("the page's form names digest %q, the request's is %s", digest, waiting.Request.Shown.Digest)
+	}
+	resp, err = maintainer.PostForm(link[1]+"/approve", url.Values{"csrf": {csrf[1]}, "request": {waiting.Request.ID}, "digest": {digest[1]}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,6 +31,9 @@ const maxReason = 1000
 type actionErr struct {
 	status int
 	msg    string
+	// changed is set when the request the caller answered is no longer
+	// the one waiting: they are shown the task's current request instead.
+	changed *task.Task
 }
 
 func (e *actionErr) Error() string { return e.msg }
@@ -53,10 +56,10 @@ func (c *Console) canAct(ctx context.Context, who *caller, t *task.Task) (bool, 
 // and returns the id of the task recorded. verb is approve, reject or
 // cancel; requestID names the request approve and reject answer.
 //
-// shownSHA, when not empty, is the commit the page showed the request on:
-// a page swapped live must not approve a request other than the one its
-// person read.
-func (c *Console) act(ctx context.Context, who *caller, idText, verb, requestID, shownSHA, reason string) (int64, error) {
+// digest is the digest of the request as the caller was shown it
+// (approval.Request): an answer to any other value, a request asked
+// since included, is refused with the request that waits now.
+func (c *Console) act(ctx context.Context, who *caller, idText, verb, requestID, digest, reason string) (int64, error) {
 	t, err := c.one(ctx, who, idText)
 	if err != nil {
 		return 0, err
@@ -66,7 +69,7 @@ func (c *Console) act(ctx context.Context, who *caller, idText, verb, requestID,
 		return 0, err
 	}
 	if !ok {
-		return 0, &actionErr{http.StatusForbidden, "you need write access to " + t.Repo.FullName() + " to " + verb + " here"}
+		return 0, &actionErr{status: http.StatusForbidden, msg: "you need write access to " + t.Repo.FullName() + " to " + verb + " here"}
 	}
 	now := c.now()
 	a := &task.Task{
@@ -79,24 +82,32 @@ func (c *Console) act(ctx context.Context, who *caller, idText, verb, requestID,
 	switch verb {
 	case "cancel":
 		if t.State.Terminal() {
-			return 0, &actionErr{http.StatusConflict, fmt.Sprintf("task %d has ended (%s)", t.ID, t.State)}
+			return 0, &actionErr{status: http.StatusConflict, msg: fmt.Sprintf("task %d has ended (%s)", t.ID, t.State)}
 		}
 		a.Kind, a.Issue, a.IsPR = task.KindCancel, t.Issue, t.IsPR
 	case "approve", "reject":
 		r := t.Request
-		if t.State != task.AwaitingApproval || r == nil || r.Answer != nil || r.ID != requestID {
-			return 0, &actionErr{http.StatusConflict, fmt.Sprintf("request %s is not waiting for an answer", requestID)}
-		}
-		if shownSHA != "" && shownSHA != r.SHA {
-			return 0, &actionErr{http.StatusConflict, fmt.Sprintf("request %s is on another commit than the one shown; reload and read it again", requestID)}
-		}
-		if r.CheckRunID == 0 {
+		waiting := t.State == task.AwaitingApproval && r != nil && r.Answer == nil && r.Asked
+		switch {
+		case waiting && r.ID != requestID:
+			return 0, &actionErr{status: http.StatusConflict, changed: t,
+				msg: fmt.Sprintf("request %s is no longer the one waiting; the task now asks request %s", requestID, r.ID)}
+		case !waiting || r.ID != requestID:
+			return 0, &actionErr{status: http.StatusConflict, msg: fmt.Sprintf("request %s is not waiting for an answer", requestID)}
+		case r.Shown == nil:
+			return 0, &actionErr{status: http.StatusConflict, msg: fmt.Sprintf("request %s was asked by an earlier release, which kept no copy of it as shown; answer it on GitHub", r.ID)}
+		case digest == "":
+			return 0, &actionErr{status: http.StatusBadRequest, msg: "an answer names the digest of the request it answers"}
+		case !r.Shown.Matches(digest):
+			return 0, &actionErr{status: http.StatusConflict, changed: t,
+				msg: fmt.Sprintf("request %s changed since it was shown to you; here is the new one", r.ID)}
+		case r.CheckRunID == 0:
 			// The console's answer is a press of that check run's
 			// button; without one, the answer is given on GitHub.
-			return 0, &actionErr{http.StatusConflict, fmt.Sprintf("request %s has no approval check run; answer it on GitHub", r.ID)}
+			return 0, &actionErr{status: http.StatusConflict, msg: fmt.Sprintf("request %s has no approval check run; answer it on GitHub", r.ID)}
 		}
 		a.Kind = task.KindApprove
-		a.Answering = task.AnswerRef{RequestID: r.ID, SHA: r.SHA, Run: r.CheckRunID}
+		a.Answering = task.AnswerRef{RequestID: r.ID, SHA: r.SHA, Run: r.CheckRunID, Digest: r.Shown.Digest}
 		if verb == "reject" {
 			a.Kind, a.Instructions = task.KindReject, cleanReason(reason)
 			if a.Instructions == "" {
@@ -104,13 +115,13 @@ func (c *Console) act(ctx context.Context, who *caller, idText, verb, requestID,
 			}
 		}
 	default:
-		return 0, &actionErr{http.StatusNotFound, "no such action"}
+		return 0, &actionErr{status: http.StatusNotFound, msg: "no such action"}
 	}
 	d := task.Delivery{ID: "console-" + rand.Text(), Event: "console", Action: verb, ReceivedAt: now}
 	a.DeliveryID = d.ID
 	err = c.cfg.Store.Record(ctx, d, a)
 	if errors.Is(err, task.ErrActive) {
-		return 0, &actionErr{http.StatusConflict, "the issue already has an active task"}
+		return 0, &actionErr{status: http.StatusConflict, msg: "the issue already has an active task"}
 	}
 	if err != nil {
 		return 0, fmt.Errorf("record console %s: %w", verb, err)
@@ -145,9 +156,14 @@ func (c *Console) actionPage(w http.ResponseWriter, r *http.Request, who *caller
 		return
 	}
 	verb := r.PathValue("verb")
-	_, err := c.act(r.Context(), who, r.PathValue("id"), verb, r.PostFormValue("request"), r.PostFormValue("sha"), r.PostFormValue("reason"))
+	_, err := c.act(r.Context(), who, r.PathValue("id"), verb, r.PostFormValue("request"), r.PostFormValue("digest"), r.PostFormValue("reason"))
 	var ae *actionErr
 	switch {
+	case errors.As(err, &ae) && ae.changed != nil:
+		// The page shows the request that waits now, to be read before
+		// it is answered; nothing was sent.
+		c.renderTask(w, r, who, ae.changed, http.StatusConflict, map[string]any{"Changed": ae.msg + "."})
+		return
 	case errors.As(err, &ae):
 		c.fail(w, r, ae.status, "Not sent: "+ae.msg+".")
 		return
@@ -190,15 +206,19 @@ func (c *Console) apiAct(w http.ResponseWriter, r *http.Request, who *caller, id
 		return
 	}
 	var body struct {
+		Digest string `json:"digest"`
 		Reason string `json:"reason"`
 	}
-	if r.ContentLength != 0 && verb == "reject" {
+	if r.ContentLength != 0 && verb != "cancel" {
 		if err := decodeJSON(r, &body); err != nil {
 			apiError(w, http.StatusBadRequest, err.Error())
 			return
 		}
 	}
-	id, err := c.act(r.Context(), who, idText, verb, requestID, "", body.Reason)
+	if verb == "approve" {
+		body.Reason = ""
+	}
+	id, err := c.act(r.Context(), who, idText, verb, requestID, body.Digest, body.Reason)
 	if c.apiRefused(w, r, err) {
 		return
 	}
@@ -211,6 +231,9 @@ func (c *Console) apiAct(w http.ResponseWriter, r *http.Request, who *caller, id
 func (c *Console) apiRefused(w http.ResponseWriter, r *http.Request, err error) bool {
 	var ae *actionErr
 	switch {
+	case errors.As(err, &ae) && ae.changed != nil:
+		// The request that waits now, as GET /api/tasks/{id} shows it.
+		writeJSON(w, ae.status, map[string]any{"error": ae.msg, "pending": c.view(ae.changed, true).Pending})
 	case errors.As(err, &ae):
 		apiError(w, ae.status, ae.msg)
 	case err != nil:

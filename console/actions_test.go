@@ -47,7 +47,7 @@ func TestActionsFollowPermissionAndCSRF(t *testing.T) {
 	alice, carol, mallory := f.signIn(t, "alice"), f.signIn(t, "carol"), f.signIn(t, "mallory")
 	hostile, readonly := itoa(f.ids["hostile"]), itoa(f.ids["readonly"])
 	form := func(ck *http.Cookie, extra url.Values) url.Values {
-		v := url.Values{"csrf": {f.csrfOf(t, ck)}, "request": {"4-2"}}
+		v := url.Values{"csrf": {f.csrfOf(t, ck)}, "request": {"4-2"}, "digest": {f.digest}}
 		for k, vs := range extra {
 			v[k] = vs
 		}
@@ -70,7 +70,10 @@ func TestActionsFollowPermissionAndCSRF(t *testing.T) {
 		{"another session's CSRF token", "POST", "/console/tasks/" + hostile + "/approve", url.Values{"csrf": {f.csrfOf(t, carol)}, "request": {"4-2"}}, alice, nil, http.StatusForbidden},
 		{"API without CSRF header", "POST", "/api/requests/4-2/approve", nil, alice, nil, http.StatusForbidden},
 		{"a request that is not waiting", "POST", "/console/tasks/" + hostile + "/approve", form(alice, url.Values{"request": {"4-1"}}), alice, nil, http.StatusConflict},
-		{"a commit other than the one the page showed", "POST", "/console/tasks/" + hostile + "/approve", form(alice, url.Values{"sha": {strings.Repeat("b", 40)}}), alice, nil, http.StatusConflict},
+		{"a digest other than the one the page showed", "POST", "/console/tasks/" + hostile + "/approve", form(alice, url.Values{"digest": {strings.Repeat("b", 64)}}), alice, nil, http.StatusConflict},
+		{"a digest cut shorter than twelve characters", "POST", "/console/tasks/" + hostile + "/approve", form(alice, url.Values{"digest": {f.digest[:11]}}), alice, nil, http.StatusConflict},
+		{"no digest", "POST", "/console/tasks/" + hostile + "/approve", form(alice, url.Values{"digest": {""}}), alice, nil, http.StatusBadRequest},
+		{"API without a digest", "POST", "/api/requests/4-2/approve", nil, alice, http.Header{"X-Csrf-Token": {f.csrfOf(t, alice)}}, http.StatusBadRequest},
 		{"an unknown verb", "POST", "/console/tasks/" + hostile + "/merge", form(alice, nil), alice, nil, http.StatusNotFound},
 		{"unauthenticated API", "POST", "/api/requests/4-2/approve", nil, nil, nil, http.StatusUnauthorized},
 	}
@@ -97,7 +100,7 @@ func TestActionsRecordWhatTheButtonsDo(t *testing.T) {
 	f := newFixture(t)
 	alice := f.signIn(t, "alice")
 	hostile := itoa(f.ids["hostile"])
-	w := f.serve(t, "POST", "/console/tasks/"+hostile+"/approve", url.Values{"csrf": {f.csrfOf(t, alice)}, "request": {"4-2"}}, []*http.Cookie{alice}, nil)
+	w := f.serve(t, "POST", "/console/tasks/"+hostile+"/approve", url.Values{"csrf": {f.csrfOf(t, alice)}, "request": {"4-2"}, "digest": {f.digest}}, []*http.Cookie{alice}, nil)
 	if w.Code != http.StatusSeeOther || w.Header().Get("Location") != "/console/tasks/"+hostile+"?sent=approve" {
 		t.Fatalf("approve = %d %s", w.Code, w.Header().Get("Location"))
 	}
@@ -110,7 +113,7 @@ func TestActionsRecordWhatTheButtonsDo(t *testing.T) {
 	if w := f.serveJSON(t, "/api/requests/4-2/reject", `{"reason": 1}`, bearer); w.Code != http.StatusBadRequest {
 		t.Errorf("reject with a malformed body = %d, want 400", w.Code)
 	}
-	w = f.serveJSON(t, "/api/requests/4-2/reject", `{"reason":"no\u0007 thanks\n, not now"}`, bearer)
+	w = f.serveJSON(t, "/api/requests/4-2/reject", `{"digest":"`+f.digest+`","reason":"no\u0007 thanks\n, not now"}`, bearer)
 	if w.Code != http.StatusAccepted {
 		t.Fatalf("API reject = %d: %s", w.Code, w.Body.String())
 	}
@@ -132,7 +135,7 @@ func TestActionsRecordWhatTheButtonsDo(t *testing.T) {
 	}
 	sha := strings.Repeat("a", 40)
 	approve, reject, cancel := got[0], got[1], got[2]
-	if approve.Kind != task.KindApprove || approve.Answering != (task.AnswerRef{RequestID: "4-2", SHA: sha, Run: 77}) ||
+	if approve.Kind != task.KindApprove || approve.Answering != (task.AnswerRef{RequestID: "4-2", SHA: sha, Run: 77, Digest: f.digest}) ||
 		approve.Requester.Login != "alice" || approve.Repo.FullName() != "o/hostile" || approve.Issue != 0 {
 		t.Errorf("approve recorded %+v", approve)
 	}

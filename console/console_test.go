@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/pullwright/pullwright"
+	"github.com/pullwright/pullwright/approval"
 	"github.com/pullwright/pullwright/internal/fakegithub"
 	"github.com/pullwright/pullwright/policy"
 	"github.com/pullwright/pullwright/task"
@@ -42,6 +43,8 @@ type fixture struct {
 	store *tasktest.Store
 	ids   map[string]int64 // "private", "readonly", "secret", "hostile"
 	inst  *installs
+	// digest is that of the hostile task's waiting request, 4-2.
+	digest string
 }
 
 // newFixture: tasks in three repositories the app is installed on.
@@ -70,6 +73,8 @@ func newFixture(t *testing.T) *fixture {
 			tk.Steps = []string{hostile}
 			tk.Runs = []task.RunRecord{{RequestID: "4-1", Command: hostile, Output: hostile, Verdict: task.Approved, By: "alice", Outcome: "failed", Duration: time.Second}}
 			tk.Request = &task.ExecRequest{ID: "4-2", Command: "go test ./... " + hostile, Reason: hostile, SHA: strings.Repeat("a", 40), Asked: true, CheckRunID: 77}
+			shown := hostileShown(tk.Request)
+			tk.Request.Shown, f.digest = &shown, shown.Digest
 		}
 		if err := store.Record(context.Background(), task.Delivery{ID: name}, tk); err != nil {
 			t.Fatal(err)
@@ -531,4 +536,16 @@ func TestWaitingForMyAnswer(t *testing.T) {
 	if w.Code != 200 || !strings.Contains(w.Body.String(), `value="me" checked`) || strings.Join(f.listed(t, w, false), ",") != "hostile" {
 		t.Errorf("the page with waiting=me = %d, lists %v", w.Code, f.listed(t, w, false))
 	}
+}
+
+// hostileShown is request r as task would show it, with every warning,
+// each carrying hostile text where a repository or a person chose it.
+func hostileShown(r *task.ExecRequest) approval.Request {
+	return approval.Seal(approval.Request{ID: r.ID, Command: r.Command, Reason: r.Reason, Commit: r.SHA, Branch: "agent/4-" + hostile,
+		Files:       []pullwright.FileStat{{Path: "go.mod", Added: 1}, {Path: hostile, Added: 2}},
+		Where:       approval.Where{Sandbox: true, Image: hostile, Network: true},
+		Fork:        &approval.Fork{Pull: 4, HeadRepo: "mallory/" + hostile, Author: hostile},
+		Setup:       &approval.Setup{Base: "main", Manifests: []pullwright.FileStat{{Path: "go.mod", Added: 1}}, Diff: "+require evil.test/m v1.0.0 // " + hostile + "\n"},
+		AutoApprove: &approval.AutoApprove{Rules: []string{"go test ./...", "pattern " + hostile}, Matched: "go test ./...", Why: "a rule never answers for a fork's code"},
+	})
 }

@@ -3,6 +3,8 @@ package console
 import (
 	"html/template"
 	"time"
+
+	"github.com/pullwright/pullwright/approval"
 )
 
 // funcs are the templates' helpers. None returns template.HTML: every
@@ -14,6 +16,9 @@ var funcs = template.FuncMap{
 		}
 		return t.UTC().Format("2006-01-02 15:04:05 UTC")
 	},
+	// shown writes what does not show as itself as its code point, as
+	// the request comment and the terminal do (approval.Escape).
+	"shown": approval.Escape,
 	"short": func(sha string) string {
 		if len(sha) > 12 {
 			return sha[:12]

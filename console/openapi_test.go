@@ -153,7 +153,7 @@ func TestOpenAPIDescribesTheAnswers(t *testing.T) {
 		{"POST /api/requests/{id}/reject", "POST", "/api/requests/4-2/reject", nil, bearer, `{"reason": 7}`, 400},
 		{"POST /api/requests/{id}/approve", "POST", "/api/requests/4-9/approve", nil, bearer, "", 409},
 		{"POST /api/requests/{id}/approve", "POST", "/api/requests/4-2/approve", session(alice), nil, "", 403},
-		{"POST /api/requests/{id}/approve", "POST", "/api/requests/4-2/approve", nil, bearer, "", 202},
+		{"POST /api/requests/{id}/approve", "POST", "/api/requests/4-2/approve", nil, bearer, `{"digest":"` + f.digest + `"}`, 202},
 		{"POST /api/requests/{id}/reject", "POST", "/api/requests/x-2/reject", nil, bearer, "", 404},
 		{"POST /api/tasks", "POST", "/api/tasks", nil, bearer, `{"repository":"o/private","issue":5,"instructions":"fix it"}`, 202},
 		{"POST /api/tasks", "POST", "/api/tasks", nil, bearer, `{"repository":"o/private","issue":5}`, 409},

@@ -78,10 +78,10 @@ func (q startRequest) check() (owner, name string, err error) {
 func (c *Console) start(ctx context.Context, who *caller, q startRequest) (*task.Task, error) {
 	owner, name, err := q.check()
 	if err != nil {
-		return nil, &actionErr{http.StatusUnprocessableEntity, err.Error()}
+		return nil, &actionErr{status: http.StatusUnprocessableEntity, msg: err.Error()}
 	}
 	if c.cfg.Installations == nil {
-		return nil, &actionErr{http.StatusNotImplemented, "this bot cannot start tasks from the API"}
+		return nil, &actionErr{status: http.StatusNotImplemented, msg: "this bot cannot start tasks from the API"}
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.budget)
 	defer cancel()
@@ -101,15 +101,15 @@ func (c *Console) start(ctx context.Context, who *caller, q startRequest) (*task
 	found, err := c.gh.get(ctx, who.token, path, &rp)
 	switch {
 	case errors.Is(err, errForbidden) || (err == nil && !found):
-		return nil, &actionErr{http.StatusNotFound, "no repository " + q.Repository + " that you can read"}
+		return nil, &actionErr{status: http.StatusNotFound, msg: "no repository " + q.Repository + " that you can read"}
 	case err != nil:
 		return nil, fmt.Errorf("%w: %w", errGitHub, err)
 	case rp.ID == 0 || rp.Owner.Login == "" || rp.Name == "" || rp.CloneURL == "":
 		return nil, fmt.Errorf("%w: the repository %s came without its id, name or clone URL", errGitHub, q.Repository)
 	case !rp.Permissions["push"] && !rp.Permissions["maintain"] && !rp.Permissions["admin"]:
-		return nil, &actionErr{http.StatusForbidden, "you need write access to " + rp.Owner.Login + "/" + rp.Name + " to start a task there"}
+		return nil, &actionErr{status: http.StatusForbidden, msg: "you need write access to " + rp.Owner.Login + "/" + rp.Name + " to start a task there"}
 	case rp.Archived:
-		return nil, &actionErr{http.StatusConflict, rp.Owner.Login + "/" + rp.Name + " is archived"}
+		return nil, &actionErr{status: http.StatusConflict, msg: rp.Owner.Login + "/" + rp.Name + " is archived"}
 	}
 
 	// GitHub's answer time is when the person asked, on GitHub's clock,
@@ -124,25 +124,25 @@ func (c *Console) start(ctx context.Context, who *caller, q startRequest) (*task
 	found, asked, err := c.gh.getDated(ctx, who.token, fmt.Sprintf("%s/issues/%d", path, q.Issue), &is)
 	switch {
 	case errors.Is(err, errForbidden) || (err == nil && !found):
-		return nil, &actionErr{http.StatusNotFound, fmt.Sprintf("no issue or pull request #%d in %s", q.Issue, q.Repository)}
+		return nil, &actionErr{status: http.StatusNotFound, msg: fmt.Sprintf("no issue or pull request #%d in %s", q.Issue, q.Repository)}
 	case err != nil:
 		return nil, fmt.Errorf("%w: %w", errGitHub, err)
 	case is.Locked:
-		return nil, &actionErr{http.StatusConflict, fmt.Sprintf("#%d is locked", q.Issue)}
+		return nil, &actionErr{status: http.StatusConflict, msg: fmt.Sprintf("#%d is locked", q.Issue)}
 	case strings.TrimSpace(q.Instructions) == "" && is.PullRequest == nil && strings.TrimSpace(is.Body) == "":
-		return nil, &actionErr{http.StatusUnprocessableEntity, fmt.Sprintf("#%d has no description: give instructions", q.Issue)}
+		return nil, &actionErr{status: http.StatusUnprocessableEntity, msg: fmt.Sprintf("#%d has no description: give instructions", q.Issue)}
 	}
 
 	inst, err := c.cfg.Installations.RepoInstallation(ctx, rp.Owner.Login, rp.Name)
 	switch {
 	case errors.Is(err, ErrNotInstalled):
-		return nil, &actionErr{http.StatusConflict, "the app is not installed on " + rp.Owner.Login + "/" + rp.Name}
+		return nil, &actionErr{status: http.StatusConflict, msg: "the app is not installed on " + rp.Owner.Login + "/" + rp.Name}
 	case err != nil:
 		return nil, fmt.Errorf("%w: find the installation: %w", errGitHub, err)
 	case c.cfg.Serves != nil && !c.cfg.Serves(inst, rp.Owner.Login):
 		// The operator's allow-list, which the webhook applies to every
 		// delivery, applies here too.
-		return nil, &actionErr{http.StatusForbidden, "this bot does not serve " + rp.Owner.Login + "/" + rp.Name}
+		return nil, &actionErr{status: http.StatusForbidden, msg: "this bot does not serve " + rp.Owner.Login + "/" + rp.Name}
 	case is.PullRequest != nil && asked.IsZero():
 		// Without GitHub's time the fork code a fix may work on would not
 		// be bound to when it was asked.
@@ -173,7 +173,7 @@ func (c *Console) start(ctx context.Context, who *caller, q startRequest) (*task
 	t.DeliveryID = d.ID
 	err = c.cfg.Store.Record(ctx, d, t)
 	if errors.Is(err, task.ErrActive) {
-		return nil, &actionErr{http.StatusConflict, fmt.Sprintf("#%d already has an active task", q.Issue)}
+		return nil, &actionErr{status: http.StatusConflict, msg: fmt.Sprintf("#%d already has an active task", q.Issue)}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("record the fix: %w", err)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/pullwright/pullwright"
+	"github.com/pullwright/pullwright/approval"
 	"github.com/pullwright/pullwright/policy"
 	"github.com/pullwright/pullwright/task"
 )
@@ -46,16 +47,45 @@ type taskView struct {
 	Pending *requestView `json:"pending,omitempty"`
 }
 
+// requestView is the request waiting for an answer, as every surface
+// shows it: the value task built once (approval.Request, with its
+// digest), its sentences written out, and where it waits. An answer from
+// the console or the API names the digest it was shown.
 type requestView struct {
-	ID       string    `json:"id"`
-	Command  string    `json:"command"`
-	Reason   string    `json:"reason,omitempty"`
-	SHA      string    `json:"sha,omitempty"`
-	AskedAt  time.Time `json:"asked_at"`
-	Deadline time.Time `json:"deadline,omitzero"`
-	URL      string    `json:"url,omitempty"`
+	approval.Request
+	// SHA is Commit, under the name the API gave it before.
+	SHA       string     `json:"sha,omitempty"`
+	Sentences []sentence `json:"sentences"`
+	AskedAt   time.Time  `json:"asked_at"`
+	Deadline  time.Time  `json:"deadline,omitzero"`
+	URL       string     `json:"url,omitempty"`
 	// CheckRunID is the approval check run the console's buttons press.
 	CheckRunID int64 `json:"check_run_id,omitempty"`
+	// OnGitHubOnly is true for a request asked by a release that kept no
+	// value as shown: it is answered on GitHub, where it is shown whole.
+	OnGitHubOnly bool `json:"on_github_only,omitempty"`
+}
+
+// sentence is one of approval.Request.Sentences, with its text as plain
+// text for clients that show no markup.
+type sentence struct {
+	approval.Sentence
+	Text string `json:"text"`
+}
+
+// pending is rq as the console shows it.
+func pending(rq *task.ExecRequest) *requestView {
+	v := &requestView{SHA: rq.SHA, AskedAt: rq.AskedAt, Deadline: rq.Deadline, URL: rq.CommentURL, CheckRunID: rq.CheckRunID}
+	if rq.Shown == nil {
+		v.Request = approval.Request{ID: rq.ID, Command: rq.Command, Reason: rq.Reason, Commit: rq.SHA}
+		v.OnGitHubOnly = true
+		return v
+	}
+	v.Request = *rq.Shown
+	for _, s := range rq.Shown.Sentences() {
+		v.Sentences = append(v.Sentences, sentence{Sentence: s, Text: approval.PlainText(s)})
+	}
+	return v
 }
 
 func (c *Console) view(t *task.Task, full bool) taskView {
@@ -74,8 +104,7 @@ func (c *Console) view(t *task.Task, full bool) taskView {
 	}
 	v.Plan, v.Steps, v.Runs = t.Plan, t.Steps, t.Runs
 	if rq := t.Request; rq != nil && t.State == task.AwaitingApproval && rq.Answer == nil {
-		v.Pending = &requestView{ID: rq.ID, Command: rq.Command, Reason: rq.Reason, SHA: rq.SHA,
-			AskedAt: rq.AskedAt, Deadline: rq.Deadline, URL: rq.CommentURL, CheckRunID: rq.CheckRunID}
+		v.Pending = pending(rq)
 	}
 	return v
 }
@@ -326,7 +355,16 @@ func (c *Console) taskPage(w http.ResponseWriter, r *http.Request, who *caller) 
 		c.failed(w, r, err)
 		return
 	}
-	data := map[string]any{"Task": c.view(t, true)}
+	data := map[string]any{}
+	if sent := r.URL.Query().Get("sent"); sent == "approve" || sent == "reject" || sent == "cancel" {
+		data["Sent"] = sent
+	}
+	c.renderTask(w, r, who, t, http.StatusOK, data)
+}
+
+// renderTask answers the page of task t, with data's notices.
+func (c *Console) renderTask(w http.ResponseWriter, r *http.Request, who *caller, t *task.Task, status int, data map[string]any) {
+	data["Task"] = c.view(t, true)
 	if !t.State.Terminal() {
 		// Buttons only for those whose token shows write access; the
 		// handlers check again, and the worker decides.
@@ -336,10 +374,7 @@ func (c *Console) taskPage(w http.ResponseWriter, r *http.Request, who *caller) 
 		}
 		data["CanAct"] = ok
 	}
-	if sent := r.URL.Query().Get("sent"); sent == "approve" || sent == "reject" || sent == "cancel" {
-		data["Sent"] = sent
-	}
-	c.render(w, r, http.StatusOK, "task", who, data)
+	c.render(w, r, status, "task", who, data)
 }
 
 // failed answers an error of the store or of GitHub with a page that

@@ -178,6 +178,11 @@ func refusal(t, target *Task, source, verb string) string {
 			t.Requester.Login, r.ID, verb, r.ID)
 	case t.Answering.SHA != "" && t.Answering.SHA != r.SHA:
 		return fmt.Sprintf("@%s that button belongs to an older commit; the current request is `%s` on %s.", t.Requester.Login, r.ID, short(r.SHA))
+	case t.Answering.Digest != "" && (r.Shown == nil || !r.Shown.Matches(t.Answering.Digest)):
+		// The console and the API name the value they showed: an answer
+		// to anything else is not an answer to this request.
+		return fmt.Sprintf("@%s the request changed since you read it, so your answer does not answer request `%s` (%s); read it again and answer that.",
+			t.Requester.Login, r.ID, code(oneLine(r.Command)))
 	case target.CancelledBy != "":
 		return fmt.Sprintf("@%s task %d is being cancelled; its request was not answered.", t.Requester.Login, target.ID)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/pullwright/pullwright"
+	"github.com/pullwright/pullwright/approval"
 	"github.com/pullwright/pullwright/policy"
 )
 
@@ -81,12 +82,20 @@ func (rq requests) ask(ctx context.Context, t *Task) error {
 		rq.log.WarnContext(ctx, "request refused unshown", "task_id", t.ID, "request", r.ID, "error", err)
 		return t.Move(AwaitingApproval)
 	}
+	if r.Shown == nil && r.Answer == nil {
+		// The value every surface shows and every answer names is built
+		// once, and stored before anything shows it.
+		shown := rq.show(ctx, t)
+		r.Shown = &shown
+		return nil
+	}
 	// Code from a fork was written by nobody with write access: a person
 	// reads every command that would run it, whatever the rules say.
 	// Nor when the files change a dependency manifest: the setup would
-	// run them with network, and a person must see that first.
-	if rule, ok := rq.settings(t).AutoApproved(r.Command); ok && !t.forkCode() && r.Answer == nil && r.CommentID == 0 &&
-		!rq.manifestChanges(ctx, t).changed() {
+	// run them with network, and a person must see that first. Both are
+	// in the value shown (Fork, Setup), which is what decides here.
+	if rule, ok := rq.settings(t).AutoApproved(r.Command); ok && r.Shown != nil && r.Shown.Fork == nil && r.Shown.Setup == nil &&
+		r.Answer == nil && r.CommentID == 0 {
 		// The repository chose to run this command without asking: the
 		// answer is recorded as the rule's, and the run is shown as usual.
 		now := rq.now()
@@ -120,7 +129,7 @@ func (rq requests) ask(ctx context.Context, t *Task) error {
 		r.PRUpdated = true
 		return nil
 	case r.CommentID == 0:
-		p, err := rq.desk.gh.UpsertComment(ctx, t.Repo, t.Issue, marker(t, "request-"+r.ID), 0, rq.renderRequest(ctx, t))
+		p, err := rq.desk.gh.UpsertComment(ctx, t.Repo, t.Issue, marker(t, "request-"+r.ID), 0, RenderRequest(*r.Shown))
 		if err != nil {
 			return retryf(err, "posting the execution request failed")
 		}
@@ -128,7 +137,7 @@ func (rq requests) ask(ctx context.Context, t *Task) error {
 		r.shown(p.ShownAt())
 		return nil
 	case r.PRCommentID == 0 && t.PRNumber != 0:
-		p, err := rq.desk.gh.UpsertComment(ctx, t.Repo, t.PRNumber, marker(t, "request-"+r.ID+"-pr"), 0, rq.renderRequest(ctx, t))
+		p, err := rq.desk.gh.UpsertComment(ctx, t.Repo, t.PRNumber, marker(t, "request-"+r.ID+"-pr"), 0, RenderRequest(*r.Shown))
 		if err != nil {
 			return retryf(err, "posting the execution request on the pull request failed")
 		}
@@ -185,24 +194,25 @@ func draftTitle(t *Task) string {
 	return fmt.Sprintf("Work on #%d", t.Issue)
 }
 
-// renderRequest is the request comment, with the files changed so far
+// show builds the request as it is shown, with the files changed so far
 // and the changes to the dependency manifests that its setup would run.
 // On an issue both come from one diff against the task's base, which is
 // also the base setup compares with. On a pull request the files are the
 // bot's own pushes (a request comes after a checkpoint), not whatever a
 // person pushed to the branch meanwhile, and the manifests are compared
-// with the pull request's base. A diff that fails only leaves the list
-// out.
-func (rq requests) renderRequest(ctx context.Context, t *Task) string {
+// with the pull request's base. A diff that fails is shown as such.
+func (rq requests) show(ctx context.Context, t *Task) approval.Request {
 	if t.Pull != nil {
-		return RenderRequest(t, t.Pull.Stats, rq.manifestChanges(ctx, t), rq.unisolated)
+		return ShowRequest(t, t.Pull.Stats, rq.manifestChanges(ctx, t), rq.unisolated)
 	}
 	stats, ws, err := rq.checkouts.diffStatAgainst(ctx, t, t.BaseSHA)
 	if err != nil {
-		rq.log.WarnContext(ctx, "diff stat for the request comment", "task_id", t.ID, "err", err)
-		return RenderRequest(t, nil, rq.manifestChanges(ctx, t), rq.unisolated)
+		rq.log.WarnContext(ctx, "diff stat for the request", "task_id", t.ID, "err", err)
+		shown := ShowRequest(t, nil, rq.manifestChanges(ctx, t), rq.unisolated)
+		shown.FilesUnknown = "the diff against the work's start failed"
+		return approval.Seal(shown)
 	}
-	return RenderRequest(t, stats, rq.checkManifests(ctx, t, stats, ws), rq.unisolated)
+	return ShowRequest(t, stats, rq.checkManifests(ctx, t, stats, ws), rq.unisolated)
 }
 
 // maxManifestDiff bounds the manifests' diff in a request comment; a

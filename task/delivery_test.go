@@ -95,10 +95,10 @@ func TestRenderRequestWarnsOfForkCode(t *testing.T) {
 	same := base
 	same.Pull = &PullWork{Mode: PushToHead, Info: pullwright.Pull{HeadRepo: "o/r", HeadRef: "feature"}}
 	same.Branch = "feature"
-	if got := RenderRequest(&fork, nil, ManifestChanges{}, false); !strings.Contains(got, "This runs code from a fork") || !strings.Contains(got, "`mallory/r` by @mallory") {
+	if got := RenderRequest(ShowRequest(&fork, nil, ManifestChanges{}, false)); !strings.Contains(got, "This runs code from a fork") || !strings.Contains(got, "`mallory/r` by @mallory") {
 		t.Errorf("request on fork code does not warn:\n%s", got)
 	}
-	got := RenderRequest(&same, nil, ManifestChanges{}, false)
+	got := RenderRequest(ShowRequest(&same, nil, ManifestChanges{}, false))
 	if strings.Contains(got, "from a fork") {
 		t.Errorf("request on a same-repository pull request warns of a fork:\n%s", got)
 	}

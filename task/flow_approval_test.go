@@ -1,10 +1,12 @@
 package task_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/pullwright/pullwright/approval"
 	"github.com/pullwright/pullwright/task"
 	"github.com/pullwright/pullwright/task/tasktest"
 )
@@ -79,6 +81,23 @@ func TestAnswers(t *testing.T) {
 					Answering: task.AnswerRef{RequestID: fix.Request.ID, Run: fix.Request.CheckRunID, SHA: fix.Request.SHA}})
 			},
 			state: task.Done,
+		},
+		{
+			name: "the console's approval of the value it showed",
+			answer: func(w *world, fix *task.Task) *task.Task {
+				return w.ask(&task.Task{Kind: task.KindApprove, Requester: person("maint"),
+					Answering: task.AnswerRef{RequestID: fix.Request.ID, Run: fix.Request.CheckRunID, SHA: fix.Request.SHA, Digest: fix.Request.Shown.Digest}})
+			},
+			state: task.Done,
+		},
+		{
+			name: "the console's approval of another value",
+			answer: func(w *world, fix *task.Task) *task.Task {
+				return w.ask(&task.Task{Kind: task.KindApprove, Requester: person("maint"),
+					Answering: task.AnswerRef{RequestID: fix.Request.ID, Run: fix.Request.CheckRunID, SHA: fix.Request.SHA, Digest: strings.Repeat("0", 64)}})
+			},
+			state: task.AwaitingApproval,
+			reply: "the request changed since you read it",
 		},
 		{
 			name: "a button on another check run",
@@ -300,5 +319,43 @@ func TestAnswerWithNothingWaiting(t *testing.T) {
 	w.want(b.ID, task.Done)
 	if len(w.gh.Comments) != 1 {
 		t.Errorf("comments: %d", len(w.gh.Comments))
+	}
+}
+
+// A request is one value: built once before anything shows it, sealed with
+// its digest, and shown whole by the comment and the check run, whose
+// texts are renderings of it and nothing else.
+func TestARequestIsOneValue(t *testing.T) {
+	w, fix := parked(t, "auto_approve:\n  - command: make lint\n")
+	shown := fix.Request.Shown
+	if shown == nil || !shown.Sealed() || shown.Command != "go test ./..." || shown.Commit != fix.Request.SHA {
+		t.Fatalf("the request as shown = %+v", shown)
+	}
+	comment := w.gh.Comment(fix.Issue, fmt.Sprintf("task-%d-request-%s", fix.ID, fix.Request.ID))
+	if comment == nil {
+		for _, c := range w.gh.CommentsOn(fix.Issue) {
+			t.Logf("comment %q", c.Marker)
+		}
+		t.Fatal("no request comment")
+	}
+	if !strings.Contains(comment.Body, task.RenderRequest(*shown)) {
+		t.Errorf("the comment is not the value's rendering:\n%s", comment.Body)
+	}
+	summary := w.gh.CheckRuns[fix.Request.CheckRunID].Summary
+	for _, s := range shown.Sentences() {
+		plain := approval.PlainText(s)
+		if !strings.Contains(approval.Text(*shown), plain) {
+			t.Errorf("the terminal's text lacks %q", plain)
+		}
+		// The Markdown differs by its markup only.
+		words := strings.Fields(strings.NewReplacer("`", "", "*", "").Replace(plain))
+		for _, body := range []string{comment.Body, summary} {
+			if !strings.Contains(strings.NewReplacer("`", "", "*", "").Replace(body), strings.Join(words, " ")) {
+				t.Errorf("a surface lacks the sentence %q:\n%s", plain, body)
+			}
+		}
+	}
+	if !strings.Contains(comment.Body, shown.ShortDigest()) || !strings.Contains(summary, shown.ShortDigest()) {
+		t.Errorf("the digest %s is not on both surfaces", shown.ShortDigest())
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/pullwright/pullwright"
+	"github.com/pullwright/pullwright/approval"
 	"github.com/pullwright/pullwright/deps"
 	"github.com/pullwright/pullwright/policy"
 )
@@ -311,76 +312,118 @@ func clip(s string, n int) string {
 	return string(r[:n-1]) + "…"
 }
 
-// RenderRequest is the comment that shows an execution request on the issue
-// and on the draft pull request; unisolated says the command would run on
-// the bot's own machine.
-// manifests are the dependency manifests the files change against the
-// base a shared cache is filled from (see requests.manifestChanges).
-func RenderRequest(t *Task, changes []pullwright.FileStat, manifests ManifestChanges, unisolated bool) string {
+// ShowRequest is t's current request as it is shown (approval.Request),
+// sealed: changes are the files changed so far, manifests the dependency
+// manifests they change against the base a shared cache is filled from
+// (see requests.manifestChanges), and unisolated says the command would
+// run on the bot's own machine.
+func ShowRequest(t *Task, changes []pullwright.FileStat, manifests ManifestChanges, unisolated bool) approval.Request {
 	r := t.Request
-	var b strings.Builder
-	fmt.Fprintf(&b, "### ✋ Pullwright asks to run a command · request `%s`\n\n", r.ID)
-	fmt.Fprintf(&b, "```sh\n%s\n```\n\n", fence(r.Command))
-	if reason := strings.TrimSpace(r.Reason); reason != "" {
-		fmt.Fprintf(&b, "**Why:** %s\n\n", prose(reason))
+	v := approval.Request{ID: r.ID, Command: r.Command, Reason: r.Reason, Commit: r.SHA, Files: changes,
+		Where: approval.Where{Sandbox: !unisolated}}
+	if t.PushedSHA != "" || t.onHead() {
+		v.Branch = t.Branch
+	}
+	if s := t.Settings; s != nil && !unisolated {
+		v.Where.Image = s.Sandbox.Image
+		v.Where.Network = s.Sandbox.Network == "bridge"
 	}
 	if p := t.Pull; p != nil && p.Info.Fork {
-		fmt.Fprintf(&b, "⚠️ **This runs code from a fork.** Pull request #%d comes from `%s` by @%s: nobody with write access here wrote it, and the command runs it. Read the change before you approve.\n\n",
-			t.Issue, p.Info.HeadRepo, p.Info.Author)
-	}
-	fmt.Fprintf(&b, "It would run on commit %s", short(r.SHA))
-	if t.PushedSHA != "" || t.onHead() {
-		fmt.Fprintf(&b, " of branch `%s`", t.Branch)
-	}
-	switch {
-	case unisolated:
-		b.WriteString(", **without a sandbox**: this bot runs commands on its own machine (`BOT_RUNNER=local`), as its own user, with its network and files; a command can read the bot's own process, credentials included.\n\n")
-	default:
-		network := "no network"
-		if t.Settings != nil && t.Settings.Sandbox.Network == "bridge" {
-			network = "network access (this repository allows it)"
-		}
-		image := ""
-		if t.Settings != nil && t.Settings.Sandbox.Image != "" {
-			image = " (image " + code(t.Settings.Sandbox.Image) + ")"
-		}
-		fmt.Fprintf(&b, ", in a sandbox%s with %s and none of the bot's credentials.\n\n", image, network)
-	}
-	if t.Settings != nil && len(t.Settings.AutoApprove) > 0 {
-		var rules []string
-		for _, a := range t.Settings.AutoApprove {
-			if a.Command != "" {
-				rules = append(rules, code(oneLine(a.Command)))
-			} else {
-				rules = append(rules, "pattern "+code(oneLine(a.Pattern)))
-			}
-		}
-		fmt.Fprintf(&b, "Auto-approve is **on** in this repository for %s; this command matched none of them, so it needs an answer.\n\n", strings.Join(rules, ", "))
+		v.Fork = &approval.Fork{Pull: t.Issue, HeadRepo: p.Info.HeadRepo, Author: p.Info.Author}
 	}
 	switch {
 	case unisolated:
 	case len(manifests.Files) > 0:
-		var names []string
-		for _, c := range manifests.Files {
-			names = append(names, fmt.Sprintf("%s (+%d −%d)", code(c.Path), c.Added, c.Deleted))
-		}
-		fmt.Fprintf(&b, "📦 **The repository's setup runs first, with these manifests.** The files to run change %s against %s, so before the command the setup fetches the dependencies they name (unless it already did for these very files), running their code with network only to the hosts this installation allows. Approving covers both: read those changes first.\n\n",
-			strings.Join(names, ", "), code(t.prBase()))
-		if manifests.Diff != "" {
-			fmt.Fprintf(&b, "<details open><summary>The manifests' changes</summary>\n\n```diff\n%s```\n\n</details>\n\n", fence(manifests.Diff))
-		}
+		v.Setup = &approval.Setup{Base: t.prBase(), Manifests: manifests.Files, Diff: manifests.Diff}
 	case manifests.Err != nil:
-		fmt.Fprintf(&b, "📦 **The dependency manifests could not be compared with %s**, so the repository's setup may run first with the files' own manifests, with network only to the hosts this installation allows.\n\n", code(t.prBase()))
+		v.Setup = &approval.Setup{Base: t.prBase(), Unknown: "the comparison failed"}
 	}
-	if len(changes) > 0 {
+	if t.Settings != nil && len(t.Settings.AutoApprove) > 0 {
+		a := &approval.AutoApprove{}
+		for _, rule := range t.Settings.AutoApprove {
+			shown := oneLine(rule.Command)
+			if rule.Command == "" {
+				shown = "pattern " + oneLine(rule.Pattern)
+			}
+			a.Rules = append(a.Rules, shown)
+			if _, ok := (policy.Settings{AutoApprove: []policy.AutoRule{rule}}).AutoApproved(r.Command); ok && a.Matched == "" {
+				a.Matched = shown
+			}
+		}
+		switch {
+		case a.Matched == "":
+		case v.Fork != nil:
+			a.Why = "a rule never answers for a fork's code"
+		case v.Setup != nil:
+			a.Why = "a rule never answers when the setup would run with changed dependency manifests"
+		}
+		v.AutoApprove = a
+	}
+	return approval.Seal(v)
+}
+
+// RenderRequest is the comment that shows an execution request on the
+// issue and on the draft pull request: the value every surface shows.
+func RenderRequest(v approval.Request) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "### ✋ Pullwright asks to run a command · request `%s`\n\n", v.ID)
+	b.WriteString(requestBody(v))
+	fmt.Fprintf(&b, "Answer with `/approve` (or `/approve %s`) to run it, or `/reject <reason>` to refuse; the agent then goes on without it. "+
+		"The buttons on the **%s** check run do the same. A push to the branch makes this request stale. "+
+		"Digest of this request: `%s` (the console and the API show the same).\n", v.ID, ApprovalCheck, v.ShortDigest())
+	return b.String()
+}
+
+// requestBody is what the comment and the check run show of v: the
+// command, the reason, every sentence of the value and its files.
+func requestBody(v approval.Request) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "```sh\n%s\n```\n\n", fence(v.Command))
+	if reason := strings.TrimSpace(v.Reason); reason != "" {
+		fmt.Fprintf(&b, "**Why:** %s\n\n", prose(reason))
+	}
+	for _, s := range v.Sentences() {
+		b.WriteString(icon[s.Kind] + markdown(s) + "\n\n")
+		if s.Kind == approval.KindSetup && v.Setup.Diff != "" {
+			fmt.Fprintf(&b, "<details open><summary>The manifests' changes</summary>\n\n```diff\n%s```\n\n</details>\n\n", fence(v.Setup.Diff))
+		}
+	}
+	if len(v.Files) > 0 {
 		b.WriteString("<details><summary>Files changed so far</summary>\n\n")
-		for _, c := range changes {
+		for _, c := range v.Files {
 			fmt.Fprintf(&b, "- %s (+%d −%d)\n", code(c.Path), c.Added, c.Deleted)
 		}
 		b.WriteString("\n</details>\n\n")
 	}
-	fmt.Fprintf(&b, "Answer with `/approve` (or `/approve %s`) to run it, or `/reject <reason>` to refuse; the agent then goes on without it. "+
-		"The buttons on the **%s** check run do the same. A push to the branch makes this request stale.\n", r.ID, ApprovalCheck)
+	return b.String()
+}
+
+// icon marks a request's sentences in Markdown as the comment always did.
+var icon = map[string]string{
+	approval.KindFork:        "⚠️ ",
+	approval.KindNoSandbox:   "⚠️ ",
+	approval.KindNetwork:     "🌐 ",
+	approval.KindSetup:       "📦 ",
+	approval.KindSetupAnyway: "📦 ",
+	approval.KindFilesAnyway: "⚠️ ",
+}
+
+// markdown is a sentence in the comment's Markdown: values as code spans,
+// logins as mentions (the fork's author is told), our stressed words bold.
+func markdown(s approval.Sentence) string {
+	var b strings.Builder
+	for _, sp := range s.Spans {
+		switch {
+		case sp.Code:
+			b.WriteString(code(sp.Text))
+		case sp.Login:
+			b.WriteString("@" + sp.Text)
+		case sp.Strong:
+			b.WriteString("**" + sp.Text + "**")
+		default:
+			b.WriteString(sp.Text)
+		}
+	}
 	return b.String()
 }
 
@@ -424,12 +467,18 @@ func setupLine(s *SetupRecord) string {
 	return b.String()
 }
 
-// RenderRequestSummary is the summary of the request's check runs.
+// RenderRequestSummary is the summary of the request's check runs: the
+// request as shown, in full, and its answer once there is one.
 func RenderRequestSummary(t *Task) string {
 	r := t.Request
-	s := fmt.Sprintf("Request `%s` of task %d on #%d asks to run:\n\n```sh\n%s\n```\n", r.ID, t.ID, t.Issue, fence(r.Command))
-	if reason := strings.TrimSpace(r.Reason); reason != "" {
-		s += "\n**Why:** " + prose(reason) + "\n"
+	var s string
+	if r.Shown != nil {
+		s = fmt.Sprintf("Request `%s` of task %d on #%d (digest `%s`) asks to run:\n\n", r.ID, t.ID, t.Issue, r.Shown.ShortDigest()) + requestBody(*r.Shown)
+	} else {
+		s = fmt.Sprintf("Request `%s` of task %d on #%d asks to run:\n\n```sh\n%s\n```\n", r.ID, t.ID, t.Issue, fence(r.Command))
+		if reason := strings.TrimSpace(r.Reason); reason != "" {
+			s += "\n**Why:** " + prose(reason) + "\n"
+		}
 	}
 	if a := r.Answer; a != nil && r.Auto != "" {
 		s += fmt.Sprintf("\n**Answer:** approved without asking, by this repository's auto_approve rule (%s)\n", r.Auto)

@@ -121,7 +121,7 @@ func TestRequestShowsUnshownCharactersEscaped(t *testing.T) {
 		Request: &ExecRequest{ID: "7-1", Command: "echo ok " + rlo + "; rm -rf . #", Reason: "why", SHA: "0123456789abcdef"}}}
 	files := []pullwright.FileStat{{Path: "x" + rlo + "og.sh", Added: 1}}
 	for name, got := range map[string]string{
-		"comment":   RenderRequest(tk, files, ManifestChanges{}, false),
+		"comment":   RenderRequest(ShowRequest(tk, files, ManifestChanges{}, false)),
 		"check run": RenderRequestSummary(tk),
 		"status":    RenderStatus(tk, "/agent"),
 	} {
@@ -132,7 +132,7 @@ func TestRequestShowsUnshownCharactersEscaped(t *testing.T) {
 			t.Errorf("the %s does not show the command escaped:\n%s", name, got)
 		}
 	}
-	if got := RenderRequest(tk, files, ManifestChanges{}, false); !strings.Contains(got, "x<U+202E>og.sh") {
+	if got := RenderRequest(ShowRequest(tk, files, ManifestChanges{}, false)); !strings.Contains(got, "x<U+202E>og.sh") {
 		t.Errorf("the file name is not shown escaped:\n%s", got)
 	}
 }
@@ -144,7 +144,7 @@ func TestRequestShowsTheReasonInert(t *testing.T) {
 		Request: &ExecRequest{ID: "7-1", Command: "make test", SHA: "0123456789abcdef",
 			Reason: "checks it <details><summary>more</summary> <!-- x --> \u202eok fixes #3 @acme/admins"}}}
 	files := []pullwright.FileStat{{Path: "Makefile", Added: 1}}
-	for name, got := range map[string]string{"comment": RenderRequest(tk, files, ManifestChanges{}, false), "check run": RenderRequestSummary(tk)} {
+	for name, got := range map[string]string{"comment": RenderRequest(ShowRequest(tk, files, ManifestChanges{}, false)), "check run": RenderRequestSummary(tk)} {
 		if strings.Contains(got, "<details><summary>more") || strings.Contains(got, "<!--") || strings.Contains(got, "\u202e") {
 			t.Errorf("the %s shows the reason's markup live:\n%s", name, got)
 		}
@@ -162,14 +162,14 @@ func TestRequestAndStatusShowTheSetup(t *testing.T) {
 		Repo: pullwright.Repo{Owner: "o", Name: "r", DefaultBranch: "main"},
 		Work: Work{Branch: "agent/2-x", Request: &ExecRequest{ID: "7-1", Command: "go test ./...", SHA: "0123456789abcdef"}}}
 	files := []pullwright.FileStat{{Path: "main.go", Added: 1}, {Path: "go.mod", Added: 2, Deleted: 1}}
-	plain := RenderRequest(tk, files, ManifestChanges{}, false)
+	plain := RenderRequest(ShowRequest(tk, files, ManifestChanges{}, false))
 	if strings.Contains(plain, "setup") {
 		t.Errorf("a request with no manifest change speaks of setup:\n%s", plain)
 	}
 	// The manifests' diff is shown as it is: a fence in it does not end
 	// the block, and a character that hides text is written as its code.
 	diff := "diff --git a/go.mod b/go.mod\n--- a/go.mod\n+++ b/go.mod\n@@ -1 +1,2 @@\n module x\n+require evil.test/m v1.0.0 // ```\u202e\n"
-	changed := RenderRequest(tk, files, ManifestChanges{Files: files[1:], Diff: diff}, false)
+	changed := RenderRequest(ShowRequest(tk, files, ManifestChanges{Files: files[1:], Diff: diff}, false))
 	if !strings.Contains(changed, "setup runs first, with these manifests") || !strings.Contains(changed, "change `go.mod` (+2 −1) against `main`") ||
 		!strings.Contains(changed, "```diff\ndiff --git a/go.mod b/go.mod\n") || !strings.Contains(changed, "+require evil.test/m v1.0.0 // `\u200d``<U+202E>\n```") {
 		t.Errorf("a request with a changed go.mod:\n%s", changed)
@@ -177,13 +177,13 @@ func TestRequestAndStatusShowTheSetup(t *testing.T) {
 	// A pull request's are compared with its base branch.
 	pr := *tk
 	pr.Pull = &PullWork{Info: pullwright.Pull{Number: 3, BaseRef: "release-1", BaseSHA: "feedface"}}
-	if got := RenderRequest(&pr, nil, ManifestChanges{Files: files[1:]}, false); !strings.Contains(got, "change `go.mod` (+2 −1) against `release-1`") {
+	if got := RenderRequest(ShowRequest(&pr, nil, ManifestChanges{Files: files[1:]}, false)); !strings.Contains(got, "change `go.mod` (+2 −1) against `release-1`") {
 		t.Errorf("a pull request's changed go.mod:\n%s", got)
 	}
-	if got := RenderRequest(tk, files, ManifestChanges{Err: errors.New("fetch failed")}, false); !strings.Contains(got, "could not be compared with `main`") {
+	if got := RenderRequest(ShowRequest(tk, files, ManifestChanges{Err: errors.New("fetch failed")}, false)); !strings.Contains(got, "could not be compared** with `main`") {
 		t.Errorf("manifests that could not be read:\n%s", got)
 	}
-	if got := RenderRequest(tk, files, ManifestChanges{Files: files[1:]}, true); strings.Contains(got, "setup") {
+	if got := RenderRequest(ShowRequest(tk, files, ManifestChanges{Files: files[1:]}, true)); strings.Contains(got, "setup") {
 		t.Errorf("the local runner runs no setup, and its request speaks of one:\n%s", got)
 	}
 	tk.Request.Setup = &SetupRecord{Steps: []string{"go mod download"}, Failed: true, ExitCode: 1, Duration: 3200 * time.Millisecond,
@@ -202,5 +202,34 @@ func TestRequestAndStatusShowTheSetup(t *testing.T) {
 	}
 	if got := setupLine(&SetupRecord{Steps: steps}); !strings.HasSuffix(strings.SplitN(got, "\n", 2)[0], "`(cd m7 && go mod download)`; and 3 more") {
 		t.Errorf("setup line of %d steps: %s", len(steps), got)
+	}
+}
+
+// An auto_approve rule that matches but may not answer (a fork's code,
+// changed manifests) is named in the request, with why it did not answer.
+func TestRequestNamesTheRuleThatDidNotAnswer(t *testing.T) {
+	settings := &policy.Settings{AutoApprove: []policy.AutoRule{{Command: "make lint"}, {Pattern: "go test .*"}}}
+	tk := &Task{ID: 7, Issue: 2, Requester: Person{Login: "alice"}, Settings: settings,
+		Repo: pullwright.Repo{Owner: "o", Name: "r", DefaultBranch: "main"},
+		Work: Work{Branch: "agent/2-x", Request: &ExecRequest{ID: "7-1", Command: "go test ./...", SHA: "0123456789abcdef"}}}
+	fork := *tk
+	fork.Pull = &PullWork{Info: pullwright.Pull{Number: 2, Fork: true, HeadRepo: "mallory/r", Author: "mallory", BaseRef: "main", BaseSHA: "feed"}}
+	tests := []struct {
+		name      string
+		t         *Task
+		manifests ManifestChanges
+		want      string
+	}{
+		{"a fork's code", &fork, ManifestChanges{}, "a rule never answers for a fork's code"},
+		{"changed manifests", tk, ManifestChanges{Files: []pullwright.FileStat{{Path: "go.mod", Added: 1}}}, "changed dependency manifests"},
+	}
+	for _, tt := range tests {
+		v := ShowRequest(tt.t, nil, tt.manifests, false)
+		if a := v.AutoApprove; a == nil || a.Matched != "pattern go test .*" || !strings.Contains(a.Why, tt.want) {
+			t.Errorf("%s: auto_approve shown as %+v", tt.name, v.AutoApprove)
+		}
+		if got := RenderRequest(v); !strings.Contains(got, "the rule pattern `go test .*` matches this command but does not answer it") {
+			t.Errorf("%s: the comment does not name the rule:\n%s", tt.name, got)
+		}
 	}
 }

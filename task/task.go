@@ -233,6 +233,9 @@ type AnswerRef struct {
 	// own approval check run answers it, not another run that names the
 	// request (any workflow may create one).
 	Run int64 `json:"run,omitempty"`
+	// Digest is the digest of the request as the console or the API
+	// showed it (approval.Request): the answer is to that value only.
+	Digest string `json:"digest,omitempty"`
 }
 
 // UnmarshalJSON reads a task as the store keeps it, also as stores wrote

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/pullwright/pullwright"
+	"github.com/pullwright/pullwright/approval"
 )
 
 // Work is a fix's own data (KindFix): its branch and commits, the agent's
@@ -132,8 +133,12 @@ type ExecRequest struct {
 	Reason  string    `json:"reason"`
 	AskedAt time.Time `json:"asked_at"`
 	// SHA is the checkpoint commit the request is bound to.
-	SHA      string    `json:"sha,omitempty"`
-	Deadline time.Time `json:"deadline,omitzero"`
+	SHA string `json:"sha,omitempty"`
+	// Shown is the request as every surface shows it, built once before
+	// it is first shown (requests.show), with its digest; nil for a
+	// request refused unshown, and for one asked by a release before it.
+	Shown    *approval.Request `json:"shown,omitempty"`
+	Deadline time.Time         `json:"deadline,omitzero"`
 	// Where the request is shown; each is set once that post exists.
 	CommentID   int64  `json:"comment_id,omitempty"`
 	CommentURL  string `json:"comment_url,omitempty"`

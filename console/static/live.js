@@ -19,6 +19,28 @@
     return a && a.form && document.getElementById("task").contains(a) && a.value !== "";
   }
 
+  // keepPending never swaps a request's answer forms under the person's
+  // hand: when the fresh page waits on another request (another digest)
+  // than the one shown, the shown one stays, marked as replaced, and the
+  // new one is added after it to be read. A click on the old form is
+  // refused by the server (its digest no longer matches) and shows the
+  // new request; nothing answers a request the person did not see.
+  function keepPending(cur, fresh) {
+    var old = cur.querySelector("#pending");
+    var now = fresh.querySelector("#pending");
+    if (!old || !old.querySelector("form") || !now || old.dataset.digest === now.dataset.digest) {
+      return;
+    }
+    var kept = document.importNode(old, true);
+    kept.id = "pending-replaced";
+    kept.classList.add("replaced");
+    var note = document.createElement("p");
+    note.className = "notice warning";
+    note.textContent = "This request is no longer the one waiting: the task asks the request below now. Read it before you answer.";
+    kept.insertBefore(note, kept.firstChild);
+    now.parentNode.insertBefore(kept, now);
+  }
+
   function refresh() {
     if (busy || typing()) {
       again = true;
@@ -36,6 +58,7 @@
         var fresh = new DOMParser().parseFromString(html, "text/html").getElementById("task");
         var cur = document.getElementById("task");
         if (fresh && cur) {
+          keepPending(cur, fresh);
           cur.replaceWith(document.adoptNode(fresh));
           shown = fresh.dataset.updated;
         }

@@ -1,0 +1,286 @@
+// Package approval is what a person approves: one execution request as it
+// is shown, built once from the facts of whoever asks (a task of `serve`
+// or the Action, or `bot run`), with a digest of exactly that value.
+//
+// Every surface renders this value and nothing else: the request comment
+// and the approval check run (task/render.go), the console's page and its
+// API's `pending` (console), and the terminal of `bot run` (Text). The
+// sentences that explain it, the warnings among them, are written once
+// here as spans of plain text, code and emphasis, so that each surface
+// only chooses the markup. Every answer given outside a comment names the
+// digest it was shown, and one that no longer matches is refused.
+//
+// It decides nothing (whether a request may run is policy's and task's),
+// and it does no I/O.
+package approval
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/pullwright/pullwright"
+)
+
+// Request is one execution request as a person is asked to approve it.
+// Its fields are the facts shown; Digest is the hash of all of them.
+type Request struct {
+	// ID is what "/approve <id>" names: "<task id>-<sequence>" for a task,
+	// a sequence number for `bot run`.
+	ID      string `json:"id"`
+	Command string `json:"command"`
+	// Reason is the agent's own words: shown as text, never as markup.
+	Reason string `json:"reason,omitempty"`
+	// Commit is the commit whose tree runs; Branch is the branch it is
+	// on, when it is pushed to one. For `bot run` Commit is the tree of
+	// the workspace as a commit would hold it.
+	Commit string `json:"commit"`
+	Branch string `json:"branch,omitempty"`
+	// Files are the files the run's tree changes against the work's
+	// start, as far as they could be read.
+	Files []pullwright.FileStat `json:"files,omitempty"`
+	// FilesUnknown is why Files could not be read, if they could not.
+	FilesUnknown string `json:"files_unknown,omitempty"`
+	// Where is where the command would run.
+	Where Where `json:"where"`
+	// Fork is set when the tree holds code from a fork.
+	Fork *Fork `json:"fork,omitempty"`
+	// Setup is set when the repository's setup runs first with manifests
+	// that are not the base's (or that could not be compared).
+	Setup *Setup `json:"setup,omitempty"`
+	// AutoApprove is set when the repository has auto_approve rules.
+	AutoApprove *AutoApprove `json:"auto_approve,omitempty"`
+	// Digest is the hex SHA-256 of the value with Digest empty (Seal).
+	Digest string `json:"digest"`
+}
+
+// Where is where an approved command would run.
+type Where struct {
+	// Sandbox is false when the command runs on the machine itself
+	// (BOT_RUNNER=local, `bot run --runner local`).
+	Sandbox bool `json:"sandbox"`
+	// Image is the sandbox's image, when one is named.
+	Image string `json:"image,omitempty"`
+	// Network is true when the sandbox has network access.
+	Network bool `json:"network,omitempty"`
+	// Local is true for `bot run`: the machine is the person's own.
+	Local bool `json:"local,omitempty"`
+}
+
+// Fork is the pull request from a fork whose code a request would run.
+type Fork struct {
+	Pull     int    `json:"pull"`
+	HeadRepo string `json:"head_repo"`
+	Author   string `json:"author"`
+}
+
+// Setup is the repository's setup that runs before the command, with the
+// run's own dependency manifests.
+type Setup struct {
+	// Base is what the manifests are compared with (a branch, or HEAD).
+	Base string `json:"base"`
+	// Manifests are those the run's files change against Base.
+	Manifests []pullwright.FileStat `json:"manifests,omitempty"`
+	// Diff is their unified diff, possibly cut (the cut says so).
+	Diff string `json:"diff,omitempty"`
+	// Unknown is why the manifests could not be compared, if they could
+	// not: the setup may then run with the files' own manifests.
+	Unknown string `json:"unknown,omitempty"`
+}
+
+// AutoApprove is the repository's auto_approve rules as they bear on the
+// request: it is shown because no rule answered it.
+type AutoApprove struct {
+	// Rules are the repository's rules as written: a command, or
+	// "pattern <regexp>".
+	Rules []string `json:"rules"`
+	// Matched is the rule that matches the command, if one does; Why is
+	// why it does not answer this request (a fork's code, changed
+	// manifests).
+	Matched string `json:"matched,omitempty"`
+	Why     string `json:"why,omitempty"`
+}
+
+// Seal sets r's Digest from every other field and returns r.
+func Seal(r Request) Request {
+	r.Digest = ""
+	b, err := json.Marshal(r)
+	if err != nil {
+		// Plain strings, numbers and slices of them always marshal.
+		panic(fmt.Sprintf("approval: marshal a request: %v", err))
+	}
+	sum := sha256.Sum256(b)
+	r.Digest = hex.EncodeToString(sum[:])
+	return r
+}
+
+// Sealed reports whether r's Digest is the digest of its fields: a value
+// read back from a store or a form is what was sealed.
+func (r Request) Sealed() bool { return r.Digest != "" && Seal(r).Digest == r.Digest }
+
+// ShortDigest is the digest as people compare it by eye.
+func (r Request) ShortDigest() string {
+	if len(r.Digest) > 12 {
+		return r.Digest[:12]
+	}
+	return r.Digest
+}
+
+// Matches reports whether digest, as an answer names it, is r's: the
+// whole digest or, for a person typing it, its first twelve characters.
+func (r Request) Matches(digest string) bool {
+	digest = strings.ToLower(strings.TrimSpace(digest))
+	return r.Digest != "" && (digest == r.Digest || len(digest) >= 12 && strings.HasPrefix(r.Digest, digest))
+}
+
+// A Span is a piece of a sentence: our own words (Text), a value shown
+// as code (Code: a path, a command, a branch), a person's login (Login),
+// or our own words stressed (Strong). Every surface renders each kind
+// with its own markup and escaping.
+type Span struct {
+	Text   string `json:"text"`
+	Code   bool   `json:"code,omitempty"`
+	Login  bool   `json:"login,omitempty"`
+	Strong bool   `json:"strong,omitempty"`
+}
+
+// Sentence kinds. A warning is what a person must know before approving
+// beyond "this command runs on these files in a closed sandbox".
+const (
+	KindFork        = "fork"
+	KindWhere       = "where"
+	KindNoSandbox   = "no_sandbox"
+	KindNetwork     = "network"
+	KindAutoApprove = "auto_approve"
+	KindSetup       = "setup"
+	KindSetupAnyway = "setup_unknown"
+	KindFilesAnyway = "files_unknown"
+)
+
+// Sentence is one statement about a request, in the order surfaces show
+// them.
+type Sentence struct {
+	Kind    string `json:"kind"`
+	Warning bool   `json:"warning"`
+	Spans   []Span `json:"spans"`
+}
+
+func text(s string) Span   { return Span{Text: s} }
+func code(s string) Span   { return Span{Text: s, Code: true} }
+func strong(s string) Span { return Span{Text: s, Strong: true} }
+func login(s string) Span  { return Span{Text: s, Login: true} }
+
+// Sentences are what every surface says of r, beyond the command and the
+// reason: the fork, where it runs, the auto_approve rules, the setup.
+func (r Request) Sentences() []Sentence {
+	var out []Sentence
+	if f := r.Fork; f != nil {
+		out = append(out, Sentence{Kind: KindFork, Warning: true, Spans: []Span{
+			strong("This runs code from a fork."),
+			text(fmt.Sprintf(" Pull request #%d comes from ", f.Pull)), code(f.HeadRepo), text(" by "), login(f.Author),
+			text(": nobody with write access here wrote it, and the command runs it. Read the change before you approve."),
+		}})
+	}
+	out = append(out, r.where())
+	if a := r.AutoApprove; a != nil && len(a.Rules) > 0 {
+		spans := []Span{text("Auto-approve is "), strong("on"), text(" in this repository for ")}
+		for i, rule := range a.Rules {
+			if i > 0 {
+				spans = append(spans, text(", "))
+			}
+			spans = append(spans, ruleSpans(rule)...)
+		}
+		if a.Matched != "" {
+			spans = append(spans, text("; the rule "))
+			spans = append(spans, ruleSpans(a.Matched)...)
+			spans = append(spans, text(" matches this command but does not answer it: "+a.Why+", so it needs an answer."))
+		} else {
+			spans = append(spans, text("; this command matched none of them, so it needs an answer."))
+		}
+		out = append(out, Sentence{Kind: KindAutoApprove, Spans: spans})
+	}
+	if s := r.Setup; s != nil {
+		if s.Unknown != "" {
+			out = append(out, Sentence{Kind: KindSetupAnyway, Warning: true, Spans: []Span{
+				strong("The dependency manifests could not be compared"), text(" with "), code(s.Base),
+				text(", so the repository's setup may run first with the files' own manifests, with network only to the hosts this installation allows."),
+			}})
+		} else {
+			spans := []Span{strong("The repository's setup runs first, with these manifests."), text(" The files to run change ")}
+			for i, m := range s.Manifests {
+				if i > 0 {
+					spans = append(spans, text(", "))
+				}
+				spans = append(spans, code(m.Path), text(fmt.Sprintf(" (+%d −%d)", m.Added, m.Deleted)))
+			}
+			spans = append(spans, text(" against "), code(s.Base),
+				text(", so before the command the setup fetches the dependencies they name (unless it already did for these very files), running their code with network only to the hosts this installation allows. Approving covers both: read those changes first."))
+			out = append(out, Sentence{Kind: KindSetup, Warning: true, Spans: spans})
+		}
+	}
+	if r.FilesUnknown != "" {
+		out = append(out, Sentence{Kind: KindFilesAnyway, Warning: true, Spans: []Span{
+			strong("The files this runs could not be compared with the start of the work"), text(": " + r.FilesUnknown + "."),
+		}})
+	}
+	return out
+}
+
+// ruleSpans shows an auto_approve rule as written: a command, or a
+// pattern.
+func ruleSpans(rule string) []Span {
+	if p, ok := strings.CutPrefix(rule, "pattern "); ok {
+		return []Span{text("pattern "), code(p)}
+	}
+	return []Span{code(rule)}
+}
+
+// where says where the command runs: a warning when it runs without a
+// sandbox or with network.
+func (r Request) where() Sentence {
+	spans := []Span{text("It would run on ")}
+	if r.Where.Local {
+		spans = append(spans, text("the files of the workspace (tree "), code(short(r.Commit)), text(")"))
+	} else {
+		spans = append(spans, text("commit "), code(short(r.Commit)))
+	}
+	if r.Branch != "" {
+		spans = append(spans, text(" of branch "), code(r.Branch))
+	}
+	w := r.Where
+	switch {
+	case !w.Sandbox && w.Local:
+		spans = append(spans, text(", "), strong("without a sandbox"),
+			text(": on this machine, as you, with your network and files."))
+		return Sentence{Kind: KindNoSandbox, Warning: true, Spans: spans}
+	case !w.Sandbox:
+		spans = append(spans, text(", "), strong("without a sandbox"),
+			text(": this bot runs commands on its own machine ("), code("BOT_RUNNER=local"),
+			text("), as its own user, with its network and files; a command can read the bot's own process, credentials included."))
+		return Sentence{Kind: KindNoSandbox, Warning: true, Spans: spans}
+	}
+	spans = append(spans, text(", in a sandbox"))
+	if w.Image != "" {
+		spans = append(spans, text(" (image "), code(w.Image), text(")"))
+	}
+	credentials := " and none of the bot's credentials."
+	if w.Local {
+		credentials = " and none of your environment."
+	}
+	if w.Network {
+		spans = append(spans, text(" with "), strong("network access"), text(" (this repository allows it)"+credentials))
+		return Sentence{Kind: KindNetwork, Warning: true, Spans: spans}
+	}
+	spans = append(spans, text(" with no network"+credentials))
+	return Sentence{Kind: KindWhere, Spans: spans}
+}
+
+// short is a commit's abbreviation, as the bot's comments show it.
+func short(sha string) string {
+	if len(sha) > 12 {
+		return sha[:12]
+	}
+	return sha
+}

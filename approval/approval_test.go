@@ -1,0 +1,136 @@
+package approval
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/pullwright/pullwright"
+)
+
+func every() Request {
+	return Seal(Request{ID: "7-2", Command: "go test ./...", Reason: "check the fix", Commit: "0123456789abcdef0123", Branch: "agent/7-x",
+		Files: []pullwright.FileStat{{Path: "go.mod", Added: 1}, {Path: "x\u202egol.sh", Added: 2}},
+		Where: Where{Sandbox: true, Image: "golang:1.26", Network: true},
+		Fork:  &Fork{Pull: 7, HeadRepo: "mallory/r", Author: "mallory"},
+		Setup: &Setup{Base: "main", Manifests: []pullwright.FileStat{{Path: "go.mod", Added: 1}}, Diff: "+require evil.test/m v1.0.0\n"},
+		AutoApprove: &AutoApprove{Rules: []string{"go test ./...", "pattern make .*"}, Matched: "go test ./...",
+			Why: "a rule never answers for a fork's code"},
+	})
+}
+
+// The digest covers every fact shown: changing any of them changes it,
+// and a value read back unchanged is still sealed.
+func TestDigestCoversEveryFact(t *testing.T) {
+	base := every()
+	if !base.Sealed() || len(base.Digest) != 64 {
+		t.Fatalf("a sealed value is not Sealed: %q", base.Digest)
+	}
+	changes := map[string]func(r *Request){
+		"command":       func(r *Request) { r.Command += " -run X" },
+		"reason":        func(r *Request) { r.Reason = "other" },
+		"commit":        func(r *Request) { r.Commit = "fedcba" },
+		"a file":        func(r *Request) { r.Files = r.Files[:1] },
+		"sandbox":       func(r *Request) { r.Where.Sandbox = false },
+		"network":       func(r *Request) { r.Where.Network = false },
+		"fork":          func(r *Request) { r.Fork = nil },
+		"setup's diff":  func(r *Request) { s := *r.Setup; s.Diff = ""; r.Setup = &s },
+		"matched rule":  func(r *Request) { a := *r.AutoApprove; a.Matched = ""; r.AutoApprove = &a },
+		"the id itself": func(r *Request) { r.ID = "7-3" },
+	}
+	for name, change := range changes {
+		r := every()
+		change(&r)
+		if r.Sealed() {
+			t.Errorf("after changing the %s the old digest still seals it", name)
+		}
+		if Seal(r).Digest == base.Digest {
+			t.Errorf("changing the %s leaves the digest as it was", name)
+		}
+	}
+}
+
+func TestMatches(t *testing.T) {
+	r := every()
+	tests := []struct {
+		digest string
+		want   bool
+	}{
+		{r.Digest, true},
+		{strings.ToUpper(r.Digest), true},
+		{r.Digest[:12], true},
+		{" " + r.Digest[:20] + "\n", true},
+		{r.Digest[:11], false}, // too short to tell requests apart by eye
+		{"", false},
+		{strings.Repeat("0", 64), false},
+		{r.Digest + "0", false},
+	}
+	for _, tt := range tests {
+		if got := r.Matches(tt.digest); got != tt.want {
+			t.Errorf("Matches(%q) = %v, want %v", tt.digest, got, tt.want)
+		}
+	}
+	if (Request{}).Matches("") {
+		t.Error("an unsealed value matches the empty digest")
+	}
+}
+
+// Every fact that calls for care is a warning sentence, in the order the
+// surfaces show them; a closed sandbox is none.
+func TestSentences(t *testing.T) {
+	kinds := func(r Request) (out []string) {
+		for _, s := range r.Sentences() {
+			k := s.Kind
+			if s.Warning {
+				k += "!"
+			}
+			out = append(out, k)
+		}
+		return out
+	}
+	tests := []struct {
+		name string
+		r    Request
+		want string
+	}{
+		{"everything", every(), "fork! network! auto_approve setup!"},
+		{"a closed sandbox", Request{Commit: "abc", Where: Where{Sandbox: true}}, "where"},
+		{"the bot's own machine", Request{Commit: "abc"}, "no_sandbox!"},
+		{"bot run on this machine", Request{Commit: "abc", Where: Where{Local: true}}, "no_sandbox!"},
+		{"manifests not compared", Request{Commit: "abc", Where: Where{Sandbox: true}, Setup: &Setup{Base: "main", Unknown: "x"}}, "where setup_unknown!"},
+		{"files not compared", Request{Commit: "abc", Where: Where{Sandbox: true}, FilesUnknown: "the diff failed"}, "where files_unknown!"},
+	}
+	for _, tt := range tests {
+		if got := strings.Join(kinds(tt.r), " "); got != tt.want {
+			t.Errorf("%s: sentences %q, want %q", tt.name, got, tt.want)
+		}
+	}
+	local := Request{Commit: "abc", Where: Where{Local: true}}.Sentences()[0]
+	if got := PlainText(local); !strings.Contains(got, "without a sandbox") || strings.Contains(got, "BOT_RUNNER") {
+		t.Errorf("bot run's own machine is told as %q", got)
+	}
+}
+
+// The terminal shows the command, the reason, every sentence and every
+// file, with what does not show as itself written as its code point.
+func TestText(t *testing.T) {
+	r := every()
+	got := Text(r)
+	for _, want := range []string{
+		"request 7-2 · digest " + r.Digest[:12],
+		"    $ go test ./...\n",
+		"  Why: check the fix\n",
+		"! This runs code from a fork. Pull request #7 comes from `mallory/r` by @mallory",
+		"! It would run on commit `0123456789ab` of branch `agent/7-x`, in a sandbox (image `golang:1.26`) with network access",
+		"  Auto-approve is on in this repository for `go test ./...`, pattern `make .*`; the rule `go test ./...` matches this command but does not answer it: a rule never answers for a fork's code",
+		"! The repository's setup runs first, with these manifests. The files to run change `go.mod` (+1 −0) against `main`",
+		"    +require evil.test/m v1.0.0\n",
+		"    x<U+202E>gol.sh (+2 −0)\n",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the terminal's text lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "\u202e") {
+		t.Errorf("the terminal's text holds U+202E as is:\n%s", got)
+	}
+}

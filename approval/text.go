@@ -1,0 +1,69 @@
+package approval
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/pullwright/pullwright/policy"
+)
+
+// Text is r as a terminal shows it: the same sentences as the request
+// comment, with the same escaping of what does not show as itself
+// (policy.Escaped) and no markup a terminal would print as is. Every line
+// ends with a newline.
+func Text(r Request) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "The agent asks to run a command · request %s · digest %s\n", r.ID, r.ShortDigest())
+	b.WriteString(indent(Escape(r.Command), "    $ "))
+	if reason := oneLine(r.Reason); reason != "" {
+		b.WriteString("  Why: " + Escape(reason) + "\n")
+	}
+	for _, s := range r.Sentences() {
+		mark := "  "
+		if s.Warning {
+			mark = "! "
+		}
+		b.WriteString(mark + PlainText(s) + "\n")
+		if s.Kind == KindSetup && r.Setup.Diff != "" {
+			b.WriteString(indent(Escape(r.Setup.Diff), "    "))
+		}
+	}
+	if len(r.Files) > 0 {
+		b.WriteString("  Files changed so far:\n")
+		for _, f := range r.Files {
+			fmt.Fprintf(&b, "    %s (+%d −%d)\n", Escape(f.Path), f.Added, f.Deleted)
+		}
+	}
+	return b.String()
+}
+
+// PlainText is s as text, every value escaped as the comment escapes it.
+func PlainText(s Sentence) string {
+	var b strings.Builder
+	for _, sp := range s.Spans {
+		switch {
+		case sp.Code:
+			b.WriteString("`" + Escape(oneLine(sp.Text)) + "`")
+		case sp.Login:
+			b.WriteString("@" + Escape(sp.Text))
+		default:
+			b.WriteString(Escape(sp.Text))
+		}
+	}
+	return b.String()
+}
+
+// Escape is policy.Escaped: what does not show as itself is written as
+// its code point, on every surface alike. Line breaks and tabs are kept.
+func Escape(s string) string { return policy.Escaped(s) }
+
+// indent prefixes each line of s with prefix and ends it with a newline.
+func indent(s, prefix string) string {
+	s = strings.TrimRight(s, "\n")
+	if s == "" {
+		return ""
+	}
+	return prefix + strings.ReplaceAll(s, "\n", "\n"+strings.Repeat(" ", len(prefix))) + "\n"
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
