@@ -138,11 +138,15 @@ func TestModeIsCheckedAgainstTheRecord(t *testing.T) {
 	testOnly := map[string]string{test: "package main\n\nfunc TestEmpty(t *testing.T) {}\n"}
 	fixed := map[string]string{fix: "package main\n\nfunc main() { println(\"fixed\") }\n"}
 	both := map[string]string{test: testOnly[test], fix: fixed[fix]}
+	pyTest := map[string]string{"tests/test_page.py": "def test_empty():\n    assert page(\"\") == 404\n"}
+	narrowed := "package main\n\nimport \"flag\"\n\nfunc init() { flag.Set(\"test.run\", \"^$\") }\n\nfunc main() {}\n"
+	const pyproject = "[project]\nname = \"widget\"\ndependencies = [\"requests>=2.31\"]\n\n[tool.pytest.ini_options]\nminversion = \"7\"\n"
 	cases := []struct {
 		name   string
 		mode   string
 		script []tasktest.Turn
 		runs   []pullwright.RunResult
+		links  []string // paths the world's commits hold as symbolic links
 		want   string
 	}{
 		{name: "tdd, in order", mode: task.ModeTDD,
@@ -160,10 +164,38 @@ func TestModeIsCheckedAgainstTheRecord(t *testing.T) {
 		{name: "refactor, tests before and after", mode: task.ModeRefactor,
 			script: []tasktest.Turn{pending("go test ./...", nil), pending("go test ./...", fixed), finish("Tidy it", nil)},
 			want:   "**Verified as refactor**"},
+		// The final commit changes only what decides what the tests do:
+		// no fix, whatever the runs say.
+		{name: "tdd, the final commit only adds a conftest.py", mode: task.ModeTDD,
+			script: []tasktest.Turn{pending("pytest", pyTest), pending("pytest", map[string]string{"conftest.py": "collect_ignore = [\"tests\"]\n"}), finish("Fix it", nil)},
+			runs:   []pullwright.RunResult{{ExitCode: 1, Output: "1 failed\n"}, {ExitCode: 0, Output: "no tests ran\n"}},
+			want:   "**Not verified as tdd**"},
+		{name: "tdd, the final commit only narrows the tests in main.go's init", mode: task.ModeTDD,
+			script: []tasktest.Turn{pending("go test ./...", testOnly), pending("go test ./...", map[string]string{fix: narrowed}), finish("Fix it", nil)},
+			runs:   []pullwright.RunResult{{ExitCode: 1, Output: "--- FAIL: TestEmpty\n"}, {ExitCode: 0, Output: "ok\n"}},
+			want:   "**Not verified as tdd**"},
+		{name: "debug, the final commit only adds a pytest.ini", mode: task.ModeDebug,
+			script: []tasktest.Turn{pending("pytest", nil), pending("pytest", map[string]string{"pytest.ini": "[pytest]\naddopts = -k \"not empty\"\n"}), finish("Fix it", nil)},
+			runs:   []pullwright.RunResult{{ExitCode: 1, Output: "1 failed\n"}, {ExitCode: 0, Output: "1 deselected\n"}},
+			want:   "**Not verified as debug**"},
+		{name: "debug, the final commit only changes pytest's options in pyproject.toml", mode: task.ModeDebug,
+			script: []tasktest.Turn{pending("pytest", nil), pending("pytest", map[string]string{"pyproject.toml": pyproject + "addopts = \"-k 'not empty'\"\n"}), finish("Fix it", nil)},
+			runs:   []pullwright.RunResult{{ExitCode: 1, Output: "1 failed\n"}, {ExitCode: 0, Output: "1 deselected\n"}},
+			want:   "**Not verified as debug**"},
+		{name: "debug, the fix is a dependency in pyproject.toml", mode: task.ModeDebug,
+			script: []tasktest.Turn{pending("pytest", nil), pending("pytest", map[string]string{"pyproject.toml": strings.Replace(pyproject, "2.31", "2.32", 1)}), finish("Fix it", nil)},
+			runs:   []pullwright.RunResult{{ExitCode: 1, Output: "1 failed\n"}, {ExitCode: 0, Output: "1 passed\n"}},
+			want:   "**Verified as debug**"},
+		{name: "debug, a pyproject.toml that cannot be read counts as test configuration", mode: task.ModeDebug, links: []string{"pyproject.toml"},
+			script: []tasktest.Turn{pending("pytest", nil), pending("pytest", map[string]string{"pyproject.toml": strings.Replace(pyproject, "2.31", "2.32", 1)}), finish("Fix it", nil)},
+			runs:   []pullwright.RunResult{{ExitCode: 1, Output: "1 failed\n"}, {ExitCode: 0, Output: "1 passed\n"}},
+			want:   "**Not verified as debug**"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			w := newWorld(t)
+			w.base = w.ws.Commit(cloneURL, "main", map[string]string{"pyproject.toml": pyproject}, "python too")
+			w.ws.Links = c.links
 			w.agent.Script = c.script
 			for _, r := range c.runs {
 				w.runner.Script = append(w.runner.Script, tasktest.Run{Result: r})
