@@ -86,19 +86,25 @@ func TestCheckMode(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			task := &Task{Mode: c.mode, Instructions: c.instructions, Work: Work{HeadSHA: final, BaseSHA: base, Runs: c.runs, APIChanges: c.api}}
+			task := &Task{Mode: c.mode, Instructions: c.instructions, Work: Work{Final: true, HeadSHA: final, BaseSHA: base, Runs: c.runs, APIChanges: c.api}}
 			got := checkMode(task)
 			if got.OK != (c.want == nil) || !reflect.DeepEqual(got.Missing, c.want) {
 				t.Errorf("checkMode = %+v, want missing %q", got, c.want)
 			}
 			text := renderMode(task)
-			switch {
-			case c.mode == "" && text != "":
-				t.Errorf("a task without a mode renders %q", text)
-			case c.mode != "" && c.want == nil && !strings.HasPrefix(text, "**Verified as "+c.mode+"**"):
+			if c.mode == "" {
+				if text != "" {
+					t.Errorf("a task without a mode renders %q", text)
+				}
+				return
+			}
+			if !strings.HasPrefix(text, "**Mode "+c.mode+"**: the record shows ") || strings.Contains(text, "Missing") != (c.want != nil) {
 				t.Errorf("rendered %q", text)
-			case c.want != nil && !strings.HasPrefix(text, "**Not verified as "+c.mode+"**. Missing:\n- "):
-				t.Errorf("rendered %q", text)
+			}
+			for _, m := range c.want {
+				if !strings.Contains(text, "\n- "+m+"\n") {
+					t.Errorf("rendered %q, without %q", text, m)
+				}
 			}
 		})
 	}
