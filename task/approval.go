@@ -411,7 +411,10 @@ func (rq requests) resolve(ctx context.Context, t *Task, o Outcome) error {
 const botAnswer = "pullwright"
 
 // classify notes, for a task in a mode, what the commit of the request
-// just recorded changed from the task's base: tests, other code, or both.
+// just recorded changed from the task's base: tests (their configuration
+// and fixtures included), other code, or both. A file that holds both
+// the tests' configuration and other things is read at both commits, so
+// that its change decides (changeKinds).
 func (rq requests) classify(ctx context.Context, t *Task) error {
 	if len(t.Runs) == 0 {
 		return nil
@@ -428,9 +431,13 @@ func (rq requests) classify(ctx context.Context, t *Task) error {
 	if err != nil {
 		return retryf(err, "reading what request %s's commit changed failed", rec.RequestID)
 	}
-	rec.Tests, rec.Code = changeKinds(paths)
+	read, err := readVersions(ws, t.BaseSHA, rec.SHA, paths)
+	if err != nil {
+		return retryf(err, "reading what request %s's commit changed failed", rec.RequestID)
+	}
+	tests, code := changeKinds(paths, read)
+	rec.Tests, rec.Code = len(tests) > 0, code
 	if t.Mode == ModeTDD && rec.Tests {
-		tests := testPaths(paths)
 		files, more, err := ws.ReadTree(rec.SHA, func(p string) bool { return slices.Contains(tests, p) }, len(tests), maxAPIFileBytes)
 		if err != nil {
 			return retryf(err, "reading the tests of request %s's commit failed", rec.RequestID)
@@ -444,6 +451,57 @@ func (rq requests) classify(ctx context.Context, t *Task) error {
 		rec.TestsDigest = hex.EncodeToString(h.Sum(nil))
 	}
 	return nil
+}
+
+// readVersions reads both versions, at base and at sha, of those of paths
+// whose kind depends on their change (needsContent). A file it could not
+// read whole (too large, a symbolic link, beyond the bound on files) is
+// left out, and so counts as a test.
+func readVersions(ws Workspace, base, sha string, paths []string) (map[string]versions, error) {
+	want := map[string]bool{}
+	for _, p := range paths {
+		if needsContent(p) {
+			want[p] = true
+		}
+	}
+	if len(want) == 0 {
+		return nil, nil
+	}
+	type tree struct {
+		data       map[string][]byte
+		unread     map[string]bool
+		incomplete bool // files beyond the bound were not read
+	}
+	var trees [2]tree
+	for i, c := range []string{base, sha} {
+		files, more, err := ws.ReadTree(c, func(p string) bool { return want[p] }, maxAPIFiles, maxAPIFileBytes)
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", short(c), err)
+		}
+		tr := tree{data: map[string][]byte{}, unread: map[string]bool{}, incomplete: more > 0}
+		for _, f := range files {
+			if f.Link || f.Size > int64(len(f.Data)) {
+				tr.unread[f.Path] = true
+				continue
+			}
+			tr.data[f.Path] = append([]byte{}, f.Data...) // present, even empty: not nil
+		}
+		trees[i] = tr
+	}
+	out := map[string]versions{}
+	for p := range want {
+		var v [2][]byte
+		known := true
+		for i, tr := range trees {
+			d, ok := tr.data[p]
+			known = known && !tr.unread[p] && (ok || !tr.incomplete)
+			v[i] = d
+		}
+		if known {
+			out[p] = versions{before: v[0], after: v[1]}
+		}
+	}
+	return out, nil
 }
 
 // resolveRequired settles the repository's required command, which the bot

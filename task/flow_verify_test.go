@@ -2,6 +2,7 @@ package task_test
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -131,39 +132,74 @@ func TestRequirePassing(t *testing.T) {
 }
 
 // TestModeIsCheckedAgainstTheRecord: a fix in a mode says in its pull
-// request whether the record holds each step of the mode, on the commits
-// where the steps happened.
+// request and its status what the record shows of each step of the mode,
+// on the commits where the steps happened and what those changed, and
+// which steps are missing.
 func TestModeIsCheckedAgainstTheRecord(t *testing.T) {
 	const test, fix = "main_test.go", "main.go"
 	testOnly := map[string]string{test: "package main\n\nfunc TestEmpty(t *testing.T) {}\n"}
 	fixed := map[string]string{fix: "package main\n\nfunc main() { println(\"fixed\") }\n"}
 	both := map[string]string{test: testOnly[test], fix: fixed[fix]}
+	pyTest := map[string]string{"tests/test_page.py": "def test_empty():\n    assert page(\"\") == 404\n"}
+	narrowed := "package main\n\nimport \"flag\"\n\nfunc init() { flag.Set(\"test.run\", \"^$\") }\n\nfunc main() {}\n"
+	// A debug task whose final commit changes only the tests' configuration.
+	const notFixed = "**Mode debug**: the record shows `pytest` failed on <sha> (the base), then passed on <sha> (the final commit, changes tests only). Missing:\n- the same command passing on the final commit, with the fix\n\n"
+	const pyproject = "[project]\nname = \"widget\"\ndependencies = [\"requests>=2.31\"]\n\n[tool.pytest.ini_options]\nminversion = \"7\"\n"
 	cases := []struct {
 		name   string
 		mode   string
 		script []tasktest.Turn
 		runs   []pullwright.RunResult
+		links  []string // paths the world's commits hold as symbolic links
 		want   string
 	}{
 		{name: "tdd, in order", mode: task.ModeTDD,
 			script: []tasktest.Turn{pending("go test ./...", testOnly), pending("go test ./...", fixed), finish("Fix it", nil)},
 			runs:   []pullwright.RunResult{{ExitCode: 1, Output: "--- FAIL: TestEmpty\n"}, {ExitCode: 0, Output: "ok\n"}},
-			want:   "**Verified as tdd**"},
+			want:   "**Mode tdd**: the record shows `go test ./...` failed on <sha> (changes tests only), then passed on <sha> (the final commit, changes tests and code; the tests as when they failed).\n\n"},
 		{name: "tdd, test and fix together", mode: task.ModeTDD,
 			script: []tasktest.Turn{pending("go test ./...", both), finish("Fix it", nil)},
 			runs:   []pullwright.RunResult{{ExitCode: 0, Output: "ok\n"}},
-			want:   "**Not verified as tdd**. Missing:\n- a run that shows a new or changed test failing before the fix"},
+			want:   "**Mode tdd**: the record shows `go test ./...` passed on <sha> (the final commit, changes tests and code). Missing:\n- a run that shows a new or changed test failing before the fix"},
 		{name: "debug, reproduced on the base", mode: task.ModeDebug,
 			script: []tasktest.Turn{pending("go test ./...", nil), pending("go test ./...", fixed), finish("Fix it", nil)},
 			runs:   []pullwright.RunResult{{ExitCode: 1, Output: "FAIL\n"}, {ExitCode: 0, Output: "ok\n"}},
-			want:   "**Verified as debug**"},
+			want:   "**Mode debug**: the record shows `go test ./...` failed on <sha> (the base), then passed on <sha> (the final commit, changes code only).\n\n"},
 		{name: "refactor, tests before and after", mode: task.ModeRefactor,
 			script: []tasktest.Turn{pending("go test ./...", nil), pending("go test ./...", fixed), finish("Tidy it", nil)},
-			want:   "**Verified as refactor**"},
+			want:   "**Mode refactor**: the record shows `go test ./...` passed on <sha> (the base), then passed on <sha> (the final commit, changes code only); the exported Go API of the changed files unchanged.\n\n"},
+		// The final commit changes only what decides what the tests do:
+		// no fix, whatever the runs say.
+		{name: "tdd, the final commit only adds a conftest.py", mode: task.ModeTDD,
+			script: []tasktest.Turn{pending("pytest", pyTest), pending("pytest", map[string]string{"conftest.py": "collect_ignore = [\"tests\"]\n"}), finish("Fix it", nil)},
+			runs:   []pullwright.RunResult{{ExitCode: 1, Output: "1 failed\n"}, {ExitCode: 0, Output: "no tests ran\n"}},
+			want:   "**Mode tdd**: the record shows `pytest` failed on <sha> (changes tests only), then passed on <sha> (the final commit, changes tests only; the tests changed since they failed). Missing:\n- the same command passing on the final commit, with the fix and the tests unchanged since they failed\n\n"},
+		{name: "tdd, the final commit only narrows the tests in main.go's init", mode: task.ModeTDD,
+			script: []tasktest.Turn{pending("go test ./...", testOnly), pending("go test ./...", map[string]string{fix: narrowed}), finish("Fix it", nil)},
+			runs:   []pullwright.RunResult{{ExitCode: 1, Output: "--- FAIL: TestEmpty\n"}, {ExitCode: 0, Output: "ok\n"}},
+			want:   "**Mode tdd**: the record shows `go test ./...` failed on <sha> (changes tests only), then passed on <sha> (the final commit, changes tests only; the tests changed since they failed). Missing:\n- the same command passing on the final commit, with the fix and the tests unchanged since they failed\n\n"},
+		{name: "debug, the final commit only adds a pytest.ini", mode: task.ModeDebug,
+			script: []tasktest.Turn{pending("pytest", nil), pending("pytest", map[string]string{"pytest.ini": "[pytest]\naddopts = -k \"not empty\"\n"}), finish("Fix it", nil)},
+			runs:   []pullwright.RunResult{{ExitCode: 1, Output: "1 failed\n"}, {ExitCode: 0, Output: "1 deselected\n"}},
+			want:   notFixed},
+		{name: "debug, the final commit only changes pytest's options in pyproject.toml", mode: task.ModeDebug,
+			script: []tasktest.Turn{pending("pytest", nil), pending("pytest", map[string]string{"pyproject.toml": pyproject + "addopts = \"-k 'not empty'\"\n"}), finish("Fix it", nil)},
+			runs:   []pullwright.RunResult{{ExitCode: 1, Output: "1 failed\n"}, {ExitCode: 0, Output: "1 deselected\n"}},
+			want:   notFixed},
+		{name: "debug, the fix is a dependency in pyproject.toml", mode: task.ModeDebug,
+			script: []tasktest.Turn{pending("pytest", nil), pending("pytest", map[string]string{"pyproject.toml": strings.Replace(pyproject, "2.31", "2.32", 1)}), finish("Fix it", nil)},
+			runs:   []pullwright.RunResult{{ExitCode: 1, Output: "1 failed\n"}, {ExitCode: 0, Output: "1 passed\n"}},
+			want:   "**Mode debug**: the record shows `pytest` failed on <sha> (the base), then passed on <sha> (the final commit, changes code only).\n\n"},
+		{name: "debug, a pyproject.toml that cannot be read counts as test configuration", mode: task.ModeDebug, links: []string{"pyproject.toml"},
+			script: []tasktest.Turn{pending("pytest", nil), pending("pytest", map[string]string{"pyproject.toml": strings.Replace(pyproject, "2.31", "2.32", 1)}), finish("Fix it", nil)},
+			runs:   []pullwright.RunResult{{ExitCode: 1, Output: "1 failed\n"}, {ExitCode: 0, Output: "1 passed\n"}},
+			want:   notFixed},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			w := newWorld(t)
+			w.base = w.ws.Commit(cloneURL, "main", map[string]string{"pyproject.toml": pyproject}, "python too")
+			w.ws.Links = c.links
 			w.agent.Script = c.script
 			for _, r := range c.runs {
 				w.runner.Script = append(w.runner.Script, tasktest.Run{Result: r})
@@ -188,8 +224,12 @@ func TestModeIsCheckedAgainstTheRecord(t *testing.T) {
 					t.Errorf("record %s on %s says its commit changed nothing", r.RequestID, r.SHA)
 				}
 			}
-			if body := w.gh.Opened[0].Body; !strings.Contains(body, c.want) {
+			want := regexp.MustCompile(strings.ReplaceAll(regexp.QuoteMeta(c.want), "<sha>", "[0-9a-f]{12}"))
+			if body := w.gh.Opened[0].Body; !want.MatchString(body) {
 				t.Errorf("the pull request does not say %q:\n%s", c.want, body)
+			}
+			if status := w.status(done).Text(); !want.MatchString(status) {
+				t.Errorf("the status comment does not say %q:\n%s", c.want, status)
 			}
 		})
 	}

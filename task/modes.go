@@ -2,14 +2,17 @@ package task
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/printer"
 	"go/token"
+	"maps"
 	"path"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -25,44 +28,405 @@ const (
 
 // testPath matches the paths of test files in the common layouts: Go's
 // _test.go, Python's test_*.py and *_test.py, JavaScript's *.test.* and
-// *.spec.*, Ruby's *_spec.rb, Java's *Test.java, and anything under a
-// test, tests, spec or __tests__ directory. A change to any other file is
-// a change to the code.
-var testPath = regexp.MustCompile(`(^|/)(tests?|spec|__tests__|testdata)/|_test\.go$|(^|/)test_[^/]*\.py$|_test\.py$|\.(test|spec)\.[cm]?[jt]sx?$|_spec\.rb$|Test\.java$|Tests?\.cs$`)
+// *.spec.*, Ruby's *_spec.rb, Java's *Test.java, snapshots, and anything
+// under a directory of tests, test data, fixtures, snapshots or mocks.
+var testPath = regexp.MustCompile(`(^|/)(tests?|spec|__tests__|testdata|fixtures|__fixtures__|__snapshots__|__mocks__)/|_test\.go$|(^|/)test_[^/]*\.py$|_test\.py$|\.(test|spec)\.[cm]?[jt]sx?$|_spec\.rb$|Test\.java$|Tests?\.cs$|\.snap$`)
+
+// testConfigPath matches files that only configure how tests run: which
+// are collected, what they skip, what a pass is. They decide what a
+// passing run means as much as the tests do, so they count as tests.
+var testConfigPath = regexp.MustCompile(`(^|/)(conftest\.py|pytest\.ini|noxfile\.py|\.coveragerc|\.rspec|phpunit(\.dist)?\.xml(\.dist)?|\.mocharc(\.[a-z]+)?|\.nycrc(\.[a-z]+)?|(jest|vitest|karma|cypress|playwright|wdio|ava)\.(config|conf|setup|workspace)(\.[^/]*)?|setupTests\.[cm]?[jt]sx?)$`)
+
+// mixedPath matches files that hold the tests' configuration among other
+// things (a project's metadata, its dependencies, its code): what such a
+// change is depends on the part of the file it changes (changeOf).
+var mixedPath = regexp.MustCompile(`(^|/)(pyproject\.toml|setup\.cfg|tox\.ini|package\.json|vite\.config\.[^/]*)$|\.go$`)
 
 // docPath matches documentation, which is neither a test nor the code a
 // fix changes: a README edit is no fix.
 var docPath = regexp.MustCompile(`(?i)\.(md|markdown|rst|txt|adoc)$|(^|/)(license|licence|changelog|authors|notice)(\.[a-z]+)?$`)
 
-// changeKinds says whether paths hold test files and code (files that are
-// neither tests nor documentation).
-func changeKinds(paths []string) (tests, code bool) {
+// needsContent reports whether what a change to p is depends on the change.
+func needsContent(p string) bool {
+	return !testPath.MatchString(p) && !testConfigPath.MatchString(p) && mixedPath.MatchString(p)
+}
+
+// versions are a changed file's contents at the task's base and at the
+// commit, nil where the file is absent.
+type versions struct{ before, after []byte }
+
+// changeKinds sorts a commit's changed paths: the test files among them
+// (tests, their configuration and fixtures), and whether any change is to
+// the code (a file that is neither a test nor documentation). read holds
+// both versions of the files that needsContent; one missing from it could
+// not be read and counts as a test, as does a change that cannot be told
+// apart from one.
+func changeKinds(paths []string, read map[string]versions) (tests []string, code bool) {
 	for _, p := range paths {
+		kind := kindCode
 		switch {
-		case testPath.MatchString(p):
-			tests = true
-		case !docPath.MatchString(p):
+		case testPath.MatchString(p) || testConfigPath.MatchString(p):
+			kind = kindTests
+		case docPath.MatchString(p):
+			kind = kindNone
+		case needsContent(p):
+			kind = kindTests
+			if v, ok := read[p]; ok {
+				kind = changeOf(p, v)
+			}
+		}
+		switch kind {
+		case kindTests:
+			tests = append(tests, p)
+		case kindCode:
 			code = true
 		}
 	}
 	return tests, code
 }
 
-// testPaths are those of paths that are test files.
-func testPaths(paths []string) []string {
-	var out []string
-	for _, p := range paths {
-		if testPath.MatchString(p) {
-			out = append(out, p)
+// What a change to one file is to a mode's check.
+type changeKind int
+
+const (
+	kindNone  changeKind = iota // documentation, comments, layout
+	kindTests                   // tests, or how they run
+	kindCode
+)
+
+// changeOf is what the change to a file that holds both the tests'
+// configuration and other things is: tests when any part it changes
+// configures the tests, code when every part it changes is something
+// else. It reads the change's text, not what it does, so it is
+// conservative: a file it cannot read counts as tests.
+func changeOf(p string, v versions) changeKind {
+	var parts []string
+	var ok bool
+	switch name := path.Base(p); {
+	case strings.HasSuffix(name, ".go"):
+		return goChange(v)
+	case name == "package.json":
+		parts, ok = jsonChanges(v)
+	case name == "pyproject.toml":
+		parts, ok = sectionChanges(v, tomlSections)
+	case name == "setup.cfg" || name == "tox.ini":
+		parts, ok = sectionChanges(v, iniSections)
+	default:
+		// A build tool's file that may hold a test runner's options
+		// (vite.config.*'s test key): tests whenever it speaks of them.
+		if testWord.Match(v.before) || testWord.Match(v.after) {
+			return kindTests
+		}
+		return kindCode
+	}
+	if !ok {
+		return kindTests
+	}
+	if len(parts) == 0 {
+		return kindNone
+	}
+	for _, s := range parts {
+		if testWord.MatchString(s) {
+			return kindTests
 		}
 	}
-	return out
+	return kindCode
 }
 
-// ModeCheck is the verdict of a mode's check: OK, or the steps missing.
+// testWord matches text that speaks of tests or of a test runner and its
+// options. It is meant to catch too much: a part of a mixed file it
+// matches counts as test configuration.
+var testWord = regexp.MustCompile(`(?i)(\b|_)(pre|post)?(tests?|testing|specs?|pytest|addopts|testpaths|python_(files|classes|functions)|norecursedirs|conftest|doctest\w*|tox|testenv|nox|coverage|jest|mocha|vitest|karma|jasmine|ava|nyc|c8|tap|fixtures?|snapshots?)(\b|_)`)
+
+// sectionLine is one line of a sectioned file (INI, TOML) with the header
+// of its section.
+type sectionLine struct{ section, line string }
+
+// sectionChanges lists the lines that differ between a sectioned file's
+// two versions (blank lines and comments left out), each with its
+// section's header, so that a changed line in [tool.pytest.ini_options]
+// speaks of pytest. ok is false when a version does not split.
+func sectionChanges(v versions, split func(string) ([]sectionLine, bool)) (parts []string, ok bool) {
+	count := map[sectionLine]int{}
+	for i, text := range [][]byte{v.before, v.after} {
+		lines, ok := split(string(text))
+		if !ok {
+			return nil, false
+		}
+		for _, l := range lines {
+			count[l] += 1 - 2*i
+		}
+	}
+	for l, n := range count {
+		if n != 0 {
+			parts = append(parts, l.section+"\n"+l.line)
+		}
+	}
+	slices.Sort(parts)
+	return parts, true
+}
+
+// iniSections splits an INI file as pytest's reader (iniconfig) does: a
+// header is a line that starts with "[" and ends with "]" once its
+// comment is cut, and a line of its own section; a line that starts with
+// blanks continues the value before it; "#" and ";" start comments.
+func iniSections(text string) ([]sectionLine, bool) {
+	var out []sectionLine
+	section := ""
+	for _, line := range strings.Split(text, "\n") {
+		t := strings.TrimSpace(line)
+		if t == "" || t[0] == '#' || t[0] == ';' {
+			continue
+		}
+		if line[0] == '[' {
+			h, _, _ := strings.Cut(line, "#")
+			h, _, _ = strings.Cut(h, ";")
+			if h = strings.TrimSpace(h); strings.HasSuffix(h, "]") {
+				section = h
+			}
+		}
+		out = append(out, sectionLine{section, t})
+	}
+	return out, true
+}
+
+// tomlSections splits a TOML document by its table headers: a line that
+// starts with "[" outside any string, array or inline table. It scans
+// strings (basic, literal, multi-line) and brackets so that no text in a
+// value passes for a header; ok is false when one is left open, which no
+// tool would read either.
+func tomlSections(text string) ([]sectionLine, bool) {
+	var out []sectionLine
+	section, quote, depth := "", "", 0
+	for _, line := range strings.Split(text, "\n") {
+		t := strings.TrimSpace(line)
+		if quote == "" && depth == 0 {
+			if t == "" || t[0] == '#' {
+				continue
+			}
+			if t[0] == '[' {
+				// A header is a line of its section: a table added
+				// empty is a change too (an empty pytest table makes
+				// pyproject.toml pytest's configuration).
+				section = t
+				out = append(out, sectionLine{section, t})
+				continue
+			}
+		}
+		out = append(out, sectionLine{section, t})
+		for i := 0; i < len(line); {
+			switch {
+			case quote == "":
+				switch c := line[i]; {
+				case strings.HasPrefix(line[i:], `"""`) || strings.HasPrefix(line[i:], "'''"):
+					quote = line[i : i+3]
+					i += 2
+				case c == '"' || c == '\'':
+					quote = string(c)
+				case c == '#':
+					i = len(line)
+				case c == '[' || c == '{':
+					depth++
+				case c == ']' || c == '}':
+					if depth--; depth < 0 {
+						return nil, false
+					}
+				}
+				i++
+			case line[i] == '\\' && quote[0] == '"':
+				i += 2
+			case strings.HasPrefix(line[i:], quote):
+				i += len(quote)
+				quote = ""
+			default:
+				i++
+			}
+		}
+		if quote == `"` || quote == "'" {
+			return nil, false // a one-line string left open
+		}
+	}
+	return out, quote == "" && depth == 0
+}
+
+// jsonChanges lists the keys of a package.json that differ between its
+// two versions, each with its values: a top-level key, or one key down
+// ("scripts.test", "devDependencies.jest") where both values are objects.
+// ok is false when a version is not a JSON object.
+func jsonChanges(v versions) (parts []string, ok bool) {
+	var a, b map[string]json.RawMessage
+	for _, x := range []struct {
+		text []byte
+		m    *map[string]json.RawMessage
+	}{{v.before, &a}, {v.after, &b}} {
+		if x.text == nil {
+			continue
+		}
+		if err := json.Unmarshal(x.text, x.m); err != nil || *x.m == nil {
+			return nil, false
+		}
+	}
+	var walk func(prefix string, a, b map[string]json.RawMessage, deeper bool)
+	walk = func(prefix string, a, b map[string]json.RawMessage, deeper bool) {
+		for _, k := range slices.Sorted(maps.Keys(joinKeys(a, b))) {
+			x, y := compact(a[k]), compact(b[k])
+			if x == y {
+				continue
+			}
+			var ox, oy map[string]json.RawMessage
+			if deeper && json.Unmarshal([]byte(x), &ox) == nil && json.Unmarshal([]byte(y), &oy) == nil && ox != nil && oy != nil {
+				walk(prefix+k+".", ox, oy, false)
+				continue
+			}
+			parts = append(parts, prefix+k+" "+x+" "+y)
+		}
+	}
+	walk("", a, b, true)
+	return parts, true
+}
+
+func joinKeys(a, b map[string]json.RawMessage) map[string]bool {
+	keys := map[string]bool{}
+	for k := range a {
+		keys[k] = true
+	}
+	for k := range b {
+		keys[k] = true
+	}
+	return keys
+}
+
+// compact is a JSON value without its layout, "" for none.
+func compact(raw json.RawMessage) string {
+	var b bytes.Buffer
+	if json.Compact(&b, raw) != nil {
+		return string(raw)
+	}
+	return b.String()
+}
+
+// testFlag matches a string that names one of the testing package's
+// flags ("test.run", "-test.skip=…").
+var testFlag = regexp.MustCompile(`^-{0,2}test\.`)
+
+// goChange is what a change to a Go file that is not a test file is. Such
+// a file is in the test binary too, and can narrow what runs before any
+// test does: an init that sets "test.run", a flag looked up and set, an
+// os.Args rewritten. The change counts as tests when the file imports a
+// testing package (a test helper), hides what it calls (a dot import, a
+// go:linkname), or when a declaration it changes is an init or reaches
+// the flags; as code when it changes other declarations; as nothing when
+// it changes only comments or layout. It reads what the change says, not
+// what it does: code can narrow the tests in ways no reading catches, but
+// not in these plain ones.
+func goChange(v versions) changeKind {
+	fset := token.NewFileSet()
+	count := map[string]int{} // a declaration's text → how many more before than after
+	changed := map[string]ast.Decl{}
+	var names []map[string]string
+	for i, src := range [][]byte{v.before, v.after} {
+		imports := map[string]string{} // local name → path
+		names = append(names, imports)
+		if src == nil {
+			continue
+		}
+		// Read twice: with comments for the directives, and without,
+		// so that a declaration prints without its doc comment.
+		withComments, err := parser.ParseFile(fset, "", src, parser.ParseComments|parser.SkipObjectResolution)
+		if err != nil {
+			return kindTests
+		}
+		f, err := parser.ParseFile(fset, "", src, parser.SkipObjectResolution)
+		if err != nil {
+			return kindTests
+		}
+		for _, s := range f.Imports {
+			p, _ := strconv.Unquote(s.Path.Value)
+			if p == "testing" || strings.HasPrefix(p, "testing/") {
+				return kindTests
+			}
+			name := path.Base(p)
+			if s.Name != nil {
+				name = s.Name.Name
+			}
+			if name == "." {
+				return kindTests
+			}
+			imports[name] = p
+		}
+		for _, c := range withComments.Comments {
+			for _, l := range c.List {
+				switch {
+				case strings.HasPrefix(l.Text, "//go:linkname"):
+					return kindTests
+				case strings.HasPrefix(l.Text, "//go:") || strings.HasPrefix(l.Text, "// +build"):
+					count[l.Text] += 1 - 2*i // a build constraint, an embed: code
+				}
+			}
+		}
+		count["package "+f.Name.Name] += 1 - 2*i
+		for _, d := range f.Decls {
+			s := show(fset, d)
+			count[s] += 1 - 2*i
+			changed[s] = d
+		}
+	}
+	kind := kindNone
+	for s, n := range count {
+		if n == 0 {
+			continue
+		}
+		kind = kindCode
+		if d := changed[s]; d != nil && (reachesTests(d, names[0]) || reachesTests(d, names[1])) {
+			return kindTests
+		}
+	}
+	return kind
+}
+
+// reachesTests reports whether a declaration (of a file whose imports are
+// named as in imports) is an init, names a testing flag, or touches the
+// flags or os.Args the way only a change to how tests run needs to. A
+// command's main function may read os.Args: it never runs in the test
+// binary.
+func reachesTests(d ast.Decl, imports map[string]string) bool {
+	f, isFunc := d.(*ast.FuncDecl)
+	if isFunc && f.Recv == nil && f.Name.Name == "init" {
+		return true
+	}
+	inMain := isFunc && f.Recv == nil && f.Name.Name == "main"
+	found := false
+	ast.Inspect(d, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.BasicLit:
+			s, err := strconv.Unquote(n.Value)
+			found = found || n.Kind == token.STRING && err == nil && testFlag.MatchString(s)
+		case *ast.SelectorExpr:
+			if x, ok := n.X.(*ast.Ident); ok {
+				switch imports[x.Name] {
+				case "flag":
+					found = found || slices.Contains([]string{"Set", "Lookup", "CommandLine", "Visit", "VisitAll"}, n.Sel.Name)
+				case "os":
+					found = found || n.Sel.Name == "Args" && !inMain
+				}
+			}
+		}
+		return !found
+	})
+	return found
+}
+
+// ModeCheck is what a task's record shows of its mode's steps: the runs
+// that show them, and the steps it does not show.
 type ModeCheck struct {
 	OK      bool
 	Missing []string
+	// Before is the run of the first step (the failure before the fix,
+	// the tests passing before the change) and After the same command's
+	// passing run on the final commit. Where a step is missing, each is
+	// the nearest run the record has (the first step's command on the
+	// final commit, or a passing run there), nil when it has none.
+	Before, After *RunRecord
 }
 
 // checkMode checks t's record of runs against its mode. Every step must
@@ -86,71 +450,95 @@ func checkMode(t *Task) ModeCheck {
 	// passedAfter is a passing run of cmd on the final commit after run i;
 	// in tdd, with the tests as they were when run i failed, so that the
 	// test that failed was not weakened to pass.
-	passedAfter := func(i int, cmd string) bool {
-		for _, r := range t.Runs[i+1:] {
+	passedAfter := func(i int, cmd string) *RunRecord {
+		for j := i + 1; j < len(t.Runs); j++ {
+			r := t.Runs[j]
 			if r.Command == cmd && r.SHA == final && r.Outcome == OutcomePassed && r.Code &&
 				(t.Mode != ModeTDD || r.TestsDigest == t.Runs[i].TestsDigest) {
-				return true
+				return &t.Runs[j]
 			}
 		}
-		return false
+		return nil
 	}
-	var missing []string
+	// first is the first step's run, with the second's when the record
+	// has both.
+	first := func(step func(RunRecord) bool) (before, after *RunRecord) {
+		for i, r := range t.Runs {
+			if !ran(r) || !step(r) {
+				continue
+			}
+			if before == nil {
+				before = &t.Runs[i]
+			}
+			if after = passedAfter(i, r.Command); after != nil {
+				return &t.Runs[i], after
+			}
+		}
+		return before, nil
+	}
+	var c ModeCheck
 	switch t.Mode {
 	case ModeTDD, ModeDebug:
-		before, after := false, false
-		for i, r := range t.Runs {
-			if !ran(r) || r.Outcome == OutcomePassed || r.Code || (t.Mode == ModeTDD && !r.Tests) {
-				continue
-			}
-			before = true
-			if passedAfter(i, r.Command) {
-				after = true
-				break
-			}
-		}
+		c.Before, c.After = first(func(r RunRecord) bool {
+			return r.Outcome != OutcomePassed && !r.Code && (t.Mode != ModeTDD || r.Tests)
+		})
 		switch {
-		case !before && t.Mode == ModeTDD:
-			missing = append(missing, "a run that shows a new or changed test failing before the fix (on a commit with the test change only)")
-		case !before:
-			missing = append(missing, "a run that reproduces the failure before the code is changed")
+		case c.Before == nil && t.Mode == ModeTDD:
+			c.Missing = append(c.Missing, "a run that shows a new or changed test failing before the fix (on a commit with the test change only)")
+		case c.Before == nil:
+			c.Missing = append(c.Missing, "a run that reproduces the failure before the code is changed")
 		}
-		if !after && t.Mode == ModeTDD {
-			missing = append(missing, "the same command passing on the final commit, with the fix and the tests unchanged since they failed")
-		} else if !after {
-			missing = append(missing, "the same command passing on the final commit, with the fix")
+		if c.After == nil && t.Mode == ModeTDD {
+			c.Missing = append(c.Missing, "the same command passing on the final commit, with the fix and the tests unchanged since they failed")
+		} else if c.After == nil {
+			c.Missing = append(c.Missing, "the same command passing on the final commit, with the fix")
 		}
 	case ModeRefactor:
-		before, after := false, false
-		for i, r := range t.Runs {
-			// Before the change means the code and its tests as they were:
-			// tests deleted or weakened first would pass anything.
-			if !ran(r) || r.Outcome != OutcomePassed || r.Code || r.Tests {
-				continue
-			}
-			before = true
-			if passedAfter(i, r.Command) {
-				after = true
-				break
-			}
+		// Before the change means the code and its tests as they were:
+		// tests deleted or weakened first would pass anything.
+		c.Before, c.After = first(func(r RunRecord) bool { return r.Outcome == OutcomePassed && !r.Code && !r.Tests })
+		if c.Before == nil {
+			c.Missing = append(c.Missing, "the tests passing before the code was changed")
 		}
-		if !before {
-			missing = append(missing, "the tests passing before the code was changed")
-		}
-		if !after {
-			missing = append(missing, "the same tests passing on the final commit")
+		if c.After == nil {
+			c.Missing = append(c.Missing, "the same tests passing on the final commit")
 		}
 		if len(t.APIChanges) > 0 && !asksAPIChange(t.Instructions) {
-			var shown []string
-			for _, c := range clipList(t.APIChanges, 5) {
-				shown = append(shown, code(oneLine(c)))
-			}
-			missing = append(missing, fmt.Sprintf("an unchanged exported API (%s)", strings.Join(shown, "; ")))
+			c.Missing = append(c.Missing, fmt.Sprintf("an unchanged exported API (%s)", apiList(t.APIChanges)))
 		}
 	default:
 		return ModeCheck{OK: true}
 	}
-	return ModeCheck{OK: len(missing) == 0, Missing: missing}
+	c.OK = len(c.Missing) == 0
+	if c.After == nil {
+		c.After = nearestOnFinal(t, c.Before)
+	}
+	return c
+}
+
+// nearestOnFinal is what the record has on the final commit where the
+// second step is missing: the last run there of the first step's
+// command, or, without a first step, the last run there that passed.
+func nearestOnFinal(t *Task, before *RunRecord) *RunRecord {
+	for i := len(t.Runs) - 1; i >= 0; i-- {
+		r := t.Runs[i]
+		if r.SHA != t.HeadSHA || r.Verdict != Approved {
+			continue
+		}
+		if before != nil && r.Command == before.Command && &t.Runs[i] != before ||
+			before == nil && r.Outcome == OutcomePassed {
+			return &t.Runs[i]
+		}
+	}
+	return nil
+}
+
+func apiList(changes []string) string {
+	var shown []string
+	for _, c := range clipList(changes, 5) {
+		shown = append(shown, code(oneLine(c)))
+	}
+	return strings.Join(shown, "; ")
 }
 
 // apiAsked matches a sentence of the instructions that asks for a change
@@ -182,22 +570,123 @@ func clipList(s []string, n int) []string {
 	return append(slices.Clone(s[:n]), fmt.Sprintf("and %d more", len(s)-n))
 }
 
-// renderMode is the Verification section's line about the task's mode.
+// renderMode is the line about the task's mode, in the pull request's
+// Verification section and the status comment. It says what the record
+// shows of the mode's steps, the runs and what their commits changed, so
+// that a reader judges the work by them; then which steps it lacks.
 func renderMode(t *Task) string {
 	if t.Mode == "" {
 		return ""
 	}
 	c := checkMode(t)
-	if c.OK {
-		return fmt.Sprintf("**Verified as %s**: the record shows every step the mode asks for.\n\n", t.Mode)
-	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "**Not verified as %s**. Missing:\n", t.Mode)
+	fmt.Fprintf(&b, "**Mode %s**: the record shows %s.", t.Mode, modeShown(t, c))
+	if c.OK {
+		b.WriteString("\n\n")
+		return b.String()
+	}
+	if t.Final {
+		b.WriteString(" Missing:\n")
+	} else {
+		b.WriteString(" Not shown yet:\n")
+	}
 	for _, m := range c.Missing {
 		b.WriteString("- " + m + "\n")
 	}
 	b.WriteString("\n")
 	return b.String()
+}
+
+// modeShown is what the record shows of the mode's steps, as runs on
+// commits: "`go test ./...` failed on 1a2b3c4d5e6f (changes tests only),
+// then passed on 6f5e4d3c2b1a (the final commit, changes code only; the
+// tests as when they failed)".
+func modeShown(t *Task, c ModeCheck) string {
+	var parts []string
+	switch before, after := c.Before, c.After; {
+	case before != nil && after != nil:
+		s := fmt.Sprintf("%s %s on %s (%s), then ", code(oneLine(before.Command)), outcomeVerb(before.Outcome), short(before.SHA), commitText(t, *before))
+		if after.Command != before.Command {
+			s += code(oneLine(after.Command)) + " "
+		}
+		s += fmt.Sprintf("%s on %s (%s", outcomeVerb(after.Outcome), short(after.SHA), commitText(t, *after))
+		if t.Mode == ModeTDD && after.Tests {
+			if after.TestsDigest == before.TestsDigest {
+				s += "; the tests as when they failed"
+			} else {
+				s += "; the tests changed since they failed"
+			}
+		}
+		parts = append(parts, s+")")
+	case before != nil:
+		parts = append(parts, fmt.Sprintf("%s %s on %s (%s), and not run on the %s commit %s since",
+			code(oneLine(before.Command)), outcomeVerb(before.Outcome), short(before.SHA), commitText(t, *before), finalWord(t), short(t.HeadSHA)))
+	case after != nil:
+		parts = append(parts, fmt.Sprintf("%s %s on %s (%s)", code(oneLine(after.Command)), outcomeVerb(after.Outcome), short(after.SHA), commitText(t, *after)))
+	default:
+		parts = append(parts, "no run that is one of the mode's steps")
+	}
+	if t.Mode == ModeRefactor && t.APIChecked {
+		switch {
+		case len(t.APIChanges) == 0:
+			parts = append(parts, "the exported Go API of the changed files unchanged")
+		case asksAPIChange(t.Instructions):
+			parts = append(parts, "the exported Go API changed as the instructions ask ("+apiList(t.APIChanges)+")")
+		default:
+			parts = append(parts, "the exported Go API changed")
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+// commitText says what a run's commit is and what it changed from the
+// task's base.
+func commitText(t *Task, r RunRecord) string {
+	var what string
+	switch {
+	case r.SHA == t.BaseSHA:
+		return "the base"
+	case r.Tests && r.Code:
+		what = "changes tests and code"
+	case r.Tests:
+		what = "changes tests only"
+	case r.Code:
+		what = "changes code only"
+	default:
+		what = "changes neither tests nor code"
+	}
+	if r.SHA == t.HeadSHA {
+		return "the " + finalWord(t) + " commit, " + what
+	}
+	return what
+}
+
+// finalWord names the task's head commit: final once the agent finished,
+// latest while it works.
+func finalWord(t *Task) string {
+	if t.Final {
+		return "final"
+	}
+	return "latest"
+}
+
+// outcomeVerb is a run's outcome as the verb of a sentence.
+func outcomeVerb(outcome string) string {
+	switch outcome {
+	case OutcomeTimedOut:
+		return "timed out"
+	case OutcomeOOM:
+		return "ran out of memory"
+	case OutcomeInterrupted:
+		return "was interrupted"
+	case OutcomeSetupFailed:
+		return "did not run (its setup failed)"
+	case OutcomeRejected:
+		return "was rejected"
+	case OutcomeNoAnswer:
+		return "had no answer"
+	}
+	return outcome // passed, failed
 }
 
 // goAPI is the exported API of the Go files among files (path → content),

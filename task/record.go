@@ -41,14 +41,15 @@ type RunRecord struct {
 	// Required is true for a command the repository requires
 	// (require_passing), which the bot asked for, not the agent.
 	Required bool `json:"required,omitempty"`
-	// Tests and Code say whether the run's commit changed test files and
-	// other files from the task's base: what a mode's check (checkMode)
-	// needs to know of the commit. Set for a task in a mode.
+	// Tests and Code say whether the run's commit changed test files
+	// (with what configures how tests run, and fixtures) and other files
+	// from the task's base: what a mode's check (checkMode) needs to know
+	// of the commit. Set for a task in a mode.
 	Tests bool `json:"tests_changed,omitempty"`
 	Code  bool `json:"code_changed,omitempty"`
-	// TestsDigest is a digest of the changed test files at the run's
-	// commit, for a tdd task: the test that failed must be the test that
-	// passes.
+	// TestsDigest is a digest of the changed test files (configuration
+	// included) at the run's commit, for a tdd task: the test that failed
+	// must be the test that passes, run the same way.
 	TestsDigest string `json:"tests_digest,omitempty"`
 }
 

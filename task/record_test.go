@@ -129,6 +129,69 @@ func TestRenderVerificationGolden(t *testing.T) {
 	golden.Check(t, "testdata/verification.golden", b.String())
 }
 
+// TestRenderModeGolden: a task in a mode says what the record shows of
+// its mode's steps, the runs and what their commits changed, then which
+// steps it lacks.
+func TestRenderModeGolden(t *testing.T) {
+	const base, early, final = "0000000000000000000000000000000000000000", "1111111111111111111111111111111111111111", "2222222222222222222222222222222222222222"
+	run := func(id, cmd, sha, outcome string, tests, code bool, digest string) RunRecord {
+		exit := 0
+		if outcome != OutcomePassed {
+			exit = 1
+		}
+		return RunRecord{RequestID: id, Command: cmd, SHA: sha, Verdict: Approved, By: "maint", Outcome: outcome, ExitCode: exit,
+			Duration: 3 * time.Second, Tests: tests, Code: code, TestsDigest: digest}
+	}
+	tests := []struct {
+		name         string
+		mode         string
+		final        bool
+		head         string
+		instructions string
+		api          []string
+		runs         []RunRecord
+	}{
+		{name: "tdd, every step", mode: ModeTDD, final: true, head: final, runs: []RunRecord{
+			run("1-1", "go test ./...", early, OutcomeFailed, true, false, "d1"),
+			run("1-2", "go test ./...", final, OutcomePassed, true, true, "d1"),
+		}},
+		{name: "tdd, the final commit changes only the tests' configuration", mode: ModeTDD, final: true, head: final, runs: []RunRecord{
+			run("1-1", "pytest", early, OutcomeFailed, true, false, "d1"),
+			run("1-2", "pytest", final, OutcomePassed, true, false, "d2"),
+		}},
+		{name: "tdd, while the agent works", mode: ModeTDD, head: "3333333333333333333333333333333333333333", runs: []RunRecord{
+			run("1-1", "npm test", early, OutcomeFailed, true, false, "d1"),
+		}},
+		{name: "debug, reproduced on the base and fixed", mode: ModeDebug, final: true, head: final, runs: []RunRecord{
+			run("1-1", "./repro.sh", base, OutcomeFailed, false, false, ""),
+			run("1-2", "./repro.sh", final, OutcomePassed, false, true, ""),
+		}},
+		{name: "debug, nothing ran", mode: ModeDebug, final: true, head: final},
+		{name: "refactor, the API unchanged", mode: ModeRefactor, final: true, head: final, runs: []RunRecord{
+			run("1-1", "go test ./...", base, OutcomePassed, false, false, ""),
+			run("1-2", "go test ./...", final, OutcomePassed, false, true, ""),
+		}},
+		{name: "refactor, the API changed", mode: ModeRefactor, final: true, head: final, api: []string{"removed pkg (pkg): func Old"}, runs: []RunRecord{
+			run("1-1", "go test ./...", base, OutcomePassed, false, false, ""),
+			run("1-2", "go test ./...", final, OutcomeFailed, false, true, ""),
+		}},
+		{name: "refactor, the API changed as asked", mode: ModeRefactor, final: true, head: final, instructions: "rename Old to New in the API",
+			api: []string{"removed pkg (pkg): func Old", "added pkg (pkg): func New"}, runs: []RunRecord{
+				run("1-1", "go test ./...", base, OutcomePassed, false, false, ""),
+				run("1-2", "go test ./...", final, OutcomePassed, false, true, ""),
+			}},
+	}
+	var b strings.Builder
+	for _, tt := range tests {
+		task := &Task{Mode: tt.mode, Instructions: tt.instructions, Work: Work{Final: tt.final, BaseSHA: base, HeadSHA: tt.head, Runs: tt.runs,
+			APIChanges: tt.api, APIChecked: tt.mode == ModeRefactor && tt.final}}
+		b.WriteString("<!-- " + tt.name + " -->\n")
+		b.WriteString(RenderVerification(task))
+		b.WriteString("\n")
+	}
+	golden.Check(t, "testdata/verification-modes.golden", b.String())
+}
+
 // TestSummaryCannotHideTheRecord: the agent's summary comes first in the
 // pull request's body; no HTML in it may open, so nothing it says can fold
 // away or comment out the Verification section after it.

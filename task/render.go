@@ -138,6 +138,9 @@ func RenderStatusWith(t *Task, command, session string) string {
 	if s := t.Settings; s != nil && s.RequirePassing != "" && t.Kind == KindFix && (t.Pull == nil || t.Pull.Mode == PullInBase) {
 		b.WriteString(requirementLine(t, s.RequirePassing) + "\n\n")
 	}
+	if t.Mode != "" && (len(t.Runs) > 0 || t.State == Done) {
+		b.WriteString(renderMode(t))
+	}
 	if t.Pull != nil && t.Pull.Why != "" {
 		fmt.Fprintf(&b, "Not pushed to this pull request's branch: %s.\n\n", defang(t.Pull.Why))
 	}

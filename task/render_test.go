@@ -62,6 +62,16 @@ func TestRenderGolden(t *testing.T) {
 	estimated.State = Working
 	estimated.TokensEstimated = true
 
+	// A fix in a mode, done: its status says what the record shows.
+	tdd := sampleTask()
+	tdd.State, tdd.Mode, tdd.Final = Done, ModeTDD, true
+	tdd.PRNumber, tdd.PRURL = 2, "https://github.com/Codertocat/Hello-World/pull/2"
+	tdd.BaseSHA, tdd.HeadSHA = "0000000000000000000000000000000000000000", "2222222222222222222222222222222222222222"
+	tdd.Runs = []RunRecord{
+		{RequestID: "12-1", Command: "go test ./...", SHA: "1111111111111111111111111111111111111111", Verdict: Approved, Outcome: OutcomeFailed, ExitCode: 1, Tests: true},
+		{RequestID: "12-2", Command: "go test ./...", SHA: tdd.HeadSHA, Verdict: Approved, Outcome: OutcomePassed, Tests: true, Code: true},
+	}
+
 	cancelled := sampleTask()
 	cancelled.State = Cancelled
 	cancelled.CancelledBy = "octocat"
@@ -79,6 +89,7 @@ func TestRenderGolden(t *testing.T) {
 		{"status-line-done", StatusLine(done)},
 		{"status-estimated-tokens", RenderStatus(estimated, "/agent")},
 		{"status-required-asked", RenderStatus(required, "/agent")},
+		{"status-mode-done", RenderStatus(tdd, "/agent")},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { golden.Check(t, "testdata/"+tc.name+".golden", tc.got) })
