@@ -1,13 +1,18 @@
 package console
 
 import (
+	"context"
 	"encoding/json"
+	"html"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/pullwright/pullwright/approval"
 	"github.com/pullwright/pullwright/task"
 )
 
@@ -157,4 +162,109 @@ func (f *fixture) serveJSON(t *testing.T, target, body string, header http.Heade
 	w := httptest.NewRecorder()
 	f.c.Handler().ServeHTTP(w, r)
 	return w
+}
+
+// The page and the API show the request whole, as the request comment
+// does: every sentence (the fork, the network, the rule that did not
+// answer, the setup with its manifests), the manifests' diff and the
+// files, all from the one value whose digest the forms carry.
+func TestPendingShowsTheWholeRequest(t *testing.T) {
+	f := newFixture(t)
+	alice := f.signIn(t, "alice")
+	id := itoa(f.ids["hostile"])
+	w := f.serve(t, "GET", "/console/tasks/"+id, nil, []*http.Cookie{alice}, nil)
+	if w.Code != http.StatusOK {
+		t.Fatalf("page = %d", w.Code)
+	}
+	// The page's text as a person reads it: tags dropped, entities read.
+	text := html.UnescapeString(regexp.MustCompile(`<[^>]*>`).ReplaceAllString(w.Body.String(), ""))
+	text = strings.Join(strings.Fields(text), " ")
+	tk, err := f.store.Get(context.Background(), f.ids["hostile"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	shown := *tk.Request.Shown
+	kinds := map[string]bool{}
+	for _, s := range shown.Sentences() {
+		kinds[s.Kind] = true
+		words := strings.Join(strings.Fields(strings.ReplaceAll(approval.PlainText(s), "`", "")), " ")
+		if !strings.Contains(text, words) {
+			t.Errorf("the page lacks the sentence %q", words)
+		}
+	}
+	for _, kind := range []string{approval.KindFork, approval.KindNetwork, approval.KindAutoApprove, approval.KindSetup} {
+		if !kinds[kind] {
+			t.Errorf("the fixture's request has no %s sentence", kind)
+		}
+	}
+	for _, want := range []string{"+require evil.test/m v1.0.0 // " + hostile, hostile + " (+2 −0)", shown.Digest[:12]} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the page lacks %q", want)
+		}
+	}
+	if n := strings.Count(w.Body.String(), `name="digest" value="`+shown.Digest+`"`); n != 2 {
+		t.Errorf("the page's two answer forms carry the digest %d times", n)
+	}
+	bearer := http.Header{"Authorization": {"Bearer " + f.gh.UserToken("alice")}}
+	w = f.serve(t, "GET", "/api/tasks/"+id, nil, nil, bearer)
+	var v struct {
+		Pending struct {
+			approval.Request
+			Sentences []struct {
+				Kind, Text string
+				Warning    bool
+			} `json:"sentences"`
+		} `json:"pending"`
+	}
+	if err := json.Unmarshal(w.Body.Bytes(), &v); err != nil {
+		t.Fatal(err)
+	}
+	if !v.Pending.Sealed() || v.Pending.Digest != shown.Digest || len(v.Pending.Sentences) != len(shown.Sentences()) {
+		t.Errorf("the API's pending is not the value shown: %+v", v.Pending)
+	}
+}
+
+// A page shows a request, and the task then asks another on the same
+// commit: an answer from that page, whatever id its form names, answers
+// nothing, and the page that answers shows the request that waits now.
+func TestAnAnswerToARequestNotShownIsRefused(t *testing.T) {
+	f := newFixture(t)
+	alice := f.signIn(t, "alice")
+	hostile := itoa(f.ids["hostile"])
+	old := f.digest
+	// The agent asks 4-3 on the same commit: the task is claimed (the
+	// others on the way are left claimed) and saved as a worker would.
+	var tk *task.Task
+	for tk == nil || tk.ID != f.ids["hostile"] {
+		var err error
+		if tk, err = f.store.Claim(context.Background(), "worker", time.Minute); err != nil {
+			t.Fatalf("claim the hostile task: %v", err)
+		}
+	}
+	next := *tk.Request
+	next.ID, next.Command = "4-3", "go test -run TestX ./..."
+	shown := hostileShown(&next)
+	next.Shown = &shown
+	tk.Request = &next
+	if err := f.store.Save(context.Background(), tk, "worker"); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"4-2", "4-3"} {
+		w := f.serve(t, "POST", "/console/tasks/"+hostile+"/approve", url.Values{"csrf": {f.csrfOf(t, alice)}, "request": {id}, "digest": {old}}, []*http.Cookie{alice}, nil)
+		if w.Code != http.StatusConflict || !strings.Contains(w.Body.String(), `id="changed"`) || !strings.Contains(w.Body.String(), `value="`+shown.Digest+`"`) {
+			t.Errorf("an approval of %s with the old digest = %d; the page:\n%s", id, w.Code, w.Body.String())
+		}
+	}
+	bearer := http.Header{"Authorization": {"Bearer " + f.gh.UserToken("alice")}, "Content-Type": {"application/json"}}
+	w := f.serveJSON(t, "/api/requests/4-3/approve", `{"digest":"`+old+`"}`, bearer)
+	var out struct {
+		Error   string
+		Pending approval.Request
+	}
+	if err := json.Unmarshal(w.Body.Bytes(), &out); err != nil || w.Code != http.StatusConflict || out.Pending.Digest != shown.Digest {
+		t.Errorf("the API's approval with the old digest = %d %s", w.Code, w.Body.String())
+	}
+	if got := f.recorded(t); len(got) != 0 {
+		t.Fatalf("refused answers recorded %d tasks", len(got))
+	}
 }
