@@ -156,3 +156,59 @@ func TestConsoleInABrowser(t *testing.T) {
 		t.Fatalf("the record = %+v", done.Runs)
 	}
 }
+
+// A page open on a request while the task asks another on the same commit
+// (the first rejected on GitHub) keeps the form the person was shown,
+// marked replaced, with the new request after it; a click on the old
+// Approve answers nothing and the answer page shows the new request.
+func TestTheLivePageKeepsTheFormItShowed(t *testing.T) {
+	const first, second = "grep -c commit README.md", "wc -l README.md"
+	e := newEnv(t, newTwoRunLLM(t, first, second), withConsole)
+	e.gh.SetPermission(owner, repoName, "maintainer", "write")
+	b := browsertest.New(t)
+	const wait = 30 * time.Second
+	e.gh.SignInBrowser("maintainer")
+	if err := browsertest.Do(b, wait, chromedp.Navigate(e.url+"/console/login"), chromedp.WaitVisible(chromedp.CSS("form.signout"))); err != nil {
+		t.Fatalf("sign in: %v", err)
+	}
+	if code := e.comment("fix-1", 1, owner, "/agent fix the typo"); code != http.StatusAccepted {
+		t.Fatalf("fix = %d", code)
+	}
+	asked := e.waitState(1, task.AwaitingApproval)
+	page := e.url + "/console/tasks/" + strconv.FormatInt(asked.ID, 10)
+	if err := browsertest.Do(b, wait, chromedp.Navigate(page), chromedp.WaitVisible(chromedp.CSS(`#pending button[name="approve"]`))); err != nil {
+		t.Fatalf("open the request: %v", err)
+	}
+	// GitHub's clock must show the rejection after the request's comment.
+	e.waitComment(1, "asks to run a command")
+	time.Sleep(1100 * time.Millisecond)
+	e.comment("reject-1", 1, owner, "/reject not that one")
+	if err := browsertest.Do(b, wait, chromedp.WaitVisible(chromedp.CSS(`#pending-replaced`))); err != nil {
+		t.Fatalf("the replaced request was not kept: %v", err)
+	}
+	now := e.waitState(1, task.AwaitingApproval)
+	if now.Request.ID == asked.Request.ID || now.Request.SHA != asked.Request.SHA {
+		t.Fatalf("the second request %s on %s, the first %s on %s", now.Request.ID, now.Request.SHA, asked.Request.ID, asked.Request.SHA)
+	}
+	kept, err := browsertest.Eval[string](b, wait, `document.querySelector("#pending-replaced").innerText`)
+	if err != nil || !strings.Contains(kept, first) || !strings.Contains(kept, "no longer the one waiting") {
+		t.Fatalf("the kept section says %q (%v)", kept, err)
+	}
+	fresh, err := browsertest.Eval[string](b, wait, `document.querySelector("#pending").innerText`)
+	if err != nil || !strings.Contains(fresh, second) {
+		t.Fatalf("the new request's section says %q (%v)", fresh, err)
+	}
+	if err := browsertest.Do(b, wait,
+		chromedp.Click(chromedp.CSS(`#pending-replaced button[name="approve"]`)),
+		chromedp.WaitVisible(chromedp.CSS("#changed"))); err != nil {
+		t.Fatalf("approve the replaced request: %v", err)
+	}
+	shows, err := browsertest.Eval[string](b, wait, `document.querySelector("#pending").innerText`)
+	if err != nil || !strings.Contains(shows, second) {
+		t.Fatalf("the refusal page shows %q (%v)", shows, err)
+	}
+	time.Sleep(300 * time.Millisecond) // a wrongly recorded answer would be worked by now
+	if tk := e.waitState(1, task.AwaitingApproval); tk.Request.ID != now.Request.ID || tk.Request.Answer != nil {
+		t.Fatalf("the second request was answered: %+v", tk.Request.Answer)
+	}
+}
