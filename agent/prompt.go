@@ -171,7 +171,7 @@ func firstMessage(b pullwright.Brief) string {
 	m.WriteString("\n\n")
 	if how := modeRules[b.Mode]; how != "" {
 		fmt.Fprintf(&m, "The maintainer asked for this work in %s mode. The pull request is checked against the record "+
-			"of the commands you ran, and says whether the work was verified as %s:\n%s\n", b.Mode, b.Mode, how)
+			"of the commands you ran, and says what that record shows of %s's steps (test configuration and fixtures count as tests):\n%s\n", b.Mode, b.Mode, how)
 	}
 	if p != nil && p.Review != nil {
 		writeReview(&m, p.Review)
