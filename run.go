@@ -1,6 +1,10 @@
 package pullwright
 
-import "time"
+import (
+	"context"
+	"io"
+	"time"
+)
 
 // RunResult is what an approved command did. A command that fails, times
 // out or is killed is a normal RunResult, not an error.
@@ -44,4 +48,71 @@ type CacheMount struct {
 // finds a node_modules that setup left in a cache.
 type Link struct {
 	Name, Target string
+}
+
+// RunSpec is one run in a sandbox, as the runner carries it out: an
+// approved command on the files of the commit a person approved, or a
+// repository's setup behind the fence. It is resolved once from the
+// repository's settings (policy.Settings.RunSpec) and taken as it is by
+// runner's backends; setup adds its caches, environment and links.
+type RunSpec struct {
+	// Dir is the workspace to run in. The runner works on a copy of it and
+	// never changes the original.
+	Dir string
+	// Command is run with /bin/sh -c.
+	Command string
+	// Timeout is the wall-clock limit for the command (not for copying the
+	// workspace); zero or negative means the runner's default.
+	Timeout time.Duration
+	// MaxOutput is how many bytes of output are kept; zero or negative means
+	// the runner's default. Beyond it the first and last MaxOutput/2 bytes
+	// are kept and the middle is replaced by "\n[… N bytes cut …]\n".
+	MaxOutput int
+	// Image is the container image to run in, for container backends: the
+	// repository's configured image, if any. Empty lets the backend choose.
+	// The local backend ignores it.
+	Image string
+	// Labels identify the run (task id, request id) in logs and, for
+	// container backends, as container labels. They are not passed to the
+	// command.
+	Labels map[string]string
+
+	// Network, Memory, NanoCPUs and Disk are this run's sandbox limits:
+	// the repository's settings, already checked against the operator's
+	// caps. A zero value means the backend's default; a set value
+	// replaces it. Network is "", "none" or "bridge"; Memory is in bytes;
+	// NanoCPUs is in billionths of a CPU; Disk is the size of the workspace
+	// in the sandbox in bytes (the copy included). The local backend
+	// ignores all four: it has no isolation to apply them to.
+	Network  string
+	Memory   int64
+	NanoCPUs int64
+	Disk     int64
+
+	// Caches are volumes the run mounts beside its workspace: a setup run
+	// fills a repository's dependency cache, approved runs read it
+	// (ReadOnly). Env is added to the command's environment (after the
+	// runner's own), to point the tools at them; it must hold nothing of
+	// the bot's. Links are symbolic links put in the sandbox's copy of the
+	// workspace where the tree has nothing of that name and has the
+	// directory it would be in: how a run finds what setup left in a cache
+	// for the working directory (a node_modules). The local backend
+	// ignores all three.
+	Caches []CacheMount
+	Env    []string
+	Links  []Link
+
+	// Route, if set, makes the run fenced: it has no network whatever
+	// Network says, and its processes reach hosts only through a
+	// forwarder the runner starts in the sandbox, whose connections go to
+	// Route (fence.Proxy enforces its allow-list there). Only setup sets
+	// it; the local backend refuses it.
+	Route Route
+}
+
+// Route is how a fenced run reaches the network: the runner hands it the
+// byte stream of the forwarder it starts in the sandbox
+// (fence.Proxy.ServeRoute serves it).
+type Route interface {
+	ServeRoute(ctx context.Context, conn io.ReadWriteCloser) error
 }

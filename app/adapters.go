@@ -12,7 +12,6 @@ import (
 	"github.com/pullwright/pullwright/agent"
 	"github.com/pullwright/pullwright/ghapp"
 	"github.com/pullwright/pullwright/repo"
-	"github.com/pullwright/pullwright/runner"
 	"github.com/pullwright/pullwright/task"
 )
 
@@ -187,27 +186,13 @@ func (workspaces) Open(dir string) (task.Workspace, error) {
 	return ws, nil
 }
 
-// sandbox runs approved commands through a runner.Runner: task asks for a
-// run in its terms (CPUs), the runner takes the engine's (NanoCPUs) and
-// more that task does not set (MaxOutput, Route).
-type sandbox struct{ r runner.Runner }
-
-func (s sandbox) Run(ctx context.Context, spec task.RunSpec) (pullwright.RunResult, error) {
-	return s.r.Run(ctx, runner.Spec{
-		Dir: spec.Dir, Command: spec.Command, Labels: spec.Labels,
-		Image: spec.Image, Network: spec.Network, Memory: spec.Memory, Disk: spec.Disk,
-		NanoCPUs: int64(spec.CPUs * 1e9), Timeout: spec.Timeout,
-		Caches: spec.Caches, Env: spec.Env, Links: spec.Links,
-	})
-}
-
 // timed is a runner whose runs are counted and timed in the metrics.
 type timed struct {
 	task.Runner
 	m *metrics
 }
 
-func (s timed) Run(ctx context.Context, spec task.RunSpec) (pullwright.RunResult, error) {
+func (s timed) Run(ctx context.Context, spec pullwright.RunSpec) (pullwright.RunResult, error) {
 	began := time.Now()
 	res, err := s.Runner.Run(ctx, spec)
 	s.m.run(res, err, time.Since(began))

@@ -385,7 +385,7 @@ func (a *App) sandbox(ctx context.Context, op *policy.Operator) (task.Runner, ta
 	if a.cfg.Runner == "local" {
 		l := runner.NewLocal(dir, log)
 		l.Path = a.cfg.LocalPath
-		return sandbox{l}, nil, nil
+		return l, nil, nil
 	}
 	fwd, fwdErr := setup.Forwarder(a.cfg.Forwarder)
 	if fwdErr != nil {
@@ -413,14 +413,14 @@ func (a *App) sandbox(ctx context.Context, op *policy.Operator) (task.Runner, ta
 	defer cancel()
 	if err := d.Ping(pctx); err != nil {
 		log.Error("the Docker engine does not answer: approved commands will fail until it does", "err", err)
-		return sandbox{d}, deps, nil
+		return d, deps, nil
 	}
 	if n, err := d.CleanupOrphans(pctx); err != nil {
 		log.Error("remove sandboxes left by an earlier run", "err", err)
 	} else if n > 0 {
 		log.Warn("removed sandboxes left by an earlier run", "containers", n)
 	}
-	return sandbox{d}, deps, nil
+	return d, deps, nil
 }
 
 // sandboxOwner names this bot's sandboxes on a Docker host that others may

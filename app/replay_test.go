@@ -378,7 +378,7 @@ func replayFlow(ctx context.Context, t *testing.T, store task.Store, gh *fakegit
 	return &task.Flow{
 		Store: store, GitHub: app, Agent: model{llmAgent}, Workspaces: workspaces{}, Dir: dir,
 		BranchName: repo.BranchName, Command: "/agent", Logger: log, GitTimeout: 30 * time.Second,
-		Runner: sandbox{runner.NewLocal(t.TempDir(), log)},
+		Runner: runner.NewLocal(t.TempDir(), log),
 	}
 }
 

@@ -20,7 +20,6 @@ import (
 	"github.com/pullwright/pullwright/fence"
 	"github.com/pullwright/pullwright/policy"
 	"github.com/pullwright/pullwright/repo"
-	"github.com/pullwright/pullwright/runner"
 	"github.com/pullwright/pullwright/setup"
 )
 
@@ -251,7 +250,7 @@ func (r *run) request(ctx context.Context, req agent.Request) (string, error) {
 		r.d.printf("  `%s` could not be run: %v\n", clip(cmd, 120), err)
 		return fmt.Sprintf("error: the workspace's files could not be written out for the run, so the command did not run: %v", err), nil
 	}
-	spec := runner.Spec{
+	spec := pullwright.RunSpec{
 		Dir:      dir,
 		Command:  req.Command,
 		Timeout:  s.Sandbox.Timeout.D(),
@@ -318,7 +317,7 @@ func headLines(s string, n int) string {
 // filled from HEAD's files, or the run's own when the agent changed a
 // manifest. A result is what the agent gets instead of running the
 // command (the setup failed or could not run); an error is only ctx's.
-func (r *run) dependencies(ctx context.Context, spec runner.Spec) (setup.Prepared, string, error) {
+func (r *run) dependencies(ctx context.Context, spec pullwright.RunSpec) (setup.Prepared, string, error) {
 	s := r.settings
 	base := filepath.Join(r.base, "head")
 	if _, err := os.Stat(base); err != nil {

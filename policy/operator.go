@@ -222,6 +222,18 @@ func (s Settings) FenceNets() []string {
 	return out
 }
 
+// RunSpec is a run of command on the files in dir within these settings'
+// sandbox: the image, network, memory, disk, CPUs and timeout, as the
+// runner takes them. Every approved run is resolved here, whoever asks.
+func (s Settings) RunSpec(dir, command string, labels map[string]string) pullwright.RunSpec {
+	return pullwright.RunSpec{
+		Dir: dir, Command: command, Labels: labels,
+		Image: s.Sandbox.Image, Network: s.Sandbox.Network,
+		Memory: s.MemoryBytes, Disk: s.DiskBytes, NanoCPUs: int64(s.Sandbox.CPUs * 1e9),
+		Timeout: s.Sandbox.Timeout.D(),
+	}
+}
+
 // ToolchainHosts reports whether setup may reach the hosts the image's
 // package managers are configured with.
 func (s Settings) ToolchainHosts() bool { return !s.NoToolchainHosts }

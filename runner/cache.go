@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/pullwright/pullwright"
 	"slices"
 	"strings"
 	"time"
@@ -181,7 +182,7 @@ func (d *Docker) RemoveReadyCache(ctx context.Context, volume string) error {
 // workspace volume, by CleanupOrphans after a crash.
 func (d *Docker) PrivateCache(ctx context.Context, labels map[string]string) (string, error) {
 	name := "pullwright-deps-private-" + randomHex(8)
-	if _, err := d.cli.VolumeCreate(ctx, client.VolumeCreateOptions{Name: name, Driver: "local", Labels: d.labels(Spec{Labels: labels})}); err != nil {
+	if _, err := d.cli.VolumeCreate(ctx, client.VolumeCreateOptions{Name: name, Driver: "local", Labels: d.labels(pullwright.RunSpec{Labels: labels})}); err != nil {
 		return "", fmt.Errorf("create a private cache: %w", err)
 	}
 	return name, nil

@@ -124,7 +124,7 @@ type DockerConfig struct {
 	// workspace reaches the engine through its API.
 	TempDir string
 	// Forwarder is the path of a static Linux build of the bot, copied
-	// into fenced runs (Spec.Route) to carry their connections to the
+	// into fenced runs (RunSpec.Route) to carry their connections to the
 	// fence ("bot fence-forward"). Without it a fenced run is an error.
 	Forwarder string
 	Logger    *slog.Logger
@@ -336,7 +336,7 @@ type limits struct {
 // quota to hostCPUs (if known), since Docker refuses a quota above the
 // host's CPUs, and lowers the workspace size to WorkspaceSize, the
 // operator's cap. s has passed checkLimits.
-func (d *Docker) limitsFor(s Spec, hostCPUs int64) limits {
+func (d *Docker) limitsFor(s pullwright.RunSpec, hostCPUs int64) limits {
 	l := limits{network: d.cfg.NetworkMode, memory: d.cfg.Memory, nanoCPUs: d.cfg.NanoCPUs, disk: d.cfg.WorkspaceSize}
 	if s.Network != "" {
 		l.network = s.Network
@@ -361,14 +361,14 @@ func (d *Docker) limitsFor(s Spec, hostCPUs int64) limits {
 
 // Run creates a workspace volume and a container, copies s.Dir into it, runs
 // s.Command there, and removes both, whatever happened. See Docker.
-func (d *Docker) Run(ctx context.Context, s Spec) (pullwright.RunResult, error) {
+func (d *Docker) Run(ctx context.Context, s pullwright.RunSpec) (pullwright.RunResult, error) {
 	if s.Timeout <= 0 {
 		s.Timeout = d.cfg.Timeout
 	}
 	if s.MaxOutput <= 0 {
 		s.MaxOutput = d.cfg.MaxOutput
 	}
-	s = s.withDefaults()
+	s = withDefaults(s)
 	res := pullwright.RunResult{ExitCode: -1}
 	if s.Dir == "" {
 		return res, errors.New("run: no workspace directory")
@@ -376,7 +376,7 @@ func (d *Docker) Run(ctx context.Context, s Spec) (pullwright.RunResult, error) 
 	if s.Command == "" {
 		return res, errors.New("run: empty command")
 	}
-	if err := s.checkLimits(); err != nil {
+	if err := checkLimits(s); err != nil {
 		return res, err
 	}
 	if s.Route != nil && d.cfg.Forwarder == "" {
@@ -491,7 +491,7 @@ func (d *Docker) pull(ctx context.Context, log *slog.Logger, image string) error
 }
 
 // labels are what a run's container and volume carry.
-func (d *Docker) labels(s Spec) map[string]string {
+func (d *Docker) labels(s pullwright.RunSpec) map[string]string {
 	labels := maps.Clone(s.Labels)
 	if labels == nil {
 		labels = map[string]string{}
@@ -508,7 +508,7 @@ func (d *Docker) labels(s Spec) map[string]string {
 // any chown, and whose pages are memory, never the engine host's disk. Like
 // /tmp it is nosuid and nodev: a set-uid file or a device node in the copy
 // must not become a way out.
-func (d *Docker) createVolume(ctx context.Context, s Spec, size int64) (string, error) {
+func (d *Docker) createVolume(ctx context.Context, s pullwright.RunSpec, size int64) (string, error) {
 	uid, gid, _ := parseUser(d.cfg.User)
 	v, err := d.cli.VolumeCreate(ctx, client.VolumeCreateOptions{
 		Name:   volumePrefix + randomHex(6),
@@ -528,7 +528,7 @@ func (d *Docker) createVolume(ctx context.Context, s Spec, size int64) (string, 
 
 // containerConfig is what a run's container is created with, its workspace
 // being the volume named volume.
-func (d *Docker) containerConfig(s Spec, image, volume string, lim limits) client.ContainerCreateOptions {
+func (d *Docker) containerConfig(s pullwright.RunSpec, image, volume string, lim limits) client.ContainerCreateOptions {
 	pids := d.cfg.PidsLimit
 	return client.ContainerCreateOptions{
 		Name: "pullwright-run-" + randomHex(6),
@@ -571,7 +571,7 @@ func (d *Docker) containerConfig(s Spec, image, volume string, lim limits) clien
 
 // sandboxEnv is the command's whole environment over the image's: none
 // of the bot's, and for a fenced run the forwarder as its proxy.
-func sandboxEnv(s Spec) []string {
+func sandboxEnv(s pullwright.RunSpec) []string {
 	env := []string{
 		"HOME=/tmp", "TMPDIR=/tmp", "GOCACHE=/tmp/gocache", "GOPATH=/tmp/go",
 		"CI=true", "LANG=C.UTF-8",
@@ -586,7 +586,7 @@ func sandboxEnv(s Spec) []string {
 // run's tools.
 // NoCopy: each starts empty and gets only what the runner copies in,
 // whatever the image has at that path.
-func (d *Docker) mounts(s Spec, volume string, lim limits) []mount.Mount {
+func (d *Docker) mounts(s pullwright.RunSpec, volume string, lim limits) []mount.Mount {
 	m := []mount.Mount{{Type: mount.TypeVolume, Source: volume, Target: SandboxWorkdir,
 		VolumeOptions: &mount.VolumeOptions{NoCopy: true}}}
 	for _, c := range s.Caches {
@@ -619,7 +619,7 @@ func (d *Docker) tmpfs(lim limits) map[string]string {
 
 // run creates the volume and the container, starts it, copies the workspace
 // in, lets the command go and waits for it; see Run.
-func (d *Docker) run(ctx context.Context, log *slog.Logger, s Spec, image string, lim limits) (pullwright.RunResult, error) {
+func (d *Docker) run(ctx context.Context, log *slog.Logger, s pullwright.RunSpec, image string, lim limits) (pullwright.RunResult, error) {
 	res := pullwright.RunResult{ExitCode: -1}
 	volume, err := d.createVolume(ctx, s, lim.disk)
 	if err != nil {

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"github.com/pullwright/pullwright"
 	"io"
 	"log/slog"
 	"os"
@@ -50,7 +51,7 @@ func BenchmarkDockerOverhead(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	spec := Spec{Command: "sleep 86400"}
+	spec := pullwright.RunSpec{Command: "sleep 86400"}
 	lim := d.limitsFor(spec, hostCPUs)
 	volume, err := d.createVolume(ctx, spec, lim.disk)
 	if err != nil {
@@ -77,7 +78,7 @@ func BenchmarkDockerOverhead(b *testing.B) {
 	for b.Loop() {
 		n++
 		t0 := time.Now()
-		res, err := d.Run(ctx, Spec{Dir: dir, Command: "true"})
+		res, err := d.Run(ctx, pullwright.RunSpec{Dir: dir, Command: "true"})
 		if err != nil || res.ExitCode != 0 {
 			b.Fatalf("runner: %v %+v", err, res)
 		}

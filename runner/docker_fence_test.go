@@ -55,7 +55,7 @@ func TestDockerFencedRun(t *testing.T) {
 		// no route at all.
 		"echo routes: $(tail -n +2 /proc/net/route | wc -l)",
 	}, "; ")
-	res, err := d.Run(t.Context(), runner.Spec{Dir: t.TempDir(), Command: cmd, Timeout: time.Minute, Route: proxy, Network: runner.NetworkBridge})
+	res, err := d.Run(t.Context(), pullwright.RunSpec{Dir: t.TempDir(), Command: cmd, Timeout: time.Minute, Route: proxy, Network: runner.NetworkBridge})
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
@@ -85,10 +85,10 @@ func TestDockerFencedRun(t *testing.T) {
 func TestDockerFencedRunNeedsTheForwarder(t *testing.T) {
 	d := newDocker(t, runner.DockerConfig{})
 	proxy, _ := fence.New(fence.Policy{}, fencetest.Names{}, nil)
-	if _, err := d.Run(t.Context(), runner.Spec{Dir: t.TempDir(), Command: "true", Route: proxy}); err == nil || !strings.Contains(err.Error(), "Forwarder") {
+	if _, err := d.Run(t.Context(), pullwright.RunSpec{Dir: t.TempDir(), Command: "true", Route: proxy}); err == nil || !strings.Contains(err.Error(), "Forwarder") {
 		t.Fatalf("Run = %v, want an error naming DockerConfig.Forwarder", err)
 	}
-	if _, err := (&runner.Local{}).Run(t.Context(), runner.Spec{Dir: t.TempDir(), Command: "true", Route: proxy}); err == nil {
+	if _, err := (&runner.Local{}).Run(t.Context(), pullwright.RunSpec{Dir: t.TempDir(), Command: "true", Route: proxy}); err == nil {
 		t.Fatal("the local runner ran a fenced command")
 	}
 }
@@ -109,7 +109,7 @@ func TestDockerFencedSetupFillsACacheRunsRead(t *testing.T) {
 	volume := cacheVolume(t)
 	modcache := "GOMODCACHE=/deps/" + runner.CacheFiles + "/go/mod"
 	d := newDocker(t, runner.DockerConfig{Forwarder: fencetest.Forwarder(t)})
-	setup, err := d.Run(t.Context(), runner.Spec{
+	setup, err := d.Run(t.Context(), pullwright.RunSpec{
 		Dir: dir, Route: proxy, Timeout: 2 * time.Minute,
 		Caches:  []pullwright.CacheMount{{Volume: volume, Target: "/deps"}},
 		Env:     []string{modcache, "GOPROXY=http://" + host, "GOFLAGS=-mod=mod", "GOTOOLCHAIN=local"},
@@ -129,7 +129,7 @@ func TestDockerFencedSetupFillsACacheRunsRead(t *testing.T) {
 	}
 
 	before := served.Load()
-	run, err := d.Run(t.Context(), runner.Spec{
+	run, err := d.Run(t.Context(), pullwright.RunSpec{
 		Dir: dir, Timeout: 2 * time.Minute,
 		Caches:  []pullwright.CacheMount{{Volume: volume, Target: "/deps", ReadOnly: true}},
 		Env:     []string{modcache, "GOPROXY=off", "GOFLAGS=-mod=mod", "GOTOOLCHAIN=local"},

@@ -131,7 +131,7 @@ func dockerRun(t *testing.T, d *runner.Docker, dir, command string, timeout time
 	if dir == "" {
 		dir = t.TempDir()
 	}
-	res, err := d.Run(t.Context(), runner.Spec{
+	res, err := d.Run(t.Context(), pullwright.RunSpec{
 		Dir: dir, Command: command, Timeout: timeout,
 		Labels: map[string]string{"pullwright.task": "1", "pullwright.request": t.Name()},
 	})
@@ -270,7 +270,7 @@ func TestDockerLimits(t *testing.T) {
 
 	t.Run("out of memory under a Spec limit", func(t *testing.T) {
 		t.Parallel()
-		res, err := d.Run(t.Context(), runner.Spec{Dir: t.TempDir(), Command: "dd if=/dev/zero of=/dev/null bs=256M count=1",
+		res, err := d.Run(t.Context(), pullwright.RunSpec{Dir: t.TempDir(), Command: "dd if=/dev/zero of=/dev/null bs=256M count=1",
 			Timeout: time.Minute, Memory: 64 << 20})
 		if err != nil {
 			t.Fatal(err)
@@ -382,7 +382,7 @@ func TestDockerSpecLimits(t *testing.T) {
 	d := newDocker(t, runner.DockerConfig{})
 	tests := []struct {
 		name string
-		spec runner.Spec
+		spec pullwright.RunSpec
 		want map[string]string // probe keys; "net" is matched by wantNet
 		// wantNet reports whether the interfaces are right.
 		wantNet func(ifaces []string) bool
@@ -394,28 +394,28 @@ func TestDockerSpecLimits(t *testing.T) {
 		},
 		{
 			name:    "64 MiB",
-			spec:    runner.Spec{Memory: 64 << 20},
+			spec:    pullwright.RunSpec{Memory: 64 << 20},
 			want:    map[string]string{"memory": "67108864", "swap": "0"},
 			wantNet: onlyLoopback,
 		},
 		{
 			name: "half a CPU",
-			spec: runner.Spec{NanoCPUs: 5e8},
+			spec: pullwright.RunSpec{NanoCPUs: 5e8},
 			want: map[string]string{"cpu": "50000 100000"},
 		},
 		{
 			// More CPUs than any test host has: lowered, not refused.
 			name: "more CPUs than the host",
-			spec: runner.Spec{NanoCPUs: 4096e9},
+			spec: pullwright.RunSpec{NanoCPUs: 4096e9},
 		},
 		{
 			name:    "no network, explicitly",
-			spec:    runner.Spec{Network: "none"},
+			spec:    pullwright.RunSpec{Network: "none"},
 			wantNet: onlyLoopback,
 		},
 		{
 			name: "bridge",
-			spec: runner.Spec{Network: "bridge"},
+			spec: pullwright.RunSpec{Network: "bridge"},
 			wantNet: func(ifaces []string) bool {
 				return slices.ContainsFunc(ifaces, func(s string) bool { return s != "lo" })
 			},
@@ -458,16 +458,16 @@ func TestDockerRefusesSpecLimits(t *testing.T) {
 	d := newDocker(t, runner.DockerConfig{})
 	tests := []struct {
 		name    string
-		spec    runner.Spec
+		spec    pullwright.RunSpec
 		wantErr string
 	}{
-		{"host network", runner.Spec{Network: "host"}, `network "host" refused`},
-		{"another container's network", runner.Spec{Network: "container:abc"}, `network "container:abc" refused`},
-		{"a named network", runner.Spec{Network: "my-net"}, `network "my-net" refused`},
-		{"case", runner.Spec{Network: "Bridge"}, `network "Bridge" refused`},
-		{"negative memory", runner.Spec{Memory: -1}, "negative memory limit"},
-		{"negative CPUs", runner.Spec{NanoCPUs: -1}, "negative CPU limit"},
-		{"negative disk", runner.Spec{Disk: -1}, "negative disk limit"},
+		{"host network", pullwright.RunSpec{Network: "host"}, `network "host" refused`},
+		{"another container's network", pullwright.RunSpec{Network: "container:abc"}, `network "container:abc" refused`},
+		{"a named network", pullwright.RunSpec{Network: "my-net"}, `network "my-net" refused`},
+		{"case", pullwright.RunSpec{Network: "Bridge"}, `network "Bridge" refused`},
+		{"negative memory", pullwright.RunSpec{Memory: -1}, "negative memory limit"},
+		{"negative CPUs", pullwright.RunSpec{NanoCPUs: -1}, "negative CPU limit"},
+		{"negative disk", pullwright.RunSpec{Disk: -1}, "negative disk limit"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -549,7 +549,7 @@ func TestDockerContextCancel(t *testing.T) {
 			time.Sleep(50 * time.Millisecond)
 		}
 	}()
-	res, err := d.Run(ctx, runner.Spec{Dir: t.TempDir(), Command: "echo started; sleep 1000"})
+	res, err := d.Run(ctx, pullwright.RunSpec{Dir: t.TempDir(), Command: "echo started; sleep 1000"})
 	cancel()
 	<-watched
 	if !errors.Is(err, context.Canceled) {
@@ -565,7 +565,7 @@ func TestDockerMissingImage(t *testing.T) {
 	// A registry on a closed local port: the pull fails at once.
 	for _, noPull := range []bool{false, true} {
 		d := newDocker(t, runner.DockerConfig{NoPull: noPull})
-		res, err := d.Run(t.Context(), runner.Spec{Dir: t.TempDir(), Command: "true", Image: "127.0.0.1:9/pullwright/none:never"})
+		res, err := d.Run(t.Context(), pullwright.RunSpec{Dir: t.TempDir(), Command: "true", Image: "127.0.0.1:9/pullwright/none:never"})
 		if err != nil {
 			t.Fatalf("NoPull %v: error %v, want a Result", noPull, err)
 		}

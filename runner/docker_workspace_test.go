@@ -7,6 +7,7 @@ package runner_test
 import (
 	"context"
 	"fmt"
+	"github.com/pullwright/pullwright"
 	"os"
 	"path/filepath"
 	"strings"
@@ -218,7 +219,7 @@ func TestDockerOutOfSpace(t *testing.T) {
 					}
 				}
 			})
-			res, err := d.Run(t.Context(), runner.Spec{
+			res, err := d.Run(t.Context(), pullwright.RunSpec{
 				Dir: t.TempDir(), Timeout: time.Minute, Disk: tt.disk, Memory: 256 << 20,
 				// A second write finds the file system full too: the
 				// note still comes once.
@@ -273,7 +274,7 @@ func TestDockerWorkspaceMount(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			d := newDocker(t, tt.cfg)
-			res, err := d.Run(t.Context(), runner.Spec{
+			res, err := d.Run(t.Context(), pullwright.RunSpec{
 				Dir: t.TempDir(), Disk: tt.disk, Timeout: time.Minute,
 				// Fields: device, mount point, type, options.
 				Command: `for m in /workspace /tmp; do
@@ -323,7 +324,7 @@ func TestDockerWorkspaceTooBig(t *testing.T) {
 					}
 				}
 			}
-			res, err := d.Run(t.Context(), runner.Spec{
+			res, err := d.Run(t.Context(), pullwright.RunSpec{
 				Dir: dir, Disk: 1 << 20, Timeout: time.Minute,
 				Command: "if [ -f full ]; then wc -c < full; fi; echo ran",
 			})
@@ -432,7 +433,7 @@ func TestDockerCopyFails(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			res, err := d.Run(t.Context(), runner.Spec{Dir: tt.dir, Command: "echo ran", Timeout: time.Minute})
+			res, err := d.Run(t.Context(), pullwright.RunSpec{Dir: tt.dir, Command: "echo ran", Timeout: time.Minute})
 			if err == nil || !strings.Contains(err.Error(), "copy workspace") || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Errorf("err = %v, want a failed copy: %s", err, tt.wantErr)
 			}
@@ -450,7 +451,7 @@ func TestDockerCopyFails(t *testing.T) {
 func TestDockerImageVolumesAreCapped(t *testing.T) {
 	image := sandboxtest.ImageWith(t, "VOLUME /data")
 	d := newDocker(t, runner.DockerConfig{TmpfsSize: 16 << 20})
-	res, err := d.Run(t.Context(), runner.Spec{
+	res, err := d.Run(t.Context(), pullwright.RunSpec{
 		Dir: t.TempDir(), Image: image, Timeout: time.Minute, Memory: 256 << 20,
 		Command: "grep ' /data ' /proc/mounts; dd if=/dev/zero of=/data/big bs=1M count=64",
 	})

@@ -21,13 +21,6 @@ import (
 	"github.com/pullwright/pullwright/fence"
 )
 
-// Route is how a fenced run reaches the network: the runner hands it the
-// byte stream of the forwarder it starts in the sandbox
-// (fence.Proxy.ServeRoute serves it).
-type Route interface {
-	ServeRoute(ctx context.Context, conn io.ReadWriteCloser) error
-}
-
 // ToolsDir is where a fenced run's forwarder is, in a small volume of its
 // own beside the workspace: nothing of the bot's lands among the
 // repository's files.
@@ -81,7 +74,7 @@ func (d *Docker) copyForwarder(ctx context.Context, id string) error {
 
 // startForwarder starts the forwarder in container id and serves its
 // stream with route until stop is called, after the command ended.
-func (d *Docker) startForwarder(ctx context.Context, log *slog.Logger, id string, route Route) (stop func(), err error) {
+func (d *Docker) startForwarder(ctx context.Context, log *slog.Logger, id string, route pullwright.Route) (stop func(), err error) {
 	ex, err := d.cli.ExecCreate(ctx, id, client.ExecCreateOptions{
 		User: d.cfg.User, Cmd: []string{ToolsDir + "/" + forwarderName, "fence-forward"},
 		AttachStdin: true, AttachStdout: true, AttachStderr: true,

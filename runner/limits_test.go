@@ -15,18 +15,18 @@ func TestLimitsFor(t *testing.T) {
 	const host = 4e9
 	tests := []struct {
 		name     string
-		spec     Spec
+		spec     pullwright.RunSpec
 		hostCPUs int64
 		want     limits
 	}{
-		{"defaults", Spec{}, host, limits{network: "none", memory: DefaultMemory, nanoCPUs: DefaultNanoCPUs, disk: 64 << 20}},
-		{"spec lowers", Spec{Network: "bridge", Memory: 1 << 20, NanoCPUs: 5e8, Disk: 8 << 20}, host,
+		{"defaults", pullwright.RunSpec{}, host, limits{network: "none", memory: DefaultMemory, nanoCPUs: DefaultNanoCPUs, disk: 64 << 20}},
+		{"spec lowers", pullwright.RunSpec{Network: "bridge", Memory: 1 << 20, NanoCPUs: 5e8, Disk: 8 << 20}, host,
 			limits{network: "bridge", memory: 1 << 20, nanoCPUs: 5e8, disk: 8 << 20}},
-		{"disk at the cap", Spec{Disk: 64 << 20}, host, limits{network: "none", memory: DefaultMemory, nanoCPUs: DefaultNanoCPUs, disk: 64 << 20}},
+		{"disk at the cap", pullwright.RunSpec{Disk: 64 << 20}, host, limits{network: "none", memory: DefaultMemory, nanoCPUs: DefaultNanoCPUs, disk: 64 << 20}},
 		// The operator's WorkspaceSize is a cap, not a default.
-		{"disk above the cap", Spec{Disk: 1 << 40}, host, limits{network: "none", memory: DefaultMemory, nanoCPUs: DefaultNanoCPUs, disk: 64 << 20}},
-		{"CPUs above the host's", Spec{NanoCPUs: 8e9}, host, limits{network: "none", memory: DefaultMemory, nanoCPUs: host, disk: 64 << 20}},
-		{"host CPUs unknown", Spec{NanoCPUs: 8e9}, 0, limits{network: "none", memory: DefaultMemory, nanoCPUs: 8e9, disk: 64 << 20}},
+		{"disk above the cap", pullwright.RunSpec{Disk: 1 << 40}, host, limits{network: "none", memory: DefaultMemory, nanoCPUs: DefaultNanoCPUs, disk: 64 << 20}},
+		{"CPUs above the host's", pullwright.RunSpec{NanoCPUs: 8e9}, host, limits{network: "none", memory: DefaultMemory, nanoCPUs: host, disk: 64 << 20}},
+		{"host CPUs unknown", pullwright.RunSpec{NanoCPUs: 8e9}, 0, limits{network: "none", memory: DefaultMemory, nanoCPUs: 8e9, disk: 64 << 20}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -40,22 +40,22 @@ func TestLimitsFor(t *testing.T) {
 func TestCheckCachesAndEnv(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		spec Spec
+		spec pullwright.RunSpec
 		ok   bool
 	}{
-		{"a cache and its variable", Spec{Caches: []pullwright.CacheMount{{Volume: "v", Target: "/deps", ReadOnly: true}}, Env: []string{"GOMODCACHE=/deps/files/go/mod"}}, true},
-		{"no volume", Spec{Caches: []pullwright.CacheMount{{Target: "/deps"}}}, false},
-		{"relative target", Spec{Caches: []pullwright.CacheMount{{Volume: "v", Target: "deps"}}}, false},
-		{"unclean target", Spec{Caches: []pullwright.CacheMount{{Volume: "v", Target: "/deps/../workspace"}}}, false},
-		{"over the workspace", Spec{Caches: []pullwright.CacheMount{{Volume: "v", Target: SandboxWorkdir}}}, false},
-		{"inside the workspace", Spec{Caches: []pullwright.CacheMount{{Volume: "v", Target: SandboxWorkdir + "/node_modules"}}}, false},
-		{"over /tmp", Spec{Caches: []pullwright.CacheMount{{Volume: "v", Target: "/tmp"}}}, false},
-		{"over the root", Spec{Caches: []pullwright.CacheMount{{Volume: "v", Target: "/"}}}, false},
-		{"over the tools", Spec{Caches: []pullwright.CacheMount{{Volume: "v", Target: ToolsDir}}}, false},
-		{"an entry without a name", Spec{Env: []string{"=x"}}, false},
-		{"an entry without a value", Spec{Env: []string{"X"}}, false},
+		{"a cache and its variable", pullwright.RunSpec{Caches: []pullwright.CacheMount{{Volume: "v", Target: "/deps", ReadOnly: true}}, Env: []string{"GOMODCACHE=/deps/files/go/mod"}}, true},
+		{"no volume", pullwright.RunSpec{Caches: []pullwright.CacheMount{{Target: "/deps"}}}, false},
+		{"relative target", pullwright.RunSpec{Caches: []pullwright.CacheMount{{Volume: "v", Target: "deps"}}}, false},
+		{"unclean target", pullwright.RunSpec{Caches: []pullwright.CacheMount{{Volume: "v", Target: "/deps/../workspace"}}}, false},
+		{"over the workspace", pullwright.RunSpec{Caches: []pullwright.CacheMount{{Volume: "v", Target: SandboxWorkdir}}}, false},
+		{"inside the workspace", pullwright.RunSpec{Caches: []pullwright.CacheMount{{Volume: "v", Target: SandboxWorkdir + "/node_modules"}}}, false},
+		{"over /tmp", pullwright.RunSpec{Caches: []pullwright.CacheMount{{Volume: "v", Target: "/tmp"}}}, false},
+		{"over the root", pullwright.RunSpec{Caches: []pullwright.CacheMount{{Volume: "v", Target: "/"}}}, false},
+		{"over the tools", pullwright.RunSpec{Caches: []pullwright.CacheMount{{Volume: "v", Target: ToolsDir}}}, false},
+		{"an entry without a name", pullwright.RunSpec{Env: []string{"=x"}}, false},
+		{"an entry without a value", pullwright.RunSpec{Env: []string{"X"}}, false},
 	} {
-		if err := tc.spec.checkLimits(); (err == nil) != tc.ok {
+		if err := checkLimits(tc.spec); (err == nil) != tc.ok {
 			t.Errorf("%s: checkLimits = %v, want ok %v", tc.name, err, tc.ok)
 		}
 	}

@@ -74,8 +74,8 @@ func (l *Local) logger() *slog.Logger {
 // command gets only PATH, HOME, TMPDIR, LANG, CI, GOCACHE and GOPATH, the
 // last four pointing at empty per-run directories. When the shell exits, or
 // the timeout or ctx ends the run, its whole process group is killed.
-func (l *Local) Run(ctx context.Context, s Spec) (pullwright.RunResult, error) {
-	s = s.withDefaults()
+func (l *Local) Run(ctx context.Context, s pullwright.RunSpec) (pullwright.RunResult, error) {
+	s = withDefaults(s)
 	res := pullwright.RunResult{ExitCode: -1}
 	if s.Dir == "" {
 		return res, errors.New("run: no workspace directory")
@@ -119,7 +119,7 @@ func (l *Local) Run(ctx context.Context, s Spec) (pullwright.RunResult, error) {
 }
 
 // run starts the shell and collects its result; see Run.
-func (l *Local) run(ctx context.Context, log *slog.Logger, s Spec, dir string, env []string) (pullwright.RunResult, error) {
+func (l *Local) run(ctx context.Context, log *slog.Logger, s pullwright.RunSpec, dir string, env []string) (pullwright.RunResult, error) {
 	res := pullwright.RunResult{ExitCode: -1}
 	waitDelay := l.waitDelay
 	if waitDelay <= 0 {

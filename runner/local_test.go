@@ -28,7 +28,7 @@ func newLocal(t *testing.T) (*runner.Local, string) {
 }
 
 // run runs s and checks that the run left nothing behind in runs.
-func run(t *testing.T, l *runner.Local, runs string, s runner.Spec) (pullwright.RunResult, error) {
+func run(t *testing.T, l *runner.Local, runs string, s pullwright.RunSpec) (pullwright.RunResult, error) {
 	t.Helper()
 	res, err := l.Run(t.Context(), s)
 	assertEmpty(t, runs)
@@ -133,7 +133,7 @@ func TestLocalRun(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			l, runs := newLocal(t)
-			res, err := run(t, l, runs, runner.Spec{Dir: ws, Command: tt.command})
+			res, err := run(t, l, runs, pullwright.RunSpec{Dir: ws, Command: tt.command})
 			if err != nil {
 				t.Fatalf("Run: %v", err)
 			}
@@ -178,7 +178,7 @@ func TestLocalLeavesWorkspaceUnchanged(t *testing.T) {
 	before := snapshot(t, ws)
 
 	l, runs := newLocal(t)
-	res, err := run(t, l, runs, runner.Spec{Dir: ws, Command: `set -e
+	res, err := run(t, l, runs, pullwright.RunSpec{Dir: ws, Command: `set -e
 		test -f readonly/f.txt
 		echo changed > keep.txt
 		echo through the link >> link
@@ -220,7 +220,7 @@ func TestLocalEnvironment(t *testing.T) {
 	t.Setenv("OPENAI_API_KEY", "sk-notarealkey")
 	ws := t.TempDir()
 	l, runs := newLocal(t)
-	res, err := run(t, l, runs, runner.Spec{Dir: ws, Command: `env; touch "$HOME/h" "$TMPDIR/t" && echo writable`})
+	res, err := run(t, l, runs, pullwright.RunSpec{Dir: ws, Command: `env; touch "$HOME/h" "$TMPDIR/t" && echo writable`})
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
@@ -303,7 +303,7 @@ func TestLocalKillsProcessGroup(t *testing.T) {
 			t.Parallel()
 			marker := filepath.Join(t.TempDir(), "marker")
 			l, runs := newLocal(t)
-			res, err := run(t, l, runs, runner.Spec{
+			res, err := run(t, l, runs, pullwright.RunSpec{
 				Dir:     t.TempDir(),
 				Command: fmt.Sprintf(tt.command, marker),
 				Timeout: tt.timeout,
@@ -341,7 +341,7 @@ func TestLocalBoundsOutput(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			l, runs := newLocal(t)
-			res, err := run(t, l, runs, runner.Spec{
+			res, err := run(t, l, runs, pullwright.RunSpec{
 				Dir:       t.TempDir(),
 				Command:   fmt.Sprintf(`printf START; head -c %d /dev/zero | tr '\0' x; printf END`, total),
 				MaxOutput: tt.maxOutput,
@@ -389,7 +389,7 @@ func TestLocalContextCancel(t *testing.T) {
 			}
 		}
 	}()
-	res, err := l.Run(ctx, runner.Spec{Dir: t.TempDir(), Command: fmt.Sprintf("echo before; touch %s; sleep 1000", ready)})
+	res, err := l.Run(ctx, pullwright.RunSpec{Dir: t.TempDir(), Command: fmt.Sprintf("echo before; touch %s; sleep 1000", ready)})
 	assertEmpty(t, runs)
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("Run error = %v, want one wrapping context.Canceled", err)
@@ -421,7 +421,7 @@ func TestLocalSymlinks(t *testing.T) {
 		}
 	}
 	l, runs := newLocal(t)
-	res, err := run(t, l, runs, runner.Spec{Dir: ws, Command: `
+	res, err := run(t, l, runs, pullwright.RunSpec{Dir: ws, Command: `
 		for f in to-file to-dir relative-up inside dangling loop; do
 			test -L "$f" && echo "$f -> $(readlink "$f")"
 		done
@@ -444,14 +444,14 @@ func TestLocalRunnerErrors(t *testing.T) {
 	tests := []struct {
 		name string
 		ctx  context.Context
-		spec runner.Spec
+		spec pullwright.RunSpec
 		is   error
 	}{
-		{"no directory", t.Context(), runner.Spec{Command: "true"}, nil},
-		{"missing directory", t.Context(), runner.Spec{Dir: filepath.Join(t.TempDir(), "nope"), Command: "true"}, fs.ErrNotExist},
-		{"directory is a file", t.Context(), runner.Spec{Dir: file, Command: "true"}, nil},
-		{"empty command", t.Context(), runner.Spec{Dir: t.TempDir()}, nil},
-		{"context already cancelled", cancelled, runner.Spec{Dir: t.TempDir(), Command: "true"}, context.Canceled},
+		{"no directory", t.Context(), pullwright.RunSpec{Command: "true"}, nil},
+		{"missing directory", t.Context(), pullwright.RunSpec{Dir: filepath.Join(t.TempDir(), "nope"), Command: "true"}, fs.ErrNotExist},
+		{"directory is a file", t.Context(), pullwright.RunSpec{Dir: file, Command: "true"}, nil},
+		{"empty command", t.Context(), pullwright.RunSpec{Dir: t.TempDir()}, nil},
+		{"context already cancelled", cancelled, pullwright.RunSpec{Dir: t.TempDir(), Command: "true"}, context.Canceled},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -497,7 +497,7 @@ func TestLocalLogs(t *testing.T) {
 	if got := strings.Count(buf.String(), "level=WARN"); got != 1 || !strings.Contains(buf.String(), "NO ISOLATION") {
 		t.Errorf("NewLocal logged %d warnings, want 1 about isolation:\n%s", got, buf.String())
 	}
-	_, err := l.Run(t.Context(), runner.Spec{
+	_, err := l.Run(t.Context(), pullwright.RunSpec{
 		Dir:     t.TempDir(),
 		Command: "env >/dev/null; exit 2",
 		Labels:  map[string]string{"task_id": "T42", "request_id": "R7"},
@@ -526,7 +526,7 @@ func TestLocalLogs(t *testing.T) {
 // setting meant for the Docker backend.
 func TestLocalIgnoresSandboxLimits(t *testing.T) {
 	l, runs := newLocal(t)
-	res, err := run(t, l, runs, runner.Spec{Dir: t.TempDir(), Command: "echo ran", Network: "bridge", Memory: 64 << 20, NanoCPUs: 5e8, Disk: 1 << 20})
+	res, err := run(t, l, runs, pullwright.RunSpec{Dir: t.TempDir(), Command: "echo ran", Network: "bridge", Memory: 64 << 20, NanoCPUs: 5e8, Disk: 1 << 20})
 	if err != nil || res.ExitCode != 0 || res.Output != "ran\n" {
 		t.Errorf("Run = %+v, %v; want it to run as without limits", res, err)
 	}

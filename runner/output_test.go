@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"github.com/pullwright/pullwright"
 	"log/slog"
 	"math/rand/v2"
 	"os/exec"
@@ -83,7 +84,7 @@ func TestLocalEscapedProcess(t *testing.T) {
 		t.Skip("no setsid")
 	}
 	l := &Local{TempDir: t.TempDir(), Logger: slog.New(slog.DiscardHandler), waitDelay: 100 * time.Millisecond}
-	res, err := l.Run(t.Context(), Spec{Dir: t.TempDir(), Command: `setsid sh -c 'touch ready; exec sleep 3' &
+	res, err := l.Run(t.Context(), pullwright.RunSpec{Dir: t.TempDir(), Command: `setsid sh -c 'touch ready; exec sleep 3' &
 		while [ ! -e ready ]; do sleep 0.01; done
 		echo left`})
 	if err != nil {

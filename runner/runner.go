@@ -25,72 +25,11 @@ import (
 	"github.com/pullwright/pullwright"
 )
 
-// Defaults applied to a Spec's zero values.
+// Defaults applied to a RunSpec's zero values.
 const (
 	DefaultTimeout   = 10 * time.Minute
 	DefaultMaxOutput = 1 << 20 // 1 MiB
 )
-
-// Spec is one command to run.
-type Spec struct {
-	// Dir is the workspace to run in. The runner works on a copy of it and
-	// never changes the original.
-	Dir string
-	// Command is run with /bin/sh -c.
-	Command string
-	// Timeout is the wall-clock limit for the command (not for copying the
-	// workspace); zero or negative means DefaultTimeout.
-	Timeout time.Duration
-	// MaxOutput is how many bytes of output are kept; zero or negative means
-	// DefaultMaxOutput. Beyond it the first and last MaxOutput/2 bytes are
-	// kept and the middle is replaced by "\n[… N bytes cut …]\n".
-	MaxOutput int
-	// Image is the container image to run in, for container backends: the
-	// repository's configured image, if any. Empty lets the backend choose
-	// (Docker: its configured image, else by language, see ImageFor). Local
-	// ignores it.
-	Image string
-	// Labels identify the run (task id, request id) in logs and, for
-	// container backends, as container labels. They are not passed to the
-	// command.
-	Labels map[string]string
-
-	// Network, Memory, NanoCPUs and Disk are this run's sandbox limits:
-	// the repository's settings, which the caller has already checked
-	// against the operator's caps (the runner does not know those caps,
-	// except Disk's: Docker lowers a Disk above DockerConfig.WorkspaceSize
-	// to it). A zero value means the backend's default; a set value
-	// replaces it. Network is "", "none" or "bridge"; Memory is in bytes;
-	// NanoCPUs is in billionths of a CPU; Disk is the size of the workspace
-	// in the sandbox in bytes (Docker: of /workspace, the copy included).
-	// Local ignores all four: it has no isolation to apply them to.
-	Network  string
-	Memory   int64
-	NanoCPUs int64
-	Disk     int64
-
-	// Caches are volumes the run mounts beside its workspace: a setup run
-	// fills a repository's dependency cache, approved runs read it
-	// (ReadOnly). Env is added to the command's environment (after the
-	// runner's own), to point the tools at them; it must hold nothing of
-	// the bot's. Local ignores both: it has no volumes to mount.
-	Caches []pullwright.CacheMount
-	Env    []string
-	// Links are symbolic links put in the sandbox's copy of the
-	// workspace where the tree has nothing of that name and has the
-	// directory it would be in: how a run finds what setup left in a cache
-	// for the working directory (a node_modules). Local ignores them, as
-	// it does Caches.
-	Links []pullwright.Link
-
-	// Route, if set, makes the run fenced: it has no network whatever
-	// Network says, and its processes reach hosts only through a
-	// forwarder the runner starts in the sandbox, whose connections go to
-	// Route (fence.Proxy enforces its allow-list there); they are given
-	// the forwarder as HTTP and HTTPS proxy. Docker needs
-	// DockerConfig.Forwarder for it; Local refuses it.
-	Route Route
-}
 
 // validLinkName reports whether a Link's name is a path inside the
 // workspace: relative, clean, with no "." or ".." and no backslash or NUL.
@@ -117,8 +56,8 @@ const (
 	NetworkBridge = "bridge"
 )
 
-// checkLimits refuses Spec limits no backend should see.
-func (s Spec) checkLimits() error {
+// checkLimits refuses RunSpec limits no backend should see.
+func checkLimits(s pullwright.RunSpec) error {
 	switch s.Network {
 	case "", NetworkNone, NetworkBridge:
 	default:
@@ -155,11 +94,11 @@ func (s Spec) checkLimits() error {
 // and for ctx being done, in which case the partial Result is returned too
 // and the error wraps ctx.Err().
 type Runner interface {
-	Run(ctx context.Context, s Spec) (pullwright.RunResult, error)
+	Run(ctx context.Context, s pullwright.RunSpec) (pullwright.RunResult, error)
 }
 
 // withDefaults returns s with its zero values replaced by the defaults.
-func (s Spec) withDefaults() Spec {
+func withDefaults(s pullwright.RunSpec) pullwright.RunSpec {
 	if s.Timeout <= 0 {
 		s.Timeout = DefaultTimeout
 	}

@@ -2,6 +2,7 @@ package setup_test
 
 import (
 	"fmt"
+	"github.com/pullwright/pullwright"
 	"log/slog"
 	"net/netip"
 	"os"
@@ -83,7 +84,7 @@ func BenchmarkSetup(b *testing.B) {
 		if err != nil || p.Setup != nil {
 			b.Fatalf("warm prepare: %v %+v", err, p)
 		}
-		res, err := d.Run(b.Context(), runner.Spec{Dir: dir, Image: image, Command: test, Caches: p.Caches, Env: p.Env, Timeout: 10 * time.Minute, Memory: 4 << 30})
+		res, err := d.Run(b.Context(), pullwright.RunSpec{Dir: dir, Image: image, Command: test, Caches: p.Caches, Env: p.Env, Timeout: 10 * time.Minute, Memory: 4 << 30})
 		if err != nil || res.ExitCode != 0 {
 			b.Fatalf("warm run: %v exit %d\n%s", err, res.ExitCode, res.Output)
 		}

@@ -3,6 +3,7 @@ package setup_test
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/pullwright/pullwright"
 	"net/netip"
 	"os"
 	"path"
@@ -15,7 +16,6 @@ import (
 	"github.com/pullwright/pullwright/fence"
 	"github.com/pullwright/pullwright/internal/fencetest"
 	"github.com/pullwright/pullwright/internal/sandboxtest"
-	"github.com/pullwright/pullwright/runner"
 	"github.com/pullwright/pullwright/setup"
 )
 
@@ -168,7 +168,7 @@ func TestNodeAndPythonProjectsPassOnTheCache(t *testing.T) {
 				}
 			}
 			before := len(c.requests.Paths())
-			res, err := d.Run(t.Context(), runner.Spec{
+			res, err := d.Run(t.Context(), pullwright.RunSpec{
 				Dir: dir, Image: c.image, Command: c.test, Caches: p.Caches, Env: p.Env, Links: p.Links,
 				Timeout: 2 * time.Minute,
 			})

@@ -262,7 +262,7 @@ func (s *Setup) proxy(ctx context.Context, req Request, image string, plan deps.
 // run runs the plan's steps on the files in dir into volume, behind
 // proxy, recording the outcome in p.
 func (s *Setup) run(ctx context.Context, p *Prepared, dir, image, volume string, req Request, proxy *fence.Proxy) error {
-	res, err := s.Runner.Run(ctx, runner.Spec{
+	res, err := s.Runner.Run(ctx, pullwright.RunSpec{
 		Dir: dir, Image: image, Command: script(p.Plan), Route: proxy,
 		Caches: []pullwright.CacheMount{{Volume: volume, Target: Mount}},
 		Env:    env(p.Plan, true),
@@ -319,7 +319,7 @@ func (s *Setup) toolchainHosts(ctx context.Context, image string, plan deps.Plan
 			if err != nil {
 				return nil, fmt.Errorf("read the %s toolchain's configuration: %w", eco, err)
 			}
-			res, err := s.Runner.Run(ctx, runner.Spec{
+			res, err := s.Runner.Run(ctx, pullwright.RunSpec{
 				Dir: empty, Image: image, Command: cmd, Env: env(plan, true), Timeout: time.Minute,
 				Memory: req.Memory, NanoCPUs: req.NanoCPUs, Labels: req.Labels,
 			})

@@ -3,6 +3,7 @@ package setup_test
 import (
 	"context"
 	"fmt"
+	"github.com/pullwright/pullwright"
 	"log/slog"
 	"net/netip"
 	"os"
@@ -82,7 +83,7 @@ func TestPrepareFillsTheCacheOnce(t *testing.T) {
 			t.Errorf("the fence refused %s", e)
 		}
 	}
-	run, err := d.Run(t.Context(), runner.Spec{Dir: dir, Command: "GOTOOLCHAIN=local go build -o /tmp/app . && echo built", Caches: first.Caches, Env: first.Env, Timeout: 2 * time.Minute})
+	run, err := d.Run(t.Context(), pullwright.RunSpec{Dir: dir, Command: "GOTOOLCHAIN=local go build -o /tmp/app . && echo built", Caches: first.Caches, Env: first.Env, Timeout: 2 * time.Minute})
 	if err != nil || !strings.Contains(run.Output, "built") {
 		t.Fatalf("approved run on the cache: %v, exit %d\n%s", err, run.ExitCode, run.Output)
 	}
@@ -240,7 +241,7 @@ func TestPullwrightsOwnTestsPassOnTheCache(t *testing.T) {
 	}
 	t.Logf("setup: %d requests to the module proxy in %s", served.Load(), p.Setup.Duration)
 	before := served.Load()
-	res, err := d.Run(t.Context(), runner.Spec{
+	res, err := d.Run(t.Context(), pullwright.RunSpec{
 		Dir: dir, Image: image, Command: "GOTOOLCHAIN=local go test ./policy/", Caches: p.Caches, Env: p.Env,
 		Timeout: 10 * time.Minute, Memory: 4 << 30,
 	})

@@ -113,27 +113,6 @@ type Agent interface {
 	Resolve(conversation []byte, o Outcome) ([]byte, error)
 }
 
-// RunSpec is one approved command to run, with the sandbox the
-// repository's settings ask for (already within the operator's caps).
-type RunSpec struct {
-	Dir     string
-	Command string
-	Labels  map[string]string
-	Image   string
-	Network string // none or bridge
-	Memory  int64  // bytes
-	// Disk bounds what the command may write in its workspace, the files
-	// included (bytes; 0: the runner's default).
-	Disk int64
-	CPUs float64
-	// Caches and Env are the repository's dependencies (Dependencies):
-	// read-only volumes, and the variables that point the tools at them.
-	Caches  []pullwright.CacheMount
-	Env     []string
-	Links   []pullwright.Link
-	Timeout time.Duration
-}
-
 // Dependencies makes a repository's dependencies ready for an approved
 // run: it runs the repository's setup behind the fence into the
 // repository's cache unless that cache is ready for the run's manifests.
@@ -179,7 +158,7 @@ type DepsReady struct {
 // out or runs out of memory is a normal result; an error means the runner
 // itself failed.
 type Runner interface {
-	Run(ctx context.Context, s RunSpec) (pullwright.RunResult, error)
+	Run(ctx context.Context, s pullwright.RunSpec) (pullwright.RunResult, error)
 }
 
 // Workspace is one checkout on disk.

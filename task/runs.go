@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/pullwright/pullwright"
 )
@@ -84,7 +83,7 @@ func (rn runs) closeRun(ctx context.Context, t *Task, conclusion, title string) 
 // what the setup did. When the setup failed it gives the request its
 // result, the setup's, and reports done: the command does not run on
 // dependencies that are not all there.
-func (rn runs) dependencies(ctx context.Context, t *Task, ws Workspace, spec *RunSpec) (done bool, release func(context.Context)) {
+func (rn runs) dependencies(ctx context.Context, t *Task, ws Workspace, spec *pullwright.RunSpec) (done bool, release func(context.Context)) {
 	release = func(context.Context) {}
 	if rn.deps == nil || t.setupBase() == "" {
 		// Without a base nothing says which manifests are trusted, nor
@@ -119,7 +118,7 @@ func (rn runs) dependencies(ctx context.Context, t *Task, ws Workspace, spec *Ru
 	ready, err := rn.deps.Prepare(ctx, DepsRequest{
 		Repo: t.Repo, Dir: spec.Dir, Base: base, Image: spec.Image, Setup: sb.Setup,
 		Hosts: sb.SetupHosts(), Nets: sb.FenceNets(), ToolchainHosts: toolchain,
-		Memory: spec.Memory, Disk: spec.Disk, CPUs: spec.CPUs, Timeout: spec.Timeout,
+		Memory: spec.Memory, Disk: spec.Disk, CPUs: float64(spec.NanoCPUs) / 1e9, Timeout: spec.Timeout,
 		Labels: map[string]string{"pullwright.task": strconv.FormatInt(t.ID, 10), "pullwright.request": r.ID, "pullwright.setup": "true"},
 	})
 	if ready.Release != nil {
@@ -199,18 +198,7 @@ func (rn runs) execute(ctx context.Context, t *Task, ws Workspace) error {
 		r.Result = &pullwright.RunResult{ExitCode: -1, Output: fmt.Sprintf("not run: the files of the approved commit %s could not be written out for the run; a maintainer can see the bot's logs", short(r.SHA))}
 		return nil
 	}
-	sb := rn.settings(t)
-	spec := RunSpec{
-		Dir:     tree,
-		Command: r.Command,
-		Labels:  map[string]string{"pullwright.task": strconv.FormatInt(t.ID, 10), "pullwright.request": r.ID},
-		Image:   sb.Sandbox.Image,
-		Network: sb.Sandbox.Network,
-		Memory:  sb.MemoryBytes,
-		Disk:    sb.DiskBytes,
-		CPUs:    sb.Sandbox.CPUs,
-		Timeout: time.Duration(sb.Sandbox.Timeout),
-	}
+	spec := rn.settings(t).RunSpec(tree, r.Command, map[string]string{"pullwright.task": strconv.FormatInt(t.ID, 10), "pullwright.request": r.ID})
 	done, release := rn.dependencies(ctx, t, ws, &spec)
 	defer release(ctx)
 	if done {

@@ -8,7 +8,6 @@ import (
 	"sync"
 
 	"github.com/pullwright/pullwright"
-	"github.com/pullwright/pullwright/task"
 )
 
 // Run is one scripted answer of the Runner.
@@ -22,12 +21,12 @@ type Run struct {
 type Runner struct {
 	mu     sync.Mutex
 	Script []Run
-	Specs  []task.RunSpec
+	Specs  []pullwright.RunSpec
 	// Files are the files of each run's Dir, by path, as the run saw them.
 	Files []map[string]string
 }
 
-func (r *Runner) Run(ctx context.Context, s task.RunSpec) (pullwright.RunResult, error) {
+func (r *Runner) Run(ctx context.Context, s pullwright.RunSpec) (pullwright.RunResult, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.Specs = append(r.Specs, s)
