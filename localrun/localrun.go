@@ -173,7 +173,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	if o.Verbose {
 		level = slog.LevelInfo
 	}
-	log := slog.New(slog.NewTextHandler(d, &slog.HandlerOptions{Level: level}))
+	log := slog.New(newTerminalLog(d, level, o.Verbose))
 
 	src, err := openCheckout(o.Repo)
 	if err != nil {
