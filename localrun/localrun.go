@@ -221,8 +221,6 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		ask: newAsker(o.Stdin, interactive, o.YesTo, d),
 	}
 	defer r.ask.close()
-	d.status("looking for uncommitted changes in " + src.top)
-	r.banner(notes)
 
 	base, err := os.MkdirTemp(o.TempDir, "pullwright-run-")
 	if err != nil {
@@ -245,6 +243,15 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		return res, err
 	}
 	r.ws, r.base = ws, base
+	// One image for the whole run, chosen from HEAD's files and checked
+	// now, before any model call: a missing one would fail every command.
+	var why string
+	r.image, why = sandboxImage(ws.Dir(), o.Image, settings.Sandbox.Image, o.DefaultImage)
+	if err := sb.checkImage(ctx, r.image, why); err != nil {
+		return res, err
+	}
+	d.status("looking for uncommitted changes in " + src.top)
+	r.banner(notes)
 
 	r.work(ctx)
 	if err := r.save(ctx); err != nil {
@@ -325,6 +332,22 @@ func resolveSettings(src *checkout, model string, fenceHosts, fenceNets []string
 		return policy.Settings{}, nil, fmt.Errorf("the repository configuration at HEAD asks for more than bot run allows:\n%w", err)
 	}
 	return s, notes, nil
+}
+
+// sandboxImage is the image of a run's commands, and who chose it: the
+// --image flag, then the repository's sandbox.image, then the default
+// image (BOT_SANDBOX_IMAGE), and otherwise the language of the files in
+// dir, as the runner would choose it.
+func sandboxImage(dir, flag, repo, def string) (image, why string) {
+	switch {
+	case flag != "":
+		return flag, "--image"
+	case repo != "":
+		return repo, "the repository's sandbox.image"
+	case def != "":
+		return def, "the default image, BOT_SANDBOX_IMAGE"
+	}
+	return runner.ImageFor(dir, "", ""), "chosen by the repository's language"
 }
 
 // localUser is the name the agent is told answered its requests.

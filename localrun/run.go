@@ -43,9 +43,12 @@ type run struct {
 	sb       *sandbox
 	ask      *asker
 	model    string
-	branch   string
-	who      string // the local user, as the agent is told
-	ws       *repo.Workspace
+	// image is the sandbox image of every command, checked before the
+	// agent started (Docker only).
+	image  string
+	branch string
+	who    string // the local user, as the agent is told
+	ws     *repo.Workspace
 	// base holds the workspace (base/work) and each run's files (base/run).
 	base string
 	st   *agent.State
@@ -59,14 +62,10 @@ func (r *run) banner(notes []string) {
 	d, s := r.d, r.settings
 	d.printf("Pullwright: %s, branch %s at %s\n", r.src.top, r.src.branch, short(r.src.head))
 	d.printf("  model %s at %s\n", r.model, endpoint(r.o.BaseURL))
-	image := "chosen by language"
-	if img := cmp.Or(r.o.Image, s.Sandbox.Image, r.o.DefaultImage); img != "" {
-		image = img
-	}
 	if r.o.Runner == RunnerLocal {
 		d.printf("  commands run %s, after your approval\n", r.sb.where)
 	} else {
-		d.printf("  commands run %s (image %s, network %s), after your approval\n", r.sb.where, image, s.Sandbox.Network)
+		d.printf("  commands run %s (image %s, network %s), after your approval\n", r.sb.where, r.image, s.Sandbox.Network)
 		switch {
 		case r.sb.noSetup != "":
 			d.printf("  note: %s\n", r.sb.noSetup)
@@ -238,7 +237,6 @@ func (r *run) request(ctx context.Context, req agent.Request) (string, error) {
 	}
 	r.status("running " + cmd)
 	s := r.settings
-	image := cmp.Or(r.o.Image, s.Sandbox.Image)
 	dir := filepath.Join(r.base, "run")
 	if err := os.RemoveAll(dir); err != nil {
 		return "", fmt.Errorf("clear the run's files: %w", err)
@@ -255,7 +253,7 @@ func (r *run) request(ctx context.Context, req agent.Request) (string, error) {
 		Dir:      dir,
 		Command:  req.Command,
 		Timeout:  s.Sandbox.Timeout.D(),
-		Image:    image,
+		Image:    r.image,
 		Network:  s.Sandbox.Network,
 		Memory:   s.MemoryBytes,
 		Disk:     s.DiskBytes,
