@@ -30,6 +30,7 @@ import (
 	"github.com/pullwright/pullwright/fence"
 	"github.com/pullwright/pullwright/policy"
 	"github.com/pullwright/pullwright/runner"
+	"github.com/pullwright/pullwright/task"
 )
 
 // DefaultModel is the model when neither Options nor the repository's
@@ -146,6 +147,23 @@ type Result struct {
 	// Workspace is the temporary clone, kept only when the work could not
 	// be pushed into the user's repository; "" once removed.
 	Workspace string
+
+	// Runs is the record of every execution request, as bot serve keeps
+	// it for a pull request. bot run commits once, at the end, so a
+	// record's SHA is the tree the command ran on, not a commit.
+	Runs []task.RunRecord
+	// Final is the commit the work ended on: the branch's tip, or Base
+	// when nothing was committed. Verification is what Runs show of it:
+	// the work is verified only when commands ran on its files and the
+	// last result of each passed.
+	Final        string
+	Verification task.Verification
+}
+
+// Unverified says why the work is not verified, as a sentence to follow
+// "not verified: "; "" when it is.
+func (r Result) Unverified() string {
+	return r.Verification.Unverified(finalCommit(&r))
 }
 
 // Run works on o.Instructions in a clone of o.Repo's HEAD and leaves the
@@ -153,8 +171,9 @@ type Result struct {
 // the final report to o.Stdout. It returns an error when the run could not
 // start, when the agent did not finish (the work so far is still committed
 // and pushed, and Result says where) or when the work could not be saved.
-// Cancelling ctx stops the run as soon as possible and saves the work so
-// far.
+// Work the agent finished is no error even when nothing verifies it:
+// Result.Verification says, as the report does. Cancelling ctx stops the
+// run as soon as possible and saves the work so far.
 func Run(ctx context.Context, o Options) (Result, error) {
 	if err := o.check(); err != nil {
 		return Result{}, err
