@@ -30,6 +30,7 @@ import (
 	"github.com/pullwright/pullwright/fence"
 	"github.com/pullwright/pullwright/policy"
 	"github.com/pullwright/pullwright/runner"
+	"github.com/pullwright/pullwright/task"
 )
 
 // DefaultModel is the model when neither Options nor the repository's
@@ -146,6 +147,23 @@ type Result struct {
 	// Workspace is the temporary clone, kept only when the work could not
 	// be pushed into the user's repository; "" once removed.
 	Workspace string
+
+	// Runs is the record of every execution request, as bot serve keeps
+	// it for a pull request. bot run commits once, at the end, so a
+	// record's SHA is the tree the command ran on, not a commit.
+	Runs []task.RunRecord
+	// Final is the commit the work ended on: the branch's tip, or Base
+	// when nothing was committed. Verification is what Runs show of it:
+	// the work is verified only when commands ran on its files and the
+	// last result of each passed.
+	Final        string
+	Verification task.Verification
+}
+
+// Unverified says why the work is not verified, as a sentence to follow
+// "not verified: "; "" when it is.
+func (r Result) Unverified() string {
+	return r.Verification.Unverified(finalCommit(&r))
 }
 
 // Run works on o.Instructions in a clone of o.Repo's HEAD and leaves the
@@ -153,8 +171,9 @@ type Result struct {
 // the final report to o.Stdout. It returns an error when the run could not
 // start, when the agent did not finish (the work so far is still committed
 // and pushed, and Result says where) or when the work could not be saved.
-// Cancelling ctx stops the run as soon as possible and saves the work so
-// far.
+// Work the agent finished is no error even when nothing verifies it:
+// Result.Verification says, as the report does. Cancelling ctx stops the
+// run as soon as possible and saves the work so far.
 func Run(ctx context.Context, o Options) (Result, error) {
 	if err := o.check(); err != nil {
 		return Result{}, err
@@ -173,7 +192,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	if o.Verbose {
 		level = slog.LevelInfo
 	}
-	log := slog.New(slog.NewTextHandler(d, &slog.HandlerOptions{Level: level}))
+	log := slog.New(newTerminalLog(d, level, o.Verbose))
 
 	src, err := openCheckout(o.Repo)
 	if err != nil {
@@ -221,8 +240,6 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		ask: newAsker(o.Stdin, interactive, o.YesTo, d),
 	}
 	defer r.ask.close()
-	d.status("looking for uncommitted changes in " + src.top)
-	r.banner(notes)
 
 	base, err := os.MkdirTemp(o.TempDir, "pullwright-run-")
 	if err != nil {
@@ -245,6 +262,15 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		return res, err
 	}
 	r.ws, r.base = ws, base
+	// One image for the whole run, chosen from HEAD's files and checked
+	// now, before any model call: a missing one would fail every command.
+	var why string
+	r.image, why = sandboxImage(ws.Dir(), o.Image, settings.Sandbox.Image, o.DefaultImage)
+	if err := sb.checkImage(ctx, r.image, why); err != nil {
+		return res, err
+	}
+	d.status("looking for uncommitted changes in " + src.top)
+	r.banner(notes)
 
 	r.work(ctx)
 	if err := r.save(ctx); err != nil {
@@ -325,6 +351,22 @@ func resolveSettings(src *checkout, model string, fenceHosts, fenceNets []string
 		return policy.Settings{}, nil, fmt.Errorf("the repository configuration at HEAD asks for more than bot run allows:\n%w", err)
 	}
 	return s, notes, nil
+}
+
+// sandboxImage is the image of a run's commands, and who chose it: the
+// --image flag, then the repository's sandbox.image, then the default
+// image (BOT_SANDBOX_IMAGE), and otherwise the language of the files in
+// dir, as the runner would choose it.
+func sandboxImage(dir, flag, repo, def string) (image, why string) {
+	switch {
+	case flag != "":
+		return flag, "--image"
+	case repo != "":
+		return repo, "the repository's sandbox.image"
+	case def != "":
+		return def, "the default image, BOT_SANDBOX_IMAGE"
+	}
+	return runner.ImageFor(dir, "", ""), "chosen by the repository's language"
 }
 
 // localUser is the name the agent is told answered its requests.

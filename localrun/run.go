@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -21,6 +22,7 @@ import (
 	"github.com/pullwright/pullwright/policy"
 	"github.com/pullwright/pullwright/repo"
 	"github.com/pullwright/pullwright/setup"
+	"github.com/pullwright/pullwright/task"
 )
 
 // outputTail is how many lines of a command's output are shown.
@@ -42,13 +44,22 @@ type run struct {
 	sb       *sandbox
 	ask      *asker
 	model    string
-	branch   string
-	who      string // the local user, as the agent is told
-	ws       *repo.Workspace
+	// image is the sandbox image of every command, checked before the
+	// agent started (Docker only).
+	image  string
+	branch string
+	who    string // the local user, as the agent is told
+	ws     *repo.Workspace
 	// base holds the workspace (base/work) and each run's files (base/run).
 	base string
 	st   *agent.State
 	res  *Result
+	// runs is the record of the execution requests, as bot serve keeps
+	// it: what the final report and the commit message say was verified.
+	runs []task.RunRecord
+	// finalTree is the tree of the work as saved, which the record's
+	// keys are compared with.
+	finalTree string
 	// failure is why the run could not go on (the model endpoint failed,
 	// the input could not be read); the work so far is saved anyway.
 	failure error
@@ -58,14 +69,10 @@ func (r *run) banner(notes []string) {
 	d, s := r.d, r.settings
 	d.printf("Pullwright: %s, branch %s at %s\n", r.src.top, r.src.branch, short(r.src.head))
 	d.printf("  model %s at %s\n", r.model, endpoint(r.o.BaseURL))
-	image := "chosen by language"
-	if img := cmp.Or(r.o.Image, s.Sandbox.Image, r.o.DefaultImage); img != "" {
-		image = img
-	}
 	if r.o.Runner == RunnerLocal {
 		d.printf("  commands run %s, after your approval\n", r.sb.where)
 	} else {
-		d.printf("  commands run %s (image %s, network %s), after your approval\n", r.sb.where, image, s.Sandbox.Network)
+		d.printf("  commands run %s (image %s, network %s), after your approval\n", r.sb.where, r.image, s.Sandbox.Network)
 		switch {
 		case r.sb.noSetup != "":
 			d.printf("  note: %s\n", r.sb.noSetup)
@@ -191,15 +198,23 @@ func (r *run) status(what string) {
 	r.d.status(fmt.Sprintf("%d/%d turns · %s tokens · %s", r.st.Turns, s.MaxTurns, thousands(r.st.Tokens()), what))
 }
 
-// request answers one execution request, running it if approved, and
-// returns the tool result for the agent. The time the answer took is not
-// the agent's.
+// request answers one execution request, running it if approved, records
+// how it ended in r.runs, and returns the tool result for the agent. The
+// time the answer took is not the agent's.
 func (r *run) request(ctx context.Context, req agent.Request) (string, error) {
+	cmd := oneLine(req.Command)
 	// The files that run are the ones shown: the workspace's state as a
 	// commit would hold it, taken now. Files git ignores are not part of it.
 	tree, err := r.ws.Current()
 	if err != nil {
+		r.d.printf("  `%s` could not run: the workspace could not be read: %v\n", clip(cmd, 120), err)
 		return fmt.Sprintf("error: the workspace could not be read, so the command did not run: %v", err), nil
+	}
+	// The record is keyed by the tree, which the final commit is checked
+	// against: bot run commits once, at the end.
+	rec := task.RunRecord{
+		RequestID: strconv.Itoa(len(r.runs) + 1), Command: req.Command, Reason: req.Reason,
+		SHA: tree.Hash(), AskedAt: time.Now(), By: r.who,
 	}
 	stats, err := r.ws.DiffStatOf(r.src.head, tree)
 	q := question{req: req, where: r.sb.where}
@@ -227,17 +242,18 @@ func (r *run) request(ctx context.Context, req agent.Request) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("read your answer: %w", err)
 	}
-	cmd := oneLine(req.Command)
 	if !v.approved {
+		rec.Verdict, rec.Outcome, rec.Why = task.Rejected, task.OutcomeRejected, v.how
+		r.runs = append(r.runs, rec)
 		r.d.printf("  rejected `%s`: %s\n", clip(cmd, 120), cmp.Or(oneLine(v.how), "no reason given"))
 		return agent.Rejected(r.who, v.how), nil
 	}
+	rec.Verdict = task.Approved
 	if v.how != "approved" {
 		r.d.printf("  running `%s` (%s)\n", clip(cmd, 120), v.how)
 	}
 	r.status("running " + cmd)
 	s := r.settings
-	image := cmp.Or(r.o.Image, s.Sandbox.Image)
 	dir := filepath.Join(r.base, "run")
 	if err := os.RemoveAll(dir); err != nil {
 		return "", fmt.Errorf("clear the run's files: %w", err)
@@ -247,14 +263,13 @@ func (r *run) request(ctx context.Context, req agent.Request) (string, error) {
 		if ctx.Err() != nil {
 			return "", ctx.Err()
 		}
-		r.d.printf("  `%s` could not be run: %v\n", clip(cmd, 120), err)
-		return fmt.Sprintf("error: the workspace's files could not be written out for the run, so the command did not run: %v", err), nil
+		return r.notRun(rec, fmt.Sprintf("the workspace's files could not be written out for the run: %v", err)), nil
 	}
 	spec := pullwright.RunSpec{
 		Dir:      dir,
 		Command:  req.Command,
 		Timeout:  s.Sandbox.Timeout.D(),
-		Image:    image,
+		Image:    r.image,
 		Network:  s.Sandbox.Network,
 		Memory:   s.MemoryBytes,
 		Disk:     s.DiskBytes,
@@ -268,6 +283,11 @@ func (r *run) request(ctx context.Context, req agent.Request) (string, error) {
 		}
 		defer ready.Release(context.WithoutCancel(ctx))
 		if result != "" {
+			rec.Outcome, rec.ExitCode = task.OutcomeNotRun, -1
+			if ready.Failed {
+				rec.Outcome = task.OutcomeSetupFailed
+			}
+			r.runs = append(r.runs, rec)
 			return result, nil
 		}
 		spec.Caches, spec.Env, spec.Links = ready.Caches, ready.Env, ready.Links
@@ -277,9 +297,14 @@ func (r *run) request(ctx context.Context, req agent.Request) (string, error) {
 		if ctx.Err() != nil {
 			return "", ctx.Err()
 		}
-		r.d.printf("  `%s` could not be run: %v\n", clip(cmd, 120), err)
-		return fmt.Sprintf("error: the sandbox failed, so the command did not run: %v", err), nil
+		return r.notRun(rec, fmt.Sprintf("the sandbox failed: %v", err)), nil
 	}
+	if why, ok := notStarted(res); ok {
+		return r.notRun(rec, why), nil
+	}
+	rec.Outcome = task.RunOutcome(res, false)
+	rec.ExitCode, rec.Duration = res.ExitCode, res.Duration
+	r.runs = append(r.runs, rec)
 	output := res.Output
 	if res.OOMKilled {
 		output += "\n[the sandbox killed the command: it ran out of memory]"
@@ -297,6 +322,27 @@ func (r *run) request(ctx context.Context, req agent.Request) (string, error) {
 	}
 	r.d.printf("  ran `%s`: %s\n%s", clip(cmd, 120), how, tail(output, outputTail))
 	return agent.RunResult(res.ExitCode, output, res.Truncated, res.TimedOut, res.Duration), nil
+}
+
+// notRun records that rec's approved command could not start, says why
+// at the terminal, and returns the same sentence as the agent's result.
+func (r *run) notRun(rec task.RunRecord, why string) string {
+	rec.Outcome, rec.ExitCode = task.OutcomeNotRun, -1
+	r.runs = append(r.runs, rec)
+	why = strings.TrimRight(strings.TrimSpace(why), ".")
+	r.d.printf("  `%s` could not run: %s.\n", clip(oneLine(rec.Command), 120), oneLine(why))
+	return fmt.Sprintf("error: the command did not run: %s.", why)
+}
+
+// notStarted reads a runner's result that says the command never started
+// (the image is gone, the files do not fit): the runner reports it as a
+// result with exit code -1 and output that begins "not run:".
+func notStarted(res pullwright.RunResult) (string, bool) {
+	const prefix = "not run:"
+	if res.ExitCode != -1 || res.TimedOut || !strings.HasPrefix(res.Output, prefix) {
+		return "", false
+	}
+	return strings.TrimSpace(strings.TrimPrefix(res.Output, prefix)), true
 }
 
 // manifestDiffLines bounds the manifests' diff in a question: a
@@ -420,22 +466,38 @@ func planText(items []pullwright.PlanItem) string {
 }
 
 // save commits the work, if any, and pushes it into the user's repository
-// as the new branch. It runs even when ctx is done.
+// as the new branch. It runs even when ctx is done. The record of runs is
+// read for the files it commits, and the commit message says what the
+// record shows of them.
 func (r *run) save(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), saveTimeout)
 	defer cancel()
 	r.d.status("saving the work")
+	r.res.Runs, r.res.Final = r.runs, r.src.head
 	changes, err := r.ws.Changes()
 	if err != nil {
 		return fmt.Errorf("read the workspace: %w", err)
 	}
+	tree, err := r.ws.Current()
+	if err != nil {
+		return fmt.Errorf("read the workspace: %w", err)
+	}
+	r.finalTree = tree.Hash()
+	v := task.Verify(r.runs, r.finalTree)
 	if len(changes) == 0 {
+		r.res.Verification = v
 		return nil
 	}
-	sha, err := r.ws.CommitAll(r.commitMessage(), r.src.identity())
+	sha, err := r.ws.CommitAll(r.commitMessage(v), r.src.identity())
 	if err != nil {
 		return err
 	}
+	// The message speaks of the files the record was read for; a commit
+	// that holds others must not reach the user's repository with it.
+	if got, err := r.ws.CommitTree(sha); err != nil || got.Hash() != tree.Hash() {
+		return fmt.Errorf("check commit %s: it does not hold the files the record of runs was read for (%v)", short(sha), err)
+	}
+	r.res.Final, r.res.Verification = sha, v
 	if stats, err := r.ws.DiffStat(r.src.head); err == nil {
 		r.res.Files = stats
 	}
@@ -447,53 +509,101 @@ func (r *run) save(ctx context.Context) error {
 	return nil
 }
 
-func (r *run) commitMessage() string {
+// title is the work's one-line title: the agent's, unless it claims what
+// the record does not show ("… tests pass"), then the instructions'.
+func (r *run) title(v task.Verification) string {
+	title := oneLine(r.res.Title)
+	if title == "" || v.Unbacked(title) != "" {
+		title = oneLine(r.o.Instructions)
+	}
+	return title
+}
+
+// commitMessage says what the record v shows of the commit's files; the
+// agent's summary comes after it, as the agent's words.
+func (r *run) commitMessage(v task.Verification) string {
 	instr := strings.TrimSpace(r.o.Instructions)
 	var b strings.Builder
 	if r.res.Finished {
-		title := oneLine(r.res.Title)
-		if title == "" {
-			title = oneLine(instr)
-		}
-		b.WriteString(clip(title, 72) + "\n")
-		if s := strings.TrimSpace(r.res.Summary); s != "" {
-			b.WriteString("\n" + s + "\n")
-		}
+		b.WriteString(clip(r.title(v), 72) + "\n")
 	} else {
 		b.WriteString(clip("WIP: "+oneLine(instr), 72) + "\n")
 		b.WriteString("\nThe work so far: the run stopped before the agent finished (" + r.res.Stopped + ").\n")
+	}
+	b.WriteString("\n" + v.Text("this commit"))
+	if s := strings.TrimSpace(r.res.Summary); r.res.Finished && s != "" {
+		b.WriteString("\nThe agent's summary, in its own words (Pullwright did not check them):\n\n" + indent(s, "    "))
+		if claim := v.Unbacked(s); claim != "" {
+			fmt.Fprintf(&b, "\nThe record of runs above does not back the summary's %q.\n", oneLine(claim))
+		}
 	}
 	b.WriteString("\nMade with Pullwright (bot run) from these instructions:\n\n" + indent(instr, "    "))
 	return b.String()
 }
 
-// report prints the outcome on Stdout.
+// finalCommit names the commit the work ended on, for a sentence.
+func finalCommit(res *Result) string {
+	if res.Branch == "" {
+		return "the commit you started from, " + short(res.Final)
+	}
+	return "the final commit " + short(res.Final)
+}
+
+// report prints the outcome on Stdout. It ends with the verification,
+// from the record of runs: what ran, on which files, and whether the
+// final commit is verified.
 func (r *run) report() {
 	r.d.done()
 	res, w := r.res, r.o.Stdout
+	v := res.Verification
 	fmt.Fprintln(w)
 	switch {
+	case res.Finished && v.Verified:
+		fmt.Fprintf(w, "Done: %s\n", r.title(v))
 	case res.Finished:
-		fmt.Fprintf(w, "Done: %s\n", oneLine(res.Title))
-		if s := strings.TrimSpace(res.Summary); s != "" {
-			fmt.Fprintf(w, "\n%s\n", indent(safe(s), "  "))
-		}
+		fmt.Fprintf(w, "Done, not verified: %s\n", r.title(v))
 	default:
 		fmt.Fprintf(w, "Stopped: %s.\n", res.Stopped)
+	}
+	if s := strings.TrimSpace(res.Summary); res.Finished && s != "" {
+		fmt.Fprintf(w, "\nThe agent's summary, in its own words:\n%s", indent(safe(s), "  "))
 	}
 	fmt.Fprintf(w, "(%d %s, %s tokens)\n\n", res.Turns, plural(res.Turns, "turn", "turns"), thousands(res.Tokens))
 	if res.Branch == "" {
 		fmt.Fprintf(w, "The agent changed no file, so no branch was created. %s is as it was.\n", r.src.top)
-		return
+	} else {
+		fmt.Fprintf(w, "New branch %s in %s:\n", res.Branch, r.src.top)
+		for _, c := range res.Commits {
+			fmt.Fprintf(w, "  commit %s\n", c)
+		}
+		fmt.Fprint(w, indent(diffStat(res.Files), " "))
+		fmt.Fprintf(w, "\nYour branch %s and your working tree were not touched. To look at the work:\n", r.src.branch)
+		fmt.Fprintf(w, "  git diff %s...%s\n", r.src.branch, res.Branch)
+		fmt.Fprintf(w, "  git switch %s\n", res.Branch)
 	}
-	fmt.Fprintf(w, "New branch %s in %s:\n", res.Branch, r.src.top)
-	for _, c := range res.Commits {
-		fmt.Fprintf(w, "  commit %s\n", c)
+	fmt.Fprintf(w, "\n%s", r.verification())
+}
+
+// verification is the report's last part: every request and how it
+// ended, then what the record shows of the final commit.
+func (r *run) verification() string {
+	res := r.res
+	v := res.Verification
+	commit := finalCommit(res)
+	var b strings.Builder
+	b.WriteString("Verification:\n")
+	for _, rec := range res.Runs {
+		where := "on earlier files"
+		if rec.SHA == r.finalTree {
+			where = "on the files of " + commit
+		}
+		fmt.Fprintf(&b, "  %s. `%s` %s: %s\n", rec.RequestID, clip(oneLine(rec.Command), 120), where, safe(rec.Describe()))
 	}
-	fmt.Fprint(w, indent(diffStat(res.Files), " "))
-	fmt.Fprintf(w, "\nYour branch %s and your working tree were not touched. To look at the work:\n", r.src.branch)
-	fmt.Fprintf(w, "  git diff %s...%s\n", r.src.branch, res.Branch)
-	fmt.Fprintf(w, "  git switch %s\n", res.Branch)
+	b.WriteString(safe(v.Text(commit)))
+	if claim := v.Unbacked(res.Summary); res.Finished && claim != "" {
+		fmt.Fprintf(&b, "The agent's summary says %q, but the record does not show it.\n", oneLine(claim))
+	}
+	return b.String()
 }
 
 // endpoint names the model endpoint without any credentials in its URL.

@@ -6,6 +6,9 @@ import (
 	"log/slog"
 	"time"
 
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/client"
+
 	"github.com/pullwright/pullwright/policy"
 	"github.com/pullwright/pullwright/runner"
 	"github.com/pullwright/pullwright/setup"
@@ -22,7 +25,10 @@ type sandbox struct {
 	// with the local runner, or without a forwarder (noSetup says why).
 	setup   *setup.Setup
 	noSetup string
-	close   func()
+	// hasImage asks the engine whether it holds an image; nil with the
+	// local runner.
+	hasImage func(ctx context.Context, image string) (bool, error)
+	close    func()
 }
 
 // localWarning is printed when commands run without isolation.
@@ -50,6 +56,10 @@ func newSandbox(ctx context.Context, o Options, log *slog.Logger) (*sandbox, err
 		Owner:     "bot-run",
 		Logger:    rlog,
 		Forwarder: fwd,
+		// The image is checked before the agent starts (checkImage); one
+		// gone since is a run that could not start, not a download in
+		// the middle of the work.
+		NoPull: true,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("docker sandbox: %w; to run commands unsandboxed instead, use --runner local", err)
@@ -61,7 +71,21 @@ func newSandbox(ctx context.Context, o Options, log *slog.Logger) (*sandbox, err
 		return nil, fmt.Errorf("the Docker engine does not answer (%v): start it (docker info should work), "+
 			"or run the approved commands unsandboxed on this machine with --runner local", err)
 	}
-	sb := &sandbox{r: d, where: "in the Docker sandbox", close: func() { d.Close() }}
+	// The same engine as the runner's: both clients come from the
+	// environment (DOCKER_HOST …).
+	cli, err := client.New(client.FromEnv)
+	if err != nil {
+		d.Close()
+		return nil, fmt.Errorf("docker sandbox: %w; to run commands unsandboxed instead, use --runner local", err)
+	}
+	sb := &sandbox{r: d, where: "in the Docker sandbox", close: func() { d.Close(); cli.Close() },
+		hasImage: func(ctx context.Context, image string) (bool, error) {
+			_, err := cli.ImageInspect(ctx, image)
+			if cerrdefs.IsNotFound(err) {
+				return false, nil
+			}
+			return err == nil, err
+		}}
 	if fwdErr != nil {
 		sb.noSetup = fmt.Sprintf("the repository's setup (fetching dependencies) will not run: %v", fwdErr)
 	} else {
@@ -70,4 +94,38 @@ func newSandbox(ctx context.Context, o Options, log *slog.Logger) (*sandbox, err
 			Limits: setup.Limits{Keep: keep, RepoBytes: repoBytes, HostBytes: hostBytes}}
 	}
 	return sb, nil
+}
+
+// Test images of a Pullwright source checkout, built with no registry:
+// what the error of a missing image offers besides a pull.
+const (
+	goImageScript     = "scripts/sandbox-image.sh"
+	goImageTag        = "pullwright/sandbox-go:test"
+	debianImageScript = "scripts/sandbox-image-debian.sh"
+)
+
+// checkImage makes sure the engine holds image before the agent starts:
+// without it every approved command would fail, and the work would end
+// with nothing verified. why says who chose the image, for the error.
+func (sb *sandbox) checkImage(ctx context.Context, image, why string) error {
+	if sb.hasImage == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, pingTimeout)
+	defer cancel()
+	ok, err := sb.hasImage(ctx, image)
+	if err != nil {
+		return fmt.Errorf("ask the Docker engine for the sandbox image %s: %w", image, err)
+	}
+	if ok {
+		return nil
+	}
+	return fmt.Errorf("the sandbox image %s (%s) is not in the Docker engine, and bot run does not pull images. "+
+		"Get it, then run again:\n"+
+		"  docker pull %s\n"+
+		"or, without a registry, build one in a Pullwright source checkout and name it with --image:\n"+
+		"  %s   (busybox and this machine's Go toolchain: --image %s)\n"+
+		"  %s   (Debian with Node and Python, as root)\n"+
+		"or run the commands unsandboxed on this machine with --runner local",
+		image, why, image, goImageScript, goImageTag, debianImageScript)
 }

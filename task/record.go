@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/pullwright/pullwright"
+	"github.com/pullwright/pullwright/policy"
 )
 
 // RunRecord is one execution request as it ended: what was asked, who
@@ -63,6 +64,10 @@ const (
 	OutcomeSetupFailed = "setup failed"
 	OutcomeRejected    = "rejected"
 	OutcomeNoAnswer    = "no answer"
+	// OutcomeNotRun is an approved command that never started: the
+	// sandbox could not run it (bot run; bot serve's runner reports such
+	// a run with exit code -1, which reads as interrupted).
+	OutcomeNotRun = "could not run"
 )
 
 // maxRecordOutput bounds the output a record keeps: the check run holds
@@ -103,8 +108,15 @@ func (t *Task) record(o Outcome) {
 
 // runOutcome sums up how an approved run ended.
 func runOutcome(r *ExecRequest, res *pullwright.RunResult) string {
+	return RunOutcome(*res, r.Setup != nil && r.Setup.Failed)
+}
+
+// RunOutcome sums up how an approved command ended (one of the Outcome…
+// constants), from its result and whether the repository's setup before
+// it failed: the one reading of a RunResult for every record of runs.
+func RunOutcome(res pullwright.RunResult, setupFailed bool) string {
 	switch {
-	case r.Setup != nil && r.Setup.Failed:
+	case setupFailed:
 		return OutcomeSetupFailed
 	case res.TimedOut:
 		return OutcomeTimedOut
@@ -192,9 +204,86 @@ func finalResults(runs []RunRecord, sha string) []RunRecord {
 // what a reviewer would take as "this was verified".
 var claimsPassing = regexp.MustCompile(`(?i)\b(tests?|test suite|specs?|build|checks?|ci|lint(er)?)\b[^.\n]{0,40}\b(pass(es|ed|ing)?|succeed(s|ed)?|green|ok)\b|\bverified\b|\ball (tests|checks) (pass|passed)\b`)
 
+// Verification is what a record of runs shows of one commit: the last
+// result of each command that ran on it, and whether they verify it. It
+// is the one judgement behind every surface that says whether work was
+// verified: the pull request's Verification section (RenderVerification),
+// and bot run's report, commit message and exit status.
+type Verification struct {
+	// Final is the last result of each command approved on the commit,
+	// in the order the commands first ran there.
+	Final []RunRecord
+	// Verified is true when commands ran on the commit and the last
+	// result of each passed.
+	Verified bool
+	// ran: a command was asked for at all, on any commit.
+	ran bool
+}
+
+// Verify reads runs for commit sha. bot run, which commits once at the
+// end, keys its records by the tree a run had instead of a commit; any
+// key works as long as runs and sha use the same.
+func Verify(runs []RunRecord, sha string) Verification {
+	final := finalResults(runs, sha)
+	return Verification{Final: final, Verified: allPassed(final), ran: len(runs) > 0}
+}
+
+// Unverified says why v does not verify its commit, as what follows "Not
+// verified: " (plain text, no final stop); "" when v verifies it. commit
+// names the commit in the sentence: "the final commit 3f1c2a9e0b7d",
+// "this commit".
+func (v Verification) Unverified(commit string) string {
+	switch {
+	case v.Verified:
+		return ""
+	case len(v.Final) == 0 && !v.ran:
+		return "no command ran while the agent worked, so nothing was tested on " + commit
+	case len(v.Final) == 0:
+		return "no command ran on " + commit
+	}
+	var failed []string
+	for _, r := range v.Final {
+		if r.Outcome != OutcomePassed {
+			failed = append(failed, code(oneLine(r.Command))+" "+shortResult(r))
+		}
+	}
+	return strings.Join(failed, " and ") + " on " + commit
+}
+
+// Unbacked is what text (the agent's summary, or its title) claims of
+// tests or a build passing that v does not bear out: "" when text claims
+// nothing of the kind or v verifies the commit. A model's claim is never
+// shown as a fact.
+func (v Verification) Unbacked(text string) string {
+	if v.Verified {
+		return ""
+	}
+	return claimsPassing.FindString(text)
+}
+
+// Text is v as plain text, for a terminal or a commit message: the last
+// result of each command on the commit, then a line that starts
+// "Verified:" or "Not verified:". commit names the commit as for
+// Unverified.
+func (v Verification) Text(commit string) string {
+	var b strings.Builder
+	if len(v.Final) > 0 {
+		b.WriteString("On " + commit + ":\n")
+		for _, r := range v.Final {
+			fmt.Fprintf(&b, "  - %s %s\n", code(oneLine(r.Command)), r.Describe())
+		}
+	}
+	if v.Verified {
+		b.WriteString("Verified: the last run of each command on " + commit + " passed.\n")
+	} else {
+		b.WriteString("Not verified: " + v.Unverified(commit) + ".\n")
+	}
+	return b.String()
+}
+
 // RenderVerification is the pull request's Verification section: every
 // command that ran, on which commit, with its result; the last result of
-// each command on the final commit; "not verified" when nothing ran on it;
+// each command on the final commit; "not verified" unless each passed;
 // and a warning when the agent's summary claims more than the record shows.
 func RenderVerification(t *Task) string {
 	var b strings.Builder
@@ -208,27 +297,29 @@ func RenderVerification(t *Task) string {
 		}
 		b.WriteString("\n")
 	}
-	final := finalResults(t.Runs, head)
+	v := Verify(t.Runs, head)
 	which := "final"
 	if !t.Final {
 		which = "latest"
 	}
+	commit := fmt.Sprintf("the %s commit %s", which, short(head))
 	switch {
 	case head == "":
 		b.WriteString("**Not verified**: nothing is committed yet.\n")
-	case len(final) == 0 && len(t.Runs) == 0:
-		fmt.Fprintf(&b, "**Not verified**: no command ran while the agent worked, so nothing was tested on the %s commit %s.\n", which, short(head))
-	case len(final) == 0:
-		fmt.Fprintf(&b, "**Not verified**: no command ran on the %s commit %s.\n", which, short(head))
+	case len(v.Final) == 0:
+		fmt.Fprintf(&b, "**Not verified**: %s.\n", v.Unverified(commit))
 	default:
-		fmt.Fprintf(&b, "On the %s commit %s:\n", which, short(head))
-		for _, r := range final {
+		fmt.Fprintf(&b, "On %s:\n", commit)
+		for _, r := range v.Final {
 			fmt.Fprintf(&b, "- %s %s\n", code(oneLine(r.Command)), resultText(r))
 		}
+		if !v.Verified {
+			fmt.Fprintf(&b, "\n**Not verified**: %s.\n", v.Unverified(commit))
+		}
 	}
-	if claim := claimsPassing.FindString(t.Summary); claim != "" && !allPassed(final) {
+	if claim := v.Unbacked(t.Summary); claim != "" {
 		fmt.Fprintf(&b, "\n> [!WARNING]\n> The agent's summary says “%s”, but ", prose(claim))
-		if len(final) == 0 {
+		if len(v.Final) == 0 {
 			fmt.Fprintf(&b, "nothing ran on the %s commit.\n", which)
 		} else {
 			b.WriteString("a command failed on that commit.\n")
@@ -279,6 +370,33 @@ func resultText(r RunRecord) string {
 	return s
 }
 
+// Describe is r's result as plain text, for a terminal or a commit
+// message: "passed (exit code 0, 3s), approved by ada". Whoever answered
+// is named as given, without the @ of a pull request's mention.
+func (r RunRecord) Describe() string {
+	switch r.Verdict {
+	case Rejected:
+		s := "not run: rejected by " + plainAnswerer(r.By)
+		if r.Why != "" {
+			s += " (" + policy.Escaped(oneLine(r.Why)) + ")"
+		}
+		return s
+	case TimedOut:
+		return "not run: no answer in time"
+	}
+	s := r.Outcome
+	if r.Outcome != OutcomeNotRun && r.Outcome != OutcomeSetupFailed {
+		s += fmt.Sprintf(" (exit code %d, %s)", r.ExitCode, r.Duration.Round(time.Second))
+	}
+	switch {
+	case r.Auto != "":
+		s += ", approved by rule " + code(r.Auto)
+	case r.By != "":
+		s += ", approved by " + plainAnswerer(r.By)
+	}
+	return s
+}
+
 // briefResult is a record's result in a few words, for a sentence.
 func briefResult(r RunRecord) string {
 	switch r.Verdict {
@@ -288,6 +406,26 @@ func briefResult(r RunRecord) string {
 		return "no answer in time"
 	}
 	return fmt.Sprintf("%s, exit code %d", r.Outcome, r.ExitCode)
+}
+
+// shortResult is an approved run's result for a sentence that names
+// its command first: "failed (exit code 1)", "could not run".
+func shortResult(r RunRecord) string {
+	switch r.Outcome {
+	case OutcomeNotRun:
+		return r.Outcome
+	case OutcomeSetupFailed:
+		return "did not run (its setup failed)"
+	}
+	return fmt.Sprintf("%s (exit code %d)", r.Outcome, r.ExitCode)
+}
+
+// plainAnswerer is answerer without Markdown's @.
+func plainAnswerer(by string) string {
+	if by == botAnswer {
+		return "the bot"
+	}
+	return by
 }
 
 // answerer names who answered a request: a person by their login, or the

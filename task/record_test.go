@@ -248,3 +248,97 @@ func TestRecordOnIsTheNewestMatchOfCommandOnCommit(t *testing.T) {
 		})
 	}
 }
+
+// TestVerify: one judgement of a record of runs, which the pull request
+// and bot run both render. Work is verified only when commands ran on the
+// final commit and the last result of each passed; a summary's claim
+// that the record does not back is found, and never passes as a fact.
+func TestVerify(t *testing.T) {
+	const early, final = "1111111111111111111111111111111111111111", "2222222222222222222222222222222222222222"
+	ran := func(cmd, sha, outcome string, code int) RunRecord {
+		return RunRecord{Command: cmd, SHA: sha, Verdict: Approved, By: "ada", Outcome: outcome, ExitCode: code, Duration: 2 * time.Second}
+	}
+	tests := []struct {
+		name     string
+		runs     []RunRecord
+		summary  string
+		verified bool
+		claim    string
+		text     string
+	}{
+		{
+			name: "nothing ran", summary: "Fixed it; all tests pass.", claim: "all tests pass",
+			text: "Not verified: no command ran while the agent worked, so nothing was tested on this commit.\n",
+		},
+		{
+			name: "passed on an earlier commit only", runs: []RunRecord{ran("go test ./...", early, OutcomePassed, 0)},
+			summary: "The tests pass.", claim: "tests pass",
+			text: "Not verified: no command ran on this commit.\n",
+		},
+		{
+			name: "rejected on the final commit", runs: []RunRecord{{Command: "make", SHA: final, Verdict: Rejected, By: "ada", Why: "not now", Outcome: OutcomeRejected}},
+			text: "Not verified: no command ran on this commit.\n",
+		},
+		{
+			name: "passed on the final commit", summary: "The tests pass.", verified: true,
+			runs: []RunRecord{ran("go test ./...", early, OutcomeFailed, 1), ran("go test ./...", final, OutcomePassed, 0)},
+			text: "On this commit:\n  - `go test ./...` passed (exit code 0, 2s), approved by ada\nVerified: the last run of each command on this commit passed.\n",
+		},
+		{
+			name: "failed on the final commit", summary: "Build succeeds.", claim: "Build succeeds",
+			runs: []RunRecord{ran("go test ./...", final, OutcomeFailed, 1)},
+			text: "On this commit:\n  - `go test ./...` failed (exit code 1, 2s), approved by ada\nNot verified: `go test ./...` failed (exit code 1) on this commit.\n",
+		},
+		{
+			name: "one passed and one failed on the final commit",
+			runs: []RunRecord{ran("go vet ./...", final, OutcomePassed, 0), ran("go test ./...", final, OutcomeFailed, 2)},
+			text: "On this commit:\n  - `go vet ./...` passed (exit code 0, 2s), approved by ada\n  - `go test ./...` failed (exit code 2, 2s), approved by ada\n" +
+				"Not verified: `go test ./...` failed (exit code 2) on this commit.\n",
+		},
+		{
+			name: "passed, then failed on the same commit",
+			runs: []RunRecord{ran("go test ./...", final, OutcomePassed, 0), ran("go test ./...", final, OutcomeFailed, 1)},
+			text: "On this commit:\n  - `go test ./...` failed (exit code 1, 2s), approved by ada\nNot verified: `go test ./...` failed (exit code 1) on this commit.\n",
+		},
+		{
+			name: "the sandbox could not run it", summary: "verified", claim: "verified",
+			runs: []RunRecord{{Command: "go test ./...", SHA: final, Verdict: Approved, By: "ada", Outcome: OutcomeNotRun, ExitCode: -1}},
+			text: "On this commit:\n  - `go test ./...` could not run, approved by ada\nNot verified: `go test ./...` could not run on this commit.\n",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v := Verify(tt.runs, final)
+			if v.Verified != tt.verified {
+				t.Errorf("Verified = %v, want %v", v.Verified, tt.verified)
+			}
+			if got := v.Unbacked(tt.summary); got != tt.claim {
+				t.Errorf("Unbacked(%q) = %q, want %q", tt.summary, got, tt.claim)
+			}
+			if got := v.Text("this commit"); got != tt.text {
+				t.Errorf("Text:\n%s\nwant:\n%s", got, tt.text)
+			}
+			if (v.Unverified("this commit") == "") != tt.verified {
+				t.Errorf("Unverified = %q with Verified %v", v.Unverified("this commit"), v.Verified)
+			}
+		})
+	}
+}
+
+func TestDescribe(t *testing.T) {
+	for _, tt := range []struct {
+		rec  RunRecord
+		want string
+	}{
+		{RunRecord{Verdict: Approved, By: "ada", Outcome: OutcomePassed, Duration: 1500 * time.Millisecond}, "passed (exit code 0, 2s), approved by ada"},
+		{RunRecord{Verdict: Approved, Auto: "vet", Outcome: OutcomeFailed, ExitCode: 1}, "failed (exit code 1, 0s), approved by rule `vet`"},
+		{RunRecord{Verdict: Approved, By: "ada", Outcome: OutcomeSetupFailed, ExitCode: -1}, "setup failed, approved by ada"},
+		{RunRecord{Verdict: Rejected, By: "ada", Why: "not\nnow\u202e"}, `not run: rejected by ada (not now<U+202E>)`},
+		{RunRecord{Verdict: Rejected, By: botAnswer}, "not run: rejected by the bot"},
+		{RunRecord{Verdict: TimedOut}, "not run: no answer in time"},
+	} {
+		if got := tt.rec.Describe(); got != tt.want {
+			t.Errorf("Describe(%+v) = %q, want %q", tt.rec, got, tt.want)
+		}
+	}
+}

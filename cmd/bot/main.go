@@ -35,7 +35,7 @@ var version = ""
 func main() {
 	if err := run(context.Background(), os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "bot:", err)
-		os.Exit(1)
+		os.Exit(exitStatus(err))
 	}
 }
 

@@ -32,6 +32,10 @@ BOT_SANDBOX_IMAGE. Example with Ollama:
 
 Flags may come before or after the instructions; -- ends the flags.
 
+Exit status: 0 when the work is verified (the last run of each command on
+the final commit passed), 3 when the agent finished but it is not, 1 when
+the run did not start, stopped early or failed.
+
 flags:`
 
 // stringList is a repeatable flag.
@@ -52,10 +56,38 @@ func runLocal(ctx context.Context, args []string, getenv func(string) string, st
 	o.Stdin, o.Stdout, o.Stderr = stdin, stdout, stderr
 	ctx, stop := interrupts(ctx, stderr)
 	defer stop()
-	if _, err := localrun.Run(ctx, o); err != nil {
+	res, err := localrun.Run(ctx, o)
+	if err != nil {
 		return fmt.Errorf("run: %w", err)
 	}
+	// A script reads whether the work was verified from the status alone:
+	// a finished run whose final commit nothing passed on is not a success.
+	if why := res.Unverified(); why != "" {
+		return &exitError{status: exitNotVerified, err: fmt.Errorf("run: the work is not verified: %s", why)}
+	}
 	return nil
+}
+
+// exitNotVerified is bot run's exit status when the agent finished but
+// nothing verifies the work; 1 stays every error's (the run did not
+// start, stopped early or failed), and 0 is verified work.
+const exitNotVerified = 3
+
+// exitError ends the process with its status instead of 1.
+type exitError struct {
+	status int
+	err    error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+// exitStatus is the process's exit status for err, which is not nil.
+func exitStatus(err error) int {
+	if e, ok := errors.AsType[*exitError](err); ok {
+		return e.status
+	}
+	return 1
 }
 
 // runOptions turns the flags and environment of "bot run" into

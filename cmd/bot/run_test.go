@@ -16,6 +16,7 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/pullwright/pullwright/internal/botproc"
 	"github.com/pullwright/pullwright/internal/fakellm"
 	"github.com/pullwright/pullwright/localrun"
 )
@@ -200,5 +201,75 @@ func TestRunLocalRefusesPipedInputWithoutYesTo(t *testing.T) {
 	}
 	if llm.Calls() != 0 {
 		t.Errorf("the model was called")
+	}
+}
+
+// The exit status of the bot run process tells a script whether the
+// work is verified: 0 only when a command passed on the final commit, 3
+// when the agent finished and nothing verifies its work, 1 when the run
+// stopped early.
+func TestRunLocalExitStatus(t *testing.T) {
+	bin, err := botproc.Binary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	step := func(name string, v any) fakellm.Step {
+		return fakellm.Step{ToolCalls: []fakellm.ToolCall{runTestCall(name, v)}}
+	}
+	edit := step("edit_file", map[string]string{"path": "README.md", "old_text": "comitt", "new_text": "commit"})
+	check := func(cmd string) fakellm.Step {
+		return step("run", map[string]string{"command": cmd, "reason": "check"})
+	}
+	done := step("finish", map[string]string{"title": "Fix the typo", "summary": "Fixed; all tests pass."})
+	tests := []struct {
+		name   string
+		steps  []fakellm.Step
+		budget string // .github/pullwright.yml's budget, if any
+		status int
+		want   string // on stderr
+	}{
+		{name: "verified", steps: []fakellm.Step{edit, check("grep -q commit README.md"), done}},
+		{name: "the command fails", steps: []fakellm.Step{edit, check("grep -q comitt README.md"), done}, status: exitNotVerified,
+			want: "bot: run: the work is not verified: `grep -q comitt README.md` failed (exit code 1) on the final commit"},
+		{name: "nothing ran", steps: []fakellm.Step{edit, done}, status: exitNotVerified,
+			want: "bot: run: the work is not verified: no command ran while the agent worked"},
+		{name: "stopped early", steps: []fakellm.Step{edit, check("grep -q commit README.md")}, budget: "max_turns: 2", status: 1,
+			want: "the agent did not finish"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := runTestRepo(t)
+			if tt.budget != "" {
+				if err := os.MkdirAll(filepath.Join(dir, ".github"), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(dir, ".github", "pullwright.yml"), []byte("budget:\n  "+tt.budget+"\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				runTestGit(t, dir, "add", ".")
+				runTestGit(t, dir, "commit", "-q", "-m", "Budget")
+			}
+			llm := fakellm.New(t, tt.steps...)
+			cmd := exec.Command(bin, "run", "--repo", dir, "--runner", "local",
+				"--yes-to", "grep -q commit README.md", "--yes-to", "grep -q comitt README.md", "fix the typo")
+			cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "TMPDIR=" + t.TempDir(),
+				"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null",
+				"OPENAI_BASE_URL=" + llm.URL, "BOT_MODEL=test-model"}
+			var stdout, stderr bytes.Buffer
+			cmd.Stdin, cmd.Stdout, cmd.Stderr = nil, &stdout, &stderr // stdin is the null device
+			err := cmd.Run()
+			status := 0
+			if exit, ok := errors.AsType[*exec.ExitError](err); ok {
+				status = exit.ExitCode()
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if status != tt.status {
+				t.Errorf("exit status %d, want %d\nstdout:\n%s\nstderr:\n%s", status, tt.status, stdout.String(), stderr.String())
+			}
+			if !strings.Contains(stderr.String(), tt.want) {
+				t.Errorf("stderr does not say %q:\n%s", tt.want, stderr.String())
+			}
+		})
 	}
 }
