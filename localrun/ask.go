@@ -4,12 +4,11 @@ import (
 	"bufio"
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"strings"
 	"sync"
 
-	"github.com/pullwright/pullwright/agent"
+	"github.com/pullwright/pullwright/approval"
 )
 
 // Rejection reasons the agent is given when nobody was asked.
@@ -51,26 +50,20 @@ func newAsker(in io.Reader, interactive bool, yesTo []string, d *display) *asker
 
 func (a *asker) close() { a.in.close() }
 
-// question is what the user sees of a request.
+// question is what the user sees of a request: the value the request
+// comment of serve would show (approval.Request), and where it runs.
 type question struct {
-	req   agent.Request
+	shown approval.Request
 	where string // "in the Docker sandbox", "UNSANDBOXED on this machine"
-	stat  string // diff stat of the work so far
-	// manifests are the dependency manifests the agent changed, which
-	// the repository's setup would run with before the command: then
-	// neither --yes-to nor an earlier "a" answers, as in bot serve a
-	// changed manifest is never auto-approved.
-	manifests    []string
-	manifestDiff string
-	// manifestsUnknown: whether the manifests changed could not be told,
-	// which counts as changed.
-	manifestsUnknown bool
 }
 
 // decide answers q. Its error is only ctx's.
 func (a *asker) decide(ctx context.Context, q question) (verdict, error) {
-	cmd := strings.TrimSpace(q.req.Command)
-	listed := len(q.manifests) == 0 && !q.manifestsUnknown
+	cmd := strings.TrimSpace(q.shown.Command)
+	// A setup on manifests the agent changed (or that could not be
+	// compared) is never answered by a list: as in serve, where a changed
+	// manifest is never auto-approved.
+	listed := q.shown.Setup == nil
 	switch {
 	case listed && a.yes[cmd]:
 		return verdict{approved: true, how: "on the --yes-to list"}, nil
@@ -83,23 +76,8 @@ func (a *asker) decide(ctx context.Context, q question) (verdict, error) {
 	case a.eof:
 		return verdict{how: reasonNoInput}, nil
 	}
-	var b strings.Builder
-	b.WriteString("\nThe agent asks to run a command:\n")
-	b.WriteString(indent(safe(cmd), "    $ "))
-	b.WriteString("  Reason: " + strings.TrimLeft(indent(safe(q.req.Reason), "          "), " "))
-	b.WriteString("  Changes so far (against HEAD):\n")
-	b.WriteString(indent(q.stat, "   "))
-	if q.manifestsUnknown {
-		b.WriteString("  Whether the agent changed a dependency manifest could not be told: the repository's setup\n" +
-			"  may run first with the workspace's manifests, fetching what they name.\n")
-	}
-	if len(q.manifests) > 0 {
-		fmt.Fprintf(&b, "  The agent changed %s: the repository's setup runs first with them, fetching\n"+
-			"  what they name (network only to the allowed hosts). Read the change before you answer:\n",
-			safe(strings.Join(q.manifests, ", ")))
-		b.WriteString(indent(safe(q.manifestDiff), "    "))
-	}
-	a.d.printf("%s", b.String())
+	// The same value, sentences and escaping as the request comment.
+	a.d.printf("\n%s", approval.Text(q.shown))
 	for {
 		a.d.prompt("Run it " + q.where + "? [y] yes  [n REASON] no, telling the agent why  [a] yes, also to this exact command later: ")
 		line, err := a.in.next(ctx)

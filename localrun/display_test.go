@@ -2,6 +2,7 @@ package localrun
 
 import (
 	"bytes"
+	"html"
 	"context"
 	"errors"
 	"io"
@@ -10,7 +11,8 @@ import (
 	"testing"
 
 	"github.com/pullwright/pullwright"
-	"github.com/pullwright/pullwright/agent"
+	"github.com/pullwright/pullwright/approval"
+	"github.com/pullwright/pullwright/task"
 )
 
 func TestDiffStat(t *testing.T) {
@@ -122,16 +124,51 @@ func TestAskerShowsTheRequestSafely(t *testing.T) {
 	a := newAsker(strings.NewReader("y\n"), true, nil, newDisplay(&b, false))
 	defer a.close()
 	v, err := a.decide(context.Background(), question{
-		req:   agent.Request{Command: "echo ok\x1b[2K\rrm -rf ~", Reason: "line one\nline two"},
+		shown: approval.Seal(approval.Request{ID: "1", Command: "echo ok\x1b[2K\rrm -rf ~", Reason: "line one\nline two", Commit: "abc",
+			Where: approval.Where{Sandbox: true, Local: true}}),
 		where: "in the Docker sandbox",
-		stat:  "no changes\n",
 	})
 	if err != nil || !v.approved {
 		t.Fatalf("decide = %+v, %v", v, err)
 	}
-	for _, want := range []string{`$ echo ok\x1b[2K\rrm -rf ~`, "Reason: line one\n          line two\n", "Run it in the Docker sandbox?"} {
+	for _, want := range []string{`$ echo ok<U+001B>[2K<U+000D>rm -rf ~`, "Why: line one line two\n", "Run it in the Docker sandbox?"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("question does not contain %q:\n%s", want, b.String())
+		}
+	}
+}
+
+// The terminal shows a request as the request comment of serve does: the
+// same value, every sentence of it, and what does not show as itself
+// written as its code point, the same way.
+func TestTheTerminalShowsARequestAsTheCommentDoes(t *testing.T) {
+	const rlo = "\u202e"
+	shown := approval.Seal(approval.Request{ID: "2", Command: "go test ./...", Reason: "check " + rlo + "it", Commit: "0123456789abcdef",
+		Files: []pullwright.FileStat{{Path: "go.mod", Added: 1}, {Path: "x" + rlo + "gol.sh", Added: 2}},
+		Where: approval.Where{Sandbox: true, Local: true, Image: "img", Network: true},
+		Setup: &approval.Setup{Base: "HEAD", Manifests: []pullwright.FileStat{{Path: "go.mod", Added: 1}}, Diff: "+require evil.test/m v1.0.0 // " + rlo + "\n"}})
+	var out bytes.Buffer
+	a := newAsker(strings.NewReader("y\n"), true, nil, newDisplay(&out, false))
+	defer a.close()
+	if _, err := a.decide(t.Context(), question{shown: shown, where: "in the Docker sandbox"}); err != nil {
+		t.Fatal(err)
+	}
+	// GitHub shows the comment's entities as the characters they stand
+	// for, and its code spans without their backquotes.
+	terminal, comment := out.String(), strings.ReplaceAll(html.UnescapeString(task.RenderRequest(shown)), "`", "")
+	if strings.Contains(terminal, rlo) || strings.Contains(comment, rlo) {
+		t.Fatalf("U+202E shown as is:\n%s\n%s", terminal, comment)
+	}
+	for _, both := range []string{"x<U+202E>gol.sh (+2 −0)", "+require evil.test/m v1.0.0 // <U+202E>", "check <U+202E>it", shown.ShortDigest()} {
+		if !strings.Contains(terminal, both) || !strings.Contains(comment, both) {
+			t.Errorf("%q is not on both surfaces:\n%s\n%s", both, terminal, comment)
+		}
+	}
+	strip := strings.NewReplacer("`", "", "*", "")
+	for _, s := range shown.Sentences() {
+		words := strip.Replace(approval.PlainText(s))
+		if !strings.Contains(strip.Replace(terminal), words) || !strings.Contains(strip.Replace(comment), words) {
+			t.Errorf("the sentence %q is not on both surfaces:\n%s\n%s", words, terminal, comment)
 		}
 	}
 }
@@ -160,9 +197,11 @@ func TestIsTerminal(t *testing.T) {
 // rejected, with the reason.
 func TestChangedManifestsAreAlwaysAsked(t *testing.T) {
 	const cmd = "go test ./..."
-	req := agent.Request{Command: cmd, Reason: "test"}
-	changed := question{req: req, where: "in the Docker sandbox", stat: "1 file changed\n",
-		manifests: []string{"go.mod"}, manifestDiff: "+require evil.test/m v1.0.0\n"}
+	plain := approval.Request{ID: "1", Command: cmd, Reason: "test", Commit: "abc", Where: approval.Where{Sandbox: true, Local: true}}
+	changed := plain
+	changed.Setup = &approval.Setup{Base: "HEAD", Manifests: []pullwright.FileStat{{Path: "go.mod", Added: 1}}, Diff: "+require evil.test/m v1.0.0\n"}
+	unknown := plain
+	unknown.Setup = &approval.Setup{Base: "HEAD", Unknown: "the diff failed"}
 	tests := []struct {
 		name        string
 		interactive bool
@@ -172,11 +211,11 @@ func TestChangedManifestsAreAlwaysAsked(t *testing.T) {
 		how         string
 		asked       bool
 	}{
-		{"listed, unchanged", false, "", question{req: req}, true, "on the --yes-to list", false},
-		{"listed, changed, no terminal", false, "", changed, false, reasonManifests, false},
-		{"listed, changed, asked", true, "y\n", changed, true, "approved", true},
-		{"listed, changed, refused", true, "n not that module\n", changed, false, "not that module", true},
-		{"listed, not known whether changed, no terminal", false, "", question{req: req, manifestsUnknown: true}, false, reasonManifests, false},
+		{"listed, unchanged", false, "", question{shown: approval.Seal(plain)}, true, "on the --yes-to list", false},
+		{"listed, changed, no terminal", false, "", question{shown: approval.Seal(changed)}, false, reasonManifests, false},
+		{"listed, changed, asked", true, "y\n", question{shown: approval.Seal(changed)}, true, "approved", true},
+		{"listed, changed, refused", true, "n not that module\n", question{shown: approval.Seal(changed)}, false, "not that module", true},
+		{"listed, not known whether changed, no terminal", false, "", question{shown: approval.Seal(unknown)}, false, reasonManifests, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -190,7 +229,7 @@ func TestChangedManifestsAreAlwaysAsked(t *testing.T) {
 			if v.approved != tt.approved || v.how != tt.how {
 				t.Errorf("verdict %+v, want approved=%v how=%q", v, tt.approved, tt.how)
 			}
-			shown := strings.Contains(out.String(), "The agent changed go.mod") && strings.Contains(out.String(), "    +require evil.test/m v1.0.0")
+			shown := strings.Contains(out.String(), "setup runs first, with these manifests. The files to run change `go.mod`") && strings.Contains(out.String(), "    +require evil.test/m v1.0.0")
 			if shown != tt.asked {
 				t.Errorf("question shown with the change: %v, want %v:\n%s", shown, tt.asked, out.String())
 			}

@@ -258,11 +258,12 @@ func TestRunAsksAndLeavesABranch(t *testing.T) {
 	mustContain(t, "the result of cat", lastResult(t, reqs, 3), "exit code 0", "Remember to commit your work.")
 	mustContain(t, "the result of go vet", lastResult(t, reqs, 4), "rejected by @", ": flaky")
 
-	// The user saw each question with command, reason and diff stat.
+	// The user saw each question with command, reason, where it runs
+	// and the files, as the request comment shows them.
 	errOut := stderr.String()
 	mustContain(t, "stderr", errOut,
-		"$ cat README.md", "Reason: check the fix", "$ go vet ./...", "Reason: vet the code",
-		" README.md | 2 +-", " 1 file changed, 1 insertion(+), 1 deletion(-)",
+		"$ cat README.md", "Why: check the fix", "$ go vet ./...", "Why: vet the code",
+		"! It would run on the files of the workspace (tree `", "without a sandbox", "    README.md (+1 −1)",
 		"[y] yes", "UNSANDBOXED", "rejected `go vet ./...`: flaky",
 		"warning: 1 uncommitted change (`main.go`)", "edited README.md", "[>] Fix the typo")
 	if n := strings.Count(errOut, "The agent asks to run a command"); n != 2 {
@@ -608,5 +609,5 @@ func TestRunLeavesOutFilesGitIgnores(t *testing.T) {
 		t.Fatalf("the run had a file git ignores:\n%s", got)
 	}
 	mustContain(t, "the run's result", got, "README.md", "not part of this run, because git ignores them: check.local.sh")
-	mustContain(t, "stderr", stderr.String(), " README.md | 2 +-", " 1 file changed")
+	mustContain(t, "stderr", stderr.String(), "    README.md (+1 −1)")
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/agent"
+	"github.com/pullwright/pullwright/approval"
 	"github.com/pullwright/pullwright/deps"
 	"github.com/pullwright/pullwright/fence"
 	"github.com/pullwright/pullwright/policy"
@@ -216,27 +217,7 @@ func (r *run) request(ctx context.Context, req agent.Request) (string, error) {
 		RequestID: strconv.Itoa(len(r.runs) + 1), Command: req.Command, Reason: req.Reason,
 		SHA: tree.Hash(), AskedAt: time.Now(), By: r.who,
 	}
-	stats, err := r.ws.DiffStatOf(r.src.head, tree)
-	q := question{req: req, where: r.sb.where}
-	if err != nil {
-		q.stat = fmt.Sprintf("(the diff stat could not be made: %v)\n", err)
-		q.manifestsUnknown = r.sb.setup != nil
-	} else {
-		q.stat = diffStat(stats)
-	}
-	if r.sb.setup != nil {
-		for _, st := range stats {
-			if (deps.Plan{}).ManifestsChanged([]string{st.Path}) {
-				q.manifests = append(q.manifests, st.Path)
-			}
-		}
-		if len(q.manifests) > 0 {
-			if q.manifestDiff, err = r.ws.DiffOfTree(r.src.head, tree, q.manifests...); err != nil {
-				q.manifestDiff = fmt.Sprintf("(the diff could not be made: %v)\n", err)
-			}
-			q.manifestDiff = headLines(q.manifestDiff, manifestDiffLines)
-		}
-	}
+	q := question{shown: r.show(req, tree), where: r.sb.where}
 	r.status("waiting for your answer")
 	v, err := r.ask.decide(ctx, q)
 	if err != nil {
@@ -265,17 +246,8 @@ func (r *run) request(ctx context.Context, req agent.Request) (string, error) {
 		}
 		return r.notRun(rec, fmt.Sprintf("the workspace's files could not be written out for the run: %v", err)), nil
 	}
-	spec := pullwright.RunSpec{
-		Dir:      dir,
-		Command:  req.Command,
-		Timeout:  s.Sandbox.Timeout.D(),
-		Image:    r.image,
-		Network:  s.Sandbox.Network,
-		Memory:   s.MemoryBytes,
-		Disk:     s.DiskBytes,
-		NanoCPUs: int64(s.Sandbox.CPUs * 1e9),
-		Labels:   map[string]string{"pullwright.run": "bot-run"},
-	}
+	spec := s.RunSpec(dir, req.Command, map[string]string{"pullwright.run": "bot-run"})
+	spec.Image = r.image
 	if r.sb.setup != nil {
 		ready, result, err := r.dependencies(ctx, spec)
 		if err != nil {
@@ -343,6 +315,47 @@ func notStarted(res pullwright.RunResult) (string, bool) {
 		return "", false
 	}
 	return strings.TrimSpace(strings.TrimPrefix(res.Output, prefix)), true
+}
+
+// show is the request as the person is asked to approve it: the value
+// serve's request comment shows (approval.Request), built from what bot
+// run knows: the workspace's tree, its changes against HEAD, where it
+// runs, and whether the repository's setup runs first with manifests
+// the agent changed.
+func (r *run) show(req agent.Request, tree *repo.Tree) approval.Request {
+	s := r.settings
+	v := approval.Request{ID: strconv.Itoa(len(r.runs) + 1), Command: req.Command, Reason: req.Reason, Commit: tree.Hash(),
+		Where: approval.Where{Local: true, Sandbox: r.sb.where != whereLocal}}
+	if v.Where.Sandbox {
+		v.Where.Image, v.Where.Network = r.image, s.Sandbox.Network == "bridge"
+	}
+	stats, err := r.ws.DiffStatOf(r.src.head, tree)
+	if err != nil {
+		v.FilesUnknown = fmt.Sprintf("the diff against HEAD failed: %v", err)
+		if r.sb.setup != nil {
+			v.Setup = &approval.Setup{Base: "HEAD", Unknown: v.FilesUnknown}
+		}
+		return approval.Seal(v)
+	}
+	v.Files = stats
+	if r.sb.setup == nil {
+		return approval.Seal(v)
+	}
+	var manifests []pullwright.FileStat
+	var paths []string
+	for _, st := range stats {
+		if (deps.Plan{}).ManifestsChanged([]string{st.Path}) {
+			manifests, paths = append(manifests, st), append(paths, st.Path)
+		}
+	}
+	if len(paths) > 0 {
+		diff, err := r.ws.DiffOfTree(r.src.head, tree, paths...)
+		if err != nil {
+			diff = fmt.Sprintf("(the diff could not be made: %v)\n", err)
+		}
+		v.Setup = &approval.Setup{Base: "HEAD", Manifests: manifests, Diff: headLines(diff, manifestDiffLines)}
+	}
+	return approval.Seal(v)
 }
 
 // manifestDiffLines bounds the manifests' diff in a question: a

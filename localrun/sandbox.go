@@ -18,6 +18,9 @@ import (
 const pingTimeout = 10 * time.Second
 
 // sandbox is the runner of a run and what to say about it.
+// whereLocal is where the local runner runs a command.
+const whereLocal = "UNSANDBOXED on this machine"
+
 type sandbox struct {
 	r     runner.Runner
 	where string // "in the Docker sandbox", "UNSANDBOXED on this machine"
@@ -47,7 +50,7 @@ func newSandbox(ctx context.Context, o Options, log *slog.Logger) (*sandbox, err
 		fmt.Fprint(o.Stderr, localWarning)
 		// Not runner.NewLocal: its warning is the one above, in words
 		// for a terminal.
-		return &sandbox{r: &runner.Local{TempDir: o.TempDir, Path: o.Path, Logger: rlog}, where: "UNSANDBOXED on this machine", close: func() {}}, nil
+		return &sandbox{r: &runner.Local{TempDir: o.TempDir, Path: o.Path, Logger: rlog}, where: whereLocal, close: func() {}}, nil
 	}
 	fwd, fwdErr := setup.Forwarder(o.Forwarder)
 	d, err := runner.NewDocker(runner.DockerConfig{

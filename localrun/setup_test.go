@@ -47,7 +47,7 @@ func TestRunSetsUpTheDependencies(t *testing.T) {
 	out := stderr.String()
 	mustContain(t, "stderr", out,
 		"setup done in", "go mod download", "reached modproxy.test:",
-		"The agent changed go.mod: the repository's setup runs first", "+// pinned")
+		"! The repository's setup runs first, with these manifests. The files to run change `go.mod`", "+// pinned")
 	if strings.Count(out, "setup done in") != 2 || served.Load() == 0 {
 		t.Errorf("want two setups (HEAD's, then the changed go.mod's), %d requests to the proxy:\n%s", served.Load(), out)
 	}
