@@ -2,9 +2,9 @@ package localrun
 
 import (
 	"bytes"
-	"html"
 	"context"
 	"errors"
+	"html"
 	"io"
 	"os"
 	"strings"
