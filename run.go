@@ -3,6 +3,7 @@ package pullwright
 import (
 	"context"
 	"io"
+	"net/netip"
 	"time"
 )
 
@@ -115,4 +116,79 @@ type RunSpec struct {
 // (fence.Proxy.ServeRoute serves it).
 type Route interface {
 	ServeRoute(ctx context.Context, conn io.ReadWriteCloser) error
+}
+
+// SetupRequest is one approved run's need for its repository's
+// dependencies: the repository's setup, behind the fence, into a cache the
+// run then reads. It is resolved once from the repository's settings
+// (policy.Settings.SetupRequest) and taken as it is by setup.
+type SetupRequest struct {
+	// Repo names the repository's caches: "owner/name", or for bot run
+	// "local:<path>".
+	Repo string
+	// Dir holds the files to run, as the run gets them. Base holds the
+	// files of the commit that alone may fill a cache the repository's
+	// tasks share (the default branch's, a pull request's base's), ""
+	// when there are none to trust. A setup runs code of the files it
+	// runs on, not only the manifests its key covers: so a shared cache is
+	// filled from Base alone, and only when Dir's manifests are Base's;
+	// otherwise the setup runs on Dir into a cache of the run's own,
+	// removed by Release.
+	Dir, Base string
+	// Image is the run's image ("" lets the runner choose).
+	Image string
+	// Setup is the repository's setup (nil: the defaults per ecosystem).
+	Setup []string
+	// Hosts and Nets are where the setup may connect beyond the image's
+	// toolchain hosts (with ToolchainHosts): host patterns, and
+	// non-public ranges. The bot's own addresses are never among them.
+	Hosts          []string
+	Nets           []netip.Prefix
+	ToolchainHosts bool
+	// The setup run's limits, as the approved run's.
+	Memory, Disk, NanoCPUs int64
+	Timeout                time.Duration
+	Labels                 map[string]string
+}
+
+// SetupResult is what an approved run gets from its setup: the caches and
+// environment to run with, and the record of a setup that ran.
+type SetupResult struct {
+	// Key is the setup plan's cache key; Steps its steps, none when the
+	// files need no setup.
+	Key   string
+	Steps []string
+	// Caches, Env and Links go into the approved run's RunSpec.
+	Caches []CacheMount
+	Env    []string
+	Links  []Link
+	// Record is set when a setup ran for this run; Record.Failed then
+	// means the command must not run on a half-filled cache.
+	Record *SetupRecord
+	// Private is true when the cache is the run's own (SetupRequest.Base).
+	Private bool
+	// Measured is set when the engine's ready caches were measured (after
+	// a setup filled one): CacheBytes is what they hold together, after
+	// Evicted were removed.
+	Measured   bool
+	CacheBytes int64
+	Evicted    []string
+	// Release frees what the run alone used (its hold on a shared cache,
+	// a private cache); call it once, when the run ended. Never nil.
+	Release func(context.Context)
+}
+
+// SetupRecord is a setup that ran before an approved command: what it ran,
+// how it ended, and what the fence let through or refused. It is kept
+// with the request's record and shown in the status.
+type SetupRecord struct {
+	Steps    []string      `json:"steps"`
+	ExitCode int           `json:"exit_code"`
+	Failed   bool          `json:"failed,omitempty"`
+	Duration time.Duration `json:"duration"`
+	// Output is the setup's output, bounded.
+	Output string `json:"output,omitempty"`
+	// Reached and Blocked are the fence's "host:port" of each kind.
+	Reached []string `json:"reached,omitempty"`
+	Blocked []string `json:"blocked,omitempty"`
 }

@@ -405,9 +405,9 @@ func (a *App) sandbox(ctx context.Context, op *policy.Operator) (task.Runner, ta
 	var deps task.Dependencies
 	if fwdErr == nil {
 		keep, repoBytes, hostBytes := op.CacheLimits()
-		deps = dependencies{s: &setup.Setup{Runner: d, Resolver: a.cfg.FenceResolver, Logger: log.With("component", "setup"),
-			Limits: setup.Limits{Keep: keep, RepoBytes: repoBytes, HostBytes: hostBytes}},
-			m: a.metrics, denied: setup.OwnAddresses()}
+		deps = meteredSetup{&setup.Setup{Runner: d, Resolver: a.cfg.FenceResolver, Logger: log.With("component", "setup"),
+			Limits: setup.Limits{Keep: keep, RepoBytes: repoBytes, HostBytes: hostBytes}, Denied: setup.OwnAddresses()},
+			a.metrics}
 	}
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()

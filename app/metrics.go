@@ -212,8 +212,8 @@ func (m *metrics) observe(r task.StepResult) {
 // run counts one sandbox run.
 // setup counts what a run's dependencies took: a cache hit, a setup that
 // filled one or failed, or an error; and what the fence refused.
-func (m *metrics) setup(ready task.DepsReady, err error) {
-	switch s := ready.Setup; {
+func (m *metrics) setup(ready pullwright.SetupResult, err error) {
+	switch s := ready.Record; {
 	case err != nil:
 		m.depCaches.WithLabelValues("error").Inc()
 	case s == nil && len(ready.Caches) > 0:

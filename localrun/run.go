@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -19,10 +18,8 @@ import (
 	"github.com/pullwright/pullwright/agent"
 	"github.com/pullwright/pullwright/approval"
 	"github.com/pullwright/pullwright/deps"
-	"github.com/pullwright/pullwright/fence"
 	"github.com/pullwright/pullwright/policy"
 	"github.com/pullwright/pullwright/repo"
-	"github.com/pullwright/pullwright/setup"
 	"github.com/pullwright/pullwright/task"
 )
 
@@ -244,35 +241,37 @@ func (r *run) request(ctx context.Context, req agent.Request) (string, error) {
 		if ctx.Err() != nil {
 			return "", ctx.Err()
 		}
-		return r.notRun(rec, fmt.Sprintf("the workspace's files could not be written out for the run: %v", err)), nil
+		return r.notRun(rec, task.OutcomeNotRun, fmt.Sprintf("the workspace's files could not be written out for the run: %v", err)), nil
 	}
 	spec := s.RunSpec(dir, req.Command, map[string]string{"pullwright.run": "bot-run"})
 	spec.Image = r.image
+	// The same step as serve's: the setup, when one runs, then the
+	// command, told as the record of runs reads it.
+	step := task.Sandboxed{Runner: r.sb.r}
+	var setup *pullwright.SetupRequest
 	if r.sb.setup != nil {
-		ready, result, err := r.dependencies(ctx, spec)
+		base, err := r.headFiles(ctx)
 		if err != nil {
-			return "", err
-		}
-		defer ready.Release(context.WithoutCancel(ctx))
-		if result != "" {
-			rec.Outcome, rec.ExitCode = task.OutcomeNotRun, -1
-			if ready.Failed {
-				rec.Outcome = task.OutcomeSetupFailed
+			if ctx.Err() != nil {
+				return "", ctx.Err()
 			}
-			r.runs = append(r.runs, rec)
-			return result, nil
+			return r.notRun(rec, task.OutcomeNotRun, fmt.Sprintf("HEAD's files could not be written out for the repository's setup: %v", err)), nil
 		}
-		spec.Caches, spec.Env, spec.Links = ready.Caches, ready.Env, ready.Links
+		// The user's own image is theirs to trust, as it was before
+		// bot run shared serve's step.
+		req := s.SetupRequest("local:"+r.src.top, base, spec,
+			map[string]string{"pullwright.run": "bot-run", "pullwright.setup": "true"}, []string{s.Sandbox.Image})
+		setup, step.Deps = &req, r.sb.setup
+		r.status("setting up the repository's dependencies")
 	}
-	res, err := r.sb.r.Run(ctx, spec)
+	ran, err := step.Run(ctx, spec, setup)
 	if err != nil {
-		if ctx.Err() != nil {
-			return "", ctx.Err()
-		}
-		return r.notRun(rec, fmt.Sprintf("the sandbox failed: %v", err)), nil
+		return "", err
 	}
-	if why, ok := notStarted(res); ok {
-		return r.notRun(rec, why), nil
+	r.showSetup(ran.Setup)
+	res := ran.Result
+	if why, ok := task.NotStarted(res); ok {
+		return r.notRun(rec, ran.Outcome(), why), nil
 	}
 	rec.Outcome = task.RunOutcome(res, false)
 	rec.ExitCode, rec.Duration = res.ExitCode, res.Duration
@@ -296,25 +295,15 @@ func (r *run) request(ctx context.Context, req agent.Request) (string, error) {
 	return agent.RunResult(res.ExitCode, output, res.Truncated, res.TimedOut, res.Duration), nil
 }
 
-// notRun records that rec's approved command could not start, says why
-// at the terminal, and returns the same sentence as the agent's result.
-func (r *run) notRun(rec task.RunRecord, why string) string {
-	rec.Outcome, rec.ExitCode = task.OutcomeNotRun, -1
+// notRun records that rec's approved command could not start (outcome:
+// it could not run, or its setup failed), says why at the terminal, and
+// returns the same sentence as the agent's result.
+func (r *run) notRun(rec task.RunRecord, outcome, why string) string {
+	rec.Outcome, rec.ExitCode = outcome, -1
 	r.runs = append(r.runs, rec)
 	why = strings.TrimRight(strings.TrimSpace(why), ".")
 	r.d.printf("  `%s` could not run: %s.\n", clip(oneLine(rec.Command), 120), oneLine(why))
 	return fmt.Sprintf("error: the command did not run: %s.", why)
-}
-
-// notStarted reads a runner's result that says the command never started
-// (the image is gone, the files do not fit): the runner reports it as a
-// result with exit code -1 and output that begins "not run:".
-func notStarted(res pullwright.RunResult) (string, bool) {
-	const prefix = "not run:"
-	if res.ExitCode != -1 || res.TimedOut || !strings.HasPrefix(res.Output, prefix) {
-		return "", false
-	}
-	return strings.TrimSpace(strings.TrimPrefix(res.Output, prefix)), true
 }
 
 // show is the request as the person is asked to approve it: the value
@@ -371,74 +360,43 @@ func headLines(s string, n int) string {
 	return strings.Join(lines[:n], "") + fmt.Sprintf("[… %d more lines]\n", len(lines)-n)
 }
 
-// dependencies runs the repository's setup for the run of spec unless
-// its cache is ready: shared by the runs whose manifests are HEAD's and
-// filled from HEAD's files, or the run's own when the agent changed a
-// manifest. A result is what the agent gets instead of running the
-// command (the setup failed or could not run); an error is only ctx's.
-func (r *run) dependencies(ctx context.Context, spec pullwright.RunSpec) (setup.Prepared, string, error) {
-	s := r.settings
+// headFiles writes HEAD's files out once, beside the runs: they alone may
+// fill the repository's shared cache (pullwright.SetupRequest.Base).
+func (r *run) headFiles(ctx context.Context) (string, error) {
 	base := filepath.Join(r.base, "head")
-	if _, err := os.Stat(base); err != nil {
-		head, err := r.ws.CommitTree(r.src.head)
-		if err == nil {
-			err = head.Export(ctx, base)
-		}
-		if err != nil {
-			os.RemoveAll(base)
-			if ctx.Err() != nil {
-				return setup.Prepared{}, "", ctx.Err()
-			}
-			return setup.Prepared{}, fmt.Sprintf("error: HEAD's files could not be written out for the repository's setup, so the command did not run: %v", err), nil
-		}
+	if _, err := os.Stat(base); err == nil {
+		return base, nil
 	}
-	var nets []netip.Prefix
-	for _, n := range s.FenceNets() {
-		if p, err := netip.ParsePrefix(n); err == nil {
-			nets = append(nets, p)
-		}
+	head, err := r.ws.CommitTree(r.src.head)
+	if err == nil {
+		err = head.Export(ctx, base)
 	}
-	r.status("setting up the repository's dependencies")
-	p, err := r.sb.setup.Prepare(ctx, setup.Request{
-		Repo: "local:" + r.src.top, Dir: spec.Dir, Base: base, Image: spec.Image, Setup: s.Setup,
-		Policy:         fence.Policy{Hosts: s.SetupHosts(), AllowedNets: nets, Denied: setup.OwnAddresses()},
-		ToolchainHosts: s.ToolchainHosts(),
-		Memory:         spec.Memory, Disk: spec.Disk, NanoCPUs: spec.NanoCPUs, Timeout: spec.Timeout,
-		Labels: map[string]string{"pullwright.run": "bot-run", "pullwright.setup": "true"},
-	})
 	if err != nil {
-		if ctx.Err() != nil {
-			return p, "", ctx.Err()
-		}
-		r.d.printf("  setup could not run: %v\n", err)
-		return p, fmt.Sprintf("error: the repository's setup (fetching its dependencies) could not run, so the command did not run: %v", err), nil
+		os.RemoveAll(base)
+		return "", err
 	}
-	if p.Setup == nil {
-		return p, "", nil
+	return base, nil
+}
+
+// showSetup tells what the repository's setup did, if one ran.
+func (r *run) showSetup(s *pullwright.SetupRecord) {
+	if s == nil {
+		return
 	}
-	reached, blocked := p.Hosts()
-	how := fmt.Sprintf("done in %s", p.Setup.Duration.Round(100*time.Millisecond))
-	if p.Failed {
-		how = fmt.Sprintf("FAILED (exit code %d) after %s", p.Setup.ExitCode, p.Setup.Duration.Round(100*time.Millisecond))
+	how := fmt.Sprintf("done in %s", s.Duration.Round(100*time.Millisecond))
+	if s.Failed {
+		how = fmt.Sprintf("FAILED (exit code %d) after %s", s.ExitCode, s.Duration.Round(100*time.Millisecond))
 	}
-	r.d.printf("  setup %s: %s\n", how, safe(strings.Join(p.Plan.Steps, "; ")))
-	if len(reached) > 0 {
-		r.d.printf("    reached %s\n", safe(strings.Join(reached, ", ")))
+	r.d.printf("  setup %s: %s\n", how, safe(strings.Join(s.Steps, "; ")))
+	if len(s.Reached) > 0 {
+		r.d.printf("    reached %s\n", safe(strings.Join(s.Reached, ", ")))
 	}
-	if len(blocked) > 0 {
-		r.d.printf("    blocked %s\n", safe(strings.Join(blocked, ", ")))
+	if len(s.Blocked) > 0 {
+		r.d.printf("    blocked %s\n", safe(strings.Join(s.Blocked, ", ")))
 	}
-	if !p.Failed {
-		return p, "", nil
+	if s.Failed {
+		r.d.printf("%s", tail(s.Output, outputTail))
 	}
-	r.d.printf("%s", tail(p.Setup.Output, outputTail))
-	var b strings.Builder
-	fmt.Fprintf(&b, "not run: the repository's setup failed (exit code %d), so its dependencies are not there; the command was not run.\n", p.Setup.ExitCode)
-	if len(blocked) > 0 {
-		fmt.Fprintf(&b, "The network fence blocked: %s. Setup reaches only the hosts allowed for it.\n", strings.Join(blocked, ", "))
-	}
-	fmt.Fprintf(&b, "Setup ran:\n%s\nIts output:\n%s", strings.Join(p.Plan.Steps, "\n"), p.Setup.Output)
-	return p, b.String(), nil
 }
 
 // tail is the last n lines of output, indented, made safe to print.

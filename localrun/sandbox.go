@@ -94,7 +94,7 @@ func newSandbox(ctx context.Context, o Options, log *slog.Logger) (*sandbox, err
 	} else {
 		keep, repoBytes, hostBytes := policy.DefaultOperator().CacheLimits()
 		sb.setup = &setup.Setup{Runner: d, Resolver: o.Resolver, Logger: log.With("component", "setup"),
-			Limits: setup.Limits{Keep: keep, RepoBytes: repoBytes, HostBytes: hostBytes}}
+			Limits: setup.Limits{Keep: keep, RepoBytes: repoBytes, HostBytes: hostBytes}, Denied: setup.OwnAddresses()}
 	}
 	return sb, nil
 }

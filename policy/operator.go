@@ -234,6 +234,22 @@ func (s Settings) RunSpec(dir, command string, labels map[string]string) pullwri
 	}
 }
 
+// SetupRequest is the setup the run of spec needs, for the repository
+// named repo: the repository's setup and its fence, with the run's image
+// and limits. base holds the files that alone may fill a shared cache
+// (pullwright.SetupRequest.Base). The image's own toolchain hosts are the
+// operator's to trust: a repository that names its image may widen its
+// fence with them only when the image is among trusted (caps.images).
+func (s Settings) SetupRequest(repo, base string, spec pullwright.RunSpec, labels map[string]string, trusted []string) pullwright.SetupRequest {
+	return pullwright.SetupRequest{
+		Repo: repo, Dir: spec.Dir, Base: base, Image: spec.Image, Setup: s.Setup,
+		Hosts: s.SetupHosts(), Nets: slices.Clone(s.FenceAllowedNets),
+		ToolchainHosts: s.ToolchainHosts() && (s.Sandbox.Image == "" || slices.Contains(trusted, s.Sandbox.Image)),
+		Memory:         spec.Memory, Disk: spec.Disk, NanoCPUs: spec.NanoCPUs, Timeout: spec.Timeout,
+		Labels: labels,
+	}
+}
+
 // ToolchainHosts reports whether setup may reach the hosts the image's
 // package managers are configured with.
 func (s Settings) ToolchainHosts() bool { return !s.NoToolchainHosts }

@@ -2,7 +2,6 @@ package runner
 
 import (
 	"context"
-	"github.com/pullwright/pullwright"
 	"io"
 	"log/slog"
 	"os"
@@ -12,6 +11,8 @@ import (
 
 	"github.com/moby/moby/api/pkg/stdcopy"
 	"github.com/moby/moby/client"
+
+	"github.com/pullwright/pullwright"
 )
 
 // BenchmarkDockerOverhead measures, in the same run and interleaved so that

@@ -7,7 +7,6 @@ package runner_test
 import (
 	"context"
 	"fmt"
-	"github.com/pullwright/pullwright"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/moby/moby/client"
 
+	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/internal/sandboxtest"
 	"github.com/pullwright/pullwright/runner"
 )

@@ -1,13 +1,14 @@
 package runner
 
 import (
-	"github.com/pullwright/pullwright"
 	"log/slog"
 	"math/rand/v2"
 	"os/exec"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pullwright/pullwright"
 )
 
 func TestBoundedOutput(t *testing.T) {

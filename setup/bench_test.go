@@ -2,7 +2,6 @@ package setup_test
 
 import (
 	"fmt"
-	"github.com/pullwright/pullwright"
 	"log/slog"
 	"net/netip"
 	"os"
@@ -13,7 +12,7 @@ import (
 
 	"github.com/moby/moby/client"
 
-	"github.com/pullwright/pullwright/fence"
+	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/internal/fencetest"
 	"github.com/pullwright/pullwright/internal/sandboxtest"
 	"github.com/pullwright/pullwright/runner"
@@ -45,9 +44,9 @@ func BenchmarkSetup(b *testing.B) {
 	defer d.Close()
 	s := &setup.Setup{Runner: d, Resolver: fencetest.Resolver(), Limits: setup.Limits{Keep: 1}}
 	dir := pullwrightTree(b)
-	req := setup.Request{
+	req := pullwright.SetupRequest{
 		Repo: repo, Dir: dir, Base: dir, Image: image, Timeout: 10 * time.Minute, ToolchainHosts: true,
-		Policy: fence.Policy{AllowedNets: []netip.Prefix{fencetest.Loopback}},
+		Nets: []netip.Prefix{fencetest.Loopback},
 	}
 	cli, err := client.New(client.FromEnv)
 	if err != nil {
@@ -56,13 +55,13 @@ func BenchmarkSetup(b *testing.B) {
 	defer cli.Close()
 	const test = "GOTOOLCHAIN=local go test -count=1 ./policy/"
 	var cold, direct, warm, floor time.Duration
-	var prepared setup.Prepared
+	var prepared pullwright.SetupResult
 	for i := 0; i < b.N; i++ {
 		// Cold: an empty cache each time.
 		removeCacheVolumes(b, cli, repo)
 		start := time.Now()
 		prepared, err = s.Prepare(b.Context(), req)
-		if err != nil || prepared.Failed || prepared.Setup == nil {
+		if err != nil || prepared.Record.Failed || prepared.Record == nil {
 			b.Fatalf("setup: %v %+v", err, prepared)
 		}
 		cold += time.Since(start)
@@ -81,7 +80,7 @@ func BenchmarkSetup(b *testing.B) {
 		// Warm: the second task finds the cache ready.
 		start = time.Now()
 		p, err := s.Prepare(b.Context(), req)
-		if err != nil || p.Setup != nil {
+		if err != nil || p.Record != nil {
 			b.Fatalf("warm prepare: %v %+v", err, p)
 		}
 		res, err := d.Run(b.Context(), pullwright.RunSpec{Dir: dir, Image: image, Command: test, Caches: p.Caches, Env: p.Env, Timeout: 10 * time.Minute, Memory: 4 << 30})

@@ -3,7 +3,6 @@ package setup_test
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/pullwright/pullwright"
 	"net/netip"
 	"os"
 	"path"
@@ -13,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pullwright/pullwright/fence"
+	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/internal/fencetest"
 	"github.com/pullwright/pullwright/internal/sandboxtest"
 	"github.com/pullwright/pullwright/setup"
@@ -143,18 +142,18 @@ func TestNodeAndPythonProjectsPassOnTheCache(t *testing.T) {
 			d := newDocker(t, repo, "")
 			s := &setup.Setup{Runner: d, Resolver: fencetest.Resolver()}
 			dir := write(t, c.files)
-			req := setup.Request{
+			req := pullwright.SetupRequest{
 				Repo: repo, Dir: dir, Base: dir, Image: c.image, Timeout: 5 * time.Minute, ToolchainHosts: true,
-				Policy: fence.Policy{AllowedNets: []netip.Prefix{fencetest.Loopback}},
+				Nets: []netip.Prefix{fencetest.Loopback},
 			}
 			p, err := s.Prepare(t.Context(), req)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if p.Setup == nil || p.Failed {
+			if p.Record == nil || p.Record.Failed {
 				out := ""
-				if p.Setup != nil {
-					out = p.Setup.Output
+				if p.Record != nil {
+					out = p.Record.Output
 				}
 				t.Fatalf("setup = %+v\n%s", p, out)
 			}
@@ -162,9 +161,12 @@ func TestNodeAndPythonProjectsPassOnTheCache(t *testing.T) {
 				t.Errorf("the registry served %q, not %s", c.requests.Paths(), c.fetched)
 			}
 			name, _, _ := strings.Cut(c.host, ":")
-			for _, e := range p.Events {
-				if !e.Allowed || e.Host != name {
-					t.Errorf("the fence saw %s", e)
+			if len(p.Record.Blocked) > 0 {
+				t.Errorf("the fence refused %s", p.Record.Blocked)
+			}
+			for _, h := range p.Record.Reached {
+				if got, _, _ := strings.Cut(h, ":"); got != name {
+					t.Errorf("the fence let through %s", h)
 				}
 			}
 			before := len(c.requests.Paths())
@@ -182,7 +184,7 @@ func TestNodeAndPythonProjectsPassOnTheCache(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if again.Setup != nil || len(again.Caches) != 1 || again.Caches[0].Volume != p.Caches[0].Volume {
+			if again.Record != nil || len(again.Caches) != 1 || again.Caches[0].Volume != p.Caches[0].Volume {
 				t.Errorf("second prepare = %+v, want the ready cache", again)
 			}
 		})

@@ -59,7 +59,7 @@ func TestEvictions(t *testing.T) {
 }
 
 func TestPreparedHosts(t *testing.T) {
-	p := Prepared{Events: []fence.Event{
+	p := prepared{Events: []fence.Event{
 		{Host: "mirror.test", Port: 443, Allowed: true},
 		{Host: "evil.test", Port: 443},
 		{Host: "mirror.test", Port: 443, Allowed: true},

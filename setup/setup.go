@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"maps"
 	"net"
+	"net/netip"
 	"os"
 	"path"
 	"slices"
@@ -45,6 +46,9 @@ type Setup struct {
 	Resolver fence.Resolver
 	// Limits bound the caches on the engine (see Limits).
 	Limits Limits
+	// Denied are the bot's own addresses (OwnAddresses), which no setup
+	// reaches whatever a request allows.
+	Denied []netip.Prefix
 	Logger *slog.Logger
 
 	mu sync.Mutex
@@ -62,34 +66,9 @@ type Setup struct {
 	held map[string]int
 }
 
-// Request is one run's need for its repository's dependencies.
-type Request struct {
-	Repo string // owner/name
-	// Dir holds the approved commit's files, which the run gets.
-	Dir string
-	// Base holds the default branch's files the task started from, ""
-	// when there are none to trust (a pull request's). A setup runs code
-	// of the files it runs on (build backends, pnpm hooks, Yarn's
-	// release), not only the manifests its key covers: so a cache shared
-	// by the repository's tasks is filled from Base alone, and only when
-	// Dir's manifests are Base's. Otherwise the setup runs on Dir into a
-	// cache of this run's own, removed by Release.
-	Base  string
-	Image string // the repository's sandbox.image; "" lets the runner choose
-	// Setup is the repository's setup (nil: the defaults per ecosystem).
-	Setup []string
-	// Policy is where setup may connect; with ToolchainHosts, also the
-	// hosts the image's package managers are configured with.
-	Policy         fence.Policy
-	ToolchainHosts bool
-	// Limits of the setup run, as for an approved run.
-	Memory, Disk, NanoCPUs int64
-	Timeout                time.Duration
-	Labels                 map[string]string
-}
-
-// Prepared is what a run gets from Prepare.
-type Prepared struct {
+// prepared is what Prepare found and did, before it is told in the
+// vocabulary (result).
+type prepared struct {
 	Plan deps.Plan
 	// Caches and Env go into the approved run's Spec.
 	Caches []pullwright.CacheMount
@@ -104,7 +83,7 @@ type Prepared struct {
 	// command should not run on a half-filled cache.
 	Failed bool
 	// Private is true when the cache is this run's own (see
-	// Request.Base); Release removes it after the run.
+	// pullwright.SetupRequest.Base); Release removes it after the run.
 	Private bool
 	// Measured is set when this call measured the engine's ready caches
 	// (after a setup filled one): CacheBytes is what they hold together,
@@ -117,7 +96,7 @@ type Prepared struct {
 
 // Hosts are the hosts ("host:port") the setup reached and those the fence
 // refused it, each once, in the order first asked for.
-func (p Prepared) Hosts() (reached, blocked []string) {
+func (p prepared) Hosts() (reached, blocked []string) {
 	for _, e := range p.Events {
 		hp := net.JoinHostPort(e.Host, strconv.Itoa(e.Port))
 		list := &blocked
@@ -132,7 +111,7 @@ func (p Prepared) Hosts() (reached, blocked []string) {
 }
 
 // Release removes what the run alone used; call it once the run ended.
-func (p Prepared) Release(ctx context.Context) {
+func (p prepared) Release(ctx context.Context) {
 	if p.release != nil {
 		p.release(ctx)
 	}
@@ -140,14 +119,48 @@ func (p Prepared) Release(ctx context.Context) {
 
 // Prepare plans the setup for req's files and makes its cache ready,
 // running the setup if it is not.
-func (s *Setup) Prepare(ctx context.Context, req Request) (Prepared, error) {
+func (s *Setup) Prepare(ctx context.Context, req pullwright.SetupRequest) (pullwright.SetupResult, error) {
+	p, err := s.prepare(ctx, req)
+	return p.result(), err
+}
+
+// maxHostsShown bounds the hosts a setup record keeps of each kind, and
+// maxOutputLines its output: the record is stored with the task and
+// shown in its status.
+const (
+	maxHostsShown  = 20
+	maxOutputLines = 60
+)
+
+// result is p told in the vocabulary.
+func (p prepared) result() pullwright.SetupResult {
+	out := pullwright.SetupResult{Key: p.Plan.Key, Steps: p.Plan.Steps, Caches: p.Caches, Env: p.Env, Links: p.Links,
+		Private: p.Private, Measured: p.Measured, CacheBytes: p.CacheBytes, Evicted: p.Evicted, Release: p.Release}
+	if p.Setup != nil {
+		reached, blocked := p.Hosts()
+		out.Record = &pullwright.SetupRecord{Steps: p.Plan.Steps, ExitCode: p.Setup.ExitCode, Failed: p.Failed, Duration: p.Setup.Duration,
+			Output: tailLines(p.Setup.Output, maxOutputLines), Reached: reached[:min(len(reached), maxHostsShown)], Blocked: blocked[:min(len(blocked), maxHostsShown)]}
+	}
+	return out
+}
+
+// tailLines keeps the last n lines of s.
+func tailLines(s string, n int) string {
+	lines := strings.SplitAfter(s, "\n")
+	if len(lines) <= n {
+		return s
+	}
+	return "[…]\n" + strings.Join(lines[len(lines)-n:], "")
+}
+
+func (s *Setup) prepare(ctx context.Context, req pullwright.SetupRequest) (prepared, error) {
 	cfg := s.Runner.Config()
 	image := runner.ImageFor(req.Dir, cmp.Or(req.Image, cfg.Image), cfg.FallbackImage)
 	plan, err := deps.Detect(os.DirFS(req.Dir), image, req.Setup)
 	if err != nil {
-		return Prepared{}, fmt.Errorf("plan the setup: %w", err)
+		return prepared{}, fmt.Errorf("plan the setup: %w", err)
 	}
-	p := Prepared{Plan: plan}
+	p := prepared{Plan: plan}
 	if len(plan.Steps) == 0 {
 		return p, nil
 	}
@@ -169,7 +182,7 @@ func (s *Setup) Prepare(ctx context.Context, req Request) (Prepared, error) {
 	// lookup and the run's end.
 	volume := runner.CacheVolumeName(req.Repo, plan.Key)
 	s.hold(volume)
-	fail := func(p Prepared, err error) (Prepared, error) {
+	fail := func(p prepared, err error) (prepared, error) {
 		s.unhold(volume)
 		return p, err
 	}
@@ -216,8 +229,8 @@ func (s *Setup) Prepare(ctx context.Context, req Request) (Prepared, error) {
 }
 
 // private runs the setup on req.Dir into a cache of this run's own.
-func (s *Setup) private(ctx context.Context, req Request, image string, plan deps.Plan) (Prepared, error) {
-	p := Prepared{Plan: plan, Private: true}
+func (s *Setup) private(ctx context.Context, req pullwright.SetupRequest, image string, plan deps.Plan) (prepared, error) {
+	p := prepared{Plan: plan, Private: true}
 	volume, err := s.Runner.PrivateCache(ctx, req.Labels)
 	if err != nil {
 		return p, err
@@ -230,7 +243,7 @@ func (s *Setup) private(ctx context.Context, req Request, image string, plan dep
 	proxy, err := s.proxy(ctx, req, image, plan)
 	if err != nil {
 		p.Release(ctx)
-		return Prepared{Plan: plan}, err
+		return prepared{Plan: plan}, err
 	}
 	if err := s.run(ctx, &p, req.Dir, image, volume, req, proxy); err != nil || p.Failed {
 		p.Release(ctx)
@@ -243,8 +256,12 @@ func (s *Setup) private(ctx context.Context, req Request, image string, plan dep
 }
 
 // proxy is the fence of a setup of plan in image.
-func (s *Setup) proxy(ctx context.Context, req Request, image string, plan deps.Plan) (*fence.Proxy, error) {
-	policy := req.Policy
+func (s *Setup) proxy(ctx context.Context, req pullwright.SetupRequest, image string, plan deps.Plan) (*fence.Proxy, error) {
+	nets := make([]netip.Prefix, len(req.Nets))
+	for i, n := range req.Nets {
+		nets[i] = n.Masked()
+	}
+	policy := fence.Policy{Hosts: slices.Clone(req.Hosts), AllowedNets: nets, Denied: s.Denied}
 	if req.ToolchainHosts {
 		hosts, err := s.toolchainHosts(ctx, image, plan, req)
 		if err != nil {
@@ -261,7 +278,7 @@ func (s *Setup) proxy(ctx context.Context, req Request, image string, plan deps.
 
 // run runs the plan's steps on the files in dir into volume, behind
 // proxy, recording the outcome in p.
-func (s *Setup) run(ctx context.Context, p *Prepared, dir, image, volume string, req Request, proxy *fence.Proxy) error {
+func (s *Setup) run(ctx context.Context, p *prepared, dir, image, volume string, req pullwright.SetupRequest, proxy *fence.Proxy) error {
 	res, err := s.Runner.Run(ctx, pullwright.RunSpec{
 		Dir: dir, Image: image, Command: script(p.Plan), Route: proxy,
 		Caches: []pullwright.CacheMount{{Volume: volume, Target: Mount}},
@@ -303,7 +320,7 @@ func (s *Setup) lock(key string) (unlock func()) {
 // plan's ecosystems are configured with (deps.ToolchainProbe): with no
 // network, in an empty directory so that a repository's own .npmrc cannot
 // widen its fence.
-func (s *Setup) toolchainHosts(ctx context.Context, image string, plan deps.Plan, req Request) ([]string, error) {
+func (s *Setup) toolchainHosts(ctx context.Context, image string, plan deps.Plan, req pullwright.SetupRequest) ([]string, error) {
 	var hosts []string
 	for _, eco := range plan.Ecosystems {
 		cmd, ok := deps.ToolchainProbe(eco)
@@ -455,7 +472,7 @@ func (s *Setup) unhold(volume string) {
 // evict removes the caches beyond the limits, least recently used first,
 // never one held for a run, and records in p what it removed and what is
 // left.
-func (s *Setup) evict(ctx context.Context, p *Prepared) error {
+func (s *Setup) evict(ctx context.Context, p *prepared) error {
 	all, err := s.Runner.ReadyCaches(ctx)
 	if err != nil {
 		return err

@@ -3,7 +3,6 @@ package setup_test
 import (
 	"context"
 	"fmt"
-	"github.com/pullwright/pullwright"
 	"log/slog"
 	"net/netip"
 	"os"
@@ -18,7 +17,7 @@ import (
 	"github.com/moby/moby/api/types/mount"
 	"github.com/moby/moby/client"
 
-	"github.com/pullwright/pullwright/fence"
+	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/internal/fencetest"
 	"github.com/pullwright/pullwright/internal/sandboxtest"
 	"github.com/pullwright/pullwright/runner"
@@ -61,12 +60,12 @@ func TestPrepareFillsTheCacheOnce(t *testing.T) {
 	d := newDocker(t, repo, image)
 	s := &setup.Setup{Runner: d, Resolver: fencetest.Resolver(), Limits: setup.Limits{Keep: 1},
 		Logger: slog.New(slog.NewTextHandler(t.Output(), nil))}
-	req := func(dir string) setup.Request {
-		return setup.Request{
+	req := func(dir string) pullwright.SetupRequest {
+		return pullwright.SetupRequest{
 			Repo: repo, Dir: dir, Base: dir, Timeout: 2 * time.Minute,
 			// The repository's own setup: its module proxy is the test's.
-			Setup:  []string{"GOPROXY=http://" + host + " GOTOOLCHAIN=local go mod download"},
-			Policy: fence.Policy{Hosts: []string{host}, AllowedNets: []netip.Prefix{fencetest.Loopback}},
+			Setup: []string{"GOPROXY=http://" + host + " GOTOOLCHAIN=local go mod download"},
+			Hosts: []string{host}, Nets: []netip.Prefix{fencetest.Loopback},
 		}
 	}
 
@@ -75,13 +74,11 @@ func TestPrepareFillsTheCacheOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if first.Setup == nil || first.Failed || served.Load() == 0 || len(first.Caches) != 1 || !first.Caches[0].ReadOnly {
+	if first.Record == nil || first.Record.Failed || served.Load() == 0 || len(first.Caches) != 1 || !first.Caches[0].ReadOnly {
 		t.Fatalf("first prepare = %+v (served %d)", first, served.Load())
 	}
-	for _, e := range first.Events {
-		if !e.Allowed {
-			t.Errorf("the fence refused %s", e)
-		}
+	if len(first.Record.Blocked) > 0 {
+		t.Errorf("the fence refused %s", first.Record.Blocked)
 	}
 	run, err := d.Run(t.Context(), pullwright.RunSpec{Dir: dir, Command: "GOTOOLCHAIN=local go build -o /tmp/app . && echo built", Caches: first.Caches, Env: first.Env, Timeout: 2 * time.Minute})
 	if err != nil || !strings.Contains(run.Output, "built") {
@@ -93,7 +90,7 @@ func TestPrepareFillsTheCacheOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if again.Setup != nil || served.Load() != before || again.Plan.Key != first.Plan.Key || again.Caches[0] != first.Caches[0] {
+	if again.Record != nil || served.Load() != before || again.Key != first.Key || again.Caches[0] != first.Caches[0] {
 		t.Fatalf("same manifests: prepare = %+v, %d more requests; want the ready cache, no setup", again, served.Load()-before)
 	}
 
@@ -104,7 +101,7 @@ func TestPrepareFillsTheCacheOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if changed.Setup == nil || changed.Failed || changed.Plan.Key == first.Plan.Key || changed.Caches[0].Volume == first.Caches[0].Volume {
+	if changed.Record == nil || changed.Record.Failed || changed.Key == first.Key || changed.Caches[0].Volume == first.Caches[0].Volume {
 		t.Fatalf("changed manifest: prepare = %+v; want a setup into another cache", changed)
 	}
 	// Keep 1: the older cache made room for the newer.
@@ -130,10 +127,10 @@ func TestPrepareFailsBehindTheFence(t *testing.T) {
 	repo := fmt.Sprintf("test/setup-blocked-%d", os.Getpid())
 	d := newDocker(t, repo, image)
 	s := &setup.Setup{Runner: d, Resolver: fencetest.Resolver()}
-	req := setup.Request{
+	req := pullwright.SetupRequest{
 		Repo: repo, Dir: module(t, ""), Timeout: 2 * time.Minute, // no Base: a private cache
-		Setup:  []string{"GOPROXY=http://" + host + " GOTOOLCHAIN=local go mod download"},
-		Policy: fence.Policy{AllowedNets: []netip.Prefix{fencetest.Loopback}}, // the proxy is not listed
+		Setup: []string{"GOPROXY=http://" + host + " GOTOOLCHAIN=local go mod download"},
+		Nets:  []netip.Prefix{fencetest.Loopback}, // the proxy is not listed
 	}
 	for _, base := range []string{"", req.Dir} { // a private cache, then the shared one
 		req.Base = base
@@ -141,11 +138,11 @@ func TestPrepareFailsBehindTheFence(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !p.Failed || p.Setup == nil || len(p.Caches) != 0 || served.Load() != 0 {
+		if p.Record == nil || !p.Record.Failed || len(p.Caches) != 0 || served.Load() != 0 {
 			t.Fatalf("prepare = %+v (served %d), want a failed setup and no cache", p, served.Load())
 		}
-		if len(p.Events) == 0 || p.Events[0].Allowed || !strings.HasPrefix(p.Events[0].String(), "blocked: "+host) {
-			t.Fatalf("events = %v", p.Events)
+		if name, _, _ := strings.Cut(host, ":"); len(p.Record.Blocked) == 0 || !strings.HasPrefix(p.Record.Blocked[0], name+":") || len(p.Record.Reached) != 0 {
+			t.Fatalf("the fence reached %v and blocked %v", p.Record.Reached, p.Record.Blocked)
 		}
 		// Nothing of the failed setup stays on the engine's disk.
 		out, err := exec.Command("docker", "volume", "ls", "-q", "--filter", "label="+runner.LabelOwner+"="+repo).Output()
@@ -166,24 +163,27 @@ func TestPrepareReachesTheImagesOwnMirror(t *testing.T) {
 	d := newDocker(t, repo, "")
 	s := &setup.Setup{Runner: d, Resolver: fencetest.Resolver()}
 	dir := module(t, "")
-	req := setup.Request{
+	req := pullwright.SetupRequest{
 		Repo: repo, Dir: dir, Base: dir, Image: image, Timeout: 2 * time.Minute, ToolchainHosts: true,
-		Policy: fence.Policy{AllowedNets: []netip.Prefix{fencetest.Loopback}},
+		Nets: []netip.Prefix{fencetest.Loopback},
 	}
 	p, err := s.Prepare(t.Context(), req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Setup == nil || p.Failed || served.Load() == 0 || len(p.Plan.Steps) != 1 || p.Plan.Steps[0] != "go mod download" {
+	if p.Record == nil || p.Record.Failed || served.Load() == 0 || len(p.Steps) != 1 || p.Steps[0] != "go mod download" {
 		out := ""
-		if p.Setup != nil {
-			out = p.Setup.Output
+		if p.Record != nil {
+			out = p.Record.Output
 		}
 		t.Fatalf("prepare = %+v (served %d)\n%s", p, served.Load(), out)
 	}
-	for _, e := range p.Events {
-		if !e.Allowed || e.Host != "modproxy.test" {
-			t.Errorf("the fence saw %s", e)
+	if len(p.Record.Blocked) > 0 {
+		t.Errorf("the fence refused %s", p.Record.Blocked)
+	}
+	for _, h := range p.Record.Reached {
+		if !strings.HasPrefix(h, "modproxy.test:") {
+			t.Errorf("the fence let through %s", h)
 		}
 	}
 	// Without the toolchain's hosts, the same setup is fenced off.
@@ -193,7 +193,7 @@ func TestPrepareReachesTheImagesOwnMirror(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strict.Failed || len(strict.Events) == 0 || strict.Events[0].Allowed {
+	if strict.Record == nil || !strict.Record.Failed || len(strict.Record.Blocked) == 0 || len(strict.Record.Reached) != 0 {
 		t.Fatalf("without toolchain hosts: prepare = %+v", strict)
 	}
 }
@@ -229,17 +229,17 @@ func TestPullwrightsOwnTestsPassOnTheCache(t *testing.T) {
 	d := newDocker(t, repo, "")
 	s := &setup.Setup{Runner: d, Resolver: fencetest.Resolver()}
 	dir := pullwrightTree(t)
-	p, err := s.Prepare(t.Context(), setup.Request{
+	p, err := s.Prepare(t.Context(), pullwright.SetupRequest{
 		Repo: repo, Dir: dir, Base: dir, Image: image, Timeout: 10 * time.Minute, ToolchainHosts: true,
-		Policy: fence.Policy{AllowedNets: []netip.Prefix{fencetest.Loopback}},
+		Nets: []netip.Prefix{fencetest.Loopback},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Setup == nil || p.Failed {
-		t.Fatalf("setup of Pullwright's own dependencies = %+v\n%s", p, p.Setup.Output)
+	if p.Record == nil || p.Record.Failed {
+		t.Fatalf("setup of Pullwright's own dependencies = %+v\n%s", p, p.Record.Output)
 	}
-	t.Logf("setup: %d requests to the module proxy in %s", served.Load(), p.Setup.Duration)
+	t.Logf("setup: %d requests to the module proxy in %s", served.Load(), p.Record.Duration)
 	before := served.Load()
 	res, err := d.Run(t.Context(), pullwright.RunSpec{
 		Dir: dir, Image: image, Command: "GOTOOLCHAIN=local go test ./policy/", Caches: p.Caches, Env: p.Env,
@@ -262,15 +262,15 @@ func TestPrepareOnChangedManifestsIsPrivate(t *testing.T) {
 	repo := fmt.Sprintf("test/setup-private-%d", os.Getpid())
 	d := newDocker(t, repo, image)
 	s := &setup.Setup{Runner: d, Resolver: fencetest.Resolver()}
-	p, err := s.Prepare(t.Context(), setup.Request{
+	p, err := s.Prepare(t.Context(), pullwright.SetupRequest{
 		Repo: repo, Dir: module(t, "\n// the agent's change\n"), Base: module(t, ""), Timeout: 2 * time.Minute,
-		Setup:  []string{"GOPROXY=http://" + host + " GOTOOLCHAIN=local go mod download"},
-		Policy: fence.Policy{Hosts: []string{host}, AllowedNets: []netip.Prefix{fencetest.Loopback}},
+		Setup: []string{"GOPROXY=http://" + host + " GOTOOLCHAIN=local go mod download"},
+		Hosts: []string{host}, Nets: []netip.Prefix{fencetest.Loopback},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !p.Private || p.Failed || p.Setup == nil || len(p.Caches) != 1 || !strings.HasPrefix(p.Caches[0].Volume, "pullwright-deps-private-") {
+	if !p.Private || p.Record.Failed || p.Record == nil || len(p.Caches) != 1 || !strings.HasPrefix(p.Caches[0].Volume, "pullwright-deps-private-") {
 		t.Fatalf("prepare = %+v, want a private cache", p)
 	}
 	cli, err := client.New(client.FromEnv)
@@ -298,12 +298,12 @@ func TestEvictionBySizeSparesACacheInUse(t *testing.T) {
 	d := newDocker(t, repo, image)
 	s := &setup.Setup{Runner: d, Resolver: fencetest.Resolver(), Limits: setup.Limits{Keep: 5, RepoBytes: 5 << 20},
 		Logger: slog.New(slog.NewTextHandler(t.Output(), nil))}
-	fill := func(name string) setup.Prepared {
+	fill := func(name string) pullwright.SetupResult {
 		t.Helper()
 		dir := t.TempDir()
-		p, err := s.Prepare(t.Context(), setup.Request{Repo: repo, Dir: dir, Base: dir, Timeout: time.Minute,
+		p, err := s.Prepare(t.Context(), pullwright.SetupRequest{Repo: repo, Dir: dir, Base: dir, Timeout: time.Minute,
 			Setup: []string{`dd if=/dev/zero of="$PULLWRIGHT_DEPS/` + name + `" bs=1048576 count=3 2>/dev/null`}})
-		if err != nil || p.Setup == nil || p.Failed {
+		if err != nil || p.Record == nil || p.Record.Failed {
 			t.Fatalf("setup %s = %+v, %v", name, p, err)
 		}
 		if !p.Measured || p.CacheBytes < 3<<20 {

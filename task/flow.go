@@ -79,7 +79,7 @@ func (f *Flow) requests() requests {
 }
 
 func (f *Flow) runs() runs {
-	return runs{desk: f.desk(), remote: f.remote(), checks: f.GitHub, runner: f.Runner, deps: f.Deps, dir: f.Dir}
+	return runs{desk: f.desk(), remote: f.remote(), checks: f.GitHub, runner: f.Runner, deps: f.Deps, dir: f.Dir, unisolated: f.Unisolated}
 }
 
 func (f *Flow) checkouts() checkouts {

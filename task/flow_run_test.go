@@ -60,7 +60,7 @@ func TestApprovedRuns(t *testing.T) {
 		{
 			name: "dependencies from the shared cache", write: map[string]string{"README.md": "x\n"},
 			setup: func(w *world, deps *tasktest.Deps) {
-				deps.Ready = task.DepsReady{Caches: []pullwright.CacheMount{{Volume: "cache-1", Target: "/cache", ReadOnly: true}}, Env: []string{"GOMODCACHE=/cache/mod"}}
+				deps.Ready = pullwright.SetupResult{Caches: []pullwright.CacheMount{{Volume: "cache-1", Target: "/cache", ReadOnly: true}}, Env: []string{"GOMODCACHE=/cache/mod"}}
 			},
 			exit: 0, output: "ok", runs: 1,
 			check: func(t *testing.T, w *world, deps *tasktest.Deps, fix *task.Task) {
@@ -69,7 +69,7 @@ func TestApprovedRuns(t *testing.T) {
 					t.Errorf("spec caches %+v env %v, released %d", spec.Caches, spec.Env, deps.Released)
 				}
 				r := deps.Requests[0]
-				if r.Dir != spec.Dir || !strings.HasSuffix(r.Base, ".base") || r.Repo.FullName() != "acme/widget" {
+				if r.Dir != spec.Dir || !strings.HasSuffix(r.Base, ".base") || r.Repo != "acme/widget" {
 					t.Errorf("deps request %+v", r)
 				}
 				// The run's and the base's files are gone after the run.
@@ -83,7 +83,7 @@ func TestApprovedRuns(t *testing.T) {
 		{
 			name: "a failed setup runs nothing", write: map[string]string{"README.md": "x\n"},
 			setup: func(w *world, deps *tasktest.Deps) {
-				deps.Ready = task.DepsReady{Setup: &task.SetupRecord{Steps: []string{"go mod download"}, ExitCode: 1, Failed: true, Blocked: []string{"evil.example:443"}}}
+				deps.Ready = pullwright.SetupResult{Record: &pullwright.SetupRecord{Steps: []string{"go mod download"}, ExitCode: 1, Failed: true, Blocked: []string{"evil.example:443"}}}
 			},
 			exit: -1, output: "The network fence blocked: evil.example:443", runs: 0,
 		},

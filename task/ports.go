@@ -117,41 +117,7 @@ type Agent interface {
 // run: it runs the repository's setup behind the fence into the
 // repository's cache unless that cache is ready for the run's manifests.
 type Dependencies interface {
-	Prepare(ctx context.Context, r DepsRequest) (DepsReady, error)
-}
-
-// DepsRequest is one approved run's need for its dependencies.
-type DepsRequest struct {
-	Repo pullwright.Repo
-	// Dir holds the approved commit's files, as the run gets them; Base
-	// the default branch's the task started from, which alone may fill a
-	// cache the repository's tasks share (see setup.Request).
-	Dir, Base string
-	Image     string
-	// Setup is the repository's setup (nil: the defaults).
-	Setup []string
-	// Hosts and Nets are where setup may connect beyond the image's
-	// toolchain defaults (ToolchainHosts): host patterns, and non-public
-	// ranges in CIDR form.
-	Hosts          []string
-	Nets           []string
-	ToolchainHosts bool
-	Memory, Disk   int64
-	CPUs           float64
-	Timeout        time.Duration
-	Labels         map[string]string
-}
-
-// DepsReady is what the run gets, and what setup did if it ran.
-type DepsReady struct {
-	Caches []pullwright.CacheMount
-	Env    []string
-	Links  []pullwright.Link
-	// Setup is set when a setup ran for this run.
-	Setup *SetupRecord
-	// Release frees what the run alone used (a private cache); nil when
-	// nothing. Called once the run ended.
-	Release func(context.Context)
+	Prepare(ctx context.Context, r pullwright.SetupRequest) (pullwright.SetupResult, error)
 }
 
 // Runner runs approved commands in a sandbox. A command that fails, times

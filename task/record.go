@@ -65,8 +65,7 @@ const (
 	OutcomeRejected    = "rejected"
 	OutcomeNoAnswer    = "no answer"
 	// OutcomeNotRun is an approved command that never started: the
-	// sandbox could not run it (bot run; bot serve's runner reports such
-	// a run with exit code -1, which reads as interrupted).
+	// setup or the sandbox could not run it (Sandboxed, NotStarted).
 	OutcomeNotRun = "could not run"
 )
 
@@ -122,6 +121,8 @@ func RunOutcome(res pullwright.RunResult, setupFailed bool) string {
 		return OutcomeTimedOut
 	case res.OOMKilled:
 		return OutcomeOOM
+	case res.ExitCode == -1 && strings.HasPrefix(res.Output, notRunPrefix):
+		return OutcomeNotRun
 	case res.ExitCode == -1:
 		return OutcomeInterrupted
 	case res.ExitCode == 0:

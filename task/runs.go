@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -27,6 +26,8 @@ type runs struct {
 	deps   Dependencies
 	// dir holds one workspace per task (Flow.Dir).
 	dir string
+	// unisolated is Flow.Unisolated: runs are on the bot's own machine.
+	unisolated bool
 }
 
 // workdir is task t's workspace under dir.
@@ -78,68 +79,41 @@ func (rn runs) closeRun(ctx context.Context, t *Task, conclusion, title string) 
 	return nil
 }
 
-// dependencies makes the repository's dependencies ready for the run of
-// spec, running its setup first if their cache is not ready, and records
-// what the setup did. When the setup failed it gives the request its
-// result, the setup's, and reports done: the command does not run on
-// dependencies that are not all there.
-func (rn runs) dependencies(ctx context.Context, t *Task, ws Workspace, spec *pullwright.RunSpec) (done bool, release func(context.Context)) {
-	release = func(context.Context) {}
+// setupRequest is the setup the run of spec needs: nil when none runs
+// (no Dependencies, or no base to compare the run's manifests with). When
+// the base's files cannot be written out it gives the request its result
+// instead and reports done: neither the setup nor the command runs.
+func (rn runs) setupRequest(ctx context.Context, t *Task, ws Workspace, spec pullwright.RunSpec) (req *pullwright.SetupRequest, done bool) {
 	if rn.deps == nil || t.setupBase() == "" {
 		// Without a base nothing says which manifests are trusted, nor
 		// was the request shown with their changes: no setup.
-		return false, release
+		return nil, false
 	}
-	r, sb := t.Request, rn.settings(t)
+	r := t.Request
 	// The base's files, which alone may fill a shared cache: the default
 	// branch's, or a pull request's base branch's (never its head's,
 	// which its author wrote). Removed with the run's files
 	// (removeRunTree), like them.
 	base := workdir(rn.dir, t) + ".base"
-	if err := os.RemoveAll(base); err != nil {
-		return false, release
+	err := os.RemoveAll(base)
+	if err == nil {
+		err = rn.exportBase(ctx, t, ws, base)
 	}
-	if err := rn.exportBase(ctx, t, ws, base); err != nil {
+	if err != nil {
 		if ctx.Err() != nil {
-			return false, release
+			return nil, false // the run's own context check reports it
 		}
 		// Never a setup on the files to run instead: whether their
 		// manifests are the base's is what decides if they may run with
 		// network, and that cannot be told now.
 		rn.log.ErrorContext(ctx, "export of the base for setup failed", "task_id", t.ID, "request", r.ID, "err", err)
-		r.Result = &pullwright.RunResult{ExitCode: -1, Output: "not run: the repository's setup could not read the base's files to compare the manifests with, so neither it nor the command ran: " +
+		r.Result = &pullwright.RunResult{ExitCode: -1, Output: notRunPrefix + " the repository's setup could not read the base's files to compare the manifests with, so neither it nor the command ran: " +
 			UserMessage(Retry("reading the repository failed; asking again may work", err))}
-		return true, release
+		return nil, true
 	}
-	// The image's own toolchain hosts are the operator's to trust: a
-	// repository that names its image may not widen its fence with it,
-	// unless the operator lists that image.
-	toolchain := sb.ToolchainHosts() && (sb.Sandbox.Image == "" || slices.Contains(rn.operator().Caps.Images, sb.Sandbox.Image))
-	ready, err := rn.deps.Prepare(ctx, DepsRequest{
-		Repo: t.Repo, Dir: spec.Dir, Base: base, Image: spec.Image, Setup: sb.Setup,
-		Hosts: sb.SetupHosts(), Nets: sb.FenceNets(), ToolchainHosts: toolchain,
-		Memory: spec.Memory, Disk: spec.Disk, CPUs: float64(spec.NanoCPUs) / 1e9, Timeout: spec.Timeout,
-		Labels: map[string]string{"pullwright.task": strconv.FormatInt(t.ID, 10), "pullwright.request": r.ID, "pullwright.setup": "true"},
-	})
-	if ready.Release != nil {
-		release = ready.Release
-	}
-	if err != nil {
-		if ctx.Err() != nil {
-			return false, release // the run's own context check reports it
-		}
-		rn.log.ErrorContext(ctx, "setup failed to run", "task_id", t.ID, "request", r.ID, "err", err)
-		r.Result = &pullwright.RunResult{ExitCode: -1, Output: "not run: the repository's setup (fetching its dependencies) could not run: " +
-			UserMessage(Retry(sandboxMessage(err), err))}
-		return true, release
-	}
-	r.Setup = ready.Setup
-	if s := ready.Setup; s != nil && s.Failed {
-		r.Result = &pullwright.RunResult{ExitCode: -1, Output: setupFailure(s)}
-		return true, release
-	}
-	spec.Caches, spec.Env, spec.Links = ready.Caches, ready.Env, ready.Links
-	return false, release
+	labels := map[string]string{"pullwright.task": strconv.FormatInt(t.ID, 10), "pullwright.request": r.ID, "pullwright.setup": "true"}
+	setup := rn.settings(t).SetupRequest(t.Repo.FullName(), base, spec, labels, rn.operator().Caps.Images)
+	return &setup, false
 }
 
 // exportBase writes the files of the task's setupBase into dir.
@@ -182,6 +156,14 @@ func (rn runs) leftOutNote(ctx context.Context, t *Task, ws Workspace) string {
 // agent is told of, not an error of the step.
 func (rn runs) execute(ctx context.Context, t *Task, ws Workspace) error {
 	r := t.Request
+	if r.Shown != nil && r.Shown.Where.Sandbox == rn.unisolated {
+		// The bot was restarted with another runner since the request
+		// was shown: what was approved is not where it would run.
+		r.Result = &pullwright.RunResult{ExitCode: -1, Output: notRunPrefix + " the bot's runner changed since the request was shown (" +
+			map[bool]string{true: "it was shown to run in a sandbox", false: "it was shown to run without a sandbox"}[r.Shown.Where.Sandbox] +
+			"), so what was approved is not where it would run; ask again"}
+		return nil
+	}
 	// What runs is the approved commit's tree and nothing else: not
 	// the files git ignores in the workspace, which the request did not
 	// show, and nothing an earlier run left.
@@ -199,18 +181,22 @@ func (rn runs) execute(ctx context.Context, t *Task, ws Workspace) error {
 		return nil
 	}
 	spec := rn.settings(t).RunSpec(tree, r.Command, map[string]string{"pullwright.task": strconv.FormatInt(t.ID, 10), "pullwright.request": r.ID})
-	done, release := rn.dependencies(ctx, t, ws, &spec)
-	defer release(ctx)
+	setup, done := rn.setupRequest(ctx, t, ws, spec)
 	if done {
 		return nil
 	}
-	res, err := rn.runner.Run(ctx, spec)
+	ran, err := Sandboxed{Runner: rn.runner, Deps: rn.deps, Explain: func(err error) string { return UserMessage(Retry(sandboxMessage(err), err)) }}.Run(ctx, spec, setup)
 	if err != nil {
-		if ctx.Err() != nil {
-			return err
-		}
-		rn.log.ErrorContext(ctx, "sandbox failed", "task_id", t.ID, "request", r.ID, "err", err)
-		res = pullwright.RunResult{ExitCode: -1, Output: "the sandbox failed to run the command: " + UserMessage(Retry(sandboxMessage(err), err))}
+		return err
+	}
+	if ran.Err != nil {
+		rn.log.ErrorContext(ctx, "the run failed to start", "task_id", t.ID, "request", r.ID, "err", ran.Err)
+	}
+	r.Setup = ran.Setup
+	res := ran.Result
+	if _, notRun := NotStarted(res); notRun {
+		r.Result = &res
+		return nil
 	}
 	res.Output += rn.leftOutNote(ctx, t, ws)
 	r.Result = &res

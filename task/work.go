@@ -110,20 +110,6 @@ type Answer struct {
 	At     time.Time `json:"at"`
 }
 
-// SetupRecord is a setup that ran before an approved command: what it ran,
-// how it ended, and what the fence let through or refused.
-type SetupRecord struct {
-	Steps    []string      `json:"steps"`
-	ExitCode int           `json:"exit_code"`
-	Failed   bool          `json:"failed,omitempty"`
-	Duration time.Duration `json:"duration"`
-	// Output is the setup's output, bounded.
-	Output string `json:"output,omitempty"`
-	// Reached and Blocked are the fence's "host:port" of each kind.
-	Reached []string `json:"reached,omitempty"`
-	Blocked []string `json:"blocked,omitempty"`
-}
-
 // ExecRequest is one command the agent asked to run: bound to the commit it
 // was asked on, shown on the issue and as a check run, answered once.
 type ExecRequest struct {
@@ -172,7 +158,7 @@ type ExecRequest struct {
 	RunCheckID int64                 `json:"run_check_id,omitempty"`
 	Result     *pullwright.RunResult `json:"result,omitempty"`
 	// Setup is the repository's setup, when one ran before the command.
-	Setup *SetupRecord `json:"setup,omitempty"`
+	Setup *pullwright.SetupRecord `json:"setup,omitempty"`
 	// Closed is true once the approval check run shows the answer.
 	Closed bool `json:"closed,omitempty"`
 }

@@ -1,0 +1,101 @@
+package task
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/pullwright/pullwright"
+)
+
+// Sandboxed is the set-up-and-run step of an approved request, one for
+// every way the bot runs: serve and the Action (runs.execute) and bot run
+// (localrun). The repository's dependencies are made ready behind the
+// fence when a setup is asked for, then the command runs on them, and
+// what happened is told as the record of runs reads it. Asking, writing
+// the approved files out and recording are the caller's.
+type Sandboxed struct {
+	Runner Runner
+	// Deps makes the dependencies ready; nil when no setup runs (the
+	// local runner, a bot without the fence's forwarder).
+	Deps Dependencies
+	// Explain is what a person and the agent may learn of a failure of
+	// the setup or of the sandbox itself (not of the command): serve
+	// keeps its internals to its logs, bot run tells its own user.
+	Explain func(error) string
+}
+
+// Ran is what Sandboxed.Run did.
+type Ran struct {
+	// Result is the command's, or, when it did not run, why ("not run:
+	// …", exit code -1).
+	Result pullwright.RunResult
+	// Setup is the setup that ran before it, if one did.
+	Setup *pullwright.SetupRecord
+	// Err is the failure of the setup or of the sandbox itself, for the
+	// log; Result says what may be told of it.
+	Err error
+}
+
+// Outcome is how the run ends in the record of runs (RunOutcome).
+func (r Ran) Outcome() string { return RunOutcome(r.Result, r.Setup != nil && r.Setup.Failed) }
+
+// notRunPrefix begins the output of a command that never started: the
+// setup or the sandbox failed, or the runner could not start it (an
+// image gone, files that do not fit).
+const notRunPrefix = "not run:"
+
+// Run sets up, when setup is not nil and there are Deps, and runs spec.
+// Its error is only ctx's.
+func (s Sandboxed) Run(ctx context.Context, spec pullwright.RunSpec, setup *pullwright.SetupRequest) (Ran, error) {
+	var ran Ran
+	if setup != nil && s.Deps != nil {
+		ready, err := s.Deps.Prepare(ctx, *setup)
+		if ready.Release != nil {
+			// Only once the command ended: the cache stays held, and a
+			// private one in place, until then.
+			defer ready.Release(context.WithoutCancel(ctx))
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return ran, ctx.Err()
+			}
+			ran.Result = pullwright.RunResult{ExitCode: -1, Output: notRunPrefix + " the repository's setup (fetching its dependencies) could not run: " + s.explain(err)}
+			ran.Err = fmt.Errorf("setup: %w", err)
+			return ran, nil
+		}
+		ran.Setup = ready.Record
+		if r := ready.Record; r != nil && r.Failed {
+			ran.Result = pullwright.RunResult{ExitCode: -1, Output: setupFailure(r)}
+			return ran, nil
+		}
+		spec.Caches, spec.Env, spec.Links = ready.Caches, ready.Env, ready.Links
+	}
+	res, err := s.Runner.Run(ctx, spec)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ran, ctx.Err()
+		}
+		ran.Result = pullwright.RunResult{ExitCode: -1, Output: notRunPrefix + " the sandbox failed to run the command: " + s.explain(err)}
+		ran.Err = fmt.Errorf("sandbox: %w", err)
+		return ran, nil
+	}
+	ran.Result = res
+	return ran, nil
+}
+
+func (s Sandboxed) explain(err error) string {
+	if s.Explain == nil {
+		return err.Error()
+	}
+	return s.Explain(err)
+}
+
+// NotStarted reads a result whose command never started (see
+// notRunPrefix), and says why.
+func NotStarted(res pullwright.RunResult) (string, bool) {
+	if res.ExitCode != -1 || res.TimedOut || !strings.HasPrefix(res.Output, notRunPrefix) {
+		return "", false
+	}
+	return strings.TrimSpace(strings.TrimPrefix(res.Output, notRunPrefix)), true
+}
