@@ -103,6 +103,11 @@ type AutoApprove struct {
 	Why     string `json:"why,omitempty"`
 }
 
+// Answers reports whether a rule answers the request without asking: one
+// matches, and nothing keeps it from answering (a fork's code, changed
+// manifests).
+func (a *AutoApprove) Answers() bool { return a != nil && a.Matched != "" && a.Why == "" }
+
 // Seal sets r's Digest from every other field and returns r.
 func Seal(r Request) Request {
 	r.Digest = ""
@@ -192,11 +197,16 @@ func (r Request) Sentences() []Sentence {
 			}
 			spans = append(spans, ruleSpans(rule)...)
 		}
-		if a.Matched != "" {
+		switch {
+		case a.Answers():
+			spans = append(spans, text("; the rule "))
+			spans = append(spans, ruleSpans(a.Matched)...)
+			spans = append(spans, text(" answers this command, so it runs without a person's answer."))
+		case a.Matched != "":
 			spans = append(spans, text("; the rule "))
 			spans = append(spans, ruleSpans(a.Matched)...)
 			spans = append(spans, text(" matches this command but does not answer it: "+a.Why+", so it needs an answer."))
-		} else {
+		default:
 			spans = append(spans, text("; this command matched none of them, so it needs an answer."))
 		}
 		out = append(out, Sentence{Kind: KindAutoApprove, Spans: spans})
@@ -210,6 +220,10 @@ func (r Request) Sentences() []Sentence {
 		} else {
 			spans := []Span{strong("The repository's setup runs first, with these manifests."), text(" The files to run change ")}
 			for i, m := range s.Manifests {
+				if i == maxManifestsNamed {
+					spans = append(spans, text(fmt.Sprintf(" and %d more", len(s.Manifests)-i)))
+					break
+				}
 				if i > 0 {
 					spans = append(spans, text(", "))
 				}
@@ -236,6 +250,10 @@ func ruleSpans(rule string) []Span {
 	}
 	return []Span{code(rule)}
 }
+
+// maxManifestsNamed bounds the manifests a sentence names; the diff
+// shows them all (bounded by its own size).
+const maxManifestsNamed = 20
 
 // where says where the command runs: a warning when it runs without a
 // sandbox or with network.

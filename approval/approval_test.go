@@ -1,6 +1,7 @@
 package approval
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -132,5 +133,30 @@ func TestText(t *testing.T) {
 	}
 	if strings.Contains(got, "\u202e") {
 		t.Errorf("the terminal's text holds U+202E as is:\n%s", got)
+	}
+}
+
+// A value shown within a line cannot start a line of its own: a file an
+// agent names with line breaks does not print a request of its own above
+// the question.
+func TestTextKeepsValuesOnTheirLine(t *testing.T) {
+	r := every()
+	r.Files = append(r.Files, pullwright.FileStat{Path: "z\n! It would run in a sandbox with no network\nRun it? [y] yes\tx", Added: 1})
+	r.FilesUnknown = "boom\n! fine"
+	got := Text(Seal(r))
+	for _, line := range strings.Split(got, "\n") {
+		if strings.HasPrefix(line, "! fine") || strings.HasPrefix(line, "! It would run in a sandbox with no network") || strings.HasPrefix(line, "Run it?") {
+			t.Errorf("a value started a line of its own: %q\n%s", line, got)
+		}
+	}
+	if !strings.Contains(got, "z<U+000A>! It would run in a sandbox with no network<U+000A>Run it? [y] yes<U+0009>x (+1 −0)") {
+		t.Errorf("the file is not shown on one line:\n%s", got)
+	}
+	many := every()
+	for i := range 2 * MaxFilesShown {
+		many.Files = append(many.Files, pullwright.FileStat{Path: fmt.Sprintf("f%03d", i)})
+	}
+	if got := Text(Seal(many)); !strings.Contains(got, fmt.Sprintf("and %d more", len(many.Files)-MaxFilesShown)) || strings.Contains(got, "f199") {
+		t.Errorf("the file list is not bounded:\n%s", got)
 	}
 }

@@ -30,32 +30,50 @@ func Text(r Request) string {
 	}
 	if len(r.Files) > 0 {
 		b.WriteString("  Files changed so far:\n")
-		for _, f := range r.Files {
-			fmt.Fprintf(&b, "    %s (+%d −%d)\n", Escape(f.Path), f.Added, f.Deleted)
+		for i, f := range r.Files {
+			if i == MaxFilesShown {
+				fmt.Fprintf(&b, "    and %d more\n", len(r.Files)-i)
+				break
+			}
+			fmt.Fprintf(&b, "    %s (+%d −%d)\n", Line(f.Path), f.Added, f.Deleted)
 		}
 	}
 	return b.String()
 }
 
-// PlainText is s as text, every value escaped as the comment escapes it.
+// MaxFilesShown bounds the files a rendering lists one by one: an agent
+// that writes thousands must not push the rest of the request out of
+// sight (or out of a comment's size).
+const MaxFilesShown = 100
+
+// PlainText is s as one line of text, every value escaped as the comment
+// escapes it.
 func PlainText(s Sentence) string {
 	var b strings.Builder
 	for _, sp := range s.Spans {
 		switch {
 		case sp.Code:
-			b.WriteString("`" + Escape(oneLine(sp.Text)) + "`")
+			b.WriteString("`" + Line(sp.Text) + "`")
 		case sp.Login:
-			b.WriteString("@" + Escape(sp.Text))
+			b.WriteString("@" + Line(sp.Text))
 		default:
-			b.WriteString(Escape(sp.Text))
+			b.WriteString(Line(sp.Text))
 		}
 	}
 	return b.String()
 }
 
 // Escape is policy.Escaped: what does not show as itself is written as
-// its code point, on every surface alike. Line breaks and tabs are kept.
+// its code point, on every surface alike. Line breaks and tabs are kept,
+// for the command and the diff, which are shown as blocks.
 func Escape(s string) string { return policy.Escaped(s) }
+
+// Line is Escape for a value shown within a line (a path, a name, an
+// error): its line breaks and tabs are written as their code points too,
+// so that it cannot start a line of its own that looks like ours.
+func Line(s string) string {
+	return strings.NewReplacer("\n", "<U+000A>", "\t", "<U+0009>").Replace(Escape(s))
+}
 
 // indent prefixes each line of s with prefix and ends it with a newline.
 func indent(s, prefix string) string {

@@ -19,6 +19,8 @@ var funcs = template.FuncMap{
 	// shown writes what does not show as itself as its code point, as
 	// the request comment and the terminal do (approval.Escape).
 	"shown": approval.Escape,
+	// line is shown for a value within a line (a path, a name).
+	"line": approval.Line,
 	"short": func(sha string) string {
 		if len(sha) > 12 {
 			return sha[:12]

@@ -183,11 +183,22 @@ func refusal(t, target *Task, source, verb string) string {
 		// to anything else is not an answer to this request.
 		return fmt.Sprintf("@%s the request changed since you read it, so your answer does not answer request `%s` (%s); read it again and answer that.",
 			t.Requester.Login, r.ID, code(oneLine(r.Command)))
+	case verb == "approve" && t.Answering.RequestID == "" && t.Answering.Run == 0 && t.Answering.Digest == "" && !bareAnswers(r):
+		// Between a person reading a request and their bare "/approve"
+		// reaching GitHub, the request may have been answered and another
+		// asked: a bare approval names nothing, so only a task's first
+		// request takes one. (A rejection runs nothing, and takes none.)
+		return fmt.Sprintf("@%s this task has asked more than one request, so `/approve` alone could answer one you did not read; approve request `%s` (%s) with `/approve %s`, or with the buttons of its **%s** check run.",
+			t.Requester.Login, r.ID, code(oneLine(r.Command)), r.ID, ApprovalCheck)
 	case target.CancelledBy != "":
 		return fmt.Sprintf("@%s task %d is being cancelled; its request was not answered.", t.Requester.Login, target.ID)
 	}
 	return ""
 }
+
+// bareAnswers reports whether a comment that names no request may approve
+// r: only the first request of its task.
+func bareAnswers(r *ExecRequest) bool { return strings.HasSuffix(r.ID, "-1") }
 
 // answerSource names what gave answer task t: its comment (issue and
 // review comments have ids of their own), or the button press's delivery.

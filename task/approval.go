@@ -23,7 +23,7 @@ const (
 
 // The buttons of the approval check run; GitHub sends the identifier back.
 var approvalActions = []pullwright.CheckAction{
-	{Label: "Approve", Description: "Run this command in the sandbox", Identifier: "approve"},
+	{Label: "Approve", Description: "Run this command as the request shows", Identifier: "approve"},
 	{Label: "Reject", Description: "Do not run it; the agent goes on", Identifier: "reject"},
 }
 
@@ -94,7 +94,7 @@ func (rq requests) ask(ctx context.Context, t *Task) error {
 	// Nor when the files change a dependency manifest: the setup would
 	// run them with network, and a person must see that first. Both are
 	// in the value shown (Fork, Setup), which is what decides here.
-	if rule, ok := rq.settings(t).AutoApproved(r.Command); ok && r.Shown != nil && r.Shown.Fork == nil && r.Shown.Setup == nil &&
+	if rule, ok := rq.settings(t).AutoApproved(r.Command); ok && r.Shown != nil && r.Shown.AutoApprove.Answers() &&
 		r.Answer == nil && r.CommentID == 0 {
 		// The repository chose to run this command without asking: the
 		// answer is recorded as the rule's, and the run is shown as usual.
@@ -202,6 +202,13 @@ func draftTitle(t *Task) string {
 // person pushed to the branch meanwhile, and the manifests are compared
 // with the pull request's base. A diff that fails is shown as such.
 func (rq requests) show(ctx context.Context, t *Task) approval.Request {
+	if t.Settings == nil {
+		// The rules the run will have (desk.settings), shown as such.
+		s := rq.settings(t)
+		shown := *t
+		shown.Settings = &s
+		t = &shown
+	}
 	if t.Pull != nil {
 		return ShowRequest(t, t.Pull.Stats, rq.manifestChanges(ctx, t), rq.unisolated)
 	}
@@ -602,7 +609,7 @@ func tail(s string, n, max int) string {
 
 // setupFailure is what the agent and the run's check learn of a failed
 // setup: the command did not run, why, and what the fence refused.
-func setupFailure(s *SetupRecord) string {
+func setupFailure(s *pullwright.SetupRecord) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "not run: the repository's setup failed (exit code %d), so its dependencies are not there; the command was not run.\n", s.ExitCode)
 	if len(s.Blocked) > 0 {

@@ -14,7 +14,7 @@ import (
 func TestRefusalJudgesOrderOnGitHubsClock(t *testing.T) {
 	shown := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
 	waiting := func() *Task {
-		return &Task{ID: 12, Work: Work{Request: &ExecRequest{ID: "12-2", Command: "make check", SHA: "abc", CheckRunID: 77, ShownAt: shown}}}
+		return &Task{ID: 12, Work: Work{Request: &ExecRequest{ID: "12-1", Command: "make check", SHA: "abc", CheckRunID: 77, ShownAt: shown}}}
 	}
 	comment := func(id int64, at time.Time) *Task {
 		return &Task{CommentID: id, AskedAt: at, Requester: Person{Login: "maintainer", ID: 1}}
@@ -26,13 +26,13 @@ func TestRefusalJudgesOrderOnGitHubsClock(t *testing.T) {
 		want   string // part of the refusal; "" when the answer counts
 	}{
 		{name: "written after the request was shown", answer: comment(5, shown.Add(time.Second))},
-		{name: "written before", answer: comment(5, shown.Add(-time.Minute)), want: "written before request `12-2`"},
-		{name: "written in the same second", answer: comment(5, shown), want: "written before request `12-2`"},
+		{name: "written before", answer: comment(5, shown.Add(-time.Minute)), want: "written before request `12-1`"},
+		{name: "written in the same second", answer: comment(5, shown), want: "written before request `12-1`"},
 		{name: "naming the request, written before it was shown", answer: func() *Task {
 			a := comment(5, shown.Add(-time.Second))
-			a.Answering.RequestID = "12-2"
+			a.Answering.RequestID = "12-1"
 			return a
-		}(), want: "written before request `12-2`"},
+		}(), want: "written before request `12-1`"},
 		{name: "comment without GitHub's time", answer: comment(5, time.Time{}), want: "is not known"},
 		{name: "request without GitHub's time", answer: comment(5, shown.Add(time.Hour)),
 			edit: func(target *Task) { target.Request.ShownAt = time.Time{} }, want: "is not known"},
@@ -43,11 +43,18 @@ func TestRefusalJudgesOrderOnGitHubsClock(t *testing.T) {
 			a.Review = &ReviewRef{CommentID: 5}
 			return a
 		}(), edit: func(target *Task) { target.Answers = []string{"comment 5"} }},
-		{name: "button of the request's check run", answer: &Task{DeliveryID: "d1", Answering: AnswerRef{Run: 77, RequestID: "12-2", SHA: "abc"}}},
-		{name: "button pressed again under a new delivery", answer: &Task{DeliveryID: "d1", Answering: AnswerRef{Run: 77, RequestID: "12-2", SHA: "abc"}},
+		{name: "button of the request's check run", answer: &Task{DeliveryID: "d1", Answering: AnswerRef{Run: 77, RequestID: "12-1", SHA: "abc"}}},
+		{name: "button pressed again under a new delivery", answer: &Task{DeliveryID: "d1", Answering: AnswerRef{Run: 77, RequestID: "12-1", SHA: "abc"}},
 			edit: func(target *Task) { target.Answers = []string{"button d1"} }, want: "already used"},
-		{name: "button of another check run", answer: &Task{DeliveryID: "d2", Answering: AnswerRef{Run: 76, RequestID: "12-2", SHA: "abc"}},
+		{name: "button of another check run", answer: &Task{DeliveryID: "d2", Answering: AnswerRef{Run: 76, RequestID: "12-1", SHA: "abc"}},
 			want: "not on the approval check run"},
+		{name: "a later request, answered without its id", answer: comment(6, shown.Add(time.Second)),
+			edit: func(target *Task) { target.Request.ID = "12-2" }, want: "approve request `12-2` (`make check`) with `/approve 12-2`"},
+		{name: "a later request, answered by its id", answer: func() *Task {
+			a := comment(6, shown.Add(time.Second))
+			a.Answering.RequestID = "12-2"
+			return a
+		}(), edit: func(target *Task) { target.Request.ID = "12-2" }},
 		{name: "request already answered", answer: comment(6, shown.Add(time.Second)),
 			edit: func(target *Task) { target.Request.Answer = &Answer{Verdict: Approved, By: "other"} }, want: "already answered"},
 	} {

@@ -215,8 +215,15 @@ func TestAnAnswerCountsOnce(t *testing.T) {
 		t.Errorf("reply %q", r)
 	}
 	w.want(fix.ID, task.AwaitingApproval)
+	// A bare approval of a later request answers nothing: it could have
+	// been meant for the one before.
+	bare := w.answer(task.KindApprove, "maint", 15, "")
+	w.drain()
+	if r := w.reply(bare); !strings.Contains(r, "with `/approve "+second.Request.ID+"`") {
+		t.Errorf("a bare approval of the second request: reply %q", r)
+	}
 	// A second approval of the same request loses to the first.
-	w.answer(task.KindApprove, "maint", 13, "")
+	w.answer(task.KindApprove, "maint", 13, second.Request.ID)
 	late := w.answer(task.KindApprove, "bob", 14, second.Request.ID)
 	w.drain()
 	if r := w.reply(late); !strings.Contains(r, "no execution request waiting") && !strings.Contains(r, "already answered") {
@@ -357,5 +364,28 @@ func TestARequestIsOneValue(t *testing.T) {
 	}
 	if !strings.Contains(comment.Body, shown.ShortDigest()) || !strings.Contains(summary, shown.ShortDigest()) {
 		t.Errorf("the digest %s is not on both surfaces", shown.ShortDigest())
+	}
+}
+
+// A request shown to run in the sandbox does not run on the bot's own
+// machine because the bot came back with BOT_RUNNER=local meanwhile: the
+// approval was of the request as shown.
+func TestARunGoesWhereTheRequestSaid(t *testing.T) {
+	w, fix := parked(t, "")
+	if !fix.Request.Shown.Where.Sandbox {
+		t.Fatalf("the request was shown to run without a sandbox: %+v", fix.Request.Shown.Where)
+	}
+	w.flow.Unisolated = true
+	w.answer(task.KindApprove, "maint", 12, fix.Request.ID)
+	w.drain()
+	if len(w.runner.Specs) != 0 {
+		t.Fatalf("the command ran: %+v", w.runner.Specs)
+	}
+	got, err := w.store.Get(t.Context(), fix.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Runs) != 1 || got.Runs[0].Outcome != task.OutcomeNotRun || !strings.Contains(got.Runs[0].Output, "runner changed since the request was shown") {
+		t.Fatalf("the record = %+v", got.Runs)
 	}
 }

@@ -27,7 +27,7 @@ func TestRecordKeepsEachRequestsEndOnce(t *testing.T) {
 			want: RunRecord{Verdict: Approved, Outcome: OutcomeOOM, ExitCode: 137}},
 		{name: "interrupted", outcome: Outcome{Verdict: Approved, Result: &pullwright.RunResult{ExitCode: -1}},
 			want: RunRecord{Verdict: Approved, Outcome: OutcomeInterrupted, ExitCode: -1}},
-		{name: "setup failed", request: ExecRequest{Setup: &SetupRecord{Failed: true, ExitCode: 1}},
+		{name: "setup failed", request: ExecRequest{Setup: &pullwright.SetupRecord{Failed: true, ExitCode: 1}},
 			outcome: Outcome{Verdict: Approved, Result: &pullwright.RunResult{ExitCode: -1}},
 			want:    RunRecord{Verdict: Approved, Outcome: OutcomeSetupFailed, ExitCode: -1}},
 		{name: "rejected", outcome: Outcome{Verdict: Rejected, By: "maint", Reason: "not that"},

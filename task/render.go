@@ -35,8 +35,18 @@ func defang(s string) string {
 // follow it), no character that does not show as itself, no mention and
 // no closing keyword.
 func prose(s string) string {
-	return defang(html.EscapeString(policy.Escaped(oneLine(s))))
+	return defang(markdownInert.Replace(html.EscapeString(policy.Escaped(oneLine(s)))))
 }
+
+// markdownInert backslash-escapes the Markdown that would make the
+// agent's words more than text: an image or a link (a tall picture that
+// pushes the warnings out of sight, a button that is not ours), emphasis
+// and code. HTML is already escaped as entities; a table escapes its own
+// pipes.
+var markdownInert = strings.NewReplacer(
+	`\`, `\\`, "`", "\\`", "*", `\*`, "_", `\_`, "[", `\[`, "]", `\]`, "(", `\(`, ")", `\)`,
+	"!", `\!`, "#", `\#`, "~", `\~`,
+)
 
 // noHTML breaks the HTML in the agent's Markdown: an unclosed <!-- or a
 // <details> in a summary would hide what follows it in the pull request's
@@ -371,9 +381,15 @@ func RenderRequest(v approval.Request) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "### ✋ Pullwright asks to run a command · request `%s`\n\n", v.ID)
 	b.WriteString(requestBody(v))
-	fmt.Fprintf(&b, "Answer with `/approve` (or `/approve %s`) to run it, or `/reject <reason>` to refuse; the agent then goes on without it. "+
-		"The buttons on the **%s** check run do the same. A push to the branch makes this request stale. "+
-		"Digest of this request: `%s` (the console and the API show the same).\n", v.ID, ApprovalCheck, v.ShortDigest())
+	if bareAnswers(&ExecRequest{ID: v.ID}) {
+		fmt.Fprintf(&b, "Answer with `/approve` (or `/approve %s`) to run it, or `/reject <reason>` to refuse; the agent then goes on without it. ", v.ID)
+	} else {
+		// A later request: "/approve" alone might have been meant for
+		// the one before it.
+		fmt.Fprintf(&b, "Answer with `/approve %s` (this task asked before, so `/approve` alone is not taken) to run it, or `/reject <reason>` to refuse; the agent then goes on without it. ", v.ID)
+	}
+	fmt.Fprintf(&b, "The buttons on the **%s** check run do the same. A push to the branch makes this request stale. "+
+		"Digest of this request: `%s` (the console and the API show the same).\n", ApprovalCheck, v.ShortDigest())
 	return b.String()
 }
 
@@ -382,23 +398,43 @@ func RenderRequest(v approval.Request) string {
 func requestBody(v approval.Request) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "```sh\n%s\n```\n\n", fence(v.Command))
+	// What calls for care comes first, before the agent's own words.
+	sentences := v.Sentences()
+	for _, s := range sentences {
+		if s.Warning {
+			b.WriteString(sentenceBlock(v, s))
+		}
+	}
 	if reason := strings.TrimSpace(v.Reason); reason != "" {
 		fmt.Fprintf(&b, "**Why:** %s\n\n", prose(reason))
 	}
-	for _, s := range v.Sentences() {
-		b.WriteString(icon[s.Kind] + markdown(s) + "\n\n")
-		if s.Kind == approval.KindSetup && v.Setup.Diff != "" {
-			fmt.Fprintf(&b, "<details open><summary>The manifests' changes</summary>\n\n```diff\n%s```\n\n</details>\n\n", fence(v.Setup.Diff))
+	for _, s := range sentences {
+		if !s.Warning {
+			b.WriteString(sentenceBlock(v, s))
 		}
 	}
 	if len(v.Files) > 0 {
 		b.WriteString("<details><summary>Files changed so far</summary>\n\n")
-		for _, c := range v.Files {
+		for i, c := range v.Files {
+			if i == approval.MaxFilesShown {
+				fmt.Fprintf(&b, "- and %d more\n", len(v.Files)-i)
+				break
+			}
 			fmt.Fprintf(&b, "- %s (+%d −%d)\n", code(c.Path), c.Added, c.Deleted)
 		}
 		b.WriteString("\n</details>\n\n")
 	}
 	return b.String()
+}
+
+// sentenceBlock is one sentence of v as a paragraph, with the manifests'
+// diff after the setup's.
+func sentenceBlock(v approval.Request, s approval.Sentence) string {
+	out := icon[s.Kind] + markdown(s) + "\n\n"
+	if s.Kind == approval.KindSetup && v.Setup.Diff != "" {
+		out += fmt.Sprintf("<details open><summary>The manifests' changes</summary>\n\n```diff\n%s```\n\n</details>\n\n", fence(v.Setup.Diff))
+	}
+	return out
 }
 
 // icon marks a request's sentences in Markdown as the comment always did.
@@ -438,7 +474,7 @@ func isManifest(path string) bool { return (deps.Plan{}).ManifestsChanged([]stri
 const maxStepsShown = 8
 
 // setupLine says what the repository's setup did before the last run.
-func setupLine(s *SetupRecord) string {
+func setupLine(s *pullwright.SetupRecord) string {
 	var b strings.Builder
 	var steps []string
 	for i, st := range s.Steps {

@@ -153,13 +153,14 @@ func TestRequestShowsUnshownCharactersEscaped(t *testing.T) {
 func TestRequestShowsTheReasonInert(t *testing.T) {
 	tk := &Task{ID: 7, Issue: 2, Requester: Person{Login: "alice"}, Work: Work{Branch: "agent/2-x",
 		Request: &ExecRequest{ID: "7-1", Command: "make test", SHA: "0123456789abcdef",
-			Reason: "checks it <details><summary>more</summary> <!-- x --> \u202eok fixes #3 @acme/admins"}}}
+			Reason: "checks it <details><summary>more</summary> <!-- x --> \u202eok fixes #3 @acme/admins ![big](https://evil.test/tall.png) [Approve](https://evil.test)"}}}
 	files := []pullwright.FileStat{{Path: "Makefile", Added: 1}}
 	for name, got := range map[string]string{"comment": RenderRequest(ShowRequest(tk, files, ManifestChanges{}, false)), "check run": RenderRequestSummary(tk)} {
 		if strings.Contains(got, "<details><summary>more") || strings.Contains(got, "<!--") || strings.Contains(got, "\u202e") {
 			t.Errorf("the %s shows the reason's markup live:\n%s", name, got)
 		}
-		if !strings.Contains(got, "&lt;details&gt;") || !strings.Contains(got, "&lt;U+202E&gt;ok") || !strings.Contains(got, "@\u200dacme") {
+		if !strings.Contains(got, "&lt;details&gt;") || !strings.Contains(got, "&lt;U+202E&gt;ok") || !strings.Contains(got, "@\u200dacme") ||
+			!strings.Contains(got, `\!\[big\]\(https://evil.test/tall.png\)`) || strings.Contains(got, "[Approve](") {
 			t.Errorf("the %s does not show the reason as written:\n%s", name, got)
 		}
 	}
@@ -197,7 +198,7 @@ func TestRequestAndStatusShowTheSetup(t *testing.T) {
 	if got := RenderRequest(ShowRequest(tk, files, ManifestChanges{Files: files[1:]}, true)); strings.Contains(got, "setup") {
 		t.Errorf("the local runner runs no setup, and its request speaks of one:\n%s", got)
 	}
-	tk.Request.Setup = &SetupRecord{Steps: []string{"go mod download"}, Failed: true, ExitCode: 1, Duration: 3200 * time.Millisecond,
+	tk.Request.Setup = &pullwright.SetupRecord{Steps: []string{"go mod download"}, Failed: true, ExitCode: 1, Duration: 3200 * time.Millisecond,
 		Reached: []string{"mirror.test:443"}, Blocked: []string{"x`@acme/admins`:443"}}
 	status := RenderStatus(tk, "/agent")
 	if !strings.Contains(status, "📦 Setup **failed** (exit code 1) in 3.2s: `go mod download` · reached `mirror.test:443` · **blocked** `` x`@acme/admins`:443 ``") {
@@ -211,7 +212,7 @@ func TestRequestAndStatusShowTheSetup(t *testing.T) {
 	for i := range maxStepsShown + 3 {
 		steps = append(steps, fmt.Sprintf("(cd m%d && go mod download)", i))
 	}
-	if got := setupLine(&SetupRecord{Steps: steps}); !strings.HasSuffix(strings.SplitN(got, "\n", 2)[0], "`(cd m7 && go mod download)`; and 3 more") {
+	if got := setupLine(&pullwright.SetupRecord{Steps: steps}); !strings.HasSuffix(strings.SplitN(got, "\n", 2)[0], "`(cd m7 && go mod download)`; and 3 more") {
 		t.Errorf("setup line of %d steps: %s", len(steps), got)
 	}
 }

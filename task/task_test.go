@@ -144,7 +144,7 @@ func storedTask() *Task {
 			PRUpdated: true, ShownAt: at, Asked: true, ParkedAt: at, StartedIn: 4, RunClosed: true, Auto: "go test",
 			Answer:     &Answer{Verdict: Approved, By: "carol", At: at},
 			RunCheckID: 47, Result: &pullwright.RunResult{ExitCode: 1, Output: "FAIL", Duration: time.Second},
-			Setup:  &SetupRecord{Steps: []string{"go mod download"}, Duration: time.Second, Reached: []string{"proxy.golang.org:443"}},
+			Setup:  &pullwright.SetupRecord{Steps: []string{"go mod download"}, Duration: time.Second, Reached: []string{"proxy.golang.org:443"}},
 			Closed: true,
 		},
 		RequestSeq: 2,

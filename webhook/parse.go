@@ -181,7 +181,7 @@ func Usage(word string) string {
 		{word + " status", "show how the current task is going"},
 		{word + " cancel", "stop the current task"},
 		{word + " help", "show this help"},
-		{approveWord + " [request-id]", "allow the command the bot asked to run"},
+		{approveWord + " [request-id]", "allow the command the bot asked to run (name its id from a task's second request on)"},
 		{rejectWord + " [reason]", "refuse the command the bot asked to run; the reason is passed on"},
 	}
 	for _, r := range rows {

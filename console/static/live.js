@@ -47,7 +47,9 @@
       return;
     }
     busy = true;
-    fetch(location.pathname, { credentials: "same-origin", headers: { Accept: "text/html" } })
+    // The task's own page, also when this one is an answer's refusal
+    // (shown at the answer's POST address).
+    fetch(el.dataset.page || location.pathname, { credentials: "same-origin", headers: { Accept: "text/html" } })
       .then(function (resp) {
         return resp.ok ? resp.text() : null;
       })
