@@ -487,7 +487,7 @@ func TestActionAnApprovalAnswersOneRequest(t *testing.T) {
 	if len(runs) != 1 || !strings.Contains(runs[0].Summary, "grep -c commit README.md") {
 		t.Fatalf("run check runs = %+v, want only the first request's", runs)
 	}
-	if res, err := w.run("issue_comment", w.commentEvent("maintainer", "/approve")); err != nil || res.Outcome != "done" {
+	if res, err := w.run("issue_comment", w.commentEvent("maintainer", "/approve "+secondID)); err != nil || res.Outcome != "done" {
 		t.Fatalf("fresh approval run = %+v, %v\nlogs:\n%s", res, err, w.logs.String())
 	}
 	if runs := checkRunsNamed(w.gh, task.RunCheck); len(runs) != 2 {

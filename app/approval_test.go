@@ -419,8 +419,14 @@ func TestAnApprovalAnswersOneRequest(t *testing.T) {
 	if len(runs) != 1 || !strings.Contains(runs[0].Summary, "grep -c commit README.md") {
 		t.Fatalf("run check runs = %+v, want only the first request's", runs)
 	}
-	// An answer written after the request was shown runs it.
+	// A bare answer written after it was shown could have been meant for
+	// the first request, and answers nothing; one naming it runs it.
 	e.comment("a3", 1, "maintainer", "/approve")
+	e.waitComment(1, "`/approve` alone could answer one you did not read")
+	if st := e.waitState(1, task.AwaitingApproval); st.Request.Answer != nil {
+		t.Fatalf("a bare approval answered the second request: %+v", st.Request.Answer)
+	}
+	e.comment("a4", 1, "maintainer", "/approve "+second.ID)
 	if done := e.waitTask(1); done.State != task.Done {
 		t.Fatalf("task ended %s: %s", done.State, done.Error)
 	}
