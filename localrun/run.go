@@ -271,10 +271,10 @@ func (r *run) request(ctx context.Context, req agent.Request) (string, error) {
 	r.showSetup(ran.Setup)
 	res := ran.Result
 	if why, ok := task.NotStarted(res); ok {
-		return r.notRun(rec, ran.Outcome(), why), nil
+		rec.Ended(res, ran.Setup != nil && ran.Setup.Failed)
+		return r.notRun(rec, rec.Outcome, why), nil
 	}
-	rec.Outcome = task.RunOutcome(res, false)
-	rec.ExitCode, rec.Duration = res.ExitCode, res.Duration
+	rec.Ended(res, false)
 	r.runs = append(r.runs, rec)
 	output := res.Output
 	if res.OOMKilled {

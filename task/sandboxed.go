@@ -11,9 +11,9 @@ import (
 // Sandboxed is the set-up-and-run step of an approved request, one for
 // every way the bot runs: serve and the Action (runs.execute) and bot run
 // (localrun). The repository's dependencies are made ready behind the
-// fence when a setup is asked for, then the command runs on them, and
-// what happened is told as the record of runs reads it. Asking, writing
-// the approved files out and recording are the caller's.
+// fence when a setup is asked for, then the command runs on them. Asking
+// (approval.Request, rendered by each surface), writing the approved
+// files out and recording (RunRecord.Ended) are the caller's.
 type Sandboxed struct {
 	Runner Runner
 	// Deps makes the dependencies ready; nil when no setup runs (the
@@ -36,9 +36,6 @@ type Ran struct {
 	// log; Result says what may be told of it.
 	Err error
 }
-
-// Outcome is how the run ends in the record of runs (RunOutcome).
-func (r Ran) Outcome() string { return RunOutcome(r.Result, r.Setup != nil && r.Setup.Failed) }
 
 // notRunPrefix begins the output of a command that never started: the
 // setup or the sandbox failed, or the runner could not start it (an
