@@ -33,6 +33,11 @@ type RunResult struct {
 	// Duration is how long the command ran, from start until it and its
 	// process group were gone. It does not include copying the workspace.
 	Duration time.Duration `json:"duration"`
+	// NotStarted reports that the command never started (the image could
+	// not be had, the files did not fit, the setup or the sandbox failed):
+	// Output says why, and ExitCode is -1. Set by whoever decided it, never
+	// read from the output, which a command writes.
+	NotStarted bool `json:"not_started,omitempty"`
 }
 
 // CacheMount is a volume a run mounts at Target (an absolute path outside

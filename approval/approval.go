@@ -215,7 +215,7 @@ func (r Request) Sentences() []Sentence {
 		if s.Unknown != "" {
 			out = append(out, Sentence{Kind: KindSetupAnyway, Warning: true, Spans: []Span{
 				strong("The dependency manifests could not be compared"), text(" with "), code(s.Base),
-				text(", so the repository's setup may run first with the files' own manifests, with network only to the hosts this installation allows."),
+				text(", so the repository's setup may run first with the files' own manifests, with network only to the hosts allowed for it."),
 			}})
 		} else {
 			spans := []Span{strong("The repository's setup runs first, with these manifests."), text(" The files to run change ")}
@@ -230,7 +230,7 @@ func (r Request) Sentences() []Sentence {
 				spans = append(spans, code(m.Path), text(fmt.Sprintf(" (+%d −%d)", m.Added, m.Deleted)))
 			}
 			spans = append(spans, text(" against "), code(s.Base),
-				text(", so before the command the setup fetches the dependencies they name (unless it already did for these very files), running their code with network only to the hosts this installation allows. Approving covers both: read those changes first."))
+				text(", so before the command the setup fetches the dependencies they name (unless it already did for these very files), running their code with network only to the hosts allowed for it. Approving covers both: read those changes first."))
 			out = append(out, Sentence{Kind: KindSetup, Warning: true, Spans: spans})
 		}
 	}

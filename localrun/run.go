@@ -247,7 +247,12 @@ func (r *run) request(ctx context.Context, req agent.Request) (string, error) {
 	spec.Image = r.image
 	// The same step as serve's: the setup, when one runs, then the
 	// command, told as the record of runs reads it.
-	step := task.Sandboxed{Runner: r.sb.r}
+	step := task.Sandboxed{Runner: r.sb.r, SetUp: func(s *pullwright.SetupRecord) {
+		r.showSetup(s)
+		if !s.Failed {
+			r.status("running " + cmd)
+		}
+	}}
 	var setup *pullwright.SetupRequest
 	if r.sb.setup != nil {
 		base, err := r.headFiles(ctx)
@@ -268,7 +273,6 @@ func (r *run) request(ctx context.Context, req agent.Request) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	r.showSetup(ran.Setup)
 	res := ran.Result
 	if why, ok := task.NotStarted(res); ok {
 		rec.Ended(res, ran.Setup != nil && ran.Setup.Failed)
@@ -302,7 +306,10 @@ func (r *run) notRun(rec task.RunRecord, outcome, why string) string {
 	rec.Outcome, rec.ExitCode = outcome, -1
 	r.runs = append(r.runs, rec)
 	why = strings.TrimRight(strings.TrimSpace(why), ".")
-	r.d.printf("  `%s` could not run: %s.\n", clip(oneLine(rec.Command), 120), oneLine(why))
+	// The terminal gets the first line (a failed setup's steps and
+	// output were shown just before); the agent gets all of it.
+	first, _, _ := strings.Cut(why, "\n")
+	r.d.printf("  `%s` could not run: %s.\n", clip(oneLine(rec.Command), 120), clip(oneLine(strings.TrimRight(first, ".")), 300))
 	return fmt.Sprintf("error: the command did not run: %s.", why)
 }
 

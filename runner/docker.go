@@ -404,6 +404,7 @@ func (d *Docker) Run(ctx context.Context, s pullwright.RunSpec) (pullwright.RunR
 		}
 		log.Error("runner: image not available", "err", err)
 		res.Output = fmt.Sprintf("not run: image %s is not available and could not be pulled: %v\n", image, err)
+		res.NotStarted = true
 		return res, nil
 	}
 	lim.imageVolumes = volumes
@@ -700,6 +701,7 @@ func (d *Docker) run(ctx context.Context, log *slog.Logger, s pullwright.RunSpec
 			return res, fmt.Errorf("run: %w", ctx.Err())
 		case errors.Is(err, errWorkspaceTooBig):
 			log.Warn("runner: the workspace does not fit in the sandbox", "disk", lim.disk, "err", err)
+			res.NotStarted = true
 			res.Output = fmt.Sprintf("not run: the workspace is larger than the %s the sandbox's %s holds\n",
 				formatBytes(lim.disk), SandboxWorkdir)
 			return res, nil

@@ -613,7 +613,7 @@ func setupFailure(s *pullwright.SetupRecord) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "not run: the repository's setup failed (exit code %d), so its dependencies are not there; the command was not run.\n", s.ExitCode)
 	if len(s.Blocked) > 0 {
-		fmt.Fprintf(&b, "The network fence blocked: %s. Setup reaches only the hosts this installation allows.\n", strings.Join(s.Blocked, ", "))
+		fmt.Fprintf(&b, "The network fence blocked: %s. Setup reaches only the hosts allowed for it.\n", strings.Join(s.Blocked, ", "))
 	}
 	fmt.Fprintf(&b, "Setup ran:\n%s\nIts output:\n%s", strings.Join(s.Steps, "\n"), s.Output)
 	return b.String()

@@ -445,7 +445,9 @@ type ModeCheck struct {
 func checkMode(t *Task) ModeCheck {
 	final := t.HeadSHA
 	ran := func(r RunRecord) bool {
-		return r.Verdict == Approved && r.Outcome != OutcomeInterrupted && r.Outcome != OutcomeSetupFailed
+		// A command that never started, or was cut short, shows nothing of
+		// the code: not a failure that reproduces a bug, nor a pass.
+		return r.Verdict == Approved && r.Outcome != OutcomeInterrupted && r.Outcome != OutcomeSetupFailed && r.Outcome != OutcomeNotRun
 	}
 	// passedAfter is a passing run of cmd on the final commit after run i;
 	// in tdd, with the tests as they were when run i failed, so that the

@@ -43,6 +43,10 @@ func TestCheckMode(t *testing.T) {
 			run("go test ./pkg", testOnly, OutcomeFailed, true, false),
 			run("go vet ./...", final, OutcomePassed, true, true),
 		}, want: []string{"the same command passing on the final commit, with the fix and the tests unchanged since they failed"}},
+		{name: "tdd: a run that never started is no failing test", mode: ModeTDD, runs: []RunRecord{
+			run("go test ./...", testOnly, OutcomeNotRun, true, false),
+			run("go test ./...", final, OutcomePassed, true, true),
+		}, want: []string{"a run that shows a new or changed test failing before the fix (on a commit with the test change only)", "the same command passing on the final commit, with the fix and the tests unchanged since they failed"}},
 		{name: "tdd: a rejected run is no step", mode: ModeTDD, runs: []RunRecord{
 			{Command: "go test ./...", SHA: testOnly, Verdict: Rejected, Outcome: OutcomeRejected, Tests: true},
 			run("go test ./...", final, OutcomePassed, true, true),
@@ -51,6 +55,10 @@ func TestCheckMode(t *testing.T) {
 			run("./repro.sh", base, OutcomeFailed, false, false),
 			run("./repro.sh", final, OutcomePassed, false, true),
 		}},
+		{name: "debug: a sandbox that failed reproduces nothing", mode: ModeDebug, runs: []RunRecord{
+			run("./repro.sh", base, OutcomeNotRun, false, false),
+			run("./repro.sh", final, OutcomePassed, false, true),
+		}, want: []string{"a run that reproduces the failure before the code is changed", "the same command passing on the final commit, with the fix"}},
 		{name: "debug: never reproduced", mode: ModeDebug, runs: []RunRecord{
 			run("./repro.sh", final, OutcomePassed, false, true),
 		}, want: []string{"a run that reproduces the failure before the code is changed", "the same command passing on the final commit, with the fix"}},

@@ -124,7 +124,7 @@ func RunOutcome(res pullwright.RunResult, setupFailed bool) string {
 		return OutcomeTimedOut
 	case res.OOMKilled:
 		return OutcomeOOM
-	case res.ExitCode == -1 && strings.HasPrefix(res.Output, notRunPrefix):
+	case res.NotStarted:
 		return OutcomeNotRun
 	case res.ExitCode == -1:
 		return OutcomeInterrupted

@@ -107,8 +107,9 @@ func (rn runs) setupRequest(ctx context.Context, t *Task, ws Workspace, spec pul
 		// manifests are the base's is what decides if they may run with
 		// network, and that cannot be told now.
 		rn.log.ErrorContext(ctx, "export of the base for setup failed", "task_id", t.ID, "request", r.ID, "err", err)
-		r.Result = &pullwright.RunResult{ExitCode: -1, Output: notRunPrefix + " the repository's setup could not read the base's files to compare the manifests with, so neither it nor the command ran: " +
-			UserMessage(Retry("reading the repository failed; asking again may work", err))}
+		res := notRun("the repository's setup could not read the base's files to compare the manifests with, so neither it nor the command ran: " +
+			UserMessage(Retry("reading the repository failed; asking again may work", err)))
+		r.Result = &res
 		return nil, true
 	}
 	labels := map[string]string{"pullwright.task": strconv.FormatInt(t.ID, 10), "pullwright.request": r.ID, "pullwright.setup": "true"}
@@ -159,9 +160,10 @@ func (rn runs) execute(ctx context.Context, t *Task, ws Workspace) error {
 	if r.Shown != nil && r.Shown.Where.Sandbox == rn.unisolated {
 		// The bot was restarted with another runner since the request
 		// was shown: what was approved is not where it would run.
-		r.Result = &pullwright.RunResult{ExitCode: -1, Output: notRunPrefix + " the bot's runner changed since the request was shown (" +
+		res := notRun("the bot's runner changed since the request was shown (" +
 			map[bool]string{true: "it was shown to run in a sandbox", false: "it was shown to run without a sandbox"}[r.Shown.Where.Sandbox] +
-			"), so what was approved is not where it would run; ask again"}
+			"), so what was approved is not where it would run; ask again")
+		r.Result = &res
 		return nil
 	}
 	// What runs is the approved commit's tree and nothing else: not
@@ -177,7 +179,8 @@ func (rn runs) execute(ctx context.Context, t *Task, ws Workspace) error {
 			return ctx.Err()
 		}
 		rn.log.ErrorContext(ctx, "export of the approved commit failed", "task_id", t.ID, "request", r.ID, "sha", r.SHA, "err", err)
-		r.Result = &pullwright.RunResult{ExitCode: -1, Output: fmt.Sprintf("not run: the files of the approved commit %s could not be written out for the run; a maintainer can see the bot's logs", short(r.SHA))}
+		res := notRun(fmt.Sprintf("the files of the approved commit %s could not be written out for the run; a maintainer can see the bot's logs", short(r.SHA)))
+		r.Result = &res
 		return nil
 	}
 	spec := rn.settings(t).RunSpec(tree, r.Command, map[string]string{"pullwright.task": strconv.FormatInt(t.ID, 10), "pullwright.request": r.ID})

@@ -23,6 +23,9 @@ type Sandboxed struct {
 	// the setup or of the sandbox itself (not of the command): serve
 	// keeps its internals to its logs, bot run tells its own user.
 	Explain func(error) string
+	// SetUp, if set, is told what a setup that ran did, before the
+	// command starts (bot run shows it as it goes).
+	SetUp func(*pullwright.SetupRecord)
 }
 
 // Ran is what Sandboxed.Run did.
@@ -37,10 +40,14 @@ type Ran struct {
 	Err error
 }
 
-// notRunPrefix begins the output of a command that never started: the
-// setup or the sandbox failed, or the runner could not start it (an
-// image gone, files that do not fit).
+// notRunPrefix begins the output of a command that never started
+// (RunResult.NotStarted), for the people and the agent who read it.
 const notRunPrefix = "not run:"
+
+// notRun is the result of a command that never started, and why.
+func notRun(why string) pullwright.RunResult {
+	return pullwright.RunResult{ExitCode: -1, Output: notRunPrefix + " " + why, NotStarted: true}
+}
 
 // Run sets up, when setup is not nil and there are Deps, and runs spec.
 // Its error is only ctx's.
@@ -57,13 +64,16 @@ func (s Sandboxed) Run(ctx context.Context, spec pullwright.RunSpec, setup *pull
 			if ctx.Err() != nil {
 				return ran, ctx.Err()
 			}
-			ran.Result = pullwright.RunResult{ExitCode: -1, Output: notRunPrefix + " the repository's setup (fetching its dependencies) could not run: " + s.explain(err)}
+			ran.Result = notRun("the repository's setup (fetching its dependencies) could not run: " + s.explain(err))
 			ran.Err = fmt.Errorf("setup: %w", err)
 			return ran, nil
 		}
 		ran.Setup = ready.Record
+		if ready.Record != nil && s.SetUp != nil {
+			s.SetUp(ready.Record)
+		}
 		if r := ready.Record; r != nil && r.Failed {
-			ran.Result = pullwright.RunResult{ExitCode: -1, Output: setupFailure(r)}
+			ran.Result = pullwright.RunResult{ExitCode: -1, Output: setupFailure(r), NotStarted: true}
 			return ran, nil
 		}
 		spec.Caches, spec.Env, spec.Links = ready.Caches, ready.Env, ready.Links
@@ -73,7 +83,7 @@ func (s Sandboxed) Run(ctx context.Context, spec pullwright.RunSpec, setup *pull
 		if ctx.Err() != nil {
 			return ran, ctx.Err()
 		}
-		ran.Result = pullwright.RunResult{ExitCode: -1, Output: notRunPrefix + " the sandbox failed to run the command: " + s.explain(err)}
+		ran.Result = notRun("the sandbox failed to run the command: " + s.explain(err))
 		ran.Err = fmt.Errorf("sandbox: %w", err)
 		return ran, nil
 	}
@@ -88,10 +98,10 @@ func (s Sandboxed) explain(err error) string {
 	return s.Explain(err)
 }
 
-// NotStarted reads a result whose command never started (see
-// notRunPrefix), and says why.
+// NotStarted reads a result whose command never started
+// (RunResult.NotStarted), and says why.
 func NotStarted(res pullwright.RunResult) (string, bool) {
-	if res.ExitCode != -1 || res.TimedOut || !strings.HasPrefix(res.Output, notRunPrefix) {
+	if !res.NotStarted {
 		return "", false
 	}
 	return strings.TrimSpace(strings.TrimPrefix(res.Output, notRunPrefix)), true
