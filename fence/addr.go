@@ -23,23 +23,43 @@ func notPublic(a netip.Addr) string {
 	case a.IsPrivate():
 		return "a private address"
 	}
+	if a.Is6() {
+		// Every IPv6 form that carries an IPv4 address in its last 32
+		// bits: the address inside is what it would reach.
+		b := a.As16()
+		inner := netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]})
+		for _, f := range embedding {
+			if !f.prefix.Contains(a) {
+				continue
+			}
+			if why := notPublic(inner); why != "" {
+				return "an IPv6 form of " + inner.String() + ", " + why
+			}
+			if f.refused != "" {
+				return f.refused + " (of " + inner.String() + ")"
+			}
+		}
+	}
 	for _, r := range reserved {
 		if r.prefix.Contains(a) {
 			return r.what
 		}
 	}
-	if a.Is6() && nat64.Contains(a) {
-		// The IPv4 address inside is what a NAT64 gateway would reach.
-		b := a.As16()
-		inner := netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]})
-		if why := notPublic(inner); why != "" {
-			return "an IPv6 form of " + inner.String() + ", " + why
-		}
-	}
 	return ""
 }
 
-var nat64 = netip.MustParsePrefix("64:ff9b::/96")
+// embedding are the IPv6 forms with an IPv4 address in their last 32
+// bits. NAT64's is allowed when the address inside is public (a gateway
+// reaches it); the others are deprecated or translation-only forms no
+// dependency host is published under, refused whatever is inside.
+var embedding = []struct {
+	prefix  netip.Prefix
+	refused string
+}{
+	{netip.MustParsePrefix("64:ff9b::/96"), ""},
+	{netip.MustParsePrefix("::/96"), "an IPv4-compatible IPv6 address (deprecated)"},
+	{netip.MustParsePrefix("::ffff:0:0:0/96"), "an IPv4-translated IPv6 address"},
+}
 
 // reserved are the special-purpose ranges (RFC 6890 and successors) that
 // netip's predicates do not name.
@@ -51,6 +71,7 @@ var reserved = []struct {
 	{netip.MustParsePrefix("100.64.0.0/10"), "a carrier-grade NAT address"},
 	{netip.MustParsePrefix("192.0.0.0/24"), "an IETF protocol address"},
 	{netip.MustParsePrefix("192.0.2.0/24"), "a documentation address"},
+	{netip.MustParsePrefix("192.88.99.0/24"), "a 6to4 relay anycast address"},
 	{netip.MustParsePrefix("198.18.0.0/15"), "a benchmarking address"},
 	{netip.MustParsePrefix("198.51.100.0/24"), "a documentation address"},
 	{netip.MustParsePrefix("203.0.113.0/24"), "a documentation address"},
@@ -60,4 +81,5 @@ var reserved = []struct {
 	{netip.MustParsePrefix("2001::/23"), "an IETF protocol address"},
 	{netip.MustParsePrefix("2001:db8::/32"), "a documentation address"},
 	{netip.MustParsePrefix("2002::/16"), "a 6to4 address"},
+	{netip.MustParsePrefix("fec0::/10"), "a site-local address (deprecated)"},
 }

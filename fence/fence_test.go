@@ -289,6 +289,11 @@ func TestNotPublic(t *testing.T) {
 		{"198.18.0.1", "benchmarking"}, {"240.0.0.1", "reserved"}, {"255.255.255.255", "reserved"},
 		{"64:ff9b::a00:1", "IPv6 form of 10.0.0.1"}, {"64:ff9b::5db8:d70e", ""},
 		{"2001:db8::1", "documentation"}, {"2002:a00:1::1", "6to4"},
+		// Every IPv6 form that carries an IPv4 address is judged by it,
+		// and the deprecated forms are refused whatever they carry.
+		{"::7f00:1", "IPv6 form of 127.0.0.1, a loopback"}, {"::a9fe:a9fe", "IPv6 form of 169.254.169.254, a link-local"},
+		{"::5db8:d70e", "IPv4-compatible"}, {"::ffff:0:7f00:1", "IPv6 form of 127.0.0.1"}, {"::ffff:0:5db8:d70e", "IPv4-translated"},
+		{"fec0::1", "site-local"}, {"192.88.99.1", "6to4 relay"},
 	} {
 		got := notPublic(netip.MustParseAddr(tc.addr))
 		if tc.want == "" && got != "" || tc.want != "" && !strings.Contains(got, tc.want) {
