@@ -534,20 +534,23 @@ func (d *Docker) containerConfig(s pullwright.RunSpec, image, volume string, lim
 	return client.ContainerCreateOptions{
 		Name: "pullwright-run-" + randomHex(6),
 		Config: &container.Config{
-			Image:           image,
-			User:            d.cfg.User,
-			Hostname:        "sandbox",
-			Entrypoint:      []string{"/bin/sh", "-c", goAheadScript, "pullwright"},
-			Cmd:             []string{s.Command},
-			WorkingDir:      SandboxWorkdir,
-			Env:             sandboxEnv(s),
-			AttachStdin:     true,
-			AttachStdout:    true,
-			AttachStderr:    true,
-			OpenStdin:       true,
-			StdinOnce:       true,
-			Labels:          d.labels(s),
-			NetworkDisabled: lim.network == NetworkNone,
+			Image:        image,
+			User:         d.cfg.User,
+			Hostname:     "sandbox",
+			Entrypoint:   []string{"/bin/sh", "-c", goAheadScript, "pullwright"},
+			Cmd:          []string{s.Command},
+			WorkingDir:   SandboxWorkdir,
+			Env:          sandboxEnv(s),
+			AttachStdin:  true,
+			AttachStdout: true,
+			AttachStderr: true,
+			OpenStdin:    true,
+			StdinOnce:    true,
+			Labels:       d.labels(s),
+			// No NetworkDisabled: network "none" is what isolates (a
+			// loopback and nothing else), and with NetworkDisabled the
+			// engine writes no /etc/hosts, so "localhost" does not
+			// resolve where a test suite listens on it.
 		},
 		HostConfig: &container.HostConfig{
 			NetworkMode:    container.NetworkMode(lim.network),
