@@ -88,6 +88,10 @@ type Setup struct {
 	// Unknown is why the manifests could not be compared, if they could
 	// not: the setup may then run with the files' own manifests.
 	Unknown string `json:"unknown,omitempty"`
+	// Private is true when Base is not the default branch: the setup runs
+	// on the files' own manifests into a cache of the task's own, changed
+	// or not, since only the default branch fills the caches tasks share.
+	Private bool `json:"private,omitempty"`
 }
 
 // AutoApprove is the repository's auto_approve rules as they bear on the
@@ -154,14 +158,15 @@ type Span struct {
 // Sentence kinds. A warning is what a person must know before approving
 // beyond "this command runs on these files in a closed sandbox".
 const (
-	KindFork        = "fork"
-	KindWhere       = "where"
-	KindNoSandbox   = "no_sandbox"
-	KindNetwork     = "network"
-	KindAutoApprove = "auto_approve"
-	KindSetup       = "setup"
-	KindSetupAnyway = "setup_unknown"
-	KindFilesAnyway = "files_unknown"
+	KindFork         = "fork"
+	KindWhere        = "where"
+	KindNoSandbox    = "no_sandbox"
+	KindNetwork      = "network"
+	KindAutoApprove  = "auto_approve"
+	KindSetup        = "setup"
+	KindSetupAnyway  = "setup_unknown"
+	KindSetupPrivate = "setup_private"
+	KindFilesAnyway  = "files_unknown"
 )
 
 // Sentence is one statement about a request, in the order surfaces show
@@ -212,12 +217,20 @@ func (r Request) Sentences() []Sentence {
 		out = append(out, Sentence{Kind: KindAutoApprove, Spans: spans})
 	}
 	if s := r.Setup; s != nil {
-		if s.Unknown != "" {
+		if s.Private {
+			out = append(out, Sentence{Kind: KindSetupPrivate, Warning: true, Spans: []Span{
+				strong("The repository's setup runs first, on these files' own manifests,"), text(" into a cache of this task's own: "),
+				code(s.Base), text(" is not the default branch, whose files alone fill the caches other tasks share. It fetches what the manifests name, running their code with network only to the hosts allowed for it. Approving covers both."),
+			}})
+		}
+		switch {
+		case s.Private && len(s.Manifests) == 0 && s.Unknown == "":
+		case s.Unknown != "":
 			out = append(out, Sentence{Kind: KindSetupAnyway, Warning: true, Spans: []Span{
 				strong("The dependency manifests could not be compared"), text(" with "), code(s.Base),
 				text(", so the repository's setup may run first with the files' own manifests, with network only to the hosts allowed for it."),
 			}})
-		} else {
+		default:
 			spans := []Span{strong("The repository's setup runs first, with these manifests."), text(" The files to run change ")}
 			for i, m := range s.Manifests {
 				if i == maxManifestsNamed {

@@ -226,6 +226,15 @@ func (rq requests) show(ctx context.Context, t *Task) approval.Request {
 // lockfile's can be far longer than a comment holds.
 const maxManifestDiff = 12 << 10
 
+// sharesCaches reports whether the commit setupBase names may fill a cache
+// the repository's tasks share: only a commit of the default branch. A
+// pull request may target any branch (the bot's own agent/* branches,
+// whose files an agent wrote, among them); its setup gets a cache of its
+// own, as changed manifests do.
+func (t *Task) sharesCaches() bool {
+	return t.setupBase() != "" && (t.Pull == nil || t.Pull.Info.BaseRef == t.Repo.DefaultBranch)
+}
+
 // ManifestChanges are the dependency manifests the files a request would
 // run change against the commit a shared cache is filled from (setupBase):
 // the setup then runs with them, and the approval of the request covers
@@ -237,11 +246,15 @@ type ManifestChanges struct {
 	// Err is why they could not be read; the request is then treated as
 	// changing them.
 	Err error
+	// Private is true when the setup runs on the files' own manifests
+	// into a cache of the task's own whatever they change, because the
+	// base is not the default branch (Task.sharesCaches).
+	Private bool
 }
 
 // changed reports whether the setup would run with manifests that are not
 // the base's, as far as anyone can tell.
-func (m ManifestChanges) changed() bool { return len(m.Files) > 0 || m.Err != nil }
+func (m ManifestChanges) changed() bool { return len(m.Files) > 0 || m.Err != nil || m.Private }
 
 // setupBase is the commit whose files may fill a cache the repository's
 // tasks share: the task's base, or a pull request's base commit; "" when
@@ -262,7 +275,7 @@ func (rq requests) manifestChanges(ctx context.Context, t *Task) ManifestChanges
 	all, ws, err := rq.checkouts.diffStatAgainst(ctx, t, t.setupBase())
 	if err != nil {
 		rq.log.WarnContext(ctx, "reading the manifests' changes", "task_id", t.ID, "err", err)
-		return ManifestChanges{Err: err}
+		return ManifestChanges{Err: err, Private: !t.sharesCaches()}
 	}
 	return rq.checkManifests(ctx, t, all, ws)
 }
@@ -284,6 +297,7 @@ func (rq requests) checkManifests(ctx context.Context, t *Task, all []pullwright
 		rq.log.WarnContext(ctx, "reading the manifests' changes", "task_id", t.ID, "err", err)
 		m.Err = err
 	}
+	m.Private = !t.sharesCaches()
 	return m
 }
 

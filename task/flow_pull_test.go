@@ -233,3 +233,41 @@ func TestARequestOnAPullRequest(t *testing.T) {
 		t.Errorf("changed files %+v (summed over the bot's commits)", done.ChangedFiles)
 	}
 }
+
+// Only the default branch fills the caches a repository's tasks share. A
+// pull request to another branch (the bot's own agent/* branches among
+// them: an agent wrote those files) has its setup in a cache of its own,
+// and its request says so and is never answered by a rule.
+func TestASetupOnAnotherBaseIsPrivate(t *testing.T) {
+	for _, base := range []string{"main", "agent/3-poisoned"} {
+		t.Run(base, func(t *testing.T) {
+			w, info := pullWorld(t, false, map[string]string{"feature.go": "package feature\n"})
+			info.BaseRef = base
+			w.gh.Pulls[7] = info
+			w.gh.SetFile("main", ".github/pullwright.yml", "auto_approve:\n  - command: go test ./...\n")
+			deps := &tasktest.Deps{}
+			w.flow.Deps = deps
+			w.agent.Script = []tasktest.Turn{
+				pending("go test ./...", map[string]string{"feature.go": "package feature // 1\n"}),
+				finish("Rename x", nil),
+			}
+			fix := w.fixPull("rename x", nil)
+			w.drain()
+			got := w.get(fix.ID)
+			shown := got.Request.Shown
+			private := base != "main"
+			if shown == nil || (shown.Setup != nil && shown.Setup.Private) != private || (got.Request.Auto != "") == private {
+				t.Fatalf("request shown %+v, auto %q", shown, got.Request.Auto)
+			}
+			if private {
+				w.clock.Advance(time.Minute)
+				w.ask(&task.Task{Kind: task.KindApprove, Issue: 7, CommentID: 71, Requester: person("maint")})
+				w.drain()
+			}
+			w.want(fix.ID, task.Done)
+			if len(deps.Requests) != 1 || (deps.Requests[0].Base == "") != private {
+				t.Fatalf("setup requests %+v; want a shared cache's base only for main", deps.Requests)
+			}
+		})
+	}
+}

@@ -347,9 +347,11 @@ func ShowRequest(t *Task, changes []pullwright.FileStat, manifests ManifestChang
 	switch {
 	case unisolated:
 	case len(manifests.Files) > 0:
-		v.Setup = &approval.Setup{Base: t.prBase(), Manifests: manifests.Files, Diff: manifests.Diff}
+		v.Setup = &approval.Setup{Base: t.prBase(), Manifests: manifests.Files, Diff: manifests.Diff, Private: manifests.Private}
 	case manifests.Err != nil:
-		v.Setup = &approval.Setup{Base: t.prBase(), Unknown: "the comparison failed"}
+		v.Setup = &approval.Setup{Base: t.prBase(), Unknown: "the comparison failed", Private: manifests.Private}
+	case manifests.Private:
+		v.Setup = &approval.Setup{Base: t.prBase(), Private: true}
 	}
 	if t.Settings != nil && len(t.Settings.AutoApprove) > 0 {
 		a := &approval.AutoApprove{}
@@ -367,6 +369,8 @@ func ShowRequest(t *Task, changes []pullwright.FileStat, manifests ManifestChang
 		case a.Matched == "":
 		case v.Fork != nil:
 			a.Why = "a rule never answers for a fork's code"
+		case v.Setup != nil && v.Setup.Private && len(v.Setup.Manifests) == 0 && v.Setup.Unknown == "":
+			a.Why = "a rule never answers when the setup would run on files whose base is not the default branch"
 		case v.Setup != nil:
 			a.Why = "a rule never answers when the setup would run with changed dependency manifests"
 		}
@@ -439,12 +443,13 @@ func sentenceBlock(v approval.Request, s approval.Sentence) string {
 
 // icon marks a request's sentences in Markdown as the comment always did.
 var icon = map[string]string{
-	approval.KindFork:        "⚠️ ",
-	approval.KindNoSandbox:   "⚠️ ",
-	approval.KindNetwork:     "🌐 ",
-	approval.KindSetup:       "📦 ",
-	approval.KindSetupAnyway: "📦 ",
-	approval.KindFilesAnyway: "⚠️ ",
+	approval.KindFork:         "⚠️ ",
+	approval.KindNoSandbox:    "⚠️ ",
+	approval.KindNetwork:      "🌐 ",
+	approval.KindSetup:        "📦 ",
+	approval.KindSetupAnyway:  "📦 ",
+	approval.KindSetupPrivate: "📦 ",
+	approval.KindFilesAnyway:  "⚠️ ",
 }
 
 // markdown is a sentence in the comment's Markdown: values as code spans,

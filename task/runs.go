@@ -90,8 +90,16 @@ func (rn runs) setupRequest(ctx context.Context, t *Task, ws Workspace, spec pul
 		return nil, false
 	}
 	r := t.Request
+	labels := map[string]string{"pullwright.task": strconv.FormatInt(t.ID, 10), "pullwright.request": r.ID, "pullwright.setup": "true"}
+	if !t.sharesCaches() {
+		// A base other than the default branch fills no shared cache:
+		// the setup runs on the run's files into a cache of the task's
+		// own, as the request said (approval.Setup.Private).
+		setup := rn.settings(t).SetupRequest(t.Repo.FullName(), "", spec, labels, rn.operator().Caps.Images)
+		return &setup, false
+	}
 	// The base's files, which alone may fill a shared cache: the default
-	// branch's, or a pull request's base branch's (never its head's,
+	// branch's, or the base of a pull request to it (never its head's,
 	// which its author wrote). Removed with the run's files
 	// (removeRunTree), like them.
 	base := workdir(rn.dir, t) + ".base"
@@ -112,7 +120,6 @@ func (rn runs) setupRequest(ctx context.Context, t *Task, ws Workspace, spec pul
 		r.Result = &res
 		return nil, true
 	}
-	labels := map[string]string{"pullwright.task": strconv.FormatInt(t.ID, 10), "pullwright.request": r.ID, "pullwright.setup": "true"}
 	setup := rn.settings(t).SetupRequest(t.Repo.FullName(), base, spec, labels, rn.operator().Caps.Images)
 	return &setup, false
 }
