@@ -25,6 +25,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash"
 	"io"
@@ -140,6 +141,9 @@ var manifestNames = []string{
 	".npmrc", ".yarnrc", ".yarnrc.yml", "pnpm-workspace.yaml", ".pnpmfile.cjs",
 	"pyproject.toml", "setup.py", "setup.cfg", "Pipfile", "Pipfile.lock", "poetry.lock", "uv.lock",
 	"Cargo.toml", "Cargo.lock", ".cargo/config.toml", ".cargo/config",
+	// pip reads its configuration from the working directory's pip.conf
+	// (PIP_CONFIG_FILE aside): an index, a trusted host.
+	"pip.conf", "pip.ini",
 }
 
 // requirementsRE is the requirements files the default Python steps
@@ -147,8 +151,19 @@ var manifestNames = []string{
 // anything else in its name is not one.
 var requirementsRE = regexp.MustCompile(`^requirements[A-Za-z0-9._-]*\.txt$`)
 
+// executedDirs hold files a setup runs or loads as code, whatever the
+// lockfiles say: the Yarn release a .yarnrc.yml's yarnPath names, Yarn's
+// plugins and patches. Every file below them counts as a manifest: a
+// change to one is shown in the request and makes a key of its own.
+var executedDirs = []string{".yarn/releases/", ".yarn/plugins/", ".yarn/patches/"}
+
+// maxExecutedFiles bounds the files below executedDirs a plan reads: a
+// tree with more is refused rather than half covered by its key.
+const maxExecutedFiles = 200
+
 func isManifest(p string) bool {
-	return slices.Contains(manifestNames, p) || requirementsRE.MatchString(p)
+	return slices.Contains(manifestNames, p) || requirementsRE.MatchString(p) ||
+		slices.ContainsFunc(executedDirs, func(d string) bool { return strings.HasPrefix(p, d) && len(p) > len(d) })
 }
 
 // Detect plans setup for the tree fsys, a checkout of the approved
@@ -306,6 +321,28 @@ func manifests(fsys fs.FS) ([]string, error) {
 		switch {
 		case e.Type().IsRegular() && isManifest(e.Name()):
 			out = append(out, e.Name())
+		case e.IsDir() && e.Name() == ".yarn":
+			n := 0
+			for _, d := range executedDirs {
+				err := fs.WalkDir(fsys, strings.TrimSuffix(d, "/"), func(p string, x fs.DirEntry, err error) error {
+					switch {
+					case errors.Is(err, fs.ErrNotExist) && p == strings.TrimSuffix(d, "/"):
+						return fs.SkipAll
+					case err != nil:
+						return err
+					case !x.Type().IsRegular():
+						return nil
+					}
+					if n++; n > maxExecutedFiles {
+						return fmt.Errorf("more than %d files below %s", maxExecutedFiles, strings.Join(executedDirs, ", "))
+					}
+					out = append(out, p)
+					return nil
+				})
+				if err != nil {
+					return nil, fmt.Errorf("list %s: %w", d, err)
+				}
+			}
 		case e.IsDir() && e.Name() == ".cargo":
 			sub, err := fs.ReadDir(fsys, ".cargo")
 			if err != nil {
