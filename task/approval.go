@@ -252,10 +252,6 @@ type ManifestChanges struct {
 	Private bool
 }
 
-// changed reports whether the setup would run with manifests that are not
-// the base's, as far as anyone can tell.
-func (m ManifestChanges) changed() bool { return len(m.Files) > 0 || m.Err != nil || m.Private }
-
 // setupBase is the commit whose files may fill a cache the repository's
 // tasks share: the task's base, or a pull request's base commit; "" when
 // there is none.
