@@ -92,6 +92,10 @@ type ReadyCache struct {
 	Bytes int64
 }
 
+// sizeTries bounds the disk usage calls ReadyCaches makes to see a cache
+// just made.
+const sizeTries = 8
+
 // ReadyCaches lists this runner's ready dependency caches on the engine
 // (its Owner's, when it has one: another bot's are not its to measure or
 // remove), with their sizes.
@@ -108,9 +112,19 @@ func (d *Docker) ReadyCaches(ctx context.Context) ([]ReadyCache, error) {
 	// one, so it is asked once for all of them. The engine shares one
 	// walk among the calls that overlap it, so a call made while another
 	// walk runs gets that walk's answer, which may predate a cache just
-	// made: when a listed cache is missing from it, it is asked once more.
+	// made: when a listed cache is missing from it, it is asked again, a
+	// little later each time (other setups on the same engine start walks
+	// of their own: two tries were seen to fall within two such walks on
+	// a loaded machine). A cache still missing counts as of unknown size.
 	sizes := map[string]int64{}
-	for try := 0; try < 2; try++ {
+	for try := 0; try < sizeTries; try++ {
+		if try > 0 {
+			select {
+			case <-ctx.Done():
+				return nil, fmt.Errorf("measure caches: %w", ctx.Err())
+			case <-time.After(time.Duration(try) * 250 * time.Millisecond):
+			}
+		}
 		du, err := d.cli.DiskUsage(ctx, client.DiskUsageOptions{Volumes: true, Verbose: true})
 		if err != nil {
 			return nil, fmt.Errorf("measure caches: %w", err)
