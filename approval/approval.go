@@ -19,6 +19,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/pullwright/pullwright"
@@ -252,6 +253,17 @@ func (r Request) Sentences() []Sentence {
 			strong("The files this runs could not be compared with the start of the work"), text(": " + r.FilesUnknown + "."),
 		}})
 	}
+	// Warnings first, in every rendering alike: what calls for care comes
+	// before the agent's reason and the rest.
+	slices.SortStableFunc(out, func(a, b Sentence) int {
+		switch {
+		case a.Warning == b.Warning:
+			return 0
+		case a.Warning:
+			return -1
+		}
+		return 1
+	})
 	return out
 }
 
@@ -267,6 +279,19 @@ func ruleSpans(rule string) []Span {
 // maxManifestsNamed bounds the manifests a sentence names; the diff
 // shows them all (bounded by its own size).
 const maxManifestsNamed = 20
+
+// Parts are r's sentences as every surface places them around the
+// agent's reason: the warnings before it, the rest after.
+func (r Request) Parts() (warnings, rest []Sentence) {
+	for _, s := range r.Sentences() {
+		if s.Warning {
+			warnings = append(warnings, s)
+		} else {
+			rest = append(rest, s)
+		}
+	}
+	return warnings, rest
+}
 
 // where says where the command runs: a warning when it runs without a
 // sandbox or with network.

@@ -75,8 +75,9 @@ func TestMatches(t *testing.T) {
 	}
 }
 
-// Every fact that calls for care is a warning sentence, in the order the
-// surfaces show them; a closed sandbox is none.
+// Every fact that calls for care is a warning sentence, and the warnings
+// come first, in the order every surface shows them; a closed sandbox is
+// none.
 func TestSentences(t *testing.T) {
 	kinds := func(r Request) (out []string) {
 		for _, s := range r.Sentences() {
@@ -93,12 +94,12 @@ func TestSentences(t *testing.T) {
 		r    Request
 		want string
 	}{
-		{"everything", every(), "fork! network! auto_approve setup!"},
+		{"everything", every(), "fork! network! setup! auto_approve"},
 		{"a closed sandbox", Request{Commit: "abc", Where: Where{Sandbox: true}}, "where"},
 		{"the bot's own machine", Request{Commit: "abc"}, "no_sandbox!"},
 		{"bot run on this machine", Request{Commit: "abc", Where: Where{Local: true}}, "no_sandbox!"},
-		{"manifests not compared", Request{Commit: "abc", Where: Where{Sandbox: true}, Setup: &Setup{Base: "main", Unknown: "x"}}, "where setup_unknown!"},
-		{"files not compared", Request{Commit: "abc", Where: Where{Sandbox: true}, FilesUnknown: "the diff failed"}, "where files_unknown!"},
+		{"manifests not compared", Request{Commit: "abc", Where: Where{Sandbox: true}, Setup: &Setup{Base: "main", Unknown: "x"}}, "setup_unknown! where"},
+		{"files not compared", Request{Commit: "abc", Where: Where{Sandbox: true}, FilesUnknown: "the diff failed"}, "files_unknown! where"},
 	}
 	for _, tt := range tests {
 		if got := strings.Join(kinds(tt.r), " "); got != tt.want {
@@ -133,6 +134,10 @@ func TestText(t *testing.T) {
 	}
 	if strings.Contains(got, "\u202e") {
 		t.Errorf("the terminal's text holds U+202E as is:\n%s", got)
+	}
+	// The request comment's order: the warnings, the reason, the rest.
+	if fork, why, auto := strings.Index(got, "! This runs code from a fork"), strings.Index(got, "  Why:"), strings.Index(got, "  Auto-approve"); !(fork < why && why < auto) {
+		t.Errorf("the warnings, the reason and the rest are out of order:\n%s", got)
 	}
 }
 

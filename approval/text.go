@@ -8,17 +8,14 @@ import (
 )
 
 // Text is r as a terminal shows it: the same sentences as the request
-// comment, with the same escaping of what does not show as itself
+// comment, in its order (the warnings, the agent's reason, the rest), with the same escaping of what does not show as itself
 // (policy.Escaped) and no markup a terminal would print as is. Every line
 // ends with a newline.
 func Text(r Request) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "The agent asks to run a command · request %s · digest %s\n", r.ID, r.ShortDigest())
 	b.WriteString(indent(Escape(r.Command), "    $ "))
-	if reason := oneLine(r.Reason); reason != "" {
-		b.WriteString("  Why: " + Escape(reason) + "\n")
-	}
-	for _, s := range r.Sentences() {
+	sentence := func(s Sentence) {
 		mark := "  "
 		if s.Warning {
 			mark = "! "
@@ -27,6 +24,16 @@ func Text(r Request) string {
 		if s.Kind == KindSetup && r.Setup.Diff != "" {
 			b.WriteString(indent(Escape(r.Setup.Diff), "    "))
 		}
+	}
+	warnings, rest := r.Parts()
+	for _, s := range warnings {
+		sentence(s)
+	}
+	if reason := oneLine(r.Reason); reason != "" {
+		b.WriteString("  Why: " + Escape(reason) + "\n")
+	}
+	for _, s := range rest {
+		sentence(s)
 	}
 	if len(r.Files) > 0 {
 		b.WriteString("  Files changed so far:\n")

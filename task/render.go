@@ -403,19 +403,15 @@ func requestBody(v approval.Request) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "```sh\n%s\n```\n\n", fence(v.Command))
 	// What calls for care comes first, before the agent's own words.
-	sentences := v.Sentences()
-	for _, s := range sentences {
-		if s.Warning {
-			b.WriteString(sentenceBlock(v, s))
-		}
+	warnings, rest := v.Parts()
+	for _, s := range warnings {
+		b.WriteString(sentenceBlock(v, s))
 	}
 	if reason := strings.TrimSpace(v.Reason); reason != "" {
 		fmt.Fprintf(&b, "**Why:** %s\n\n", prose(reason))
 	}
-	for _, s := range sentences {
-		if !s.Warning {
-			b.WriteString(sentenceBlock(v, s))
-		}
+	for _, s := range rest {
+		b.WriteString(sentenceBlock(v, s))
 	}
 	if len(v.Files) > 0 {
 		b.WriteString("<details><summary>Files changed so far</summary>\n\n")
