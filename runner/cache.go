@@ -92,9 +92,13 @@ type ReadyCache struct {
 	Bytes int64
 }
 
-// sizeTries bounds the disk usage calls ReadyCaches makes to see a cache
-// just made.
-const sizeTries = 8
+// sizeWait bounds how long ReadyCaches waits for the engine to measure
+// its caches while it is busy measuring them for someone else.
+const sizeWait = 20 * time.Second
+
+// errBusyMeasuring is how engines before 23.0 refuse a disk usage call
+// made while another one walks the disk (a plain error, with no type).
+const errBusyMeasuring = "a disk usage operation is already running"
 
 // ReadyCaches lists this runner's ready dependency caches on the engine
 // (its Owner's, when it has one: another bot's are not its to measure or
@@ -109,25 +113,34 @@ func (d *Docker) ReadyCaches(ctx context.Context) ([]ReadyCache, error) {
 		return nil, fmt.Errorf("list caches: %w", err)
 	}
 	// Only the disk usage call measures volumes: the engine walks each
-	// one, so it is asked once for all of them. The engine shares one
-	// walk among the calls that overlap it, so a call made while another
-	// walk runs gets that walk's answer, which may predate a cache just
-	// made: when a listed cache is missing from it, it is asked again, a
-	// little later each time (other setups on the same engine start walks
-	// of their own: two tries were seen to fall within two such walks on
-	// a loaded machine). A cache still missing counts as of unknown size.
+	// one, so it is asked for all of them at once. While it walks for
+	// another caller, an older engine refuses the call and a newer one
+	// hands it that walk's answer, which may predate a cache just filled
+	// (0 bytes, or no such cache). So it is asked until it has answered
+	// twice: a walk running when the second call is made began after the
+	// first answer, after every listed cache was ready. While a listed
+	// cache is missing it is asked again. A cache still missing counts as
+	// of unknown size.
 	sizes := map[string]int64{}
-	for try := 0; try < sizeTries; try++ {
-		if try > 0 {
+	deadline := time.Now().Add(sizeWait)
+	wait := false // the last call was refused, or missed a cache
+	for try, answers := 0, 0; ; try++ {
+		if wait {
 			select {
 			case <-ctx.Done():
 				return nil, fmt.Errorf("measure caches: %w", ctx.Err())
-			case <-time.After(time.Duration(try) * 250 * time.Millisecond):
+			case <-time.After(min(time.Duration(try)*100*time.Millisecond, time.Second)):
 			}
 		}
 		du, err := d.cli.DiskUsage(ctx, client.DiskUsageOptions{Volumes: true, Verbose: true})
+		if wait = err != nil && strings.Contains(err.Error(), errBusyMeasuring); wait && time.Now().Before(deadline) {
+			continue
+		}
 		if err != nil {
 			return nil, fmt.Errorf("measure caches: %w", err)
+		}
+		if answers++; answers == 1 {
+			continue
 		}
 		for _, v := range du.Volumes.Items {
 			if v.UsageData != nil && v.UsageData.Size >= 0 {
@@ -142,7 +155,7 @@ func (d *Docker) ReadyCaches(ctx context.Context) ([]ReadyCache, error) {
 				}
 			}
 		}
-		if !missing {
+		if wait = missing; !missing || !time.Now().Before(deadline) {
 			break
 		}
 	}
