@@ -1,0 +1,133 @@
+package buildcache_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pullwright/pullwright/buildcache"
+)
+
+// run runs a shell script in dir with the go command's environment kept
+// to what the test gives it.
+func run(t *testing.T, dir, script string, env ...string) string {
+	t.Helper()
+	cmd := exec.Command("sh", "-c", script)
+	cmd.Dir = dir
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "TMPDIR=" + t.TempDir(),
+		"GOCACHE=" + t.TempDir(), "GOFLAGS=-mod=mod", "GOTOOLCHAIN=local", "GOPROXY=off"}, env...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", script, err, out)
+	}
+	return string(out)
+}
+
+func write(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	for name, s := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func tree(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	m := map[string]string{}
+	err := filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
+		if err != nil || fi.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		m[p] = string(b)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// compiled lists the packages a go command run with -x compiled.
+func compiled(out string) []string {
+	var pkgs []string
+	for _, l := range strings.Split(out, "\n") {
+		if i := strings.Index(l, "/compile "); i >= 0 {
+			if j := strings.Index(l, " -p "); j >= 0 {
+				pkgs = append(pkgs, strings.Fields(l[j+4:])[0])
+			}
+		}
+	}
+	return pkgs
+}
+
+// The setup's warm script compiles a module's packages and tests into the
+// shared layer; a run reading it compiles nothing of them again, only
+// what its own files change, into a layer no other run reads; the shared
+// layer is the same after runs as before.
+func TestWarmedRunsCompileOnlyWhatChanged(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("no go command")
+	}
+	cache, mod := t.TempDir(), t.TempDir()
+	write(t, mod, map[string]string{
+		"go.mod":      "module example.com/m\n\ngo 1.24\n",
+		"a/a.go":      "package a\n\nfunc A() int { return 1 }\n",
+		"b/b.go":      "package b\n\nimport \"example.com/m/a\"\n\nfunc B() int { return a.A() + 1 }\n",
+		"b/b_test.go": "package b\n\nimport \"testing\"\n\nfunc TestB(t *testing.T) {\n\tif B() != 2 {\n\t\tt.Fatal(B())\n\t}\n}\n",
+		// A test that would say so if the warm step ran tests.
+		"a/a_test.go": "package a\n\nimport (\"os\"; \"testing\")\n\nfunc TestMain(m *testing.M) { os.WriteFile(os.Getenv(\"RAN\"), nil, 0o644); os.Exit(m.Run()) }\n",
+	})
+	ran := filepath.Join(t.TempDir(), "ran")
+	if out := run(t, mod, buildcache.Warm(cache, []string{"."}), "RAN="+ran); !strings.Contains(out, "the Go build cache is warm") {
+		t.Fatalf("warm script said:\n%s", out)
+	}
+	if _, err := os.Stat(ran); err == nil {
+		t.Fatal("the warm script ran a test")
+	}
+	shared := tree(t, filepath.Join(cache, buildcache.Store))
+	if len(shared) == 0 {
+		t.Fatal("the warm script left the shared layer empty")
+	}
+	env := func(own string) string {
+		return "GOCACHEPROG=" + filepath.Join(cache, buildcache.Tool) + " -shared " + filepath.Join(cache, buildcache.Store) + " -own " + own
+	}
+
+	own1 := t.TempDir()
+	if got := compiled(run(t, mod, "go build -x ./... && go vet ./... && go test -x ./... 2>&1", env(own1), "RAN="+ran)); len(got) != 0 {
+		t.Errorf("a run on the warmed files compiled %v", got)
+	}
+	// The run changes a: a and what imports it compile (into its own
+	// layer), nothing of the standard library's.
+	write(t, mod, map[string]string{"a/a.go": "package a\n\nfunc A() int { return 2 - 1 }\n"})
+	want := "example.com/m/a example.com/m/b"
+	if got := compiled(run(t, mod, "go build -x ./... 2>&1", env(own1))); strings.Join(got, " ") != want {
+		t.Errorf("a run that changed a compiled %v, want %s", got, want)
+	}
+	if got := compiled(run(t, mod, "go build -x ./... 2>&1", env(own1))); len(got) != 0 {
+		t.Errorf("the same run's next command compiled %v again", got)
+	}
+	// Another run with the same change reads nothing of the first's.
+	if got := compiled(run(t, mod, "go build -x ./... 2>&1", env(t.TempDir()))); strings.Join(got, " ") != want {
+		t.Errorf("another run compiled %v, want %s again", got, want)
+	}
+	if after := tree(t, filepath.Join(cache, buildcache.Store)); len(after) != len(shared) {
+		t.Errorf("runs changed the shared layer: %d files, %d before", len(after), len(shared))
+	} else {
+		for p, s := range shared {
+			if after[p] != s {
+				t.Errorf("runs changed %s", p)
+			}
+		}
+	}
+	if v := buildcache.RunEnv("/deps/files"); v != "GOCACHEPROG=/deps/files/go/bin/pullwright-gocache -shared /deps/files/go/build -own "+buildcache.RunLayer {
+		t.Errorf("RunEnv = %q", v)
+	}
+}
