@@ -28,6 +28,11 @@ const (
 	Store = "go/build"
 )
 
+// Version names what Warm leaves in a cache: a cache is kept under a
+// key that holds it, so that a change to the program or the layout is a
+// new cache, never a run pointed at a program that is not there.
+const Version = "gocacheprog/1"
+
 // RunLayer is where a run's own layer is: in its /tmp, which lives as
 // long as the run and is no other's.
 const RunLayer = "/tmp/pullwright-gocache"

@@ -10,6 +10,8 @@ package setup
 import (
 	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -25,6 +27,7 @@ import (
 	"time"
 
 	"github.com/pullwright/pullwright"
+	"github.com/pullwright/pullwright/buildcache"
 	"github.com/pullwright/pullwright/deps"
 	"github.com/pullwright/pullwright/fence"
 	"github.com/pullwright/pullwright/runner"
@@ -175,18 +178,20 @@ func (s *Setup) prepare(ctx context.Context, req pullwright.SetupRequest) (prepa
 	if !shared {
 		return s.private(ctx, req, image, plan)
 	}
-	unlock := s.lock(plan.Key)
+	modules := goModules(plan)
+	key := cacheKey(plan.Key, modules)
+	unlock := s.lock(key)
 	defer unlock()
 	// Held from before it is looked up until the run released it, so
 	// that no eviction (of this setup or another's) takes it between the
 	// lookup and the run's end.
-	volume := runner.CacheVolumeName(req.Repo, plan.Key)
+	volume := runner.CacheVolumeName(req.Repo, key)
 	s.hold(volume)
 	fail := func(p prepared, err error) (prepared, error) {
 		s.unhold(volume)
 		return p, err
 	}
-	cache, err := s.Runner.Cache(ctx, req.Repo, plan.Key)
+	cache, err := s.Runner.Cache(ctx, req.Repo, key)
 	if err != nil {
 		return fail(p, err)
 	}
@@ -198,8 +203,14 @@ func (s *Setup) prepare(ctx context.Context, req pullwright.SetupRequest) (prepa
 		}
 		log.Info("setup: running", "steps", plan.Steps, "ecosystems", plan.Ecosystems)
 		// On the default branch's files: what fills a shared cache is
-		// code nobody but the default branch wrote.
-		if err := s.run(ctx, &p, req.Base, image, cache.Volume, req, proxy); err != nil || p.Failed {
+		// code nobody but the default branch wrote. Only here is the
+		// build cache warmed: it is what every later run of the
+		// repository trusts.
+		command := script(plan)
+		if len(modules) > 0 {
+			command += "\n" + buildcache.Warm(Dir, modules)
+		}
+		if err := s.run(ctx, &p, req.Base, image, cache.Volume, command, req, proxy); err != nil || p.Failed {
 			// What a failed setup wrote is no cache: the next one starts
 			// from nothing, and nothing is left on the engine's disk.
 			if rmErr := s.Runner.RemoveCache(context.WithoutCancel(ctx), cache.Volume); rmErr != nil {
@@ -225,7 +236,36 @@ func (s *Setup) prepare(ctx context.Context, req pullwright.SetupRequest) (prepa
 	p.release = func(context.Context) { once.Do(func() { s.unhold(cache.Volume) }) }
 	p.Caches = []pullwright.CacheMount{{Volume: cache.Volume, Target: Mount, ReadOnly: true}}
 	p.Env, p.Links = env(plan, false), links(plan)
+	if len(modules) > 0 {
+		p.Env = append(p.Env, buildcache.RunEnv(Dir))
+	}
 	return p, nil
+}
+
+// goModules are the directories of plan's Go modules, whose packages a
+// shared setup compiles into the build cache.
+func goModules(plan deps.Plan) []string {
+	var dirs []string
+	if slices.Contains(plan.Manifests, "go.mod") {
+		dirs = append(dirs, ".")
+	}
+	for _, pr := range plan.Projects {
+		if pr.Ecosystem == deps.Go {
+			dirs = append(dirs, pr.Dir)
+		}
+	}
+	return dirs
+}
+
+// cacheKey is the key of a shared cache of plan key for the Go modules:
+// one with a build cache is another cache than one without (a cache
+// made before there were build caches has no program to serve one).
+func cacheKey(key string, modules []string) string {
+	if len(modules) == 0 {
+		return key
+	}
+	sum := sha256.Sum256([]byte(key + "\x00" + buildcache.Version))
+	return hex.EncodeToString(sum[:])
 }
 
 // private runs the setup on req.Dir into a cache of this run's own.
@@ -245,7 +285,7 @@ func (s *Setup) private(ctx context.Context, req pullwright.SetupRequest, image 
 		p.Release(ctx)
 		return prepared{Plan: plan}, err
 	}
-	if err := s.run(ctx, &p, req.Dir, image, volume, req, proxy); err != nil || p.Failed {
+	if err := s.run(ctx, &p, req.Dir, image, volume, script(plan), req, proxy); err != nil || p.Failed {
 		p.Release(ctx)
 		p.release = nil
 		return p, err
@@ -276,11 +316,11 @@ func (s *Setup) proxy(ctx context.Context, req pullwright.SetupRequest, image st
 	return proxy, nil
 }
 
-// run runs the plan's steps on the files in dir into volume, behind
-// proxy, recording the outcome in p.
-func (s *Setup) run(ctx context.Context, p *prepared, dir, image, volume string, req pullwright.SetupRequest, proxy *fence.Proxy) error {
+// run runs command (the plan's steps) on the files in dir into volume,
+// behind proxy, recording the outcome in p.
+func (s *Setup) run(ctx context.Context, p *prepared, dir, image, volume, command string, req pullwright.SetupRequest, proxy *fence.Proxy) error {
 	res, err := s.Runner.Run(ctx, pullwright.RunSpec{
-		Dir: dir, Image: image, Command: script(p.Plan), Route: proxy,
+		Dir: dir, Image: image, Command: command, Route: proxy,
 		Caches: []pullwright.CacheMount{{Volume: volume, Target: Mount}},
 		Env:    env(p.Plan, true),
 		Memory: req.Memory, Disk: req.Disk, NanoCPUs: req.NanoCPUs, Timeout: req.Timeout,

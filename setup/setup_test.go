@@ -80,9 +80,12 @@ func TestPrepareFillsTheCacheOnce(t *testing.T) {
 	if len(first.Record.Blocked) > 0 {
 		t.Errorf("the fence refused %s", first.Record.Blocked)
 	}
-	run, err := d.Run(t.Context(), pullwright.RunSpec{Dir: dir, Command: "GOTOOLCHAIN=local go build -o /tmp/app . && echo built", Caches: first.Caches, Env: first.Env, Timeout: 2 * time.Minute})
-	if err != nil || !strings.Contains(run.Output, "built") {
-		t.Fatalf("approved run on the cache: %v, exit %d\n%s", err, run.ExitCode, run.Output)
+	// The setup compiled the default branch's packages: the run builds
+	// on them and compiles nothing again.
+	run, err := d.Run(t.Context(), pullwright.RunSpec{Dir: dir, Command: "GOTOOLCHAIN=local go build -x -o /tmp/app . 2>/tmp/x && echo built; echo compiled $(grep -c /compile /tmp/x)",
+		Caches: first.Caches, Env: first.Env, Timeout: 2 * time.Minute})
+	if err != nil || !strings.Contains(run.Output, "built") || !strings.Contains(run.Output, "compiled 0\n") {
+		t.Fatalf("approved run on the cache: %v, exit %d\n%s\n(setup said: %s)", err, run.ExitCode, run.Output, first.Record.Output)
 	}
 
 	before := served.Load()
