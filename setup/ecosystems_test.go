@@ -19,7 +19,7 @@ import (
 )
 
 // write puts files in a new directory.
-func write(t *testing.T, files map[string]string) string {
+func write(t testing.TB, files map[string]string) string {
 	t.Helper()
 	dir := t.TempDir()
 	for name, content := range files {
@@ -49,7 +49,7 @@ type ecosystemCase struct {
 
 // npmProject is a Node project in dir ("" for the root) that needs one
 // package from a registry the test stands up, which the image names.
-func npmProject(t *testing.T, base, dir string) ecosystemCase {
+func npmProject(t testing.TB, base, dir string) ecosystemCase {
 	reg := fencetest.ServeNPM(t, fencetest.Package{Name: "leftpad", Version: "1.2.0", Files: map[string]string{
 		"index.js": "module.exports = (s, n) => String(s).padStart(n, '0');\n",
 	}})
@@ -72,6 +72,26 @@ func npmProject(t *testing.T, base, dir string) ecosystemCase {
 		host: reg.Host, requests: reg.Requests, fetched: "/leftpad/-/leftpad-1.2.0.tgz",
 		test: test, passed: "node tests passed",
 	}
+}
+
+// pipProject is a Python project with a requirements file that needs one
+// package from an index the test stands up, which the image names.
+func pipProject(t testing.TB, base string) (ecosystemCase, *fencetest.PythonIndex) {
+	ix := fencetest.ServePython(t, fencetest.Package{Name: "greeting", Version: "1.0", Files: map[string]string{
+		"greeting/__init__.py": "def hello(name):\n    return 'hello, ' + name\n",
+	}})
+	host, _, _ := strings.Cut(ix.Host, ":")
+	return ecosystemCase{
+		image: sandboxtest.Commit(t, base, "ENV PIP_INDEX_URL="+ix.URL(), "ENV PIP_TRUSTED_HOST="+host),
+		files: map[string]string{
+			"requirements.txt": "greeting==1.0\n",
+			"test_app.py": "import unittest\nimport greeting\n\n" +
+				"class Test(unittest.TestCase):\n    def test_hello(self):\n" +
+				"        self.assertEqual(greeting.hello('you'), 'hello, you')\n",
+		},
+		host: ix.Host, requests: ix.Requests, fetched: "/files/greeting-1.0-py3-none-any.whl",
+		test: "python -m unittest -v 2>&1", passed: "test_hello (test_app.Test.test_hello) ... ok",
+	}, ix
 }
 
 // The real npm and pip clients install a dependency through the fence
@@ -117,23 +137,7 @@ func TestNodeAndPythonProjectsPassOnTheCache(t *testing.T) {
 				test: "npm test", passed: "workspace tests passed",
 			}
 		},
-		"pip": func(t *testing.T) ecosystemCase {
-			ix := fencetest.ServePython(t, fencetest.Package{Name: "greeting", Version: "1.0", Files: map[string]string{
-				"greeting/__init__.py": "def hello(name):\n    return 'hello, ' + name\n",
-			}})
-			host, _, _ := strings.Cut(ix.Host, ":")
-			return ecosystemCase{
-				image: sandboxtest.Commit(t, base, "ENV PIP_INDEX_URL="+ix.URL(), "ENV PIP_TRUSTED_HOST="+host),
-				files: map[string]string{
-					"requirements.txt": "greeting==1.0\n",
-					"test_app.py": "import unittest\nimport greeting\n\n" +
-						"class Test(unittest.TestCase):\n    def test_hello(self):\n" +
-						"        self.assertEqual(greeting.hello('you'), 'hello, you')\n",
-				},
-				host: ix.Host, requests: ix.Requests, fetched: "/files/greeting-1.0-py3-none-any.whl",
-				test: "python -m unittest -v 2>&1", passed: "test_hello (test_app.Test.test_hello) ... ok",
-			}
-		},
+		"pip": func(t *testing.T) ecosystemCase { c, _ := pipProject(t, base); return c },
 	}
 	for name, mk := range cases {
 		t.Run(name, func(t *testing.T) {
