@@ -16,7 +16,9 @@
 // Steps read more than the manifests (a Python build backend runs
 // setup.py, Yarn runs the release its configuration names), so a plan must
 // run on the files it was made from, the approved commit's, never on a
-// tree with changes nobody approved.
+// tree with changes nobody approved. The files a step is known to run or
+// load, and those that configure it, are manifests all the same, so that
+// a change to one is shown and makes a key of its own.
 package deps
 
 import (
@@ -25,7 +27,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"hash"
 	"io"
@@ -35,6 +36,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/BurntSushi/toml"
 )
 
 // Ecosystem is a package manager whose dependencies setup fetches.
@@ -71,9 +74,14 @@ type Plan struct {
 	Steps      []string `json:"steps,omitempty"`
 	Configured bool     `json:"configured,omitempty"`
 	// Manifests are the files that decide what setup fetches (lockfiles,
-	// and the tools' configuration in the tree), the root's and the
-	// Projects', sorted.
+	// and the tools' configuration in the tree) or that it runs, the
+	// root's and the Projects', sorted.
 	Manifests []string `json:"manifests,omitempty"`
+	// ManifestPaths are paths the tree's own configuration names as code
+	// a step loads: pyproject.toml's build-system backend-path, the
+	// directories pip imports the build backend from. Every file at or
+	// below one is a manifest, whether it exists now or is added later.
+	ManifestPaths []string `json:"manifest_paths,omitempty"`
 	// Key is a hex SHA-256 over the image, the steps and the manifests'
 	// paths and contents: equal keys fetch the same dependencies. Empty
 	// when there are no steps, and so nothing to fetch or keep.
@@ -175,7 +183,7 @@ func isManifest(p string) bool {
 // Only regular files count: a manifest that is a symbolic link or a
 // directory is not read, so a tree cannot make Detect read outside it.
 func Detect(fsys fs.FS, image string, setup []string) (Plan, error) {
-	files, err := manifests(fsys)
+	files, paths, err := manifests(fsys)
 	if err != nil {
 		return Plan{}, err
 	}
@@ -210,7 +218,7 @@ func Detect(fsys fs.FS, image string, setup []string) (Plan, error) {
 	if setup == nil && len(sub) > MaxProjects {
 		return Plan{}, fmt.Errorf("%d Go modules and Node projects below the root, more than the %d the default setup handles; name the setup commands in %s", len(sub), MaxProjects, configPath)
 	}
-	p := Plan{Ecosystems: slices.Clone(root), Projects: sub}
+	p := Plan{Ecosystems: slices.Clone(root), Projects: sub, ManifestPaths: paths}
 	for _, pr := range sub {
 		if !slices.Contains(p.Ecosystems, pr.Ecosystem) {
 			p.Ecosystems = append(p.Ecosystems, pr.Ecosystem)
@@ -243,12 +251,24 @@ func Detect(fsys fs.FS, image string, setup []string) (Plan, error) {
 	}
 	p.Manifests = append(files, subFiles...)
 	slices.Sort(p.Manifests)
+	p.Manifests = slices.Compact(p.Manifests)
 	if len(p.Steps) > 0 {
 		if p.Key, err = key(fsys, image, p.Steps, p.Manifests); err != nil {
 			return Plan{}, err
 		}
 	}
 	return p, nil
+}
+
+// ManifestsOf is the plan of fsys as far as ManifestsChanged needs it,
+// for a caller that runs nothing: its ecosystems, projects, manifests
+// and ManifestPaths, with no steps and no key. It fails as Detect does
+// on a manifest it cannot read: the caller then cannot tell which of its
+// changes are manifests, and takes them all as changed.
+func ManifestsOf(fsys fs.FS) (Plan, error) {
+	p, err := Detect(fsys, "", []string{})
+	p.Steps, p.Configured = nil, false
+	return p, err
 }
 
 // ecosystemOrder is the order of the ecosystems' default steps.
@@ -310,13 +330,14 @@ func projects(fsys fs.FS) ([]Project, []string, error) {
 	return out, files, nil
 }
 
-// manifests lists the manifests present in fsys, sorted.
-func manifests(fsys fs.FS) ([]string, error) {
+// manifests lists the manifests present in fsys, sorted, and the
+// ManifestPaths the tree's configuration names.
+func manifests(fsys fs.FS) ([]string, []string, error) {
 	root, err := fs.ReadDir(fsys, ".")
 	if err != nil {
-		return nil, fmt.Errorf("list the repository's root: %w", err)
+		return nil, nil, fmt.Errorf("list the repository's root: %w", err)
 	}
-	var out []string
+	var out, paths []string
 	for _, e := range root {
 		switch {
 		case e.Type().IsRegular() && isManifest(e.Name()):
@@ -324,29 +345,16 @@ func manifests(fsys fs.FS) ([]string, error) {
 		case e.IsDir() && e.Name() == ".yarn":
 			n := 0
 			for _, d := range executedDirs {
-				err := fs.WalkDir(fsys, strings.TrimSuffix(d, "/"), func(p string, x fs.DirEntry, err error) error {
-					switch {
-					case errors.Is(err, fs.ErrNotExist) && p == strings.TrimSuffix(d, "/"):
-						return fs.SkipAll
-					case err != nil:
-						return err
-					case !x.Type().IsRegular():
-						return nil
-					}
-					if n++; n > maxExecutedFiles {
-						return fmt.Errorf("more than %d files below %s", maxExecutedFiles, strings.Join(executedDirs, ", "))
-					}
-					out = append(out, p)
-					return nil
-				})
+				files, err := executedFiles(fsys, strings.TrimSuffix(d, "/"), &n)
 				if err != nil {
-					return nil, fmt.Errorf("list %s: %w", d, err)
+					return nil, nil, fmt.Errorf("list %s: %w", d, err)
 				}
+				out = append(out, files...)
 			}
 		case e.IsDir() && e.Name() == ".cargo":
 			sub, err := fs.ReadDir(fsys, ".cargo")
 			if err != nil {
-				return nil, fmt.Errorf("list .cargo: %w", err)
+				return nil, nil, fmt.Errorf("list .cargo: %w", err)
 			}
 			for _, s := range sub {
 				if p := ".cargo/" + s.Name(); s.Type().IsRegular() && isManifest(p) {
@@ -355,8 +363,172 @@ func manifests(fsys fs.FS) ([]string, error) {
 			}
 		}
 	}
+	if slices.Contains(out, "pyproject.toml") {
+		if paths, err = backendPath(fsys); err != nil {
+			return nil, nil, err
+		}
+		n := 0
+		for _, p := range paths {
+			files, err := executedFiles(fsys, p, &n)
+			if err != nil {
+				return nil, nil, fmt.Errorf("list pyproject.toml's backend-path %s: %w", p, err)
+			}
+			out = append(out, files...)
+		}
+	}
 	slices.Sort(out)
-	return out, nil
+	return slices.Compact(out), paths, nil
+}
+
+// executedFiles lists the files at or below p, a path of code a step
+// runs or loads, counting them in n: nothing when p does not exist, p
+// itself when it is a file. It fails closed: on more than
+// maxExecutedFiles in all, and on a symbolic link (or anything but a
+// directory or regular file) at or below p or on the way to it, whose
+// target the tool would load but the key would not cover. Directories
+// named .git are git's own, never part of a commit's tree.
+func executedFiles(fsys fs.FS, p string, n *int) ([]string, error) {
+	// Each directory on the way, from the root: fs.Stat would follow a
+	// link.
+	parts := strings.Split(p, "/")
+	if p == "." {
+		parts = nil
+	}
+	for i, part := range parts {
+		parent := path.Join(parts[:i]...)
+		if parent == "" {
+			parent = "."
+		}
+		entries, err := fs.ReadDir(fsys, parent)
+		if err != nil {
+			return nil, err
+		}
+		j := slices.IndexFunc(entries, func(e fs.DirEntry) bool { return e.Name() == part })
+		switch {
+		case j < 0:
+			return nil, nil
+		case entries[j].IsDir():
+			continue
+		case entries[j].Type().IsRegular() && i == len(parts)-1:
+			// A file: Python imports from a zip archive named on its path.
+			if *n++; *n > maxExecutedFiles {
+				return nil, fmt.Errorf("more than %d files", maxExecutedFiles)
+			}
+			return []string{p}, nil
+		case entries[j].Type().IsRegular():
+			return nil, nil // a file on the way: nothing below it
+		default:
+			return nil, fmt.Errorf("%s is a symbolic link or special file, which is not followed", path.Join(parts[:i+1]...))
+		}
+	}
+	var out []string
+	err := fs.WalkDir(fsys, p, func(name string, d fs.DirEntry, err error) error {
+		switch {
+		case err != nil:
+			return err
+		case d.IsDir() && d.Name() == ".git" && name != p:
+			return fs.SkipDir
+		case d.IsDir():
+			return nil
+		case !d.Type().IsRegular():
+			return fmt.Errorf("%s is a symbolic link or special file, which is not followed", name)
+		}
+		if *n++; *n > maxExecutedFiles {
+			return fmt.Errorf("more than %d files", maxExecutedFiles)
+		}
+		out = append(out, name)
+		return nil
+	})
+	return out, err
+}
+
+// maxPyproject bounds the pyproject.toml read for its backend-path: a
+// real one is a few kilobytes.
+const maxPyproject = 1 << 20
+
+// backendPath reads pyproject.toml's build-system backend-path: the
+// directories, from the root, that pip puts first on the import path of
+// the build backend it runs to install the project (pip install -e .),
+// cleaned and sorted. It fails closed: a file that does not parse, a
+// value that is not a list of relative paths within the tree, or a
+// file too long to read whole is an error, as an unreadable manifest is,
+// rather than a plan that leaves out code setup may run.
+func backendPath(fsys fs.FS) (out []string, err error) {
+	data, err := readHead(fsys, "pyproject.toml", maxPyproject+1)
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > maxPyproject {
+		return nil, fmt.Errorf("read pyproject.toml: more than %d bytes", maxPyproject)
+	}
+	var doc map[string]any
+	if err := decodeTOML(string(data), &doc); err != nil {
+		return nil, fmt.Errorf("read pyproject.toml: %w", err)
+	}
+	bs, ok := doc["build-system"]
+	if !ok {
+		return nil, nil
+	}
+	table, ok := bs.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("read pyproject.toml%s: build-system is not a table", lineOf(data, "build-system"))
+	}
+	v, ok := table["backend-path"]
+	if !ok {
+		return nil, nil
+	}
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("read pyproject.toml%s: build-system.backend-path: %s", lineOf(data, "backend-path"), fmt.Sprintf(format, args...))
+	}
+	list, ok := v.([]any)
+	if !ok {
+		// pip would iterate over a string's characters.
+		return nil, bad("is not a list of paths")
+	}
+	for _, item := range list {
+		s, ok := item.(string)
+		if !ok {
+			return nil, bad("%v is not a path", item)
+		}
+		switch c := path.Clean(s); {
+		case strings.HasPrefix(s, "/"):
+			return nil, bad("%q is absolute; it must be a directory of the repository", s)
+		case c == ".." || strings.HasPrefix(c, "../"):
+			return nil, bad("%q is outside the repository", s)
+		case strings.ContainsAny(s, "\\\x00"):
+			return nil, bad("%q has a backslash or NUL, which this does not read", s)
+		default:
+			out = append(out, c)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
+}
+
+// decodeTOML decodes data into v. The parser is third-party code fed
+// with text anyone with push access writes: a panic in it is an error,
+// not the end of the process.
+func decodeTOML(data string, v any) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("the TOML parser failed: %v", r)
+		}
+	}()
+	_, err = toml.Decode(data, v)
+	return err
+}
+
+// lineOf is ", line N" for the first line that sets key (as a bare,
+// quoted or dotted key), or "" when none clearly does: for an error's
+// message only.
+func lineOf(data []byte, key string) string {
+	re := regexp.MustCompile(`^\s*(?:[A-Za-z0-9_.-]*\.)?["']?` + regexp.QuoteMeta(key) + `["']?\s*=`)
+	for i, l := range strings.Split(string(data), "\n") {
+		if re.MatchString(l) {
+			return fmt.Sprintf(", line %d", i+1)
+		}
+	}
+	return ""
 }
 
 type nodeLockfile struct {
@@ -515,14 +687,21 @@ func hashFile(h hash.Hash, fsys fs.FS, name string) error {
 // ManifestsChanged reports whether changing the files at changedPaths
 // (paths from the repository's root, as git names them; added, modified
 // or deleted) calls for setup to run again: one is a manifest of the
-// plan, or would be one of a plan made after the change (a new lockfile,
-// a new ecosystem at the root, a new project below it). It depends on
-// the path alone, erring towards yes: a package.json below the root
-// counts whether or not its directory is a project.
+// plan, is at or below one of its ManifestPaths, or would be a manifest
+// of a plan made after the change (a new lockfile, a new ecosystem at
+// the root, a new project below it). Beyond the plan's own, it depends
+// on the path alone, erring towards yes: a package.json below the root
+// counts whether or not its directory is a project. The zero Plan
+// knows no ManifestPaths: a caller with the files at hand asks the plan
+// of the changed tree (ManifestsOf), which names those its
+// configuration adds.
 func (p Plan) ManifestsChanged(changedPaths []string) bool {
 	return slices.ContainsFunc(changedPaths, func(c string) bool {
 		c = strings.TrimPrefix(path.Clean("/"+c), "/")
-		if isManifest(c) {
+		if isManifest(c) || slices.Contains(p.Manifests, c) {
+			return true
+		}
+		if slices.ContainsFunc(p.ManifestPaths, func(m string) bool { return m == "." || c == m || strings.HasPrefix(c, m+"/") }) {
 			return true
 		}
 		dir, name := path.Split(c)

