@@ -363,12 +363,27 @@ func manifests(fsys fs.FS) ([]string, []string, error) {
 			}
 		}
 	}
-	if slices.Contains(out, "pyproject.toml") {
-		if paths, err = backendPath(fsys); err != nil {
+	var reqs []string
+	for _, f := range out {
+		if requirementsRE.MatchString(f) {
+			reqs = append(reqs, f)
+		}
+	}
+	if len(reqs) > 0 {
+		files, named, err := requirementIncludes(fsys, reqs)
+		if err != nil {
 			return nil, nil, err
 		}
+		out, paths = append(out, files...), append(paths, named...)
+	}
+	if slices.Contains(out, "pyproject.toml") {
+		backend, err := backendPath(fsys)
+		if err != nil {
+			return nil, nil, err
+		}
+		paths = append(paths, backend...)
 		n := 0
-		for _, p := range paths {
+		for _, p := range backend {
 			files, err := executedFiles(fsys, p, &n)
 			if err != nil {
 				return nil, nil, fmt.Errorf("list pyproject.toml's backend-path %s: %w", p, err)
@@ -377,7 +392,8 @@ func manifests(fsys fs.FS) ([]string, []string, error) {
 		}
 	}
 	slices.Sort(out)
-	return slices.Compact(out), paths, nil
+	slices.Sort(paths)
+	return slices.Compact(out), slices.Compact(paths), nil
 }
 
 // executedFiles lists the files at or below p, a path of code a step
@@ -388,41 +404,21 @@ func manifests(fsys fs.FS) ([]string, []string, error) {
 // target the tool would load but the key would not cover. Directories
 // named .git are git's own, never part of a commit's tree.
 func executedFiles(fsys fs.FS, p string, n *int) ([]string, error) {
-	// Each directory on the way, from the root: fs.Stat would follow a
-	// link.
-	parts := strings.Split(p, "/")
-	if p == "." {
-		parts = nil
-	}
-	for i, part := range parts {
-		parent := path.Join(parts[:i]...)
-		if parent == "" {
-			parent = "."
+	typ, err := lookup(fsys, p)
+	switch {
+	case err != nil:
+		return nil, err
+	case typ == notThere:
+		return nil, nil
+	case typ.IsRegular():
+		// A file: Python imports from a zip archive named on its path.
+		if *n++; *n > maxExecutedFiles {
+			return nil, fmt.Errorf("more than %d files", maxExecutedFiles)
 		}
-		entries, err := fs.ReadDir(fsys, parent)
-		if err != nil {
-			return nil, err
-		}
-		j := slices.IndexFunc(entries, func(e fs.DirEntry) bool { return e.Name() == part })
-		switch {
-		case j < 0:
-			return nil, nil
-		case entries[j].IsDir():
-			continue
-		case entries[j].Type().IsRegular() && i == len(parts)-1:
-			// A file: Python imports from a zip archive named on its path.
-			if *n++; *n > maxExecutedFiles {
-				return nil, fmt.Errorf("more than %d files", maxExecutedFiles)
-			}
-			return []string{p}, nil
-		case entries[j].Type().IsRegular():
-			return nil, nil // a file on the way: nothing below it
-		default:
-			return nil, fmt.Errorf("%s is a symbolic link or special file, which is not followed", path.Join(parts[:i+1]...))
-		}
+		return []string{p}, nil
 	}
 	var out []string
-	err := fs.WalkDir(fsys, p, func(name string, d fs.DirEntry, err error) error {
+	err = fs.WalkDir(fsys, p, func(name string, d fs.DirEntry, err error) error {
 		switch {
 		case err != nil:
 			return err
@@ -440,6 +436,199 @@ func executedFiles(fsys fs.FS, p string, n *int) ([]string, error) {
 		return nil
 	})
 	return out, err
+}
+
+// notThere is lookup's answer for a path with nothing at it.
+const notThere fs.FileMode = 1<<32 - 1
+
+// lookup is the type of what is at p (a clean path from the root):
+// notThere when nothing is (or a file is on the way), else a directory
+// or a regular file. It reads each directory on the way rather than
+// fs.Stat, which would follow a link: a symbolic link (or special file)
+// at or on the way to p is an error, since a tool would follow it to
+// content the key does not cover.
+func lookup(fsys fs.FS, p string) (fs.FileMode, error) {
+	if p == "." {
+		return fs.ModeDir, nil
+	}
+	parts := strings.Split(p, "/")
+	for i, part := range parts {
+		parent := path.Join(parts[:i]...)
+		if parent == "" {
+			parent = "."
+		}
+		entries, err := fs.ReadDir(fsys, parent)
+		if err != nil {
+			return 0, err
+		}
+		j := slices.IndexFunc(entries, func(e fs.DirEntry) bool { return e.Name() == part })
+		switch {
+		case j < 0:
+			return notThere, nil
+		case entries[j].IsDir() && i < len(parts)-1:
+			continue
+		case entries[j].IsDir():
+			return fs.ModeDir, nil
+		case entries[j].Type().IsRegular() && i == len(parts)-1:
+			return 0, nil
+		case entries[j].Type().IsRegular():
+			return notThere, nil
+		default:
+			return 0, fmt.Errorf("%s is a symbolic link or special file, which is not followed", path.Join(parts[:i+1]...))
+		}
+	}
+	return notThere, nil
+}
+
+// inTree cleans p, a path relative to the directory dir (from the root),
+// into one from the root; ok is false when it is absolute or leaves the
+// tree.
+func inTree(dir, p string) (string, bool) {
+	if strings.HasPrefix(p, "/") || strings.ContainsAny(p, "\\\x00") {
+		return "", false
+	}
+	c := path.Join(dir, p)
+	return c, c != ".." && !strings.HasPrefix(c, "../")
+}
+
+// Bounds of the requirements files a plan reads: the root's, and those
+// they include.
+const (
+	maxRequirementFiles = 50
+	maxRequirementBytes = 1 << 20
+)
+
+// requirementIncludes follows the -r and -c options (--requirement,
+// --constraint) of the root's requirements files, as pip does, from
+// each file's directory: the files they name decide what the default
+// Python setup installs. It returns the files found and every path
+// named, so that a file named but not there yet counts once added. It
+// fails closed: on a path that is absolute, leaves the tree, is a
+// symbolic link, or holds a variable pip would expand, on an option it
+// cannot read, and on more than maxRequirementFiles files. A URL is
+// fetched, not read from the tree, and is left alone.
+func requirementIncludes(fsys fs.FS, roots []string) (files, named []string, err error) {
+	seen := map[string]bool{}
+	for _, r := range roots {
+		seen[r] = true
+	}
+	queue := slices.Clone(roots)
+	for len(queue) > 0 {
+		name := queue[0]
+		queue = queue[1:]
+		data, err := readHead(fsys, name, maxRequirementBytes+1)
+		if err != nil {
+			return nil, nil, err
+		}
+		if len(data) > maxRequirementBytes {
+			return nil, nil, fmt.Errorf("read %s: more than %d bytes", name, maxRequirementBytes)
+		}
+		includes, err := requirementOptions(string(data))
+		if err != nil {
+			return nil, nil, fmt.Errorf("read %s: %w", name, err)
+		}
+		for _, inc := range includes {
+			if strings.Contains(inc.path, "://") {
+				continue
+			}
+			p, ok := inTree(path.Dir(name), inc.path)
+			switch {
+			case strings.HasPrefix(inc.path, "file:"):
+				return nil, nil, fmt.Errorf("read %s, line %d: %s names a file: URL, which this does not read", name, inc.line, inc.path)
+			case strings.Contains(inc.path, "${"):
+				return nil, nil, fmt.Errorf("read %s, line %d: %s holds a variable, which this does not read", name, inc.line, inc.path)
+			case !ok:
+				return nil, nil, fmt.Errorf("read %s, line %d: %s is outside the repository", name, inc.line, inc.path)
+			case seen[p]:
+				continue
+			}
+			seen[p] = true
+			if len(seen) > maxRequirementFiles {
+				return nil, nil, fmt.Errorf("more than %d requirements files, the root's and those they include", maxRequirementFiles)
+			}
+			named = append(named, p)
+			typ, err := lookup(fsys, p)
+			if err != nil {
+				return nil, nil, fmt.Errorf("read %s, line %d: %w", name, inc.line, err)
+			}
+			if typ == 0 { // a regular file
+				files = append(files, p)
+				queue = append(queue, p)
+			}
+		}
+	}
+	return files, named, nil
+}
+
+type requirementInclude struct {
+	line int
+	path string
+}
+
+// requirementOptions reads the -r and -c options of a requirements
+// file's text as pip does: lines ending in a backslash joined, comments
+// (a # at the start or after a space) dropped, options from the first
+// word starting with "-", a value attached (-rfile, --requirement=file)
+// or in the next word, and long options abbreviated as far as pip's
+// parser allows.
+func requirementOptions(text string) ([]requirementInclude, error) {
+	var out []requirementInclude
+	lines := strings.Split(strings.ReplaceAll(text, "\r\n", "\n"), "\n")
+	for i := 0; i < len(lines); i++ {
+		start := i + 1
+		l := lines[i]
+		for strings.HasSuffix(l, "\\") && i+1 < len(lines) {
+			i++
+			l = strings.TrimSuffix(l, "\\") + lines[i]
+		}
+		l = commentRE.ReplaceAllString(l, "")
+		words := strings.Fields(l)
+		first := slices.IndexFunc(words, func(w string) bool { return strings.HasPrefix(w, "-") })
+		if first < 0 {
+			continue
+		}
+		words = words[first:]
+		for j := 0; j < len(words); j++ {
+			value, attached, ok := includeOption(words[j])
+			if !ok {
+				continue
+			}
+			if !attached {
+				if j+1 == len(words) {
+					return nil, fmt.Errorf("line %d: %s names no file", start, words[j])
+				}
+				j++
+				value = words[j]
+			}
+			if strings.ContainsAny(l, "'\"\\") {
+				// pip splits the options as a shell would: quotes and
+				// escapes this does not read.
+				return nil, fmt.Errorf("line %d: quotes or backslashes in an option naming a file, which this does not read", start)
+			}
+			out = append(out, requirementInclude{line: start, path: value})
+		}
+	}
+	return out, nil
+}
+
+// commentRE is a comment in a requirements file, as pip strips it.
+var commentRE = regexp.MustCompile(`(^|\s+)#.*$`)
+
+// includeOption reads w as an option naming a file to include: -r, -c,
+// --requirement, --constraint, or an abbreviation of the long ones, with
+// its value if attached.
+func includeOption(w string) (value string, attached, ok bool) {
+	if strings.HasPrefix(w, "--") {
+		name, v, eq := strings.Cut(w, "=")
+		if len(name) < 3 || !(strings.HasPrefix("--requirement", name) || strings.HasPrefix("--constraint", name)) {
+			return "", false, false
+		}
+		return v, eq, true
+	}
+	if len(w) >= 2 && (w[1] == 'r' || w[1] == 'c') {
+		return w[2:], len(w) > 2, true
+	}
+	return "", false, false
 }
 
 // maxPyproject bounds the pyproject.toml read for its backend-path: a

@@ -125,6 +125,17 @@ func TestDetect(t *testing.T) {
 			Plan{Ecosystems: []Ecosystem{Python}, Steps: []string{pyVenv, pip + " -r requirements_test.txt"}, Manifests: []string{"pyproject.toml", "requirements_test.txt", "uv.lock"}},
 		},
 		{
+			// pip reads the files -r and -c name, from the naming file's
+			// directory: they decide what is installed.
+			"python requirements including others",
+			tree("requirements.txt", "-r requirements/base.txt\n-c constraints.txt  # pins\nrequests\n-r https://example.com/r.txt\n--requ \\\n  later.txt\n",
+				"requirements/base.txt", "--requirement=../common/pins.txt\n-cpins.txt\n# -r ignored.txt\n",
+				"common/pins.txt", "flask\n", "constraints.txt", "", "requirements/pins.txt", "", "ignored.txt", ""), nil,
+			Plan{Ecosystems: []Ecosystem{Python}, Steps: []string{pyVenv, pip + " -r requirements.txt"},
+				Manifests:     []string{"common/pins.txt", "constraints.txt", "requirements.txt", "requirements/base.txt", "requirements/pins.txt"},
+				ManifestPaths: []string{"common/pins.txt", "constraints.txt", "later.txt", "requirements/base.txt", "requirements/pins.txt"}},
+		},
+		{
 			// pip imports the build backend from backend-path: every file
 			// there is code setup runs.
 			"python build backend in the tree",
@@ -352,6 +363,16 @@ func TestPoisoning(t *testing.T) {
 			"backend.py", "import os\n",
 		},
 		{
+			"a requirements file the root's includes",
+			tree("requirements.txt", "-r requirements/base.txt\n", "requirements/base.txt", "requests==2.32.3\n"),
+			"requirements/base.txt", "requests==2.32.3\nevil==1.0\n",
+		},
+		{
+			"a constraints file, added where the root's names it",
+			tree("requirements.txt", "requests\n-c constraints/pins.txt\n"),
+			"constraints/pins.txt", "requests==0.1\n",
+		},
+		{
 			"the Yarn release",
 			tree("package.json", "{}", "yarn.lock", yarnBerryLock, ".yarnrc.yml", "yarnPath: .yarn/releases/yarn-4.5.0.cjs\n", ".yarn/releases/yarn-4.5.0.cjs", "yarn()\n"),
 			".yarn/releases/yarn-4.5.0.cjs", "evil()\n",
@@ -503,6 +524,15 @@ func TestDetectErrors(t *testing.T) {
 	}
 }
 
+// chain is n requirements files, each including the next.
+func chain(n int) fstest.MapFS {
+	m := tree("requirements.txt", "-r r1.txt\n")
+	for i := 1; i < n; i++ {
+		m[fmt.Sprintf("r%d.txt", i)] = &fstest.MapFile{Data: []byte(fmt.Sprintf("-r r%d.txt\n", i+1))}
+	}
+	return m
+}
+
 // TestDetectFailsClosed: a backend-path that cannot be read, or code a
 // step loads that the plan cannot cover (a link whose target the tool
 // would load), is an error, as an unreadable manifest is, never a plan
@@ -538,6 +568,18 @@ func TestDetectFailsClosed(t *testing.T) {
 			fstest.MapFS{"pyproject.toml": {Data: []byte(pyproject("backend-path = [\"a/b\"]\n"))}, "a": {Data: []byte("/usr/lib"), Mode: fs.ModeSymlink}},
 			"a is a symbolic link",
 		},
+		{"requirements: an absolute path", tree("requirements.txt", "-r /etc/passwd\n"), "read requirements.txt, line 1: /etc/passwd is outside the repository"},
+		{"requirements: out of the tree", tree("requirements.txt", "-r ok.txt\n", "ok.txt", "\n\n-c ../../x.txt\n"), "read ok.txt, line 3: ../../x.txt is outside the repository"},
+		{"requirements: a variable", tree("requirements.txt", "-r ${REQS}/x.txt\n"), "holds a variable"},
+		{"requirements: quotes", tree("requirements.txt", "-r 'a b.txt'\n"), "line 1: quotes or backslashes"},
+		{"requirements: a file: URL", tree("requirements.txt", "-r file:x.txt\n"), "names a file: URL"},
+		{"requirements: no file", tree("requirements.txt", "-c\n"), "line 1: -c names no file"},
+		{
+			"requirements: a link",
+			fstest.MapFS{"requirements.txt": {Data: []byte("-r reqs/x.txt\n")}, "reqs/x.txt": {Data: []byte("../../etc/x"), Mode: fs.ModeSymlink}},
+			"read requirements.txt, line 1: reqs/x.txt is a symbolic link",
+		},
+		{"requirements: too many", chain(maxRequirementFiles + 1), "more than 50 requirements files"},
 		{
 			"a link among Yarn's releases",
 			fstest.MapFS{"yarn.lock": {Data: []byte(yarnBerryLock)}, ".yarn/releases/yarn.cjs": {Data: []byte("../../tools/yarn.cjs"), Mode: fs.ModeSymlink}},
