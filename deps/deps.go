@@ -38,6 +38,7 @@ import (
 	"strings"
 
 	"github.com/BurntSushi/toml"
+	"go.yaml.in/yaml/v3"
 )
 
 // Ecosystem is a package manager whose dependencies setup fetches.
@@ -111,7 +112,9 @@ const configPath = ".github/pullwright.yml"
 var projectManifests = []string{
 	"go.mod", "go.sum",
 	"package.json", "package-lock.json", "npm-shrinkwrap.json", "pnpm-lock.yaml", "yarn.lock",
-	".npmrc", ".yarnrc", ".yarnrc.yml", "pnpm-workspace.yaml", ".pnpmfile.cjs",
+	".npmrc", ".yarnrc", ".yarnrc.yml", "pnpm-workspace.yaml", ".pnpmfile.cjs", ".env.yarn",
+	// The go command looks for a go.work from the module's directory up.
+	"go.work", "go.work.sum",
 }
 
 // skippedDirs hold no project of the repository's own: installed or
@@ -149,6 +152,12 @@ var manifestNames = []string{
 	".npmrc", ".yarnrc", ".yarnrc.yml", "pnpm-workspace.yaml", ".pnpmfile.cjs",
 	"pyproject.toml", "setup.py", "setup.cfg", "Pipfile", "Pipfile.lock", "poetry.lock", "uv.lock",
 	"Cargo.toml", "Cargo.lock", ".cargo/config.toml", ".cargo/config",
+	// rustup runs the toolchain these name for cargo, installing it
+	// first.
+	"rust-toolchain.toml", "rust-toolchain",
+	// Yarn 4 reads environment variables from this file (its
+	// injectEnvironmentFiles default), its own settings among them.
+	".env.yarn",
 	// pip reads its configuration from the working directory's pip.conf
 	// (PIP_CONFIG_FILE aside): an index, a trusted host.
 	"pip.conf", "pip.ini",
@@ -211,14 +220,16 @@ func Detect(fsys fs.FS, image string, setup []string) (Plan, error) {
 	if has("Cargo.toml") || has("Cargo.lock") {
 		root = append(root, Cargo)
 	}
-	sub, subFiles, err := projects(fsys)
+	sub, subFiles, subPaths, err := projects(fsys)
 	if err != nil {
 		return Plan{}, err
 	}
 	if setup == nil && len(sub) > MaxProjects {
 		return Plan{}, fmt.Errorf("%d Go modules and Node projects below the root, more than the %d the default setup handles; name the setup commands in %s", len(sub), MaxProjects, configPath)
 	}
-	p := Plan{Ecosystems: slices.Clone(root), Projects: sub, ManifestPaths: paths}
+	paths = append(paths, subPaths...)
+	slices.Sort(paths)
+	p := Plan{Ecosystems: slices.Clone(root), Projects: sub, ManifestPaths: slices.Compact(paths)}
 	for _, pr := range sub {
 		if !slices.Contains(p.Ecosystems, pr.Ecosystem) {
 			p.Ecosystems = append(p.Ecosystems, pr.Ecosystem)
@@ -275,11 +286,12 @@ func ManifestsOf(fsys fs.FS) (Plan, error) {
 var ecosystemOrder = []Ecosystem{Go, NPM, PNPM, Yarn, Python, Cargo}
 
 // projects finds the Go modules and Node projects below the root, down to
-// SubDepth directories, and their manifests. A directory that is a
+// SubDepth directories, their manifests, and the ManifestPaths their
+// configuration names. A directory that is a
 // symbolic link is not entered, and only regular files count.
-func projects(fsys fs.FS) ([]Project, []string, error) {
+func projects(fsys fs.FS) ([]Project, []string, []string, error) {
 	var out []Project
-	var files []string
+	var files, paths []string
 	err := fs.WalkDir(fsys, ".", func(dir string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return fmt.Errorf("list %s: %w", dir, err)
@@ -321,13 +333,18 @@ func projects(fsys fs.FS) ([]Project, []string, error) {
 			for _, f := range here {
 				files = append(files, dir+"/"+f)
 			}
+			run, named, err := yarnFiles(fsys, dir, has)
+			if err != nil {
+				return err
+			}
+			files, paths = append(files, run...), append(paths, named...)
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return out, files, nil
+	return out, files, paths, nil
 }
 
 // manifests lists the manifests present in fsys, sorted, and the
@@ -391,9 +408,158 @@ func manifests(fsys fs.FS) ([]string, []string, error) {
 			out = append(out, files...)
 		}
 	}
+	has := func(name string) bool { return slices.Contains(out, name) }
+	run, named, err := yarnFiles(fsys, ".", has)
+	if err != nil {
+		return nil, nil, err
+	}
+	out, paths = append(out, run...), append(paths, named...)
+	for _, name := range []string{"rust-toolchain.toml", "rust-toolchain"} {
+		if has(name) {
+			if err := checkRustToolchain(fsys, name); err != nil {
+				return nil, nil, err
+			}
+		}
+	}
 	slices.Sort(out)
 	slices.Sort(paths)
 	return slices.Compact(out), slices.Compact(paths), nil
+}
+
+// maxToolConfig bounds a tool's configuration file read for the files it
+// names: a real one is a few lines.
+const maxToolConfig = 64 << 10
+
+// readConfig reads name whole, or fails when it is longer than
+// maxToolConfig.
+func readConfig(fsys fs.FS, name string) ([]byte, error) {
+	data, err := readHead(fsys, name, maxToolConfig+1)
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > maxToolConfig {
+		return nil, fmt.Errorf("read %s: more than %d bytes", name, maxToolConfig)
+	}
+	return data, nil
+}
+
+// yarnFiles are the files Yarn runs as its configuration in dir (from
+// the root) names them: the release of .yarnrc.yml's yarnPath (Yarn 2
+// and later) or .yarnrc's yarn-path (Yarn 1), and .yarnrc.yml's plugins
+// by path. has reports a manifest in dir. It returns the files found and
+// every path named; like executedFiles, it fails closed on a path that
+// cannot be read, is absolute or leaves the tree.
+func yarnFiles(fsys fs.FS, dir string, has func(string) bool) (files, named []string, err error) {
+	var refs []string // as written, from dir
+	if has(".yarnrc.yml") {
+		name := path.Join(dir, ".yarnrc.yml")
+		data, err := readConfig(fsys, name)
+		if err != nil {
+			return nil, nil, err
+		}
+		var rc struct {
+			YarnPath any   `yaml:"yarnPath"`
+			Plugins  []any `yaml:"plugins"`
+		}
+		if err := decodeYAML(data, &rc); err != nil {
+			return nil, nil, fmt.Errorf("read %s: %w", name, err)
+		}
+		switch v := rc.YarnPath.(type) {
+		case nil:
+		case string:
+			refs = append(refs, v)
+		default:
+			return nil, nil, fmt.Errorf("read %s: yarnPath is not a path", name)
+		}
+		for _, pl := range rc.Plugins {
+			switch v := pl.(type) {
+			case string:
+				refs = append(refs, v)
+			case map[string]any:
+				if p, ok := v["path"]; ok {
+					s, ok := p.(string)
+					if !ok {
+						return nil, nil, fmt.Errorf("read %s: a plugin's path is not a path", name)
+					}
+					refs = append(refs, s)
+				}
+			default:
+				return nil, nil, fmt.Errorf("read %s: a plugin is neither a path nor a path and spec", name)
+			}
+		}
+	}
+	if has(".yarnrc") {
+		name := path.Join(dir, ".yarnrc")
+		data, err := readConfig(fsys, name)
+		if err != nil {
+			return nil, nil, err
+		}
+		for i, l := range strings.Split(string(data), "\n") {
+			if t := strings.TrimSpace(l); !strings.Contains(t, "yarn-path") || strings.HasPrefix(t, "#") {
+				continue
+			}
+			m := yarnPathRE.FindStringSubmatch(l)
+			if m == nil {
+				return nil, nil, fmt.Errorf("read %s, line %d: a yarn-path this does not read", name, i+1)
+			}
+			refs = append(refs, cmp.Or(m[1], m[2]))
+		}
+	}
+	n := 0
+	for _, r := range refs {
+		p, ok := inTree(dir, r)
+		if !ok {
+			return nil, nil, fmt.Errorf("read %s: Yarn runs %s, which is outside the repository", path.Join(dir, ".yarnrc*"), r)
+		}
+		run, err := executedFiles(fsys, p, &n)
+		if err != nil {
+			return nil, nil, fmt.Errorf("list %s, which Yarn runs: %w", p, err)
+		}
+		files, named = append(files, run...), append(named, p)
+	}
+	return files, named, nil
+}
+
+// yarnPathRE is a .yarnrc line setting yarn-path: the value quoted
+// (without quotes or escapes inside) or bare.
+var yarnPathRE = regexp.MustCompile(`^\s*"?yarn-path"?\s+(?:"([^"\\]*)"|([^\s"'#]+))\s*$`)
+
+// decodeYAML decodes data into v, a panic of the parser being an error.
+func decodeYAML(data []byte, v any) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("the YAML parser failed: %v", r)
+		}
+	}()
+	return yaml.Unmarshal(data, v)
+}
+
+// checkRustToolchain refuses a rustup toolchain file that names a
+// toolchain by its directory (toolchain.path): cargo would run the
+// programs there, which may be the tree's, and which no key covers.
+// A channel name is fine: rustup installs it from its own server. The
+// legacy rust-toolchain file may be a channel name alone rather than
+// TOML.
+func checkRustToolchain(fsys fs.FS, name string) error {
+	data, err := readConfig(fsys, name)
+	if err != nil {
+		return err
+	}
+	var doc map[string]any
+	if err := decodeTOML(string(data), &doc); err != nil {
+		if name == "rust-toolchain" && !bytes.ContainsAny(data, "=[") {
+			return nil // a channel name
+		}
+		return fmt.Errorf("read %s: %w", name, err)
+	}
+	if t, ok := doc["toolchain"].(map[string]any); ok {
+		if _, ok := t["path"]; ok {
+			return fmt.Errorf("read %s%s: toolchain.path names a toolchain by its directory, which setup does not run; name a channel", name, lineOf(data, "path"))
+		}
+	} else if _, ok := doc["toolchain"]; ok {
+		return fmt.Errorf("read %s: toolchain is not a table", name)
+	}
+	return nil
 }
 
 // executedFiles lists the files at or below p, a path of code a step

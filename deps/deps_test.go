@@ -82,6 +82,23 @@ func TestDetect(t *testing.T) {
 			Plan{Ecosystems: []Ecosystem{Yarn}, Steps: []string{"yarn install --immutable --mode=skip-build"}, Manifests: []string{".yarnrc.yml", "package.json", "yarn.lock"}},
 		},
 		{
+			// Yarn runs the release and plugins its configuration names,
+			// wherever they are.
+			"yarn 2 and later: the release and plugins the configuration names",
+			tree("package.json", "{}", "yarn.lock", yarnBerryLock, ".env.yarn", "YARN_ENABLE_TELEMETRY=0\n",
+				".yarnrc.yml", "yarnPath: tools/yarn-4.5.0.cjs\nplugins:\n  - tools/plugin-a.cjs\n  - path: ./tools/plugin-b.cjs\n    spec: \"@yarnpkg/plugin-b\"\n",
+				"tools/yarn-4.5.0.cjs", "", "tools/plugin-a.cjs", "", "tools/plugin-b.cjs", "", "tools/other.js", ""), nil,
+			Plan{Ecosystems: []Ecosystem{Yarn}, Steps: []string{"yarn install --immutable --mode=skip-build"},
+				Manifests:     []string{".env.yarn", ".yarnrc.yml", "package.json", "tools/plugin-a.cjs", "tools/plugin-b.cjs", "tools/yarn-4.5.0.cjs", "yarn.lock"},
+				ManifestPaths: []string{"tools/plugin-a.cjs", "tools/plugin-b.cjs", "tools/yarn-4.5.0.cjs"}},
+		},
+		{
+			"yarn 1: the release yarn-path names",
+			tree("package.json", "{}", "yarn.lock", yarnClassic, ".yarnrc", "# yarn-path is read\nyarn-path \"./scripts/yarn-1.22.19.js\"\n", "scripts/yarn-1.22.19.js", ""), nil,
+			Plan{Ecosystems: []Ecosystem{Yarn}, Steps: []string{"yarn install --frozen-lockfile --ignore-scripts"},
+				Manifests: []string{".yarnrc", "package.json", "scripts/yarn-1.22.19.js", "yarn.lock"}, ManifestPaths: []string{"scripts/yarn-1.22.19.js"}},
+		},
+		{
 			"yarn lockfile starting with its metadata", tree("yarn.lock", "__metadata:\n  version: 8\n"), nil,
 			Plan{Ecosystems: []Ecosystem{Yarn}, Steps: []string{"yarn install --immutable --mode=skip-build"}, Manifests: []string{"yarn.lock"}},
 		},
@@ -174,6 +191,11 @@ func TestDetect(t *testing.T) {
 			Plan{Ecosystems: []Ecosystem{Cargo}, Steps: []string{"cargo fetch"}, Manifests: []string{".cargo/config.toml", "Cargo.lock", "Cargo.toml"}},
 		},
 		{
+			"cargo with a rustup toolchain file",
+			tree("Cargo.toml", "[package]\n", "rust-toolchain.toml", "[toolchain]\nchannel = \"1.83.0\"\n", "rust-toolchain", "stable\n"), nil,
+			Plan{Ecosystems: []Ecosystem{Cargo}, Steps: []string{"cargo fetch"}, Manifests: []string{"Cargo.toml", "rust-toolchain", "rust-toolchain.toml"}},
+		},
+		{
 			"cargo lockfile alone", tree("Cargo.lock", ""), nil,
 			Plan{Ecosystems: []Ecosystem{Cargo}, Steps: []string{"cargo fetch"}, Manifests: []string{"Cargo.lock"}},
 		},
@@ -211,6 +233,17 @@ func TestDetect(t *testing.T) {
 					"(cd tools && yarn install --immutable --mode=skip-build)", "(cd web && npm ci --ignore-scripts)"},
 				Manifests: []string{"go.mod", "services/api/go.mod", "services/api/go.sum", "tools/yarn.lock",
 					"web/.npmrc", "web/package-lock.json", "web/package.json"},
+			},
+		},
+		{
+			"monorepo: a project's workspace file and the Yarn release it runs",
+			tree("svc/go.mod", "module svc\n", "svc/go.work", "go 1.26\nuse .\n", "web/yarn.lock", yarnBerryLock,
+				"web/.yarnrc.yml", "yarnPath: .yarn/releases/yarn-4.5.0.cjs\n", "web/.yarn/releases/yarn-4.5.0.cjs", ""), nil,
+			Plan{
+				Ecosystems: []Ecosystem{Go, Yarn}, Projects: []Project{{"svc", Go}, {"web", Yarn}},
+				Steps:         []string{"(cd svc && go mod download)", "(cd web && yarn install --immutable --mode=skip-build)"},
+				Manifests:     []string{"svc/go.mod", "svc/go.work", "web/.yarn/releases/yarn-4.5.0.cjs", "web/.yarnrc.yml", "web/yarn.lock"},
+				ManifestPaths: []string{"web/.yarn/releases/yarn-4.5.0.cjs"},
 			},
 		},
 		{
@@ -373,6 +406,36 @@ func TestPoisoning(t *testing.T) {
 			"constraints/pins.txt", "requests==0.1\n",
 		},
 		{
+			"the Yarn release yarnPath names outside .yarn",
+			tree("package.json", "{}", "yarn.lock", yarnBerryLock, ".yarnrc.yml", "yarnPath: tools/yarn.cjs\n", "tools/yarn.cjs", "yarn()\n"),
+			"tools/yarn.cjs", "evil()\n",
+		},
+		{
+			"a Yarn plugin by path",
+			tree("package.json", "{}", "yarn.lock", yarnBerryLock, ".yarnrc.yml", "plugins:\n  - path: tools/plugin.cjs\n", "tools/plugin.cjs", "plugin()\n"),
+			"tools/plugin.cjs", "evil()\n",
+		},
+		{
+			"the Yarn 1 release yarn-path names",
+			tree("package.json", "{}", "yarn.lock", yarnClassic, ".yarnrc", "yarn-path scripts/yarn.js\n", "scripts/yarn.js", "yarn()\n"),
+			"scripts/yarn.js", "evil()\n",
+		},
+		{
+			"Yarn's environment file",
+			tree("package.json", "{}", "yarn.lock", yarnBerryLock),
+			".env.yarn", "YARN_NPM_REGISTRY_SERVER=https://evil.example\n",
+		},
+		{
+			"the Rust toolchain cargo runs",
+			tree("Cargo.toml", "[package]\n", "Cargo.lock", "version = 4\n", "rust-toolchain.toml", "[toolchain]\nchannel = \"1.83.0\"\n"),
+			"rust-toolchain.toml", "[toolchain]\nchannel = \"nightly-2020-01-01\"\n",
+		},
+		{
+			"the go.work of a module below the root",
+			tree("svc/go.mod", "module svc\n"),
+			"svc/go.work", "go 1.26\nuse .\nreplace example.com/a => example.com/evil v1.0.0\n",
+		},
+		{
 			"the Yarn release",
 			tree("package.json", "{}", "yarn.lock", yarnBerryLock, ".yarnrc.yml", "yarnPath: .yarn/releases/yarn-4.5.0.cjs\n", ".yarn/releases/yarn-4.5.0.cjs", "yarn()\n"),
 			".yarn/releases/yarn-4.5.0.cjs", "evil()\n",
@@ -434,6 +497,10 @@ func TestManifestsChanged(t *testing.T) {
 		{"a Yarn plugin", []string{".yarn/plugins/@yarnpkg/plugin-x.cjs"}, true},
 		{"a Yarn patch", []string{".yarn/patches/x.patch"}, true},
 		{"pip's configuration", []string{"pip.conf"}, true},
+		{"the Rust toolchain", []string{"rust-toolchain.toml"}, true},
+		{"the legacy Rust toolchain file", []string{"rust-toolchain"}, true},
+		{"Yarn's environment file", []string{".env.yarn"}, true},
+		{"a workspace file below the root", []string{"svc/go.work.sum"}, true},
 		{"Yarn's cache", []string{".yarn/cache/a.zip", ".yarn/install-state.gz"}, false},
 		{"a module below the root", []string{"tools/go.mod"}, true},
 		{"a lockfile below the root", []string{"web/package-lock.json"}, true},
@@ -580,6 +647,21 @@ func TestDetectFailsClosed(t *testing.T) {
 			"read requirements.txt, line 1: reqs/x.txt is a symbolic link",
 		},
 		{"requirements: too many", chain(maxRequirementFiles + 1), "more than 50 requirements files"},
+		{"yarnPath absolute", tree("yarn.lock", yarnBerryLock, ".yarnrc.yml", "yarnPath: /usr/lib/yarn.cjs\n"), "Yarn runs /usr/lib/yarn.cjs, which is outside the repository"},
+		{"yarnPath out of the tree", tree("web/yarn.lock", yarnBerryLock, "web/.yarnrc.yml", "yarnPath: ../../yarn.cjs\n"), "read web/.yarnrc*: Yarn runs ../../yarn.cjs, which is outside"},
+		{"yarnPath not a path", tree("yarn.lock", yarnBerryLock, ".yarnrc.yml", "yarnPath: [a]\n"), "read .yarnrc.yml: yarnPath is not a path"},
+		{"a plugin not a path", tree("yarn.lock", yarnBerryLock, ".yarnrc.yml", "plugins:\n  - path: 5\n"), "a plugin's path is not a path"},
+		{".yarnrc.yml not YAML", tree("yarn.lock", yarnBerryLock, ".yarnrc.yml", "yarnPath: a\nyarnPath: b\n"), "read .yarnrc.yml: yaml:"},
+		{"yarn-path not read", tree("yarn.lock", yarnClassic, ".yarnrc", "yarn-path 'a b.js'\n"), "read .yarnrc, line 1: a yarn-path this does not read"},
+		{
+			"yarnPath a link",
+			fstest.MapFS{"yarn.lock": {Data: []byte(yarnBerryLock)}, ".yarnrc.yml": {Data: []byte("yarnPath: tools/yarn.cjs\n")}, "tools/yarn.cjs": {Data: []byte("../x.cjs"), Mode: fs.ModeSymlink}},
+			"list tools/yarn.cjs, which Yarn runs: tools/yarn.cjs is a symbolic link",
+		},
+		{"a toolchain by its directory", tree("Cargo.toml", "", "rust-toolchain.toml", "[toolchain]\npath = \"tools/rust\"\n"), "read rust-toolchain.toml, line 2: toolchain.path names a toolchain by its directory"},
+		{"a legacy toolchain file by its directory", tree("Cargo.toml", "", "rust-toolchain", "[toolchain]\npath = \"/opt/rust\"\n"), "read rust-toolchain, line 2: toolchain.path"},
+		{"a toolchain file that is not TOML", tree("Cargo.toml", "", "rust-toolchain.toml", "[toolchain\n"), "read rust-toolchain.toml: toml:"},
+
 		{
 			"a link among Yarn's releases",
 			fstest.MapFS{"yarn.lock": {Data: []byte(yarnBerryLock)}, ".yarn/releases/yarn.cjs": {Data: []byte("../../tools/yarn.cjs"), Mode: fs.ModeSymlink}},
