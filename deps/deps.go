@@ -79,9 +79,12 @@ type Plan struct {
 	// root's and the Projects', sorted.
 	Manifests []string `json:"manifests,omitempty"`
 	// ManifestPaths are paths the tree's own configuration names as code
-	// a step loads: pyproject.toml's build-system backend-path, the
-	// directories pip imports the build backend from. Every file at or
-	// below one is a manifest, whether it exists now or is added later.
+	// a step loads or configuration it reads: pyproject.toml's
+	// build-system backend-path (the directories pip imports the build
+	// backend from), the Yarn release and plugins .yarnrc.yml or .yarnrc
+	// names, the requirements files the root's include with -r and -c.
+	// Every file at or below one is a manifest, whether it exists now or
+	// is added later.
 	ManifestPaths []string `json:"manifest_paths,omitempty"`
 	// Key is a hex SHA-256 over the image, the steps and the manifests'
 	// paths and contents: equal keys fetch the same dependencies. Empty
