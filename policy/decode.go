@@ -211,6 +211,16 @@ func (d *decoder) value(n *yaml.Node, v reflect.Value, path string) {
 		v.Set(s)
 	case reflect.Map:
 		d.mapValue(n, v, path)
+	case reflect.Pointer:
+		// A value that may be unset, such as a boolean whose default is
+		// true: nil unless the value decodes.
+		e := reflect.New(v.Type().Elem())
+		problems := func() int { return len(d.errs.List) + d.errs.More }
+		before := problems()
+		d.value(n, e.Elem(), path)
+		if problems() == before {
+			v.Set(e)
+		}
 	case reflect.String:
 		if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!str" {
 			// The usual hint, to quote a number, would lead to a size

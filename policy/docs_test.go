@@ -165,6 +165,8 @@ func TestSchemaAgreesWithLoad(t *testing.T) {
 		{"setup: [a, b, c, d, e, f, g, h, i, j]\n", true},
 		{"setup_hosts: [mirror.test, '*.mirror.test:8443', 10.0.0.5, '10.0.0.5:3000', '[fd00::5]:80', 'fd00::5', MIRROR.test, 'a.test:080']\n", true},
 		{"setup_hosts: []\n", true},
+		{"setup_toolchain_hosts: false\n", true},
+		{"setup_toolchain_hosts: true\n", true},
 		{"instructions: []\n", true},
 		{"instructions: [AGENTS.md, docs/agents.md, /CLAUDE.md, .github/copilot-instructions.md, ...md]\n", true},
 
@@ -223,6 +225,8 @@ func TestSchemaAgreesWithLoad(t *testing.T) {
 		{"setup_hosts: ['a.*.test']\n", false},                                   // wildcard inside
 		{"setup_hosts: [7]\n", false},                                            // not text
 		{"setup_hosts: [" + strings.Repeat("a.test, ", 20) + "b.test]\n", false}, // too many
+		{"setup_toolchain_hosts: 'no'\n", false},                                 // text for a boolean
+		{"setup_toolchain_hosts: [false]\n", false},                              // a list
 		{"instructions: AGENTS.md\n", false},                                     // text for a list
 		{"instructions: ['']\n", false},                                          // empty
 		{"instructions: ['docs/*.md']\n", false},                                 // a glob

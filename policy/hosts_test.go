@@ -179,6 +179,12 @@ func TestResolveFence(t *testing.T) {
 		// repository_hosts are open only to the repositories that ask.
 		{"repository hosts, asked for", "fence:\n  hosts: [mirror.test]\n  repository_hosts: ['*.team.test']\n", "setup_hosts: [npm.team.test]\n",
 			[]string{"mirror.test", "npm.team.test"}, nil, true},
+		// A repository that keeps its setup off public registries:
+		// only its mirror, within the installation's hosts.
+		{"toolchain hosts turned off by the repository", "fence:\n  hosts: ['*.mirror.test']\n", "setup_hosts: [wheels.mirror.test]\nsetup_toolchain_hosts: false\n",
+			[]string{"*.mirror.test", "wheels.mirror.test"}, nil, false},
+		{"toolchain hosts left on by the repository", "", "setup_toolchain_hosts: true\n", nil, nil, true},
+		{"toolchain hosts off in both", "fence:\n  toolchain_hosts: false\n", "setup_toolchain_hosts: false\n", nil, nil, false},
 		{"repository hosts, not asked for", "fence:\n  hosts: [mirror.test]\n  repository_hosts: ['*.team.test']\n", "",
 			[]string{"mirror.test"}, nil, true},
 	}
@@ -224,5 +230,55 @@ func TestResolveFence(t *testing.T) {
 	}
 	if !old.ToolchainHosts() || old.SetupHosts() != nil || old.FenceNets() != nil {
 		t.Errorf("old task: %+v", old)
+	}
+}
+
+// TestSetupRequestToolchainHosts: the setup request a run gets reaches the
+// image's toolchains' hosts only when neither the installation nor the
+// repository turned them off, and only for the installation's image or
+// one it trusts.
+func TestSetupRequestToolchainHosts(t *testing.T) {
+	trusted := []string{"golang:1.26"}
+	tests := []struct {
+		name     string
+		operator string
+		repo     string
+		want     bool
+	}{
+		{"defaults", "", "", true},
+		{"the repository turns them off", "", "setup_toolchain_hosts: false\n", false},
+		{"the repository writes the default", "", "setup_toolchain_hosts: true\n", true},
+		{"the installation turns them off", "fence:\n  toolchain_hosts: false\n", "", false},
+		{"off, for the repository's own image", "", "sandbox:\n  image: golang:1.26\nsetup_toolchain_hosts: false\n", false},
+		{"a trusted image of the repository's", "", "sandbox:\n  image: golang:1.26\n", true},
+		{"an image of the repository's own", "", "sandbox:\n  image: example.com/img:1\n", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := DefaultOperator()
+			if tt.operator != "" {
+				o = mustOperator(t, tt.operator)
+			}
+			s, err := o.Resolve(mustLoad(t, tt.repo))
+			if err != nil {
+				t.Fatal(err)
+			}
+			// As a task stored with its settings reads them back.
+			b, err := json.Marshal(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var stored Settings
+			if err := json.Unmarshal(b, &stored); err != nil {
+				t.Fatal(err)
+			}
+			for name, s := range map[string]Settings{"resolved": s, "stored": stored} {
+				spec := s.RunSpec(t.TempDir(), "go test ./...", nil)
+				req := s.SetupRequest("acme/widget", "", spec, nil, trusted)
+				if req.ToolchainHosts != tt.want {
+					t.Errorf("%s: SetupRequest.ToolchainHosts = %v, want %v", name, req.ToolchainHosts, tt.want)
+				}
+			}
+		})
 	}
 }

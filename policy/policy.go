@@ -38,6 +38,14 @@ type Config struct {
 	// installation's own list, each within the installation's
 	// fence.hosts (see Fence).
 	SetupHosts []string `yaml:"setup_hosts" json:"setup_hosts"`
+	// SetupToolchainHosts false keeps setup off the hosts the image's
+	// package managers are configured with (public registries, as a
+	// rule): it then reaches only the installation's fence.hosts and
+	// SetupHosts, a private mirror. nil (not written) and true leave the
+	// installation's choice (fence.toolchain_hosts); a repository can
+	// only narrow it, so true where the installation has it off is an
+	// error.
+	SetupToolchainHosts *bool `yaml:"setup_toolchain_hosts" json:"setup_toolchain_hosts"`
 	// TestCommand is a hint for the agent: how this repository is tested.
 	TestCommand string `yaml:"test_command" json:"test_command"`
 	// RequirePassing is a command that must pass on a fix's final commit

@@ -131,15 +131,26 @@ func (r *resolver) settings() Settings {
 	return s
 }
 
-// fence resolves where setup may connect: the operator's fence, and the
+// fence resolves where setup may connect: the operator's fence, the
 // repository's setup_hosts, each of which must be within the operator's
-// hosts or repository_hosts. A repository may ask for hosts only from
-// those lists, never widen them: each allowed host is a way out for what
-// setup can read.
+// hosts or repository_hosts, and its setup_toolchain_hosts, which may
+// turn the image's toolchains' hosts off. A repository may ask for hosts
+// only from those lists, never widen them: each allowed host is a way
+// out for what setup can read.
 func (r *resolver) fence(s *Settings) {
 	o, c := r.o, r.c
 	s.FenceHosts = slices.Clone(o.Fence.Hosts)
+	// The repository may turn the toolchains' hosts off, never on.
 	s.NoToolchainHosts = !o.Fence.ToolchainHosts
+	if on := c.SetupToolchainHosts; on != nil {
+		switch {
+		case !*on:
+			s.NoToolchainHosts = true
+		case !o.Fence.ToolchainHosts:
+			const k = "setup_toolchain_hosts"
+			r.errs.add(c.Line(k), k, "true is not allowed: this installation's setup reaches only the hosts it lists (its fence.toolchain_hosts is false); leave the key out")
+		}
+	}
 	for _, n := range o.Fence.AllowedNets {
 		// LoadOperator refuses a bad one; one in an Operator built in
 		// code is left out, which only narrows what setup reaches.

@@ -303,6 +303,10 @@ budget:
 		{"setup host beyond the ones on request", "fence:\n  repository_hosts: ['*.team.test']\n", "setup_hosts: [team.test]\n", []string{
 			f + "1: setup_hosts[0]: team.test is not within the hosts this installation allows for setup",
 		}},
+		// A repository may turn the toolchains' hosts off, never on.
+		{"toolchain hosts the installation turned off", "fence:\n  toolchain_hosts: false\n", "setup:\n  - go mod download\nsetup_toolchain_hosts: true\n", []string{
+			f + "3: setup_toolchain_hosts: true is not allowed: this installation's setup reaches only the hosts it lists (its fence.toolchain_hosts is false); leave the key out",
+		}},
 		{"image", priced, "sandbox:\n  image: ubuntu\n", []string{f + "2: sandbox.image: ubuntu is not one of the images this installation allows (golang:1.26, node:22)"}},
 		{"model", priced, "model: o3\n", []string{f + "1: model: o3 is not a model this installation allows (allowed: gpt-4.1-mini, gpt-4.1, local-llama)"}},
 		{"model not allowed by default", "", "model: gpt-4.1\n", []string{f + "1: model: gpt-4.1 is not a model this installation allows (allowed: gpt-4.1-mini)"}},

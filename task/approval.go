@@ -6,12 +6,14 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/approval"
+	"github.com/pullwright/pullwright/deps"
 	"github.com/pullwright/pullwright/policy"
 )
 
@@ -298,18 +300,23 @@ func (rq requests) checkManifests(ctx context.Context, t *Task, all []pullwright
 }
 
 // manifestsIn picks the manifests of all, the diff stat of ws against
-// base, and reads their diff.
+// base, and reads their diff. What counts is the workspace's own plan
+// (deps.ManifestsOf), which knows the paths its files make manifests (a
+// build backend's directory); when it cannot be read, the manifests any
+// tree has are picked, and its error makes the request say they could
+// not be compared, which no auto_approve rule answers.
 func manifestsIn(base string, all []pullwright.FileStat, ws Workspace) (ManifestChanges, error) {
 	var m ManifestChanges
+	plan, planErr := workspacePlan(ws)
 	var paths []string
 	for _, c := range all {
-		if isManifest(c.Path) {
+		if plan.ManifestsChanged([]string{c.Path}) {
 			m.Files = append(m.Files, c)
 			paths = append(paths, c.Path)
 		}
 	}
 	if len(paths) == 0 {
-		return m, nil
+		return m, planErr
 	}
 	d, err := ws.DiffOf(base, paths...)
 	if err != nil {
@@ -320,7 +327,21 @@ func manifestsIn(base string, all []pullwright.FileStat, ws Workspace) (Manifest
 		d = d[:cut] + fmt.Sprintf("[… %d more bytes: the whole diff is in the commit to approve]\n", len(d)-cut)
 	}
 	m.Diff = d
-	return m, nil
+	return m, planErr
+}
+
+// workspacePlan is the dependency plan of the files in ws, as far as
+// telling its manifests needs.
+func workspacePlan(ws Workspace) (deps.Plan, error) {
+	if ws.Dir() == "" {
+		// os.DirFS("") would read from the file system's root.
+		return deps.Plan{}, errors.New("the workspace has no directory")
+	}
+	p, err := deps.ManifestsOf(os.DirFS(ws.Dir()))
+	if err != nil {
+		return deps.Plan{}, fmt.Errorf("plan the workspace's setup: %w", err)
+	}
+	return p, nil
 }
 
 // await handles a parked task that became due: its request was answered,

@@ -102,6 +102,41 @@ func TestApprovedRuns(t *testing.T) {
 				}
 			},
 		},
+		{
+			// The build backend pip imports from pyproject.toml's
+			// backend-path is code setup runs: its change is a manifest's,
+			// though no fixed name says so.
+			name: "a changed build backend is shown with the request", write: map[string]string{"_build/backend.py": "import os\n"},
+			setup: func(w *world, deps *tasktest.Deps) {
+				w.ws.Commit(cloneURL, "main", map[string]string{
+					"pyproject.toml":    "[build-system]\nbuild-backend = \"backend\"\nbackend-path = [\"_build\"]\n",
+					"_build/backend.py": "def build_wheel(*a): pass\n",
+				}, "an in-tree build backend")
+			},
+			exit: 0, output: "ok", runs: 1,
+			check: func(t *testing.T, w *world, deps *tasktest.Deps, fix *task.Task) {
+				c := w.gh.Comment(1, "task-1-request-"+fix.Request.ID)
+				if c == nil || !strings.Contains(c.Text(), "setup runs first, with these manifests") || !strings.Contains(c.Text(), "+import os") {
+					t.Errorf("request comment %q lacks the build backend's diff", c.Text())
+				}
+			},
+		},
+		{
+			// A pyproject.toml whose backend-path cannot be read leaves
+			// the manifests unknown: the request says the comparison
+			// failed, rather than that none changed.
+			name: "an unreadable backend-path leaves the manifests unknown", write: map[string]string{"src/x.py": "pass\n"},
+			setup: func(w *world, deps *tasktest.Deps) {
+				w.ws.Commit(cloneURL, "main", map[string]string{"pyproject.toml": "[build-system]\nbackend-path = \"_build\"\n"}, "a bad backend-path")
+			},
+			exit: 0, output: "ok", runs: 1,
+			check: func(t *testing.T, w *world, deps *tasktest.Deps, fix *task.Task) {
+				c := w.gh.Comment(1, "task-1-request-"+fix.Request.ID)
+				if c == nil || !strings.Contains(c.Text(), "The dependency manifests could not be compared") {
+					t.Errorf("request comment %q does not say the manifests are unknown", c.Text())
+				}
+			},
+		},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -11,7 +11,6 @@ import (
 
 	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/approval"
-	"github.com/pullwright/pullwright/deps"
 	"github.com/pullwright/pullwright/policy"
 )
 
@@ -466,9 +465,6 @@ func markdown(s approval.Sentence) string {
 	}
 	return b.String()
 }
-
-// isManifest reports a file whose change makes the setup run again.
-func isManifest(path string) bool { return (deps.Plan{}).ManifestsChanged([]string{path}) }
 
 // maxStepsShown bounds the setup steps a status names: a monorepo's can
 // be many, and the status is one comment.

@@ -1,0 +1,1 @@
+from helpers.wheel import build_wheel, build_editable  # noqa: F401
