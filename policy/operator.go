@@ -170,7 +170,9 @@ type Settings struct {
 	// FenceHosts and FenceAllowedNets are the operator's fence.hosts and
 	// fence.allowed_nets, RepoSetupHosts the repository's setup_hosts
 	// (each within FenceHosts), and NoToolchainHosts the operator's
-	// fence.toolchain_hosts: false. It is stored negated so that a task
+	// fence.toolchain_hosts: false or the repository's
+	// setup_toolchain_hosts: false (either turns them off; neither can
+	// turn them on against the other). It is stored negated so that a task
 	// stored before the fence existed gets the default, the toolchains'
 	// hosts, as it gets the default setup and disk.
 	FenceHosts       []string       `json:"fence_hosts,omitempty"`
