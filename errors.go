@@ -23,6 +23,10 @@ var (
 	// ErrPushRejected means the remote branch has commits the push would
 	// overwrite; the bot never forces.
 	ErrPushRejected = errors.New("push rejected: the remote branch has other commits")
+	// ErrSetupFiles means a repository's setup cannot be planned from its
+	// files (a manifest that does not parse, or names a path outside the
+	// repository): the repository's to fix, and safe to tell it.
+	ErrSetupFiles = errors.New("the setup cannot be planned from the repository's files")
 	// ErrBaseGone means a commit (the one a task started from, say) is no
 	// longer in the history of the branch that should have it.
 	ErrBaseGone = errors.New("commit is not in the branch's history")

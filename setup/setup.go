@@ -161,7 +161,7 @@ func (s *Setup) prepare(ctx context.Context, req pullwright.SetupRequest) (prepa
 	image := runner.ImageFor(req.Dir, cmp.Or(req.Image, cfg.Image), cfg.FallbackImage)
 	plan, err := deps.Detect(os.DirFS(req.Dir), image, req.Setup)
 	if err != nil {
-		return prepared{}, fmt.Errorf("plan the setup: %w", err)
+		return prepared{}, fmt.Errorf("plan the setup: %w: %w", pullwright.ErrSetupFiles, err)
 	}
 	p := prepared{Plan: plan}
 	if len(plan.Steps) == 0 {
@@ -171,7 +171,7 @@ func (s *Setup) prepare(ctx context.Context, req pullwright.SetupRequest) (prepa
 	if req.Base != "" {
 		base, err := deps.Detect(os.DirFS(req.Base), image, req.Setup)
 		if err != nil {
-			return p, fmt.Errorf("plan the setup of the default branch's files: %w", err)
+			return p, fmt.Errorf("plan the setup of the default branch's files: %w: %w", pullwright.ErrSetupFiles, err)
 		}
 		shared = base.Key == plan.Key
 	}

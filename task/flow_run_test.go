@@ -2,6 +2,7 @@ package task_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -91,6 +92,15 @@ func TestApprovedRuns(t *testing.T) {
 			name: "a setup that cannot run", write: map[string]string{"README.md": "x\n"},
 			setup: func(w *world, deps *tasktest.Deps) { deps.Err = errors.New("docker down") },
 			exit:  -1, output: "the repository's setup (fetching its dependencies) could not run", runs: 0,
+		},
+		{
+			// The repository's files are at fault: the reason is told,
+			// unlike an engine's failure, which stays in the bot's logs.
+			name: "a setup whose files cannot be planned says why", write: map[string]string{"README.md": "x\n"},
+			setup: func(w *world, deps *tasktest.Deps) {
+				deps.Err = fmt.Errorf("plan the setup: %w: %w", pullwright.ErrSetupFiles, errors.New("pyproject.toml: backend-path \"../x\" leaves the repository"))
+			},
+			exit: -1, output: "could not run: plan the setup: the setup cannot be planned from the repository's files: pyproject.toml: backend-path \"../x\" leaves the repository", runs: 0,
 		},
 		{
 			name: "a changed manifest is shown with the request", write: map[string]string{"go.mod": "module widget\n\nrequire evil v1.0.0\n"},

@@ -56,6 +56,11 @@ func sandboxMessage(err error) string {
 	if errors.Is(err, context.DeadlineExceeded) {
 		return "it did not finish in time"
 	}
+	if errors.Is(err, pullwright.ErrSetupFiles) {
+		// The repository's files are at fault, not the bot: saying
+		// which file and why is what lets a maintainer fix it.
+		return err.Error()
+	}
 	return "the sandbox is not working; a maintainer can see the bot's logs"
 }
 
