@@ -3,7 +3,9 @@ package runner_test
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/mount"
@@ -34,18 +36,20 @@ func TestReadyCachesMeasuresACacheFilledDuringAWalk(t *testing.T) {
 	})
 
 	// Walks keep running, back to back, from before the cache is filled
-	// until it has been measured.
-	ctx, stop := context.WithCancel(t.Context())
+	// until it is ready; the last one is still running when it is
+	// measured.
+	var stop atomic.Bool
 	var walks sync.WaitGroup
-	for range 3 {
+	for range 2 {
 		walks.Go(func() {
-			for ctx.Err() == nil {
-				cli.DiskUsage(ctx, client.DiskUsageOptions{Volumes: true, Verbose: true}) //nolint:errcheck // only keeps walks running
+			for !stop.Load() {
+				cli.DiskUsage(context.Background(), client.DiskUsageOptions{Volumes: true, Verbose: true}) //nolint:errcheck // only keeps walks running
+				time.Sleep(10 * time.Millisecond)                                                          // an engine that refuses overlapping walks answers at once
 			}
 		})
 	}
 	defer walks.Wait()
-	defer stop()
+	defer stop.Store(true)
 
 	const size = 2 << 20
 	fill, err := cli.ContainerCreate(t.Context(), client.ContainerCreateOptions{
@@ -75,6 +79,7 @@ func TestReadyCachesMeasuresACacheFilledDuringAWalk(t *testing.T) {
 	if err := d.MarkCacheReady(t.Context(), c); err != nil {
 		t.Fatal(err)
 	}
+	stop.Store(true)
 	ready, err := d.ReadyCaches(t.Context())
 	if err != nil {
 		t.Fatal(err)
