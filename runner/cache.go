@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -24,6 +25,10 @@ const (
 	// volume's labels cannot change, so readiness is a second, empty
 	// volume made once setup succeeded.
 	LabelCacheReady = "pullwright.cache.ready"
+	// LabelCacheBytes, on the marker, is what the cache held on the
+	// engine's disk when it was made ready; approved runs only read it,
+	// so it stays that size.
+	LabelCacheBytes = "pullwright.cache.bytes"
 )
 
 // Cache is a repository's dependency cache for one plan key: a volume on
@@ -62,9 +67,14 @@ func (d *Docker) Cache(ctx context.Context, repo, key string) (Cache, error) {
 	return c, nil
 }
 
-// MarkCacheReady records that a setup run filled c completely.
-func (d *Docker) MarkCacheReady(ctx context.Context, c Cache) error {
-	if _, err := d.cli.VolumeCreate(ctx, client.VolumeCreateOptions{Name: readyName(c.Volume), Driver: "local", Labels: d.cacheLabels(c, true)}); err != nil {
+// MarkCacheReady records that a setup run filled c completely, and that
+// it holds bytes (-1: not known).
+func (d *Docker) MarkCacheReady(ctx context.Context, c Cache, bytes int64) error {
+	labels := d.cacheLabels(c, true)
+	if bytes >= 0 {
+		labels[LabelCacheBytes] = strconv.FormatInt(bytes, 10)
+	}
+	if _, err := d.cli.VolumeCreate(ctx, client.VolumeCreateOptions{Name: readyName(c.Volume), Driver: "local", Labels: labels}); err != nil {
 		return fmt.Errorf("mark cache %s ready: %w", c.Volume, err)
 	}
 	return nil
@@ -87,22 +97,20 @@ type ReadyCache struct {
 	Volume, Repo string
 	// ReadyAt is when its setup finished.
 	ReadyAt time.Time
-	// Bytes is what it holds on the engine's disk, -1 when the engine
-	// does not say.
+	// Bytes is what it holds on the engine's disk, as measured when it
+	// was made ready; -1 when that is not known.
 	Bytes int64
 }
-
-// sizeWait bounds how long ReadyCaches waits for the engine to measure
-// its caches while it is busy measuring them for someone else.
-const sizeWait = 20 * time.Second
-
-// errBusyMeasuring is how engines before 23.0 refuse a disk usage call
-// made while another one walks the disk (a plain error, with no type).
-const errBusyMeasuring = "a disk usage operation is already running"
 
 // ReadyCaches lists this runner's ready dependency caches on the engine
 // (its Owner's, when it has one: another bot's are not its to measure or
 // remove), with their sizes.
+//
+// The sizes are those the markers carry (MarkCacheReady), not the
+// engine's disk usage call: that call walks every image, container and
+// volume, an engine before 23.0 refuses it while another runs, and setups
+// on a busy engine were seen to wait on one another's walks for longer
+// than a setup takes.
 func (d *Docker) ReadyCaches(ctx context.Context) ([]ReadyCache, error) {
 	f := client.Filters{}.Add("label", LabelCacheReady).Add("label", LabelManaged+"=true")
 	if d.cfg.Owner != "" {
@@ -112,53 +120,6 @@ func (d *Docker) ReadyCaches(ctx context.Context) ([]ReadyCache, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list caches: %w", err)
 	}
-	// Only the disk usage call measures volumes: the engine walks each
-	// one, so it is asked for all of them at once. While it walks for
-	// another caller, an older engine refuses the call and a newer one
-	// hands it that walk's answer, which may predate a cache just filled
-	// (0 bytes, or no such cache). So it is asked until it has answered
-	// twice: a walk running when the second call is made began after the
-	// first answer, after every listed cache was ready. While a listed
-	// cache is missing it is asked again. A cache still missing counts as
-	// of unknown size.
-	sizes := map[string]int64{}
-	deadline := time.Now().Add(sizeWait)
-	wait := false // the last call was refused, or missed a cache
-	for try, answers := 0, 0; ; try++ {
-		if wait {
-			select {
-			case <-ctx.Done():
-				return nil, fmt.Errorf("measure caches: %w", ctx.Err())
-			case <-time.After(min(time.Duration(try)*100*time.Millisecond, time.Second)):
-			}
-		}
-		du, err := d.cli.DiskUsage(ctx, client.DiskUsageOptions{Volumes: true, Verbose: true})
-		if wait = err != nil && strings.Contains(err.Error(), errBusyMeasuring); wait && time.Now().Before(deadline) {
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("measure caches: %w", err)
-		}
-		if answers++; answers == 1 {
-			continue
-		}
-		for _, v := range du.Volumes.Items {
-			if v.UsageData != nil && v.UsageData.Size >= 0 {
-				sizes[v.Name] = v.UsageData.Size
-			}
-		}
-		missing := false
-		for _, m := range list.Items {
-			if v := m.Labels[LabelCacheReady]; v != "" {
-				if _, ok := sizes[v]; !ok {
-					missing = true
-				}
-			}
-		}
-		if wait = missing; !missing || !time.Now().Before(deadline) {
-			break
-		}
-	}
 	var out []ReadyCache
 	for _, m := range list.Items {
 		c := ReadyCache{Volume: m.Labels[LabelCacheReady], Repo: m.Labels[LabelCacheRepo], Bytes: -1}
@@ -166,7 +127,7 @@ func (d *Docker) ReadyCaches(ctx context.Context) ([]ReadyCache, error) {
 			continue // not a marker this runner made
 		}
 		c.ReadyAt, _ = time.Parse(time.RFC3339, m.CreatedAt)
-		if n, ok := sizes[c.Volume]; ok && n >= 0 {
+		if n, err := strconv.ParseInt(m.Labels[LabelCacheBytes], 10, 64); err == nil && n >= 0 {
 			c.Bytes = n
 		}
 		out = append(out, c)

@@ -218,7 +218,7 @@ func (s *Setup) prepare(ctx context.Context, req pullwright.SetupRequest) (prepa
 			}
 			return fail(p, err)
 		}
-		if err := s.Runner.MarkCacheReady(ctx, cache); err != nil {
+		if err := s.Runner.MarkCacheReady(ctx, cache, s.measure(ctx, image, cache.Volume, req)); err != nil {
 			return fail(p, err)
 		}
 		// The engine dates the marker to the second, and a cache used
@@ -336,6 +336,38 @@ func (s *Setup) run(ctx context.Context, p *prepared, dir, image, volume, comman
 		s.logger().Warn("setup: failed", "repo", req.Repo, "exit_code", res.ExitCode)
 	}
 	return nil
+}
+
+// measure is what the cache in volume holds on the engine's disk, as
+// the image's du counts it in a sandbox of its own that runs nothing of
+// the repository's, the cache read-only: -1 when that cannot be told.
+// Runs only read a ready cache, so its size is measured once, here.
+func (s *Setup) measure(ctx context.Context, image, volume string, req pullwright.SetupRequest) int64 {
+	log := s.logger().With("repo", req.Repo, "cache", volume)
+	empty, err := os.MkdirTemp("", "pullwright-measure-")
+	if err != nil {
+		log.Warn("setup: measure the cache", "err", err)
+		return -1
+	}
+	defer os.RemoveAll(empty)
+	res, err := s.Runner.Run(ctx, pullwright.RunSpec{
+		Dir: empty, Image: image, Command: "du -sk " + Mount, Timeout: 5 * time.Minute,
+		Caches: []pullwright.CacheMount{{Volume: volume, Target: Mount, ReadOnly: true}},
+		Memory: req.Memory, NanoCPUs: req.NanoCPUs, Labels: req.Labels,
+	})
+	var kib int64 = -1
+	if err == nil && res.ExitCode == 0 {
+		if f := strings.Fields(res.Output); len(f) > 0 {
+			if n, perr := strconv.ParseInt(f[0], 10, 64); perr == nil && n >= 0 {
+				kib = n
+			}
+		}
+	}
+	if kib < 0 {
+		log.Warn("setup: measure the cache", "err", err, "exit_code", res.ExitCode, "output", tailLines(res.Output, 3))
+		return -1
+	}
+	return kib << 10
 }
 
 // lock serialises the setups of one key in this process: two tasks must
