@@ -145,7 +145,7 @@ func (w *workflow) runAs(id int64, attempt int, event string, payload []byte) (a
 	if err != nil {
 		w.t.Fatalf("action.FromEnv: %v", err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
 	defer cancel()
 	cfg := app.Config{
 		MaxAttempts: 3,

@@ -262,9 +262,10 @@ func (e *env) deliver(id, event string, body []byte) int {
 
 // patience is how long a wait for the bot gives up after: a wait returns
 // as soon as what it waits for happens, so the bound only decides how
-// long a stuck test takes to fail. It is generous because a run in the
-// sandbox compiles, and CI's two cores run several packages at once.
-const patience = 3 * time.Minute
+// long a stuck test takes to fail. It is generous because a setup
+// compiles the repository's packages into the build cache and a run in
+// the sandbox compiles, and CI's two cores run several packages at once.
+const patience = 8 * time.Minute
 
 // waitTask waits for the issue's fix task to end.
 func (e *env) waitTask(issue int) *task.Task {
