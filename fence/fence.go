@@ -9,7 +9,9 @@
 // job of how the sandbox is wired to it: its only way out must be this
 // proxy. The proxy resolves names itself and dials the address it checked,
 // so a name that resolves to one address when checked and another when
-// dialled (DNS rebinding) gets nowhere.
+// dialled (DNS rebinding) gets nowhere. In a network whose way out is a
+// proxy of its own, the fence goes out through it (Parent, parent.go),
+// which changes what it can check.
 package fence
 
 import (
@@ -21,6 +23,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -45,6 +48,10 @@ type Policy struct {
 	// Denied are addresses never reached whatever the rest says: the bot's
 	// own, so that a sandbox cannot talk to the service that runs it.
 	Denied []netip.Prefix
+	// Parent, if set, is the network's own proxy, which what the rules
+	// above allow goes out through (see Parent for what the fence can
+	// still check then); nil dials every allowed address directly.
+	Parent *Parent
 }
 
 // Resolver looks up a host's addresses (net.DefaultResolver does).
@@ -157,30 +164,42 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // reach an allowed host.
 var errBlocked = errors.New("blocked by the fence")
 
-// dial checks hostport against the policy and, if it is allowed,
-// connects to the checked address.
-func (p *Proxy) dial(ctx context.Context, hostport string, defaultPort int) (net.Conn, error) {
-	host, port, addr, err := p.admit(ctx, hostport, defaultPort)
-	if err != nil {
-		return nil, err
-	}
-	return p.dialAddr(ctx, host, port, addr)
+// target is where an allowed connection goes: the address the fence
+// checked and dials itself, or a parent proxy asked for the host by name.
+type target struct {
+	host   string
+	port   int
+	addr   netip.Addr // when direct
+	parent *url.URL   // when through a parent
 }
 
+func (t target) hostport() string { return net.JoinHostPort(t.host, strconv.Itoa(t.port)) }
+
 // admit checks hostport against the policy, recording a refusal, and
-// returns what to dial.
-func (p *Proxy) admit(ctx context.Context, hostport string, defaultPort int) (string, int, netip.Addr, error) {
+// returns where to go. scheme is "https" for a tunnel and "http" for a
+// plain request: it picks the parent proxy, if there is one.
+func (p *Proxy) admit(ctx context.Context, hostport string, defaultPort int, scheme string) (target, error) {
 	host, port, err := splitHostPort(hostport, defaultPort)
 	if err != nil {
 		p.record(Event{Host: hostport, Allowed: false, Why: err.Error()})
-		return "", 0, netip.Addr{}, fmt.Errorf("%w: %v", errBlocked, err)
+		return target{}, fmt.Errorf("%w: %v", errBlocked, err)
 	}
-	addr, why := p.check(ctx, host, port)
-	if !addr.IsValid() {
+	t := target{host: host, port: port}
+	// The list before anything else: a host off it reaches no resolver
+	// and no parent.
+	why := "not on the allow-list"
+	if p.listed(host, port) {
+		if t.parent = p.policy.Parent.forURL(scheme, host, port); t.parent != nil {
+			why = p.checkForParent(ctx, host)
+		} else {
+			t.addr, why = p.check(ctx, host)
+		}
+	}
+	if why != "" {
 		p.record(Event{Host: host, Port: port, Why: why})
-		return "", 0, netip.Addr{}, fmt.Errorf("%w: %s:%d: %s", errBlocked, host, port, why)
+		return target{}, fmt.Errorf("%w: %s:%d: %s", errBlocked, host, port, why)
 	}
-	return host, port, addr, nil
+	return t, nil
 }
 
 // dialAddr connects to addr, admitted for host:port, recording it.
@@ -195,12 +214,35 @@ func (p *Proxy) dialAddr(ctx context.Context, host string, port int, addr netip.
 	return conn, nil
 }
 
-// check returns the address to dial for host:port, or the zero address
-// and why not.
-func (p *Proxy) check(ctx context.Context, host string, port int) (netip.Addr, string) {
-	if !p.listed(host, port) {
-		return netip.Addr{}, "not on the allow-list"
+// tunnel opens an admitted tunnel's connection: to the checked address,
+// or through the parent. Through the parent, the event is recorded once
+// it answered: a refusal with its answer, which the setup's record then
+// shows; a parent that cannot be reached is an allowed connection that
+// failed, as an address that cannot be dialled is.
+func (p *Proxy) tunnel(ctx context.Context, t target) (net.Conn, error) {
+	if t.parent == nil {
+		return p.dialAddr(ctx, t.host, t.port, t.addr)
 	}
+	conn, err := p.policy.Parent.connect(ctx, t.parent, t.hostport(), p.dialTimeout)
+	switch {
+	case errors.Is(err, errParentRefused):
+		p.record(Event{Host: t.host, Port: t.port, Why: scrub(err.Error(), t.parent)})
+	default:
+		p.record(Event{Host: t.host, Port: t.port, Allowed: true, Why: "through the parent proxy " + Shown(t.parent)})
+	}
+	if err != nil {
+		msg := scrub(err.Error(), t.parent)
+		if errors.Is(err, errParentRefused) {
+			return nil, fmt.Errorf("%w: %s", errBlocked, msg)
+		}
+		return nil, errors.New(msg)
+	}
+	return conn, nil
+}
+
+// check returns the address to dial for host, listed, or the zero
+// address and why not.
+func (p *Proxy) check(ctx context.Context, host string) (netip.Addr, string) {
 	var addrs []netip.Addr
 	if a, err := netip.ParseAddr(host); err == nil {
 		addrs = []netip.Addr{a}
@@ -214,12 +256,37 @@ func (p *Proxy) check(ctx context.Context, host string, port int) (netip.Addr, s
 	}
 	// Every address the name has must be allowed: a name that mixes a
 	// public address with the metadata service's is not a registry.
-	for _, a := range addrs {
-		if why := p.refuses(a); why != "" {
-			return netip.Addr{}, "resolves to " + a.Unmap().String() + ", " + why
-		}
+	if why := p.refusesAny(addrs); why != "" {
+		return netip.Addr{}, why
 	}
 	return addrs[0].Unmap(), ""
+}
+
+// checkForParent says why host, listed, may not go to the parent proxy,
+// or "": what the fence can judge of it, it judges as without a parent
+// (an address; a name it resolves); a name it cannot resolve is the
+// parent's to resolve (see Parent).
+func (p *Proxy) checkForParent(ctx context.Context, host string) string {
+	if a, err := netip.ParseAddr(host); err == nil {
+		return p.refusesAny([]netip.Addr{a})
+	}
+	lctx, cancel := context.WithTimeout(ctx, parentLookupTimeout)
+	defer cancel()
+	addrs, err := p.resolver.LookupNetIP(lctx, "ip", host)
+	if err != nil {
+		return ""
+	}
+	return p.refusesAny(addrs)
+}
+
+// refusesAny says why one of addrs may not be reached, or "".
+func (p *Proxy) refusesAny(addrs []netip.Addr) string {
+	for _, a := range addrs {
+		if why := p.refuses(a); why != "" {
+			return "resolves to " + a.Unmap().String() + ", " + why
+		}
+	}
+	return ""
 }
 
 // refuses says why address a may not be reached, or "".
@@ -307,11 +374,12 @@ func splitHostPort(hostport string, defaultPort int) (string, int, error) {
 func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
 	// The policy first, answered as a refusal; the address is dialled
 	// only once the hello passed, so a refused tunnel reaches nothing.
-	host, port, addr, err := p.admit(r.Context(), r.Host, 0)
+	t, err := p.admit(r.Context(), r.Host, 0, "https")
 	if err != nil {
 		refuse(w, err)
 		return
 	}
+	host, port := t.host, t.port
 	hj, ok := w.(http.Hijacker)
 	if !ok {
 		http.Error(w, "fence: cannot take over the connection", http.StatusInternalServerError)
@@ -333,9 +401,11 @@ func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
 		client.Close()
 		return
 	}
-	up, err := p.dialAddr(r.Context(), host, port, addr)
+	up, err := p.tunnel(r.Context(), t)
 	if err != nil {
-		p.log.Warn("fence: "+err.Error(), "host", host)
+		if !errors.Is(err, errBlocked) { // a refusal is logged as its event
+			p.log.Warn("fence: "+err.Error(), "host", host)
+		}
 		client.Close()
 		return
 	}
@@ -385,15 +455,29 @@ func splice(a, b net.Conn) {
 }
 
 // forward serves a plain-HTTP request in absolute form through a transport
-// that dials only what the policy allows.
+// that dials only what the policy allowed: the checked address, or the
+// parent proxy, which gets the request in absolute form too.
 func (p *Proxy) forward(w http.ResponseWriter, r *http.Request) {
+	t, err := p.admit(r.Context(), r.URL.Host, 80, "http")
+	if err != nil {
+		refuse(w, err)
+		return
+	}
 	tr := &http.Transport{
 		Proxy: nil, // never the bot's own proxy settings
-		DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) {
-			return p.dial(ctx, addr, 80)
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return p.dialAddr(ctx, t.host, t.port, t.addr)
 		},
 		DisableKeepAlives:     true,
 		ResponseHeaderTimeout: time.Minute,
+	}
+	if t.parent != nil {
+		tr.Proxy = http.ProxyURL(t.parent) // its credentials go as Proxy-Authorization
+		tr.TLSClientConfig = p.policy.Parent.tlsConfig(t.parent)
+		tr.DialContext = func(ctx context.Context, _, _ string) (net.Conn, error) {
+			p.record(Event{Host: t.host, Port: t.port, Allowed: true, Why: "through the parent proxy " + Shown(t.parent)})
+			return p.policy.Parent.dial(ctx, t.parent, p.dialTimeout)
+		}
 	}
 	defer tr.CloseIdleConnections()
 	out := r.Clone(r.Context())
@@ -407,10 +491,20 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request) {
 	}
 	resp, err := tr.RoundTrip(out)
 	if err != nil {
+		if t.parent != nil {
+			err = fmt.Errorf("%s", scrub(err.Error(), t.parent))
+		}
 		refuse(w, err)
 		return
 	}
 	defer resp.Body.Close()
+	if t.parent != nil && resp.StatusCode == http.StatusProxyAuthRequired {
+		// The parent's, about the fence's credentials: not the
+		// sandbox's to answer, and no proxy it knows asked.
+		p.log.Warn("fence: the parent proxy wants other credentials (fence.parent_proxy, or the bot's HTTP_PROXY)", "parent", Shown(t.parent))
+		http.Error(w, "fence: the parent proxy "+Shown(t.parent)+" refused the fence's credentials", http.StatusBadGateway)
+		return
+	}
 	for _, h := range hopHeaders {
 		resp.Header.Del(h)
 	}
