@@ -2,9 +2,7 @@ package fence
 
 import (
 	"bytes"
-	"context"
 	"crypto/x509"
-	"encoding/base64"
 	"errors"
 	"io"
 	"log/slog"
@@ -19,119 +17,17 @@ import (
 	"time"
 
 	"golang.org/x/net/http/httpproxy"
+
+	"github.com/pullwright/pullwright/internal/egresstest"
 )
 
-// parentProxy is a network's own egress proxy as a test stands it up, on
-// loopback: it resolves names from its own table alone (the outside, which
-// the fence may not see), wants credentials when it was given some,
-// carries CONNECT host:port and absolute-URI http:// requests, refuses
-// the rest as a real proxy would (400 for a request that is neither, 407
-// without its credentials, 502 for a name it cannot resolve), and records
-// what it was asked.
-type parentProxy struct {
-	*httptest.Server
-	names map[string]netip.Addr
-	auth  string // the user:password it wants; "" for none
-
-	mu    sync.Mutex
-	asked []string // "CONNECT host:port", "GET http://host:port/path"
-}
-
-func newParentProxy(t *testing.T, names map[string]netip.Addr, auth string, overTLS bool) *parentProxy {
-	pp := &parentProxy{names: names, auth: auth}
-	if overTLS {
-		pp.Server = httptest.NewTLSServer(pp)
-	} else {
-		pp.Server = httptest.NewServer(pp)
-	}
-	t.Cleanup(pp.Close)
-	return pp
-}
-
-func (pp *parentProxy) requests() []string {
-	pp.mu.Lock()
-	defer pp.mu.Unlock()
-	return append([]string(nil), pp.asked...)
-}
-
-// url is the proxy as the fence is given it, with userinfo.
-func (pp *parentProxy) url(userinfo string) string {
-	u, _ := url.Parse(pp.URL)
-	if userinfo != "" {
-		user, pass, _ := strings.Cut(userinfo, ":")
-		u.User = url.UserPassword(user, pass)
-	}
-	return u.String()
-}
-
-func (pp *parentProxy) resolve(hostport string) (string, bool) {
-	host, port, err := net.SplitHostPort(hostport)
-	if err != nil {
-		return "", false
-	}
-	if a, ok := pp.names[host]; ok {
-		return net.JoinHostPort(a.String(), port), true
-	}
-	if a, err := netip.ParseAddr(host); err == nil && a.IsLoopback() {
-		return hostport, true
-	}
-	return "", false
-}
-
-func (pp *parentProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	line := r.Method + " " + r.RequestURI
-	pp.mu.Lock()
-	pp.asked = append(pp.asked, line)
-	pp.mu.Unlock()
-	if pp.auth != "" && r.Header.Get("Proxy-Authorization") != "Basic "+base64.StdEncoding.EncodeToString([]byte(pp.auth)) {
-		w.Header().Set("Proxy-Authenticate", `Basic realm="egress"`)
-		http.Error(w, "proxy authentication required", http.StatusProxyAuthRequired)
-		return
-	}
-	switch {
-	case r.Method == http.MethodConnect:
-		addr, ok := pp.resolve(r.RequestURI)
-		if !ok {
-			http.Error(w, "unknown host", http.StatusBadGateway)
-			return
-		}
-		up, err := net.Dial("tcp", addr)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadGateway)
-			return
-		}
-		conn, _, err := w.(http.Hijacker).Hijack()
-		if err != nil {
-			up.Close()
-			return
-		}
-		io.WriteString(conn, "HTTP/1.1 200 Connection established\r\n\r\n")
-		splice(conn, up)
-	case r.URL.IsAbs() && r.URL.Scheme == "http":
-		addr, ok := pp.resolve(r.URL.Host)
-		if !ok {
-			http.Error(w, "unknown host", http.StatusBadGateway)
-			return
-		}
-		tr := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, "tcp", addr)
-		}}
-		defer tr.CloseIdleConnections()
-		out := r.Clone(r.Context())
-		out.RequestURI = ""
-		out.Header.Del("Proxy-Authorization")
-		resp, err := tr.RoundTrip(out)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadGateway)
-			return
-		}
-		defer resp.Body.Close()
-		w.WriteHeader(resp.StatusCode)
-		io.Copy(w, resp.Body)
-	default:
-		http.Error(w, "not a proxy request", http.StatusBadRequest)
-	}
+// newParentProxy is the network's proxy on loopback (egresstest.Proxy):
+// it resolves names alone, wants auth ("user:password") if not "", and
+// records what it was asked.
+func newParentProxy(t *testing.T, names map[string]netip.Addr, auth string, overTLS bool) *egresstest.Proxy {
+	p := egresstest.NewProxy(t, names, overTLS)
+	p.Auth = auth
+	return p
 }
 
 // parentOf is a Parent of every request through proxy, but for noProxy.
@@ -185,7 +81,7 @@ func TestParentCarriesWhatTheFenceAllows(t *testing.T) {
 	var logs logBuffer
 	p, err := New(Policy{
 		Hosts:  []string{"registry.test:" + registry.port(), "mirror.test:" + mirror.port()},
-		Parent: parentOf(t, parent.url("fence:"+secret), ""),
+		Parent: parentOf(t, parent.URLWith("fence:"+secret), ""),
 	}, &names{}, logTo(t, &logs)) // the fence resolves nothing
 	if err != nil {
 		t.Fatal(err)
@@ -208,7 +104,7 @@ func TestParentCarriesWhatTheFenceAllows(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			before := len(parent.requests())
+			before := len(parent.Requests())
 			resp, err := client(srv.URL, tc.via).Get(tc.url)
 			if tc.status == 0 {
 				if err == nil {
@@ -224,7 +120,7 @@ func TestParentCarriesWhatTheFenceAllows(t *testing.T) {
 					t.Fatalf("GET %s = %s, want %d", tc.url, resp.Status, tc.status)
 				}
 			}
-			asked := parent.requests()[before:]
+			asked := parent.Requests()[before:]
 			if tc.asked == "" && len(asked) > 0 || tc.asked != "" && (len(asked) != 1 || asked[0] != tc.asked) {
 				t.Fatalf("the parent was asked %q, want %q", asked, tc.asked)
 			}
@@ -289,7 +185,7 @@ func TestParentFenceStillJudgesWhatItResolves(t *testing.T) {
 		{"http://169.254.169.254/latest/meta-data/", false, "resolves to 169.254.169.254, a link-local address"},
 	} {
 		t.Run(tc.url, func(t *testing.T) {
-			before := len(parent.requests())
+			before := len(parent.Requests())
 			resp, err := client(srv.URL, registry.Server).Get(tc.url)
 			if err == nil {
 				resp.Body.Close()
@@ -302,8 +198,8 @@ func TestParentFenceStillJudgesWhatItResolves(t *testing.T) {
 			if tc.ok != last.Allowed || !strings.Contains(last.Why, tc.why) {
 				t.Errorf("last event %s, want allowed %v with %q", last, tc.ok, tc.why)
 			}
-			if n := len(parent.requests()) - before; !tc.ok && n > 0 {
-				t.Errorf("a refused host reached the parent: %q", parent.requests()[before:])
+			if n := len(parent.Requests()) - before; !tc.ok && n > 0 {
+				t.Errorf("a refused host reached the parent: %q", parent.Requests()[before:])
 			}
 		})
 	}
@@ -334,7 +230,7 @@ func TestParentNoProxyIsDialledDirectly(t *testing.T) {
 		t.Fatalf("the mirror, directly: %v %v", resp, err)
 	}
 	resp.Body.Close()
-	if asked := parent.requests(); len(asked) != 0 || mirror.hits.Load() != 1 {
+	if asked := parent.Requests(); len(asked) != 0 || mirror.hits.Load() != 1 {
 		t.Fatalf("a no-proxy host: the parent was asked %q, the mirror hit %d times; want it reached directly", asked, mirror.hits.Load())
 	}
 	resp, err = client(srv.URL, registry.Server).Get("https://registry.test:" + registry.port() + "/")
@@ -342,7 +238,7 @@ func TestParentNoProxyIsDialledDirectly(t *testing.T) {
 		t.Fatalf("the registry, through the parent: %v %v", resp, err)
 	}
 	resp.Body.Close()
-	if asked := parent.requests(); len(asked) != 1 {
+	if asked := parent.Requests(); len(asked) != 1 {
 		t.Fatalf("the parent was asked %q, want the registry's CONNECT", asked)
 	}
 	events, _ := p.Events()
@@ -360,7 +256,7 @@ func TestParentRefusals(t *testing.T) {
 	parent := newParentProxy(t, map[string]netip.Addr{"registry.test": registry.addr(), "mirror.test": mirror.addr()}, "fence:right", false)
 	var logs logBuffer
 	hosts := []string{"registry.test:" + registry.port(), "mirror.test:" + mirror.port(), "unknown.test"}
-	p, err := New(Policy{Hosts: hosts, Parent: parentOf(t, parent.url("fence:"+secret), "")}, &names{}, logTo(t, &logs))
+	p, err := New(Policy{Hosts: hosts, Parent: parentOf(t, parent.URLWith("fence:"+secret), "")}, &names{}, logTo(t, &logs))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -388,7 +284,7 @@ func TestParentRefusals(t *testing.T) {
 	}
 
 	// A name the parent cannot resolve: its 502 is the refusal.
-	right := parentOf(t, parent.url("fence:right"), "")
+	right := parentOf(t, parent.URLWith("fence:right"), "")
 	p2, _ := New(Policy{Hosts: hosts, Parent: right}, &names{}, logTo(t, &logs))
 	srv2 := httptest.NewServer(p2)
 	t.Cleanup(srv2.Close)
@@ -412,7 +308,7 @@ func TestParentRefusals(t *testing.T) {
 func TestParentOverTLS(t *testing.T) {
 	registry := newBackend(t, true)
 	parent := newParentProxy(t, map[string]netip.Addr{"registry.test": registry.addr()}, "fence:"+secret, true)
-	pp := parentOf(t, parent.url("fence:"+secret), "")
+	pp := parentOf(t, parent.URLWith("fence:"+secret), "")
 	p, err := New(Policy{Hosts: []string{"registry.test:" + registry.port()}, Parent: pp}, &names{}, testLog(t))
 	if err != nil {
 		t.Fatal(err)
@@ -435,7 +331,7 @@ func TestParentOverTLS(t *testing.T) {
 	if err := get(); err != nil {
 		t.Fatalf("through the https:// parent: %v", err)
 	}
-	if asked := parent.requests(); len(asked) != 1 || asked[0] != "CONNECT registry.test:"+registry.port() {
+	if asked := parent.Requests(); len(asked) != 1 || asked[0] != "CONNECT registry.test:"+registry.port() {
 		t.Fatalf("the parent was asked %q", asked)
 	}
 }
