@@ -20,6 +20,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/net/http/httpproxy"
+
 	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/agent"
 	"github.com/pullwright/pullwright/console"
@@ -60,6 +62,10 @@ type Config struct {
 	// FenceResolver resolves the hosts setups ask for (nil: the system's);
 	// for tests, whose hosts have names nothing else knows.
 	FenceResolver fence.Resolver
+	// ProxyEnv is the bot's own HTTPS_PROXY, HTTP_PROXY and NO_PROXY,
+	// read once at start: the proxy setups go out through when the
+	// operator's file names none (fence.parent_proxy).
+	ProxyEnv httpproxy.Config
 	// WorkDir holds the task workspaces.
 	WorkDir string
 	// Workers is how many tasks run at once.
@@ -391,6 +397,10 @@ func (a *App) sandbox(ctx context.Context, op *policy.Operator) (task.Runner, ta
 	if fwdErr != nil {
 		log.Warn("repositories' setups will not run: no binary to forward their connections to the fence", "err", fwdErr)
 	}
+	parent, err := fenceParent(op.Fence, a.cfg.ProxyEnv, log)
+	if err != nil {
+		return nil, nil, err
+	}
 	d, err := runner.NewDocker(runner.DockerConfig{
 		Image: a.cfg.SandboxImage, TempDir: dir, Owner: sandboxOwner(dir), Logger: log,
 		// A repository's sandbox.disk is within caps.disk: the volume is
@@ -406,7 +416,8 @@ func (a *App) sandbox(ctx context.Context, op *policy.Operator) (task.Runner, ta
 	if fwdErr == nil {
 		keep, repoBytes, hostBytes := op.CacheLimits()
 		deps = meteredSetup{&setup.Setup{Runner: d, Resolver: a.cfg.FenceResolver, Logger: log.With("component", "setup"),
-			Limits: setup.Limits{Keep: keep, RepoBytes: repoBytes, HostBytes: hostBytes}, Denied: setup.OwnAddresses()},
+			Limits: setup.Limits{Keep: keep, RepoBytes: repoBytes, HostBytes: hostBytes}, Denied: setup.OwnAddresses(),
+			Parent: parent},
 			a.metrics}
 	}
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)

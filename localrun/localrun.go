@@ -25,6 +25,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/net/http/httpproxy"
+
 	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/agent"
 	"github.com/pullwright/pullwright/fence"
@@ -119,6 +121,9 @@ type Options struct {
 	Forwarder string
 	// Resolver resolves the hosts setup asks for; nil is the system's.
 	Resolver fence.Resolver
+	// ProxyEnv is the user's HTTPS_PROXY, HTTP_PROXY and NO_PROXY: the
+	// network's own proxy, which the setup's fence goes out through.
+	ProxyEnv httpproxy.Config
 
 	// TempDir is where the workspace and the copies the runner makes are
 	// created; "" means os.TempDir().

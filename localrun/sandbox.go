@@ -9,6 +9,7 @@ import (
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/client"
 
+	"github.com/pullwright/pullwright/fence"
 	"github.com/pullwright/pullwright/policy"
 	"github.com/pullwright/pullwright/runner"
 	"github.com/pullwright/pullwright/setup"
@@ -89,12 +90,20 @@ func newSandbox(ctx context.Context, o Options, log *slog.Logger) (*sandbox, err
 			}
 			return err == nil, err
 		}}
-	if fwdErr != nil {
+	// bot run has no operator file: the parent proxy, if any, is the
+	// environment's.
+	parent, parentErr := fence.NewParent(o.ProxyEnv)
+	switch {
+	case fwdErr != nil:
 		sb.noSetup = fmt.Sprintf("the repository's setup (fetching dependencies) will not run: %v", fwdErr)
-	} else {
+	case parentErr != nil:
+		sb.noSetup = fmt.Sprintf("the repository's setup (fetching dependencies) will not run: its fence would go out through "+
+			"your HTTPS_PROXY or HTTP_PROXY, and %v", parentErr)
+	default:
 		keep, repoBytes, hostBytes := policy.DefaultOperator().CacheLimits()
 		sb.setup = &setup.Setup{Runner: d, Resolver: o.Resolver, Logger: log.With("component", "setup"),
-			Limits: setup.Limits{Keep: keep, RepoBytes: repoBytes, HostBytes: hostBytes}, Denied: setup.OwnAddresses()}
+			Limits: setup.Limits{Keep: keep, RepoBytes: repoBytes, HostBytes: hostBytes}, Denied: setup.OwnAddresses(),
+			Parent: parent}
 	}
 	return sb, nil
 }

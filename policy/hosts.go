@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -165,4 +166,54 @@ func parseAllowedNet(s string) (netip.Prefix, string) {
 		return netip.Prefix{}, fmt.Sprintf("%q is an IPv4 range written as IPv6; write it as %s", s, netip.PrefixFrom(p.Addr().Unmap(), p.Bits()-96))
 	}
 	return p, ""
+}
+
+// checkParentProxy checks the fence's parent proxy and the hosts reached
+// without it. A proxy is written as a whole URL here (the environment's
+// "host:port" shorthand is not taken in the file), and never quoted back
+// in an error: it may carry a password.
+func checkParentProxy(errs *Errors, at func(string) int, f Fence) {
+	const key = "fence.parent_proxy"
+	if problem := parentProxyProblem(f.ParentProxy); problem != "" {
+		errs.add(at(key), key, "%s", problem)
+	}
+	for i, h := range f.ParentNoProxy {
+		k := fmt.Sprintf("fence.parent_no_proxy[%d]", i)
+		if strings.TrimSpace(h) == "" || strings.ContainsAny(h, ", \t/") && !isCIDR(h) {
+			errs.add(at(k), k, "%q is not a host, a domain, an address or a range as NO_PROXY writes them (corp.example, .corp.example, 10.0.0.0/8, host:port)", shorten(h, 80))
+		}
+	}
+	if len(f.ParentNoProxy) > 0 && (f.ParentProxy == "" || f.ParentProxy == NoParentProxy) {
+		errs.add(at("fence.parent_no_proxy"), "fence.parent_no_proxy", "names the hosts reached without fence.parent_proxy, but there is none here (the environment's NO_PROXY goes with the environment's proxies)")
+	}
+}
+
+func isCIDR(s string) bool {
+	_, err := netip.ParsePrefix(s)
+	return err == nil
+}
+
+// parentProxyProblem says why s is not a parent proxy for the fence, or
+// "" ("" and NoParentProxy are not proxies but are fine).
+func parentProxyProblem(s string) string {
+	if s == "" || s == NoParentProxy {
+		return ""
+	}
+	u, err := url.Parse(s)
+	switch {
+	case err != nil || u.Opaque != "" || u.Scheme == "" && u.Host == "":
+		return `is not a URL; write it like http://proxy.corp.example:3128 (or "none" for no parent proxy)`
+	case u.Scheme != "http" && u.Scheme != "https":
+		return fmt.Sprintf("%s:// is not a proxy the fence can use: it speaks HTTP to its parent, at an http:// or https:// URL", shorten(u.Scheme, 20))
+	case u.Hostname() == "":
+		return "names no host; write it like http://proxy.corp.example:3128"
+	case u.Path != "" && u.Path != "/" || u.RawQuery != "" || u.Fragment != "":
+		return fmt.Sprintf("%s://%s has a path, query or fragment; a proxy is only a scheme, a host and a port", u.Scheme, shorten(u.Host, 80))
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return fmt.Sprintf("%s://%s: the port must be a number from 1 to 65535", u.Scheme, shorten(u.Host, 80))
+		}
+	}
+	return ""
 }

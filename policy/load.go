@@ -517,6 +517,7 @@ func (o *Operator) validate(errs *Errors) {
 	}
 	checkHostPatterns(errs, at, "fence.hosts", o.Fence.Hosts)
 	checkHostPatterns(errs, at, "fence.repository_hosts", o.Fence.RepositoryHosts)
+	checkParentProxy(errs, at, o.Fence)
 	if o.Caches.Keep < 1 {
 		errs.add(at("caches.keep"), "caches.keep", "must be at least 1")
 	}

@@ -3,7 +3,10 @@ package policy
 import (
 	"net/netip"
 	"slices"
+	"strings"
 	"time"
+
+	"golang.org/x/net/http/httpproxy"
 
 	"github.com/pullwright/pullwright"
 )
@@ -72,6 +75,39 @@ type Fence struct {
 	// leaves setup only Hosts, for an installation that wants every host
 	// written down.
 	ToolchainHosts bool `yaml:"toolchain_hosts" json:"toolchain_hosts"`
+	// ParentProxy is the network's own proxy, which setup's connections
+	// go out through once the fence allowed them, for a network whose
+	// only way out is a proxy: "http://proxy.corp.example:3128" (or
+	// https://, with "user:password@" when it wants credentials). "none"
+	// goes direct whatever the bot's environment says; "" (the default)
+	// takes the bot's HTTPS_PROXY, HTTP_PROXY and NO_PROXY. Never in
+	// JSON: it may carry a password.
+	ParentProxy string `yaml:"parent_proxy" json:"-"`
+	// ParentNoProxy are the hosts setup reaches directly rather than
+	// through ParentProxy, as NO_PROXY writes them ("corp.example" for
+	// it and every name under it, ".corp.example" for the names under
+	// it, "10.0.0.0/8" for addresses in the range, a host:port).
+	ParentNoProxy []string `yaml:"parent_no_proxy" json:"parent_no_proxy"`
+}
+
+// NoParentProxy is the ParentProxy that turns the environment's off.
+const NoParentProxy = "none"
+
+// ParentProxyConfig is the parent proxy of the fence as net/http's
+// proxy variables would say it: ParentProxy for tunnels and plain
+// requests with ParentNoProxy, or, when the file names none, env, the
+// bot's own HTTPS_PROXY, HTTP_PROXY and NO_PROXY read at start. from
+// names where it came from, for errors and the log; an empty config
+// means no parent.
+func (f Fence) ParentProxyConfig(env httpproxy.Config) (c httpproxy.Config, from string) {
+	switch f.ParentProxy {
+	case NoParentProxy:
+		return httpproxy.Config{}, "fence.parent_proxy"
+	case "":
+		env.CGI = false
+		return env, "the bot's HTTPS_PROXY, HTTP_PROXY and NO_PROXY (fence.parent_proxy is not set)"
+	}
+	return httpproxy.Config{HTTPProxy: f.ParentProxy, HTTPSProxy: f.ParentProxy, NoProxy: strings.Join(f.ParentNoProxy, ",")}, "fence.parent_proxy"
 }
 
 // Caches bound the dependency caches: beyond them, the least recently

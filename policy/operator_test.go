@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/net/http/httpproxy"
 )
 
 func TestDefaultOperator(t *testing.T) {
@@ -65,6 +67,8 @@ fence:
   hosts: ["*.mirror.test", "git.corp.test:8443"]
   allowed_nets: [10.20.0.0/16, "fd00:1::/64"]
   toolchain_hosts: false
+  parent_proxy: "http://fence:pass@proxy.corp.test:3128"
+  parent_no_proxy: [corp.test, 10.0.0.0/8]
 caches:
   keep: 2
   repo_size: 2GiB
@@ -88,7 +92,8 @@ caches:
 	want.Caps.MaxCostUSD = 5
 	want.Rate.TasksPerHour = 10
 	want.LowestPermission = "maintain"
-	want.Fence = Fence{Hosts: []string{"*.mirror.test", "git.corp.test:8443"}, AllowedNets: []string{"10.20.0.0/16", "fd00:1::/64"}}
+	want.Fence = Fence{Hosts: []string{"*.mirror.test", "git.corp.test:8443"}, AllowedNets: []string{"10.20.0.0/16", "fd00:1::/64"},
+		ParentProxy: "http://fence:pass@proxy.corp.test:3128", ParentNoProxy: []string{"corp.test", "10.0.0.0/8"}}
 	want.Caches = Caches{Keep: 2, RepoSize: "2GiB"}
 	o.lines, want.lines = nil, nil
 	if !reflect.DeepEqual(o, want) {
@@ -225,6 +230,24 @@ func TestLoadOperatorErrors(t *testing.T) {
 			`line 2: fence.repository_hosts[0]: "http://x.test" is not a host pattern: write a host name (mirror.example), "*." and a domain (*.mirror.example), or an address (10.0.0.5, fd00::5), each optionally with ":port"`,
 		}},
 		{"unknown fence key", "fence:\n  host: [mirror.test]\n", []string{"line 2: fence.host: unknown key; did you mean hosts?"}},
+		// A proxy's password is never quoted back.
+		{"parent proxy", "fence:\n  parent_proxy: 'socks5://fence:s3cret@proxy.test:1080'\n", []string{
+			"line 2: fence.parent_proxy: socks5:// is not a proxy the fence can use: it speaks HTTP to its parent, at an http:// or https:// URL",
+		}},
+		{"parent proxy without a scheme", "fence:\n  parent_proxy: 'proxy.test:3128'\n", []string{
+			`line 2: fence.parent_proxy: is not a URL; write it like http://proxy.corp.example:3128 (or "none" for no parent proxy)`,
+		}},
+		{"parent proxy that does not parse", "fence:\n  parent_proxy: 'http://fence:s3cret@[::1'\n", []string{
+			`line 2: fence.parent_proxy: is not a URL; write it like http://proxy.corp.example:3128 (or "none" for no parent proxy)`,
+		}},
+		{"parent proxy with a path", "fence:\n  parent_proxy: 'http://fence:s3cret@proxy.test:3128/x'\n  parent_no_proxy: ['a b', '']\n", []string{
+			"line 2: fence.parent_proxy: http://proxy.test:3128 has a path, query or fragment; a proxy is only a scheme, a host and a port",
+			`line 3: fence.parent_no_proxy[0]: "a b" is not a host, a domain, an address or a range as NO_PROXY writes them (corp.example, .corp.example, 10.0.0.0/8, host:port)`,
+			`line 3: fence.parent_no_proxy[1]: "" is not a host, a domain, an address or a range as NO_PROXY writes them (corp.example, .corp.example, 10.0.0.0/8, host:port)`,
+		}},
+		{"no proxy without a parent", "fence:\n  parent_proxy: none\n  parent_no_proxy: [corp.test]\n", []string{
+			"line 3: fence.parent_no_proxy: names the hosts reached without fence.parent_proxy, but there is none here (the environment's NO_PROXY goes with the environment's proxies)",
+		}},
 		{"a list", "- caps\n", []string{"line 1: the file must be a set of keys and values (like model: gpt-4.1-mini), not a list"}},
 	}
 	for _, tt := range tests {
@@ -284,5 +307,28 @@ func TestBotAllowed(t *testing.T) {
 	}
 	if (&Operator{}).BotAllowed("renovate[bot]") {
 		t.Error("no allowed bots, yet one is allowed")
+	}
+}
+
+// The operator's parent proxy takes the place of the bot's environment,
+// "none" turns both off, and without either there is none.
+func TestParentProxyConfig(t *testing.T) {
+	env := httpproxy.Config{HTTPSProxy: "http://env.test:3128", HTTPProxy: "http://env.test:3129", NoProxy: ".corp.test", CGI: true}
+	for _, tc := range []struct {
+		fence Fence
+		env   httpproxy.Config
+		want  httpproxy.Config
+		from  string
+	}{
+		{Fence{}, env, httpproxy.Config{HTTPSProxy: "http://env.test:3128", HTTPProxy: "http://env.test:3129", NoProxy: ".corp.test"}, "HTTPS_PROXY"},
+		{Fence{}, httpproxy.Config{}, httpproxy.Config{}, "HTTPS_PROXY"},
+		{Fence{ParentProxy: "none"}, env, httpproxy.Config{}, "fence.parent_proxy"},
+		{Fence{ParentProxy: "https://p.test", ParentNoProxy: []string{"a.test", "10.0.0.0/8"}}, env,
+			httpproxy.Config{HTTPSProxy: "https://p.test", HTTPProxy: "https://p.test", NoProxy: "a.test,10.0.0.0/8"}, "fence.parent_proxy"},
+	} {
+		got, from := tc.fence.ParentProxyConfig(tc.env)
+		if got != tc.want || !strings.Contains(from, tc.from) {
+			t.Errorf("%+v.ParentProxyConfig = %+v from %q, want %+v from %q", tc.fence, got, from, tc.want, tc.from)
+		}
 	}
 }

@@ -52,6 +52,9 @@ type Setup struct {
 	// Denied are the bot's own addresses (OwnAddresses), which no setup
 	// reaches whatever a request allows.
 	Denied []netip.Prefix
+	// Parent is the network's own proxy, which what the fence allows
+	// goes out through (fence.Parent); nil goes direct.
+	Parent *fence.Parent
 	Logger *slog.Logger
 
 	mu sync.Mutex
@@ -301,7 +304,7 @@ func (s *Setup) proxy(ctx context.Context, req pullwright.SetupRequest, image st
 	for i, n := range req.Nets {
 		nets[i] = n.Masked()
 	}
-	policy := fence.Policy{Hosts: slices.Clone(req.Hosts), AllowedNets: nets, Denied: s.Denied}
+	policy := fence.Policy{Hosts: slices.Clone(req.Hosts), AllowedNets: nets, Denied: s.Denied, Parent: s.Parent}
 	if req.ToolchainHosts {
 		hosts, err := s.toolchainHosts(ctx, image, plan, req)
 		if err != nil {

@@ -30,7 +30,7 @@ func runAction(ctx context.Context, getenv func(string) string, stderr io.Writer
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	res, err := app.RunAction(ctx, env, app.Config{Logger: log})
+	res, err := app.RunAction(ctx, env, app.Config{Logger: log, ProxyEnv: proxyEnv(getenv)})
 	report(getenv, log, res)
 	if err != nil {
 		return err

@@ -24,6 +24,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/net/http/httpproxy"
+
 	"github.com/pullwright/pullwright/agent"
 	"github.com/pullwright/pullwright/app"
 	"github.com/pullwright/pullwright/policy"
@@ -178,6 +180,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		return err
 	}
 	cfg.Logger = log
+	cfg.ProxyEnv = proxyEnv(getenv)
 	a, err := app.New(ctx, cfg)
 	if err != nil {
 		return err
@@ -277,6 +280,25 @@ func config(get func(string) string) (app.Config, error) {
 		cfg.Workers = n
 	}
 	return cfg, nil
+}
+
+// proxyEnv is the bot's own proxy environment as net/http reads it (the
+// lower-case spelling first), read once here: the parent proxy setups go
+// out through when the operator's file names none.
+func proxyEnv(getenv func(string) string) httpproxy.Config {
+	either := func(names ...string) string {
+		for _, n := range names {
+			if v := getenv(n); v != "" {
+				return v
+			}
+		}
+		return ""
+	}
+	return httpproxy.Config{
+		HTTPProxy:  either("http_proxy", "HTTP_PROXY"),
+		HTTPSProxy: either("https_proxy", "HTTPS_PROXY"),
+		NoProxy:    either("no_proxy", "NO_PROXY"),
+	}
 }
 
 // checkEndpoint checks the model endpoint's settings before anything

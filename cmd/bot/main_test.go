@@ -177,3 +177,15 @@ func TestOperatorConfigFile(t *testing.T) {
 		})
 	}
 }
+
+// The bot's proxy environment is read as net/http reads it, the lower-case
+// spelling first, once, for the fence's parent.
+func TestProxyEnv(t *testing.T) {
+	got := proxyEnv(env(map[string]string{
+		"HTTPS_PROXY": "http://upper.test:3128", "https_proxy": "http://lower.test:3128",
+		"HTTP_PROXY": "http://plain.test:3128", "NO_PROXY": ".corp.test", "REQUEST_METHOD": "GET",
+	}))
+	if got.HTTPSProxy != "http://lower.test:3128" || got.HTTPProxy != "http://plain.test:3128" || got.NoProxy != ".corp.test" || got.CGI {
+		t.Fatalf("proxyEnv = %+v", got)
+	}
+}

@@ -150,6 +150,7 @@ func runOptions(args []string, getenv func(string) string, stderr io.Writer) (lo
 	o.FenceHosts = fenceHosts
 	o.APIKey = getenv("OPENAI_API_KEY")
 	o.DefaultImage = getenv("BOT_SANDBOX_IMAGE")
+	o.ProxyEnv = proxyEnv(getenv)
 	if err := checkEndpoint(o.APIType, o.APIVersion, o.BaseURL); err != nil {
 		return o, fmt.Errorf("run: %w", err)
 	}
