@@ -55,6 +55,10 @@ type Config struct {
 	Model                           string
 	Runner                          string
 	SandboxImage                    string
+	// SandboxCABundle is a PEM file of certificates every Docker
+	// sandbox trusts (BOT_SANDBOX_CA_BUNDLE; runner.DockerConfig.CABundle),
+	// for a network that inspects TLS; checked at start.
+	SandboxCABundle string
 	// Forwarder is the static Linux binary fenced setups run to reach the
 	// fence (its "fence-forward"); "" means this bot's own executable when
 	// it is static. Without one, repositories' setups do not run.
@@ -389,6 +393,9 @@ func (a *App) sandbox(ctx context.Context, op *policy.Operator) (task.Runner, ta
 		return nil, nil, fmt.Errorf("create %s: %w", dir, err)
 	}
 	if a.cfg.Runner == "local" {
+		if a.cfg.SandboxCABundle != "" {
+			log.Warn("the sandboxes' CA bundle is for Docker sandboxes; the local runner's commands trust what this machine trusts", "bundle", a.cfg.SandboxCABundle)
+		}
 		l := runner.NewLocal(dir, log)
 		l.Path = a.cfg.LocalPath
 		return l, nil, nil
@@ -407,6 +414,7 @@ func (a *App) sandbox(ctx context.Context, op *policy.Operator) (task.Runner, ta
 		// made as large as the cap allows, never larger.
 		WorkspaceSize: op.DiskCap(),
 		Forwarder:     fwd,
+		CABundle:      a.cfg.SandboxCABundle,
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("docker sandbox: %w", err)

@@ -121,6 +121,9 @@ type Options struct {
 	Forwarder string
 	// Resolver resolves the hosts setup asks for; nil is the system's.
 	Resolver fence.Resolver
+	// CABundle is a PEM file of certificates the Docker sandbox trusts
+	// (runner.DockerConfig.CABundle), for a network that inspects TLS.
+	CABundle string
 	// ProxyEnv is the user's HTTPS_PROXY, HTTP_PROXY and NO_PROXY: the
 	// network's own proxy, which the setup's fence goes out through.
 	ProxyEnv httpproxy.Config

@@ -60,6 +60,7 @@ func newSandbox(ctx context.Context, o Options, log *slog.Logger) (*sandbox, err
 		Owner:     "bot-run",
 		Logger:    rlog,
 		Forwarder: fwd,
+		CABundle:  o.CABundle,
 		// The image is checked before the agent starts (checkImage); one
 		// gone since is a run that could not start, not a download in
 		// the middle of the work.

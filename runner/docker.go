@@ -127,7 +127,11 @@ type DockerConfig struct {
 	// into fenced runs (RunSpec.Route) to carry their connections to the
 	// fence ("bot fence-forward"). Without it a fenced run is an error.
 	Forwarder string
-	Logger    *slog.Logger
+	// CABundle, if set, is a PEM file of certificates every sandbox
+	// trusts, for a network that inspects TLS (see ca.go): NewDocker
+	// reads and checks it once.
+	CABundle string
+	Logger   *slog.Logger
 }
 
 // Docker runs each approved command in a fresh container, locked down by
@@ -145,7 +149,8 @@ type DockerConfig struct {
 //     streamed and bounded);
 //   - environment: only HOME=/tmp, TMPDIR=/tmp, GOCACHE=/tmp/gocache,
 //     GOPATH=/tmp/go, CI=true and LANG=C.UTF-8 on top of the image's own
-//     (e.g. its PATH); nothing of the bot's;
+//     (e.g. its PATH), and with CABundle the variables that point each
+//     ecosystem at it (ca.go); nothing of the bot's;
 //   - /bin/sh -c Spec.Command, once the copy is in place (the image's
 //     entry point is ignored).
 //
@@ -198,6 +203,7 @@ type Docker struct {
 	hostCPUs    int64 // the host's CPUs in billionths, 0 if the daemon did not say
 
 	warned sync.Map // create warnings already logged
+	ca     []byte   // the certificates of CABundle, nil without one
 
 	// onStarted, if set, is called when the command has been let go (the
 	// workspace copied in); benchmarks use it to measure the time to start.
@@ -257,7 +263,13 @@ func newDocker(cli *client.Client, cfg DockerConfig) (*Docker, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Docker{cli: cli, cfg: cfg, log: log}, nil
+	d := &Docker{cli: cli, cfg: cfg, log: log}
+	if cfg.CABundle != "" {
+		if d.ca, err = LoadCABundle(cfg.CABundle); err != nil {
+			return nil, err
+		}
+	}
+	return d, nil
 }
 
 // parseUser parses "uid:gid".
@@ -328,7 +340,7 @@ type limits struct {
 	disk     int64
 	// imageVolumes are the paths the image declares as VOLUME.
 	imageVolumes []string
-	// tools is a fenced run's volume for the forwarder, mounted at ToolsDir.
+	// tools is the run's volume at ToolsDir (a fenced run's forwarder, the CA bundle).
 	tools string
 }
 
@@ -540,7 +552,7 @@ func (d *Docker) containerConfig(s pullwright.RunSpec, image, volume string, lim
 			Entrypoint:   []string{"/bin/sh", "-c", goAheadScript, "pullwright"},
 			Cmd:          []string{s.Command},
 			WorkingDir:   SandboxWorkdir,
-			Env:          sandboxEnv(s),
+			Env:          append(sandboxEnv(s), d.caEnv()...),
 			AttachStdin:  true,
 			AttachStdout: true,
 			AttachStderr: true,
@@ -634,8 +646,8 @@ func (d *Docker) run(ctx context.Context, log *slog.Logger, s pullwright.RunSpec
 	}
 	log = log.With("volume", volume)
 	defer d.removeVolume(log, volume) // after the container, which holds it
-	if s.Route != nil {
-		tools, err := d.createVolume(ctx, s, forwarderVolumeSize)
+	if d.needsTools(s) {
+		tools, err := d.createToolsVolume(ctx, s)
 		if err != nil {
 			return res, err
 		}
@@ -712,6 +724,10 @@ func (d *Docker) run(ctx context.Context, log *slog.Logger, s pullwright.RunSpec
 		return res, err
 	}
 	if err := d.prepareCaches(ctx, id, s.Caches); err != nil {
+		_ = attach.CloseWrite()
+		return res, err
+	}
+	if err := d.copyCABundle(ctx, id); err != nil {
 		_ = attach.CloseWrite()
 		return res, err
 	}

@@ -21,9 +21,9 @@ import (
 	"github.com/pullwright/pullwright/fence"
 )
 
-// ToolsDir is where a fenced run's forwarder is, in a small volume of its
-// own beside the workspace: nothing of the bot's lands among the
-// repository's files.
+// ToolsDir is where a fenced run's forwarder is, and every run's CA bundle
+// when the operator gave one (ca.go), in a small volume of root's beside
+// the workspace: nothing of the bot's lands among the repository's files.
 const ToolsDir = "/.pullwright"
 
 // forwarderName is the forwarder's file in ToolsDir.
@@ -50,11 +50,12 @@ func (d *Docker) copyForwarder(ctx context.Context, id string) error {
 	if err != nil {
 		return fmt.Errorf("fence forwarder: %w", err)
 	}
-	uid, gid, _ := parseUser(d.cfg.User)
 	pr, pw := io.Pipe()
 	go func() {
 		tw := tar.NewWriter(pw)
-		err := tw.WriteHeader(&tar.Header{Name: forwarderName, Mode: 0o555, Size: fi.Size(), Uid: uid, Gid: gid,
+		// Root's, in root's ToolsDir: the command may run it, not
+		// replace it.
+		err := tw.WriteHeader(&tar.Header{Name: forwarderName, Mode: 0o555, Size: fi.Size(), Uid: 0, Gid: 0,
 			ModTime: fi.ModTime(), Typeflag: tar.TypeReg, Format: tar.FormatPAX})
 		if err == nil {
 			_, err = io.Copy(tw, f)

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/pullwright/pullwright/internal/egresstest"
 	"github.com/pullwright/pullwright/internal/fencetest"
 	"github.com/pullwright/pullwright/internal/sandboxtest"
+	"github.com/pullwright/pullwright/runner"
 	"github.com/pullwright/pullwright/setup"
 )
 
@@ -60,5 +62,64 @@ func TestPrepareThroughAParentProxy(t *testing.T) {
 		if !strings.HasPrefix(a, "GET http://"+host+"/") {
 			t.Errorf("the parent was asked %q; want module requests by name", a)
 		}
+	}
+}
+
+// Behind a proxy that inspects TLS, setup trusts the network's CA when
+// the operator gives its bundle, and only then: the real go command
+// fetches from an https:// module proxy through the fence and a parent
+// that ends each tunnel's TLS with a certificate of the network's CA.
+// Without the bundle the same setup fails on that certificate.
+func TestPrepareTrustsTheCABundleBehindAnInspectingParent(t *testing.T) {
+	image := sandboxtest.Image(t)
+	host, served := fencetest.ModProxy(t)
+	ca := egresstest.NewCA(t, "Pullwright Test Inspection CA")
+	parent := egresstest.NewProxy(t, map[string]netip.Addr{"modproxy.test": netip.MustParseAddr("127.0.0.1")}, false)
+	parent.Inspect = ca
+	through, err := fence.NewParent(httpproxy.Config{HTTPProxy: parent.URL, HTTPSProxy: parent.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bundle := filepath.Join(t.TempDir(), "bundle.pem")
+	if err := os.WriteFile(bundle, ca.PEM(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, bundle string
+		ok           bool
+	}{{"with the bundle", bundle, true}, {"without", "", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			repo := fmt.Sprintf("test/setup-ca-%d-%t", os.Getpid(), tc.ok)
+			fencetest.RemoveCaches(t, repo)
+			d, err := runner.NewDocker(runner.DockerConfig{Image: image, Forwarder: fencetest.Forwarder(t), Owner: repo, CABundle: tc.bundle,
+				Logger: slog.New(slog.NewTextHandler(t.Output(), nil))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { d.Close() })
+			s := &setup.Setup{Runner: d, Resolver: fencetest.Names{}, Parent: through, Logger: slog.New(slog.NewTextHandler(t.Output(), nil))}
+			before := served.Load()
+			p, err := s.Prepare(t.Context(), pullwright.SetupRequest{
+				Repo: repo, Dir: module(t, ""), Timeout: 2 * time.Minute,
+				Setup: []string{"GOPROXY=https://" + host + " GOTOOLCHAIN=local go mod download"},
+				Hosts: []string{host},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Release(t.Context())
+			if p.Record == nil {
+				t.Fatal("no setup ran")
+			}
+			if tc.ok && (p.Record.Failed || served.Load() == before) {
+				t.Fatalf("setup with the network's CA failed: %+v", p.Record)
+			}
+			if !tc.ok && (!p.Record.Failed || !strings.Contains(p.Record.Output, "certificate signed by unknown authority")) {
+				t.Fatalf("setup without the network's CA: %+v; want it to fail on the certificate", p.Record)
+			}
+			if asked := parent.Requests(); len(asked) == 0 || asked[len(asked)-1] != "CONNECT "+host {
+				t.Errorf("the parent was asked %q; want tunnels to %s", asked, host)
+			}
+		})
 	}
 }

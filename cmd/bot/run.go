@@ -111,6 +111,7 @@ func runOptions(args []string, getenv func(string) string, stderr io.Writer) (lo
 	fs.StringVar(&o.BaseURL, "base-url", getenv("OPENAI_BASE_URL"), "OpenAI-compatible base URL, e.g. http://localhost:11434/v1 for Ollama (env OPENAI_BASE_URL; default OpenAI's)")
 	fs.StringVar(&o.APIType, "api-type", getenv("OPENAI_API_TYPE"), "openai (default), or azure for Azure OpenAI (--base-url is then the resource's endpoint) (env OPENAI_API_TYPE)")
 	fs.StringVar(&o.APIVersion, "api-version", getenv("OPENAI_API_VERSION"), "Azure OpenAI's api-version, e.g. 2024-10-21; required with --api-type azure (env OPENAI_API_VERSION)")
+	fs.StringVar(&o.CABundle, "ca-bundle", getenv("BOT_SANDBOX_CA_BUNDLE"), "PEM file of the certificates the sandbox trusts, for a network that inspects TLS: the public roots and the network's own (env BOT_SANDBOX_CA_BUNDLE)")
 	fs.StringVar(&o.Image, "image", "", "sandbox image for every command, over the repository's sandbox.image (default: BOT_SANDBOX_IMAGE, else by language)")
 	fs.StringVar(&o.Branch, "branch", "", "name of the new branch (default pullwright/<instructions>)")
 	fs.DurationVar(&o.CallTimeout, "call-timeout", localrun.DefaultCallTimeout, "limit of one model call, retries included")

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
+	"golang.org/x/net/http/httpproxy"
 
 	"github.com/pullwright/pullwright/internal/botproc"
 	"github.com/pullwright/pullwright/internal/fakellm"
@@ -40,17 +41,19 @@ func TestRunOptions(t *testing.T) {
 			name: "environment",
 			args: []string{"fix it"},
 			env: map[string]string{"OPENAI_BASE_URL": "http://localhost:11434/v1", "BOT_MODEL": "qwen2.5-coder",
-				"BOT_RUNNER": "local", "BOT_SANDBOX_IMAGE": "golang:1.26"},
+				"BOT_RUNNER": "local", "BOT_SANDBOX_IMAGE": "golang:1.26", "BOT_SANDBOX_CA_BUNDLE": "/etc/corp/ca.pem",
+				"HTTPS_PROXY": "http://proxy.corp.test:3128", "no_proxy": ".corp.test"},
 			want: localrun.Options{Repo: ".", Runner: "local", Instructions: "fix it", BaseURL: "http://localhost:11434/v1",
-				Model: "qwen2.5-coder", DefaultImage: "golang:1.26", CallTimeout: localrun.DefaultCallTimeout},
+				Model: "qwen2.5-coder", DefaultImage: "golang:1.26", CallTimeout: localrun.DefaultCallTimeout,
+				CABundle: "/etc/corp/ca.pem", ProxyEnv: httpproxy.Config{HTTPSProxy: "http://proxy.corp.test:3128", NoProxy: ".corp.test"}},
 		},
 		{
 			name: "flags before, between and after the instructions",
 			args: []string{"--repo", "/src", "fix", "--yes-to", "go test ./...", "the typo", "--runner=local", "--yes-to", "make",
-				"--model", "m", "--base-url", "http://h/v1", "--image", "img", "--branch", "b", "--call-timeout", "1m", "-v"},
+				"--model", "m", "--base-url", "http://h/v1", "--image", "img", "--branch", "b", "--call-timeout", "1m", "-v", "--ca-bundle", "ca.pem"},
 			env: map[string]string{"BOT_MODEL": "env-model", "BOT_RUNNER": "docker"},
 			want: localrun.Options{Repo: "/src", Runner: "local", Instructions: "fix the typo", YesTo: []string{"go test ./...", "make"},
-				Model: "m", BaseURL: "http://h/v1", Image: "img", Branch: "b", CallTimeout: time.Minute, Verbose: true},
+				Model: "m", BaseURL: "http://h/v1", Image: "img", Branch: "b", CallTimeout: time.Minute, Verbose: true, CABundle: "ca.pem"},
 		},
 		{
 			name: "-- ends the flags",
