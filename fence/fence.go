@@ -65,8 +65,9 @@ type Event struct {
 	Port    int
 	Allowed bool
 	// Why is the reason of a refusal ("not on the allow-list", "resolves
-	// to 10.0.0.5, a private address", …); for an allowed connection,
-	// the address dialled.
+	// to 10.0.0.5, a private address", a parent proxy's answer, …); for
+	// an allowed connection, the address dialled, or "through the parent
+	// proxy http://host:port".
 	Why string
 	At  time.Time
 }
