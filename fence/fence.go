@@ -475,6 +475,7 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request) {
 	if t.parent != nil {
 		tr.Proxy = http.ProxyURL(t.parent) // its credentials go as Proxy-Authorization
 		tr.TLSClientConfig = p.policy.Parent.tlsConfig(t.parent)
+		tr.TLSHandshakeTimeout = p.dialTimeout // with an https:// parent
 		tr.DialContext = func(ctx context.Context, _, _ string) (net.Conn, error) {
 			p.record(Event{Host: t.host, Port: t.port, Allowed: true, Why: "through the parent proxy " + Shown(t.parent)})
 			return p.policy.Parent.dial(ctx, t.parent, p.dialTimeout)
