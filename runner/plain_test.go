@@ -318,8 +318,13 @@ for f in status maps mountinfo limits; do [ -r /proc/self/$f ] && echo "readable
 		name: "ulimit", probe: `echo "n $(ulimit -n)"; echo "s $(ulimit -s)"; echo "c $(ulimit -c)"`, check: same,
 	},
 	{
-		// No network in either: a loopback and nothing else.
-		name: "network", probe: "ls /sys/class/net", check: same,
+		// No network in either: a loopback and nothing else, and the
+		// engine's resolv.conf, so that a lookup fails at once.
+		name: "network", probe: "ls /sys/class/net; cat /etc/resolv.conf", check: same,
+	},
+	{
+		// Suites that check the modes of the files they create.
+		name: "umask", probe: "umask", check: same,
 	},
 	{
 		// The sandbox's host name is "sandbox" on purpose: the same in
