@@ -20,10 +20,11 @@ import (
 
 // plainContainer is a container as `docker run --network none` makes it:
 // the image's user, working directory and environment, a writable root,
-// Docker's default capabilities, no terminal and no stdin. Env, Mounts and
-// WorkingDir are what a `docker run -e -v -w` would add.
+// Docker's default capabilities, no terminal and no stdin. User, Env,
+// Mounts and WorkingDir are what a `docker run -u -e -v -w` would add.
 type plainContainer struct {
 	Image, Command string
+	User           string
 	Env            []string
 	Mounts         []mount.Mount
 	WorkingDir     string
@@ -45,7 +46,7 @@ func (p plainContainer) run(t *testing.T) (string, int) {
 	ctx, cancel := context.WithTimeout(t.Context(), p.Timeout)
 	defer cancel()
 	c, err := cli.ContainerCreate(ctx, client.ContainerCreateOptions{
-		Config: &container.Config{Image: p.Image, Cmd: []string{"/bin/sh", "-c", p.Command}, Env: p.Env,
+		Config: &container.Config{Image: p.Image, Cmd: []string{"/bin/sh", "-c", p.Command}, User: p.User, Env: p.Env,
 			WorkingDir: p.WorkingDir},
 		HostConfig: &container.HostConfig{NetworkMode: "none", Mounts: p.Mounts},
 	})
