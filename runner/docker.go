@@ -91,8 +91,9 @@ type DockerConfig struct {
 	NanoCPUs int64
 	// PidsLimit bounds processes and threads in the container, default 512.
 	PidsLimit int64
-	// TmpfsSize is the size of the writable /tmp in bytes, default 1 GiB.
-	// What is written there counts against Memory.
+	// TmpfsSize is the size of the writable /tmp in bytes, default 1 GiB,
+	// and of /var/tmp beside it. What is written there counts against
+	// Memory.
 	TmpfsSize int64
 	// WorkspaceSize is the size of /workspace in bytes, the copy of the
 	// workspace included, default 2 GiB. What the command writes there
@@ -143,10 +144,10 @@ type DockerConfig struct {
 //     the sandbox user, in a volume of its own (a 2 GiB tmpfs); removed
 //     after the run, so the agent's workspace never changes;
 //   - no network; 2 GiB of memory and no swap; 2 CPUs; 512 pids; a
-//     read-only root file system with a 1 GiB tmpfs at /tmp (exec allowed,
-//     so `go test` can run its binaries); all capabilities dropped;
-//     no-new-privileges; a non-root user; no Docker logs kept (output is
-//     streamed and bounded);
+//     read-only root file system with a 1 GiB tmpfs at /tmp and another
+//     at /var/tmp (exec allowed, so `go test` can run its binaries); all
+//     capabilities dropped; no-new-privileges; a non-root user; no Docker
+//     logs kept (output is streamed and bounded);
 //   - environment: only HOME=/tmp, TMPDIR=/tmp, GOCACHE=/tmp/gocache,
 //     GOPATH=/tmp/go, CI=true and LANG=C.UTF-8 on top of the image's own
 //     (e.g. its PATH), and with CABundle the variables that point each
@@ -154,9 +155,18 @@ type DockerConfig struct {
 //   - /bin/sh -c Spec.Command, once the copy is in place (the image's
 //     entry point is ignored).
 //
+// Otherwise the code inside sees what `docker run --network none` of the
+// same image shows it, which test suites rightly expect: "localhost"
+// resolves, the user's name is the image's /etc/passwd's, /dev, /proc,
+// the ulimits and the image's variables are Docker's, and every place a
+// plain container lets the user write is writable. What differs is on
+// purpose: the user (never root), HOME, the read-only root, no
+// capabilities, the variables above and the host name "sandbox";
+// TestDockerLooksLikeAPlainContainer compares the two.
+//
 // Nothing a command writes reaches the host's disk: the root is read-only,
-// and /workspace and /tmp are memory-backed tmpfs with a size cap each
-// (WorkspaceSize, TmpfsSize). The kernel charges tmpfs pages to the cgroup
+// and /workspace, /tmp and /var/tmp are memory-backed tmpfs with a size
+// cap each (WorkspaceSize, TmpfsSize for both others). The kernel charges tmpfs pages to the cgroup
 // of whoever writes them, so what the command writes there counts against
 // its memory limit, and whichever comes first ends the writing: the cap
 // (the write fails with "No space left on device") or the memory limit (an
@@ -181,8 +191,8 @@ type DockerConfig struct {
 // "bridge" (never host or container:<id>), lowers NanoCPUs to the host's
 // CPUs, and lowers Disk to WorkspaceSize, the operator's cap, with a
 // warning in the log (a workspace limit is no reason to fail a run the
-// caller let through). Swap stays off (memory+swap = memory) and both tmpfs
-// still count against the memory limit, whichever limit applies.
+// caller let through). Swap stays off (memory+swap = memory) and every tmpfs
+// still counts against the memory limit, whichever limit applies.
 //
 // A timeout, an OOM kill, an image that cannot be pulled or a workspace
 // that does not fit is a normal Result. Every container and its volume are
@@ -619,14 +629,16 @@ func (d *Docker) mounts(s pullwright.RunSpec, volume string, lim limits) []mount
 // forwarderVolumeSize holds the forwarder, a static Go binary.
 const forwarderVolumeSize = 128 << 20
 
-// tmpfs is the container's size-capped tmpfs mounts: /tmp, and each
-// volume the image declares, which would otherwise be an uncapped volume
-// on the engine's disk.
+// tmpfs is the container's size-capped tmpfs mounts: /tmp and /var/tmp,
+// writable as in a plain container though the root is not (suites and
+// tools write temporary files to either), and each volume the image
+// declares, which would otherwise be an uncapped volume on the engine's
+// disk.
 func (d *Docker) tmpfs(lim limits) map[string]string {
 	opts := fmt.Sprintf("rw,exec,nosuid,nodev,size=%d,mode=1777", d.cfg.TmpfsSize)
-	m := map[string]string{"/tmp": opts}
+	m := map[string]string{"/tmp": opts, "/var/tmp": opts}
 	for _, p := range lim.imageVolumes {
-		if p := path.Clean(p); p != SandboxWorkdir && p != "/tmp" {
+		if p := path.Clean(p); p != SandboxWorkdir && m[p] == "" {
 			m[p] = opts
 		}
 	}

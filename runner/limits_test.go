@@ -50,6 +50,7 @@ func TestCheckCachesAndEnv(t *testing.T) {
 		{"over the workspace", pullwright.RunSpec{Caches: []pullwright.CacheMount{{Volume: "v", Target: SandboxWorkdir}}}, false},
 		{"inside the workspace", pullwright.RunSpec{Caches: []pullwright.CacheMount{{Volume: "v", Target: SandboxWorkdir + "/node_modules"}}}, false},
 		{"over /tmp", pullwright.RunSpec{Caches: []pullwright.CacheMount{{Volume: "v", Target: "/tmp"}}}, false},
+		{"over /var/tmp", pullwright.RunSpec{Caches: []pullwright.CacheMount{{Volume: "v", Target: "/var/tmp"}}}, false},
 		{"over the root", pullwright.RunSpec{Caches: []pullwright.CacheMount{{Volume: "v", Target: "/"}}}, false},
 		{"over the tools", pullwright.RunSpec{Caches: []pullwright.CacheMount{{Volume: "v", Target: ToolsDir}}}, false},
 		{"an entry without a name", pullwright.RunSpec{Env: []string{"=x"}}, false},

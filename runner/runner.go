@@ -77,7 +77,7 @@ func checkLimits(s pullwright.RunSpec) error {
 		switch {
 		case c.Volume == "" || !path.IsAbs(c.Target) || t != c.Target:
 			return fmt.Errorf("run: cache mount %q at %q: want a volume and a clean absolute path", c.Volume, c.Target)
-		case t == "/" || t == SandboxWorkdir || strings.HasPrefix(t, SandboxWorkdir+"/") || t == "/tmp" || t == ToolsDir:
+		case t == "/" || t == SandboxWorkdir || strings.HasPrefix(t, SandboxWorkdir+"/") || t == "/tmp" || t == "/var/tmp" || t == ToolsDir:
 			return fmt.Errorf("run: cache mount at %s would cover the sandbox's own", t)
 		}
 	}
