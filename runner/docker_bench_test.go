@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/moby/moby/api/pkg/stdcopy"
+	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 
 	"github.com/pullwright/pullwright"
@@ -23,6 +24,10 @@ import (
 //     remove of container and volume); start-ms is the part from Run being
 //     called to the go-ahead after the copy ("approved" to "command
 //     started");
+//   - floor: the bare Engine API through the same client, as a user of it
+//     would run `true` locked down like the sandbox's essentials (network
+//     none, read-only root, the sandbox user): create, start, wait,
+//     remove, nothing else; runner/floor is the runner's cost against it;
 //   - cli: `docker run --rm --network none IMAGE true`;
 //   - exec: one container per task, kept running, and `docker exec` per
 //     command (create, attach, start, inspect of the exec).
@@ -74,7 +79,7 @@ func BenchmarkDockerOverhead(b *testing.B) {
 
 	var started time.Time
 	d.onStarted = func() { started = time.Now() }
-	var runner, toStart, cli, execd time.Duration
+	var runner, toStart, floor, cli, execd time.Duration
 	n := 0
 	for b.Loop() {
 		n++
@@ -85,6 +90,12 @@ func BenchmarkDockerOverhead(b *testing.B) {
 		}
 		runner += time.Since(t0)
 		toStart += started.Sub(t0)
+
+		t0 = time.Now()
+		if code := bareTrue(ctx, b, d.cli, image, d.cfg.User); code != 0 {
+			b.Fatalf("floor: exit %d", code)
+		}
+		floor += time.Since(t0)
 
 		t0 = time.Now()
 		if out, err := exec.Command("docker", "run", "--rm", "--network", "none", image, "true").CombinedOutput(); err != nil {
@@ -99,13 +110,46 @@ func BenchmarkDockerOverhead(b *testing.B) {
 		execd += time.Since(t0)
 	}
 	ms := func(total time.Duration) float64 { return float64(total.Microseconds()) / 1000 / float64(n) }
-	b.ReportMetric(0, "ns/op") // the three variants are reported separately
+	b.ReportMetric(0, "ns/op") // the variants are reported separately
 	b.ReportMetric(ms(runner), "runner-ms")
 	b.ReportMetric(ms(toStart), "runner-start-ms")
+	b.ReportMetric(ms(floor), "floor-ms")
 	b.ReportMetric(ms(cli), "cli-ms")
+	b.ReportMetric(float64(runner)/float64(floor), "runner/floor")
 	b.ReportMetric(ms(execd), "exec-ms")
 	b.ReportMetric(float64(runner)/float64(cli), "runner/cli")
 	b.ReportMetric(float64(execd)/float64(runner), "exec/runner")
+}
+
+// bareTrue runs `true` in a new container of image, through the Engine API
+// and nothing else, and returns its exit code: the floor a run cannot go
+// below.
+func bareTrue(ctx context.Context, b *testing.B, cli *client.Client, image, user string) int64 {
+	created, err := cli.ContainerCreate(ctx, client.ContainerCreateOptions{
+		Config: &container.Config{Image: image, User: user, Entrypoint: []string{"true"}},
+		HostConfig: &container.HostConfig{
+			NetworkMode:    container.NetworkMode(NetworkNone),
+			ReadonlyRootfs: true,
+		},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := cli.ContainerStart(ctx, created.ID, client.ContainerStartOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	wait := cli.ContainerWait(ctx, created.ID, client.ContainerWaitOptions{})
+	var code int64
+	select {
+	case r := <-wait.Result:
+		code = r.StatusCode
+	case err := <-wait.Error:
+		b.Fatal(err)
+	}
+	if _, err := cli.ContainerRemove(ctx, created.ID, client.ContainerRemoveOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	return code
 }
 
 // execTrue runs `true` in the running container id, as an exec, and returns
