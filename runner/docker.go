@@ -181,8 +181,12 @@ type DockerConfig struct {
 //
 // A timeout, an OOM kill, an image that cannot be pulled or a workspace
 // that does not fit is a normal Result. Every container and its volume are
-// removed when Run returns, also on timeout and on ctx being done;
-// CleanupOrphans removes those a crashed bot left.
+// removed once the run has ended, also on timeout and on ctx being done.
+// The result does not wait for that: Run returns and the removal goes on in
+// the background, except for a run that mounted caches (Spec.Caches), whose
+// container is gone before Run returns, so that a cache can be removed
+// right after. Close and CleanupOrphans wait for the removals under way,
+// and CleanupOrphans removes those a crashed bot left.
 //
 // A Docker is safe for concurrent use. Its Docker client comes from the
 // environment (DOCKER_HOST, DOCKER_TLS_VERIFY, DOCKER_CERT_PATH,
@@ -198,6 +202,10 @@ type Docker struct {
 	hostCPUs    int64 // the host's CPUs in billionths, 0 if the daemon did not say
 
 	warned sync.Map // create warnings already logged
+
+	// removals are the removals of containers and volumes that Run left
+	// to finish after it returned (see discard).
+	removals sync.WaitGroup
 
 	// onStarted, if set, is called when the command has been let go (the
 	// workspace copied in); benchmarks use it to measure the time to start.
@@ -278,8 +286,12 @@ func parseUser(u string) (uid, gid int, err error) {
 // Config returns the configuration with its defaults filled in.
 func (d *Docker) Config() DockerConfig { return d.cfg }
 
-// Close closes the Docker client.
-func (d *Docker) Close() error { return d.cli.Close() }
+// Close waits for the removals of the runs that returned, then closes the
+// Docker client.
+func (d *Docker) Close() error {
+	d.removals.Wait()
+	return d.cli.Close()
+}
 
 // Ping checks that the Docker daemon answers.
 func (d *Docker) Ping(ctx context.Context) error {
@@ -360,7 +372,8 @@ func (d *Docker) limitsFor(s pullwright.RunSpec, hostCPUs int64) limits {
 }
 
 // Run creates a workspace volume and a container, copies s.Dir into it, runs
-// s.Command there, and removes both, whatever happened. See Docker.
+// s.Command there, and removes both, whatever happened (in the background
+// unless the run mounted caches). See Docker.
 func (d *Docker) Run(ctx context.Context, s pullwright.RunSpec) (pullwright.RunResult, error) {
 	if s.Timeout <= 0 {
 		s.Timeout = d.cfg.Timeout
@@ -625,6 +638,13 @@ func (d *Docker) tmpfs(lim limits) map[string]string {
 // in, lets the command go and waits for it; see Run.
 func (d *Docker) run(ctx context.Context, log *slog.Logger, s pullwright.RunSpec, image string, lim limits) (pullwright.RunResult, error) {
 	res := pullwright.RunResult{ExitCode: -1}
+	// What the run made, removed when it returns: the first defer, so
+	// that it comes after everything else that still uses them.
+	var (
+		id      string
+		volumes []string
+	)
+	defer func() { d.discard(log, id, volumes, len(s.Caches) > 0) }()
 	volume, err := d.createVolume(ctx, s, lim.disk)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -633,13 +653,13 @@ func (d *Docker) run(ctx context.Context, log *slog.Logger, s pullwright.RunSpec
 		return res, err
 	}
 	log = log.With("volume", volume)
-	defer d.removeVolume(log, volume) // after the container, which holds it
+	volumes = append(volumes, volume)
 	if s.Route != nil {
 		tools, err := d.createVolume(ctx, s, forwarderVolumeSize)
 		if err != nil {
 			return res, err
 		}
-		defer d.removeVolume(log, tools)
+		volumes = append(volumes, tools)
 		lim.tools = tools
 	}
 	created, err := d.cli.ContainerCreate(ctx, d.containerConfig(s, image, volume, lim))
@@ -649,14 +669,13 @@ func (d *Docker) run(ctx context.Context, log *slog.Logger, s pullwright.RunSpec
 		}
 		return res, fmt.Errorf("create container: %w", err)
 	}
-	id := created.ID
+	id = created.ID
 	log = log.With("container", shortID(id))
 	for _, w := range created.Warnings {
 		if _, seen := d.warned.LoadOrStore(w, true); !seen {
 			log.Warn("runner: Docker warning", "warning", w)
 		}
 	}
-	defer d.remove(log, id)
 
 	// Attach before starting, so no output is missed, and register the
 	// wait before starting, so the exit is not missed either. Both live on
@@ -880,7 +899,33 @@ func (d *Docker) copyIn(ctx context.Context, id, dir string, size int64, links [
 	return nil
 }
 
-// removeVolume removes the run's workspace volume, on a fresh context like
+// discard removes a run's container (if id is not empty), then its volumes:
+// the engine refuses to remove a volume a container holds. The run's
+// result is known by then and does not depend on it, so unless now is set
+// it happens in the background, off the time the caller waits for; Close
+// and CleanupOrphans wait for it. now is for a run that mounted volumes it
+// does not own (caches): whoever owns them may remove them as soon as Run
+// returns, and the engine would refuse while this container holds them.
+func (d *Docker) discard(log *slog.Logger, id string, volumes []string, now bool) {
+	if id == "" && len(volumes) == 0 {
+		return
+	}
+	rm := func() {
+		if id != "" {
+			d.remove(log, id)
+		}
+		for _, v := range volumes {
+			d.removeVolume(log, v)
+		}
+	}
+	if now {
+		rm()
+		return
+	}
+	d.removals.Go(rm)
+}
+
+// removeVolume removes one of the run's volumes, on a fresh context like
 // remove, and after it: the engine refuses to remove a volume in use.
 func (d *Docker) removeVolume(log *slog.Logger, name string) {
 	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
@@ -910,6 +955,9 @@ func (d *Docker) remove(log *slog.Logger, id string) {
 // was left by a bot that died. It returns how many containers it removed;
 // each run has one volume besides, which is only logged.
 func (d *Docker) CleanupOrphans(ctx context.Context) (int, error) {
+	// A run's own removal still under way is no orphan: racing it would
+	// only make the engine refuse one of the two.
+	d.removals.Wait()
 	filters := client.Filters{}.Add("label", LabelManaged+"=true")
 	if d.cfg.Owner != "" {
 		filters = filters.Add("label", LabelOwner+"="+d.cfg.Owner)
