@@ -51,9 +51,6 @@ const (
 	SandboxWorkdir = "/workspace"
 )
 
-// volumePrefix starts the name of every workspace volume.
-const volumePrefix = "pullwright-ws-"
-
 // goAheadScript is the container's entry point: it waits for one line on
 // stdin, which Run writes once the workspace is in /workspace, and only then
 // runs the command, which comes as $1 so it is never part of a script. If
@@ -340,8 +337,6 @@ type limits struct {
 	disk     int64
 	// imageVolumes are the paths the image declares as VOLUME.
 	imageVolumes []string
-	// tools is a fenced run's volume for the forwarder, mounted at ToolsDir.
-	tools string
 }
 
 // limitsFor applies s's limits over the configuration's, lowers the CPU
@@ -371,7 +366,7 @@ func (d *Docker) limitsFor(s pullwright.RunSpec, hostCPUs int64) limits {
 	return l
 }
 
-// Run creates a workspace volume and a container, copies s.Dir into it, runs
+// Run creates a container with a workspace volume, copies s.Dir into it, runs
 // s.Command there, and removes both, whatever happened (in the background
 // unless the run mounted caches). See Docker.
 func (d *Docker) Run(ctx context.Context, s pullwright.RunSpec) (pullwright.RunResult, error) {
@@ -517,32 +512,30 @@ func (d *Docker) labels(s pullwright.RunSpec) map[string]string {
 	return labels
 }
 
-// createVolume creates the run's /workspace: a tmpfs of size bytes whose
-// root belongs to the sandbox user, so the command can write there without
-// any chown, and whose pages are memory, never the engine host's disk. Like
-// /tmp it is nosuid and nodev: a set-uid file or a device node in the copy
-// must not become a way out.
-func (d *Docker) createVolume(ctx context.Context, s pullwright.RunSpec, size int64) (string, error) {
+// runVolume is a volume of the run's own at target (its /workspace, a
+// fenced run's tools): a tmpfs of size bytes whose root belongs to the
+// sandbox user, so the command can write there without any chown, and whose
+// pages are memory, never the engine host's disk. Like /tmp it is nosuid and
+// nodev: a set-uid file or a device node in the copy must not become a way
+// out. The engine makes it with the container, and as it has no name,
+// removing the container with its volumes removes it: no call of its own
+// either way. It carries the run's labels, so CleanupOrphans finds one that
+// outlived its container.
+func (d *Docker) runVolume(s pullwright.RunSpec, target string, size int64) mount.Mount {
 	uid, gid, _ := parseUser(d.cfg.User)
-	v, err := d.cli.VolumeCreate(ctx, client.VolumeCreateOptions{
-		Name:   volumePrefix + randomHex(6),
-		Driver: "local",
-		DriverOpts: map[string]string{
+	return mount.Mount{Type: mount.TypeVolume, Target: target, VolumeOptions: &mount.VolumeOptions{
+		NoCopy: true,
+		Labels: d.labels(s),
+		DriverConfig: &mount.Driver{Name: "local", Options: map[string]string{
 			"type":   "tmpfs",
 			"device": "tmpfs",
 			"o":      fmt.Sprintf("size=%d,uid=%d,gid=%d,mode=0700,nosuid,nodev", size, uid, gid),
-		},
-		Labels: d.labels(s),
-	})
-	if err != nil {
-		return "", fmt.Errorf("create workspace volume: %w", err)
-	}
-	return v.Volume.Name, nil
+		}},
+	}}
 }
 
-// containerConfig is what a run's container is created with, its workspace
-// being the volume named volume.
-func (d *Docker) containerConfig(s pullwright.RunSpec, image, volume string, lim limits) client.ContainerCreateOptions {
+// containerConfig is what a run's container is created with.
+func (d *Docker) containerConfig(s pullwright.RunSpec, image string, lim limits) client.ContainerCreateOptions {
 	pids := d.cfg.PidsLimit
 	return client.ContainerCreateOptions{
 		Name: "pullwright-run-" + randomHex(6),
@@ -575,7 +568,7 @@ func (d *Docker) containerConfig(s pullwright.RunSpec, image, volume string, lim
 			Tmpfs:          d.tmpfs(lim),
 			// NoCopy: the workspace starts empty and gets the approved
 			// files only, whatever the image has at that path.
-			Mounts: d.mounts(s, volume, lim),
+			Mounts: d.mounts(s, lim),
 			Resources: container.Resources{
 				Memory:     lim.memory,
 				MemorySwap: lim.memory,
@@ -603,16 +596,14 @@ func sandboxEnv(s pullwright.RunSpec) []string {
 // run's tools.
 // NoCopy: each starts empty and gets only what the runner copies in,
 // whatever the image has at that path.
-func (d *Docker) mounts(s pullwright.RunSpec, volume string, lim limits) []mount.Mount {
-	m := []mount.Mount{{Type: mount.TypeVolume, Source: volume, Target: SandboxWorkdir,
-		VolumeOptions: &mount.VolumeOptions{NoCopy: true}}}
+func (d *Docker) mounts(s pullwright.RunSpec, lim limits) []mount.Mount {
+	m := []mount.Mount{d.runVolume(s, SandboxWorkdir, lim.disk)}
 	for _, c := range s.Caches {
 		m = append(m, mount.Mount{Type: mount.TypeVolume, Source: c.Volume, Target: c.Target, ReadOnly: c.ReadOnly,
 			VolumeOptions: &mount.VolumeOptions{NoCopy: true}})
 	}
-	if lim.tools != "" {
-		m = append(m, mount.Mount{Type: mount.TypeVolume, Source: lim.tools, Target: ToolsDir,
-			VolumeOptions: &mount.VolumeOptions{NoCopy: true}})
+	if s.Route != nil {
+		m = append(m, d.runVolume(s, ToolsDir, forwarderVolumeSize))
 	}
 	return m
 }
@@ -638,39 +629,18 @@ func (d *Docker) tmpfs(lim limits) map[string]string {
 // in, lets the command go and waits for it; see Run.
 func (d *Docker) run(ctx context.Context, log *slog.Logger, s pullwright.RunSpec, image string, lim limits) (pullwright.RunResult, error) {
 	res := pullwright.RunResult{ExitCode: -1}
-	// What the run made, removed when it returns: the first defer, so
-	// that it comes after everything else that still uses them.
-	var (
-		id      string
-		volumes []string
-	)
-	defer func() { d.discard(log, id, volumes, len(s.Caches) > 0) }()
-	volume, err := d.createVolume(ctx, s, lim.disk)
-	if err != nil {
-		if ctx.Err() != nil {
-			return res, fmt.Errorf("run: %w", ctx.Err())
-		}
-		return res, err
-	}
-	log = log.With("volume", volume)
-	volumes = append(volumes, volume)
-	if s.Route != nil {
-		tools, err := d.createVolume(ctx, s, forwarderVolumeSize)
-		if err != nil {
-			return res, err
-		}
-		volumes = append(volumes, tools)
-		lim.tools = tools
-	}
-	created, err := d.cli.ContainerCreate(ctx, d.containerConfig(s, image, volume, lim))
+	created, err := d.cli.ContainerCreate(ctx, d.containerConfig(s, image, lim))
 	if err != nil {
 		if ctx.Err() != nil {
 			return res, fmt.Errorf("run: %w", ctx.Err())
 		}
 		return res, fmt.Errorf("create container: %w", err)
 	}
-	id = created.ID
+	id := created.ID
 	log = log.With("container", shortID(id))
+	// The container goes with its volumes, whatever happens next: the
+	// first defer, so that it comes after everything else that uses it.
+	defer d.discard(log, id, len(s.Caches) > 0)
 	for _, w := range created.Warnings {
 		if _, seen := d.warned.LoadOrStore(w, true); !seen {
 			log.Warn("runner: Docker warning", "warning", w)
@@ -899,45 +869,22 @@ func (d *Docker) copyIn(ctx context.Context, id, dir string, size int64, links [
 	return nil
 }
 
-// discard removes a run's container (if id is not empty), then its volumes:
-// the engine refuses to remove a volume a container holds. The run's
-// result is known by then and does not depend on it, so unless now is set
-// it happens in the background, off the time the caller waits for; Close
-// and CleanupOrphans wait for it. now is for a run that mounted volumes it
-// does not own (caches): whoever owns them may remove them as soon as Run
+// discard removes a run's container with its volumes. The run's result is
+// known by then and does not depend on it, so unless now is set it happens
+// in the background, off the time the caller waits for; Close and
+// CleanupOrphans wait for it. now is for a run that mounted volumes it does
+// not own (caches): whoever owns them may remove them as soon as Run
 // returns, and the engine would refuse while this container holds them.
-func (d *Docker) discard(log *slog.Logger, id string, volumes []string, now bool) {
-	if id == "" && len(volumes) == 0 {
-		return
-	}
-	rm := func() {
-		if id != "" {
-			d.remove(log, id)
-		}
-		for _, v := range volumes {
-			d.removeVolume(log, v)
-		}
-	}
+func (d *Docker) discard(log *slog.Logger, id string, now bool) {
 	if now {
-		rm()
+		d.remove(log, id)
 		return
 	}
-	d.removals.Go(rm)
+	d.removals.Go(func() { d.remove(log, id) })
 }
 
-// removeVolume removes one of the run's volumes, on a fresh context like
-// remove, and after it: the engine refuses to remove a volume in use.
-func (d *Docker) removeVolume(log *slog.Logger, name string) {
-	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
-	defer cancel()
-	_, err := d.cli.VolumeRemove(ctx, name, client.VolumeRemoveOptions{})
-	if err != nil && !cerrdefs.IsNotFound(err) {
-		log.Error("runner: remove workspace volume", "err", err)
-	}
-}
-
-// remove force-removes the container, on a fresh context: it must happen
-// also when the run's context is done.
+// remove force-removes the container and its own volumes (runVolume), on a
+// fresh context: it must happen also when the run's context is done.
 func (d *Docker) remove(log *slog.Logger, id string) {
 	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
 	defer cancel()

@@ -20,9 +20,9 @@ import (
 // BenchmarkDockerOverhead measures, in the same run and interleaved so that
 // drift in the machine's load hits all alike, the cost of running `true`:
 //
-//   - runner: Docker.Run, container per command (volume create, create,
-//     attach, start, copy of an empty workspace into it, wait, inspect,
-//     remove of container and volume), until it returns; start-ms is the
+//   - runner: Docker.Run, container per command (create with its
+//     workspace volume, attach, start, copy of an empty workspace into it,
+//     wait, inspect, remove of container and volume), until it returns; start-ms is the
 //     part from Run being called to the go-ahead after the copy
 //     ("approved" to "command started"), and removal-ms what was left to
 //     remove in the background after it returned, waited for before the
@@ -64,12 +64,7 @@ func BenchmarkDockerOverhead(b *testing.B) {
 	}
 	spec := pullwright.RunSpec{Command: "sleep 86400"}
 	lim := d.limitsFor(spec, hostCPUs)
-	volume, err := d.createVolume(ctx, spec, lim.disk)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer d.removeVolume(d.log, volume)
-	opts := d.containerConfig(spec, image, volume, lim)
+	opts := d.containerConfig(spec, image, lim)
 	// No go-ahead comes for this one: it runs its command at once.
 	opts.Config.Entrypoint, opts.Config.Cmd = []string{"/bin/sh", "-c"}, []string{spec.Command}
 	opts.Config.OpenStdin, opts.Config.AttachStdin = false, false
