@@ -647,10 +647,9 @@ func (d *Docker) run(ctx context.Context, log *slog.Logger, s pullwright.RunSpec
 		}
 	}
 
-	// Attach before starting, so no output is missed, and register the
-	// wait before starting, so the exit is not missed either. Both live on
-	// a context of their own: after a timeout or cancel they are still
-	// needed to see the container end.
+	// Attach before starting, so no output is missed. The attach and the
+	// wait live on a context of their own: after a timeout or cancel they
+	// are still needed to see the container end.
 	streamCtx, cancelStream := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelStream()
 	attach, err := d.cli.ContainerAttach(streamCtx, id, client.ContainerAttachOptions{
@@ -673,7 +672,6 @@ func (d *Docker) run(ctx context.Context, log *slog.Logger, s pullwright.RunSpec
 		attach.Close()
 		<-copied
 	}()
-	wait := d.cli.ContainerWait(streamCtx, id, client.ContainerWaitOptions{Condition: container.WaitConditionNextExit})
 
 	// The copy goes into the running container: the engine writes into
 	// the volume only while it is mounted for a running container (before
@@ -731,6 +729,11 @@ func (d *Docker) run(ctx context.Context, log *slog.Logger, s pullwright.RunSpec
 	if d.onStarted != nil {
 		d.onStarted()
 	}
+	// Asked now, while the command runs, not on the way to the go-ahead:
+	// until the go-ahead the container could only be running (its entry
+	// point waits for it), and "not running" is answered at once for one
+	// that has already ended, so no exit is missed.
+	wait := d.cli.ContainerWait(streamCtx, id, client.ContainerWaitOptions{Condition: container.WaitConditionNotRunning})
 
 	timer := time.NewTimer(s.Timeout)
 	defer timer.Stop()
