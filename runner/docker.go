@@ -903,7 +903,9 @@ func (d *Docker) remove(log *slog.Logger, id string) {
 // and, if DockerConfig.TempDir is set, the workspace copies older versions
 // left in it. Call it when the bot starts, before any run: whatever it finds
 // was left by a bot that died. It returns how many containers it removed;
-// each run has one volume besides, which is only logged.
+// a run's volumes go with its container, and one found without it (one the
+// engine failed to remove with it, or an older version's named workspace
+// volume) is removed and only logged.
 func (d *Docker) CleanupOrphans(ctx context.Context) (int, error) {
 	// A run's own removal still under way is no orphan: racing it would
 	// only make the engine refuse one of the two.
