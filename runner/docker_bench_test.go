@@ -22,17 +22,21 @@ import (
 //
 //   - runner: Docker.Run, container per command (create with its
 //     workspace volume, attach, start, copy of an empty workspace into it,
-//     wait, inspect, remove of container and volume), until it returns; start-ms is the
-//     part from Run being called to the go-ahead after the copy
-//     ("approved" to "command started"), and removal-ms what was left to
-//     remove in the background after it returned, waited for before the
-//     next variant so that it slows none of them;
+//     wait, inspect, remove of container and volume), until it returns;
+//     start-ms is the part from Run being called to the go-ahead after the
+//     copy ("approved" to "command started"), and removal-ms what was left
+//     to remove in the background after it returned, waited for before
+//     the next variant so that it slows none of them;
 //   - floor: the bare Engine API through the same client, as a user of it
 //     would run `true` locked down like the sandbox's essentials (network
 //     none, read-only root, the sandbox user): create, start, wait,
 //     remove, nothing else; runner/floor is the runner's cost against it,
 //     the median of the iterations' ratios, so that a stall of the shared
 //     machine in one iteration does not decide it;
+//   - copy: the runner's copy of the same empty workspace into a running
+//     container's workspace volume, alone: the part of runner/floor that
+//     is the engine extracting the archive (copy/floor, the median of the
+//     iterations' ratios to the floor);
 //   - cli: `docker run --rm --network none IMAGE true`;
 //   - exec: one container per task, kept running, and `docker exec` per
 //     command (create, attach, start, inspect of the exec).
@@ -79,8 +83,8 @@ func BenchmarkDockerOverhead(b *testing.B) {
 
 	var started time.Time
 	d.onStarted = func() { started = time.Now() }
-	var runner, toStart, removal, floor, cli, execd time.Duration
-	var ratios []float64 // runner/floor of each iteration
+	var runner, toStart, removal, floor, copied, cli, execd time.Duration
+	var ratios, copyRatios []float64 // runner/floor and copy/floor of each iteration
 	n := 0
 	for b.Loop() {
 		n++
@@ -118,6 +122,14 @@ func BenchmarkDockerOverhead(b *testing.B) {
 		ratios = append(ratios, float64(run)/float64(bare))
 
 		t0 := time.Now()
+		if err := d.copyIn(ctx, task.ID, dir, lim.disk, nil); err != nil {
+			b.Fatalf("copy: %v", err)
+		}
+		cp := time.Since(t0)
+		copied += cp
+		copyRatios = append(copyRatios, float64(cp)/float64(bare))
+
+		t0 = time.Now()
 		if out, err := exec.Command("docker", "run", "--rm", "--network", "none", image, "true").CombinedOutput(); err != nil {
 			b.Fatalf("docker run: %v\n%s", err, out)
 		}
@@ -135,9 +147,12 @@ func BenchmarkDockerOverhead(b *testing.B) {
 	b.ReportMetric(ms(toStart), "runner-start-ms")
 	b.ReportMetric(ms(removal), "removal-ms")
 	b.ReportMetric(ms(floor), "floor-ms")
+	b.ReportMetric(ms(copied), "copy-ms")
 	b.ReportMetric(ms(cli), "cli-ms")
 	slices.Sort(ratios)
 	b.ReportMetric(ratios[len(ratios)/2], "runner/floor")
+	slices.Sort(copyRatios)
+	b.ReportMetric(copyRatios[len(copyRatios)/2], "copy/floor")
 	b.ReportMetric(ms(execd), "exec-ms")
 	b.ReportMetric(float64(runner)/float64(cli), "runner/cli")
 	b.ReportMetric(float64(execd)/float64(runner), "exec/runner")
