@@ -10,7 +10,7 @@ import (
 
 // BenchmarkLongTask runs defaultLongTask (40 and 60 turns) against a fake model
 // with a 128k context that counts 4 bytes per token, and reports what the
-// README's "Context and budgets" figures are:
+// "Context and budgets" figures of docs/benchmarks.md are:
 //
 //   - max_prompt_tokens: the largest request of the task, by the fake's
 //     count, and budget_tokens: the budget fit keeps it under;

@@ -11,6 +11,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/moby/moby/api/types/mount"
 	"github.com/moby/moby/client"
 
 	"github.com/pullwright/pullwright"
@@ -101,23 +102,11 @@ func (d *Docker) needsTools(s pullwright.RunSpec) bool {
 	return s.Route != nil || d.ca != nil
 }
 
-// createToolsVolume makes the run's ToolsDir: a small tmpfs that belongs
-// to root, so that the command, which never runs as root, cannot change
-// what the runner puts there (the forwarder, the bundle).
-func (d *Docker) createToolsVolume(ctx context.Context, s pullwright.RunSpec) (string, error) {
-	v, err := d.cli.VolumeCreate(ctx, client.VolumeCreateOptions{
-		Name:   volumePrefix + randomHex(6),
-		Driver: "local",
-		DriverOpts: map[string]string{
-			"type": "tmpfs", "device": "tmpfs",
-			"o": fmt.Sprintf("size=%d,uid=0,gid=0,mode=0755,nosuid,nodev", toolsVolumeSize),
-		},
-		Labels: d.labels(s),
-	})
-	if err != nil {
-		return "", fmt.Errorf("create the tools volume: %w", err)
-	}
-	return v.Volume.Name, nil
+// toolsVolume is the run's ToolsDir: a small tmpfs that belongs to root,
+// so that the command, which never runs as root, cannot change what the
+// runner puts there (the forwarder, the bundle).
+func (d *Docker) toolsVolume(s pullwright.RunSpec) mount.Mount {
+	return d.tmpfsVolume(s, ToolsDir, fmt.Sprintf("size=%d,uid=0,gid=0,mode=0755,nosuid,nodev", toolsVolumeSize))
 }
 
 // copyCABundle puts the bundle into the container's ToolsDir, root's and

@@ -51,9 +51,6 @@ const (
 	SandboxWorkdir = "/workspace"
 )
 
-// volumePrefix starts the name of every workspace volume.
-const volumePrefix = "pullwright-ws-"
-
 // goAheadScript is the container's entry point: it waits for one line on
 // stdin, which Run writes once the workspace is in /workspace, and only then
 // runs the command, which comes as $1 so it is never part of a script. If
@@ -196,8 +193,12 @@ type DockerConfig struct {
 //
 // A timeout, an OOM kill, an image that cannot be pulled or a workspace
 // that does not fit is a normal Result. Every container and its volume are
-// removed when Run returns, also on timeout and on ctx being done;
-// CleanupOrphans removes those a crashed bot left.
+// removed once the run has ended, also on timeout and on ctx being done.
+// The result does not wait for that: Run returns and the removal goes on in
+// the background, except for a run that mounted caches (Spec.Caches), whose
+// container is gone before Run returns, so that a cache can be removed
+// right after. Close and CleanupOrphans wait for the removals under way,
+// and CleanupOrphans removes those a crashed bot left.
 //
 // A Docker is safe for concurrent use. Its Docker client comes from the
 // environment (DOCKER_HOST, DOCKER_TLS_VERIFY, DOCKER_CERT_PATH,
@@ -214,6 +215,10 @@ type Docker struct {
 
 	warned sync.Map // create warnings already logged
 	ca     []byte   // the certificates of CABundle, nil without one
+
+	// removals are the removals of containers and volumes that Run left
+	// to finish after it returned (see discard).
+	removals sync.WaitGroup
 
 	// onStarted, if set, is called when the command has been let go (the
 	// workspace copied in); benchmarks use it to measure the time to start.
@@ -300,8 +305,12 @@ func parseUser(u string) (uid, gid int, err error) {
 // Config returns the configuration with its defaults filled in.
 func (d *Docker) Config() DockerConfig { return d.cfg }
 
-// Close closes the Docker client.
-func (d *Docker) Close() error { return d.cli.Close() }
+// Close waits for the removals of the runs that returned, then closes the
+// Docker client.
+func (d *Docker) Close() error {
+	d.removals.Wait()
+	return d.cli.Close()
+}
 
 // Ping checks that the Docker daemon answers.
 func (d *Docker) Ping(ctx context.Context) error {
@@ -350,8 +359,6 @@ type limits struct {
 	disk     int64
 	// imageVolumes are the paths the image declares as VOLUME.
 	imageVolumes []string
-	// tools is the run's volume at ToolsDir (a fenced run's forwarder, the CA bundle).
-	tools string
 }
 
 // limitsFor applies s's limits over the configuration's, lowers the CPU
@@ -381,8 +388,9 @@ func (d *Docker) limitsFor(s pullwright.RunSpec, hostCPUs int64) limits {
 	return l
 }
 
-// Run creates a workspace volume and a container, copies s.Dir into it, runs
-// s.Command there, and removes both, whatever happened. See Docker.
+// Run creates a container with a workspace volume, copies s.Dir into it, runs
+// s.Command there, and removes both, whatever happened (in the background
+// unless the run mounted caches). See Docker.
 func (d *Docker) Run(ctx context.Context, s pullwright.RunSpec) (pullwright.RunResult, error) {
 	if s.Timeout <= 0 {
 		s.Timeout = d.cfg.Timeout
@@ -526,32 +534,34 @@ func (d *Docker) labels(s pullwright.RunSpec) map[string]string {
 	return labels
 }
 
-// createVolume creates the run's /workspace: a tmpfs of size bytes whose
-// root belongs to the sandbox user, so the command can write there without
-// any chown, and whose pages are memory, never the engine host's disk. Like
-// /tmp it is nosuid and nodev: a set-uid file or a device node in the copy
-// must not become a way out.
-func (d *Docker) createVolume(ctx context.Context, s pullwright.RunSpec, size int64) (string, error) {
+// runVolume is a volume of the run's own at target (its /workspace, a
+// fenced run's tools): a tmpfs of size bytes whose root belongs to the
+// sandbox user, so the command can write there without any chown, and whose
+// pages are memory, never the engine host's disk. Like /tmp it is nosuid and
+// nodev: a set-uid file or a device node in the copy must not become a way
+// out. The engine makes it with the container, and as it has no name,
+// removing the container with its volumes removes it: no call of its own
+// either way. It carries the run's labels, so CleanupOrphans finds one that
+// outlived its container.
+func (d *Docker) runVolume(s pullwright.RunSpec, target string, size int64) mount.Mount {
 	uid, gid, _ := parseUser(d.cfg.User)
-	v, err := d.cli.VolumeCreate(ctx, client.VolumeCreateOptions{
-		Name:   volumePrefix + randomHex(6),
-		Driver: "local",
-		DriverOpts: map[string]string{
-			"type":   "tmpfs",
-			"device": "tmpfs",
-			"o":      fmt.Sprintf("size=%d,uid=%d,gid=%d,mode=0700,nosuid,nodev", size, uid, gid),
-		},
-		Labels: d.labels(s),
-	})
-	if err != nil {
-		return "", fmt.Errorf("create workspace volume: %w", err)
-	}
-	return v.Volume.Name, nil
+	return d.tmpfsVolume(s, target, fmt.Sprintf("size=%d,uid=%d,gid=%d,mode=0700,nosuid,nodev", size, uid, gid))
 }
 
-// containerConfig is what a run's container is created with, its workspace
-// being the volume named volume.
-func (d *Docker) containerConfig(s pullwright.RunSpec, image, volume string, lim limits) client.ContainerCreateOptions {
+// tmpfsVolume is a volume the engine makes with the container, and
+// removes with it, at target: a tmpfs mounted with options o.
+func (d *Docker) tmpfsVolume(s pullwright.RunSpec, target, o string) mount.Mount {
+	return mount.Mount{Type: mount.TypeVolume, Target: target, VolumeOptions: &mount.VolumeOptions{
+		NoCopy: true,
+		Labels: d.labels(s),
+		DriverConfig: &mount.Driver{Name: "local", Options: map[string]string{
+			"type": "tmpfs", "device": "tmpfs", "o": o,
+		}},
+	}}
+}
+
+// containerConfig is what a run's container is created with.
+func (d *Docker) containerConfig(s pullwright.RunSpec, image string, lim limits) client.ContainerCreateOptions {
 	pids := d.cfg.PidsLimit
 	return client.ContainerCreateOptions{
 		Name: "pullwright-run-" + randomHex(6),
@@ -584,7 +594,7 @@ func (d *Docker) containerConfig(s pullwright.RunSpec, image, volume string, lim
 			Tmpfs:          d.tmpfs(lim),
 			// NoCopy: the workspace starts empty and gets the approved
 			// files only, whatever the image has at that path.
-			Mounts: d.mounts(s, volume, lim),
+			Mounts: d.mounts(s, lim),
 			Resources: container.Resources{
 				Memory:     lim.memory,
 				MemorySwap: lim.memory,
@@ -612,16 +622,14 @@ func sandboxEnv(s pullwright.RunSpec) []string {
 // run's tools.
 // NoCopy: each starts empty and gets only what the runner copies in,
 // whatever the image has at that path.
-func (d *Docker) mounts(s pullwright.RunSpec, volume string, lim limits) []mount.Mount {
-	m := []mount.Mount{{Type: mount.TypeVolume, Source: volume, Target: SandboxWorkdir,
-		VolumeOptions: &mount.VolumeOptions{NoCopy: true}}}
+func (d *Docker) mounts(s pullwright.RunSpec, lim limits) []mount.Mount {
+	m := []mount.Mount{d.runVolume(s, SandboxWorkdir, lim.disk)}
 	for _, c := range s.Caches {
 		m = append(m, mount.Mount{Type: mount.TypeVolume, Source: c.Volume, Target: c.Target, ReadOnly: c.ReadOnly,
 			VolumeOptions: &mount.VolumeOptions{NoCopy: true}})
 	}
-	if lim.tools != "" {
-		m = append(m, mount.Mount{Type: mount.TypeVolume, Source: lim.tools, Target: ToolsDir,
-			VolumeOptions: &mount.VolumeOptions{NoCopy: true}})
+	if d.needsTools(s) {
+		m = append(m, d.toolsVolume(s))
 	}
 	return m
 }
@@ -649,24 +657,7 @@ func (d *Docker) tmpfs(lim limits) map[string]string {
 // in, lets the command go and waits for it; see Run.
 func (d *Docker) run(ctx context.Context, log *slog.Logger, s pullwright.RunSpec, image string, lim limits) (pullwright.RunResult, error) {
 	res := pullwright.RunResult{ExitCode: -1}
-	volume, err := d.createVolume(ctx, s, lim.disk)
-	if err != nil {
-		if ctx.Err() != nil {
-			return res, fmt.Errorf("run: %w", ctx.Err())
-		}
-		return res, err
-	}
-	log = log.With("volume", volume)
-	defer d.removeVolume(log, volume) // after the container, which holds it
-	if d.needsTools(s) {
-		tools, err := d.createToolsVolume(ctx, s)
-		if err != nil {
-			return res, err
-		}
-		defer d.removeVolume(log, tools)
-		lim.tools = tools
-	}
-	created, err := d.cli.ContainerCreate(ctx, d.containerConfig(s, image, volume, lim))
+	created, err := d.cli.ContainerCreate(ctx, d.containerConfig(s, image, lim))
 	if err != nil {
 		if ctx.Err() != nil {
 			return res, fmt.Errorf("run: %w", ctx.Err())
@@ -675,17 +666,18 @@ func (d *Docker) run(ctx context.Context, log *slog.Logger, s pullwright.RunSpec
 	}
 	id := created.ID
 	log = log.With("container", shortID(id))
+	// The container goes with its volumes, whatever happens next: the
+	// first defer, so that it comes after everything else that uses it.
+	defer d.discard(log, id, len(s.Caches) > 0)
 	for _, w := range created.Warnings {
 		if _, seen := d.warned.LoadOrStore(w, true); !seen {
 			log.Warn("runner: Docker warning", "warning", w)
 		}
 	}
-	defer d.remove(log, id)
 
-	// Attach before starting, so no output is missed, and register the
-	// wait before starting, so the exit is not missed either. Both live on
-	// a context of their own: after a timeout or cancel they are still
-	// needed to see the container end.
+	// Attach before starting, so no output is missed. The attach and the
+	// wait live on a context of their own: after a timeout or cancel they
+	// are still needed to see the container end.
 	streamCtx, cancelStream := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelStream()
 	attach, err := d.cli.ContainerAttach(streamCtx, id, client.ContainerAttachOptions{
@@ -708,7 +700,6 @@ func (d *Docker) run(ctx context.Context, log *slog.Logger, s pullwright.RunSpec
 		attach.Close()
 		<-copied
 	}()
-	wait := d.cli.ContainerWait(streamCtx, id, client.ContainerWaitOptions{Condition: container.WaitConditionNextExit})
 
 	// The copy goes into the running container: the engine writes into
 	// the volume only while it is mounted for a running container (before
@@ -770,6 +761,11 @@ func (d *Docker) run(ctx context.Context, log *slog.Logger, s pullwright.RunSpec
 	if d.onStarted != nil {
 		d.onStarted()
 	}
+	// Asked now, while the command runs, not on the way to the go-ahead:
+	// until the go-ahead the container could only be running (its entry
+	// point waits for it), and "not running" is answered at once for one
+	// that has already ended, so no exit is missed.
+	wait := d.cli.ContainerWait(streamCtx, id, client.ContainerWaitOptions{Condition: container.WaitConditionNotRunning})
 
 	timer := time.NewTimer(s.Timeout)
 	defer timer.Stop()
@@ -908,19 +904,22 @@ func (d *Docker) copyIn(ctx context.Context, id, dir string, size int64, links [
 	return nil
 }
 
-// removeVolume removes the run's workspace volume, on a fresh context like
-// remove, and after it: the engine refuses to remove a volume in use.
-func (d *Docker) removeVolume(log *slog.Logger, name string) {
-	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
-	defer cancel()
-	_, err := d.cli.VolumeRemove(ctx, name, client.VolumeRemoveOptions{})
-	if err != nil && !cerrdefs.IsNotFound(err) {
-		log.Error("runner: remove workspace volume", "err", err)
+// discard removes a run's container with its volumes. The run's result is
+// known by then and does not depend on it, so unless now is set it happens
+// in the background, off the time the caller waits for; Close and
+// CleanupOrphans wait for it. now is for a run that mounted volumes it does
+// not own (caches): whoever owns them may remove them as soon as Run
+// returns, and the engine would refuse while this container holds them.
+func (d *Docker) discard(log *slog.Logger, id string, now bool) {
+	if now {
+		d.remove(log, id)
+		return
 	}
+	d.removals.Go(func() { d.remove(log, id) })
 }
 
-// remove force-removes the container, on a fresh context: it must happen
-// also when the run's context is done.
+// remove force-removes the container and its own volumes (runVolume), on a
+// fresh context: it must happen also when the run's context is done.
 func (d *Docker) remove(log *slog.Logger, id string) {
 	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
 	defer cancel()
@@ -936,8 +935,13 @@ func (d *Docker) remove(log *slog.Logger, id string) {
 // and, if DockerConfig.TempDir is set, the workspace copies older versions
 // left in it. Call it when the bot starts, before any run: whatever it finds
 // was left by a bot that died. It returns how many containers it removed;
-// each run has one volume besides, which is only logged.
+// a run's volumes go with its container, and one found without it (one the
+// engine failed to remove with it, or an older version's named workspace
+// volume) is removed and only logged.
 func (d *Docker) CleanupOrphans(ctx context.Context) (int, error) {
+	// A run's own removal still under way is no orphan: racing it would
+	// only make the engine refuse one of the two.
+	d.removals.Wait()
 	filters := client.Filters{}.Add("label", LabelManaged+"=true")
 	if d.cfg.Owner != "" {
 		filters = filters.Add("label", LabelOwner+"="+d.cfg.Owner)

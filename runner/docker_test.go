@@ -56,6 +56,7 @@ func newDocker(t *testing.T, cfg runner.DockerConfig) *runner.Docker {
 	}
 	t.Cleanup(func() {
 		defer d.Close()
+		runner.WaitRemovals(d)
 		if left := ownedContainers(t, cfg.Owner); len(left) > 0 {
 			t.Errorf("containers left behind: %v", left)
 		}
@@ -634,6 +635,53 @@ func TestDockerCleanupOrphans(t *testing.T) {
 	}
 	// newDocker's clean-up checks that no container of owner and nothing in
 	// tmp is left.
+}
+
+// TestDockerRemovesWhatItRan: a run's container and volume are gone once
+// Close returns, and already when Run returns if the run mounted a cache,
+// which its owner may then remove at once.
+func TestDockerRemovesWhatItRan(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	cli, err := client.New(client.FromEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+
+	d := newDocker(t, runner.DockerConfig{})
+	cache := cacheVolume(t)
+	res, err := d.Run(ctx, pullwright.RunSpec{Dir: t.TempDir(), Command: "test -d /deps",
+		Caches: []pullwright.CacheMount{{Volume: cache, Target: "/deps", ReadOnly: true}}})
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("run with a cache: %v %+v", err, res)
+	}
+	if left := ownedContainers(t, d.Config().Owner); len(left) > 0 {
+		t.Errorf("containers left when Run returned: %v", left)
+	}
+	if _, err := cli.VolumeRemove(ctx, cache, client.VolumeRemoveOptions{}); err != nil {
+		t.Errorf("remove the cache after the run: %v", err)
+	}
+
+	owner := fmt.Sprintf("closed-%d-%d", os.Getpid(), testOwners.Add(1))
+	closed, err := runner.NewDocker(runner.DockerConfig{Image: sandboxImage(t), Owner: owner,
+		Logger: slog.New(slog.NewTextHandler(t.Output(), nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err = closed.Run(ctx, pullwright.RunSpec{Dir: t.TempDir(), Command: "true"})
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("run: %v %+v", err, res)
+	}
+	if err := closed.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if left := ownedContainers(t, owner); len(left) > 0 {
+		t.Errorf("containers left after Close: %v", left)
+	}
+	if left := ownedVolumes(t, owner); len(left) > 0 {
+		t.Errorf("volumes left after Close: %v", left)
+	}
 }
 
 func TestImageFor(t *testing.T) {

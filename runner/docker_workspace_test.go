@@ -46,9 +46,10 @@ func ownedVolumes(t testing.TB, owner string) []string {
 }
 
 // assertNothingLeft fails the test if a container or volume of d's owner is
-// still there: Run removes both before it returns.
+// still there once the removals Run left in the background are done.
 func assertNothingLeft(t *testing.T, d *runner.Docker) {
 	t.Helper()
+	runner.WaitRemovals(d)
 	owner := d.Config().Owner
 	if left := ownedContainers(t, owner); len(left) > 0 {
 		t.Errorf("containers left after Run: %v", left)

@@ -16,8 +16,8 @@ import (
 // pages appended to the WAL, and a COMMIT, whatever it holds. Deliveries
 // come in bursts (a label on ten issues, a CI run's check suites), and
 // with eight senders each delivery waited for the seven before it to
-// commit one by one: eight senders did less than one (README,
-// Benchmarks). Here, whoever gets the write connection next takes every
+// commit one by one: eight senders did less than one
+// (docs/benchmarks.md). Here, whoever gets the write connection next takes every
 // Record queued by then and commits them in one transaction, each in a
 // savepoint, so a duplicate or a second fix on one issue is refused alone.
 // No Record is answered before the commit that holds it, so "committed

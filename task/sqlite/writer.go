@@ -14,7 +14,7 @@ import (
 // its own, the others waited in SQLite's busy handler, which sleeps in
 // growing steps (up to 100 ms) and wakes them in no order: with eight
 // concurrent deliveries ingest did 3.6 times less than with one, and one in
-// a hundred waited over half a second (README, Benchmarks). Queued here
+// a hundred waited over half a second (docs/benchmarks.md). Queued here
 // instead, a write waits for exactly the writes ahead of it, and its context
 // can end the wait. The database/sql pool of one connection would also
 // serialise them, but it hands a freed connection to a random waiter, so
