@@ -441,6 +441,19 @@ func (d *Docker) Run(ctx context.Context, s pullwright.RunSpec) (pullwright.RunR
 	return d.run(ctx, log, s, image, lim)
 }
 
+// maxLoggedCommand bounds what a log line keeps of a command: an
+// approved command is at most 4096 bytes and its record keeps it whole,
+// but a setup's script carries the build cache program's source.
+const maxLoggedCommand = 1000
+
+// loggedCommand is command as a log line keeps it.
+func loggedCommand(command string) string {
+	if len(command) <= maxLoggedCommand {
+		return command
+	}
+	return strings.ToValidUTF8(command[:maxLoggedCommand], "") + fmt.Sprintf("… [%d bytes more]", len(command)-maxLoggedCommand)
+}
+
 // firstNonEmpty returns a, or b if a is empty.
 func firstNonEmpty(a, b string) string {
 	if a != "" {
@@ -748,7 +761,7 @@ func (d *Docker) run(ctx context.Context, log *slog.Logger, s pullwright.RunSpec
 		defer stop()
 	}
 
-	log.Info("runner: start", "command", s.Command, "timeout", s.Timeout,
+	log.Info("runner: start", "command", loggedCommand(s.Command), "timeout", s.Timeout,
 		"network", lim.network, "memory", lim.memory, "nano_cpus", lim.nanoCPUs, "disk", lim.disk)
 	if _, err := attach.Conn.Write([]byte("\n")); err != nil {
 		return res, fmt.Errorf("start command: %w", err)
@@ -844,7 +857,7 @@ func (d *Docker) run(ctx context.Context, log *slog.Logger, s pullwright.RunSpec
 	}
 	res.Output, res.Truncated = out.String()
 
-	log.Info("runner: end", "command", s.Command, "exit_code", res.ExitCode,
+	log.Info("runner: end", "command", loggedCommand(s.Command), "exit_code", res.ExitCode,
 		"duration", res.Duration, "timed_out", res.TimedOut, "oom_killed", res.OOMKilled,
 		"out_of_space", noSpace.seen, "cancelled", cancelled, "output_bytes", out.total, "truncated", res.Truncated)
 	if cancelled {

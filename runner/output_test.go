@@ -1,12 +1,14 @@
 package runner
 
 import (
+	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"os/exec"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/pullwright/pullwright"
 )
@@ -128,5 +130,19 @@ func TestPhraseSpotter(t *testing.T) {
 				t.Errorf("carries %d bytes, want fewer than %d", len(p.buf), len(p.phrase))
 			}
 		})
+	}
+}
+
+// A setup's script, which carries the build cache program's source, is
+// cut in the log; an approved command is logged whole.
+func TestLoggedCommand(t *testing.T) {
+	short := strings.Repeat("x", maxLoggedCommand)
+	if got := loggedCommand(short); got != short {
+		t.Errorf("a command of %d bytes was cut: %q", len(short), got)
+	}
+	long := strings.Repeat("é", maxLoggedCommand) // 2 bytes each
+	got := loggedCommand(long)
+	if !strings.HasSuffix(got, fmt.Sprintf("… [%d bytes more]", len(long)-maxLoggedCommand)) || !utf8.ValidString(got) || len(got) > maxLoggedCommand+30 {
+		t.Errorf("loggedCommand of %d bytes = %q", len(long), got)
 	}
 }
