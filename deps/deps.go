@@ -510,6 +510,11 @@ func yarnFiles(fsys fs.FS, dir string, has func(string) bool) (files, named []st
 	}
 	n := 0
 	for _, r := range refs {
+		// Yarn expands ${NAME} and ${NAME:-fallback} in its settings:
+		// what such a path names is not known here.
+		if strings.Contains(r, "$") {
+			return nil, nil, fmt.Errorf("read %s: Yarn runs %s, which names a variable Yarn expands", path.Join(dir, ".yarnrc*"), r)
+		}
 		p, ok := inTree(dir, r)
 		if !ok {
 			return nil, nil, fmt.Errorf("read %s: Yarn runs %s, which is outside the repository", path.Join(dir, ".yarnrc*"), r)

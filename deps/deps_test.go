@@ -638,6 +638,7 @@ func TestDetectFailsClosed(t *testing.T) {
 		{"requirements: an absolute path", tree("requirements.txt", "-r /etc/passwd\n"), "read requirements.txt, line 1: /etc/passwd is outside the repository"},
 		{"requirements: out of the tree", tree("requirements.txt", "-r ok.txt\n", "ok.txt", "\n\n-c ../../x.txt\n"), "read ok.txt, line 3: ../../x.txt is outside the repository"},
 		{"requirements: a variable", tree("requirements.txt", "-r ${REQS}/x.txt\n"), "holds a variable"},
+		{"yarn: a variable in yarnPath", tree("yarn.lock", "", "package.json", "{}", ".yarnrc.yml", "yarnPath: ${UNSET:-scripts/evil.cjs}\n"), "names a variable Yarn expands"},
 		{"requirements: quotes", tree("requirements.txt", "-r 'a b.txt'\n"), "line 1: quotes or backslashes"},
 		{"requirements: a file: URL", tree("requirements.txt", "-r file:x.txt\n"), "names a file: URL"},
 		{"requirements: no file", tree("requirements.txt", "-c\n"), "line 1: -c names no file"},
