@@ -45,8 +45,9 @@ const eof = "PULLWRIGHT_GOCACHEPROG_SOURCE"
 // shell takes as they are), that builds the program into the cache at
 // cacheDir and compiles each module's packages and tests into the shared
 // layer there with it. It runs in the environment of an approved run
-// (GOPROXY=off: what compiles is what setup fetched). A package that does
-// not compile is no failure of setup: its run compiles it, and says why.
+// (GOPROXY=off: what compiles is what setup fetched). It fails only when
+// the program cannot be built; a package that does not compile is left
+// out (its runs compile it, and say why).
 func Warm(cacheDir string, moduleDirs []string) string {
 	tool, store := path.Join(cacheDir, Tool), path.Join(cacheDir, Store)
 	prog := tool + " -own " + store
@@ -55,7 +56,9 @@ func Warm(cacheDir string, moduleDirs []string) string {
 	fmt.Fprintf(&b, "cat > \"$src/main.go\" <<'%s'\n%s%s\n", eof, source, eof)
 	// Its own build cache, GOFLAGS and toolchain: the repository's
 	// settings are not the program's.
-	fmt.Fprintf(&b, "(cd \"$src\" && GOFLAGS= GOTOOLCHAIN=local CGO_ENABLED=0 GOCACHE=\"$src/cache\" go build -trimpath -o %s main.go)\n", tool)
+	// Written whole or not at all: a run is given the program only when
+	// it is there, and a build cut short must not leave half of one.
+	fmt.Fprintf(&b, "(cd \"$src\" && GOENV=off GOWORK=off GOFLAGS= GOTOOLCHAIN=local CGO_ENABLED=0 GOCACHE=\"$src/cache\" go build -trimpath -o %[1]s.new main.go && mv %[1]s.new %[1]s) || exit 1\n", tool)
 	for _, d := range moduleDirs {
 		fmt.Fprintf(&b, "(cd %s && GOCACHEPROG=%q GOPROXY=off go build ./... >/dev/null 2>&1; GOCACHEPROG=%q GOPROXY=off go test -exec true ./... >/dev/null 2>&1) || echo 'pullwright: some packages in %s did not compile; runs compile them'\n",
 			d, prog, prog, d)

@@ -29,6 +29,9 @@ const (
 	// engine's disk when it was made ready; approved runs only read it,
 	// so it stays that size.
 	LabelCacheBytes = "pullwright.cache.bytes"
+	// LabelCacheBuild, on the marker, says the cache holds a build cache
+	// and the program runs read it with (BuildCache).
+	LabelCacheBuild = "pullwright.cache.build"
 )
 
 // Cache is a repository's dependency cache for one plan key: a volume on
@@ -39,6 +42,9 @@ type Cache struct {
 	Key    string
 	// Ready is true once a setup run filled it completely.
 	Ready bool
+	// BuildCache is true when it holds a build cache and the program that
+	// serves it to runs (its marker says so, or its setup found them).
+	BuildCache bool
 }
 
 // CacheVolumeName is the volume of repo's cache for key.
@@ -52,8 +58,8 @@ func readyName(volume string) string { return volume + "-ready" }
 // Cache returns repo's cache for key, making its volume if there is none.
 func (d *Docker) Cache(ctx context.Context, repo, key string) (Cache, error) {
 	c := Cache{Volume: CacheVolumeName(repo, key), Repo: repo, Key: key}
-	if _, err := d.cli.VolumeInspect(ctx, readyName(c.Volume), client.VolumeInspectOptions{}); err == nil {
-		c.Ready = true
+	if m, err := d.cli.VolumeInspect(ctx, readyName(c.Volume), client.VolumeInspectOptions{}); err == nil {
+		c.Ready, c.BuildCache = true, m.Volume.Labels[LabelCacheBuild] == "true"
 		return c, nil
 	} else if !cerrdefs.IsNotFound(err) {
 		return c, fmt.Errorf("inspect cache %s: %w", c.Volume, err)
@@ -67,12 +73,15 @@ func (d *Docker) Cache(ctx context.Context, repo, key string) (Cache, error) {
 	return c, nil
 }
 
-// MarkCacheReady records that a setup run filled c completely, and that
-// it holds bytes (-1: not known).
+// MarkCacheReady records that a setup run filled c completely, that it
+// holds bytes (-1: not known), and whether it holds a build cache.
 func (d *Docker) MarkCacheReady(ctx context.Context, c Cache, bytes int64) error {
 	labels := d.cacheLabels(c, true)
 	if bytes >= 0 {
 		labels[LabelCacheBytes] = strconv.FormatInt(bytes, 10)
+	}
+	if c.BuildCache {
+		labels[LabelCacheBuild] = "true"
 	}
 	if _, err := d.cli.VolumeCreate(ctx, client.VolumeCreateOptions{Name: readyName(c.Volume), Driver: "local", Labels: labels}); err != nil {
 		return fmt.Errorf("mark cache %s ready: %w", c.Volume, err)

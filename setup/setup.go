@@ -206,14 +206,8 @@ func (s *Setup) prepare(ctx context.Context, req pullwright.SetupRequest) (prepa
 		}
 		log.Info("setup: running", "steps", plan.Steps, "ecosystems", plan.Ecosystems)
 		// On the default branch's files: what fills a shared cache is
-		// code nobody but the default branch wrote. Only here is the
-		// build cache warmed: it is what every later run of the
-		// repository trusts.
-		command := script(plan)
-		if len(modules) > 0 {
-			command += "\n" + buildcache.Warm(Dir, modules)
-		}
-		if err := s.run(ctx, &p, req.Base, image, cache.Volume, command, req, proxy); err != nil || p.Failed {
+		// code nobody but the default branch wrote.
+		if err := s.run(ctx, &p, req.Base, image, cache.Volume, script(plan), req, proxy); err != nil || p.Failed {
 			// What a failed setup wrote is no cache: the next one starts
 			// from nothing, and nothing is left on the engine's disk.
 			if rmErr := s.Runner.RemoveCache(context.WithoutCancel(ctx), cache.Volume); rmErr != nil {
@@ -221,7 +215,14 @@ func (s *Setup) prepare(ctx context.Context, req pullwright.SetupRequest) (prepa
 			}
 			return fail(p, err)
 		}
-		if err := s.Runner.MarkCacheReady(ctx, cache, s.measure(ctx, image, cache.Volume, req)); err != nil {
+		// Only here is the build cache warmed: it is what every later
+		// run of the repository trusts.
+		if len(modules) > 0 {
+			s.warm(ctx, image, cache.Volume, req, plan, modules)
+		}
+		bytes, build := s.measure(ctx, image, cache.Volume, req)
+		cache.BuildCache = build && len(modules) > 0
+		if err := s.Runner.MarkCacheReady(ctx, cache, bytes); err != nil {
 			return fail(p, err)
 		}
 		// The engine dates the marker to the second, and a cache used
@@ -239,7 +240,7 @@ func (s *Setup) prepare(ctx context.Context, req pullwright.SetupRequest) (prepa
 	p.release = func(context.Context) { once.Do(func() { s.unhold(cache.Volume) }) }
 	p.Caches = []pullwright.CacheMount{{Volume: cache.Volume, Target: Mount, ReadOnly: true}}
 	p.Env, p.Links = env(plan, false), links(plan)
-	if len(modules) > 0 {
+	if cache.BuildCache {
 		p.Env = append(p.Env, buildcache.RunEnv(Dir))
 	}
 	return p, nil
@@ -341,36 +342,63 @@ func (s *Setup) run(ctx context.Context, p *prepared, dir, image, volume, comman
 	return nil
 }
 
+// warm compiles the default branch's packages into the cache in volume
+// (buildcache.Warm), with no network and in the environment of an
+// approved run. It is a run of its own after the setup's, and nothing it
+// does fails the setup: a build that does not finish in the run's time or
+// memory leaves what it compiled, and measure says whether runs can use it.
+func (s *Setup) warm(ctx context.Context, image, volume string, req pullwright.SetupRequest, plan deps.Plan, modules []string) {
+	log := s.logger().With("repo", req.Repo, "cache", volume)
+	res, err := s.Runner.Run(ctx, pullwright.RunSpec{
+		Dir: req.Base, Image: image, Command: buildcache.Warm(Dir, modules),
+		Caches: []pullwright.CacheMount{{Volume: volume, Target: Mount}},
+		Env:    env(plan, false),
+		Memory: req.Memory, Disk: req.Disk, NanoCPUs: req.NanoCPUs, Timeout: req.Timeout, Labels: req.Labels,
+	})
+	if err != nil || res.ExitCode != 0 {
+		log.Warn("setup: the build cache was not warmed whole", "err", err, "exit_code", res.ExitCode,
+			"timed_out", res.TimedOut, "oom_killed", res.OOMKilled, "output", tailLines(res.Output, 5))
+		return
+	}
+	log.Info("setup: warmed the build cache", "duration", res.Duration)
+}
+
 // measure is what the cache in volume holds on the engine's disk, as
 // the image's du counts it in a sandbox of its own that runs nothing of
-// the repository's, the cache read-only: -1 when that cannot be told.
-// Runs only read a ready cache, so its size is measured once, here.
-func (s *Setup) measure(ctx context.Context, image, volume string, req pullwright.SetupRequest) int64 {
+// the repository's, the cache read-only (bytes is -1 when that cannot be
+// told), and whether it holds the program that serves its build cache.
+// Runs only read a ready cache, so it is measured once, here.
+func (s *Setup) measure(ctx context.Context, image, volume string, req pullwright.SetupRequest) (bytes int64, build bool) {
 	log := s.logger().With("repo", req.Repo, "cache", volume)
 	empty, err := os.MkdirTemp("", "pullwright-measure-")
 	if err != nil {
 		log.Warn("setup: measure the cache", "err", err)
-		return -1
+		return -1, false
 	}
 	defer os.RemoveAll(empty)
+	const built = "pullwright: build cache"
 	res, err := s.Runner.Run(ctx, pullwright.RunSpec{
-		Dir: empty, Image: image, Command: "du -sk " + Mount, Timeout: 5 * time.Minute,
-		Caches: []pullwright.CacheMount{{Volume: volume, Target: Mount, ReadOnly: true}},
-		Memory: req.Memory, NanoCPUs: req.NanoCPUs, Labels: req.Labels,
+		Dir: empty, Image: image, Timeout: 5 * time.Minute,
+		Command: "du -sk " + Mount + "; if [ -x " + path.Join(Dir, buildcache.Tool) + " ]; then echo '" + built + "'; fi",
+		Caches:  []pullwright.CacheMount{{Volume: volume, Target: Mount, ReadOnly: true}},
+		Memory:  req.Memory, NanoCPUs: req.NanoCPUs, Labels: req.Labels,
 	})
+	if err != nil {
+		log.Warn("setup: measure the cache", "err", err)
+		return -1, false
+	}
 	var kib int64 = -1
-	if err == nil && res.ExitCode == 0 {
-		if f := strings.Fields(res.Output); len(f) > 0 {
-			if n, perr := strconv.ParseInt(f[0], 10, 64); perr == nil && n >= 0 {
-				kib = n
-			}
+	if f := strings.Fields(res.Output); len(f) > 0 {
+		if n, perr := strconv.ParseInt(f[0], 10, 64); perr == nil && n >= 0 {
+			kib = n
 		}
 	}
+	build = strings.Contains(res.Output, "\n"+built+"\n")
 	if kib < 0 {
-		log.Warn("setup: measure the cache", "err", err, "exit_code", res.ExitCode, "output", tailLines(res.Output, 3))
-		return -1
+		log.Warn("setup: measure the cache", "exit_code", res.ExitCode, "output", tailLines(res.Output, 3))
+		return -1, build
 	}
-	return kib << 10
+	return kib << 10, build
 }
 
 // lock serialises the setups of one key in this process: two tasks must

@@ -355,3 +355,28 @@ func TestEvictionBySizeSparesACacheInUse(t *testing.T) {
 		t.Errorf("after the third setup the caches hold %d bytes; want both kept ones counted", three.CacheBytes)
 	}
 }
+
+// A repository with a Go module whose image has no Go (its own setup
+// steps, a Node image) still sets up: the build cache is warmed on the
+// side, and without the program a run is not pointed at it.
+func TestPrepareWithoutGoInTheImage(t *testing.T) {
+	image := sandboxtest.NodeAndPython(t)
+	repo := fmt.Sprintf("test/setup-nogo-%d", os.Getpid())
+	d := newDocker(t, repo, image)
+	s := &setup.Setup{Runner: d, Resolver: fencetest.Resolver(), Logger: slog.New(slog.NewTextHandler(t.Output(), nil))}
+	dir := write(t, map[string]string{"go.mod": "module example.com/tool\n\ngo 1.24\n", "main.go": "package main\n\nfunc main() {}\n"})
+	p, err := s.Prepare(t.Context(), pullwright.SetupRequest{Repo: repo, Dir: dir, Base: dir, Image: image, Timeout: 2 * time.Minute,
+		Setup: []string{"echo fetched > \"$PULLWRIGHT_DEPS/x\""}})
+	if err != nil || p.Record == nil || p.Record.Failed {
+		t.Fatalf("prepare = %+v, %v", p, err)
+	}
+	defer p.Release(t.Context())
+	for _, e := range p.Env {
+		if strings.HasPrefix(e, "GOCACHEPROG=") {
+			t.Errorf("a run is pointed at a build cache program the setup could not build: %s", e)
+		}
+	}
+	if !p.Measured || p.CacheBytes <= 0 {
+		t.Errorf("the cache was not measured: %+v", p)
+	}
+}
