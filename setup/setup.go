@@ -207,7 +207,7 @@ func (s *Setup) prepare(ctx context.Context, req pullwright.SetupRequest) (prepa
 		log.Info("setup: running", "steps", plan.Steps, "ecosystems", plan.Ecosystems)
 		// On the default branch's files: what fills a shared cache is
 		// code nobody but the default branch wrote.
-		if err := s.run(ctx, &p, req.Base, image, cache.Volume, script(plan), req, proxy); err != nil || p.Failed {
+		if err := s.run(ctx, &p, req.Base, image, cache.Volume, req, proxy); err != nil || p.Failed {
 			// What a failed setup wrote is no cache: the next one starts
 			// from nothing, and nothing is left on the engine's disk.
 			if rmErr := s.Runner.RemoveCache(context.WithoutCancel(ctx), cache.Volume); rmErr != nil {
@@ -289,7 +289,7 @@ func (s *Setup) private(ctx context.Context, req pullwright.SetupRequest, image 
 		p.Release(ctx)
 		return prepared{Plan: plan}, err
 	}
-	if err := s.run(ctx, &p, req.Dir, image, volume, script(plan), req, proxy); err != nil || p.Failed {
+	if err := s.run(ctx, &p, req.Dir, image, volume, req, proxy); err != nil || p.Failed {
 		p.Release(ctx)
 		p.release = nil
 		return p, err
@@ -320,11 +320,11 @@ func (s *Setup) proxy(ctx context.Context, req pullwright.SetupRequest, image st
 	return proxy, nil
 }
 
-// run runs command (the plan's steps) on the files in dir into volume,
-// behind proxy, recording the outcome in p.
-func (s *Setup) run(ctx context.Context, p *prepared, dir, image, volume, command string, req pullwright.SetupRequest, proxy *fence.Proxy) error {
+// run runs the plan's steps on the files in dir into volume, behind
+// proxy, recording the outcome in p.
+func (s *Setup) run(ctx context.Context, p *prepared, dir, image, volume string, req pullwright.SetupRequest, proxy *fence.Proxy) error {
 	res, err := s.Runner.Run(ctx, pullwright.RunSpec{
-		Dir: dir, Image: image, Command: command, Route: proxy,
+		Dir: dir, Image: image, Command: script(p.Plan), Route: proxy,
 		Caches: []pullwright.CacheMount{{Volume: volume, Target: Mount}},
 		Env:    env(p.Plan, true),
 		Memory: req.Memory, Disk: req.Disk, NanoCPUs: req.NanoCPUs, Timeout: req.Timeout,
