@@ -388,7 +388,10 @@ func (s *Setup) measure(ctx context.Context, image, volume string, req pullwrigh
 		return -1, false
 	}
 	var kib int64 = -1
-	if f := strings.Fields(res.Output); len(f) > 0 {
+	// du that could not read all of it (a directory the setup left
+	// unreadable) prints a sum of what it could, and fails: that sum is
+	// no size.
+	if f := strings.Fields(res.Output); res.ExitCode == 0 && len(f) > 0 {
 		if n, perr := strconv.ParseInt(f[0], 10, 64); perr == nil && n >= 0 {
 			kib = n
 		}
@@ -626,7 +629,8 @@ type Limits struct {
 	// Keep is how many a repository keeps (DefaultKeep if 0).
 	Keep int
 	// RepoBytes caps what one repository's hold, HostBytes what all of
-	// them hold; 0 is no cap. A size the engine did not report counts 0.
+	// them hold; 0 is no cap. Under either cap, a cache whose size is
+	// unknown goes first (a run's held cache stays, and counts 0).
 	RepoBytes, HostBytes int64
 }
 
@@ -667,6 +671,16 @@ func Evictions(all []runner.ReadyCache, used map[string]time.Time, held map[stri
 			continue
 		}
 		drop(c)
+	}
+	// A cache whose size could not be told may be any size: under a cap
+	// on bytes, it is over it. Counting it as nothing would let a setup
+	// that hides what it wrote (a directory du cannot read) fill the disk.
+	if l.RepoBytes > 0 || l.HostBytes > 0 {
+		for _, c := range order {
+			if !gone[c.Volume] && !held[c.Volume] && c.Bytes < 0 {
+				drop(c)
+			}
+		}
 	}
 	for i := len(order) - 1; i >= 0; i-- {
 		c := order[i]

@@ -356,6 +356,41 @@ func TestEvictionBySizeSparesACacheInUse(t *testing.T) {
 	}
 }
 
+// A setup that leaves part of its cache unreadable hides its size from
+// du, which then prints a sum of the rest: the cache's size is unknown,
+// and under a cap on bytes the next setup removes it rather than count it
+// as nothing.
+func TestACacheOfUnknownSizeIsOverTheCap(t *testing.T) {
+	image := sandboxtest.Image(t)
+	repo := fmt.Sprintf("test/setup-unknown-%d", os.Getpid())
+	d := newDocker(t, repo, image)
+	s := &setup.Setup{Runner: d, Resolver: fencetest.Resolver(), Limits: setup.Limits{Keep: 5, RepoBytes: 100 << 20},
+		Logger: slog.New(slog.NewTextHandler(t.Output(), nil))}
+	fill := func(cmd string) pullwright.SetupResult {
+		t.Helper()
+		dir := t.TempDir()
+		p, err := s.Prepare(t.Context(), pullwright.SetupRequest{Repo: repo, Dir: dir, Base: dir, Timeout: time.Minute, Setup: []string{cmd}})
+		if err != nil || p.Record == nil || p.Record.Failed {
+			t.Fatalf("setup %q = %+v, %v", cmd, p, err)
+		}
+		p.Release(t.Context())
+		return p
+	}
+	hidden := fill(`mkdir "$PULLWRIGHT_DEPS/h" && dd if=/dev/zero of="$PULLWRIGHT_DEPS/h/x" bs=1048576 count=2 2>/dev/null && chmod 000 "$PULLWRIGHT_DEPS/h"`)
+	ready, err := d.ReadyCaches(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(ready, func(c runner.ReadyCache) bool { return c.Volume == hidden.Caches[0].Volume })
+	if i < 0 || ready[i].Bytes != -1 {
+		t.Fatalf("ready caches %+v; want %s with an unknown size (-1)", ready, hidden.Caches[0].Volume)
+	}
+	next := fill(`echo fetched > "$PULLWRIGHT_DEPS/x"`)
+	if !slices.Equal(next.Evicted, []string{hidden.Caches[0].Volume}) {
+		t.Fatalf("the next setup evicted %v; want the cache of unknown size %s", next.Evicted, hidden.Caches[0].Volume)
+	}
+}
+
 // A repository with a Go module whose image has no Go (its own setup
 // steps, a Node image) still sets up: the build cache is warmed on the
 // side, and without the program a run is not pointed at it.
