@@ -12,6 +12,7 @@ import (
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 
 	"github.com/pullwright/pullwright"
@@ -192,4 +193,77 @@ func (d *Docker) RemoveCache(ctx context.Context, name string) error {
 		return fmt.Errorf("remove cache %s: %w", name, err)
 	}
 	return nil
+}
+
+// LabelCacheFill, on a claim's container, names the cache it claims;
+// LabelCacheFillUntil is when the claim lapses (RFC 3339).
+const (
+	LabelCacheFill      = "pullwright.cache.fill"
+	LabelCacheFillUntil = "pullwright.cache.fill.until"
+)
+
+// ClaimCache waits until no other process on the engine fills c, then
+// claims it for this one until release is called or ttl has passed: two
+// bots sharing an engine must not write one cache at once, nor one mark
+// it ready while the other writes. The claim is a container named for the
+// cache, made and never started: the engine refuses a second container of
+// a name, so the claim is taken or refused in one step on the engine.
+// image only has to be present (the setup's own).
+//
+// A claim left by a process that died lapses at its ttl (or is removed by
+// CleanupOrphans when that process's successor starts); a waiter then
+// takes it over. The caller looks the cache up again once it holds the
+// claim: the one it waited for may have made it ready.
+func (d *Docker) ClaimCache(ctx context.Context, c Cache, image string, ttl time.Duration) (release func(), err error) {
+	name := c.Volume + "-fill"
+	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 2*time.Second) {
+		labels := d.labels(pullwright.RunSpec{Labels: map[string]string{
+			LabelCacheFill:      c.Volume,
+			LabelCacheFillUntil: time.Now().Add(ttl).UTC().Format(time.RFC3339),
+		}})
+		res, err := d.cli.ContainerCreate(ctx, client.ContainerCreateOptions{
+			Name:       name,
+			Config:     &container.Config{Image: image, Cmd: []string{"true"}, Labels: labels, NetworkDisabled: true},
+			HostConfig: &container.HostConfig{NetworkMode: "none"},
+		})
+		if err == nil {
+			return func() {
+				ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+				defer cancel()
+				if _, err := d.cli.ContainerRemove(ctx, res.ID, client.ContainerRemoveOptions{Force: true}); err != nil && !cerrdefs.IsNotFound(err) {
+					d.log.Warn("runner: release a cache's claim", "cache", c.Volume, "err", err)
+				}
+			}, nil
+		}
+		if !cerrdefs.IsConflict(err) {
+			return nil, fmt.Errorf("claim cache %s: %w", c.Volume, err)
+		}
+		held, err := d.cli.ContainerInspect(ctx, name, client.ContainerInspectOptions{})
+		switch {
+		case cerrdefs.IsNotFound(err):
+			continue // released between the two calls
+		case err != nil:
+			return nil, fmt.Errorf("claim cache %s: inspect the claim: %w", c.Volume, err)
+		}
+		var on map[string]string
+		if held.Container.Config != nil {
+			on = held.Container.Config.Labels
+		}
+		if on[LabelCacheFill] != c.Volume {
+			return nil, fmt.Errorf("claim cache %s: a container named %s is there and is not a claim", c.Volume, name)
+		}
+		until, _ := time.Parse(time.RFC3339, on[LabelCacheFillUntil])
+		if time.Now().After(until) {
+			d.log.Warn("runner: a cache's claim lapsed; taking it over", "cache", c.Volume, "until", until)
+			if _, err := d.cli.ContainerRemove(ctx, held.Container.ID, client.ContainerRemoveOptions{Force: true}); err != nil && !cerrdefs.IsNotFound(err) {
+				return nil, fmt.Errorf("claim cache %s: remove a lapsed claim: %w", c.Volume, err)
+			}
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("claim cache %s: another process fills it: %w", c.Volume, context.Cause(ctx))
+		case <-time.After(wait):
+		}
+	}
 }

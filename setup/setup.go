@@ -198,6 +198,18 @@ func (s *Setup) prepare(ctx context.Context, req pullwright.SetupRequest) (prepa
 	if err != nil {
 		return fail(p, err)
 	}
+	if !cache.Ready {
+		// Another bot on the engine may be filling it: wait for it, then
+		// look again, since what it filled is ready now.
+		release, err := s.Runner.ClaimCache(ctx, cache, image, s.claimTTL(req))
+		if err != nil {
+			return fail(p, err)
+		}
+		defer release()
+		if cache, err = s.Runner.Cache(ctx, req.Repo, key); err != nil {
+			return fail(p, err)
+		}
+	}
 	log := s.logger().With("repo", req.Repo, "cache", cache.Volume, "key", plan.Key[:12])
 	if !cache.Ready {
 		proxy, err := s.proxy(ctx, req, image, plan)
@@ -244,6 +256,13 @@ func (s *Setup) prepare(ctx context.Context, req pullwright.SetupRequest) (prepa
 		p.Env = append(p.Env, buildcache.RunEnv(Dir))
 	}
 	return p, nil
+}
+
+// claimTTL is how long a claim to fill a cache lasts if its holder dies
+// and no successor clears it: the setup's run and the warm, each within
+// the run's timeout, and the measure.
+func (s *Setup) claimTTL(req pullwright.SetupRequest) time.Duration {
+	return 2*cmp.Or(req.Timeout, s.Runner.Config().Timeout, runner.DefaultTimeout) + 10*time.Minute
 }
 
 // goModules are the directories of plan's Go modules, whose packages a

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -353,6 +354,56 @@ func TestEvictionBySizeSparesACacheInUse(t *testing.T) {
 	}
 	if three.CacheBytes < 6<<20 {
 		t.Errorf("after the third setup the caches hold %d bytes; want both kept ones counted", three.CacheBytes)
+	}
+}
+
+// Two bots sharing an engine (replicas) that set up the same manifests at
+// once fill the cache once: the second waits for the first's claim, then
+// finds the cache ready and runs nothing.
+func TestTwoBotsOnOneEngineFillACacheOnce(t *testing.T) {
+	image := sandboxtest.Image(t)
+	repo := fmt.Sprintf("test/setup-claim-%d", os.Getpid())
+	d1 := newDocker(t, repo, image)
+	d2, err := runner.NewDocker(runner.DockerConfig{Image: image, Forwarder: fencetest.Forwarder(t), Owner: repo + "-2",
+		Logger: slog.New(slog.NewTextHandler(t.Output(), nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d2.Close() })
+	dir := t.TempDir()
+	req := pullwright.SetupRequest{Repo: repo, Dir: dir, Base: dir, Timeout: time.Minute,
+		Setup: []string{`echo filled >> "$PULLWRIGHT_DEPS/fills"; sleep 3`}}
+	results := make([]pullwright.SetupResult, 2)
+	var wg sync.WaitGroup
+	for i, d := range []*runner.Docker{d1, d2} {
+		wg.Go(func() {
+			s := &setup.Setup{Runner: d, Resolver: fencetest.Resolver(), Logger: slog.New(slog.NewTextHandler(t.Output(), nil))}
+			p, err := s.Prepare(t.Context(), req)
+			if err != nil {
+				t.Errorf("bot %d: %v", i+1, err)
+				return
+			}
+			t.Cleanup(func() { p.Release(context.Background()) })
+			results[i] = p
+		})
+	}
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+	ran := 0
+	for _, p := range results {
+		if p.Record != nil {
+			ran++
+		}
+	}
+	if ran != 1 || results[0].Caches[0].Volume != results[1].Caches[0].Volume {
+		t.Fatalf("setups ran %d times (want 1), caches %v and %v (want one)", ran, results[0].Caches, results[1].Caches)
+	}
+	res, err := d1.Run(t.Context(), pullwright.RunSpec{Dir: t.TempDir(), Command: `cat "$PULLWRIGHT_DEPS/fills"`,
+		Caches: results[1].Caches, Env: results[1].Env, Timeout: time.Minute})
+	if err != nil || res.ExitCode != 0 || res.Output != "filled\n" {
+		t.Fatalf("the cache's fills = %q (exit %d, %v); want one", res.Output, res.ExitCode, err)
 	}
 }
 
