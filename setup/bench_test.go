@@ -161,12 +161,13 @@ func BenchmarkWarmRun(b *testing.B) {
 			s := &setup.Setup{Runner: d, Resolver: fencetest.Resolver()}
 			req := pullwright.SetupRequest{Repo: repo, Dir: c.dir, Base: c.dir, Image: c.image, Timeout: 20 * time.Minute,
 				ToolchainHosts: true, Nets: []netip.Prefix{fencetest.Loopback}}
-			run := func(p pullwright.SetupResult) {
+			run := func(p pullwright.SetupResult) time.Duration {
 				res, err := d.Run(b.Context(), pullwright.RunSpec{Dir: c.dir, Image: c.image, Command: c.test, Caches: p.Caches, Env: p.Env,
 					Links: p.Links, Timeout: 10 * time.Minute, Memory: 4 << 30})
 				if err != nil || res.ExitCode != 0 {
 					b.Fatalf("run: %v exit %d\n%s", err, res.ExitCode, res.Output)
 				}
+				return res.Duration
 			}
 			first, err := s.Prepare(b.Context(), req)
 			if err != nil || first.Record == nil || first.Record.Failed {
@@ -178,23 +179,46 @@ func BenchmarkWarmRun(b *testing.B) {
 			first.Release(b.Context())
 			env := c.host(b, first)
 
-			var sandbox, host time.Duration
+			// The same command in `docker run --network none` of the same
+			// image with the same cache: what the container and the image's
+			// own toolchain cost, whoever runs them.
+			plainArgs := []string{"run", "--rm", "--network", "none", "-v", first.Caches[0].Volume + ":" + setup.Mount + ":ro",
+				"-v", c.dir + ":/workspace", "-w", "/workspace", "--tmpfs", "/tmp:exec"}
+			for _, e := range first.Env {
+				plainArgs = append(plainArgs, "-e", e)
+			}
+			plainArgs = append(plainArgs, c.image, "sh", "-c", c.test+" >/dev/null 2>&1")
+			var sandbox, host, prepare, inside, plain time.Duration
 			for b.Loop() {
 				start := time.Now()
 				p, err := s.Prepare(b.Context(), req)
 				if err != nil || p.Record != nil {
 					b.Fatalf("second task's prepare: %v %+v", err, p)
 				}
-				run(p)
+				prepare += time.Since(start)
+				inside += run(p)
 				sandbox += time.Since(start)
 				p.Release(b.Context())
+
+				start = time.Now()
+				if out, err := exec.Command("docker", plainArgs...).CombinedOutput(); err != nil {
+					b.Fatalf("docker run: %v\n%s", err, out)
+				}
+				plain += time.Since(start)
 
 				start = time.Now()
 				hostRun(b, c.dir, env, c.test+" >/dev/null 2>&1")
 				host += time.Since(start)
 			}
+			b.ReportMetric(plain.Seconds()/float64(b.N), "plain-s")
+			b.ReportMetric(sandbox.Seconds()/plain.Seconds(), "sandbox/plain")
 			b.ReportMetric(firstRun.Seconds(), "first-s")
 			b.ReportMetric(sandbox.Seconds()/float64(b.N), "sandbox-s")
+			// Where a second task's time goes: Prepare finding the cache,
+			// the command in its container (as the runner times it, from
+			// start to exit), and the rest, the runner's and the engine's.
+			b.ReportMetric(prepare.Seconds()/float64(b.N), "prepare-s")
+			b.ReportMetric(inside.Seconds()/float64(b.N), "inside-s")
 			b.ReportMetric(host.Seconds()/float64(b.N), "host-s")
 			b.ReportMetric(firstRun.Seconds()/(host.Seconds()/float64(b.N)), "first/host")
 			b.ReportMetric(sandbox.Seconds()/host.Seconds(), "sandbox/host")
