@@ -179,6 +179,32 @@ func (a *App) findMarked(ctx context.Context, gh *github.Client, owner, repo str
 	return id, err
 }
 
+// ReadComment reads an issue or pull request comment by id, as GitHub dates
+// it; a deleted one (404) is pullwright.ErrGone.
+func (a *App) ReadComment(ctx context.Context, r pullwright.Repo, id int64) (pullwright.Comment, error) {
+	inst, owner, repo := r.InstallationID, r.Owner, r.Name
+	ctx, cancel := a.callCtx(ctx)
+	defer cancel()
+	gh, err := a.client(inst)
+	if err != nil {
+		return pullwright.Comment{}, fmt.Errorf("get comment %d in %s/%s: %w", id, owner, repo, err)
+	}
+	c, _, err := gh.Issues.GetComment(ctx, owner, repo, id)
+	if StatusCode(err) == http.StatusNotFound {
+		return pullwright.Comment{}, fmt.Errorf("get comment %d in %s/%s: %w: %w", id, owner, repo, pullwright.ErrGone, err)
+	}
+	if err != nil {
+		return pullwright.Comment{}, fmt.Errorf("get comment %d in %s/%s: %w", id, owner, repo, err)
+	}
+	return pullwright.Comment{
+		ID:         c.GetID(),
+		Author:     c.GetUser().GetLogin(),
+		AuthorType: c.GetUser().GetType(),
+		Body:       c.GetBody(),
+		CreatedAt:  c.GetCreatedAt().Time,
+	}, nil
+}
+
 // Issue returns an issue (or pull request) with its comments, oldest first.
 // Only the newest 100 comments are returned: on a longer thread the oldest
 // ones are left out (the first pages are not even fetched).

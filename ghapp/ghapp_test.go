@@ -927,3 +927,25 @@ func mustPKCS8EC(t *testing.T) []byte {
 
 // postedID is UpsertComment's answer as the comment's id alone.
 func postedID(p pullwright.Posted, err error) (int64, error) { return p.ID, err }
+
+func TestReadComment(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	r := pullwright.Repo{InstallationID: inst, Owner: owner, Name: repo}
+	p, err := e.app.UpsertComment(ctx, r, 1, "task-1-request-1-1", 0, "May I run `make`?")
+	if err != nil {
+		t.Fatal(err)
+	}
+	made, _ := e.fake.Comment(p.ID)
+	got, err := e.app.ReadComment(ctx, r, p.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.ID != p.ID || got.Author != e.fake.AppSlug+"[bot]" || got.AuthorType != "Bot" || !strings.HasPrefix(got.Body, "May I run") ||
+		!got.CreatedAt.Equal(made.CreatedAt) || !got.CreatedAt.Equal(p.CreatedAt) {
+		t.Errorf("ReadComment = %+v; GitHub holds %+v", got, made)
+	}
+	if _, err := e.app.ReadComment(ctx, r, p.ID+1000); !errors.Is(err, pullwright.ErrGone) {
+		t.Errorf("a comment that is not there = %v, want ErrGone", err)
+	}
+}

@@ -7,7 +7,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
+	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/policy"
 )
 
@@ -24,6 +26,11 @@ type answers struct {
 	heads interface {
 		RemoteHead(ctx context.Context, url, token, branch string) (string, error)
 	}
+	// comments reads back the comments of a request asked without
+	// GitHub's time of them (shownOnGitHub).
+	comments interface {
+		ReadComment(ctx context.Context, r pullwright.Repo, id int64) (pullwright.Comment, error)
+	}
 }
 
 // answerStore is what answers read and write of the store.
@@ -31,6 +38,7 @@ type answerStore interface {
 	activeFinder
 	Get(ctx context.Context, id int64) (*Task, error)
 	Answer(ctx context.Context, id int64, requestID string, a Answer) error
+	RequestShown(ctx context.Context, id int64, requestID string, at time.Time) error
 }
 
 // answer handles "/approve", "/reject" and the check run's buttons, in
@@ -82,6 +90,11 @@ func (an answers) answer(ctx context.Context, t *Task) error {
 		}
 		return an.replyOn(ctx, t, where, fmt.Sprintf("@%s there is no execution request waiting for an answer here.", t.Requester.Login))
 	}
+	if t.Answering.Run == 0 && r.ShownAt.IsZero() {
+		if err := an.shownOnGitHub(ctx, target); err != nil {
+			return err
+		}
+	}
 	source := answerSource(t)
 	if why := refusal(t, target, source, verb); why != "" {
 		return an.replyOn(ctx, t, where, why)
@@ -97,6 +110,46 @@ func (an answers) answer(ctx context.Context, t *Task) error {
 		}
 	}
 	return an.record(ctx, t, target, where, source, verb)
+}
+
+// shownOnGitHub dates target's waiting request that a release from before
+// the clock rule asked without GitHub's time (ExecRequest.ShownAt): the
+// comments that show it, whose ids the request kept, are read back from
+// GitHub, and the newest created_at is the request's time. It is saved, so
+// the next answer need not ask again. A comment GitHub no longer has leaves
+// the time unknown (the newest might be the one gone), and the answer is
+// refused as without it.
+func (an answers) shownOnGitHub(ctx context.Context, target *Task) error {
+	r := target.Request
+	var at time.Time
+	for _, id := range []int64{r.CommentID, r.PRCommentID} {
+		if id == 0 {
+			continue
+		}
+		c, err := an.comments.ReadComment(ctx, target.Repo, id)
+		if errors.Is(err, pullwright.ErrGone) {
+			an.log.WarnContext(ctx, "a comment of an undated request is gone", "task_id", target.ID, "request", r.ID, "comment_id", id)
+			return nil
+		}
+		if err != nil {
+			return retryf(err, "reading the comment of request %s failed", r.ID)
+		}
+		if c.CreatedAt.After(at) {
+			at = c.CreatedAt
+		}
+	}
+	if at.IsZero() {
+		return nil
+	}
+	err := an.store.RequestShown(ctx, target.ID, r.ID, at.UTC())
+	if err != nil && !errors.Is(err, ErrAnswered) {
+		return retryf(err, "saving the time of request %s failed", r.ID)
+	}
+	// Answered or moved on meanwhile: the checks below say so from the
+	// copy read, and the store's compare-and-swap refuses a late answer.
+	r.shown(at)
+	an.log.InfoContext(ctx, "request dated from its comment on GitHub", "task_id", target.ID, "request", r.ID, "shown_at", r.ShownAt)
+	return nil
 }
 
 // admit reports whether the author of answer task t may answer target's

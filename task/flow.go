@@ -65,7 +65,7 @@ func (f *Flow) pulls() pulls {
 }
 
 func (f *Flow) answers() answers {
-	return answers{desk: f.desk(), store: f.Store, remote: f.remote(), heads: f.Workspaces}
+	return answers{desk: f.desk(), store: f.Store, remote: f.remote(), heads: f.Workspaces, comments: f.GitHub}
 }
 
 func (f *Flow) remote() remote { return remote{tokens: f.GitHub, timeout: f.GitTimeout} }

@@ -23,6 +23,9 @@ type GitHub interface {
 	// or creates it, and returns it as GitHub answered.
 	UpsertComment(ctx context.Context, r pullwright.Repo, issue int, marker string, commentID int64, body string) (pullwright.Posted, error)
 	Issue(ctx context.Context, r pullwright.Repo, number int) (pullwright.Issue, error)
+	// ReadComment reads an issue or pull request comment by its id, with
+	// GitHub's created_at; pullwright.ErrGone when it was deleted.
+	ReadComment(ctx context.Context, r pullwright.Repo, id int64) (pullwright.Comment, error)
 	// OpenPullRequest returns the open pull request for pr.Head if there is
 	// one, so that a retried step does not open a second.
 	OpenPullRequest(ctx context.Context, r pullwright.Repo, pr pullwright.NewPullRequest) (pullwright.PullRequest, error)

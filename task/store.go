@@ -61,6 +61,12 @@ type Store interface {
 	// makes the task due, if and only if requestID is its current request,
 	// it waits, and nobody answered before: ErrAnswered otherwise.
 	Answer(ctx context.Context, id int64, requestID string, a Answer) error
+	// RequestShown sets GitHub's time of the comments showing a task's
+	// waiting request (ExecRequest.ShownAt) when a release from before the
+	// clock rule asked it without one, and makes nothing due. It writes
+	// only if requestID is the current request, the task waits for it
+	// unanswered, and the request has no time: ErrAnswered otherwise.
+	RequestShown(ctx context.Context, id int64, requestID string, at time.Time) error
 	// RequestCancel marks a task to be cancelled by a worker at its next
 	// step, and makes it due at once so a waiting task is cancelled now.
 	RequestCancel(ctx context.Context, id int64, by string) error

@@ -205,14 +205,17 @@ func freeAddr(t testing.TB) string {
 }
 
 func (b *Bot) start() error {
-	cmd := exec.Command(b.bin, "serve")
+	b.mu.Lock()
+	bin := b.bin
+	b.mu.Unlock()
+	cmd := exec.Command(bin, "serve")
 	cmd.Env = append(append([]string{}, b.env...), "BOT_ADDR="+b.addr)
 	cmd.Stdout = b.logs
 	cmd.Stderr = b.logs
 	// A group of its own: Kill takes down whatever the bot started in it.
 	// Pdeathsig (Linux) kills the bot if this process dies first.
 	cmd.SysProcAttr = sysProcAttr()
-	fmt.Fprintf(b.logs, "botproc: starting %s serve on %s\n", b.bin, b.addr)
+	fmt.Fprintf(b.logs, "botproc: starting %s serve on %s\n", bin, b.addr)
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start bot: %w", err)
 	}
@@ -311,6 +314,17 @@ func (b *Bot) Restart() {
 	if err := b.start(); err != nil {
 		b.t.Fatalf("botproc: restart: %v\nbot output:\n%s", err, b.Logs())
 	}
+}
+
+// Upgrade starts bin, another build of the bot, in place of the stopped
+// one, with the same environment, address and database: what an operator
+// does to upgrade.
+func (b *Bot) Upgrade(bin string) {
+	b.t.Helper()
+	b.mu.Lock()
+	b.bin = bin
+	b.mu.Unlock()
+	b.Restart()
 }
 
 // Stop sends SIGTERM and waits for a graceful exit (SIGKILL after 20 s). It
@@ -470,6 +484,9 @@ type Options struct {
 	// internal/pgtest. Empty is a SQLite file of the test's own
 	// (Harness.DatabasePath).
 	DatabaseURL string
+	// Binary is the bot to start first, such as an earlier release's
+	// build; empty is this tree's (Binary).
+	Binary string
 }
 
 // OnEachDatabase runs test as a subtest per database the bot can use,
@@ -570,6 +587,9 @@ func New(t testing.TB, llm *fakellm.Server, opts Options) *Harness {
 	}
 	env = append(env, opts.Env...)
 	h.env, h.bin = env, bin
+	if opts.Binary != "" {
+		bin = opts.Binary
+	}
 	h.Bot = StartBot(t, bin, env)
 	t.Cleanup(h.closeStore)
 	return h

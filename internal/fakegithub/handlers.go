@@ -47,7 +47,10 @@ func (s *Server) routes() {
 	m.HandleFunc("POST /applications/{client_id}/token", s.checkAppToken)
 
 	m.HandleFunc("GET /repos/{owner}/{repo}/issues/{number}", s.repoOrUser(s.getIssue))
-	m.HandleFunc("GET /repos/{owner}/{repo}/issues/{number}/comments", s.repo(s.listComments))
+	// One pattern for an issue's comments and a comment by id: the mux
+	// refuses the two as patterns of their own (both would match
+	// .../issues/comments/comments).
+	m.HandleFunc("GET /repos/{owner}/{repo}/issues/{number}/{what}", s.repo(s.issueCommentsOrComment))
 	m.HandleFunc("POST /repos/{owner}/{repo}/issues/{number}/comments", s.repo(s.createComment))
 	m.HandleFunc("PATCH /repos/{owner}/{repo}/issues/comments/{id}", s.repo(s.editComment))
 	m.HandleFunc("POST /repos/{owner}/{repo}/issues/comments/{id}/reactions", s.repo(s.createReaction))
@@ -479,6 +482,33 @@ func (s *Server) commentLocked(w http.ResponseWriter, r *http.Request) (*comment
 		return nil, false
 	}
 	return c, true
+}
+
+// issueCommentsOrComment routes GET .../issues/{number}/comments to
+// listComments and GET .../issues/comments/{id} to getComment, as GitHub
+// does (it has no issue numbered "comments").
+func (s *Server) issueCommentsOrComment(w http.ResponseWriter, r *http.Request) {
+	switch a, b := r.PathValue("number"), r.PathValue("what"); {
+	case a == "comments":
+		r.SetPathValue("id", b)
+		s.getComment(w, r)
+	case b == "comments":
+		s.listComments(w, r)
+	default:
+		notFound(w)
+	}
+}
+
+// getComment answers GET /repos/{owner}/{repo}/issues/comments/{id} as
+// GitHub does: the comment (issue or pull request conversation), or 404.
+func (s *Server) getComment(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.commentLocked(w, r)
+	if !ok {
+		return
+	}
+	writeJSON(w, http.StatusOK, s.commentJSONLocked(c))
 }
 
 func (s *Server) editComment(w http.ResponseWriter, r *http.Request) {

@@ -602,6 +602,22 @@ func (s *Store) RequestCancel(ctx context.Context, id int64, by string) error {
 	return nil
 }
 
+// RequestShown implements task.Store: the time goes into the request in
+// the task's data, where Save would put it.
+func (s *Store) RequestShown(ctx context.Context, id int64, requestID string, at time.Time) error {
+	tag, err := s.db.Exec(ctx, `UPDATE tasks SET data = jsonb_set(data, '{request,shown_at}', to_jsonb($1::text))
+WHERE id = $2 AND request_id = $3 AND answer IS NULL AND state = 'awaiting_approval'
+	AND jsonb_typeof(data->'request') = 'object' AND data->'request'->'shown_at' IS NULL`,
+		at.UTC().Format(time.RFC3339Nano), id, requestID)
+	if err != nil {
+		return fmt.Errorf("date request %s: %w", requestID, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("date request %s: %w", requestID, task.ErrAnswered)
+	}
+	return nil
+}
+
 // Admit implements task.Store. Only admitted tasks count
 // (task.Task.AdmittedMS): a flood of refused requests must not use up an
 // installation's rate. An issue key starts with the installation id, so

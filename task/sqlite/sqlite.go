@@ -514,6 +514,25 @@ func (s *Store) Answer(ctx context.Context, id int64, requestID string, a task.A
 	return nil
 }
 
+// RequestShown implements task.Store: the time goes into the request in
+// the task's data, where Save would put it.
+func (s *Store) RequestShown(ctx context.Context, id int64, requestID string, at time.Time) error {
+	res, err := s.write.exec(ctx,
+		`UPDATE tasks SET data = json_set(data, '$.request.shown_at', ?)
+WHERE id = ? AND request_id = ? AND answer = '' AND state = 'awaiting_approval'
+	AND json_type(data, '$.request') = 'object' AND json_type(data, '$.request.shown_at') IS NULL`,
+		at.UTC().Format(time.RFC3339Nano), id, requestID)
+	if err != nil {
+		return fmt.Errorf("date request %s: %w", requestID, err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("date request %s: %w", requestID, err)
+	} else if n == 0 {
+		return fmt.Errorf("date request %s: %w", requestID, task.ErrAnswered)
+	}
+	return nil
+}
+
 func leaseHeld(res sql.Result, id int64, op string) error {
 	n, err := res.RowsAffected()
 	if err != nil {

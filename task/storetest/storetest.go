@@ -34,6 +34,7 @@ func Run(t *testing.T, open Open) {
 		{"AwaitingApprovalIsDueOnlyWhenAnsweredCancelledOrLate", testAwaitingApprovalIsDue},
 		{"AnswerIsACompareAndSwap", testAnswerIsACompareAndSwap},
 		{"SaveKeepsAnAnswerGivenMeanwhile", testSaveKeepsAnAnswerGivenMeanwhile},
+		{"RequestShownDatesAnUndatedWaitingRequestOnce", testRequestShown},
 		{"SaveSeesCancelFromElsewhere", testSaveSeesCancelFromElsewhere},
 		{"ActiveAndLatest", testActiveAndLatest},
 		{"ConcurrentClaimsTakeEachTaskOnce", testConcurrentClaimsTakeEachTaskOnce},
@@ -273,6 +274,67 @@ func testAnswerIsACompareAndSwap(t *testing.T, open opener) {
 	}
 	if err := s.Answer(ctx, got.ID, "1-2", task.Answer{Verdict: task.Rejected}); !errors.Is(err, task.ErrAnswered) {
 		t.Fatalf("answer to another request id = %v", err)
+	}
+}
+
+// A request an older release asked without GitHub's time gets it once,
+// while it waits unanswered, and keeps it; nothing else of the task moves.
+func testRequestShown(t *testing.T, open opener) {
+	ctx := context.Background()
+	s, c := open(t)
+	got := claimFirst(t, s)
+	got.Request = &task.ExecRequest{ID: "1-1", Command: "make", CommentID: 7}
+	if err := s.Save(ctx, got, "w1"); err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 11, 23, 11, 59, 30, 0, time.UTC)
+	if err := s.RequestShown(ctx, got.ID, "1-1", at); !errors.Is(err, task.ErrAnswered) {
+		t.Fatalf("dating a request not waiting yet = %v", err)
+	}
+	got.State = task.AwaitingApproval
+	got.RunAfter = c.Now().Add(time.Hour)
+	saveAndRelease(t, s, got, "w1")
+
+	for _, tc := range []struct {
+		id   string
+		at   time.Time
+		want error
+	}{
+		{"1-2", at, task.ErrAnswered},                  // not the request that waits
+		{"1-1", at, nil},                               // the first time
+		{"1-1", at.Add(time.Minute), task.ErrAnswered}, // dated already
+	} {
+		if err := s.RequestShown(ctx, got.ID, tc.id, tc.at); !errors.Is(err, tc.want) {
+			t.Fatalf("RequestShown(%s, %s) = %v, want %v", tc.id, tc.at, err, tc.want)
+		}
+	}
+	back, err := s.Get(ctx, got.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := back.Request
+	if r == nil || !r.ShownAt.Equal(at) || r.CommentID != 7 || r.Command != "make" || back.State != task.AwaitingApproval || !back.RunAfter.Equal(got.RunAfter) {
+		t.Fatalf("after RequestShown the store holds %+v, request %+v", back, r)
+	}
+	if _, err := s.Claim(ctx, "w2", time.Minute); !errors.Is(err, task.ErrNoTask) {
+		t.Fatalf("a dated request made its task due: %v", err)
+	}
+
+	// Answered: no time is written any more.
+	got2 := fixTask(2)
+	mustRecord(t, s, "d-2", got2)
+	claimed, err := s.Claim(ctx, "w1", time.Minute)
+	if err != nil || claimed.ID != got2.ID {
+		t.Fatalf("claim = %+v, %v", claimed, err)
+	}
+	claimed.State, claimed.RunAfter = task.AwaitingApproval, c.Now().Add(time.Hour)
+	claimed.Request = &task.ExecRequest{ID: fmt.Sprintf("%d-1", claimed.ID), Command: "make"}
+	saveAndRelease(t, s, claimed, "w1")
+	if err := s.Answer(ctx, claimed.ID, claimed.Request.ID, task.Answer{Verdict: task.Approved, By: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RequestShown(ctx, claimed.ID, claimed.Request.ID, at); !errors.Is(err, task.ErrAnswered) {
+		t.Fatalf("dating an answered request = %v", err)
 	}
 }
 

@@ -226,6 +226,19 @@ func (g *GitHub) Issue(ctx context.Context, r pullwright.Repo, number int) (pull
 	}, fmt.Errorf("issue %s#%d: 404 Not Found", r.FullName(), number))
 }
 
+// ReadComment is the bot's comment id as GitHub reads it back; one a test
+// removed from Comments is gone (pullwright.ErrGone), as a deleted one is.
+func (g *GitHub) ReadComment(ctx context.Context, r pullwright.Repo, id int64) (pullwright.Comment, error) {
+	return find(g, "ReadComment", func() (pullwright.Comment, bool) {
+		for _, c := range g.Comments {
+			if c.ID == id {
+				return pullwright.Comment{ID: c.ID, Author: g.Bot.Login, AuthorType: "Bot", Body: c.Body, CreatedAt: c.CreatedAt}, true
+			}
+		}
+		return pullwright.Comment{}, false
+	}, fmt.Errorf("comment %d in %s: 404 Not Found: %w", id, r.FullName(), pullwright.ErrGone))
+}
+
 // find is, as method, what at finds under the lock, or notFound when it
 // finds nothing.
 func find[V any](g *GitHub, method string, at func() (V, bool), notFound error) (V, error) {

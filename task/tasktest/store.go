@@ -418,6 +418,58 @@ func (s *Store) Answer(ctx context.Context, id int64, requestID string, a task.A
 	return nil
 }
 
+// RequestShown implements task.Store.
+func (s *Store) RequestShown(ctx context.Context, id int64, requestID string, at time.Time) error {
+	if err := s.lock(); err != nil {
+		return fmt.Errorf("date request %s: %w", requestID, err)
+	}
+	defer s.mu.Unlock()
+	r := s.rows[id]
+	if r == nil || r.requestID != requestID || r.answer != nil || r.state != task.AwaitingApproval {
+		return fmt.Errorf("date request %s: %w", requestID, task.ErrAnswered)
+	}
+	t, err := s.decode(id)
+	if err != nil {
+		return fmt.Errorf("date request %s: %w", requestID, err)
+	}
+	if t.Request == nil || !t.Request.ShownAt.IsZero() {
+		return fmt.Errorf("date request %s: %w", requestID, task.ErrAnswered)
+	}
+	t.Request.ShownAt = at.UTC()
+	return s.rewrite(r, t)
+}
+
+// rewrite stores t as r's data (the answer, kept beside it, is not in
+// its JSON).
+func (s *Store) rewrite(r *storeRow, t *task.Task) error {
+	data, err := json.Marshal(t)
+	if err != nil {
+		return fmt.Errorf("encode task %d: %w", t.ID, err)
+	}
+	r.data = data
+	return nil
+}
+
+// Rewrite changes task id's stored data with edit, under no lease and
+// beside every rule, as an older release's row differs from what this one
+// writes: for tests of what an upgrade finds.
+func (s *Store) Rewrite(id int64, edit func(*task.Task)) error {
+	if err := s.lock(); err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	r := s.rows[id]
+	if r == nil {
+		return fmt.Errorf("rewrite task %d: %w", id, task.ErrNotFound)
+	}
+	t, err := s.decode(id)
+	if err != nil {
+		return err
+	}
+	edit(t)
+	return s.rewrite(r, t)
+}
+
 // RequestCancel implements task.Store.
 func (s *Store) RequestCancel(ctx context.Context, id int64, by string) error {
 	if err := s.lock(); err != nil {
