@@ -21,6 +21,11 @@ import (
 // until the app exists (package appmanifest).
 func withAppDir(ctx context.Context, get func(string) string, log *slog.Logger) (func(string) string, error) {
 	dir := get("BOT_APP_DIR")
+	if dir == "" && get("GITHUB_APP_ID") == "" && get("GITHUB_WEBHOOK_SECRET") == "" {
+		// Nothing of an app is configured: a newcomer's first start,
+		// who needs to hear of the setup page before anything else.
+		return nil, errNoApp
+	}
 	if dir == "" || get("GITHUB_APP_ID") != "" {
 		return get, nil
 	}
@@ -43,6 +48,14 @@ func withAppDir(ctx context.Context, get func(string) string, log *slog.Logger) 
 		return saved[env]
 	}, nil
 }
+
+// errNoApp is serve's answer to a start with no GitHub App configured.
+var errNoApp = errors.New("no GitHub App is configured. " +
+	"To create one in one click, set BOT_APP_DIR (a directory kept across restarts) and BOT_PUBLIC_URL " +
+	"(the https address GitHub and you reach this bot at): that starts first-run mode, whose setup page " +
+	"creates the app on GitHub and saves its credentials in BOT_APP_DIR. " +
+	"For an app you created yourself, set GITHUB_APP_ID, GITHUB_WEBHOOK_SECRET and GITHUB_APP_PRIVATE_KEY_PATH. " +
+	"See docs/deploy.md, \"The GitHub App\"")
 
 // firstRun serves the setup page on BOT_ADDR until the app is created and
 // saved, and returns its credentials.
