@@ -378,3 +378,15 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, pag
 	w.WriteHeader(status)
 	_, _ = w.Write([]byte(b.String()))
 }
+
+// Stylesheet is the console's stylesheet, for the pages of `bot serve`
+// served before the console exists (the first-run setup, package
+// appmanifest), so that they look the same.
+func Stylesheet() []byte {
+	b, err := staticFS.ReadFile("static/style.css")
+	if err != nil {
+		// Embedded at build time: it is there.
+		panic(err)
+	}
+	return b
+}

@@ -71,7 +71,7 @@ func firstRun(ctx context.Context, get func(string) string, dir string, log *slo
 	}
 	s, err := appmanifest.New(appmanifest.Config{
 		APIURL: api, WebURL: web, PublicURL: pub, Dir: dir,
-		Manifest: pullwright.AppManifest(), Logger: log.With("component", "setup"),
+		Manifest: pullwright.AppManifest(), Stylesheet: console.Stylesheet(), Logger: log.With("component", "setup"),
 	})
 	if err != nil {
 		return appmanifest.Credentials{}, err
