@@ -356,10 +356,25 @@ func (c *Console) taskPage(w http.ResponseWriter, r *http.Request, who *caller) 
 		return
 	}
 	data := map[string]any{}
-	if sent := r.URL.Query().Get("sent"); sent == "approve" || sent == "reject" || sent == "cancel" {
+	if sent := r.URL.Query().Get("sent"); (sent == "approve" || sent == "reject" || sent == "cancel") && stillSent(t, sent) {
 		data["Sent"] = sent
 	}
 	c.renderTask(w, r, who, t, http.StatusOK, data)
+}
+
+// stillSent reports whether the notice that verb was sent still has
+// something to say: not once the task has ended, nor once the request an
+// approval or rejection answered is answered. A reload, or a link kept,
+// of the page an answer led to must not tell of it after it was heard.
+func stillSent(t *task.Task, verb string) bool {
+	if t.State.Terminal() {
+		return false
+	}
+	if verb == "cancel" {
+		return true
+	}
+	r := t.Request
+	return t.State == task.AwaitingApproval && r != nil && r.Answer == nil
 }
 
 // renderTask answers the page of task t, with data's notices.
