@@ -7,12 +7,18 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
 
 	"github.com/pullwright/pullwright"
+	"github.com/pullwright/pullwright/console"
+	"github.com/pullwright/pullwright/internal/browsertest"
 )
 
 // page is the setup's first page for a bot at public, as a browser gets it.
@@ -153,5 +159,26 @@ func TestSetupPageIsStyled(t *testing.T) {
 	_, plain := page(t, "https://bot.example.com", nil)
 	if strings.Contains(plain, "stylesheet") {
 		t.Error("a page with no stylesheet links one")
+	}
+}
+
+// The setup page in a real browser, styled as the console;
+// PULLWRIGHT_SCREENSHOTS=DIR writes it for docs/deploy.md.
+func TestSetupPageInABrowser(t *testing.T) {
+	s, _ := page(t, "https://bot.example.com", console.Stylesheet())
+	srv := httptest.NewServer(s.Handler())
+	t.Cleanup(srv.Close)
+	b := browsertest.New(t)
+	if err := browsertest.Do(b, 30*time.Second, chromedp.Navigate(srv.URL+"/setup"), chromedp.WaitVisible(chromedp.CSS("#asks table"))); err != nil {
+		t.Fatalf("open the setup page: %v", err)
+	}
+	// The stylesheet applies under the page's policy.
+	if font, err := browsertest.Eval[string](b, 30*time.Second, `getComputedStyle(document.querySelector("header")).display`); err != nil || font != "flex" {
+		t.Errorf("the header is not styled: %q (%v)", font, err)
+	}
+	if dir := os.Getenv("PULLWRIGHT_SCREENSHOTS"); dir != "" {
+		if _, err := browsertest.Screenshot(b, dir, "setup-page.png"); err != nil {
+			t.Error(err)
+		}
 	}
 }
