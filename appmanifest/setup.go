@@ -21,10 +21,12 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -59,7 +61,11 @@ type Config struct {
 	// Dir is where the credentials are saved (BOT_APP_DIR).
 	Dir string
 	// Manifest is app-manifest.json.
-	Manifest   []byte
+	Manifest []byte
+	// Stylesheet is the console's stylesheet, served at
+	// /setup/style.css so that the first page a person meets looks like
+	// the console they meet next; nil serves the pages unstyled.
+	Stylesheet []byte
 	HTTPClient *http.Client
 	Logger     *slog.Logger
 	Now        func() time.Time
@@ -71,6 +77,10 @@ type Setup struct {
 	manifest string // the manifest with this bot's addresses, JSON
 	token    string
 	pages    *template.Template
+	// asks is what the app will ask for, read from the manifest.
+	asks asks
+	// unreachable says why GitHub cannot reach PublicURL, or is "".
+	unreachable string
 
 	mu       sync.Mutex
 	states   map[string]time.Time // flows started: state → expiry
@@ -113,6 +123,10 @@ func New(cfg Config) (*Setup, error) {
 	if err := json.Unmarshal(cfg.Manifest, &m); err != nil {
 		return nil, fmt.Errorf("setup: app-manifest.json: %w", err)
 	}
+	asked, err := asksOf(m)
+	if err != nil {
+		return nil, fmt.Errorf("setup: app-manifest.json: %w", err)
+	}
 	hook, _ := m["hook_attributes"].(map[string]any)
 	if hook == nil {
 		hook = map[string]any{"active": true}
@@ -141,8 +155,14 @@ func New(cfg Config) (*Setup, error) {
 	if err != nil {
 		return nil, fmt.Errorf("setup: %w", err)
 	}
+	why := unreachable(pub)
+	if why != "" {
+		// A warning, not a refusal: a tunnel or a proxy may forward the
+		// address, and the flow itself runs in the person's browser.
+		cfg.Logger.Warn("setup: GitHub cannot reach BOT_PUBLIC_URL as it is written; the app's webhook deliveries will not arrive unless something forwards them", "public_url", cfg.PublicURL, "why", why)
+	}
 	return &Setup{
-		cfg: cfg, manifest: string(manifest), token: token, pages: pages,
+		cfg: cfg, manifest: string(manifest), token: token, pages: pages, asks: asked, unreachable: why,
 		states: map[string]time.Time{}, done: make(chan Credentials, 1),
 	}, nil
 }
@@ -160,6 +180,12 @@ func (s *Setup) Handler() http.Handler {
 	m.HandleFunc("GET /setup", s.start)
 	m.HandleFunc("POST /setup", s.begin)
 	m.HandleFunc("GET /setup/done", s.finish)
+	if s.cfg.Stylesheet != nil {
+		m.HandleFunc("GET /setup/style.css", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/css; charset=utf-8")
+			_, _ = w.Write(s.cfg.Stylesheet)
+		})
+	}
 	m.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/setup", http.StatusSeeOther)
 	})
@@ -175,7 +201,7 @@ func (s *Setup) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
 		// The one form that leaves goes to GitHub's page for new apps.
-		h.Set("Content-Security-Policy", "default-src 'none'; form-action 'self' "+web+"; base-uri 'none'; frame-ancestors 'none'")
+		h.Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; form-action 'self' "+web+"; base-uri 'none'; frame-ancestors 'none'")
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("X-Frame-Options", "DENY")
 		h.Set("Referrer-Policy", "no-referrer")
@@ -192,10 +218,18 @@ type pageData struct {
 	TokenPath string
 	App       Credentials
 	Install   string
+	// Styled links the stylesheet; Asks is what the app will ask for;
+	// Unreachable and PublicURL warn of an address GitHub cannot reach.
+	Styled      bool
+	Asks        asks
+	Unreachable string
+	PublicURL   string
 }
 
 func (s *Setup) render(w http.ResponseWriter, status int, d pageData) {
 	d.TokenPath = s.TokenPath()
+	d.Styled, d.Asks = s.cfg.Stylesheet != nil, s.asks
+	d.Unreachable, d.PublicURL = s.unreachable, s.cfg.PublicURL
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(status)
 	if err := s.pages.Execute(w, d); err != nil {
@@ -393,31 +427,143 @@ func (s *Setup) exchange(ctx context.Context, code string) (Credentials, error) 
 }
 
 const pagesHTML = `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>Pullwright setup</title></head>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Pullwright setup</title>{{if .Styled}}
+<link rel="stylesheet" href="/setup/style.css">{{end}}</head>
 <body>
-<h1>Pullwright: create the GitHub App</h1>
-{{if .Message}}<p role="alert">{{.Message}}</p>{{end}}
+<header><span class="brand">Pullwright</span><span>first-run setup</span></header>
+<main>
+<h1>Create the GitHub App</h1>
+{{if .Message}}<p role="alert" class="notice warning">{{.Message}}</p>{{end}}
+{{if and .Unreachable (ne .Page "done")}}<p class="notice warning" id="unreachable"><strong>GitHub cannot reach <code>{{.PublicURL}}</code>:</strong>
+{{.Unreachable}}. The app will be created, but GitHub's webhook deliveries will not arrive unless a tunnel or
+proxy forwards that address to this bot. Set <code>BOT_PUBLIC_URL</code> to the public https address
+GitHub reaches the bot at, and restart it.</p>{{end}}
 {{if eq .Page "token"}}
 <p>This bot has no GitHub App yet. It creates one from <code>app-manifest.json</code> through GitHub's
 manifest flow: GitHub asks you to name the app and creates it in your account, or in an
 organization you own; this bot saves its credentials and starts with them.</p>
-<p>The setup token is in <code>{{.TokenPath}}</code> on the bot's machine.</p>
 <form method="post" action="/setup">
 <p><label>Setup token <input type="password" name="token" autocomplete="off" required></label></p>
 <p><label>Organization (empty: your own account) <input type="text" name="org" autocomplete="off"></label></p>
 <p><button type="submit">Continue</button></p>
 </form>
+<section id="token-file">
+<h2>Where the setup token is</h2>
+<p>The bot wrote it to <code>{{.TokenPath}}</code> on its own machine, readable by the bot's user only,
+and never logs it: whoever finishes this setup owns the app the bot will trust.</p>
+<dl>
+<dt>On the machine</dt><dd><pre>sudo cat {{.TokenPath}}</pre>
+With the systemd unit (<code>deploy/pullwright.service</code>), the directory is under the unit's
+<code>/var/lib/pullwright</code>, owned by its user <code>pullwright</code>.</dd>
+<dt>Docker</dt><dd>The image has no shell and no <code>cat</code>, so <code>docker exec</code> cannot print
+the file. Copy it out through the engine instead (<code>pullwright</code> is the container's name):
+<pre>docker cp pullwright:{{.TokenPath}} - | tar -xO</pre>
+or read it on the host, in the directory or volume mounted at the token's directory.</dd>
+<dt>Kubernetes</dt><dd><code>kubectl exec</code> and <code>kubectl cp</code> need a shell or
+<code>tar</code> the image lacks; an ephemeral container that shares the bot's processes can read it
+(<code>pullwright</code> is the container's name in <code>deploy/kubernetes.yaml</code>):
+<pre>kubectl debug -it POD --image=busybox --target=pullwright -- cat /proc/1/root{{.TokenPath}}</pre></dd>
+</dl>
+</section>
 {{else if eq .Page "create"}}
 <p>The next button posts the app's manifest (its permissions, events and this bot's addresses) to
 GitHub, which asks you to name the app and create it.</p>
 <form method="post" action="{{.Action}}">
 <input type="hidden" name="manifest" value="{{.Manifest}}">
-<p><button type="submit">Create the GitHub App on GitHub</button></p>
+<p><button type="submit" class="button">Create the GitHub App on GitHub</button></p>
 </form>
 {{else if eq .Page "done"}}
 <p>The GitHub App {{.App.Slug}} (id {{.App.AppID}}, owned by {{.App.Owner}}) is created and its
 credentials are saved. This bot is starting with it.</p>
-{{if .Install}}<p>Next: <a href="{{.Install}}">install the app</a> on the repositories it may work on.</p>{{end}}
+{{if .Install}}<p>Next: <a class="button" href="{{.Install}}">install the app</a> on the repositories it may work on.</p>{{end}}
 {{end}}
+{{if or (eq .Page "token") (eq .Page "create")}}
+<section id="asks">
+<h2>What the app will ask for</h2>
+<p>From <code>app-manifest.json</code>; GitHub shows the same before it creates the app, and asks
+each account that installs it.</p>
+<table>
+<thead><tr><th>Permission</th><th>Access</th></tr></thead>
+<tbody>{{range .Asks.Permissions}}<tr><td><code>{{.Name}}</code></td><td>{{.Access}}</td></tr>{{end}}</tbody>
+</table>
+<p>Events it subscribes to: {{range $i, $e := .Asks.Events}}{{if $i}}, {{end}}<code>{{$e}}</code>{{end}}.</p>
+</section>
+{{end}}
+</main>
 </body></html>
 `
+
+// asks is what the app's manifest asks GitHub for: its permissions and
+// the events it subscribes to.
+type asks struct {
+	Permissions []permission
+	Events      []string
+}
+
+type permission struct{ Name, Access string }
+
+// asksOf reads the permissions and events of manifest m, permissions by
+// name.
+func asksOf(m map[string]any) (asks, error) {
+	var a asks
+	perms, _ := m["default_permissions"].(map[string]any)
+	for name, v := range perms {
+		access, ok := v.(string)
+		if !ok {
+			return asks{}, fmt.Errorf("default_permissions.%s: want read or write", name)
+		}
+		a.Permissions = append(a.Permissions, permission{Name: name, Access: access})
+	}
+	slices.SortFunc(a.Permissions, func(x, y permission) int { return strings.Compare(x.Name, y.Name) })
+	events, _ := m["default_events"].([]any)
+	for _, v := range events {
+		e, ok := v.(string)
+		if !ok {
+			return asks{}, errors.New("default_events: want names")
+		}
+		a.Events = append(a.Events, e)
+	}
+	if len(a.Permissions) == 0 || len(a.Events) == 0 {
+		return asks{}, errors.New("no default_permissions or default_events")
+	}
+	return a, nil
+}
+
+// cgnat is the shared address space of carriers' NAT (RFC 6598), as
+// unreachable from outside as a private range.
+var cgnat = netip.MustParsePrefix("100.64.0.0/10")
+
+// unreachable says why GitHub could never deliver to pub as written, or
+// returns "" for an address it may reach. It reads only the address: a
+// name is not resolved, since what it resolves to here is not what
+// GitHub sees.
+func unreachable(pub *url.URL) string {
+	host := strings.ToLower(strings.TrimSuffix(pub.Hostname(), "."))
+	var why []string
+	if ip, err := netip.ParseAddr(host); err == nil {
+		ip = ip.Unmap()
+		switch {
+		case ip.IsLoopback():
+			why = append(why, host+" is a loopback address, this machine's own")
+		case ip.IsPrivate() || cgnat.Contains(ip):
+			why = append(why, host+" is a private address, reachable only inside its network")
+		case ip.IsLinkLocalUnicast() || ip.IsUnspecified():
+			why = append(why, host+" is not an address of this machine on the internet")
+		}
+	} else {
+		switch {
+		case host == "localhost" || strings.HasSuffix(host, ".localhost"):
+			why = append(why, host+" is this machine's own name")
+		case !strings.Contains(host, "."):
+			why = append(why, host+" is a name without a domain, which only the local network resolves")
+		case strings.HasSuffix(host, ".local") || strings.HasSuffix(host, ".internal") ||
+			strings.HasSuffix(host, ".lan") || strings.HasSuffix(host, ".home.arpa"):
+			why = append(why, host+" is a name of the local network")
+		}
+	}
+	if pub.Scheme != "https" {
+		why = append(why, "it is plain http, not https")
+	}
+	return strings.Join(why, "; ")
+}

@@ -64,6 +64,9 @@ func (c *Console) act(ctx context.Context, who *caller, idText, verb, requestID,
 	if err != nil {
 		return 0, err
 	}
+	if c.demo {
+		return 0, &actionErr{status: http.StatusForbidden, msg: "this is a demo: its tasks are recorded ones, and answers go nowhere"}
+	}
 	ok, err := c.canAct(ctx, who, t)
 	if err != nil {
 		return 0, err

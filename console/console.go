@@ -68,7 +68,16 @@ type Config struct {
 	Logger     *slog.Logger
 	// Now is the clock of sessions and caches; default time.Now.
 	Now func() time.Time
+	// Demo serves `bot demo`: everyone who reaches the console is let in
+	// as the person "demo", with no GitHub, who may read every task and
+	// is shown the buttons, and whose answers are refused as a demo's.
+	// No client credentials or session key are needed; the caller binds
+	// it to loopback.
+	Demo bool
 }
+
+// demoLogin is who a demo console lets in.
+const demoLogin = "demo"
 
 const (
 	maxSessionTTL    = 8 * time.Hour
@@ -104,6 +113,9 @@ type Console struct {
 	streamPoll time.Duration
 	// streams counts the open live streams, per person and in all.
 	streams streamCount
+	// demo is Config.Demo, and demoCSRF the demo person's CSRF token.
+	demo     bool
+	demoCSRF string
 }
 
 //go:embed templates/*.html
@@ -117,7 +129,11 @@ func New(cfg Config) (*Console, error) {
 	if cfg.Store == nil {
 		return nil, errors.New("console: no store")
 	}
-	if cfg.ClientID == "" || cfg.ClientSecret == "" {
+	if cfg.Demo && len(cfg.SessionKey) == 0 {
+		// A demo's forms still carry a CSRF token, sealed like any other.
+		cfg.SessionKey = []byte(rand.Text() + rand.Text())
+	}
+	if !cfg.Demo && (cfg.ClientID == "" || cfg.ClientSecret == "") {
 		return nil, errors.New("console: GITHUB_CLIENT_ID and GITHUB_CLIENT_SECRET are needed to sign in with GitHub")
 	}
 	pub, err := url.Parse(strings.TrimRight(cfg.PublicURL, "/"))
@@ -160,10 +176,11 @@ func New(cfg Config) (*Console, error) {
 	if err != nil {
 		return nil, fmt.Errorf("console: %w", err)
 	}
-	if pub.Scheme == "http" {
+	if pub.Scheme == "http" && !cfg.Demo {
 		cfg.Logger.Warn("console on plain http: its cookies are not Secure; for development only", "public_url", pub.String())
 	}
 	return &Console{
+		demo: cfg.Demo, demoCSRF: rand.Text(),
 		cfg: cfg, log: cfg.Logger, now: cfg.Now, pages: pages, static: static, budget: requestBudget, streamPoll: streamPoll,
 		cookies:  cookies{secure: pub.Scheme == "https", sealer: sealer},
 		callback: pub.String() + "/console/callback",
@@ -172,6 +189,7 @@ func New(cfg Config) (*Console, error) {
 			clientID: cfg.ClientID, clientSecret: cfg.ClientSecret,
 			client: cfg.HTTPClient, permissionTTL: cfg.PermissionTTL, now: cfg.Now,
 			roles: map[string]cached{}, users: map[string]cached{}, maxCacheAnswer: 10000, maxPerToken: maxScan,
+			demo: cfg.Demo,
 		},
 	}, nil
 }
@@ -242,6 +260,9 @@ type caller struct {
 
 // fromSession reads the signed-in person, if the cookie is ours and alive.
 func (c *Console) fromSession(r *http.Request) (*caller, bool) {
+	if c.demo {
+		return &caller{Login: demoLogin, ID: 1, csrf: c.demoCSRF}, true
+	}
 	var s session
 	if !c.cookies.get(r, sessionCookie, &s) || c.now().Unix() >= s.Expires || s.Token == "" {
 		return nil, false
@@ -273,6 +294,10 @@ func (c *Console) signInPage(w http.ResponseWriter, r *http.Request) {
 // login starts the web flow: a fresh state, kept sealed in this browser
 // and sent to GitHub, which hands it back with the code.
 func (c *Console) login(w http.ResponseWriter, r *http.Request) {
+	if c.demo {
+		http.Redirect(w, r, "/console/", http.StatusSeeOther)
+		return
+	}
 	st := oauthState{State: rand.Text(), Expires: c.now().Add(signInTTL).Unix()}
 	if err := c.cookies.set(w, stateCookie, st, signInTTL); err != nil {
 		c.log.ErrorContext(r.Context(), "console: start sign-in", "err", err)
@@ -326,6 +351,11 @@ func (c *Console) callbackPage(w http.ResponseWriter, r *http.Request) {
 // logout ends the session. It changes state, so it needs the session's
 // CSRF token: another site must not sign people out.
 func (c *Console) logout(w http.ResponseWriter, r *http.Request) {
+	if c.demo {
+		// No one to sign out, and no token to revoke.
+		http.Redirect(w, r, "/console/", http.StatusSeeOther)
+		return
+	}
 	who, ok := c.fromSession(r)
 	if !ok {
 		http.Redirect(w, r, "/console/signin", http.StatusSeeOther)
@@ -365,6 +395,7 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, pag
 		data = map[string]any{}
 	}
 	data["Who"] = who
+	data["Demo"] = c.demo
 	if who != nil {
 		data["CSRF"] = who.csrf
 	}
@@ -377,4 +408,16 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, pag
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(status)
 	_, _ = w.Write([]byte(b.String()))
+}
+
+// Stylesheet is the console's stylesheet, for the pages of `bot serve`
+// served before the console exists (the first-run setup, package
+// appmanifest), so that they look the same.
+func Stylesheet() []byte {
+	b, err := staticFS.ReadFile("static/style.css")
+	if err != nil {
+		// Embedded at build time: it is there.
+		panic(err)
+	}
+	return b
 }

@@ -1,10 +1,13 @@
 package console
 
 import (
+	"fmt"
 	"html/template"
+	"strings"
 	"time"
 
 	"github.com/pullwright/pullwright/approval"
+	"github.com/pullwright/pullwright/task"
 )
 
 // funcs are the templates' helpers. None returns template.HTML: every
@@ -20,11 +23,55 @@ var funcs = template.FuncMap{
 	// the request comment and the terminal do (approval.Escape).
 	"shown": approval.Escape,
 	// line is shown for a value within a line (a path, a name).
-	"line": approval.Line,
+	"line":       approval.Line,
+	"stateWords": stateWords,
+	"duration":   duration,
 	"short": func(sha string) string {
 		if len(sha) > 12 {
 			return sha[:12]
 		}
 		return sha
 	},
+}
+
+// stateWords is a task's state as a person reads it; the API and the
+// pages' classes keep the state's name.
+func stateWords(s task.State) string {
+	switch s {
+	case task.AwaitingApproval:
+		return "waiting for approval"
+	case task.Running:
+		return "running a command"
+	case task.Preparing:
+		return "preparing the workspace"
+	}
+	return strings.ReplaceAll(string(s), "_", " ")
+}
+
+// duration is d rounded as a person says it: 52ms, 3.2s, 4m 10s, 1h 5m.
+func duration(d time.Duration) string {
+	switch {
+	case d < 0:
+		return "—"
+	case d < time.Millisecond:
+		return "under 1ms"
+	case d < time.Second-time.Millisecond/2:
+		return fmt.Sprintf("%dms", d.Round(time.Millisecond).Milliseconds())
+	case d < time.Minute-50*time.Millisecond:
+		s := fmt.Sprintf("%.1f", d.Round(100*time.Millisecond).Seconds())
+		return strings.TrimSuffix(s, ".0") + "s"
+	case d < time.Hour-time.Second/2:
+		d = d.Round(time.Second)
+		m, s := int(d/time.Minute), int(d%time.Minute/time.Second)
+		if s == 0 {
+			return fmt.Sprintf("%dm", m)
+		}
+		return fmt.Sprintf("%dm %ds", m, s)
+	}
+	d = d.Round(time.Minute)
+	h, m := int(d/time.Hour), int(d%time.Hour/time.Minute)
+	if m == 0 {
+		return fmt.Sprintf("%dh", h)
+	}
+	return fmt.Sprintf("%dh %dm", h, m)
 }

@@ -66,6 +66,9 @@ type github struct {
 	// maxPerToken bounds one token's share of the role cache: one person
 	// listing many repositories evicts their own answers, not everyone's.
 	maxPerToken int
+	// demo answers every role question with write, asking no one: a
+	// demo console's recorded tasks are of no real repository.
+	demo bool
 }
 
 type cached struct {
@@ -321,6 +324,9 @@ func (g *github) whoami(ctx context.Context, token string) (user, error) {
 // cached for the permission TTL, as the comment commands' are; errors are
 // not.
 func (g *github) role(ctx context.Context, token, fullName string) (string, int64, error) {
+	if g.demo {
+		return "write", 0, nil
+	}
 	k := digest(token) + "\x00" + strings.ToLower(fullName)
 	if c, ok := g.lookup(g.roles, k); ok {
 		return c.role, c.repoID, nil

@@ -45,6 +45,10 @@ type taskView struct {
 	Runs         []task.RunRecord      `json:"runs,omitempty"`
 	// Pending is the request waiting for an answer, if one does.
 	Pending *requestView `json:"pending,omitempty"`
+	// Verification is what the runs show of the task's last commit, as
+	// the pull request's Verification section says it (task.Verify);
+	// pages only, the API has the runs.
+	Verification string `json:"-"`
 }
 
 // requestView is the request waiting for an answer, as every surface
@@ -103,6 +107,13 @@ func (c *Console) view(t *task.Task, full bool) taskView {
 		return v
 	}
 	v.Plan, v.Steps, v.Runs = t.Plan, t.Steps, t.Runs
+	if t.HeadSHA != "" && (t.PRURL != "" || len(t.Runs) > 0) {
+		which := "latest"
+		if t.Final {
+			which = "final"
+		}
+		v.Verification = task.Verify(t.Runs, t.HeadSHA).Text("the " + which + " commit " + t.HeadSHA[:min(12, len(t.HeadSHA))])
+	}
 	if rq := t.Request; rq != nil && t.State == task.AwaitingApproval && rq.Answer == nil {
 		v.Pending = pending(rq)
 	}
@@ -356,10 +367,25 @@ func (c *Console) taskPage(w http.ResponseWriter, r *http.Request, who *caller) 
 		return
 	}
 	data := map[string]any{}
-	if sent := r.URL.Query().Get("sent"); sent == "approve" || sent == "reject" || sent == "cancel" {
+	if sent := r.URL.Query().Get("sent"); (sent == "approve" || sent == "reject" || sent == "cancel") && stillSent(t, sent) {
 		data["Sent"] = sent
 	}
 	c.renderTask(w, r, who, t, http.StatusOK, data)
+}
+
+// stillSent reports whether the notice that verb was sent still has
+// something to say: not once the task has ended, nor once the request an
+// approval or rejection answered is answered. A reload, or a link kept,
+// of the page an answer led to must not tell of it after it was heard.
+func stillSent(t *task.Task, verb string) bool {
+	if t.State.Terminal() {
+		return false
+	}
+	if verb == "cancel" {
+		return true
+	}
+	r := t.Request
+	return t.State == task.AwaitingApproval && r != nil && r.Answer == nil
 }
 
 // renderTask answers the page of task t, with data's notices.
@@ -402,7 +428,8 @@ func (c *Console) failed(w http.ResponseWriter, r *http.Request, err error) {
 // GitHub token in Authorization, which GitHub must recognise.
 func (c *Console) api(h func(http.ResponseWriter, *http.Request, *caller)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if auth := r.Header.Get("Authorization"); auth != "" {
+		// A demo asks GitHub about no token: everyone is its one person.
+		if auth := r.Header.Get("Authorization"); auth != "" && !c.demo {
 			scheme, token, _ := strings.Cut(auth, " ")
 			token = strings.TrimSpace(token)
 			if (!strings.EqualFold(scheme, "bearer") && !strings.EqualFold(scheme, "token")) || token == "" {

@@ -21,6 +21,11 @@ import (
 // until the app exists (package appmanifest).
 func withAppDir(ctx context.Context, get func(string) string, log *slog.Logger) (func(string) string, error) {
 	dir := get("BOT_APP_DIR")
+	if dir == "" && get("GITHUB_APP_ID") == "" && get("GITHUB_WEBHOOK_SECRET") == "" {
+		// Nothing of an app is configured: a newcomer's first start,
+		// who needs to hear of the setup page before anything else.
+		return nil, errNoApp
+	}
 	if dir == "" || get("GITHUB_APP_ID") != "" {
 		return get, nil
 	}
@@ -44,6 +49,14 @@ func withAppDir(ctx context.Context, get func(string) string, log *slog.Logger) 
 	}, nil
 }
 
+// errNoApp is serve's answer to a start with no GitHub App configured.
+var errNoApp = errors.New("no GitHub App is configured. " +
+	"To create one in one click, set BOT_APP_DIR (a directory kept across restarts) and BOT_PUBLIC_URL " +
+	"(the https address GitHub and you reach this bot at): that starts first-run mode, whose setup page " +
+	"creates the app on GitHub and saves its credentials in BOT_APP_DIR. " +
+	"For an app you created yourself, set GITHUB_APP_ID, GITHUB_WEBHOOK_SECRET and GITHUB_APP_PRIVATE_KEY_PATH. " +
+	"See docs/deploy.md, \"The GitHub App\"")
+
 // firstRun serves the setup page on BOT_ADDR until the app is created and
 // saved, and returns its credentials.
 func firstRun(ctx context.Context, get func(string) string, dir string, log *slog.Logger) (appmanifest.Credentials, error) {
@@ -58,7 +71,7 @@ func firstRun(ctx context.Context, get func(string) string, dir string, log *slo
 	}
 	s, err := appmanifest.New(appmanifest.Config{
 		APIURL: api, WebURL: web, PublicURL: pub, Dir: dir,
-		Manifest: pullwright.AppManifest(), Logger: log.With("component", "setup"),
+		Manifest: pullwright.AppManifest(), Stylesheet: console.Stylesheet(), Logger: log.With("component", "setup"),
 	})
 	if err != nil {
 		return appmanifest.Credentials{}, err

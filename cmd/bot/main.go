@@ -5,6 +5,7 @@
 //	bot action       run as a GitHub Actions step
 //	bot run          work on a local checkout
 //	bot healthcheck  ask a running serve's /healthz
+//	bot demo         the console over recorded tasks, on loopback
 //	bot version      print the version
 package main
 
@@ -48,6 +49,7 @@ commands:
   action       run as a GitHub Actions step (see action.yml, docs/action.md)
   run          work on a local checkout, no GitHub App needed ("bot run -h")
   healthcheck  ask a running serve's /healthz (the image's HEALTHCHECK)
+  demo         the console over a few recorded tasks, no GitHub App or model needed
   version      print the version
 
 Configuration comes from environment variables; a flag of the same name in
@@ -69,6 +71,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return runAction(ctx, getenv, stderr)
 	case "healthcheck":
 		return healthcheck(ctx, getenv, stdout)
+	case "demo":
+		return runDemo(ctx, args[1:], stderr)
 	case "run":
 		return runLocal(ctx, args[1:], getenv, os.Stdin, stdout, stderr)
 	case "fence-forward":

@@ -1,0 +1,184 @@
+package appmanifest
+
+import (
+	"encoding/json"
+	"html"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/pullwright/pullwright"
+	"github.com/pullwright/pullwright/console"
+	"github.com/pullwright/pullwright/internal/browsertest"
+)
+
+// page is the setup's first page for a bot at public, as a browser gets it.
+func page(t *testing.T, public string, stylesheet []byte) (*Setup, string) {
+	t.Helper()
+	s, err := New(Config{
+		APIURL: "https://api.github.com", WebURL: "https://github.com", PublicURL: public,
+		Dir: filepath.Join(t.TempDir(), "app"), Manifest: pullwright.AppManifest(), Stylesheet: stylesheet,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := httptest.NewRecorder()
+	s.Handler().ServeHTTP(w, httptest.NewRequest("GET", "/setup", nil))
+	if w.Code != http.StatusOK {
+		t.Fatalf("GET /setup = %d", w.Code)
+	}
+	return s, w.Body.String()
+}
+
+var section = regexp.MustCompile(`(?s)<section id="asks">.*?</section>`)
+
+// The page shows every permission and event app-manifest.json asks for,
+// with the access asked, read from the manifest itself.
+func TestSetupPageShowsWhatTheAppAsksFor(t *testing.T) {
+	var m struct {
+		Permissions map[string]string `json:"default_permissions"`
+		Events      []string          `json:"default_events"`
+	}
+	if err := json.Unmarshal(pullwright.AppManifest(), &m); err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Permissions) == 0 || len(m.Events) == 0 {
+		t.Fatal("app-manifest.json asks for nothing?")
+	}
+	_, body := page(t, "https://bot.example.com", nil)
+	asks := section.FindString(body)
+	if asks == "" {
+		t.Fatalf("no section of what the app asks for:\n%s", body)
+	}
+	for name, access := range m.Permissions {
+		if !strings.Contains(asks, "<tr><td><code>"+name+"</code></td><td>"+access+"</td></tr>") {
+			t.Errorf("permission %s (%s) not shown:\n%s", name, access, asks)
+		}
+	}
+	if n := strings.Count(asks, "<tr><td>"); n != len(m.Permissions) {
+		t.Errorf("%d permissions shown, the manifest has %d", n, len(m.Permissions))
+	}
+	for _, e := range m.Events {
+		if !strings.Contains(asks, "<code>"+e+"</code>") {
+			t.Errorf("event %s not shown:\n%s", e, asks)
+		}
+	}
+}
+
+// The page tells how to read the token file where the bot cannot be
+// asked to print it: a distroless container, Kubernetes, systemd.
+func TestSetupPageTellsHowToReadTheToken(t *testing.T) {
+	s, body := page(t, "https://bot.example.com", nil)
+	path := html.EscapeString(s.TokenPath())
+	for _, want := range []string{
+		"sudo cat " + path,
+		"docker cp pullwright:" + path + " - | tar -xO",
+		"kubectl debug -it POD --image=busybox --target=pullwright -- cat /proc/1/root" + path,
+		"deploy/pullwright.service",
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the page does not say %q", want)
+		}
+	}
+}
+
+// An address GitHub can never deliver to is warned of, and the page
+// still offers the setup (a tunnel may forward it); a public https
+// address is not.
+func TestSetupPageWarnsOfAnUnreachableAddress(t *testing.T) {
+	tests := []struct {
+		public string
+		why    string // "" for no warning
+	}{
+		{"https://bot.example.com", ""},
+		{"https://bot.example.com:8443/pullwright", ""},
+		{"https://8.8.8.8", ""},
+		{"https://[2001:4860:4860::8888]", ""},
+		{"http://127.0.0.1:8080", "loopback address"},
+		{"http://127.0.0.1:8080", "plain http"},
+		{"http://localhost:8080", "this machine"},
+		{"http://[::1]:8080", "loopback address"},
+		{"https://127.0.0.1", "loopback address"},
+		{"https://10.1.2.3", "private address"},
+		{"https://192.168.1.20:8443", "private address"},
+		{"https://172.16.0.9", "private address"},
+		{"https://100.64.1.1", "private address"},
+		{"https://[fd00::1]", "private address"},
+		{"https://169.254.1.1", "not an address"},
+		{"https://bot", "without a domain"},
+		{"https://bot.internal", "local network"},
+		{"https://pi.local", "local network"},
+		{"https://app.localhost", "this machine"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.public, func(t *testing.T) {
+			s, body := page(t, tt.public, nil)
+			warned := strings.Contains(body, `id="unreachable"`)
+			if tt.why == "" {
+				if warned || s.unreachable != "" {
+					t.Errorf("a public https address is warned of: %q", s.unreachable)
+				}
+				return
+			}
+			if !warned || !strings.Contains(s.unreachable, tt.why) {
+				t.Errorf("warning %q (on the page: %v), want one saying %q", s.unreachable, warned, tt.why)
+			}
+			if !strings.Contains(body, `<form method="post" action="/setup">`) {
+				t.Error("the warning refused the setup")
+			}
+		})
+	}
+}
+
+// With the console's stylesheet the page links it and serves it, under
+// a policy that lets the page's own stylesheet in.
+func TestSetupPageIsStyled(t *testing.T) {
+	css := []byte("body { color: #1f2328; }")
+	s, body := page(t, "https://bot.example.com", css)
+	if !strings.Contains(body, `<link rel="stylesheet" href="/setup/style.css">`) {
+		t.Error("the page links no stylesheet")
+	}
+	w := httptest.NewRecorder()
+	s.Handler().ServeHTTP(w, httptest.NewRequest("GET", "/setup/style.css", nil))
+	if w.Code != http.StatusOK || w.Body.String() != string(css) || !strings.HasPrefix(w.Header().Get("Content-Type"), "text/css") {
+		t.Errorf("GET /setup/style.css = %d %q %q", w.Code, w.Header().Get("Content-Type"), w.Body.String())
+	}
+	if csp := w.Header().Get("Content-Security-Policy"); !strings.Contains(csp, "style-src 'self'") {
+		t.Errorf("CSP %q keeps the stylesheet out", csp)
+	}
+	_, plain := page(t, "https://bot.example.com", nil)
+	if strings.Contains(plain, "stylesheet") {
+		t.Error("a page with no stylesheet links one")
+	}
+}
+
+// The setup page in a real browser, styled as the console;
+// PULLWRIGHT_SCREENSHOTS=DIR writes it for docs/deploy.md.
+func TestSetupPageInABrowser(t *testing.T) {
+	s, _ := page(t, "https://bot.example.com", console.Stylesheet())
+	srv := httptest.NewServer(s.Handler())
+	t.Cleanup(srv.Close)
+	b := browsertest.New(t)
+	if err := browsertest.Do(b, 30*time.Second, chromedp.Navigate(srv.URL+"/setup"), chromedp.WaitVisible(chromedp.CSS("#asks table"))); err != nil {
+		t.Fatalf("open the setup page: %v", err)
+	}
+	// The stylesheet applies under the page's policy.
+	if font, err := browsertest.Eval[string](b, 30*time.Second, `getComputedStyle(document.querySelector("header")).display`); err != nil || font != "flex" {
+		t.Errorf("the header is not styled: %q (%v)", font, err)
+	}
+	if dir := os.Getenv("PULLWRIGHT_SCREENSHOTS"); dir != "" {
+		if _, err := browsertest.Screenshot(b, dir, "setup-page.png"); err != nil {
+			t.Error(err)
+		}
+	}
+}
