@@ -31,7 +31,7 @@ import (
 func runDemo(ctx context.Context, args []string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	addr := fs.String("addr", "127.0.0.1:8080", "loopback address to listen on (the demo lets everyone who reaches it in)")
+	addr := demoFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -45,6 +45,11 @@ func runDemo(ctx context.Context, args []string, stderr io.Writer) error {
 		return fmt.Errorf("listen on %s: %w", *addr, err)
 	}
 	return demo(ctx, ln, slog.New(slog.NewTextHandler(stderr, nil)))
+}
+
+// demoFlags are bot demo's flags.
+func demoFlags(fs *flag.FlagSet) (addr *string) {
+	return fs.String("addr", "127.0.0.1:8080", "loopback address to listen on (the demo lets everyone who reaches it in)")
 }
 
 // loopbackOnly refuses an address other than this machine's loopback.

@@ -405,11 +405,15 @@ func botFlags(t *testing.T) map[string][]string {
 	for _, m := range regexp.MustCompile(`(?m)^  -(\S+)`).FindAllStringSubmatch(usage.String(), -1) {
 		run = append(run, m[1])
 	}
+	demo := flag.NewFlagSet("demo", flag.ContinueOnError)
+	demoFlags(demo)
+	var demoNames []string
+	demo.VisitAll(func(f *flag.Flag) { demoNames = append(demoNames, f.Name) })
 	if len(serve) == 0 || len(run) == 0 {
 		t.Fatalf("found no flags: serve %v, run %v", serve, run)
 	}
 	// action, healthcheck and version read the environment only.
-	return map[string][]string{"serve": serve, "run": run, "action": nil, "healthcheck": nil, "version": nil}
+	return map[string][]string{"serve": serve, "run": run, "demo": demoNames, "action": nil, "healthcheck": nil, "version": nil}
 }
 
 // otherTools are flags of other programs that the guides name in code
