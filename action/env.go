@@ -59,7 +59,8 @@ const MinStateKey = 16
 
 // input reads an action input as the runner passes it: INPUT_ and the name
 // upper-cased, spaces turned into underscores and hyphens kept
-// ("github-token" → INPUT_GITHUB-TOKEN). Outside a container action, the
+// ("github-token" → INPUT_GITHUB-TOKEN). Where the runner sets none (the
+// steps of a composite action such as action.yml, a plain run step), the
 // plain variable named by fallback is read instead.
 func input(getenv func(string) string, name, fallback string) string {
 	v := getenv("INPUT_" + strings.ToUpper(strings.ReplaceAll(name, " ", "_")))

@@ -25,7 +25,7 @@ func runAction(ctx context.Context, getenv func(string) string, stderr io.Writer
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil)).With("repo", env.Repository)
 	if env.Runner == "local" {
-		log.Warn("runner local: approved commands run inside this job's container, without a sandbox of their own; " +
+		log.Warn("runner local: approved commands run on this job's machine as the job's user, without a sandbox of their own; " +
 			"the job's machine is thrown away after the run, and every command still needs an approval (docs/action.md)")
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
