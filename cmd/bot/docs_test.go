@@ -39,10 +39,10 @@ type guide struct {
 	text string
 }
 
-// guides are README.md and docs/*.md.
+// guides are README.md, CHANGELOG.md and docs/*.md.
 func guides(t *testing.T) []guide {
 	t.Helper()
-	return readGuides(t, "README.md", "docs/*.md")
+	return readGuides(t, "README.md", "CHANGELOG.md", "docs/*.md")
 }
 
 // operatorFiles are what an operator copies and edits: the Action's
@@ -301,8 +301,29 @@ func codeEnv(t *testing.T) map[string]string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The Action's shell is code too: its steps in action.yml and the
+	// script they run read GitHub's variables by name.
+	for _, name := range []string{"action.yml", "action/install.sh"} {
+		data, err := os.ReadFile(filepath.Join(repoRoot, filepath.FromSlash(name)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(data), "\n") {
+			if strings.HasPrefix(strings.TrimSpace(line), "#") {
+				continue
+			}
+			for _, m := range shellVar.FindAllStringSubmatch(line, -1) {
+				if envLiteral.MatchString(m[1]) {
+					found[m[1]] = name + ":" + strconv.Itoa(i+1)
+				}
+			}
+		}
+	}
 	return found
 }
+
+// shellVar is a variable a shell line expands.
+var shellVar = regexp.MustCompile(`\$\{?([A-Z][A-Z0-9_]*)`)
 
 func skipDir(name string) bool {
 	return name == "testdata" || name == "vendor" || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_")
