@@ -217,9 +217,9 @@ func (rq requests) show(ctx context.Context, t *Task) approval.Request {
 	stats, ws, err := rq.checkouts.diffStatAgainst(ctx, t, t.BaseSHA)
 	if err != nil {
 		rq.log.WarnContext(ctx, "diff stat for the request", "task_id", t.ID, "err", err)
-		shown := ShowRequest(t, nil, rq.manifestChanges(ctx, t), rq.unisolated)
-		shown.FilesUnknown = "the diff against the work's start failed"
-		return approval.Seal(shown)
+		s := showing(t, nil, rq.manifestChanges(ctx, t), rq.unisolated)
+		s.FilesUnknown = "the diff against the work's start failed"
+		return s.Request()
 	}
 	return ShowRequest(t, stats, rq.checkManifests(ctx, t, stats, ws), rq.unisolated)
 }
