@@ -314,51 +314,65 @@ func (r *run) notRun(rec task.RunRecord, outcome, why string) string {
 }
 
 // show is the request as the person is asked to approve it: the value
-// serve's request comment shows (approval.Request), built from what bot
-// run knows: the workspace's tree, its changes against HEAD, where it
-// runs, and whether the repository's setup runs first with manifests
-// the agent changed.
+// serve's request comment shows, built by the same builder (task.Shown)
+// from what bot run knows: the workspace's tree, its changes against
+// HEAD, where it runs, and, when the repository's setup runs first, the
+// manifests the agent changed. Bot run's user reads why a comparison
+// failed (task.Shown.Detailed).
 func (r *run) show(req agent.Request, tree *repo.Tree) approval.Request {
-	s := r.settings
-	v := approval.Request{ID: strconv.Itoa(len(r.runs) + 1), Command: req.Command, Reason: req.Reason, Commit: tree.Hash(),
-		Where: approval.Where{Local: true, Sandbox: r.sb.where != whereLocal}}
-	if v.Where.Sandbox {
-		v.Where.Image, v.Where.Network = r.image, s.Sandbox.Network == "bridge"
+	return r.facts(req, tree).Request()
+}
+
+// facts are what bot run knows of req when it asks.
+func (r *run) facts(req agent.Request, tree *repo.Tree) task.Shown {
+	s := task.Shown{ID: strconv.Itoa(len(r.runs) + 1), Command: req.Command, Reason: req.Reason, Commit: tree.Hash(),
+		Where:    approval.Where{Local: true, Sandbox: r.sb.where != whereLocal},
+		Detailed: true}
+	if s.Where.Sandbox {
+		s.Where.Image, s.Where.Network = r.image, r.settings.Sandbox.Network == "bridge"
+	}
+	setup := s.Where.Sandbox && r.sb.setup != nil
+	if setup {
+		s.SetupBase = "HEAD"
 	}
 	stats, err := r.ws.DiffStatOf(r.src.head, tree)
 	if err != nil {
-		v.FilesUnknown = fmt.Sprintf("the diff against HEAD failed: %v", err)
-		if r.sb.setup != nil {
-			v.Setup = &approval.Setup{Base: "HEAD", Unknown: v.FilesUnknown}
+		err = fmt.Errorf("the diff against HEAD failed: %w", err)
+		s.FilesUnknown = err.Error()
+		if setup {
+			s.Manifests.Err = err
 		}
-		return approval.Seal(v)
+		return s
 	}
-	v.Files = stats
-	if r.sb.setup == nil {
-		return approval.Seal(v)
+	s.Files = stats
+	if !setup {
+		return s
 	}
 	// The working tree's own plan knows the paths its files make
 	// manifests (a build backend's directory). When it cannot be read,
 	// the manifests any tree has are shown, or, with none changed, the
 	// manifests are unknown, as when the diff failed.
-	plan, planErr := deps.ManifestsOf(os.DirFS(r.ws.Dir()))
-	var manifests []pullwright.FileStat
+	plan, err := deps.ManifestsOf(os.DirFS(r.ws.Dir()))
+	if err != nil {
+		s.Manifests.Err = fmt.Errorf("the files' setup could not be planned: %w", err)
+	}
 	var paths []string
 	for _, st := range stats {
 		if plan.ManifestsChanged([]string{st.Path}) {
-			manifests, paths = append(manifests, st), append(paths, st.Path)
+			s.Manifests.Files, paths = append(s.Manifests.Files, st), append(paths, st.Path)
 		}
 	}
 	if len(paths) > 0 {
-		diff, err := r.ws.DiffOfTree(r.src.head, tree, paths...)
-		if err != nil {
-			diff = fmt.Sprintf("(the diff could not be made: %v)\n", err)
+		// With manifests named, only the diff's own failure is told:
+		// in its place (Detailed).
+		s.Manifests.Err = nil
+		if diff, err := r.ws.DiffOfTree(r.src.head, tree, paths...); err != nil {
+			s.Manifests.Err = err
+		} else {
+			s.Manifests.Diff = headLines(diff, manifestDiffLines)
 		}
-		v.Setup = &approval.Setup{Base: "HEAD", Manifests: manifests, Diff: headLines(diff, manifestDiffLines)}
-	} else if planErr != nil {
-		v.Setup = &approval.Setup{Base: "HEAD", Unknown: fmt.Sprintf("the files' setup could not be planned: %v", planErr)}
 	}
-	return approval.Seal(v)
+	return s
 }
 
 // manifestDiffLines bounds the manifests' diff in a question: a
