@@ -241,18 +241,19 @@ func (r *run) request(ctx context.Context, req agent.Request) (string, error) {
 		if ctx.Err() != nil {
 			return "", ctx.Err()
 		}
-		return r.notRun(rec, task.OutcomeNotRun, fmt.Sprintf("the workspace's files could not be written out for the run: %v", err)), nil
+		ran := task.Unstarted(fmt.Sprintf("the workspace's files could not be written out for the run: %v", err), &rec)
+		return r.notRun(rec, ran), nil
 	}
 	spec := s.RunSpec(dir, req.Command, map[string]string{"pullwright.run": "bot-run"})
 	spec.Image = r.image
 	// The same step as serve's: the setup, when one runs, then the
-	// command, told as the record of runs reads it.
+	// command, then the record of how it ended, told as it goes.
 	step := task.Sandboxed{Runner: r.sb.r, SetUp: func(s *pullwright.SetupRecord) {
 		r.showSetup(s)
 		if !s.Failed {
 			r.status("running " + cmd)
 		}
-	}}
+	}, LeftOut: func() string { return r.leftOut(tree) }}
 	var setup *pullwright.SetupRequest
 	if r.sb.setup != nil {
 		base, err := r.headFiles(ctx)
@@ -260,7 +261,8 @@ func (r *run) request(ctx context.Context, req agent.Request) (string, error) {
 			if ctx.Err() != nil {
 				return "", ctx.Err()
 			}
-			return r.notRun(rec, task.OutcomeNotRun, fmt.Sprintf("HEAD's files could not be written out for the repository's setup: %v", err)), nil
+			ran := task.Unstarted(fmt.Sprintf("HEAD's files could not be written out for the repository's setup: %v", err), &rec)
+			return r.notRun(rec, ran), nil
 		}
 		// The user's own image is theirs to trust, as it was before
 		// bot run shared serve's step.
@@ -269,27 +271,18 @@ func (r *run) request(ctx context.Context, req agent.Request) (string, error) {
 		setup, step.Deps = &req, r.sb.setup
 		r.status("setting up the repository's dependencies")
 	}
-	ran, err := step.Run(ctx, spec, setup)
+	ran, err := step.Run(ctx, spec, setup, &rec)
 	if err != nil {
 		return "", err
 	}
-	res := ran.Result
-	if why, ok := task.NotStarted(res); ok {
-		rec.Ended(res, ran.Setup != nil && ran.Setup.Failed)
-		return r.notRun(rec, rec.Outcome, why), nil
+	if _, ok := task.NotStarted(ran.Result); ok {
+		return r.notRun(rec, ran), nil
 	}
-	rec.Ended(res, false)
 	r.runs = append(r.runs, rec)
+	res := ran.Result
 	output := res.Output
 	if res.OOMKilled {
 		output += "\n[the sandbox killed the command: it ran out of memory]"
-	}
-	if left, more, err := r.ws.LeftOutOf(tree, leftOutShown); err == nil && len(left) > 0 {
-		list := strings.Join(left, ", ")
-		if more > 0 {
-			list += fmt.Sprintf(" and %d more", more)
-		}
-		output += fmt.Sprintf("\n[not part of this run, because git ignores them: %s. A run has the files a commit of the workspace would hold only.]\n", list)
 	}
 	how := fmt.Sprintf("exit code %d after %s", res.ExitCode, res.Duration.Round(time.Millisecond))
 	if res.TimedOut {
@@ -299,18 +292,34 @@ func (r *run) request(ctx context.Context, req agent.Request) (string, error) {
 	return agent.RunResult(res.ExitCode, output, res.Truncated, res.TimedOut, res.Duration), nil
 }
 
-// notRun records that rec's approved command could not start (outcome:
-// it could not run, or its setup failed), says why at the terminal, and
-// returns the same sentence as the agent's result.
-func (r *run) notRun(rec task.RunRecord, outcome, why string) string {
-	rec.Outcome, rec.ExitCode = outcome, -1
+// notRun keeps rec, which the step ended with ran, for an approved
+// command that never started (it could not run, or its setup failed),
+// says why at the terminal, and returns the same sentence as the agent's
+// result.
+func (r *run) notRun(rec task.RunRecord, ran task.Ran) string {
 	r.runs = append(r.runs, rec)
+	why, _ := task.NotStarted(ran.Result)
 	why = strings.TrimRight(strings.TrimSpace(why), ".")
 	// The terminal gets the first line (a failed setup's steps and
 	// output were shown just before); the agent gets all of it.
 	first, _, _ := strings.Cut(why, "\n")
 	r.d.printf("  `%s` could not run: %s.\n", clip(oneLine(rec.Command), 120), clip(oneLine(strings.TrimRight(first, ".")), 300))
 	return fmt.Sprintf("error: the command did not run: %s.", why)
+}
+
+// leftOut notes the workspace's files a run of tree did not have,
+// because git ignores them: a test the agent wrote there never runs, and
+// it should know why.
+func (r *run) leftOut(tree *repo.Tree) string {
+	left, more, err := r.ws.LeftOutOf(tree, leftOutShown)
+	if err != nil || len(left) == 0 {
+		return ""
+	}
+	list := strings.Join(left, ", ")
+	if more > 0 {
+		list += fmt.Sprintf(" and %d more", more)
+	}
+	return fmt.Sprintf("\n[not part of this run, because git ignores them: %s. A run has the files a commit of the workspace would hold only.]\n", list)
 }
 
 // show is the request as the person is asked to approve it: the value

@@ -552,7 +552,7 @@ func (rq requests) resolveRequired(ctx context.Context, t *Task, o Outcome) erro
 	// the bot stopped mid-run) says nothing of the agent's work: the
 	// agent is not sent back over it; the pull request stays a draft and
 	// says why.
-	if o.Verdict == Approved && o.Result != nil && ranAndFailed(RunOutcome(*o.Result, t.Request.Setup != nil && t.Request.Setup.Failed)) {
+	if o.Verdict == Approved && o.Result != nil && ranAndFailed(Ran{Result: *o.Result, Setup: t.Request.Setup}.Outcome()) {
 		o.Required = t.Request.Command
 		conv, err := rq.agent.Resolve(t.Conversation, o)
 		if err != nil {
