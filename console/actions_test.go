@@ -12,7 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/approval"
+	"github.com/pullwright/pullwright/policy"
 	"github.com/pullwright/pullwright/task"
 )
 
@@ -221,6 +223,69 @@ func TestPendingShowsTheWholeRequest(t *testing.T) {
 	}
 	if !v.Pending.Sealed() || v.Pending.Digest != shown.Digest || len(v.Pending.Sentences) != len(shown.Sentences()) {
 		t.Errorf("the API's pending is not the value shown: %+v", v.Pending)
+	}
+}
+
+// A request that would run without a sandbox (BOT_RUNNER=local) says so,
+// as a warning, on the page and in the API's pending: the value task
+// builds for the local runner, which drops the image and network a
+// sandbox would have had.
+func TestPendingWarnsOfNoSandbox(t *testing.T) {
+	f := newFixture(t)
+	tk := &task.Task{Kind: task.KindFix, State: task.AwaitingApproval, Issue: 30,
+		Repo:      pullwright.Repo{InstallationID: 1, Owner: "o", Name: "private", DefaultBranch: "main"},
+		Requester: task.Person{Login: "dave"}, Instructions: "fix it",
+		Settings: &policy.Settings{Sandbox: policy.Sandbox{Image: "golang:1.26", Network: "bridge"}},
+		Work: task.Work{Branch: "agent/30-x", Request: &task.ExecRequest{ID: "5-1", Command: "make test", Reason: "check it",
+			SHA: strings.Repeat("b", 40), Asked: true}}}
+	shown := task.ShowRequest(tk, []pullwright.FileStat{{Path: "Makefile", Added: 1}}, task.ManifestChanges{}, true)
+	tk.Request.Shown = &shown
+	if err := f.store.Record(t.Context(), task.Delivery{ID: "local"}, tk); err != nil {
+		t.Fatal(err)
+	}
+	var warning approval.Sentence
+	for _, s := range shown.Sentences() {
+		if s.Kind == approval.KindNoSandbox {
+			warning = s
+		}
+		if s.Kind == approval.KindNetwork {
+			t.Errorf("a request without a sandbox speaks of a sandbox's network: %q", approval.PlainText(s))
+		}
+	}
+	if !warning.Warning || shown.Where.Sandbox {
+		t.Fatalf("task shows the local runner's request as %+v", shown)
+	}
+	id := itoa(tk.ID)
+	w := f.serve(t, "GET", "/console/tasks/"+id, nil, []*http.Cookie{f.signIn(t, "alice")}, nil)
+	if w.Code != http.StatusOK {
+		t.Fatalf("page = %d", w.Code)
+	}
+	text := html.UnescapeString(regexp.MustCompile(`<[^>]*>`).ReplaceAllString(w.Body.String(), ""))
+	text = strings.Join(strings.Fields(text), " ")
+	words := strings.Join(strings.Fields(strings.ReplaceAll(approval.PlainText(warning), "`", "")), " ")
+	if !strings.Contains(text, words) || !strings.Contains(text, "BOT_RUNNER=local") {
+		t.Errorf("the page lacks the warning %q:\n%s", words, text)
+	}
+	bearer := http.Header{"Authorization": {"Bearer " + f.gh.UserToken("alice")}}
+	w = f.serve(t, "GET", "/api/tasks/"+id, nil, nil, bearer)
+	var v struct {
+		Pending struct {
+			approval.Request
+			Sentences []struct {
+				Kind, Text string
+				Warning    bool
+			} `json:"sentences"`
+		} `json:"pending"`
+	}
+	if err := json.Unmarshal(w.Body.Bytes(), &v); err != nil {
+		t.Fatalf("%v: %s", err, w.Body.String())
+	}
+	warned := false
+	for _, s := range v.Pending.Sentences {
+		warned = warned || s.Kind == approval.KindNoSandbox && s.Warning && strings.Contains(s.Text, "BOT_RUNNER=local")
+	}
+	if !warned || v.Pending.Where.Sandbox || v.Pending.Digest != shown.Digest || !v.Pending.Sealed() {
+		t.Errorf("the API's pending does not warn that it runs without a sandbox: %s", w.Body.String())
 	}
 }
 

@@ -180,3 +180,37 @@ func TestOpenAPIDescribesTheAnswers(t *testing.T) {
 		o.check(t, tt.operation, w)
 	}
 }
+
+// An answer that names a stale digest gets the changed answer the spec
+// describes (components/responses/Changed): the error, and the request
+// that waits now, whole, to be read before it is answered.
+func TestOpenAPIDescribesTheChangedAnswer(t *testing.T) {
+	o := loadOpenAPI(t)
+	f := newFixture(t)
+	bearer := http.Header{"Authorization": {"Bearer " + f.gh.UserToken("alice")}, "Content-Type": {"application/json"}}
+	tests := []struct {
+		operation, target, body string
+	}{
+		{"POST /api/requests/{id}/approve", "/api/requests/4-2/approve", `{"digest":"` + strings.Repeat("0", 64) + `"}`},
+		{"POST /api/requests/{id}/reject", "/api/requests/4-2/reject", `{"digest":"000000000000","reason":"not that"}`},
+	}
+	for _, tt := range tests {
+		w := f.serveJSON(t, tt.target, tt.body, bearer)
+		if w.Code != http.StatusConflict {
+			t.Errorf("%s with a stale digest = %d: %s", tt.target, w.Code, w.Body.String())
+			continue
+		}
+		o.check(t, tt.operation, w)
+		var out struct {
+			Error   string           `json:"error"`
+			Pending *json.RawMessage `json:"pending"`
+		}
+		if err := json.Unmarshal(w.Body.Bytes(), &out); err != nil || out.Error == "" || out.Pending == nil ||
+			!strings.Contains(string(*out.Pending), `"digest":"`+f.digest+`"`) {
+			t.Errorf("%s: the changed answer lacks the request that waits: %s", tt.target, w.Body.String())
+		}
+	}
+	if got := f.recorded(t); len(got) != 0 {
+		t.Errorf("answers with a stale digest recorded %d tasks", len(got))
+	}
+}

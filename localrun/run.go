@@ -241,18 +241,19 @@ func (r *run) request(ctx context.Context, req agent.Request) (string, error) {
 		if ctx.Err() != nil {
 			return "", ctx.Err()
 		}
-		return r.notRun(rec, task.OutcomeNotRun, fmt.Sprintf("the workspace's files could not be written out for the run: %v", err)), nil
+		ran := task.Unstarted(fmt.Sprintf("the workspace's files could not be written out for the run: %v", err), &rec)
+		return r.notRun(rec, ran), nil
 	}
 	spec := s.RunSpec(dir, req.Command, map[string]string{"pullwright.run": "bot-run"})
 	spec.Image = r.image
 	// The same step as serve's: the setup, when one runs, then the
-	// command, told as the record of runs reads it.
+	// command, then the record of how it ended, told as it goes.
 	step := task.Sandboxed{Runner: r.sb.r, SetUp: func(s *pullwright.SetupRecord) {
 		r.showSetup(s)
 		if !s.Failed {
 			r.status("running " + cmd)
 		}
-	}}
+	}, LeftOut: func() string { return r.leftOut(tree) }}
 	var setup *pullwright.SetupRequest
 	if r.sb.setup != nil {
 		base, err := r.headFiles(ctx)
@@ -260,7 +261,8 @@ func (r *run) request(ctx context.Context, req agent.Request) (string, error) {
 			if ctx.Err() != nil {
 				return "", ctx.Err()
 			}
-			return r.notRun(rec, task.OutcomeNotRun, fmt.Sprintf("HEAD's files could not be written out for the repository's setup: %v", err)), nil
+			ran := task.Unstarted(fmt.Sprintf("HEAD's files could not be written out for the repository's setup: %v", err), &rec)
+			return r.notRun(rec, ran), nil
 		}
 		// The user's own image is theirs to trust, as it was before
 		// bot run shared serve's step.
@@ -269,27 +271,18 @@ func (r *run) request(ctx context.Context, req agent.Request) (string, error) {
 		setup, step.Deps = &req, r.sb.setup
 		r.status("setting up the repository's dependencies")
 	}
-	ran, err := step.Run(ctx, spec, setup)
+	ran, err := step.Run(ctx, spec, setup, &rec)
 	if err != nil {
 		return "", err
 	}
-	res := ran.Result
-	if why, ok := task.NotStarted(res); ok {
-		rec.Ended(res, ran.Setup != nil && ran.Setup.Failed)
-		return r.notRun(rec, rec.Outcome, why), nil
+	if _, ok := task.NotStarted(ran.Result); ok {
+		return r.notRun(rec, ran), nil
 	}
-	rec.Ended(res, false)
 	r.runs = append(r.runs, rec)
+	res := ran.Result
 	output := res.Output
 	if res.OOMKilled {
 		output += "\n[the sandbox killed the command: it ran out of memory]"
-	}
-	if left, more, err := r.ws.LeftOutOf(tree, leftOutShown); err == nil && len(left) > 0 {
-		list := strings.Join(left, ", ")
-		if more > 0 {
-			list += fmt.Sprintf(" and %d more", more)
-		}
-		output += fmt.Sprintf("\n[not part of this run, because git ignores them: %s. A run has the files a commit of the workspace would hold only.]\n", list)
 	}
 	how := fmt.Sprintf("exit code %d after %s", res.ExitCode, res.Duration.Round(time.Millisecond))
 	if res.TimedOut {
@@ -299,12 +292,13 @@ func (r *run) request(ctx context.Context, req agent.Request) (string, error) {
 	return agent.RunResult(res.ExitCode, output, res.Truncated, res.TimedOut, res.Duration), nil
 }
 
-// notRun records that rec's approved command could not start (outcome:
-// it could not run, or its setup failed), says why at the terminal, and
-// returns the same sentence as the agent's result.
-func (r *run) notRun(rec task.RunRecord, outcome, why string) string {
-	rec.Outcome, rec.ExitCode = outcome, -1
+// notRun keeps rec, which the step ended with ran, for an approved
+// command that never started (it could not run, or its setup failed),
+// says why at the terminal, and returns the same sentence as the agent's
+// result.
+func (r *run) notRun(rec task.RunRecord, ran task.Ran) string {
 	r.runs = append(r.runs, rec)
+	why, _ := task.NotStarted(ran.Result)
 	why = strings.TrimRight(strings.TrimSpace(why), ".")
 	// The terminal gets the first line (a failed setup's steps and
 	// output were shown just before); the agent gets all of it.
@@ -313,52 +307,81 @@ func (r *run) notRun(rec task.RunRecord, outcome, why string) string {
 	return fmt.Sprintf("error: the command did not run: %s.", why)
 }
 
+// leftOut notes the workspace's files a run of tree did not have,
+// because git ignores them: a test the agent wrote there never runs, and
+// it should know why.
+func (r *run) leftOut(tree *repo.Tree) string {
+	left, more, err := r.ws.LeftOutOf(tree, leftOutShown)
+	if err != nil || len(left) == 0 {
+		return ""
+	}
+	list := strings.Join(left, ", ")
+	if more > 0 {
+		list += fmt.Sprintf(" and %d more", more)
+	}
+	return fmt.Sprintf("\n[not part of this run, because git ignores them: %s. A run has the files a commit of the workspace would hold only.]\n", list)
+}
+
 // show is the request as the person is asked to approve it: the value
-// serve's request comment shows (approval.Request), built from what bot
-// run knows: the workspace's tree, its changes against HEAD, where it
-// runs, and whether the repository's setup runs first with manifests
-// the agent changed.
+// serve's request comment shows, built by the same builder (task.Shown)
+// from what bot run knows: the workspace's tree, its changes against
+// HEAD, where it runs, and, when the repository's setup runs first, the
+// manifests the agent changed. Bot run's user reads why a comparison
+// failed (task.Shown.Detailed).
 func (r *run) show(req agent.Request, tree *repo.Tree) approval.Request {
-	s := r.settings
-	v := approval.Request{ID: strconv.Itoa(len(r.runs) + 1), Command: req.Command, Reason: req.Reason, Commit: tree.Hash(),
-		Where: approval.Where{Local: true, Sandbox: r.sb.where != whereLocal}}
-	if v.Where.Sandbox {
-		v.Where.Image, v.Where.Network = r.image, s.Sandbox.Network == "bridge"
+	return r.facts(req, tree).Request()
+}
+
+// facts are what bot run knows of req when it asks.
+func (r *run) facts(req agent.Request, tree *repo.Tree) task.Shown {
+	s := task.Shown{ID: strconv.Itoa(len(r.runs) + 1), Command: req.Command, Reason: req.Reason, Commit: tree.Hash(),
+		Where:    approval.Where{Local: true, Sandbox: r.sb.where != whereLocal},
+		Detailed: true}
+	if s.Where.Sandbox {
+		s.Where.Image, s.Where.Network = r.image, r.settings.Sandbox.Network == "bridge"
+	}
+	setup := s.Where.Sandbox && r.sb.setup != nil
+	if setup {
+		s.SetupBase = "HEAD"
 	}
 	stats, err := r.ws.DiffStatOf(r.src.head, tree)
 	if err != nil {
-		v.FilesUnknown = fmt.Sprintf("the diff against HEAD failed: %v", err)
-		if r.sb.setup != nil {
-			v.Setup = &approval.Setup{Base: "HEAD", Unknown: v.FilesUnknown}
+		err = fmt.Errorf("the diff against HEAD failed: %w", err)
+		s.FilesUnknown = err.Error()
+		if setup {
+			s.Manifests.Err = err
 		}
-		return approval.Seal(v)
+		return s
 	}
-	v.Files = stats
-	if r.sb.setup == nil {
-		return approval.Seal(v)
+	s.Files = stats
+	if !setup {
+		return s
 	}
 	// The working tree's own plan knows the paths its files make
 	// manifests (a build backend's directory). When it cannot be read,
 	// the manifests any tree has are shown, or, with none changed, the
 	// manifests are unknown, as when the diff failed.
-	plan, planErr := deps.ManifestsOf(os.DirFS(r.ws.Dir()))
-	var manifests []pullwright.FileStat
+	plan, err := deps.ManifestsOf(os.DirFS(r.ws.Dir()))
+	if err != nil {
+		s.Manifests.Err = fmt.Errorf("the files' setup could not be planned: %w", err)
+	}
 	var paths []string
 	for _, st := range stats {
 		if plan.ManifestsChanged([]string{st.Path}) {
-			manifests, paths = append(manifests, st), append(paths, st.Path)
+			s.Manifests.Files, paths = append(s.Manifests.Files, st), append(paths, st.Path)
 		}
 	}
 	if len(paths) > 0 {
-		diff, err := r.ws.DiffOfTree(r.src.head, tree, paths...)
-		if err != nil {
-			diff = fmt.Sprintf("(the diff could not be made: %v)\n", err)
+		// With manifests named, only the diff's own failure is told:
+		// in its place (Detailed).
+		s.Manifests.Err = nil
+		if diff, err := r.ws.DiffOfTree(r.src.head, tree, paths...); err != nil {
+			s.Manifests.Err = err
+		} else {
+			s.Manifests.Diff = headLines(diff, manifestDiffLines)
 		}
-		v.Setup = &approval.Setup{Base: "HEAD", Manifests: manifests, Diff: headLines(diff, manifestDiffLines)}
-	} else if planErr != nil {
-		v.Setup = &approval.Setup{Base: "HEAD", Unknown: fmt.Sprintf("the files' setup could not be planned: %v", planErr)}
 	}
-	return approval.Seal(v)
+	return s
 }
 
 // manifestDiffLines bounds the manifests' diff in a question: a

@@ -12,6 +12,7 @@ import (
 	"github.com/pullwright/pullwright/internal/fakellm"
 	"github.com/pullwright/pullwright/internal/sandboxtest"
 	"github.com/pullwright/pullwright/localrun"
+	"github.com/pullwright/pullwright/task"
 )
 
 // finish is the agent's last step, with its own title and summary: words
@@ -219,6 +220,11 @@ func TestRunImageGoneMidRun(t *testing.T) {
 	mustContain(t, "the agent's result", lastResult(t, llm.Requests(), 3), "error: the command did not run: image "+image)
 	if res.Verification.Verified {
 		t.Error("verified, though nothing ran")
+	}
+	// The record the shared step ended, as serve's reads the same result.
+	if len(res.Runs) != 1 || res.Runs[0].Outcome != task.OutcomeNotRun || res.Runs[0].ExitCode != -1 ||
+		!strings.HasPrefix(res.Runs[0].Output, "not run: image "+image) {
+		t.Errorf("recorded %+v", res.Runs)
 	}
 	mustContain(t, "stdout", stdout.String(), "could not run, approved by",
 		"Not verified: `grep -q commit README.md` could not run on the final commit")

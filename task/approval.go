@@ -217,9 +217,9 @@ func (rq requests) show(ctx context.Context, t *Task) approval.Request {
 	stats, ws, err := rq.checkouts.diffStatAgainst(ctx, t, t.BaseSHA)
 	if err != nil {
 		rq.log.WarnContext(ctx, "diff stat for the request", "task_id", t.ID, "err", err)
-		shown := ShowRequest(t, nil, rq.manifestChanges(ctx, t), rq.unisolated)
-		shown.FilesUnknown = "the diff against the work's start failed"
-		return approval.Seal(shown)
+		s := showing(t, nil, rq.manifestChanges(ctx, t), rq.unisolated)
+		s.FilesUnknown = "the diff against the work's start failed"
+		return s.Request()
 	}
 	return ShowRequest(t, stats, rq.checkManifests(ctx, t, stats, ws), rq.unisolated)
 }
@@ -552,7 +552,7 @@ func (rq requests) resolveRequired(ctx context.Context, t *Task, o Outcome) erro
 	// the bot stopped mid-run) says nothing of the agent's work: the
 	// agent is not sent back over it; the pull request stays a draft and
 	// says why.
-	if o.Verdict == Approved && o.Result != nil && ranAndFailed(RunOutcome(*o.Result, t.Request.Setup != nil && t.Request.Setup.Failed)) {
+	if o.Verdict == Approved && o.Result != nil && ranAndFailed(Ran{Result: *o.Result, Setup: t.Request.Setup}.Outcome()) {
 		o.Required = t.Request.Command
 		conv, err := rq.agent.Resolve(t.Conversation, o)
 		if err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -156,6 +157,7 @@ func TestApprovedRuns(t *testing.T) {
 			if c.setup != nil {
 				c.setup(w, deps)
 			}
+			script, ready, depsErr := slices.Clone(w.runner.Script), deps.Ready, deps.Err
 			w.agent.Script = []tasktest.Turn{pending("go test ./...", c.write), finish("Fix", nil)}
 			fix := w.fix("")
 			w.drain()
@@ -173,6 +175,21 @@ func TestApprovedRuns(t *testing.T) {
 			}
 			if c.check != nil {
 				c.check(t, w, deps, got)
+			}
+			// bot run's way: the same step, ending the record it is
+			// given. serve's, made when it resolved the request, is the
+			// same record, but for the words serve keeps to itself (a
+			// failure's explanation, the run's left-out files).
+			var botRun task.RunRecord
+			ran, err := task.Sandboxed{Runner: &tasktest.Runner{Script: script}, Deps: &tasktest.Deps{Ready: ready, Err: depsErr}}.Run(
+				t.Context(), pullwright.RunSpec{Dir: t.TempDir(), Command: "go test ./..."}, &pullwright.SetupRequest{Repo: "acme/widget"}, &botRun)
+			if err != nil || len(got.Runs) != 1 {
+				t.Fatalf("Run = %v; serve recorded %+v", err, got.Runs)
+			}
+			serve := got.Runs[0]
+			if serve.Outcome != botRun.Outcome || serve.ExitCode != botRun.ExitCode || serve.Duration != botRun.Duration ||
+				ran.Err == nil && len(w.ws.Ignored) == 0 && serve.Output != botRun.Output {
+				t.Errorf("serve recorded\n%+v\nthe shared step records\n%+v", serve, botRun)
 			}
 		})
 	}

@@ -98,19 +98,10 @@ func (t *Task) record(o Outcome) {
 		rec.Outcome = OutcomeNoAnswer
 	}
 	if res := o.Result; res != nil {
-		rec.Ended(*res, r.Setup != nil && r.Setup.Failed)
+		// What the step did, as the request kept it (runs.execute).
+		Ran{Result: *res, Setup: r.Setup}.End(&rec)
 	}
 	t.Runs = append(t.Runs, rec)
-}
-
-// Ended keeps how an approved run ended in rec: its exit code, duration
-// and the end of its output, and its outcome as every record of runs
-// reads a result (RunOutcome), whoever ran it (serve, the Action, bot
-// run).
-func (rec *RunRecord) Ended(res pullwright.RunResult, setupFailed bool) {
-	rec.ExitCode, rec.Duration = res.ExitCode, res.Duration
-	rec.Output = tailBytes(res.Output, maxRecordOutput)
-	rec.Outcome = RunOutcome(res, setupFailed)
 }
 
 // RunOutcome sums up how an approved command ended (one of the Outcome…

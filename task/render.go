@@ -324,60 +324,6 @@ func clip(s string, n int) string {
 	return string(r[:n-1]) + "…"
 }
 
-// ShowRequest is t's current request as it is shown (approval.Request),
-// sealed: changes are the files changed so far, manifests the dependency
-// manifests they change against the base a shared cache is filled from
-// (see requests.manifestChanges), and unisolated says the command would
-// run on the bot's own machine.
-func ShowRequest(t *Task, changes []pullwright.FileStat, manifests ManifestChanges, unisolated bool) approval.Request {
-	r := t.Request
-	v := approval.Request{ID: r.ID, Command: r.Command, Reason: r.Reason, Commit: r.SHA, Files: changes,
-		Where: approval.Where{Sandbox: !unisolated}}
-	if t.PushedSHA != "" || t.onHead() {
-		v.Branch = t.Branch
-	}
-	if s := t.Settings; s != nil && !unisolated {
-		v.Where.Image = s.Sandbox.Image
-		v.Where.Network = s.Sandbox.Network == "bridge"
-	}
-	if p := t.Pull; p != nil && p.Info.Fork {
-		v.Fork = &approval.Fork{Pull: t.Issue, HeadRepo: p.Info.HeadRepo, Author: p.Info.Author}
-	}
-	switch {
-	case unisolated:
-	case len(manifests.Files) > 0:
-		v.Setup = &approval.Setup{Base: t.prBase(), Manifests: manifests.Files, Diff: manifests.Diff, Private: manifests.Private}
-	case manifests.Err != nil:
-		v.Setup = &approval.Setup{Base: t.prBase(), Unknown: "the comparison failed", Private: manifests.Private}
-	case manifests.Private:
-		v.Setup = &approval.Setup{Base: t.prBase(), Private: true}
-	}
-	if t.Settings != nil && len(t.Settings.AutoApprove) > 0 {
-		a := &approval.AutoApprove{}
-		for _, rule := range t.Settings.AutoApprove {
-			shown := oneLine(rule.Command)
-			if rule.Command == "" {
-				shown = "pattern " + oneLine(rule.Pattern)
-			}
-			a.Rules = append(a.Rules, shown)
-			if _, ok := (policy.Settings{AutoApprove: []policy.AutoRule{rule}}).AutoApproved(r.Command); ok && a.Matched == "" {
-				a.Matched = shown
-			}
-		}
-		switch {
-		case a.Matched == "":
-		case v.Fork != nil:
-			a.Why = "a rule never answers for a fork's code"
-		case v.Setup != nil && v.Setup.Private && len(v.Setup.Manifests) == 0 && v.Setup.Unknown == "":
-			a.Why = "a rule never answers when the setup would run on files whose base is not the default branch"
-		case v.Setup != nil:
-			a.Why = "a rule never answers when the setup would run with changed dependency manifests"
-		}
-		v.AutoApprove = a
-	}
-	return approval.Seal(v)
-}
-
 // RenderRequest is the comment that shows an execution request on the
 // issue and on the draft pull request: the value every surface shows.
 func RenderRequest(v approval.Request) string {

@@ -200,20 +200,20 @@ func (rn runs) execute(ctx context.Context, t *Task, ws Workspace) error {
 	if done {
 		return nil
 	}
-	ran, err := Sandboxed{Runner: rn.runner, Deps: rn.deps, Explain: func(err error) string { return UserMessage(Retry(sandboxMessage(err), err)) }}.Run(ctx, spec, setup)
+	// No record is ended here: serve's is made when the request is
+	// resolved (Task.record), a step later, once for a step replayed
+	// after a crash; the request keeps the Ran (Result, Setup) until then
+	// and the record is ended from it by the same Ran.End.
+	step := Sandboxed{Runner: rn.runner, Deps: rn.deps,
+		Explain: func(err error) string { return UserMessage(Retry(sandboxMessage(err), err)) },
+		LeftOut: func() string { return rn.leftOutNote(ctx, t, ws) }}
+	ran, err := step.Run(ctx, spec, setup, nil)
 	if err != nil {
 		return err
 	}
 	if ran.Err != nil {
 		rn.log.ErrorContext(ctx, "the run failed to start", "task_id", t.ID, "request", r.ID, "err", ran.Err)
 	}
-	r.Setup = ran.Setup
-	res := ran.Result
-	if _, notRun := NotStarted(res); notRun {
-		r.Result = &res
-		return nil
-	}
-	res.Output += rn.leftOutNote(ctx, t, ws)
-	r.Result = &res
+	r.Setup, r.Result = ran.Setup, &ran.Result
 	return nil
 }

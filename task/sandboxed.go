@@ -8,12 +8,13 @@ import (
 	"github.com/pullwright/pullwright"
 )
 
-// Sandboxed is the set-up-and-run step of an approved request, one for
-// every way the bot runs: serve and the Action (runs.execute) and bot run
-// (localrun). The repository's dependencies are made ready behind the
-// fence when a setup is asked for, then the command runs on them. Asking
-// (approval.Request, rendered by each surface), writing the approved
-// files out and recording (RunRecord.Ended) are the caller's.
+// Sandboxed is the set-up-run-and-record step of an approved request,
+// one for every way the bot runs: serve and the Action (runs.execute) and
+// bot run (localrun). The repository's dependencies are made ready behind
+// the fence when a setup is asked for, then the command runs on them, and
+// how it ended is kept in the record of runs (Ran.End). Asking (the value
+// task.Shown builds, which each surface renders) and writing the approved
+// files out are the caller's.
 type Sandboxed struct {
 	Runner Runner
 	// Deps makes the dependencies ready; nil when no setup runs (the
@@ -26,6 +27,11 @@ type Sandboxed struct {
 	// SetUp, if set, is told what a setup that ran did, before the
 	// command starts (bot run shows it as it goes).
 	SetUp func(*pullwright.SetupRecord)
+	// LeftOut, if set, notes what the run's files did not hold (the
+	// files git ignores in the workspace): the note ends a started
+	// command's output, which the agent, the run's check and the record
+	// all read.
+	LeftOut func() string
 }
 
 // Ran is what Sandboxed.Run did.
@@ -40,6 +46,36 @@ type Ran struct {
 	Err error
 }
 
+// End keeps how the step ended in rec: the command's exit code, duration
+// and the end of its output, and its outcome as every record of runs
+// reads a Ran (Outcome). It is the one ending of a record, whoever ran
+// the step: Run ends the record it is given (bot run's), and serve ends
+// its record from the Ran its request kept when it resolves the request
+// (Task.record), a step later.
+func (ran Ran) End(rec *RunRecord) {
+	res := ran.Result
+	rec.ExitCode, rec.Duration = res.ExitCode, res.Duration
+	rec.Output = tailBytes(res.Output, maxRecordOutput)
+	rec.Outcome = ran.Outcome()
+}
+
+// Outcome sums up how the step ended (one of the Outcome… constants).
+func (ran Ran) Outcome() string {
+	return RunOutcome(ran.Result, ran.Setup != nil && ran.Setup.Failed)
+}
+
+// Unstarted is the step for an approved command that could not be handed
+// to it (its files, or the base's, could not be written out): it never
+// started, for the reason why, and rec, when given, is ended as Run ends
+// the record of a command that never started.
+func Unstarted(why string, rec *RunRecord) Ran {
+	ran := Ran{Result: notRun(why)}
+	if rec != nil {
+		ran.End(rec)
+	}
+	return ran
+}
+
 // notRunPrefix begins the output of a command that never started
 // (RunResult.NotStarted), for the people and the agent who read it.
 const notRunPrefix = "not run:"
@@ -49,9 +85,18 @@ func notRun(why string) pullwright.RunResult {
 	return pullwright.RunResult{ExitCode: -1, Output: notRunPrefix + " " + why, NotStarted: true}
 }
 
-// Run sets up, when setup is not nil and there are Deps, and runs spec.
-// Its error is only ctx's.
-func (s Sandboxed) Run(ctx context.Context, spec pullwright.RunSpec, setup *pullwright.SetupRequest) (Ran, error) {
+// Run sets up, when setup is not nil and there are Deps, runs spec, and
+// ends rec, when given, with what it did (Ran.End). Its error is only
+// ctx's, and then rec is left as it was.
+func (s Sandboxed) Run(ctx context.Context, spec pullwright.RunSpec, setup *pullwright.SetupRequest, rec *RunRecord) (Ran, error) {
+	ran, err := s.run(ctx, spec, setup)
+	if err == nil && rec != nil {
+		ran.End(rec)
+	}
+	return ran, err
+}
+
+func (s Sandboxed) run(ctx context.Context, spec pullwright.RunSpec, setup *pullwright.SetupRequest) (Ran, error) {
 	var ran Ran
 	if setup != nil && s.Deps != nil {
 		ready, err := s.Deps.Prepare(ctx, *setup)
@@ -86,6 +131,9 @@ func (s Sandboxed) Run(ctx context.Context, spec pullwright.RunSpec, setup *pull
 		ran.Result = notRun("the sandbox failed to run the command: " + s.explain(err))
 		ran.Err = fmt.Errorf("sandbox: %w", err)
 		return ran, nil
+	}
+	if s.LeftOut != nil && !res.NotStarted {
+		res.Output += s.LeftOut()
 	}
 	ran.Result = res
 	return ran, nil
