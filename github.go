@@ -52,6 +52,9 @@ type Comment struct {
 	AuthorType string    `json:"author_type,omitempty"` // "User", "Bot", "Organization", ...
 	Body       string    `json:"body"`
 	CreatedAt  time.Time `json:"created_at,omitzero"`
+	// UpdatedAt is GitHub's updated_at, when a read filled it: the last
+	// edit's time, the same as CreatedAt for one never edited.
+	UpdatedAt time.Time `json:"updated_at,omitzero"`
 }
 
 // Posted is a comment the bot wrote, as GitHub answered the write.

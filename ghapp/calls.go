@@ -202,6 +202,7 @@ func (a *App) ReadComment(ctx context.Context, r pullwright.Repo, id int64) (pul
 		AuthorType: c.GetUser().GetType(),
 		Body:       c.GetBody(),
 		CreatedAt:  c.GetCreatedAt().Time,
+		UpdatedAt:  c.GetUpdatedAt().Time,
 	}, nil
 }
 

@@ -115,7 +115,9 @@ func (an answers) answer(ctx context.Context, t *Task) error {
 // shownOnGitHub dates target's waiting request that a release from before
 // the clock rule asked without GitHub's time (ExecRequest.ShownAt): the
 // comments that show it, whose ids the request kept, are read back from
-// GitHub, and the newest created_at is the request's time. It is saved, so
+// GitHub, and the newest write of them is the request's time: an edit's
+// (updated_at) when one came after, since a release that asked again
+// under the same comment showed the request only from then. It is saved, so
 // the next answer need not ask again. A comment GitHub no longer has leaves
 // the time unknown (the newest might be the one gone), and the answer is
 // refused as without it.
@@ -134,8 +136,10 @@ func (an answers) shownOnGitHub(ctx context.Context, target *Task) error {
 		if err != nil {
 			return retryf(err, "reading the comment of request %s failed", r.ID)
 		}
-		if c.CreatedAt.After(at) {
-			at = c.CreatedAt
+		for _, t := range []time.Time{c.CreatedAt, c.UpdatedAt} {
+			if t.After(at) {
+				at = t
+			}
 		}
 	}
 	if at.IsZero() {

@@ -24,13 +24,18 @@ func undated(t *testing.T) (*world, *task.Task) {
 	return w, w.get(fix.ID)
 }
 
-// shownAt is GitHub's created_at of the newest comment showing fix's
-// request.
+// shownAt is GitHub's time of the newest write (created_at, or
+// updated_at of an edit) of the comments showing fix's request.
 func shownAt(w *world, fix *task.Task) time.Time {
 	var at time.Time
 	for _, c := range w.gh.Comments {
-		if (c.ID == fix.Request.CommentID || c.ID == fix.Request.PRCommentID) && c.CreatedAt.After(at) {
-			at = c.CreatedAt
+		if c.ID != fix.Request.CommentID && c.ID != fix.Request.PRCommentID {
+			continue
+		}
+		for _, t := range []time.Time{c.CreatedAt, c.UpdatedAt} {
+			if t.After(at) {
+				at = t
+			}
 		}
 	}
 	return at
@@ -74,6 +79,19 @@ func TestAnUndatedRequestTakesItsCommentsTimeFromGitHub(t *testing.T) {
 			state: task.Done, reply: "your answer was written before request", reads: 2, dated: true,
 		},
 		{
+			name: "a comment written before an edit of the request's comment is before it",
+			answer: func(w *world, fix *task.Task) []*task.Task {
+				var created time.Time
+				for _, c := range w.gh.Comments {
+					if c.ID == fix.Request.CommentID {
+						created, c.UpdatedAt = c.CreatedAt, c.CreatedAt.Add(10*time.Minute)
+					}
+				}
+				return []*task.Task{w.ask(&task.Task{Kind: task.KindApprove, Issue: 1, CommentID: 12, Requester: person("maint"), AskedAt: created.Add(time.Minute)})}
+			},
+			state: task.AwaitingApproval, reply: "your answer was written before request", reads: 2, dated: true,
+		},
+		{
 			name: "a deleted request comment leaves the time unknown",
 			answer: func(w *world, fix *task.Task) []*task.Task {
 				w.gh.Comments = slices.DeleteFunc(w.gh.Comments, func(c *tasktest.IssueComment) bool { return c.ID == fix.Request.CommentID })
@@ -93,8 +111,8 @@ func TestAnUndatedRequestTakesItsCommentsTimeFromGitHub(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			w, fix := undated(t)
-			want := shownAt(w, fix)
 			answers := c.answer(w, fix)
+			want := shownAt(w, fix)
 			w.drain()
 			for _, a := range answers {
 				w.want(a.ID, task.Done)

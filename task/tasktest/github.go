@@ -232,7 +232,7 @@ func (g *GitHub) ReadComment(ctx context.Context, r pullwright.Repo, id int64) (
 	return find(g, "ReadComment", func() (pullwright.Comment, bool) {
 		for _, c := range g.Comments {
 			if c.ID == id {
-				return pullwright.Comment{ID: c.ID, Author: g.Bot.Login, AuthorType: "Bot", Body: c.Body, CreatedAt: c.CreatedAt}, true
+				return pullwright.Comment{ID: c.ID, Author: g.Bot.Login, AuthorType: "Bot", Body: c.Body, CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt}, true
 			}
 		}
 		return pullwright.Comment{}, false
