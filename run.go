@@ -141,7 +141,11 @@ type SetupRequest struct {
 	// removed by Release.
 	Dir, Base string
 	// Image is the run's image ("" lets the runner choose).
-	Image string
+	// ImageTrusted says the operator trusts it (the runner's choice, one
+	// of caps.images, bot run's user's own): what runs in an image the
+	// repository named alone may lie, so the cache is measured elsewhere.
+	Image        string
+	ImageTrusted bool
 	// Setup is the repository's setup (nil: the defaults per ecosystem).
 	Setup []string
 	// Hosts and Nets are where the setup may connect beyond the image's

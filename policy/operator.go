@@ -279,10 +279,11 @@ func (s Settings) RunSpec(dir, command string, labels map[string]string) pullwri
 // operator's to trust: a repository that names its image may widen its
 // fence with them only when the image is among trusted (caps.images).
 func (s Settings) SetupRequest(repo, base string, spec pullwright.RunSpec, labels map[string]string, trusted []string) pullwright.SetupRequest {
+	trustedImage := s.Sandbox.Image == "" || slices.Contains(trusted, s.Sandbox.Image)
 	return pullwright.SetupRequest{
-		Repo: repo, Dir: spec.Dir, Base: base, Image: spec.Image, Setup: s.Setup,
+		Repo: repo, Dir: spec.Dir, Base: base, Image: spec.Image, ImageTrusted: trustedImage, Setup: s.Setup,
 		Hosts: s.SetupHosts(), Nets: slices.Clone(s.FenceAllowedNets),
-		ToolchainHosts: s.ToolchainHosts() && (s.Sandbox.Image == "" || slices.Contains(trusted, s.Sandbox.Image)),
+		ToolchainHosts: s.ToolchainHosts() && trustedImage,
 		Memory:         spec.Memory, Disk: spec.Disk, NanoCPUs: spec.NanoCPUs, Timeout: spec.Timeout,
 		Labels: labels,
 	}

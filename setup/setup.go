@@ -259,10 +259,12 @@ func (s *Setup) prepare(ctx context.Context, req pullwright.SetupRequest) (prepa
 }
 
 // claimTTL is how long a claim to fill a cache lasts if its holder dies
-// and no successor clears it: the setup's run and the warm, each within
-// the run's timeout, and the measure.
+// and no successor clears it. A live holder must never outlast it, or a
+// waiter fills the cache beside it: the setup's run and the warm, each
+// within the run's timeout, the toolchain probes and the measure, and the
+// copies of the files that no timeout bounds, with room to spare.
 func (s *Setup) claimTTL(req pullwright.SetupRequest) time.Duration {
-	return 2*cmp.Or(req.Timeout, s.Runner.Config().Timeout, runner.DefaultTimeout) + 10*time.Minute
+	return 3*cmp.Or(req.Timeout, s.Runner.Config().Timeout, runner.DefaultTimeout) + 30*time.Minute
 }
 
 // goModules are the directories of plan's Go modules, whose packages a
@@ -383,8 +385,8 @@ func (s *Setup) warm(ctx context.Context, image, volume string, req pullwright.S
 }
 
 // measure is what the cache in volume holds on the engine's disk, as
-// the image's du counts it in a sandbox of its own that runs nothing of
-// the repository's, the cache read-only (bytes is -1 when that cannot be
+// a trusted image's du counts it in a sandbox of its own that runs
+// nothing of the repository's, the cache read-only (bytes is -1 when that cannot be
 // told), and whether it holds the program that serves its build cache.
 // Runs only read a ready cache, so it is measured once, here.
 func (s *Setup) measure(ctx context.Context, image, volume string, req pullwright.SetupRequest) (bytes int64, build bool) {
@@ -396,6 +398,14 @@ func (s *Setup) measure(ctx context.Context, image, volume string, req pullwrigh
 	}
 	defer os.RemoveAll(empty)
 	const built = "pullwright: build cache"
+	if req.Image != "" && !req.ImageTrusted {
+		// An image the repository named may carry a du that says
+		// anything: the operator's image (or the runner's fallback)
+		// measures instead. Without one on the engine, the size is
+		// unknown, and under a cap the cache goes first.
+		cfg := s.Runner.Config()
+		image = runner.ImageFor(empty, cfg.Image, cfg.FallbackImage)
+	}
 	res, err := s.Runner.Run(ctx, pullwright.RunSpec{
 		Dir: empty, Image: image, Timeout: 5 * time.Minute,
 		Command: "du -sk " + Mount + "; if [ -x " + path.Join(Dir, buildcache.Tool) + " ]; then echo '" + built + "'; fi",

@@ -407,6 +407,78 @@ func TestTwoBotsOnOneEngineFillACacheOnce(t *testing.T) {
 	}
 }
 
+// An image the repository named (and the operator did not list) may
+// carry a du that lies: the cache is measured in the runner's own image
+// instead, so a lie does not make a cache look small enough to stay.
+func TestACacheIsMeasuredInAnImageTheOperatorTrusts(t *testing.T) {
+	image := sandboxtest.Image(t)
+	// Debian's dash runs the du it finds on PATH (busybox's shell would
+	// run its own applet whatever the file system holds).
+	liar := lyingDu(t, sandboxtest.NodeAndPython(t))
+	repo := fmt.Sprintf("test/setup-liar-%d", os.Getpid())
+	d := newDocker(t, repo, image)
+	s := &setup.Setup{Runner: d, Resolver: fencetest.Resolver(), Logger: slog.New(slog.NewTextHandler(t.Output(), nil))}
+	for _, trusted := range []bool{false, true} {
+		dir := t.TempDir()
+		p, err := s.Prepare(t.Context(), pullwright.SetupRequest{Repo: repo, Dir: dir, Base: dir, Timeout: time.Minute,
+			Image: liar, ImageTrusted: trusted,
+			Setup: []string{fmt.Sprintf(`dd if=/dev/zero of="$PULLWRIGHT_DEPS/x" bs=1048576 count=2 2>/dev/null # %v`, trusted)}})
+		if err != nil || p.Record == nil || p.Record.Failed {
+			t.Fatalf("setup = %+v, %v", p, err)
+		}
+		p.Release(t.Context())
+		ready, err := d.ReadyCaches(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		i := slices.IndexFunc(ready, func(c runner.ReadyCache) bool { return c.Volume == p.Caches[0].Volume })
+		if i < 0 {
+			t.Fatalf("no ready cache %s", p.Caches[0].Volume)
+		}
+		// Trusted, the image's own du measures, and it says 0: proof that
+		// the untrusted case's size is not that du's.
+		if got := ready[i].Bytes; trusted && got != 0 || !trusted && got < 2<<20 {
+			t.Errorf("image trusted %v: the cache measures %d bytes; want %s", trusted, got, map[bool]string{true: "the lie (0)", false: "at least 2 MiB"}[trusted])
+		}
+	}
+}
+
+// lyingDu is base with a du first on PATH that says every directory is
+// empty.
+func lyingDu(t *testing.T, base string) string {
+	t.Helper()
+	cli, err := client.New(client.FromEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	ctx := context.Background()
+	c, err := cli.ContainerCreate(ctx, client.ContainerCreateOptions{Config: &container.Config{Image: base, User: "0",
+		Cmd: []string{"sh", "-c", `printf '#!/bin/sh\necho "0	$1"\n' > /usr/local/bin/du && chmod 755 /usr/local/bin/du`}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true})
+	if _, err := cli.ContainerStart(ctx, c.ID, client.ContainerStartOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	wait := cli.ContainerWait(ctx, c.ID, client.ContainerWaitOptions{Condition: container.WaitConditionNotRunning})
+	select {
+	case r := <-wait.Result:
+		if r.StatusCode != 0 {
+			t.Fatalf("making the lying du: exit %d", r.StatusCode)
+		}
+	case err := <-wait.Error:
+		t.Fatal(err)
+	}
+	ref := fmt.Sprintf("pullwright/sandbox-liar:test-%d", os.Getpid())
+	if _, err := cli.ContainerCommit(ctx, c.ID, client.ContainerCommitOptions{Reference: ref}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cli.ImageRemove(context.Background(), ref, client.ImageRemoveOptions{Force: true}) })
+	return ref
+}
+
 // A setup that leaves part of its cache unreadable hides its size from
 // du, which then prints a sum of the rest: the cache's size is unknown,
 // and under a cap on bytes the next setup removes it rather than count it
