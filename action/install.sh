@@ -70,8 +70,10 @@ ARM64) arch=arm64 ;;
 esac
 asset=bot-$os-$arch
 
-dir=${RUNNER_TEMP:-${TMPDIR:-/tmp}}/pullwright-$version
-mkdir -p "$dir"
+# A directory of this run's own, made new: in a shared /tmp another user
+# could have put a link or a binary of theirs at a name known in advance.
+dir=$(mktemp -d "${RUNNER_TEMP:-${TMPDIR:-/tmp}}/pullwright-$version.XXXXXX") ||
+	fail "make a directory for the download"
 base=$server/$repo/releases/download/$version
 log "downloading $asset of $repo $version"
 # Retries cover a dropped connection; --fail turns a missing asset (404)
