@@ -44,6 +44,11 @@ func runDemo(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", *addr, err)
 	}
+	// "localhost" is a name: what it resolved to is what was bound.
+	if a, ok := ln.Addr().(*net.TCPAddr); !ok || !a.IP.IsLoopback() {
+		ln.Close()
+		return fmt.Errorf("--addr %q: it resolved to %s, which is not loopback; the demo lets in whoever reaches it", *addr, ln.Addr())
+	}
 	return demo(ctx, ln, slog.New(slog.NewTextHandler(stderr, nil)))
 }
 
