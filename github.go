@@ -169,6 +169,13 @@ type CheckRun struct {
 	ExternalID string
 	DetailsURL string // required by GitHub when Conclusion is "action_required"
 
+	// FirstTry, on a create with an ExternalID, says that no earlier try
+	// of this create can have reached GitHub, so it is sent without first
+	// looking for a run that carries ExternalID. Without it a create looks
+	// (a step replayed after a crash between create and save must not make
+	// a second run); the look is bounded, not a walk of the commit's runs.
+	FirstTry bool
+
 	// Output. Title and Summary are required together when any of the three
 	// is set; with all three empty the output is left as it is. Summary and
 	// Text longer than GitHub allows are cut with a note.

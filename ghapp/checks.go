@@ -167,9 +167,11 @@ func (a *App) UpsertCheckRun(ctx context.Context, r pullwright.Repo, cr pullwrig
 	if err != nil {
 		return 0, fmt.Errorf("%s: %w", what, err)
 	}
-	if cr.ID == 0 && cr.ExternalID != "" {
+	if cr.ID == 0 && cr.ExternalID != "" && !cr.FirstTry {
 		// A create whose answer was lost (or a step replayed after a crash)
-		// must not make a second run: find ours by external id first. Only
+		// must not make a second run: find ours by external id first (the
+		// caller says FirstTry when no earlier try can have reached GitHub,
+		// and then nothing is looked up). Only
 		// a run as this write would leave it is ours: one that has since
 		// concluded otherwise (an answered approval whose request is asked
 		// anew by an Action re-run) is history, and its buttons must not
@@ -197,33 +199,70 @@ func (a *App) UpsertCheckRun(ctx context.Context, r pullwright.Repo, cr pullwrig
 	return id, nil
 }
 
+// maxCheckLookupPages bounds the look for a run by external id: GitHub
+// keeps at most 1,000 runs of one name in an app's check suite, deleting
+// older ones, so ten pages of 100 of the app's runs of that name hold all
+// of them on a commit with one suite of ours.
+const maxCheckLookupPages = 10
+
 // findCheckRun returns the id of the app's check run named cr.Name on
 // cr.HeadSHA that carries cr.ExternalID, cr.Status and cr.Conclusion, or 0.
+//
+// It first asks for the app's newest run of that name (filter=latest: one
+// run per name and check suite), which is the run a create just made
+// unless another request on the same commit made one since: one call
+// whatever the commit holds. Only then does it list them all, newest first
+// as GitHub answers, at most maxCheckLookupPages pages. A commit holding
+// more (runs of several suites of the app) is logged as such and treated as
+// not holding ours: the create that follows may then duplicate a run that
+// is older than 1,000 others of its name, which the warning says.
 func (a *App) findCheckRun(ctx context.Context, gh *github.Client, owner, repo string, cr pullwright.CheckRun) (int64, error) {
 	slug, err := a.appSlug(ctx)
 	if err != nil {
 		return 0, err
 	}
-	opts := &github.ListCheckRunsOptions{CheckName: github.Ptr(cr.Name), Filter: github.Ptr("all"), ListOptions: github.ListOptions{PerPage: 100}}
-	var id int64
-	_, err = eachPage(&opts.ListOptions, func() (*github.Response, bool, error) {
-		res, resp, err := gh.Checks.ListCheckRunsForRef(ctx, owner, repo, cr.HeadSHA, opts)
-		if err != nil {
-			return nil, false, err
-		}
-		for _, run := range res.CheckRuns {
-			if run.GetExternalID() == cr.ExternalID && run.GetApp().GetSlug() == slug &&
-				run.GetStatus() == cr.Status && run.GetConclusion() == cr.Conclusion {
-				id = run.GetID()
-				return resp, false, nil
-			}
-		}
-		return resp, true, nil
-	})
-	if err != nil {
-		return 0, fmt.Errorf("list check runs on %s: %w", cr.HeadSHA, err)
+	var app *int64
+	if a.cfg.AppID > 0 {
+		app = github.Ptr(a.cfg.AppID)
 	}
-	return id, nil
+	ours := func(run *github.CheckRun) bool {
+		return run.GetExternalID() == cr.ExternalID && run.GetApp().GetSlug() == slug &&
+			run.GetStatus() == cr.Status && run.GetConclusion() == cr.Conclusion
+	}
+	for _, filter := range []string{"latest", "all"} {
+		opts := &github.ListCheckRunsOptions{
+			CheckName: github.Ptr(cr.Name), Filter: github.Ptr(filter), AppID: app,
+			ListOptions: github.ListOptions{PerPage: 100},
+		}
+		var id int64
+		pages := 0
+		rest, err := eachPage(&opts.ListOptions, func() (*github.Response, bool, error) {
+			res, resp, err := gh.Checks.ListCheckRunsForRef(ctx, owner, repo, cr.HeadSHA, opts)
+			if err != nil {
+				return nil, false, err
+			}
+			pages++
+			for _, run := range res.CheckRuns {
+				if ours(run) {
+					id = run.GetID()
+					return resp, false, nil
+				}
+			}
+			return resp, pages < maxCheckLookupPages, nil
+		})
+		if err != nil {
+			return 0, fmt.Errorf("list check runs (filter=%s) on %s: %w", filter, cr.HeadSHA, err)
+		}
+		if id != 0 {
+			return id, nil
+		}
+		if rest {
+			a.log.WarnContext(ctx, "github check run lookup stopped at its bound; creating the run, which may duplicate an older one",
+				"repo", owner+"/"+repo, "sha", cr.HeadSHA, "name", cr.Name, "external_id", cr.ExternalID,
+				"runs_read", pages*100)
+		}
+	}
+	return 0, nil
 }
 
 func (a *App) writeCheckRun(ctx context.Context, gh *github.Client, owner, repo string, cr pullwright.CheckRun) (int64, error) {

@@ -457,3 +457,84 @@ func TestCreateCheckRunAfterItConcludedMakesANewOne(t *testing.T) {
 		t.Fatalf("check runs = %+v", runs)
 	}
 }
+
+// Parking a request costs the same calls however many runs of its name the
+// commit holds: a first create is one POST, and a replayed one (a crash
+// between create and save) finds its run with one listing of the app's
+// newest run of that name. A replay that finds nothing reads at most the
+// bounded listing, then creates.
+func TestCheckRunCallsDoNotGrowWithTheCommitsRuns(t *testing.T) {
+	for _, held := range []int{0, 100, 1000} {
+		t.Run(fmt.Sprint(held, " runs held"), func(t *testing.T) {
+			e := newEnv(t)
+			ctx := context.Background()
+			r := pullwright.Repo{InstallationID: inst, Owner: owner, Name: repo}
+			for i := range held {
+				e.fake.AddCheckRun(owner, repo, fakegithub.CheckRun{Name: "pullwright / approval", HeadSHA: sha,
+					ExternalID: fmt.Sprintf("old-%d", i), Conclusion: "success"})
+			}
+			// The app's slug and the installation token are fetched once,
+			// whatever follows: leave them out of the counts.
+			if _, err := e.app.UpsertCheckRun(ctx, r, pullwright.CheckRun{Name: "warm-up", HeadSHA: "beef", ExternalID: "0"}); err != nil {
+				t.Fatal(err)
+			}
+			calls := func(f func()) (lists, writes int) {
+				before := len(e.fake.Requests())
+				f()
+				for _, q := range e.fake.Requests()[before:] {
+					switch {
+					case q.Method == "GET" && strings.HasSuffix(q.Path, "/check-runs"):
+						lists++
+					case q.Method == "POST" || q.Method == "PATCH":
+						writes++
+					}
+				}
+				return lists, writes
+			}
+			ask := pullwright.CheckRun{Name: "pullwright / approval", HeadSHA: sha, Status: "completed", Conclusion: "action_required",
+				ExternalID: "7-1", DetailsURL: "https://github.com/acme/widgets/issues/1", Title: "Approve running: make", Summary: "make",
+				Actions: []pullwright.CheckAction{{Label: "Approve", Description: "Run the command", Identifier: "approve"}}}
+
+			first := ask
+			first.FirstTry = true
+			var id int64
+			if lists, writes := calls(func() {
+				var err error
+				if id, err = e.app.UpsertCheckRun(ctx, r, first); err != nil {
+					t.Fatal(err)
+				}
+			}); lists != 0 || writes != 1 {
+				t.Errorf("first create: %d listings, %d writes; want 0 and 1", lists, writes)
+			}
+			if lists, writes := calls(func() {
+				again, err := e.app.UpsertCheckRun(ctx, r, ask)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if again != id {
+					t.Errorf("replay made run %d, want %d again", again, id)
+				}
+			}); lists != 1 || writes != 1 {
+				t.Errorf("replay: %d listings, %d writes; want 1 and 1", lists, writes)
+			}
+			other := ask
+			other.ExternalID = "7-2"
+			if lists, _ := calls(func() {
+				if _, err := e.app.UpsertCheckRun(ctx, r, other); err != nil {
+					t.Fatal(err)
+				}
+			}); lists > 1+maxCheckLookupPages {
+				t.Errorf("a replay that finds nothing listed %d pages, want at most %d", lists, 1+maxCheckLookupPages)
+			}
+			n := 0
+			for _, c := range e.fake.CheckRuns(owner, repo) {
+				if c.ExternalID == "7-1" {
+					n++
+				}
+			}
+			if n != 1 {
+				t.Errorf("%d runs carry the request's external id, want 1", n)
+			}
+		})
+	}
+}

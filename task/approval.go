@@ -153,6 +153,7 @@ func (rq requests) ask(ctx context.Context, t *Task) error {
 			Status:     "completed",
 			Conclusion: "action_required",
 			ExternalID: r.ID,
+			FirstTry:   t.firstTry(),
 			DetailsURL: r.CommentURL,
 			Title:      clip("Approve running: "+oneLine(policy.Escaped(r.Command)), 200),
 			Summary:    RenderRequestSummary(t),
@@ -585,7 +586,7 @@ func (rq requests) run(ctx context.Context, t *Task) error {
 	switch {
 	case r.RunCheckID == 0:
 		id, err := rq.gh.UpsertCheckRun(ctx, t.Repo, pullwright.CheckRun{
-			Name: RunCheck, HeadSHA: r.SHA, Status: "in_progress", ExternalID: r.ID, DetailsURL: r.CommentURL,
+			Name: RunCheck, HeadSHA: r.SHA, Status: "in_progress", ExternalID: r.ID, FirstTry: t.firstTry(), DetailsURL: r.CommentURL,
 			Title: clip("Running: "+oneLine(policy.Escaped(r.Command)), 200), Summary: RenderRequestSummary(t),
 		})
 		if err != nil {

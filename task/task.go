@@ -210,6 +210,9 @@ type Task struct {
 	Crashes int `json:"-"`
 	// Claim numbers the claims of the task, from 1 (kept by the store).
 	Claim int `json:"-"`
+	// savedIn is the claim in which this worker last saved a step's
+	// effects; never stored (firstTry).
+	savedIn int
 	// Attempts counts consecutive failed tries of the current step.
 	Attempts  int       `json:"attempts,omitempty"`
 	RunAfter  time.Time `json:"run_after"`

@@ -285,6 +285,7 @@ func (p *Pool) work(ctx context.Context, owner string, t *Task) {
 			log.ErrorContext(ctx, "save task", "state", t.State, "err", err)
 			return
 		}
+		t.savedIn = t.Claim
 		if t.State != from {
 			log.InfoContext(ctx, "task moved", "from", from, "to", t.State)
 		}
@@ -293,6 +294,19 @@ func (p *Pool) work(ctx context.Context, owner string, t *Task) {
 		}
 	}
 }
+
+// firstTry reports whether the step now running is its first try: this
+// worker saved an earlier step in this same claim, so the task is as this
+// worker left it. A failed or interrupted step ends its claim, so a step
+// tried before (whose check run may exist though its id was never saved:
+// a crash between create and save, or an answer lost on the way back) is
+// always retried by a later claim, starting from the store. Creating a
+// check run says so (pullwright.CheckRun.FirstTry): only a retry looks for
+// a run by its request's id first, which is what keeps parking a request
+// from costing GitHub calls that grow with the runs its commit holds. A
+// task read from an older release's document has no step saved in this
+// claim, so it looks.
+func (t *Task) firstTry() bool { return t.Claim > 0 && t.savedIn == t.Claim }
 
 // step runs one step under the step timeout. A panic in it fails the task
 // instead of the process.

@@ -53,6 +53,7 @@ import (
 
 	"github.com/pullwright/pullwright/bench/internal/stats"
 	"github.com/pullwright/pullwright/internal/botproc"
+	"github.com/pullwright/pullwright/internal/fakegithub"
 	"github.com/pullwright/pullwright/internal/fakellm"
 	"github.com/pullwright/pullwright/internal/pgtest"
 )
@@ -153,6 +154,8 @@ func run(t *tb, tasks, approvals, workers, senders int, settle, wait time.Durati
 
 	// 1. Park every task.
 	fmt.Printf("delivering %d /agent fix comments with %d senders…\n", tasks, senders)
+	fromCall := len(h.GitHub.Requests())
+	at100 := -1 // the fake's request count when 100 tasks had parked
 	began := time.Now()
 	var next atomic.Int64
 	var wg sync.WaitGroup
@@ -192,6 +195,9 @@ func run(t *tb, tasks, approvals, workers, senders int, settle, wait time.Durati
 		if ended := tasks - active(t, h); ended > 0 {
 			t.Fatalf("%d of %d fix tasks ended without parking\n%s", ended, tasks, tail(h.Bot.Logs()))
 		}
+		if at100 < 0 && h.Parked() >= min(100, tasks) {
+			at100 = len(h.GitHub.Requests())
+		}
 		if time.Since(lastReport) > 10*time.Second {
 			fmt.Printf("  %d/%d parked after %s\n", h.Parked(), tasks, time.Since(began).Round(time.Second))
 			lastReport = time.Now()
@@ -200,6 +206,7 @@ func run(t *tb, tasks, approvals, workers, senders int, settle, wait time.Durati
 	}
 	parkedIn := time.Since(began)
 	calls := llm.Calls()
+	ghCalls := gitHubCalls(h, fromCall, at100, tasks)
 	parked := measure(t, h, settle)
 
 	// 2. Time approvals, one at a time.
@@ -244,6 +251,7 @@ func run(t *tb, tasks, approvals, workers, senders int, settle, wait time.Durati
 	fmt.Printf("\nbot serve (BOT_RUNNER=local, %s, BOT_WORKERS=%d) on %d CPUs, %s; fakes and git http-backend in this process, all on loopback\n\n", store, workers, cpus, runtime.Version())
 	fmt.Printf("Parking %d tasks: deliveries sent in %s (%d senders); all %d parked (awaiting approval, no lease) after %s (%.0f tasks/s); %d model calls\n\n",
 		tasks, delivered.Round(time.Millisecond), senders, tasks, parkedIn.Round(time.Millisecond), float64(tasks)/parkedIn.Seconds(), calls)
+	fmt.Println(ghCalls)
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(w, "bot, idle %s after\t go_goroutines\t open sockets\t go_memstats_heap_inuse_bytes\t process_resident_memory_bytes\t VmRSS\t VmHWM (peak)\t\n", settle)
 	row := func(name string, s sample) {
@@ -261,6 +269,46 @@ func run(t *tb, tasks, approvals, workers, senders int, settle, wait time.Durati
 		fmt.Fprintf(w, "%s\t %s\t %s\t %s\t %s\t\n", ms(lat[0]), ms(stats.Percentile(lat, 0.50)), ms(stats.Percentile(lat, 0.90)), ms(stats.Percentile(lat, 0.99)), ms(lat[len(lat)-1]))
 		w.Flush()
 	}
+}
+
+// gitHubCalls reports the GitHub API calls the fake answered while the
+// tasks parked (from its request log, from index from on), per parked task:
+// over the first 100 to park (up to index at100) and over all of them, with
+// the check-run listings among them and how many approval check runs the
+// busiest commit holds, so that a cost growing with the runs on a commit
+// shows.
+func gitHubCalls(h *botproc.Harness, from, at100, tasks int) string {
+	reqs := h.GitHub.Requests()
+	if at100 < 0 {
+		at100 = len(reqs)
+	}
+	count := func(rs []fakegithub.Request) (calls, lists int) {
+		for _, r := range rs {
+			if !strings.HasPrefix(r.Path, "/repos/") {
+				continue // tokens and the app: minted and cached, not per task
+			}
+			calls++
+			if r.Method == http.MethodGet && strings.HasSuffix(r.Path, "/check-runs") {
+				lists++
+			}
+		}
+		return calls, lists
+	}
+	first, firstLists := count(reqs[from:at100])
+	all, allLists := count(reqs[from:])
+	perCommit := map[string]int{}
+	for _, cr := range h.GitHub.CheckRuns(botproc.Owner, botproc.Repo) {
+		if cr.Name == "pullwright / approval" {
+			perCommit[cr.HeadSHA]++
+		}
+	}
+	most := 0
+	for _, n := range perCommit {
+		most = max(most, n)
+	}
+	n100 := min(100, tasks)
+	return fmt.Sprintf("GitHub API calls while parking (repository calls; tokens left out): %.2f per task over the first %d parked (%d check-run listings), %.2f per task over all %d (%d check-run listings); approval check runs on %d commits, %d on the busiest\n",
+		float64(first)/float64(n100), n100, firstLists, float64(all)/float64(tasks), tasks, allLists, len(perCommit), most)
 }
 
 // active counts the tasks that have not ended: here every task is a fix,

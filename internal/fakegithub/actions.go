@@ -50,6 +50,7 @@ func (s *Server) AddCheckRun(owner, repo string, cr CheckRun) int64 {
 	c := cr.clone()
 	s.checkRuns[c.ID] = &c
 	s.checkOrder[k] = append(s.checkOrder[k], c.ID)
+	s.indexCheckRunLocked(&c)
 	return c.ID
 }
 

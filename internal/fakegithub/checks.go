@@ -1,9 +1,11 @@
 package fakegithub
 
 import (
+	"cmp"
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -182,6 +184,7 @@ func (s *Server) createCheckRun(w http.ResponseWriter, r *http.Request) {
 	cr.ID = s.nextID
 	s.checkRuns[cr.ID] = &cr
 	s.checkOrder[k] = append(s.checkOrder[k], cr.ID)
+	s.indexCheckRunLocked(&cr)
 	writeJSON(w, http.StatusCreated, s.checkRunJSONLocked(&cr))
 }
 
@@ -195,35 +198,90 @@ func (s *Server) checkRunLocked(w http.ResponseWriter, r *http.Request) (*CheckR
 	return cr, true
 }
 
+// refKey names a commit's runs of one name in checkRefs.
+func refKey(repo, sha, name string) string { return repo + "\x00" + sha + "\x00" + name }
+
+// indexCheckRunLocked files a new run under its commit, name and app, so a
+// listing reads the runs it may answer with, not every run of the repository.
+func (s *Server) indexCheckRunLocked(cr *CheckRun) {
+	k := refKey(cr.Repo, cr.HeadSHA, cr.Name)
+	if s.checkRefs[k] == nil {
+		s.checkRefs[k] = map[string][]int64{}
+		rk := cr.Repo + "\x00" + cr.HeadSHA
+		s.checkNames[rk] = append(s.checkNames[rk], cr.Name)
+	}
+	s.checkRefs[k][cr.App] = append(s.checkRefs[k][cr.App], cr.ID)
+}
+
+// unindexCheckRunLocked takes a run out of checkRefs before its name changes.
+func (s *Server) unindexCheckRunLocked(cr *CheckRun) {
+	byApp := s.checkRefs[refKey(cr.Repo, cr.HeadSHA, cr.Name)]
+	byApp[cr.App] = slices.DeleteFunc(byApp[cr.App], func(id int64) bool { return id == cr.ID })
+}
+
+// appIDOf is the id appJSON gives the app named slug.
+func (s *Server) appIDOf(slug string) int64 {
+	switch slug {
+	case "":
+		return s.AppID
+	case ActionsApp:
+		return ActionsAppID
+	}
+	return 1
+}
+
 // listCheckRunsForRef serves GET /repos/{o}/{r}/commits/{ref}/check-runs for
-// a commit SHA, with the check_name and filter parameters, newest first and
-// paged, like GitHub. filter=latest (GitHub's default) keeps the newest run
-// of each name and app, so a check re-run since counts by its last run.
+// a commit SHA, with the check_name, status, filter and app_id parameters,
+// newest first and paged, like GitHub. filter=latest (GitHub's default)
+// keeps the newest run of each name and app, so a check re-run since counts
+// by its last run. Every call is recorded (Requests), so a test can count
+// them.
 func (s *Server) listCheckRunsForRef(w http.ResponseWriter, r *http.Request) {
 	k := repoKey(r.PathValue("owner"), r.PathValue("repo"))
 	q := r.URL.Query()
-	ref, name, filter := r.PathValue("ref"), q.Get("check_name"), q.Get("filter")
+	ref, name, filter, status := r.PathValue("ref"), q.Get("check_name"), q.Get("filter"), q.Get("status")
 	if filter != "" && filter != "latest" && filter != "all" {
 		invalidRequest(w, fmt.Sprintf("%q is not a member of [latest, all] for 'filter'.", filter))
 		return
 	}
+	if status != "" && !checkStatuses[status] {
+		invalidRequest(w, fmt.Sprintf("%q is not a member of [queued, in_progress, completed] for 'status'.", status))
+		return
+	}
+	app, byApp := int64(0), q.Has("app_id")
+	if byApp {
+		var err error
+		if app, err = strconv.ParseInt(q.Get("app_id"), 10, 64); err != nil {
+			invalidRequest(w, fmt.Sprintf("%q is not an integer for 'app_id'.", q.Get("app_id")))
+			return
+		}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var match []*CheckRun
-	seen := map[string]bool{}
-	ids := s.checkOrder[k]
-	for i := len(ids) - 1; i >= 0; i-- {
-		cr := s.checkRuns[ids[i]]
-		if cr.HeadSHA != ref || (name != "" && cr.Name != name) {
-			continue
-		}
-		key := cr.App + "\x00" + cr.Name
-		if filter != "all" && seen[key] {
-			continue
-		}
-		seen[key] = true
-		match = append(match, cr)
+	names := []string{name}
+	if name == "" {
+		names = s.checkNames[k+"\x00"+ref]
 	}
+	// Each list holds one name's runs by one app, oldest first: filter=latest
+	// takes its last run that passes status, filter=all all that do.
+	var match []*CheckRun
+	for _, n := range names {
+		for slug, ids := range s.checkRefs[refKey(k, ref, n)] {
+			if byApp && s.appIDOf(slug) != app {
+				continue
+			}
+			for i := len(ids) - 1; i >= 0; i-- {
+				cr := s.checkRuns[ids[i]]
+				if filter != "all" && i < len(ids)-1 {
+					break // only the newest run of a name and app is "latest"
+				}
+				if status == "" || cr.Status == status {
+					match = append(match, cr)
+				}
+			}
+		}
+	}
+	slices.SortFunc(match, func(a, b *CheckRun) int { return cmp.Compare(b.ID, a.ID) })
 	runs := []any{}
 	for _, cr := range pageOf(w, r, match) {
 		runs = append(runs, s.checkRunJSONLocked(cr))
@@ -259,7 +317,14 @@ func (s *Server) updateCheckRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	next.Updates++
+	renamed := next.Name != cur.Name
+	if renamed {
+		s.unindexCheckRunLocked(cur)
+	}
 	*cur = next
+	if renamed {
+		s.indexCheckRunLocked(cur)
+	}
 	writeJSON(w, http.StatusOK, s.checkRunJSONLocked(cur))
 }
 

@@ -206,3 +206,97 @@ func TestGraphQLWithoutPrefix(t *testing.T) {
 		t.Errorf("/api/graphql on a root server: %d, want 404", resp.StatusCode)
 	}
 }
+
+// TestListCheckRunsForRef checks the listing's filters and paging against
+// what GitHub answers: newest first, filter=latest keeping the newest run
+// of each name and app, check_name, status and app_id narrowing, and a
+// Link header naming the next page.
+func TestListCheckRunsForRef(t *testing.T) {
+	s := New(t)
+	s.AddInstallation(1, "acme/widgets")
+	auth := mintToken(t, s, 1)
+	create := func(name, sha, ext, status string) int64 {
+		t.Helper()
+		resp, body := do(t, "POST", s.URL+"/repos/acme/widgets/check-runs", auth,
+			fmt.Sprintf(`{"name":%q,"head_sha":%q,"external_id":%q,"status":%q}`, name, sha, ext, status))
+		if resp.StatusCode != 201 {
+			t.Fatalf("create: %d %s", resp.StatusCode, body)
+		}
+		var c struct{ ID int64 }
+		_ = json.Unmarshal([]byte(body), &c)
+		return c.ID
+	}
+	var approvals []int64
+	for i := range 5 {
+		approvals = append(approvals, create("approval", "abc", fmt.Sprint("r", i), "queued"))
+	}
+	run := create("run", "abc", "r0", "in_progress")
+	other := create("approval", "def", "r9", "queued")
+	ci := s.AddCheckRun("acme", "widgets", CheckRun{Name: "approval", HeadSHA: "abc", App: "ci"})
+
+	tests := []struct {
+		name  string
+		query string // "[sha]?params"; the sha is abc when absent
+		want  []int64
+		total int
+		next  bool
+	}{
+		{"latest is the default", "", []int64{ci, run, approvals[4]}, 3, false},
+		{"all", "?filter=all", []int64{ci, run, approvals[4], approvals[3], approvals[2], approvals[1], approvals[0]}, 7, false},
+		{"by name", "?filter=all&check_name=approval", []int64{ci, approvals[4], approvals[3], approvals[2], approvals[1], approvals[0]}, 6, false},
+		{"by name and app", fmt.Sprintf("?filter=all&check_name=approval&app_id=%d", s.AppID), []int64{approvals[4], approvals[3], approvals[2], approvals[1], approvals[0]}, 5, false},
+		{"latest by name and app", fmt.Sprintf("?check_name=approval&app_id=%d", s.AppID), []int64{approvals[4]}, 1, false},
+		{"status", "?filter=all&status=in_progress", []int64{run}, 1, false},
+		{"first page", "?filter=all&check_name=approval&per_page=2", []int64{ci, approvals[4]}, 6, true},
+		{"second page", "?filter=all&check_name=approval&per_page=2&page=2", []int64{approvals[3], approvals[2]}, 6, true},
+		{"last page", "?filter=all&check_name=approval&per_page=2&page=3", []int64{approvals[1], approvals[0]}, 6, false},
+		{"another commit", "def?filter=all", []int64{other}, 1, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ref, query, _ := strings.Cut(tc.query, "?")
+			if ref == "" {
+				ref = "abc"
+			}
+			resp, body := do(t, "GET", s.URL+"/repos/acme/widgets/commits/"+ref+"/check-runs?"+query, auth, "")
+			if resp.StatusCode != 200 {
+				t.Fatalf("list: %d %s", resp.StatusCode, body)
+			}
+			var got struct {
+				Total int `json:"total_count"`
+				Runs  []struct {
+					ID int64 `json:"id"`
+				} `json:"check_runs"`
+			}
+			if err := json.Unmarshal([]byte(body), &got); err != nil {
+				t.Fatal(err)
+			}
+			var ids []int64
+			for _, r := range got.Runs {
+				ids = append(ids, r.ID)
+			}
+			if fmt.Sprint(ids) != fmt.Sprint(tc.want) || got.Total != tc.total {
+				t.Errorf("ids %v total %d, want %v total %d", ids, got.Total, tc.want, tc.total)
+			}
+			if next := strings.Contains(resp.Header.Get("Link"), `rel="next"`); next != tc.next {
+				t.Errorf("Link %q: next page named %v, want %v", resp.Header.Get("Link"), next, tc.next)
+			}
+		})
+	}
+	for _, q := range []string{"?status=done", "?filter=newest", "?app_id=x"} {
+		if resp, body := do(t, "GET", s.URL+"/repos/acme/widgets/commits/abc/check-runs"+q, auth, ""); resp.StatusCode != 422 {
+			t.Errorf("%s: %d %s, want 422", q, resp.StatusCode, body)
+		}
+	}
+
+	// A run renamed by an update is listed under its new name only.
+	if resp, body := do(t, "PATCH", fmt.Sprintf("%s/repos/acme/widgets/check-runs/%d", s.URL, approvals[0]), auth, `{"name":"renamed"}`); resp.StatusCode != 200 {
+		t.Fatalf("rename: %d %s", resp.StatusCode, body)
+	}
+	for q, want := range map[string]int{"?filter=all&check_name=renamed": 1, "?filter=all&check_name=approval": 5} {
+		_, body := do(t, "GET", s.URL+"/repos/acme/widgets/commits/abc/check-runs"+q, auth, "")
+		if !strings.Contains(body, fmt.Sprintf(`"total_count":%d`, want)) {
+			t.Errorf("%s after the rename: %s, want total %d", q, body[:min(len(body), 80)], want)
+		}
+	}
+}

@@ -230,9 +230,11 @@ type Server struct {
 	reactions     map[int64][]reaction
 	pulls         map[string][]*pullRequest
 	checkRuns     map[int64]*CheckRun
-	checkOrder    map[string][]int64           // repo key → check run ids in creation order
-	graphqlFaults []string                     // messages for the next GraphQL answers
-	perms         map[string]map[string]string // repo key → user → role
+	checkOrder    map[string][]int64            // repo key → check run ids in creation order
+	checkRefs     map[string]map[string][]int64 // refKey → app slug → check run ids in creation order
+	checkNames    map[string][]string           // "repo key\x00sha" → names of its check runs
+	graphqlFaults []string                      // messages for the next GraphQL answers
+	perms         map[string]map[string]string  // repo key → user → role
 	users         map[string]int64
 	files         map[string]map[string]map[string]entry // repo key → ref → path → entry
 	defaultBranch map[string]string                      // repo key → branch
@@ -325,6 +327,8 @@ func NewWithPrefix(t testing.TB, prefix string) *Server {
 		pulls:         map[string][]*pullRequest{},
 		checkRuns:     map[int64]*CheckRun{},
 		checkOrder:    map[string][]int64{},
+		checkRefs:     map[string]map[string][]int64{},
+		checkNames:    map[string][]string{},
 		perms:         map[string]map[string]string{},
 		users:         map[string]int64{},
 		files:         map[string]map[string]map[string]entry{},
