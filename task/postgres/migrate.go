@@ -89,6 +89,11 @@ CREATE INDEX tasks_admitted_active ON tasks (installation_id, id)
 	WHERE kind = 'fix' AND admitted_ms > 0 AND state NOT IN ('done', 'failed', 'cancelled');
 CREATE INDEX tasks_admitted ON tasks (installation_id, admitted_ms, id)
 	WHERE kind = 'fix' AND admitted_ms > 0;`,
+	// 3: the id of the River job that last was to bring the task, which
+	// the sweep looks up by River's primary key. Tasks of before have
+	// none: the first sweeps give each due one a job (a spare, at most
+	// sweepBatch a period), and from then on it is kept.
+	`ALTER TABLE tasks ADD COLUMN job_id bigint;`,
 }
 
 // migrateLock is the advisory lock that replicas starting at once take
