@@ -665,9 +665,11 @@ func (s *Store) Admit(ctx context.Context, t *task.Task, since, at time.Time, fi
 	}
 	defer tx.Rollback()
 	// The conditions repeat the indexes' predicates word for word, which
-	// is how SQLite knows it may use them.
+	// is how SQLite knows it may use them; INDEXED BY, because without
+	// statistics it would count the running ones through tasks_admitted,
+	// every admission the installation ever had.
 	err = tx.QueryRowContext(ctx, `SELECT
-		(SELECT count(*) FROM tasks WHERE installation_id = ?2 AND id <> ?3
+		(SELECT count(*) FROM tasks INDEXED BY tasks_admitted_active WHERE installation_id = ?2 AND id <> ?3
 			AND kind = 'fix' AND admitted_ms > 0 AND state NOT IN ('done', 'failed', 'cancelled')),
 		(SELECT count(*) FROM tasks WHERE installation_id = ?2 AND admitted_ms >= ?1 AND id <> ?3
 			AND kind = 'fix' AND admitted_ms > 0)`,
