@@ -74,6 +74,26 @@ CREATE TABLE pull_heads (
 );
 CREATE INDEX pull_heads_sha ON pull_heads (pull_key, sha, at);
 CREATE INDEX pull_heads_at ON pull_heads (pull_key, at);`,
+	// 2: what Store.Admit counts, in columns: the installation and when
+	// the task was admitted (Unix ms, 0 for never), which data holds too.
+	// Read from data, an admission decompressed every task's document;
+	// these partial indexes hold only admitted fix tasks, the first only
+	// while they run, so a count reads the few rows the limits are about.
+	`ALTER TABLE tasks ADD COLUMN installation_id bigint NOT NULL DEFAULT 0,
+	ADD COLUMN admitted_ms bigint NOT NULL DEFAULT 0;
+UPDATE tasks SET
+	installation_id = coalesce((data->'repo'->>'installation_id')::bigint, 0),
+	admitted_ms = coalesce((data->>'admitted_ms')::bigint, 0)
+	WHERE kind = 'fix' AND (data->>'admitted_ms')::bigint > 0;
+CREATE INDEX tasks_admitted_active ON tasks (installation_id, id)
+	WHERE kind = 'fix' AND admitted_ms > 0 AND state NOT IN ('done', 'failed', 'cancelled');
+CREATE INDEX tasks_admitted ON tasks (installation_id, admitted_ms, id)
+	WHERE kind = 'fix' AND admitted_ms > 0;`,
+	// 3: the id of the River job that last was to bring the task, which
+	// the sweep looks up by River's primary key. Tasks of before have
+	// none: the first sweeps give each due one a job (a spare, at most
+	// sweepBatch a period), and from then on it is kept.
+	`ALTER TABLE tasks ADD COLUMN job_id bigint;`,
 }
 
 // migrateLock is the advisory lock that replicas starting at once take

@@ -167,8 +167,9 @@ func (s *Store) Record(ctx context.Context, d task.Delivery, t *task.Task) error
 			due time.Time
 		)
 		err = tx.QueryRow(ctx,
-			`INSERT INTO tasks (kind, state, issue_key, run_after, data, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id, run_after`,
-			t.Kind, t.State, t.IssueKey(), t.RunAfter, data, t.CreatedAt, now).Scan(&id, &due)
+			`INSERT INTO tasks (kind, state, issue_key, run_after, data, created_at, updated_at, installation_id, admitted_ms)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id, run_after`,
+			t.Kind, t.State, t.IssueKey(), t.RunAfter, data, t.CreatedAt, now, t.Repo.InstallationID, t.AdmittedMS).Scan(&id, &due)
 		if err != nil {
 			if isUniqueViolation(err) {
 				return fmt.Errorf("record delivery %s: %s: %w", d.ID, t.IssueKey(), task.ErrActive)
@@ -421,10 +422,11 @@ UPDATE tasks SET
 	request_id = $3,
 	pr_key = $6,
 	data = $7,
+	admitted_ms = $10,
 	updated_at = $5
 WHERE id = $8 AND lease_owner = $9 AND lease_until >= $5
 RETURNING cancelled_by, answer, run_after`,
-		t.State, answer, requestID, t.RunAfter, now, t.PRKey(), data, t.ID, owner).Scan(&t.CancelledBy, &stored, &runAfter)
+		t.State, answer, requestID, t.RunAfter, now, t.PRKey(), data, t.ID, owner, t.AdmittedMS).Scan(&t.CancelledBy, &stored, &runAfter)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return fmt.Errorf("save task %d: %w", t.ID, task.ErrLeaseLost)
 	}
@@ -620,10 +622,12 @@ WHERE id = $2 AND request_id = $3 AND answer IS NULL AND state = 'awaiting_appro
 
 // Admit implements task.Store. Only admitted tasks count
 // (task.Task.AdmittedMS): a flood of refused requests must not use up an
-// installation's rate. An issue key starts with the installation id, so
-// the count needs no column of its own. The advisory lock, one per
-// installation, is what makes count-then-mark atomic across replicas: a
-// row lock cannot lock the rows a concurrent admission is about to add.
+// installation's rate. The counts read the columns installation_id and
+// admitted_ms through the partial indexes of migration 2, never a task's
+// data: each reads the installation's admitted fixes, running or of the
+// hour, not the backlog. The advisory lock, one per installation, is what
+// makes count-then-mark atomic across replicas: a row lock cannot lock the
+// rows a concurrent admission is about to add.
 func (s *Store) Admit(ctx context.Context, t *task.Task, since, at time.Time, fits func(active, started int) bool) (active, started int, ok bool, err error) {
 	inst := t.Repo.InstallationID
 	tx, err := s.db.Begin(ctx)
@@ -634,12 +638,14 @@ func (s *Store) Admit(ctx context.Context, t *task.Task, since, at time.Time, fi
 	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, fmt.Sprintf("pullwright/admit/%d", inst)); err != nil {
 		return 0, 0, false, fmt.Errorf("admit task %d: lock installation %d: %w", t.ID, inst, err)
 	}
+	// The conditions repeat the indexes' predicates word for word, which
+	// is how the planner knows it may use them.
 	err = tx.QueryRow(ctx, `SELECT
-		count(*) FILTER (WHERE state NOT IN `+ended+`),
-		count(*) FILTER (WHERE (data->>'admitted_ms')::bigint >= $1)
-		FROM tasks WHERE kind = 'fix' AND starts_with(issue_key, $2) AND id <> $3
-		AND (data->>'admitted_ms')::bigint > 0`,
-		since.UnixMilli(), fmt.Sprintf("%d/", inst), t.ID).Scan(&active, &started)
+		(SELECT count(*) FROM tasks WHERE installation_id = $2 AND id <> $3
+			AND kind = 'fix' AND admitted_ms > 0 AND state NOT IN `+ended+`),
+		(SELECT count(*) FROM tasks WHERE installation_id = $2 AND admitted_ms >= $1 AND id <> $3
+			AND kind = 'fix' AND admitted_ms > 0)`,
+		since.UnixMilli(), inst, t.ID).Scan(&active, &started)
 	if err != nil {
 		return 0, 0, false, fmt.Errorf("admit task %d: count tasks of installation %d: %w", t.ID, inst, err)
 	}
@@ -647,7 +653,8 @@ func (s *Store) Admit(ctx context.Context, t *task.Task, since, at time.Time, fi
 		return active, started, false, nil
 	}
 	ms := at.UnixMilli()
-	if _, err := tx.Exec(ctx, `UPDATE tasks SET data = jsonb_set(data, '{admitted_ms}', to_jsonb($1::bigint)) WHERE id = $2`, ms, t.ID); err != nil {
+	if _, err := tx.Exec(ctx, `UPDATE tasks SET data = jsonb_set(data, '{admitted_ms}', to_jsonb($1::bigint)), admitted_ms = $1, installation_id = $3
+		WHERE id = $2`, ms, t.ID, inst); err != nil {
 		return 0, 0, false, fmt.Errorf("admit task %d: %w", t.ID, err)
 	}
 	if err := tx.Commit(ctx); err != nil {

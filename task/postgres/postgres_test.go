@@ -2,12 +2,15 @@ package postgres
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/internal/pgtest"
@@ -133,5 +136,61 @@ func TestHoldBranchRace(t *testing.T) {
 		if h != nil && h.ID != winner {
 			t.Errorf("task %d was told %d holds the branch, want %d", tasks[i].ID, h.ID, winner)
 		}
+	}
+}
+
+// TestOpenMigratesAdmissionColumns upgrades a database of schema version 1,
+// whose tasks hold when they were admitted in data only: Admit counts them
+// afterwards as it did before.
+func TestOpenMigratesAdmissionColumns(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.URL(t)
+	old, err := pgxpool.New(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := old.Exec(ctx, migrations[0]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := old.Exec(ctx, `CREATE TABLE schema_version (one boolean PRIMARY KEY DEFAULT true CHECK (one), version integer NOT NULL);
+		INSERT INTO schema_version (version) VALUES (1)`); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	hourAgo := now.Add(-time.Hour).UnixMilli()
+	rows := []struct {
+		kind     task.Kind
+		state    task.State
+		inst     int64
+		admitted int64
+	}{
+		{task.KindFix, task.AwaitingApproval, 1, hourAgo - 1000}, // running, admitted before the hour
+		{task.KindFix, task.Working, 1, hourAgo + 1000},          // running, admitted in the hour
+		{task.KindFix, task.Done, 1, hourAgo + 2000},             // ended, admitted in the hour
+		{task.KindFix, task.Queued, 1, 0},                        // never admitted
+		{task.KindFix, task.Working, 2, hourAgo + 1000},          // another installation's
+		{task.KindReply, task.Working, 1, hourAgo + 1000},        // not a fix
+	}
+	for i, r := range rows {
+		tk := &task.Task{Kind: r.kind, State: r.state, Repo: pullwright.Repo{InstallationID: r.inst, Owner: "o", Name: "r"}, Issue: i + 1, AdmittedMS: r.admitted}
+		data, err := json.Marshal(tk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := old.Exec(ctx, `INSERT INTO tasks (kind, state, issue_key, run_after, data, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $4, $4)`,
+			tk.Kind, tk.State, tk.IssueKey(), now, data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old.Close()
+
+	s := open(t, url)
+	probe := &task.Task{Repo: pullwright.Repo{InstallationID: 1, Owner: "o", Name: "r"}}
+	active, started, ok, err := s.Admit(ctx, probe, now.Add(-time.Hour), now, func(int, int) bool { return false })
+	if err != nil || ok {
+		t.Fatalf("Admit = %v, %v", ok, err)
+	}
+	if active != 2 || started != 2 {
+		t.Errorf("after the upgrade Admit counted %d active, %d in the hour; want 2, 2", active, started)
 	}
 }

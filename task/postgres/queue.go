@@ -78,6 +78,17 @@ type sweepArgs struct{}
 
 func (sweepArgs) Kind() string { return "pullwright_sweep" }
 
+// sweepOpts are the sweep's insert options when it runs every period:
+// one a period however many replicas, leaders or restarts insert it, so
+// sweeps cannot pile up; a sweep is one indexed query and at most
+// sweepBatch inserts, far shorter than its period. Not one at a time
+// instead: a sweep left running by a killed replica (River never rescues
+// a job without a timeout) would hold the key for ever. River wants a
+// period of a second at least; tests sweep faster.
+func sweepOpts(period time.Duration) *river.InsertOpts {
+	return &river.InsertOpts{Priority: sweepPriority, UniqueOpts: river.UniqueOpts{ByPeriod: max(period, time.Second)}}
+}
+
 // sweepBatch bounds the tasks one sweep inserts jobs for; the next sweep
 // takes the rest.
 const sweepBatch = 500
@@ -98,8 +109,15 @@ func enqueueArgs(ctx context.Context, q *river.Client[pgx.Tx], tx pgx.Tx, now, d
 		// looks every few seconds: one due now is inserted available.
 		opts.ScheduledAt = due
 	}
-	if _, err := q.InsertTx(ctx, tx, args, &opts); err != nil {
+	res, err := q.InsertTx(ctx, tx, args, &opts)
+	if err != nil {
 		return fmt.Errorf("enqueue task %d: %w", id, err)
+	}
+	// The task keeps its latest job's id (a duplicate's is the job that
+	// was there already), so that the sweep asks River's primary key
+	// whether that job still waits instead of searching every job's args.
+	if _, err := tx.Exec(ctx, `UPDATE tasks SET job_id = $1 WHERE id = $2`, res.Job.ID, id); err != nil {
+		return fmt.Errorf("enqueue task %d: keep job %d: %w", id, res.Job.ID, err)
 	}
 	return nil
 }
@@ -163,9 +181,7 @@ func (s *Store) Serve(ctx context.Context, q task.QueueConfig) error {
 		FetchPollInterval: fetchPoll,
 		FetchCooldown:     min(10*time.Millisecond, fetchPoll),
 		PeriodicJobs: []*river.PeriodicJob{river.NewPeriodicJob(river.PeriodicInterval(sweep),
-			func() (river.JobArgs, *river.InsertOpts) {
-				return sweepArgs{}, &river.InsertOpts{Priority: sweepPriority}
-			},
+			func() (river.JobArgs, *river.InsertOpts) { return sweepArgs{}, sweepOpts(sweep) },
 			&river.PeriodicJobOpts{RunOnStart: true})},
 	})
 	if err != nil {
@@ -243,6 +259,30 @@ func (w *sweepWorker) Work(ctx context.Context, job *river.Job[sweepArgs]) error
 	return nil
 }
 
+// sweepQuery finds at most $3 of the tasks due before $1 that no job
+// will bring. A task
+// whose lease ran out ($2 is now) lost its worker. A task with no lease is
+// lost only if its latest job (tasks.job_id) no longer waits (available,
+// scheduled, retryable, pending), or is gone, or it never had one (it was
+// recorded before the queue was River's); otherwise a backlog of new
+// tasks would each get a second job every period. A job "running" with no
+// lease taken is one whose replica died before its claim committed: it
+// brings nothing. An older job of the task may wait still; then the new
+// one is a spare, which the lease fences like any other.
+//
+// Its cost is the due tasks, read from tasks_due, each with one look-up
+// in river_job's primary key: a task waiting for an answer is due only at
+// its deadline, so a backlog of parked tasks adds nothing
+// (TestSweepPlanUsesIndexes).
+const sweepQuery = `SELECT t.id, t.run_after, t.claims FROM tasks t
+	LEFT JOIN river_job j ON j.id = t.job_id
+	WHERE t.state NOT IN ` + ended + ` AND t.run_after <= $1
+	AND (
+		(t.lease_owner <> '' AND t.lease_until < $2)
+		OR (t.lease_owner = '' AND (j.id IS NULL OR j.state NOT IN ('available', 'scheduled', 'retryable', 'pending')))
+	)
+	ORDER BY t.run_after, t.id LIMIT $3`
+
 // sweep inserts a job for each task due before dueBefore whose lease is
 // free or ran out, once per period, and says how many it found.
 func (s *Store) sweep(ctx context.Context, dueBefore time.Time, period int64) (int, error) {
@@ -251,21 +291,7 @@ func (s *Store) sweep(ctx context.Context, dueBefore time.Time, period int64) (i
 		return 0, fmt.Errorf("sweep due tasks: begin: %w", err)
 	}
 	defer tx.Rollback(ctx)
-	// A task whose lease ran out lost its worker. A task with no lease is
-	// lost only if no job will bring it: none waiting (available,
-	// scheduled, retryable, pending) for it, which River's index on args
-	// answers; otherwise a backlog of new tasks would each get a second
-	// job every period. A job "running" with no lease taken is one whose
-	// replica died before its claim committed: it brings nothing.
-	rows, err := tx.Query(ctx, `SELECT id, run_after, claims FROM tasks
-		WHERE state NOT IN `+ended+` AND run_after <= $1
-		AND (
-			(lease_owner <> '' AND lease_until < $2)
-			OR (lease_owner = '' AND NOT EXISTS (SELECT 1 FROM river_job j
-				WHERE j.kind = 'pullwright_step' AND j.args @> jsonb_build_object('task', tasks.id)
-				AND j.state IN ('available', 'scheduled', 'retryable', 'pending')))
-		)
-		ORDER BY run_after, id LIMIT `+fmt.Sprint(sweepBatch), dueBefore, s.now())
+	rows, err := tx.Query(ctx, sweepQuery, dueBefore, s.now(), sweepBatch)
 	if err != nil {
 		return 0, fmt.Errorf("sweep due tasks: %w", err)
 	}

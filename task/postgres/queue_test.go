@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -344,5 +345,97 @@ func TestTheSweepLeavesABacklogAlone(t *testing.T) {
 	}
 	if got := jobs(t, s, ids[3]); got["available"] != 1 {
 		t.Errorf("the swept task's jobs = %v, want one available", got)
+	}
+}
+
+// TestSweepPlanUsesIndexes shows the sweep's plan over a backlog the size
+// issue 30 measured: 10,000 tasks parked for an answer, each with its job
+// scheduled at its deadline, 10,000 finished jobs, and a few tasks due.
+// With the tables analyzed, Postgres reads the due tasks from tasks_due
+// and looks each one's job up by river_job's primary key; neither table is
+// read whole, so a sweep costs the due tasks, not tasks × jobs.
+func TestSweepPlanUsesIndexes(t *testing.T) {
+	s := open(t, pgtest.URL(t))
+	ctx := context.Background()
+	now := time.Now()
+	const parked, due, finished = 10000, 20, 10000
+	for _, fill := range []struct {
+		sql  string
+		args []any
+	}{
+		{`INSERT INTO tasks (kind, state, issue_key, run_after, request_id, data, created_at, updated_at)
+SELECT 'fix', CASE WHEN i <= $1::int THEN 'awaiting_approval' ELSE 'queued' END, '1/o/r/' || i,
+	CASE WHEN i <= $1 THEN $3::timestamptz + interval '1 day' ELSE $3::timestamptz - interval '1 minute' END,
+	CASE WHEN i <= $1 THEN 'req-' || i ELSE '' END, '{}', $3, $3
+FROM generate_series(1, $1::int + $2::int) AS i`, []any{parked, due, now}},
+		{`INSERT INTO river_job (state, kind, args, scheduled_at, finalized_at)
+SELECT 'completed', 'pullwright_step', jsonb_build_object('task', i, 'due', '', 'claims', 0), $2, $2
+FROM generate_series(1, $1::int) AS i`, []any{finished, now}},
+		{`WITH j AS (
+	INSERT INTO river_job (state, kind, args, scheduled_at)
+	SELECT CASE WHEN t.state = 'queued' THEN 'available' ELSE 'scheduled' END::river_job_state,
+		'pullwright_step', jsonb_build_object('task', t.id, 'due', '', 'claims', 1), t.run_after
+	FROM tasks t RETURNING id, (args->>'task')::bigint AS task
+)
+UPDATE tasks SET job_id = j.id FROM j WHERE tasks.id = j.task`, nil},
+		{`ANALYZE tasks`, nil},
+		{`ANALYZE river_job`, nil},
+	} {
+		if _, err := s.db.Exec(ctx, fill.sql, fill.args...); err != nil {
+			t.Fatalf("%s: %v", fill.sql, err)
+		}
+	}
+	dueBefore := now.Add(-time.Second)
+	var plan []string
+	rows, err := s.db.Query(ctx, `EXPLAIN `+sweepQuery, dueBefore, now, sweepBatch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, line)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Join(plan, "\n")
+	for _, want := range []string{"Index Scan using tasks_due on tasks", "river_job_pkey on river_job"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the sweep's plan has no %q:\n%s", want, text)
+		}
+	}
+	if strings.Contains(text, "Seq Scan") {
+		t.Errorf("the sweep's plan reads a table whole:\n%s", text)
+	}
+	// And it finds nothing to rescue: every due task's job waits.
+	if n, err := s.sweep(ctx, dueBefore, 1); err != nil || n != 0 {
+		t.Fatalf("sweep = %d, %v; want 0", n, err)
+	}
+}
+
+// Sweeps cannot pile up: a second sweep inserted in the same period, by
+// another replica or a restart, is River's duplicate of the first.
+func TestTheSweepIsOneAPeriod(t *testing.T) {
+	s := open(t, pgtest.URL(t))
+	ctx := context.Background()
+	// Mid-hour, so that the three fall in one period whenever this runs.
+	at := time.Now().Truncate(time.Hour).Add(90 * time.Minute)
+	for i, want := range []bool{false, true, true} {
+		opts := sweepOpts(time.Hour)
+		opts.ScheduledAt = at
+		res, err := s.queue.Insert(ctx, sweepArgs{}, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.UniqueSkippedAsDuplicate != want {
+			t.Errorf("insert %d: duplicate = %v, want %v", i+1, res.UniqueSkippedAsDuplicate, want)
+		}
+	}
+	var n int
+	if err := s.db.QueryRow(ctx, `SELECT count(*) FROM river_job WHERE kind = 'pullwright_sweep'`).Scan(&n); err != nil || n != 1 {
+		t.Errorf("sweep jobs = %d (%v), want 1", n, err)
 	}
 }

@@ -3,12 +3,15 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/task"
 )
 
@@ -104,5 +107,70 @@ func TestOpenRefusesANewerFile(t *testing.T) {
 	_, err = Open(ctx, path)
 	if err == nil || !strings.Contains(err.Error(), "schema version 99, newer than this bot knows") {
 		t.Fatalf("open = %v, want a refusal naming the version", err)
+	}
+}
+
+// TestOpenMigratesAdmissionColumns upgrades a file of schema version 2,
+// whose tasks hold when they were admitted in data only: Admit counts them
+// afterwards as it did before.
+func TestOpenMigratesAdmissionColumns(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "old.db")
+	old, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ddl := range append([]string{sqliteSchema}, sqliteMigrations[:2]...) {
+		if _, err := old.ExecContext(ctx, ddl); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := old.ExecContext(ctx, `PRAGMA user_version = 2`); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	hourAgo := now.Add(-time.Hour).UnixMilli()
+	rows := []struct {
+		kind     task.Kind
+		state    task.State
+		inst     int64
+		admitted int64
+	}{
+		{task.KindFix, task.AwaitingApproval, 1, hourAgo - 1000}, // running, admitted before the hour
+		{task.KindFix, task.Working, 1, hourAgo + 1000},          // running, admitted in the hour
+		{task.KindFix, task.Done, 1, hourAgo + 2000},             // ended, admitted in the hour
+		{task.KindFix, task.Queued, 1, 0},                        // never admitted
+		{task.KindFix, task.Working, 2, hourAgo + 1000},          // another installation's
+		{task.KindReply, task.Working, 1, hourAgo + 1000},        // not a fix
+	}
+	for i, r := range rows {
+		tk := &task.Task{Kind: r.kind, State: r.state, Repo: pullwright.Repo{InstallationID: r.inst, Owner: "o", Name: "r"}, Issue: i + 1, AdmittedMS: r.admitted}
+		data, err := json.Marshal(tk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := old.ExecContext(ctx, `INSERT INTO tasks (kind, state, issue_key, run_after, data, created_at, updated_at) VALUES (?, ?, ?, 0, ?, 0, 0)`,
+			tk.Kind, tk.State, tk.IssueKey(), data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A row whose data does not parse, as Claim would fail it.
+	if _, err := old.ExecContext(ctx, `INSERT INTO tasks (kind, state, issue_key, run_after, data, created_at, updated_at) VALUES ('fix', 'working', '1/o/r/99', 0, '{"admitted_ms":', 0, 0)`); err != nil {
+		t.Fatal(err)
+	}
+	old.Close()
+
+	s, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	probe := &task.Task{Repo: pullwright.Repo{InstallationID: 1, Owner: "o", Name: "r"}}
+	active, started, ok, err := s.Admit(ctx, probe, now.Add(-time.Hour), now, func(int, int) bool { return false })
+	if err != nil || ok {
+		t.Fatalf("Admit = %v, %v", ok, err)
+	}
+	if active != 2 || started != 2 {
+		t.Errorf("after the upgrade Admit counted %d active, %d in the hour; want 2, 2", active, started)
 	}
 }

@@ -35,10 +35,10 @@ func (s *Store) Restore(ctx context.Context, t *task.Task) error {
 		t.CreatedAt = now
 	}
 	_, err = s.write.exec(ctx,
-		`INSERT INTO tasks (id, kind, state, issue_key, run_after, cancelled_by, request_id, answer, pr_key, branch_key, data, created_at, updated_at)
-		 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		`INSERT INTO tasks (id, kind, state, issue_key, run_after, cancelled_by, request_id, answer, pr_key, branch_key, data, created_at, updated_at, installation_id, admitted_ms)
+		 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		t.ID, t.Kind, t.State, t.IssueKey(), t.RunAfter.UnixMilli(), t.CancelledBy, requestID, answer, t.PRKey(), t.BranchKey(), data,
-		t.CreatedAt.UnixMilli(), now.UnixMilli())
+		t.CreatedAt.UnixMilli(), now.UnixMilli(), t.Repo.InstallationID, t.AdmittedMS)
 	if isUniqueViolation(err) {
 		return fmt.Errorf("restore task %d: %s: %w", t.ID, t.IssueKey(), task.ErrActive)
 	}

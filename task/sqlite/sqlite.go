@@ -111,6 +111,21 @@ CREATE UNIQUE INDEX tasks_one_per_branch ON tasks(branch_key)
 );
 CREATE INDEX pull_heads_sha ON pull_heads(pull_key, sha, at);
 CREATE INDEX pull_heads_at ON pull_heads(pull_key, at);`,
+	// 3: what Store.Admit counts, in columns: the installation and when
+	// the task was admitted (Unix ms, 0 for never), which data holds too.
+	// Read from data, an admission parsed every task's document; these
+	// partial indexes hold only admitted fix tasks, the first only while
+	// they run, so a count reads the few rows the limits are about.
+	`ALTER TABLE tasks ADD COLUMN installation_id INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE tasks ADD COLUMN admitted_ms INTEGER NOT NULL DEFAULT 0;
+UPDATE tasks SET
+	installation_id = coalesce(json_extract(data, '$.repo.installation_id'), 0),
+	admitted_ms = json_extract(data, '$.admitted_ms')
+	WHERE kind = 'fix' AND CASE WHEN json_valid(data) THEN json_extract(data, '$.admitted_ms') > 0 END;
+CREATE INDEX tasks_admitted_active ON tasks(installation_id, id)
+	WHERE kind = 'fix' AND admitted_ms > 0 AND state NOT IN ('done', 'failed', 'cancelled');
+CREATE INDEX tasks_admitted ON tasks(installation_id, admitted_ms, id)
+	WHERE kind = 'fix' AND admitted_ms > 0;`,
 }
 
 // migrate runs the migrations the file has not had, each in the
@@ -253,8 +268,8 @@ func (s *Store) recordIn(ctx context.Context, tx *sql.Tx, d task.Delivery, t *ta
 		}
 	}
 	res, err := tx.ExecContext(ctx,
-		`INSERT INTO tasks (kind, state, issue_key, run_after, data, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-		t.Kind, t.State, t.IssueKey(), t.RunAfter.UnixMilli(), data, t.CreatedAt.UnixMilli(), now.UnixMilli())
+		`INSERT INTO tasks (kind, state, issue_key, run_after, data, created_at, updated_at, installation_id, admitted_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		t.Kind, t.State, t.IssueKey(), t.RunAfter.UnixMilli(), data, t.CreatedAt.UnixMilli(), now.UnixMilli(), t.Repo.InstallationID, t.AdmittedMS)
 	if err != nil {
 		if isUniqueViolation(err) {
 			return 0, fmt.Errorf("record delivery %s: %s: %w", d.ID, t.IssueKey(), task.ErrActive)
@@ -473,13 +488,14 @@ UPDATE tasks SET
 	request_id = ?,
 	pr_key = ?,
 	data = ?,
+	admitted_ms = ?,
 	updated_at = ?
 WHERE id = ? AND lease_owner = ? AND lease_until >= ?
 RETURNING cancelled_by, answer, run_after`,
 		t.State,
 		answer, requestID, t.RunAfter.UnixMilli(), now.UnixMilli(), t.RunAfter.UnixMilli(),
 		answer, requestID, answer,
-		requestID, t.PRKey(), data, now.UnixMilli(),
+		requestID, t.PRKey(), data, t.AdmittedMS, now.UnixMilli(),
 		t.ID, owner, now.UnixMilli())
 	if errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("save task %d: %w", t.ID, task.ErrLeaseLost)
@@ -636,22 +652,28 @@ func (s *Store) RequestCancel(ctx context.Context, id int64, by string) error {
 
 // Admit implements task.Store. Only admitted tasks count
 // (task.Task.AdmittedMS): a flood of refused requests must not use up an
-// installation's rate. The count and the mark are one write transaction,
-// which SQLite runs alone, so admissions are atomic as they are.
+// installation's rate. The counts read the columns installation_id and
+// admitted_ms through the partial indexes of migration 3, never a task's
+// data, so they read the installation's admitted fixes, not the backlog.
+// The count and the mark are one write transaction, which SQLite runs
+// alone, so admissions are atomic as they are.
 func (s *Store) Admit(ctx context.Context, t *task.Task, since, at time.Time, fits func(active, started int) bool) (active, started int, ok bool, err error) {
 	inst := t.Repo.InstallationID
-	prefix := fmt.Sprintf("%d/", inst)
 	tx, err := s.write.begin(ctx)
 	if err != nil {
 		return 0, 0, false, fmt.Errorf("admit task %d: begin: %w", t.ID, err)
 	}
 	defer tx.Rollback()
+	// The conditions repeat the indexes' predicates word for word, which
+	// is how SQLite knows it may use them; INDEXED BY, because without
+	// statistics it would count the running ones through tasks_admitted,
+	// every admission the installation ever had.
 	err = tx.QueryRowContext(ctx, `SELECT
-		coalesce(sum(state NOT IN ('done', 'failed', 'cancelled')), 0),
-		coalesce(sum(json_extract(data, '$.admitted_ms') >= ?), 0)
-		FROM tasks WHERE kind = 'fix' AND substr(issue_key, 1, ?) = ? AND id <> ?
-		AND json_extract(data, '$.admitted_ms') > 0`,
-		since.UnixMilli(), len(prefix), prefix, t.ID).Scan(&active, &started)
+		(SELECT count(*) FROM tasks INDEXED BY tasks_admitted_active WHERE installation_id = ?2 AND id <> ?3
+			AND kind = 'fix' AND admitted_ms > 0 AND state NOT IN ('done', 'failed', 'cancelled')),
+		(SELECT count(*) FROM tasks WHERE installation_id = ?2 AND admitted_ms >= ?1 AND id <> ?3
+			AND kind = 'fix' AND admitted_ms > 0)`,
+		since.UnixMilli(), inst, t.ID).Scan(&active, &started)
 	if err != nil {
 		return 0, 0, false, fmt.Errorf("admit task %d: count tasks of installation %d: %w", t.ID, inst, err)
 	}
@@ -659,7 +681,8 @@ func (s *Store) Admit(ctx context.Context, t *task.Task, since, at time.Time, fi
 		return active, started, false, nil
 	}
 	ms := at.UnixMilli()
-	if _, err := tx.ExecContext(ctx, `UPDATE tasks SET data = json_set(data, '$.admitted_ms', ?) WHERE id = ?`, ms, t.ID); err != nil {
+	if _, err := tx.ExecContext(ctx, `UPDATE tasks SET data = json_set(data, '$.admitted_ms', ?1), admitted_ms = ?1, installation_id = ?3
+		WHERE id = ?2`, ms, t.ID, inst); err != nil {
 		return 0, 0, false, fmt.Errorf("admit task %d: %w", t.ID, err)
 	}
 	if err := tx.Commit(); err != nil {
