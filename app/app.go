@@ -59,9 +59,10 @@ type Config struct {
 	// sandbox trusts (BOT_SANDBOX_CA_BUNDLE; runner.DockerConfig.CABundle),
 	// for a network that inspects TLS; checked at start.
 	SandboxCABundle string
-	// Forwarder is the static Linux binary fenced setups run to reach the
-	// fence (its "fence-forward"); "" means this bot's own executable when
-	// it is static. Without one, repositories' setups do not run.
+	// Forwarder is the Linux build of the bot fenced setups run to reach
+	// the fence (its "fence-forward"); "" means this bot's own executable,
+	// static or not (a dynamic one goes with its loader and libraries,
+	// runner.LoadForwarder). Without one, repositories' setups do not run.
 	Forwarder string
 	// FenceResolver resolves the hosts setups ask for (nil: the system's);
 	// for tests, whose hosts have names nothing else knows.
@@ -384,8 +385,9 @@ func setDefaults(c *Config) {
 // without isolation.
 //
 // With Docker it also returns what runs repositories' setups, unless the
-// bot has no static binary to forward their connections with: then
-// approved commands run without their dependencies, as the log says.
+// bot has no binary that can forward their connections from a sandbox
+// (setup.Forwarder): then approved commands run without their
+// dependencies, as the log says.
 func (a *App) sandbox(ctx context.Context, op *policy.Operator) (task.Runner, task.Dependencies, error) {
 	log := a.log.With("component", "runner")
 	dir := filepath.Join(a.cfg.WorkDir, "runs")

@@ -115,8 +115,8 @@ type Options struct {
 	// setup_hosts); FenceNets the non-public ranges it may reach (a
 	// mirror on a private address), in CIDR form.
 	FenceHosts, FenceNets []string
-	// Forwarder is the static binary the fenced setup's sandbox gets (see
-	// setup.Forwarder): "" is this program when it is a static build.
+	// Forwarder is the binary the fenced setup's sandbox gets (see
+	// setup.Forwarder): "" is this program, however it was linked.
 	// Without one, commands run without setup, and bot run says so.
 	Forwarder string
 	// Resolver resolves the hosts setup asks for; nil is the system's.

@@ -34,7 +34,7 @@ const CABundlePath = ToolsDir + "/ca-certificates.pem"
 // few hundred kilobytes.
 const maxCABundle = 4 << 20
 
-// toolsVolumeSize holds the forwarder, a static Go binary, and a bundle.
+// toolsVolumeSize holds the forwarder and a bundle.
 const toolsVolumeSize = forwarderVolumeSize + maxCABundle
 
 // LoadCABundle reads the PEM file at path and checks it is a bundle of

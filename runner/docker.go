@@ -121,9 +121,11 @@ type DockerConfig struct {
 	// left after a crash. The runner itself writes nothing there: the
 	// workspace reaches the engine through its API.
 	TempDir string
-	// Forwarder is the path of a static Linux build of the bot, copied
-	// into fenced runs (RunSpec.Route) to carry their connections to the
-	// fence ("bot fence-forward"). Without it a fenced run is an error.
+	// Forwarder is the path of a Linux build of the bot, copied into
+	// fenced runs (RunSpec.Route) to carry their connections to the fence
+	// ("bot fence-forward"); a dynamic build goes with its loader and
+	// libraries (see LoadForwarder), which NewDocker finds. Without it a
+	// fenced run is an error.
 	Forwarder string
 	// CABundle, if set, is a PEM file of certificates every sandbox
 	// trusts, for a network that inspects TLS (see ca.go): NewDocker
@@ -213,8 +215,9 @@ type Docker struct {
 	hostErr     error
 	hostCPUs    int64 // the host's CPUs in billionths, 0 if the daemon did not say
 
-	warned sync.Map // create warnings already logged
-	ca     []byte   // the certificates of CABundle, nil without one
+	warned sync.Map  // create warnings already logged
+	ca     []byte    // the certificates of CABundle, nil without one
+	fwd    Forwarder // the files of cfg.Forwarder
 
 	// removals are the removals of containers and volumes that Run left
 	// to finish after it returned (see discard).
@@ -282,6 +285,13 @@ func newDocker(cli *client.Client, cfg DockerConfig) (*Docker, error) {
 	if cfg.CABundle != "" {
 		if d.ca, err = LoadCABundle(cfg.CABundle); err != nil {
 			return nil, err
+		}
+	}
+	if cfg.Forwarder != "" {
+		ctx, cancel := context.WithTimeout(context.Background(), forwarderLoadTimeout)
+		defer cancel()
+		if d.fwd, err = LoadForwarder(ctx, cfg.Forwarder); err != nil {
+			return nil, fmt.Errorf("fence forwarder: %w", err)
 		}
 	}
 	return d, nil
@@ -647,7 +657,8 @@ func (d *Docker) mounts(s pullwright.RunSpec, lim limits) []mount.Mount {
 	return m
 }
 
-// forwarderVolumeSize holds the forwarder, a static Go binary.
+// forwarderVolumeSize holds the forwarder, the bot's binary, and a
+// dynamic build's loader and C library.
 const forwarderVolumeSize = 128 << 20
 
 // tmpfs is the container's size-capped tmpfs mounts: /tmp and /var/tmp,

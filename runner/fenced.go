@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path"
 	"strings"
 	"sync"
 	"time"
@@ -39,33 +40,50 @@ func proxyEnv() []string {
 	return []string{"HTTP_PROXY=" + u, "HTTPS_PROXY=" + u, "http_proxy=" + u, "https_proxy=" + u, "NO_PROXY=", "no_proxy="}
 }
 
-// copyForwarder puts the forwarder binary into the container's ToolsDir.
+// copyForwarder puts the forwarder into the container's ToolsDir, with
+// its loader and libraries under forwarderLibDir when it is dynamic; the
+// files are read from this host at each run.
 func (d *Docker) copyForwarder(ctx context.Context, id string) error {
-	f, err := os.Open(d.cfg.Forwarder)
-	if err != nil {
-		return fmt.Errorf("fence forwarder: %w", err)
+	type file struct{ name, path string }
+	files := []file{{forwarderName, d.fwd.Program}}
+	if d.fwd.Dynamic() {
+		files = append(files, file{forwarderLibDir + "/" + path.Base(d.fwd.Interpreter), d.fwd.Interpreter})
+		for _, l := range d.fwd.Libraries {
+			files = append(files, file{forwarderLibDir + "/" + l.Name, l.Path})
+		}
 	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return fmt.Errorf("fence forwarder: %w", err)
+	// Opened here, so that a file gone is this run's error, not a broken
+	// archive the engine reports.
+	opened := make([]*os.File, 0, len(files))
+	defer func() {
+		for _, f := range opened {
+			f.Close()
+		}
+	}()
+	for _, fl := range files {
+		f, err := os.Open(fl.path)
+		if err != nil {
+			return fmt.Errorf("fence forwarder: %w", err)
+		}
+		opened = append(opened, f)
 	}
 	pr, pw := io.Pipe()
 	go func() {
 		tw := tar.NewWriter(pw)
-		// Root's, in root's ToolsDir: the command may run it, not
-		// replace it.
-		err := tw.WriteHeader(&tar.Header{Name: forwarderName, Mode: 0o555, Size: fi.Size(), Uid: 0, Gid: 0,
-			ModTime: fi.ModTime(), Typeflag: tar.TypeReg, Format: tar.FormatPAX})
-		if err == nil {
-			_, err = io.Copy(tw, f)
+		var err error
+		if d.fwd.Dynamic() {
+			err = tw.WriteHeader(&tar.Header{Name: forwarderLibDir + "/", Mode: 0o555, Uid: 0, Gid: 0,
+				ModTime: time.Now(), Typeflag: tar.TypeDir, Format: tar.FormatPAX})
+		}
+		for i := 0; err == nil && i < len(files); i++ {
+			err = writeTarFile(tw, files[i].name, opened[i])
 		}
 		if err == nil {
 			err = tw.Close()
 		}
 		pw.CloseWithError(err)
 	}()
-	_, err = d.cli.CopyToContainer(ctx, id, client.CopyToContainerOptions{DestinationPath: ToolsDir, Content: pr})
+	_, err := d.cli.CopyToContainer(ctx, id, client.CopyToContainerOptions{DestinationPath: ToolsDir, Content: pr})
 	pr.CloseWithError(errCopyEnded)
 	if err != nil {
 		return fmt.Errorf("copy the fence forwarder into the container: %w", err)
@@ -73,11 +91,26 @@ func (d *Docker) copyForwarder(ctx context.Context, id string) error {
 	return nil
 }
 
+// writeTarFile writes f as name, root's, in root's ToolsDir: the command
+// may run it, not replace it.
+func writeTarFile(tw *tar.Writer, name string, f *os.File) error {
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o555, Size: fi.Size(), Uid: 0, Gid: 0,
+		ModTime: fi.ModTime(), Typeflag: tar.TypeReg, Format: tar.FormatPAX}); err != nil {
+		return err
+	}
+	_, err = io.Copy(tw, f)
+	return err
+}
+
 // startForwarder starts the forwarder in container id and serves its
 // stream with route until stop is called, after the command ended.
 func (d *Docker) startForwarder(ctx context.Context, log *slog.Logger, id string, route pullwright.Route) (stop func(), err error) {
 	ex, err := d.cli.ExecCreate(ctx, id, client.ExecCreateOptions{
-		User: d.cfg.User, Cmd: []string{ToolsDir + "/" + forwarderName, "fence-forward"},
+		User: d.cfg.User, Cmd: d.fwd.command(),
 		AttachStdin: true, AttachStdout: true, AttachStderr: true,
 	})
 	if err != nil {
@@ -191,7 +224,7 @@ func (w *readyWatcher) text() string {
 }
 
 // errNoForwarder is a fenced run on a runner that has no forwarder.
-var errNoForwarder = errors.New("run: a fenced run needs DockerConfig.Forwarder, a static Linux build of the bot")
+var errNoForwarder = errors.New("run: a fenced run needs DockerConfig.Forwarder, a Linux build of the bot")
 
 // prepareCaches makes each writable cache's CacheFiles directory the
 // sandbox user's, through the engine's API like the workspace.

@@ -1,11 +1,14 @@
 package setup
 
 import (
-	"debug/elf"
+	"context"
 	"fmt"
 	"net"
 	"net/netip"
 	"os"
+	"time"
+
+	"github.com/pullwright/pullwright/runner"
 )
 
 // OwnAddresses are this machine's addresses but loopback's (which the
@@ -32,26 +35,25 @@ func OwnAddresses() []netip.Prefix {
 	return out
 }
 
+// forwarderCheckTimeout bounds finding the forwarder's files.
+const forwarderCheckTimeout = 30 * time.Second
+
 // Forwarder is the binary copied into fenced setups: the configured one,
-// or this bot's own when it is a static build (the image's is), since a
-// sandbox image may have no C library for it.
+// or else this bot's own, however it was linked (a dynamic build goes with
+// its loader and libraries, runner.LoadForwarder). Its files are found
+// here, so that a bot whose forwarder cannot run says so at the start.
 func Forwarder(configured string) (string, error) {
-	if configured != "" {
-		return configured, nil
-	}
-	exe, err := os.Executable()
-	if err != nil {
-		return "", err
-	}
-	f, err := elf.Open(exe)
-	if err != nil {
-		return "", fmt.Errorf("%s is not a Linux binary: %w", exe, err)
-	}
-	defer f.Close()
-	for _, p := range f.Progs {
-		if p.Type == elf.PT_INTERP {
-			return "", fmt.Errorf("%s is linked dynamically; build the bot with CGO_ENABLED=0 for setup to run", exe)
+	exe := configured
+	if exe == "" {
+		var err error
+		if exe, err = os.Executable(); err != nil {
+			return "", fmt.Errorf("find this bot's executable: %w", err)
 		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), forwarderCheckTimeout)
+	defer cancel()
+	if _, err := runner.LoadForwarder(ctx, exe); err != nil {
+		return "", err
 	}
 	return exe, nil
 }

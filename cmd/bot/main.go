@@ -6,7 +6,7 @@
 //	bot run          work on a local checkout
 //	bot healthcheck  ask a running serve's /healthz
 //	bot demo         the console over recorded tasks, on loopback
-//	bot version      print the version
+//	bot version      print the version and what this binary can do
 package main
 
 import (
@@ -19,7 +19,6 @@ import (
 	"net"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
@@ -31,9 +30,6 @@ import (
 	"github.com/pullwright/pullwright/app"
 	"github.com/pullwright/pullwright/policy"
 )
-
-// version is set at build time with -ldflags "-X main.version=…".
-var version = ""
 
 func main() {
 	if err := run(context.Background(), os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
@@ -50,7 +46,7 @@ commands:
   run          work on a local checkout, no GitHub App needed ("bot run -h")
   healthcheck  ask a running serve's /healthz (the image's HEALTHCHECK)
   demo         the console over a few recorded tasks, no GitHub App or model needed
-  version      print the version
+  version      print the version and what this binary can do (also --version)
 
 Configuration comes from environment variables; a flag of the same name in
 kebab case overrides one (GITHUB_APP_ID → --github-app-id). Run
@@ -62,9 +58,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return errors.New("no command given")
 	}
 	switch args[0] {
-	case "version":
-		fmt.Fprintln(stdout, "pullwright", buildVersion())
-		return nil
+	case "version", "--version":
+		return printVersion(ctx, stdout)
 	case "serve":
 		return serve(ctx, args[1:], getenv, stderr)
 	case "action":
@@ -83,16 +78,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	fmt.Fprintln(stderr, usage)
 	return fmt.Errorf("unknown command %q", args[0])
-}
-
-func buildVersion() string {
-	if version != "" {
-		return version
-	}
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		return bi.Main.Version
-	}
-	return "(devel)"
 }
 
 // setting is one configuration variable and its flag.
