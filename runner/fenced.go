@@ -111,6 +111,9 @@ func writeTarFile(tw *tar.Writer, name string, f *os.File) error {
 func (d *Docker) startForwarder(ctx context.Context, log *slog.Logger, id string, route pullwright.Route) (stop func(), err error) {
 	ex, err := d.cli.ExecCreate(ctx, id, client.ExecCreateOptions{
 		User: d.cfg.User, Cmd: d.fwd.command(),
+		// An image's ENV reaches an exec: blanked, the variables that
+		// make a loader run more code than the forwarder's own.
+		Env:         forwarderEnv(),
 		AttachStdin: true, AttachStdout: true, AttachStderr: true,
 	})
 	if err != nil {

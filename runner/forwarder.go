@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path"
+	"slices"
 	"strings"
 	"time"
 )
@@ -90,6 +91,10 @@ func LoadForwarder(ctx context.Context, program string) (Forwarder, error) {
 		return fw, fmt.Errorf("%s names the ELF interpreter %q, not a path", program, fw.Interpreter)
 	}
 	cmd := exec.CommandContext(ctx, fw.Interpreter, "--list", program)
+	// What the loader is told to add (a preloaded allocator, an audit
+	// library) is this process's, not the binary's needs: it would be
+	// listed, and copied into every sandbox.
+	cmd.Env = slices.DeleteFunc(os.Environ(), loaderVariable)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -192,4 +197,17 @@ func (f Forwarder) command() []string {
 	}
 	lib := ToolsDir + "/" + forwarderLibDir
 	return []string{lib + "/" + path.Base(f.Interpreter), "--library-path", lib, prog, "fence-forward"}
+}
+
+// loaderVariable reports whether env ("NAME=value") tells a dynamic
+// loader to load, audit or trace more than a program needs.
+func loaderVariable(env string) bool {
+	name, _, _ := strings.Cut(env, "=")
+	return strings.HasPrefix(name, "LD_") || name == "GLIBC_TUNABLES"
+}
+
+// forwarderEnv blanks, for the forwarder's exec, what an image's ENV could
+// set for glibc's or musl's loader to run code of the image's inside it.
+func forwarderEnv() []string {
+	return []string{"LD_PRELOAD=", "LD_AUDIT=", "LD_LIBRARY_PATH=", "GLIBC_TUNABLES=", "LD_DEBUG=", "LD_PROFILE="}
 }

@@ -108,6 +108,19 @@ func TestLoadForwarder(t *testing.T) {
 		t.Errorf("libraries %q list the loader, or a path", names)
 	}
 
+	// What this process tells its loader to preload is not the binary's
+	// need: not listed, not copied into sandboxes.
+	if _, err := os.Stat("/lib/x86_64-linux-gnu/libm.so.6"); err == nil {
+		t.Setenv("LD_PRELOAD", "/lib/x86_64-linux-gnu/libm.so.6")
+		again, err := runner.LoadForwarder(t.Context(), fencetest.BuildDynamic(t, "github.com/pullwright/pullwright/internal/fencetest/forward", ""))
+		if err != nil {
+			t.Fatalf("with LD_PRELOAD set: %v", err)
+		}
+		if slices.ContainsFunc(again.Libraries, func(l runner.Library) bool { return strings.HasPrefix(l.Name, "libm.") }) {
+			t.Errorf("with LD_PRELOAD set the libraries are %+v; the preloaded one is not the binary's", again.Libraries)
+		}
+	}
+
 	script := filepath.Join(t.TempDir(), "forward")
 	if err := os.WriteFile(script, []byte("#!/bin/sh\n"), 0o755); err != nil {
 		t.Fatal(err)
