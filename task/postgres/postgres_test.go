@@ -157,22 +157,7 @@ func TestOpenMigratesAdmissionColumns(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	hourAgo := now.Add(-time.Hour).UnixMilli()
-	rows := []struct {
-		kind     task.Kind
-		state    task.State
-		inst     int64
-		admitted int64
-	}{
-		{task.KindFix, task.AwaitingApproval, 1, hourAgo - 1000}, // running, admitted before the hour
-		{task.KindFix, task.Working, 1, hourAgo + 1000},          // running, admitted in the hour
-		{task.KindFix, task.Done, 1, hourAgo + 2000},             // ended, admitted in the hour
-		{task.KindFix, task.Queued, 1, 0},                        // never admitted
-		{task.KindFix, task.Working, 2, hourAgo + 1000},          // another installation's
-		{task.KindReply, task.Working, 1, hourAgo + 1000},        // not a fix
-	}
-	for i, r := range rows {
-		tk := &task.Task{Kind: r.kind, State: r.state, Repo: pullwright.Repo{InstallationID: r.inst, Owner: "o", Name: "r"}, Issue: i + 1, AdmittedMS: r.admitted}
+	for _, tk := range storetest.AdmittedBefore(now) {
 		data, err := json.Marshal(tk)
 		if err != nil {
 			t.Fatal(err)
@@ -184,13 +169,5 @@ func TestOpenMigratesAdmissionColumns(t *testing.T) {
 	}
 	old.Close()
 
-	s := open(t, url)
-	probe := &task.Task{Repo: pullwright.Repo{InstallationID: 1, Owner: "o", Name: "r"}}
-	active, started, ok, err := s.Admit(ctx, probe, now.Add(-time.Hour), now, func(int, int) bool { return false })
-	if err != nil || ok {
-		t.Fatalf("Admit = %v, %v", ok, err)
-	}
-	if active != 2 || started != 2 {
-		t.Errorf("after the upgrade Admit counted %d active, %d in the hour; want 2, 2", active, started)
-	}
+	storetest.WantAdmittedBefore(t, open(t, url), now)
 }
