@@ -35,42 +35,7 @@ func TestShowManifestsOfTheTreesPlan(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			dir := t.TempDir()
-			write := func(files map[string]string) {
-				for name, content := range files {
-					p := filepath.Join(dir, name)
-					if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-						t.Fatal(err)
-					}
-					if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-						t.Fatal(err)
-					}
-				}
-			}
-			git := func(args ...string) {
-				cmd := exec.Command("git", append([]string{"-c", "user.name=a", "-c", "user.email=a@example.com"}, args...)...)
-				cmd.Dir = dir
-				if out, err := cmd.CombinedOutput(); err != nil {
-					t.Fatalf("git %v: %v\n%s", args, err, out)
-				}
-			}
-			git("init", "-q", "-b", "main")
-			write(map[string]string{"pyproject.toml": cmp.Or(tt.start, pyproject), "_build/backend.py": "def build_wheel(*a): pass\n", "src/app.py": "x = 1\n"})
-			git("add", ".")
-			git("commit", "-q", "-m", "start")
-			write(tt.edit)
-			ws, err := repo.Open(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			src, err := openCheckout(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			tree, err := ws.Current()
-			if err != nil {
-				t.Fatal(err)
-			}
+			ws, src, tree := edited(t, map[string]string{"pyproject.toml": cmp.Or(tt.start, pyproject), "_build/backend.py": "def build_wheel(*a): pass\n", "src/app.py": "x = 1\n"}, tt.edit)
 			r := &run{ws: ws, src: src, sb: &sandbox{where: "in the Docker sandbox", setup: &setup.Setup{}}, image: "img"}
 			v := r.show(agent.Request{Command: "pytest", Reason: "test"}, tree)
 			var got []string
@@ -87,4 +52,48 @@ func TestShowManifestsOfTheTreesPlan(t *testing.T) {
 			}
 		})
 	}
+}
+
+// edited is a checkout whose one commit holds start, with edit written
+// over it and not committed: the workspace, the checkout as bot run opens
+// it, and the workspace's current tree.
+func edited(t *testing.T, start, edit map[string]string) (*repo.Workspace, *checkout, *repo.Tree) {
+	t.Helper()
+	dir := t.TempDir()
+	write := func(files map[string]string) {
+		for name, content := range files {
+			p := filepath.Join(dir, name)
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	git := func(args ...string) {
+		cmd := exec.Command("git", append([]string{"-c", "user.name=a", "-c", "user.email=a@example.com"}, args...)...)
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	git("init", "-q", "-b", "main")
+	write(start)
+	git("add", ".")
+	git("commit", "-q", "-m", "start")
+	write(edit)
+	ws, err := repo.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := openCheckout(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree, err := ws.Current()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ws, src, tree
 }

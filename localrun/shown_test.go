@@ -2,9 +2,8 @@ package localrun
 
 import (
 	"fmt"
+	"maps"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -84,42 +83,12 @@ func TestRunAsksWithTheSharedValue(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			dir := t.TempDir()
-			write := func(files map[string]string) {
-				for name, content := range files {
-					if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
-						t.Fatal(err)
-					}
-				}
-			}
-			git := func(args ...string) {
-				cmd := exec.Command("git", append([]string{"-c", "user.name=a", "-c", "user.email=a@example.com"}, args...)...)
-				cmd.Dir = dir
-				if out, err := cmd.CombinedOutput(); err != nil {
-					t.Fatalf("git %v: %v\n%s", args, err, out)
-				}
-			}
-			git("init", "-q", "-b", "main")
-			write(map[string]string{"go.mod": "module x\n", "main.go": "package main\n",
-				"pyproject.toml": "[build-system]\nbuild-backend = \"backend\"\nbackend-path = [\"_build\"]\n"})
-			write(tt.start)
-			git("add", ".")
-			git("commit", "-q", "-m", "start")
-			write(tt.edit)
-			ws, err := repo.Open(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			src, err := openCheckout(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
+			start := map[string]string{"go.mod": "module x\n", "main.go": "package main\n",
+				"pyproject.toml": "[build-system]\nbuild-backend = \"backend\"\nbackend-path = [\"_build\"]\n"}
+			maps.Copy(start, tt.start)
+			ws, src, tree := edited(t, start, tt.edit)
 			if tt.head != "" {
 				src.head = tt.head
-			}
-			tree, err := ws.Current()
-			if err != nil {
-				t.Fatal(err)
 			}
 			sb := &sandbox{where: "in the Docker sandbox", setup: &setup.Setup{}}
 			if tt.where != "" {
