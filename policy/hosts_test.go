@@ -190,22 +190,7 @@ func TestResolveFence(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			o := DefaultOperator()
-			if tt.operator != "" {
-				o = mustOperator(t, tt.operator)
-			}
-			s, err := o.Resolve(mustLoad(t, tt.repo))
-			if err != nil {
-				t.Fatal(err)
-			}
-			b, err := json.Marshal(s)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var back Settings
-			if err := json.Unmarshal(b, &back); err != nil {
-				t.Fatal(err)
-			}
+			s, back, b := resolveAndStore(t, tt.operator, tt.repo)
 			for name, s := range map[string]Settings{"resolved": s, "stored": back} {
 				if got := s.SetupHosts(); !reflect.DeepEqual(got, tt.hosts) {
 					t.Errorf("%s: SetupHosts() = %q, want %q", name, got, tt.hosts)
@@ -255,30 +240,42 @@ func TestSetupRequestToolchainHosts(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			o := DefaultOperator()
-			if tt.operator != "" {
-				o = mustOperator(t, tt.operator)
-			}
-			s, err := o.Resolve(mustLoad(t, tt.repo))
-			if err != nil {
-				t.Fatal(err)
-			}
-			// As a task stored with its settings reads them back.
-			b, err := json.Marshal(s)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var stored Settings
-			if err := json.Unmarshal(b, &stored); err != nil {
-				t.Fatal(err)
-			}
+			s, stored, _ := resolveAndStore(t, tt.operator, tt.repo)
 			for name, s := range map[string]Settings{"resolved": s, "stored": stored} {
 				spec := s.RunSpec(t.TempDir(), "go test ./...", nil)
 				req := s.SetupRequest("acme/widget", "", spec, nil, trusted)
 				if req.ToolchainHosts != tt.want {
 					t.Errorf("%s: SetupRequest.ToolchainHosts = %v, want %v", name, req.ToolchainHosts, tt.want)
 				}
+				// Only the image the repository named alone is not trusted
+				// (setup measures its cache elsewhere).
+				if trustedImage := !strings.Contains(tt.repo, "example.com/img"); req.ImageTrusted != trustedImage {
+					t.Errorf("%s: SetupRequest.ImageTrusted = %v, want %v", name, req.ImageTrusted, trustedImage)
+				}
 			}
 		})
 	}
+}
+
+// resolveAndStore resolves the repository's file repo within the
+// operator's file operator ("" for the defaults), and reads the settings
+// back as a task stored with them does: the resolved settings, the stored
+// ones, and their JSON.
+func resolveAndStore(t *testing.T, operator, repo string) (resolved, stored Settings, data []byte) {
+	t.Helper()
+	o := DefaultOperator()
+	if operator != "" {
+		o = mustOperator(t, operator)
+	}
+	resolved, err := o.Resolve(mustLoad(t, repo))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if data, err = json.Marshal(resolved); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &stored); err != nil {
+		t.Fatal(err)
+	}
+	return resolved, stored, data
 }
