@@ -178,9 +178,7 @@ func TestPendingShowsTheWholeRequest(t *testing.T) {
 	if w.Code != http.StatusOK {
 		t.Fatalf("page = %d", w.Code)
 	}
-	// The page's text as a person reads it: tags dropped, entities read.
-	text := html.UnescapeString(regexp.MustCompile(`<[^>]*>`).ReplaceAllString(w.Body.String(), ""))
-	text = strings.Join(strings.Fields(text), " ")
+	text := readText(w.Body.String())
 	tk, err := f.store.Get(context.Background(), f.ids["hostile"])
 	if err != nil {
 		t.Fatal(err)
@@ -207,22 +205,9 @@ func TestPendingShowsTheWholeRequest(t *testing.T) {
 	if n := strings.Count(w.Body.String(), `name="digest" value="`+shown.Digest+`"`); n != 2 {
 		t.Errorf("the page's two answer forms carry the digest %d times", n)
 	}
-	bearer := http.Header{"Authorization": {"Bearer " + f.gh.UserToken("alice")}}
-	w = f.serve(t, "GET", "/api/tasks/"+id, nil, nil, bearer)
-	var v struct {
-		Pending struct {
-			approval.Request
-			Sentences []struct {
-				Kind, Text string
-				Warning    bool
-			} `json:"sentences"`
-		} `json:"pending"`
-	}
-	if err := json.Unmarshal(w.Body.Bytes(), &v); err != nil {
-		t.Fatal(err)
-	}
-	if !v.Pending.Sealed() || v.Pending.Digest != shown.Digest || len(v.Pending.Sentences) != len(shown.Sentences()) {
-		t.Errorf("the API's pending is not the value shown: %+v", v.Pending)
+	pending, _ := f.apiPending(t, id, "alice")
+	if !pending.Sealed() || pending.Digest != shown.Digest || len(pending.Sentences) != len(shown.Sentences()) {
+		t.Errorf("the API's pending is not the value shown: %+v", pending)
 	}
 }
 
@@ -260,32 +245,18 @@ func TestPendingWarnsOfNoSandbox(t *testing.T) {
 	if w.Code != http.StatusOK {
 		t.Fatalf("page = %d", w.Code)
 	}
-	text := html.UnescapeString(regexp.MustCompile(`<[^>]*>`).ReplaceAllString(w.Body.String(), ""))
-	text = strings.Join(strings.Fields(text), " ")
+	text := readText(w.Body.String())
 	words := strings.Join(strings.Fields(strings.ReplaceAll(approval.PlainText(warning), "`", "")), " ")
 	if !strings.Contains(text, words) || !strings.Contains(text, "BOT_RUNNER=local") {
 		t.Errorf("the page lacks the warning %q:\n%s", words, text)
 	}
-	bearer := http.Header{"Authorization": {"Bearer " + f.gh.UserToken("alice")}}
-	w = f.serve(t, "GET", "/api/tasks/"+id, nil, nil, bearer)
-	var v struct {
-		Pending struct {
-			approval.Request
-			Sentences []struct {
-				Kind, Text string
-				Warning    bool
-			} `json:"sentences"`
-		} `json:"pending"`
-	}
-	if err := json.Unmarshal(w.Body.Bytes(), &v); err != nil {
-		t.Fatalf("%v: %s", err, w.Body.String())
-	}
+	pending, body := f.apiPending(t, id, "alice")
 	warned := false
-	for _, s := range v.Pending.Sentences {
+	for _, s := range pending.Sentences {
 		warned = warned || s.Kind == approval.KindNoSandbox && s.Warning && strings.Contains(s.Text, "BOT_RUNNER=local")
 	}
-	if !warned || v.Pending.Where.Sandbox || v.Pending.Digest != shown.Digest || !v.Pending.Sealed() {
-		t.Errorf("the API's pending does not warn that it runs without a sandbox: %s", w.Body.String())
+	if !warned || pending.Where.Sandbox || pending.Digest != shown.Digest || !pending.Sealed() {
+		t.Errorf("the API's pending does not warn that it runs without a sandbox: %s", body)
 	}
 }
 
@@ -332,4 +303,34 @@ func TestAnAnswerToARequestNotShownIsRefused(t *testing.T) {
 	if got := f.recorded(t); len(got) != 0 {
 		t.Fatalf("refused answers recorded %d tasks", len(got))
 	}
+}
+
+// readText is a page's text as a person reads it: tags dropped, entities
+// read, runs of space one.
+func readText(page string) string {
+	text := html.UnescapeString(regexp.MustCompile(`<[^>]*>`).ReplaceAllString(page, ""))
+	return strings.Join(strings.Fields(text), " ")
+}
+
+// apiPending is the pending request of task id as the API gives it to
+// login, with its sentences, and the answer's body.
+func (f *fixture) apiPending(t *testing.T, id, login string) (pending apiRequest, body string) {
+	t.Helper()
+	w := f.serve(t, "GET", "/api/tasks/"+id, nil, nil, http.Header{"Authorization": {"Bearer " + f.gh.UserToken(login)}})
+	var v struct {
+		Pending apiRequest `json:"pending"`
+	}
+	if err := json.Unmarshal(w.Body.Bytes(), &v); err != nil {
+		t.Fatalf("%v: %s", err, w.Body.String())
+	}
+	return v.Pending, w.Body.String()
+}
+
+// apiRequest is a request in the API: the value shown, and its sentences.
+type apiRequest struct {
+	approval.Request
+	Sentences []struct {
+		Kind, Text string
+		Warning    bool
+	} `json:"sentences"`
 }
