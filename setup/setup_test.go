@@ -447,36 +447,7 @@ func TestACacheIsMeasuredInAnImageTheOperatorTrusts(t *testing.T) {
 // empty.
 func lyingDu(t *testing.T, base string) string {
 	t.Helper()
-	cli, err := client.New(client.FromEnv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cli.Close()
-	ctx := context.Background()
-	c, err := cli.ContainerCreate(ctx, client.ContainerCreateOptions{Config: &container.Config{Image: base, User: "0",
-		Cmd: []string{"sh", "-c", `printf '#!/bin/sh\necho "0	$1"\n' > /usr/local/bin/du && chmod 755 /usr/local/bin/du`}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cli.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true})
-	if _, err := cli.ContainerStart(ctx, c.ID, client.ContainerStartOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	wait := cli.ContainerWait(ctx, c.ID, client.ContainerWaitOptions{Condition: container.WaitConditionNotRunning})
-	select {
-	case r := <-wait.Result:
-		if r.StatusCode != 0 {
-			t.Fatalf("making the lying du: exit %d", r.StatusCode)
-		}
-	case err := <-wait.Error:
-		t.Fatal(err)
-	}
-	ref := fmt.Sprintf("pullwright/sandbox-liar:test-%d", os.Getpid())
-	if _, err := cli.ContainerCommit(ctx, c.ID, client.ContainerCommitOptions{Reference: ref}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cli.ImageRemove(context.Background(), ref, client.ImageRemoveOptions{Force: true}) })
-	return ref
+	return sandboxtest.CommitAfter(t, base, `printf '#!/bin/sh\necho "0	$1"\n' > /usr/local/bin/du && chmod 755 /usr/local/bin/du`)
 }
 
 // A setup that leaves part of its cache unreadable hides its size from

@@ -108,17 +108,48 @@ func ImageWith(t testing.TB, changes ...string) string {
 // Commit is base committed with changes, removed when the test ends.
 func Commit(t testing.TB, base string, changes ...string) string {
 	t.Helper()
+	return commit(t, base, "", changes)
+}
+
+// CommitAfter is base after script ran in it as root (sh -c), committed
+// with changes, removed when the test ends: an image whose files differ
+// from base's.
+func CommitAfter(t testing.TB, base, script string, changes ...string) string {
+	t.Helper()
+	return commit(t, base, script, changes)
+}
+
+func commit(t testing.TB, base, script string, changes []string) string {
+	t.Helper()
 	cli, err := client.New(client.FromEnv)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cli.Close()
 	ctx := context.Background()
-	created, err := cli.ContainerCreate(ctx, client.ContainerCreateOptions{Config: &container.Config{Image: base, Cmd: []string{"true"}}})
+	cfg := &container.Config{Image: base, Cmd: []string{"true"}}
+	if script != "" {
+		cfg.User, cfg.Cmd = "0", []string{"sh", "-c", script}
+	}
+	created, err := cli.ContainerCreate(ctx, client.ContainerCreateOptions{Config: cfg})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cli.ContainerRemove(ctx, created.ID, client.ContainerRemoveOptions{Force: true})
+	if script != "" {
+		if _, err := cli.ContainerStart(ctx, created.ID, client.ContainerStartOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		wait := cli.ContainerWait(ctx, created.ID, client.ContainerWaitOptions{Condition: container.WaitConditionNotRunning})
+		select {
+		case r := <-wait.Result:
+			if r.StatusCode != 0 {
+				t.Fatalf("%s in %s: exit %d", script, base, r.StatusCode)
+			}
+		case err := <-wait.Error:
+			t.Fatal(err)
+		}
+	}
 	ref := fmt.Sprintf("pullwright/sandbox-variant:test-%d-%d", os.Getpid(), time.Now().UnixNano())
 	if _, err := cli.ContainerCommit(ctx, created.ID, client.ContainerCommitOptions{Reference: ref, Changes: changes}); err != nil {
 		t.Fatal(err)
