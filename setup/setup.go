@@ -397,7 +397,7 @@ func (s *Setup) measure(ctx context.Context, image, volume string, req pullwrigh
 		return -1, false
 	}
 	defer os.RemoveAll(empty)
-	const built = "pullwright: build cache"
+	const built, noSize = "pullwright: build cache", "pullwright: no size"
 	if req.Image != "" && !req.ImageTrusted {
 		// An image the repository named may carry a du that says
 		// anything: the operator's image (or the runner's fallback)
@@ -406,9 +406,14 @@ func (s *Setup) measure(ctx context.Context, image, volume string, req pullwrigh
 		cfg := s.Runner.Config()
 		image = runner.ImageFor(empty, cfg.Image, cfg.FallbackImage)
 	}
+	// du that cannot read all of it (a directory the setup left
+	// unreadable) prints a sum of what it could, and fails: that sum is
+	// no size. Its status is told in a line of its own, since the
+	// script's is the last command's, and its error and its sum may come
+	// in either order.
 	res, err := s.Runner.Run(ctx, pullwright.RunSpec{
 		Dir: empty, Image: image, Timeout: 5 * time.Minute,
-		Command: "du -sk " + Mount + "; if [ -x " + path.Join(Dir, buildcache.Tool) + " ]; then echo '" + built + "'; fi",
+		Command: "du -sk " + Mount + " || echo '" + noSize + "'; if [ -x " + path.Join(Dir, buildcache.Tool) + " ]; then echo '" + built + "'; fi",
 		Caches:  []pullwright.CacheMount{{Volume: volume, Target: Mount, ReadOnly: true}},
 		Memory:  req.Memory, NanoCPUs: req.NanoCPUs, Labels: req.Labels,
 	})
@@ -417,16 +422,20 @@ func (s *Setup) measure(ctx context.Context, image, volume string, req pullwrigh
 		return -1, false
 	}
 	var kib int64 = -1
-	// du that could not read all of it (a directory the setup left
-	// unreadable) prints a sum of what it could, and fails: that sum is
-	// no size.
-	if f := strings.Fields(res.Output); res.ExitCode == 0 && len(f) > 0 {
-		if n, perr := strconv.ParseInt(f[0], 10, 64); perr == nil && n >= 0 {
-			kib = n
+	failed := res.ExitCode != 0
+	for line := range strings.Lines(res.Output) {
+		switch f := strings.Fields(line); {
+		case strings.TrimSpace(line) == noSize:
+			failed = true
+		case strings.TrimSpace(line) == built:
+			build = true
+		case len(f) == 2 && f[1] == Mount:
+			if n, perr := strconv.ParseInt(f[0], 10, 64); perr == nil && n >= 0 {
+				kib = n
+			}
 		}
 	}
-	build = strings.Contains(res.Output, "\n"+built+"\n")
-	if kib < 0 {
+	if failed || kib < 0 {
 		log.Warn("setup: measure the cache", "exit_code", res.ExitCode, "output", tailLines(res.Output, 3))
 		return -1, build
 	}

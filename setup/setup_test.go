@@ -443,11 +443,11 @@ func TestACacheIsMeasuredInAnImageTheOperatorTrusts(t *testing.T) {
 	}
 }
 
-// lyingDu is base with a du first on PATH that says every directory is
-// empty.
+// lyingDu is base with a du first on PATH that says, in the form of
+// du -sk DIR, that every directory is empty.
 func lyingDu(t *testing.T, base string) string {
 	t.Helper()
-	return sandboxtest.CommitAfter(t, base, `printf '#!/bin/sh\necho "0	$1"\n' > /usr/local/bin/du && chmod 755 /usr/local/bin/du`)
+	return sandboxtest.CommitAfter(t, base, `printf '#!/bin/sh\necho "0	$2"\n' > /usr/local/bin/du && chmod 755 /usr/local/bin/du`)
 }
 
 // A setup that leaves part of its cache unreadable hides its size from
