@@ -201,54 +201,22 @@ func TestDockerOutOfSpace(t *testing.T) {
 			d := newDocker(t, tt.cfg)
 			disk := hostDisk(t)
 
-			// The least free space seen from before the run until after it.
-			// The command holds its full file system for a while, so that
-			// the sampling sees the run at its fullest.
-			before := freeBytes(t, disk)
-			least := before
-			done := make(chan struct{})
-			var wg sync.WaitGroup
-			wg.Go(func() {
-				tick := time.NewTicker(20 * time.Millisecond)
-				defer tick.Stop()
-				for {
-					least = min(least, freeBytes(t, disk))
-					select {
-					case <-done:
-						return
-					case <-tick.C:
-					}
-				}
-			})
-			res, err := d.Run(t.Context(), pullwright.RunSpec{
-				Dir: t.TempDir(), Timeout: time.Minute, Disk: tt.disk, Memory: 256 << 20,
-				// A second write finds the file system full too: the
-				// note still comes once.
-				Command: fmt.Sprintf("dd if=/dev/zero of=%[1]s bs=1M count=%[2]d; s=$?; dd if=/dev/zero of=%[1]s.2 bs=1M count=1; sleep 2; exit $s",
-					tt.file, writes>>20),
-			})
-			close(done)
-			wg.Wait()
-			least = min(least, freeBytes(t, disk))
-			if err != nil {
-				t.Fatalf("Run: %v", err)
-			}
-			t.Logf("exit %d:\n%s", res.ExitCode, res.Output)
-			if res.ExitCode == 0 || res.OOMKilled || res.TimedOut {
-				t.Errorf("exit %d, OOMKilled %v, TimedOut %v; want a failed command", res.ExitCode, res.OOMKilled, res.TimedOut)
-			}
-			if strings.Count(res.Output, "No space left on device") != 2 || !strings.HasSuffix(res.Output, "\n"+tt.note) ||
-				strings.Count(res.Output, "[out of space") != 1 {
-				t.Errorf("output lacks the two errors or does not end with the note %q, once", tt.note)
-			}
 			// Other tests and builds on this host write too: allow them
-			// 32 MiB, a quarter of what the command tried to write.
+			// 32 MiB, a quarter of what the command tried to write. They
+			// may still write more during one run; a command that wrote
+			// to the disk would do so in every run, so a drop past the
+			// bound is measured once more before it counts.
 			const slack = 32 << 20
-			drop := before - least
-			t.Logf("free space on %s: %d MiB before, %d MiB at least: dropped %d MiB (cap %d MiB)",
-				disk, before>>20, least>>20, drop>>20, tt.wantCap>>20)
+			var drop int64
+			for try := 1; try <= 2; try++ {
+				drop = outOfSpaceRun(t, d, disk, tt.file, tt.disk, writes, tt.note)
+				t.Logf("try %d: the free space on %s dropped by %d MiB (cap %d MiB)", try, disk, drop>>20, tt.wantCap>>20)
+				if drop <= tt.wantCap+slack {
+					break
+				}
+			}
 			if drop > tt.wantCap+slack {
-				t.Errorf("the host's free space dropped by %d MiB during the run: more than the %d MiB cap (+%d MiB for others)",
+				t.Errorf("the host's free space dropped by %d MiB during the run, twice: more than the %d MiB cap (+%d MiB for others)",
 					drop>>20, tt.wantCap>>20, slack>>20)
 			}
 			assertNothingLeft(t, d)
@@ -465,4 +433,52 @@ func TestDockerImageVolumesAreCapped(t *testing.T) {
 		t.Errorf("the image's volume is not a capped tmpfs: exit %d", res.ExitCode)
 	}
 	assertNothingLeft(t, d)
+}
+
+// outOfSpaceRun runs a command that writes writes bytes to file, far past
+// its file system's cap, checks that it fails with the note once, and
+// returns by how much the free space on disk dropped at most meanwhile.
+func outOfSpaceRun(t *testing.T, d *runner.Docker, disk, file string, size, writes int64, note string) (drop int64) {
+	t.Helper()
+	// The least free space seen from before the run until after it.
+	// The command holds its full file system for a while, so that
+	// the sampling sees the run at its fullest.
+	before := freeBytes(t, disk)
+	least := before
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			least = min(least, freeBytes(t, disk))
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+		}
+	})
+	res, err := d.Run(t.Context(), pullwright.RunSpec{
+		Dir: t.TempDir(), Timeout: time.Minute, Disk: size, Memory: 256 << 20,
+		// A second write finds the file system full too: the
+		// note still comes once.
+		Command: fmt.Sprintf("dd if=/dev/zero of=%[1]s bs=1M count=%[2]d; s=$?; dd if=/dev/zero of=%[1]s.2 bs=1M count=1; sleep 2; exit $s",
+			file, writes>>20),
+	})
+	close(done)
+	wg.Wait()
+	least = min(least, freeBytes(t, disk))
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	t.Logf("exit %d:\n%s", res.ExitCode, res.Output)
+	if res.ExitCode == 0 || res.OOMKilled || res.TimedOut {
+		t.Errorf("exit %d, OOMKilled %v, TimedOut %v; want a failed command", res.ExitCode, res.OOMKilled, res.TimedOut)
+	}
+	if strings.Count(res.Output, "No space left on device") != 2 || !strings.HasSuffix(res.Output, "\n"+note) ||
+		strings.Count(res.Output, "[out of space") != 1 {
+		t.Errorf("output lacks the two errors or does not end with the note %q, once", note)
+	}
+	return before - least
 }
