@@ -93,7 +93,7 @@ func ownedContainers(t testing.TB, owner string) []string {
 }
 
 // containerRuns reports whether a running container of owner has a
-// process whose command line contains want. The sandbox keeps no logs
+// process whose command line is want. The sandbox keeps no logs
 // (its log driver is "none"), so a test watches its processes instead.
 func containerRuns(t testing.TB, owner, want string) bool {
 	t.Helper()
@@ -117,8 +117,15 @@ func containerRuns(t testing.TB, owner, want string) bool {
 		if err != nil {
 			continue
 		}
+		// The whole command line of a process, not a part of any: the
+		// shell running "echo started; sleep 1000" holds "sleep 1000" in
+		// its arguments before it has echoed anything.
+		cmd := slices.Index(top.Titles, "CMD")
+		if cmd < 0 {
+			cmd = slices.Index(top.Titles, "COMMAND")
+		}
 		for _, p := range top.Processes {
-			if strings.Contains(strings.Join(p, " "), want) {
+			if cmd >= 0 && cmd < len(p) && strings.TrimSpace(p[cmd]) == want {
 				return true
 			}
 		}
