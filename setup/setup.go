@@ -398,6 +398,7 @@ func (s *Setup) measure(ctx context.Context, image, volume string, req pullwrigh
 	}
 	defer os.RemoveAll(empty)
 	const built, noSize = "pullwright: build cache", "pullwright: no size"
+	own := image
 	if req.Image != "" && !req.ImageTrusted {
 		// An image the repository named may carry a du that says
 		// anything: the operator's image (or the runner's fallback)
@@ -411,12 +412,27 @@ func (s *Setup) measure(ctx context.Context, image, volume string, req pullwrigh
 	// no size. Its status is told in a line of its own, since the
 	// script's is the last command's, and its error and its sum may come
 	// in either order.
-	res, err := s.Runner.Run(ctx, pullwright.RunSpec{
+	hasTool := "if [ -x " + path.Join(Dir, buildcache.Tool) + " ]; then echo '" + built + "'; fi"
+	spec := pullwright.RunSpec{
 		Dir: empty, Image: image, Timeout: 5 * time.Minute,
-		Command: "du -sk " + Mount + " || echo '" + noSize + "'; if [ -x " + path.Join(Dir, buildcache.Tool) + " ]; then echo '" + built + "'; fi",
+		Command: "du -sk " + Mount + " || echo '" + noSize + "'; " + hasTool,
 		Caches:  []pullwright.CacheMount{{Volume: volume, Target: Mount, ReadOnly: true}},
 		Memory:  req.Memory, NanoCPUs: req.NanoCPUs, Labels: req.Labels,
-	})
+	}
+	res, err := s.Runner.Run(ctx, spec)
+	if err == nil && res.NotStarted && image != own {
+		// The operator's image is not on the engine: the size stays
+		// unknown, but whether runs get the build cache is no matter of
+		// trust (a repository that fakes it only breaks its own runs),
+		// so the image the runs use tells, rather than every run
+		// compiling from nothing.
+		log.Warn("setup: the image that measures caches is not on the engine; the cache's size is unknown", "image", image, "output", tailLines(res.Output, 1))
+		spec.Image, spec.Command = own, hasTool
+		if check, cerr := s.Runner.Run(ctx, spec); cerr == nil && check.ExitCode == 0 {
+			return -1, strings.Contains(check.Output, built)
+		}
+		return -1, false
+	}
 	if err != nil {
 		log.Warn("setup: measure the cache", "err", err)
 		return -1, false

@@ -509,3 +509,30 @@ func TestPrepareWithoutGoInTheImage(t *testing.T) {
 		t.Errorf("the cache was not measured: %+v", p)
 	}
 }
+
+// An operator's image that is not on the engine leaves a cache's size
+// unknown, but not its build cache unused: the image the runs use tells
+// whether the setup built the program that serves it (every approved
+// run compiled from nothing otherwise).
+func TestABuildCacheIsUsedWhenTheMeasuringImageIsMissing(t *testing.T) {
+	image := sandboxtest.Image(t)
+	repo := fmt.Sprintf("test/setup-nomeasure-%d", os.Getpid())
+	d := newDocker(t, repo, "127.0.0.1:9/pullwright/none:never")
+	s := &setup.Setup{Runner: d, Resolver: fencetest.Resolver(), Logger: slog.New(slog.NewTextHandler(t.Output(), nil))}
+	dir := write(t, map[string]string{"go.mod": "module example.com/tool\n\ngo 1.24\n", "main.go": "package main\n\nfunc main() {}\n"})
+	p, err := s.Prepare(t.Context(), pullwright.SetupRequest{Repo: repo, Dir: dir, Base: dir, Image: image, Timeout: 2 * time.Minute})
+	if err != nil || p.Record == nil || p.Record.Failed {
+		t.Fatalf("prepare = %+v, %v", p, err)
+	}
+	defer p.Release(t.Context())
+	if !slices.ContainsFunc(p.Env, func(e string) bool { return strings.HasPrefix(e, "GOCACHEPROG=") }) {
+		t.Errorf("runs are not pointed at the build cache; env %q", p.Env)
+	}
+	ready, err := d.ReadyCaches(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if i := slices.IndexFunc(ready, func(c runner.ReadyCache) bool { return c.Volume == p.Caches[0].Volume }); i < 0 || ready[i].Bytes != -1 {
+		t.Errorf("ready caches %+v; want %s with an unknown size (-1)", ready, p.Caches[0].Volume)
+	}
+}
