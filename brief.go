@@ -70,6 +70,10 @@ type Limits struct {
 	// its prompt cache (usage.prompt_tokens_details.cached_tokens), USD
 	// per million; 0 prices them as other prompt tokens.
 	PriceCachedInput float64 `json:"price_cached_input,omitempty"`
+	// Priced is set when the operator has a price for the task's model:
+	// without one, the cost shown is unknown rather than free. (Limits
+	// saved before it existed are priced when a price is not 0.)
+	Priced bool `json:"priced,omitempty"`
 	// Model replaces the agent's configured model for this task, and
 	// Profile is how to talk to it (the operator's, for that model).
 	Model   string       `json:"model,omitempty"`
@@ -172,4 +176,11 @@ type ThreadBrief struct {
 type PlanItem struct {
 	Title  string `json:"title"`
 	Status string `json:"status"` // pending, in_progress or done
+}
+
+// Price is the price of the task's model, and whether the operator set
+// one.
+func (l Limits) Price() (Price, bool) {
+	p := Price{Input: l.PriceInput, Output: l.PriceOutput, CachedInput: l.PriceCachedInput}
+	return p, l.Priced || p.Input > 0 || p.Output > 0
 }

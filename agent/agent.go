@@ -305,6 +305,10 @@ type State struct {
 	// long and that was shrunk for it: a second refusal of that turn ends
 	// the task instead of shrinking again.
 	Overflowed int `json:"overflowed,omitempty"`
+	// Spend is what the calls used and cost, by model, each priced when
+	// it was answered. A State saved before it existed has counts above
+	// that it lacks; Spent makes up the difference.
+	Spend pullwright.Spend `json:"spend,omitzero"`
 }
 
 // Tokens is the number of tokens used so far.
@@ -314,13 +318,44 @@ func (s *State) Tokens() int { return s.PromptTokens + s.CompletionTokens }
 // s.Limits (0 if they are not set). Cached prompt tokens are priced at
 // PriceCachedInput when it is set, else as other prompt tokens.
 func (s *State) CostUSD() float64 {
-	cached := min(max(s.CachedPromptTokens, 0), s.PromptTokens)
-	cachedPrice := s.Limits.PriceInput
-	if s.Limits.PriceCachedInput > 0 {
-		cachedPrice = s.Limits.PriceCachedInput
+	p, _ := s.Limits.Price()
+	return p.Cost(s.PromptTokens, s.CachedPromptTokens, s.CompletionTokens)
+}
+
+// Spent is s.Spend with the tokens it does not hold (counted before the
+// State kept a Spend) put down to model, the one the task runs on.
+func (s *State) Spent(model string) pullwright.Spend {
+	var out pullwright.Spend
+	out.Merge(s.Spend)
+	var prompt, cached, completion int
+	for _, m := range out.Models {
+		prompt, cached, completion = prompt+m.PromptTokens, cached+m.CachedTokens, completion+m.CompletionTokens
 	}
-	return (float64(s.PromptTokens-cached)*s.Limits.PriceInput + float64(cached)*cachedPrice +
-		float64(s.CompletionTokens)*s.Limits.PriceOutput) / 1e6
+	if dp, dc := s.PromptTokens-prompt, s.CompletionTokens-completion; dp > 0 || dc > 0 {
+		p, priced := s.Limits.Price()
+		var rest pullwright.Spend
+		rest.Add(model, max(dp, 0), max(s.CachedPromptTokens-cached, 0), max(dc, 0), s.Estimated(), p, priced)
+		rest.Models[0].Calls = max(s.Turns-out.Calls(), 0)
+		out.Merge(rest)
+	}
+	return out
+}
+
+// Spent is what st's calls used and cost, by model (State.Spent, with
+// the model a would call for st).
+func (a *Agent) Spent(st *State) pullwright.Spend { return st.Spent(a.model(st)) }
+
+// count adds one answered call of model to the state's totals and to
+// its Spend.
+func (s *State) count(model string, use turnUsage) {
+	s.PromptTokens += use.prompt
+	s.CompletionTokens += use.completion
+	s.CachedPromptTokens += use.cached
+	if use.estimated {
+		s.EstimatedTurns++
+	}
+	p, priced := s.Limits.Price()
+	s.Spend.Add(model, use.prompt, use.cached, use.completion, use.estimated, p, priced)
 }
 
 // Estimated reports whether some of the token counts are estimates, from
@@ -377,7 +412,7 @@ func (a *Agent) budget(st *State) error {
 	case st.Tokens() >= maxTokens:
 		return fmt.Errorf("%w: tokens: %d of %d used", ErrBudget, st.Tokens(), maxTokens)
 	case st.Limits.MaxCostUSD > 0 && st.CostUSD() >= st.Limits.MaxCostUSD:
-		return fmt.Errorf("%w: cost: %.4f of %.4f USD used", ErrBudget, st.CostUSD(), st.Limits.MaxCostUSD)
+		return fmt.Errorf("%w: cost: %s spent of a %s budget", ErrBudget, pullwright.FormatUSD(st.CostUSD()), pullwright.FormatUSD(st.Limits.MaxCostUSD))
 	}
 	return nil
 }
@@ -483,15 +518,12 @@ func (a *Agent) Turn(ctx context.Context, st *State, workdir string) error {
 	msg := assistantMessage(choice.Message, turn)
 	use := usageOf(req, resp)
 	st.Turns = turn
-	st.PromptTokens += use.prompt
-	st.CompletionTokens += use.completion
-	st.CachedPromptTokens += use.cached
+	st.count(model, use)
 	if !use.estimated {
 		st.calibrate(sent, use.prompt)
 	}
 	attrs := []any{"prompt_tokens", use.prompt, "completion_tokens", use.completion, "cached_prompt_tokens", use.cached}
 	if use.estimated {
-		st.EstimatedTurns++
 		attrs = append(attrs, "estimated_tokens", true)
 		log.Warn("model reported no token usage; the turn's tokens are estimated from the request and answer sizes",
 			"prompt_tokens", use.prompt, "completion_tokens", use.completion)

@@ -428,9 +428,9 @@ func TestBudgets(t *testing.T) {
 		{"the task's turns over the config's", Config{MaxTurns: 2}, pullwright.Limits{MaxTurns: 4}, fakellm.Usage{}, 4, "turns: 4 of 4 used"},
 		{"tokens of the task", Config{MaxTokens: 100000}, pullwright.Limits{MaxTokens: 800}, fakellm.Usage{Prompt: 300, Completion: 100}, 2, "tokens: 800 of 800 used"},
 		{"cost", Config{}, pullwright.Limits{MaxCostUSD: 0.001, PriceInput: priced.PriceInput, PriceOutput: priced.PriceOutput},
-			fakellm.Usage{}, 3, "cost: 0.0011 of 0.0010 USD used"},
+			fakellm.Usage{}, 3, "cost: $0.0011 spent of a $0.0010 budget"},
 		{"cost exactly", Config{}, pullwright.Limits{MaxCostUSD: 0.00072, PriceInput: priced.PriceInput, PriceOutput: priced.PriceOutput},
-			fakellm.Usage{}, 2, "cost: 0.0007 of 0.0007 USD used"},
+			fakellm.Usage{}, 2, "cost: $0.0007 spent of a $0.0007 budget"},
 		{"cost without a budget", Config{MaxTurns: 5}, priced, fakellm.Usage{}, 5, "turns: 5 of 5 used"},
 	}
 	for _, tt := range tests {

@@ -403,12 +403,7 @@ func (a *Agent) summarise(ctx context.Context, st *State, model string, dropped 
 	// A compaction is paid for like a turn, estimated when the endpoint
 	// reports no usage, so that budgets hold on every endpoint.
 	use := usageOf(req, resp)
-	st.PromptTokens += use.prompt
-	st.CompletionTokens += use.completion
-	st.CachedPromptTokens += use.cached
-	if use.estimated {
-		st.EstimatedTurns++
-	}
+	st.count(model, use)
 	var text string
 	if len(resp.Choices) > 0 {
 		text = strings.TrimSpace(assistantMessage(resp.Choices[0].Message, 0).Content)

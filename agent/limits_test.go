@@ -131,3 +131,22 @@ func TestStateWithoutLimits(t *testing.T) {
 		t.Errorf("limits = %+v, want %+v", st2.Limits, want)
 	}
 }
+
+// A conversation saved before the State kept a Spend still shows what
+// it used: its counts go to the model the task runs on.
+func TestSpentOfAnOlderState(t *testing.T) {
+	st := State{Turns: 3, PromptTokens: 1_000_000, CompletionTokens: 100_000, CachedPromptTokens: 500_000,
+		Limits: pullwright.Limits{PriceInput: 2, PriceOutput: 8, PriceCachedInput: 0.5}}
+	got := st.Spent("o3")
+	want := pullwright.Spend{Models: []pullwright.ModelSpend{{Model: "o3", Calls: 3, PromptTokens: 1_000_000, CachedTokens: 500_000,
+		CompletionTokens: 100_000, USD: st.CostUSD()}}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("Spent = %+v\n want %+v", got, want)
+	}
+	// Calls counted since are kept; only the difference is made up.
+	st.count("o3", turnUsage{prompt: 1000, completion: 10})
+	st.Turns++
+	if got := st.Spent("o3"); got.Tokens() != st.Tokens() || got.Calls() != 4 || len(got.Models) != 1 {
+		t.Errorf("Spent after a new call = %+v", got)
+	}
+}

@@ -360,6 +360,17 @@ func TestUsage(t *testing.T) {
 			if diff := st.CostUSD() - tt.cost; diff > 1e-9 || diff < -1e-9 {
 				t.Errorf("cost = %v, want %v", st.CostUSD(), tt.cost)
 			}
+			// The spend shown on every surface agrees with the counts
+			// and the budget's cost, for the model that was called.
+			spent := a.Spent(st)
+			if len(spent.Models) != 1 || spent.Models[0].Model != a.cfg.Model || spent.Models[0].Calls != 1 ||
+				spent.Tokens() != st.Tokens() || spent.Models[0].CachedTokens != st.CachedPromptTokens ||
+				spent.TokensEstimated() != tt.estimated || spent.Models[0].Unpriced != (tt.cost == 0) {
+				t.Errorf("spent = %+v for %d tokens (%d cached)", spent, st.Tokens(), st.CachedPromptTokens)
+			}
+			if diff := spent.USD() - tt.cost; diff > 1e-9 || diff < -1e-9 {
+				t.Errorf("spent %v, want %v", spent.USD(), tt.cost)
+			}
 			if !strings.Contains(logs.String(), tt.wantLog) {
 				t.Errorf("turn log lacks %s:\n%s", tt.wantLog, logs.String())
 			}

@@ -51,7 +51,7 @@ func (m model) turn(ctx context.Context, conv []byte, workdir string) (task.Prog
 	if st.Finish != nil || st.Pending != nil {
 		// The model finished, or asked to run something, in a turn whose
 		// outcome was not recorded; that stands, and no call is made.
-		return progress(conv, &st), turnUsage{}, nil
+		return progress(conv, &st, m.a.Spent(&st)), turnUsage{}, nil
 	}
 	// The state's counts are the task's totals; the turn's are the difference.
 	turns, prompt, completion := st.Turns, st.PromptTokens, st.CompletionTokens
@@ -83,7 +83,7 @@ func (m model) outcome(st *agent.State, err error) (task.Progress, error) {
 	if err != nil {
 		return task.Progress{}, task.Fatal("saving the conversation failed", err)
 	}
-	return progress(out, st), nil
+	return progress(out, st, m.a.Spent(st)), nil
 }
 
 // metered is a model whose turns are counted in the metrics.
@@ -140,11 +140,12 @@ func budgetMessage(err error) string {
 	return "the agent used up its budget (" + msg + ")"
 }
 
-func progress(out []byte, st *agent.State) task.Progress {
+func progress(out []byte, st *agent.State, spend pullwright.Spend) task.Progress {
 	p := task.Progress{
 		Conversation: out,
 		Turns:        st.Turns,
 		Tokens:       st.Tokens(),
+		Spend:        spend,
 		// An endpoint without usage (some Ollama and vLLM versions) has
 		// its tokens counted by size; the comments say so.
 		TokensEstimated: st.EstimatedTurns > 0,

@@ -147,13 +147,7 @@ type Models struct {
 }
 
 // Price is what a model costs, in USD per million tokens.
-type Price struct {
-	Input  float64 `yaml:"input" json:"input"`
-	Output float64 `yaml:"output" json:"output"`
-	// CachedInput is the price of prompt tokens the endpoint served from
-	// its prompt cache; 0 prices them as Input.
-	CachedInput float64 `yaml:"cached_input" json:"cached_input,omitempty"`
-}
+type Price = pullwright.Price
 
 // Limits are sandbox and budget bounds, as defaults or as caps.
 type Limits struct {
@@ -223,6 +217,8 @@ type Settings struct {
 	MaxCostUSD       float64        `json:"max_cost_usd,omitempty"`
 	Model            string         `json:"model"`
 	Price            Price          `json:"price"`
+	// Priced is set when the operator has a price for Model.
+	Priced bool `json:"priced,omitempty"`
 	// Profile is the operator's profile of Model.
 	Profile pullwright.ModelProfile `json:"profile,omitzero"`
 	// BranchPrefix starts the bot's branch names, as written (usually

@@ -109,7 +109,7 @@ func (r *resolver) settings() Settings {
 		r.errs.add(c.Line("model"), "model", "%s is not a model this installation allows (allowed: %s)", c.Model, strings.Join(append([]string{o.Models.Default}, o.Models.Allowed...), ", "))
 	}
 	price, priced := o.Prices[s.Model]
-	s.Price = price
+	s.Price, s.Priced = price, priced
 	s.Profile = o.Models.Profiles[s.Model]
 
 	// A repository may lower the cost budget but not lift it: with a cap

@@ -114,7 +114,7 @@ label: fix me
 		Setup:       []string{"make deps"},
 		TestCommand: "make test",
 		MaxTurns:    200, MaxTokens: 4000000, MaxWallTime: 24 * time.Hour, MaxCostUSD: 2.5,
-		Model: "gpt-4.1", Price: Price{Input: 2, Output: 8},
+		Model: "gpt-4.1", Price: Price{Input: 2, Output: 8}, Priced: true,
 		BranchPrefix: "pw-",
 		Label:        "fix me",
 	}

@@ -190,7 +190,7 @@ func (f *Flow) work(ctx context.Context, t *Task) error {
 		return err
 	}
 	t.Conversation = p.Conversation
-	t.Turns, t.Tokens, t.TokensEstimated = p.Turns, p.Tokens, p.TokensEstimated
+	t.Turns, t.Tokens, t.TokensEstimated, t.Spend = p.Turns, p.Tokens, p.TokensEstimated, p.Spend
 	t.Plan, t.Steps = p.Plan, p.Steps
 	files, err := snapshot(ws)
 	if err != nil {
@@ -564,7 +564,7 @@ func (f *Flow) cleanup(ctx context.Context, t *Task) {
 func limits(s policy.Settings) pullwright.Limits {
 	return pullwright.Limits{
 		MaxTurns: s.MaxTurns, MaxTokens: s.MaxTokens, MaxCostUSD: s.MaxCostUSD,
-		PriceInput: s.Price.Input, PriceOutput: s.Price.Output, PriceCachedInput: s.Price.CachedInput,
+		PriceInput: s.Price.Input, PriceOutput: s.Price.Output, PriceCachedInput: s.Price.CachedInput, Priced: s.Priced,
 		Model: s.Model, Profile: s.Profile, Protected: s.Protected,
 	}
 }

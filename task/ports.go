@@ -79,11 +79,13 @@ type Progress struct {
 	// TokensEstimated: the endpoint reported no usage for some turns, so
 	// Tokens counts them by the size of what was sent and answered.
 	TokensEstimated bool
-	Plan            []pullwright.PlanItem
-	Steps           []string
-	Finished        bool
-	Title           string
-	Summary         string
+	// Spend is the tokens and cost by model, at the task's prices.
+	Spend    pullwright.Spend
+	Plan     []pullwright.PlanItem
+	Steps    []string
+	Finished bool
+	Title    string
+	Summary  string
 	// Pending is the command the agent asked to run, if it asked.
 	Pending *Pending
 	// Replies are the agent's notes for the checklist's threads, by the

@@ -277,8 +277,12 @@ func requirementLine(t *Task, cmd string) string {
 	}
 }
 
-// tokens is the task's token count as the comments show it.
+// tokens is what the task's model calls used and cost, as the comments
+// show it (pullwright.Spend's one rendering).
 func tokens(t *Task) string {
+	if len(t.Spend.Models) > 0 {
+		return t.Spend.String()
+	}
 	if t.TokensEstimated {
 		return fmt.Sprintf("about %d tokens (estimated: the model endpoint reports no usage)", t.Tokens)
 	}

@@ -21,6 +21,8 @@ func sampleTask() *Task {
 		Work: Work{
 			Branch: "agent/1-spelling-error-in-the-readme-file",
 			Turns:  4, Tokens: 5321,
+			Spend: pullwright.Spend{Models: []pullwright.ModelSpend{{Model: "o3", Calls: 4, PromptTokens: 5000, CachedTokens: 1200,
+				CompletionTokens: 321, USD: pullwright.Price{Input: 2, Output: 8, CachedInput: 0.5}.Cost(5000, 1200, 321)}}},
 			Plan: []pullwright.PlanItem{
 				{Title: "Find the misspelling", Status: "done"},
 				{Title: "Fix it", Status: "in_progress"},
@@ -60,7 +62,8 @@ func TestRenderGolden(t *testing.T) {
 
 	estimated := sampleTask()
 	estimated.State = Working
-	estimated.TokensEstimated = true
+	// A task saved before it kept its spend shows its tokens alone.
+	estimated.TokensEstimated, estimated.Spend = true, pullwright.Spend{}
 
 	// A fix in a mode, done: its status says what the record shows.
 	tdd := sampleTask()

@@ -28,10 +28,13 @@ type Work struct {
 	Turns        int                   `json:"turns,omitempty"`
 	Tokens       int                   `json:"tokens,omitempty"`
 	// TokensEstimated says Tokens holds estimates (Progress).
-	TokensEstimated bool                  `json:"tokens_estimated,omitempty"`
-	Title           string                `json:"title,omitempty"`
-	Summary         string                `json:"summary,omitempty"`
-	ChangedFiles    []pullwright.FileStat `json:"changed_files"`
+	TokensEstimated bool `json:"tokens_estimated,omitempty"`
+	// Spend is what the model calls used and cost, by model (Progress);
+	// a task saved before it existed has Tokens only.
+	Spend        pullwright.Spend      `json:"spend,omitzero"`
+	Title        string                `json:"title,omitempty"`
+	Summary      string                `json:"summary,omitempty"`
+	ChangedFiles []pullwright.FileStat `json:"changed_files"`
 	// PushedSHA is the last commit of the task's branch known to be on
 	// the remote; Files are the changes relative to it (or to BaseSHA
 	// before the first push), so a lost workspace is rebuilt from there.
