@@ -22,12 +22,16 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
+	"go.opentelemetry.io/otel/attribute"
+	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
 
 	"github.com/pullwright/pullwright"
+	"github.com/pullwright/pullwright/tracing"
 	"github.com/pullwright/pullwright/untrusted"
 )
 
@@ -615,7 +619,46 @@ var errNoChoices = errors.New("the response has no choices")
 
 // complete makes one model call of st's task to model under its own
 // deadline, through the client that reaches that model.
-func (a *Agent) complete(ctx context.Context, st *State, model string, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
+func (a *Agent) complete(ctx context.Context, st *State, model string, req openai.ChatCompletionRequest) (resp openai.ChatCompletionResponse, err error) {
+	// A span per call, in OpenTelemetry's conventions for generative AI:
+	// the model, the tokens, why the answer ended; never the messages.
+	provider := semconv.GenAIProviderNameOpenAI
+	if a.cfg.APIType == APITypeAzure {
+		provider = semconv.GenAIProviderNameAzureAIOpenAI
+	}
+	attrs := []attribute.KeyValue{semconv.GenAIOperationNameChat, provider, semconv.GenAIRequestModel(model)}
+	if u, perr := url.Parse(a.cfg.BaseURL); perr == nil && u.Hostname() != "" {
+		attrs = append(attrs, semconv.ServerAddress(u.Hostname()))
+	}
+	ctx, span := tracing.Start(ctx, "chat "+model, attrs...)
+	defer func() {
+		if err != nil {
+			var apiErr *openai.APIError
+			var reqErr *openai.RequestError
+			switch {
+			case errors.As(err, &apiErr) && apiErr.HTTPStatusCode > 0:
+				span.SetAttributes(attribute.String("error.type", strconv.Itoa(apiErr.HTTPStatusCode)))
+			case errors.As(err, &reqErr) && reqErr.HTTPStatusCode > 0:
+				span.SetAttributes(attribute.String("error.type", strconv.Itoa(reqErr.HTTPStatusCode)))
+			case errors.Is(err, context.DeadlineExceeded):
+				span.SetAttributes(attribute.String("error.type", "timeout"))
+			}
+		} else {
+			reasons := make([]string, 0, len(resp.Choices))
+			for _, c := range resp.Choices {
+				reasons = append(reasons, string(c.FinishReason))
+			}
+			if resp.Model != "" {
+				span.SetAttributes(semconv.GenAIResponseModel(resp.Model))
+			}
+			span.SetAttributes(semconv.GenAIResponseFinishReasons(reasons...),
+				semconv.GenAIUsageInputTokens(resp.Usage.PromptTokens), semconv.GenAIUsageOutputTokens(resp.Usage.CompletionTokens))
+			if d := resp.Usage.PromptTokensDetails; d != nil {
+				span.SetAttributes(semconv.GenAIUsageCacheReadInputTokens(d.CachedTokens))
+			}
+		}
+		tracing.End(span, err)
+	}()
 	callCtx, cancel := context.WithTimeout(ctx, a.cfg.CallTimeout)
 	defer cancel()
 	return a.clientFor(model, st.Limits.Profile).CreateChatCompletion(callCtx, req)

@@ -35,6 +35,9 @@ import (
 	"github.com/pullwright/pullwright/task/postgres"
 	"github.com/pullwright/pullwright/task/sqlite"
 	"github.com/pullwright/pullwright/webhook"
+
+	"github.com/pullwright/pullwright/tracing"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Config is everything the bot needs to run. cmd/bot fills it from the
@@ -114,6 +117,9 @@ type Config struct {
 	SessionKey             []byte
 
 	Logger *slog.Logger
+	// Tracer, when set, traces every task (package tracing); nil traces
+	// nothing.
+	Tracer trace.TracerProvider
 
 	// store, when set, is an open store that New uses instead of opening
 	// DatabaseURL (RunAction's, which it also restores saved tasks into).
@@ -259,6 +265,9 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 		MaxAttempts: cfg.MaxAttempts,
 		Backoff:     cfg.Backoff,
 		Observe:     a.metrics.observe,
+	}
+	if cfg.Tracer != nil {
+		a.pool.Tracer = cfg.Tracer.Tracer(tracing.Name)
 	}
 	a.webhook, err = webhook.New(webhook.Config{
 		Secret:      []byte(cfg.WebhookSecret),

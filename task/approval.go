@@ -15,6 +15,10 @@ import (
 	"github.com/pullwright/pullwright/approval"
 	"github.com/pullwright/pullwright/deps"
 	"github.com/pullwright/pullwright/policy"
+
+	"github.com/pullwright/pullwright/tracing"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Check run names, as maintainers see them on the commit.
@@ -347,7 +351,7 @@ func workspacePlan(ws Workspace) (deps.Plan, error) {
 
 // await handles a parked task that became due: its request was answered,
 // or its deadline passed.
-func (rq requests) await(ctx context.Context, t *Task) error {
+func (rq requests) await(ctx context.Context, t *Task) (err error) {
 	r := t.Request
 	if r.Answer == nil {
 		if rq.now().Before(r.Deadline) {
@@ -370,6 +374,16 @@ func (rq requests) await(ctx context.Context, t *Task) error {
 		r.Answer = fresh.Request.Answer
 	}
 	a := r.Answer
+	defer func() {
+		if err == nil {
+			// The wait as a span of its own, from the ask to the answer
+			// on the answer's clock, recorded once the step that takes
+			// the answer in is done (a retried step records none).
+			_, span := tracing.StartAt(ctx, "approval wait", r.AskedAt,
+				attribute.String("pullwright.request.id", r.ID), attribute.String("pullwright.request.verdict", string(a.Verdict)))
+			span.End(trace.WithTimestamp(a.At))
+		}
+	}()
 	if wait := a.At.Sub(r.ParkedAt); wait > 0 {
 		t.Waited += wait
 	}

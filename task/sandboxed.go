@@ -6,6 +6,9 @@ import (
 	"strings"
 
 	"github.com/pullwright/pullwright"
+
+	"github.com/pullwright/pullwright/tracing"
+	"go.opentelemetry.io/otel/attribute"
 )
 
 // Sandboxed is the set-up-run-and-record step of an approved request,
@@ -99,7 +102,14 @@ func (s Sandboxed) Run(ctx context.Context, spec pullwright.RunSpec, setup *pull
 func (s Sandboxed) run(ctx context.Context, spec pullwright.RunSpec, setup *pullwright.SetupRequest) (Ran, error) {
 	var ran Ran
 	if setup != nil && s.Deps != nil {
-		ready, err := s.Deps.Prepare(ctx, *setup)
+		sctx, span := tracing.Start(ctx, "setup", attribute.String("pullwright.setup.image", setup.Image))
+		ready, err := s.Deps.Prepare(sctx, *setup)
+		span.SetAttributes(attribute.Bool("pullwright.setup.private", ready.Private), attribute.Bool("pullwright.setup.ran", ready.Record != nil))
+		if r := ready.Record; r != nil {
+			span.SetAttributes(attribute.Int("pullwright.fence.reached", len(r.Reached)), attribute.Int("pullwright.fence.blocked", len(r.Blocked)),
+				attribute.Bool("pullwright.setup.failed", r.Failed))
+		}
+		tracing.End(span, err)
 		if ready.Release != nil {
 			// Only once the command ended: the cache stays held, and a
 			// private one in place, until then.
@@ -123,7 +133,11 @@ func (s Sandboxed) run(ctx context.Context, spec pullwright.RunSpec, setup *pull
 		}
 		spec.Caches, spec.Env, spec.Links = ready.Caches, ready.Env, ready.Links
 	}
-	res, err := s.Runner.Run(ctx, spec)
+	rctx, span := tracing.Start(ctx, "sandbox run", attribute.String("pullwright.sandbox.image", spec.Image))
+	res, err := s.Runner.Run(rctx, spec)
+	span.SetAttributes(attribute.Int("process.exit.code", res.ExitCode), attribute.Bool("pullwright.sandbox.timed_out", res.TimedOut),
+		attribute.Bool("pullwright.sandbox.oom_killed", res.OOMKilled), attribute.Bool("pullwright.sandbox.not_started", res.NotStarted))
+	tracing.End(span, err)
 	if err != nil {
 		if ctx.Err() != nil {
 			return ran, ctx.Err()

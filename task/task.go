@@ -218,6 +218,10 @@ type Task struct {
 	RunAfter  time.Time `json:"run_after"`
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
+	// Trace is the W3C traceparent of the task's root span (package
+	// tracing), "" when the bot that took it up traced nothing: every
+	// step's span is its child, on whichever replica claims the step.
+	Trace string `json:"trace,omitempty"`
 
 	// Work is what a fix does (KindFix); zero on other kinds.
 	Work

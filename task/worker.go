@@ -11,6 +11,12 @@ import (
 	"runtime/debug"
 	"sync"
 	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/pullwright/pullwright/tracing"
 )
 
 // Stepper advances a task; Flow is the production one.
@@ -49,6 +55,9 @@ type Pool struct {
 	MaxDrainClaims int
 	// Observe, when set, is told of every step a worker takes (for metrics).
 	Observe func(StepResult)
+	// Tracer traces tasks (package tracing): one trace per task, its root
+	// saved with the task, a span per step under it. Nil traces nothing.
+	Tracer trace.Tracer
 
 	once sync.Once
 	wake chan struct{}
@@ -223,6 +232,7 @@ func (p *Pool) work(ctx context.Context, owner string, t *Task) {
 		p.finish(ctx, log, owner, t, from)
 		return
 	}
+	p.startTrace(ctx, t)
 	for steps := 0; !t.State.Terminal(); steps++ {
 		if steps == maxStepsPerClaim {
 			// Insurance against a step that succeeds without moving the
@@ -313,6 +323,16 @@ func (t *Task) firstTry() bool { return t.Claim > 0 && t.savedIn == t.Claim }
 func (p *Pool) step(ctx context.Context, t *Task) (err error) {
 	ctx, cancel := context.WithTimeout(ctx, p.StepTimeout)
 	defer cancel()
+	ctx, span := p.tracer().Start(tracing.Resume(ctx, t.Trace), "step "+string(t.State), trace.WithAttributes(taskAttrs(t)...))
+	defer func() {
+		span.SetAttributes(attribute.String("pullwright.task.state_after", string(t.State)))
+		if err != nil && Permanent(err) {
+			span.SetAttributes(attribute.String("error.type", "permanent"))
+		} else if err != nil {
+			span.SetAttributes(attribute.String("error.type", "retry"))
+		}
+		tracing.End(span, err)
+	}()
 	defer func() {
 		if r := recover(); r != nil {
 			p.Logger.ErrorContext(ctx, "step panicked", "task_id", t.ID, "state", t.State, "panic", r, "stack", string(debug.Stack()))
@@ -393,4 +413,46 @@ func (p *Pool) heartbeat(ctx context.Context, stop context.CancelCauseFunc, owne
 			}
 		}
 	}
+}
+
+func (p *Pool) tracer() trace.Tracer {
+	if p.Tracer == nil {
+		return noop.NewTracerProvider().Tracer(tracing.Name)
+	}
+	return p.Tracer
+}
+
+// startTrace gives a task that has none its trace: a root span from the
+// task's creation to its first claim (the wait for a worker), whose
+// context is saved with the task before any step, so that every step,
+// retried or resumed elsewhere, is a child of it.
+func (p *Pool) startTrace(ctx context.Context, t *Task) {
+	if t.Trace != "" || p.Tracer == nil {
+		return
+	}
+	start := t.CreatedAt
+	if start.IsZero() {
+		start = time.Now()
+	}
+	c, root := p.Tracer.Start(context.WithoutCancel(ctx), "task "+string(t.Kind), trace.WithTimestamp(start),
+		trace.WithNewRoot(), trace.WithAttributes(taskAttrs(t)...))
+	t.Trace = tracing.Parent(c)
+	root.End()
+}
+
+// taskAttrs describe t on its spans: ids and names only, never what
+// anyone wrote.
+func taskAttrs(t *Task) []attribute.KeyValue {
+	attrs := []attribute.KeyValue{
+		attribute.Int64("pullwright.task.id", t.ID),
+		attribute.String("pullwright.task.kind", string(t.Kind)),
+		attribute.String("pullwright.task.state", string(t.State)),
+	}
+	if t.Repo.Owner != "" {
+		attrs = append(attrs, attribute.String("vcs.repository.name", t.Repo.Owner+"/"+t.Repo.Name))
+	}
+	if t.Issue > 0 {
+		attrs = append(attrs, attribute.Int("pullwright.issue", t.Issue))
+	}
+	return attrs
 }

@@ -29,6 +29,8 @@ import (
 	"github.com/pullwright/pullwright/agent"
 	"github.com/pullwright/pullwright/app"
 	"github.com/pullwright/pullwright/policy"
+
+	"github.com/pullwright/pullwright/tracing"
 )
 
 func main() {
@@ -171,6 +173,13 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	}
 	cfg.Logger = log
 	cfg.ProxyEnv = proxyEnv(getenv)
+	tp, stopTracing, err := tracing.New(ctx, getenv, buildVersion(), log)
+	if err != nil {
+		return err
+	}
+	// Flushed after the workers stopped, whatever the signal did to ctx.
+	defer stopTracing(context.WithoutCancel(ctx))
+	cfg.Tracer = tp
 	a, err := app.New(ctx, cfg)
 	if err != nil {
 		return err

@@ -1,0 +1,93 @@
+package task_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/pullwright/pullwright/task"
+	"github.com/pullwright/pullwright/tracing"
+)
+
+// A task is one trace from its creation to its pull request, through a
+// restart while it waited: the root span is saved with the task, every
+// step of either process is its child, and the wait for the approval is a
+// span of its own. Spans carry ids and counts, never what people or the
+// agent wrote.
+func TestATaskIsOneTraceAcrossARestart(t *testing.T) {
+	w := newWorld(t)
+	exp := tracetest.NewInMemoryExporter()
+	tracer := func() *sdktrace.TracerProvider {
+		tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+		t.Cleanup(func() { tp.Shutdown(t.Context()) })
+		return tp
+	}
+	w.pool.Tracer = tracer().Tracer(tracing.Name)
+	secret := "fix the typo, the password is hunter2"
+	w.agent.Script = append(w.agent.Script,
+		pending("go test ./... # a command of the agent's", map[string]string{"README.md": "# widget\n\nNo typo.\n"}),
+		finish("Fix the README typo", map[string]string{"main.go": "package main\n\nfunc main() { println(1) }\n"}))
+	fix := w.fix(secret)
+	w.drain()
+	parked := w.want(fix.ID, task.AwaitingApproval)
+	if parked.Trace == "" {
+		t.Fatal("the parked task saved no trace")
+	}
+
+	// A new process: a new provider, the same store.
+	w.pool = &task.Pool{Store: w.store, Steps: w.flow, Workers: 1, MaxAttempts: 3, Backoff: func(int) time.Duration { return 0 },
+		Tracer: tracer().Tracer(tracing.Name)}
+	w.clock.Advance(time.Minute)
+	w.answer(task.KindApprove, "maint", 12, parked.Request.ID)
+	w.drain()
+	done := w.want(fix.ID, task.Done)
+
+	var root string
+	byName := map[string]int{}
+	ids := map[string]bool{}
+	for _, s := range exp.GetSpans() {
+		ids[s.SpanContext.SpanID().String()] = true
+	}
+	for _, s := range exp.GetSpans() {
+		var isFix bool
+		for _, a := range s.Attributes {
+			if string(a.Key) == "pullwright.task.id" && a.Value.AsInt64() == fix.ID {
+				isFix = true
+			}
+			if v := a.Value.Emit(); strings.Contains(v, "hunter2") || strings.Contains(v, "go test") {
+				t.Errorf("span %q holds %s=%q: what people or the agent wrote", s.Name, a.Key, v)
+			}
+		}
+		if s.Name == "task fix" {
+			root = s.SpanContext.TraceID().String()
+			if s.Parent.IsValid() {
+				t.Errorf("the root has a parent %s", s.Parent.SpanID())
+			}
+			continue
+		}
+		if !isFix && s.Name != "approval wait" && s.Name != "sandbox run" {
+			continue // the approve task's own trace
+		}
+		byName[s.Name]++
+		if s.SpanContext.TraceID().String() != done.Trace[3:35] {
+			t.Errorf("span %q is in trace %s, not the task's %s", s.Name, s.SpanContext.TraceID(), done.Trace)
+		}
+		if !ids[s.Parent.SpanID().String()] {
+			t.Errorf("span %q has a parent %s that was never exported", s.Name, s.Parent.SpanID())
+		}
+	}
+	if root == "" || !strings.Contains(done.Trace, root) {
+		t.Fatalf("no root span for the task's trace %q", done.Trace)
+	}
+	for _, want := range []string{"step queued", "step preparing", "step working", "step awaiting_approval", "step running", "step publishing", "approval wait", "sandbox run"} {
+		if byName[want] == 0 {
+			t.Errorf("no %q span; spans: %v", want, byName)
+		}
+	}
+	if byName["approval wait"] != 1 {
+		t.Errorf("%d approval wait spans, want 1", byName["approval wait"])
+	}
+}
