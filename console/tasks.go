@@ -22,33 +22,41 @@ import (
 // what a maintainer needs, and none of the agent's working state, the
 // workspace's path or the repository's resolved settings.
 type taskView struct {
-	ID           int64                 `json:"id"`
-	State        task.State            `json:"state"`
-	Repo         string                `json:"repo"`
-	Issue        int                   `json:"issue"`
-	IsPR         bool                  `json:"is_pr,omitempty"`
-	IssueTitle   string                `json:"issue_title,omitempty"`
-	IssueURL     string                `json:"issue_url"`
-	Requester    string                `json:"requester"`
-	Instructions string                `json:"instructions,omitempty"`
-	Mode         string                `json:"mode,omitempty"`
-	Error        string                `json:"error,omitempty"`
-	CancelledBy  string                `json:"cancelled_by,omitempty"`
-	Branch       string                `json:"branch,omitempty"`
-	PRURL        string                `json:"pr_url,omitempty"`
-	Turns        int                   `json:"turns"`
-	Tokens       int                   `json:"tokens"`
-	CreatedAt    time.Time             `json:"created_at"`
-	UpdatedAt    time.Time             `json:"updated_at"`
-	Plan         []pullwright.PlanItem `json:"plan,omitempty"`
-	Steps        []string              `json:"steps,omitempty"`
-	Runs         []task.RunRecord      `json:"runs,omitempty"`
+	ID           int64      `json:"id"`
+	State        task.State `json:"state"`
+	Repo         string     `json:"repo"`
+	Issue        int        `json:"issue"`
+	IsPR         bool       `json:"is_pr,omitempty"`
+	IssueTitle   string     `json:"issue_title,omitempty"`
+	IssueURL     string     `json:"issue_url"`
+	Requester    string     `json:"requester"`
+	Instructions string     `json:"instructions,omitempty"`
+	Mode         string     `json:"mode,omitempty"`
+	Error        string     `json:"error,omitempty"`
+	CancelledBy  string     `json:"cancelled_by,omitempty"`
+	Branch       string     `json:"branch,omitempty"`
+	PRURL        string     `json:"pr_url,omitempty"`
+	Turns        int        `json:"turns"`
+	Tokens       int        `json:"tokens"`
+	// TokensEstimated: Tokens holds estimates.
+	TokensEstimated bool `json:"tokens_estimated,omitempty"`
+	// Spend is what the task's model calls used and cost, by model;
+	// absent for a task saved before it was kept (Tokens has its tokens).
+	Spend     *spendView            `json:"spend,omitempty"`
+	CreatedAt time.Time             `json:"created_at"`
+	UpdatedAt time.Time             `json:"updated_at"`
+	Plan      []pullwright.PlanItem `json:"plan,omitempty"`
+	Steps     []string              `json:"steps,omitempty"`
+	Runs      []task.RunRecord      `json:"runs,omitempty"`
 	// Pending is the request waiting for an answer, if one does.
 	Pending *requestView `json:"pending,omitempty"`
 	// Verification is what the runs show of the task's last commit, as
 	// the pull request's Verification section says it (task.Verify);
 	// pages only, the API has the runs.
 	Verification string `json:"-"`
+	// Cost is the list's cost column, CostNote its title, and SpendLine
+	// the task page's line (Spend.String); pages only.
+	Cost, CostNote, SpendLine string `json:"-"`
 }
 
 // requestView is the request waiting for an answer, as every surface
@@ -101,8 +109,10 @@ func (c *Console) view(t *task.Task, full bool) taskView {
 		ID: t.ID, State: t.State, Repo: t.Repo.FullName(), Issue: t.Issue, IsPR: t.IsPR, IssueTitle: t.IssueTitle,
 		IssueURL:  fmt.Sprintf("%s/%s/%s/%s/%d", c.gh.web, url.PathEscape(t.Repo.Owner), url.PathEscape(t.Repo.Name), kind, t.Issue),
 		Requester: t.Requester.Login, Instructions: t.Instructions, Mode: t.Mode, Error: t.Error, CancelledBy: t.CancelledBy,
-		Branch: t.Branch, PRURL: t.PRURL, Turns: t.Turns, Tokens: t.Tokens, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt,
+		Branch: t.Branch, PRURL: t.PRURL, Turns: t.Turns, Tokens: t.Tokens, TokensEstimated: t.TokensEstimated,
+		CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt,
 	}
+	viewCost(&v, t)
 	if !full {
 		return v
 	}
