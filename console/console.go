@@ -93,6 +93,11 @@ const (
 	// a store of tasks of many repositories must not turn one request
 	// into hundreds. The list is cut there, with a link on.
 	maxRepos = 50
+	// maxTotalRepos is how many distinct repositories one request for
+	// the spend totals asks GitHub about: more than a list's, since a
+	// sum cut short is less use than a page, and within what one token
+	// keeps in the permission cache (maxScan).
+	maxTotalRepos = 200
 	// requestBudget bounds the time one request spends on the store and
 	// GitHub together, however many checks it needs.
 	requestBudget = 20 * time.Second
@@ -109,6 +114,8 @@ type Console struct {
 	static   fs.FS
 	now      func() time.Time
 	budget   time.Duration // requestBudget; shorter in tests
+	// totalRepos is maxTotalRepos; fewer in tests.
+	totalRepos int
 	// streamPoll is how often a live stream reads its task; shorter in tests.
 	streamPoll time.Duration
 	// streams counts the open live streams, per person and in all.
@@ -165,7 +172,7 @@ func New(cfg Config) (*Console, error) {
 		cfg.HTTPClient = &http.Client{Timeout: githubTimeout}
 	}
 	pages := map[string]*template.Template{}
-	for _, p := range []string{"signin", "tasks", "task", "error"} {
+	for _, p := range []string{"signin", "tasks", "task", "spend", "error"} {
 		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+p+".html")
 		if err != nil {
 			return nil, fmt.Errorf("console: template %s: %w", p, err)
@@ -181,7 +188,7 @@ func New(cfg Config) (*Console, error) {
 	}
 	return &Console{
 		demo: cfg.Demo, demoCSRF: rand.Text(),
-		cfg: cfg, log: cfg.Logger, now: cfg.Now, pages: pages, static: static, budget: requestBudget, streamPoll: streamPoll,
+		cfg: cfg, log: cfg.Logger, now: cfg.Now, pages: pages, static: static, budget: requestBudget, totalRepos: maxTotalRepos, streamPoll: streamPoll,
 		cookies:  cookies{secure: pub.Scheme == "https", sealer: sealer},
 		callback: pub.String() + "/console/callback",
 		gh: &github{
@@ -201,6 +208,7 @@ func (c *Console) apiRoutes() map[string]func(http.ResponseWriter, *http.Request
 		"GET /api/tasks":                  c.apiTasks,
 		"POST /api/tasks":                 c.apiStart,
 		"GET /api/tasks/{id}":             c.apiTask,
+		"GET /api/spend":                  c.apiSpend,
 		"GET /api/tasks/{id}/events":      c.apiEvents,
 		"POST /api/tasks/{id}/cancel":     c.apiCancel,
 		"POST /api/requests/{id}/approve": c.apiAnswer("approve"),
@@ -214,6 +222,7 @@ func (c *Console) Handler() http.Handler {
 	m := http.NewServeMux()
 	m.HandleFunc("GET /console/{$}", c.page(c.tasksPage))
 	m.HandleFunc("GET /console/tasks/{id}", c.page(c.taskPage))
+	m.HandleFunc("GET /console/spend", c.page(c.spendPage))
 	m.HandleFunc("GET /console/signin", c.signInPage)
 	m.HandleFunc("GET /console/login", c.login)
 	m.HandleFunc("GET /console/callback", c.callbackPage)

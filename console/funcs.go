@@ -26,6 +26,8 @@ var funcs = template.FuncMap{
 	"line":       approval.Line,
 	"stateWords": stateWords,
 	"duration":   duration,
+	"count":      thousands,
+	"modelCost":  modelCost,
 	"short": func(sha string) string {
 		if len(sha) > 12 {
 			return sha[:12]

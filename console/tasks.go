@@ -22,33 +22,41 @@ import (
 // what a maintainer needs, and none of the agent's working state, the
 // workspace's path or the repository's resolved settings.
 type taskView struct {
-	ID           int64                 `json:"id"`
-	State        task.State            `json:"state"`
-	Repo         string                `json:"repo"`
-	Issue        int                   `json:"issue"`
-	IsPR         bool                  `json:"is_pr,omitempty"`
-	IssueTitle   string                `json:"issue_title,omitempty"`
-	IssueURL     string                `json:"issue_url"`
-	Requester    string                `json:"requester"`
-	Instructions string                `json:"instructions,omitempty"`
-	Mode         string                `json:"mode,omitempty"`
-	Error        string                `json:"error,omitempty"`
-	CancelledBy  string                `json:"cancelled_by,omitempty"`
-	Branch       string                `json:"branch,omitempty"`
-	PRURL        string                `json:"pr_url,omitempty"`
-	Turns        int                   `json:"turns"`
-	Tokens       int                   `json:"tokens"`
-	CreatedAt    time.Time             `json:"created_at"`
-	UpdatedAt    time.Time             `json:"updated_at"`
-	Plan         []pullwright.PlanItem `json:"plan,omitempty"`
-	Steps        []string              `json:"steps,omitempty"`
-	Runs         []task.RunRecord      `json:"runs,omitempty"`
+	ID           int64      `json:"id"`
+	State        task.State `json:"state"`
+	Repo         string     `json:"repo"`
+	Issue        int        `json:"issue"`
+	IsPR         bool       `json:"is_pr,omitempty"`
+	IssueTitle   string     `json:"issue_title,omitempty"`
+	IssueURL     string     `json:"issue_url"`
+	Requester    string     `json:"requester"`
+	Instructions string     `json:"instructions,omitempty"`
+	Mode         string     `json:"mode,omitempty"`
+	Error        string     `json:"error,omitempty"`
+	CancelledBy  string     `json:"cancelled_by,omitempty"`
+	Branch       string     `json:"branch,omitempty"`
+	PRURL        string     `json:"pr_url,omitempty"`
+	Turns        int        `json:"turns"`
+	Tokens       int        `json:"tokens"`
+	// TokensEstimated: Tokens holds estimates.
+	TokensEstimated bool `json:"tokens_estimated,omitempty"`
+	// Spend is what the task's model calls used and cost, by model;
+	// absent for a task saved before it was kept (Tokens has its tokens).
+	Spend     *spendView            `json:"spend,omitempty"`
+	CreatedAt time.Time             `json:"created_at"`
+	UpdatedAt time.Time             `json:"updated_at"`
+	Plan      []pullwright.PlanItem `json:"plan,omitempty"`
+	Steps     []string              `json:"steps,omitempty"`
+	Runs      []task.RunRecord      `json:"runs,omitempty"`
 	// Pending is the request waiting for an answer, if one does.
 	Pending *requestView `json:"pending,omitempty"`
 	// Verification is what the runs show of the task's last commit, as
 	// the pull request's Verification section says it (task.Verify);
 	// pages only, the API has the runs.
 	Verification string `json:"-"`
+	// Cost is the list's cost column, CostNote its title, and SpendLine
+	// the task page's line (Spend.String); pages only.
+	Cost, CostNote, SpendLine string `json:"-"`
 }
 
 // requestView is the request waiting for an answer, as every surface
@@ -101,8 +109,10 @@ func (c *Console) view(t *task.Task, full bool) taskView {
 		ID: t.ID, State: t.State, Repo: t.Repo.FullName(), Issue: t.Issue, IsPR: t.IsPR, IssueTitle: t.IssueTitle,
 		IssueURL:  fmt.Sprintf("%s/%s/%s/%s/%d", c.gh.web, url.PathEscape(t.Repo.Owner), url.PathEscape(t.Repo.Name), kind, t.Issue),
 		Requester: t.Requester.Login, Instructions: t.Instructions, Mode: t.Mode, Error: t.Error, CancelledBy: t.CancelledBy,
-		Branch: t.Branch, PRURL: t.PRURL, Turns: t.Turns, Tokens: t.Tokens, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt,
+		Branch: t.Branch, PRURL: t.PRURL, Turns: t.Turns, Tokens: t.Tokens, TokensEstimated: t.TokensEstimated,
+		CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt,
 	}
+	viewCost(&v, t)
 	if !full {
 		return v
 	}
@@ -232,6 +242,53 @@ type listing struct {
 	cut       bool
 }
 
+// readers answers, for one request, which repositories who may see the
+// tasks of: GitHub is asked once per repository, by name and id, so that
+// tasks of an old and a new repository of one name are answered apart. A
+// repository whose check failed is counted in unchecked and left out
+// rather than failing the request: one repository GitHub does not answer
+// for must not hide all the others. The list and the spend totals both
+// decide with it, so that no total counts a task its list would not show.
+type readers struct {
+	c         *Console
+	who       *caller
+	roles     map[string]string
+	unchecked int
+}
+
+func (c *Console) readers(who *caller) *readers {
+	return &readers{c: c, who: who, roles: map[string]string{}}
+}
+
+func repoKey(r pullwright.Repo) string {
+	return strings.ToLower(r.FullName()) + "#" + strconv.FormatInt(r.ID, 10)
+}
+
+// known is who's role on repo if this request asked already.
+func (a *readers) known(repo pullwright.Repo) (string, bool) {
+	role, ok := a.roles[repoKey(repo)]
+	return role, ok
+}
+
+// asked is how many repositories this request asked GitHub about.
+func (a *readers) asked() int { return len(a.roles) }
+
+// ask asks GitHub for who's role on repo: "" for none, or for a check
+// that failed. Only a token GitHub refuses is an error: the session is
+// over.
+func (a *readers) ask(ctx context.Context, repo pullwright.Repo) (string, error) {
+	role, err := a.c.roleIn(ctx, a.who, repo)
+	switch {
+	case errors.Is(err, errUnauthorized):
+		return "", err
+	case err != nil:
+		a.unchecked++
+		role = ""
+	}
+	a.roles[repoKey(repo)] = role
+	return role, nil
+}
+
 // visible returns one page of the tasks who may see, newest first. The
 // store pages by id; tasks of repositories who cannot read are dropped
 // after, so a page can be short, but never skips a task who may see: the
@@ -243,7 +300,7 @@ func (c *Console) visible(ctx context.Context, who *caller, f listFilter) (listi
 	defer cancel()
 	q := f.ListQuery
 	var l listing
-	roles := map[string]string{}
+	a := c.readers(who)
 	scanned := 0
 	var last int64 // the last task looked at: where a cut page goes on from
 	for {
@@ -254,43 +311,33 @@ func (c *Console) visible(ctx context.Context, who *caller, f listFilter) (listi
 		}
 		for _, t := range batch {
 			scanned++
-			// By name and id: tasks of an old and a new repository of
-			// one name are answered apart.
-			name := strings.ToLower(t.Repo.FullName()) + "#" + strconv.FormatInt(t.Repo.ID, 10)
-			role, seen := roles[name]
-			if !seen && (len(roles) == maxRepos || ctx.Err() != nil) {
+			role, seen := a.known(t.Repo)
+			if !seen && (a.asked() == maxRepos || ctx.Err() != nil) {
 				// Enough asked for one request: the next page goes on
 				// from this task.
 				if last == 0 {
 					// Out of time before the first task: nothing to show.
 					return listing{}, fmt.Errorf("%w: %w", errGitHub, ctx.Err())
 				}
-				l.next, l.cut = last, true
+				l.next, l.cut, l.unchecked = last, true, a.unchecked
 				return l, nil
 			}
 			if !seen {
-				var err error
-				role, err = c.roleIn(ctx, who, t.Repo)
-				switch {
-				case errors.Is(err, errUnauthorized):
-					// The token itself is refused: the session is over.
+				if role, err = a.ask(ctx, t.Repo); err != nil {
 					return listing{}, err
-				case err != nil:
-					l.unchecked++
-					role = ""
 				}
-				roles[name] = role
 			}
 			if role != "" && (!f.mine || waitsFor(t, who, role)) {
 				l.tasks = append(l.tasks, c.view(t, false))
 			}
 			last = t.ID
 			if len(l.tasks) == pageSize || scanned == maxScan {
-				l.next = t.ID
+				l.next, l.unchecked = t.ID, a.unchecked
 				return l, nil
 			}
 		}
 		if len(batch) < task.MaxList {
+			l.unchecked = a.unchecked
 			return l, nil
 		}
 		q.Before = batch[len(batch)-1].ID
