@@ -160,9 +160,9 @@ func (s Spend) String() string {
 	var b strings.Builder
 	tokens := s.Tokens()
 	if s.TokensEstimated() {
-		fmt.Fprintf(&b, "about %s tokens", thousands(tokens))
+		fmt.Fprintf(&b, "about %s tokens", Thousands(tokens))
 	} else {
-		fmt.Fprintf(&b, "%s tokens", thousands(tokens))
+		fmt.Fprintf(&b, "%s tokens", Thousands(tokens))
 	}
 	unpriced := s.Unpriced()
 	switch {
@@ -187,11 +187,12 @@ func (s Spend) String() string {
 	return b.String()
 }
 
-// thousands writes n with commas between groups of three digits.
-func thousands(n int) string {
+// Thousands writes n with commas between groups of three digits, as
+// every surface writes counts of tokens.
+func Thousands(n int) string {
 	s := fmt.Sprint(n)
 	if n < 0 {
-		return "-" + thousands(-n)
+		return "-" + Thousands(-n)
 	}
 	for i := len(s) - 3; i > 0; i -= 3 {
 		s = s[:i] + "," + s[i:]

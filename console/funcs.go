@@ -1,6 +1,8 @@
 package console
 
 import (
+	"github.com/pullwright/pullwright"
+
 	"fmt"
 	"html/template"
 	"strings"
@@ -26,7 +28,7 @@ var funcs = template.FuncMap{
 	"line":       approval.Line,
 	"stateWords": stateWords,
 	"duration":   duration,
-	"count":      thousands,
+	"count":      pullwright.Thousands,
 	"modelCost":  modelCost,
 	"short": func(sha string) string {
 		if len(sha) > 12 {

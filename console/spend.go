@@ -91,28 +91,15 @@ func viewCost(v *taskView, t *task.Task) {
 	case t.Tokens == 0:
 		v.Cost, v.SpendLine = "—", "none yet"
 	case t.TokensEstimated:
-		v.Cost = "≈ " + thousands(t.Tokens) + " tokens"
-		v.SpendLine = "about " + thousands(t.Tokens) + " tokens (estimated: the model endpoint reports no usage)"
+		v.Cost = "≈ " + pullwright.Thousands(t.Tokens) + " tokens"
+		v.SpendLine = "about " + pullwright.Thousands(t.Tokens) + " tokens (estimated: the model endpoint reports no usage)"
 	default:
-		v.Cost = thousands(t.Tokens) + " tokens"
-		v.SpendLine = thousands(t.Tokens) + " tokens"
+		v.Cost = pullwright.Thousands(t.Tokens) + " tokens"
+		v.SpendLine = pullwright.Thousands(t.Tokens) + " tokens"
 	}
 	if t.Tokens > 0 {
 		v.CostNote = "recorded before costs were kept"
 	}
-}
-
-// thousands writes n with commas between groups of three digits, as
-// Spend.String writes its tokens.
-func thousands(n int) string {
-	if n < 0 {
-		return "-" + thousands(-n)
-	}
-	s := strconv.Itoa(n)
-	for i := len(s) - 3; i > 0; i -= 3 {
-		s = s[:i] + "," + s[i:]
-	}
-	return s
 }
 
 // spendTotal is the spend of a set of tasks: all those counted, one

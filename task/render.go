@@ -284,9 +284,9 @@ func tokens(t *Task) string {
 		return t.Spend.String()
 	}
 	if t.TokensEstimated {
-		return fmt.Sprintf("about %d tokens (estimated: the model endpoint reports no usage)", t.Tokens)
+		return fmt.Sprintf("about %s tokens (estimated: the model endpoint reports no usage)", pullwright.Thousands(t.Tokens))
 	}
-	return fmt.Sprintf("%d tokens", t.Tokens)
+	return pullwright.Thousands(t.Tokens) + " tokens"
 }
 
 // CommitMessage is the message of the commit a fix pushes.
