@@ -25,6 +25,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
 	"github.com/pullwright/pullwright/policy"
@@ -131,7 +132,15 @@ func decode(t *testing.T, out string) objects {
 		default:
 			t.Fatalf("the chart rendered a %s, which this test does not check\n%s", meta.Kind, doc)
 		}
-		if err := yaml.UnmarshalStrict(doc, into); err != nil {
+		// As the API server decodes: field names matched case-sensitively
+		// (encoding/json alone takes readOnlyRootFileSystem for
+		// readOnlyRootFilesystem), no unknown field, no field twice.
+		j, err := yaml.YAMLToJSON(doc)
+		if err != nil {
+			t.Fatalf("the %s is no YAML: %v\n%s", meta.Kind, err, doc)
+		}
+		strict, err := kjson.UnmarshalStrict(j, into)
+		if err := errors.Join(append(strict, err)...); err != nil {
 			t.Fatalf("decode the %s: %v\n%s", meta.Kind, err, doc)
 		}
 	}
