@@ -46,19 +46,39 @@ func guides(t *testing.T) []guide {
 }
 
 // operatorFiles are what an operator copies and edits: the Action's
-// metadata and the deployment examples.
+// metadata and the deployment examples, the Helm chart's files among them.
 func operatorFiles(t *testing.T) []guide {
 	t.Helper()
 	return readGuides(t, "action.yml", "deploy/*")
 }
 
+// readGuides reads the files the patterns match; a directory matched stands
+// for every file under it but Go source (the chart's test is code, not a
+// guide).
 func readGuides(t *testing.T, patterns ...string) []guide {
 	t.Helper()
 	var gs []guide
 	for _, p := range patterns {
-		names, err := filepath.Glob(filepath.Join(repoRoot, filepath.FromSlash(p)))
-		if err != nil || len(names) == 0 {
+		matches, err := filepath.Glob(filepath.Join(repoRoot, filepath.FromSlash(p)))
+		if err != nil || len(matches) == 0 {
 			t.Fatalf("no file matches %s (%v)", p, err)
+		}
+		var names []string
+		for _, m := range matches {
+			err := filepath.WalkDir(m, func(n string, d fs.DirEntry, err error) error {
+				switch {
+				case err != nil:
+					return err
+				case d.IsDir() && n != m && skipDir(d.Name()):
+					return filepath.SkipDir
+				case !d.IsDir() && !strings.HasSuffix(n, ".go"):
+					names = append(names, n)
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
 		}
 		for _, n := range names {
 			b, err := os.ReadFile(n)
