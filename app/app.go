@@ -118,8 +118,10 @@ type Config struct {
 
 	Logger *slog.Logger
 	// Tracer, when set, traces every task (package tracing); nil traces
-	// nothing.
-	Tracer trace.TracerProvider
+	// nothing. TraceURL links a trace id from the console
+	// (console.Config.TraceURL).
+	Tracer   trace.TracerProvider
+	TraceURL string
 
 	// store, when set, is an open store that New uses instead of opening
 	// DatabaseURL (RunAction's, which it also restores saved tasks into).
@@ -314,7 +316,7 @@ func consoleOf(cfg Config, store task.Store, pool *task.Pool, inst console.Insta
 	}
 	return console.New(console.Config{
 		Store: notifyingConsole{lister, pool}, APIURL: cfg.APIURL, PublicURL: cfg.PublicURL,
-		ClientID: cfg.ClientID, ClientSecret: cfg.ClientSecret, SessionKey: cfg.SessionKey,
+		ClientID: cfg.ClientID, ClientSecret: cfg.ClientSecret, SessionKey: cfg.SessionKey, TraceURL: cfg.TraceURL,
 		PermissionTTL: cfg.PermissionTTL, Installations: inst, Serves: serves, Logger: log.With("component", "console"),
 	})
 }

@@ -63,6 +63,10 @@ type Config struct {
 	// account (policy.Operator.Serves), as the webhook asks of every
 	// delivery; nil serves all.
 	Serves func(installationID int64, owner string) bool
+	// TraceURL, when set, links a task's trace id in the operator's
+	// tracing UI: an http(s) address in which {trace_id} stands for the
+	// id (BOT_TRACE_URL).
+	TraceURL string
 	// HTTPClient calls GitHub (default: one with no global state).
 	HTTPClient *http.Client
 	Logger     *slog.Logger
@@ -146,6 +150,12 @@ func New(cfg Config) (*Console, error) {
 	pub, err := url.Parse(strings.TrimRight(cfg.PublicURL, "/"))
 	if err != nil || (pub.Scheme != "https" && pub.Scheme != "http") || pub.Host == "" {
 		return nil, fmt.Errorf("console: BOT_PUBLIC_URL %q: want https://host[/path]", cfg.PublicURL)
+	}
+	if cfg.TraceURL != "" {
+		u, err := url.Parse(strings.ReplaceAll(cfg.TraceURL, "{trace_id}", "0"))
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || !strings.Contains(cfg.TraceURL, "{trace_id}") {
+			return nil, fmt.Errorf("console: BOT_TRACE_URL %q: want an http(s) address holding {trace_id}", cfg.TraceURL)
+		}
 	}
 	sealer, err := newSealer(cfg.SessionKey)
 	if err != nil {

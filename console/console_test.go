@@ -90,7 +90,7 @@ func newFixture(t *testing.T) *fixture {
 	c, err := New(Config{
 		Store: store, APIURL: gh.URL, PublicURL: "https://console.example",
 		ClientID: gh.ClientID, ClientSecret: gh.ClientSecret,
-		SessionKey: []byte(strings.Repeat("k", 32)), Now: clk.Now, Installations: f.inst,
+		SessionKey: []byte(strings.Repeat("k", 32)), Now: clk.Now, Installations: f.inst, TraceURL: "https://traces.example/trace/{trace_id}",
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	if err != nil {

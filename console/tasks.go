@@ -16,6 +16,7 @@ import (
 	"github.com/pullwright/pullwright/approval"
 	"github.com/pullwright/pullwright/policy"
 	"github.com/pullwright/pullwright/task"
+	"github.com/pullwright/pullwright/tracing"
 )
 
 // taskView is a task as the console shows it, in pages and in the API:
@@ -42,7 +43,12 @@ type taskView struct {
 	TokensEstimated bool `json:"tokens_estimated,omitempty"`
 	// Spend is what the task's model calls used and cost, by model;
 	// absent for a task saved before it was kept (Tokens has its tokens).
-	Spend     *spendView            `json:"spend,omitempty"`
+	Spend *spendView `json:"spend,omitempty"`
+	// TraceID is the task's OpenTelemetry trace (absent when the bot did
+	// not trace it), and TraceURL where the operator's tracing UI shows
+	// it (Config.TraceURL); pages only.
+	TraceID   string                `json:"trace_id,omitempty"`
+	TraceURL  string                `json:"-"`
 	CreatedAt time.Time             `json:"created_at"`
 	UpdatedAt time.Time             `json:"updated_at"`
 	Plan      []pullwright.PlanItem `json:"plan,omitempty"`
@@ -110,7 +116,10 @@ func (c *Console) view(t *task.Task, full bool) taskView {
 		IssueURL:  fmt.Sprintf("%s/%s/%s/%s/%d", c.gh.web, url.PathEscape(t.Repo.Owner), url.PathEscape(t.Repo.Name), kind, t.Issue),
 		Requester: t.Requester.Login, Instructions: t.Instructions, Mode: t.Mode, Error: t.Error, CancelledBy: t.CancelledBy,
 		Branch: t.Branch, PRURL: t.PRURL, Turns: t.Turns, Tokens: t.Tokens, TokensEstimated: t.TokensEstimated,
-		CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt,
+		CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt, TraceID: tracing.TraceID(t.Trace),
+	}
+	if v.TraceID != "" && c.cfg.TraceURL != "" {
+		v.TraceURL = strings.ReplaceAll(c.cfg.TraceURL, "{trace_id}", v.TraceID)
 	}
 	viewCost(&v, t)
 	if !full {

@@ -145,3 +145,13 @@ func End(span trace.Span, err error) {
 func StartAt(ctx context.Context, name string, start time.Time, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
 	return trace.SpanFromContext(ctx).TracerProvider().Tracer(Name).Start(ctx, name, trace.WithTimestamp(start), trace.WithAttributes(attrs...))
 }
+
+// TraceID is the trace id (32 hex digits) of a saved traceparent, "" when
+// there is none or it does not parse.
+func TraceID(traceparent string) string {
+	sc := trace.SpanContextFromContext(Resume(context.Background(), traceparent))
+	if !sc.IsValid() {
+		return ""
+	}
+	return sc.TraceID().String()
+}
