@@ -632,16 +632,17 @@ func (a *Agent) complete(ctx context.Context, st *State, model string, req opena
 	}
 	ctx, span := tracing.Start(ctx, "chat "+model, attrs...)
 	defer func() {
+		var kind string
 		if err != nil {
 			var apiErr *openai.APIError
 			var reqErr *openai.RequestError
 			switch {
 			case errors.As(err, &apiErr) && apiErr.HTTPStatusCode > 0:
-				span.SetAttributes(attribute.String("error.type", strconv.Itoa(apiErr.HTTPStatusCode)))
+				kind = strconv.Itoa(apiErr.HTTPStatusCode)
 			case errors.As(err, &reqErr) && reqErr.HTTPStatusCode > 0:
-				span.SetAttributes(attribute.String("error.type", strconv.Itoa(reqErr.HTTPStatusCode)))
+				kind = strconv.Itoa(reqErr.HTTPStatusCode)
 			case errors.Is(err, context.DeadlineExceeded):
-				span.SetAttributes(attribute.String("error.type", "timeout"))
+				kind = "timeout"
 			}
 		} else {
 			reasons := make([]string, 0, len(resp.Choices))
@@ -657,7 +658,7 @@ func (a *Agent) complete(ctx context.Context, st *State, model string, req opena
 				span.SetAttributes(semconv.GenAIUsageCacheReadInputTokens(d.CachedTokens))
 			}
 		}
-		tracing.End(span, err)
+		tracing.EndAs(span, err, kind)
 	}()
 	callCtx, cancel := context.WithTimeout(ctx, a.cfg.CallTimeout)
 	defer cancel()

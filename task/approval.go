@@ -378,7 +378,8 @@ func (rq requests) await(ctx context.Context, t *Task) (err error) {
 		if err == nil {
 			// The wait as a span of its own, from the ask to the answer
 			// on the answer's clock, recorded once the step that takes
-			// the answer in is done (a retried step records none).
+			// the answer in is done: a step that fails records none (one
+			// whose save is lost after it may record it again).
 			_, span := tracing.StartAt(ctx, "approval wait", r.AskedAt,
 				attribute.String("pullwright.request.id", r.ID), attribute.String("pullwright.request.verdict", string(a.Verdict)))
 			span.End(trace.WithTimestamp(a.At))

@@ -1,7 +1,10 @@
 package task_test
 
 import (
+	"context"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -9,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/pullwright/pullwright/task"
+	"github.com/pullwright/pullwright/task/tasktest"
 	"github.com/pullwright/pullwright/tracing"
 )
 
@@ -89,5 +93,55 @@ func TestATaskIsOneTraceAcrossARestart(t *testing.T) {
 	}
 	if byName["approval wait"] != 1 {
 		t.Errorf("%d approval wait spans, want 1", byName["approval wait"])
+	}
+}
+
+// blockFirst holds the first step it is given until its context ends:
+// a bot killed or stopped in a task's first step.
+type blockFirst struct {
+	scriptStepper
+	started chan struct{}
+	once    sync.Once
+	held    atomic.Bool
+}
+
+func (s *blockFirst) Step(ctx context.Context, t *task.Task) error {
+	if s.held.CompareAndSwap(false, true) {
+		s.once.Do(func() { close(s.started) })
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	return s.scriptStepper.Step(ctx, t)
+}
+
+// A task's trace is saved before its first step: a bot stopped in that
+// step leaves the next claim the same trace, not a second root.
+func TestATraceOutlivesAnInterruptedFirstStep(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	defer tp.Shutdown(t.Context())
+	s := tasktest.NewStore(time.Now)
+	st := &blockFirst{scriptStepper: scriptStepper{fail: map[task.State][]error{}}, started: make(chan struct{})}
+	p1 := &task.Pool{Store: s, Steps: st, Workers: 1, Poll: 5 * time.Millisecond, Lease: 300 * time.Millisecond, Tracer: tp.Tracer(tracing.Name)}
+	stop := runPool(t, p1)
+	tk := fixTask(1)
+	if err := s.Record(t.Context(), task.Delivery{ID: "d1"}, tk); err != nil {
+		t.Fatal(err)
+	}
+	<-st.started
+	stop()
+	p2 := &task.Pool{Store: s, Steps: st, Workers: 1, Poll: 5 * time.Millisecond, Lease: 300 * time.Millisecond, Tracer: tp.Tracer(tracing.Name)}
+	defer runPool(t, p2)()
+	done := waitFor(t, s, tk.ID, func(t *task.Task) bool { return t.State == task.Done })
+	traces := map[string]bool{}
+	roots := 0
+	for _, sp := range exp.GetSpans() {
+		traces[sp.SpanContext.TraceID().String()] = true
+		if sp.Name == "task fix" {
+			roots++
+		}
+	}
+	if roots != 1 || len(traces) != 1 || !strings.Contains(done.Trace, exp.GetSpans()[0].SpanContext.TraceID().String()) {
+		t.Errorf("%d roots in %d traces, want one of each (task's %q)", roots, len(traces), done.Trace)
 	}
 }

@@ -232,7 +232,17 @@ func (p *Pool) work(ctx context.Context, owner string, t *Task) {
 		p.finish(ctx, log, owner, t, from)
 		return
 	}
-	p.startTrace(ctx, t)
+	if p.startTrace(ctx, t) {
+		// Saved before any step: a first step cut short by a kill or a
+		// shutdown must not leave the next claim to start a second trace.
+		c, cancel := detached()
+		err := p.Store.Save(c, t, owner)
+		cancel()
+		if err != nil {
+			log.ErrorContext(ctx, "save the task's trace", "err", err)
+			return
+		}
+	}
 	for steps := 0; !t.State.Terminal(); steps++ {
 		if steps == maxStepsPerClaim {
 			// Insurance against a step that succeeds without moving the
@@ -326,12 +336,11 @@ func (p *Pool) step(ctx context.Context, t *Task) (err error) {
 	ctx, span := p.tracer().Start(tracing.Resume(ctx, t.Trace), "step "+string(t.State), trace.WithAttributes(taskAttrs(t)...))
 	defer func() {
 		span.SetAttributes(attribute.String("pullwright.task.state_after", string(t.State)))
-		if err != nil && Permanent(err) {
-			span.SetAttributes(attribute.String("error.type", "permanent"))
-		} else if err != nil {
-			span.SetAttributes(attribute.String("error.type", "retry"))
+		kind := "retry"
+		if Permanent(err) {
+			kind = "permanent"
 		}
-		tracing.End(span, err)
+		tracing.EndAs(span, err, kind)
 	}()
 	defer func() {
 		if r := recover(); r != nil {
@@ -426,9 +435,9 @@ func (p *Pool) tracer() trace.Tracer {
 // task's creation to its first claim (the wait for a worker), whose
 // context is saved with the task before any step, so that every step,
 // retried or resumed elsewhere, is a child of it.
-func (p *Pool) startTrace(ctx context.Context, t *Task) {
+func (p *Pool) startTrace(ctx context.Context, t *Task) (started bool) {
 	if t.Trace != "" || p.Tracer == nil {
-		return
+		return false
 	}
 	start := t.CreatedAt
 	if start.IsZero() {
@@ -438,6 +447,7 @@ func (p *Pool) startTrace(ctx context.Context, t *Task) {
 		trace.WithNewRoot(), trace.WithAttributes(taskAttrs(t)...))
 	t.Trace = tracing.Parent(c)
 	root.End()
+	return t.Trace != ""
 }
 
 // taskAttrs describe t on its spans: ids and names only, never what

@@ -11,11 +11,12 @@
 package tracing
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
+	"net/url"
 	"strings"
 	"time"
 
@@ -52,10 +53,12 @@ func New(ctx context.Context, getenv func(string) string, version string, log *s
 	if !Enabled(getenv) {
 		return noop.NewTracerProvider(), func(context.Context) error { return nil }, nil
 	}
-	if p := getenv("OTEL_EXPORTER_OTLP_PROTOCOL"); p != "" && p != "http/protobuf" {
-		// The gRPC exporter would bring a second transport for one
-		// setting; say so rather than export nothing in silence.
-		return nil, nil, fmt.Errorf("tracing: OTEL_EXPORTER_OTLP_PROTOCOL=%s is not supported: the bot exports over http/protobuf", p)
+	for _, k := range []string{"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"} {
+		if p := getenv(k); p != "" && p != "http/protobuf" {
+			// The gRPC exporter would bring a second transport for one
+			// setting; say so rather than export nothing in silence.
+			return nil, nil, fmt.Errorf("tracing: %s=%s is not supported: the bot exports over http/protobuf", k, p)
+		}
 	}
 	// The exporter reads the endpoint, headers, timeout, compression and
 	// certificates from the OTEL_EXPORTER_OTLP_* variables itself.
@@ -72,7 +75,7 @@ func New(ctx context.Context, getenv func(string) string, version string, log *s
 		return nil, nil, fmt.Errorf("tracing: describe the resource: %w", err)
 	}
 	sdk := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
-	log.Info("tracing: exporting traces over OTLP/HTTP", "endpoint", endpoint())
+	log.Info("tracing: exporting traces over OTLP/HTTP", "endpoint", endpoint(getenv))
 	return sdk, func(ctx context.Context) error {
 		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
@@ -83,19 +86,15 @@ func New(ctx context.Context, getenv func(string) string, version string, log *s
 	}, nil
 }
 
-// endpoint is where traces go, for the log line: the URL without what
-// may be credentials in it.
-func endpoint() string {
-	e := os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
-	if e == "" {
-		e = os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT")
+// endpoint is where traces go, for the log line: the scheme, host and
+// path only, since the user part and the query may hold credentials.
+func endpoint(getenv func(string) string) string {
+	e := cmp.Or(getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"), getenv("OTEL_EXPORTER_OTLP_ENDPOINT"))
+	u, err := url.Parse(e)
+	if err != nil || u.Host == "" {
+		return "(not a URL)"
 	}
-	if i := strings.Index(e, "@"); i >= 0 {
-		if j := strings.Index(e, "://"); j >= 0 && j < i {
-			return e[:j+3] + e[i+1:]
-		}
-	}
-	return e
+	return (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path}).String()
 }
 
 var w3c = propagation.TraceContext{}
@@ -128,14 +127,17 @@ func Start(ctx context.Context, name string, attrs ...attribute.KeyValue) (conte
 	return trace.SpanFromContext(ctx).TracerProvider().Tracer(Name).Start(ctx, name, trace.WithAttributes(attrs...))
 }
 
-// End ends span, marking it failed when err is not nil. The error's text
-// is left out (it may quote what a user or a repository wrote); a caller
-// that knows the kind of failure sets error.type before, else it is
-// "_OTHER", as the semantic conventions say.
-func End(span trace.Span, err error) {
+// End ends span, marking it failed when err is not nil, with error.type
+// "_OTHER", as the semantic conventions say when nothing better is known
+// (EndAs says better). The error's text is left out: it may quote what a
+// user or a repository wrote.
+func End(span trace.Span, err error) { EndAs(span, err, "") }
+
+// EndAs is End with the kind of failure as error.type ("" for "_OTHER").
+func EndAs(span trace.Span, err error, errorType string) {
 	if err != nil {
 		span.SetStatus(codes.Error, "failed")
-		span.SetAttributes(attribute.String("error.type", "_OTHER"))
+		span.SetAttributes(attribute.String("error.type", cmp.Or(errorType, "_OTHER")))
 	}
 	span.End()
 }

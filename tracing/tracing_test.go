@@ -1,13 +1,19 @@
 package tracing_test
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"log/slog"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/pullwright/pullwright/internal/otlptest"
 	"github.com/pullwright/pullwright/tracing"
+	"go.opentelemetry.io/otel/codes"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -86,9 +92,48 @@ func TestATraceGoesOnAfterARestart(t *testing.T) {
 }
 
 func TestAnotherProtocolIsRefused(t *testing.T) {
-	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:9")
-	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")
-	if _, _, err := tracing.New(t.Context(), os.Getenv, "test", slog.New(slog.DiscardHandler)); err == nil {
-		t.Error("OTEL_EXPORTER_OTLP_PROTOCOL=grpc was accepted; nothing would be exported")
+	for _, k := range []string{"OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"} {
+		env := map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9", k: "grpc"}
+		if _, _, err := tracing.New(t.Context(), func(k string) string { return env[k] }, "test", slog.New(slog.DiscardHandler)); err == nil {
+			t.Errorf("%s=grpc was accepted; nothing would be exported", k)
+		}
+	}
+}
+
+// The log line names where traces go without what may be credentials.
+func TestTheEndpointIsLoggedWithoutCredentials(t *testing.T) {
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "https://user:p@ss@collector.example:4318/otlp?api_key=SECRET")
+	var logs bytes.Buffer
+	_, shutdown, err := tracing.New(t.Context(), os.Getenv, "test", slog.New(slog.NewTextHandler(&logs, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	shutdown(t.Context())
+	if got := logs.String(); !strings.Contains(got, "endpoint=https://collector.example:4318/otlp") || strings.Contains(got, "ss@") || strings.Contains(got, "SECRET") {
+		t.Errorf("log: %s", got)
+	}
+}
+
+// A step's failure is typed on its span; a failure nothing typed is "_OTHER".
+func TestEndAs(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	_, a := tp.Tracer(tracing.Name).Start(t.Context(), "a")
+	tracing.EndAs(a, errors.New("boom"), "permanent")
+	_, b := tp.Tracer(tracing.Name).Start(t.Context(), "b")
+	tracing.End(b, errors.New("boom"))
+	_, c := tp.Tracer(tracing.Name).Start(t.Context(), "c")
+	tracing.EndAs(c, nil, "permanent")
+	want := map[string]string{"a": "permanent", "b": "_OTHER", "c": ""}
+	for _, sp := range exp.GetSpans() {
+		var got string
+		for _, kv := range sp.Attributes {
+			if kv.Key == "error.type" {
+				got = kv.Value.AsString()
+			}
+		}
+		if got != want[sp.Name] || (got != "") != (sp.Status.Code == codes.Error) {
+			t.Errorf("span %s: error.type %q, status %v; want %q", sp.Name, got, sp.Status, want[sp.Name])
+		}
 	}
 }
