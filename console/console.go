@@ -118,8 +118,10 @@ type Console struct {
 	static   fs.FS
 	now      func() time.Time
 	budget   time.Duration // requestBudget; shorter in tests
-	// totalRepos is maxTotalRepos; fewer in tests.
-	totalRepos int
+	// totalRepos is maxTotalRepos, totalScan maxTotalScan; fewer in tests.
+	totalRepos, totalScan int
+	// sums counts the sums of spend being computed (maxSums).
+	sums streamCount
 	// streamPoll is how often a live stream reads its task; shorter in tests.
 	streamPoll time.Duration
 	// streams counts the open live streams, per person and in all.
@@ -198,7 +200,8 @@ func New(cfg Config) (*Console, error) {
 	}
 	return &Console{
 		demo: cfg.Demo, demoCSRF: rand.Text(),
-		cfg: cfg, log: cfg.Logger, now: cfg.Now, pages: pages, static: static, budget: requestBudget, totalRepos: maxTotalRepos, streamPoll: streamPoll,
+		cfg: cfg, log: cfg.Logger, now: cfg.Now, pages: pages, static: static, budget: requestBudget, totalRepos: maxTotalRepos, totalScan: maxTotalScan,
+		sums: streamCount{limit: maxSums, perPerson: 1}, streamPoll: streamPoll,
 		cookies:  cookies{secure: pub.Scheme == "https", sealer: sealer},
 		callback: pub.String() + "/console/callback",
 		gh: &github{

@@ -2,6 +2,7 @@ package console
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -40,8 +41,12 @@ const (
 	maxStreams          = 256
 )
 
-// streamCount counts the open streams of a replica.
+// streamCount counts the open streams of a replica, or other long
+// requests: at most limit in all and perPerson of one person (0:
+// maxStreams and maxStreamsPerPerson).
 type streamCount struct {
+	limit, perPerson int
+
 	mu     sync.Mutex
 	total  int
 	byUser map[int64]int
@@ -54,7 +59,7 @@ func (s *streamCount) open(id int64) bool {
 	if s.byUser == nil {
 		s.byUser = map[int64]int{}
 	}
-	if s.total >= maxStreams || s.byUser[id] >= maxStreamsPerPerson {
+	if s.total >= cmp.Or(s.limit, maxStreams) || s.byUser[id] >= cmp.Or(s.perPerson, maxStreamsPerPerson) {
 		return false
 	}
 	s.total++

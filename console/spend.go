@@ -202,6 +202,16 @@ func totalsQuery(r *http.Request) (totalsFilter, error) {
 // before since, not at the first task asked before it.
 const idSkew = time.Hour
 
+// A sum reads at most maxTotalScan tasks (and says where it stopped, as
+// when it runs out of time), and a replica computes at most maxSums at
+// once, one per person: anyone signed in can ask for one, whatever they
+// may see, and each reads the store from its newest task.
+const (
+	maxTotalScan = 20000
+	maxSums      = 4
+	tooManySums  = "a sum of spend is already being computed; try again in a moment"
+)
+
 // totals sums the spend of the tasks who may see, by the list's access
 // checks (readers), reading the store a page at a time to its end, or to
 // the first task asked before f.since. It asks GitHub about at most
@@ -214,6 +224,7 @@ func (c *Console) totals(ctx context.Context, who *caller, f totalsFilter) (tota
 	var out totals
 	byRepo, byDay := map[string]*spendTotal{}, map[string]*spendTotal{}
 	var last int64 // the last task looked at: where a cut sum goes on from
+	scanned := 0
 	cut := func() (totals, error) {
 		if last == 0 {
 			// Out of time before the first task: nothing to count.
@@ -241,6 +252,10 @@ scan:
 			if !f.since.IsZero() && created.Before(f.since.Add(-idSkew)) {
 				break scan
 			}
+			if scanned == c.totalScan {
+				return cut()
+			}
+			scanned++
 			role, seen := a.known(t.Repo)
 			if !seen && (a.asked() == c.totalRepos || ctx.Err() != nil) {
 				return cut()
@@ -300,6 +315,11 @@ func (c *Console) apiSpend(w http.ResponseWriter, r *http.Request, who *caller) 
 		apiError(w, http.StatusBadRequest, err.Error())
 		return
 	}
+	if !c.sums.open(who.ID) {
+		apiError(w, http.StatusTooManyRequests, tooManySums)
+		return
+	}
+	defer c.sums.close(who.ID)
 	out, err := c.totals(r.Context(), who, f)
 	if err != nil {
 		c.apiFailed(w, r, err)
@@ -314,6 +334,11 @@ func (c *Console) spendPage(w http.ResponseWriter, r *http.Request, who *caller)
 		c.fail(w, r, http.StatusBadRequest, "Bad filter: "+err.Error())
 		return
 	}
+	if !c.sums.open(who.ID) {
+		c.fail(w, r, http.StatusTooManyRequests, tooManySums)
+		return
+	}
+	defer c.sums.close(who.ID)
 	out, err := c.totals(r.Context(), who, f)
 	if err != nil {
 		c.failed(w, r, err)

@@ -410,16 +410,26 @@ func TestSpendTotalsReadPastAPage(t *testing.T) {
 	}
 }
 
-// A sum that asks GitHub about as many repositories as one request may
-// stops there and says so; before= counts the rest, and the two add up
-// to the whole.
+// A sum that asks GitHub about as many repositories as one request may,
+// or reads as many tasks, stops there and says so; before= counts the
+// rest, and the two add up to the whole.
 func TestSpendTotalsCut(t *testing.T) {
+	for _, limit := range []string{"repositories", "tasks"} {
+		t.Run(limit, func(t *testing.T) { spendTotalsCut(t, limit) })
+	}
+}
+
+func spendTotalsCut(t *testing.T, limit string) {
 	f := newFixture(t)
 	f.spent(t)
 	o := loadOpenAPI(t)
 	alice := f.signIn(t, "alice")
 	whole, _ := f.spendTotals(t, o, alice, "")
-	f.c.totalRepos = 3
+	if limit == "repositories" {
+		f.c.totalRepos = 3
+	} else {
+		f.c.totalScan = 2
+	}
 	before := len(f.gh.Requests())
 	first, code := f.spendTotals(t, o, alice, "")
 	if got := len(f.gh.Requests()) - before; got > 3 {
@@ -428,6 +438,7 @@ func TestSpendTotalsCut(t *testing.T) {
 	if code != 200 || !first.Cut || first.Next == 0 {
 		t.Fatalf("= %d, cut %v at %d", code, first.Cut, first.Next)
 	}
+	f.c.totalRepos, f.c.totalScan = maxTotalRepos, maxTotalScan
 	rest, code := f.spendTotals(t, o, alice, "before="+itoa(first.Next))
 	if code != 200 || rest.Cut || rest.Next != 0 {
 		t.Fatalf("the rest = %d, cut %v at %d", code, rest.Cut, rest.Next)
@@ -439,8 +450,39 @@ func TestSpendTotalsCut(t *testing.T) {
 	if first.Total.Tasks+rest.Total.Tasks != whole.Total.Tasks || sum.String() != whole.Total.Spend.Text {
 		t.Errorf("cut totals %d + %d tasks, %s; whole %d, %s", first.Total.Tasks, rest.Total.Tasks, sum.String(), whole.Total.Tasks, whole.Total.Spend.Text)
 	}
+	if limit == "repositories" {
+		f.c.totalRepos = 3
+	} else {
+		f.c.totalScan = 2
+	}
 	page := f.serve(t, "GET", "/console/spend", nil, []*http.Cookie{alice}, nil).Body.String()
 	if !strings.Contains(page, "stop early, at task #"+itoa(first.Next)) || !strings.Contains(page, `href="/console/spend?before=`+itoa(first.Next)+`"`) {
 		t.Errorf("the page does not say it was cut: %s", page)
+	}
+}
+
+// One sum at a time per person, and a few in all: a second waits its turn
+// with 429 while someone else's goes on.
+func TestSpendTotalsOneAtATime(t *testing.T) {
+	f := newFixture(t)
+	f.spent(t)
+	o := loadOpenAPI(t)
+	alice, carol := f.signIn(t, "alice"), f.signIn(t, "carol")
+	aliceID := f.gh.UserID("alice")
+	if !f.c.sums.open(aliceID) {
+		t.Fatal("no place for a first sum")
+	}
+	if _, code := f.spendTotals(t, o, alice, ""); code != http.StatusTooManyRequests {
+		t.Errorf("a second sum of alice's = %d, want 429", code)
+	}
+	if w := f.serve(t, "GET", "/console/spend", nil, []*http.Cookie{alice}, nil); w.Code != http.StatusTooManyRequests {
+		t.Errorf("the page while alice's sum runs = %d, want 429", w.Code)
+	}
+	if _, code := f.spendTotals(t, o, carol, ""); code != http.StatusOK {
+		t.Errorf("carol's sum = %d, want 200", code)
+	}
+	f.c.sums.close(aliceID)
+	if _, code := f.spendTotals(t, o, alice, ""); code != http.StatusOK {
+		t.Errorf("alice's sum once hers ended = %d, want 200", code)
 	}
 }

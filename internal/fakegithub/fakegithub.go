@@ -752,6 +752,14 @@ func (s *Server) classifyAuth(h string) (string, int64) {
 	return "bad", 0
 }
 
+// UserID is login's account id, as GitHub's API gives it (made on first
+// use, like every account of the fake).
+func (s *Server) UserID(login string) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.userLocked(login)
+}
+
 func (s *Server) userLocked(login string) int64 {
 	if id, ok := s.users[strings.ToLower(login)]; ok {
 		return id
