@@ -266,6 +266,10 @@ func TestChartRenders(t *testing.T) {
 			if (pod.Hostname != "") != (tc.replicas == 1) {
 				t.Errorf("hostname %q with %d replicas: want a fixed one with one replica only (replicas of one name remove each other's sandboxes)", pod.Hostname, tc.replicas)
 			}
+			if tc.replicas == 1 && pod.Hostname != d.Name {
+				// Two releases on one sandbox engine must not share it.
+				t.Errorf("hostname %q, want the release's full name %q", pod.Hostname, d.Name)
+			}
 
 			if tc.firstRun {
 				dir := env["BOT_APP_DIR"]
@@ -361,6 +365,7 @@ func TestChartRefuses(t *testing.T) {
 		{"a model key as a literal value", nil, []string{"extraEnv[0].name=OPENAI_API_KEY", "extraEnv[0].value=sk-test"}, "extraEnv sets OPENAI_API_KEY to a literal value"},
 		{"OTLP headers as a literal value", nil, []string{"otel.env.OTEL_EXPORTER_OTLP_HEADERS=x"}, "otel.env sets OTEL_EXPORTER_OTLP_HEADERS to a literal value"},
 		{"a variable of the bot in otel.env", nil, []string{"otel.env.BOT_WORKERS=8"}, "only OTEL_* variables"},
+		{"credentials in the OTLP endpoint", nil, []string{"otel.endpoint=https://user:pw@collector:4318"}, "otel.endpoint holds credentials"},
 		{"the node's socket without its group", nil, []string{"sandbox.hostSocket.enabled=true"}, "sandbox.hostSocket.gid"},
 	}
 	for _, tc := range cases {

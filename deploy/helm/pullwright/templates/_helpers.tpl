@@ -80,6 +80,9 @@ object. Each message says what to set instead.
 {{- if and .Values.sandbox.hostSocket.enabled (not .Values.sandbox.hostSocket.gid) -}}
 {{- fail "sandbox.hostSocket.enabled needs sandbox.hostSocket.gid, the socket's group on the node (stat -c %g /var/run/docker.sock), for the bot's non-root user to reach it" -}}
 {{- end -}}
+{{- if contains "@" (.Values.otel.endpoint | default "") -}}
+{{- fail "otel.endpoint holds credentials (user@): put them in a header from otel.headersSecret, which stays out of the Deployment" -}}
+{{- end -}}
 {{- range $name, $value := .Values.otel.env -}}
 {{- if not (hasPrefix "OTEL_" $name) -}}
 {{- fail (printf "otel.env holds %s: only OTEL_* variables belong there (extraEnv takes the others)" $name) -}}
