@@ -271,7 +271,12 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	if cfg.Tracer != nil {
 		a.pool.Tracer = cfg.Tracer.Tracer(tracing.Name)
 	}
+	var deliveries trace.Tracer
+	if cfg.Tracer != nil {
+		deliveries = cfg.Tracer.Tracer(tracing.Name)
+	}
 	a.webhook, err = webhook.New(webhook.Config{
+		Tracer:      deliveries,
 		Secret:      []byte(cfg.WebhookSecret),
 		Command:     cfg.Command,
 		BotLogin:    a.botLogin(ctx),

@@ -114,13 +114,15 @@ func (rq requests) ask(ctx context.Context, t *Task) error {
 	}
 	switch {
 	case t.PRNumber == 0 && t.PushedSHA != "" && t.draftable():
-		pr, err := rq.gh.OpenPullRequest(ctx, t.Repo, pullwright.NewPullRequest{
+		pctx, span := tracing.Start(ctx, "open pull request", attribute.Bool("pullwright.pull.draft", true))
+		pr, err := rq.gh.OpenPullRequest(pctx, t.Repo, pullwright.NewPullRequest{
 			Title: "[WIP] " + draftTitle(t),
 			Body:  RenderPullRequest(t),
 			Head:  t.Branch,
 			Base:  t.prBase(),
 			Draft: true,
 		})
+		tracing.End(span, err)
 		if err != nil {
 			return retryf(err, "opening the draft pull request failed")
 		}

@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/pullwright/pullwright"
+
+	"github.com/pullwright/pullwright/tracing"
 )
 
 // checkouts is a fix's workspace on this machine and its branch on the
@@ -64,7 +66,9 @@ func (c checkouts) clone(ctx context.Context, t *Task, branch string) (Workspace
 	}
 	gctx, cancel := c.gitCtx(ctx)
 	defer cancel()
+	gctx, span := tracing.Start(gctx, "git clone")
 	ws, err := c.spaces.Clone(gctx, t.Repo.CloneURL, branch, token, dir)
+	tracing.End(span, err)
 	if err != nil {
 		return nil, retryf(err, "cloning %s failed", t.Repo.CloneURL)
 	}

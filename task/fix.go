@@ -11,6 +11,9 @@ import (
 	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/policy"
 	"github.com/pullwright/pullwright/untrusted"
+
+	"github.com/pullwright/pullwright/tracing"
+	"go.opentelemetry.io/otel/attribute"
 )
 
 // acknowledge reads the repository's rules, checks who asked against them
@@ -275,7 +278,12 @@ func (f *Flow) checkpoint(ctx context.Context, t *Task) (done bool, err error) {
 	}
 	gctx, cancel := f.remote().gitCtx(ctx)
 	defer cancel()
+	gctx, span := tracing.Start(gctx, "git push")
 	err = ws.Push(gctx, token, t.Branch)
+	if errors.Is(err, pullwright.ErrPushRejected) {
+		span.SetAttributes(attribute.Bool("pullwright.push.rejected", true))
+	}
+	tracing.End(span, err)
 	if errors.Is(err, pullwright.ErrPushRejected) {
 		// A person pushed to the branch meanwhile: never force over it.
 		return false, f.checkouts().rebase(ctx, t, ws, token)
@@ -478,13 +486,15 @@ func (f *Flow) openPullRequest(ctx context.Context, t *Task) (acted bool, err er
 	ready := f.unmet(t) == ""
 	switch {
 	case t.PRNumber == 0:
-		pr, err := f.GitHub.OpenPullRequest(ctx, t.Repo, pullwright.NewPullRequest{
+		pctx, span := tracing.Start(ctx, "open pull request", attribute.Bool("pullwright.pull.draft", !ready))
+		pr, err := f.GitHub.OpenPullRequest(pctx, t.Repo, pullwright.NewPullRequest{
 			Title: defang(t.Title),
 			Body:  RenderPullRequest(t),
 			Head:  t.Branch,
 			Base:  t.prBase(),
 			Draft: !ready,
 		})
+		tracing.End(span, err)
 		if err != nil {
 			return true, retryf(err, "opening the pull request failed")
 		}

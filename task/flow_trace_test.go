@@ -2,6 +2,7 @@ package task_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -72,7 +73,7 @@ func TestATaskIsOneTraceAcrossARestart(t *testing.T) {
 			}
 			continue
 		}
-		if !isFix && s.Name != "approval wait" && s.Name != "sandbox run" {
+		if !isFix && !slices.Contains([]string{"approval wait", "sandbox run", "git clone", "git push", "open pull request"}, s.Name) {
 			continue // the approve task's own trace
 		}
 		byName[s.Name]++
@@ -86,7 +87,7 @@ func TestATaskIsOneTraceAcrossARestart(t *testing.T) {
 	if root == "" || !strings.Contains(done.Trace, root) {
 		t.Fatalf("no root span for the task's trace %q", done.Trace)
 	}
-	for _, want := range []string{"step queued", "step preparing", "step working", "step awaiting_approval", "step running", "step publishing", "approval wait", "sandbox run"} {
+	for _, want := range []string{"step queued", "step preparing", "step working", "step awaiting_approval", "step running", "step publishing", "approval wait", "sandbox run", "git clone", "git push", "open pull request"} {
 		if byName[want] == 0 {
 			t.Errorf("no %q span; spans: %v", want, byName)
 		}

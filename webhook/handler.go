@@ -23,6 +23,11 @@ import (
 	"time"
 
 	"github.com/pullwright/pullwright/task"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/pullwright/pullwright/tracing"
 )
 
 // Recorder commits a delivery and, when t is not nil, enqueues t, in one
@@ -71,6 +76,10 @@ type Config struct {
 	// ("fix", "approve", "no_command", "bad_signature", "duplicate", …;
 	// see outcomes), or "other".
 	Observe func(event, outcome string)
+	// Tracer, when set, traces each delivery that records a task: its
+	// span is the root of the task's trace (task.Task.Trace), so the
+	// trace runs from the delivery to the task's end. Nil traces nothing.
+	Tracer trace.Tracer
 }
 
 // DefaultMaxBody is GitHub's payload cap: larger events are never delivered.
@@ -101,6 +110,7 @@ type Handler struct {
 	oneToken    bool
 	rec         Recorder
 	observe     func(event, outcome string)
+	tracer      trace.Tracer
 	log         *slog.Logger
 	now         func() time.Time
 	maxBody     int64
@@ -133,6 +143,7 @@ func New(cfg Config) (*Handler, error) {
 		oneToken:    cfg.OneToken,
 		rec:         cfg.Recorder,
 		observe:     cfg.Observe,
+		tracer:      cfg.Tracer,
 		log:         cfg.Logger,
 		now:         cfg.Now,
 		maxBody:     cfg.MaxBody,
@@ -330,7 +341,20 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	ctx, cancel := context.WithTimeout(r.Context(), recordTimeout)
 	defer cancel()
+	var span trace.Span
+	if t != nil && h.tracer != nil {
+		ctx, span = h.tracer.Start(ctx, "webhook "+d.Event, trace.WithNewRoot(), trace.WithSpanKind(trace.SpanKindServer),
+			trace.WithAttributes(attribute.String("github.event", d.Event), attribute.String("github.delivery", d.ID),
+				attribute.String("pullwright.task.kind", string(t.Kind))))
+		t.Trace = tracing.Parent(ctx)
+	}
 	t, why, err = Record(ctx, h.rec, d, t, why)
+	if span != nil {
+		if t != nil && err == nil {
+			span.SetAttributes(attribute.Int64("pullwright.task.id", t.ID))
+		}
+		tracing.End(span, err)
+	}
 	switch {
 	case errors.Is(err, task.ErrDuplicate):
 		reply(http.StatusOK, "duplicate", "duplicate delivery")

@@ -81,8 +81,8 @@ func TestATaskIsOneTraceThroughAKill(t *testing.T) {
 			}
 		}
 	}
-	for _, want := range []string{"task fix", "step queued", "step preparing", "step working", "chat test-model",
-		"step awaiting_approval", "approval wait", "sandbox run", "step running", "step publishing"} {
+	for _, want := range []string{"webhook issue_comment", "step queued", "step preparing", "step working", "chat test-model",
+		"step awaiting_approval", "approval wait", "sandbox run", "step running", "step publishing", "git clone", "git push", "open pull request"} {
 		if names[want] == 0 {
 			t.Errorf("trace %s has no %q span; it has %v", trace, want, names)
 		}
