@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -212,6 +213,9 @@ func TestActionInputsReachFromEnv(t *testing.T) {
 		"sandbox-image":      {"example/image:1", func(e Env) string { return e.SandboxImage }},
 		"state-key":          {strings.Repeat("s", MinStateKey), func(e Env) string { return string(e.StateKey) }},
 		"approval-timeout":   {"5h", func(e Env) string { return e.ApprovalTimeout.String() }},
+		"prices": {"m-1: {input: 2, output: 8}", func(e Env) string {
+			return fmt.Sprintf("m-1: {input: %v, output: %v}", e.Prices["m-1"].Input, e.Prices["m-1"].Output)
+		}},
 	}
 	event := filepath.Join(t.TempDir(), "event.json")
 	if err := os.WriteFile(event, []byte(`{}`), 0o600); err != nil {

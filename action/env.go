@@ -20,7 +20,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/agent"
+	"github.com/pullwright/pullwright/policy"
 )
 
 // Env is what one workflow run tells the step.
@@ -52,6 +54,9 @@ type Env struct {
 	// Path is the job's PATH, which approved commands get with the local
 	// runner: it holds what the job's setup steps installed.
 	Path string
+	// Prices are USD per million tokens by model, as the operator file's
+	// prices: the task's comments and the job summary show its cost.
+	Prices map[string]pullwright.Price
 }
 
 // MinStateKey is the shortest state key accepted, in bytes.
@@ -159,6 +164,13 @@ func FromEnv(getenv func(string) string) (Env, error) {
 			e.ApprovalTimeout = d
 		}
 	}
+	if v := input(getenv, "prices", "BOT_PRICES"); v != "" {
+		if p, err := parsePrices(v); err != nil {
+			add("prices: %v", err)
+		} else {
+			e.Prices = p
+		}
+	}
 	if e.TempDir == "" {
 		e.TempDir = os.TempDir()
 	}
@@ -166,6 +178,17 @@ func FromEnv(getenv func(string) string) (Env, error) {
 		return e, errors.New(strings.Join(problems, "\n"))
 	}
 	return e, nil
+}
+
+// parsePrices reads the prices input, written as the operator file's
+// prices are, and checks it as that file's are.
+func parsePrices(v string) (map[string]pullwright.Price, error) {
+	doc := "prices:\n  " + strings.ReplaceAll(v, "\n", "\n  ") + "\n"
+	op, err := policy.LoadOperator([]byte(doc))
+	if err != nil {
+		return nil, err
+	}
+	return op.Prices, nil
 }
 
 // Owner and Name split Repository.

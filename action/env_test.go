@@ -1,10 +1,14 @@
 package action
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/pullwright/pullwright"
 )
 
 func TestFromEnvModelEndpoint(t *testing.T) {
@@ -58,6 +62,51 @@ func TestFromEnvModelEndpoint(t *testing.T) {
 			}
 			if e.OpenAIAPIType != tt.apiType || e.OpenAIAPIVersion != tt.version {
 				t.Errorf("type %q version %q", e.OpenAIAPIType, e.OpenAIAPIVersion)
+			}
+		})
+	}
+}
+
+// The prices input is the operator file's prices, checked as there.
+func TestFromEnvPrices(t *testing.T) {
+	event := filepath.Join(t.TempDir(), "event.json")
+	if err := os.WriteFile(event, []byte(`{}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	base := map[string]string{
+		"GITHUB_EVENT_NAME": "issue_comment", "GITHUB_EVENT_PATH": event, "GITHUB_REPOSITORY": "octo/widgets",
+		"GITHUB_RUN_ID": "7", "INPUT_GITHUB-TOKEN": "t", "INPUT_STATE-KEY": strings.Repeat("k", MinStateKey),
+		"INPUT_OPENAI-API-KEY": "k",
+	}
+	for _, tt := range []struct {
+		name, prices string
+		want         map[string]pullwright.Price
+		wantErr      string
+	}{
+		{name: "none"},
+		{name: "one a line, as a block input gives them",
+			prices: "gpt-4.1-mini: {input: 0.4, output: 1.6}\ngpt-4.1:\n  input: 2\n  output: 8\n  cached_input: 0.5\n",
+			want:   map[string]pullwright.Price{"gpt-4.1-mini": {Input: 0.4, Output: 1.6}, "gpt-4.1": {Input: 2, Output: 8, CachedInput: 0.5}}},
+		{name: "negative", prices: "gpt-4.1: {input: -1, output: 8}", wantErr: "a price cannot be negative"},
+		{name: "not a mapping", prices: "cheap", wantErr: "prices:"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			env := maps.Clone(base)
+			if tt.prices != "" {
+				env["INPUT_PRICES"] = tt.prices
+			}
+			e, err := FromEnv(func(k string) string { return env[k] })
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want one about %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(e.Prices, tt.want) {
+				t.Errorf("prices = %v, want %v", e.Prices, tt.want)
 			}
 		})
 	}

@@ -35,6 +35,9 @@ type Result struct {
 	StateRef string
 	// Error is the user-safe reason a fix task failed.
 	Error string
+	// Spend is what the fix task's model calls used and cost so far, in
+	// this run and the runs before it.
+	Spend pullwright.Spend
 }
 
 // The interfaces below are the little a run needs of the rest of the bot.
@@ -191,7 +194,7 @@ func (s *Step) Run(ctx context.Context) (Result, error) {
 		if err != nil {
 			return res, fmt.Errorf("read task %d after the run: %w", id, err)
 		}
-		res.TaskID, res.Issue, res.PRURL, res.Error = ft.ID, ft.Issue, ft.PRURL, ft.Error
+		res.TaskID, res.Issue, res.PRURL, res.Error, res.Spend = ft.ID, ft.Issue, ft.PRURL, ft.Error, ft.Spend
 		ref, err := s.settle(ctx, ft, restored[id])
 		if err != nil {
 			return res, err

@@ -10,6 +10,7 @@ import (
 	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/action"
 	"github.com/pullwright/pullwright/ghapp"
+	"github.com/pullwright/pullwright/policy"
 	"github.com/pullwright/pullwright/repo"
 	"github.com/pullwright/pullwright/task/sqlite"
 )
@@ -52,6 +53,16 @@ func RunAction(ctx context.Context, env action.Env, cfg Config) (ActionResult, e
 	}
 	if env.Command != "" {
 		cfg.Command = env.Command
+	}
+	if len(env.Prices) > 0 && cfg.Operator == nil {
+		// The Action has no operator file; its prices input is the one
+		// part of one it takes.
+		op := policy.DefaultOperator()
+		if cfg.Model != "" {
+			op.Models.Default = cfg.Model
+		}
+		op.Prices = env.Prices
+		cfg.Operator = op
 	}
 	cfg.Runner, cfg.SandboxImage = env.Runner, env.SandboxImage
 	cfg.LocalPath = env.Path

@@ -201,6 +201,7 @@ func TestActionApprovalAcrossTwoRuns(t *testing.T) {
 	for _, via := range []string{"comment", "button"} {
 		t.Run(via, func(t *testing.T) {
 			w := newWorkflow(t, newRunLLM(t, "grep -c commit README.md"))
+			w.inputs = map[string]string{"INPUT_PRICES": "test-model: {input: 3, output: 15}"}
 			first := w.firstRun()
 
 			// The first run pushed the work, showed the request, saved the
@@ -257,6 +258,15 @@ func TestActionApprovalAcrossTwoRuns(t *testing.T) {
 			}
 			if w.llm.Calls() != calls+1 {
 				t.Errorf("model calls in the second run: %d, want 1 (finish)", w.llm.Calls()-calls)
+			}
+			// The spend of both runs at the prices input, which the job
+			// summary shows.
+			var want pullwright.Spend
+			for range w.llm.Calls() {
+				want.Add("test-model", fakellm.DefaultPromptTokens, 0, fakellm.DefaultCompletionTokens, false, pullwright.Price{Input: 3, Output: 15}, true)
+			}
+			if res.Spend.String() != want.String() || res.Spend.Calls() != want.Calls() || want.USD() == 0 {
+				t.Errorf("the result's spend is %d calls, %s; want %d calls, %s", res.Spend.Calls(), res.Spend, want.Calls(), want)
 			}
 			if refs := w.stateRefs(); len(refs) != 0 {
 				t.Errorf("state refs left after the task ended: %v", refs)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -31,15 +32,17 @@ func (m model) Start(b pullwright.Brief) ([]byte, error) {
 	return json.Marshal(m.a.Start(b))
 }
 
-func (m model) Turn(ctx context.Context, conv []byte, workdir string) (task.Progress, error) {
+func (m model) Turn(ctx context.Context, repo string, conv []byte, workdir string) (task.Progress, error) {
 	p, _, err := m.turn(ctx, conv, workdir)
 	return p, err
 }
 
 // turnUsage is what one Turn spent: model calls answered, their tokens,
-// and the agent's error when the turn failed.
+// what they used and cost by model, and the agent's error when the turn
+// failed.
 type turnUsage struct {
 	Turns, PromptTokens, CompletionTokens int
+	Spend                                 pullwright.Spend
 	Err                                   error
 }
 
@@ -55,11 +58,13 @@ func (m model) turn(ctx context.Context, conv []byte, workdir string) (task.Prog
 	}
 	// The state's counts are the task's totals; the turn's are the difference.
 	turns, prompt, completion := st.Turns, st.PromptTokens, st.CompletionTokens
+	before := m.a.Spent(&st)
 	err := m.a.Turn(ctx, &st, workdir)
 	u := turnUsage{
 		Turns:            st.Turns - turns,
 		PromptTokens:     st.PromptTokens - prompt,
 		CompletionTokens: st.CompletionTokens - completion,
+		Spend:            spentSince(before, m.a.Spent(&st)),
 		Err:              err,
 	}
 	p, err := m.outcome(&st, err)
@@ -92,10 +97,31 @@ type metered struct {
 	m *metrics
 }
 
-func (m metered) Turn(ctx context.Context, conv []byte, workdir string) (task.Progress, error) {
+func (m metered) Turn(ctx context.Context, repo string, conv []byte, workdir string) (task.Progress, error) {
 	p, u, err := m.model.turn(ctx, conv, workdir)
-	m.m.turn(u)
+	m.m.turn(repo, u)
 	return p, err
+}
+
+// spentSince is what after holds beyond before, model by model: the
+// calls of one turn, from the task's totals before and after it.
+func spentSince(before, after pullwright.Spend) pullwright.Spend {
+	var out pullwright.Spend
+	for _, a := range after.Models {
+		d := a
+		if i := slices.IndexFunc(before.Models, func(b pullwright.ModelSpend) bool { return b.Model == a.Model }); i >= 0 {
+			b := before.Models[i]
+			d.Calls -= b.Calls
+			d.PromptTokens -= b.PromptTokens
+			d.CachedTokens -= b.CachedTokens
+			d.CompletionTokens -= b.CompletionTokens
+			d.USD -= b.USD
+		}
+		if d.Calls > 0 || d.PromptTokens > 0 || d.CompletionTokens > 0 {
+			out.Models = append(out.Models, d)
+		}
+	}
+	return out
 }
 
 func (m model) Resolve(conv []byte, o task.Outcome) ([]byte, error) {

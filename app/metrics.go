@@ -19,7 +19,9 @@ import (
 
 // metrics are the bot's Prometheus series, on a registry of its own so that
 // two bots in one process (tests) do not collide. Every label takes its
-// values from a fixed set, so no request can add series.
+// values from a fixed set, so no request can add series: the repo and
+// model labels are bounded too, by the repositories the App is installed
+// on and the models the operator allows.
 type metrics struct {
 	reg          *prometheus.Registry
 	log          *slog.Logger
@@ -33,6 +35,8 @@ type metrics struct {
 	runs         *prometheus.CounterVec
 	runTime      *prometheus.HistogramVec
 	tokens       *prometheus.CounterVec
+	modelTokens  *prometheus.CounterVec
+	cost         *prometheus.CounterVec
 	turns        prometheus.Counter
 	llmErrors    *prometheus.CounterVec
 	depCaches    *prometheus.CounterVec
@@ -105,6 +109,14 @@ func newMetrics(store counter, log *slog.Logger) *metrics {
 			Name: "pullwright_llm_tokens_total",
 			Help: "Tokens the model reported using, by type (prompt or completion).",
 		}, []string{"type"}),
+		modelTokens: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "pullwright_model_tokens_total",
+			Help: "Tokens the model calls used, by repository, model and kind: prompt (cached ones included), cached (the part of prompt the endpoint served from its cache) and completion. Estimated from the sizes sent and answered when the endpoint reports no usage.",
+		}, []string{"repo", "model", "kind"}),
+		cost: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "pullwright_model_cost_usd_total",
+			Help: "What the model calls cost in USD at the operator's prices, by repository and model. Calls of a model without a price add nothing.",
+		}, []string{"repo", "model"}),
 		turns: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "pullwright_llm_turns_total",
 			Help: "Model calls answered (agent turns).",
@@ -152,7 +164,7 @@ func newMetrics(store counter, log *slog.Logger) *metrics {
 		m.llmErrors.WithLabelValues(k)
 	}
 	m.reg.MustRegister(m.requests, m.latency, m.deliveries, m.steps, m.stepTime, m.ended,
-		m.approvalWait, m.runs, m.runTime, m.tokens, m.turns, m.llmErrors, m.depCaches, m.setupTime, m.fenceBlocked,
+		m.approvalWait, m.runs, m.runTime, m.tokens, m.modelTokens, m.cost, m.turns, m.llmErrors, m.depCaches, m.setupTime, m.fenceBlocked,
 		m.cacheBytes, m.evictions,
 		&taskGauge{store: store, desc: prometheus.NewDesc("pullwright_tasks",
 			"Tasks not yet ended, by state, read from the store at scrape time.", []string{"state"}, nil)},
@@ -251,9 +263,11 @@ func (m *metrics) run(res pullwright.RunResult, err error, took time.Duration) {
 	m.runTime.WithLabelValues(outcome).Observe(took.Seconds())
 }
 
-// turn counts what one agent turn spent, and its failure. A turn the
-// budget refused, or one cut short by a shutdown, is no model error.
-func (m *metrics) turn(u turnUsage) {
+// turn counts what one agent turn of a task on repo spent, and its
+// failure. A turn the budget refused, or one cut short by a shutdown, is
+// no model error. Like the token counts, the cost is the turn's own: a
+// turn the task retries after a failure made its calls, and they count.
+func (m *metrics) turn(repo string, u turnUsage) {
 	if u.Turns > 0 {
 		m.turns.Add(float64(u.Turns))
 	}
@@ -262,6 +276,21 @@ func (m *metrics) turn(u turnUsage) {
 	}
 	if u.CompletionTokens > 0 {
 		m.tokens.WithLabelValues("completion").Add(float64(u.CompletionTokens))
+	}
+	for _, s := range u.Spend.Models {
+		for _, k := range []struct {
+			kind string
+			n    int
+		}{{"prompt", s.PromptTokens}, {"cached", s.CachedTokens}, {"completion", s.CompletionTokens}} {
+			if k.n > 0 {
+				m.modelTokens.WithLabelValues(repo, s.Model, k.kind).Add(float64(k.n))
+			}
+		}
+		// An unpriced model's USD is 0, not its cost; and a difference of
+		// sums may be a rounding below 0, which a counter refuses.
+		if !s.Unpriced && s.USD > 0 {
+			m.cost.WithLabelValues(repo, s.Model).Add(s.USD)
+		}
 	}
 	switch err := u.Err; {
 	case err == nil, errors.Is(err, agent.ErrBudget), errors.Is(err, context.Canceled):

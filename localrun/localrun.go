@@ -88,6 +88,10 @@ type Options struct {
 	// LLMRetries is how often a failed model call is retried (see
 	// agent.Config.MaxRetries): 0 means the agent's default, negative none.
 	LLMRetries int
+	// Prices are USD per million tokens by model, as the operator file
+	// of bot serve sets them: the report and the status line show what
+	// the run cost at the model's price, or that the cost is unknown.
+	Prices map[string]pullwright.Price
 
 	// Runner is RunnerDocker (the default) or RunnerLocal (no isolation).
 	Runner string
@@ -152,6 +156,8 @@ type Result struct {
 	Title, Summary string
 	Stopped        string
 	Turns, Tokens  int
+	// Spend is what the model calls used and cost, by model, at Prices.
+	Spend pullwright.Spend
 	// Workspace is the temporary clone, kept only when the work could not
 	// be pushed into the user's repository; "" once removed.
 	Workspace string
@@ -327,7 +333,8 @@ func (o *Options) check() error {
 // resolveSettings reads .github/pullwright.yml at HEAD, if any, and resolves
 // it as the service would, with the user as the operator: the repository
 // may ask for a network and name its model, and no cost budget applies
-// (bot run knows no prices). notes say what was set aside.
+// (bot run's prices, if any, only show the cost). notes say what was set
+// aside.
 func resolveSettings(src *checkout, model string, fenceHosts, fenceNets []string) (policy.Settings, []string, error) {
 	data, found, err := src.file(policy.Path)
 	if err != nil {
@@ -340,7 +347,7 @@ func resolveSettings(src *checkout, model string, fenceHosts, fenceNets []string
 			return policy.Settings{}, nil, fmt.Errorf("the repository configuration at HEAD is invalid:\n%w", err)
 		}
 		if c.Budget.MaxCostUSD > 0 {
-			notes = append(notes, fmt.Sprintf("%s: budget.max_cost_usd is not enforced by bot run, which knows no prices", policy.Path))
+			notes = append(notes, fmt.Sprintf("%s: budget.max_cost_usd is not enforced by bot run, whose prices only show what a run cost", policy.Path))
 			c.Budget.MaxCostUSD = 0
 		}
 		if len(c.AutoApprove) > 0 {

@@ -118,6 +118,11 @@ func (r *run) work(ctx context.Context) {
 			Model: r.model, Profile: s.Profile, Protected: s.Protected,
 		},
 	}
+	// The price is the model's the run calls, which the flag may choose
+	// over the repository's.
+	price, priced := r.o.Prices[r.model]
+	brief.Limits.PriceInput, brief.Limits.PriceOutput, brief.Limits.PriceCachedInput = price.Input, price.Output, price.CachedInput
+	brief.Limits.Priced = priced
 	r.st = r.agent.Start(brief)
 	start := time.Now()
 	var waited time.Duration // answering questions does not count against the wall time
@@ -137,7 +142,7 @@ func (r *run) work(ctx context.Context) {
 		}
 		r.status("waiting for the model")
 		err := r.agent.Turn(ctx, r.st, r.ws.Dir())
-		r.res.Turns, r.res.Tokens = r.st.Turns, r.st.Tokens()
+		r.res.Turns, r.res.Tokens, r.res.Spend = r.st.Turns, r.st.Tokens(), r.agent.Spent(r.st)
 		for _, step := range r.st.Steps[shownSteps:] {
 			r.d.printf("  %s\n", clip(oneLine(step), 200))
 		}
@@ -193,7 +198,7 @@ func (r *run) work(ctx context.Context) {
 
 func (r *run) status(what string) {
 	s := r.settings
-	r.d.status(fmt.Sprintf("%d/%d turns · %s tokens · %s", r.st.Turns, s.MaxTurns, thousands(r.st.Tokens()), what))
+	r.d.status(fmt.Sprintf("%d/%d turns · %s · %s", r.st.Turns, s.MaxTurns, r.agent.Spent(r.st), what))
 }
 
 // request answers one execution request, running it if approved, records
@@ -576,7 +581,7 @@ func (r *run) report() {
 	if s := strings.TrimSpace(res.Summary); res.Finished && s != "" {
 		fmt.Fprintf(w, "\nThe agent's summary, in its own words:\n%s", indent(safe(s), "  "))
 	}
-	fmt.Fprintf(w, "(%d %s, %s tokens)\n\n", res.Turns, plural(res.Turns, "turn", "turns"), thousands(res.Tokens))
+	fmt.Fprintf(w, "(%d %s, %s)\n\n", res.Turns, plural(res.Turns, "turn", "turns"), res.Spend)
 	if res.Branch == "" {
 		fmt.Fprintf(w, "The agent changed no file, so no branch was created. %s is as it was.\n", r.src.top)
 	} else {

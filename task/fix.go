@@ -174,7 +174,7 @@ func (f *Flow) work(ctx context.Context, t *Task) error {
 	if err != nil {
 		return err
 	}
-	p, err := f.Agent.Turn(ctx, t.Conversation, ws.Dir())
+	p, err := f.Agent.Turn(ctx, t.Repo.FullName(), t.Conversation, ws.Dir())
 	if errors.Is(err, ErrBudget) && t.reopened() {
 		// The agent had finished once; the repository's required command
 		// failed and it went on, until its budget ran out. Its finished

@@ -112,7 +112,9 @@ type Outcome struct {
 // keeps in the store.
 type Agent interface {
 	Start(b pullwright.Brief) ([]byte, error)
-	Turn(ctx context.Context, conversation []byte, workdir string) (Progress, error)
+	// Turn runs one turn of the conversation of a task on repo
+	// (owner/name), whose checkout is workdir.
+	Turn(ctx context.Context, repo string, conversation []byte, workdir string) (Progress, error)
 	// Resolve hands the agent the outcome of its pending request, or, with
 	// o.Required, of the required command that failed after it finished.
 	Resolve(conversation []byte, o Outcome) ([]byte, error)

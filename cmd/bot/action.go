@@ -50,6 +50,9 @@ func report(getenv func(string) string, log *slog.Logger, res app.ActionResult) 
 	case res.TaskID != 0:
 		line += fmt.Sprintf(": task %d on #%d", res.TaskID, res.Issue)
 	}
+	if len(res.Spend.Models) > 0 {
+		line += " (" + res.Spend.String() + ")"
+	}
 	if res.PRURL != "" {
 		line += ", pull request " + res.PRURL
 	}

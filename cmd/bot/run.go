@@ -12,7 +12,9 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/localrun"
+	"github.com/pullwright/pullwright/policy"
 )
 
 const runUsage = `usage: bot run [flags] "instructions"
@@ -25,7 +27,7 @@ commit on a new local branch. Your current branch and files are not touched.
 
 Environment: OPENAI_API_KEY (may be empty for Ollama), OPENAI_BASE_URL,
 OPENAI_API_TYPE and OPENAI_API_VERSION (Azure OpenAI), BOT_MODEL, BOT_RUNNER,
-BOT_SANDBOX_IMAGE. Example with Ollama:
+BOT_SANDBOX_IMAGE, BOT_CONFIG. Example with Ollama:
 
   OPENAI_BASE_URL=http://localhost:11434/v1 BOT_MODEL=qwen2.5-coder \
     bot run "fix the off-by-one in pagination, keep the public API"
@@ -103,6 +105,7 @@ func runOptions(args []string, getenv func(string) string, stderr io.Writer) (lo
 	// With --runner local, commands find the user's toolchains.
 	o.Path = getenv("PATH")
 	var yesTo, fenceHosts, fenceNets stringList
+	var config string
 	fs.StringVar(&o.Repo, "repo", ".", "the checkout to work on (any directory in it)")
 	fs.StringVar(&o.Runner, "runner", orDefault(getenv("BOT_RUNNER"), localrun.RunnerDocker),
 		"where approved commands run: docker (sandbox) or local (NO isolation, as you) (env BOT_RUNNER)")
@@ -116,6 +119,7 @@ func runOptions(args []string, getenv func(string) string, stderr io.Writer) (lo
 	fs.StringVar(&o.Branch, "branch", "", "name of the new branch (default pullwright/<instructions>)")
 	fs.DurationVar(&o.CallTimeout, "call-timeout", localrun.DefaultCallTimeout, "limit of one model call, retries included")
 	fs.BoolVar(&o.Verbose, "v", false, "log more")
+	fs.StringVar(&config, "config", getenv("BOT_CONFIG"), "bot serve's operator configuration file, whose prices show what the run cost (env BOT_CONFIG)")
 	fs.Var(&fenceHosts, "fence-host", "a host (name[:port], *.name) the repository's setup may reach besides those the image's package managers name (repeatable)")
 	fs.Var(&fenceNets, "fence-net", "a private range (CIDR) the setup may reach, for a mirror on a private address (repeatable)")
 
@@ -149,6 +153,13 @@ func runOptions(args []string, getenv func(string) string, stderr io.Writer) (lo
 		o.FenceNets = append(o.FenceNets, p.Masked().String())
 	}
 	o.FenceHosts = fenceHosts
+	if config != "" {
+		prices, err := operatorPrices(config)
+		if err != nil {
+			return o, fmt.Errorf("run: %w", err)
+		}
+		o.Prices = prices
+	}
 	o.APIKey = getenv("OPENAI_API_KEY")
 	o.DefaultImage = getenv("BOT_SANDBOX_IMAGE")
 	o.ProxyEnv = proxyEnv(getenv)
@@ -160,6 +171,24 @@ func runOptions(args []string, getenv func(string) string, stderr io.Writer) (lo
 			"at another OpenAI-compatible endpoint, such as Ollama's http://localhost:11434/v1")
 	}
 	return o, nil
+}
+
+// operatorPrices reads the operator file at path, as bot serve would, for
+// its prices: the rest of it governs a service, not a local run.
+func operatorPrices(path string) (map[string]pullwright.Price, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read the operator configuration: %w", err)
+	}
+	op, err := policy.LoadOperator(b)
+	var list *policy.Errors
+	if errors.As(err, &list) {
+		list.File = path
+	}
+	if err != nil {
+		return nil, fmt.Errorf("operator configuration %s:\n%w", path, err)
+	}
+	return op.Prices, nil
 }
 
 // interrupts cancels ctx at the first Ctrl-C (or SIGTERM), so that the run

@@ -17,6 +17,7 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 	"golang.org/x/net/http/httpproxy"
 
+	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/internal/botproc"
 	"github.com/pullwright/pullwright/internal/fakellm"
 	"github.com/pullwright/pullwright/localrun"
@@ -24,6 +25,12 @@ import (
 
 func TestRunOptions(t *testing.T) {
 	base := map[string]string{"OPENAI_API_KEY": "sk-test"}
+	// bot serve's operator file: bot run takes its prices.
+	dir := t.TempDir()
+	config, badConfig := filepath.Join(dir, "operator.yml"), filepath.Join(dir, "bad.yml")
+	os.WriteFile(config, []byte("prices:\n  gpt-4.1: {input: 2, output: 8, cached_input: 0.5}\nrate:\n  tasks_per_hour: 3\n"), 0o600)
+	os.WriteFile(badConfig, []byte("prices:\n  gpt-4.1: {input: -2}\n"), 0o600)
+	prices := map[string]pullwright.Price{"gpt-4.1": {Input: 2, Output: 8, CachedInput: 0.5}}
 	tests := []struct {
 		name    string
 		args    []string
@@ -69,6 +76,20 @@ func TestRunOptions(t *testing.T) {
 			want: localrun.Options{Repo: ".", Runner: "docker", Instructions: "fix it", APIKey: "k", APIType: "azure", APIVersion: "2024-10-21",
 				BaseURL: "https://r.openai.azure.com", CallTimeout: localrun.DefaultCallTimeout},
 		},
+		{
+			name: "prices from the operator file",
+			args: []string{"fix it"},
+			env:  map[string]string{"OPENAI_API_KEY": "sk-test", "BOT_CONFIG": config},
+			want: localrun.Options{Repo: ".", Runner: "docker", Instructions: "fix it", APIKey: "sk-test", CallTimeout: localrun.DefaultCallTimeout, Prices: prices},
+		},
+		{
+			name: "prices from --config",
+			args: []string{"--config", config, "fix it"},
+			env:  base,
+			want: localrun.Options{Repo: ".", Runner: "docker", Instructions: "fix it", APIKey: "sk-test", CallTimeout: localrun.DefaultCallTimeout, Prices: prices},
+		},
+		{name: "an invalid operator file", args: []string{"--config", badConfig, "fix it"}, env: base, wantErr: "operator configuration " + badConfig},
+		{name: "no operator file", args: []string{"--config", filepath.Join(dir, "none.yml"), "fix it"}, env: base, wantErr: "read the operator configuration"},
 		{name: "azure without a version", args: []string{"--api-type", "azure", "--base-url", "https://r.openai.azure.com", "fix it"}, env: base,
 			wantErr: "OPENAI_API_VERSION is not set"},
 		{name: "unknown api type", args: []string{"--api-type", "bedrock", "fix it"}, env: base, wantErr: `OPENAI_API_TYPE: API type "bedrock"`},

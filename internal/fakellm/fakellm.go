@@ -39,6 +39,9 @@ type ToolCall struct {
 // Usage is the token usage reported with a step.
 type Usage struct {
 	Prompt, Completion int
+	// Cached is the part of Prompt reported served from the endpoint's
+	// prompt cache (prompt_tokens_details.cached_tokens).
+	Cached int
 }
 
 // Step is one scripted answer.
@@ -412,6 +415,10 @@ func (s *Server) response(req openai.ChatCompletionRequest, step Step) openai.Ch
 	if u == (Usage{}) {
 		u = Usage{Prompt: DefaultPromptTokens, Completion: DefaultCompletionTokens}
 	}
+	var details *openai.PromptTokensDetails
+	if u.Cached > 0 {
+		details = &openai.PromptTokensDetails{CachedTokens: u.Cached}
+	}
 	return openai.ChatCompletionResponse{
 		ID:      fmt.Sprintf("chatcmpl-fake-%d", s.calls),
 		Object:  "chat.completion",
@@ -419,9 +426,10 @@ func (s *Server) response(req openai.ChatCompletionRequest, step Step) openai.Ch
 		Model:   req.Model,
 		Choices: []openai.ChatCompletionChoice{{Index: 0, Message: msg, FinishReason: finish}},
 		Usage: openai.Usage{
-			PromptTokens:     u.Prompt,
-			CompletionTokens: u.Completion,
-			TotalTokens:      u.Prompt + u.Completion,
+			PromptTokens:        u.Prompt,
+			CompletionTokens:    u.Completion,
+			TotalTokens:         u.Prompt + u.Completion,
+			PromptTokensDetails: details,
 		},
 	}
 }

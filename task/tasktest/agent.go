@@ -57,7 +57,7 @@ func (a *Agent) Start(b pullwright.Brief) ([]byte, error) {
 // Turn writes the next scripted turn's files into workdir and returns its
 // Progress, with the conversation grown and Turns counted when the script
 // leaves them out.
-func (a *Agent) Turn(ctx context.Context, conversation []byte, workdir string) (task.Progress, error) {
+func (a *Agent) Turn(ctx context.Context, repo string, conversation []byte, workdir string) (task.Progress, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.Conversations = append(a.Conversations, string(conversation))
