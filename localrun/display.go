@@ -229,15 +229,3 @@ func plural(n int, one, many string) string {
 	}
 	return many
 }
-
-// thousands writes n with thousands separators: 12,345.
-func thousands(n int) string {
-	s := strconv.Itoa(n)
-	if n < 0 {
-		return "-" + thousands(-n)
-	}
-	for i := len(s) - 3; i > 0; i -= 3 {
-		s = s[:i] + "," + s[i:]
-	}
-	return s
-}

@@ -64,8 +64,8 @@ func TestSafe(t *testing.T) {
 
 func TestThousands(t *testing.T) {
 	for n, want := range map[int]string{0: "0", 999: "999", 1000: "1,000", 400000: "400,000", 1234567: "1,234,567", -1234: "-1,234"} {
-		if got := thousands(n); got != want {
-			t.Errorf("thousands(%d) = %q, want %q", n, got, want)
+		if got := pullwright.Thousands(n); got != want {
+			t.Errorf("pullwright.Thousands(%d) = %q, want %q", n, got, want)
 		}
 	}
 }

@@ -82,7 +82,7 @@ func (r *run) banner(notes []string) {
 	if len(r.o.YesTo) > 0 {
 		d.printf("  run without asking (--yes-to): %s\n", strings.Join(quoteAll(r.o.YesTo), ", "))
 	}
-	d.printf("  budget: %d turns, %s tokens\n", s.MaxTurns, thousands(s.MaxTokens))
+	d.printf("  budget: %d turns, %s tokens\n", s.MaxTurns, pullwright.Thousands(s.MaxTokens))
 	d.printf("  the work goes to the new branch %s; your branch and files are left alone\n", r.branch)
 	for _, n := range notes {
 		d.printf("  note: %s\n", n)
@@ -172,7 +172,7 @@ func (r *run) work(ctx context.Context) {
 		case r.st.Pending != nil:
 			if r.st.Turns >= s.MaxTurns || r.st.Tokens() >= s.MaxTokens {
 				r.res.Stopped = fmt.Sprintf("the agent used up its budget (%d of %d turns, %s of %s tokens) with a request to run `%s` it could not have used",
-					r.st.Turns, s.MaxTurns, thousands(r.st.Tokens()), thousands(s.MaxTokens), oneLine(r.st.Pending.Command))
+					r.st.Turns, s.MaxTurns, pullwright.Thousands(r.st.Tokens()), pullwright.Thousands(s.MaxTokens), oneLine(r.st.Pending.Command))
 				return
 			}
 			asked := time.Now()
