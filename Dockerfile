@@ -27,9 +27,9 @@ COPY go.mod go.sum ./
 # requirements (most of the compile time: modernc.org/sqlite alone is about
 # half of it) into the build cache of this layer, which depends on go.mod and
 # go.sum only: a change to the bot's own code then recompiles little more than
-# that code.
+# that code. A module whose root holds tests only (no package) is left out.
 RUN go mod download \
- && pkgs=$(go list -e -f '{{if not .Error}}{{.ImportPath}}{{end}}' \
+ && pkgs=$(go list -e -f '{{if and (not .Error) .GoFiles}}{{.ImportPath}}{{end}}' \
       $(go list -m -f '{{if not (or .Main .Indirect)}}{{.Path}}{{end}}' all)) \
  && if [ -n "$pkgs" ]; then go build -trimpath $pkgs; fi
 

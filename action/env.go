@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -183,13 +184,28 @@ func FromEnv(getenv func(string) string) (Env, error) {
 // parsePrices reads the prices input, written as the operator file's
 // prices are, and checks it as that file's are.
 func parsePrices(v string) (map[string]pullwright.Price, error) {
+	// Only lines the indent below keeps under prices: a carriage return
+	// would start a line of the operator file's own.
+	v = strings.ReplaceAll(v, "\r\n", "\n")
+	if strings.ContainsRune(v, '\r') {
+		return nil, errors.New("a carriage return in the prices: write one model per line")
+	}
+	if t := strings.TrimSpace(v); strings.HasPrefix(t, "prices:") {
+		return nil, errors.New("write the models and their prices without the prices: line above them")
+	}
 	doc := "prices:\n  " + strings.ReplaceAll(v, "\n", "\n  ") + "\n"
 	op, err := policy.LoadOperator([]byte(doc))
 	if err != nil {
-		return nil, err
+		// Its lines are the document's less the prices: line on top.
+		return nil, errors.New(lineAbove.ReplaceAllStringFunc(err.Error(), func(m string) string {
+			n, _ := strconv.Atoi(lineAbove.FindStringSubmatch(m)[1])
+			return "line " + strconv.Itoa(max(n-1, 1))
+		}))
 	}
 	return op.Prices, nil
 }
+
+var lineAbove = regexp.MustCompile(`line (\d+)`)
 
 // Owner and Name split Repository.
 func (e Env) Owner() string { o, _, _ := strings.Cut(e.Repository, "/"); return o }

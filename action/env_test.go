@@ -88,7 +88,11 @@ func TestFromEnvPrices(t *testing.T) {
 			prices: "gpt-4.1-mini: {input: 0.4, output: 1.6}\ngpt-4.1:\n  input: 2\n  output: 8\n  cached_input: 0.5\n",
 			want:   map[string]pullwright.Price{"gpt-4.1-mini": {Input: 0.4, Output: 1.6}, "gpt-4.1": {Input: 2, Output: 8, CachedInput: 0.5}}},
 		{name: "negative", prices: "gpt-4.1: {input: -1, output: 8}", wantErr: "a price cannot be negative"},
-		{name: "not a mapping", prices: "cheap", wantErr: "prices:"},
+		{name: "not a mapping", prices: "cheap", wantErr: "line 1: prices: expected keys and values"},
+		{name: "an error's line is the input's", prices: "a: {input: 1}\n\nb: {input: x}", wantErr: "line 3: prices[\"b\"].input"},
+		{name: "a carriage return would start an operator setting", prices: "gpt-4.1: {input: 1, output: 8}\rrate: {tasks_per_hour: 0}", wantErr: "a carriage return"},
+		{name: "the prices: line copied from the operator file", prices: "prices:\n  gpt-4.1: {input: 1, output: 8}", wantErr: "without the prices: line"},
+		{name: "a price per token, not per million", prices: "gpt-4.1: {input: 2000000, output: 8}", wantErr: "is more than 1e+06"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			env := maps.Clone(base)

@@ -198,7 +198,9 @@ func (r *run) work(ctx context.Context) {
 
 func (r *run) status(what string) {
 	s := r.settings
-	r.d.status(fmt.Sprintf("%d/%d turns · %s · %s", r.st.Turns, s.MaxTurns, r.agent.Spent(r.st), what))
+	// What is happening first: the line is cut to the terminal's width,
+	// and the spend can be long.
+	r.d.status(fmt.Sprintf("%d/%d turns · %s · %s", r.st.Turns, s.MaxTurns, what, r.agent.Spent(r.st)))
 }
 
 // request answers one execution request, running it if approved, records

@@ -59,7 +59,9 @@ func TestRunReportsWhatItCost(t *testing.T) {
 			for _, u := range usage[:2] {
 				two.Add("test-model", u.Prompt, u.Cached, u.Completion, false, p, priced)
 			}
-			mustContain(t, "stderr", stderr.String(), "… 2/40 turns · "+two.String())
+			// What is happening comes first: the line is cut to the
+			// terminal's width, and the spend can be long.
+			mustContain(t, "stderr", stderr.String(), "… 2/40 turns · waiting for the model · "+pullwright.Thousands(two.Tokens())+" tokens")
 		})
 	}
 }

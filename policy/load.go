@@ -355,6 +355,9 @@ func parseSize(s string) (int64, error) {
 // "llama3.1:8b", "openrouter/anthropic/claude-3.5", "org@model+v2".
 var modelRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,199}$`)
 
+// maxPrice bounds a price, USD per million tokens.
+const maxPrice = 1e6
+
 func validModel(m string) bool { return modelRE.MatchString(m) }
 
 // branchPrefixProblem applies git check-ref-format's rules to the start of
@@ -478,14 +481,18 @@ func (o *Operator) validate(errs *Errors) {
 		if !validModel(m) {
 			errs.add(at(k), k, "%q is not a model name", shorten(m, 80))
 		}
-		if p.Input < 0 {
-			errs.add(at(k+".input"), k+".input", "a price cannot be negative")
-		}
-		if p.Output < 0 {
-			errs.add(at(k+".output"), k+".output", "a price cannot be negative")
-		}
-		if p.CachedInput < 0 {
-			errs.add(at(k+".cached_input"), k+".cached_input", "a price cannot be negative")
+		for _, f := range []struct {
+			name  string
+			price float64
+		}{{"input", p.Input}, {"output", p.Output}, {"cached_input", p.CachedInput}} {
+			switch {
+			case f.price < 0:
+				errs.add(at(k+"."+f.name), k+"."+f.name, "a price cannot be negative")
+			case f.price > maxPrice:
+				// Beyond any model's price: a typo, and one call would
+				// cost more than a float counts (+Inf in the metrics).
+				errs.add(at(k+"."+f.name), k+"."+f.name, "%v USD per million tokens is more than %v: a price is per million tokens", f.price, maxPrice)
+			}
 		}
 	}
 	for _, m := range slices.Sorted(maps.Keys(o.Models.Profiles)) {

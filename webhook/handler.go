@@ -344,7 +344,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var span trace.Span
 	if t != nil && h.tracer != nil {
 		ctx, span = h.tracer.Start(ctx, "webhook "+d.Event, trace.WithNewRoot(), trace.WithSpanKind(trace.SpanKindServer),
-			trace.WithAttributes(attribute.String("github.event", d.Event), attribute.String("github.delivery", d.ID),
+			trace.WithAttributes(attribute.String("http.request.method", http.MethodPost), attribute.String("http.route", r.URL.Path),
+				attribute.String("github.event", d.Event), attribute.String("github.delivery", d.ID),
 				attribute.String("pullwright.task.kind", string(t.Kind))))
 		t.Trace = tracing.Parent(ctx)
 	}
