@@ -130,17 +130,7 @@ func TestApproveFromTheConsoleRunsTheCommand(t *testing.T) {
 		t.Fatalf("status comment link = %v, want the task's page at %s", link, e.url)
 	}
 
-	browser := func(login string) *http.Client {
-		jar, _ := cookiejar.New(nil)
-		c := &http.Client{Jar: jar, Timeout: 10 * time.Second}
-		e.gh.SignInBrowser(login)
-		resp, err := c.Get(e.url + "/console/login")
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		return c
-	}
+	browser := func(login string) *http.Client { return e.browser(t, login) }
 	page := func(c *http.Client) string {
 		resp, err := c.Get(link[1])
 		if err != nil {
@@ -251,4 +241,19 @@ func TestStartFromTheConsoleOpensAPullRequest(t *testing.T) {
 	if code, out := post("stranger", `{"repository":"`+owner+"/"+repoName+`","issue":1}`); code != http.StatusNotFound {
 		t.Errorf("a stranger's start = %d %v, want 404", code, out)
 	}
+}
+
+// browser is a client signed in to the console as login, through GitHub's
+// web flow (the fake's).
+func (e *env) browser(t *testing.T, login string) *http.Client {
+	t.Helper()
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Jar: jar, Timeout: 10 * time.Second}
+	e.gh.SignInBrowser(login)
+	resp, err := c.Get(e.url + "/console/login")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return c
 }

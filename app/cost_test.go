@@ -1,8 +1,12 @@
 package app_test
 
 import (
+	"encoding/json"
+	"html"
+	"io"
 	"math"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -58,7 +62,7 @@ func spentOn(llm *fakellm.Server, steps []fakellm.Step, model string, prices map
 func TestCostIsShownWhereTheTaskIs(t *testing.T) {
 	prices := map[string]policy.Price{"test-model": {Input: 3, Output: 15, CachedInput: 0.3}}
 	steps := costScript()
-	e := newEnv(t, fakellm.New(t, steps...), withPrices(prices))
+	e := newEnv(t, fakellm.New(t, steps...), withPrices(prices), withConsole)
 	if code := e.comment("d1", 1, owner, "/agent fix the typo"); code != http.StatusAccepted {
 		t.Fatalf("fix answered %d", code)
 	}
@@ -86,6 +90,40 @@ func TestCostIsShownWhereTheTaskIs(t *testing.T) {
 	e.comment("s1", 1, owner, "/agent status")
 	if c := e.waitComment(1, "Task 1: **"); !strings.Contains(c.Body, line) {
 		t.Errorf("/agent status lacks %q: %s", line, c.Body)
+	}
+
+	// The console's page and its API, through the wired bot, show the same.
+	browser := e.browser(t, owner)
+	get := func(path string) []byte {
+		t.Helper()
+		resp, err := browser.Get(e.url + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s = %d: %s", path, resp.StatusCode, b)
+		}
+		return b
+	}
+	if page := string(get("/console/tasks/" + strconv.FormatInt(tk.ID, 10))); !strings.Contains(page, html.EscapeString(line)) {
+		t.Errorf("the console's task page lacks %q", line)
+	}
+	var api struct {
+		Spend struct {
+			USD    float64                 `json:"usd"`
+			Text   string                  `json:"text"`
+			Models []pullwright.ModelSpend `json:"models"`
+		} `json:"spend"`
+	}
+	if err := json.Unmarshal(get("/api/tasks/"+strconv.FormatInt(tk.ID, 10)), &api); err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(api.Spend.USD-want.USD()) > 1e-9 || api.Spend.Text != line || len(api.Spend.Models) != 1 ||
+		api.Spend.Models[0].PromptTokens != want.Models[0].PromptTokens || api.Spend.Models[0].CachedTokens != want.Models[0].CachedTokens ||
+		api.Spend.Models[0].CompletionTokens != want.Models[0].CompletionTokens {
+		t.Errorf("the API's spend = %+v, want %+v", api.Spend, want)
 	}
 
 	m := want.Models[0]
