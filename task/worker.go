@@ -434,9 +434,8 @@ func (p *Pool) tracer() trace.Tracer {
 // startTrace gives a task that has none its trace (the webhook starts
 // one for each delivery it records, the console's API does not): a root
 // span from the task's creation to its first claim (the wait for a
-// worker), whose
-// context is saved with the task before any step, so that every step,
-// retried or resumed elsewhere, is a child of it.
+// worker), whose context the caller saves with the task before any
+// step, so that every step, retried or resumed elsewhere, is its child.
 func (p *Pool) startTrace(ctx context.Context, t *Task) (started bool) {
 	if t.Trace != "" || p.Tracer == nil {
 		return false
