@@ -58,6 +58,11 @@ func (c *Config) validate(errs *Errors) {
 		}
 	}
 	checkWho(errs, at, "trigger", c.Trigger)
+	for i, name := range c.MCP {
+		if k := fmt.Sprintf("mcp[%d]", i); !mcpNameRE.MatchString(name) {
+			errs.add(at(k), k, "%q is not an MCP server's name", shorten(name, 40))
+		}
+	}
 	checkWho(errs, at, "approve", c.Approve.Who)
 	for i, g := range c.ProtectedPaths {
 		if k := fmt.Sprintf("protected_paths[%d]", i); at(k) > 0 && !ValidGlob(g) {
@@ -498,6 +503,7 @@ func (o *Operator) validate(errs *Errors) {
 	for _, m := range slices.Sorted(maps.Keys(o.Models.Profiles)) {
 		checkProfile(errs, at, "models.profiles["+strconv.Quote(m)+"]", m, o.Models.Profiles[m])
 	}
+	o.validateMCP(errs, at)
 	o.validateLimits(errs, "defaults", o.Defaults)
 	o.validateLimits(errs, "caps", o.Caps)
 	if len(o.Defaults.Images) > 0 {

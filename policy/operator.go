@@ -45,6 +45,8 @@ type Operator struct {
 	// Caches bound the dependency caches setup keeps on the Docker
 	// engine's disk.
 	Caches Caches `yaml:"caches" json:"caches"`
+	// MCP lists the MCP servers whose tools repositories may ask for.
+	MCP MCP `yaml:"mcp" json:"mcp"`
 
 	lines map[string]int
 }
@@ -228,6 +230,8 @@ type Settings struct {
 	// A task stored before labels started tasks has "": TriggerLabel
 	// reads that as the default.
 	Label string `json:"label,omitempty"`
+	// MCP are the MCP servers the task's agent may call (ToolServers).
+	MCP []ToolServer `json:"mcp,omitempty"`
 }
 
 // TriggerLabel is the label that starts a fix under s: Label, or the

@@ -67,6 +67,9 @@ type Config struct {
 	// trigger adds it, and cancels the issue's running fix when it is
 	// removed (default "pullwright").
 	Label string `yaml:"label" json:"label"`
+	// MCP names the operator's MCP servers whose tools the agent may use
+	// here (Operator.ToolServers): a repository asks, the operator allows.
+	MCP []string `yaml:"mcp" json:"mcp"`
 
 	// lines maps a key path ("sandbox.memory") to its line in the file,
 	// so that Resolve can name the line of a value above a cap.

@@ -39,6 +39,9 @@ func (f *Flow) loadSettings(ctx context.Context, t *Task) (policy.Settings, erro
 	if err != nil {
 		return policy.Settings{}, Fatal(configProblem(t, err), err)
 	}
+	if s.MCP, err = op.ToolServers(t.Repo.FullName(), cfg); err != nil {
+		return policy.Settings{}, Fatal(configProblem(t, err), err)
+	}
 	return s, nil
 }
 

@@ -1,0 +1,240 @@
+package mcptools
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/pullwright/pullwright/policy"
+)
+
+// server is an MCP server made with the same SDK, over streamable HTTP,
+// that records the headers and tool calls it was sent.
+type server struct {
+	*httptest.Server
+	mu      sync.Mutex
+	auth    []string
+	calls   []string
+	release chan struct{}
+}
+
+func newServer(t *testing.T) *server {
+	t.Helper()
+	s := &server{release: make(chan struct{})}
+	m := mcp.NewServer(&mcp.Implementation{Name: "test", Version: "1"}, nil)
+	object := map[string]any{"type": "object", "properties": map[string]any{"q": map[string]any{"type": "string"}}}
+	add := func(name, desc string, ann *mcp.ToolAnnotations, h func(args map[string]any) *mcp.CallToolResult) {
+		m.AddTool(&mcp.Tool{Name: name, Description: desc, InputSchema: object, Annotations: ann}, func(ctx context.Context, r *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			s.mu.Lock()
+			s.calls = append(s.calls, name+" "+string(r.Params.Arguments))
+			s.mu.Unlock()
+			var args map[string]any
+			_ = json.Unmarshal(r.Params.Arguments, &args)
+			return h(args), nil
+		})
+	}
+	text := func(s string) *mcp.CallToolResult {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
+	}
+	add("search", "Search the docs.", nil, func(a map[string]any) *mcp.CallToolResult { return text("found: " + a["q"].(string)) })
+	// The server calls it read-only; the operator did not.
+	add("file_issue", "File an issue.", &mcp.ToolAnnotations{ReadOnlyHint: true}, func(map[string]any) *mcp.CallToolResult { return text("filed") })
+	add("drop_all", "Not offered.", nil, func(map[string]any) *mcp.CallToolResult { return text("dropped") })
+	add("broken", "Fails.", nil, func(map[string]any) *mcp.CallToolResult {
+		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "no such page"}}}
+	})
+	add("huge", "Answers a lot.", nil, func(map[string]any) *mcp.CallToolResult { return text(strings.Repeat("x", MaxResult+10)) })
+	add("mixed", "Answers in parts.", nil, func(map[string]any) *mcp.CallToolResult {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "a"}, &mcp.ImageContent{Data: []byte("png"), MIMEType: "image/png"},
+			&mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: "file:///r.txt", Text: "r"}}}}
+	})
+	m.AddTool(&mcp.Tool{Name: "slow", Description: "Waits.", InputSchema: object}, func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		select {
+		case <-s.release:
+		case <-ctx.Done():
+		}
+		return text("late"), nil
+	})
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return m }, nil)
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		s.auth = append(s.auth, r.Header.Get("Authorization"))
+		s.mu.Unlock()
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(func() { close(s.release); s.Close() })
+	return s
+}
+
+func (s *server) record() (auth, calls []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.auth...), append([]string(nil), s.calls...)
+}
+
+func docs(url string) policy.ToolServer {
+	return policy.ToolServer{Name: "docs", URL: url, HeadersFromEnv: map[string]string{"Authorization": "DOCS_AUTH"},
+		Tools: []string{"search", "file_issue", "broken", "huge", "mixed", "slow", "missing"}, ReadOnly: []string{"search"}, Timeout: 2 * time.Second}
+}
+
+func env(k string) string { return map[string]string{"DOCS_AUTH": "Bearer sekrit-token"}[k] }
+
+func TestTools(t *testing.T) {
+	s := newServer(t)
+	c := New([]policy.ToolServer{docs(s.URL + "/mcp")}, env, nil, "test", nil)
+	tools, notes := c.Tools(t.Context())
+	var names []string
+	for _, tl := range tools {
+		names = append(names, tl.Name)
+		switch {
+		case tl.ReadOnly != (tl.Tool == "search"):
+			t.Errorf("%s read-only = %v: only the operator's word counts", tl.Name, tl.ReadOnly)
+		case !strings.HasPrefix(tl.Description, "A tool of the MCP server docs ("+tl.Tool+"), described by the server: "):
+			t.Errorf("description %q", tl.Description)
+		case !objectSchema(tl.Schema):
+			t.Errorf("schema %s", tl.Schema)
+		}
+	}
+	// As the server lists them (by name); drop_all is not offered, "missing" not listed.
+	if got := strings.Join(names, " "); got != "docs__broken docs__file_issue docs__huge docs__mixed docs__search docs__slow" {
+		t.Errorf("tools = %s (notes %v)", got, notes)
+	}
+	if len(notes) != 0 {
+		t.Errorf("notes = %v", notes)
+	}
+	auth, _ := s.record()
+	if len(auth) == 0 || auth[0] != "Bearer sekrit-token" {
+		t.Errorf("the server was sent Authorization %q", auth)
+	}
+	// Listed once per client.
+	n := len(auth)
+	c.Tools(t.Context())
+	if auth, _ := s.record(); len(auth) != n {
+		t.Errorf("the tools were listed again: %d requests, then %d", n, len(auth))
+	}
+}
+
+func TestCall(t *testing.T) {
+	s := newServer(t)
+	c := New([]policy.ToolServer{docs(s.URL + "/mcp")}, env, nil, "test", nil)
+	for _, tt := range []struct {
+		name, args string
+		want       string
+		failed     bool
+	}{
+		{"docs__search", `{"q":"retry"}`, "found: retry", false},
+		{"docs__broken", `{}`, "no such page", true},
+		{"docs__mixed", `{}`, "a\n[an image, left out]\n[resource file:///r.txt]\nr", false},
+		{"docs__huge", `{}`, "\n[cut: the result is over 64 KiB]", false},
+		{"docs__slow", `{}`, "The MCP server docs did not answer within 2s.", true},
+		{"docs__drop_all", `{}`, "There is no tool docs__drop_all.", true},
+		{"docs__search", `[1]`, "The arguments are not a JSON object", true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			res, err := c.Call(t.Context(), tt.name, json.RawMessage(tt.args))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(res.Text, tt.want) || res.Failed != tt.failed || len(res.Text) > MaxResult+100 {
+				t.Errorf("Call = %q (failed %v), want %q (failed %v)", clip(res.Text), res.Failed, tt.want, tt.failed)
+			}
+		})
+	}
+	_, calls := s.record()
+	for _, call := range calls {
+		if strings.HasPrefix(call, "drop_all") {
+			t.Errorf("a tool the operator does not offer was called: %v", calls)
+		}
+	}
+	if len(calls) == 0 || calls[0] != `search {"q":"retry"}` {
+		t.Errorf("calls = %v", calls)
+	}
+}
+
+func clip(s string) string {
+	if len(s) > 200 {
+		return s[:200] + "…"
+	}
+	return s
+}
+
+// A task that stops stops its call: that is an error, not a result.
+func TestCallCancelled(t *testing.T) {
+	s := newServer(t)
+	c := New([]policy.ToolServer{docs(s.URL + "/mcp")}, env, nil, "test", nil)
+	c.Tools(t.Context())
+	ctx, cancel := context.WithCancel(t.Context())
+	time.AfterFunc(100*time.Millisecond, cancel)
+	if _, err := c.Call(ctx, "docs__slow", json.RawMessage(`{}`)); err == nil {
+		t.Fatal("a cancelled call returned a result")
+	}
+}
+
+// A server that is down, answers what is not MCP, redirects elsewhere or
+// lacks its credential leaves its tools out with a note, and the
+// credential never reaches another host or a note.
+func TestUnavailableServers(t *testing.T) {
+	down := httptest.NewServer(http.NotFoundHandler())
+	down.Close()
+	garbage := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte("{not json"))
+	}))
+	defer garbage.Close()
+	var mu sync.Mutex
+	var elsewhere []string
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		elsewhere = append(elsewhere, r.Header.Get("Authorization"))
+		mu.Unlock()
+	}))
+	defer other.Close()
+	redirect := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, other.URL+"/mcp", http.StatusTemporaryRedirect)
+	}))
+	defer redirect.Close()
+	big := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"jsonrpc":"2.0","id":1,"result":{"x":"`))
+		w.Write([]byte(strings.Repeat("a", MaxResponse+1)))
+	}))
+	defer big.Close()
+
+	for _, tt := range []struct {
+		name, url string
+		env       func(string) string
+		want      string
+	}{
+		{"down", down.URL, env, "could not be reached"},
+		{"not mcp", garbage.URL, env, "could not be reached"},
+		{"redirect", redirect.URL, env, "could not be reached"},
+		{"too big", big.URL, env, "could not be reached"},
+		{"no credential", garbage.URL, func(string) string { return "" }, "the bot's environment has no value for DOCS_AUTH"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := New([]policy.ToolServer{docs(tt.url + "/mcp")}, tt.env, nil, "test", nil)
+			tools, notes := c.Tools(t.Context())
+			if len(tools) != 0 || len(notes) != 1 || !strings.Contains(notes[0], tt.want) || !strings.HasPrefix(notes[0], "The MCP server docs ") {
+				t.Fatalf("tools %v, notes %q; want a note with %q", tools, notes, tt.want)
+			}
+			if strings.Contains(notes[0], "sekrit") {
+				t.Errorf("a note holds the credential: %s", notes[0])
+			}
+			if res, err := c.Call(t.Context(), "docs__search", nil); err != nil || !res.Failed {
+				t.Errorf("Call = %+v, %v", res, err)
+			}
+		})
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(elsewhere) != 0 {
+		t.Errorf("a redirect reached another host, with Authorization %q", elsewhere)
+	}
+}
