@@ -81,6 +81,8 @@ type Limits struct {
 	// Protected are globs (as policy.ProtectedBy matches them) of paths
 	// the model may read but not create, change or delete.
 	Protected []string `json:"protected,omitempty"`
+	// ToolServers are the MCP servers whose tools the agent may call.
+	ToolServers []ToolServer `json:"tool_servers,omitempty"`
 }
 
 // PullBrief is what the agent is told about the pull request it works on.

@@ -1,5 +1,5 @@
 // Package mcptools gives the agent the tools of the MCP servers the
-// operator allows a repository (policy.ToolServer), over MCP's streamable
+// operator allows a repository (pullwright.ToolServer), over MCP's streamable
 // HTTP transport with the official Go SDK.
 //
 // The operator decides everything here: which servers, which of their
@@ -27,7 +27,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/pullwright/pullwright/policy"
+	"github.com/pullwright/pullwright"
 )
 
 // Sep joins a server's name and its tool's in the name the model sees:
@@ -68,7 +68,7 @@ type Result struct {
 
 // Client reaches one task's servers. It lists each server's tools once.
 type Client struct {
-	servers []policy.ToolServer
+	servers []pullwright.ToolServer
 	getenv  func(string) string
 	base    http.RoundTripper
 	version string
@@ -83,7 +83,7 @@ type Client struct {
 // New is a client of servers. getenv reads the credentials the operator
 // named (read at each call, never kept); base carries the requests
 // (http.DefaultTransport when nil).
-func New(servers []policy.ToolServer, getenv func(string) string, base http.RoundTripper, version string, log *slog.Logger) *Client {
+func New(servers []pullwright.ToolServer, getenv func(string) string, base http.RoundTripper, version string, log *slog.Logger) *Client {
 	if base == nil {
 		base = http.DefaultTransport
 	}
@@ -111,7 +111,7 @@ func (c *Client) Tools(ctx context.Context) (tools []Tool, notes []string) {
 	return c.tools, c.notes
 }
 
-func (c *Client) list(ctx context.Context, s policy.ToolServer) ([]Tool, []string) {
+func (c *Client) list(ctx context.Context, s pullwright.ToolServer) ([]Tool, []string) {
 	ctx, cancel := context.WithTimeout(ctx, min(s.Timeout, listTimeout))
 	defer cancel()
 	cs, err := c.connect(ctx, s)
@@ -203,7 +203,7 @@ func (c *Client) Call(ctx context.Context, name string, args json.RawMessage) (R
 	if !ok {
 		return Result{Text: "There is no tool " + name + ".", Failed: true}, nil
 	}
-	var s policy.ToolServer
+	var s pullwright.ToolServer
 	for _, srv := range c.servers {
 		if srv.Name == t.Server {
 			s = srv
@@ -231,7 +231,7 @@ func (c *Client) Call(ctx context.Context, name string, args json.RawMessage) (R
 	return render(res), nil
 }
 
-func (c *Client) call(ctx context.Context, s policy.ToolServer, tool string, args map[string]any) (*mcp.CallToolResult, error) {
+func (c *Client) call(ctx context.Context, s pullwright.ToolServer, tool string, args map[string]any) (*mcp.CallToolResult, error) {
 	cs, err := c.connect(ctx, s)
 	if err != nil {
 		return nil, err
@@ -249,7 +249,7 @@ func (c *Client) call(ctx context.Context, s policy.ToolServer, tool string, arg
 
 // connect opens a session with s, its credentials added to requests to
 // its own host only, no redirect followed, and each answer bounded.
-func (c *Client) connect(ctx context.Context, s policy.ToolServer) (*mcp.ClientSession, error) {
+func (c *Client) connect(ctx context.Context, s pullwright.ToolServer) (*mcp.ClientSession, error) {
 	u, err := url.Parse(s.URL)
 	if err != nil {
 		return nil, fmt.Errorf("the server's URL: %w", err)

@@ -12,7 +12,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/pullwright/pullwright/policy"
+	"github.com/pullwright/pullwright"
 )
 
 // server is an MCP server made with the same SDK, over streamable HTTP,
@@ -79,8 +79,8 @@ func (s *server) record() (auth, calls []string) {
 	return append([]string(nil), s.auth...), append([]string(nil), s.calls...)
 }
 
-func docs(url string) policy.ToolServer {
-	return policy.ToolServer{Name: "docs", URL: url, HeadersFromEnv: map[string]string{"Authorization": "DOCS_AUTH"},
+func docs(url string) pullwright.ToolServer {
+	return pullwright.ToolServer{Name: "docs", URL: url, HeadersFromEnv: map[string]string{"Authorization": "DOCS_AUTH"},
 		Tools: []string{"search", "file_issue", "broken", "huge", "mixed", "slow", "missing"}, ReadOnly: []string{"search"}, Timeout: 2 * time.Second}
 }
 
@@ -88,7 +88,7 @@ func env(k string) string { return map[string]string{"DOCS_AUTH": "Bearer sekrit
 
 func TestTools(t *testing.T) {
 	s := newServer(t)
-	c := New([]policy.ToolServer{docs(s.URL + "/mcp")}, env, nil, "test", nil)
+	c := New([]pullwright.ToolServer{docs(s.URL + "/mcp")}, env, nil, "test", nil)
 	tools, notes := c.Tools(t.Context())
 	var names []string
 	for _, tl := range tools {
@@ -123,7 +123,7 @@ func TestTools(t *testing.T) {
 
 func TestCall(t *testing.T) {
 	s := newServer(t)
-	c := New([]policy.ToolServer{docs(s.URL + "/mcp")}, env, nil, "test", nil)
+	c := New([]pullwright.ToolServer{docs(s.URL + "/mcp")}, env, nil, "test", nil)
 	for _, tt := range []struct {
 		name, args string
 		want       string
@@ -168,7 +168,7 @@ func clip(s string) string {
 // A task that stops stops its call: that is an error, not a result.
 func TestCallCancelled(t *testing.T) {
 	s := newServer(t)
-	c := New([]policy.ToolServer{docs(s.URL + "/mcp")}, env, nil, "test", nil)
+	c := New([]pullwright.ToolServer{docs(s.URL + "/mcp")}, env, nil, "test", nil)
 	c.Tools(t.Context())
 	ctx, cancel := context.WithCancel(t.Context())
 	time.AfterFunc(100*time.Millisecond, cancel)
@@ -219,7 +219,7 @@ func TestUnavailableServers(t *testing.T) {
 		{"no credential", garbage.URL, func(string) string { return "" }, "the bot's environment has no value for DOCS_AUTH"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			c := New([]policy.ToolServer{docs(tt.url + "/mcp")}, tt.env, nil, "test", nil)
+			c := New([]pullwright.ToolServer{docs(tt.url + "/mcp")}, tt.env, nil, "test", nil)
 			tools, notes := c.Tools(t.Context())
 			if len(tools) != 0 || len(notes) != 1 || !strings.Contains(notes[0], tt.want) || !strings.HasPrefix(notes[0], "The MCP server docs ") {
 				t.Fatalf("tools %v, notes %q; want a note with %q", tools, notes, tt.want)

@@ -4,13 +4,14 @@ import (
 	"fmt"
 	"maps"
 	"net"
-	"net/http"
 	"net/url"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/pullwright/pullwright"
 )
 
 // MCP is the operator's list of Model Context Protocol servers whose
@@ -47,31 +48,9 @@ type MCPServer struct {
 	Timeout Duration `yaml:"timeout" json:"timeout,omitempty"`
 }
 
-// ToolServer is an MCP server as one task may use it: the operator's
-// entry that the repository asked for, resolved. It is stored with the
-// task's settings; it holds the names of the variables with credentials,
-// never their values.
-type ToolServer struct {
-	Name           string            `json:"name"`
-	URL            string            `json:"url"`
-	HeadersFromEnv map[string]string `json:"headers_from_env,omitempty"`
-	Tools          []string          `json:"tools"`
-	ReadOnly       []string          `json:"read_only,omitempty"`
-	Timeout        time.Duration     `json:"timeout"`
-}
-
-// Offers reports whether the server's tool may be offered to the agent.
-func (s ToolServer) Offers(tool string) bool { return matchesName(s.Tools, tool) }
-
-// IsReadOnly reports whether the operator marked the tool read-only: its
-// calls run without asking.
-func (s ToolServer) IsReadOnly(tool string) bool {
-	return s.Offers(tool) && matchesName(s.ReadOnly, tool)
-}
-
-func matchesName(list []string, name string) bool {
-	return slices.Contains(list, "*") || slices.Contains(list, name)
-}
+// ToolServer is an MCP server as one task may use it
+// (pullwright.ToolServer).
+type ToolServer = pullwright.ToolServer
 
 // DefaultMCPTimeout bounds a call when the operator sets no timeout.
 const DefaultMCPTimeout = 30 * time.Second
@@ -126,7 +105,7 @@ func (o *Operator) validateMCP(errs *Errors, at func(string) int) {
 			}
 		}
 		for i, t := range s.ReadOnly {
-			if t != "*" && !matchesName(s.Tools, t) {
+			if t != "*" && !slices.Contains(s.Tools, "*") && !slices.Contains(s.Tools, t) {
 				key := fmt.Sprintf("%s.read_only[%d]", k, i)
 				errs.add(at(key), key, "%s is not among the server's tools", t)
 			}
@@ -250,21 +229,4 @@ func repoAllowed(patterns []string, repo string) bool {
 		}
 	}
 	return false
-}
-
-// HeaderValues are the server's headers with their values from getenv,
-// and the names of variables that are unset or empty: a call without
-// its credential would fail at the server with a less clear message.
-func (s ToolServer) HeaderValues(getenv func(string) string) (http.Header, []string) {
-	h := http.Header{}
-	var missing []string
-	for _, name := range slices.Sorted(maps.Keys(s.HeadersFromEnv)) {
-		v := getenv(s.HeadersFromEnv[name])
-		if v == "" {
-			missing = append(missing, s.HeadersFromEnv[name])
-			continue
-		}
-		h.Set(name, v)
-	}
-	return h, missing
 }

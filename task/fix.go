@@ -575,6 +575,6 @@ func limits(s policy.Settings) pullwright.Limits {
 	return pullwright.Limits{
 		MaxTurns: s.MaxTurns, MaxTokens: s.MaxTokens, MaxCostUSD: s.MaxCostUSD,
 		PriceInput: s.Price.Input, PriceOutput: s.Price.Output, PriceCachedInput: s.Price.CachedInput, Priced: s.Priced,
-		Model: s.Model, Profile: s.Profile, Protected: s.Protected,
+		Model: s.Model, Profile: s.Profile, Protected: s.Protected, ToolServers: s.MCP,
 	}
 }
