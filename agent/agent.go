@@ -86,6 +86,12 @@ type Config struct {
 	// MaxRetryWait caps every wait before a retry, Retry-After included.
 	// Default 60s.
 	MaxRetryWait time.Duration
+	// Getenv reads the credentials of the task's MCP servers, named by
+	// the operator (pullwright.ToolServer.HeadersFromEnv), at each call;
+	// nil reads none. MCPTransport carries the calls (nil:
+	// http.DefaultTransport).
+	Getenv       func(string) string
+	MCPTransport http.RoundTripper
 	Logger       *slog.Logger
 }
 
@@ -481,7 +487,9 @@ func (a *Agent) Turn(ctx context.Context, st *State, workdir string) error {
 		log.Info("conversation compacted; the turn's call is made next")
 		return nil
 	}
+	ext := a.serverTools(ctx, st, log)
 	req := a.request(st, model)
+	req.Tools = ext.with(req.Tools)
 	resp, err := a.complete(ctx, st, model, req)
 	if isContextOverflow(err) {
 		// The estimate was wrong or the profile's window too large: compact
@@ -504,6 +512,7 @@ func (a *Agent) Turn(ctx context.Context, st *State, workdir string) error {
 			return nil
 		}
 		sent, req = shrunk, a.request(st, model)
+		req.Tools = ext.with(req.Tools)
 		if resp, err = a.complete(ctx, st, model, req); isContextOverflow(err) {
 			log.Warn("model call refused as too long after compaction", "err", err)
 			return fmt.Errorf("%w: context: %w, even compacted (turn %d)", ErrBudget, errOverflow, turn)
@@ -562,7 +571,7 @@ func (a *Agent) Turn(ctx context.Context, st *State, workdir string) error {
 			f.Arguments = storedArguments(f.Arguments)
 		}
 	}()
-	env := toolEnv{ctx: ctx, ws: ws, st: st}
+	env := toolEnv{ctx: ctx, ws: ws, st: st, ext: ext}
 	names := make([]string, 0, len(msg.ToolCalls))
 	var repaired []string
 	// A message that asks to run a command cannot also finish: the model has
@@ -710,6 +719,9 @@ func assistantMessage(m openai.ChatCompletionMessage, turn int) openai.ChatCompl
 func (a *Agent) runTool(env toolEnv, tc openai.ToolCall) (content, step string, repairs []string) {
 	name := tc.Function.Name
 	t, ok := toolsByName[name]
+	if !ok && env.ext.has(name) {
+		t, ok = env.ext.tool(name), true
+	}
 	if !ok {
 		return "error: unknown tool " + fmt.Sprintf("%q", name) + "; the available tools are: " + toolNames(),
 			fmt.Sprintf("called unknown tool `%s`", untrusted.Cut(name, 40)), nil

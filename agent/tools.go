@@ -61,6 +61,8 @@ type toolEnv struct {
 	// cut, when set, is why the answer the call came in stopped early
 	// (finish_reason length or content_filter).
 	cut string
+	// ext are the turn's MCP tools, if the task has any.
+	ext *serverTools
 }
 
 type tool struct {

@@ -74,6 +74,10 @@ type Config struct {
 	// read once at start: the proxy setups go out through when the
 	// operator's file names none (fence.parent_proxy).
 	ProxyEnv httpproxy.Config
+	// Getenv reads the bot's environment when an MCP server is called: the
+	// operator's file names the variables that hold the servers'
+	// credentials (mcp.servers.*.headers_from_env). nil reads none.
+	Getenv func(string) string
 	// WorkDir holds the task workspaces.
 	WorkDir string
 	// Workers is how many tasks run at once.
@@ -218,6 +222,7 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 		MaxTurns:   cfg.MaxTurns,
 		MaxTokens:  cfg.MaxTokens,
 		MaxRetries: cfg.LLMRetries,
+		Getenv:     cfg.Getenv,
 		Logger:     log.With("component", "agent"),
 	})
 	if err != nil {

@@ -135,8 +135,8 @@ func (c *Client) list(ctx context.Context, s pullwright.ToolServer) ([]Tool, []s
 			continue
 		}
 		schema, err := json.Marshal(t.InputSchema)
-		if err != nil || !objectSchema(schema) {
-			notes = append(notes, fmt.Sprintf("The MCP tool %s%s%s has no usable input schema; it is left out.", s.Name, Sep, t.Name))
+		if err != nil || !objectSchema(schema) || len(schema) > maxSchema {
+			notes = append(notes, fmt.Sprintf("The MCP tool %s%s%s has no usable input schema (an object schema of at most 16 KiB); it is left out.", s.Name, Sep, t.Name))
 			continue
 		}
 		tools = append(tools, Tool{Name: s.Name + Sep + t.Name, Server: s.Name, Tool: t.Name,
@@ -151,6 +151,9 @@ func (c *Client) list(ctx context.Context, s pullwright.ToolServer) ([]Tool, []s
 
 // maxToolsPerServer bounds what one server adds to every request's tools.
 const maxToolsPerServer = 32
+
+// maxSchema bounds a tool's input schema, which every request carries.
+const maxSchema = 16 << 10
 
 // maxDescription bounds a tool's description as the model sees it.
 const maxDescription = 1024

@@ -10,74 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/pullwright/pullwright"
+	"github.com/pullwright/pullwright/internal/mcptest"
 )
-
-// server is an MCP server made with the same SDK, over streamable HTTP,
-// that records the headers and tool calls it was sent.
-type server struct {
-	*httptest.Server
-	mu      sync.Mutex
-	auth    []string
-	calls   []string
-	release chan struct{}
-}
-
-func newServer(t *testing.T) *server {
-	t.Helper()
-	s := &server{release: make(chan struct{})}
-	m := mcp.NewServer(&mcp.Implementation{Name: "test", Version: "1"}, nil)
-	object := map[string]any{"type": "object", "properties": map[string]any{"q": map[string]any{"type": "string"}}}
-	add := func(name, desc string, ann *mcp.ToolAnnotations, h func(args map[string]any) *mcp.CallToolResult) {
-		m.AddTool(&mcp.Tool{Name: name, Description: desc, InputSchema: object, Annotations: ann}, func(ctx context.Context, r *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			s.mu.Lock()
-			s.calls = append(s.calls, name+" "+string(r.Params.Arguments))
-			s.mu.Unlock()
-			var args map[string]any
-			_ = json.Unmarshal(r.Params.Arguments, &args)
-			return h(args), nil
-		})
-	}
-	text := func(s string) *mcp.CallToolResult {
-		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
-	}
-	add("search", "Search the docs.", nil, func(a map[string]any) *mcp.CallToolResult { return text("found: " + a["q"].(string)) })
-	// The server calls it read-only; the operator did not.
-	add("file_issue", "File an issue.", &mcp.ToolAnnotations{ReadOnlyHint: true}, func(map[string]any) *mcp.CallToolResult { return text("filed") })
-	add("drop_all", "Not offered.", nil, func(map[string]any) *mcp.CallToolResult { return text("dropped") })
-	add("broken", "Fails.", nil, func(map[string]any) *mcp.CallToolResult {
-		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "no such page"}}}
-	})
-	add("huge", "Answers a lot.", nil, func(map[string]any) *mcp.CallToolResult { return text(strings.Repeat("x", MaxResult+10)) })
-	add("mixed", "Answers in parts.", nil, func(map[string]any) *mcp.CallToolResult {
-		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "a"}, &mcp.ImageContent{Data: []byte("png"), MIMEType: "image/png"},
-			&mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: "file:///r.txt", Text: "r"}}}}
-	})
-	m.AddTool(&mcp.Tool{Name: "slow", Description: "Waits.", InputSchema: object}, func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		select {
-		case <-s.release:
-		case <-ctx.Done():
-		}
-		return text("late"), nil
-	})
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return m }, nil)
-	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.mu.Lock()
-		s.auth = append(s.auth, r.Header.Get("Authorization"))
-		s.mu.Unlock()
-		h.ServeHTTP(w, r)
-	}))
-	t.Cleanup(func() { close(s.release); s.Close() })
-	return s
-}
-
-func (s *server) record() (auth, calls []string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]string(nil), s.auth...), append([]string(nil), s.calls...)
-}
 
 func docs(url string) pullwright.ToolServer {
 	return pullwright.ToolServer{Name: "docs", URL: url, HeadersFromEnv: map[string]string{"Authorization": "DOCS_AUTH"},
@@ -87,8 +22,8 @@ func docs(url string) pullwright.ToolServer {
 func env(k string) string { return map[string]string{"DOCS_AUTH": "Bearer sekrit-token"}[k] }
 
 func TestTools(t *testing.T) {
-	s := newServer(t)
-	c := New([]pullwright.ToolServer{docs(s.URL + "/mcp")}, env, nil, "test", nil)
+	s := mcptest.New(t)
+	c := New([]pullwright.ToolServer{docs(s.URL)}, env, nil, "test", nil)
 	tools, notes := c.Tools(t.Context())
 	var names []string
 	for _, tl := range tools {
@@ -109,21 +44,21 @@ func TestTools(t *testing.T) {
 	if len(notes) != 0 {
 		t.Errorf("notes = %v", notes)
 	}
-	auth, _ := s.record()
+	auth := s.Auth()
 	if len(auth) == 0 || auth[0] != "Bearer sekrit-token" {
 		t.Errorf("the server was sent Authorization %q", auth)
 	}
 	// Listed once per client.
 	n := len(auth)
 	c.Tools(t.Context())
-	if auth, _ := s.record(); len(auth) != n {
+	if auth := s.Auth(); len(auth) != n {
 		t.Errorf("the tools were listed again: %d requests, then %d", n, len(auth))
 	}
 }
 
 func TestCall(t *testing.T) {
-	s := newServer(t)
-	c := New([]pullwright.ToolServer{docs(s.URL + "/mcp")}, env, nil, "test", nil)
+	s := mcptest.New(t)
+	c := New([]pullwright.ToolServer{docs(s.URL)}, env, nil, "test", nil)
 	for _, tt := range []struct {
 		name, args string
 		want       string
@@ -147,7 +82,7 @@ func TestCall(t *testing.T) {
 			}
 		})
 	}
-	_, calls := s.record()
+	calls := s.Calls()
 	for _, call := range calls {
 		if strings.HasPrefix(call, "drop_all") {
 			t.Errorf("a tool the operator does not offer was called: %v", calls)
@@ -167,8 +102,8 @@ func clip(s string) string {
 
 // A task that stops stops its call: that is an error, not a result.
 func TestCallCancelled(t *testing.T) {
-	s := newServer(t)
-	c := New([]pullwright.ToolServer{docs(s.URL + "/mcp")}, env, nil, "test", nil)
+	s := mcptest.New(t)
+	c := New([]pullwright.ToolServer{docs(s.URL)}, env, nil, "test", nil)
 	c.Tools(t.Context())
 	ctx, cancel := context.WithCancel(t.Context())
 	time.AfterFunc(100*time.Millisecond, cancel)

@@ -30,7 +30,7 @@ func runAction(ctx context.Context, getenv func(string) string, stderr io.Writer
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	res, err := app.RunAction(ctx, env, app.Config{Logger: log, ProxyEnv: proxyEnv(getenv), SandboxCABundle: getenv("BOT_SANDBOX_CA_BUNDLE")})
+	res, err := app.RunAction(ctx, env, app.Config{Logger: log, Getenv: getenv, ProxyEnv: proxyEnv(getenv), SandboxCABundle: getenv("BOT_SANDBOX_CA_BUNDLE")})
 	report(getenv, log, res)
 	if err != nil {
 		return err

@@ -204,6 +204,7 @@ func logger(format string, w io.Writer) *slog.Logger {
 // before anything starts.
 func config(get func(string) string) (app.Config, error) {
 	cfg := app.Config{
+		Getenv:           get,
 		Addr:             get("BOT_ADDR"),
 		DatabaseURL:      get("BOT_DATABASE_URL"),
 		Command:          get("BOT_COMMAND"),
