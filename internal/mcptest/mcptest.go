@@ -40,7 +40,9 @@ func New(t testing.TB) *Server {
 	s := &Server{release: make(chan struct{})}
 	m := mcp.NewServer(&mcp.Implementation{Name: "mcptest", Version: "1"}, nil)
 	object := map[string]any{"type": "object", "properties": map[string]any{"q": map[string]any{"type": "string"}}}
-	text := func(s string) *mcp.CallToolResult { return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}} }
+	text := func(s string) *mcp.CallToolResult {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
+	}
 	add := func(name, desc string, ann *mcp.ToolAnnotations, h func(ctx context.Context, args map[string]any) *mcp.CallToolResult) {
 		m.AddTool(&mcp.Tool{Name: name, Description: desc, InputSchema: object, Annotations: ann}, func(ctx context.Context, r *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			s.mu.Lock()
