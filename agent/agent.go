@@ -289,6 +289,9 @@ type State struct {
 	// Pending is the execution request the last turn ended with; while it is
 	// set, Turn refuses to run (ErrPending) until Resolve answers it.
 	Pending *Request `json:"pending,omitempty"`
+	// extraBytes is what the turn's MCP tools add to each request
+	// (serverTools.size); not saved, since each turn lists them anew.
+	extraBytes int
 	// Limits are the task's rules, from Brief.Limits. A State saved before
 	// they existed has none, and runs under Config's.
 	Limits pullwright.Limits `json:"limits,omitzero"`
@@ -475,6 +478,9 @@ func (a *Agent) Turn(ctx context.Context, st *State, workdir string) error {
 	model := a.model(st)
 	log := a.log.With("model", model, "turn", turn)
 	compactions := st.Compactions
+	// The MCP tools' definitions go with every request: counted in it.
+	ext := a.serverTools(ctx, st, log)
+	st.extraBytes = ext.size()
 	sent, err := a.fit(ctx, st, model)
 	if err != nil {
 		return err
@@ -487,7 +493,6 @@ func (a *Agent) Turn(ctx context.Context, st *State, workdir string) error {
 		log.Info("conversation compacted; the turn's call is made next")
 		return nil
 	}
-	ext := a.serverTools(ctx, st, log)
 	req := a.request(st, model)
 	req.Tools = ext.with(req.Tools)
 	resp, err := a.complete(ctx, st, model, req)

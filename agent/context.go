@@ -159,6 +159,10 @@ func (a *Agent) requestBytes(msgs []openai.ChatCompletionMessage) int {
 	return n
 }
 
+// stateBytes is the counted size of st's next request: its messages, the
+// agent's tools and the turn's MCP tools.
+func (a *Agent) stateBytes(st *State) int { return a.requestBytes(st.Messages) + st.extraBytes }
+
 // fit brings st.Messages under the context budget before a model call and
 // returns the counted size of what is to be sent. It changes the stored
 // conversation itself, never a copy, so that a task resumed from storage
@@ -177,7 +181,7 @@ func (a *Agent) fit(ctx context.Context, st *State, model string) (int, error) {
 	// have tokenised more densely than what was added since: fitting a
 	// little under the budget keeps the endpoint's count under it.
 	budget := int(float64(contextBudget(st)) * (1 - estimateMargin))
-	size := a.requestBytes(st.Messages)
+	size := a.stateBytes(st)
 	before := st.tokensFor(size)
 	if before <= budget {
 		return size, nil
@@ -299,7 +303,7 @@ func stub(tc openai.ToolCall, content string) string {
 func (a *Agent) compact(ctx context.Context, st *State, model string, budget int) (int, error) {
 	cut := tailStart(st.Messages, keepTurns)
 	if cut <= 2 {
-		return a.requestBytes(st.Messages), nil // nothing (new) to compact
+		return a.stateBytes(st), nil // nothing (new) to compact
 	}
 	dropped := st.Messages[2:cut]
 	answers := 0
@@ -336,7 +340,7 @@ func (a *Agent) compact(ctx context.Context, st *State, model string, budget int
 	st.Messages = msgs
 	st.BriefBytes = len(brief)
 	st.Compactions++
-	return a.requestBytes(st.Messages), nil
+	return a.stateBytes(st), nil
 }
 
 // briefOf is the maintainer's request as the first message said it before

@@ -23,7 +23,19 @@ type serverTools struct {
 	// offered at all rather than run unasked.
 	offered []mcptools.Tool
 	defs    []openai.Tool
+	// bytes is the counted size of defs, which every request carries.
+	bytes int
+	// calls counts the calls of the turn's answer (maxCallsPerAnswer).
+	calls int
 }
+
+// maxToolBytes bounds what the MCP tools' definitions add to every
+// request; maxCallsPerAnswer the MCP calls one answer may make, each of
+// which may take its server's timeout.
+const (
+	maxToolBytes      = 32 << 10
+	maxCallsPerAnswer = 8
+)
 
 // serverTools lists st's MCP tools. A server that cannot be listed is
 // logged and left out: the agent works with what it has.
@@ -45,9 +57,16 @@ func (a *Agent) serverTools(ctx context.Context, st *State, log *slog.Logger) *s
 		if !t.ReadOnly {
 			continue
 		}
+		def := openai.Tool{Type: openai.ToolTypeFunction, Function: &openai.FunctionDefinition{
+			Name: t.Name, Description: t.Description, Parameters: t.Schema}}
+		b, err := json.Marshal(def)
+		if err != nil || s.bytes+len(b) > maxToolBytes {
+			log.Warn("mcp tool left out: the MCP tools' definitions would be over their share of every request", "tool", t.Name, "limit_bytes", maxToolBytes)
+			continue
+		}
+		s.bytes += len(b)
 		s.offered = append(s.offered, t)
-		s.defs = append(s.defs, openai.Tool{Type: openai.ToolTypeFunction, Function: &openai.FunctionDefinition{
-			Name: t.Name, Description: t.Description, Parameters: t.Schema}})
+		s.defs = append(s.defs, def)
 	}
 	return s
 }
@@ -71,6 +90,9 @@ func (s *serverTools) run(env toolEnv, name string, raw json.RawMessage) (res to
 		return toolResult{}, false, nil
 	}
 	t := s.offered[i]
+	if s.calls++; s.calls > maxCallsPerAnswer {
+		return toolResult{}, true, errorf("at most %d MCP calls per answer: ask for the rest in your next answer", maxCallsPerAnswer)
+	}
 	r, err := s.client.Call(env.ctx, name, raw)
 	if err != nil {
 		return toolResult{}, true, err
@@ -79,7 +101,7 @@ func (s *serverTools) run(env toolEnv, name string, raw json.RawMessage) (res to
 	if r.Failed {
 		step += ": it failed"
 	}
-	return toolResult{text: r.Text, block: "mcp_result", attrs: fmt.Sprintf(" server=%q tool=%q", t.Server, t.Tool), step: step}, true, nil
+	return toolResult{text: r.Text, block: "untrusted-mcp-result", attrs: fmt.Sprintf(" server=%q tool=%q", t.Server, t.Tool), step: step}, true, nil
 }
 
 func (s *serverTools) has(name string) bool {
@@ -94,4 +116,12 @@ func (s *serverTools) tool(name string) *tool {
 		res, _, err := s.run(env, name, raw)
 		return res, err
 	}}
+}
+
+// size is the counted size of the MCP tools' definitions.
+func (s *serverTools) size() int {
+	if s == nil {
+		return 0
+	}
+	return s.bytes
 }

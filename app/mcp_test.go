@@ -63,7 +63,7 @@ func TestAnMCPToolReachesTheModel(t *testing.T) {
 			result = m.Content
 		}
 	}
-	if !strings.Contains(result, `<mcp_result server="docs" tool="search">`) || !strings.Contains(result, "found: commit spelling") {
+	if !strings.Contains(result, `<untrusted-mcp-result server="docs" tool="search">`) || !strings.Contains(result, "found: commit spelling") {
 		t.Errorf("the model's next request carries %q", result)
 	}
 	for i, r := range reqs {

@@ -28,6 +28,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/pullwright/pullwright"
+	"github.com/pullwright/pullwright/untrusted"
 )
 
 // Sep joins a server's name and its tool's in the name the model sees:
@@ -41,8 +42,9 @@ const (
 	MaxResponse = 4 << 20
 )
 
-// listTimeout bounds connecting to a server and listing its tools.
-const listTimeout = 20 * time.Second
+// listTimeout bounds connecting to a server and listing its tools, which
+// every turn does.
+const listTimeout = 10 * time.Second
 
 // Tool is one server's tool as the agent is offered it.
 type Tool struct {
@@ -114,43 +116,74 @@ func (c *Client) Tools(ctx context.Context) (tools []Tool, notes []string) {
 func (c *Client) list(ctx context.Context, s pullwright.ToolServer) ([]Tool, []string) {
 	ctx, cancel := context.WithTimeout(ctx, min(s.Timeout, listTimeout))
 	defer cancel()
+	secrets := c.secrets(s)
 	cs, err := c.connect(ctx, s)
 	if err != nil {
-		c.log.Warn("mcp server unreachable", "server", s.Name, "err", err)
-		return nil, []string{fmt.Sprintf("The MCP server %s could not be reached, so its tools are not available: %s", s.Name, why(err))}
+		msg := why(err, secrets)
+		c.log.Warn("mcp server unreachable", "server", s.Name, "err", msg)
+		return nil, []string{fmt.Sprintf("The MCP server %s could not be reached, so its tools are not available: %s", s.Name, msg)}
 	}
-	defer cs.Close()
+	// The session's end waits on the server; a listing cut short by
+	// its deadline need not.
+	defer func() {
+		if ctx.Err() != nil {
+			go cs.Close()
+		} else {
+			cs.Close()
+		}
+	}()
 	var tools []Tool
 	var notes []string
+	note := func(n string) {
+		if len(notes) < maxNotes && !slices.Contains(notes, n) {
+			notes = append(notes, n)
+		}
+	}
+	seen := 0
 	for t, err := range cs.Tools(ctx, nil) {
 		if err != nil {
-			c.log.Warn("mcp tools list failed", "server", s.Name, "err", err)
-			return nil, []string{fmt.Sprintf("The MCP server %s did not list its tools, so they are not available: %s", s.Name, why(err))}
+			msg := why(err, secrets)
+			c.log.Warn("mcp tools list failed", "server", s.Name, "err", msg)
+			return nil, []string{fmt.Sprintf("The MCP server %s did not list its tools, so they are not available: %s", s.Name, msg)}
+		}
+		if seen++; seen > maxListed {
+			note(fmt.Sprintf("The MCP server %s lists more than %d tools; the rest are left out.", s.Name, maxListed))
+			break
 		}
 		if t == nil || !s.Offers(t.Name) {
 			continue
 		}
 		if !toolName(t.Name) {
-			notes = append(notes, fmt.Sprintf("The MCP server %s lists a tool whose name cannot be offered to you; it is left out.", s.Name))
+			note(fmt.Sprintf("The MCP server %s lists a tool whose name cannot be offered to you; it is left out.", s.Name))
+			continue
+		}
+		if slices.ContainsFunc(tools, func(o Tool) bool { return o.Tool == t.Name }) {
+			note(fmt.Sprintf("The MCP server %s lists %s twice; only the first is offered.", s.Name, t.Name))
 			continue
 		}
 		schema, err := json.Marshal(t.InputSchema)
 		if err != nil || !objectSchema(schema) || len(schema) > maxSchema {
-			notes = append(notes, fmt.Sprintf("The MCP tool %s%s%s has no usable input schema (an object schema of at most 16 KiB); it is left out.", s.Name, Sep, t.Name))
+			note(fmt.Sprintf("The MCP tool %s%s%s has no usable input schema (an object schema of at most 16 KiB); it is left out.", s.Name, Sep, t.Name))
 			continue
 		}
 		tools = append(tools, Tool{Name: s.Name + Sep + t.Name, Server: s.Name, Tool: t.Name,
 			Description: describe(s.Name, t), Schema: schema, ReadOnly: s.IsReadOnly(t.Name)})
 		if len(tools) == maxToolsPerServer {
-			notes = append(notes, fmt.Sprintf("The MCP server %s offers more than %d tools; only the first %d are available.", s.Name, maxToolsPerServer, maxToolsPerServer))
+			note(fmt.Sprintf("The MCP server %s offers more than %d tools; only the first %d are available.", s.Name, maxToolsPerServer, maxToolsPerServer))
 			break
 		}
 	}
 	return tools, notes
 }
 
-// maxToolsPerServer bounds what one server adds to every request's tools.
-const maxToolsPerServer = 32
+// maxToolsPerServer bounds what one server adds to every request's
+// tools; maxListed the tools of a listing read at all, maxNotes the notes
+// one listing gives.
+const (
+	maxToolsPerServer = 32
+	maxListed         = 500
+	maxNotes          = 5
+)
 
 // maxSchema bounds a tool's input schema, which every request carries.
 const maxSchema = 16 << 10
@@ -166,7 +199,7 @@ func describe(server string, t *mcp.Tool) string {
 	if d == "" {
 		d = "(no description)"
 	}
-	return fmt.Sprintf("A tool of the MCP server %s (%s), described by the server: %s", server, t.Name, d)
+	return fmt.Sprintf("A tool of the MCP server %s (%s), described by the server: %s", server, t.Name, untrusted.Neutralise(d))
 }
 
 // toolName reports whether a server's tool name can be part of a name a
@@ -220,18 +253,20 @@ func (c *Client) Call(ctx context.Context, name string, args json.RawMessage) (R
 	}
 	callCtx, cancel := context.WithTimeout(ctx, s.Timeout)
 	defer cancel()
+	secrets := c.secrets(s)
 	res, err := c.call(callCtx, s, t.Tool, arguments)
 	if err != nil {
 		if ctx.Err() != nil {
 			return Result{}, fmt.Errorf("call %s: %w", name, ctx.Err())
 		}
-		c.log.Warn("mcp call failed", "server", s.Name, "tool", t.Tool, "err", err)
+		msg := why(err, secrets)
+		c.log.Warn("mcp call failed", "server", s.Name, "tool", t.Tool, "err", msg)
 		if errors.Is(err, context.DeadlineExceeded) || callCtx.Err() != nil {
 			return Result{Text: fmt.Sprintf("The MCP server %s did not answer within %s.", s.Name, s.Timeout), Failed: true}, nil
 		}
-		return Result{Text: fmt.Sprintf("The call failed: %s", why(err)), Failed: true}, nil
+		return Result{Text: fmt.Sprintf("The call failed: %s", msg), Failed: true}, nil
 	}
-	return render(res), nil
+	return render(res, secrets), nil
 }
 
 func (c *Client) call(ctx context.Context, s pullwright.ToolServer, tool string, args map[string]any) (*mcp.CallToolResult, error) {
@@ -316,10 +351,39 @@ func (b *boundedBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// why is err in a line for the model: the SDK's words, bounded. They hold
-// no credential: those are only ever in request headers.
-func why(err error) string {
-	s := err.Error()
+// secrets are the values of s's credentials, and the token of each
+// "Scheme token" value: a server may echo a credential it refused, in an
+// error or a result, which must reach neither the model nor a log.
+func (c *Client) secrets(s pullwright.ToolServer) []string {
+	h, _ := s.HeaderValues(c.getenv)
+	var out []string
+	for _, vs := range h {
+		for _, v := range vs {
+			out = append(out, v)
+			if _, tok, ok := strings.Cut(v, " "); ok && len(strings.TrimSpace(tok)) >= 8 {
+				out = append(out, strings.TrimSpace(tok))
+			}
+		}
+	}
+	// The longest first, so that a token inside a value is not left half.
+	slices.SortFunc(out, func(a, b string) int { return len(b) - len(a) })
+	return out
+}
+
+// redact replaces each of secrets in s.
+func redact(s string, secrets []string) string {
+	for _, v := range secrets {
+		if v != "" {
+			s = strings.ReplaceAll(s, v, "[redacted]")
+		}
+	}
+	return s
+}
+
+// why is err in a line for the model: the SDK's words, bounded; callers
+// redact it.
+func why(err error, secrets []string) string {
+	s := redact(err.Error(), secrets)
 	if len(s) > 300 {
 		s = s[:300] + "…"
 	}
@@ -328,7 +392,7 @@ func why(err error) string {
 
 // render is a call's result as text: its text parts, a resource's text,
 // and a line for each part that is not text.
-func render(r *mcp.CallToolResult) Result {
+func render(r *mcp.CallToolResult, secrets []string) Result {
 	var b strings.Builder
 	for _, c := range r.Content {
 		if b.Len() > 0 {
@@ -358,9 +422,9 @@ func render(r *mcp.CallToolResult) Result {
 			b.Write(j)
 		}
 	}
-	text := b.String()
+	text := redact(b.String(), secrets)
 	if len(text) > MaxResult {
-		text = text[:MaxResult] + fmt.Sprintf("\n[cut: the result is over %d KiB]", MaxResult>>10)
+		text = untrusted.Cut(text, MaxResult) + fmt.Sprintf("\n[cut: the result is over %d KiB]", MaxResult>>10)
 	}
 	if text == "" {
 		text = "(the tool returned nothing)"

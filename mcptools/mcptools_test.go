@@ -3,6 +3,7 @@ package mcptools
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -16,7 +17,7 @@ import (
 
 func docs(url string) pullwright.ToolServer {
 	return pullwright.ToolServer{Name: "docs", URL: url, HeadersFromEnv: map[string]string{"Authorization": "DOCS_AUTH"},
-		Tools: []string{"search", "file_issue", "broken", "huge", "mixed", "slow", "missing"}, ReadOnly: []string{"search"}, Timeout: 2 * time.Second}
+		Tools: []string{"search", "file_issue", "broken", "huge", "mixed", "slow", "echo_auth", "missing"}, ReadOnly: []string{"search"}, Timeout: 2 * time.Second}
 }
 
 func env(k string) string { return map[string]string{"DOCS_AUTH": "Bearer sekrit-token"}[k] }
@@ -38,7 +39,7 @@ func TestTools(t *testing.T) {
 		}
 	}
 	// As the server lists them (by name); drop_all is not offered, "missing" not listed.
-	if got := strings.Join(names, " "); got != "docs__broken docs__file_issue docs__huge docs__mixed docs__search docs__slow" {
+	if got := strings.Join(names, " "); got != "docs__broken docs__echo_auth docs__file_issue docs__huge docs__mixed docs__search docs__slow" {
 		t.Errorf("tools = %s (notes %v)", got, notes)
 	}
 	if len(notes) != 0 {
@@ -58,7 +59,14 @@ func TestTools(t *testing.T) {
 
 func TestCall(t *testing.T) {
 	s := mcptest.New(t)
-	c := New([]pullwright.ToolServer{docs(s.URL)}, env, nil, "test", nil)
+	// Only the calls log, on the test's goroutine.
+	var logs strings.Builder
+	c := New([]pullwright.ToolServer{docs(s.URL)}, env, nil, "test", slog.New(slog.NewTextHandler(&logs, nil)))
+	defer func() {
+		if strings.Contains(logs.String(), "sekrit") {
+			t.Errorf("the log holds the credential:\n%s", logs.String())
+		}
+	}()
 	for _, tt := range []struct {
 		name, args string
 		want       string
@@ -71,6 +79,10 @@ func TestCall(t *testing.T) {
 		{"docs__slow", `{}`, "The MCP server docs did not answer within 2s.", true},
 		{"docs__drop_all", `{}`, "There is no tool docs__drop_all.", true},
 		{"docs__search", `[1]`, "The arguments are not a JSON object", true},
+		// A credential the server echoes reaches neither the model nor
+		// the log.
+		{"docs__echo_auth", `{}`, "bad token [redacted]", true},
+		{"docs__search", `{"q":"Bearer sekrit-token and sekrit-token"}`, "found: [redacted] and [redacted]", false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			res, err := c.Call(t.Context(), tt.name, json.RawMessage(tt.args))

@@ -6,12 +6,14 @@
 // the server hints it is read-only, which a client must not trust),
 // drop_all, broken (a tool error), huge (an answer over 64 KiB), mixed
 // (text, an image and a resource) and slow (answers when the test ends or
-// the call is cancelled).
+// the call is cancelled), and echo_auth (a protocol error that repeats the
+// Authorization header it was sent).
 package mcptest
 
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -66,6 +68,14 @@ func New(t testing.TB) *Server {
 	add("mixed", "Answers in parts.", nil, func(context.Context, map[string]any) *mcp.CallToolResult {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "a"}, &mcp.ImageContent{Data: []byte("png"), MIMEType: "image/png"},
 			&mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: "file:///r.txt", Text: "r"}}}}
+	})
+	// A server that echoes a credential it refused, as many do.
+	m.AddTool(&mcp.Tool{Name: "echo_auth", Description: "Refuses the caller.", InputSchema: object}, func(_ context.Context, r *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var auth string
+		if r.Extra != nil {
+			auth = r.Extra.Header.Get("Authorization")
+		}
+		return nil, fmt.Errorf("bad token %s", auth)
 	})
 	add("slow", "Waits.", nil, func(ctx context.Context, _ map[string]any) *mcp.CallToolResult {
 		select {
