@@ -90,7 +90,7 @@ func TestARepositoryCannotReachAnMCPServerItIsNotOffered(t *testing.T) {
 		t.Fatalf("task ended %s, want failed", tk.State)
 	}
 	status := e.waitComment(1, "cannot be used").Body
-	if !strings.Contains(status, "line 2, `mcp[0]`") || !strings.Contains(status, "does not offer docs to "+owner+"/"+repoName) {
+	if !strings.Contains(status, "line 2, `mcp[0]`") || !strings.Contains(status, `does not offer an MCP server "docs" to `+owner+"/"+repoName) {
 		t.Errorf("status comment:\n%s", status)
 	}
 	if llm.Calls() != 0 || len(srv.Auth()) != 0 {

@@ -173,13 +173,11 @@ func (o *Operator) ToolServers(repo string, c *Config) ([]ToolServer, error) {
 	var out []ToolServer
 	for i, name := range c.MCP {
 		key := fmt.Sprintf("mcp[%d]", i)
+		// One message whether the server exists or is another's: a
+		// repository learns only the servers it may use.
 		s, ok := o.MCP.Servers[name]
-		switch {
-		case !ok:
-			errs.add(c.Line(key), key, "%q is not an MCP server this installation offers%s", shorten(name, 40), offered(o, repo))
-			continue
-		case !repoAllowed(s.Repositories, repo):
-			errs.add(c.Line(key), key, "this installation does not offer %s to %s%s", name, repo, offered(o, repo))
+		if !ok || !repoAllowed(s.Repositories, repo) {
+			errs.add(c.Line(key), key, "this installation does not offer an MCP server %q to %s%s", shorten(name, 40), repo, offered(o, repo))
 			continue
 		}
 		if slices.ContainsFunc(out, func(t ToolServer) bool { return t.Name == name }) {

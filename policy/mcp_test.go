@@ -85,9 +85,9 @@ func TestToolServers(t *testing.T) {
 		{"owner case", "ACME/api", "mcp: [docs]\n", []string{"docs"}, ""},
 		{"both", "acme/web", "mcp: [docs, tracker, docs]\n", []string{"docs", "tracker"}, ""},
 		{"exact repo", "other/thing", "mcp: [tracker]\n", []string{"tracker"}, ""},
-		{"not offered to the repo", "acme/api", "\nmcp: [tracker]\n", nil, ".github/pullwright.yml:2: mcp[0]: this installation does not offer tracker to acme/api (it offers: docs)"},
-		{"another owner", "evil/acme", "mcp: [docs]\n", nil, "does not offer docs to evil/acme (it offers none to this repository)"},
-		{"unknown", "acme/api", "mcp: [docs, shell]\n", nil, `mcp[1]: "shell" is not an MCP server this installation offers (it offers: docs)`},
+		{"not offered to the repo", "acme/api", "\nmcp: [tracker]\n", nil, ".github/pullwright.yml:2: mcp[0]: this installation does not offer an MCP server \"tracker\" to acme/api (it offers: docs)"},
+		{"another owner", "evil/acme", "mcp: [docs]\n", nil, `does not offer an MCP server "docs" to evil/acme (it offers none to this repository)`},
+		{"unknown", "acme/api", "mcp: [docs, shell]\n", nil, `mcp[1]: this installation does not offer an MCP server "shell" to acme/api (it offers: docs)`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			c, err := Load([]byte(tt.yml))
