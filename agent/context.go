@@ -149,6 +149,12 @@ func msgBytes(m openai.ChatCompletionMessage) int {
 	return n
 }
 
+// stateBytes is the counted size of the request st makes: its messages,
+// the tool definitions and its pictures.
+func (a *Agent) stateBytes(st *State) int {
+	return a.requestBytes(st.Messages) + len(st.Images)*imageBytes
+}
+
 // requestBytes is the counted size of a request with msgs: the messages'
 // JSON and the tool definitions', which the endpoint counts as prompt too.
 func (a *Agent) requestBytes(msgs []openai.ChatCompletionMessage) int {
@@ -177,7 +183,7 @@ func (a *Agent) fit(ctx context.Context, st *State, model string) (int, error) {
 	// have tokenised more densely than what was added since: fitting a
 	// little under the budget keeps the endpoint's count under it.
 	budget := int(float64(contextBudget(st)) * (1 - estimateMargin))
-	size := a.requestBytes(st.Messages)
+	size := a.stateBytes(st)
 	before := st.tokensFor(size)
 	if before <= budget {
 		return size, nil
@@ -299,7 +305,7 @@ func stub(tc openai.ToolCall, content string) string {
 func (a *Agent) compact(ctx context.Context, st *State, model string, budget int) (int, error) {
 	cut := tailStart(st.Messages, keepTurns)
 	if cut <= 2 {
-		return a.requestBytes(st.Messages), nil // nothing (new) to compact
+		return a.stateBytes(st), nil // nothing (new) to compact
 	}
 	dropped := st.Messages[2:cut]
 	answers := 0
@@ -336,7 +342,7 @@ func (a *Agent) compact(ctx context.Context, st *State, model string, budget int
 	st.Messages = msgs
 	st.BriefBytes = len(brief)
 	st.Compactions++
-	return a.requestBytes(st.Messages), nil
+	return a.stateBytes(st), nil
 }
 
 // briefOf is the maintainer's request as the first message said it before
