@@ -159,3 +159,30 @@ func TestThePicturesOfAnIssueReachTheBrief(t *testing.T) {
 		})
 	}
 }
+
+// On a pull request, the pictures of its description count, named as
+// such.
+func TestThePicturesOfAPullRequestsDescription(t *testing.T) {
+	w, _ := pullWorld(t, false, map[string]string{"feature.go": "package feature\n"})
+	op := policy.DefaultOperator()
+	op.Models.Profiles = map[string]pullwright.ModelProfile{op.Models.Default: {Images: true}}
+	w.flow.Operator = op
+	host := &pictureHost{files: map[string][]byte{gh + "pr": png}}
+	w.flow.Pictures = host
+	is := w.gh.Issues[7]
+	is.Body = "It adds a feature, which looks like this:\n\n![after](" + gh + "pr)"
+	w.gh.Issues[7] = is
+	w.agent.Script = []tasktest.Turn{finish("Rename x", map[string]string{"feature.go": "package feature // fixed\n"})}
+	fix := w.fixPull("rename x", nil)
+	w.drain()
+	if len(w.agent.Briefs) != 1 {
+		t.Fatalf("the agent started %d times: %s", len(w.agent.Briefs), w.get(fix.ID).Error)
+	}
+	if b := w.agent.Briefs[0]; len(b.Images) != 1 || b.Images[0].Where != "image 1 of the pull request's description" || len(b.ImagesLeftOut) != 0 {
+		t.Errorf("brief images %+v, left out %q", b.Images, b.ImagesLeftOut)
+	}
+	c := w.gh.Comment(7, fmt.Sprintf("task-%d-status", fix.ID))
+	if c == nil || !strings.Contains(c.Text(), "The agent was given the picture the pull request shows.") {
+		t.Errorf("status comment %+v", c)
+	}
+}

@@ -30,18 +30,21 @@ type Pictured struct {
 	LeftOut int `json:"left_out,omitempty"`
 }
 
-// line is the status comment's sentence of p.
-func (p *Pictured) line() string {
+// line is the status comment's sentence of p, for a task on an issue
+// or a pull request (what).
+func (p *Pictured) line(what string) string {
 	shown := p.Given + p.LeftOut
 	switch {
+	case p.LeftOut == 0 && shown == 1:
+		return "The agent was given the picture the " + what + " shows."
 	case p.LeftOut == 0:
-		return fmt.Sprintf("The agent was given the %s the issue shows.", plural(shown, "picture", "pictures"))
+		return fmt.Sprintf("The agent was given the %d pictures the %s shows.", shown, what)
 	case p.Given == 0 && shown == 1:
-		return "The picture the issue shows was left out of what the agent reads; it was told why."
+		return "The picture the " + what + " shows was left out of what the agent reads; it was told why."
 	case p.Given == 0:
-		return fmt.Sprintf("The %d pictures the issue shows were left out of what the agent reads; it was told why.", shown)
+		return fmt.Sprintf("The %d pictures the %s shows were left out of what the agent reads; it was told why.", shown, what)
 	}
-	return fmt.Sprintf("The agent was given %d of the %d pictures the issue shows; it was told why the others were left out.", p.Given, shown)
+	return fmt.Sprintf("The agent was given %d of the %d pictures the %s shows; it was told why the others were left out.", p.Given, shown, what)
 }
 
 // pictureSource is a text whose pictures may reach the model, and how the

@@ -168,7 +168,11 @@ func RenderStatusWith(t *Task, command, session string) string {
 			plural(t.Unheard, "comment", "comments"), verb)
 	}
 	if p := t.Pictured; p != nil {
-		b.WriteString(p.line() + "\n\n")
+		what := "issue"
+		if t.Pull != nil {
+			what = "pull request"
+		}
+		b.WriteString(p.line(what) + "\n\n")
 	}
 	if g := t.Guidance; g != nil {
 		b.WriteString(guidanceLine(g, t.Repo.DefaultBranch) + "\n\n")
