@@ -130,7 +130,7 @@ func (f *Flow) prepare(ctx context.Context, t *Task) error {
 	comments, unheard := f.desk().heard(ctx, t, issue.Comments, map[string]bool{})
 	t.Unheard = unheard
 	lim := limits(settings)
-	pics, leftOut, err := f.pictures(ctx, t, lim.Profile.Images, settings.Model, issue.Body)
+	pics, leftOut, err := f.pictures(ctx, t, lim.Profile.Images, settings.Model, issue)
 	if err != nil {
 		return err
 	}

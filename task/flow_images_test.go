@@ -56,6 +56,7 @@ func TestThePicturesOfAnIssueReachTheBrief(t *testing.T) {
 		vision       bool
 		noPort       bool
 		body, instr  string
+		comment      string // the comment that asked, when the issue's comments hold it
 		files        map[string][]byte
 		given, asked []string
 		left         []string
@@ -72,6 +73,17 @@ func TestThePicturesOfAnIssueReachTheBrief(t *testing.T) {
 			asked:  []string{"a", "b", "c"},
 			left:   []string{"image 2 of the issue's body: it is on a site that is not GitHub's, which the bot does not fetch from"},
 			status: "The agent was given 3 of the 4 pictures the issue shows; it was told why the others were left out.",
+		},
+		{
+			name:    "the whole comment that asked counts, before the command's line too",
+			vision:  true,
+			body:    "README says widgte.",
+			instr:   "fix it",
+			comment: "Here it is: ![before](" + gh + "before)\n\n/agent fix it\n![after](" + gh + "after)",
+			files:   map[string][]byte{gh + "before": png, gh + "after": png},
+			given:   []string{"image 1 of the maintainer's request", "image 2 of the maintainer's request"},
+			asked:   []string{"before", "after"},
+			status:  "The agent was given the 2 pictures the issue shows.",
 		},
 		{
 			name:  "a text model gets none, and none is fetched",
@@ -128,6 +140,9 @@ func TestThePicturesOfAnIssueReachTheBrief(t *testing.T) {
 			is.Comments = append(is.Comments,
 				pullwright.Comment{Author: "mallory", Body: "![theirs](" + gh + "mallory)"},
 				pullwright.Comment{Author: "alice", Body: "![a writer's](" + gh + "alice)"})
+			if tc.comment != "" {
+				is.Comments = append(is.Comments, pullwright.Comment{ID: 11, Author: "alice", Body: tc.comment})
+			}
 			w.gh.Issues[1] = is
 			w.agent.Script = []tasktest.Turn{finish("Fix it", map[string]string{"README.md": "# widget!\n"})}
 			fix := w.fix(tc.instr)

@@ -52,18 +52,28 @@ func (p *Pictured) line(what string) string {
 type pictureSource struct{ name, text string }
 
 // pictures fetches the pictures that the issue's body (or the pull
-// request's description) and the maintainer's request show, for a model
+// request's description) and the maintainer's comment that asked show, for a model
 // whose profile takes images, and says in plain words which were left
 // out and why, naming each by its place, never by its link. Only what a
 // reader sees counts (untrusted.Visible), and only those texts: the other
 // comments' pictures are not fetched. Links to hosts that are not
 // GitHub's are never asked (the port refuses them).
-func (f *Flow) pictures(ctx context.Context, t *Task, vision bool, model, body string) ([]pullwright.Image, []string, error) {
+func (f *Flow) pictures(ctx context.Context, t *Task, vision bool, model string, issue pullwright.Issue) ([]pullwright.Image, []string, error) {
 	where := "the issue's body"
 	if t.Pull != nil {
 		where = "the pull request's description"
 	}
-	sources := []pictureSource{{where, body}, {"the maintainer's request", t.Instructions}}
+	// The comment that asked, whole: a picture may come before the
+	// command's line, which Instructions starts after. Its author is the
+	// requester, who was admitted. A review comment is not among the
+	// issue's comments: its instructions stand in.
+	asked := t.Instructions
+	for _, c := range issue.Comments {
+		if t.CommentID != 0 && t.Review == nil && c.ID == t.CommentID {
+			asked = c.Body
+		}
+	}
+	sources := []pictureSource{{where, issue.Body}, {"the maintainer's request", asked}}
 	ctx, cancel := context.WithTimeout(ctx, picturesTimeout)
 	defer cancel()
 	var (
