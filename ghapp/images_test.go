@@ -75,7 +75,7 @@ func TestImageRefusals(t *testing.T) {
 		want error
 	}{
 		{"another host", other.URL + "/screenshot.png", pullwright.ErrNotGitHubs},
-		{"another host by name", "https://example.com/user-attachments/assets/1", pullwright.ErrNotGitHubs},
+		{"another host, with GitHub's path", other.URL + "/user-attachments/assets/1", pullwright.ErrNotGitHubs},
 		{"credentials in the link", strings.Replace(e.fake.WebURL, "http://", "http://u:p@", 1) + "/user-attachments/assets/1", pullwright.ErrNotGitHubs},
 		{"too large", e.fake.AddAttachment(fakegithub.Attachment{Owner: owner, Repo: repo, Data: big, ContentType: "image/png"}), pullwright.ErrTooLarge},
 		{"a page called a picture", e.fake.AddAttachment(fakegithub.Attachment{Owner: owner, Repo: repo, Data: pageBytes, ContentType: "image/png"}), pullwright.ErrNotAnImage},
