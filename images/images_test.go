@@ -125,22 +125,49 @@ func FuzzFind(f *testing.F) {
 	})
 }
 
-// Text full of markup that never ends takes time in proportion to its
-// length: issue bodies are up to 64 KiB, and anyone can write one.
-func TestFindIsLinear(t *testing.T) {
-	for _, unit := range []string{"![", "<img src=\"https://github.com/", "![a](https://github.com/", "``"} {
-		small := strings.Repeat(unit, 1<<10)
-		large := strings.Repeat(unit, 1<<14)
-		if s, l := measure(small), measure(large); l > 64*s && l.Milliseconds() > 50 {
-			t.Errorf("%q: 16 times the text took %v against %v", unit, l, s)
-		}
+// hostileInputs are texts full of markup that never ends, as long as an
+// issue body may be (65,536 characters): anyone can write one.
+var hostileInputs = map[string]string{
+	"image openers":        strings.Repeat("![", 1<<15),
+	"nested alt text":      strings.Repeat("![a [", 1<<14),
+	"img tags without end": strings.Repeat("<img src=\"https://github.com/", 1<<11),
+	"unclosed images":      strings.Repeat("![a](https://github.com/", 1<<11),
+	"code span openers":    strings.Repeat("``", 1<<15),
+	"bare links":           strings.Repeat("https://github.com/user-attachments/assets/", 1<<10),
+}
+
+// TestFindOnHostileText: each piece of markup is read within a bounded
+// window, so these take time in proportion to their length; a return to
+// quadratic time shows as the package's test timeout here, and as a ratio
+// in the hundreds in BenchmarkFindHostile.
+func TestFindOnHostileText(t *testing.T) {
+	for name, in := range hostileInputs {
+		t.Run(name, func(t *testing.T) {
+			if got := images.Find(in); len(got) > 1 {
+				t.Errorf("found %d images", len(got))
+			}
+		})
 	}
 }
 
-func measure(s string) time.Duration {
-	start := time.Now()
-	for range 3 {
-		images.Find(s)
+// BenchmarkFindHostile times Find on each hostile text and on ordinary
+// text of the same length, and reports the ratio:
+//
+//	go test ./images -run '^$' -bench FindHostile
+func BenchmarkFindHostile(b *testing.B) {
+	for name, in := range hostileInputs {
+		ordinary := strings.Repeat("Some text with `code`, ![a picture](https://github.com/x.png) and a [link](x). ", len(in)/70+1)[:len(in)]
+		b.Run(name, func(b *testing.B) {
+			var hostile, floor time.Duration
+			for b.Loop() {
+				start := time.Now()
+				images.Find(ordinary)
+				floor += time.Since(start)
+				start = time.Now()
+				images.Find(in)
+				hostile += time.Since(start)
+			}
+			b.ReportMetric(float64(hostile)/float64(floor), "x-ordinary")
+		})
 	}
-	return time.Since(start)
 }
