@@ -24,6 +24,26 @@ type Brief struct {
 	// (AGENTS.md and the like), read from its default branch, which
 	// neither the work branch nor a pull request can change.
 	Guidance Guidance
+	// Images are the pictures the issue (or the pull request's
+	// description) and the maintainer's request show, as the caller
+	// fetched and bounded them, given to a model whose profile takes
+	// images. Untrusted, like the text around them.
+	Images []Image
+	// ImagesLeftOut say, one plain sentence each, which pictures were
+	// not given and why; no URL is in them.
+	ImagesLeftOut []string
+}
+
+// Image is one picture of the brief. It travels in the agent's saved
+// state, so the caller bounds how many and how large.
+type Image struct {
+	// Where names it for the model without its address: "image 1 of the
+	// issue's body".
+	Where string `json:"where"`
+	// Type is what its bytes are (image/png, image/jpeg, image/gif,
+	// image/webp), read from them, not from a header.
+	Type string `json:"type"`
+	Data []byte `json:"data"`
 }
 
 // Guidance is what the maintainers wrote in their repository for coding

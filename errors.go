@@ -30,4 +30,13 @@ var (
 	// ErrBaseGone means a commit (the one a task started from, say) is no
 	// longer in the history of the branch that should have it.
 	ErrBaseGone = errors.New("commit is not in the branch's history")
+	// ErrNotGitHubs means a link points to a host that is not the
+	// configured GitHub's own: nothing was asked of it.
+	ErrNotGitHubs = errors.New("not on GitHub's own hosts")
+	// ErrTooLarge means what was fetched is larger than the caller's
+	// bound; only the bound and one byte more were read.
+	ErrTooLarge = errors.New("larger than the bound")
+	// ErrNotAnImage means the bytes fetched are not a picture the model
+	// can take (PNG, JPEG, GIF, WebP), whatever the server called them.
+	ErrNotAnImage = errors.New("not an image")
 )

@@ -26,4 +26,8 @@ type ModelProfile struct {
 	// Deployment is the Azure OpenAI deployment serving the model, when
 	// the endpoint is Azure's; "" uses the model's name.
 	Deployment string `yaml:"deployment" json:"deployment,omitempty"`
+	// Images says the model takes pictures in its messages (OpenAI's
+	// image_url content parts): the screenshots of an issue are then
+	// given to it. Without it, the agent is told they were left out.
+	Images bool `yaml:"images" json:"images,omitempty"`
 }

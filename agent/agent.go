@@ -322,6 +322,12 @@ type State struct {
 	// it was answered. A State saved before it existed has counts above
 	// that it lacks; Spent makes up the difference.
 	Spend pullwright.Spend `json:"spend,omitzero"`
+	// Images are the brief's pictures, sent after the first message's
+	// text on every call (withImages). They are kept apart from Messages,
+	// so that compaction and the context's count leave them whole, and
+	// bounded (maxImages, maxImagesBytes), since the State is saved after
+	// every step.
+	Images []pullwright.Image `json:"images,omitempty"`
 }
 
 // Tokens is the number of tokens used so far.
@@ -382,12 +388,16 @@ func (a *Agent) Start(b pullwright.Brief) *State {
 	if b.Limits.MaxCostUSD > 0 && b.Limits.PriceInput <= 0 && b.Limits.PriceOutput <= 0 {
 		a.log.Warn("a cost budget without prices cannot be enforced", "repo", b.Repo, "max_cost_usd", b.Limits.MaxCostUSD)
 	}
+	// The brief's pictures go to a model whose profile takes them; the
+	// message says which were left out and why.
+	b.Images, b.ImagesLeftOut = keepImages(b)
 	st := &State{
 		Limits: b.Limits,
 		Messages: []openai.ChatCompletionMessage{
 			{Role: openai.ChatMessageRoleSystem, Content: systemPrompt},
 			{Role: openai.ChatMessageRoleUser, Content: firstMessage(b)},
 		},
+		Images: b.Images,
 	}
 	if b.Pull != nil && len(b.Pull.Checklist) > 0 {
 		// The status comment shows the checklist before the model's first

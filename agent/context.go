@@ -149,6 +149,12 @@ func msgBytes(m openai.ChatCompletionMessage) int {
 	return n
 }
 
+// stateBytes is the counted size of the request st makes: its messages,
+// the tool definitions and its pictures.
+func (a *Agent) stateBytes(st *State) int {
+	return a.requestBytes(st.Messages) + len(st.Images)*imageBytes
+}
+
 // requestBytes is the counted size of a request with msgs: the messages'
 // JSON and the tool definitions', which the endpoint counts as prompt too.
 func (a *Agent) requestBytes(msgs []openai.ChatCompletionMessage) int {

@@ -63,7 +63,7 @@ func (a *Agent) request(st *State, model string) openai.ChatCompletionRequest {
 	p := st.Limits.Profile
 	req := openai.ChatCompletionRequest{
 		Model:           model,
-		Messages:        wireMessages(st.Messages, p),
+		Messages:        withImages(wireMessages(st.Messages, p), st.Images),
 		Tools:           a.tools,
 		ReasoningEffort: p.ReasoningEffort,
 	}
@@ -131,11 +131,13 @@ func usageOf(req openai.ChatCompletionRequest, resp openai.ChatCompletionRespons
 	}
 	// The request is counted as sent, tool definitions included: the
 	// endpoint reads all of it.
+	// A picture counts as imageBytes, not as its encoded bytes.
+	msgs, pictures := withoutImageData(req.Messages)
 	sent, _ := json.Marshal(struct {
 		M []openai.ChatCompletionMessage `json:"m"`
 		T []openai.Tool                  `json:"t"`
-	}{req.Messages, req.Tools})
-	return turnUsage{prompt: estimateTokens(len(sent)), completion: estimateTokens(answer.Len()), estimated: true}
+	}{msgs, req.Tools})
+	return turnUsage{prompt: estimateTokens(len(sent) + pictures*imageBytes), completion: estimateTokens(answer.Len()), estimated: true}
 }
 
 // estimateTokens is a token count from a byte count: a token is about four

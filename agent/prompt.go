@@ -216,6 +216,7 @@ func firstMessage(b pullwright.Brief) string {
 		m.WriteString(untrusted.Block("untrusted-comment", attrs, untrusted.Cut(strings.TrimSpace(c.Body), maxCommentBytes)))
 		m.WriteString("\n")
 	}
+	writeImages(&m, b.Images, b.ImagesLeftOut)
 	if p == nil {
 		m.WriteString("\nStart by exploring the repository and making a plan.")
 		return m.String()

@@ -249,6 +249,7 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	flow := &task.Flow{
 		Store:           store,
 		GitHub:          gh,
+		Pictures:        gh,
 		Agent:           metered{model{llm}, a.metrics},
 		Workspaces:      workspaces{},
 		Dir:             cfg.WorkDir,

@@ -167,6 +167,9 @@ func TestLoadOperatorErrors(t *testing.T) {
 			`line 10: models.profiles["a b"]: "a b" is not a model name`,
 			`line 12: prices["o3"].cached_input: a price cannot be negative`,
 		}},
+		{"images not a yes or no", "models:\n  profiles:\n    o3:\n      images: screenshots\n", []string{
+			`line 4: models.profiles["o3"].images: expected true or false, got the text "screenshots"`,
+		}},
 		{"duplicate price", "prices:\n  m1: {input: 1}\n  m1: {input: 2}\n", []string{`line 3: prices["m1"]: set twice (first on line 2); keep one`}},
 		{"bad model names", "models:\n  default: ''\n  allowed: ['a b', '-x']\n", []string{
 			`line 2: models.default: "" is not a model name`,
@@ -330,5 +333,31 @@ func TestParentProxyConfig(t *testing.T) {
 		if got != tc.want || !strings.Contains(from, tc.from) {
 			t.Errorf("%+v.ParentProxyConfig = %+v from %q, want %+v from %q", tc.fence, got, from, tc.want, tc.from)
 		}
+	}
+}
+
+// A profile's images reach the settings of a repository on that model,
+// and only of one on that model.
+func TestProfileImagesResolve(t *testing.T) {
+	o, err := LoadOperator([]byte("models:\n  default: gpt-4.1\n  allowed: [text-only]\n  profiles:\n    gpt-4.1:\n      images: true\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := o.Resolve(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !s.Profile.Images {
+		t.Errorf("the default model's profile lost images: %+v", s.Profile)
+	}
+	cfg, err := Load([]byte("model: text-only\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, err = o.Resolve(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if s.Profile.Images {
+		t.Errorf("a model without images in its profile takes them: %+v", s.Profile)
 	}
 }

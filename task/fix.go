@@ -129,19 +129,30 @@ func (f *Flow) prepare(ctx context.Context, t *Task) error {
 	}
 	comments, unheard := f.desk().heard(ctx, t, issue.Comments, map[string]bool{})
 	t.Unheard = unheard
+	lim := limits(settings)
+	pics, leftOut, err := f.pictures(ctx, t, lim.Profile.Images, settings.Model, issue)
+	if err != nil {
+		return err
+	}
+	t.Pictured = nil
+	if n := len(pics) + len(leftOut); n > 0 {
+		t.Pictured = &Pictured{Given: len(pics), LeftOut: len(leftOut)}
+	}
 	conv, err := f.Agent.Start(pullwright.Brief{
-		Repo:         t.Repo.FullName(),
-		Issue:        t.Issue,
-		Title:        untrusted.Visible(issue.Title),
-		Body:         untrusted.Visible(issue.Body),
-		Comments:     comments,
-		Instructions: untrusted.Visible(t.Instructions),
-		Mode:         t.Mode,
-		Requester:    t.Requester.Login,
-		Limits:       limits(settings),
-		TestCommand:  settings.TestCommand,
-		Pull:         pull,
-		Guidance:     guide,
+		Repo:          t.Repo.FullName(),
+		Issue:         t.Issue,
+		Title:         untrusted.Visible(issue.Title),
+		Body:          untrusted.Visible(issue.Body),
+		Comments:      comments,
+		Instructions:  untrusted.Visible(t.Instructions),
+		Mode:          t.Mode,
+		Requester:     t.Requester.Login,
+		Limits:        lim,
+		TestCommand:   settings.TestCommand,
+		Pull:          pull,
+		Guidance:      guide,
+		Images:        pics,
+		ImagesLeftOut: leftOut,
 	})
 	if err != nil {
 		return Fatal("starting the agent failed", err)

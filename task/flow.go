@@ -24,6 +24,9 @@ type Flow struct {
 	// run; nil runs commands without any (the local runner, or a bot
 	// that cannot fence a setup).
 	Deps Dependencies
+	// Pictures fetches the pictures an issue shows, for a model that
+	// takes images; nil fetches none, and the agent is told so.
+	Pictures Pictures
 	// Dir holds one workspace per task.
 	Dir string
 	// BranchName names the work branch of an issue, under prefix.

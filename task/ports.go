@@ -199,3 +199,15 @@ type Workspaces interface {
 	// at, "" if there is no such branch.
 	RemoteHead(ctx context.Context, url, token, branch string) (string, error)
 }
+
+// Pictures fetches the pictures an issue or a comment shows (*ghapp.App
+// is one).
+type Pictures interface {
+	// Image fetches the picture at link, for a task on r, reading at most
+	// limit bytes: pullwright.ErrNotGitHubs for a link to a host that is
+	// not the configured GitHub's own, refused before it is asked;
+	// ErrTooLarge past limit; ErrNotAnImage for bytes that are not a
+	// PNG, JPEG, GIF or WebP picture; ErrGone when GitHub has no such
+	// file for the installation. kind is what the bytes are (image/png…).
+	Image(ctx context.Context, r pullwright.Repo, link string, limit int64) (data []byte, kind string, err error)
+}

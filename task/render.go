@@ -167,6 +167,13 @@ func RenderStatusWith(t *Task, command, session string) string {
 		fmt.Fprintf(&b, "%s by people without write access %s left out of what the agent reads.\n\n",
 			plural(t.Unheard, "comment", "comments"), verb)
 	}
+	if p := t.Pictured; p != nil {
+		what := "issue"
+		if t.Pull != nil {
+			what = "pull request"
+		}
+		b.WriteString(p.line(what) + "\n\n")
+	}
 	if g := t.Guidance; g != nil {
 		b.WriteString(guidanceLine(g, t.Repo.DefaultBranch) + "\n\n")
 	}

@@ -201,6 +201,9 @@ type Task struct {
 	// Unheard counts the issue's comments left out of the brief because
 	// their authors lack write access.
 	Unheard int `json:"unheard,omitempty"`
+	// Pictured counts the pictures the issue's text showed, given to the
+	// agent or left out; nil when it showed none.
+	Pictured *Pictured `json:"pictured,omitempty"`
 	// CancelledBy is who asked to cancel the task ("" if nobody). The store
 	// keeps it apart from the rest so that a worker saving its own progress
 	// never overwrites a cancel that arrived meanwhile.

@@ -263,6 +263,10 @@ type Server struct {
 	faults      []fault
 	nextID      int64
 	privateMode bool
+
+	t           testing.TB
+	storageOnce sync.Once
+	storage     *storage // attachments.go, started on first use
 }
 
 type tokenInfo struct {
@@ -315,6 +319,7 @@ func NewWithPrefix(t testing.TB, prefix string) *Server {
 		t.Fatalf("fakegithub: generate key: %v", err)
 	}
 	s := &Server{
+		t:             t,
 		AppID:         4242,
 		AppSlug:       "pullwright-test",
 		key:           key,
@@ -660,7 +665,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case r.URL.Path == s.graphqlPath:
 		muxPath = "/graphql"
-	case strings.HasPrefix(r.URL.Path, "/login/oauth/"):
+	case strings.HasPrefix(r.URL.Path, "/login/oauth/"), strings.HasPrefix(r.URL.Path, attachmentPrefix):
 		// GitHub's web host, outside the API's prefix.
 		muxPath = r.URL.Path
 	case inPrefix && path != "/graphql":

@@ -37,6 +37,7 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /users/{login}", s.getUser)
 	m.HandleFunc("GET /user", s.getAuthenticatedUser)
 	m.HandleFunc("GET /login/oauth/authorize", s.authorize)
+	m.HandleFunc("GET "+attachmentPrefix+"{id}", s.attachment)
 	m.HandleFunc("POST /login/oauth/access_token", s.accessToken)
 	m.HandleFunc("POST /settings/apps/new", s.newApp)
 	m.HandleFunc("POST /organizations/{org}/settings/apps/new", s.newApp)
