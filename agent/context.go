@@ -150,9 +150,9 @@ func msgBytes(m openai.ChatCompletionMessage) int {
 }
 
 // stateBytes is the counted size of the request st makes: its messages,
-// the tool definitions and its pictures.
+// the agent's tools, the turn's MCP tools and the brief's pictures.
 func (a *Agent) stateBytes(st *State) int {
-	return a.requestBytes(st.Messages) + len(st.Images)*imageBytes
+	return a.requestBytes(st.Messages) + st.extraBytes + len(st.Images)*imageBytes
 }
 
 // requestBytes is the counted size of a request with msgs: the messages'
@@ -164,10 +164,6 @@ func (a *Agent) requestBytes(msgs []openai.ChatCompletionMessage) int {
 	}
 	return n
 }
-
-// stateBytes is the counted size of st's next request: its messages, the
-// agent's tools and the turn's MCP tools.
-func (a *Agent) stateBytes(st *State) int { return a.requestBytes(st.Messages) + st.extraBytes }
 
 // fit brings st.Messages under the context budget before a model call and
 // returns the counted size of what is to be sent. It changes the stored
