@@ -24,6 +24,9 @@ type Brief struct {
 	// (AGENTS.md and the like), read from its default branch, which
 	// neither the work branch nor a pull request can change.
 	Guidance Guidance
+	// Reviewing is set when the task reviews the pull request instead of
+	// changing it: the agent gets read tools and review tools only.
+	Reviewing *ReviewScope
 }
 
 // Guidance is what the maintainers wrote in their repository for coding
