@@ -85,6 +85,9 @@ const (
 	// KindApprove and KindReject answer a pending execution request.
 	KindApprove Kind = "approve"
 	KindReject  Kind = "reject"
+	// KindReview reviews a pull request: the agent reads it with read
+	// tools only and the task posts one GitHub review; nothing is pushed.
+	KindReview Kind = "review"
 	// KindTrigger weighs an issue event that may start or stop a fix: a
 	// label added or removed, the bot assigned (Task.Trigger). Whether the
 	// label is the repository's takes its configuration, which only a
