@@ -151,9 +151,12 @@ func msgBytes(m openai.ChatCompletionMessage) int {
 
 // requestBytes is the counted size of a request with msgs: the messages'
 // JSON and the tool definitions', which the endpoint counts as prompt too.
-func (a *Agent) requestBytes(msgs []openai.ChatCompletionMessage) int {
+func (a *Agent) requestBytes(st *State) int {
 	n := a.toolBytes
-	for _, m := range msgs {
+	if st.Reviewing != nil {
+		n = a.reviewBytes
+	}
+	for _, m := range st.Messages {
 		n += msgBytes(m)
 	}
 	return n
@@ -177,7 +180,7 @@ func (a *Agent) fit(ctx context.Context, st *State, model string) (int, error) {
 	// have tokenised more densely than what was added since: fitting a
 	// little under the budget keeps the endpoint's count under it.
 	budget := int(float64(contextBudget(st)) * (1 - estimateMargin))
-	size := a.requestBytes(st.Messages)
+	size := a.requestBytes(st)
 	before := st.tokensFor(size)
 	if before <= budget {
 		return size, nil
@@ -299,7 +302,7 @@ func stub(tc openai.ToolCall, content string) string {
 func (a *Agent) compact(ctx context.Context, st *State, model string, budget int) (int, error) {
 	cut := tailStart(st.Messages, keepTurns)
 	if cut <= 2 {
-		return a.requestBytes(st.Messages), nil // nothing (new) to compact
+		return a.requestBytes(st), nil // nothing (new) to compact
 	}
 	dropped := st.Messages[2:cut]
 	answers := 0
@@ -336,7 +339,7 @@ func (a *Agent) compact(ctx context.Context, st *State, model string, budget int
 	st.Messages = msgs
 	st.BriefBytes = len(brief)
 	st.Compactions++
-	return a.requestBytes(st.Messages), nil
+	return a.requestBytes(st), nil
 }
 
 // briefOf is the maintainer's request as the first message said it before

@@ -64,7 +64,7 @@ func (a *Agent) request(st *State, model string) openai.ChatCompletionRequest {
 	req := openai.ChatCompletionRequest{
 		Model:           model,
 		Messages:        wireMessages(st.Messages, p),
-		Tools:           a.tools,
+		Tools:           a.toolsFor(st),
 		ReasoningEffort: p.ReasoningEffort,
 	}
 	if p.MaxOutputTokens > 0 {
@@ -200,3 +200,12 @@ func cutCall(name, why string) string {
 
 // model is the model st's turns talk to: its task's, else Config's.
 func (a *Agent) model(st *State) string { return cmp.Or(st.Limits.Model, a.cfg.Model) }
+
+// toolsFor are the tool definitions of st's requests: a review's, or a
+// fix's.
+func (a *Agent) toolsFor(st *State) []openai.Tool {
+	if st.Reviewing != nil {
+		return a.reviewDefs
+	}
+	return a.tools
+}

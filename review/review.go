@@ -115,20 +115,21 @@ func Check(ranges []pullwright.LineRange, path string, start, line int) error {
 		if r.Start <= start && line <= r.End {
 			return nil
 		}
-		here = append(here, span(r.Start, r.End))
+		here = append(here, Span(r.Start, r.End))
 	}
-	what := "line " + strconv.Itoa(line)
+	what := "line " + strconv.Itoa(line) + " of " + path + " is"
 	if start != line {
-		what = "lines " + span(start, line)
+		what = "lines " + Span(start, line) + " of " + path + " are"
 	}
 	if len(here) == 0 {
 		return fmt.Errorf("%s has no lines in the diff under review, so it cannot be commented on; say it in the summary instead", path)
 	}
-	return fmt.Errorf("%s of %s are not within one hunk of the diff under review; comments on %s may go on lines %s (a range must stay within one of them), or say it in the summary",
-		what, path, path, strings.Join(here, ", "))
+	return fmt.Errorf("%s not within one hunk of the diff under review; comments on %s may go on lines %s (a range must stay within one of them), or say it in the summary",
+		what, path, strings.Join(here, ", "))
 }
 
-func span(a, b int) string {
+// Span names lines a to b as people write them: "7", or "7-9".
+func Span(a, b int) string {
 	if a == b {
 		return strconv.Itoa(a)
 	}
@@ -183,7 +184,7 @@ func Place(d pullwright.ReviewDraft, ranges []pullwright.LineRange, head, intro 
 			start = 0
 		}
 		if Check(ranges, c.Path, start, c.Line) != nil {
-			where := c.Path + ":" + span(max(start, 1), c.Line)
+			where := c.Path + ":" + Span(max(start, 1), c.Line)
 			if start == 0 {
 				where = c.Path + ":" + strconv.Itoa(c.Line)
 			}
