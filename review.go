@@ -61,3 +61,13 @@ type NewReviewComment struct {
 	Line, StartLine int
 	Body            string
 }
+
+// PostedReview is a review the bot posted on a pull request, as GitHub
+// lists it: the commit it was on and the key of the bot's marker that
+// ends its body ("" when it has none).
+type PostedReview struct {
+	ID       int64
+	CommitID string
+	Marker   string
+	URL      string // web address
+}
