@@ -38,6 +38,36 @@ func Ranges(diff string) []pullwright.LineRange {
 	return out
 }
 
+// Added reads a unified diff and returns the runs of lines it adds, in
+// the new file: what changed, without the context around it.
+func Added(diff string) []pullwright.LineRange {
+	var out []pullwright.LineRange
+	path, n, in := "", 0, false
+	for _, line := range strings.Split(diff, "\n") {
+		switch {
+		case strings.HasPrefix(line, "diff --git "):
+			path, in = "", false
+		case strings.HasPrefix(line, "+++ ") && !in:
+			path = newPath(strings.TrimPrefix(line, "+++ "))
+		case strings.HasPrefix(line, "--- ") && !in:
+		case strings.HasPrefix(line, "@@ "):
+			start, _, ok := newSide(line)
+			n, in = start, ok && path != ""
+		case !in:
+		case strings.HasPrefix(line, "+"):
+			if k := len(out) - 1; k >= 0 && out[k].Path == path && out[k].End == n-1 {
+				out[k].End = n
+			} else {
+				out = append(out, pullwright.LineRange{Path: path, Start: n, End: n})
+			}
+			n++
+		case strings.HasPrefix(line, " "):
+			n++
+		}
+	}
+	return out
+}
+
 // newPath is the path a "+++ " line names, "" for /dev/null.
 func newPath(s string) string {
 	s = strings.TrimRight(s, "\t\r")

@@ -51,6 +51,19 @@ func TestRanges(t *testing.T) {
 	}
 }
 
+func TestAdded(t *testing.T) {
+	got := Added(diff)
+	want := []pullwright.LineRange{
+		{Path: "calc.go", Start: 3, End: 3},
+		{Path: "calc.go", Start: 5, End: 5},
+		{Path: "calc.go", Start: 23, End: 23},
+		{Path: "new.md", Start: 1, End: 1},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("Added = %+v, want %+v", got, want)
+	}
+}
+
 func TestCheck(t *testing.T) {
 	ranges := Ranges(diff)
 	for _, tc := range []struct {
