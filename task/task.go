@@ -226,6 +226,8 @@ type Task struct {
 	// step's span is its child, on whichever replica claims the step.
 	Trace string `json:"trace,omitempty"`
 
+	// Reviewing is what a review does (KindReview); nil on other kinds.
+	Reviewing *ReviewWork `json:"reviewing,omitempty"`
 	// Work is what a fix does (KindFix); zero on other kinds.
 	Work
 	// Answering is what an approve or reject task answers; zero on
