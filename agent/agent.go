@@ -571,7 +571,7 @@ func (a *Agent) Turn(ctx context.Context, st *State, workdir string) error {
 		if msg.Content != "" || msg.Refusal != "" {
 			st.Messages = append(st.Messages, msg)
 		}
-		st.Messages = append(st.Messages, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: nudgeFor(choice.FinishReason)})
+		st.Messages = append(st.Messages, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: nudgeFor(st, choice.FinishReason)})
 		log.Info("agent turn", append(attrs, "tools", []string{})...)
 		return nil
 	}

@@ -181,7 +181,15 @@ func knownFinish(r openai.FinishReason) bool {
 }
 
 // nudgeFor is the message sent after an answer without a tool call.
-func nudgeFor(r openai.FinishReason) string {
+func nudgeFor(st *State, r openai.FinishReason) string {
+	if st.Reviewing != nil {
+		// A review has neither finish nor edit_file.
+		if why := stopped(r); why != "" {
+			return "Your last answer was cut short: " + why + ", so nothing happened. Continue with shorter steps, " +
+				"one tool call at a time, or call finish_review if you are done."
+		}
+		return reviewNudge
+	}
 	if why := stopped(r); why != "" {
 		return "Your last answer was cut short: " + why + ", so nothing happened. " +
 			"Continue with shorter steps: one tool call at a time, and large files in parts (edit_file), " +

@@ -21,6 +21,10 @@ const (
 	ToolFinishReview = "finish_review"
 )
 
+// reviewNudge is sent when the model answers a review without a tool call.
+const reviewNudge = "You answered without calling a tool, so nothing happened. Continue the review with the tools, " +
+	"or call finish_review with your summary if you are done."
+
 // Bounds of one review.
 const (
 	maxReviewComments    = 50

@@ -50,6 +50,7 @@ func TestReview(t *testing.T) {
 			call("comment", `{"path":"calc.go","line":5,"body":"twice"}`),
 			call("comment", `{"path":"calc.go","line":4,"body":""}`),
 		}},
+		fakellm.Step{Content: "Done, I think."},
 		fakellm.Step{ToolCalls: []fakellm.ToolCall{call("finish_review", `{"summary":"Add subtracts."}`)}},
 	)
 	a := agentFor(t, s, Config{})
@@ -91,6 +92,9 @@ func TestReview(t *testing.T) {
 	}
 	if sys := reqs[0].Messages[0].Content; !strings.Contains(sys, "You change nothing") {
 		t.Errorf("the system prompt is not the review's")
+	}
+	if last := reqs[2].Messages[len(reqs[2].Messages)-1]; last.Content != reviewNudge {
+		t.Errorf("a plain answer in a review is nudged with %q", last.Content)
 	}
 	results := toolMessages(reqs[1].Messages)
 	for _, want := range []string{
