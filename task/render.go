@@ -204,7 +204,8 @@ func RenderStatusWith(t *Task, command, session string) string {
 		b.WriteString("\n</details>\n\n")
 	}
 	fmt.Fprintf(&b, "<sub>%d turns · %s", t.Turns, tokens(t))
-	if t.Branch != "" {
+	if t.Branch != "" && t.Kind != KindReview {
+		// A review's branch is local to its workspace: nothing is pushed.
 		fmt.Fprintf(&b, " · branch `%s`", t.Branch)
 	}
 	if !t.State.Terminal() {
