@@ -32,6 +32,9 @@ type Brief struct {
 	// ImagesLeftOut say, one plain sentence each, which pictures were
 	// not given and why; no URL is in them.
 	ImagesLeftOut []string
+	// Reviewing is set when the task reviews the pull request instead of
+	// changing it: the agent gets read tools and review tools only.
+	Reviewing *ReviewScope
 }
 
 // Image is one picture of the brief. It travels in the agent's saved

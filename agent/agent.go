@@ -129,6 +129,9 @@ type Agent struct {
 	tools  []openai.Tool
 	// toolBytes is the counted size of tools in every request.
 	toolBytes int
+	// reviewDefs and reviewBytes are the same for a review's requests.
+	reviewDefs  []openai.Tool
+	reviewBytes int
 }
 
 // New validates cfg, fills in defaults and builds the API client.
@@ -181,6 +184,11 @@ func New(cfg Config) (*Agent, error) {
 	if err != nil {
 		return nil, fmt.Errorf("agent: encode the tool definitions: %w", err)
 	}
+	rdefs := defsOf(reviewTools)
+	reviewJSON, err := json.Marshal(rdefs)
+	if err != nil {
+		return nil, fmt.Errorf("agent: encode the review's tool definitions: %w", err)
+	}
 	return &Agent{
 		cfg:       cfg,
 		client:    openai.NewClientWithConfig(oc),
@@ -189,6 +197,9 @@ func New(cfg Config) (*Agent, error) {
 		log:       cfg.Logger,
 		tools:     defs,
 		toolBytes: len(toolJSON),
+
+		reviewDefs:  rdefs,
+		reviewBytes: len(reviewJSON),
 	}, nil
 }
 
@@ -328,6 +339,9 @@ type State struct {
 	// bounded (maxImages, maxImagesBytes), since the State is saved after
 	// every step.
 	Images []pullwright.Image `json:"images,omitempty"`
+	// Reviewing is set in a review (Brief.Reviewing): the task's tools are
+	// then reviewTools, and finish_review ends it.
+	Reviewing *Reviewing `json:"reviewing,omitempty"`
 }
 
 // Tokens is the number of tokens used so far.
@@ -391,6 +405,18 @@ func (a *Agent) Start(b pullwright.Brief) *State {
 	// The brief's pictures go to a model whose profile takes them; the
 	// message says which were left out and why.
 	b.Images, b.ImagesLeftOut = keepImages(b)
+	if b.Reviewing != nil {
+		// A review changes nothing: its own prompt and tools, and the
+		// lines its comments may go on.
+		return &State{
+			Limits: b.Limits,
+			Messages: []openai.ChatCompletionMessage{
+				{Role: openai.ChatMessageRoleSystem, Content: reviewPrompt},
+				{Role: openai.ChatMessageRoleUser, Content: reviewMessage(b)},
+			},
+			Reviewing: &Reviewing{Lines: b.Reviewing.Lines},
+		}
+	}
 	st := &State{
 		Limits: b.Limits,
 		Messages: []openai.ChatCompletionMessage{
@@ -569,7 +595,7 @@ func (a *Agent) Turn(ctx context.Context, st *State, workdir string) error {
 		if msg.Content != "" || msg.Refusal != "" {
 			st.Messages = append(st.Messages, msg)
 		}
-		st.Messages = append(st.Messages, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: nudgeFor(choice.FinishReason)})
+		st.Messages = append(st.Messages, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: nudgeFor(st, choice.FinishReason)})
 		log.Info("agent turn", append(attrs, "tools", []string{})...)
 		return nil
 	}
@@ -596,7 +622,7 @@ func (a *Agent) Turn(ctx context.Context, st *State, workdir string) error {
 	var refused []int // indexes in st.Messages of refused finish results
 	for _, tc := range msg.ToolCalls {
 		names = append(names, tc.Function.Name)
-		if hasRun && tc.Function.Name == ToolFinish {
+		if hasRun && isFinish(tc.Function.Name) {
 			refused = append(refused, len(st.Messages))
 			st.Steps = append(st.Steps, stepFinishRefused)
 			st.Messages = append(st.Messages, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleTool, ToolCallID: tc.ID})
@@ -733,12 +759,16 @@ func assistantMessage(m openai.ChatCompletionMessage, turn int) openai.ChatCompl
 // fails: errors become "error: …" content.
 func (a *Agent) runTool(env toolEnv, tc openai.ToolCall) (content, step string, repairs []string) {
 	name := tc.Function.Name
-	t, ok := toolsByName[name]
+	t, ok := toolsOf(env.st)[name]
 	if !ok && env.ext.has(name) {
 		t, ok = env.ext.tool(name), true
 	}
 	if !ok {
-		return "error: unknown tool " + fmt.Sprintf("%q", name) + "; the available tools are: " + toolNames(),
+		set := tools
+		if env.st.Reviewing != nil {
+			set = reviewTools
+		}
+		return "error: unknown tool " + fmt.Sprintf("%q", name) + "; the available tools are: " + toolNames(set),
 			fmt.Sprintf("called unknown tool `%s`", untrusted.Cut(name, 40)), nil
 	}
 	raw, repairs, err := parseArguments(tc.Function.Arguments)

@@ -152,14 +152,17 @@ func msgBytes(m openai.ChatCompletionMessage) int {
 // stateBytes is the counted size of the request st makes: its messages,
 // the agent's tools, the turn's MCP tools and the brief's pictures.
 func (a *Agent) stateBytes(st *State) int {
-	return a.requestBytes(st.Messages) + st.extraBytes + len(st.Images)*imageBytes
+	return a.requestBytes(st) + st.extraBytes + len(st.Images)*imageBytes
 }
 
 // requestBytes is the counted size of a request with msgs: the messages'
 // JSON and the tool definitions', which the endpoint counts as prompt too.
-func (a *Agent) requestBytes(msgs []openai.ChatCompletionMessage) int {
+func (a *Agent) requestBytes(st *State) int {
 	n := a.toolBytes
-	for _, m := range msgs {
+	if st.Reviewing != nil {
+		n = a.reviewBytes
+	}
+	for _, m := range st.Messages {
 		n += msgBytes(m)
 	}
 	return n

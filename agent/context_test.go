@@ -327,7 +327,7 @@ func TestFitIsIdempotent(t *testing.T) {
 		if _, err := a.fit(context.Background(), st, "m"); err != nil {
 			t.Fatal(err)
 		}
-		a.elide(st, tailStart(st.Messages, keepTurns), 0, a.requestBytes(st.Messages))
+		a.elide(st, tailStart(st.Messages, keepTurns), 0, a.requestBytes(st))
 	}
 	for i, m := range st.Messages {
 		if isElided(once.Messages[i]) && m.Content != once.Messages[i].Content {

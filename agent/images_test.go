@@ -139,7 +139,7 @@ func TestImagesInTheEstimate(t *testing.T) {
 	if d := withPicture - without; d < imageBytes/bytesPerToken || d > imageBytes/bytesPerToken+100 {
 		t.Errorf("a picture of 1 MiB added %d tokens to the estimate, want about %d", d, imageBytes/bytesPerToken)
 	}
-	if got, want := a.stateBytes(&State{Messages: st.Messages, Images: []pullwright.Image{{}, {}}}), a.requestBytes(st.Messages)+2*imageBytes; got != want {
+	if got, want := a.stateBytes(&State{Messages: st.Messages, Images: []pullwright.Image{{}, {}}}), a.requestBytes(&State{Messages: st.Messages})+2*imageBytes; got != want {
 		t.Errorf("stateBytes = %d, want %d", got, want)
 	}
 	if _, err := json.Marshal(req); err != nil {

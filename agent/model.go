@@ -64,7 +64,7 @@ func (a *Agent) request(st *State, model string) openai.ChatCompletionRequest {
 	req := openai.ChatCompletionRequest{
 		Model:           model,
 		Messages:        withImages(wireMessages(st.Messages, p), st.Images),
-		Tools:           a.tools,
+		Tools:           a.toolsFor(st),
 		ReasoningEffort: p.ReasoningEffort,
 	}
 	if p.MaxOutputTokens > 0 {
@@ -183,7 +183,15 @@ func knownFinish(r openai.FinishReason) bool {
 }
 
 // nudgeFor is the message sent after an answer without a tool call.
-func nudgeFor(r openai.FinishReason) string {
+func nudgeFor(st *State, r openai.FinishReason) string {
+	if st.Reviewing != nil {
+		// A review has neither finish nor edit_file.
+		if why := stopped(r); why != "" {
+			return "Your last answer was cut short: " + why + ", so nothing happened. Continue with shorter steps, " +
+				"one tool call at a time, or call finish_review if you are done."
+		}
+		return reviewNudge
+	}
 	if why := stopped(r); why != "" {
 		return "Your last answer was cut short: " + why + ", so nothing happened. " +
 			"Continue with shorter steps: one tool call at a time, and large files in parts (edit_file), " +
@@ -202,3 +210,12 @@ func cutCall(name, why string) string {
 
 // model is the model st's turns talk to: its task's, else Config's.
 func (a *Agent) model(st *State) string { return cmp.Or(st.Limits.Model, a.cfg.Model) }
+
+// toolsFor are the tool definitions of st's requests: a review's, or a
+// fix's.
+func (a *Agent) toolsFor(st *State) []openai.Tool {
+	if st.Reviewing != nil {
+		return a.reviewDefs
+	}
+	return a.tools
+}

@@ -263,26 +263,35 @@ var toolsByName = map[string]*tool{}
 
 func init() {
 	for _, t := range tools {
-		var s struct {
-			Properties map[string]json.RawMessage `json:"properties"`
-			Required   []string                   `json:"required"`
-		}
-		if err := json.Unmarshal([]byte(t.schema), &s); err != nil {
-			panic(fmt.Sprintf("agent: schema of tool %s: %v", t.name, err))
-		}
-		t.props = map[string]bool{}
-		for k := range s.Properties {
-			t.props[k] = true
-		}
-		t.required = s.Required
+		describeSchema(t)
 		toolsByName[t.name] = t
 	}
+	initReviewTools()
 }
 
-// toolDefs are the tool definitions sent with every request.
-func toolDefs() []openai.Tool {
-	defs := make([]openai.Tool, 0, len(tools))
-	for _, t := range tools {
+// describeSchema reads t's argument names from its schema.
+func describeSchema(t *tool) {
+	var s struct {
+		Properties map[string]json.RawMessage `json:"properties"`
+		Required   []string                   `json:"required"`
+	}
+	if err := json.Unmarshal([]byte(t.schema), &s); err != nil {
+		panic(fmt.Sprintf("agent: schema of tool %s: %v", t.name, err))
+	}
+	t.props = map[string]bool{}
+	for k := range s.Properties {
+		t.props[k] = true
+	}
+	t.required = s.Required
+}
+
+// toolDefs are the tool definitions sent with every request of a fix.
+func toolDefs() []openai.Tool { return defsOf(tools) }
+
+// defsOf are the definitions of a set of tools, in its order.
+func defsOf(set []*tool) []openai.Tool {
+	defs := make([]openai.Tool, 0, len(set))
+	for _, t := range set {
 		defs = append(defs, openai.Tool{
 			Type: openai.ToolTypeFunction,
 			Function: &openai.FunctionDefinition{
@@ -295,9 +304,9 @@ func toolDefs() []openai.Tool {
 	return defs
 }
 
-func toolNames() string {
-	names := make([]string, len(tools))
-	for i, t := range tools {
+func toolNames(set []*tool) string {
+	names := make([]string, len(set))
+	for i, t := range set {
 		names[i] = t.name
 	}
 	return strings.Join(names, ", ")

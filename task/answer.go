@@ -310,9 +310,10 @@ func (an answers) requestTarget(ctx context.Context, t *Task) (*Task, error) {
 // an approval covers the exact commit it was asked on, so a push by anyone
 // after the request voids it.
 func (an answers) stale(ctx context.Context, t *Task) (string, error) {
-	if t.PushedSHA == "" && !t.onHead() {
-		// Nothing pushed to a branch of the task's own: the request is on
-		// the commit it started from, which is what runs.
+	if t.Kind == KindReview || (t.PushedSHA == "" && !t.onHead()) {
+		// Nothing pushed to a branch of the task's own (a review pushes
+		// nothing at all): the request is on the commit it started from,
+		// which is what runs.
 		return "", nil
 	}
 	token, err := an.token(ctx, t)

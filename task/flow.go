@@ -104,6 +104,8 @@ func (f *Flow) Step(ctx context.Context, t *Task) error {
 		return f.answers().answer(ctx, t)
 	case KindFix:
 		return f.fix(ctx, t)
+	case KindReview:
+		return f.review(ctx, t)
 	case KindTrigger:
 		return f.trigger(ctx, t)
 	}
@@ -146,7 +148,7 @@ func (t *Task) published() bool {
 // Other kinds have nothing to report.
 func (f *Flow) Finish(ctx context.Context, t *Task) error {
 	f.cleanup(ctx, t)
-	if t.Kind != KindFix {
+	if t.Kind != KindFix && t.Kind != KindReview {
 		return nil
 	}
 	if r := t.Request; r != nil {

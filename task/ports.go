@@ -59,6 +59,13 @@ type GitHub interface {
 	ReplyInThread(ctx context.Context, r pullwright.Repo, pr int, rootID int64, marker, body string) (int64, error)
 	// AddReviewReaction reacts to a review (line) comment.
 	AddReviewReaction(ctx context.Context, r pullwright.Repo, commentID int64, content string) error
+	// BotReviews lists the reviews of a pull request the bot posted,
+	// oldest first, each with the key of the marker ending its body.
+	BotReviews(ctx context.Context, r pullwright.Repo, pr int) ([]pullwright.PostedReview, error)
+	// PostReview posts one review of a pull request (event COMMENT on
+	// rv.CommitID), its body tagged with marker. GitHub takes it whole or
+	// refuses it whole.
+	PostReview(ctx context.Context, r pullwright.Repo, pr int, marker string, rv pullwright.NewReview) (pullwright.PostedReview, error)
 
 	// FailingChecks lists the check runs that failed on commit sha (the
 	// latest run of each check), without annotations or logs.
@@ -91,6 +98,8 @@ type Progress struct {
 	// Replies are the agent's notes for the checklist's threads, by the
 	// thread's number (from 1), given when it finished.
 	Replies map[int]string
+	// Review is a finished review's draft (a review task's agent).
+	Review *pullwright.ReviewDraft
 }
 
 // Pending is an execution request as the agent made it.

@@ -71,7 +71,7 @@ func (pw pulls) admitPull(ctx context.Context, t *Task) (ended bool, err error) 
 		mode, why := deliveryMode(info, t.Repo.DefaultBranch)
 		t.Pull = &PullWork{Info: info, Mode: mode, Why: why}
 	}
-	if strings.TrimSpace(t.Instructions) == "" && t.Review == nil && t.Pull.Threads == nil {
+	if t.Kind == KindFix && strings.TrimSpace(t.Instructions) == "" && t.Review == nil && t.Pull.Threads == nil {
 		threads, err := pw.openThreads(ctx, t)
 		if err != nil {
 			return false, err

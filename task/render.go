@@ -118,6 +118,12 @@ func RenderStatusWith(t *Task, command, session string) string {
 	switch t.State {
 	case Done:
 		switch {
+		case t.Reviewing != nil && t.Reviewing.URL != "":
+			fmt.Fprintf(&b, ": posted [a review](%s) of %s with %s", t.Reviewing.URL, short(t.Reviewing.Head), plural(t.Reviewing.Inline, "line comment", "line comments"))
+			if t.Reviewing.Moved > 0 {
+				fmt.Fprintf(&b, " (%d more in its body: not on lines of the diff)", t.Reviewing.Moved)
+			}
+		case t.Kind == KindReview:
 		case t.onHead():
 			fmt.Fprintf(&b, ": pushed %s to `%s`", plural(len(t.Pull.Commits), "commit", "commits"), t.Branch)
 		case t.PRURL != "":
@@ -150,7 +156,7 @@ func RenderStatusWith(t *Task, command, session string) string {
 	if t.Mode != "" && (len(t.Runs) > 0 || t.State == Done) {
 		b.WriteString(renderMode(t))
 	}
-	if t.Pull != nil && t.Pull.Why != "" {
+	if t.Pull != nil && t.Pull.Why != "" && t.Kind == KindFix {
 		fmt.Fprintf(&b, "Not pushed to this pull request's branch: %s.\n\n", defang(t.Pull.Why))
 	}
 	if t.Review != nil {
@@ -205,7 +211,8 @@ func RenderStatusWith(t *Task, command, session string) string {
 		b.WriteString("\n</details>\n\n")
 	}
 	fmt.Fprintf(&b, "<sub>%d turns · %s", t.Turns, tokens(t))
-	if t.Branch != "" {
+	if t.Branch != "" && t.Kind != KindReview {
+		// A review's branch is local to its workspace: nothing is pushed.
 		fmt.Fprintf(&b, " · branch `%s`", t.Branch)
 	}
 	if !t.State.Terminal() {

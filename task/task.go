@@ -85,6 +85,9 @@ const (
 	// KindApprove and KindReject answer a pending execution request.
 	KindApprove Kind = "approve"
 	KindReject  Kind = "reject"
+	// KindReview reviews a pull request: the agent reads it with read
+	// tools only and the task posts one GitHub review; nothing is pushed.
+	KindReview Kind = "review"
 	// KindTrigger weighs an issue event that may start or stop a fix: a
 	// label added or removed, the bot assigned (Task.Trigger). Whether the
 	// label is the repository's takes its configuration, which only a
@@ -226,6 +229,8 @@ type Task struct {
 	// step's span is its child, on whichever replica claims the step.
 	Trace string `json:"trace,omitempty"`
 
+	// Reviewing is what a review does (KindReview); nil on other kinds.
+	Reviewing *ReviewWork `json:"reviewing,omitempty"`
 	// Work is what a fix does (KindFix); zero on other kinds.
 	Work
 	// Answering is what an approve or reject task answers; zero on

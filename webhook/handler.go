@@ -191,6 +191,7 @@ var outcomes = map[string]bool{
 	// Recorded with a task.
 	"fix": true, "cancel": true, "status": true, "approve": true, "reject": true, "help": true,
 	"reply": true, "locked": true, "fix_without_instructions": true, "already_active": true,
+	"review": true, "review_not_on_pull": true,
 	"button_approve": true, "button_reject": true,
 	// issues deliveries: recorded, nothing to do.
 	"issue_event_ignored": true, "issue_event_incomplete": true, "issue_event_by_self": true,
@@ -639,6 +640,14 @@ func (h *Handler) command(d task.Delivery, p *event, a ask) (*task.Task, string)
 				h.word, Usage(h.word))), "fix_without_instructions"
 		}
 		t.Kind, t.Instructions, t.Mode = task.KindFix, c.Args, c.Mode
+	case Review:
+		switch {
+		case !a.isPR:
+			return h.replyTask(t, fmt.Sprintf("`%s review` works on a pull request: ask it in the pull request's conversation.", h.word)), "review_not_on_pull"
+		case a.locked:
+			return h.replyTask(t, "This conversation is locked, so I won't review it here. Unlock it, or ask again in an open conversation."), "locked"
+		}
+		t.Kind, t.Instructions = task.KindReview, c.Args
 	case Help:
 		return h.replyTask(t, Usage(h.word)), "help"
 	case Cancel:

@@ -18,6 +18,9 @@ const (
 	Help    Verb = "help"
 	Approve Verb = "approve"
 	Reject  Verb = "reject"
+	// Review reviews a pull request: one GitHub review with line comments,
+	// no change pushed.
+	Review Verb = "review"
 )
 
 // The approval words are fixed: they do not follow the configured command word.
@@ -29,8 +32,8 @@ const (
 // Command is a recognised comment command.
 type Command struct {
 	Verb Verb
-	// Args is the fix instructions, the rejection reason or the approved
-	// request id; empty for cancel, status and help.
+	// Args is the fix instructions, a review's focus, the rejection
+	// reason or the approved request id; empty for cancel, status and help.
 	Args string
 	// Mode is how a fix must prove its work (task.Modes): "" for a plain
 	// fix, or tdd, debug or refactor.
@@ -67,7 +70,8 @@ func (r Result) Ignored() bool { return r.Command == nil && r.Reply == "" }
 //   - indented code: a line indented by four or more spaces, or by a tab
 //     (CommonMark renders it as code, so it is an example, not a request).
 //
-// The first command wins. For fix and reject, Args is the rest of the command
+// The first command wins. "/agent review" takes the rest as its focus,
+// which may be empty. For fix and reject, Args is the rest of the command
 // line plus every following line of the comment, trimmed, code blocks
 // included. "/agent cancel", "/agent status" and "/agent help" are recognised
 // only when the verb is alone on its line (a trailing "." or "!" is allowed):
@@ -139,6 +143,11 @@ func parseAgent(word, tail, following string) Result {
 	if strings.ToLower(first) == string(Fix) {
 		return Result{Command: &Command{Verb: Fix, Args: joinArgs(after, following)}}
 	}
+	if strings.ToLower(strings.TrimRight(first, ".!")) == string(Review) {
+		// What follows, if anything, is what to look at: a review needs
+		// no instructions.
+		return Result{Command: &Command{Verb: Review, Args: joinArgs(after, following)}}
+	}
 	for _, m := range modes {
 		// A mode needs something to work on: "/agent debug" alone gets the
 		// usage, as "/agent" does.
@@ -178,6 +187,7 @@ func Usage(word string) string {
 		{word + " tdd <instructions>", "test first: the pull request must show a new or changed test failing before the fix and passing after it"},
 		{word + " debug <instructions>", "reproduce first: a run that shows the failure, then the fix, then the run that shows it gone"},
 		{word + " refactor <instructions>", "change the structure only: the tests pass before and after, and the exported API stays as it was unless the instructions ask otherwise"},
+		{word + " review [focus]", "on a pull request: review its changes in one GitHub review, with line comments and suggested changes; nothing is pushed. Asked again after a push, it reviews only what changed since"},
 		{word + " status", "show how the current task is going"},
 		{word + " cancel", "stop the current task"},
 		{word + " help", "show this help"},
@@ -289,7 +299,7 @@ func suggest(word string) (Verb, bool) {
 		}
 	}
 	best, bestDist := Verb(""), 3
-	for _, v := range []Verb{Status, Cancel, Help, Fix} {
+	for _, v := range []Verb{Status, Cancel, Help, Review, Fix} {
 		limit := 2
 		if len(v) < 4 {
 			limit = 1

@@ -12,6 +12,7 @@ func FuzzParse(f *testing.F) {
 		"/approve req-1", "/reject no\nnot that", "> /agent fix", "```\n/agent fix\n```\n/agent help",
 		"~~~~\n```\n~~~~\n/agent fix x", "   /agent cancel", "    /agent fix", "\t/approve",
 		"hi\r\n/agent fix\r\nit", "```x```\n/agent fix", "/agentfoo", "> ```\n/reject",
+		"/agent review", "/agent review the parser\nand its tests", "/agent reveiw",
 	} {
 		f.Add(s)
 	}
@@ -30,7 +31,7 @@ func FuzzParse(f *testing.F) {
 		norm := normalizeNewlines(body)
 		if c := got.Command; c != nil {
 			switch c.Verb {
-			case Fix, Reject:
+			case Fix, Reject, Review:
 			case Approve:
 				if strings.ContainsAny(c.Args, " \t\n") {
 					t.Fatalf("approve id with whitespace: %q", c.Args)

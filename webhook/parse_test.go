@@ -38,6 +38,16 @@ func TestParse(t *testing.T) {
 		{"fix alone with spaces", "", "/agent   fix   ", cmd(Fix, "")},
 		{"fix with tab", "", "/agent\tfix\tthe bug", cmd(Fix, "the bug")},
 
+		// Review.
+		{"review", "", "/agent review", cmd(Review, "")},
+		{"review with a focus", "", "/agent review the error handling", cmd(Review, "the error handling")},
+		{"review capitalised, focus on next lines", "", "/agent Review\nlook at\nthe parser", cmd(Review, "look at\nthe parser")},
+		{"review with a full stop", "", "/agent review.", cmd(Review, "")},
+		{"review glued is a fix", "", "/agent reviewer notes", cmd(Fix, "reviewer notes")},
+		{"review typo", "", "/agent reveiw", Result{Reply: typo("reveiw", "review")}},
+		{"review in a code block", "", "```\n/agent review\n```", ignore},
+		{"review quoted", "", "> /agent review", ignore},
+
 		// Modes.
 		{"tdd", "", "/agent tdd add a test for the empty page", Result{Command: &Command{Verb: Fix, Args: "add a test for the empty page", Mode: "tdd"}}},
 		{"debug, capitalised, multi-line", "", "/agent Debug the crash\non login", Result{Command: &Command{Verb: Fix, Args: "the crash\non login", Mode: "debug"}}},
@@ -143,7 +153,7 @@ func TestParse(t *testing.T) {
 
 func TestUsageListsEveryCommand(t *testing.T) {
 	u := Usage("/bot")
-	for _, want := range []string{"/bot fix <instructions>", "/bot <instructions>", "/bot status", "/bot cancel", "/bot help", "/approve [request-id]", "/reject [reason]"} {
+	for _, want := range []string{"/bot fix <instructions>", "/bot <instructions>", "/bot status", "/bot cancel", "/bot help", "/bot review [focus]", "/approve [request-id]", "/reject [reason]"} {
 		if !strings.Contains(u, "`"+want+"`") {
 			t.Errorf("Usage misses %q:\n%s", want, u)
 		}

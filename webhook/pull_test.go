@@ -159,6 +159,11 @@ func TestPullRequestComments(t *testing.T) {
 		{name: "conversation: empty fix addresses the review comments", event: conversation, body: "/agent fix", edits: []func(map[string]any){onPR}, wantOutcome: "fix", want: fix("")},
 		{name: "conversation: empty fix without description", event: conversation, body: "/agent fix", edits: []func(map[string]any){onPR, issue("body", nil)}, wantOutcome: "fix", want: fix("")},
 		{name: "conversation: locked", event: conversation, body: "/agent fix", edits: []func(map[string]any){onPR, issue("locked", true)}, wantOutcome: "locked", want: kind(task.KindReply), wantReply: "locked"},
+		{name: "conversation: review", event: conversation, body: "/agent review the parser", edits: []func(map[string]any){onPR}, wantOutcome: "review",
+			want: func(w *task.Task) { w.Kind, w.Instructions = task.KindReview, "the parser" }},
+		{name: "conversation: review locked", event: conversation, body: "/agent review", edits: []func(map[string]any){onPR, issue("locked", true)}, wantOutcome: "locked", want: kind(task.KindReply), wantReply: "locked"},
+		{name: "issue: review is for pull requests", event: conversation, body: "/agent review", wantOutcome: "review_not_on_pull",
+			want: both(kind(task.KindReply), func(w *task.Task) { w.IsPR = false }), wantReply: "works on a pull request"},
 		// A plain issue is unchanged: an empty fix needs its description.
 		{name: "issue: empty fix without description", event: conversation, body: "/agent fix", edits: []func(map[string]any){issue("body", nil)}, wantOutcome: "fix_without_instructions",
 			want: both(kind(task.KindReply), func(w *task.Task) { w.IsPR = false }), wantReply: "What should I fix?"},

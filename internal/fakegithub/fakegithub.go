@@ -247,6 +247,7 @@ type Server struct {
 	noActions     map[int64]bool                         // installations without actions: read
 	blobs         map[string]blob                        // download token → job log
 	review        map[int64]*reviewComment               // review (line) comments by id
+	pullReviews   map[string][]*pullReview               // reviews by pull key, oldest first
 	reviewOrder   map[string][]int64                     // "repo key#n" → review comment ids, oldest first
 	resolved      map[int64]bool                         // root review comment id → thread resolved
 	tokenPrefix   string

@@ -65,6 +65,8 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /repos/{owner}/{repo}/pulls/{number}/comments", s.repo(s.listReviewComments))
 	m.HandleFunc("POST /repos/{owner}/{repo}/pulls/{number}/comments", s.repo(s.createReviewComment))
 	m.HandleFunc("POST /repos/{owner}/{repo}/pulls/{number}/comments/{id}/replies", s.repo(s.createReviewReply))
+	m.HandleFunc("GET /repos/{owner}/{repo}/pulls/{number}/reviews", s.repo(s.listPullReviews))
+	m.HandleFunc("POST /repos/{owner}/{repo}/pulls/{number}/reviews", s.repo(s.createPullReview))
 	m.HandleFunc("PATCH /repos/{owner}/{repo}/pulls/comments/{id}", s.repo(s.editReviewComment))
 	m.HandleFunc("POST /repos/{owner}/{repo}/pulls/comments/{id}/reactions", s.repo(s.createReviewReaction))
 	m.HandleFunc("POST /repos/{owner}/{repo}/check-runs", s.repo(s.createCheckRun))

@@ -80,8 +80,11 @@ type GitHub struct {
 	Logs        map[int64]string
 	LogErrs     map[int64]error
 
-	Comments       []*IssueComment
-	Reactions      []Reaction
+	Comments  []*IssueComment
+	Reactions []Reaction
+	// Reviews are the reviews posted (PostReview), by pull request,
+	// oldest first; seed one to stand for an earlier review.
+	Reviews        map[int][]Review
 	Opened         []*Pull
 	CheckRuns      map[int64]*pullwright.CheckRun
 	CheckRunWrites []pullwright.CheckRun
@@ -569,4 +572,79 @@ func (g *GitHub) JobLogTail(ctx context.Context, r pullwright.Repo, jobID int64,
 		return l[len(l)-max:], true, nil
 	}
 	return l, false, nil
+}
+
+// Review is a review posted with PostReview.
+type Review struct {
+	pullwright.NewReview
+	ID     int64
+	Marker string
+	URL    string
+}
+
+// BotReviews lists Reviews[pr] as GitHub lists the bot's reviews.
+func (g *GitHub) BotReviews(ctx context.Context, r pullwright.Repo, pr int) ([]pullwright.PostedReview, error) {
+	if err := g.call("BotReviews"); err != nil {
+		return nil, err
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var out []pullwright.PostedReview
+	for _, rv := range g.Reviews[pr] {
+		out = append(out, pullwright.PostedReview{ID: rv.ID, CommitID: rv.CommitID, Marker: rv.Marker, URL: rv.URL})
+	}
+	return out, nil
+}
+
+// PostReview records a review, or refuses it whole as GitHub does (422)
+// when a comment's lines are not in one hunk of Diffs[pr], on its right
+// side.
+func (g *GitHub) PostReview(ctx context.Context, r pullwright.Repo, pr int, marker string, rv pullwright.NewReview) (pullwright.PostedReview, error) {
+	if err := g.call("PostReview"); err != nil {
+		return pullwright.PostedReview{}, err
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	hunks := rightHunks(g.Diffs[pr])
+	for _, c := range rv.Comments {
+		ok := false
+		for _, h := range hunks {
+			if h.path == c.Path && h.start <= c.Line && c.Line <= h.end && (c.StartLine == 0 || (h.start <= c.StartLine && c.StartLine < c.Line)) {
+				ok = true
+			}
+		}
+		if !ok {
+			return pullwright.PostedReview{}, fmt.Errorf("post a review of #%d: 422 Pull request review thread line must be part of the diff", pr)
+		}
+	}
+	if g.Reviews == nil {
+		g.Reviews = map[int][]Review{}
+	}
+	id := g.id()
+	posted := Review{NewReview: rv, ID: id, Marker: marker, URL: fmt.Sprintf("https://github.test/%s/pull/%d#pullrequestreview-%d", r.FullName(), pr, id)}
+	g.Reviews[pr] = append(g.Reviews[pr], posted)
+	return pullwright.PostedReview{ID: id, CommitID: rv.CommitID, Marker: marker, URL: posted.URL}, nil
+}
+
+type hunk struct {
+	path       string
+	start, end int
+}
+
+// rightHunks reads the new file's lines each hunk of a git diff shows.
+func rightHunks(diff string) []hunk {
+	var out []hunk
+	path := ""
+	for _, l := range strings.Split(diff, "\n") {
+		switch {
+		case strings.HasPrefix(l, "+++ b/"):
+			path = strings.TrimPrefix(l, "+++ b/")
+		case strings.HasPrefix(l, "@@ ") && path != "":
+			var a, b, c, d int
+			if n, _ := fmt.Sscanf(l, "@@ -%d,%d +%d,%d @@", &a, &b, &c, &d); n == 4 && d > 0 {
+				out = append(out, hunk{path, c, c + d - 1})
+			}
+		}
+	}
+	return out
 }

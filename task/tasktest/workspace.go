@@ -536,7 +536,8 @@ func (ws *Workspace) DiffStat(baseSHA string) ([]pullwright.FileStat, error) {
 	return out, nil
 }
 
-// DiffOf is a unified-style diff of paths from baseSHA to the worktree.
+// DiffOf is a unified diff of paths from baseSHA to the worktree, each
+// file one hunk of all its lines.
 func (ws *Workspace) DiffOf(baseSHA string, paths ...string) (string, error) {
 	base, cur, err := ws.againstWorktree("DiffOf", baseSHA)
 	if err != nil {
@@ -548,6 +549,7 @@ func (ws *Workspace) DiffOf(baseSHA string, paths ...string) (string, error) {
 			continue
 		}
 		fmt.Fprintf(&b, "--- a/%s\n+++ b/%s\n", p, p)
+		fmt.Fprintf(&b, "@@ %s %s @@\n", side("-", len(lines(base[p]))), side("+", len(lines(cur[p]))))
 		for _, l := range lines(base[p]) {
 			fmt.Fprintf(&b, "-%s\n", l)
 		}
@@ -785,4 +787,12 @@ func lineDiff(a, b string) (added, deleted int) {
 	}
 	common := l[0][0]
 	return len(y) - common, len(x) - common
+}
+
+// side is one side of a hunk header: "-1,3", or "+0,0" for no lines.
+func side(sign string, n int) string {
+	if n == 0 {
+		return sign + "0,0"
+	}
+	return fmt.Sprintf("%s1,%d", sign, n)
 }

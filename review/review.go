@@ -1,0 +1,232 @@
+// Package review checks a review the agent wrote against the diff it
+// reviews and gives it the form GitHub takes: the lines a comment may be
+// placed on (the right side of a hunk), the suggestion block around a
+// replacement, and the comments that no line can carry moved into the
+// review's body. It is pure: no I/O.
+package review
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/pullwright/pullwright"
+)
+
+// Ranges reads a unified diff (git's form, as GitHub serves a pull
+// request's) and returns, per hunk, the lines of the new file it shows:
+// its context and added lines. GitHub takes a review comment on those and
+// no others ("must be part of the diff"), and a range's start in the same
+// hunk as its end. A deleted file has none.
+func Ranges(diff string) []pullwright.LineRange {
+	var out []pullwright.LineRange
+	path := ""
+	for _, line := range strings.Split(diff, "\n") {
+		switch {
+		case strings.HasPrefix(line, "diff --git "):
+			path = ""
+		case strings.HasPrefix(line, "+++ "):
+			path = newPath(strings.TrimPrefix(line, "+++ "))
+		case strings.HasPrefix(line, "@@ ") && path != "":
+			start, n, ok := newSide(line)
+			if ok && n > 0 {
+				out = append(out, pullwright.LineRange{Path: path, Start: start, End: start + n - 1})
+			}
+		}
+	}
+	return out
+}
+
+// Added reads a unified diff and returns the runs of lines it adds, in
+// the new file: what changed, without the context around it.
+func Added(diff string) []pullwright.LineRange {
+	var out []pullwright.LineRange
+	path, n, in := "", 0, false
+	for _, line := range strings.Split(diff, "\n") {
+		switch {
+		case strings.HasPrefix(line, "diff --git "):
+			path, in = "", false
+		case strings.HasPrefix(line, "+++ ") && !in:
+			path = newPath(strings.TrimPrefix(line, "+++ "))
+		case strings.HasPrefix(line, "--- ") && !in:
+		case strings.HasPrefix(line, "@@ "):
+			start, _, ok := newSide(line)
+			n, in = start, ok && path != ""
+		case !in:
+		case strings.HasPrefix(line, "+"):
+			if k := len(out) - 1; k >= 0 && out[k].Path == path && out[k].End == n-1 {
+				out[k].End = n
+			} else {
+				out = append(out, pullwright.LineRange{Path: path, Start: n, End: n})
+			}
+			n++
+		case strings.HasPrefix(line, " "):
+			n++
+		}
+	}
+	return out
+}
+
+// newPath is the path a "+++ " line names, "" for /dev/null.
+func newPath(s string) string {
+	s = strings.TrimRight(s, "\t\r")
+	if i := strings.IndexByte(s, '\t'); i >= 0 {
+		s = s[:i]
+	}
+	if strings.HasPrefix(s, `"`) {
+		if u, err := strconv.Unquote(s); err == nil {
+			s = u
+		}
+	}
+	if s == "/dev/null" {
+		return ""
+	}
+	return strings.TrimPrefix(s, "b/")
+}
+
+// newSide reads "+c,d" of a hunk header "@@ -a,b +c,d @@".
+func newSide(header string) (start, n int, ok bool) {
+	f := strings.Fields(header)
+	if len(f) < 3 || !strings.HasPrefix(f[2], "+") {
+		return 0, 0, false
+	}
+	s, count, found := strings.Cut(f[2][1:], ",")
+	start, err := strconv.Atoi(s)
+	if err != nil {
+		return 0, 0, false
+	}
+	n = 1
+	if found {
+		if n, err = strconv.Atoi(count); err != nil {
+			return 0, 0, false
+		}
+	}
+	return start, n, true
+}
+
+// Intersect keeps the lines of a that are also in b, range by range, so
+// that each result lies in one range of a and one of b: a hunk of the
+// pull request's diff that a later push also touched.
+func Intersect(a, b []pullwright.LineRange) []pullwright.LineRange {
+	var out []pullwright.LineRange
+	for _, x := range a {
+		for _, y := range b {
+			if x.Path != y.Path {
+				continue
+			}
+			s, e := max(x.Start, y.Start), min(x.End, y.End)
+			if s <= e {
+				out = append(out, pullwright.LineRange{Path: x.Path, Start: s, End: e})
+			}
+		}
+	}
+	return out
+}
+
+// Check tells whether a comment on lines start to line of path fits in
+// one of ranges, with an error that says where comments on that file may
+// go when it does not. start is 0 for a comment on one line.
+func Check(ranges []pullwright.LineRange, path string, start, line int) error {
+	if line < 1 {
+		return fmt.Errorf("line must be 1 or more, not %d", line)
+	}
+	if start < 0 || (start > 0 && start > line) {
+		return fmt.Errorf("start_line %d must come before line %d", start, line)
+	}
+	if start == 0 {
+		start = line
+	}
+	var here []string
+	for _, r := range ranges {
+		if r.Path != path {
+			continue
+		}
+		if r.Start <= start && line <= r.End {
+			return nil
+		}
+		here = append(here, Span(r.Start, r.End))
+	}
+	what := "line " + strconv.Itoa(line) + " of " + path + " is"
+	if start != line {
+		what = "lines " + Span(start, line) + " of " + path + " are"
+	}
+	if len(here) == 0 {
+		return fmt.Errorf("%s has no lines in the diff under review, so it cannot be commented on; say it in the summary instead", path)
+	}
+	return fmt.Errorf("%s not within one hunk of the diff under review; comments on %s may go on lines %s (a range must stay within one of them), or say it in the summary",
+		what, path, strings.Join(here, ", "))
+}
+
+// Span names lines a to b as people write them: "7", or "7-9".
+func Span(a, b int) string {
+	if a == b {
+		return strconv.Itoa(a)
+	}
+	return strconv.Itoa(a) + "-" + strconv.Itoa(b)
+}
+
+// Suggestion is a comment's body with a GitHub suggestion block that
+// replaces the commented lines with text. The fence is longer than any
+// run of backticks at the start of one of text's lines, so text holding
+// ``` cannot close it.
+func Suggestion(body, text string) string {
+	text = strings.TrimSuffix(strings.ReplaceAll(text, "\r\n", "\n"), "\n")
+	n := 3
+	for _, l := range strings.Split(text, "\n") {
+		l = strings.TrimLeft(l, " \t")
+		k := 0
+		for k < len(l) && l[k] == '`' {
+			k++
+		}
+		n = max(n, k+1)
+	}
+	fence := strings.Repeat("`", n)
+	var b strings.Builder
+	if body = strings.TrimSpace(body); body != "" {
+		b.WriteString(body)
+		b.WriteString("\n\n")
+	}
+	b.WriteString(fence + "suggestion\n")
+	if text != "" {
+		b.WriteString(text + "\n")
+	}
+	b.WriteString(fence)
+	return b.String()
+}
+
+// Place turns the agent's draft into the review to post on head: the
+// comments that fit in ranges become line comments (with their suggestion
+// blocks), the others are quoted in the body under the lines they were
+// meant for, so nothing the agent wrote is lost. intro, when set, opens
+// the body (what was reviewed).
+func Place(d pullwright.ReviewDraft, ranges []pullwright.LineRange, head, intro string) pullwright.NewReview {
+	r := pullwright.NewReview{CommitID: head}
+	var outside []string
+	for _, c := range d.Comments {
+		body := c.Body
+		if c.Suggestion != nil {
+			body = Suggestion(c.Body, *c.Suggestion)
+		}
+		start := c.StartLine
+		if start == c.Line {
+			// GitHub refuses a range whose start does not precede its end.
+			start = 0
+		}
+		if Check(ranges, c.Path, start, c.Line) != nil {
+			where := c.Path + ":" + Span(max(start, 1), c.Line)
+			if start == 0 {
+				where = c.Path + ":" + strconv.Itoa(c.Line)
+			}
+			outside = append(outside, fmt.Sprintf("**`%s`** (not in the diff)\n\n%s", strings.ReplaceAll(where, "`", "'"), body))
+			continue
+		}
+		r.Comments = append(r.Comments, pullwright.NewReviewComment{Path: c.Path, Line: c.Line, StartLine: start, Body: body})
+	}
+	parts := slices.DeleteFunc([]string{strings.TrimSpace(intro), strings.TrimSpace(d.Summary)}, func(s string) bool { return s == "" })
+	if len(outside) > 0 {
+		parts = append(parts, "### Comments on lines outside the diff\n\n"+strings.Join(outside, "\n\n---\n\n"))
+	}
+	r.Body = strings.Join(parts, "\n\n")
+	return r
+}

@@ -1,0 +1,150 @@
+package review
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/pullwright/pullwright"
+)
+
+const diff = `diff --git a/calc.go b/calc.go
+index 1111111..2222222 100644
+--- a/calc.go
++++ b/calc.go
+@@ -1,5 +1,6 @@
+ package calc
+ 
++// Add adds.
+ func Add(a, b int) int {
+-	return a - b
++	return a + b
+ }
+@@ -20,3 +21,4 @@ func Sub(a, b int) int {
+ 	return a - b
+ }
++
+diff --git a/old.txt b/old.txt
+deleted file mode 100644
+--- a/old.txt
++++ /dev/null
+@@ -1,2 +0,0 @@
+-one
+-two
+diff --git a/new.md b/new.md
+new file mode 100644
+--- /dev/null
++++ b/new.md
+@@ -0,0 +1 @@
++hello
+`
+
+func TestRanges(t *testing.T) {
+	got := Ranges(diff)
+	want := []pullwright.LineRange{
+		{Path: "calc.go", Start: 1, End: 6},
+		{Path: "calc.go", Start: 21, End: 24},
+		{Path: "new.md", Start: 1, End: 1},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("Ranges = %+v, want %+v", got, want)
+	}
+}
+
+func TestAdded(t *testing.T) {
+	got := Added(diff)
+	want := []pullwright.LineRange{
+		{Path: "calc.go", Start: 3, End: 3},
+		{Path: "calc.go", Start: 5, End: 5},
+		{Path: "calc.go", Start: 23, End: 23},
+		{Path: "new.md", Start: 1, End: 1},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("Added = %+v, want %+v", got, want)
+	}
+}
+
+func TestCheck(t *testing.T) {
+	ranges := Ranges(diff)
+	for _, tc := range []struct {
+		name        string
+		path        string
+		start, line int
+		wantErr     string
+	}{
+		{"a line in a hunk", "calc.go", 0, 5, ""},
+		{"a range in one hunk", "calc.go", 3, 6, ""},
+		{"the last line of a hunk", "calc.go", 0, 24, ""},
+		{"between hunks", "calc.go", 0, 10, "may go on lines 1-6, 21-24"},
+		{"a range across two hunks", "calc.go", 5, 22, "not within one hunk"},
+		{"a file not in the diff", "other.go", 0, 1, "has no lines in the diff"},
+		{"a deleted file", "old.txt", 0, 1, "has no lines in the diff"},
+		{"start after line", "calc.go", 5, 3, "must come before"},
+		{"line zero", "calc.go", 0, 0, "must be 1 or more"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := Check(ranges, tc.path, tc.start, tc.line)
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Fatalf("Check: %v", err)
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+				t.Fatalf("Check = %v, want an error with %q", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+func TestIntersect(t *testing.T) {
+	pr := []pullwright.LineRange{{Path: "a.go", Start: 1, End: 10}, {Path: "a.go", Start: 20, End: 30}, {Path: "b.go", Start: 1, End: 5}}
+	push := []pullwright.LineRange{{Path: "a.go", Start: 8, End: 22}, {Path: "c.go", Start: 1, End: 3}}
+	want := []pullwright.LineRange{{Path: "a.go", Start: 8, End: 10}, {Path: "a.go", Start: 20, End: 22}}
+	if got := Intersect(pr, push); !reflect.DeepEqual(got, want) {
+		t.Fatalf("Intersect = %+v, want %+v", got, want)
+	}
+}
+
+func TestSuggestion(t *testing.T) {
+	for _, tc := range []struct {
+		name, body, text, want string
+	}{
+		{"plain", "Use +.", "\treturn a + b\n", "Use +.\n\n```suggestion\n\treturn a + b\n```"},
+		{"no body", "", "x", "```suggestion\nx\n```"},
+		{"deleting the lines", "Drop it.", "", "Drop it.\n\n```suggestion\n```"},
+		{"text with a fence", "Doc.", "```go\nf()\n```", "Doc.\n\n````suggestion\n```go\nf()\n```\n````"},
+		{"text with a longer fence", "", "  `````\nx", "``````suggestion\n  `````\nx\n``````"},
+		{"CRLF", "", "a\r\nb\r\n", "```suggestion\na\nb\n```"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Suggestion(tc.body, tc.text); got != tc.want {
+				t.Fatalf("Suggestion = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestPlace(t *testing.T) {
+	fix := "\treturn a + b"
+	d := pullwright.ReviewDraft{
+		Summary: "Looks fine but for one thing.",
+		Comments: []pullwright.DraftComment{
+			{Path: "calc.go", Line: 5, Body: "Say what it returns.", Suggestion: &fix},
+			{Path: "calc.go", StartLine: 3, Line: 3, Body: "Doc comment."},
+			{Path: "calc.go", StartLine: 21, Line: 22, Body: "A range."},
+			{Path: "calc.go", Line: 12, Body: "Not in the diff."},
+		},
+	}
+	got := Place(d, Ranges(diff), "abc", "Reviewed abc.")
+	want := pullwright.NewReview{
+		CommitID: "abc",
+		Body: "Reviewed abc.\n\nLooks fine but for one thing.\n\n### Comments on lines outside the diff\n\n" +
+			"**`calc.go:12`** (not in the diff)\n\nNot in the diff.",
+		Comments: []pullwright.NewReviewComment{
+			{Path: "calc.go", Line: 5, Body: "Say what it returns.\n\n```suggestion\n\treturn a + b\n```"},
+			{Path: "calc.go", Line: 3, Body: "Doc comment."},
+			{Path: "calc.go", Line: 22, StartLine: 21, Body: "A range."},
+		},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("Place =\n%+v\nwant\n%+v", got, want)
+	}
+}
