@@ -23,7 +23,7 @@ type commandStore interface {
 	RequestCancel(ctx context.Context, id int64, by string) error
 }
 
-// activeFinder finds the running fix or review task of a conversation.
+// activeFinder finds the running fix task of a conversation.
 type activeFinder interface {
 	Active(ctx context.Context, issueKey string) (*Task, error)
 }

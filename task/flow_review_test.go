@@ -164,40 +164,32 @@ func equalRanges(a, b []pullwright.LineRange) bool {
 }
 
 // A review's request to run is asked, approved and run as a fix's is, on
-// the head under review, and nothing is pushed: answered by its id, or by
-// a bare /approve as its comment offers.
+// the head under review, and nothing is pushed.
 func TestAReviewAsksToRun(t *testing.T) {
-	for name, answer := range map[string]func(id string) string{
-		"by id": func(id string) string { return id },
-		"bare":  func(string) string { return "" },
-	} {
-		t.Run(name, func(t *testing.T) {
-			w, info := pullWorld(t, false, map[string]string{"feature.go": "package feature\n"})
-			w.gh.Diffs[7] = "diff --git a/feature.go b/feature.go\n--- a/feature.go\n+++ b/feature.go\n@@ -0,0 +1 @@\n+package feature\n"
-			w.agent.Script = []tasktest.Turn{
-				pending("go test ./...", nil),
-				{Progress: task.Progress{Finished: true, Review: &pullwright.ReviewDraft{Summary: "The tests pass."}}},
-			}
-			rv := w.reviewPull("", "alice")
-			w.drain()
-			parked := w.want(rv.ID, task.AwaitingApproval)
-			if parked.Request.SHA != info.HeadSHA || w.gh.Comment(7, fmt.Sprintf("task-%d-request-%s", rv.ID, parked.Request.ID)) == nil {
-				t.Fatalf("request %+v on %s", parked.Request, info.HeadSHA)
-			}
-			w.clock.Advance(time.Minute)
-			approve := w.ask(&task.Task{Kind: task.KindApprove, Issue: 7, CommentID: 72, Requester: person("maint"), Answering: task.AnswerRef{RequestID: answer(parked.Request.ID)}})
-			w.drain()
-			w.want(approve.ID, task.Done)
-			done := w.want(rv.ID, task.Done)
-			if len(w.runner.Specs) != 1 || len(done.Runs) != 1 || done.Runs[0].SHA != info.HeadSHA {
-				t.Errorf("runs %+v, specs %d", done.Runs, len(w.runner.Specs))
-			}
-			if len(w.ws.Pushes) != 0 {
-				t.Errorf("a review pushed: %+v", w.ws.Pushes)
-			}
-			if got := w.gh.Reviews[7]; len(got) != 1 || got[0].CommitID != info.HeadSHA || !strings.Contains(got[0].Body, "The tests pass.") {
-				t.Errorf("reviews %+v", got)
-			}
-		})
+	w, info := pullWorld(t, false, map[string]string{"feature.go": "package feature\n"})
+	w.gh.Diffs[7] = "diff --git a/feature.go b/feature.go\n--- a/feature.go\n+++ b/feature.go\n@@ -0,0 +1 @@\n+package feature\n"
+	w.agent.Script = []tasktest.Turn{
+		pending("go test ./...", nil),
+		{Progress: task.Progress{Finished: true, Review: &pullwright.ReviewDraft{Summary: "The tests pass."}}},
+	}
+	rv := w.reviewPull("", "alice")
+	w.drain()
+	parked := w.want(rv.ID, task.AwaitingApproval)
+	if parked.Request.SHA != info.HeadSHA || w.gh.Comment(7, fmt.Sprintf("task-%d-request-%s", rv.ID, parked.Request.ID)) == nil {
+		t.Fatalf("request %+v on %s", parked.Request, info.HeadSHA)
+	}
+	w.clock.Advance(time.Minute)
+	approve := w.ask(&task.Task{Kind: task.KindApprove, Issue: 7, CommentID: 72, Requester: person("maint"), Answering: task.AnswerRef{RequestID: parked.Request.ID}})
+	w.drain()
+	w.want(approve.ID, task.Done)
+	done := w.want(rv.ID, task.Done)
+	if len(w.runner.Specs) != 1 || len(done.Runs) != 1 || done.Runs[0].SHA != info.HeadSHA {
+		t.Errorf("runs %+v, specs %d", done.Runs, len(w.runner.Specs))
+	}
+	if len(w.ws.Pushes) != 0 {
+		t.Errorf("a review pushed: %+v", w.ws.Pushes)
+	}
+	if got := w.gh.Reviews[7]; len(got) != 1 || got[0].CommitID != info.HeadSHA || !strings.Contains(got[0].Body, "The tests pass.") {
+		t.Errorf("reviews %+v", got)
 	}
 }

@@ -44,9 +44,8 @@ type Store interface {
 	Release(ctx context.Context, id int64, owner string) error
 	// Get reads a task.
 	Get(ctx context.Context, id int64) (*Task, error)
-	// Active returns the active fix or review task of an issue key, or of
-	// the pull request a task opened (same key form), or ErrNotFound: the
-	// task a bare /approve, /reject or /agent cancel there answers.
+	// Active returns the active fix task of an issue key, or of the pull
+	// request a task opened (same key form), or ErrNotFound.
 	Active(ctx context.Context, issueKey string) (*Task, error)
 	// PullHeadsAround tells what deliveries (Delivery.Head) said of the
 	// head of the pull request with key pullKey around time at, and of
@@ -56,8 +55,7 @@ type Store interface {
 	// may hold it. When another active task holds it, nothing is written
 	// and that task is returned; otherwise the result is nil.
 	HoldBranch(ctx context.Context, t *Task) (*Task, error)
-	// Latest returns the newest fix or review task of an issue key, or
-	// ErrNotFound.
+	// Latest returns the newest fix task of an issue key, or ErrNotFound.
 	Latest(ctx context.Context, issueKey string) (*Task, error)
 	// Answer records the answer to a task's waiting execution request and
 	// makes the task due, if and only if requestID is its current request,

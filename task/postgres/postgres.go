@@ -549,7 +549,7 @@ func (s *Store) Get(ctx context.Context, id int64) (*task.Task, error) {
 
 func (s *Store) oneFor(ctx context.Context, op, where, key string) (*task.Task, error) {
 	t, err := scanTask(s.db.QueryRow(ctx,
-		`SELECT `+taskColumns+` FROM tasks WHERE (issue_key = $1 OR pr_key = $1) AND kind IN ('fix', 'review') `+where+` ORDER BY id DESC LIMIT 1`, key))
+		`SELECT `+taskColumns+` FROM tasks WHERE (issue_key = $1 OR pr_key = $1) AND kind = 'fix' `+where+` ORDER BY id DESC LIMIT 1`, key))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, fmt.Errorf("%s task of %s: %w", op, key, task.ErrNotFound)
 	}

@@ -594,7 +594,7 @@ func (s *Store) Get(ctx context.Context, id int64) (*task.Task, error) {
 
 func (s *Store) oneFor(ctx context.Context, op, where, key string) (*task.Task, error) {
 	t, err := scanTask(s.read.QueryRowContext(ctx,
-		`SELECT `+taskColumns+` FROM tasks WHERE (issue_key = ? OR pr_key = ?) AND kind IN ('fix', 'review') `+where+` ORDER BY id DESC LIMIT 1`, key, key))
+		`SELECT `+taskColumns+` FROM tasks WHERE (issue_key = ? OR pr_key = ?) AND kind = 'fix' `+where+` ORDER BY id DESC LIMIT 1`, key, key))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("%s task of %s: %w", op, key, task.ErrNotFound)
 	}

@@ -421,21 +421,6 @@ func testActiveAndLatest(t *testing.T, open opener) {
 	if err := s.Record(ctx, task.Delivery{ID: "d2"}, fixTask(7)); err != nil {
 		t.Fatalf("new fix after failure: %v", err)
 	}
-
-	// A review is found as a fix is: a bare /approve answers its
-	// request. Other kinds (a status reply) are not.
-	rv := fixTask(8)
-	rv.Kind = task.KindReview
-	mustRecord(t, s, "d3", rv)
-	st := fixTask(8)
-	st.Kind = task.KindStatus
-	mustRecord(t, s, "d4", st)
-	if a, err := s.Active(ctx, rv.IssueKey()); err != nil || a.ID != rv.ID {
-		t.Fatalf("active with a review = %v, %v; want the review %d", a, err, rv.ID)
-	}
-	if l, err := s.Latest(ctx, rv.IssueKey()); err != nil || l.ID != rv.ID {
-		t.Fatalf("latest with a review = %v, %v; want the review %d", l, err, rv.ID)
-	}
 }
 
 func testConcurrentClaimsTakeEachTaskOnce(t *testing.T, open opener) {

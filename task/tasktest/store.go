@@ -281,7 +281,7 @@ func (s *Store) Get(ctx context.Context, id int64) (*task.Task, error) {
 	return t, nil
 }
 
-// oneFor returns the newest fix or review task of key (its issue or the pull request
+// oneFor returns the newest fix task of key (its issue or the pull request
 // it opened), of those active when activeOnly.
 func (s *Store) oneFor(op, key string, activeOnly bool) (*task.Task, error) {
 	if err := s.lock(); err != nil {
@@ -290,7 +290,7 @@ func (s *Store) oneFor(op, key string, activeOnly bool) (*task.Task, error) {
 	defer s.mu.Unlock()
 	var id int64
 	for rid, r := range s.rows {
-		if (r.kind == task.KindFix || r.kind == task.KindReview) && (r.issueKey == key || r.prKey == key) && (!activeOnly || r.active()) && rid > id {
+		if r.kind == task.KindFix && (r.issueKey == key || r.prKey == key) && (!activeOnly || r.active()) && rid > id {
 			id = rid
 		}
 	}
