@@ -154,7 +154,7 @@ func runComment(env toolEnv, raw json.RawMessage) (toolResult, error) {
 	c := pullwright.DraftComment{Path: path, Line: a.Line, StartLine: start, Body: body}
 	text := fmt.Sprintf("comment %d recorded on %s", len(rv.Comments)+1, where)
 	if a.Suggestion != nil {
-		s := strings.ReplaceAll(*a.Suggestion, "\r\n", "\n")
+		s := strings.ReplaceAll(strings.ReplaceAll(*a.Suggestion, "\r\n", "\n"), "\r", "\n")
 		c.Suggestion = &s
 		n := a.Line - max(start, a.Line) + 1
 		if start > 0 {

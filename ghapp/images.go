@@ -39,7 +39,10 @@ func newImageHosts(base string) (imageHosts, error) {
 		return imageHosts{}, fmt.Errorf("GitHub API base URL %q: %w", base, err)
 	}
 	web := &url.URL{Scheme: u.Scheme, Host: u.Host}
-	if h, ok := strings.CutPrefix(u.Host, "api."); ok {
+	// A server's API under /api/v3 is on its web host, whatever the host
+	// is called: api.corp.example/api/v3 serves api.corp.example, and
+	// corp.example may be anyone's.
+	if h, ok := strings.CutPrefix(u.Host, "api."); ok && !strings.HasSuffix(strings.TrimSuffix(u.Path, "/"), "/api/v3") {
 		web.Host = h
 	}
 	h := imageHosts{web: web, storage: map[string]bool{}}
@@ -59,6 +62,12 @@ func (h imageHosts) classify(u *url.URL) (ours, token bool) {
 		return false, false
 	}
 	if u.Scheme == h.web.Scheme && strings.EqualFold(u.Host, h.web.Host) {
+		// The token reads whatever the installation may: on the web
+		// host it goes only to an attachment's link, never to a
+		// repository's raw file an issue's author picked.
+		if !strings.HasPrefix(u.Path, "/user-attachments/assets/") || strings.Contains(u.Path[len("/user-attachments/assets/"):], "/") {
+			return false, false
+		}
 		return true, true
 	}
 	return u.Scheme == "https" && h.storage[strings.ToLower(u.Host)], false

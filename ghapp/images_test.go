@@ -183,6 +183,15 @@ func TestImageHosts(t *testing.T) {
 		{"https://api.acme.ghe.com", "https://acme.ghe.com/user-attachments/assets/1", true, true},
 		{"http://127.0.0.1:8080", "http://127.0.0.1:8080/user-attachments/assets/1", true, true},
 		{"http://127.0.0.1:8080", "http://127.0.0.1:8081/user-attachments/assets/1", false, false},
+		// A server named api.* serving /api/v3 is its own web host; the
+		// name without api. may be anyone's.
+		{"https://api.corp.example.com/api/v3", "https://corp.example.com/x.png", false, false},
+		{"https://api.corp.example.com/api/v3", "https://api.corp.example.com/user-attachments/assets/1", true, true},
+		// The token goes to an attachment's link only, never to a file an
+		// issue's author points at.
+		{"https://api.github.com", "https://github.com/org/private/raw/main/x.png", false, false},
+		{"https://api.github.com", "https://github.com/user-attachments/assets/1/../../org/private/raw/main/x.png", false, false},
+		{"https://api.github.com", "https://github.com/user-attachments/files/1/secret.png", false, false},
 	} {
 		h, err := newImageHosts(tc.base)
 		if err != nil {

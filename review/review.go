@@ -171,7 +171,9 @@ func Span(a, b int) string {
 // run of backticks at the start of one of text's lines, so text holding
 // ``` cannot close it.
 func Suggestion(body, text string) string {
-	text = strings.TrimSuffix(strings.ReplaceAll(text, "\r\n", "\n"), "\n")
+	// A lone carriage return ends a line in CommonMark too: a fence after
+	// one would close the block early.
+	text = strings.TrimSuffix(strings.ReplaceAll(strings.ReplaceAll(text, "\r\n", "\n"), "\r", "\n"), "\n")
 	n := 3
 	for _, l := range strings.Split(text, "\n") {
 		l = strings.TrimLeft(l, " \t")

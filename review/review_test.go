@@ -113,6 +113,7 @@ func TestSuggestion(t *testing.T) {
 		{"text with a fence", "Doc.", "```go\nf()\n```", "Doc.\n\n````suggestion\n```go\nf()\n```\n````"},
 		{"text with a longer fence", "", "  `````\nx", "``````suggestion\n  `````\nx\n``````"},
 		{"CRLF", "", "a\r\nb\r\n", "```suggestion\na\nb\n```"},
+		{"a lone CR before a fence", "", "foo\r```\rTRAILING", "````suggestion\nfoo\n```\nTRAILING\n````"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := Suggestion(tc.body, tc.text); got != tc.want {

@@ -257,6 +257,12 @@ func refusal(t, target *Task, source, verb string) string {
 // r: only the first request of its task.
 func bareAnswers(r *ExecRequest) bool { return strings.HasSuffix(r.ID, "-1") }
 
+// bareTaken reports whether a bare /approve or /reject can answer r, a
+// request of a task of kind: a fix's first. A review's never is: a bare
+// answer finds the conversation's fix (Store.Active), and on a pull
+// request that is the one its request comment is about.
+func bareTaken(kind Kind, r *ExecRequest) bool { return kind != KindReview && bareAnswers(r) }
+
 // answerSource names what gave answer task t: its comment (issue and
 // review comments have ids of their own), or the button press's delivery.
 func answerSource(t *Task) string {

@@ -137,7 +137,7 @@ func (rq requests) ask(ctx context.Context, t *Task) error {
 		r.PRUpdated = true
 		return nil
 	case r.CommentID == 0:
-		p, err := rq.desk.gh.UpsertComment(ctx, t.Repo, t.Issue, marker(t, "request-"+r.ID), 0, RenderRequest(*r.Shown))
+		p, err := rq.desk.gh.UpsertComment(ctx, t.Repo, t.Issue, marker(t, "request-"+r.ID), 0, renderRequest(*r.Shown, t.Kind))
 		if err != nil {
 			return retryf(err, "posting the execution request failed")
 		}
@@ -145,7 +145,7 @@ func (rq requests) ask(ctx context.Context, t *Task) error {
 		r.shown(p.ShownAt())
 		return nil
 	case r.PRCommentID == 0 && t.PRNumber != 0:
-		p, err := rq.desk.gh.UpsertComment(ctx, t.Repo, t.PRNumber, marker(t, "request-"+r.ID+"-pr"), 0, RenderRequest(*r.Shown))
+		p, err := rq.desk.gh.UpsertComment(ctx, t.Repo, t.PRNumber, marker(t, "request-"+r.ID+"-pr"), 0, renderRequest(*r.Shown, t.Kind))
 		if err != nil {
 			return retryf(err, "posting the execution request on the pull request failed")
 		}

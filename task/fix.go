@@ -246,6 +246,12 @@ func (f *Flow) work(ctx context.Context, t *Task) error {
 // commit the changes (local, and the same commit however often it is made)
 // and push them. It reports done when the remote already has everything.
 func (f *Flow) checkpoint(ctx context.Context, t *Task) (done bool, err error) {
+	if t.Kind == KindReview {
+		// A review commits and pushes nothing, whatever its workspace
+		// holds (a change the revert of its files could not undo, such
+		// as a submodule's): its run is bound to the head under review.
+		return true, nil
+	}
 	ws, err := f.checkouts().workspace(ctx, t)
 	if err != nil {
 		return false, err

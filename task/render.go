@@ -140,7 +140,7 @@ func RenderStatusWith(t *Task, command, session string) string {
 	if r := t.Request; r != nil && (t.State == AwaitingApproval || t.State == Running) {
 		fmt.Fprintf(&b, "Request `%s`: %s", r.ID, code(oneLine(r.Command)))
 		if t.State == AwaitingApproval && r.CommentURL != "" {
-			fmt.Fprintf(&b, " — [answer it](%s) with `/approve` or `/reject <reason>`", r.CommentURL)
+			fmt.Fprintf(&b, " — [answer it](%s) with %s", r.CommentURL, answerWords(t.Kind, r))
 		}
 		b.WriteString("\n\n")
 	}
@@ -237,8 +237,8 @@ func StatusLine(t *Task) string {
 	case t.State == Failed:
 		fmt.Fprintf(&b, ": %s", defang(t.Error))
 	case t.State == AwaitingApproval && t.Request != nil:
-		fmt.Fprintf(&b, ": request `%s` asks to run %s; answer with `/approve` or `/reject <reason>` before %s",
-			t.Request.ID, code(oneLine(t.Request.Command)), t.Request.Deadline.UTC().Format("2006-01-02 15:04 MST"))
+		fmt.Fprintf(&b, ": request `%s` asks to run %s; answer with %s before %s",
+			t.Request.ID, code(oneLine(t.Request.Command)), answerWords(t.Kind, t.Request), t.Request.Deadline.UTC().Format("2006-01-02 15:04 MST"))
 	}
 	fmt.Fprintf(&b, " (%d turns, %s).", t.Turns, tokens(t))
 	return b.String()
@@ -345,12 +345,21 @@ func clip(s string, n int) string {
 // RenderRequest is the comment that shows an execution request on the
 // issue and on the draft pull request: the value every surface shows.
 func RenderRequest(v approval.Request) string {
+	return renderRequest(v, KindFix)
+}
+
+// renderRequest is RenderRequest for a task of kind, which decides
+// whether a bare answer is taken (bareTaken).
+func renderRequest(v approval.Request, kind Kind) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "### ✋ Pullwright asks to run a command · request `%s`\n\n", v.ID)
 	b.WriteString(requestBody(v))
-	if bareAnswers(&ExecRequest{ID: v.ID}) {
+	switch {
+	case bareTaken(kind, &ExecRequest{ID: v.ID}):
 		fmt.Fprintf(&b, "Answer with `/approve` (or `/approve %s`) to run it, or `/reject <reason>` to refuse; the agent then goes on without it. ", v.ID)
-	} else {
+	case kind == KindReview:
+		fmt.Fprintf(&b, "Answer with `/approve %s` to run it, or refuse it with the check run's **Reject** button; the agent then goes on without it. A bare `/approve` or `/reject` here answers a fix, not this review. ", v.ID)
+	default:
 		// A later request: "/approve" alone might have been meant for
 		// the one before it.
 		fmt.Fprintf(&b, "Answer with `/approve %s` (this task asked before, so `/approve` alone is not taken) to run it, or `/reject <reason>` to refuse; the agent then goes on without it. ", v.ID)
@@ -586,4 +595,13 @@ func guidanceLine(g *GuidanceUsed, branch string) string {
 		b.WriteString("; left out: " + strings.Join(left, ", "))
 	}
 	return b.String() + "."
+}
+
+// answerWords are the answers a status line offers for r: bare where a
+// bare answer is taken, else with the request's id.
+func answerWords(kind Kind, r *ExecRequest) string {
+	if kind == KindReview {
+		return fmt.Sprintf("`/approve %s` or the check run's Reject button", r.ID)
+	}
+	return "`/approve` or `/reject <reason>`"
 }
