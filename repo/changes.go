@@ -81,6 +81,11 @@ func (w *Workspace) worktreeChanges(withContent bool) ([]wtChange, error) {
 		} else if !errors.Is(err, object.ErrEntryNotFound) && !errors.Is(err, object.ErrDirectoryNotFound) {
 			return nil, fmt.Errorf("%s: %w", p, err)
 		}
+		if headEntry != nil && headEntry.Mode == filemode.Submodule {
+			// A submodule is not checked out: its empty path is no
+			// deletion, and the bot changes no submodule.
+			continue
+		}
 		mode, content, ok, err := readWorktreeFile(w.dir, p)
 		if err != nil {
 			return nil, err
@@ -192,8 +197,19 @@ func (w *Workspace) CommitAllAt(when time.Time, msg string, author pullwright.Id
 	if err != nil {
 		return "", fmt.Errorf("commit: %w", err)
 	}
-	if err := wt.AddWithOptions(&git.AddOptions{All: true}); err != nil {
-		return "", fmt.Errorf("commit: stage: %w", err)
+	// The changes, path by path: staging the whole tree would read a
+	// submodule's empty directory as a file, and Changes already applied
+	// .gitignore.
+	for _, c := range changes {
+		var err error
+		if c.Status == pullwright.ChangeDeleted {
+			_, err = wt.Remove(c.Path)
+		} else {
+			_, err = wt.Add(c.Path)
+		}
+		if err != nil {
+			return "", fmt.Errorf("commit: stage %s: %w", c.Path, err)
+		}
 	}
 	sig := &object.Signature{Name: author.Name, Email: author.Email, When: when}
 	h, err := wt.Commit(full, &git.CommitOptions{Author: sig, Committer: sig})
