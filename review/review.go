@@ -21,14 +21,17 @@ import (
 // hunk as its end. A deleted file has none.
 func Ranges(diff string) []pullwright.LineRange {
 	var out []pullwright.LineRange
-	path := ""
+	path, in := "", false
 	for _, line := range strings.Split(diff, "\n") {
 		switch {
 		case strings.HasPrefix(line, "diff --git "):
-			path = ""
-		case strings.HasPrefix(line, "+++ "):
+			path, in = "", false
+		case strings.HasPrefix(line, "+++ ") && !in:
+			// Once a hunk began, "+++ " is an added line that starts
+			// with "++ ", not the next file's header.
 			path = newPath(strings.TrimPrefix(line, "+++ "))
 		case strings.HasPrefix(line, "@@ ") && path != "":
+			in = true
 			start, n, ok := newSide(line)
 			if ok && n > 0 {
 				out = append(out, pullwright.LineRange{Path: path, Start: start, End: start + n - 1})

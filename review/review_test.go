@@ -51,6 +51,19 @@ func TestRanges(t *testing.T) {
 	}
 }
 
+// An added line that starts with "++ " is content, not the next file's
+// header: the hunks after it stay the file's.
+func TestRangesOfALineLikeAHeader(t *testing.T) {
+	d := "diff --git a/notes.md b/notes.md\n--- a/notes.md\n+++ b/notes.md\n@@ -1,2 +1,3 @@\n a\n+++ b/README.md\n b\n@@ -10,2 +11,2 @@\n c\n-d\n+e\n"
+	want := []pullwright.LineRange{{Path: "notes.md", Start: 1, End: 3}, {Path: "notes.md", Start: 11, End: 12}}
+	if got := Ranges(d); !reflect.DeepEqual(got, want) {
+		t.Fatalf("Ranges = %+v, want %+v", got, want)
+	}
+	if got := Added(d); !reflect.DeepEqual(got, []pullwright.LineRange{{Path: "notes.md", Start: 2, End: 2}, {Path: "notes.md", Start: 12, End: 12}}) {
+		t.Fatalf("Added = %+v", got)
+	}
+}
+
 func TestAdded(t *testing.T) {
 	got := Added(diff)
 	want := []pullwright.LineRange{
