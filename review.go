@@ -4,7 +4,7 @@ package pullwright
 // pull request's head: where a review may comment, on the diff's right
 // side.
 type LineRange struct {
-	Path       string `json:"path"`
+	Path  string `json:"path"`
 	Start int    `json:"start"`
 	End   int    `json:"end"`
 }
