@@ -105,7 +105,7 @@ func (o *Operator) validateMCP(errs *Errors, at func(string) int) {
 			}
 		}
 		for i, t := range s.ReadOnly {
-			if t != "*" && !slices.Contains(s.Tools, "*") && !slices.Contains(s.Tools, t) {
+			if t != "*" && !(ToolServer{Tools: s.Tools}).Offers(t) {
 				key := fmt.Sprintf("%s.read_only[%d]", k, i)
 				errs.add(at(key), key, "%s is not among the server's tools", t)
 			}
