@@ -51,3 +51,18 @@ func (s ToolServer) HeaderValues(getenv func(string) string) (http.Header, []str
 	}
 	return h, missing
 }
+
+// ToolCall is a call of an MCP tool that the operator did not mark
+// read-only: an execution request like a command, shown, approved and
+// recorded as such. Arguments is the JSON object the server is sent,
+// exactly: compact, keys sorted, every character outside printable
+// ASCII escaped, so that what a person reads is what is sent.
+type ToolCall struct {
+	Server    string `json:"server"`
+	Tool      string `json:"tool"`
+	Arguments string `json:"arguments"`
+}
+
+// Line is the call as a request shows it where a command would be:
+// "server/tool {arguments}".
+func (c ToolCall) Line() string { return c.Server + "/" + c.Tool + " " + c.Arguments }

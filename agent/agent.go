@@ -618,7 +618,7 @@ func (a *Agent) Turn(ctx context.Context, st *State, workdir string) error {
 	// A message that asks to run a command cannot also finish: the model has
 	// not seen the result yet. Its finish calls are refused, with a text that
 	// depends on whether the run request turned out valid.
-	hasRun := slices.ContainsFunc(msg.ToolCalls, func(tc openai.ToolCall) bool { return tc.Function.Name == ToolRun })
+	hasRun := slices.ContainsFunc(msg.ToolCalls, func(tc openai.ToolCall) bool { return tc.Function.Name == ToolRun || ext.asks(tc.Function.Name) })
 	var refused []int // indexes in st.Messages of refused finish results
 	for _, tc := range msg.ToolCalls {
 		names = append(names, tc.Function.Name)

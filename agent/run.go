@@ -11,6 +11,7 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/policy"
 	"github.com/pullwright/pullwright/untrusted"
 )
@@ -25,6 +26,9 @@ type Request struct {
 	ToolCallID string `json:"tool_call_id"`
 	Command    string `json:"command"`
 	Reason     string `json:"reason"`
+	// Tool is set when the request calls an MCP tool that is not
+	// read-only (askCall); Command is then Tool.Line().
+	Tool *pullwright.ToolCall `json:"tool,omitempty"`
 }
 
 // ErrPending is wrapped by Turn's error when an execution request is waiting
@@ -104,6 +108,33 @@ func (a *Agent) Resolve(st *State, result string) error {
 	if st == nil || st.Pending == nil {
 		return ErrNothingPending
 	}
+	return a.answer(st, a.resultText(result))
+}
+
+// ResolveCall answers a pending call of an MCP tool (Request.Tool) that
+// was approved and made: text is what the server answered, failed
+// whether the call failed. It goes to the model as the server's words,
+// in the block every MCP result comes in.
+func (a *Agent) ResolveCall(st *State, text string, failed bool) error {
+	if st == nil || st.Pending == nil {
+		return ErrNothingPending
+	}
+	c := st.Pending.Tool
+	if c == nil {
+		return errors.New("agent: the pending request is a command, not a tool call")
+	}
+	head := "approved and called; the server answered:\n"
+	if failed {
+		head = "approved and called, but the call failed:\n"
+	}
+	if text = a.cut(text); text == "" {
+		text = "(no output)"
+	}
+	return a.answer(st, head+untrusted.Block("untrusted-mcp-result", fmt.Sprintf(" server=%q tool=%q", c.Server, c.Tool), text))
+}
+
+// answer places content as the tool message of the pending call.
+func (a *Agent) answer(st *State, content string) error {
 	id := st.Pending.ToolCallID
 	ai, k := -1, -1
 	for i := len(st.Messages) - 1; i >= 0 && ai < 0; i-- {
@@ -128,7 +159,7 @@ func (a *Agent) Resolve(st *State, result string) error {
 			pos = j + 1
 		}
 	}
-	msg := openai.ChatCompletionMessage{Role: openai.ChatMessageRoleTool, Content: a.resultText(result), ToolCallID: id}
+	msg := openai.ChatCompletionMessage{Role: openai.ChatMessageRoleTool, Content: content, ToolCallID: id}
 	st.Messages = slices.Insert(st.Messages, pos, msg)
 	st.Pending = nil
 	return nil

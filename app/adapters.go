@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
+	"net/http"
 	"slices"
 	"strings"
 	"time"
@@ -12,6 +14,7 @@ import (
 	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/agent"
 	"github.com/pullwright/pullwright/ghapp"
+	"github.com/pullwright/pullwright/mcptools"
 	"github.com/pullwright/pullwright/repo"
 	"github.com/pullwright/pullwright/task"
 )
@@ -135,6 +138,16 @@ func (m model) Resolve(conv []byte, o task.Outcome) ([]byte, error) {
 		if o.Result == nil {
 			return nil, errors.New("an approved request without a result")
 		}
+		if st.Pending != nil && st.Pending.Tool != nil && o.Required == "" {
+			if o.Result.NotStarted {
+				result = "not called: " + o.Result.Output
+				break
+			}
+			if err := m.a.ResolveCall(&st, o.Result.Output, o.Result.ExitCode != 0); err != nil {
+				return nil, err
+			}
+			return json.Marshal(&st)
+		}
 		r := o.Result
 		output := r.Output
 		if r.OOMKilled {
@@ -184,7 +197,7 @@ func progress(out []byte, st *agent.State, spend pullwright.Spend) task.Progress
 		p.Review = st.Draft()
 	}
 	if st.Pending != nil {
-		p.Pending = &task.Pending{Command: st.Pending.Command, Reason: st.Pending.Reason}
+		p.Pending = &task.Pending{Command: st.Pending.Command, Reason: st.Pending.Reason, Tool: st.Pending.Tool}
 	}
 	return p
 }
@@ -225,4 +238,25 @@ func (s timed) Run(ctx context.Context, spec pullwright.RunSpec) (pullwright.Run
 	res, err := s.Runner.Run(ctx, spec)
 	s.m.run(res, err, time.Since(began))
 	return res, err
+}
+
+// toolCaller makes the approved calls of MCP tools (task.ToolCaller)
+// with the SDK client the agent's read-only calls use.
+type toolCaller struct {
+	getenv    func(string) string
+	transport http.RoundTripper
+	log       *slog.Logger
+}
+
+func (c toolCaller) CallTool(ctx context.Context, s pullwright.ToolServer, call pullwright.ToolCall) (string, bool, error) {
+	getenv := c.getenv
+	if getenv == nil {
+		getenv = func(string) string { return "" }
+	}
+	cl := mcptools.New([]pullwright.ToolServer{s}, getenv, c.transport, "pullwright", c.log)
+	r, err := cl.Call(ctx, s.Name+mcptools.Sep+call.Tool, json.RawMessage(call.Arguments))
+	if err != nil {
+		return "", false, err
+	}
+	return r.Text, r.Failed, nil
 }

@@ -78,6 +78,9 @@ type Config struct {
 	// operator's file names the variables that hold the servers'
 	// credentials (mcp.servers.*.headers_from_env). nil reads none.
 	Getenv func(string) string
+	// MCPTransport carries the calls to MCP servers (nil: the default
+	// transport); for tests.
+	MCPTransport http.RoundTripper
 	// WorkDir holds the task workspaces.
 	WorkDir string
 	// Workers is how many tasks run at once.
@@ -214,16 +217,17 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 		return nil, fmt.Errorf("github app: %w", err)
 	}
 	llm, err := agent.New(agent.Config{
-		BaseURL:    cfg.OpenAIBaseURL,
-		APIKey:     cfg.OpenAIKey,
-		APIType:    cfg.OpenAIAPIType,
-		APIVersion: cfg.OpenAIAPIVersion,
-		Model:      op.Models.Default,
-		MaxTurns:   cfg.MaxTurns,
-		MaxTokens:  cfg.MaxTokens,
-		MaxRetries: cfg.LLMRetries,
-		Getenv:     cfg.Getenv,
-		Logger:     log.With("component", "agent"),
+		BaseURL:      cfg.OpenAIBaseURL,
+		APIKey:       cfg.OpenAIKey,
+		APIType:      cfg.OpenAIAPIType,
+		APIVersion:   cfg.OpenAIAPIVersion,
+		Model:        op.Models.Default,
+		MaxTurns:     cfg.MaxTurns,
+		MaxTokens:    cfg.MaxTokens,
+		MaxRetries:   cfg.LLMRetries,
+		Getenv:       cfg.Getenv,
+		MCPTransport: cfg.MCPTransport,
+		Logger:       log.With("component", "agent"),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("agent: %w", err)
@@ -260,6 +264,7 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 		GitTimeout:      cfg.GitTimeout,
 		Runner:          timed{sb, a.metrics},
 		Deps:            deps,
+		Tools:           toolCaller{getenv: cfg.Getenv, transport: cfg.MCPTransport, log: log.With("component", "mcp")},
 		Logger:          log.With("component", "task"),
 		ApprovalTimeout: cfg.ApprovalTimeout,
 	}

@@ -54,8 +54,8 @@ func TestAnMCPToolReachesTheModel(t *testing.T) {
 	for _, tl := range reqs[0].Tools {
 		offered = append(offered, tl.Function.Name)
 	}
-	if !slices.Contains(offered, "docs__search") || slices.Contains(offered, "docs__file_issue") {
-		t.Errorf("offered %v: want docs__search and not docs__file_issue, which is not read-only", offered)
+	if !slices.Contains(offered, "docs__search") || !slices.Contains(offered, "docs__file_issue") {
+		t.Errorf("offered %v: want docs__search, and docs__file_issue, whose calls wait for approval", offered)
 	}
 	var result string
 	for _, m := range reqs[1].Messages {
@@ -75,6 +75,79 @@ func TestAnMCPToolReachesTheModel(t *testing.T) {
 	}
 	if status := e.statusComment(1); strings.Contains(status, "docs-credential") {
 		t.Errorf("the status comment carries the credential:\n%s", status)
+	}
+}
+
+// A call of an MCP tool the operator did not mark read-only is an
+// execution request: shown with its server, tool and arguments, it waits,
+// is made after /approve with the operator's credential and exactly the
+// arguments shown, and its answer reaches the model as data; the record
+// keeps it apart from the runs, and no check run shows the answer.
+func TestAnMCPToolCallWaitsForApproval(t *testing.T) {
+	srv := mcptest.New(t)
+	llm := fakellm.NewByTurn(t,
+		fakellm.Step{ToolCalls: []fakellm.ToolCall{call("edit_file", map[string]any{"path": "README.md", "old_text": "comitt", "new_text": "commit"})}},
+		fakellm.Step{Content: "The typo came from the docs site; file it there too.", ToolCalls: []fakellm.ToolCall{call("docs__file_issue", map[string]any{"q": "typo – commit"})}},
+		fakellm.Step{ToolCalls: []fakellm.ToolCall{call("finish", map[string]any{"title": "Fix the spelling of commit in the README", "summary": "Fixed; filed upstream."})}},
+	)
+	e := newEnv(t, llm, withMCP(srv.URL, owner+"/*"))
+	e.gh.SetPermission(owner, repoName, "maintainer", "write")
+	e.configure("mcp: [docs]\n")
+	if code := e.comment("d1", 1, owner, "/agent fix the typo"); code != http.StatusAccepted {
+		t.Fatalf("fix answered %d", code)
+	}
+	waiting := e.waitState(1, task.AwaitingApproval)
+	r := waiting.Request
+	line := `docs/file_issue {"q":"typo \u2013 commit"}`
+	if r == nil || r.Tool == nil || r.Command != line || r.Shown == nil || r.Shown.Tool == nil || r.Shown.Command != line {
+		t.Fatalf("request = %+v; want the call %s", r, line)
+	}
+	if calls := srv.Calls(); len(calls) != 0 {
+		t.Fatalf("the server was called before approval: %v", calls)
+	}
+	shown := e.waitComment(1, "request `"+r.ID+"`").Body
+	host := strings.TrimPrefix(strings.TrimSuffix(srv.URL, "/mcp"), "http://")
+	for _, want := range []string{"asks to call a tool", line, "file_issue", "`docs`", host, "The typo came from the docs site", "/approve", r.Shown.ShortDigest()} {
+		if !strings.Contains(shown, want) {
+			t.Errorf("the request comment lacks %q:\n%s", want, shown)
+		}
+	}
+	if strings.Contains(shown, "sandbox") {
+		t.Errorf("the request comment speaks of a sandbox for a tool call:\n%s", shown)
+	}
+	approvals := checkRunsNamed(e.gh, task.ApprovalCheck)
+	if len(approvals) != 1 || !strings.HasPrefix(approvals[0].Title, "Approve calling: docs/file_issue") {
+		t.Fatalf("approval check runs = %+v", approvals)
+	}
+
+	if code := e.comment("d2", 1, "maintainer", "/approve"); code != http.StatusAccepted {
+		t.Fatalf("approve answered %d", code)
+	}
+	done := e.waitTask(1)
+	if done.State != task.Done {
+		t.Fatalf("task ended %s: %s\n%s", done.State, done.Error, e.logs.String())
+	}
+	if calls := srv.Calls(); len(calls) != 1 || calls[0] != `file_issue {"q":"typo – commit"}` {
+		t.Errorf("the server was called with %v; want the approved call once", calls)
+	}
+	if auth := srv.Auth(); len(auth) == 0 || auth[len(auth)-1] != "Bearer docs-credential" {
+		t.Errorf("the server was sent Authorization %v", auth)
+	}
+	if got := lastToolResult(llm); !strings.HasPrefix(got, "approved and called; the server answered:\n<untrusted-mcp-result server=\"docs\" tool=\"file_issue\">") ||
+		!strings.Contains(got, "filed") {
+		t.Errorf("the model got %q", got)
+	}
+	runs := checkRunsNamed(e.gh, task.RunCheck)
+	if len(runs) != 1 || runs[0].Conclusion != "success" || !strings.HasPrefix(runs[0].Title, "Called") || strings.Contains(runs[0].Text, "filed") {
+		t.Errorf("run check runs = %+v; want one that does not show the answer", runs)
+	}
+	if len(done.Calls) != 1 || done.Calls[0].RequestID != r.ID || done.Calls[0].Verdict != task.Approved || done.Calls[0].By != "maintainer" || len(done.Runs) != 0 {
+		t.Errorf("record: calls %+v, runs %+v", done.Calls, done.Runs)
+	}
+	for _, c := range append(e.gh.Comments(owner, repoName, 1), e.gh.Comments(owner, repoName, e.gh.PullRequests(owner, repoName)[0].Number)...) {
+		if strings.Contains(c.Body, "docs-credential") {
+			t.Errorf("a comment carries the credential:\n%s", c.Body)
+		}
 	}
 }
 

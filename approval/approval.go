@@ -53,6 +53,13 @@ type Request struct {
 	Setup *Setup `json:"setup,omitempty"`
 	// AutoApprove is set when the repository has auto_approve rules.
 	AutoApprove *AutoApprove `json:"auto_approve,omitempty"`
+	// Tool is set when the request is a call of an MCP tool rather than
+	// a command: Command is then its Line, and nothing runs in a
+	// sandbox (no Where, Setup, Files or AutoApprove: no rule answers a
+	// tool call).
+	Tool *pullwright.ToolCall `json:"tool,omitempty"`
+	// ServerHost is the host of Tool's server, as the operator set it.
+	ServerHost string `json:"server_host,omitempty"`
 	// Digest is the hex SHA-256 of the value with Digest empty (Seal).
 	Digest string `json:"digest"`
 }
@@ -168,6 +175,7 @@ const (
 	KindSetupAnyway  = "setup_unknown"
 	KindSetupPrivate = "setup_private"
 	KindFilesAnyway  = "files_unknown"
+	KindTool         = "tool"
 )
 
 // Sentence is one statement about a request, in the order surfaces show
@@ -186,6 +194,17 @@ func login(s string) Span  { return Span{Text: s, Login: true} }
 // Sentences are what every surface says of r, beyond the command and the
 // reason: the fork, where it runs, the auto_approve rules, the setup.
 func (r Request) Sentences() []Sentence {
+	if c := r.Tool; c != nil {
+		// Nothing runs here: the server acts, with the operator's
+		// credentials, on whatever the tool reaches.
+		spans := []Span{strong("This calls a tool that may change things outside this repository."), text(" It calls "),
+			code(c.Tool), text(" of the MCP server "), code(c.Server)}
+		if r.ServerHost != "" {
+			spans = append(spans, text(" ("), code(r.ServerHost), text(")"))
+		}
+		spans = append(spans, text(", with the credentials the operator gave it and exactly the arguments above; the operator did not mark this tool read-only. Its answer goes to the agent."))
+		return []Sentence{{Kind: KindTool, Warning: true, Spans: spans}}
+	}
 	var out []Sentence
 	if f := r.Fork; f != nil {
 		out = append(out, Sentence{Kind: KindFork, Warning: true, Spans: []Span{

@@ -13,8 +13,12 @@ import (
 // ends with a newline.
 func Text(r Request) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "The agent asks to run a command · request %s · digest %s\n", r.ID, r.ShortDigest())
-	b.WriteString(indent(Escape(r.Command), "    $ "))
+	what, prompt := "run a command", "    $ "
+	if r.Tool != nil {
+		what, prompt = "call a tool", "    "
+	}
+	fmt.Fprintf(&b, "The agent asks to %s · request %s · digest %s\n", what, r.ID, r.ShortDigest())
+	b.WriteString(indent(Escape(r.Command), prompt))
 	sentence := func(s Sentence) {
 		mark := "  "
 		if s.Warning {

@@ -54,6 +54,8 @@ type taskView struct {
 	Plan      []pullwright.PlanItem `json:"plan,omitempty"`
 	Steps     []string              `json:"steps,omitempty"`
 	Runs      []task.RunRecord      `json:"runs,omitempty"`
+	// Calls are the approved calls of MCP tools, recorded as runs are.
+	Calls []task.RunRecord `json:"calls,omitempty"`
 	// Pending is the request waiting for an answer, if one does.
 	Pending *requestView `json:"pending,omitempty"`
 	// Verification is what the runs show of the task's last commit, as
@@ -125,7 +127,7 @@ func (c *Console) view(t *task.Task, full bool) taskView {
 	if !full {
 		return v
 	}
-	v.Plan, v.Steps, v.Runs = t.Plan, t.Steps, t.Runs
+	v.Plan, v.Steps, v.Runs, v.Calls = t.Plan, t.Steps, t.Runs, t.Calls
 	if t.HeadSHA != "" && (t.PRURL != "" || len(t.Runs) > 0) {
 		which := "latest"
 		if t.Final {

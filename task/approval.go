@@ -161,7 +161,7 @@ func (rq requests) ask(ctx context.Context, t *Task) error {
 			ExternalID: r.ID,
 			FirstTry:   t.firstTry(),
 			DetailsURL: r.CommentURL,
-			Title:      clip("Approve running: "+oneLine(policy.Escaped(r.Command)), 200),
+			Title:      clip(map[string]string{"run": "Approve running: ", "call": "Approve calling: "}[r.verb()]+oneLine(policy.Escaped(r.Command)), 200),
 			Summary:    RenderRequestSummary(t),
 			Actions:    approvalActions,
 		})
@@ -217,6 +217,10 @@ func (rq requests) show(ctx context.Context, t *Task) approval.Request {
 		shown := *t
 		shown.Settings = &s
 		t = &shown
+	}
+	if t.Request.Tool != nil {
+		// A call runs no files: the server is sent the arguments alone.
+		return showing(t, nil, ManifestChanges{}, rq.unisolated).Request()
 	}
 	if t.Pull != nil {
 		return ShowRequest(t, t.Pull.Stats, rq.manifestChanges(ctx, t), rq.unisolated)
@@ -604,7 +608,7 @@ func (rq requests) run(ctx context.Context, t *Task) error {
 	case r.RunCheckID == 0:
 		id, err := rq.gh.UpsertCheckRun(ctx, t.Repo, pullwright.CheckRun{
 			Name: RunCheck, HeadSHA: r.SHA, Status: "in_progress", ExternalID: r.ID, FirstTry: t.firstTry(), DetailsURL: r.CommentURL,
-			Title: clip("Running: "+oneLine(policy.Escaped(r.Command)), 200), Summary: RenderRequestSummary(t),
+			Title: clip(map[string]string{"run": "Running: ", "call": "Calling: "}[r.verb()]+oneLine(policy.Escaped(r.Command)), 200), Summary: RenderRequestSummary(t),
 		})
 		if err != nil {
 			return retryf(err, "creating the run check run failed")
@@ -616,6 +620,15 @@ func (rq requests) run(ctx context.Context, t *Task) error {
 		// seen as such by whoever picks the task up next.
 		r.StartedIn = max(t.Claim, 1)
 		return nil
+	case r.Result == nil && r.Tool != nil:
+		if r.StartedIn != t.Claim {
+			// The server may have acted: an approval covers one call.
+			res := notRun("the call was interrupted before its answer came (the bot stopped or the step failed); " +
+				"it was not repeated, because an approval covers one call: ask again if you still need it")
+			r.Result = &res
+			return nil
+		}
+		return rq.runs.callTool(ctx, t)
 	case r.Result == nil:
 		if r.StartedIn != t.Claim {
 			// An earlier claim started the command and did not finish.
@@ -637,7 +650,11 @@ func (rq requests) run(ctx context.Context, t *Task) error {
 	if res.ExitCode != 0 || res.TimedOut || res.OOMKilled {
 		conclusion = "failure"
 	}
-	if err := rq.runs.closeRun(ctx, t, conclusion, RunTitle(res)); err != nil {
+	title := RunTitle(res)
+	if r.Tool != nil {
+		title = callTitle(res)
+	}
+	if err := rq.runs.closeRun(ctx, t, conclusion, title); err != nil {
 		return err
 	}
 	return rq.resolve(ctx, t, Outcome{Verdict: Approved, By: r.Answer.By, Result: res})

@@ -226,6 +226,7 @@ func (f *Flow) work(ctx context.Context, t *Task) error {
 			ID:      fmt.Sprintf("%d-%d", t.ID, t.RequestSeq),
 			Command: p.Pending.Command,
 			Reason:  p.Pending.Reason,
+			Tool:    p.Pending.Tool,
 			AskedAt: now,
 		}
 		t.CommitAt = now

@@ -24,6 +24,9 @@ type Flow struct {
 	// run; nil runs commands without any (the local runner, or a bot
 	// that cannot fence a setup).
 	Deps Dependencies
+	// Tools calls the MCP tools of approved requests; nil refuses them
+	// (the agent is offered none that need approval without it).
+	Tools ToolCaller
 	// Pictures fetches the pictures an issue shows, for a model that
 	// takes images; nil fetches none, and the agent is told so.
 	Pictures Pictures
@@ -82,7 +85,7 @@ func (f *Flow) requests() requests {
 }
 
 func (f *Flow) runs() runs {
-	return runs{desk: f.desk(), remote: f.remote(), checks: f.GitHub, runner: f.Runner, deps: f.Deps, dir: f.Dir, unisolated: f.Unisolated}
+	return runs{desk: f.desk(), remote: f.remote(), checks: f.GitHub, runner: f.Runner, deps: f.Deps, tools: f.Tools, dir: f.Dir, unisolated: f.Unisolated}
 }
 
 func (f *Flow) checkouts() checkouts {

@@ -102,8 +102,12 @@ type Progress struct {
 	Review *pullwright.ReviewDraft
 }
 
-// Pending is an execution request as the agent made it.
-type Pending struct{ Command, Reason string }
+// Pending is an execution request as the agent made it: a command, or a
+// call of an MCP tool that is not read-only (Tool; Command is its Line).
+type Pending struct {
+	Command, Reason string
+	Tool            *pullwright.ToolCall
+}
 
 // Outcome is what the agent is told about its execution request.
 type Outcome struct {
@@ -127,6 +131,14 @@ type Agent interface {
 	// Resolve hands the agent the outcome of its pending request, or, with
 	// o.Required, of the required command that failed after it finished.
 	Resolve(conversation []byte, o Outcome) ([]byte, error)
+}
+
+// ToolCaller calls the MCP tool of an approved request on the operator's
+// server s, with the request's arguments as they were shown. A tool that
+// fails, or a server that is down or slow, is a result (failed, with
+// text saying why); an error is only the end of ctx.
+type ToolCaller interface {
+	CallTool(ctx context.Context, s pullwright.ToolServer, c pullwright.ToolCall) (text string, failed bool, err error)
 }
 
 // Dependencies makes a repository's dependencies ready for an approved

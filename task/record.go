@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -81,7 +82,7 @@ func (t *Task) record(o Outcome) {
 	if r == nil {
 		return
 	}
-	for _, rec := range t.Runs {
+	for _, rec := range slices.Concat(t.Runs, t.Calls) {
 		if rec.RequestID == r.ID {
 			return
 		}
@@ -100,6 +101,10 @@ func (t *Task) record(o Outcome) {
 	if res := o.Result; res != nil {
 		// What the step did, as the request kept it (runs.execute).
 		Ran{Result: *res, Setup: r.Setup}.End(&rec)
+	}
+	if r.Tool != nil {
+		t.Calls = append(t.Calls, rec)
+		return
 	}
 	t.Runs = append(t.Runs, rec)
 }

@@ -237,8 +237,8 @@ func StatusLine(t *Task) string {
 	case t.State == Failed:
 		fmt.Fprintf(&b, ": %s", defang(t.Error))
 	case t.State == AwaitingApproval && t.Request != nil:
-		fmt.Fprintf(&b, ": request `%s` asks to run %s; answer with %s before %s",
-			t.Request.ID, code(oneLine(t.Request.Command)), answerWords(t.Kind, t.Request), t.Request.Deadline.UTC().Format("2006-01-02 15:04 MST"))
+		fmt.Fprintf(&b, ": request `%s` asks to %s %s; answer with %s before %s",
+			t.Request.ID, t.Request.verb(), code(oneLine(t.Request.Command)), answerWords(t.Kind, t.Request), t.Request.Deadline.UTC().Format("2006-01-02 15:04 MST"))
 	}
 	fmt.Fprintf(&b, " (%d turns, %s).", t.Turns, tokens(t))
 	return b.String()
@@ -352,17 +352,21 @@ func RenderRequest(v approval.Request) string {
 // whether a bare answer is taken (bareTaken).
 func renderRequest(v approval.Request, kind Kind) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "### ✋ Pullwright asks to run a command · request `%s`\n\n", v.ID)
+	what, act := "run a command", "run it"
+	if v.Tool != nil {
+		what, act = "call a tool", "make the call"
+	}
+	fmt.Fprintf(&b, "### ✋ Pullwright asks to %s · request `%s`\n\n", what, v.ID)
 	b.WriteString(requestBody(v))
 	switch {
 	case bareTaken(kind, &ExecRequest{ID: v.ID}):
-		fmt.Fprintf(&b, "Answer with `/approve` (or `/approve %s`) to run it, or `/reject <reason>` to refuse; the agent then goes on without it. ", v.ID)
+		fmt.Fprintf(&b, "Answer with `/approve` (or `/approve %s`) to %s, or `/reject <reason>` to refuse; the agent then goes on without it. ", v.ID, act)
 	case kind == KindReview:
-		fmt.Fprintf(&b, "Answer with `/approve %s` to run it, or refuse it with the check run's **Reject** button; the agent then goes on without it. A bare `/approve` or `/reject` here answers a fix, not this review. ", v.ID)
+		fmt.Fprintf(&b, "Answer with `/approve %s` to %s, or refuse it with the check run's **Reject** button; the agent then goes on without it. A bare `/approve` or `/reject` here answers a fix, not this review. ", v.ID, act)
 	default:
 		// A later request: "/approve" alone might have been meant for
 		// the one before it.
-		fmt.Fprintf(&b, "Answer with `/approve %s` (this task asked before, so `/approve` alone is not taken) to run it, or `/reject <reason>` to refuse; the agent then goes on without it. ", v.ID)
+		fmt.Fprintf(&b, "Answer with `/approve %s` (this task asked before, so `/approve` alone is not taken) to %s, or `/reject <reason>` to refuse; the agent then goes on without it. ", v.ID, act)
 	}
 	fmt.Fprintf(&b, "The buttons on the **%s** check run do the same. A push to the branch makes this request stale. "+
 		"Digest of this request: `%s` (the console and the API show the same).\n", ApprovalCheck, v.ShortDigest())
@@ -373,7 +377,11 @@ func renderRequest(v approval.Request, kind Kind) string {
 // command, the reason, every sentence of the value and its files.
 func requestBody(v approval.Request) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "```sh\n%s\n```\n\n", fence(v.Command))
+	lang := "sh"
+	if v.Tool != nil {
+		lang = "json"
+	}
+	fmt.Fprintf(&b, "```%s\n%s\n```\n\n", lang, fence(v.Command))
 	// What calls for care comes first, before the agent's own words.
 	warnings, rest := v.Parts()
 	for _, s := range warnings {
@@ -418,6 +426,7 @@ var icon = map[string]string{
 	approval.KindSetupAnyway:  "📦 ",
 	approval.KindSetupPrivate: "📦 ",
 	approval.KindFilesAnyway:  "⚠️ ",
+	approval.KindTool:         "⚠️ ",
 }
 
 // markdown is a sentence in the comment's Markdown: values as code spans,
@@ -482,7 +491,7 @@ func RenderRequestSummary(t *Task) string {
 	r := t.Request
 	var s string
 	if r.Shown != nil {
-		s = fmt.Sprintf("Request `%s` of task %d on #%d (digest `%s`) asks to run:\n\n", r.ID, t.ID, t.Issue, r.Shown.ShortDigest()) + requestBody(*r.Shown)
+		s = fmt.Sprintf("Request `%s` of task %d on #%d (digest `%s`) asks to %s:\n\n", r.ID, t.ID, t.Issue, r.Shown.ShortDigest(), r.verb()) + requestBody(*r.Shown)
 	} else {
 		s = fmt.Sprintf("Request `%s` of task %d on #%d asks to run:\n\n```sh\n%s\n```\n", r.ID, t.ID, t.Issue, fence(r.Command))
 		if reason := strings.TrimSpace(r.Reason); reason != "" {
@@ -514,8 +523,8 @@ func RunTitle(r *pullwright.RunResult) string {
 
 // CheckpointMessage is the message of the commit made before a request.
 func CheckpointMessage(t *Task) string {
-	return fmt.Sprintf("WIP: checkpoint before request %s\n\nThe agent asked to run %s.\nRequested in #%d by @%s.\n",
-		t.Request.ID, defang(code(oneLine(t.Request.Command))), t.Issue, t.Requester.Login)
+	return fmt.Sprintf("WIP: checkpoint before request %s\n\nThe agent asked to %s %s.\nRequested in #%d by @%s.\n",
+		t.Request.ID, t.Request.verb(), defang(code(oneLine(t.Request.Command))), t.Issue, t.Requester.Login)
 }
 
 // StopMessage is the message of the commit that keeps a stopped task's work.
@@ -604,4 +613,15 @@ func answerWords(kind Kind, r *ExecRequest) string {
 		return fmt.Sprintf("`/approve %s` or the check run's Reject button", r.ID)
 	}
 	return "`/approve` or `/reject <reason>`"
+}
+
+// callTitle sums up an approved tool call's end in a line.
+func callTitle(r *pullwright.RunResult) string {
+	switch {
+	case r.NotStarted:
+		return "Not called"
+	case r.ExitCode != 0:
+		return fmt.Sprintf("The call failed after %s", r.Duration.Round(time.Millisecond))
+	}
+	return fmt.Sprintf("Called; answered after %s", r.Duration.Round(time.Millisecond))
 }

@@ -205,7 +205,7 @@ func (rw reviews) work(ctx context.Context, t *Task) error {
 	case p.Pending != nil:
 		t.RequestSeq++
 		t.Request = &ExecRequest{
-			ID: fmt.Sprintf("%d-%d", t.ID, t.RequestSeq), Command: p.Pending.Command, Reason: p.Pending.Reason, AskedAt: now,
+			ID: fmt.Sprintf("%d-%d", t.ID, t.RequestSeq), Command: p.Pending.Command, Reason: p.Pending.Reason, Tool: p.Pending.Tool, AskedAt: now,
 		}
 		t.CommitAt = now
 	case p.Finished:

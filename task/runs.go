@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -24,6 +25,7 @@ type runs struct {
 	}
 	runner Runner
 	deps   Dependencies
+	tools  ToolCaller
 	// dir holds one workspace per task (Flow.Dir).
 	dir string
 	// unisolated is Flow.Unisolated: runs are on the bot's own machine.
@@ -71,7 +73,13 @@ func (rn runs) closeRun(ctx context.Context, t *Task, conclusion, title string) 
 		return nil
 	}
 	text := ""
-	if r.Result != nil {
+	switch {
+	case r.Result != nil && r.Tool != nil:
+		// What a server answered may be what only the operator's
+		// credentials can read: it goes to the agent, not to a check run
+		// anyone who sees the repository can open.
+		text = "The tool's answer went to the agent; it is not shown here."
+	case r.Result != nil:
 		text = "```\n" + tail(r.Result.Output, 60, 60000) + "\n```"
 	}
 	if _, err := rn.checks.UpsertCheckRun(ctx, t.Repo, pullwright.CheckRun{
@@ -215,5 +223,38 @@ func (rn runs) execute(ctx context.Context, t *Task, ws Workspace) error {
 		rn.log.ErrorContext(ctx, "the run failed to start", "task_id", t.ID, "request", r.ID, "err", ran.Err)
 	}
 	r.Setup, r.Result = ran.Setup, &ran.Result
+	return nil
+}
+
+// callTool calls the MCP tool of t's approved request, once, with the
+// arguments as they were shown, on the server as the operator offers it
+// to the repository now: a server or tool withdrawn since the request
+// was shown is not called. Its answer is the request's result (exit code
+// 0, or 1 when the call failed).
+func (rn runs) callTool(ctx context.Context, t *Task) error {
+	r := t.Request
+	c := *r.Tool
+	if r.Shown == nil || r.Shown.Tool == nil || *r.Shown.Tool != c {
+		res := notRun("the call is not the one that was shown for approval, so it was not made; ask again")
+		r.Result = &res
+		return nil
+	}
+	servers := rn.settings(t).MCP
+	i := slices.IndexFunc(servers, func(s pullwright.ToolServer) bool { return s.Name == c.Server })
+	if i < 0 || !servers[i].Offers(c.Tool) || rn.tools == nil {
+		res := notRun(fmt.Sprintf("the operator no longer offers the tool %s of the MCP server %s to this repository, so it was not called", c.Tool, c.Server))
+		r.Result = &res
+		return nil
+	}
+	start := rn.now()
+	text, failed, err := rn.tools.CallTool(ctx, servers[i], c)
+	if err != nil {
+		return retryf(err, "calling the MCP tool %s of %s failed", c.Tool, c.Server)
+	}
+	res := pullwright.RunResult{Output: text, Duration: rn.now().Sub(start)}
+	if failed {
+		res.ExitCode = 1
+	}
+	r.Result = &res
 	return nil
 }

@@ -2,6 +2,8 @@ package task
 
 import (
 	"fmt"
+	"net/url"
+	"slices"
 
 	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/approval"
@@ -46,10 +48,21 @@ type Shown struct {
 	// AutoApprove are the repository's auto_approve rules (none for bot
 	// run, which asks or takes --yes-to instead).
 	AutoApprove []policy.AutoRule
+	// Tool is set when the request calls an MCP tool (Command is its
+	// Line); ServerHost is its server's host, as the operator set it.
+	Tool       *pullwright.ToolCall
+	ServerHost string
 }
 
 // Request is the value every surface shows of s, sealed.
 func (s Shown) Request() approval.Request {
+	if s.Tool != nil {
+		// Nothing runs in a sandbox, no setup, no files: and no rule
+		// answers a call, whatever it matches.
+		tool := *s.Tool
+		return approval.Seal(approval.Request{ID: s.ID, Command: tool.Line(), Reason: s.Reason, Commit: s.Commit, Branch: s.Branch,
+			Tool: &tool, ServerHost: s.ServerHost})
+	}
 	v := approval.Request{ID: s.ID, Command: s.Command, Reason: s.Reason, Commit: s.Commit, Branch: s.Branch,
 		Files: s.Files, FilesUnknown: s.FilesUnknown, Where: s.Where, Fork: s.Fork}
 	if !v.Where.Sandbox {
@@ -140,6 +153,16 @@ func showing(t *Task, changes []pullwright.FileStat, manifests ManifestChanges, 
 	}
 	if p := t.Pull; p != nil && p.Info.Fork {
 		s.Fork = &approval.Fork{Pull: t.Issue, HeadRepo: p.Info.HeadRepo, Author: p.Info.Author}
+	}
+	if c := r.Tool; c != nil {
+		s.Tool = c
+		if set := t.Settings; set != nil {
+			if i := slices.IndexFunc(set.MCP, func(m pullwright.ToolServer) bool { return m.Name == c.Server }); i >= 0 {
+				if u, err := url.Parse(set.MCP[i].URL); err == nil {
+					s.ServerHost = u.Host
+				}
+			}
+		}
 	}
 	return s
 }

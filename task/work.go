@@ -57,6 +57,10 @@ type Work struct {
 	// Runs are the ends of every request of the task, in order
 	// (RunRecord, task/record.go).
 	Runs []RunRecord `json:"runs,omitempty"`
+	// Calls are the ends of the requests that called an MCP tool, kept
+	// apart from Runs: a call tests nothing, so no check of the work
+	// (Verify, a mode, require_passing) may count it.
+	Calls []RunRecord `json:"calls,omitempty"`
 	// APIChanges are the changes to the exported Go API from the base to
 	// the final commit, for a refactor's check; APIChecked is true once
 	// they were read.
@@ -164,6 +168,18 @@ type ExecRequest struct {
 	Setup *pullwright.SetupRecord `json:"setup,omitempty"`
 	// Closed is true once the approval check run shows the answer.
 	Closed bool `json:"closed,omitempty"`
+	// Tool is set when the request calls an MCP tool the operator did not
+	// mark read-only: Command is then Tool.Line(), and the call, not a
+	// command, is what an approval lets happen (runs.callTool).
+	Tool *pullwright.ToolCall `json:"tool,omitempty"`
+}
+
+// verb is what the request asks to do, as the sentences that name it say.
+func (r *ExecRequest) verb() string {
+	if r.Tool != nil {
+		return "call"
+	}
+	return "run"
 }
 
 // shown records GitHub's time of a comment that shows the request.
