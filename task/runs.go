@@ -5,12 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"net/url"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/pullwright/pullwright"
+	"github.com/pullwright/pullwright/policy"
 )
 
 // runs is the sandbox side of an approved request: the run's check run,
@@ -239,15 +240,22 @@ func (rn runs) callTool(ctx context.Context, t *Task) error {
 		r.Result = &res
 		return nil
 	}
-	servers := rn.settings(t).MCP
-	i := slices.IndexFunc(servers, func(s pullwright.ToolServer) bool { return s.Name == c.Server })
-	if i < 0 || !servers[i].Offers(c.Tool) || rn.tools == nil {
-		res := notRun(fmt.Sprintf("the operator no longer offers the tool %s of the MCP server %s to this repository, so it was not called", c.Tool, c.Server))
+	// The operator's file as it is now, not as the task recorded it at
+	// its start: a server withdrawn since, or moved to another host than
+	// the request showed, is not called.
+	servers, err := rn.operator().ToolServers(t.Repo.FullName(), &policy.Config{MCP: []string{c.Server}})
+	var s pullwright.ToolServer
+	if err == nil && len(servers) == 1 {
+		s = servers[0]
+	}
+	u, uerr := url.Parse(s.URL)
+	if s.Name == "" || !s.Offers(c.Tool) || uerr != nil || u.Host != r.Shown.ServerHost || rn.tools == nil {
+		res := notRun(fmt.Sprintf("the operator no longer offers the tool %s of the MCP server %s to this repository as the request showed it, so it was not called", c.Tool, c.Server))
 		r.Result = &res
 		return nil
 	}
 	start := rn.now()
-	text, failed, err := rn.tools.CallTool(ctx, servers[i], c)
+	text, failed, err := rn.tools.CallTool(ctx, s, c)
 	if err != nil {
 		return retryf(err, "calling the MCP tool %s of %s failed", c.Tool, c.Server)
 	}
