@@ -139,8 +139,13 @@ func (m model) Resolve(conv []byte, o task.Outcome) ([]byte, error) {
 			return nil, errors.New("an approved request without a result")
 		}
 		if st.Pending != nil && st.Pending.Tool != nil && o.Required == "" {
-			if o.Result.NotStarted {
+			switch {
+			case o.Result.NotStarted:
 				result = "not called: " + o.Result.Output
+			case o.Result.ExitCode < 0:
+				result = "interrupted: " + o.Result.Output
+			}
+			if result != "" {
 				break
 			}
 			if err := m.a.ResolveCall(&st, o.Result.Output, o.Result.ExitCode != 0); err != nil {

@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"encoding/json"
 	"net/http"
 	"slices"
 	"strings"
@@ -87,7 +88,7 @@ func TestAnMCPToolCallWaitsForApproval(t *testing.T) {
 	srv := mcptest.New(t)
 	llm := fakellm.NewByTurn(t,
 		fakellm.Step{ToolCalls: []fakellm.ToolCall{call("edit_file", map[string]any{"path": "README.md", "old_text": "comitt", "new_text": "commit"})}},
-		fakellm.Step{Content: "The typo came from the docs site; file it there too.", ToolCalls: []fakellm.ToolCall{call("docs__file_issue", map[string]any{"q": "typo – commit"})}},
+		fakellm.Step{Content: "The typo came from the docs site; file it there too.", ToolCalls: []fakellm.ToolCall{call("docs__file_issue", map[string]any{"q": "typo – commit", "id": json.Number("9007199254740993")})}},
 		fakellm.Step{ToolCalls: []fakellm.ToolCall{call("finish", map[string]any{"title": "Fix the spelling of commit in the README", "summary": "Fixed; filed upstream."})}},
 	)
 	e := newEnv(t, llm, withMCP(srv.URL, owner+"/*"))
@@ -98,7 +99,7 @@ func TestAnMCPToolCallWaitsForApproval(t *testing.T) {
 	}
 	waiting := e.waitState(1, task.AwaitingApproval)
 	r := waiting.Request
-	line := `docs/file_issue {"q":"typo \u2013 commit"}`
+	line := `docs/file_issue {"id":9007199254740993,"q":"typo \u2013 commit"}`
 	if r == nil || r.Tool == nil || r.Command != line || r.Shown == nil || r.Shown.Tool == nil || r.Shown.Command != line {
 		t.Fatalf("request = %+v; want the call %s", r, line)
 	}
@@ -127,8 +128,10 @@ func TestAnMCPToolCallWaitsForApproval(t *testing.T) {
 	if done.State != task.Done {
 		t.Fatalf("task ended %s: %s\n%s", done.State, done.Error, e.logs.String())
 	}
-	if calls := srv.Calls(); len(calls) != 1 || calls[0] != `file_issue {"q":"typo – commit"}` {
-		t.Errorf("the server was called with %v; want the approved call once", calls)
+	// On the wire, byte for byte what was shown: the id not rounded to
+	// a float's, the dash as its escape.
+	if calls := srv.Calls(); len(calls) != 1 || calls[0] != `file_issue {"id":9007199254740993,"q":"typo \u2013 commit"}` {
+		t.Errorf("the server was called with %v; want the approved call once, as shown", calls)
 	}
 	if auth := srv.Auth(); len(auth) == 0 || auth[len(auth)-1] != "Bearer docs-credential" {
 		t.Errorf("the server was sent Authorization %v", auth)

@@ -175,6 +175,16 @@ func (r *run) work(ctx context.Context) {
 					r.st.Turns, s.MaxTurns, pullwright.Thousands(r.st.Tokens()), pullwright.Thousands(s.MaxTokens), oneLine(r.st.Pending.Command))
 				return
 			}
+			if r.st.Pending.Tool != nil {
+				// bot run offers no MCP server, so none can be asked for;
+				// a call must never reach the shell as a command line.
+				if err := r.agent.Resolve(r.st, "not called: bot run offers no MCP tools that need approval"); err != nil {
+					r.failure = err
+					r.res.Stopped = "the run failed"
+					return
+				}
+				continue
+			}
 			asked := time.Now()
 			result, err := r.request(ctx, *r.st.Pending)
 			waited += time.Since(asked)

@@ -245,11 +245,20 @@ func (c *Client) Call(ctx context.Context, name string, args json.RawMessage) (R
 			s = srv
 		}
 	}
-	var arguments map[string]any
+	// The arguments go to the server as they are written, not decoded
+	// and encoded again: a number a person approved (an id beyond 2^53)
+	// must not arrive rounded.
+	arguments := json.RawMessage("{}")
 	if len(args) > 0 {
-		if err := json.Unmarshal(args, &arguments); err != nil {
-			return Result{Text: "The arguments are not a JSON object: " + err.Error(), Failed: true}, nil
+		var object map[string]json.RawMessage
+		if err := json.Unmarshal(args, &object); err != nil || object == nil {
+			why := "null"
+			if err != nil {
+				why = err.Error()
+			}
+			return Result{Text: "The arguments are not a JSON object: " + why, Failed: true}, nil
 		}
+		arguments = args
 	}
 	callCtx, cancel := context.WithTimeout(ctx, s.Timeout)
 	defer cancel()
@@ -269,7 +278,7 @@ func (c *Client) Call(ctx context.Context, name string, args json.RawMessage) (R
 	return render(res, secrets), nil
 }
 
-func (c *Client) call(ctx context.Context, s pullwright.ToolServer, tool string, args map[string]any) (*mcp.CallToolResult, error) {
+func (c *Client) call(ctx context.Context, s pullwright.ToolServer, tool string, args json.RawMessage) (*mcp.CallToolResult, error) {
 	cs, err := c.connect(ctx, s)
 	if err != nil {
 		return nil, err

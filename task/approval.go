@@ -622,10 +622,10 @@ func (rq requests) run(ctx context.Context, t *Task) error {
 		return nil
 	case r.Result == nil && r.Tool != nil:
 		if r.StartedIn != t.Claim {
-			// The server may have acted: an approval covers one call.
-			res := notRun("the call was interrupted before its answer came (the bot stopped or the step failed); " +
-				"it was not repeated, because an approval covers one call: ask again if you still need it")
-			r.Result = &res
+			// The server may have acted: an approval covers one call, and
+			// nothing here may say it was not made.
+			r.Result = &pullwright.RunResult{ExitCode: -1, Output: "the call was interrupted before its answer came (the bot stopped or the step failed), " +
+				"so the server may or may not have acted on it; it was not repeated, because an approval covers one call: check before you ask again"}
 			return nil
 		}
 		return rq.runs.callTool(ctx, t)

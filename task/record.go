@@ -103,6 +103,10 @@ func (t *Task) record(o Outcome) {
 		Ran{Result: *res, Setup: r.Setup}.End(&rec)
 	}
 	if r.Tool != nil {
+		// What the server answered went to the agent alone: the record,
+		// which everyone who may read the repository may read in the
+		// console, keeps how the call ended, not what it returned.
+		rec.Output = ""
 		t.Calls = append(t.Calls, rec)
 		return
 	}

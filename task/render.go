@@ -620,6 +620,8 @@ func callTitle(r *pullwright.RunResult) string {
 	switch {
 	case r.NotStarted:
 		return "Not called"
+	case r.ExitCode < 0:
+		return "Interrupted: the server may have acted"
 	case r.ExitCode != 0:
 		return fmt.Sprintf("The call failed after %s", r.Duration.Round(time.Millisecond))
 	}

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -248,8 +249,10 @@ func (rn runs) callTool(ctx context.Context, t *Task) error {
 	if err == nil && len(servers) == 1 {
 		s = servers[0]
 	}
+	was := rn.settings(t).MCP
+	i := slices.IndexFunc(was, func(m pullwright.ToolServer) bool { return m.Name == c.Server })
 	u, uerr := url.Parse(s.URL)
-	if s.Name == "" || !s.Offers(c.Tool) || uerr != nil || u.Host != r.Shown.ServerHost || rn.tools == nil {
+	if s.Name == "" || !s.Offers(c.Tool) || uerr != nil || u.Host != r.Shown.ServerHost || i < 0 || was[i].URL != s.URL || rn.tools == nil {
 		res := notRun(fmt.Sprintf("the operator no longer offers the tool %s of the MCP server %s to this repository as the request showed it, so it was not called", c.Tool, c.Server))
 		r.Result = &res
 		return nil
