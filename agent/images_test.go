@@ -12,11 +12,12 @@ import (
 
 	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/internal/fakellm"
+	"github.com/pullwright/pullwright/internal/testimage"
 )
 
 var (
-	tinyPNG  = []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x02\x00\x00\x00")
-	tinyJPEG = []byte("\xff\xd8\xff\xe0\x00\x10JFIF\x00\x01\x01\x00\x00\x01\x00\x01\x00\x00")
+	tinyPNG  = testimage.PNG(2, 2)
+	tinyJPEG = testimage.JPEG(2, 2)
 )
 
 func briefWithImages(vision bool, imgs ...pullwright.Image) pullwright.Brief {

@@ -14,6 +14,7 @@ import (
 	"github.com/pullwright/pullwright/app"
 	"github.com/pullwright/pullwright/internal/fakegithub"
 	"github.com/pullwright/pullwright/internal/fakellm"
+	"github.com/pullwright/pullwright/internal/testimage"
 	"github.com/pullwright/pullwright/policy"
 	"github.com/pullwright/pullwright/task"
 )
@@ -29,7 +30,7 @@ func withProfile(images bool) envOption {
 	}
 }
 
-var screenshot = []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x02\x00\x00\x00\x90wS\xde")
+var screenshot = testimage.PNG(4, 3)
 
 // An issue with a screenshot, through the wired bot: a model whose
 // profile takes images gets the picture as an image part of its first

@@ -12,10 +12,11 @@ import (
 
 	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/internal/fakegithub"
+	"github.com/pullwright/pullwright/internal/testimage"
 )
 
 var (
-	pngBytes  = []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x02\x00\x00\x00")
+	pngBytes  = testimage.PNG(2, 2)
 	pageBytes = []byte("<!DOCTYPE html><html><body>Sign in to GitHub</body></html>")
 )
 

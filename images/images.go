@@ -10,9 +10,16 @@
 package images
 
 import (
+	"bytes"
+	"image"
+	_ "image/gif" // the decoders Kind reads headers with
+	_ "image/jpeg"
+	_ "image/png"
 	"net/http"
 	"net/url"
 	"strings"
+
+	_ "golang.org/x/image/webp"
 )
 
 // Ref is one image the text shows, in the order it appears.
@@ -259,10 +266,22 @@ func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\
 // image/gif or image/webp, the kinds the vision endpoints take. Anything
 // else, whatever a server's Content-Type says (a page, a video, an SVG,
 // which is a script as much as a picture), is not one: ok is false.
+//
+// Its header must also read as that kind, with a size of at least
+// minSide pixels each way: a picture whose header is broken would make
+// the model endpoint refuse the whole request, and a one-pixel image is
+// a tracking beacon, not something a person showed.
 func Kind(b []byte) (kind string, ok bool) {
 	switch t := http.DetectContentType(b); t {
 	case "image/png", "image/jpeg", "image/gif", "image/webp":
+		c, _, err := image.DecodeConfig(bytes.NewReader(b))
+		if err != nil || c.Width < minSide || c.Height < minSide {
+			return "", false
+		}
 		return t, true
 	}
 	return "", false
 }
+
+// minSide is the smallest width and height a picture may have.
+const minSide = 2

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/pullwright/pullwright/images"
+	"github.com/pullwright/pullwright/internal/testimage"
 	"github.com/pullwright/pullwright/untrusted"
 )
 
@@ -83,10 +84,18 @@ func TestKind(t *testing.T) {
 		b    []byte
 		want string
 	}{
-		{"png", []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"), "image/png"},
-		{"jpeg", []byte("\xff\xd8\xff\xe0\x00\x10JFIF\x00"), "image/jpeg"},
-		{"gif", []byte("GIF89a\x01\x00\x01\x00"), "image/gif"},
-		{"webp", []byte("RIFF\x24\x00\x00\x00WEBPVP8 "), "image/webp"},
+		{"png", testimage.PNG(3, 2), "image/png"},
+		{"jpeg", testimage.JPEG(2, 3), "image/jpeg"},
+		{"gif", testimage.GIF(2, 2), "image/gif"},
+		{"webp", testimage.WebP(640, 480), "image/webp"},
+		// A broken header would make the endpoint refuse the request;
+		// a one-pixel image is a beacon.
+		{"png's magic alone", []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"), ""},
+		{"jpeg's magic alone", []byte("\xff\xd8\xff\xe0\x00\x10JFIF\x00"), ""},
+		{"webp's magic alone", []byte("RIFF\x24\x00\x00\x00WEBPVP8 "), ""},
+		{"a one-pixel png", testimage.PNG(1, 1), ""},
+		{"a one-pixel-high gif", testimage.GIF(300, 1), ""},
+		{"a one-pixel webp", testimage.WebP(1, 1), ""},
 		{"html", []byte("<!DOCTYPE html><html><body>Sign in</body></html>"), ""},
 		{"svg", []byte(`<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>`), ""},
 		{"mp4", append([]byte("\x00\x00\x00\x18ftypmp42"), bytes.Repeat([]byte{0}, 8)...), ""},

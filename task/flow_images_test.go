@@ -104,7 +104,7 @@ func TestThePicturesOfAnIssueReachTheBrief(t *testing.T) {
 			asked:  []string{"big", "page", "gone", "1"},
 			left: []string{
 				"image 1 of the issue's body: it is larger than 5 MiB",
-				"image 2 of the issue's body: it is not a picture (a video or another kind of file)",
+				"image 2 of the issue's body: it is not a picture the model can take (a video, another kind of file, a broken image or a one-pixel beacon)",
 				"image 3 of the issue's body: GitHub has no such file for this repository",
 				"image 5 of the issue's body: only the first 4 pictures are fetched",
 				"image 6 of the issue's body: only the first 4 pictures are fetched",

@@ -140,7 +140,7 @@ func pictureRefusal(err error, limit int) string {
 	case errors.Is(err, pullwright.ErrTooLarge):
 		return fmt.Sprintf("it is larger than %d MiB", maxPictureBytes>>20)
 	case errors.Is(err, pullwright.ErrNotAnImage):
-		return "it is not a picture (a video or another kind of file)"
+		return "it is not a picture the model can take (a video, another kind of file, a broken image or a one-pixel beacon)"
 	case errors.Is(err, pullwright.ErrGone):
 		return "GitHub has no such file for this repository"
 	case errors.Is(err, pullwright.ErrNotPermitted):
