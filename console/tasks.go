@@ -23,7 +23,9 @@ import (
 // what a maintainer needs, and none of the agent's working state, the
 // workspace's path or the repository's resolved settings.
 type taskView struct {
-	ID           int64      `json:"id"`
+	ID int64 `json:"id"`
+	// Kind is "fix" or "review".
+	Kind         task.Kind  `json:"kind"`
 	State        task.State `json:"state"`
 	Repo         string     `json:"repo"`
 	Issue        int        `json:"issue"`
@@ -114,7 +116,7 @@ func (c *Console) view(t *task.Task, full bool) taskView {
 		kind = "pull"
 	}
 	v := taskView{
-		ID: t.ID, State: t.State, Repo: t.Repo.FullName(), Issue: t.Issue, IsPR: t.IsPR, IssueTitle: t.IssueTitle,
+		ID: t.ID, Kind: t.Kind, State: t.State, Repo: t.Repo.FullName(), Issue: t.Issue, IsPR: t.IsPR, IssueTitle: t.IssueTitle,
 		IssueURL:  fmt.Sprintf("%s/%s/%s/%s/%d", c.gh.web, url.PathEscape(t.Repo.Owner), url.PathEscape(t.Repo.Name), kind, t.Issue),
 		Requester: t.Requester.Login, Instructions: t.Instructions, Mode: t.Mode, Error: t.Error, CancelledBy: t.CancelledBy,
 		Branch: t.Branch, PRURL: t.PRURL, Turns: t.Turns, Tokens: t.Tokens, TokensEstimated: t.TokensEstimated,
@@ -369,7 +371,7 @@ func (c *Console) one(ctx context.Context, who *caller, idText string) (*task.Ta
 	if err != nil {
 		return nil, err
 	}
-	if t.Kind != task.KindFix {
+	if t.Kind != task.KindFix && t.Kind != task.KindReview {
 		return nil, task.ErrNotFound
 	}
 	ok, err := c.canRead(ctx, who, t.Repo)

@@ -772,14 +772,22 @@ func testList(t *testing.T, open opener) {
 	for i, r := range []struct {
 		name, owner, repo string
 		state             task.State
+		kind              task.Kind
 	}{
-		{"a1", "o", "a", ""},
-		{"b1", "o", "b", ""},
-		{"a2", "O", "A", task.Done},
-		{"a3", "o", "a", ""},
-		{"b2", "o", "b", ""},
+		// A review is a person's work too (its runs are asked for, its
+		// model calls cost): listed like a fix.
+		{"r1", "o", "d", task.Done, task.KindReview},
+		{"a1", "o", "a", "", ""},
+		{"b1", "o", "b", "", ""},
+		{"a2", "O", "A", task.Done, ""},
+		{"a3", "o", "a", "", ""},
+		{"b2", "o", "b", "", ""},
 	} {
-		tk := &task.Task{Kind: task.KindFix, State: r.state, Repo: pullwright.Repo{InstallationID: 1, Owner: r.owner, Name: r.repo}, Issue: i + 1,
+		kind := task.KindFix
+		if r.kind != "" {
+			kind = r.kind
+		}
+		tk := &task.Task{Kind: kind, State: r.state, Repo: pullwright.Repo{InstallationID: 1, Owner: r.owner, Name: r.repo}, Issue: i + 1,
 			Instructions: "fix " + r.name, Work: task.Work{Conversation: []byte(`{"big":true}`), Files: []task.FileSnapshot{{Path: "f", Content: []byte("x")}}}}
 		mustRecord(t, s, "d-"+r.name, tk)
 		ids[r.name] = tk.ID
@@ -802,13 +810,13 @@ func testList(t *testing.T, open opener) {
 		q    func() task.ListQuery
 		want []string
 	}{
-		{"all, newest first", func() task.ListQuery { return task.ListQuery{} }, []string{"b2", "a3", "a2", "b1", "a1"}},
+		{"all, newest first", func() task.ListQuery { return task.ListQuery{} }, []string{"b2", "a3", "a2", "b1", "a1", "r1"}},
 		{"one repository, its name in any case", func() task.ListQuery { return task.ListQuery{Repo: "O/a"} }, []string{"a3", "a2", "a1"}},
-		{"one state", func() task.ListQuery { return task.ListQuery{State: task.Done} }, []string{"a2"}},
+		{"one state", func() task.ListQuery { return task.ListQuery{State: task.Done} }, []string{"a2", "r1"}},
 		{"repository and state", func() task.ListQuery { return task.ListQuery{Repo: "o/b", State: task.Queued} }, []string{"b2", "b1"}},
 		{"a page", func() task.ListQuery { return task.ListQuery{Limit: 2} }, []string{"b2", "a3"}},
 		{"the page after", func() task.ListQuery { return task.ListQuery{Limit: 2, Before: ids["a3"]} }, []string{"a2", "b1"}},
-		{"the last page", func() task.ListQuery { return task.ListQuery{Limit: 2, Before: ids["b1"]} }, []string{"a1"}},
+		{"the last page", func() task.ListQuery { return task.ListQuery{Limit: 2, Before: ids["b1"]} }, []string{"a1", "r1"}},
 		{"no such repository", func() task.ListQuery { return task.ListQuery{Repo: "o/c"} }, nil},
 	}
 	for _, tc := range tests {
@@ -824,7 +832,7 @@ func testList(t *testing.T, open opener) {
 				if tk.Conversation != nil || tk.Files != nil {
 					t.Errorf("task %d listed with its conversation or files", tk.ID)
 				}
-				if tk.Kind != task.KindFix || tk.Repo.InstallationID != 1 || !strings.HasPrefix(tk.Instructions, "fix ") {
+				if (tk.Kind != task.KindFix && tk.Kind != task.KindReview) || tk.Repo.InstallationID != 1 || !strings.HasPrefix(tk.Instructions, "fix ") {
 					t.Errorf("task %d listed as %+v", tk.ID, tk)
 				}
 			}

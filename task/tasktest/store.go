@@ -313,7 +313,7 @@ func (s *Store) List(ctx context.Context, q task.ListQuery) ([]*task.Task, error
 	defer s.mu.Unlock()
 	var ids []int64
 	for id, r := range s.rows {
-		if r.kind == task.KindFix && (q.State == "" || r.state == q.State) && (q.Before <= 0 || id < q.Before) {
+		if (r.kind == task.KindFix || r.kind == task.KindReview) && (q.State == "" || r.state == q.State) && (q.Before <= 0 || id < q.Before) {
 			ids = append(ids, id)
 		}
 	}

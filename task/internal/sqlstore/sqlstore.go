@@ -18,9 +18,11 @@ import (
 // SQL expression of a task's "owner/name", which each dialect digs out of
 // the task's JSON its own way; param(n) is the placeholder of the nth
 // argument ("$n" for Postgres, "?" for SQLite). The kinds and the order
-// are the same for every store: fix tasks only, newest (highest id) first.
+// are the same for every store: the tasks that do a person's work (fixes
+// and reviews, whose runs are asked for and whose model calls cost), not
+// the commands and answers around them; newest (highest id) first.
 func ListTail(q task.ListQuery, repo string, param func(n int) string) (tail string, args []any) {
-	where := []string{"kind = 'fix'"}
+	where := []string{"kind IN ('fix', 'review')"}
 	arg := func(v any) string {
 		args = append(args, v)
 		return param(len(args))

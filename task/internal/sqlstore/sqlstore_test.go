@@ -18,11 +18,11 @@ func TestListTail(t *testing.T) {
 		wantTail string
 		wantArgs []any
 	}{
-		{"everything", task.ListQuery{}, "WHERE kind = 'fix' ORDER BY id DESC LIMIT $1", []any{task.MaxList}},
+		{"everything", task.ListQuery{}, "WHERE kind IN ('fix', 'review') ORDER BY id DESC LIMIT $1", []any{task.MaxList}},
 		{"all filters, in order", task.ListQuery{Repo: "O/a", State: task.Done, Before: 9, Limit: 5},
-			"WHERE kind = 'fix' AND lower(REPO) = lower($1) AND state = $2 AND id < $3 ORDER BY id DESC LIMIT $4",
+			"WHERE kind IN ('fix', 'review') AND lower(REPO) = lower($1) AND state = $2 AND id < $3 ORDER BY id DESC LIMIT $4",
 			[]any{"O/a", "done", int64(9), 5}},
-		{"state alone", task.ListQuery{State: task.Queued}, "WHERE kind = 'fix' AND state = $1 ORDER BY id DESC LIMIT $2", []any{"queued", task.MaxList}},
+		{"state alone", task.ListQuery{State: task.Queued}, "WHERE kind IN ('fix', 'review') AND state = $1 ORDER BY id DESC LIMIT $2", []any{"queued", task.MaxList}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
