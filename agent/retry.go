@@ -3,16 +3,14 @@ package agent
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
-	"math/rand/v2"
 	"net"
 	"net/http"
-	"strconv"
-	"strings"
 	"syscall"
 	"time"
+
+	"github.com/pullwright/pullwright/internal/httpretry"
 )
 
 // Defaults of the retry settings of Config.
@@ -27,7 +25,8 @@ const (
 // 503, 504), or a connection that could not be made or broke. Retrying here,
 // inside one model call, keeps a busy endpoint from failing a turn (and, in
 // the task package, from being retried a whole turn at a time); the deadline
-// of the call bounds all tries together.
+// of the call bounds all tries together. The loop is httpretry's; this is
+// the model client's httpretry.Policy.
 type retryTransport struct {
 	next       http.RoundTripper
 	maxRetries int           // tries after the first; 0 means none
@@ -51,72 +50,53 @@ func newRetryTransport(next http.RoundTripper, cfg Config, log *slog.Logger) *re
 		backoff:    cfg.RetryBackoff,
 		maxWait:    cfg.MaxRetryWait,
 		log:        log,
-		sleep:      sleepContext,
+		sleep:      httpretry.Sleep,
 		now:        time.Now,
 	}
 }
 
-func sleepContext(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	return httpretry.Transport{Next: t.next, Policy: t, MaxRetries: t.maxRetries, MaxWait: t.maxWait,
+		Sleep: t.sleep, Now: t.now}.RoundTrip(req)
 }
 
-// maxDrainBytes is how much of a failed response's body is read before it
-// is closed, so that its connection can be reused.
-const maxDrainBytes = 64 << 10
-
-func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	ctx := req.Context()
-	// A body that cannot be sent again (no GetBody) allows one try only.
-	replayable := req.Body == nil || req.Body == http.NoBody || req.GetBody != nil
-	try := req
-	for attempt := 0; ; attempt++ {
-		resp, err := t.next.RoundTrip(try)
-		if attempt >= t.maxRetries || !replayable || ctx.Err() != nil || !retryable(resp, err) {
-			return resp, err
-		}
-		wait := t.wait(attempt, resp)
-		if deadline, ok := ctx.Deadline(); ok && t.now().Add(wait).After(deadline) {
-			// The wait would outlast the call: hand back what we have now,
-			// while the caller still has time to act on it.
-			t.log.Warn("model endpoint failed; no time left to retry within the call's deadline",
-				append(failedTry(resp, err), "host", req.URL.Host, "attempt", attempt+1, "wait", wait)...)
-			return resp, err
-		}
-		t.log.Warn("model endpoint failed; retrying",
-			append(failedTry(resp, err), "host", req.URL.Host, "attempt", attempt+1, "max_retries", t.maxRetries, "wait", wait)...)
-		if resp != nil {
-			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxDrainBytes))
-			resp.Body.Close()
-		}
-		if err := t.sleep(ctx, wait); err != nil {
-			return nil, fmt.Errorf("wait to retry %s %s: %w", req.Method, req.URL.Redacted(), err)
-		}
-		// A RoundTripper must not change the caller's request: each retry
-		// goes out on a copy with a fresh body.
-		try = req.Clone(ctx)
-		if req.GetBody != nil {
-			body, err := req.GetBody()
-			if err != nil {
-				return nil, fmt.Errorf("retry %s %s: rewind the request body: %w", req.Method, req.URL.Redacted(), err)
-			}
-			try.Body = body
+// Retry implements httpretry.Policy: the wait is what the server asked for
+// in Retry-After, else exponential backoff with jitter; never more than
+// maxWait.
+func (t *retryTransport) Retry(req *http.Request, attempt int, resp *http.Response, err error) (time.Duration, string, bool) {
+	if req.Context().Err() != nil || !retryable(resp, err) {
+		return 0, "", false
+	}
+	if resp != nil {
+		if d, ok := httpretry.RetryAfter(resp.Header.Get("Retry-After"), t.now()); ok {
+			return min(d, t.maxWait), "", true
 		}
 	}
+	return httpretry.Backoff(t.backoff, t.maxWait, attempt), "", true
+}
+
+// GiveUp implements httpretry.Policy: the caller gets the last try's answer
+// as it is, while it still has time to act on it.
+func (t *retryTransport) GiveUp(f httpretry.Failure, why httpretry.Refusal) (*http.Response, error) {
+	if why == httpretry.PastDeadline {
+		t.log.Warn("model endpoint failed; no time left to retry within the call's deadline",
+			append(failedTry(f), "host", f.Req.URL.Host, "attempt", f.Attempt, "wait", f.Wait)...)
+	}
+	return f.Resp, f.Err
+}
+
+// Retrying implements httpretry.Policy.
+func (t *retryTransport) Retrying(f httpretry.Failure) {
+	t.log.Warn("model endpoint failed; retrying",
+		append(failedTry(f), "host", f.Req.URL.Host, "attempt", f.Attempt, "max_retries", t.maxRetries, "wait", f.Wait)...)
 }
 
 // failedTry describes a failed try for the log.
-func failedTry(resp *http.Response, err error) []any {
-	if err != nil {
-		return []any{"err", err}
+func failedTry(f httpretry.Failure) []any {
+	if f.Err != nil {
+		return []any{"err", f.Err}
 	}
-	return []any{"status", resp.StatusCode}
+	return []any{"status", f.Resp.StatusCode}
 }
 
 // retryable reports whether a try that ended with resp or err may succeed
@@ -151,43 +131,4 @@ func connectionError(err error) bool {
 	var opErr *net.OpError
 	var dnsErr *net.DNSError
 	return errors.As(err, &opErr) || (errors.As(err, &dnsErr) && (dnsErr.IsTemporary || dnsErr.IsTimeout))
-}
-
-// wait is how long to wait before try attempt+2: what the server asked for
-// in Retry-After, else exponential backoff with jitter; never more than
-// maxWait.
-func (t *retryTransport) wait(attempt int, resp *http.Response) time.Duration {
-	if resp != nil {
-		if d, ok := retryAfter(resp.Header.Get("Retry-After"), t.now()); ok {
-			return min(d, t.maxWait)
-		}
-	}
-	d := t.backoff
-	for i := 0; i < attempt && d < t.maxWait; i++ {
-		d *= 2
-	}
-	d = min(d, t.maxWait)
-	// Jitter over the upper half spreads out the tasks that a rate limit
-	// hit at the same moment, without ever waiting less than half the
-	// backoff.
-	half := d / 2
-	return half + rand.N(d-half+1)
-}
-
-// retryAfter parses a Retry-After header: delay-seconds or an HTTP date.
-func retryAfter(v string, now time.Time) (time.Duration, bool) {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0, false
-	}
-	if secs, err := strconv.ParseInt(v, 10, 64); err == nil {
-		if secs < 0 {
-			return 0, false
-		}
-		return time.Duration(min(secs, int64(24*time.Hour/time.Second))) * time.Second, true
-	}
-	if at, err := http.ParseTime(v); err == nil {
-		return max(at.Sub(now), 0), true
-	}
-	return 0, false
 }

@@ -17,6 +17,7 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/pullwright/pullwright/internal/fakellm"
+	"github.com/pullwright/pullwright/internal/httpretry"
 )
 
 // fail is one FailNext call.
@@ -236,7 +237,7 @@ func TestRetryWaitEndsWithTheContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	a.retry.sleep = func(ctx context.Context, d time.Duration) error {
 		cancel() // the task is cancelled during the wait
-		return sleepContext(ctx, d)
+		return httpretry.Sleep(ctx, d)
 	}
 	err := a.Turn(ctx, a.Start(testBrief), workspaceDir(t, nil))
 	if !errors.Is(err, context.Canceled) || IsTransient(err) {
@@ -244,34 +245,6 @@ func TestRetryWaitEndsWithTheContext(t *testing.T) {
 	}
 	if s.Calls() != 1 {
 		t.Errorf("%d requests, want 1", s.Calls())
-	}
-}
-
-func TestRetryAfter(t *testing.T) {
-	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	tests := []struct {
-		in     string
-		want   time.Duration
-		wantOK bool
-	}{
-		{"1", time.Second, true},
-		{" 120 ", 2 * time.Minute, true},
-		{"0", 0, true},
-		{"", 0, false},
-		{"-5", 0, false},
-		{"1.5", 0, false},
-		{"soon", 0, false},
-		{now.Add(90 * time.Second).Format(http.TimeFormat), 90 * time.Second, true},
-		{now.Add(-time.Hour).Format(http.TimeFormat), 0, true}, // already past: retry now
-		{"Sun, 01 Mar 2026 12:00:30 GMT", 30 * time.Second, true},
-		{"99999999999999999999", 0, false},
-		{"9999999999", 24 * time.Hour, true}, // bounded before MaxRetryWait applies
-	}
-	for _, tt := range tests {
-		got, ok := retryAfter(tt.in, now)
-		if got != tt.want || ok != tt.wantOK {
-			t.Errorf("retryAfter(%q) = %v, %v; want %v, %v", tt.in, got, ok, tt.want, tt.wantOK)
-		}
 	}
 }
 

@@ -3,12 +3,12 @@ package ghapp
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
-	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/pullwright/pullwright/internal/httpretry"
 )
 
 // retryTransport retries GitHub requests. It sits under ghinstallation, so
@@ -26,6 +26,7 @@ import (
 // jitter from minBackoff. A wait longer than maxWait, or one that would pass
 // the context's deadline, fails at once with a *RetryError instead of
 // sleeping. Logs carry method, path, status, attempt and wait, never headers.
+// The loop is httpretry's; this is GitHub's httpretry.Policy.
 type retryTransport struct {
 	next       http.RoundTripper
 	log        *slog.Logger
@@ -41,7 +42,7 @@ type retryTransport struct {
 func newRetryTransport(next http.RoundTripper, log *slog.Logger, maxRetries int, minBackoff, maxWait time.Duration) *retryTransport {
 	return &retryTransport{
 		next: next, log: log, maxRetries: maxRetries, minBackoff: minBackoff, maxWait: maxWait,
-		sleep: sleepCtx, now: time.Now,
+		sleep: httpretry.Sleep, now: time.Now,
 	}
 }
 
@@ -76,86 +77,22 @@ func idempotent(method string) bool {
 	return false
 }
 
-func rewindable(req *http.Request) bool {
-	return req.Body == nil || req.Body == http.NoBody || req.GetBody != nil
-}
-
 // RoundTrip implements http.RoundTripper.
 func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	ctx := req.Context()
-	canRetry := rewindable(req)
-	r := req
-	for attempt := 1; ; attempt++ {
-		if attempt > 1 {
-			r = req.Clone(ctx)
-			if req.Body != nil && req.Body != http.NoBody {
-				body, err := req.GetBody()
-				if err != nil {
-					return nil, fmt.Errorf("%s %s: rewind body for retry: %w", req.Method, req.URL.Path, err)
-				}
-				r.Body = body
-			}
-		}
-		resp, err := t.next.RoundTrip(r)
-
-		var (
-			wait   time.Duration
-			reason string
-			status int
-		)
-		if err != nil {
-			if ctx.Err() != nil || !canRetry || !idempotent(req.Method) {
-				return nil, err
-			}
-			reason, wait = "network error", t.backoff(attempt)
-		} else {
-			var retry bool
-			wait, reason, retry = t.classify(req.Method, resp, attempt)
-			if !retry || !canRetry {
-				return resp, nil
-			}
-			status = resp.StatusCode
-		}
-
-		giveUp := func(why string, refused time.Duration) error {
-			if resp != nil {
-				drain(resp)
-			}
-			return &RetryError{
-				Method: req.Method, Path: req.URL.Path, StatusCode: status,
-				Attempts: attempt, Wait: refused, Reason: reason + ", " + why, Err: err,
-			}
-		}
-		switch {
-		case attempt > t.maxRetries:
-			return nil, giveUp("retry budget exhausted", 0)
-		case wait > t.maxWait:
-			return nil, giveUp(fmt.Sprintf("GitHub asks to wait %s, more than the %s allowed", wait, t.maxWait), wait)
-		}
-		if dl, ok := ctx.Deadline(); ok && t.now().Add(wait).After(dl) {
-			return nil, giveUp(fmt.Sprintf("waiting %s would pass the call's deadline", wait), wait)
-		}
-		if resp != nil {
-			drain(resp)
-		}
-		t.log.LogAttrs(ctx, slog.LevelWarn, "github request retry",
-			slog.String("method", req.Method),
-			slog.String("path", req.URL.Path),
-			slog.Int("status", status),
-			slog.Int("attempt", attempt),
-			slog.Duration("wait", wait),
-			slog.String("reason", reason),
-		)
-		if err := t.sleep(ctx, wait); err != nil {
-			return nil, err
-		}
-	}
+	return httpretry.Transport{Next: t.next, Policy: t, MaxRetries: t.maxRetries, MaxWait: t.maxWait,
+		Sleep: t.sleep, Now: t.now}.RoundTrip(req)
 }
 
-// classify decides whether resp is retryable and how long to wait first.
-func (t *retryTransport) classify(method string, resp *http.Response, attempt int) (time.Duration, string, bool) {
+// Retry implements httpretry.Policy.
+func (t *retryTransport) Retry(req *http.Request, attempt int, resp *http.Response, err error) (time.Duration, string, bool) {
+	if err != nil {
+		if req.Context().Err() != nil || !idempotent(req.Method) {
+			return 0, "", false
+		}
+		return t.backoff(attempt), "network error", true
+	}
 	h := resp.Header
-	retryAfter, hasRetryAfter := parseRetryAfter(h.Get("Retry-After"), t.now())
+	retryAfter, hasRetryAfter := httpretry.RetryAfter(h.Get("Retry-After"), t.now())
 	spent := h.Get("X-RateLimit-Remaining") == "0"
 	switch s := resp.StatusCode; {
 	case s == http.StatusTooManyRequests || (s == http.StatusForbidden && (spent || hasRetryAfter)):
@@ -173,7 +110,7 @@ func (t *retryTransport) classify(method string, resp *http.Response, attempt in
 		}
 		return t.backoff(attempt), "rate limited", true
 	case (s == http.StatusInternalServerError || s == http.StatusBadGateway ||
-		s == http.StatusServiceUnavailable || s == http.StatusGatewayTimeout) && idempotent(method):
+		s == http.StatusServiceUnavailable || s == http.StatusGatewayTimeout) && idempotent(req.Method):
 		if hasRetryAfter {
 			return retryAfter, "server error (Retry-After)", true
 		}
@@ -182,46 +119,41 @@ func (t *retryTransport) classify(method string, resp *http.Response, attempt in
 	return 0, "", false
 }
 
-// backoff is minBackoff·2^(attempt-1) with equal jitter, capped at maxWait.
 func (t *retryTransport) backoff(attempt int) time.Duration {
-	d := t.minBackoff
-	for i := 1; i < attempt && d < t.maxWait; i++ {
-		d *= 2
-	}
-	d = min(d, t.maxWait)
-	half := d / 2
-	return half + rand.N(half+1)
+	return httpretry.Backoff(t.minBackoff, t.maxWait, attempt)
 }
 
-// parseRetryAfter reads a Retry-After value: delay-seconds or an HTTP date.
-func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
-	if v == "" {
-		return 0, false
+// GiveUp implements httpretry.Policy: a *RetryError says why.
+func (t *retryTransport) GiveUp(f httpretry.Failure, why httpretry.Refusal) (*http.Response, error) {
+	httpretry.Drain(f.Resp)
+	e := &RetryError{Method: f.Req.Method, Path: f.Req.URL.Path, StatusCode: status(f), Attempts: f.Attempt, Wait: f.Wait, Err: f.Err}
+	switch why {
+	case httpretry.BudgetSpent:
+		e.Wait, e.Reason = 0, f.Reason+", retry budget exhausted"
+	case httpretry.TooLong:
+		e.Reason = fmt.Sprintf("%s, GitHub asks to wait %s, more than the %s allowed", f.Reason, f.Wait, t.maxWait)
+	case httpretry.PastDeadline:
+		e.Reason = fmt.Sprintf("%s, waiting %s would pass the call's deadline", f.Reason, f.Wait)
 	}
-	if secs, err := strconv.ParseInt(v, 10, 64); err == nil && secs >= 0 {
-		return time.Duration(min(secs, 1<<32)) * time.Second, true
-	}
-	if at, err := http.ParseTime(v); err == nil {
-		return max(0, at.Sub(now)), true
-	}
-	return 0, false
+	return nil, e
 }
 
-func drain(resp *http.Response) {
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-	_ = resp.Body.Close()
+// Retrying implements httpretry.Policy.
+func (t *retryTransport) Retrying(f httpretry.Failure) {
+	t.log.LogAttrs(f.Req.Context(), slog.LevelWarn, "github request retry",
+		slog.String("method", f.Req.Method),
+		slog.String("path", f.Req.URL.Path),
+		slog.Int("status", status(f)),
+		slog.Int("attempt", f.Attempt),
+		slog.Duration("wait", f.Wait),
+		slog.String("reason", f.Reason),
+	)
 }
 
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
+// status is the failed try's status code; 0 after a network error.
+func status(f httpretry.Failure) int {
+	if f.Resp == nil {
+		return 0
 	}
-	tm := time.NewTimer(d)
-	defer tm.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-tm.C:
-		return nil
-	}
+	return f.Resp.StatusCode
 }
