@@ -19,7 +19,7 @@ type commands struct {
 // commandStore is what commands read and write of the store.
 type commandStore interface {
 	activeFinder
-	Latest(ctx context.Context, issueKey string) (*Task, error)
+	Newest(ctx context.Context, issueKey string, active bool, kinds ...Kind) (*Task, error)
 	RequestCancel(ctx context.Context, id int64, by string) error
 }
 
@@ -38,8 +38,24 @@ func activeTask(ctx context.Context, s activeFinder, t *Task) (*Task, error) {
 	return a, err
 }
 
+// runningTask is the task /agent cancel stops on the conversation t was
+// asked on: its running fix, or else its running review. A bare /approve
+// answers fixes only (activeTask): a review's request is answered by id.
+func runningTask(ctx context.Context, s commandStore, t *Task) (*Task, error) {
+	a, err := activeTask(ctx, s, t)
+	if !errors.Is(err, ErrNotFound) {
+		return a, err
+	}
+	a, err = s.Newest(ctx, t.IssueKey(), true, KindReview)
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return nil, retryf(err, "reading the issue's task failed")
+	}
+	return a, err
+}
+
+// status answers with the newest fix or review of the conversation.
 func (c commands) status(ctx context.Context, t *Task) error {
-	latest, err := c.store.Latest(ctx, t.IssueKey())
+	latest, err := c.store.Newest(ctx, t.IssueKey(), false, KindFix, KindReview)
 	if errors.Is(err, ErrNotFound) {
 		return c.reply(ctx, t, fmt.Sprintf("No task has run on this issue yet. Start one with `%s fix <instructions>`.", c.command))
 	}
@@ -49,11 +65,25 @@ func (c commands) status(ctx context.Context, t *Task) error {
 	return c.reply(ctx, t, StatusLine(latest))
 }
 
-// busy answers a fix asked while another task runs on the issue.
+// busy answers a fix asked while another task runs on the issue, or a
+// review asked while another runs on the pull request (t.Refused).
 func (c commands) busy(ctx context.Context, t *Task) error {
-	active, err := activeTask(ctx, c.store, t)
+	var (
+		active *Task
+		err    error
+		again  = fmt.Sprintf("`%s fix <instructions>`", c.command)
+	)
+	if t.Refused == KindReview {
+		again = fmt.Sprintf("`%s review`", c.command)
+		active, err = c.store.Newest(ctx, t.IssueKey(), true, KindReview)
+		if err != nil && !errors.Is(err, ErrNotFound) {
+			err = retryf(err, "reading the pull request's review failed")
+		}
+	} else {
+		active, err = activeTask(ctx, c.store, t)
+	}
 	if errors.Is(err, ErrNotFound) {
-		return c.reply(ctx, t, fmt.Sprintf("The task that was running here has just ended; ask again with `%s fix <instructions>`.", c.command))
+		return c.reply(ctx, t, fmt.Sprintf("The task that was running here has just ended; ask again with %s.", again))
 	}
 	if err != nil {
 		return err
@@ -89,7 +119,7 @@ func (c commands) unlabeled(ctx context.Context, t *Task) error {
 func (c commands) cancelRequest(ctx context.Context, t *Task) error {
 	// Whoever may start a task here, or answer its requests, may stop one.
 	rules := []policy.Who{{}}
-	if active, err := activeTask(ctx, c.store, t); err == nil {
+	if active, err := runningTask(ctx, c.store, t); err == nil {
 		s := c.settings(active)
 		rules = []policy.Who{s.Trigger, s.Approve.Who}
 	} else if !errors.Is(err, ErrNotFound) {
@@ -111,7 +141,7 @@ func (c commands) cancelRequest(ctx context.Context, t *Task) error {
 			return c.refuse(ctx, t, why)
 		}
 	}
-	active, err := activeTask(ctx, c.store, t)
+	active, err := runningTask(ctx, c.store, t)
 	if errors.Is(err, ErrNotFound) {
 		return c.reply(ctx, t, "There is no running task on this issue to cancel.")
 	}

@@ -10,8 +10,9 @@ import (
 var (
 	// ErrDuplicate means the delivery was seen before; nothing was written.
 	ErrDuplicate = errors.New("delivery already recorded")
-	// ErrActive means the issue already has an active fix task; Record
-	// wrote nothing and the caller may record a reply instead.
+	// ErrActive means the issue already has an active fix task, or the
+	// pull request an active review; Record wrote nothing and the caller
+	// may record a reply instead.
 	ErrActive = errors.New("issue already has an active task")
 	// ErrNotFound means no such task.
 	ErrNotFound = errors.New("task not found")
@@ -30,7 +31,8 @@ var (
 type Store interface {
 	// Record commits the delivery and, when t is not nil, enqueues t, in one
 	// transaction, and sets t.ID. A delivery seen before returns ErrDuplicate;
-	// a fix task for an issue that already has an active one returns
+	// a fix task for an issue that already has an active one, or a review
+	// task for a pull request that already has an active review, returns
 	// ErrActive. In both cases nothing is written.
 	Record(ctx context.Context, d Delivery, t *Task) error
 	// Claim leases the oldest task that is ready to run: not terminal, due,
@@ -57,6 +59,12 @@ type Store interface {
 	HoldBranch(ctx context.Context, t *Task) (*Task, error)
 	// Latest returns the newest fix task of an issue key, or ErrNotFound.
 	Latest(ctx context.Context, issueKey string) (*Task, error)
+	// Newest returns the newest task of an issue key, or of the pull
+	// request a task opened (same key form), whose kind is one of kinds,
+	// or ErrNotFound; with active, the newest that has not ended. Active
+	// and Latest are Newest of KindFix: a bare /approve answers fixes
+	// only, while /agent status and /agent cancel see reviews too.
+	Newest(ctx context.Context, issueKey string, active bool, kinds ...Kind) (*Task, error)
 	// Answer records the answer to a task's waiting execution request and
 	// makes the task due, if and only if requestID is its current request,
 	// it waits, and nobody answered before: ErrAnswered otherwise.
@@ -70,12 +78,13 @@ type Store interface {
 	// RequestCancel marks a task to be cancelled by a worker at its next
 	// step, and makes it due at once so a waiting task is cancelled now.
 	RequestCancel(ctx context.Context, id int64, by string) error
-	// Admit counts the admitted fix tasks of t's installation other than
-	// t: those active now, and those admitted since since. If fits says
-	// one more may start, it marks t admitted at at (Task.AdmittedMS), in
-	// the same transaction and under a lock of the installation, so that
-	// workers of several replicas admitting at once cannot all take the
-	// last place. It returns the counts and whether t was admitted.
+	// Admit counts the admitted fix and review tasks (the kinds that run
+	// the agent) of t's installation other than t: those active now, and
+	// those admitted since since. If fits says one more may start, it
+	// marks t admitted at at (Task.AdmittedMS), in the same transaction
+	// and under a lock of the installation, so that workers of several
+	// replicas admitting at once cannot all take the last place. It
+	// returns the counts and whether t was admitted.
 	Admit(ctx context.Context, t *Task, since, at time.Time, fits func(active, started int) bool) (active, started int, ok bool, err error)
 	// Counts returns how many tasks are in each non-terminal state, for
 	// the metrics; a state without tasks is absent. Ended tasks are not

@@ -80,7 +80,8 @@ const (
 	KindStatus Kind = "status"
 	// KindCancel stops the issue's active task.
 	KindCancel Kind = "cancel"
-	// KindBusy answers a fix asked while another runs on the issue.
+	// KindBusy answers a fix asked while another runs on the issue, or a
+	// review asked while another runs on the pull request (Task.Refused).
 	KindBusy Kind = "busy"
 	// KindApprove and KindReject answer a pending execution request.
 	KindApprove Kind = "approve"
@@ -188,6 +189,9 @@ type Task struct {
 	Reply string `json:"reply,omitempty"`
 	// Trigger is the event a KindTrigger task weighs; nil on other kinds.
 	Trigger *TriggerRef `json:"trigger,omitempty"`
+	// Refused is, on a KindBusy task, the kind of the task asked for and
+	// refused because one of its kind runs: KindFix when empty.
+	Refused Kind `json:"refused,omitempty"`
 
 	StatusCommentID  int64  `json:"status_comment_id,omitempty"`
 	StatusCommentURL string `json:"status_comment_url,omitempty"`

@@ -29,13 +29,16 @@ func (h *Handler) Decide(d task.Delivery, payload []byte) (*task.Task, string, e
 
 // Record commits the delivery and the task decided for it (why says why),
 // and returns what was recorded. A fix asked while the conversation has an
-// active one is recorded as a busy task instead, which the worker answers
-// by linking the running task.
+// active one, or a review while the pull request has one, is recorded as a
+// busy task instead, which the worker answers by linking the running task.
 func Record(ctx context.Context, rec Recorder, d task.Delivery, t *task.Task, why string) (*task.Task, string, error) {
 	err := rec.Record(ctx, d, t)
-	if errors.Is(err, task.ErrActive) && t != nil && t.Kind == task.KindFix {
+	if errors.Is(err, task.ErrActive) && t != nil && (t.Kind == task.KindFix || t.Kind == task.KindReview) {
 		busy := *t
 		busy.Kind, busy.Instructions = task.KindBusy, ""
+		if t.Kind == task.KindReview {
+			busy.Refused = task.KindReview
+		}
 		t, why = &busy, "already_active"
 		err = rec.Record(ctx, d, t)
 	}

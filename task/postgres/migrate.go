@@ -94,6 +94,21 @@ CREATE INDEX tasks_admitted ON tasks (installation_id, admitted_ms, id)
 	// none: the first sweeps give each due one a job (a spare, at most
 	// sweepBatch a period), and from then on it is kept.
 	`ALTER TABLE tasks ADD COLUMN job_id bigint;`,
+	// 4: a review runs the agent as a fix does, so Store.Admit counts
+	// both: the indexes of migration 2 hold admitted reviews too, under
+	// their old names. Reviews admitted since migration 2 have the
+	// columns already, from Admit; older ones get them from data as
+	// fixes did there.
+	`UPDATE tasks SET
+	installation_id = coalesce((data->'repo'->>'installation_id')::bigint, 0),
+	admitted_ms = coalesce((data->>'admitted_ms')::bigint, 0)
+	WHERE kind = 'review' AND admitted_ms = 0 AND (data->>'admitted_ms')::bigint > 0;
+DROP INDEX tasks_admitted_active;
+DROP INDEX tasks_admitted;
+CREATE INDEX tasks_admitted_active ON tasks (installation_id, id)
+	WHERE kind IN ('fix', 'review') AND admitted_ms > 0 AND state NOT IN ('done', 'failed', 'cancelled');
+CREATE INDEX tasks_admitted ON tasks (installation_id, admitted_ms, id)
+	WHERE kind IN ('fix', 'review') AND admitted_ms > 0;`,
 }
 
 // migrateLock is the advisory lock that replicas starting at once take

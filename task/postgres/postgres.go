@@ -162,6 +162,25 @@ func (s *Store) Record(ctx context.Context, d task.Delivery, t *task.Task) error
 				return fmt.Errorf("record delivery %s: %s: %w", d.ID, t.IssueKey(), task.ErrActive)
 			}
 		}
+		if t.Kind == task.KindReview {
+			// One review of a pull request at a time. No unique index says
+			// so, as for fixes: databases of before may hold two active
+			// reviews of one pull request, which an index would refuse.
+			// The lock, one per pull request, makes check-then-insert
+			// atomic across replicas; it is held until the commit, after
+			// which a waiting check sees the row.
+			if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, "pullwright/review/"+t.IssueKey()); err != nil {
+				return fmt.Errorf("record delivery %s: lock %s: %w", d.ID, t.IssueKey(), err)
+			}
+			var busy bool
+			if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM tasks WHERE issue_key = $1 AND kind = 'review' AND state NOT IN `+ended+`)`,
+				t.IssueKey()).Scan(&busy); err != nil {
+				return fmt.Errorf("record delivery %s: %w", d.ID, err)
+			}
+			if busy {
+				return fmt.Errorf("record delivery %s: %s: %w", d.ID, t.IssueKey(), task.ErrActive)
+			}
+		}
 		var (
 			id  int64
 			due time.Time
@@ -547,9 +566,13 @@ func (s *Store) Get(ctx context.Context, id int64) (*task.Task, error) {
 	return t, nil
 }
 
-func (s *Store) oneFor(ctx context.Context, op, where, key string) (*task.Task, error) {
+func (s *Store) oneFor(ctx context.Context, op, where, key string, kinds ...task.Kind) (*task.Task, error) {
+	names := make([]string, len(kinds))
+	for i, k := range kinds {
+		names[i] = string(k)
+	}
 	t, err := scanTask(s.db.QueryRow(ctx,
-		`SELECT `+taskColumns+` FROM tasks WHERE (issue_key = $1 OR pr_key = $1) AND kind = 'fix' `+where+` ORDER BY id DESC LIMIT 1`, key))
+		`SELECT `+taskColumns+` FROM tasks WHERE (issue_key = $1 OR pr_key = $1) AND kind = ANY($2::text[]) `+where+` ORDER BY id DESC LIMIT 1`, key, names))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, fmt.Errorf("%s task of %s: %w", op, key, task.ErrNotFound)
 	}
@@ -580,12 +603,20 @@ func (s *Store) List(ctx context.Context, q task.ListQuery) ([]*task.Task, error
 
 // Active implements task.Store.
 func (s *Store) Active(ctx context.Context, issueKey string) (*task.Task, error) {
-	return s.oneFor(ctx, "active", `AND state NOT IN `+ended, issueKey)
+	return s.Newest(ctx, issueKey, true, task.KindFix)
 }
 
 // Latest implements task.Store.
 func (s *Store) Latest(ctx context.Context, issueKey string) (*task.Task, error) {
-	return s.oneFor(ctx, "latest", "", issueKey)
+	return s.Newest(ctx, issueKey, false, task.KindFix)
+}
+
+// Newest implements task.Store.
+func (s *Store) Newest(ctx context.Context, issueKey string, active bool, kinds ...task.Kind) (*task.Task, error) {
+	if active {
+		return s.oneFor(ctx, "active", `AND state NOT IN `+ended, issueKey, kinds...)
+	}
+	return s.oneFor(ctx, "latest", "", issueKey, kinds...)
 }
 
 // RequestCancel implements task.Store.
@@ -623,9 +654,9 @@ WHERE id = $2 AND request_id = $3 AND answer IS NULL AND state = 'awaiting_appro
 // Admit implements task.Store. Only admitted tasks count
 // (task.Task.AdmittedMS): a flood of refused requests must not use up an
 // installation's rate. The counts read the columns installation_id and
-// admitted_ms through the partial indexes of migration 2, never a task's
-// data: each reads the installation's admitted fixes, running or of the
-// hour, not the backlog. The advisory lock, one per installation, is what
+// admitted_ms through the partial indexes of migration 2, redefined by
+// migration 4, never a task's data: each reads the installation's
+// admitted fixes and reviews, running or of the hour, not the backlog. The advisory lock, one per installation, is what
 // makes count-then-mark atomic across replicas: a row lock cannot lock the
 // rows a concurrent admission is about to add.
 func (s *Store) Admit(ctx context.Context, t *task.Task, since, at time.Time, fits func(active, started int) bool) (active, started int, ok bool, err error) {
@@ -642,9 +673,9 @@ func (s *Store) Admit(ctx context.Context, t *task.Task, since, at time.Time, fi
 	// is how the planner knows it may use them.
 	err = tx.QueryRow(ctx, `SELECT
 		(SELECT count(*) FROM tasks WHERE installation_id = $2 AND id <> $3
-			AND kind = 'fix' AND admitted_ms > 0 AND state NOT IN `+ended+`),
+			AND kind IN ('fix', 'review') AND admitted_ms > 0 AND state NOT IN `+ended+`),
 		(SELECT count(*) FROM tasks WHERE installation_id = $2 AND admitted_ms >= $1 AND id <> $3
-			AND kind = 'fix' AND admitted_ms > 0)`,
+			AND kind IN ('fix', 'review') AND admitted_ms > 0)`,
 		since.UnixMilli(), inst, t.ID).Scan(&active, &started)
 	if err != nil {
 		return 0, 0, false, fmt.Errorf("admit task %d: count tasks of installation %d: %w", t.ID, inst, err)

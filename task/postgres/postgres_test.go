@@ -171,3 +171,43 @@ func TestOpenMigratesAdmissionColumns(t *testing.T) {
 
 	storetest.WantAdmittedBefore(t, open(t, url), now)
 }
+
+// TestOpenMigratesReviewAdmissions upgrades a database of schema version
+// 3, whose admission indexes hold fixes only, with reviews admitted
+// before the admission columns existed (in data only): Admit counts them.
+func TestOpenMigratesReviewAdmissions(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.URL(t)
+	old, err := pgxpool.New(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ddl := range migrations[:3] {
+		if _, err := old.Exec(ctx, ddl); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := old.Exec(ctx, `CREATE TABLE schema_version (one boolean PRIMARY KEY DEFAULT true CHECK (one), version integer NOT NULL);
+		INSERT INTO schema_version (version) VALUES (3)`); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	for _, tk := range storetest.ReviewsAdmittedBefore(now) {
+		data, err := json.Marshal(tk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Fixes have the columns since migration 2; these reviews do not.
+		var inst, ms int64
+		if tk.Kind == task.KindFix {
+			inst, ms = tk.Repo.InstallationID, tk.AdmittedMS
+		}
+		if _, err := old.Exec(ctx, `INSERT INTO tasks (kind, state, issue_key, run_after, data, created_at, updated_at, installation_id, admitted_ms) VALUES ($1, $2, $3, $4, $5, $4, $4, $6, $7)`,
+			tk.Kind, tk.State, tk.IssueKey(), now, data, inst, ms); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old.Close()
+
+	storetest.WantReviewsAdmittedBefore(t, open(t, url), now)
+}

@@ -152,3 +152,51 @@ func TestOpenMigratesAdmissionColumns(t *testing.T) {
 	defer s.Close()
 	storetest.WantAdmittedBefore(t, s, now)
 }
+
+// TestOpenMigratesReviewAdmissions upgrades a file of schema version 3,
+// whose admission indexes hold fixes only, with reviews admitted before
+// the admission columns existed (in data only): Admit counts them.
+func TestOpenMigratesReviewAdmissions(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "old.db")
+	old, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ddl := range append([]string{sqliteSchema}, sqliteMigrations[:3]...) {
+		if _, err := old.ExecContext(ctx, ddl); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := old.ExecContext(ctx, `PRAGMA user_version = 3`); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	for _, tk := range storetest.ReviewsAdmittedBefore(now) {
+		data, err := json.Marshal(tk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Fixes have the columns since migration 3; these reviews do not.
+		var inst, ms int64
+		if tk.Kind == task.KindFix {
+			inst, ms = tk.Repo.InstallationID, tk.AdmittedMS
+		}
+		if _, err := old.ExecContext(ctx, `INSERT INTO tasks (kind, state, issue_key, run_after, data, created_at, updated_at, installation_id, admitted_ms) VALUES (?, ?, ?, 0, ?, 0, 0, ?, ?)`,
+			tk.Kind, tk.State, tk.IssueKey(), data, inst, ms); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A review whose data does not parse, as Claim would fail it.
+	if _, err := old.ExecContext(ctx, `INSERT INTO tasks (kind, state, issue_key, run_after, data, created_at, updated_at) VALUES ('review', 'working', '1/o/r/99', 0, '{"admitted_ms":', 0, 0)`); err != nil {
+		t.Fatal(err)
+	}
+	old.Close()
+
+	s, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	storetest.WantReviewsAdmittedBefore(t, s, now)
+}

@@ -126,6 +126,21 @@ CREATE INDEX tasks_admitted_active ON tasks(installation_id, id)
 	WHERE kind = 'fix' AND admitted_ms > 0 AND state NOT IN ('done', 'failed', 'cancelled');
 CREATE INDEX tasks_admitted ON tasks(installation_id, admitted_ms, id)
 	WHERE kind = 'fix' AND admitted_ms > 0;`,
+	// 4: a review runs the agent as a fix does, so Store.Admit counts
+	// both: the indexes of migration 3 hold admitted reviews too, under
+	// their old names (Admit names one). Reviews admitted since migration
+	// 3 have the columns already, from Admit; older ones get them from
+	// data as fixes did there.
+	`UPDATE tasks SET
+	installation_id = coalesce(json_extract(data, '$.repo.installation_id'), 0),
+	admitted_ms = json_extract(data, '$.admitted_ms')
+	WHERE kind = 'review' AND admitted_ms = 0 AND CASE WHEN json_valid(data) THEN json_extract(data, '$.admitted_ms') > 0 END;
+DROP INDEX tasks_admitted_active;
+DROP INDEX tasks_admitted;
+CREATE INDEX tasks_admitted_active ON tasks(installation_id, id)
+	WHERE kind IN ('fix', 'review') AND admitted_ms > 0 AND state NOT IN ('done', 'failed', 'cancelled');
+CREATE INDEX tasks_admitted ON tasks(installation_id, admitted_ms, id)
+	WHERE kind IN ('fix', 'review') AND admitted_ms > 0;`,
 }
 
 // migrate runs the migrations the file has not had, each in the
@@ -260,6 +275,20 @@ func (s *Store) recordIn(ctx context.Context, tx *sql.Tx, d task.Delivery, t *ta
 		// fix on that task's conversation too.
 		var busy int
 		err := tx.QueryRowContext(ctx, `SELECT count(*) FROM tasks WHERE pr_key = ? AND kind = 'fix' AND state NOT IN ('done', 'failed', 'cancelled')`, t.IssueKey()).Scan(&busy)
+		if err != nil {
+			return 0, fmt.Errorf("record delivery %s: %w", d.ID, err)
+		}
+		if busy > 0 {
+			return 0, fmt.Errorf("record delivery %s: %s: %w", d.ID, t.IssueKey(), task.ErrActive)
+		}
+	}
+	if t.Kind == task.KindReview {
+		// One review of a pull request at a time. No unique index says
+		// so, as for fixes: databases of before may hold two active
+		// reviews of one pull request, which an index would refuse. The
+		// one writer makes this count and the insert atomic.
+		var busy int
+		err := tx.QueryRowContext(ctx, `SELECT count(*) FROM tasks WHERE issue_key = ? AND kind = 'review' AND state NOT IN ('done', 'failed', 'cancelled')`, t.IssueKey()).Scan(&busy)
 		if err != nil {
 			return 0, fmt.Errorf("record delivery %s: %w", d.ID, err)
 		}
@@ -592,9 +621,17 @@ func (s *Store) Get(ctx context.Context, id int64) (*task.Task, error) {
 	return t, nil
 }
 
-func (s *Store) oneFor(ctx context.Context, op, where, key string) (*task.Task, error) {
+func (s *Store) oneFor(ctx context.Context, op, where, key string, kinds ...task.Kind) (*task.Task, error) {
+	if len(kinds) == 0 {
+		return nil, fmt.Errorf("%s task of %s: %w", op, key, task.ErrNotFound)
+	}
+	args := []any{key, key}
+	for _, k := range kinds {
+		args = append(args, string(k))
+	}
+	in := strings.TrimSuffix(strings.Repeat("?, ", len(kinds)), ", ")
 	t, err := scanTask(s.read.QueryRowContext(ctx,
-		`SELECT `+taskColumns+` FROM tasks WHERE (issue_key = ? OR pr_key = ?) AND kind = 'fix' `+where+` ORDER BY id DESC LIMIT 1`, key, key))
+		`SELECT `+taskColumns+` FROM tasks WHERE (issue_key = ? OR pr_key = ?) AND kind IN (`+in+`) `+where+` ORDER BY id DESC LIMIT 1`, args...))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("%s task of %s: %w", op, key, task.ErrNotFound)
 	}
@@ -625,12 +662,20 @@ func (s *Store) List(ctx context.Context, q task.ListQuery) ([]*task.Task, error
 
 // Active implements task.Store.
 func (s *Store) Active(ctx context.Context, issueKey string) (*task.Task, error) {
-	return s.oneFor(ctx, "active", `AND state NOT IN ('done', 'failed', 'cancelled')`, issueKey)
+	return s.Newest(ctx, issueKey, true, task.KindFix)
 }
 
 // Latest implements task.Store.
 func (s *Store) Latest(ctx context.Context, issueKey string) (*task.Task, error) {
-	return s.oneFor(ctx, "latest", "", issueKey)
+	return s.Newest(ctx, issueKey, false, task.KindFix)
+}
+
+// Newest implements task.Store.
+func (s *Store) Newest(ctx context.Context, issueKey string, active bool, kinds ...task.Kind) (*task.Task, error) {
+	if active {
+		return s.oneFor(ctx, "active", `AND state NOT IN ('done', 'failed', 'cancelled')`, issueKey, kinds...)
+	}
+	return s.oneFor(ctx, "latest", "", issueKey, kinds...)
 }
 
 // RequestCancel implements task.Store.
@@ -653,8 +698,9 @@ func (s *Store) RequestCancel(ctx context.Context, id int64, by string) error {
 // Admit implements task.Store. Only admitted tasks count
 // (task.Task.AdmittedMS): a flood of refused requests must not use up an
 // installation's rate. The counts read the columns installation_id and
-// admitted_ms through the partial indexes of migration 3, never a task's
-// data, so they read the installation's admitted fixes, not the backlog.
+// admitted_ms through the partial indexes of migration 3, redefined by
+// migration 4, never a task's data, so they read the installation's
+// admitted fixes and reviews, not the backlog.
 // The count and the mark are one write transaction, which SQLite runs
 // alone, so admissions are atomic as they are.
 func (s *Store) Admit(ctx context.Context, t *task.Task, since, at time.Time, fits func(active, started int) bool) (active, started int, ok bool, err error) {
@@ -670,9 +716,9 @@ func (s *Store) Admit(ctx context.Context, t *task.Task, since, at time.Time, fi
 	// every admission the installation ever had.
 	err = tx.QueryRowContext(ctx, `SELECT
 		(SELECT count(*) FROM tasks INDEXED BY tasks_admitted_active WHERE installation_id = ?2 AND id <> ?3
-			AND kind = 'fix' AND admitted_ms > 0 AND state NOT IN ('done', 'failed', 'cancelled')),
+			AND kind IN ('fix', 'review') AND admitted_ms > 0 AND state NOT IN ('done', 'failed', 'cancelled')),
 		(SELECT count(*) FROM tasks WHERE installation_id = ?2 AND admitted_ms >= ?1 AND id <> ?3
-			AND kind = 'fix' AND admitted_ms > 0)`,
+			AND kind IN ('fix', 'review') AND admitted_ms > 0)`,
 		since.UnixMilli(), inst, t.ID).Scan(&active, &started)
 	if err != nil {
 		return 0, 0, false, fmt.Errorf("admit task %d: count tasks of installation %d: %w", t.ID, inst, err)

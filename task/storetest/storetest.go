@@ -43,6 +43,9 @@ func Run(t *testing.T, open Open) {
 		{"PullHeadsAround", testPullHeadsAround},
 		{"AdmitCountsAdmittedTasksOfTheInstallation", testUsage},
 		{"AdmitIsAtomic", testAdmitIsAtomic},
+		{"AdmitCountsReviews", testAdmitCountsReviews},
+		{"OneActiveReviewPerPullRequest", testOneActiveReviewPerPull},
+		{"NewestOfKinds", testNewest},
 		{"NextDueSkipsTasksWaitingForAPerson", testNextDue},
 		{"ListPagesFixTasksNewestFirst", testList},
 	}
@@ -61,6 +64,10 @@ func Run(t *testing.T, open Open) {
 
 // opener gives a test a new store and the clock it reads.
 type opener func(t *testing.T) (task.Store, *testclock.Clock)
+
+func reviewTask(issue int) *task.Task {
+	return &task.Task{Kind: task.KindReview, Repo: pullwright.Repo{InstallationID: 1, Owner: "o", Name: "r"}, Issue: issue, IsPR: true}
+}
 
 func fixTask(issue int) *task.Task {
 	return &task.Task{Kind: task.KindFix, Repo: pullwright.Repo{InstallationID: 1, Owner: "o", Name: "r"}, Issue: issue, Instructions: "fix it"}
@@ -841,5 +848,107 @@ func testList(t *testing.T, open opener) {
 	// Get still reads the whole task.
 	if full, err := s.Get(ctx, ids["a1"]); err != nil || len(full.Conversation) == 0 || len(full.Files) != 1 {
 		t.Fatalf("get after list = %+v, %v", full, err)
+	}
+}
+
+// testAdmitCountsReviews: a review runs the agent as a fix does, so it
+// counts against the installation's rates as one, running and in the hour.
+func testAdmitCountsReviews(t *testing.T, open opener) {
+	ctx := context.Background()
+	s, clk := open(t)
+	record := func(id string, tk *task.Task) *task.Task {
+		t.Helper()
+		tk.AdmittedMS = clk.Now().UnixMilli()
+		mustRecord(t, s, id, tk)
+		return tk
+	}
+	record("fix", fixTask(1))
+	record("review", reviewTask(2))
+	done := record("done review", reviewTask(3))
+	if err := claimAndMove(ctx, s, done.ID, task.Done); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(time.Minute)
+	probe := &task.Task{Kind: task.KindReview, Repo: fixTask(0).Repo}
+	active, started, ok, err := s.Admit(ctx, probe, clk.Now().Add(-time.Hour), clk.Now(), func(active, started int) bool { return active < 2 && started < 3 })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if active != 2 || started != 3 || ok {
+		t.Fatalf("Admit counted %d running, %d in the hour, admitted %v; want 2, 3, refused", active, started, ok)
+	}
+}
+
+// testOneActiveReviewPerPull: a second review of a pull request while one
+// is active is refused as a second fix is; a fix and a review do not
+// refuse each other, and an ended review refuses nothing.
+func testOneActiveReviewPerPull(t *testing.T, open opener) {
+	ctx := context.Background()
+	s, _ := open(t)
+	first := reviewTask(5)
+	mustRecord(t, s, "d1", first)
+	if err := s.Record(ctx, task.Delivery{ID: "d2"}, reviewTask(5)); !errors.Is(err, task.ErrActive) {
+		t.Fatalf("second review of a pull request = %v, want ErrActive", err)
+	}
+	// Refused, d2 wrote nothing.
+	if err := s.Record(ctx, task.Delivery{ID: "d2"}, nil); err != nil {
+		t.Fatalf("d2 after refusal: %v", err)
+	}
+	mustRecord(t, s, "d3", reviewTask(6))
+	mustRecord(t, s, "d4", fixTask(5))
+	if err := s.Record(ctx, task.Delivery{ID: "d5"}, reviewTask(6)); !errors.Is(err, task.ErrActive) {
+		t.Fatalf("second review beside a fix = %v, want ErrActive", err)
+	}
+	if err := claimAndMove(ctx, s, first.ID, task.Cancelled); err != nil {
+		t.Fatal(err)
+	}
+	mustRecord(t, s, "d6", reviewTask(5))
+}
+
+// testNewest: Newest finds the kinds asked for; Active and Latest still
+// find fixes only, which is what a bare /approve answers.
+func testNewest(t *testing.T, open opener) {
+	ctx := context.Background()
+	s, _ := open(t)
+	fix, review := fixTask(7), reviewTask(7)
+	key := fix.IssueKey()
+	mustRecord(t, s, "d1", review)
+	if _, err := s.Active(ctx, key); !errors.Is(err, task.ErrNotFound) {
+		t.Fatalf("Active with only a review = %v, want ErrNotFound", err)
+	}
+	if _, err := s.Latest(ctx, key); !errors.Is(err, task.ErrNotFound) {
+		t.Fatalf("Latest with only a review = %v, want ErrNotFound", err)
+	}
+	mustRecord(t, s, "d2", fix)
+	tests := []struct {
+		active bool
+		kinds  []task.Kind
+		want   int64
+	}{
+		{true, []task.Kind{task.KindFix}, fix.ID},
+		{true, []task.Kind{task.KindReview}, review.ID},
+		{true, []task.Kind{task.KindFix, task.KindReview}, fix.ID},
+		{false, []task.Kind{task.KindReview}, review.ID},
+		{true, []task.Kind{task.KindStatus}, 0},
+		{true, nil, 0},
+	}
+	for _, tt := range tests {
+		got, err := s.Newest(ctx, key, tt.active, tt.kinds...)
+		switch {
+		case tt.want == 0 && !errors.Is(err, task.ErrNotFound):
+			t.Errorf("Newest(%v, %v) = %v, %v; want ErrNotFound", tt.active, tt.kinds, got, err)
+		case tt.want != 0 && (err != nil || got.ID != tt.want):
+			t.Errorf("Newest(%v, %v) = %v, %v; want task %d", tt.active, tt.kinds, got, err, tt.want)
+		}
+	}
+	// The fix ends: the review is the only active task, the fix the newest.
+	if err := claimAndMove(ctx, s, fix.ID, task.Done); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Newest(ctx, key, true, task.KindFix, task.KindReview); err != nil || got.ID != review.ID {
+		t.Fatalf("active fix or review after the fix ended = %v, %v; want the review %d", got, err, review.ID)
+	}
+	if got, err := s.Newest(ctx, key, false, task.KindFix, task.KindReview); err != nil || got.ID != fix.ID || got.State != task.Done {
+		t.Fatalf("newest fix or review = %v, %v; want the ended fix %d", got, err, fix.ID)
 	}
 }

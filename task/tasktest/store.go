@@ -135,6 +135,14 @@ func (s *Store) Record(ctx context.Context, d task.Delivery, t *task.Task) error
 			}
 		}
 	}
+	if t.Kind == task.KindReview {
+		// One active review per pull request.
+		for _, r := range s.rows {
+			if r.kind == task.KindReview && r.active() && r.issueKey == key {
+				return fmt.Errorf("record delivery %s: %s: %w", d.ID, key, task.ErrActive)
+			}
+		}
+	}
 	s.recordDelivery(d)
 	s.lastID++
 	s.rows[s.lastID] = &storeRow{
@@ -281,16 +289,16 @@ func (s *Store) Get(ctx context.Context, id int64) (*task.Task, error) {
 	return t, nil
 }
 
-// oneFor returns the newest fix task of key (its issue or the pull request
-// it opened), of those active when activeOnly.
-func (s *Store) oneFor(op, key string, activeOnly bool) (*task.Task, error) {
+// oneFor returns the newest task of key (its issue or the pull request
+// it opened) whose kind is one of kinds, of those active when activeOnly.
+func (s *Store) oneFor(op, key string, activeOnly bool, kinds ...task.Kind) (*task.Task, error) {
 	if err := s.lock(); err != nil {
 		return nil, fmt.Errorf("%s task of %s: %w", op, key, err)
 	}
 	defer s.mu.Unlock()
 	var id int64
 	for rid, r := range s.rows {
-		if r.kind == task.KindFix && (r.issueKey == key || r.prKey == key) && (!activeOnly || r.active()) && rid > id {
+		if slices.Contains(kinds, r.kind) && (r.issueKey == key || r.prKey == key) && (!activeOnly || r.active()) && rid > id {
 			id = rid
 		}
 	}
@@ -339,12 +347,21 @@ func (s *Store) List(ctx context.Context, q task.ListQuery) ([]*task.Task, error
 
 // Active implements task.Store.
 func (s *Store) Active(ctx context.Context, issueKey string) (*task.Task, error) {
-	return s.oneFor("active", issueKey, true)
+	return s.oneFor("active", issueKey, true, task.KindFix)
 }
 
 // Latest implements task.Store.
 func (s *Store) Latest(ctx context.Context, issueKey string) (*task.Task, error) {
-	return s.oneFor("latest", issueKey, false)
+	return s.oneFor("latest", issueKey, false, task.KindFix)
+}
+
+// Newest implements task.Store.
+func (s *Store) Newest(ctx context.Context, issueKey string, active bool, kinds ...task.Kind) (*task.Task, error) {
+	op := "latest"
+	if active {
+		op = "active"
+	}
+	return s.oneFor(op, issueKey, active, kinds...)
 }
 
 // PullHeadsAround implements task.Store.
@@ -496,7 +513,7 @@ func (s *Store) Admit(ctx context.Context, t *task.Task, since, at time.Time, fi
 	defer s.mu.Unlock()
 	prefix := fmt.Sprintf("%d/", t.Repo.InstallationID)
 	for id, r := range s.rows {
-		if r.kind != task.KindFix || !strings.HasPrefix(r.issueKey, prefix) || id == t.ID {
+		if (r.kind != task.KindFix && r.kind != task.KindReview) || !strings.HasPrefix(r.issueKey, prefix) || id == t.ID {
 			continue
 		}
 		ms, err := admittedMS(r.data)
