@@ -120,7 +120,10 @@ func RenderStatusWith(t *Task, command, session string) string {
 		switch {
 		case t.Reviewing != nil && t.Reviewing.URL != "":
 			fmt.Fprintf(&b, ": posted [a review](%s) of %s with %s", t.Reviewing.URL, short(t.Reviewing.Head), plural(t.Reviewing.Inline, "line comment", "line comments"))
-			if t.Reviewing.Moved > 0 {
+			switch {
+			case t.Reviewing.Refused:
+				fmt.Fprintf(&b, " (%d more in its body: GitHub refused them on their lines)", t.Reviewing.Moved)
+			case t.Reviewing.Moved > 0:
 				fmt.Fprintf(&b, " (%d more in its body: not on lines of the diff)", t.Reviewing.Moved)
 			}
 		case t.Kind == KindReview:

@@ -21,9 +21,12 @@ type ReviewWork struct {
 	Draft *pullwright.ReviewDraft `json:"draft,omitempty"`
 	// URL is the posted review's address; Inline and Moved count its line
 	// comments and those moved into its body (not on the diff's lines).
-	URL    string `json:"url,omitempty"`
-	Inline int    `json:"inline,omitempty"`
-	Moved  int    `json:"moved,omitempty"`
+	// Refused tells that GitHub refused the review with its line
+	// comments, so all of them went into its body.
+	URL     string `json:"url,omitempty"`
+	Inline  int    `json:"inline,omitempty"`
+	Moved   int    `json:"moved,omitempty"`
+	Refused bool   `json:"refused,omitempty"`
 }
 
 // reviewGitHub is what the review room asks of GitHub beyond the desk.
@@ -236,18 +239,36 @@ func (rw reviews) post(ctx context.Context, t *Task) error {
 		}
 	}
 	if w.URL == "" {
-		rv := review.Place(*w.Draft, w.Lines, w.Head, reviewIntro(t))
+		intro := reviewIntro(t)
+		rv := review.Place(*w.Draft, w.Lines, w.Head, intro)
 		posted, err := rw.gh.PostReview(ctx, t.Repo, t.Issue, reviewMarker(t), rv)
+		refused := false
+		if errors.Is(err, pullwright.ErrInvalid) && len(rv.Comments) > 0 {
+			// GitHub refuses a review whole when it will not take one of
+			// its line comments (a line it counts otherwise than Ranges):
+			// post it once more with every comment in its body.
+			rw.log.WarnContext(ctx, "GitHub refused the review's line comments; posting them in its body", "task_id", t.ID, "err", err)
+			refused = true
+			rv = review.Place(*w.Draft, nil, w.Head, intro+" "+refusedNote)
+			posted, err = rw.gh.PostReview(ctx, t.Repo, t.Issue, reviewMarker(t), rv)
+		}
+		if errors.Is(err, pullwright.ErrInvalid) {
+			return Fatal(fmt.Sprintf("GitHub refused the review of #%d", t.Issue), err)
+		}
 		if err != nil {
 			return retryf(err, "posting the review of #%d failed", t.Issue)
 		}
-		w.URL, w.Inline, w.Moved = posted.URL, len(rv.Comments), len(w.Draft.Comments)-len(rv.Comments)
+		w.URL, w.Inline, w.Moved, w.Refused = posted.URL, len(rv.Comments), len(w.Draft.Comments)-len(rv.Comments), refused
 	}
 	if err := t.Move(Done); err != nil {
 		return err
 	}
 	return rw.updateStatus(ctx, t)
 }
+
+// refusedNote ends the intro of a review posted again with its line
+// comments in its body.
+const refusedNote = "GitHub did not take this review's comments on their lines, so all of them are in this body, below."
 
 // reviewIntro opens the review's body: what was reviewed, at whose
 // request.

@@ -596,9 +596,9 @@ func (g *GitHub) BotReviews(ctx context.Context, r pullwright.Repo, pr int) ([]p
 	return out, nil
 }
 
-// PostReview records a review, or refuses it whole as GitHub does (422)
-// when a comment's lines are not in one hunk of Diffs[pr], on its right
-// side.
+// PostReview records a review, or refuses it whole as GitHub does (422,
+// pullwright.ErrInvalid as ghapp wraps it) when a comment's lines are not
+// in one hunk of Diffs[pr], on its right side.
 func (g *GitHub) PostReview(ctx context.Context, r pullwright.Repo, pr int, marker string, rv pullwright.NewReview) (pullwright.PostedReview, error) {
 	if err := g.call("PostReview"); err != nil {
 		return pullwright.PostedReview{}, err
@@ -614,7 +614,7 @@ func (g *GitHub) PostReview(ctx context.Context, r pullwright.Repo, pr int, mark
 			}
 		}
 		if !ok {
-			return pullwright.PostedReview{}, fmt.Errorf("post a review of #%d: 422 Pull request review thread line must be part of the diff", pr)
+			return pullwright.PostedReview{}, fmt.Errorf("post a review of #%d: %w: 422 Pull request review thread line must be part of the diff", pr, pullwright.ErrInvalid)
 		}
 	}
 	if g.Reviews == nil {
