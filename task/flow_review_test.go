@@ -1,7 +1,10 @@
 package task_test
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -128,9 +131,18 @@ func TestReview(t *testing.T) {
 			},
 		},
 		{
-			name: "the same head again", by: "alice", state: task.Failed, said: "reviewed",
+			name: "the same head again: done, saying so", by: "alice", state: task.Done, said: "Done**: I reviewed ",
 			setup: func(w *world, head string) {
 				w.gh.Reviews = map[int][]tasktest.Review{7: {{NewReview: pullwright.NewReview{CommitID: head}, ID: 1, Marker: "task-99-review"}}}
+			},
+			check: func(t *testing.T, w *world, rv *task.Task, head string) {
+				status := w.gh.Comment(7, fmt.Sprintf("task-%d-status", rv.ID)).Text()
+				if rv.Error != "" || !strings.Contains(status, head[:12]+" already, and the pull request has not changed since") {
+					t.Errorf("error %q, status:\n%s", rv.Error, status)
+				}
+				if len(w.gh.Reviews[7]) != 1 || len(w.agent.Briefs) != 0 {
+					t.Errorf("reviewed again: %+v, %d briefs", w.gh.Reviews[7], len(w.agent.Briefs))
+				}
 			},
 		},
 		{
@@ -165,6 +177,11 @@ func TestReview(t *testing.T) {
 			}
 			if len(w.ws.Pushes) != 0 {
 				t.Errorf("a review pushed: %+v", w.ws.Pushes)
+			}
+			if got.Workdir != "" {
+				if _, err := os.Stat(got.Workdir); !errors.Is(err, fs.ErrNotExist) {
+					t.Errorf("the workspace %s is left: %v", got.Workdir, err)
+				}
 			}
 			if tc.check != nil {
 				tc.check(t, w, got, info.HeadSHA)

@@ -14,6 +14,9 @@ import (
 // ReviewWork is what a review task (KindReview) keeps: the head it reviews,
 // the head an earlier review saw, the lines its comments may go on, the
 // agent's draft, and the review once posted.
+//
+// Since equal to Head (and no URL) is a review asked again on the head
+// reviewed before: it ends done, having nothing to review.
 type ReviewWork struct {
 	Head  string                  `json:"head"`
 	Since string                  `json:"since,omitempty"`
@@ -50,10 +53,12 @@ type reviews struct {
 	agent     Agent
 	checkouts checkouts
 	remote    remote
+	// cleanup removes the task's workspace once it is done.
+	cleanup func(context.Context, *Task)
 }
 
 func (f *Flow) reviews() reviews {
-	return reviews{desk: f.desk(), gh: f.GitHub, agent: f.Agent, checkouts: f.checkouts(), remote: f.remote()}
+	return reviews{desk: f.desk(), gh: f.GitHub, agent: f.Agent, checkouts: f.checkouts(), remote: f.remote(), cleanup: f.cleanup}
 }
 
 // review moves a review task: its own steps where a review differs from a
@@ -109,7 +114,13 @@ func (rw reviews) prepare(ctx context.Context, t *Task) error {
 		return err
 	}
 	if since == head {
-		return Fatal(fmt.Sprintf("I reviewed %s already, and the pull request has not changed since: push a change and ask again", short(head)), nil)
+		// Nothing to review: the status says so, and the task is done.
+		t.Reviewing = &ReviewWork{Head: head, Since: since}
+		if err := t.Move(Done); err != nil {
+			return err
+		}
+		rw.cleanup(ctx, t)
+		return rw.updateStatus(ctx, t)
 	}
 	prDiff, cut, err := rw.gh.PullRequestDiff(ctx, t.Repo, t.Issue, maxPullDiff)
 	if err != nil {
@@ -263,6 +274,7 @@ func (rw reviews) post(ctx context.Context, t *Task) error {
 	if err := t.Move(Done); err != nil {
 		return err
 	}
+	rw.cleanup(ctx, t)
 	return rw.updateStatus(ctx, t)
 }
 
