@@ -36,6 +36,10 @@ var (
 	// ErrTooLarge means what was fetched is larger than the caller's
 	// bound; only the bound and one byte more were read.
 	ErrTooLarge = errors.New("larger than the bound")
+	// ErrInvalid means GitHub refused what was sent as invalid (422
+	// Unprocessable Entity): a review comment on a line it does not take,
+	// say. Sending the same again cannot help; sending less may.
+	ErrInvalid = errors.New("refused as invalid")
 	// ErrNotAnImage means the bytes fetched are not a picture the model
 	// can take (PNG, JPEG, GIF, WebP), whatever the server called them.
 	ErrNotAnImage = errors.New("not an image")

@@ -25,12 +25,10 @@ const (
 const reviewNudge = "You answered without calling a tool, so nothing happened. Continue the review with the tools, " +
 	"or call finish_review with your summary if you are done."
 
-// Bounds of one review.
+// Bounds of one review; the size of what it posts is review's (review.Max…).
 const (
-	maxReviewComments    = 50
-	maxReviewCommentSize = 8 << 10
-	maxReviewSummarySize = 32 << 10
-	maxListedRanges      = 200
+	maxReviewComments = 50
+	maxListedRanges   = 200
 )
 
 // Reviewing is what a review's State keeps beyond a fix's: where comments
@@ -137,8 +135,12 @@ func runComment(env toolEnv, raw json.RawMessage) (toolResult, error) {
 	switch {
 	case body == "" && a.Suggestion == nil:
 		return toolResult{}, errorf("body is empty; say what is wrong and why")
-	case len(body) > maxReviewCommentSize:
-		return toolResult{}, errorf("body is %d bytes; keep a comment within %d bytes", len(body), maxReviewCommentSize)
+	case a.Suggestion != nil && len(*a.Suggestion) > review.MaxSuggestion:
+		return toolResult{}, errorf("suggestion is %d bytes; keep a suggestion within %d bytes, or describe the change in the body", len(*a.Suggestion), review.MaxSuggestion)
+	case a.Suggestion == nil && len(body) > review.MaxComment:
+		return toolResult{}, errorf("body is %d bytes; keep a comment within %d bytes", len(body), review.MaxComment)
+	case a.Suggestion != nil && len(review.Suggestion(body, *a.Suggestion)) > review.MaxComment:
+		return toolResult{}, errorf("body and suggestion are %d bytes; keep a comment within %d bytes", len(review.Suggestion(body, *a.Suggestion)), review.MaxComment)
 	case len(rv.Comments) >= maxReviewComments:
 		return toolResult{}, errorf("this review has %d comments already, the most it may have; put the rest in the summary", maxReviewComments)
 	}
@@ -177,8 +179,8 @@ func runFinishReview(env toolEnv, raw json.RawMessage) (toolResult, error) {
 	switch {
 	case summary == "":
 		return toolResult{}, errorf("summary is empty; say what the pull request does and what you found")
-	case len(summary) > maxReviewSummarySize:
-		return toolResult{}, errorf("summary is %d bytes; keep it within %d bytes", len(summary), maxReviewSummarySize)
+	case len(summary) > review.MaxSummary:
+		return toolResult{}, errorf("summary is %d bytes; keep it within %d bytes", len(summary), review.MaxSummary)
 	}
 	n := len(env.st.Reviewing.Comments)
 	env.st.Finish = &Finish{Title: "Review", Summary: summary}

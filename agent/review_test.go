@@ -49,6 +49,7 @@ func TestReview(t *testing.T) {
 			call("comment", `{"path":"calc.go","start_line":3,"line":4,"body":"Say what it returns."}`),
 			call("comment", `{"path":"calc.go","line":5,"body":"twice"}`),
 			call("comment", `{"path":"calc.go","line":4,"body":""}`),
+			call("comment", `{"path":"calc.go","line":4,"body":"Too long.","suggestion":"`+strings.Repeat("x", 16<<10+1)+`"}`),
 		}},
 		fakellm.Step{Content: "Done, I think."},
 		fakellm.Step{ToolCalls: []fakellm.ToolCall{call("finish_review", `{"summary":"Add subtracts."}`)}},
@@ -106,6 +107,7 @@ func TestReview(t *testing.T) {
 		"comment 2 recorded on calc.go:3-4",
 		"error: calc.go:5 has a comment already",
 		"error: body is empty",
+		"error: suggestion is 16385 bytes; keep a suggestion within 16384 bytes",
 	} {
 		if !containsValue(results, want) {
 			t.Errorf("no tool result %q in %v", want, results)

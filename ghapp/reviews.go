@@ -3,6 +3,7 @@ package ghapp
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"strings"
 
 	"github.com/google/go-github/v88/github"
@@ -13,7 +14,8 @@ import (
 // PostReview posts one review of pull request pr with event COMMENT on
 // rv.CommitID: its body, tagged with marker so that BotReviews finds it
 // again, and its line comments on the diff's right side. GitHub takes the
-// review whole or refuses it whole (422 when a line is not in the diff).
+// review whole or refuses it whole: its 422 (a line not in the diff, say)
+// wraps pullwright.ErrInvalid.
 func (a *App) PostReview(ctx context.Context, r pullwright.Repo, pr int, marker string, rv pullwright.NewReview) (pullwright.PostedReview, error) {
 	inst, owner, repo := r.InstallationID, r.Owner, r.Name
 	ctx, cancel := a.callCtx(ctx)
@@ -39,6 +41,9 @@ func (a *App) PostReview(ctx context.Context, r pullwright.Repo, pr int, marker 
 		req.Comments = append(req.Comments, dc)
 	}
 	got, _, err := gh.PullRequests.CreateReview(ctx, owner, repo, pr, req)
+	if StatusCode(err) == http.StatusUnprocessableEntity {
+		err = fmt.Errorf("%w: %w", pullwright.ErrInvalid, err)
+	}
 	if err != nil {
 		return pullwright.PostedReview{}, fmt.Errorf("post a review of %s/%s#%d: %w", owner, repo, pr, err)
 	}

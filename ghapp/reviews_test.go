@@ -3,6 +3,7 @@ package ghapp
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 
@@ -14,7 +15,7 @@ import (
 // request with event COMMENT, the commit, the body tagged with the marker,
 // lines on the right side and start_line only for a range; BotReviews
 // finds it by its marker, and a review GitHub refuses (a line off the
-// diff) is an error.
+// diff) is pullwright.ErrInvalid.
 func TestPostReview(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
@@ -56,7 +57,7 @@ func TestPostReview(t *testing.T) {
 	}
 
 	rv.Comments = []pullwright.NewReviewComment{{Path: "a.go", Line: 9, Body: "Off the diff."}}
-	if _, err := e.app.PostReview(ctx, r, pr, "task-5-review", rv); err == nil || !strings.Contains(err.Error(), "must be part of the diff") {
+	if _, err := e.app.PostReview(ctx, r, pr, "task-5-review", rv); !errors.Is(err, pullwright.ErrInvalid) || !strings.Contains(err.Error(), "must be part of the diff") {
 		t.Errorf("a line off the diff: %v", err)
 	}
 	if all, _ := e.app.BotReviews(ctx, r, pr); len(all) != 1 {

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/pullwright/pullwright"
 )
@@ -200,19 +201,35 @@ func Suggestion(body, text string) string {
 	return b.String()
 }
 
+// Bounds of what a review posts, in bytes: well under the 65536
+// characters GitHub takes in a body, so that no part of a review makes
+// GitHub refuse all of it. The agent's review tools refuse more than
+// these, and Place cuts what still exceeds them, with a note.
+const (
+	// MaxSuggestion bounds a suggestion's replacement text.
+	MaxSuggestion = 16 << 10
+	// MaxComment bounds a line comment, its suggestion block included.
+	MaxComment = 32 << 10
+	// MaxSummary bounds the review's summary.
+	MaxSummary = 32 << 10
+	// MaxBody bounds the review's body: what was reviewed, the summary,
+	// and the comments moved into it.
+	MaxBody = 48 << 10
+)
+
 // Place turns the agent's draft into the review to post on head: the
 // comments that fit in ranges become line comments (with their suggestion
 // blocks), the others are quoted in the body under the lines they were
 // meant for, so nothing the agent wrote is lost. intro, when set, opens
-// the body (what was reviewed).
+// the body (what was reviewed). What exceeds the bounds above is cut with
+// a note: a suggestion too long is left out (a cut one would replace the
+// lines with part of the text), and the comments moved into the body
+// that do not fit in it are counted.
 func Place(d pullwright.ReviewDraft, ranges []pullwright.LineRange, head, intro string) pullwright.NewReview {
 	r := pullwright.NewReview{CommitID: head}
 	var outside []string
 	for _, c := range d.Comments {
-		body := c.Body
-		if c.Suggestion != nil {
-			body = Suggestion(c.Body, *c.Suggestion)
-		}
+		body := commentBody(c)
 		start := c.StartLine
 		if start == c.Line {
 			// GitHub refuses a range whose start does not precede its end.
@@ -228,10 +245,104 @@ func Place(d pullwright.ReviewDraft, ranges []pullwright.LineRange, head, intro 
 		}
 		r.Comments = append(r.Comments, pullwright.NewReviewComment{Path: c.Path, Line: c.Line, StartLine: start, Body: body})
 	}
-	parts := slices.DeleteFunc([]string{strings.TrimSpace(intro), strings.TrimSpace(d.Summary)}, func(s string) bool { return s == "" })
+	parts := slices.DeleteFunc([]string{strings.TrimSpace(intro), cut(strings.TrimSpace(d.Summary), MaxSummary)}, func(s string) bool { return s == "" })
+	body := strings.Join(parts, "\n\n")
 	if len(outside) > 0 {
-		parts = append(parts, "### Comments on lines outside the diff\n\n"+strings.Join(outside, "\n\n---\n\n"))
+		const heading, sep = "### Comments on lines outside the diff\n\n", "\n\n---\n\n"
+		// Room for the heading and the note of what did not fit.
+		room := MaxBody - len(body) - len(heading) - 200
+		var kept []string
+		for i, o := range outside {
+			if len(o)+len(sep) > room {
+				n := len(outside) - i
+				kept = append(kept, fmt.Sprintf("*(%d more %s left out: a review's body holds at most %d bytes.)*", n, plural(n, "comment is", "comments are"), MaxBody))
+				break
+			}
+			room -= len(o) + len(sep)
+			kept = append(kept, o)
+		}
+		if body != "" {
+			body += "\n\n"
+		}
+		body += heading + strings.Join(kept, sep)
 	}
-	r.Body = strings.Join(parts, "\n\n")
+	r.Body = cut(body, MaxBody)
 	return r
+}
+
+// commentBody is a draft comment's body as posted, within MaxComment: its
+// text and its suggestion block, or a note where a suggestion too long to
+// post was.
+func commentBody(c pullwright.DraftComment) string {
+	if c.Suggestion == nil {
+		return cut(c.Body, MaxComment)
+	}
+	block := Suggestion("", *c.Suggestion)
+	if len(*c.Suggestion) > MaxSuggestion || len(block) > MaxComment/2 {
+		note := fmt.Sprintf("*(A suggested replacement of %d bytes is left out: a suggestion may have at most %d.)*", len(*c.Suggestion), MaxSuggestion)
+		body := strings.TrimSpace(cut(c.Body, MaxComment-len(note)-2))
+		if body == "" {
+			return note
+		}
+		return body + "\n\n" + note
+	}
+	return Suggestion(cut(c.Body, MaxComment-len(block)-2), *c.Suggestion)
+}
+
+// cut keeps s within n bytes: a longer s is cut at a line's end (or a
+// character's), a code fence it leaves open is closed, and a note says how
+// much was left out.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	keep := n - 100
+	for keep > 0 {
+		k := keep
+		if i := strings.LastIndexByte(s[:k], '\n'); i > k/2 {
+			k = i
+		}
+		for k > 0 && !utf8.RuneStart(s[k]) {
+			k--
+		}
+		out := strings.TrimRight(s[:k], " \t\r\n")
+		if fence := openFence(out); fence != "" {
+			out += "\n" + fence
+		}
+		out += fmt.Sprintf("\n\n*(cut: %d more bytes are left out.)*", len(s)-k)
+		if len(out) <= n {
+			return out
+		}
+		keep -= len(out) - n
+	}
+	return ""
+}
+
+// openFence is the fence of a fenced code block s leaves open ("```",
+// "~~~~", …), "" when it closes all it opens.
+func openFence(s string) string {
+	open := ""
+	for _, l := range strings.Split(s, "\n") {
+		l = strings.TrimLeft(l, " ")
+		if open != "" {
+			run := len(l) - len(strings.TrimLeft(l, open[:1]))
+			if run >= len(open) && strings.TrimSpace(l[run:]) == "" {
+				open = ""
+			}
+			continue
+		}
+		for _, ch := range []string{"`", "~"} {
+			if run := len(l) - len(strings.TrimLeft(l, ch)); run >= 3 {
+				open = l[:run]
+			}
+		}
+	}
+	return open
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }

@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/pullwright/pullwright"
 )
@@ -160,5 +161,68 @@ func TestPlace(t *testing.T) {
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("Place =\n%+v\nwant\n%+v", got, want)
+	}
+}
+
+// TestPlaceBounds keeps every part of a review within the bounds, cut with
+// a note: a suggestion too long is left out whole, a comment too long is
+// cut (its open code block closed), and the body holds what fits of the
+// comments moved into it and counts the rest.
+func TestPlaceBounds(t *testing.T) {
+	long := strings.Repeat("x = 1\n", MaxSuggestion/6+10)
+	fits := "\treturn a + b"
+	prose := "See:\n```go\n" + strings.Repeat("y := 2\n", MaxComment/7)
+	d := pullwright.ReviewDraft{
+		Summary: strings.Repeat("s", MaxSummary+500),
+		Comments: []pullwright.DraftComment{
+			{Path: "calc.go", Line: 5, Body: "Too long to suggest.", Suggestion: &long},
+			{Path: "calc.go", Line: 4, Body: prose, Suggestion: &fits},
+			{Path: "calc.go", Line: 3, Body: prose},
+		},
+	}
+	for i := range 6 {
+		d.Comments = append(d.Comments, pullwright.DraftComment{Path: "calc.go", Line: 100 + i, Body: strings.Repeat("z", 8<<10)})
+	}
+	got := Place(d, Ranges(diff), "abc", "Reviewed abc.")
+	if len(got.Comments) != 3 {
+		t.Fatalf("%d line comments, want 3", len(got.Comments))
+	}
+	c := got.Comments[0].Body
+	if strings.Contains(c, "```suggestion") || !strings.HasPrefix(c, "Too long to suggest.\n\n*(A suggested replacement of ") {
+		t.Errorf("a suggestion too long: %.200q", c)
+	}
+	for i, c := range got.Comments {
+		if len(c.Body) > MaxComment {
+			t.Errorf("comment %d has %d bytes, more than %d", i, len(c.Body), MaxComment)
+		}
+	}
+	c = got.Comments[1].Body
+	if !strings.Contains(c, "\n```\n\n*(cut: ") || !strings.HasSuffix(c, "```suggestion\n\treturn a + b\n```") {
+		t.Errorf("a comment too long with a suggestion: ...%q", c[len(c)-200:])
+	}
+	if c = got.Comments[2].Body; !strings.Contains(c, "\n```\n\n*(cut: ") {
+		t.Errorf("a comment too long: ...%q", c[len(c)-100:])
+	}
+	b := got.Body
+	if len(b) > MaxBody || !strings.HasPrefix(b, "Reviewed abc.\n\n") || !strings.Contains(b, "more bytes are left out.)*\n\n### Comments on lines outside the diff") {
+		t.Errorf("body of %d bytes: %.100q…", len(b), b)
+	}
+	if n := strings.Count(b, "(not in the diff)"); n == 0 || n == 6 || !strings.HasSuffix(b, "comments are left out: a review's body holds at most 49152 bytes.)*") {
+		t.Errorf("%d comments in the body, which ends %q", n, b[len(b)-120:])
+	}
+}
+
+func TestCut(t *testing.T) {
+	if got := cut("short", 10); got != "short" {
+		t.Errorf("cut a short text: %q", got)
+	}
+	s := strings.Repeat("é", 200)
+	got := cut(s, 150)
+	if len(got) > 150 || !utf8.ValidString(got) || !strings.HasSuffix(got, "bytes are left out.)*") {
+		t.Errorf("cut = %q (%d bytes)", got, len(got))
+	}
+	s = "~~~~\n" + strings.Repeat("a\n", 200)
+	if got := cut(s, 200); !strings.Contains(got, "a\n~~~~\n\n*(cut:") {
+		t.Errorf("an open ~~~~ fence: %q", got)
 	}
 }

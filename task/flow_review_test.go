@@ -1,7 +1,10 @@
 package task_test
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -94,9 +97,52 @@ func TestReview(t *testing.T) {
 			},
 		},
 		{
-			name: "the same head again", by: "alice", state: task.Failed, said: "reviewed",
+			name: "GitHub refuses a line comment: all in the body", by: "alice", state: task.Done, said: "GitHub refused them on their lines",
+			setup: func(w *world, head string) {
+				// A line GitHub counts otherwise than the bot does.
+				w.gh.FailNext("PostReview", fmt.Errorf("post a review of #7: %w: 422 Pull request review thread line must be part of the diff", pullwright.ErrInvalid))
+			},
+			check: func(t *testing.T, w *world, rv *task.Task, head string) {
+				posted := w.gh.Reviews[7]
+				if len(posted) != 1 || len(posted[0].Comments) != 0 || w.gh.Asked["PostReview"] != 2 {
+					t.Fatalf("reviews %+v after %d posts", posted, w.gh.Asked["PostReview"])
+				}
+				for _, s := range []string{"F returns the wrong number.", "GitHub did not take", "**`feature.go:4`**", "```suggestion\n\treturn 2\n```", "**`feature.go:3-5`**", "**`util.go:2`**"} {
+					if !strings.Contains(posted[0].Body, s) {
+						t.Errorf("body lacks %q:\n%s", s, posted[0].Body)
+					}
+				}
+				if status := w.gh.Comment(7, fmt.Sprintf("task-%d-status", rv.ID)).Text(); !strings.Contains(status, "with 0 line comments (3 more in its body: GitHub refused them") {
+					t.Errorf("status:\n%s", status)
+				}
+			},
+		},
+		{
+			name: "GitHub refuses the review in its body too", by: "alice", state: task.Failed, said: "GitHub refused the review",
+			setup: func(w *world, head string) {
+				for range 2 {
+					w.gh.FailNext("PostReview", fmt.Errorf("post a review of #7: %w: 422 Validation Failed", pullwright.ErrInvalid))
+				}
+			},
+			check: func(t *testing.T, w *world, rv *task.Task, head string) {
+				if len(w.gh.Reviews[7]) != 0 || w.gh.Asked["PostReview"] != 2 {
+					t.Errorf("reviews %+v after %d posts", w.gh.Reviews[7], w.gh.Asked["PostReview"])
+				}
+			},
+		},
+		{
+			name: "the same head again: done, saying so", by: "alice", state: task.Done, said: "Done**: I reviewed ",
 			setup: func(w *world, head string) {
 				w.gh.Reviews = map[int][]tasktest.Review{7: {{NewReview: pullwright.NewReview{CommitID: head}, ID: 1, Marker: "task-99-review"}}}
+			},
+			check: func(t *testing.T, w *world, rv *task.Task, head string) {
+				status := w.gh.Comment(7, fmt.Sprintf("task-%d-status", rv.ID)).Text()
+				if rv.Error != "" || !strings.Contains(status, head[:12]+" already, and the pull request has not changed since") {
+					t.Errorf("error %q, status:\n%s", rv.Error, status)
+				}
+				if len(w.gh.Reviews[7]) != 1 || len(w.agent.Briefs) != 0 {
+					t.Errorf("reviewed again: %+v, %d briefs", w.gh.Reviews[7], len(w.agent.Briefs))
+				}
 			},
 		},
 		{
@@ -131,6 +177,11 @@ func TestReview(t *testing.T) {
 			}
 			if len(w.ws.Pushes) != 0 {
 				t.Errorf("a review pushed: %+v", w.ws.Pushes)
+			}
+			if got.Workdir != "" {
+				if _, err := os.Stat(got.Workdir); !errors.Is(err, fs.ErrNotExist) {
+					t.Errorf("the workspace %s is left: %v", got.Workdir, err)
+				}
 			}
 			if tc.check != nil {
 				tc.check(t, w, got, info.HeadSHA)

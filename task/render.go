@@ -120,9 +120,14 @@ func RenderStatusWith(t *Task, command, session string) string {
 		switch {
 		case t.Reviewing != nil && t.Reviewing.URL != "":
 			fmt.Fprintf(&b, ": posted [a review](%s) of %s with %s", t.Reviewing.URL, short(t.Reviewing.Head), plural(t.Reviewing.Inline, "line comment", "line comments"))
-			if t.Reviewing.Moved > 0 {
+			switch {
+			case t.Reviewing.Refused:
+				fmt.Fprintf(&b, " (%d more in its body: GitHub refused them on their lines)", t.Reviewing.Moved)
+			case t.Reviewing.Moved > 0:
 				fmt.Fprintf(&b, " (%d more in its body: not on lines of the diff)", t.Reviewing.Moved)
 			}
+		case t.Reviewing != nil && t.Reviewing.Since == t.Reviewing.Head:
+			fmt.Fprintf(&b, ": I reviewed %s already, and the pull request has not changed since: push a change and ask again", short(t.Reviewing.Head))
 		case t.Kind == KindReview:
 		case t.onHead():
 			fmt.Fprintf(&b, ": pushed %s to `%s`", plural(len(t.Pull.Commits), "commit", "commits"), t.Branch)

@@ -14,6 +14,9 @@ import (
 // ReviewWork is what a review task (KindReview) keeps: the head it reviews,
 // the head an earlier review saw, the lines its comments may go on, the
 // agent's draft, and the review once posted.
+//
+// Since equal to Head (and no URL) is a review asked again on the head
+// reviewed before: it ends done, having nothing to review.
 type ReviewWork struct {
 	Head  string                  `json:"head"`
 	Since string                  `json:"since,omitempty"`
@@ -21,9 +24,12 @@ type ReviewWork struct {
 	Draft *pullwright.ReviewDraft `json:"draft,omitempty"`
 	// URL is the posted review's address; Inline and Moved count its line
 	// comments and those moved into its body (not on the diff's lines).
-	URL    string `json:"url,omitempty"`
-	Inline int    `json:"inline,omitempty"`
-	Moved  int    `json:"moved,omitempty"`
+	// Refused tells that GitHub refused the review with its line
+	// comments, so all of them went into its body.
+	URL     string `json:"url,omitempty"`
+	Inline  int    `json:"inline,omitempty"`
+	Moved   int    `json:"moved,omitempty"`
+	Refused bool   `json:"refused,omitempty"`
 }
 
 // reviewGitHub is what the review room asks of GitHub beyond the desk.
@@ -47,10 +53,12 @@ type reviews struct {
 	agent     Agent
 	checkouts checkouts
 	remote    remote
+	// cleanup removes the task's workspace once it is done.
+	cleanup func(context.Context, *Task)
 }
 
 func (f *Flow) reviews() reviews {
-	return reviews{desk: f.desk(), gh: f.GitHub, agent: f.Agent, checkouts: f.checkouts(), remote: f.remote()}
+	return reviews{desk: f.desk(), gh: f.GitHub, agent: f.Agent, checkouts: f.checkouts(), remote: f.remote(), cleanup: f.cleanup}
 }
 
 // review moves a review task: its own steps where a review differs from a
@@ -106,7 +114,13 @@ func (rw reviews) prepare(ctx context.Context, t *Task) error {
 		return err
 	}
 	if since == head {
-		return Fatal(fmt.Sprintf("I reviewed %s already, and the pull request has not changed since: push a change and ask again", short(head)), nil)
+		// Nothing to review: the status says so, and the task is done.
+		t.Reviewing = &ReviewWork{Head: head, Since: since}
+		if err := t.Move(Done); err != nil {
+			return err
+		}
+		rw.cleanup(ctx, t)
+		return rw.updateStatus(ctx, t)
 	}
 	prDiff, cut, err := rw.gh.PullRequestDiff(ctx, t.Repo, t.Issue, maxPullDiff)
 	if err != nil {
@@ -236,18 +250,37 @@ func (rw reviews) post(ctx context.Context, t *Task) error {
 		}
 	}
 	if w.URL == "" {
-		rv := review.Place(*w.Draft, w.Lines, w.Head, reviewIntro(t))
+		intro := reviewIntro(t)
+		rv := review.Place(*w.Draft, w.Lines, w.Head, intro)
 		posted, err := rw.gh.PostReview(ctx, t.Repo, t.Issue, reviewMarker(t), rv)
+		refused := false
+		if errors.Is(err, pullwright.ErrInvalid) && len(rv.Comments) > 0 {
+			// GitHub refuses a review whole when it will not take one of
+			// its line comments (a line it counts otherwise than Ranges):
+			// post it once more with every comment in its body.
+			rw.log.WarnContext(ctx, "GitHub refused the review's line comments; posting them in its body", "task_id", t.ID, "err", err)
+			refused = true
+			rv = review.Place(*w.Draft, nil, w.Head, intro+" "+refusedNote)
+			posted, err = rw.gh.PostReview(ctx, t.Repo, t.Issue, reviewMarker(t), rv)
+		}
+		if errors.Is(err, pullwright.ErrInvalid) {
+			return Fatal(fmt.Sprintf("GitHub refused the review of #%d", t.Issue), err)
+		}
 		if err != nil {
 			return retryf(err, "posting the review of #%d failed", t.Issue)
 		}
-		w.URL, w.Inline, w.Moved = posted.URL, len(rv.Comments), len(w.Draft.Comments)-len(rv.Comments)
+		w.URL, w.Inline, w.Moved, w.Refused = posted.URL, len(rv.Comments), len(w.Draft.Comments)-len(rv.Comments), refused
 	}
 	if err := t.Move(Done); err != nil {
 		return err
 	}
+	rw.cleanup(ctx, t)
 	return rw.updateStatus(ctx, t)
 }
+
+// refusedNote ends the intro of a review posted again with its line
+// comments in its body.
+const refusedNote = "GitHub did not take this review's comments on their lines, so all of them are in this body, below."
 
 // reviewIntro opens the review's body: what was reviewed, at whose
 // request.

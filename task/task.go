@@ -42,8 +42,9 @@ func (s State) Terminal() bool { return s == Done || s == Failed || s == Cancell
 // non-terminal state may also fail or be cancelled.
 var transitions = map[State][]State{
 	// A task with nothing to do (a reply, a refusal) ends straight away.
-	Queued:    {Preparing, Done},
-	Preparing: {Working},
+	Queued: {Preparing, Done},
+	// A review of a head it reviewed already has nothing to do.
+	Preparing: {Working, Done},
 	Working:   {AwaitingApproval, Publishing},
 	// A required command (require_passing) is asked for from publishing
 	// and, once it passed or was not allowed to run, publishing goes on.

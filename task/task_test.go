@@ -22,6 +22,8 @@ func TestCanMove(t *testing.T) {
 		{Queued, Preparing, true},
 		{Queued, Working, false},
 		{Preparing, Working, true},
+		{Preparing, Done, true},
+		{Preparing, Publishing, false},
 		{Working, Publishing, true},
 		{Working, AwaitingApproval, true},
 		{AwaitingApproval, Running, true},

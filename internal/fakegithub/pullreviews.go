@@ -3,9 +3,10 @@ package fakegithub
 import (
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/pullwright/pullwright/internal/difftest"
 )
 
 // PullReview is a review of a pull request as the fake stores it: posted
@@ -108,7 +109,7 @@ func (s *Server) createPullReview(w http.ResponseWriter, r *http.Request) {
 			errorJSON(w, http.StatusInternalServerError, "fakegithub: Diffs hook: "+err.Error())
 			return
 		}
-		hunks := rightHunks(d)
+		hunks := difftest.RightHunks(d)
 		var errs []string
 		for _, c := range in.Comments {
 			errs = append(errs, threadErrors(hunks, c)...)
@@ -184,43 +185,8 @@ func (s *Server) pullReviewJSONLocked(rv *pullReview) map[string]any {
 	}
 }
 
-// hunk is the new file's lines a diff hunk shows, per path.
-type hunk struct {
-	path       string
-	start, end int
-}
-
-// rightHunks reads the right side of each hunk of a git diff.
-func rightHunks(diff string) []hunk {
-	var out []hunk
-	path := ""
-	for _, l := range strings.Split(diff, "\n") {
-		switch {
-		case strings.HasPrefix(l, "diff --git "):
-			path = ""
-		case strings.HasPrefix(l, "+++ b/"):
-			path = strings.TrimPrefix(l, "+++ b/")
-		case strings.HasPrefix(l, "@@ ") && path != "":
-			f := strings.Fields(l)
-			if len(f) < 3 {
-				continue
-			}
-			a, b, found := strings.Cut(strings.TrimPrefix(f[2], "+"), ",")
-			start, err := strconv.Atoi(a)
-			n := 1
-			if found {
-				n, err = strconv.Atoi(b)
-			}
-			if err == nil && n > 0 {
-				out = append(out, hunk{path, start, start + n - 1})
-			}
-		}
-	}
-	return out
-}
-
 // threadErrors are GitHub's refusals of one review comment, in its words.
-func threadErrors(hunks []hunk, c reviewThreadLine) []string {
+func threadErrors(hunks []difftest.Hunk, c reviewThreadLine) []string {
 	if c.Position > 0 {
 		return nil // the old way of placing a comment; the bot uses lines
 	}
@@ -229,7 +195,7 @@ func threadErrors(hunks []hunk, c reviewThreadLine) []string {
 	}
 	in := -1
 	for i, h := range hunks {
-		if h.path == c.Path && h.start <= c.Line && c.Line <= h.end {
+		if h.Contains(c.Path, c.Line) {
 			in = i
 		}
 	}
@@ -243,7 +209,7 @@ func threadErrors(hunks []hunk, c reviewThreadLine) []string {
 	if c.StartLine >= c.Line {
 		errs = append(errs, "Pull request review thread start line must precede the end line.")
 	}
-	if h := hunks[in]; c.StartLine < h.start || c.StartLine > h.end {
+	if h := hunks[in]; !h.Contains(c.Path, c.StartLine) {
 		errs = append(errs, "Pull request review thread start line must be part of the same hunk as the line.")
 	}
 	return errs

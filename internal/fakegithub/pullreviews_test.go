@@ -50,7 +50,18 @@ func TestPullReviews(t *testing.T) {
 	if got := s.ReviewComments("acme", "widgets", n); len(got) != 2 || got[1].StartLine != 11 || got[1].Line != 13 {
 		t.Errorf("review comments = %+v", got)
 	}
-	resp, body := doAccept(t, "GET", url, auth, "application/vnd.github+json", "")
+
+	// A hunk's added line that reads like a file's header is a line.
+	s.Diffs = func(owner, repo, base, head string) (string, error) {
+		return "diff --git a/m.md b/m.md\n--- a/m.md\n+++ b/m.md\n@@ -1,1 +1,3 @@\n a\n+++ b/other\n+c\n@@ -5,0 +8 @@\n+d\n", nil
+	}
+	resp, body := doAccept(t, "POST", url, auth, "application/vnd.github+json",
+		`{"commit_id":"aaa","body":"summary","event":"COMMENT","comments":[{"path":"m.md","line":8,"side":"RIGHT","body":"b"}]}`)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("a comment after a line like a header: %d %s", resp.StatusCode, body)
+	}
+	stored++
+	resp, body = doAccept(t, "GET", url, auth, "application/vnd.github+json", "")
 	if resp.StatusCode != http.StatusOK || strings.Count(body, "#pullrequestreview-") != stored {
 		t.Errorf("list: %d %s", resp.StatusCode, body)
 	}

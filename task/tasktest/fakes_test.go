@@ -16,6 +16,33 @@ import (
 // The fakes answer as ghapp and repo do; these hold the semantics task's
 // tests lean on.
 
+// PostReview takes a review whose comments are on the right side of one
+// hunk of Diffs[pr], whatever form its header has, and refuses one with a
+// comment elsewhere whole, as ghapp reports GitHub's 422.
+func TestPostReviewAnswers(t *testing.T) {
+	ctx := context.Background()
+	g := NewGitHub(testclock.New(time.Unix(0, 0)))
+	r := pullwright.Repo{Owner: "acme", Name: "widget"}
+	g.Diffs[7] = "diff --git a/n.go b/n.go\nnew file mode 100644\n--- /dev/null\n+++ b/n.go\n@@ -0,0 +1 @@\n+package n\n" +
+		"diff --git a/m.go b/m.go\n--- a/m.go\n+++ b/m.go\n@@ -3,2 +3,3 @@\n a\n+b\n c\n"
+	ok := pullwright.NewReview{CommitID: "h", Body: "b", Comments: []pullwright.NewReviewComment{
+		{Path: "n.go", Line: 1, Body: "x"}, {Path: "m.go", StartLine: 3, Line: 5, Body: "y"},
+	}}
+	if _, err := g.PostReview(ctx, r, 7, "k", ok); err != nil {
+		t.Fatalf("a review on the diff's lines: %v", err)
+	}
+	for _, c := range []pullwright.NewReviewComment{{Path: "n.go", Line: 2}, {Path: "m.go", StartLine: 1, Line: 3}, {Path: "m.go", StartLine: 4, Line: 4}} {
+		bad := ok
+		bad.Comments = []pullwright.NewReviewComment{ok.Comments[0], c}
+		if _, err := g.PostReview(ctx, r, 7, "k", bad); !errors.Is(err, pullwright.ErrInvalid) {
+			t.Errorf("a comment on %+v: %v", c, err)
+		}
+	}
+	if len(g.Reviews[7]) != 1 {
+		t.Errorf("%d reviews stored, want 1", len(g.Reviews[7]))
+	}
+}
+
 func TestUpsertCommentEditsInPlace(t *testing.T) {
 	ctx := context.Background()
 	c := testclock.New(time.Date(2026, 1, 2, 3, 4, 5, 600, time.UTC))

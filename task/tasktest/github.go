@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pullwright/pullwright"
+	"github.com/pullwright/pullwright/internal/difftest"
 	"github.com/pullwright/pullwright/internal/testclock"
 )
 
@@ -596,25 +597,25 @@ func (g *GitHub) BotReviews(ctx context.Context, r pullwright.Repo, pr int) ([]p
 	return out, nil
 }
 
-// PostReview records a review, or refuses it whole as GitHub does (422)
-// when a comment's lines are not in one hunk of Diffs[pr], on its right
-// side.
+// PostReview records a review, or refuses it whole as GitHub does (422,
+// pullwright.ErrInvalid as ghapp wraps it) when a comment's lines are not
+// in one hunk of Diffs[pr], on its right side.
 func (g *GitHub) PostReview(ctx context.Context, r pullwright.Repo, pr int, marker string, rv pullwright.NewReview) (pullwright.PostedReview, error) {
 	if err := g.call("PostReview"); err != nil {
 		return pullwright.PostedReview{}, err
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	hunks := rightHunks(g.Diffs[pr])
+	hunks := difftest.RightHunks(g.Diffs[pr])
 	for _, c := range rv.Comments {
 		ok := false
 		for _, h := range hunks {
-			if h.path == c.Path && h.start <= c.Line && c.Line <= h.end && (c.StartLine == 0 || (h.start <= c.StartLine && c.StartLine < c.Line)) {
+			if h.Contains(c.Path, c.Line) && (c.StartLine == 0 || (h.Contains(c.Path, c.StartLine) && c.StartLine < c.Line)) {
 				ok = true
 			}
 		}
 		if !ok {
-			return pullwright.PostedReview{}, fmt.Errorf("post a review of #%d: 422 Pull request review thread line must be part of the diff", pr)
+			return pullwright.PostedReview{}, fmt.Errorf("post a review of #%d: %w: 422 Pull request review thread line must be part of the diff", pr, pullwright.ErrInvalid)
 		}
 	}
 	if g.Reviews == nil {
@@ -624,27 +625,4 @@ func (g *GitHub) PostReview(ctx context.Context, r pullwright.Repo, pr int, mark
 	posted := Review{NewReview: rv, ID: id, Marker: marker, URL: fmt.Sprintf("https://github.test/%s/pull/%d#pullrequestreview-%d", r.FullName(), pr, id)}
 	g.Reviews[pr] = append(g.Reviews[pr], posted)
 	return pullwright.PostedReview{ID: id, CommitID: rv.CommitID, Marker: marker, URL: posted.URL}, nil
-}
-
-type hunk struct {
-	path       string
-	start, end int
-}
-
-// rightHunks reads the new file's lines each hunk of a git diff shows.
-func rightHunks(diff string) []hunk {
-	var out []hunk
-	path := ""
-	for _, l := range strings.Split(diff, "\n") {
-		switch {
-		case strings.HasPrefix(l, "+++ b/"):
-			path = strings.TrimPrefix(l, "+++ b/")
-		case strings.HasPrefix(l, "@@ ") && path != "":
-			var a, b, c, d int
-			if n, _ := fmt.Sscanf(l, "@@ -%d,%d +%d,%d @@", &a, &b, &c, &d); n == 4 && d > 0 {
-				out = append(out, hunk{path, c, c + d - 1})
-			}
-		}
-	}
-	return out
 }
