@@ -9,6 +9,7 @@ import (
 
 	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/images"
+	"github.com/pullwright/pullwright/internal/words"
 	"github.com/pullwright/pullwright/untrusted"
 )
 
@@ -43,7 +44,7 @@ func keepImages(b pullwright.Brief) (keep []pullwright.Image, left []string) {
 		}
 		n := len(b.Images)
 		left = append(left, fmt.Sprintf("%d %s: the model (%s) is not set up to take images, so %s not given to you",
-			n, plural(n, "picture", "pictures"), untrusted.OneLine(model, 80), plural(n, "it was", "they were")))
+			n, words.Plural(n, "picture", "pictures"), untrusted.OneLine(model, 80), words.Plural(n, "it was", "they were")))
 		return nil, left
 	}
 	total := 0

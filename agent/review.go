@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/pullwright/pullwright"
+	"github.com/pullwright/pullwright/internal/words"
 	"github.com/pullwright/pullwright/review"
 	"github.com/pullwright/pullwright/untrusted"
 )
@@ -162,7 +163,7 @@ func runComment(env toolEnv, raw json.RawMessage) (toolResult, error) {
 		if start > 0 {
 			n = a.Line - start + 1
 		}
-		text += fmt.Sprintf(", with a suggestion replacing its %d %s", n, plural(n, "line", "lines"))
+		text += fmt.Sprintf(", with a suggestion replacing its %d %s", n, words.Plural(n, "line", "lines"))
 	}
 	rv.Comments = append(rv.Comments, c)
 	return toolResult{text: text, step: "commented on " + untrusted.Cut(where, 120)}, nil
@@ -185,8 +186,8 @@ func runFinishReview(env toolEnv, raw json.RawMessage) (toolResult, error) {
 	n := len(env.st.Reviewing.Comments)
 	env.st.Finish = &Finish{Title: "Review", Summary: summary}
 	return toolResult{
-		text: fmt.Sprintf("finished: the review is posted with your summary and %d line %s", n, plural(n, "comment", "comments")),
-		step: fmt.Sprintf("finished the review (%d %s)", n, plural(n, "comment", "comments")),
+		text: fmt.Sprintf("finished: the review is posted with your summary and %d line %s", n, words.Plural(n, "comment", "comments")),
+		step: fmt.Sprintf("finished the review (%d %s)", n, words.Plural(n, "comment", "comments")),
 	}, nil
 }
 
@@ -213,7 +214,7 @@ func reviewMessage(b pullwright.Brief) string {
 	if r.Since != "" {
 		fmt.Fprintf(&m, "You reviewed it before, at %s. It has changed since: review what changed between %s and %s, "+
 			"which the diff below shows; the lines listed below are where those changes are in the pull request's diff.\n",
-			short(r.Since), short(r.Since), short(r.Head))
+			words.Short(r.Since), words.Short(r.Since), words.Short(r.Head))
 	}
 	if p.Fork {
 		m.WriteString("This pull request comes from a fork: its code was written outside this repository, so the diff " +
@@ -277,6 +278,3 @@ func writeReviewLines(m *strings.Builder, lines []pullwright.LineRange) {
 	}
 	m.WriteString("\n")
 }
-
-// short is a commit's abbreviated name.
-func short(sha string) string { return sha[:min(len(sha), 12)] }

@@ -17,6 +17,7 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/pullwright/pullwright"
+	"github.com/pullwright/pullwright/internal/words"
 	"github.com/pullwright/pullwright/untrusted"
 )
 
@@ -484,7 +485,7 @@ func runGlob(env toolEnv, raw json.RawMessage) (toolResult, error) {
 	if truncated {
 		fmt.Fprintf(&b, "[the search stopped after %d entries; narrow the pattern]\n", maxWalkEntries)
 	}
-	return toolResult{text: b.String(), step: fmt.Sprintf("glob `%s` (%d %s)", a.Pattern, n, plural(n, "file", "files"))}, nil
+	return toolResult{text: b.String(), step: fmt.Sprintf("glob `%s` (%d %s)", a.Pattern, n, words.Plural(n, "file", "files"))}, nil
 }
 
 func runGrep(env toolEnv, raw json.RawMessage) (toolResult, error) {
@@ -546,7 +547,7 @@ func runGrep(env toolEnv, raw json.RawMessage) (toolResult, error) {
 		return toolResult{}, errorf("grep: %s", describe(err))
 	}
 	if n == 0 {
-		fmt.Fprintf(&b, "no matches for %s in %d %s\n", strconv.Quote(a.Pattern), files, plural(files, "file", "files"))
+		fmt.Fprintf(&b, "no matches for %s in %d %s\n", strconv.Quote(a.Pattern), files, words.Plural(files, "file", "files"))
 	}
 	if stoppedAtLimit {
 		fmt.Fprintf(&b, "[stopped at %d matches; narrow the pattern or use path_glob]\n", maxGrepMatches)
@@ -561,7 +562,7 @@ func runGrep(env toolEnv, raw json.RawMessage) (toolResult, error) {
 	return toolResult{
 		text:  b.String(),
 		block: "untrusted-search-results",
-		step:  fmt.Sprintf("grep `%s` (%s %s)", a.Pattern, count, plural(n, "match", "matches")),
+		step:  fmt.Sprintf("grep `%s` (%s %s)", a.Pattern, count, words.Plural(n, "match", "matches")),
 	}, nil
 }
 
@@ -692,7 +693,7 @@ func runFinish(env toolEnv, raw json.RawMessage) (toolResult, error) {
 func checkReplies(rs []reply, threads int) (map[int]string, error) {
 	if len(rs) > threads {
 		return nil, errorf("replies has %d entries, but there %s %d review %s; give at most one reply per thread",
-			len(rs), plural(threads, "is", "are"), threads, plural(threads, "thread", "threads"))
+			len(rs), words.Plural(threads, "is", "are"), threads, words.Plural(threads, "thread", "threads"))
 	}
 	out := make(map[int]string, len(rs))
 	for i, r := range rs {
@@ -717,11 +718,4 @@ func checkReplies(rs []reply, threads int) (map[int]string, error) {
 		out[n] = text
 	}
 	return out, nil
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }

@@ -23,6 +23,7 @@ import (
 	"strings"
 
 	"github.com/pullwright/pullwright"
+	"github.com/pullwright/pullwright/internal/words"
 )
 
 // Request is one execution request as a person is asked to approve it.
@@ -317,9 +318,9 @@ func (r Request) Parts() (warnings, rest []Sentence) {
 func (r Request) where() Sentence {
 	spans := []Span{text("It would run on ")}
 	if r.Where.Local {
-		spans = append(spans, text("the files of the workspace (tree "), code(short(r.Commit)), text(")"))
+		spans = append(spans, text("the files of the workspace (tree "), code(words.Short(r.Commit)), text(")"))
 	} else {
-		spans = append(spans, text("commit "), code(short(r.Commit)))
+		spans = append(spans, text("commit "), code(words.Short(r.Commit)))
 	}
 	if r.Branch != "" {
 		spans = append(spans, text(" of branch "), code(r.Branch))
@@ -350,12 +351,4 @@ func (r Request) where() Sentence {
 	}
 	spans = append(spans, text(" with no network"+credentials))
 	return Sentence{Kind: KindWhere, Spans: spans}
-}
-
-// short is a commit's abbreviation, as the bot's comments show it.
-func short(sha string) string {
-	if len(sha) > 12 {
-		return sha[:12]
-	}
-	return sha
 }

@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/pullwright/pullwright"
+	"github.com/pullwright/pullwright/internal/words"
 )
 
 // IsTerminal reports whether f is an *os.File on a character device other
@@ -69,7 +70,7 @@ func (d *display) printf(format string, args ...any) {
 
 // status replaces the status line.
 func (d *display) status(s string) {
-	s = clip(oneLine(s), statusWidth)
+	s = words.Clip(oneLine(s), statusWidth)
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if s == d.line {
@@ -154,15 +155,6 @@ func safe(s string) string {
 // oneLine is safe(s) on one line.
 func oneLine(s string) string { return strings.Join(strings.Fields(safe(s)), " ") }
 
-// clip shortens s to at most n runes, marking the cut.
-func clip(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	r := []rune(s)
-	return string(r[:n-1]) + "…"
-}
-
 // indent prefixes every line of s.
 func indent(s, prefix string) string {
 	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
@@ -204,12 +196,12 @@ func diffStat(stats []pullwright.FileStat) string {
 		fmt.Fprintf(&b, " %s%s | %*d %s%s\n", name, pad, countW, s.Added+s.Deleted,
 			strings.Repeat("+", plus), strings.Repeat("-", minus))
 	}
-	fmt.Fprintf(&b, " %d %s changed", len(stats), plural(len(stats), "file", "files"))
+	fmt.Fprintf(&b, " %d %s changed", len(stats), words.Plural(len(stats), "file", "files"))
 	if adds > 0 || dels == 0 {
-		fmt.Fprintf(&b, ", %d %s(+)", adds, plural(adds, "insertion", "insertions"))
+		fmt.Fprintf(&b, ", %d %s(+)", adds, words.Plural(adds, "insertion", "insertions"))
 	}
 	if dels > 0 {
-		fmt.Fprintf(&b, ", %d %s(-)", dels, plural(dels, "deletion", "deletions"))
+		fmt.Fprintf(&b, ", %d %s(-)", dels, words.Plural(dels, "deletion", "deletions"))
 	}
 	b.WriteString("\n")
 	return b.String()
@@ -221,11 +213,4 @@ func scale(n, most, width int) int {
 		return 0
 	}
 	return max(1, n*width/most)
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/pullwright/pullwright"
+	"github.com/pullwright/pullwright/internal/words"
 	"github.com/pullwright/pullwright/policy"
 	"github.com/pullwright/pullwright/repo"
 )
@@ -65,7 +66,7 @@ func openCheckout(dir string) (*checkout, error) {
 	}
 	if !ref.Name().IsBranch() {
 		return nil, fmt.Errorf("repository %s: HEAD is detached at %s; bot run starts its branch from the current branch: "+
-			"check one out first (git switch NAME, or git switch -c NAME)", c.top, short(ref.Hash().String()))
+			"check one out first (git switch NAME, or git switch -c NAME)", c.top, words.Short(ref.Hash().String()))
 	}
 	c.head, c.branch = ref.Hash().String(), ref.Name().Short()
 	return c, nil
@@ -289,7 +290,7 @@ func (c *checkout) clone(ctx context.Context, base string) (*repo.Workspace, err
 	}
 	if head != c.head {
 		return nil, fmt.Errorf("clone %s: branch %s moved from %s to %s while bot run started; run it again",
-			c.top, c.branch, short(c.head), short(head))
+			c.top, c.branch, words.Short(c.head), words.Short(head))
 	}
 	return ws, nil
 }
@@ -301,13 +302,6 @@ func gitHint(err error) string {
 		return " (bot run needs git installed: it uses git-upload-pack and git-receive-pack to read and write the local repository)"
 	}
 	return ""
-}
-
-func short(sha string) string {
-	if len(sha) > 12 {
-		return sha[:12]
-	}
-	return sha
 }
 
 // guidance reads the repository's instruction files the way a task does

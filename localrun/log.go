@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+
+	"github.com/pullwright/pullwright/internal/words"
 )
 
 // terminalLog is the slog.Handler of a run's loggers (agent, runner,
@@ -59,7 +61,7 @@ func (h *terminalLog) Handle(_ context.Context, r slog.Record) error {
 	if len(details) > 0 {
 		line += " (" + strings.Join(details, ", ") + ")"
 	}
-	_, err := fmt.Fprintf(h.w, "  %s: %s\n", levelWord(r.Level), clip(oneLine(line), 400))
+	_, err := fmt.Fprintf(h.w, "  %s: %s\n", levelWord(r.Level), words.Clip(oneLine(line), 400))
 	return err
 }
 

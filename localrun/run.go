@@ -18,6 +18,7 @@ import (
 	"github.com/pullwright/pullwright/agent"
 	"github.com/pullwright/pullwright/approval"
 	"github.com/pullwright/pullwright/deps"
+	"github.com/pullwright/pullwright/internal/words"
 	"github.com/pullwright/pullwright/policy"
 	"github.com/pullwright/pullwright/repo"
 	"github.com/pullwright/pullwright/task"
@@ -65,7 +66,7 @@ type run struct {
 
 func (r *run) banner(notes []string) {
 	d, s := r.d, r.settings
-	d.printf("Pullwright: %s, branch %s at %s\n", r.src.top, r.src.branch, short(r.src.head))
+	d.printf("Pullwright: %s, branch %s at %s\n", r.src.top, r.src.branch, words.Short(r.src.head))
 	d.printf("  model %s at %s\n", r.model, endpoint(r.o.BaseURL))
 	if r.o.Runner == RunnerLocal {
 		d.printf("  commands run %s, after your approval\n", r.sb.where)
@@ -96,7 +97,7 @@ func (r *run) banner(notes []string) {
 			list += fmt.Sprintf(" and %d more", len(paths)-5)
 		}
 		d.printf("warning: %d uncommitted %s (%s) will NOT be seen by the agent: it starts from the last commit, %s\n",
-			len(paths), plural(len(paths), "change", "changes"), list, short(r.src.head))
+			len(paths), words.Plural(len(paths), "change", "changes"), list, words.Short(r.src.head))
 	}
 	d.printf("\n")
 }
@@ -144,7 +145,7 @@ func (r *run) work(ctx context.Context) {
 		err := r.agent.Turn(ctx, r.st, r.ws.Dir())
 		r.res.Turns, r.res.Tokens, r.res.Spend = r.st.Turns, r.st.Tokens(), r.agent.Spent(r.st)
 		for _, step := range r.st.Steps[shownSteps:] {
-			r.d.printf("  %s\n", clip(oneLine(step), 200))
+			r.d.printf("  %s\n", words.Clip(oneLine(step), 200))
 		}
 		shownSteps = len(r.st.Steps)
 		if !slices.Equal(shownPlan, r.st.Plan) {
@@ -222,7 +223,7 @@ func (r *run) request(ctx context.Context, req agent.Request) (string, error) {
 	// commit would hold it, taken now. Files git ignores are not part of it.
 	tree, err := r.ws.Current()
 	if err != nil {
-		r.d.printf("  `%s` could not run: the workspace could not be read: %v\n", clip(cmd, 120), err)
+		r.d.printf("  `%s` could not run: the workspace could not be read: %v\n", words.Clip(cmd, 120), err)
 		return fmt.Sprintf("error: the workspace could not be read, so the command did not run: %v", err), nil
 	}
 	// The record is keyed by the tree, which the final commit is checked
@@ -240,12 +241,12 @@ func (r *run) request(ctx context.Context, req agent.Request) (string, error) {
 	if !v.approved {
 		rec.Verdict, rec.Outcome, rec.Why = task.Rejected, task.OutcomeRejected, v.how
 		r.runs = append(r.runs, rec)
-		r.d.printf("  rejected `%s`: %s\n", clip(cmd, 120), cmp.Or(oneLine(v.how), "no reason given"))
+		r.d.printf("  rejected `%s`: %s\n", words.Clip(cmd, 120), cmp.Or(oneLine(v.how), "no reason given"))
 		return agent.Rejected(r.who, v.how), nil
 	}
 	rec.Verdict = task.Approved
 	if v.how != "approved" {
-		r.d.printf("  running `%s` (%s)\n", clip(cmd, 120), v.how)
+		r.d.printf("  running `%s` (%s)\n", words.Clip(cmd, 120), v.how)
 	}
 	r.status("running " + cmd)
 	s := r.settings
@@ -305,7 +306,7 @@ func (r *run) request(ctx context.Context, req agent.Request) (string, error) {
 	if res.TimedOut {
 		how = fmt.Sprintf("timed out after %s", res.Duration.Round(time.Second))
 	}
-	r.d.printf("  ran `%s`: %s\n%s", clip(cmd, 120), how, tail(output, outputTail))
+	r.d.printf("  ran `%s`: %s\n%s", words.Clip(cmd, 120), how, tail(output, outputTail))
 	return agent.RunResult(res.ExitCode, output, res.Truncated, res.TimedOut, res.Duration), nil
 }
 
@@ -320,7 +321,7 @@ func (r *run) notRun(rec task.RunRecord, ran task.Ran) string {
 	// The terminal gets the first line (a failed setup's steps and
 	// output were shown just before); the agent gets all of it.
 	first, _, _ := strings.Cut(why, "\n")
-	r.d.printf("  `%s` could not run: %s.\n", clip(oneLine(rec.Command), 120), clip(oneLine(strings.TrimRight(first, ".")), 300))
+	r.d.printf("  `%s` could not run: %s.\n", words.Clip(oneLine(rec.Command), 120), words.Clip(oneLine(strings.TrimRight(first, ".")), 300))
 	return fmt.Sprintf("error: the command did not run: %s.", why)
 }
 
@@ -466,7 +467,7 @@ func tail(output string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	for i, l := range lines {
-		lines[i] = clip(safe(l), 200)
+		lines[i] = words.Clip(safe(l), 200)
 	}
 	return prefix + indent(strings.Join(lines, "\n"), "    │ ")
 }
@@ -485,7 +486,7 @@ func planText(items []pullwright.PlanItem) string {
 		case "in_progress":
 			mark = "[>]"
 		}
-		fmt.Fprintf(&b, "    %s %s\n", mark, clip(oneLine(it.Title), 100))
+		fmt.Fprintf(&b, "    %s %s\n", mark, words.Clip(oneLine(it.Title), 100))
 	}
 	return b.String()
 }
@@ -520,7 +521,7 @@ func (r *run) save(ctx context.Context) error {
 	// The message speaks of the files the record was read for; a commit
 	// that holds others must not reach the user's repository with it.
 	if got, err := r.ws.CommitTree(sha); err != nil || got.Hash() != tree.Hash() {
-		return fmt.Errorf("check commit %s: it does not hold the files the record of runs was read for (%v)", short(sha), err)
+		return fmt.Errorf("check commit %s: it does not hold the files the record of runs was read for (%v)", words.Short(sha), err)
 	}
 	r.res.Final, r.res.Verification = sha, v
 	if stats, err := r.ws.DiffStat(r.src.head); err == nil {
@@ -550,9 +551,9 @@ func (r *run) commitMessage(v task.Verification) string {
 	instr := strings.TrimSpace(r.o.Instructions)
 	var b strings.Builder
 	if r.res.Finished {
-		b.WriteString(clip(r.title(v), 72) + "\n")
+		b.WriteString(words.Clip(r.title(v), 72) + "\n")
 	} else {
-		b.WriteString(clip("WIP: "+oneLine(instr), 72) + "\n")
+		b.WriteString(words.Clip("WIP: "+oneLine(instr), 72) + "\n")
 		b.WriteString("\nThe work so far: the run stopped before the agent finished (" + r.res.Stopped + ").\n")
 	}
 	b.WriteString("\n" + v.Text("this commit"))
@@ -569,9 +570,9 @@ func (r *run) commitMessage(v task.Verification) string {
 // finalCommit names the commit the work ended on, for a sentence.
 func finalCommit(res *Result) string {
 	if res.Branch == "" {
-		return "the commit you started from, " + short(res.Final)
+		return "the commit you started from, " + words.Short(res.Final)
 	}
-	return "the final commit " + short(res.Final)
+	return "the final commit " + words.Short(res.Final)
 }
 
 // report prints the outcome on Stdout. It ends with the verification,
@@ -593,7 +594,7 @@ func (r *run) report() {
 	if s := strings.TrimSpace(res.Summary); res.Finished && s != "" {
 		fmt.Fprintf(w, "\nThe agent's summary, in its own words:\n%s", indent(safe(s), "  "))
 	}
-	fmt.Fprintf(w, "(%d %s, %s)\n\n", res.Turns, plural(res.Turns, "turn", "turns"), res.Spend)
+	fmt.Fprintf(w, "(%d %s, %s)\n\n", res.Turns, words.Plural(res.Turns, "turn", "turns"), res.Spend)
 	if res.Branch == "" {
 		fmt.Fprintf(w, "The agent changed no file, so no branch was created. %s is as it was.\n", r.src.top)
 	} else {
@@ -622,7 +623,7 @@ func (r *run) verification() string {
 		if rec.SHA == r.finalTree {
 			where = "on the files of " + commit
 		}
-		fmt.Fprintf(&b, "  %s. `%s` %s: %s\n", rec.RequestID, clip(oneLine(rec.Command), 120), where, safe(rec.Describe()))
+		fmt.Fprintf(&b, "  %s. `%s` %s: %s\n", rec.RequestID, words.Clip(oneLine(rec.Command), 120), where, safe(rec.Describe()))
 	}
 	b.WriteString(safe(v.Text(commit)))
 	if claim := v.Unbacked(res.Summary); res.Finished && claim != "" {
@@ -647,7 +648,7 @@ func endpoint(baseURL string) string {
 func quoteAll(list []string) []string {
 	out := make([]string, len(list))
 	for i, s := range list {
-		out[i] = "`" + clip(oneLine(s), 80) + "`"
+		out[i] = "`" + words.Clip(oneLine(s), 80) + "`"
 	}
 	return out
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/pullwright/pullwright/internal/fakellm"
 	"github.com/pullwright/pullwright/internal/sandboxtest"
+	"github.com/pullwright/pullwright/internal/words"
 	"github.com/pullwright/pullwright/localrun"
 	"github.com/pullwright/pullwright/task"
 )
@@ -126,7 +127,7 @@ func TestRunVerification(t *testing.T) {
 			}
 			out := stdout.String()
 			mustContain(t, "stdout", out, tt.report...)
-			mustContain(t, "stdout", out, short(res.Final))
+			mustContain(t, "stdout", out, words.Short(res.Final))
 			// The report ends with the verification.
 			if verdict := regexp.MustCompile(`(?:^|\n)(Not verified|Verified): [^\n]*\n(The agent's summary says [^\n]*\n)?\z`); !verdict.MatchString(out) {
 				t.Errorf("the report does not end with the verdict:\n%s", out)
@@ -149,8 +150,6 @@ func TestRunVerification(t *testing.T) {
 		})
 	}
 }
-
-func short(sha string) string { return sha[:12] }
 
 // In the Docker sandbox: a command that passes on the final commit
 // verifies the work; one that fails does not.

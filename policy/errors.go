@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/pullwright/pullwright/internal/words"
 )
 
 // maxErrors bounds how many problems one file reports: a maintainer fixes
@@ -85,7 +87,7 @@ func (e *Errors) Error() string {
 		b.WriteString(x.Msg)
 	}
 	if e.More > 0 {
-		fmt.Fprintf(&b, "\n%s(and %d more %s not shown)", e.where(Error{}), e.More, plural(e.More, "problem", "problems"))
+		fmt.Fprintf(&b, "\n%s(and %d more %s not shown)", e.where(Error{}), e.More, words.Plural(e.More, "problem", "problems"))
 	}
 	return b.String()
 }
@@ -133,16 +135,9 @@ func (e *Errors) Markdown() string {
 		b.WriteByte('\n')
 	}
 	if e.More > 0 {
-		fmt.Fprintf(&b, "- … and %d more %s not shown\n", e.More, plural(e.More, "problem", "problems"))
+		fmt.Fprintf(&b, "- … and %d more %s not shown\n", e.More, words.Plural(e.More, "problem", "problems"))
 	}
 	return b.String()
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }
 
 // codeSpan renders s as inline code. Backticks cannot be escaped inside a

@@ -15,6 +15,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/pullwright/pullwright/internal/words"
 )
 
 // Tree is the files of one git tree: a commit's (CommitTree) or the
@@ -66,12 +68,12 @@ type exportEntry struct {
 // tree was crafted, and a run on it must not happen.
 func (t *Tree) Export(ctx context.Context, dst string) (err error) {
 	if err := os.Mkdir(dst, 0o755); err != nil {
-		return fmt.Errorf("export tree %s: %w", short(t.Hash()), err)
+		return fmt.Errorf("export tree %s: %w", words.Short(t.Hash()), err)
 	}
 	defer func() {
 		if err != nil {
 			_ = os.RemoveAll(dst)
-			err = fmt.Errorf("export tree %s: %w", short(t.Hash()), err)
+			err = fmt.Errorf("export tree %s: %w", words.Short(t.Hash()), err)
 		}
 	}()
 	root, err := os.OpenRoot(dst)
@@ -232,7 +234,7 @@ func checkExport(ctx context.Context, dst string, want map[string]exportEntry) e
 			return fmt.Errorf("%s is in the export but is no file git knows", p)
 		}
 		if got := plumbing.ComputeHash(plumbing.BlobObject, content); mode != w.mode || got != w.hash {
-			return fmt.Errorf("%s differs from the tree (mode %v, blob %s; the tree has %v, %s)", p, mode, short(got.String()), w.mode, short(w.hash.String()))
+			return fmt.Errorf("%s differs from the tree (mode %v, blob %s; the tree has %v, %s)", p, mode, words.Short(got.String()), w.mode, words.Short(w.hash.String()))
 		}
 		return nil
 	})
@@ -296,18 +298,10 @@ func (w *Workspace) LeftOutOf(t *Tree, max int) (paths []string, more int, err e
 		return nil
 	}
 	if err := walk(t.tree, ""); err != nil {
-		return nil, 0, fmt.Errorf("left out of tree %s: %w", short(t.Hash()), err)
+		return nil, 0, fmt.Errorf("left out of tree %s: %w", words.Short(t.Hash()), err)
 	}
 	slices.Sort(paths)
 	return paths, more, nil
-}
-
-// short is a SHA cut to 12 characters, for messages.
-func short(sha string) string {
-	if len(sha) > 12 {
-		return sha[:12]
-	}
-	return sha
 }
 
 // LeftOut is LeftOutOf the tree of commit sha: what an approved run of

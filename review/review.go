@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/pullwright/pullwright"
+	"github.com/pullwright/pullwright/internal/words"
 )
 
 // Ranges reads a unified diff (git's form, as GitHub serves a pull
@@ -255,7 +256,7 @@ func Place(d pullwright.ReviewDraft, ranges []pullwright.LineRange, head, intro 
 		for i, o := range outside {
 			if len(o)+len(sep) > room {
 				n := len(outside) - i
-				kept = append(kept, fmt.Sprintf("*(%d more %s left out: a review's body holds at most %d bytes.)*", n, plural(n, "comment is", "comments are"), MaxBody))
+				kept = append(kept, fmt.Sprintf("*(%d more %s left out: a review's body holds at most %d bytes.)*", n, words.Plural(n, "comment is", "comments are"), MaxBody))
 				break
 			}
 			room -= len(o) + len(sep)
@@ -338,11 +339,4 @@ func openFence(s string) string {
 		}
 	}
 	return open
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pullwright/pullwright"
+	"github.com/pullwright/pullwright/internal/words"
 	"github.com/pullwright/pullwright/policy"
 )
 
@@ -234,7 +235,7 @@ func refusal(t, target *Task, source, verb string) string {
 		return fmt.Sprintf("@%s that button is not on the approval check run of request `%s`, so it does not answer it; use the one the bot posted, or `/%s %s`.",
 			t.Requester.Login, r.ID, verb, r.ID)
 	case t.Answering.SHA != "" && t.Answering.SHA != r.SHA:
-		return fmt.Sprintf("@%s that button belongs to an older commit; the current request is `%s` on %s.", t.Requester.Login, r.ID, short(r.SHA))
+		return fmt.Sprintf("@%s that button belongs to an older commit; the current request is `%s` on %s.", t.Requester.Login, r.ID, words.Short(r.SHA))
 	case t.Answering.Digest != "" && (r.Shown == nil || !r.Shown.Matches(t.Answering.Digest)):
 		// The console and the API name the value they showed: an answer
 		// to anything else is not an answer to this request.
@@ -336,7 +337,7 @@ func (an answers) stale(ctx context.Context, t *Task) (string, error) {
 		if head == "" {
 			return fmt.Sprintf("branch `%s` was deleted", t.Branch), nil
 		}
-		return fmt.Sprintf("branch `%s` moved from %s to %s after the request", t.Branch, short(t.Request.SHA), short(head)), nil
+		return fmt.Sprintf("branch `%s` moved from %s to %s after the request", t.Branch, words.Short(t.Request.SHA), words.Short(head)), nil
 	}
 	return "", nil
 }

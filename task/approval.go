@@ -16,6 +16,7 @@ import (
 	"github.com/pullwright/pullwright/deps"
 	"github.com/pullwright/pullwright/policy"
 
+	"github.com/pullwright/pullwright/internal/words"
 	"github.com/pullwright/pullwright/tracing"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
@@ -536,7 +537,7 @@ func readVersions(ws Workspace, base, sha string, paths []string) (map[string]ve
 	for i, c := range []string{base, sha} {
 		files, more, err := ws.ReadTree(c, func(p string) bool { return want[p] }, maxAPIFiles, maxAPIFileBytes)
 		if err != nil {
-			return nil, fmt.Errorf("read %s: %w", short(c), err)
+			return nil, fmt.Errorf("read %s: %w", words.Short(c), err)
 		}
 		tr := tree{data: map[string][]byte{}, unread: map[string]bool{}, incomplete: more > 0}
 		for _, f := range files {
@@ -641,7 +642,7 @@ func (rq requests) run(ctx context.Context, t *Task) error {
 			return err
 		}
 		if head, err := ws.Head(); err != nil || head != r.SHA {
-			return Fatal(fmt.Sprintf("the workspace is not at the approved commit %s", short(r.SHA)), err)
+			return Fatal(fmt.Sprintf("the workspace is not at the approved commit %s", words.Short(r.SHA)), err)
 		}
 		return rq.runs.execute(ctx, t, ws)
 	}

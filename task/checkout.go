@@ -11,6 +11,7 @@ import (
 
 	"github.com/pullwright/pullwright"
 
+	"github.com/pullwright/pullwright/internal/words"
 	"github.com/pullwright/pullwright/tracing"
 )
 
@@ -121,10 +122,10 @@ func (c checkouts) reopen(ctx context.Context, t *Task) (Workspace, error) {
 		err = ws.ResetTo(gctx, token, at)
 		cancel()
 		if errors.Is(err, pullwright.ErrBaseGone) {
-			return nil, Fatal(fmt.Sprintf("branch %s no longer contains %s, the commit this task built on", from, short(at)), err)
+			return nil, Fatal(fmt.Sprintf("branch %s no longer contains %s, the commit this task built on", from, words.Short(at)), err)
 		}
 		if err != nil {
-			return nil, retryf(err, "restoring commit %s failed", short(at))
+			return nil, retryf(err, "restoring commit %s failed", words.Short(at))
 		}
 	}
 	if err := ws.CreateBranch(t.Branch); err != nil {
@@ -243,7 +244,7 @@ func (c checkouts) apiChanges(ctx context.Context, t *Task) ([]string, error) {
 	read := func(sha string) (map[string][]byte, error) {
 		files, _, err := ws.ReadTree(sha, func(p string) bool { return changed[p] }, maxAPIFiles, maxAPIFileBytes)
 		if err != nil {
-			return nil, retryf(err, "reading the Go files of %s failed", short(sha))
+			return nil, retryf(err, "reading the Go files of %s failed", words.Short(sha))
 		}
 		out := map[string][]byte{}
 		for _, f := range files {
@@ -332,10 +333,10 @@ func (c checkouts) rebase(ctx context.Context, t *Task, ws Workspace, token stri
 		// Work on from the branch as it is now, as after a rebase: a
 		// request is then bound to, and runs on, what the branch holds.
 		if err := ws.ResetTo(gctx, token, head); err != nil {
-			return retryf(err, "moving to the new head %s failed", short(head))
+			return retryf(err, "moving to the new head %s failed", words.Short(head))
 		}
 		t.PushedSHA, t.HeadSHA = head, head
-		t.Steps = append(t.Steps, fmt.Sprintf("someone pushed %s to %s on top of the agent's commit %s", short(head), t.Branch, short(local)))
+		t.Steps = append(t.Steps, fmt.Sprintf("someone pushed %s to %s on top of the agent's commit %s", words.Short(head), t.Branch, words.Short(local)))
 		return nil
 	}
 	paths := make([]string, 0, len(t.Files))
@@ -353,17 +354,17 @@ func (c checkouts) rebase(ctx context.Context, t *Task, ws Workspace, token stri
 		return c.keepAside(ctx, t, ws, token, head, fmt.Sprintf("the agent already moved its work onto new pushes %d times", len(t.Rebased)))
 	}
 	if err := ws.ResetTo(gctx, token, head); err != nil {
-		return retryf(err, "moving to the new head %s failed", short(head))
+		return retryf(err, "moving to the new head %s failed", words.Short(head))
 	}
 	if err := syncFiles(ws, t.Files); err != nil {
-		return retryf(err, "laying the agent's change on %s failed", short(head))
+		return retryf(err, "laying the agent's change on %s failed", words.Short(head))
 	}
 	c.log.InfoContext(ctx, "rebased onto a person's push", "task_id", t.ID, "branch", t.Branch, "from", from, "onto", head)
 	// The saved files are relative to the new head now, which the remote
 	// has: the next checkpoint commits on it and pushes a fast-forward.
 	t.PushedSHA, t.HeadSHA = head, ""
 	t.Rebased = append(t.Rebased, head)
-	t.Steps = append(t.Steps, fmt.Sprintf("someone pushed %s to %s; the agent's change was moved on top of it", short(head), t.Branch))
+	t.Steps = append(t.Steps, fmt.Sprintf("someone pushed %s to %s; the agent's change was moved on top of it", words.Short(head), t.Branch))
 	return nil
 }
 
@@ -371,7 +372,7 @@ func (c checkouts) rebase(ctx context.Context, t *Task, ws Workspace, token stri
 // task, saying why it did not go onto t.Branch.
 func (c checkouts) keepAside(ctx context.Context, t *Task, ws Workspace, token, head, why string) error {
 	aside := fmt.Sprintf("%s-pullwright-%d", t.Branch, t.ID)
-	msg := fmt.Sprintf("someone pushed to `%s` while the agent worked (it is now at %s), and %s. The bot never force-pushes over a person's work, so it stopped", t.Branch, short(head), why)
+	msg := fmt.Sprintf("someone pushed to `%s` while the agent worked (it is now at %s), and %s. The bot never force-pushes over a person's work, so it stopped", t.Branch, words.Short(head), why)
 	gctx, cancel := c.gitCtx(ctx)
 	defer cancel()
 	if err := ws.CreateBranch(aside); err != nil {

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/pullwright/pullwright"
+	"github.com/pullwright/pullwright/internal/words"
 )
 
 // Bounds of what a fix on a pull request reads of it.
@@ -134,7 +135,7 @@ func whereItWent(t *Task) string {
 	p := t.Pull
 	commits := ""
 	if n := len(p.Commits); n > 0 {
-		commits = fmt.Sprintf(" (%s, last %s)", plural(n, "commit", "commits"), short(p.Commits[n-1]))
+		commits = fmt.Sprintf(" (%s, last %s)", words.Count(n, "commit", "commits"), words.Short(p.Commits[n-1]))
 	}
 	switch p.Mode {
 	case PushToHead:
@@ -152,13 +153,13 @@ func renderPullDone(t *Task) string {
 	fmt.Fprintf(&b, "@%s done: **%s**\n\n", t.Requester.Login, defang(oneLine(t.Title)))
 	switch p.Mode {
 	case PushToHead:
-		fmt.Fprintf(&b, "I pushed %s to this pull request's branch `%s`", plural(len(p.Commits), "commit", "commits"), t.Branch)
+		fmt.Fprintf(&b, "I pushed %s to this pull request's branch `%s`", words.Count(len(p.Commits), "commit", "commits"), t.Branch)
 		if n := len(p.Commits); n > 0 {
 			fmt.Fprintf(&b, ", up to %s", p.Commits[n-1])
 		}
 		b.WriteString(".")
 		if n := len(t.Rebased); n > 0 {
-			fmt.Fprintf(&b, " Someone pushed to the branch while I worked; my change was moved on top of their commits (%s), never forced over them.", plural(n, "time", "times"))
+			fmt.Fprintf(&b, " Someone pushed to the branch while I worked; my change was moved on top of their commits (%s), never forced over them.", words.Count(n, "time", "times"))
 		}
 	case PullToFork:
 		fmt.Fprintf(&b, "I opened %s against %s: %s.", t.PRURL, code(p.Info.HeadRepo+":"+p.Info.HeadRef), defang(p.Why))
@@ -167,10 +168,10 @@ func renderPullDone(t *Task) string {
 	}
 	b.WriteString("\n")
 	if n := len(p.Threads); n > 0 {
-		fmt.Fprintf(&b, "\nI answered %s.\n", plural(n-min(p.Gone, n), "review thread", "review threads"))
+		fmt.Fprintf(&b, "\nI answered %s.\n", words.Count(n-min(p.Gone, n), "review thread", "review threads"))
 	}
 	if p.Gone > 0 {
-		fmt.Fprintf(&b, "\n%s deleted before I could answer there.\n", plural(p.Gone, "review thread was", "review threads were"))
+		fmt.Fprintf(&b, "\n%s deleted before I could answer there.\n", words.Count(p.Gone, "review thread was", "review threads were"))
 	}
 	if len(t.ChangedFiles) > 0 {
 		b.WriteString("\n**Files changed**\n\n")

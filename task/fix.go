@@ -12,6 +12,7 @@ import (
 	"github.com/pullwright/pullwright/policy"
 	"github.com/pullwright/pullwright/untrusted"
 
+	"github.com/pullwright/pullwright/internal/words"
 	"github.com/pullwright/pullwright/tracing"
 	"go.opentelemetry.io/otel/attribute"
 )
@@ -489,9 +490,9 @@ func (t *Task) unmet(cmd string) string {
 		if r.Outcome == OutcomePassed {
 			return ""
 		}
-		return fmt.Sprintf("the repository requires %s to pass on the final commit %s, and it did not (%s)", shown, short(t.HeadSHA), briefResult(r))
+		return fmt.Sprintf("the repository requires %s to pass on the final commit %s, and it did not (%s)", shown, words.Short(t.HeadSHA), briefResult(r))
 	}
-	return fmt.Sprintf("the repository requires %s to pass on the final commit %s, and it has not run there", shown, short(t.HeadSHA))
+	return fmt.Sprintf("the repository requires %s to pass on the final commit %s, and it has not run there", shown, words.Short(t.HeadSHA))
 }
 
 // openPullRequest opens the task's pull request from t.Branch into
@@ -568,13 +569,6 @@ func (f *Flow) stop(ctx context.Context, t *Task) error {
 		msg += " No file had been changed yet."
 	}
 	return Fatal(msg, nil)
-}
-
-func short(sha string) string {
-	if len(sha) > 12 {
-		return sha[:12]
-	}
-	return sha
 }
 
 func (f *Flow) cleanup(ctx context.Context, t *Task) {

@@ -14,6 +14,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/pullwright/pullwright/internal/words"
 )
 
 // Modes a fix can be asked in ("/agent tdd …"). Each is a prompt for the
@@ -607,11 +609,11 @@ func modeShown(t *Task, c ModeCheck) string {
 	var parts []string
 	switch before, after := c.Before, c.After; {
 	case before != nil && after != nil:
-		s := fmt.Sprintf("%s %s on %s (%s), then ", code(oneLine(before.Command)), outcomeVerb(before.Outcome), short(before.SHA), commitText(t, *before))
+		s := fmt.Sprintf("%s %s on %s (%s), then ", code(oneLine(before.Command)), outcomeVerb(before.Outcome), words.Short(before.SHA), commitText(t, *before))
 		if after.Command != before.Command {
 			s += code(oneLine(after.Command)) + " "
 		}
-		s += fmt.Sprintf("%s on %s (%s", outcomeVerb(after.Outcome), short(after.SHA), commitText(t, *after))
+		s += fmt.Sprintf("%s on %s (%s", outcomeVerb(after.Outcome), words.Short(after.SHA), commitText(t, *after))
 		if t.Mode == ModeTDD && after.Tests {
 			if after.TestsDigest == before.TestsDigest {
 				s += "; the tests as when they failed"
@@ -622,9 +624,9 @@ func modeShown(t *Task, c ModeCheck) string {
 		parts = append(parts, s+")")
 	case before != nil:
 		parts = append(parts, fmt.Sprintf("%s %s on %s (%s), and not run on the %s commit %s since",
-			code(oneLine(before.Command)), outcomeVerb(before.Outcome), short(before.SHA), commitText(t, *before), finalWord(t), short(t.HeadSHA)))
+			code(oneLine(before.Command)), outcomeVerb(before.Outcome), words.Short(before.SHA), commitText(t, *before), finalWord(t), words.Short(t.HeadSHA)))
 	case after != nil:
-		parts = append(parts, fmt.Sprintf("%s %s on %s (%s)", code(oneLine(after.Command)), outcomeVerb(after.Outcome), short(after.SHA), commitText(t, *after)))
+		parts = append(parts, fmt.Sprintf("%s %s on %s (%s)", code(oneLine(after.Command)), outcomeVerb(after.Outcome), words.Short(after.SHA), commitText(t, *after)))
 	default:
 		parts = append(parts, "no run that is one of the mode's steps")
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/pullwright/pullwright"
+	"github.com/pullwright/pullwright/internal/words"
 	"github.com/pullwright/pullwright/policy"
 )
 
@@ -76,9 +77,9 @@ func (f *Flow) admitRate(ctx context.Context, t *Task) (string, error) {
 	}
 	switch {
 	case rate.ConcurrentTasks > 0 && active >= rate.ConcurrentTasks:
-		return fmt.Sprintf("%s already running for this installation, the most this bot runs at once", plural(active, "task is", "tasks are")), nil
+		return fmt.Sprintf("%s already running for this installation, the most this bot runs at once", words.Count(active, "task is", "tasks are")), nil
 	case rate.TasksPerHour > 0 && started >= rate.TasksPerHour:
-		return fmt.Sprintf("%s started for this installation in the last hour, the most this bot starts in an hour", plural(started, "task was", "tasks were")), nil
+		return fmt.Sprintf("%s started for this installation in the last hour, the most this bot starts in an hour", words.Count(started, "task was", "tasks were")), nil
 	}
 	return "this installation's rate is used up", nil
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/pullwright/pullwright"
+	"github.com/pullwright/pullwright/internal/words"
 	"github.com/pullwright/pullwright/untrusted"
 )
 
@@ -118,7 +119,7 @@ func (pw pulls) admitFork(ctx context.Context, t *Task, info pullwright.Pull) (e
 	}
 	if r := t.Review; r != nil && r.CommitID != "" && info.HeadSHA != "" && r.CommitID != info.HeadSHA {
 		return true, pw.refuse(ctx, t, fmt.Sprintf("the fork pushed %s since your comment on %s, and I only work on fork code you have seen. Look at the new commits and ask again",
-			short(info.HeadSHA), short(r.CommitID)))
+			words.Short(info.HeadSHA), words.Short(r.CommitID)))
 	}
 	return false, nil
 }
@@ -185,12 +186,12 @@ func (pw pulls) checkForkSeen(ctx context.Context, t *Task) error {
 	switch {
 	case heads.Since:
 		return Fatal(fmt.Sprintf("GitHub says the fork's head came to %s at or after %s, when you asked, and fork code is only worked on as it was when asked. Look at the new commits and ask again",
-			short(t.BaseSHA), asked), nil)
+			words.Short(t.BaseSHA), asked), nil)
 	case len(heads.Before) > 1:
 		return Fatal(fmt.Sprintf("GitHub gave the fork's head several commits in the same second before %s, when you asked, so which one you saw is not known. Look at the commits and ask again", asked), nil)
 	case len(heads.Before) == 1 && heads.Before[0] != t.BaseSHA:
 		return Fatal(fmt.Sprintf("when you asked (%s), this pull request's head was %s; the fork has pushed since (the task found %s), and fork code is only worked on as it was when asked. Look at the new commits and ask again",
-			asked, short(heads.Before[0]), short(t.BaseSHA)), nil)
+			asked, words.Short(heads.Before[0]), words.Short(t.BaseSHA)), nil)
 	}
 	return nil
 }
@@ -310,7 +311,7 @@ func (pw pulls) checkForkStart(ctx context.Context, t *Task, ws Workspace) error
 		// The fork pushed between the request and the clone: what would
 		// run is not what was asked about.
 		return Fatal(fmt.Sprintf("the fork pushed %s while the task started (it was at %s when asked), and fork code is only worked on as it was when asked. Look at the new commits and ask again",
-			short(t.BaseSHA), short(head)), nil)
+			words.Short(t.BaseSHA), words.Short(head)), nil)
 	}
 	return pw.checkForkPaths(ctx, t, ws, t.BaseSHA)
 }

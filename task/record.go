@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pullwright/pullwright"
+	"github.com/pullwright/pullwright/internal/words"
 	"github.com/pullwright/pullwright/policy"
 )
 
@@ -297,7 +298,7 @@ func RenderVerification(t *Task) string {
 	if len(t.Runs) > 0 {
 		b.WriteString("| request | command | commit | result |\n|---|---|---|---|\n")
 		for _, r := range t.Runs {
-			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", r.RequestID, cell(code(oneLine(r.Command))), short(r.SHA), cell(resultText(r)))
+			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", r.RequestID, cell(code(oneLine(r.Command))), words.Short(r.SHA), cell(resultText(r)))
 		}
 		b.WriteString("\n")
 	}
@@ -306,7 +307,7 @@ func RenderVerification(t *Task) string {
 	if !t.Final {
 		which = "latest"
 	}
-	commit := fmt.Sprintf("the %s commit %s", which, short(head))
+	commit := fmt.Sprintf("the %s commit %s", which, words.Short(head))
 	switch {
 	case head == "":
 		b.WriteString("**Not verified**: nothing is committed yet.\n")

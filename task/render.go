@@ -7,10 +7,10 @@ import (
 	"strings"
 	"time"
 	"unicode"
-	"unicode/utf8"
 
 	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/approval"
+	"github.com/pullwright/pullwright/internal/words"
 	"github.com/pullwright/pullwright/policy"
 )
 
@@ -119,7 +119,7 @@ func RenderStatusWith(t *Task, command, session string) string {
 	case Done:
 		switch {
 		case t.Reviewing != nil && t.Reviewing.URL != "":
-			fmt.Fprintf(&b, ": posted [a review](%s) of %s with %s", t.Reviewing.URL, short(t.Reviewing.Head), plural(t.Reviewing.Inline, "line comment", "line comments"))
+			fmt.Fprintf(&b, ": posted [a review](%s) of %s with %s", t.Reviewing.URL, words.Short(t.Reviewing.Head), words.Count(t.Reviewing.Inline, "line comment", "line comments"))
 			switch {
 			case t.Reviewing.Refused:
 				fmt.Fprintf(&b, " (%d more in its body: GitHub refused them on their lines)", t.Reviewing.Moved)
@@ -127,10 +127,10 @@ func RenderStatusWith(t *Task, command, session string) string {
 				fmt.Fprintf(&b, " (%d more in its body: not on lines of the diff)", t.Reviewing.Moved)
 			}
 		case t.Reviewing != nil && t.Reviewing.Since == t.Reviewing.Head:
-			fmt.Fprintf(&b, ": I reviewed %s already, and the pull request has not changed since: push a change and ask again", short(t.Reviewing.Head))
+			fmt.Fprintf(&b, ": I reviewed %s already, and the pull request has not changed since: push a change and ask again", words.Short(t.Reviewing.Head))
 		case t.Kind == KindReview:
 		case t.onHead():
-			fmt.Fprintf(&b, ": pushed %s to `%s`", plural(len(t.Pull.Commits), "commit", "commits"), t.Branch)
+			fmt.Fprintf(&b, ": pushed %s to `%s`", words.Count(len(t.Pull.Commits), "commit", "commits"), t.Branch)
 		case t.PRURL != "":
 			fmt.Fprintf(&b, ": opened %s", t.PRURL)
 		}
@@ -176,7 +176,7 @@ func RenderStatusWith(t *Task, command, session string) string {
 			verb = "was"
 		}
 		fmt.Fprintf(&b, "%s by people without write access %s left out of what the agent reads.\n\n",
-			plural(t.Unheard, "comment", "comments"), verb)
+			words.Count(t.Unheard, "comment", "comments"), verb)
 	}
 	if p := t.Pictured; p != nil {
 		what := "issue"
@@ -236,7 +236,7 @@ func StatusLine(t *Task) string {
 	fmt.Fprintf(&b, "Task %d: **%s**", t.ID, stateOf(t))
 	switch {
 	case t.State == Done && t.onHead():
-		fmt.Fprintf(&b, ", pushed %s to `%s`", plural(len(t.Pull.Commits), "commit", "commits"), t.Branch)
+		fmt.Fprintf(&b, ", pushed %s to `%s`", words.Count(len(t.Pull.Commits), "commit", "commits"), t.Branch)
 	case t.State == Done && t.PRURL != "":
 		fmt.Fprintf(&b, ", opened %s", t.PRURL)
 	case t.State == Failed:
@@ -288,7 +288,7 @@ func requirementLine(t *Task, cmd string) string {
 	case t.HeadSHA == "":
 		return fmt.Sprintf("Required before review: %s must pass on the final commit.", shown)
 	case why == "":
-		return fmt.Sprintf("Required before review: %s passed on %s.", shown, short(t.HeadSHA))
+		return fmt.Sprintf("Required before review: %s passed on %s.", shown, words.Short(t.HeadSHA))
 	case t.Request != nil && t.Request.Required && t.Request.SHA == t.HeadSHA && !t.State.Terminal():
 		return fmt.Sprintf("Required before review: %s must pass on the final commit; asked as request `%s`.", shown, t.Request.ID)
 	default:
@@ -338,14 +338,7 @@ func oneLine(s string) string {
 }
 
 // clip shortens s to at most n runes, marking the cut.
-func clip(s string, n int) string {
-	s = strings.TrimSpace(s)
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	r := []rune(s)
-	return string(r[:n-1]) + "…"
-}
+func clip(s string, n int) string { return words.Clip(strings.TrimSpace(s), n) }
 
 // RenderRequest is the comment that shows an execution request on the
 // issue and on the draft pull request: the value every surface shows.
@@ -573,14 +566,6 @@ func code(s string) string {
 // maintainer would see it.
 func fence(s string) string { return strings.ReplaceAll(policy.Escaped(s), "```", "`\u200d``") }
 
-// plural is "1 comment" or "3 comments".
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return fmt.Sprintf("%d %s", n, many)
-}
-
 // guidanceLine names the repository's instruction files the agent was
 // given, and those it was not, so that a maintainer knows what steered it.
 func guidanceLine(g *GuidanceUsed, branch string) string {
@@ -596,10 +581,10 @@ func guidanceLine(g *GuidanceUsed, branch string) string {
 		}
 	}
 	if g.More > 0 {
-		left = append(left, fmt.Sprintf("%s deeper in the tree (the %d nearest the root are read)", plural(g.More, "more file", "more files"), policy.MaxInstructionFiles))
+		left = append(left, fmt.Sprintf("%s deeper in the tree (the %d nearest the root are read)", words.Count(g.More, "more file", "more files"), policy.MaxInstructionFiles))
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "Repository instructions from %s at %s: ", code(branch), code(short(g.SHA)))
+	fmt.Fprintf(&b, "Repository instructions from %s at %s: ", code(branch), code(words.Short(g.SHA)))
 	if len(used) == 0 {
 		b.WriteString("none given")
 	} else {

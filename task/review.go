@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/pullwright/pullwright"
+	"github.com/pullwright/pullwright/internal/words"
 	"github.com/pullwright/pullwright/review"
 	"github.com/pullwright/pullwright/untrusted"
 )
@@ -130,7 +131,7 @@ func (rw reviews) prepare(ctx context.Context, t *Task) error {
 	if since != "" {
 		if err := rw.remote.fetch(ctx, t, ws, since); err != nil {
 			if !errors.Is(err, pullwright.ErrGone) {
-				return retryf(err, "fetching %s, the head reviewed before, failed", short(since))
+				return retryf(err, "fetching %s, the head reviewed before, failed", words.Short(since))
 			}
 			// A force-push took the old head away: review the whole.
 			rw.log.InfoContext(ctx, "the head reviewed before is gone; reviewing the whole pull request", "task_id", t.ID, "since", since)
@@ -140,11 +141,11 @@ func (rw reviews) prepare(ctx context.Context, t *Task) error {
 	if since != "" {
 		paths, err := ws.ChangedPaths(since, head)
 		if err != nil {
-			return retryf(err, "reading the change since %s failed", short(since))
+			return retryf(err, "reading the change since %s failed", words.Short(since))
 		}
 		changed, err := ws.DiffOf(since, paths...)
 		if err != nil {
-			return retryf(err, "reading the change since %s failed", short(since))
+			return retryf(err, "reading the change since %s failed", words.Short(since))
 		}
 		scope.Since, scope.Diff, scope.Cut = since, changed, false
 		// Only the lines the push added or changed, and only where the
@@ -288,9 +289,9 @@ func reviewIntro(t *Task) string {
 	w := t.Reviewing
 	var b strings.Builder
 	if w.Since != "" {
-		fmt.Fprintf(&b, "Review of the changes since %s, the head I reviewed before, to %s: comments only on what changed.", short(w.Since), short(w.Head))
+		fmt.Fprintf(&b, "Review of the changes since %s, the head I reviewed before, to %s: comments only on what changed.", words.Short(w.Since), words.Short(w.Head))
 	} else {
-		fmt.Fprintf(&b, "Review of %s.", short(w.Head))
+		fmt.Fprintf(&b, "Review of %s.", words.Short(w.Head))
 	}
 	fmt.Fprintf(&b, " Asked by @%s", t.Requester.Login)
 	if f := strings.TrimSpace(t.Instructions); f != "" {

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/pullwright/pullwright"
+	"github.com/pullwright/pullwright/internal/words"
 	"github.com/pullwright/pullwright/policy"
 )
 
@@ -169,7 +170,7 @@ func (rn runs) leftOutNote(ctx context.Context, t *Task, ws Workspace) string {
 	if more > 0 {
 		list += fmt.Sprintf(" and %d more", more)
 	}
-	return fmt.Sprintf("\n[not part of this run, because git ignores them: %s. A run has the files of the approved commit %s only.]\n", list, short(t.Request.SHA))
+	return fmt.Sprintf("\n[not part of this run, because git ignores them: %s. A run has the files of the approved commit %s only.]\n", list, words.Short(t.Request.SHA))
 }
 
 // execute runs t's approved request on ws's approved commit and records
@@ -201,7 +202,7 @@ func (rn runs) execute(ctx context.Context, t *Task, ws Workspace) error {
 			return ctx.Err()
 		}
 		rn.log.ErrorContext(ctx, "export of the approved commit failed", "task_id", t.ID, "request", r.ID, "sha", r.SHA, "err", err)
-		res := notRun(fmt.Sprintf("the files of the approved commit %s could not be written out for the run; a maintainer can see the bot's logs", short(r.SHA)))
+		res := notRun(fmt.Sprintf("the files of the approved commit %s could not be written out for the run; a maintainer can see the bot's logs", words.Short(r.SHA)))
 		r.Result = &res
 		return nil
 	}

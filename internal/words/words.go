@@ -1,0 +1,40 @@
+// Package words holds the few helpers every surface that writes to
+// people needs alike: a noun that agrees with its count, a commit as
+// people read it, a line cut to fit. One copy each, so that a comment,
+// the terminal and an error say them the same way.
+package words
+
+import (
+	"fmt"
+	"unicode/utf8"
+)
+
+// Plural is one when n is 1, else many: the noun alone.
+func Plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// Count is n and the noun that agrees with it: "1 file", "3 files".
+func Count(n int, one, many string) string {
+	return fmt.Sprintf("%d %s", n, Plural(n, one, many))
+}
+
+// Short is a commit's id as people compare it: its first 12 characters.
+func Short(sha string) string {
+	if len(sha) > 12 {
+		return sha[:12]
+	}
+	return sha
+}
+
+// Clip shortens s to at most n runes (n ≥ 1), marking the cut with "…".
+func Clip(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n-1]) + "…"
+}
