@@ -492,6 +492,46 @@ func (a *Agent) budget(st *State) error {
 // st.Pending set, the caller persists st, has the request approved and run,
 // and calls Resolve before the next Turn.
 func (a *Agent) Turn(ctx context.Context, st *State, workdir string) error {
+	if err := a.refuseTurn(st); err != nil {
+		return err
+	}
+	ws, err := openWorkspace(workdir)
+	if err != nil {
+		return fmt.Errorf("agent: open workspace: %w", err)
+	}
+	defer ws.Close()
+
+	t := a.newTurn(ctx, st)
+	t.listServerTools()
+	if compacted, err := t.fitContext(); compacted || err != nil {
+		return err
+	}
+	resp, compacted, err := t.callModel()
+	if compacted || err != nil {
+		return err
+	}
+
+	// The call succeeded: from here on the turn is committed to st.
+	choice := resp.Choices[0]
+	msg := assistantMessage(choice.Message, t.n)
+	attrs := t.account(resp)
+	cut := t.checkFinishReason(choice.FinishReason, len(msg.ToolCalls))
+	if len(msg.ToolCalls) == 0 {
+		t.keepAnswerAndNudge(msg, choice.FinishReason)
+		t.log.Info("agent turn", append(attrs, "tools", []string{})...)
+		return nil
+	}
+	names, repaired := t.runToolCalls(ws, msg, cut)
+	t.logTurn(attrs, names, repaired)
+	return nil
+}
+
+// refuseTurn is why st may not take a turn now, if it may not. A pending
+// request and a finish are checked before the budget: they name what the
+// caller still has to do with st (answer the request, or deliver the
+// finish), which holds however much budget is left, while ErrBudget fails
+// the task.
+func (a *Agent) refuseTurn(st *State) error {
 	if st == nil || len(st.Messages) == 0 {
 		return errors.New("agent: empty state; use Start")
 	}
@@ -501,105 +541,183 @@ func (a *Agent) Turn(ctx context.Context, st *State, workdir string) error {
 	if st.Finish != nil {
 		return ErrFinished
 	}
-	if err := a.budget(st); err != nil {
-		return err
-	}
-	ws, err := openWorkspace(workdir)
-	if err != nil {
-		return fmt.Errorf("agent: open workspace: %w", err)
-	}
-	defer ws.Close()
+	return a.budget(st)
+}
 
-	turn := st.Turns + 1
+// turnRun is one Turn under way. Its steps share the turn's number, model
+// and logger, and what the model call was sent, so that each step of Turn
+// reads as one call.
+type turnRun struct {
+	a   *Agent
+	ctx context.Context
+	st  *State
+	// n is the turn's number; st.Turns becomes n only once the model has
+	// answered, so a turn that fails before that is made again in full.
+	n     int
+	model string
+	log   *slog.Logger // with the model and the turn's number
+	// compactions is st.Compactions before the turn: a step that sees it
+	// changed ends the turn there (see fitContext).
+	compactions int
+	ext         *serverTools // the turn's MCP tools; nil without any
+	// req is the request last sent and sent its counted size: usage is
+	// estimated from the one and calibrates the count of the other.
+	req  openai.ChatCompletionRequest
+	sent int
+}
+
+// newTurn notes where st stands before the turn: its steps compare
+// st.Compactions against it, and st.Turns moves only when the model answers.
+func (a *Agent) newTurn(ctx context.Context, st *State) *turnRun {
 	model := a.model(st)
-	log := a.log.With("model", model, "turn", turn)
-	compactions := st.Compactions
-	// The MCP tools' definitions go with every request: counted in it.
-	ext := a.serverTools(ctx, st, log)
-	st.extraBytes = ext.size()
-	sent, err := a.fit(ctx, st, model)
-	if err != nil {
-		return err
+	n := st.Turns + 1
+	return &turnRun{
+		a: a, ctx: ctx, st: st,
+		n:           n,
+		model:       model,
+		log:         a.log.With("model", model, "turn", n),
+		compactions: st.Compactions,
 	}
-	if st.Compactions != compactions {
-		// A compaction is a paid model call whose summary a second call
-		// would write differently: the caller saves it before the call it
-		// made room for, which the next Turn makes. After a crash, that
-		// call is then the one that would have been sent without it.
-		log.Info("conversation compacted; the turn's call is made next")
-		return nil
+}
+
+// listServerTools lists the task's MCP tools, which st does not keep, so
+// each turn lists them anew. Their definitions go with every request: their
+// size (st.extraBytes) counts when the context is fitted.
+func (t *turnRun) listServerTools() {
+	t.ext = t.a.serverTools(t.ctx, t.st, t.log)
+	t.st.extraBytes = t.ext.size()
+}
+
+// fitContext makes room for the request in the context budget, compacting
+// the conversation if need be. compacted reports that it did: a compaction
+// is a paid model call whose summary a second call would write
+// differently, so the caller saves it before the call it made room for,
+// which the next Turn makes. After a crash, that call is then the one that
+// would have been sent without it.
+func (t *turnRun) fitContext() (compacted bool, err error) {
+	if t.sent, err = t.a.fit(t.ctx, t.st, t.model); err != nil {
+		return false, err
 	}
-	req := a.request(st, model)
-	req.Tools = ext.with(req.Tools)
-	resp, err := a.complete(ctx, st, model, req)
+	if t.st.Compactions != t.compactions {
+		t.log.Info("conversation compacted; the turn's call is made next")
+		return true, nil
+	}
+	return false, nil
+}
+
+// request is the turn's request with its MCP tools, built anew after a
+// compaction changed the conversation.
+func (t *turnRun) request() openai.ChatCompletionRequest {
+	req := t.a.request(t.st, t.model)
+	req.Tools = t.ext.with(req.Tools)
+	return req
+}
+
+// callModel makes the turn's model call. When the endpoint refuses the
+// request as too long, the estimate was wrong or the profile's window too
+// large: it compacts harder and tries once more (makeRoom) rather than
+// fail the task. compacted reports that this made a compaction, which
+// ends the turn as in fitContext. An error means the turn left st
+// unanswered.
+func (t *turnRun) callModel() (resp openai.ChatCompletionResponse, compacted bool, err error) {
+	t.req = t.request()
+	resp, err = t.a.complete(t.ctx, t.st, t.model, t.req)
 	if isContextOverflow(err) {
-		// The estimate was wrong or the profile's window too large: compact
-		// harder and try again, rather than fail the task; a second refusal
-		// of the same turn ends it.
-		log.Warn("model call refused as too long for the model's context", "err", err)
-		if st.Overflowed == turn {
-			return fmt.Errorf("%w: context: %w, even compacted (turn %d)", ErrBudget, errOverflow, turn)
+		if compacted, ferr := t.makeRoom(err); compacted || ferr != nil {
+			return resp, compacted, ferr
 		}
-		shrunk, ferr := a.shrink(ctx, st, model, sent, err)
-		if ferr != nil {
-			return ferr
-		}
-		if shrunk >= sent {
-			return fmt.Errorf("%w: context: %w, and nothing is left to compact (turn %d)", ErrBudget, errOverflow, turn)
-		}
-		st.Overflowed = turn
-		if st.Compactions != compactions {
-			log.Info("conversation compacted after a refusal; the turn's call is made next")
-			return nil
-		}
-		sent, req = shrunk, a.request(st, model)
-		req.Tools = ext.with(req.Tools)
-		if resp, err = a.complete(ctx, st, model, req); isContextOverflow(err) {
-			log.Warn("model call refused as too long after compaction", "err", err)
-			return fmt.Errorf("%w: context: %w, even compacted (turn %d)", ErrBudget, errOverflow, turn)
+		if resp, err = t.a.complete(t.ctx, t.st, t.model, t.req); isContextOverflow(err) {
+			t.log.Warn("model call refused as too long after compaction", "err", err)
+			return resp, false, fmt.Errorf("%w: context: %w, even compacted (turn %d)", ErrBudget, errOverflow, t.n)
 		}
 	}
 	if err != nil {
-		log.Warn("model call failed", "err", err, "transient", IsTransient(err))
-		return fmt.Errorf("model call (turn %d): %w", turn, err)
+		t.log.Warn("model call failed", "err", err, "transient", IsTransient(err))
+		return resp, false, fmt.Errorf("model call (turn %d): %w", t.n, err)
 	}
 	if len(resp.Choices) == 0 {
-		return fmt.Errorf("model call (turn %d): %w", turn, errNoChoices)
+		return resp, false, fmt.Errorf("model call (turn %d): %w", t.n, errNoChoices)
 	}
+	return resp, false, nil
+}
 
-	// The call succeeded: from here on the turn is committed to st.
-	choice := resp.Choices[0]
-	msg := assistantMessage(choice.Message, turn)
-	use := usageOf(req, resp)
-	st.Turns = turn
-	st.count(model, use)
-	if !use.estimated {
-		st.calibrate(sent, use.prompt)
+// makeRoom shrinks the conversation after the endpoint refused the
+// request as too long, and readies the shorter request. st.Overflowed
+// remembers the turn across a save, so that a second refusal of the same
+// turn ends the task (ErrBudget) instead of shrinking again, and so does
+// a conversation with nothing left to shrink.
+func (t *turnRun) makeRoom(refusal error) (compacted bool, err error) {
+	t.log.Warn("model call refused as too long for the model's context", "err", refusal)
+	if t.st.Overflowed == t.n {
+		return false, fmt.Errorf("%w: context: %w, even compacted (turn %d)", ErrBudget, errOverflow, t.n)
 	}
-	attrs := []any{"prompt_tokens", use.prompt, "completion_tokens", use.completion, "cached_prompt_tokens", use.cached}
+	shrunk, err := t.a.shrink(t.ctx, t.st, t.model, t.sent, refusal)
+	if err != nil {
+		return false, err
+	}
+	if shrunk >= t.sent {
+		return false, fmt.Errorf("%w: context: %w, and nothing is left to compact (turn %d)", ErrBudget, errOverflow, t.n)
+	}
+	t.st.Overflowed = t.n
+	if t.st.Compactions != t.compactions {
+		t.log.Info("conversation compacted after a refusal; the turn's call is made next")
+		return true, nil
+	}
+	t.sent, t.req = shrunk, t.request()
+	return false, nil
+}
+
+// account counts the answered call against st's budgets, by model, and
+// returns the log attributes of its usage. An endpoint that reports no
+// usage gets an estimate, so that the token and cost budgets still bound
+// the task; only a reported count calibrates the context's estimate.
+func (t *turnRun) account(resp openai.ChatCompletionResponse) (attrs []any) {
+	use := usageOf(t.req, resp)
+	t.st.Turns = t.n
+	t.st.count(t.model, use)
+	if !use.estimated {
+		t.st.calibrate(t.sent, use.prompt)
+	}
+	attrs = []any{"prompt_tokens", use.prompt, "completion_tokens", use.completion, "cached_prompt_tokens", use.cached}
 	if use.estimated {
 		attrs = append(attrs, "estimated_tokens", true)
-		log.Warn("model reported no token usage; the turn's tokens are estimated from the request and answer sizes",
+		t.log.Warn("model reported no token usage; the turn's tokens are estimated from the request and answer sizes",
 			"prompt_tokens", use.prompt, "completion_tokens", use.completion)
 	}
-	attrs = append(attrs, "total_tokens", st.Tokens(), "finish_reason", string(choice.FinishReason))
-	if !knownFinish(choice.FinishReason) {
-		log.Warn("model answer ended with an unknown finish reason; handled as a complete answer", "finish_reason", string(choice.FinishReason))
+	return append(attrs, "total_tokens", t.st.Tokens(), "finish_reason", string(resp.Choices[0].FinishReason))
+}
+
+// checkFinishReason warns of an answer that did not end normally, and
+// returns why it was cut short ("" if it was not): the tools then tell the
+// model that arguments which do not parse were cut, not malformed.
+func (t *turnRun) checkFinishReason(r openai.FinishReason, toolCalls int) (cut string) {
+	if !knownFinish(r) {
+		t.log.Warn("model answer ended with an unknown finish reason; handled as a complete answer", "finish_reason", string(r))
 	}
-	cut := stopped(choice.FinishReason)
+	cut = stopped(r)
 	if cut != "" {
-		log.Warn("model answer was cut short", "finish_reason", string(choice.FinishReason), "tool_calls", len(msg.ToolCalls))
+		t.log.Warn("model answer was cut short", "finish_reason", string(r), "tool_calls", toolCalls)
 	}
+	return cut
+}
 
-	if len(msg.ToolCalls) == 0 {
-		if msg.Content != "" || msg.Refusal != "" {
-			st.Messages = append(st.Messages, msg)
-		}
-		st.Messages = append(st.Messages, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: nudgeFor(st, choice.FinishReason)})
-		log.Info("agent turn", append(attrs, "tools", []string{})...)
-		return nil
+// keepAnswerAndNudge ends a turn whose answer called no tool. A task ends
+// only with a finish call (finish_review in a review), so the model is told
+// to go on (nudgeFor); an empty answer is left out, as it would give the
+// model nothing to read.
+func (t *turnRun) keepAnswerAndNudge(msg openai.ChatCompletionMessage, r openai.FinishReason) {
+	if msg.Content != "" || msg.Refusal != "" {
+		t.st.Messages = append(t.st.Messages, msg)
 	}
+	t.st.Messages = append(t.st.Messages, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: nudgeFor(t.st, r)})
+}
 
+// runToolCalls adds msg to the conversation and runs its tool calls in
+// order, each answered by a tool message, except the run request that
+// becomes st.Pending, which Resolve answers. It returns the tools' names
+// and the repairs their arguments needed, for the log.
+func (t *turnRun) runToolCalls(ws *workspace, msg openai.ChatCompletionMessage, cut string) (names, repaired []string) {
+	st := t.st
 	asked := len(st.Messages)
 	st.Messages = append(st.Messages, msg)
 	// The conversation keeps each call's arguments as valid JSON, repaired
@@ -612,13 +730,12 @@ func (a *Agent) Turn(ctx context.Context, st *State, workdir string) error {
 			f.Arguments = storedArguments(f.Arguments)
 		}
 	}()
-	env := toolEnv{ctx: ctx, ws: ws, st: st, ext: ext}
-	names := make([]string, 0, len(msg.ToolCalls))
-	var repaired []string
+	env := toolEnv{ctx: t.ctx, ws: ws, st: st, ext: t.ext, cut: cut}
+	names = make([]string, 0, len(msg.ToolCalls))
 	// A message that asks to run a command cannot also finish: the model has
 	// not seen the result yet. Its finish calls are refused, with a text that
 	// depends on whether the run request turned out valid.
-	hasRun := slices.ContainsFunc(msg.ToolCalls, func(tc openai.ToolCall) bool { return tc.Function.Name == ToolRun || ext.asks(tc.Function.Name) })
+	hasRun := slices.ContainsFunc(msg.ToolCalls, func(tc openai.ToolCall) bool { return tc.Function.Name == ToolRun || t.ext.asks(tc.Function.Name) })
 	var refused []int // indexes in st.Messages of refused finish results
 	for _, tc := range msg.ToolCalls {
 		names = append(names, tc.Function.Name)
@@ -629,40 +746,62 @@ func (a *Agent) Turn(ctx context.Context, st *State, workdir string) error {
 			continue
 		}
 		env.callID = tc.ID
-		env.cut = cut
-		wasPending := st.Pending != nil
-		content, step, repairs := a.runTool(env, tc)
-		st.Steps = append(st.Steps, step)
-		if len(repairs) > 0 {
+		if repairs := t.runToolCall(env, tc); len(repairs) > 0 {
 			repaired = append(repaired, tc.Function.Name+": "+strings.Join(repairs, ", "))
 		}
-		if !wasPending && st.Pending != nil {
-			continue // answered by Resolve
-		}
-		st.Messages = append(st.Messages, openai.ChatCompletionMessage{
-			Role:       openai.ChatMessageRoleTool,
-			Content:    content,
-			ToolCallID: tc.ID,
-		})
 	}
+	t.explainRefusedFinishes(refused)
+	return names, repaired
+}
+
+// runToolCall runs one tool call and answers it with a tool message,
+// unless it became st.Pending: the command's result is its answer, and
+// Resolve adds it once the command has run.
+func (t *turnRun) runToolCall(env toolEnv, tc openai.ToolCall) (repairs []string) {
+	st := t.st
+	wasPending := st.Pending != nil
+	content, step, repairs := t.a.runTool(env, tc)
+	st.Steps = append(st.Steps, step)
+	if !wasPending && st.Pending != nil {
+		return repairs
+	}
+	st.Messages = append(st.Messages, openai.ChatCompletionMessage{
+		Role:       openai.ChatMessageRoleTool,
+		Content:    content,
+		ToolCallID: tc.ID,
+	})
+	return repairs
+}
+
+// explainRefusedFinishes fills in the results of the finish calls refused
+// next to a run request (at indexes refused of st.Messages). Their text
+// waits for the whole answer to have run, since it depends on whether a
+// run request became st.Pending: the model is to wait for its result, or
+// to fix the request.
+func (t *turnRun) explainRefusedFinishes(refused []int) {
 	for _, i := range refused {
-		st.Messages[i].Content = finishRefusedFailed
-		if st.Pending != nil {
-			st.Messages[i].Content = finishRefusedPending
+		t.st.Messages[i].Content = finishRefusedFailed
+		if t.st.Pending != nil {
+			t.st.Messages[i].Content = finishRefusedPending
 		}
 	}
-	attrs = append(attrs, "tools", names, "finished", st.Finish != nil)
+}
+
+// logTurn logs the turn that ran tools, with its usage (attrs), the tools
+// it called, and what it left for the caller: a finish, a pending request.
+// A turn without tool calls logs the same line with its usage only.
+func (t *turnRun) logTurn(attrs []any, names, repaired []string) {
+	attrs = append(attrs, "tools", names, "finished", t.st.Finish != nil)
 	if len(repaired) > 0 {
 		attrs = append(attrs, "repaired_arguments", repaired)
 	}
-	if st.Limits.PriceInput > 0 || st.Limits.PriceOutput > 0 {
-		attrs = append(attrs, "cost_usd", st.CostUSD())
+	if t.st.Limits.PriceInput > 0 || t.st.Limits.PriceOutput > 0 {
+		attrs = append(attrs, "cost_usd", t.st.CostUSD())
 	}
-	if st.Pending != nil {
-		attrs = append(attrs, "pending_tool_call", st.Pending.ToolCallID)
+	if t.st.Pending != nil {
+		attrs = append(attrs, "pending_tool_call", t.st.Pending.ToolCallID)
 	}
-	log.Info("agent turn", attrs...)
-	return nil
+	t.log.Info("agent turn", attrs...)
 }
 
 var errNoChoices = errors.New("the response has no choices")
