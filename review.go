@@ -52,6 +52,9 @@ type NewReview struct {
 	CommitID string
 	Body     string
 	Comments []NewReviewComment
+	// LeftOut counts the draft's comments that fit neither on a line nor
+	// in the body (whose note says so); nothing of them is sent.
+	LeftOut int
 }
 
 // NewReviewComment is one line comment of a NewReview (StartLine 0: a

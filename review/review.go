@@ -257,6 +257,7 @@ func Place(d pullwright.ReviewDraft, ranges []pullwright.LineRange, head, intro 
 			if len(o)+len(sep) > room {
 				n := len(outside) - i
 				kept = append(kept, fmt.Sprintf("*(%d more %s left out: a review's body holds at most %d bytes.)*", n, words.Plural(n, "comment is", "comments are"), MaxBody))
+				r.LeftOut = n
 				break
 			}
 			room -= len(o) + len(sep)
@@ -279,7 +280,10 @@ func commentBody(c pullwright.DraftComment) string {
 		return cut(c.Body, MaxComment)
 	}
 	block := Suggestion("", *c.Suggestion)
-	if len(*c.Suggestion) > MaxSuggestion || len(block) > MaxComment/2 {
+	// The same bounds the agent's tool holds a suggestion to (its text,
+	// and the comment it makes): what the agent was told it may post is
+	// never dropped here.
+	if len(*c.Suggestion) > MaxSuggestion || len(block)+2 > MaxComment {
 		note := fmt.Sprintf("*(A suggested replacement of %d bytes is left out: a suggestion may have at most %d.)*", len(*c.Suggestion), MaxSuggestion)
 		body := strings.TrimSpace(cut(c.Body, MaxComment-len(note)-2))
 		if body == "" {

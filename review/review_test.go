@@ -209,6 +209,9 @@ func TestPlaceBounds(t *testing.T) {
 	}
 	if n := strings.Count(b, "(not in the diff)"); n == 0 || n == 6 || !strings.HasSuffix(b, "comments are left out: a review's body holds at most 49152 bytes.)*") {
 		t.Errorf("%d comments in the body, which ends %q", n, b[len(b)-120:])
+	} else if got.LeftOut != 6-n {
+		// What the task's status says was left out is what the note says.
+		t.Errorf("LeftOut = %d with %d of 6 comments in the body", got.LeftOut, n)
 	}
 }
 
@@ -224,5 +227,18 @@ func TestCut(t *testing.T) {
 	s = "~~~~\n" + strings.Repeat("a\n", 200)
 	if got := cut(s, 200); !strings.Contains(got, "a\n~~~~\n\n*(cut:") {
 		t.Errorf("an open ~~~~ fence: %q", got)
+	}
+}
+
+// A suggestion the agent's tool accepts (at most MaxSuggestion bytes, in
+// a comment of at most MaxComment) is posted as a suggestion, whatever
+// its size within them: the tool told the agent it would be.
+func TestPlaceKeepsASuggestionAtTheBound(t *testing.T) {
+	at := strings.Repeat("x := 1 // ````\n", MaxSuggestion/15)
+	at += strings.Repeat("y", MaxSuggestion-len(at))
+	d := pullwright.ReviewDraft{Comments: []pullwright.DraftComment{{Path: "calc.go", Line: 4, Body: "Simpler:", Suggestion: &at}}}
+	got := Place(d, Ranges(diff), "abc", "Reviewed abc.")
+	if len(at) != MaxSuggestion || len(got.Comments) != 1 || !strings.Contains(got.Comments[0].Body, "suggestion\n"+at) {
+		t.Fatalf("a suggestion of %d bytes was not posted as one: %+.300v", len(at), got.Comments)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/pullwright/pullwright/policy"
 )
@@ -53,8 +54,24 @@ func runningTask(ctx context.Context, s commandStore, t *Task) (*Task, error) {
 	return a, err
 }
 
-// status answers with the newest fix or review of the conversation.
+// status answers with the conversation's running fix and running review,
+// a line each, or, when none runs, with its newest fix or review: a
+// review that ended after a fix began must not hide the fix still running.
 func (c commands) status(ctx context.Context, t *Task) error {
+	var lines []string
+	for _, kind := range []Kind{KindFix, KindReview} {
+		running, err := c.store.Newest(ctx, t.IssueKey(), true, kind)
+		if errors.Is(err, ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return retryf(err, "reading the issue's task failed")
+		}
+		lines = append(lines, StatusLine(running))
+	}
+	if len(lines) > 0 {
+		return c.reply(ctx, t, strings.Join(lines, "\n\n"))
+	}
 	latest, err := c.store.Newest(ctx, t.IssueKey(), false, KindFix, KindReview)
 	if errors.Is(err, ErrNotFound) {
 		return c.reply(ctx, t, fmt.Sprintf("No task has run on this issue yet. Start one with `%s fix <instructions>`.", c.command))
@@ -163,5 +180,13 @@ func (c commands) cancelRequest(ctx context.Context, t *Task) error {
 	if err != nil {
 		return retryf(err, "cancelling task %d failed", active.ID)
 	}
-	return c.reply(ctx, t, fmt.Sprintf("Cancelling task %d; it stops before its next step.", active.ID))
+	msg := fmt.Sprintf("Cancelling task %d; it stops before its next step.", active.ID)
+	if active.Kind == KindFix {
+		// A review may run beside the fix; say so, since this answer
+		// stopped the fix alone.
+		if rv, err := c.store.Newest(ctx, t.IssueKey(), true, KindReview); err == nil {
+			msg += fmt.Sprintf(" Task %d, a review, is running too; `%s cancel` again stops it once this one has stopped.", rv.ID, c.command)
+		}
+	}
+	return c.reply(ctx, t, msg)
 }

@@ -65,6 +65,21 @@ func TestCommandsBesideAReview(t *testing.T) {
 		if got := w.get(rv.ID); got.CancelledBy != "" {
 			t.Errorf("the review was cancelled too, by %q", got.CancelledBy)
 		}
+		if r, want := w.reply(c), fmt.Sprintf("Task %d, a review, is running too", rv.ID); !strings.Contains(r, want) {
+			t.Errorf("cancel reply %q, want %q", r, want)
+		}
+	})
+	t.Run("status shows both that run", func(t *testing.T) {
+		w, rv := parkedReview(t)
+		fix := w.fixPull("rename x", nil)
+		st := w.ask(&task.Task{Kind: task.KindStatus, Issue: 7, IsPR: true, CommentID: 80, Requester: person("mallory")})
+		if err := w.flow.Step(w.ctx, st); err != nil || st.State != task.Done {
+			t.Fatalf("status: %v, %s", err, st.State)
+		}
+		r := w.reply(st)
+		if !strings.Contains(r, fmt.Sprintf("Task %d: ", fix.ID)) || !strings.Contains(r, fmt.Sprintf("Task %d: ", rv.ID)) {
+			t.Errorf("status reply %q, want fix %d and review %d", r, fix.ID, rv.ID)
+		}
 	})
 	t.Run("a bare approve leaves the review waiting", func(t *testing.T) {
 		w, rv := parkedReview(t)

@@ -126,6 +126,9 @@ func RenderStatusWith(t *Task, command, session string) string {
 			case t.Reviewing.Moved > 0:
 				fmt.Fprintf(&b, " (%d more in its body: not on lines of the diff)", t.Reviewing.Moved)
 			}
+			if n := t.Reviewing.LeftOut; n > 0 {
+				fmt.Fprintf(&b, "; %s left out, since its body was full", words.Count(n, "comment", "comments"))
+			}
 		case t.Reviewing != nil && t.Reviewing.Since == t.Reviewing.Head:
 			fmt.Fprintf(&b, ": I reviewed %s already, and the pull request has not changed since: push a change and ask again", words.Short(t.Reviewing.Head))
 		case t.Kind == KindReview:

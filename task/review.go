@@ -26,11 +26,13 @@ type ReviewWork struct {
 	// URL is the posted review's address; Inline and Moved count its line
 	// comments and those moved into its body (not on the diff's lines).
 	// Refused tells that GitHub refused the review with its line
-	// comments, so all of them went into its body.
+	// comments, so all of them went into its body; LeftOut counts those
+	// the body had no room for.
 	URL     string `json:"url,omitempty"`
 	Inline  int    `json:"inline,omitempty"`
 	Moved   int    `json:"moved,omitempty"`
 	Refused bool   `json:"refused,omitempty"`
+	LeftOut int    `json:"left_out,omitempty"`
 }
 
 // reviewGitHub is what the review room asks of GitHub beyond the desk.
@@ -270,7 +272,7 @@ func (rw reviews) post(ctx context.Context, t *Task) error {
 		if err != nil {
 			return retryf(err, "posting the review of #%d failed", t.Issue)
 		}
-		w.URL, w.Inline, w.Moved, w.Refused = posted.URL, len(rv.Comments), len(w.Draft.Comments)-len(rv.Comments), refused
+		w.URL, w.Inline, w.Moved, w.Refused, w.LeftOut = posted.URL, len(rv.Comments), len(w.Draft.Comments)-len(rv.Comments)-rv.LeftOut, refused, rv.LeftOut
 	}
 	if err := t.Move(Done); err != nil {
 		return err
