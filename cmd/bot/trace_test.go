@@ -54,7 +54,13 @@ func TestATaskIsOneTraceThroughAKill(t *testing.T) {
 			}
 		}
 	}
-	waitFor("step working")
+	// Every span of the steps before the park must be out before the
+	// kill, or the kill loses it with the exporter's buffer: the parked
+	// task pushed its checkpoint and opened its draft in steps of their
+	// own, whose spans may come after the first "step working".
+	for _, name := range []string{"step working", "git push", "open pull request"} {
+		waitFor(name)
+	}
 
 	h.Bot.Kill()
 	h.Bot.Restart()
