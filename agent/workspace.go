@@ -15,6 +15,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
 
+	"github.com/pullwright/pullwright/internal/ignorefile"
 	"github.com/pullwright/pullwright/policy"
 )
 
@@ -480,15 +481,7 @@ func (w *workspace) ignorePatterns(file string, domain []string) []gitignore.Pat
 	if err != nil {
 		return nil
 	}
-	var ps []gitignore.Pattern
-	for _, line := range strings.Split(string(data), "\n") {
-		line = strings.TrimSuffix(line, "\r")
-		if strings.TrimSpace(line) == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		ps = append(ps, gitignore.ParsePattern(line, domain))
-	}
-	return ps
+	return ignorefile.Parse(data, domain)
 }
 
 // isBinary reports whether data looks binary (a NUL byte near the start).

@@ -20,6 +20,7 @@ import (
 	"github.com/pullwright/pullwright/internal/fakegithub"
 	"github.com/pullwright/pullwright/internal/fakellm"
 	"github.com/pullwright/pullwright/internal/gitserver"
+	"github.com/pullwright/pullwright/internal/syncbuf"
 	"github.com/pullwright/pullwright/repo"
 	"github.com/pullwright/pullwright/task"
 )
@@ -36,7 +37,7 @@ type workflow struct {
 	git   *gitserver.Server
 	llm   *fakellm.Server
 	token string
-	logs  *syncBuffer
+	logs  *syncbuf.Buffer
 	runID int64
 	// inputs override the runs' variables; configure the app's Config.
 	inputs    map[string]string
@@ -58,7 +59,7 @@ func newWorkflow(t *testing.T, llm *fakellm.Server) *workflow {
 	gh.SetPermission(owner, repoName, owner, "admin")
 	gh.SetPermission(owner, repoName, "reader", "read")
 	git := newRepository(t, gh)
-	return &workflow{t: t, gh: gh, git: git, llm: llm, token: gh.WorkflowToken(installID), logs: &syncBuffer{}, runID: 9000}
+	return &workflow{t: t, gh: gh, git: git, llm: llm, token: gh.WorkflowToken(installID), logs: &syncbuf.Buffer{}, runID: 9000}
 }
 
 // commentEvent is the real issue_comment payload as a workflow gets it: no

@@ -25,6 +25,7 @@ import (
 	"github.com/pullwright/pullwright/internal/fakegithub"
 	"github.com/pullwright/pullwright/internal/fakellm"
 	"github.com/pullwright/pullwright/internal/gitserver"
+	"github.com/pullwright/pullwright/internal/syncbuf"
 	"github.com/pullwright/pullwright/task"
 )
 
@@ -39,24 +40,6 @@ const (
 	payloadFile = "../webhook/testdata/issue_comment.created.json"
 )
 
-// syncBuffer collects log output from many goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // env is one bot wired to real git, a fake GitHub and a scripted model.
 type env struct {
 	t    *testing.T
@@ -65,7 +48,7 @@ type env struct {
 	llm  *fakellm.Server
 	bot  *app.App
 	url  string
-	logs *syncBuffer
+	logs *syncbuf.Buffer
 	cfg  app.Config
 	// cloneURL, when set, replaces the git server's in deliveries.
 	cloneURL string
@@ -98,7 +81,7 @@ func newEnv(t *testing.T, llm *fakellm.Server, opts ...envOption) *env {
 
 	git := newRepository(t, gh)
 
-	logs := &syncBuffer{}
+	logs := &syncbuf.Buffer{}
 	cfg := app.Config{
 		DatabaseURL:   "sqlite://" + filepath.Join(t.TempDir(), "bot.db"),
 		AppID:         gh.AppID,

@@ -3,7 +3,6 @@ package deps
 import (
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io/fs"
 	"maps"
@@ -13,9 +12,9 @@ import (
 	"strings"
 	"testing"
 	"testing/fstest"
-)
 
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
+	"github.com/pullwright/pullwright/internal/golden"
+)
 
 // tree makes a MapFS of regular files from name, content pairs.
 func tree(kv ...string) fstest.MapFS {
@@ -740,19 +739,7 @@ func TestDetectGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			got = append(got, '\n')
-			golden := dir + ".golden"
-			if *update {
-				if err := os.WriteFile(golden, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run with -update to create it)", err)
-			}
-			if string(got) != string(want) {
-				t.Errorf("got:\n%s\nwant:\n%s", got, want)
-			}
+			golden.Check(t, dir+".golden", string(got))
 		})
 	}
 	if n == 0 {

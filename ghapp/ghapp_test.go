@@ -1,7 +1,6 @@
 package ghapp
 
 import (
-	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -22,6 +21,7 @@ import (
 
 	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/internal/fakegithub"
+	"github.com/pullwright/pullwright/internal/syncbuf"
 )
 
 const (
@@ -29,24 +29,6 @@ const (
 	owner = "acme"
 	repo  = "widgets"
 )
-
-// syncBuffer is a bytes.Buffer safe for concurrent writers and readers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // waits records the retry waits instead of sleeping.
 type waits struct {
@@ -70,7 +52,7 @@ func (w *waits) all() []time.Duration {
 type env struct {
 	fake  *fakegithub.Server
 	app   *App
-	logs  *syncBuffer
+	logs  *syncbuf.Buffer
 	waits *waits
 }
 
@@ -85,7 +67,7 @@ func newEnvOn(t *testing.T, fake *fakegithub.Server, mod ...func(*Config)) *env 
 	t.Helper()
 	fake.AddInstallation(inst, owner+"/"+repo)
 	fake.AddIssue(owner, repo, fakegithub.Issue{Number: 1, Title: "Off by one", Body: "pagination skips a row", Author: "alice"})
-	logs := &syncBuffer{}
+	logs := &syncbuf.Buffer{}
 	cfg := Config{
 		AppID:      fake.AppID,
 		PrivateKey: fake.PrivateKeyPEM(),

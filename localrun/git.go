@@ -17,6 +17,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/pullwright/pullwright"
+	"github.com/pullwright/pullwright/internal/ignorefile"
 	"github.com/pullwright/pullwright/internal/words"
 	"github.com/pullwright/pullwright/policy"
 	"github.com/pullwright/pullwright/repo"
@@ -175,15 +176,7 @@ func (c *checkout) globalExcludes() []gitignore.Pattern {
 	if err != nil {
 		return nil
 	}
-	var ps []gitignore.Pattern
-	for _, line := range strings.Split(string(b), "\n") {
-		line = strings.TrimRight(line, "\r")
-		if strings.TrimSpace(line) == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		ps = append(ps, gitignore.ParsePattern(line, nil))
-	}
-	return ps
+	return ignorefile.Parse(b, nil)
 }
 
 // identity is the user's git identity (repository, then global

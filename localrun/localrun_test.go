@@ -1,7 +1,6 @@
 package localrun_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,13 +9,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/pullwright/pullwright/internal/fakellm"
 	"github.com/pullwright/pullwright/internal/sandboxtest"
+	"github.com/pullwright/pullwright/internal/syncbuf"
 	"github.com/pullwright/pullwright/localrun"
 )
 
@@ -132,36 +131,10 @@ func fixScript() []fakellm.Step {
 	return []fakellm.Step{readStep, editStep, run("cat README.md", "check the fix"), run("go vet ./...", "vet the code"), finishStep}
 }
 
-// syncBuffer is a Writer safe for the run and the test to use at once; see
-// is called with everything written so far after each write.
-type syncBuffer struct {
-	mu  sync.Mutex
-	b   bytes.Buffer
-	see func(string)
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	n, err := s.b.Write(p)
-	all := s.b.String()
-	see := s.see
-	s.mu.Unlock()
-	if see != nil {
-		see(all)
-	}
-	return n, err
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // options are the Options of a test run against llm, with the local
 // runner; the terminal seam says stdin is one when tty is true.
-func options(t *testing.T, dir string, llm *fakellm.Server, stdin io.Reader, tty bool) (localrun.Options, *syncBuffer, *syncBuffer) {
-	stdout, stderr := &syncBuffer{}, &syncBuffer{}
+func options(t *testing.T, dir string, llm *fakellm.Server, stdin io.Reader, tty bool) (localrun.Options, *syncbuf.Buffer, *syncbuf.Buffer) {
+	stdout, stderr := &syncbuf.Buffer{}, &syncbuf.Buffer{}
 	return localrun.Options{
 		Repo:         dir,
 		Instructions: instr,
@@ -489,11 +462,11 @@ func TestRunInterruptedSavesTheWork(t *testing.T) {
 	stdin, w := io.Pipe() // nobody answers
 	defer w.Close()
 	o, _, stderr := options(t, dir, llm, stdin, true)
-	stderr.see = func(all string) {
+	stderr.Watch(func(all string) {
 		if strings.Contains(all, "Run it") {
 			cancel()
 		}
-	}
+	})
 	res, err := localrun.Run(ctx, o)
 	if err == nil || !strings.Contains(err.Error(), "interrupted") {
 		t.Fatalf("Run: %v, want interrupted", err)

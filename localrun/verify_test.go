@@ -197,11 +197,11 @@ func TestRunImageGoneMidRun(t *testing.T) {
 	o.Runner, o.Image = localrun.RunnerDocker, image
 	asked := make(chan struct{})
 	var once sync.Once
-	stderr.see = func(all string) {
+	stderr.Watch(func(all string) {
 		if strings.Contains(all, "Run it") {
 			once.Do(func() { close(asked) })
 		}
-	}
+	})
 	go func() {
 		<-asked
 		if out, err := exec.Command("docker", "image", "rm", "-f", image).CombinedOutput(); err != nil {

@@ -3,7 +3,6 @@ package policy
 import (
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,9 +10,9 @@ import (
 	"strings"
 	"testing"
 	"time"
-)
 
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
+	"github.com/pullwright/pullwright/internal/golden"
+)
 
 // loadErr returns Load's problems as "line: key: msg" lines, failing the
 // test if Load succeeded or returned something other than *Errors.
@@ -505,19 +504,7 @@ func TestLoadGolden(t *testing.T) {
 			default:
 				t.Fatalf("error %T: %v", err, err)
 			}
-			golden := strings.TrimSuffix(file, ".yml") + ".golden"
-			if *update {
-				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run with -update to create it)", err)
-			}
-			if got != string(want) {
-				t.Errorf("got:\n%s\nwant:\n%s", got, want)
-			}
+			golden.Check(t, strings.TrimSuffix(file, ".yml")+".golden", got)
 		})
 	}
 }
