@@ -53,6 +53,13 @@ func (f *Flow) acknowledge(ctx context.Context, t *Task) error {
 			return err
 		}
 	}
+	if t.Kind == KindReview {
+		// Asked again on a head it reviewed: said before the rates count
+		// it, since nothing will run (prepare checks again on the clone).
+		if done, err := f.reviews().reviewedAlready(ctx, t); err != nil || done {
+			return err
+		}
+	}
 	why, err = f.admitRate(ctx, t)
 	if err != nil {
 		return err

@@ -143,6 +143,10 @@ func TestReview(t *testing.T) {
 				if len(w.gh.Reviews[7]) != 1 || len(w.agent.Briefs) != 0 {
 					t.Errorf("reviewed again: %+v, %d briefs", w.gh.Reviews[7], len(w.agent.Briefs))
 				}
+				// Nothing ran, so nothing counts against the rates.
+				if rv.AdmittedMS != 0 {
+					t.Errorf("admitted at %d", rv.AdmittedMS)
+				}
 			},
 		},
 		{

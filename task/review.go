@@ -184,6 +184,23 @@ func (rw reviews) prepare(ctx context.Context, t *Task) error {
 	return rw.updateStatus(ctx, t)
 }
 
+// reviewedAlready ends t, before it is admitted, when the pull request's
+// head is the one the bot last reviewed: there is nothing to review.
+func (rw reviews) reviewedAlready(ctx context.Context, t *Task) (bool, error) {
+	if t.Pull == nil || t.Pull.Info.HeadSHA == "" {
+		return false, nil
+	}
+	since, err := rw.lastReviewed(ctx, t)
+	if err != nil || since != t.Pull.Info.HeadSHA {
+		return false, err
+	}
+	t.Reviewing = &ReviewWork{Head: since, Since: since}
+	if err := t.Move(Done); err != nil {
+		return false, err
+	}
+	return true, rw.updateStatus(ctx, t)
+}
+
 // lastReviewed is the head of the bot's newest review task's review of
 // the pull request, "" when there is none.
 func (rw reviews) lastReviewed(ctx context.Context, t *Task) (string, error) {
