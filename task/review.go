@@ -117,13 +117,7 @@ func (rw reviews) prepare(ctx context.Context, t *Task) error {
 		return err
 	}
 	if since == head {
-		// Nothing to review: the status says so, and the task is done.
-		t.Reviewing = &ReviewWork{Head: head, Since: since}
-		if err := t.Move(Done); err != nil {
-			return err
-		}
-		rw.cleanup(ctx, t)
-		return rw.updateStatus(ctx, t)
+		return rw.reviewed(ctx, t, head)
 	}
 	prDiff, cut, err := rw.gh.PullRequestDiff(ctx, t.Repo, t.Issue, maxPullDiff)
 	if err != nil {
@@ -194,11 +188,18 @@ func (rw reviews) reviewedAlready(ctx context.Context, t *Task) (bool, error) {
 	if err != nil || since != t.Pull.Info.HeadSHA {
 		return false, err
 	}
-	t.Reviewing = &ReviewWork{Head: since, Since: since}
+	return true, rw.reviewed(ctx, t, since)
+}
+
+// reviewed ends t, which has nothing to review: the bot reviewed head
+// already. The status says so; the workspace, if one was cloned, goes.
+func (rw reviews) reviewed(ctx context.Context, t *Task, head string) error {
+	t.Reviewing = &ReviewWork{Head: head, Since: head}
 	if err := t.Move(Done); err != nil {
-		return false, err
+		return err
 	}
-	return true, rw.updateStatus(ctx, t)
+	rw.cleanup(ctx, t)
+	return rw.updateStatus(ctx, t)
 }
 
 // lastReviewed is the head of the bot's newest review task's review of
