@@ -3,6 +3,7 @@ package pullwright
 import (
 	"maps"
 	"net/http"
+	"net/url"
 	"slices"
 	"time"
 )
@@ -20,6 +21,25 @@ type ToolServer struct {
 	Tools    []string      `json:"tools"`
 	ReadOnly []string      `json:"read_only,omitempty"`
 	Timeout  time.Duration `json:"timeout"`
+}
+
+// ToolServerNamed is the server of servers named name, if one is.
+func ToolServerNamed(servers []ToolServer, name string) (ToolServer, bool) {
+	i := slices.IndexFunc(servers, func(s ToolServer) bool { return s.Name == name })
+	if i < 0 {
+		return ToolServer{}, false
+	}
+	return servers[i], true
+}
+
+// Host is the host (and port) of the server's URL, as a request shows
+// it; "" when the URL does not parse.
+func (s ToolServer) Host() string {
+	u, err := url.Parse(s.URL)
+	if err != nil {
+		return ""
+	}
+	return u.Host
 }
 
 // Offers reports whether the server's tool may be offered to the agent.

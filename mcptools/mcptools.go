@@ -239,12 +239,7 @@ func (c *Client) Call(ctx context.Context, name string, args json.RawMessage) (R
 	if !ok {
 		return Result{Text: "There is no tool " + name + ".", Failed: true}, nil
 	}
-	var s pullwright.ToolServer
-	for _, srv := range c.servers {
-		if srv.Name == t.Server {
-			s = srv
-		}
-	}
+	s, _ := pullwright.ToolServerNamed(c.servers, t.Server)
 	// The arguments go to the server as they are written, not decoded
 	// and encoded again: a number a person approved (an id beyond 2^53)
 	// must not arrive rounded.

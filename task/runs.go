@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -243,23 +241,17 @@ func (rn runs) callTool(ctx context.Context, t *Task) error {
 		return nil
 	}
 	// The operator's file as it is now, not as the task recorded it at
-	// its start: a server withdrawn since, or moved to another host than
-	// the request showed, is not called.
-	servers, err := rn.operator().ToolServers(t.Repo.FullName(), &policy.Config{MCP: []string{c.Server}})
-	var s pullwright.ToolServer
-	if err == nil && len(servers) == 1 {
-		s = servers[0]
-	}
-	was := rn.settings(t).MCP
-	i := slices.IndexFunc(was, func(m pullwright.ToolServer) bool { return m.Name == c.Server })
-	u, uerr := url.Parse(s.URL)
-	if s.Name == "" || !s.Offers(c.Tool) || uerr != nil || u.Host != r.Shown.ServerHost || i < 0 || was[i].URL != s.URL || rn.tools == nil {
+	// its start: a server withdrawn since, or moved from the URL the task
+	// started with (whose host the request showed), is not called.
+	now, err := rn.operator().ToolServers(t.Repo.FullName(), &policy.Config{MCP: []string{c.Server}})
+	was, ok := pullwright.ToolServerNamed(rn.settings(t).MCP, c.Server)
+	if err != nil || len(now) != 1 || !ok || now[0].URL != was.URL || !now[0].Offers(c.Tool) || rn.tools == nil {
 		res := notRun(fmt.Sprintf("the operator no longer offers the tool %s of the MCP server %s to this repository as the request showed it, so it was not called", c.Tool, c.Server))
 		r.Result = &res
 		return nil
 	}
 	start := rn.now()
-	text, failed, err := rn.tools.CallTool(ctx, s, c)
+	text, failed, err := rn.tools.CallTool(ctx, now[0], c)
 	if err != nil {
 		return retryf(err, "calling the MCP tool %s of %s failed", c.Tool, c.Server)
 	}

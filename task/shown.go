@@ -2,8 +2,6 @@ package task
 
 import (
 	"fmt"
-	"net/url"
-	"slices"
 
 	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/approval"
@@ -157,10 +155,8 @@ func showing(t *Task, changes []pullwright.FileStat, manifests ManifestChanges, 
 	if c := r.Tool; c != nil {
 		s.Tool = c
 		if set := t.Settings; set != nil {
-			if i := slices.IndexFunc(set.MCP, func(m pullwright.ToolServer) bool { return m.Name == c.Server }); i >= 0 {
-				if u, err := url.Parse(set.MCP[i].URL); err == nil {
-					s.ServerHost = u.Host
-				}
+			if m, ok := pullwright.ToolServerNamed(set.MCP, c.Server); ok {
+				s.ServerHost = m.Host()
 			}
 		}
 	}
