@@ -150,34 +150,30 @@ func (s *Store) Record(ctx context.Context, d task.Delivery, t *task.Task) error
 		if err != nil {
 			return fmt.Errorf("record delivery %s: encode task: %w", d.ID, err)
 		}
-		if t.Kind == task.KindFix {
-			// A fix asked on the pull request an active task opened is a
-			// fix on that task's conversation too.
-			var busy bool
-			if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM tasks WHERE pr_key = $1 AND kind = 'fix' AND state NOT IN `+ended+`)`,
-				t.IssueKey()).Scan(&busy); err != nil {
-				return fmt.Errorf("record delivery %s: %w", d.ID, err)
-			}
-			if busy {
-				return fmt.Errorf("record delivery %s: %s: %w", d.ID, t.IssueKey(), task.ErrActive)
-			}
-		}
+		// busy asks whether an active task keeps t from starting, by its
+		// kind. A fix asked on the pull request an active task opened is
+		// a fix on that task's conversation too. One review of a pull
+		// request runs at a time; no unique index says so, as one does
+		// for fixes: databases of before may hold two active reviews of
+		// one pull request, which an index would refuse.
+		busy := map[task.Kind]string{
+			task.KindFix:    `SELECT EXISTS (SELECT 1 FROM tasks WHERE pr_key = $1 AND kind = 'fix' AND state NOT IN ` + ended + `)`,
+			task.KindReview: `SELECT EXISTS (SELECT 1 FROM tasks WHERE issue_key = $1 AND kind = 'review' AND state NOT IN ` + ended + `)`,
+		}[t.Kind]
 		if t.Kind == task.KindReview {
-			// One review of a pull request at a time. No unique index says
-			// so, as for fixes: databases of before may hold two active
-			// reviews of one pull request, which an index would refuse.
 			// The lock, one per pull request, makes check-then-insert
 			// atomic across replicas; it is held until the commit, after
 			// which a waiting check sees the row.
 			if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, "pullwright/review/"+t.IssueKey()); err != nil {
 				return fmt.Errorf("record delivery %s: lock %s: %w", d.ID, t.IssueKey(), err)
 			}
-			var busy bool
-			if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM tasks WHERE issue_key = $1 AND kind = 'review' AND state NOT IN `+ended+`)`,
-				t.IssueKey()).Scan(&busy); err != nil {
+		}
+		if busy != "" {
+			var active bool
+			if err := tx.QueryRow(ctx, busy, t.IssueKey()).Scan(&active); err != nil {
 				return fmt.Errorf("record delivery %s: %w", d.ID, err)
 			}
-			if busy {
+			if active {
 				return fmt.Errorf("record delivery %s: %s: %w", d.ID, t.IssueKey(), task.ErrActive)
 			}
 		}

@@ -270,29 +270,23 @@ func (s *Store) recordIn(ctx context.Context, tx *sql.Tx, d task.Delivery, t *ta
 	if err != nil {
 		return 0, fmt.Errorf("record delivery %s: encode task: %w", d.ID, err)
 	}
-	if t.Kind == task.KindFix {
-		// A fix asked on the pull request an active task opened is a
-		// fix on that task's conversation too.
-		var busy int
-		err := tx.QueryRowContext(ctx, `SELECT count(*) FROM tasks WHERE pr_key = ? AND kind = 'fix' AND state NOT IN ('done', 'failed', 'cancelled')`, t.IssueKey()).Scan(&busy)
-		if err != nil {
+	// busy is the count of active tasks that keep t from starting, by
+	// its kind. A fix asked on the pull request an active task opened is
+	// a fix on that task's conversation too. One review of a pull request
+	// runs at a time; no unique index says so, as one does for fixes:
+	// databases of before may hold two active reviews of one pull
+	// request, which an index would refuse. The one writer makes the
+	// count and the insert atomic.
+	busy := map[task.Kind]string{
+		task.KindFix:    `SELECT count(*) FROM tasks WHERE pr_key = ? AND kind = 'fix' AND state NOT IN ('done', 'failed', 'cancelled')`,
+		task.KindReview: `SELECT count(*) FROM tasks WHERE issue_key = ? AND kind = 'review' AND state NOT IN ('done', 'failed', 'cancelled')`,
+	}[t.Kind]
+	if busy != "" {
+		var n int
+		if err := tx.QueryRowContext(ctx, busy, t.IssueKey()).Scan(&n); err != nil {
 			return 0, fmt.Errorf("record delivery %s: %w", d.ID, err)
 		}
-		if busy > 0 {
-			return 0, fmt.Errorf("record delivery %s: %s: %w", d.ID, t.IssueKey(), task.ErrActive)
-		}
-	}
-	if t.Kind == task.KindReview {
-		// One review of a pull request at a time. No unique index says
-		// so, as for fixes: databases of before may hold two active
-		// reviews of one pull request, which an index would refuse. The
-		// one writer makes this count and the insert atomic.
-		var busy int
-		err := tx.QueryRowContext(ctx, `SELECT count(*) FROM tasks WHERE issue_key = ? AND kind = 'review' AND state NOT IN ('done', 'failed', 'cancelled')`, t.IssueKey()).Scan(&busy)
-		if err != nil {
-			return 0, fmt.Errorf("record delivery %s: %w", d.ID, err)
-		}
-		if busy > 0 {
+		if n > 0 {
 			return 0, fmt.Errorf("record delivery %s: %s: %w", d.ID, t.IssueKey(), task.ErrActive)
 		}
 	}
