@@ -2,12 +2,16 @@ package app_test
 
 import (
 	"encoding/json"
+	"html"
+	"io"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/app"
 	"github.com/pullwright/pullwright/internal/fakellm"
 	"github.com/pullwright/pullwright/internal/mcptest"
@@ -91,7 +95,7 @@ func TestAnMCPToolCallWaitsForApproval(t *testing.T) {
 		fakellm.Step{Content: "The typo came from the docs site; file it there too.", ToolCalls: []fakellm.ToolCall{call("docs__file_issue", map[string]any{"q": "typo – commit", "id": json.Number("9007199254740993")})}},
 		fakellm.Step{ToolCalls: []fakellm.ToolCall{call("finish", map[string]any{"title": "Fix the spelling of commit in the README", "summary": "Fixed; filed upstream."})}},
 	)
-	e := newEnv(t, llm, withMCP(srv.URL, owner+"/*"))
+	e := newEnv(t, llm, withMCP(srv.URL, owner+"/*"), withConsole)
 	e.gh.SetPermission(owner, repoName, "maintainer", "write")
 	e.configure("mcp: [docs]\n")
 	if code := e.comment("d1", 1, owner, "/agent fix the typo"); code != http.StatusAccepted {
@@ -119,6 +123,40 @@ func TestAnMCPToolCallWaitsForApproval(t *testing.T) {
 	approvals := checkRunsNamed(e.gh, task.ApprovalCheck)
 	if len(approvals) != 1 || !strings.HasPrefix(approvals[0].Title, "Approve calling: docs/file_issue") {
 		t.Fatalf("approval check runs = %+v", approvals)
+	}
+	// The console's page and its API show the same value: the call, its
+	// server's host, the digest the comment gave.
+	browser := e.browser(t, owner)
+	get := func(path string) []byte {
+		t.Helper()
+		resp, err := browser.Get(e.url + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s = %d: %s", path, resp.StatusCode, b)
+		}
+		return b
+	}
+	id := strconv.FormatInt(waiting.ID, 10)
+	if page := string(get("/console/tasks/" + id)); !strings.Contains(page, html.EscapeString(line)) || !strings.Contains(page, "This calls a tool that may change things outside this repository.") {
+		t.Errorf("the console's page lacks the call %q or its sentence", line)
+	}
+	var api struct {
+		Pending struct {
+			Command    string               `json:"command"`
+			Tool       *pullwright.ToolCall `json:"tool"`
+			ServerHost string               `json:"server_host"`
+			Digest     string               `json:"digest"`
+		} `json:"pending"`
+	}
+	if err := json.Unmarshal(get("/api/tasks/"+id), &api); err != nil {
+		t.Fatal(err)
+	}
+	if p := api.Pending; p.Command != line || p.Tool == nil || *p.Tool != *r.Tool || p.ServerHost != host || p.Digest != r.Shown.Digest {
+		t.Errorf("the API's pending request = %+v, want the value shown (%s, digest %s)", p, line, r.Shown.ShortDigest())
 	}
 
 	if code := e.comment("d2", 1, "maintainer", "/approve"); code != http.StatusAccepted {
