@@ -194,7 +194,10 @@ func (s *Step) Run(ctx context.Context) (Result, error) {
 		if err != nil {
 			return res, fmt.Errorf("read task %d after the run: %w", id, err)
 		}
-		res.TaskID, res.Issue, res.PRURL, res.Error, res.Spend = ft.ID, ft.Issue, ft.PRURL, ft.Error, ft.Spend
+		res.TaskID, res.Issue, res.Error = ft.ID, ft.Issue, ft.Error
+		if j, ok := ft.Job(); ok {
+			res.PRURL, res.Spend = j.PRURL, j.Spend
+		}
 		ref, err := s.settle(ctx, ft, restored[id])
 		if err != nil {
 			return res, err
@@ -291,7 +294,7 @@ func (s *Step) restore(ctx context.Context, ev event) (map[int64]savedState, err
 			return nil, err
 		}
 		restored[t.ID] = savedState{ref: ref, claim: claim}
-		s.Log.InfoContext(ctx, "saved task restored", "task_id", t.ID, "issue", t.Issue, "request", t.Request.ID, "ref", ref)
+		s.Log.InfoContext(ctx, "saved task restored", "task_id", t.ID, "issue", t.Issue, "request", t.CurrentRequest().ID, "ref", ref)
 	}
 	return restored, nil
 }
@@ -304,7 +307,7 @@ func (s *Step) restore(ctx context.Context, ev event) (map[int64]savedState, err
 // that run as soon as a request is answered, and only the app that
 // created a check run can change it.
 func (s *Step) stillWaiting(ctx context.Context, t *task.Task) error {
-	r := t.Request
+	r := t.CurrentRequest()
 	if t.State != task.AwaitingApproval || r == nil || r.Answer != nil || r.CheckRunID == 0 {
 		return fmt.Errorf("task %d is %s, not waiting for an answer: %w", t.ID, t.State, ErrStateReplayed)
 	}
@@ -357,8 +360,9 @@ func (s *Step) settle(ctx context.Context, t *task.Task, saved savedState) (stri
 	env := s.Env
 	gctx, cancel := context.WithTimeout(ctx, refTimeout)
 	defer cancel()
+	r := t.CurrentRequest()
 	switch {
-	case t.State == task.AwaitingApproval && t.Request != nil && t.Request.Answer == nil:
+	case t.State == task.AwaitingApproval && r != nil && r.Answer == nil:
 		now := time.Now()
 		doc, err := Seal(env.StateKey, t, now)
 		if err != nil {
@@ -369,7 +373,7 @@ func (s *Step) settle(ctx context.Context, t *task.Task, saved savedState) (stri
 			return "", err
 		}
 		ref := StateRef(t.Issue, t.ID)
-		msg := fmt.Sprintf("Pullwright: task %d on #%d waits for an answer to request %s\n\nRun: %s\n", t.ID, t.Issue, t.Request.ID, env.RunURL())
+		msg := fmt.Sprintf("Pullwright: task %d on #%d waits for an answer to request %s\n\nRun: %s\n", t.ID, t.Issue, r.ID, env.RunURL())
 		expect := ""
 		if saved.ref == ref {
 			expect = saved.claim
@@ -382,7 +386,7 @@ func (s *Step) settle(ctx context.Context, t *task.Task, saved savedState) (stri
 				return "", err
 			}
 		}
-		s.Log.InfoContext(ctx, "task waits for an answer; state saved", "task_id", t.ID, "request", t.Request.ID, "ref", ref)
+		s.Log.InfoContext(ctx, "task waits for an answer; state saved", "task_id", t.ID, "request", r.ID, "ref", ref)
 		return ref, nil
 	case t.State.Terminal():
 		if saved.ref != "" {

@@ -17,6 +17,7 @@ import (
 	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/repo"
 	"github.com/pullwright/pullwright/task"
+	"github.com/pullwright/pullwright/task/tasktest"
 )
 
 const cloneURL = "https://github.com/Codertocat/Hello-World.git"
@@ -183,8 +184,7 @@ func (s *fakeStore) Record(_ context.Context, _ task.Delivery, t *task.Task) err
 	if t != nil {
 		s.next++
 		t.ID = s.next
-		c := *t
-		s.tasks[t.ID] = &c
+		s.tasks[t.ID] = t.Clone()
 	}
 	return nil
 }
@@ -194,16 +194,14 @@ func (s *fakeStore) Get(_ context.Context, id int64) (*task.Task, error) {
 	if !ok {
 		return nil, fmt.Errorf("get task %d: %w", id, task.ErrNotFound)
 	}
-	c := *t
-	return &c, nil
+	return t.Clone(), nil
 }
 
 func (s *fakeStore) Restore(_ context.Context, t *task.Task) error {
 	if _, ok := s.tasks[t.ID]; ok {
 		return fmt.Errorf("restore task %d: %w", t.ID, task.ErrActive)
 	}
-	c := *t
-	s.tasks[t.ID] = &c
+	s.tasks[t.ID] = t.Clone()
 	s.restored = append(s.restored, t.ID)
 	return nil
 }
@@ -219,7 +217,7 @@ func (s *fakeStore) NextDue(context.Context) (time.Time, bool, error) { return t
 func asking() *task.Task {
 	t := waiting()
 	t.Repo.CloneURL = cloneURL
-	t.Request.CheckRunID = 7
+	tasktest.Job(t).Request.CheckRunID = 7
 	return t
 }
 
@@ -562,7 +560,7 @@ func TestSettle(t *testing.T) {
 			}
 			if tt.wantRef != "" {
 				back, err := Open(key, "Codertocat/Hello-World", refs.refs[ref].data)
-				if err != nil || back.ID != 42 || back.Request.ID != "42-1" {
+				if err != nil || back.ID != 42 || tasktest.Job(back).Request.ID != "42-1" {
 					t.Errorf("saved state opens to %+v, %v", back, err)
 				}
 			}

@@ -118,7 +118,8 @@ func Seal(key []byte, t *task.Task, now time.Time) ([]byte, error) {
 	if len(key) < MinStateKey {
 		return nil, errors.New("seal state: the state key is too short")
 	}
-	if t.Request == nil {
+	j, ok := t.Job()
+	if !ok || j.Request == nil {
 		return nil, fmt.Errorf("seal state of task %d: it has no request", t.ID)
 	}
 	body, err := json.Marshal(t)
@@ -128,7 +129,7 @@ func Seal(key []byte, t *task.Task, now time.Time) ([]byte, error) {
 	raw, err := json.Marshal(state{
 		Format: StateFormat, Version: StateVersion,
 		Repo: t.Repo.FullName(), Issue: t.Issue, TaskID: t.ID,
-		Branch: t.Branch, Request: t.Request.ID, SHA: t.Request.SHA,
+		Branch: j.Branch, Request: j.Request.ID, SHA: j.Request.SHA,
 		SavedAt: now.UTC(), Task: body,
 	})
 	if err != nil {
@@ -184,7 +185,9 @@ func Open(key []byte, repo string, data []byte) (*task.Task, error) {
 	switch {
 	case !strings.EqualFold(st.Repo, repo) || !strings.EqualFold(t.Repo.FullName(), repo):
 		return nil, fmt.Errorf("open state: it belongs to %s, not %s: %w", st.Repo, repo, ErrStateTampered)
-	case t.ID != st.TaskID || t.Issue != st.Issue || t.Request == nil || t.Request.ID != st.Request || t.Request.SHA != st.SHA || t.Branch != st.Branch:
+	}
+	j, ok := t.Job()
+	if !ok || t.ID != st.TaskID || t.Issue != st.Issue || j.Request == nil || j.Request.ID != st.Request || j.Request.SHA != st.SHA || j.Branch != st.Branch {
 		return nil, fmt.Errorf("open state: %w", ErrStateTampered)
 	}
 	return t, nil

@@ -10,21 +10,21 @@ import (
 
 	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/task"
+	"github.com/pullwright/pullwright/task/tasktest"
 )
 
 var key = []byte("0123456789abcdef0123456789abcdef")
 
 func waiting() *task.Task {
-	return &task.Task{
+	return tasktest.WithWork(&task.Task{
 		ID: 42, Kind: task.KindFix, State: task.AwaitingApproval,
 		Repo:  pullwright.Repo{Owner: "Codertocat", Name: "Hello-World", CloneURL: "https://github.com/Codertocat/Hello-World.git", DefaultBranch: "master"},
 		Issue: 1,
-		Work: task.Work{
-			Branch: "pullwright/issue-1-fix", PushedSHA: "abc123",
-			Conversation: []byte(`{"messages":[]}`),
-			Request:      &task.ExecRequest{ID: "42-1", Command: "go test ./...", Reason: "check the fix", SHA: "abc123", Asked: true},
-		},
-	}
+	}, task.Work{
+		Branch: "pullwright/issue-1-fix", PushedSHA: "abc123",
+		Conversation: []byte(`{"messages":[]}`),
+		Request:      &task.ExecRequest{ID: "42-1", Command: "go test ./...", Reason: "check the fix", SHA: "abc123", Asked: true},
+	})
 }
 
 func TestStateRoundTrip(t *testing.T) {
@@ -36,7 +36,7 @@ func TestStateRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.ID != 42 || got.Request.Command != "go test ./..." || got.State != task.AwaitingApproval || string(got.Conversation) != `{"messages":[]}` {
+	if got.ID != 42 || tasktest.Job(got).Request.Command != "go test ./..." || got.State != task.AwaitingApproval || string(tasktest.Job(got).Conversation) != `{"messages":[]}` {
 		t.Fatalf("Open gave back %+v", got)
 	}
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/pullwright/pullwright/internal/syncbuf"
 	"github.com/pullwright/pullwright/repo"
 	"github.com/pullwright/pullwright/task"
+	"github.com/pullwright/pullwright/task/tasktest"
 )
 
 const stateKey = "test-state-key-0123456789abcdef"
@@ -233,9 +234,9 @@ func TestActionApprovalAcrossTwoRuns(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			head, _ := w.git.RevParse(t, owner, repoName, saved.Branch)
-			if saved.Request.ID != requestID || saved.Request.SHA != head {
-				t.Fatalf("saved request %+v, branch head %s", saved.Request, head)
+			head, _ := w.git.RevParse(t, owner, repoName, tasktest.Job(saved).Branch)
+			if tasktest.Job(saved).Request.ID != requestID || tasktest.Job(saved).Request.SHA != head {
+				t.Fatalf("saved request %+v, branch head %s", tasktest.Job(saved).Request, head)
 			}
 			approvals := checkRunsNamed(w.gh, task.ApprovalCheck)
 			if len(approvals) != 1 || approvals[0].HeadSHA != head || approvals[0].Conclusion != "action_required" {
@@ -273,10 +274,10 @@ func TestActionApprovalAcrossTwoRuns(t *testing.T) {
 				t.Errorf("state refs left after the task ended: %v", refs)
 			}
 			prs := w.gh.PullRequests(owner, repoName)
-			if len(prs) != 1 || prs[0].Draft || prs[0].Head != saved.Branch {
+			if len(prs) != 1 || prs[0].Draft || prs[0].Head != tasktest.Job(saved).Branch {
 				t.Errorf("pull requests = %+v", prs)
 			}
-			readme, _ := w.git.ReadFile(t, owner, repoName, saved.Branch, "README.md")
+			readme, _ := w.git.ReadFile(t, owner, repoName, tasktest.Job(saved).Branch, "README.md")
 			if readme != "# Hello-World\n\nRemember to commit your work.\n" {
 				t.Errorf("README on the branch = %q", readme)
 			}
@@ -339,7 +340,7 @@ func TestActionApprovalIsStaleAfterAPush(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A person pushes to the work branch between the request and the answer.
-	w.git.Push(t, owner, repoName, saved.Branch, map[string]string{"NOTES.md": "mine\n"}, "a person's commit")
+	w.git.Push(t, owner, repoName, tasktest.Job(saved).Branch, map[string]string{"NOTES.md": "mine\n"}, "a person's commit")
 
 	res, err := w.run("issue_comment", w.commentEvent(owner, "/approve"))
 	if err != nil || res.Outcome != "waiting" {

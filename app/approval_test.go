@@ -19,6 +19,7 @@ import (
 	"github.com/pullwright/pullwright/internal/fakellm"
 	"github.com/pullwright/pullwright/internal/golden"
 	"github.com/pullwright/pullwright/task"
+	"github.com/pullwright/pullwright/task/tasktest"
 )
 
 // newRunLLM is a model that fixes the README, asks to run command, and
@@ -120,13 +121,13 @@ func TestApprovedCommandRunsAndTheDraftBecomesReady(t *testing.T) {
 		t.Fatalf("fix answered %d", code)
 	}
 	waiting := e.waitState(1, task.AwaitingApproval)
-	r := waiting.Request
-	if r == nil || r.ID != fmt.Sprintf("%d-1", waiting.ID) || r.Command != "grep -c commit README.md" || r.SHA == "" || r.SHA != waiting.PushedSHA {
-		t.Fatalf("request = %+v (pushed %s)", r, waiting.PushedSHA)
+	r := tasktest.Job(waiting).Request
+	if r == nil || r.ID != fmt.Sprintf("%d-1", waiting.ID) || r.Command != "grep -c commit README.md" || r.SHA == "" || r.SHA != tasktest.Job(waiting).PushedSHA {
+		t.Fatalf("request = %+v (pushed %s)", r, tasktest.Job(waiting).PushedSHA)
 	}
 	// The checkpoint is on the branch, a draft pull request is open, and
 	// the request is shown on the issue, the pull request and a check run.
-	if got, _ := e.git.RevParse(t, owner, repoName, waiting.Branch); got != r.SHA {
+	if got, _ := e.git.RevParse(t, owner, repoName, tasktest.Job(waiting).Branch); got != r.SHA {
 		t.Fatalf("branch at %s, request bound to %s", got, r.SHA)
 	}
 	prs := e.gh.PullRequests(owner, repoName)
@@ -182,7 +183,7 @@ func TestApprovedCommandRunsAndTheDraftBecomesReady(t *testing.T) {
 	if len(prs) != 1 || prs[0].Draft || !strings.Contains(prs[0].Body, "Fixes #1") || prs[0].Title != "Fix the spelling of commit in the README" {
 		t.Fatalf("pull request at the end = %+v", prs)
 	}
-	commits := e.git.Commits(t, owner, repoName, done.Branch)
+	commits := e.git.Commits(t, owner, repoName, tasktest.Job(done).Branch)
 	if len(commits) != 2 || commits[0].SHA != r.SHA {
 		t.Fatalf("branch history %+v: want the base and the one checkpoint (the finish had nothing new)", commits)
 	}
@@ -200,7 +201,7 @@ func TestRejectedWithTheButtonAndTheAgentGoesOn(t *testing.T) {
 	e := newEnv(t, newRunLLM(t, "make test"))
 	e.gh.SetPermission(owner, repoName, "maintainer", "maintain")
 	e.comment("d1", 1, owner, "/agent fix the typo")
-	r := e.waitState(1, task.AwaitingApproval).Request
+	r := tasktest.Job(e.waitState(1, task.AwaitingApproval)).Request
 	if code := e.button("b1", "maintainer", "reject", r.ID, r.SHA); code != http.StatusAccepted {
 		t.Fatalf("button answered %d", code)
 	}
@@ -240,7 +241,7 @@ func TestRefusedAnswers(t *testing.T) {
 	e.gh.SetPermission(owner, repoName, "maintainer", "write")
 	e.comment("d1", 1, owner, "/agent fix the typo")
 	waiting := e.waitState(1, task.AwaitingApproval)
-	r := waiting.Request
+	r := tasktest.Job(waiting).Request
 
 	e.comment("a1", 1, "reader", "/approve")
 	e.waitComment(1, "@reader sorry: approving commands needs write permission or higher")
@@ -256,16 +257,16 @@ func TestRefusedAnswers(t *testing.T) {
 		t.Fatalf("the bot's /approve answered %d, want 200 (ignored)", code)
 	}
 	// A person pushes to the work branch: the request is stale.
-	e.git.Push(t, owner, repoName, waiting.Branch, map[string]string{"NOTES.md": "mine\n"}, "A person's commit")
+	e.git.Push(t, owner, repoName, tasktest.Job(waiting).Branch, map[string]string{"NOTES.md": "mine\n"}, "A person's commit")
 	e.comment("a5", 1, "maintainer", "/approve "+r.ID)
-	e.waitComment(1, "is stale: branch `"+waiting.Branch+"` moved")
+	e.waitComment(1, "is stale: branch `"+tasktest.Job(waiting).Branch+"` moved")
 
 	time.Sleep(300 * time.Millisecond)
 	if runs := checkRunsNamed(e.gh, task.RunCheck); len(runs) != 0 {
 		t.Fatalf("a refused answer ran the command: %+v", runs)
 	}
-	if st := e.waitState(1, task.AwaitingApproval); st.Request.Answer != nil {
-		t.Fatalf("a refused answer was recorded: %+v", st.Request.Answer)
+	if st := e.waitState(1, task.AwaitingApproval); tasktest.Job(st).Request.Answer != nil {
+		t.Fatalf("a refused answer was recorded: %+v", tasktest.Job(st).Request.Answer)
 	}
 	if n := e.llm.Calls(); n != 2 {
 		t.Fatalf("the model was called %d times, want 2", n)
@@ -277,7 +278,7 @@ func TestConcurrentApprovalsRunOnce(t *testing.T) {
 	e := newEnv(t, newRunLLM(t, "grep -c commit README.md"))
 	e.gh.SetPermission(owner, repoName, "maintainer", "write")
 	e.comment("d1", 1, owner, "/agent fix the typo")
-	r := e.waitState(1, task.AwaitingApproval).Request
+	r := tasktest.Job(e.waitState(1, task.AwaitingApproval)).Request
 	var wg sync.WaitGroup
 	wg.Go(func() { e.comment("a1", 1, "maintainer", "/approve") })
 	wg.Go(func() { e.button("a2", owner, "approve", r.ID, r.SHA) })
@@ -304,7 +305,7 @@ func TestConcurrentApprovalsRunOnce(t *testing.T) {
 func TestCancelAndStatusWhileWaiting(t *testing.T) {
 	e := newEnv(t, newRunLLM(t, "make test"))
 	e.comment("d1", 1, owner, "/agent fix the typo")
-	r := e.waitState(1, task.AwaitingApproval).Request
+	r := tasktest.Job(e.waitState(1, task.AwaitingApproval)).Request
 	e.comment("s1", 1, owner, "/agent status")
 	e.waitComment(1, "request `"+r.ID+"` asks to run `make test`")
 	e.comment("c1", 1, owner, "/agent cancel")
@@ -342,16 +343,16 @@ func TestWorkAfterTheRunIsPublished(t *testing.T) {
 	}
 	e := newEnv(t, fakellm.NewByTurn(t, steps...))
 	e.comment("d1", 1, owner, "/agent fix the typo")
-	r := e.waitState(1, task.AwaitingApproval).Request
+	r := tasktest.Job(e.waitState(1, task.AwaitingApproval)).Request
 	e.comment("a1", 1, owner, "/approve "+r.ID)
 	done := e.waitTask(1)
 	if done.State != task.Done {
 		t.Fatalf("task ended %s: %s", done.State, done.Error)
 	}
-	if got, err := e.git.ReadFile(t, owner, repoName, done.Branch, "AFTER.md"); err != nil || got != "written after the run\n" {
+	if got, err := e.git.ReadFile(t, owner, repoName, tasktest.Job(done).Branch, "AFTER.md"); err != nil || got != "written after the run\n" {
 		t.Fatalf("AFTER.md on the branch = %q, %v", got, err)
 	}
-	commits := e.git.Commits(t, owner, repoName, done.Branch)
+	commits := e.git.Commits(t, owner, repoName, tasktest.Job(done).Branch)
 	if len(commits) != 3 || commits[1].SHA != r.SHA || commits[0].Subject != "Fix and note" {
 		t.Fatalf("branch history = %+v; want base, the checkpoint, the final commit", commits)
 	}
@@ -369,11 +370,11 @@ func TestAnswerOnAnotherIssueIsRefused(t *testing.T) {
 	e := newEnv(t, newRunLLM(t, "make test"))
 	e.gh.AddIssue(owner, repoName, fakegithub.Issue{Number: 2, Title: "Another", Body: "x", Author: owner})
 	e.comment("d1", 1, owner, "/agent fix the typo")
-	r := e.waitState(1, task.AwaitingApproval).Request
+	r := tasktest.Job(e.waitState(1, task.AwaitingApproval)).Request
 	e.comment("a1", 2, owner, "/approve "+r.ID)
 	e.waitComment(2, "there is no execution request waiting for an answer here")
-	if st := e.waitState(1, task.AwaitingApproval); st.Request.Answer != nil {
-		t.Fatalf("an answer on #2 answered #1's request: %+v", st.Request.Answer)
+	if st := e.waitState(1, task.AwaitingApproval); tasktest.Job(st).Request.Answer != nil {
+		t.Fatalf("an answer on #2 answered #1's request: %+v", tasktest.Job(st).Request.Answer)
 	}
 }
 
@@ -385,7 +386,7 @@ func TestAnApprovalAnswersOneRequest(t *testing.T) {
 	e := newEnv(t, newTwoRunLLM(t, "grep -c commit README.md", "wc -l README.md"))
 	e.gh.SetPermission(owner, repoName, "maintainer", "write")
 	e.comment("d1", 1, owner, "/agent fix the typo")
-	first := e.waitState(1, task.AwaitingApproval).Request
+	first := tasktest.Job(e.waitState(1, task.AwaitingApproval)).Request
 
 	// Both write /approve on seeing the first request; the second
 	// maintainer's delivery is late.
@@ -394,10 +395,10 @@ func TestAnApprovalAnswersOneRequest(t *testing.T) {
 	if code := e.deliver("a1", "issue_comment", mine); code != http.StatusAccepted {
 		t.Fatalf("first /approve answered %d", code)
 	}
-	second := e.waitState(1, task.AwaitingApproval).Request
+	second := tasktest.Job(e.waitState(1, task.AwaitingApproval)).Request
 	for second.ID == first.ID {
 		time.Sleep(20 * time.Millisecond)
-		second = e.waitState(1, task.AwaitingApproval).Request
+		second = tasktest.Job(e.waitState(1, task.AwaitingApproval)).Request
 	}
 	if second.Command != "wc -l README.md" || !second.ShownAt.After(first.ShownAt) {
 		t.Fatalf("second request = %+v (first shown at %v)", second, first.ShownAt)
@@ -412,8 +413,8 @@ func TestAnApprovalAnswersOneRequest(t *testing.T) {
 	}
 	e.waitComment(1, "@"+owner+" that answer was already used for an earlier request, so it does not answer request `"+second.ID+"`")
 
-	if st := e.waitState(1, task.AwaitingApproval); st.Request.ID != second.ID || st.Request.Answer != nil {
-		t.Fatalf("the second request was answered: %+v", st.Request)
+	if st := e.waitState(1, task.AwaitingApproval); tasktest.Job(st).Request.ID != second.ID || tasktest.Job(st).Request.Answer != nil {
+		t.Fatalf("the second request was answered: %+v", tasktest.Job(st).Request)
 	}
 	runs := checkRunsNamed(e.gh, task.RunCheck)
 	if len(runs) != 1 || !strings.Contains(runs[0].Summary, "grep -c commit README.md") {
@@ -423,8 +424,8 @@ func TestAnApprovalAnswersOneRequest(t *testing.T) {
 	// the first request, and answers nothing; one naming it runs it.
 	e.comment("a3", 1, "maintainer", "/approve")
 	e.waitComment(1, "`/approve` alone could answer one you did not read")
-	if st := e.waitState(1, task.AwaitingApproval); st.Request.Answer != nil {
-		t.Fatalf("a bare approval answered the second request: %+v", st.Request.Answer)
+	if st := e.waitState(1, task.AwaitingApproval); tasktest.Job(st).Request.Answer != nil {
+		t.Fatalf("a bare approval answered the second request: %+v", tasktest.Job(st).Request.Answer)
 	}
 	e.comment("a4", 1, "maintainer", "/approve "+second.ID)
 	if done := e.waitTask(1); done.State != task.Done {
@@ -447,7 +448,7 @@ func TestACommandThatHidesTextIsNeverShown(t *testing.T) {
 		fakellm.Step{ToolCalls: []fakellm.ToolCall{call("finish", map[string]any{"title": "Fix the typo", "summary": "Fixed."})}},
 	))
 	e.comment("d1", 1, owner, "/agent fix the typo")
-	r := e.waitState(1, task.AwaitingApproval).Request
+	r := tasktest.Job(e.waitState(1, task.AwaitingApproval)).Request
 	if r.Command != "grep -c commit README.md" {
 		t.Fatalf("request = %+v, want the plain command", r)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/pullwright/pullwright/internal/browsertest"
 	"github.com/pullwright/pullwright/internal/fakellm"
 	"github.com/pullwright/pullwright/task"
+	"github.com/pullwright/pullwright/task/tasktest"
 )
 
 // The console in a real browser (headless Chromium): a maintainer signs in
@@ -77,7 +78,7 @@ func TestConsoleInABrowser(t *testing.T) {
 	// The first turn is done and the second call waits.
 	var working *task.Task
 	deadline := time.Now().Add(wait)
-	for working == nil || working.Turns < 1 || len(working.Steps) == 0 {
+	for working == nil || tasktest.Job(working).Turns < 1 || len(tasktest.Job(working).Steps) == 0 {
 		if time.Now().After(deadline) {
 			t.Fatalf("the task never got through its first turn: %v", working)
 		}
@@ -108,7 +109,7 @@ func TestConsoleInABrowser(t *testing.T) {
 		t.Fatalf("the page was reloaded to show the request (%v)", err)
 	}
 	text, err := browsertest.Eval[string](maintainer, wait, `document.querySelector("section.pending").innerText`)
-	if err != nil || !strings.Contains(text, command) || !strings.Contains(text, waiting.Request.ID) {
+	if err != nil || !strings.Contains(text, command) || !strings.Contains(text, tasktest.Job(waiting).Request.ID) {
 		t.Fatalf("the pending section says %q (%v)", text, err)
 	}
 	shot(maintainer, "console-task-waiting.png")
@@ -123,7 +124,7 @@ func TestConsoleInABrowser(t *testing.T) {
 		t.Fatalf("the reader's page has %d task forms (%v)", n, err)
 	}
 	forged, err := browsertest.Eval[int](reader, wait, `fetch(location.pathname + "/approve", {method: "POST", body: new URLSearchParams({
-		csrf: document.querySelector('input[name="csrf"]').value, request: `+strconv.Quote(waiting.Request.ID)+`})}).then(r => r.status)`)
+		csrf: document.querySelector('input[name="csrf"]').value, request: `+strconv.Quote(tasktest.Job(waiting).Request.ID)+`})}).then(r => r.status)`)
 	if err != nil || forged != http.StatusForbidden {
 		t.Fatalf("the reader's forged approval = %d (%v), want 403", forged, err)
 	}
@@ -153,8 +154,8 @@ func TestConsoleInABrowser(t *testing.T) {
 		t.Fatalf("the page never showed the task done: %v", err)
 	}
 	shot(maintainer, "console-task-done.png")
-	if len(done.Runs) != 1 || done.Runs[0].By != "maintainer" {
-		t.Fatalf("the record = %+v", done.Runs)
+	if len(tasktest.Job(done).Runs) != 1 || tasktest.Job(done).Runs[0].By != "maintainer" {
+		t.Fatalf("the record = %+v", tasktest.Job(done).Runs)
 	}
 }
 
@@ -188,8 +189,8 @@ func TestTheLivePageKeepsTheFormItShowed(t *testing.T) {
 		t.Fatalf("the replaced request was not kept: %v", err)
 	}
 	now := e.waitState(1, task.AwaitingApproval)
-	if now.Request.ID == asked.Request.ID || now.Request.SHA != asked.Request.SHA {
-		t.Fatalf("the second request %s on %s, the first %s on %s", now.Request.ID, now.Request.SHA, asked.Request.ID, asked.Request.SHA)
+	if tasktest.Job(now).Request.ID == tasktest.Job(asked).Request.ID || tasktest.Job(now).Request.SHA != tasktest.Job(asked).Request.SHA {
+		t.Fatalf("the second request %s on %s, the first %s on %s", tasktest.Job(now).Request.ID, tasktest.Job(now).Request.SHA, tasktest.Job(asked).Request.ID, tasktest.Job(asked).Request.SHA)
 	}
 	kept, err := browsertest.Eval[string](b, wait, `document.querySelector("#pending-replaced").innerText`)
 	if err != nil || !strings.Contains(kept, first) || !strings.Contains(kept, "no longer the one waiting") {
@@ -209,7 +210,7 @@ func TestTheLivePageKeepsTheFormItShowed(t *testing.T) {
 		t.Fatalf("the refusal page shows %q (%v)", shows, err)
 	}
 	time.Sleep(300 * time.Millisecond) // a wrongly recorded answer would be worked by now
-	if tk := e.waitState(1, task.AwaitingApproval); tk.Request.ID != now.Request.ID || tk.Request.Answer != nil {
-		t.Fatalf("the second request was answered: %+v", tk.Request.Answer)
+	if tk := e.waitState(1, task.AwaitingApproval); tasktest.Job(tk).Request.ID != tasktest.Job(now).Request.ID || tasktest.Job(tk).Request.Answer != nil {
+		t.Fatalf("the second request was answered: %+v", tasktest.Job(tk).Request.Answer)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/pullwright/pullwright/internal/fakellm"
 	"github.com/pullwright/pullwright/task"
 	"github.com/pullwright/pullwright/task/sqlite"
+	"github.com/pullwright/pullwright/task/tasktest"
 )
 
 // "/agent cancel" once a task's final commit is on a pull request's own
@@ -36,8 +37,8 @@ func TestCancelAfterTheFinalPush(t *testing.T) {
 		{3, task.PullInBase, "agent/3-docs", "Task 3 has already pushed its final commit to `agent/3-docs` and is finishing the pull request; close the pull request instead."},
 	} {
 		gh.AddIssue(owner, name, fakegithub.Issue{Number: tc.number, Title: "Docs", IsPR: true})
-		active := &task.Task{ID: int64(tc.number), Kind: task.KindFix, State: task.Publishing, Issue: tc.number, IsPR: true, Repo: r,
-			Work: task.Work{Final: true, Branch: tc.branch, Pull: &task.PullWork{Mode: tc.mode}}}
+		active := tasktest.WithWork(&task.Task{ID: int64(tc.number), Kind: task.KindFix, State: task.Publishing, Issue: tc.number, IsPR: true, Repo: r},
+			task.Work{Final: true, Branch: tc.branch, Pull: &task.PullWork{Mode: tc.mode}})
 		if err := flow.Store.(*sqlite.Store).Restore(ctx, active); err != nil {
 			t.Fatal(err)
 		}

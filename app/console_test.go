@@ -21,6 +21,7 @@ import (
 	"github.com/pullwright/pullwright/internal/fakegithub"
 	"github.com/pullwright/pullwright/internal/fakellm"
 	"github.com/pullwright/pullwright/task"
+	"github.com/pullwright/pullwright/task/tasktest"
 )
 
 // consoleConfig is a bot whose console is configured as withConsole says,
@@ -147,11 +148,11 @@ func TestApproveFromTheConsoleRunsTheCommand(t *testing.T) {
 	// A reader sees the request but no button, and a forged form is refused.
 	reader := browser("reader")
 	body := page(reader)
-	if !strings.Contains(body, waiting.Request.ID) || strings.Contains(body, "/approve\"") {
+	if !strings.Contains(body, tasktest.Job(waiting).Request.ID) || strings.Contains(body, "/approve\"") {
 		t.Fatalf("the reader's page shows no request or shows the button")
 	}
 	csrf := csrfField.FindStringSubmatch(body)
-	resp, err := reader.PostForm(link[1]+"/approve", url.Values{"csrf": {csrf[1]}, "request": {waiting.Request.ID}})
+	resp, err := reader.PostForm(link[1]+"/approve", url.Values{"csrf": {csrf[1]}, "request": {tasktest.Job(waiting).Request.ID}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,10 +168,10 @@ func TestApproveFromTheConsoleRunsTheCommand(t *testing.T) {
 	}
 	csrf = csrfField.FindStringSubmatch(body)
 	digest := digestField.FindStringSubmatch(body)
-	if digest == nil || digest[1] != waiting.Request.Shown.Digest {
-		t.Fatalf("the page's form names digest %q, the request's is %s", digest, waiting.Request.Shown.Digest)
+	if digest == nil || digest[1] != tasktest.Job(waiting).Request.Shown.Digest {
+		t.Fatalf("the page's form names digest %q, the request's is %s", digest, tasktest.Job(waiting).Request.Shown.Digest)
 	}
-	resp, err = maintainer.PostForm(link[1]+"/approve", url.Values{"csrf": {csrf[1]}, "request": {waiting.Request.ID}, "digest": {digest[1]}})
+	resp, err = maintainer.PostForm(link[1]+"/approve", url.Values{"csrf": {csrf[1]}, "request": {tasktest.Job(waiting).Request.ID}, "digest": {digest[1]}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,11 +185,11 @@ func TestApproveFromTheConsoleRunsTheCommand(t *testing.T) {
 
 	done := e.waitState(1, task.Done)
 	runs := checkRunsNamed(e.gh, task.RunCheck)
-	if len(runs) != 1 || runs[0].Conclusion != "success" || runs[0].HeadSHA != waiting.Request.SHA {
+	if len(runs) != 1 || runs[0].Conclusion != "success" || runs[0].HeadSHA != tasktest.Job(waiting).Request.SHA {
 		t.Fatalf("run check runs = %+v", runs)
 	}
-	if len(done.Runs) != 1 || done.Runs[0].By != "maintainer" || done.Runs[0].Verdict != task.Approved {
-		t.Fatalf("the record = %+v", done.Runs)
+	if len(tasktest.Job(done).Runs) != 1 || tasktest.Job(done).Runs[0].By != "maintainer" || tasktest.Job(done).Runs[0].Verdict != task.Approved {
+		t.Fatalf("the record = %+v", tasktest.Job(done).Runs)
 	}
 	ac := checkRunsNamed(e.gh, task.ApprovalCheck)
 	if len(ac) != 1 || ac[0].Conclusion != "success" || !strings.Contains(ac[0].Title, "maintainer") {

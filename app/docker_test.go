@@ -9,6 +9,7 @@ import (
 	"github.com/pullwright/pullwright/internal/fakellm"
 	"github.com/pullwright/pullwright/internal/sandboxtest"
 	"github.com/pullwright/pullwright/task"
+	"github.com/pullwright/pullwright/task/tasktest"
 )
 
 // With the default runner an approved command runs in the Docker sandbox,
@@ -21,7 +22,7 @@ func TestApprovedCommandRunsInDockerWhileTheBotServes(t *testing.T) {
 		c.Runner, c.SandboxImage = "docker", image
 	})
 	e.comment("d1", 1, owner, "/agent fix the typo")
-	r := e.waitState(1, task.AwaitingApproval).Request
+	r := tasktest.Job(e.waitState(1, task.AwaitingApproval)).Request
 	e.comment("a1", 1, owner, "/approve "+r.ID)
 	e.waitState(1, task.Running)
 
@@ -30,15 +31,15 @@ func TestApprovedCommandRunsInDockerWhileTheBotServes(t *testing.T) {
 		t.Fatalf("a delivery during the run answered %d", code)
 	}
 	e.waitComment(1, "▶️ Running an approved command")
-	if st := e.waitState(1, task.Running); st.Request.Result != nil {
-		t.Fatalf("the run finished before the status reply; the test proves nothing (result %+v)", st.Request.Result)
+	if st := e.waitState(1, task.Running); tasktest.Job(st).Request.Result != nil {
+		t.Fatalf("the run finished before the status reply; the test proves nothing (result %+v)", tasktest.Job(st).Request.Result)
 	}
 
 	done := e.waitTask(1)
 	if done.State != task.Done {
 		t.Fatalf("task ended %s: %s", done.State, done.Error)
 	}
-	res := done.Request.Result
+	res := tasktest.Job(done).Request.Result
 	if res == nil || res.ExitCode != 0 || !strings.Contains(res.Output, "HOME=/tmp") || !strings.HasSuffix(strings.TrimSpace(res.Output), "1") {
 		t.Fatalf("run result = %+v", res)
 	}
@@ -75,14 +76,14 @@ func TestFilesGitIgnoresDoNotRun(t *testing.T) {
 			)
 			e := newEnv(t, llm, func(c *app.Config) { c.Runner, c.SandboxImage = runnerName, image })
 			e.comment("d1", 1, owner, "/agent fix the typo")
-			r := e.waitState(1, task.AwaitingApproval).Request
+			r := tasktest.Job(e.waitState(1, task.AwaitingApproval)).Request
 			shown := e.waitComment(1, "asks to run a command").Body
 			if !strings.Contains(shown, "`README.md`") || strings.Contains(shown, "zz_test.go") || strings.Contains(shown, "go.mod") {
 				t.Fatalf("the request comment does not list exactly the typo fix:\n%s", shown)
 			}
 			e.comment("a1", 1, owner, "/approve "+r.ID)
 			done := e.waitTask(1)
-			res := done.Request.Result
+			res := tasktest.Job(done).Request.Result
 			if res == nil {
 				t.Fatalf("no run result: %s", done.Error)
 			}
@@ -106,13 +107,13 @@ func TestWritingPastTheDiskLimitIsAResult(t *testing.T) {
 	})
 	e.configure("sandbox:\n  disk: 16MiB\n")
 	e.comment("d1", 1, owner, "/agent fix the typo")
-	r := e.waitState(1, task.AwaitingApproval).Request
+	r := tasktest.Job(e.waitState(1, task.AwaitingApproval)).Request
 	e.comment("a1", 1, owner, "/approve "+r.ID)
 	done := e.waitTask(1)
 	if done.State != task.Done {
 		t.Fatalf("task ended %s: %s", done.State, done.Error)
 	}
-	res := done.Request.Result
+	res := tasktest.Job(done).Request.Result
 	if res == nil || !strings.Contains(strings.ToLower(res.Output), "no space left on device") ||
 		!strings.Contains(res.Output, "[out of space: /workspace holds at most 16 MiB") {
 		t.Fatalf("run result = %+v", res)

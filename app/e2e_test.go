@@ -27,6 +27,7 @@ import (
 	"github.com/pullwright/pullwright/internal/gitserver"
 	"github.com/pullwright/pullwright/internal/syncbuf"
 	"github.com/pullwright/pullwright/task"
+	"github.com/pullwright/pullwright/task/tasktest"
 )
 
 // The repository and secret the subprocess harness uses too.
@@ -384,8 +385,8 @@ func TestFixCommentBecomesPullRequest(t *testing.T) {
 	// The branch is on the real git server with the fix, committed by the
 	// app and co-authored by the requester.
 	branch := "agent/1-spelling-error-in-the-readme-file"
-	if tk.Branch != branch {
-		t.Fatalf("branch = %q, want %q", tk.Branch, branch)
+	if tasktest.Job(tk).Branch != branch {
+		t.Fatalf("branch = %q, want %q", tasktest.Job(tk).Branch, branch)
 	}
 	readme, err := e.git.ReadFile(t, owner, repoName, branch, "README.md")
 	if err != nil {
@@ -730,13 +731,13 @@ func TestSecondFixOnAnIssueGetsItsOwnBranch(t *testing.T) {
 	if second.State != task.Done {
 		t.Fatalf("second task ended %s: %s", second.State, second.Error)
 	}
-	if want := first.Branch + "-" + fmt.Sprint(second.ID); second.Branch != want {
-		t.Fatalf("second branch = %q, want %q", second.Branch, want)
+	if want := tasktest.Job(first).Branch + "-" + fmt.Sprint(second.ID); tasktest.Job(second).Branch != want {
+		t.Fatalf("second branch = %q, want %q", tasktest.Job(second).Branch, want)
 	}
 	if prs := e.gh.PullRequests(owner, repoName); len(prs) != 2 {
 		t.Fatalf("%d pull requests, want 2", len(prs))
 	}
-	if got, _ := e.git.ReadFile(t, owner, repoName, first.Branch, "main.go"); got != "package main\n\nfunc main() {}\n" {
+	if got, _ := e.git.ReadFile(t, owner, repoName, tasktest.Job(first).Branch, "main.go"); got != "package main\n\nfunc main() {}\n" {
 		t.Fatalf("the first branch was changed by the second task: main.go = %q", got)
 	}
 }
@@ -818,8 +819,8 @@ func taskSurvivesRestart(t *testing.T, opts ...envOption) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if saved.State != task.Working || saved.Turns != 3 || len(saved.Files) != 1 || saved.Files[0].Path != "README.md" {
-		t.Fatalf("saved task = state %s, %d turns, files %+v", saved.State, saved.Turns, saved.Files)
+	if saved.State != task.Working || tasktest.Job(saved).Turns != 3 || len(tasktest.Job(saved).Files) != 1 || tasktest.Job(saved).Files[0].Path != "README.md" {
+		t.Fatalf("saved task = state %s, %d turns, files %+v", saved.State, tasktest.Job(saved).Turns, tasktest.Job(saved).Files)
 	}
 
 	// The first machine and its disk are gone.
@@ -832,7 +833,7 @@ func taskSurvivesRestart(t *testing.T, opts ...envOption) {
 	if done.State != task.Done {
 		t.Fatalf("after restart the task ended %s: %s\n%s", done.State, done.Error, e.logs.String())
 	}
-	readme, err := e.git.ReadFile(t, owner, repoName, done.Branch, "README.md")
+	readme, err := e.git.ReadFile(t, owner, repoName, tasktest.Job(done).Branch, "README.md")
 	if err != nil || readme != "# Hello-World\n\nRemember to commit your work.\n" {
 		t.Fatalf("README on the branch = %q, %v", readme, err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/pullwright/pullwright/internal/mcptest"
 	"github.com/pullwright/pullwright/policy"
 	"github.com/pullwright/pullwright/task"
+	"github.com/pullwright/pullwright/task/tasktest"
 )
 
 // withMCP runs the bot with the operator's MCP server docs at url, offered
@@ -102,7 +103,7 @@ func TestAnMCPToolCallWaitsForApproval(t *testing.T) {
 		t.Fatalf("fix answered %d", code)
 	}
 	waiting := e.waitState(1, task.AwaitingApproval)
-	r := waiting.Request
+	r := tasktest.Job(waiting).Request
 	line := `docs/file_issue {"id":9007199254740993,"q":"typo \u2013 commit"}`
 	if r == nil || r.Tool == nil || r.Command != line || r.Shown == nil || r.Shown.Tool == nil || r.Shown.Command != line {
 		t.Fatalf("request = %+v; want the call %s", r, line)
@@ -182,8 +183,8 @@ func TestAnMCPToolCallWaitsForApproval(t *testing.T) {
 	if len(runs) != 1 || runs[0].Conclusion != "success" || !strings.HasPrefix(runs[0].Title, "Called") || strings.Contains(runs[0].Text, "filed") {
 		t.Errorf("run check runs = %+v; want one that does not show the answer", runs)
 	}
-	if len(done.Calls) != 1 || done.Calls[0].RequestID != r.ID || done.Calls[0].Verdict != task.Approved || done.Calls[0].By != "maintainer" || len(done.Runs) != 0 {
-		t.Errorf("record: calls %+v, runs %+v", done.Calls, done.Runs)
+	if len(tasktest.Job(done).Calls) != 1 || tasktest.Job(done).Calls[0].RequestID != r.ID || tasktest.Job(done).Calls[0].Verdict != task.Approved || tasktest.Job(done).Calls[0].By != "maintainer" || len(tasktest.Job(done).Runs) != 0 {
+		t.Errorf("record: calls %+v, runs %+v", tasktest.Job(done).Calls, tasktest.Job(done).Runs)
 	}
 	for _, c := range append(e.gh.Comments(owner, repoName, 1), e.gh.Comments(owner, repoName, e.gh.PullRequests(owner, repoName)[0].Number)...) {
 		if strings.Contains(c.Body, "docs-credential") {

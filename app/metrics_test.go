@@ -17,6 +17,7 @@ import (
 	"github.com/pullwright/pullwright/app"
 	"github.com/pullwright/pullwright/internal/fakellm"
 	"github.com/pullwright/pullwright/task"
+	"github.com/pullwright/pullwright/task/tasktest"
 )
 
 // scrape is one parsed answer of GET /metrics.
@@ -155,8 +156,8 @@ func TestMetricsCountAnApprovedFix(t *testing.T) {
 		t.Fatalf("approve answered %d", code)
 	}
 	done := e.waitTask(1)
-	if done.State != task.Done || done.PRNumber == 0 {
-		t.Fatalf("task ended %s (pull request %d): %s\n%s", done.State, done.PRNumber, done.Error, e.logs.String())
+	if done.State != task.Done || tasktest.Job(done).PRNumber == 0 {
+		t.Fatalf("task ended %s (pull request %d): %s\n%s", done.State, tasktest.Job(done).PRNumber, done.Error, e.logs.String())
 	}
 
 	calls := float64(e.llm.Calls())
@@ -189,8 +190,8 @@ func TestMetricsCountAnApprovedFix(t *testing.T) {
 	// The tokens counted are the ones the task recorded.
 	prompt, _ := s.get("pullwright_llm_tokens_total", "type=prompt")
 	completion, _ := s.get("pullwright_llm_tokens_total", "type=completion")
-	if int(prompt+completion) != done.Tokens {
-		t.Errorf("tokens counted = %v, the task recorded %d", prompt+completion, done.Tokens)
+	if int(prompt+completion) != tasktest.Job(done).Tokens {
+		t.Errorf("tokens counted = %v, the task recorded %d", prompt+completion, tasktest.Job(done).Tokens)
 	}
 	// The wait is the time the request was shown, no more than the test took.
 	if h := s["pullwright_approval_wait_seconds"]; h != nil {
@@ -222,7 +223,7 @@ func TestMetricsApprovalWaitByVerdict(t *testing.T) {
 			e.gh.SetPermission(owner, repoName, "maintainer", "maintain")
 			e.comment("d1", 1, owner, "/agent fix the typo")
 			if tc.answer != nil {
-				tc.answer(e, e.waitState(1, task.AwaitingApproval).Request)
+				tc.answer(e, tasktest.Job(e.waitState(1, task.AwaitingApproval)).Request)
 			}
 			if done := e.waitTask(1); done.State != task.Done {
 				t.Fatalf("task ended %s: %s", done.State, done.Error)

@@ -17,6 +17,7 @@ import (
 	"github.com/pullwright/pullwright/internal/fakellm"
 	"github.com/pullwright/pullwright/policy"
 	"github.com/pullwright/pullwright/task"
+	"github.com/pullwright/pullwright/task/tasktest"
 )
 
 // configure pushes a .github/pullwright.yml to the default branch.
@@ -125,15 +126,15 @@ branch_prefix: bot/
 
 	// The branch is named with the repository's prefix and holds only the
 	// allowed change.
-	if !strings.HasPrefix(tk.Branch, "bot/1-") {
-		t.Errorf("branch = %q, want the bot/ prefix", tk.Branch)
+	if !strings.HasPrefix(tasktest.Job(tk).Branch, "bot/1-") {
+		t.Errorf("branch = %q, want the bot/ prefix", tasktest.Job(tk).Branch)
 	}
 	for _, p := range []string{".github/workflows/ci.yml", "docs/notes.md"} {
-		if _, err := e.git.ReadFile(t, owner, repoName, tk.Branch, p); err == nil {
+		if _, err := e.git.ReadFile(t, owner, repoName, tasktest.Job(tk).Branch, p); err == nil {
 			t.Errorf("%s was pushed", p)
 		}
 	}
-	if cfg, _ := e.git.ReadFile(t, owner, repoName, tk.Branch, policy.Path); strings.Contains(cfg, "pattern") {
+	if cfg, _ := e.git.ReadFile(t, owner, repoName, tasktest.Job(tk).Branch, policy.Path); strings.Contains(cfg, "pattern") {
 		t.Errorf("the agent rewrote the configuration:\n%s", cfg)
 	}
 }
@@ -185,8 +186,8 @@ func TestPromptInjectionEndsAtARequestNeverAnExecution(t *testing.T) {
 
 	e.comment("d1", 2, owner, "/agent fix the build")
 	waiting := e.waitState(2, task.AwaitingApproval)
-	if waiting.Request.Command != evil {
-		t.Fatalf("request = %q", waiting.Request.Command)
+	if tasktest.Job(waiting).Request.Command != evil {
+		t.Fatalf("request = %q", tasktest.Job(waiting).Request.Command)
 	}
 	request := e.waitComment(2, "asks to run a command")
 	for _, want := range []string{"attacker.invalid", "Auto-approve is **on**", "matched none of them"} {
@@ -227,8 +228,8 @@ func TestRevokedPermissionCannotApprove(t *testing.T) {
 	time.Sleep(2 * ttl)
 	e.comment("a1", 1, "maintainer", "/approve")
 	e.waitComment(1, "@maintainer sorry: approving commands needs write permission or higher")
-	if st := e.waitState(1, task.AwaitingApproval); st.Request.Answer != nil {
-		t.Fatalf("a revoked user's approval was recorded: %+v", st.Request.Answer)
+	if st := e.waitState(1, task.AwaitingApproval); tasktest.Job(st).Request.Answer != nil {
+		t.Fatalf("a revoked user's approval was recorded: %+v", tasktest.Job(st).Request.Answer)
 	}
 	if runs := checkRunsNamed(e.gh, task.RunCheck); len(runs) != 0 {
 		t.Fatalf("the command ran: %+v", runs)
@@ -280,13 +281,13 @@ func TestBudgetStopKeepsTheWorkPushed(t *testing.T) {
 	e.configure("budget:\n  max_turns: 2\n")
 	e.comment("d1", 1, owner, "/agent fix the typo")
 	tk := e.waitTask(1)
-	if tk.State != task.Failed || !strings.Contains(tk.Error, "turns: 2 of 2 used") || !strings.Contains(tk.Error, tk.Branch) {
+	if tk.State != task.Failed || !strings.Contains(tk.Error, "turns: 2 of 2 used") || !strings.Contains(tk.Error, tasktest.Job(tk).Branch) {
 		t.Fatalf("task ended %s: %q", tk.State, tk.Error)
 	}
 	if n := llm.Calls(); n != 2 {
 		t.Errorf("the model was called %d times with a budget of 2 turns", n)
 	}
-	readme, err := e.git.ReadFile(t, owner, repoName, tk.Branch, "README.md")
+	readme, err := e.git.ReadFile(t, owner, repoName, tasktest.Job(tk).Branch, "README.md")
 	if err != nil || !strings.Contains(readme, "commit your work") {
 		t.Fatalf("the work so far was not pushed: %q, %v", readme, err)
 	}

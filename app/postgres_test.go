@@ -11,6 +11,7 @@ import (
 	"github.com/pullwright/pullwright/internal/fakellm"
 	"github.com/pullwright/pullwright/internal/pgtest"
 	"github.com/pullwright/pullwright/task"
+	"github.com/pullwright/pullwright/task/tasktest"
 )
 
 // onPostgres runs the bot on a Postgres database of the test's own
@@ -32,7 +33,7 @@ func TestFixOnPostgres(t *testing.T) {
 	if tk.State != task.Done {
 		t.Fatalf("task ended %s: %s\nlogs:\n%s", tk.State, tk.Error, e.logs.String())
 	}
-	readme, err := e.git.ReadFile(t, owner, repoName, tk.Branch, "README.md")
+	readme, err := e.git.ReadFile(t, owner, repoName, tasktest.Job(tk).Branch, "README.md")
 	if err != nil || readme != "# Hello-World\n\nRemember to commit your work.\n" {
 		t.Fatalf("README on the branch = %q, %v", readme, err)
 	}

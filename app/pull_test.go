@@ -18,6 +18,7 @@ import (
 	"github.com/pullwright/pullwright/internal/fakellm"
 	"github.com/pullwright/pullwright/internal/gitserver"
 	"github.com/pullwright/pullwright/task"
+	"github.com/pullwright/pullwright/task/tasktest"
 )
 
 // Tasks asked on a pull request: in its conversation (the real
@@ -219,8 +220,8 @@ func TestFixOnAPullRequestPushesOntoItsBranch(t *testing.T) {
 	if prs := e.gh.PullRequests(owner, repoName); len(prs) != 1 || prs[0].Number != pr {
 		t.Errorf("pull requests = %+v, want only #%d", prs, pr)
 	}
-	if tk.Pull == nil || tk.Pull.Mode != task.PushToHead || tk.Branch != prBranch || len(tk.Pull.Commits) != 1 {
-		t.Errorf("task's pull request work = %+v, branch %q", tk.Pull, tk.Branch)
+	if tasktest.Job(tk).Pull == nil || tasktest.Job(tk).Pull.Mode != task.PushToHead || tasktest.Job(tk).Branch != prBranch || len(tasktest.Job(tk).Pull.Commits) != 1 {
+		t.Errorf("task's pull request work = %+v, branch %q", tasktest.Job(tk).Pull, tasktest.Job(tk).Branch)
 	}
 
 	// The model worked on the pull request: its branch, its diff, the
@@ -313,11 +314,11 @@ func TestFixOnAForkPullRequestNeverPushesToTheFork(t *testing.T) {
 			}
 			// The change is on a branch of the base repository: the
 			// contributor's commit and the agent's on top.
-			commits := e.git.Commits(t, owner, repoName, tk.Branch)
-			if tk.Branch == "fix" || len(commits) != 3 || commits[1].SHA != personal || commits[0].AuthorName != e.gh.BotLogin() {
-				t.Fatalf("branch %q has %+v; want the agent's commit on %s", tk.Branch, commits, personal)
+			commits := e.git.Commits(t, owner, repoName, tasktest.Job(tk).Branch)
+			if tasktest.Job(tk).Branch == "fix" || len(commits) != 3 || commits[1].SHA != personal || commits[0].AuthorName != e.gh.BotLogin() {
+				t.Fatalf("branch %q has %+v; want the agent's commit on %s", tasktest.Job(tk).Branch, commits, personal)
 			}
-			if got, _ := e.git.ReadFile(t, owner, repoName, tk.Branch, "docs.md"); got != docsFixed {
+			if got, _ := e.git.ReadFile(t, owner, repoName, tasktest.Job(tk).Branch, "docs.md"); got != docsFixed {
 				t.Errorf("docs.md = %q", got)
 			}
 
@@ -327,13 +328,13 @@ func TestFixOnAForkPullRequestNeverPushesToTheFork(t *testing.T) {
 			switch {
 			case tc.inFork && len(base) == 1 && len(inFork) == 1:
 				opened = inFork[0]
-				if opened.Base != "fix" || opened.HeadOwner != owner || opened.Head != tk.Branch {
-					t.Errorf("pull request in the fork = %+v; want %s:%s into fix", opened, owner, tk.Branch)
+				if opened.Base != "fix" || opened.HeadOwner != owner || opened.Head != tasktest.Job(tk).Branch {
+					t.Errorf("pull request in the fork = %+v; want %s:%s into fix", opened, owner, tasktest.Job(tk).Branch)
 				}
 			case !tc.inFork && len(base) == 2 && len(inFork) == 0:
 				opened = base[1]
-				if opened.Base != "master" || opened.HeadOwner != owner || opened.Head != tk.Branch || opened.Draft {
-					t.Errorf("pull request = %+v; want %s into master, ready", opened, tk.Branch)
+				if opened.Base != "master" || opened.HeadOwner != owner || opened.Head != tasktest.Job(tk).Branch || opened.Draft {
+					t.Errorf("pull request = %+v; want %s into master, ready", opened, tasktest.Job(tk).Branch)
 				}
 			default:
 				t.Fatalf("pull requests: %+v in the base repository, %+v in the fork", base, inFork)
@@ -748,14 +749,14 @@ func TestApprovalOnAPullRequest(t *testing.T) {
 		t.Fatalf("delivery answered %d", code)
 	}
 	waiting := e.waitState(pr, task.AwaitingApproval)
-	r := waiting.Request
+	r := tasktest.Job(waiting).Request
 
 	// The request is on the pull request: its checkpoint is the branch's
 	// head, the request comment is in its conversation, and the check run
 	// with the buttons is on its head commit. No draft of its own.
 	head, _ := e.git.RevParse(t, owner, repoName, prBranch)
-	if r.SHA != head || waiting.Branch != prBranch {
-		t.Fatalf("request on %s, branch %s at %s", r.SHA, waiting.Branch, head)
+	if r.SHA != head || tasktest.Job(waiting).Branch != prBranch {
+		t.Fatalf("request on %s, branch %s at %s", r.SHA, tasktest.Job(waiting).Branch, head)
 	}
 	e.waitComment(pr, "request `"+r.ID+"`")
 	approvals := checkRunsNamed(e.gh, task.ApprovalCheck)
@@ -796,10 +797,10 @@ func TestApprovalOnAPullRequestIsStaleAfterAPersonPushes(t *testing.T) {
 	if code := e.prComment("d2", pr, "maintainer", "/approve"); code != http.StatusAccepted {
 		t.Fatalf("approve answered %d", code)
 	}
-	e.waitComment(pr, fmt.Sprintf("request `%s` is stale: branch `docs` moved from %s to %s", waiting.Request.ID, waiting.Request.SHA[:12], theirs[:12]))
+	e.waitComment(pr, fmt.Sprintf("request `%s` is stale: branch `docs` moved from %s to %s", tasktest.Job(waiting).Request.ID, tasktest.Job(waiting).Request.SHA[:12], theirs[:12]))
 	still := e.waitState(pr, task.AwaitingApproval)
-	if still.Request.Answer != nil {
-		t.Fatalf("the stale approval was recorded: %+v", still.Request.Answer)
+	if tasktest.Job(still).Request.Answer != nil {
+		t.Fatalf("the stale approval was recorded: %+v", tasktest.Job(still).Request.Answer)
 	}
 	if runs := checkRunsNamed(e.gh, task.RunCheck); len(runs) != 0 {
 		t.Fatalf("a command ran: %+v", runs)
@@ -901,10 +902,10 @@ func TestCommandOnForkCodeIsNeverAutoApproved(t *testing.T) {
 		t.Fatalf("delivery answered %d", code)
 	}
 	waiting := e.waitState(pr, task.AwaitingApproval)
-	if a := waiting.Request.Answer; a != nil {
+	if a := tasktest.Job(waiting).Request.Answer; a != nil {
 		t.Fatalf("the request was answered without a person: %+v", a)
 	}
-	req := e.waitComment(pr, "request `"+waiting.Request.ID+"`")
+	req := e.waitComment(pr, "request `"+tasktest.Job(waiting).Request.ID+"`")
 	if !strings.Contains(req.Body, "This runs code from a fork.** Pull request #2 comes from `alice/Hello-World` by @alice") {
 		t.Errorf("request comment does not warn of fork code:\n%s", req.Body)
 	}
@@ -1094,7 +1095,7 @@ func TestPersonPushesToTheBotsBranch(t *testing.T) {
 					// The run is approved and done; a person pushes to
 					// the bot's branch before the agent's next change.
 					tk := e.waitState(tc.issue, task.Working)
-					sha, err := e.git.CommitFiles(owner, repoName, tk.Branch, map[string]string{"person.md": "Mine.\n"}, "The person's change")
+					sha, err := e.git.CommitFiles(owner, repoName, tasktest.Job(tk).Branch, map[string]string{"person.md": "Mine.\n"}, "The person's change")
 					if err != nil {
 						t.Errorf("person's push: %v", err)
 					}
@@ -1123,17 +1124,17 @@ func TestPersonPushesToTheBotsBranch(t *testing.T) {
 			mu.Lock()
 			person := theirs
 			mu.Unlock()
-			commits := e.git.Commits(t, owner, repoName, tk.Branch)
+			commits := e.git.Commits(t, owner, repoName, tasktest.Job(tk).Branch)
 			if len(commits) < 3 || commits[1].SHA != person || commits[0].AuthorName != e.gh.BotLogin() {
-				t.Fatalf("branch %s has %+v; want the agent's commit on the person's %s", tk.Branch, commits, person)
+				t.Fatalf("branch %s has %+v; want the agent's commit on the person's %s", tasktest.Job(tk).Branch, commits, person)
 			}
 			for file, want := range map[string]string{"person.md": "Mine.\n", "CHANGES.md": "Fixed a typo.\n"} {
-				if got, _ := e.git.ReadFile(t, owner, repoName, tk.Branch, file); got != want {
-					t.Errorf("%s on %s = %q, want %q", file, tk.Branch, got, want)
+				if got, _ := e.git.ReadFile(t, owner, repoName, tasktest.Job(tk).Branch, file); got != want {
+					t.Errorf("%s on %s = %q, want %q", file, tasktest.Job(tk).Branch, got, want)
 				}
 			}
-			if len(tk.Rebased) != 1 || tk.Rebased[0] != person {
-				t.Errorf("rebased onto %v, want the person's %s", tk.Rebased, person)
+			if len(tasktest.Job(tk).Rebased) != 1 || tasktest.Job(tk).Rebased[0] != person {
+				t.Errorf("rebased onto %v, want the person's %s", tasktest.Job(tk).Rebased, person)
 			}
 		})
 	}

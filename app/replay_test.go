@@ -21,6 +21,7 @@ import (
 	"github.com/pullwright/pullwright/repo"
 	"github.com/pullwright/pullwright/runner"
 	"github.com/pullwright/pullwright/task"
+	"github.com/pullwright/pullwright/task/tasktest"
 )
 
 // TestEveryStepCanBeReplayed runs a fix task step by step with the real
@@ -84,10 +85,10 @@ func everyStepCanBeReplayed(t *testing.T, db string) {
 				if steps > 30 {
 					t.Fatalf("no end after %d steps; at %s", steps, tk.State)
 				}
-				if tk.State == task.AwaitingApproval && tk.Request.Answer == nil {
+				if tk.State == task.AwaitingApproval && tasktest.Job(tk).Request.Answer == nil {
 					// A maintainer approves; the worker that claims the task
 					// finds the answer on it.
-					tk.Request.Answer = &task.Answer{Verdict: task.Approved, By: "alice", At: time.Now()}
+					tasktest.Job(tk).Request.Answer = &task.Answer{Verdict: task.Approved, By: "alice", At: time.Now()}
 				}
 				saved := snapshot(t, tk)
 				tk.Claim = 2 * steps // the first try, in one claim of the task
@@ -157,18 +158,18 @@ func everyStepCanBeReplayed(t *testing.T, db string) {
 					t.Errorf("check runs = %v, want one approval (success) and one run (interrupted)", checks)
 				}
 			}
-			commits := git.Commits(t, owner, name, tk.Branch)
-			if commits[0].Subject != subject || commits[1].SHA != tk.BaseSHA {
-				t.Fatalf("branch history: %+v, want one commit (%q) on the base %s", commits[:2], subject, tk.BaseSHA)
+			commits := git.Commits(t, owner, name, tasktest.Job(tk).Branch)
+			if commits[0].Subject != subject || commits[1].SHA != tasktest.Job(tk).BaseSHA {
+				t.Fatalf("branch history: %+v, want one commit (%q) on the base %s", commits[:2], subject, tasktest.Job(tk).BaseSHA)
 			}
 			// Files the agent did not touch are as the task's base had them,
 			// not as the default branch has them now.
-			otherAtBase, err := git.ReadFile(t, owner, name, tk.BaseSHA, "other.txt")
+			otherAtBase, err := git.ReadFile(t, owner, name, tasktest.Job(tk).BaseSHA, "other.txt")
 			if err != nil {
 				t.Fatal(err)
 			}
 			for path, want := range map[string]string{"README.md": "Remember to commit.\n", "docs/NOTE.md": "spelling checked\n", "other.txt": otherAtBase} {
-				if got, err := git.ReadFile(t, owner, name, tk.Branch, path); err != nil || got != want {
+				if got, err := git.ReadFile(t, owner, name, tasktest.Job(tk).Branch, path); err != nil || got != want {
 					t.Errorf("%s on the branch = %q, %v; want %q", path, got, err, want)
 				}
 			}
@@ -247,11 +248,11 @@ func everyStepOfAPullRequestTaskCanBeReplayed(t *testing.T, db string) {
 				if steps > 40 {
 					t.Fatalf("no end after %d steps; at %s", steps, tk.State)
 				}
-				if tk.State == task.AwaitingApproval && tk.Request.Answer == nil {
-					if tip, _ := git.RevParse(t, owner, name, branch); tc.onBotPush && tk.Request.SHA != tip {
-						t.Fatalf("the request is bound to %s, the branch holds %s", tk.Request.SHA, tip)
+				if tk.State == task.AwaitingApproval && tasktest.Job(tk).Request.Answer == nil {
+					if tip, _ := git.RevParse(t, owner, name, branch); tc.onBotPush && tasktest.Job(tk).Request.SHA != tip {
+						t.Fatalf("the request is bound to %s, the branch holds %s", tasktest.Job(tk).Request.SHA, tip)
 					}
-					tk.Request.Answer = &task.Answer{Verdict: task.Approved, By: "alice", At: time.Now()}
+					tasktest.Job(tk).Request.Answer = &task.Answer{Verdict: task.Approved, By: "alice", At: time.Now()}
 				}
 				saved := snapshot(t, tk)
 				tk.Claim = 2 * steps
@@ -260,7 +261,7 @@ func everyStepOfAPullRequestTaskCanBeReplayed(t *testing.T, db string) {
 				}
 				// The process dies before the store learns of the step,
 				// and someone pushes to the pull request's branch.
-				if tc.everyStep || (tc.onBotPush && saved.PushedSHA == "" && tk.PushedSHA != "" && len(theirs) == 0) {
+				if tc.everyStep || (tc.onBotPush && tasktest.Job(saved).PushedSHA == "" && tasktest.Job(tk).PushedSHA != "" && len(theirs) == 0) {
 					for i := range tc.commits {
 						theirs = append(theirs, git.Push(t, owner, name, branch, map[string]string{fmt.Sprintf("person-%d-%d.txt", steps, i): "mine\n"}, "A person's work"))
 					}
@@ -290,10 +291,10 @@ func everyStepOfAPullRequestTaskCanBeReplayed(t *testing.T, db string) {
 					t.Errorf("commit %s is not on the branch any more: %v", sha, err)
 				}
 			}
-			if len(tk.Pull.Commits) == 0 {
+			if len(tasktest.Job(tk).Pull.Commits) == 0 {
 				t.Fatal("no commit recorded as pushed")
 			}
-			for _, c := range tk.Pull.Commits {
+			for _, c := range tasktest.Job(tk).Pull.Commits {
 				if _, err := git.Git(owner, name, "merge-base", "--is-ancestor", c, tip); err != nil {
 					t.Errorf("the bot's commit %s is not on the branch: %v", c, err)
 				}
@@ -394,9 +395,9 @@ func snapshot(t *testing.T, in *task.Task) *task.Task {
 	if err := json.Unmarshal(b, out); err != nil {
 		t.Fatal(err)
 	}
-	if in.Request != nil && in.Request.Answer != nil {
-		a := *in.Request.Answer
-		out.Request.Answer = &a
+	if tasktest.Job(in).Request != nil && tasktest.Job(in).Request.Answer != nil {
+		a := *tasktest.Job(in).Request.Answer
+		tasktest.Job(out).Request.Answer = &a
 	}
 	return out
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/pullwright/pullwright/policy"
 	"github.com/pullwright/pullwright/runner"
 	"github.com/pullwright/pullwright/task"
+	"github.com/pullwright/pullwright/task/tasktest"
 )
 
 const buildCmd = "GOTOOLCHAIN=local go build -o /tmp/app . && echo built"
@@ -51,13 +52,13 @@ func newSetupEnv(t *testing.T, llm *fakellm.Server) (e *env, host string, served
 func TestApprovedRunHasTheRepositorysDependencies(t *testing.T) {
 	e, host, served := newSetupEnv(t, newRunLLM(t, buildCmd))
 	e.comment("d1", 1, owner, "/agent fix the typo")
-	r := e.waitState(1, task.AwaitingApproval).Request
+	r := tasktest.Job(e.waitState(1, task.AwaitingApproval)).Request
 	e.comment("a1", 1, owner, "/approve "+r.ID)
 	done := e.waitTask(1)
 	if done.State != task.Done {
 		t.Fatalf("task ended %s: %s", done.State, done.Error)
 	}
-	res, setup := done.Request.Result, done.Request.Setup
+	res, setup := tasktest.Job(done).Request.Result, tasktest.Job(done).Request.Setup
 	if res == nil || res.ExitCode != 0 || !strings.Contains(res.Output, "built") {
 		t.Fatalf("run result = %+v (setup %+v)", res, setup)
 	}
@@ -94,14 +95,14 @@ func TestAChangedManifestSetsUpAgainInTheNextRequest(t *testing.T) {
 	)
 	e, _, _ := newSetupEnv(t, llm)
 	e.comment("d1", 1, owner, "/agent fix the typo")
-	first := e.waitState(1, task.AwaitingApproval).Request
+	first := tasktest.Job(e.waitState(1, task.AwaitingApproval)).Request
 	if c := e.waitComment(1, "request `"+first.ID+"`"); strings.Contains(c.Body, "setup runs first") {
 		t.Fatalf("a request with no manifest change speaks of setup:\n%s", c.Body)
 	}
 	e.comment("a1", 1, owner, "/approve "+first.ID)
-	second := e.waitState(1, task.AwaitingApproval).Request
+	second := tasktest.Job(e.waitState(1, task.AwaitingApproval)).Request
 	for second.ID == first.ID {
-		second = e.waitState(1, task.AwaitingApproval).Request
+		second = tasktest.Job(e.waitState(1, task.AwaitingApproval)).Request
 	}
 	c := e.waitComment(1, "request `"+second.ID+"`")
 	if !strings.Contains(c.Body, "setup runs first, with these manifests") || !strings.Contains(c.Body, "`go.mod` (+2 −0)") ||
@@ -113,8 +114,8 @@ func TestAChangedManifestSetsUpAgainInTheNextRequest(t *testing.T) {
 	if done.State != task.Done {
 		t.Fatalf("task ended %s: %s", done.State, done.Error)
 	}
-	if s := done.Request.Setup; s == nil || s.Failed || done.Request.Result.ExitCode != 0 {
-		t.Fatalf("the second run: setup %+v, result %+v", s, done.Request.Result)
+	if s := tasktest.Job(done).Request.Setup; s == nil || s.Failed || tasktest.Job(done).Request.Result.ExitCode != 0 {
+		t.Fatalf("the second run: setup %+v, result %+v", s, tasktest.Job(done).Request.Result)
 	}
 }
 
@@ -172,7 +173,7 @@ func TestAPullRequestWithAChangedManifestSetsUpOnItsFiles(t *testing.T) {
 		Number: pr, Title: prTitle, Body: "A page for newcomers.", Author: contributor, HeadRef: prBranch, BaseRef: "master",
 	})
 	e.prComment("d1", pr, owner, "/agent fix the typo")
-	r := e.waitState(pr, task.AwaitingApproval).Request
+	r := tasktest.Job(e.waitState(pr, task.AwaitingApproval)).Request
 	c := e.waitComment(pr, "request `"+r.ID+"`")
 	if !strings.Contains(c.Body, "setup runs first, with these manifests") || !strings.Contains(c.Body, "change `go.mod` (+2 −0) against `master`") ||
 		!strings.Contains(c.Body, "+// pinned by the contributor\n") {
@@ -183,7 +184,7 @@ func TestAPullRequestWithAChangedManifestSetsUpOnItsFiles(t *testing.T) {
 	if done.State != task.Done {
 		t.Fatalf("task ended %s: %s\n%s", done.State, done.Error, e.logs.String())
 	}
-	setup := done.Request.Setup
+	setup := tasktest.Job(done).Request.Setup
 	if got := lastToolResult(e.llm); !strings.Contains(got, "built") || setup == nil || setup.Failed || served.Load() == 0 {
 		t.Fatalf("the model got %q; setup %+v, %d requests to %s", got, setup, served.Load(), host)
 	}

@@ -89,7 +89,7 @@ func (c *Console) act(ctx context.Context, who *caller, idText, verb, requestID,
 		}
 		a.Kind, a.Issue, a.IsPR = task.KindCancel, t.Issue, t.IsPR
 	case "approve", "reject":
-		r := t.Request
+		r := t.CurrentRequest()
 		waiting := t.State == task.AwaitingApproval && r != nil && r.Answer == nil && r.Asked
 		switch {
 		case waiting && r.ID != requestID:

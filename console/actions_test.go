@@ -16,6 +16,7 @@ import (
 	"github.com/pullwright/pullwright/approval"
 	"github.com/pullwright/pullwright/policy"
 	"github.com/pullwright/pullwright/task"
+	"github.com/pullwright/pullwright/task/tasktest"
 )
 
 // recorded is every task the console recorded: those whose delivery is
@@ -183,7 +184,7 @@ func TestPendingShowsTheWholeRequest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	shown := *tk.Request.Shown
+	shown := *tasktest.Job(tk).Request.Shown
 	kinds := map[string]bool{}
 	for _, s := range shown.Sentences() {
 		kinds[s.Kind] = true
@@ -217,14 +218,14 @@ func TestPendingShowsTheWholeRequest(t *testing.T) {
 // sandbox would have had.
 func TestPendingWarnsOfNoSandbox(t *testing.T) {
 	f := newFixture(t)
-	tk := &task.Task{Kind: task.KindFix, State: task.AwaitingApproval, Issue: 30,
+	tk := tasktest.WithWork(&task.Task{Kind: task.KindFix, State: task.AwaitingApproval, Issue: 30,
 		Repo:      pullwright.Repo{InstallationID: 1, Owner: "o", Name: "private", DefaultBranch: "main"},
 		Requester: task.Person{Login: "dave"}, Instructions: "fix it",
 		Settings: &policy.Settings{Sandbox: policy.Sandbox{Image: "golang:1.26", Network: "bridge"}},
-		Work: task.Work{Branch: "agent/30-x", Request: &task.ExecRequest{ID: "5-1", Command: "make test", Reason: "check it",
-			SHA: strings.Repeat("b", 40), Asked: true}}}
-	shown := task.ShowRequest(tk, []pullwright.FileStat{{Path: "Makefile", Added: 1}}, task.ManifestChanges{}, true)
-	tk.Request.Shown = &shown
+	}, task.Work{Branch: "agent/30-x", Request: &task.ExecRequest{ID: "5-1", Command: "make test", Reason: "check it",
+		SHA: strings.Repeat("b", 40), Asked: true}})
+	shown := task.ShowRequest(tasktest.Job(tk), []pullwright.FileStat{{Path: "Makefile", Added: 1}}, task.ManifestChanges{}, true)
+	tasktest.Job(tk).Request.Shown = &shown
 	if err := f.store.Record(t.Context(), task.Delivery{ID: "local"}, tk); err != nil {
 		t.Fatal(err)
 	}
@@ -277,11 +278,11 @@ func TestAnAnswerToARequestNotShownIsRefused(t *testing.T) {
 			t.Fatalf("claim the hostile task: %v", err)
 		}
 	}
-	next := *tk.Request
+	next := *tasktest.Job(tk).Request
 	next.ID, next.Command = "4-3", "go test -run TestX ./..."
 	shown := hostileShown(&next)
 	next.Shown = &shown
-	tk.Request = &next
+	tasktest.Job(tk).Request = &next
 	if err := f.store.Save(context.Background(), tk, "worker"); err != nil {
 		t.Fatal(err)
 	}

@@ -68,13 +68,13 @@ func newFixture(t *testing.T) *fixture {
 		if name == "hostile" {
 			tk.IssueTitle, tk.Instructions, tk.Error = hostile, hostile, hostile
 			tk.State = task.AwaitingApproval
-			tk.PRURL = "javascript:alert(3)"
-			tk.Plan = []pullwright.PlanItem{{Title: hostile, Status: "pending"}}
-			tk.Steps = []string{hostile}
-			tk.Runs = []task.RunRecord{{RequestID: "4-1", Command: hostile, Output: hostile, Verdict: task.Approved, By: "alice", Outcome: "failed", Duration: time.Second}}
-			tk.Request = &task.ExecRequest{ID: "4-2", Command: "go test ./... " + hostile, Reason: hostile, SHA: strings.Repeat("a", 40), Asked: true, CheckRunID: 77}
-			shown := hostileShown(tk.Request)
-			tk.Request.Shown, f.digest = &shown, shown.Digest
+			tasktest.Job(tk).PRURL = "javascript:alert(3)"
+			tasktest.Job(tk).Plan = []pullwright.PlanItem{{Title: hostile, Status: "pending"}}
+			tasktest.Job(tk).Steps = []string{hostile}
+			tasktest.Job(tk).Runs = []task.RunRecord{{RequestID: "4-1", Command: hostile, Output: hostile, Verdict: task.Approved, By: "alice", Outcome: "failed", Duration: time.Second}}
+			tasktest.Job(tk).Request = &task.ExecRequest{ID: "4-2", Command: "go test ./... " + hostile, Reason: hostile, SHA: strings.Repeat("a", 40), Asked: true, CheckRunID: 77}
+			shown := hostileShown(tasktest.Job(tk).Request)
+			tasktest.Job(tk).Request.Shown, f.digest = &shown, shown.Digest
 		}
 		if err := store.Record(context.Background(), task.Delivery{ID: name}, tk); err != nil {
 			t.Fatal(err)
@@ -489,7 +489,7 @@ func TestWaitingForMyAnswer(t *testing.T) {
 		t.Helper()
 		tk := &task.Task{Kind: task.KindFix, State: task.AwaitingApproval, Repo: pullwright.Repo{InstallationID: 1, Owner: "o", Name: repo},
 			Issue: 20 + len(f.ids), Requester: task.Person{Login: requester}, Instructions: name, Settings: &policy.Settings{Approve: approve}}
-		tk.Request = &task.ExecRequest{ID: name + "-1", Command: "make test", Asked: asked}
+		tasktest.Job(tk).Request = &task.ExecRequest{ID: name + "-1", Command: "make test", Asked: asked}
 		if err := f.store.Record(context.Background(), task.Delivery{ID: name}, tk); err != nil {
 			t.Fatal(err)
 		}

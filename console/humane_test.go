@@ -9,6 +9,7 @@ import (
 
 	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/task"
+	"github.com/pullwright/pullwright/task/tasktest"
 )
 
 func TestDurationIsRoundedForPeople(t *testing.T) {
@@ -66,8 +67,8 @@ func TestPagesReadAsWords(t *testing.T) {
 		t.Error("the list shows a state's name")
 	}
 
-	tk := &task.Task{State: task.Working, Issue: 77}
-	tk.Runs = []task.RunRecord{{RequestID: "9-1", Command: "go test ./...", Verdict: task.Approved, By: "alice", Outcome: "passed", Duration: 3236841 * time.Microsecond}}
+	tk := &task.Task{Kind: task.KindFix, State: task.Working, Issue: 77}
+	tasktest.Job(tk).Runs = []task.RunRecord{{RequestID: "9-1", Command: "go test ./...", Verdict: task.Approved, By: "alice", Outcome: "passed", Duration: 3236841 * time.Microsecond}}
 	f.add(t, tk)
 	page := f.serve(t, "GET", "/console/tasks/"+itoa(tk.ID), nil, []*http.Cookie{alice}, nil).Body.String()
 	if !strings.Contains(page, "after 3.2s.") || strings.Contains(page, "3.236841s") {
@@ -106,8 +107,8 @@ func TestTheSentNoticeGoesOnceTheTaskMovesOn(t *testing.T) {
 	}
 
 	// Answered: the worker took the approval and runs the command.
-	answered := &task.Task{State: task.Running, Issue: 79}
-	answered.Request = &task.ExecRequest{ID: "9-1", Command: "make test", SHA: strings.Repeat("b", 40), Asked: true,
+	answered := &task.Task{Kind: task.KindFix, State: task.Running, Issue: 79}
+	tasktest.Job(answered).Request = &task.ExecRequest{ID: "9-1", Command: "make test", SHA: strings.Repeat("b", 40), Asked: true,
 		Answer: &task.Answer{Verdict: task.Approved, By: "alice"}}
 	f.add(t, answered)
 	if p := sentPage("approve", answered.ID); strings.Contains(p, `id="sent"`) {
@@ -116,7 +117,7 @@ func TestTheSentNoticeGoesOnceTheTaskMovesOn(t *testing.T) {
 	if p := sentPage("cancel", answered.ID); !strings.Contains(p, `id="sent"`) {
 		t.Error("no cancel notice on a task still running")
 	}
-	ended := f.add(t, &task.Task{State: task.Done, Issue: 78})
+	ended := f.add(t, &task.Task{Kind: task.KindFix, State: task.Done, Issue: 78})
 	if p := sentPage("cancel", ended.ID); strings.Contains(p, `id="sent"`) {
 		t.Error("the cancel notice shows on an ended task")
 	}

@@ -73,31 +73,31 @@ func modelCost(m pullwright.ModelSpend) string {
 	return pullwright.FormatUSD(m.USD)
 }
 
-// viewCost fills v's spend from t's: the API's object and the pages'
-// renderings. A task saved before Spend was kept has its tokens only,
-// and shows no cost.
-func viewCost(v *taskView, t *task.Task) {
-	if len(t.Spend.Models) > 0 {
-		sv := viewSpend(t.Spend)
+// viewCost fills v's spend from a task's work w: the API's object and the
+// pages' renderings. A task saved before Spend was kept has its tokens
+// only, and shows no cost.
+func viewCost(v *taskView, w *task.Work) {
+	if len(w.Spend.Models) > 0 {
+		sv := viewSpend(w.Spend)
 		v.Spend = &sv
 		v.SpendLine = sv.Text
-		v.Cost, v.CostNote = costCell(t.Spend)
+		v.Cost, v.CostNote = costCell(w.Spend)
 		if v.Cost == "" {
 			v.Cost = "—"
 		}
 		return
 	}
 	switch {
-	case t.Tokens == 0:
+	case w.Tokens == 0:
 		v.Cost, v.SpendLine = "—", "none yet"
-	case t.TokensEstimated:
-		v.Cost = "≈ " + pullwright.Thousands(t.Tokens) + " tokens"
-		v.SpendLine = "about " + pullwright.Thousands(t.Tokens) + " tokens (estimated: the model endpoint reports no usage)"
+	case w.TokensEstimated:
+		v.Cost = "≈ " + pullwright.Thousands(w.Tokens) + " tokens"
+		v.SpendLine = "about " + pullwright.Thousands(w.Tokens) + " tokens (estimated: the model endpoint reports no usage)"
 	default:
-		v.Cost = pullwright.Thousands(t.Tokens) + " tokens"
-		v.SpendLine = pullwright.Thousands(t.Tokens) + " tokens"
+		v.Cost = pullwright.Thousands(w.Tokens) + " tokens"
+		v.SpendLine = pullwright.Thousands(w.Tokens) + " tokens"
 	}
-	if t.Tokens > 0 {
+	if w.Tokens > 0 {
 		v.CostNote = "recorded before costs were kept"
 	}
 }
@@ -120,11 +120,15 @@ type spendTotal struct {
 
 func (s *spendTotal) add(t *task.Task) {
 	s.Tasks++
-	if len(t.Spend.Models) == 0 {
-		s.TokensOnly += t.Tokens
+	j, ok := t.Job()
+	if !ok {
 		return
 	}
-	s.sum.Merge(t.Spend)
+	if len(j.Spend.Models) == 0 {
+		s.TokensOnly += j.Tokens
+		return
+	}
+	s.sum.Merge(j.Spend)
 }
 
 func (s *spendTotal) done() {

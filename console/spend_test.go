@@ -11,6 +11,7 @@ import (
 
 	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/task"
+	"github.com/pullwright/pullwright/task/tasktest"
 )
 
 var (
@@ -29,29 +30,34 @@ func (f *fixture) spent(t *testing.T) {
 	t.Helper()
 	day := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	edits := map[string]func(*task.Task){
-		"private":  func(tk *task.Task) { tk.Spend, tk.Tokens, tk.CreatedAt = o3Spend, o3Spend.Tokens(), day },
-		"hostile":  func(tk *task.Task) { tk.Spend, tk.CreatedAt = estimatedSpend, day.Add(-12*time.Hour-30*time.Minute) },
-		"secret":   func(tk *task.Task) { tk.Spend, tk.CreatedAt = unpricedSpend, day },
-		"readonly": func(tk *task.Task) { tk.Tokens, tk.CreatedAt = 4000, day },
+		"private": func(tk *task.Task) {
+			tasktest.Job(tk).Spend, tasktest.Job(tk).Tokens, tk.CreatedAt = o3Spend, o3Spend.Tokens(), day
+		},
+		"hostile": func(tk *task.Task) {
+			tasktest.Job(tk).Spend, tk.CreatedAt = estimatedSpend, day.Add(-12*time.Hour-30*time.Minute)
+		},
+		"secret":   func(tk *task.Task) { tasktest.Job(tk).Spend, tk.CreatedAt = unpricedSpend, day },
+		"readonly": func(tk *task.Task) { tasktest.Job(tk).Tokens, tk.CreatedAt = 4000, day },
 	}
 	for name, edit := range edits {
 		if err := f.store.Rewrite(f.ids[name], edit); err != nil {
 			t.Fatal(err)
 		}
 	}
-	more := f.add(t, &task.Task{Issue: 30, Instructions: "more"})
+	more := f.add(t, &task.Task{Kind: task.KindFix, Issue: 30, Instructions: "more"})
 	f.ids["more"] = more.ID
 	if err := f.store.Rewrite(more.ID, func(tk *task.Task) {
 		tk.CreatedAt = day.Add(24 * time.Hour)
-		tk.Spend = pullwright.Spend{Models: []pullwright.ModelSpend{{Model: "o3", Calls: 1, PromptTokens: 100, CompletionTokens: 10, USD: 0.001}}}
+		tasktest.Job(tk).Spend = pullwright.Spend{Models: []pullwright.ModelSpend{{Model: "o3", Calls: 1, PromptTokens: 100, CompletionTokens: 10, USD: 0.001}}}
 	}); err != nil {
 		t.Fatal(err)
 	}
 }
 
 func spentTask(s pullwright.Spend, tokens int, estimated bool) task.Task {
-	var tk task.Task
-	tk.Spend, tk.Tokens, tk.TokensEstimated = s, tokens, estimated
+	tk := task.Task{Kind: task.KindFix}
+	j := tasktest.Job(&tk)
+	j.Spend, j.Tokens, j.TokensEstimated = s, tokens, estimated
 	return tk
 }
 
@@ -76,11 +82,11 @@ func TestCostCell(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var v taskView
-			viewCost(&v, &tt.tk)
+			viewCost(&v, tasktest.Job(&tt.tk).Work)
 			if v.Cost != tt.cost || v.SpendLine != tt.line || (v.Spend != nil) != tt.spendAPI {
 				t.Errorf("cost %q, line %q, spend %v; want %q, %q, %v", v.Cost, v.SpendLine, v.Spend != nil, tt.cost, tt.line, tt.spendAPI)
 			}
-			if v.Spend != nil && (v.Spend.Text != tt.tk.Spend.String() || v.Spend.USD != tt.tk.Spend.USD() || v.Spend.Estimated != tt.tk.Spend.Estimated()) {
+			if v.Spend != nil && (v.Spend.Text != tasktest.Job(&tt.tk).Spend.String() || v.Spend.USD != tasktest.Job(&tt.tk).Spend.USD() || v.Spend.Estimated != tasktest.Job(&tt.tk).Spend.Estimated()) {
 				t.Errorf("the API's spend %+v is not the task's", v.Spend)
 			}
 		})
@@ -396,7 +402,7 @@ func TestSpendTotalsReadPastAPage(t *testing.T) {
 	for i := range n {
 		tk := &task.Task{Kind: task.KindFix, Repo: pullwright.Repo{InstallationID: 1, Owner: "o", Name: "private"}, Issue: 100 + i,
 			Requester: task.Person{Login: "dave"}}
-		tk.Spend = one
+		tasktest.Job(tk).Spend = one
 		if err := f.store.Record(context.Background(), task.Delivery{ID: "many" + itoa(int64(i))}, tk); err != nil {
 			t.Fatal(err)
 		}

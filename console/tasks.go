@@ -111,6 +111,11 @@ func pending(rq *task.ExecRequest) *requestView {
 }
 
 func (c *Console) view(t *task.Task, full bool) taskView {
+	// What the agent did, for a fix or a review; none for another kind.
+	w := new(task.Work)
+	if j, ok := t.Job(); ok {
+		w = j.Work
+	}
 	kind := "issues"
 	if t.IsPR {
 		kind = "pull"
@@ -119,25 +124,25 @@ func (c *Console) view(t *task.Task, full bool) taskView {
 		ID: t.ID, Kind: t.Kind, State: t.State, Repo: t.Repo.FullName(), Issue: t.Issue, IsPR: t.IsPR, IssueTitle: t.IssueTitle,
 		IssueURL:  fmt.Sprintf("%s/%s/%s/%s/%d", c.gh.web, url.PathEscape(t.Repo.Owner), url.PathEscape(t.Repo.Name), kind, t.Issue),
 		Requester: t.Requester.Login, Instructions: t.Instructions, Mode: t.Mode, Error: t.Error, CancelledBy: t.CancelledBy,
-		Branch: t.Branch, PRURL: t.PRURL, Turns: t.Turns, Tokens: t.Tokens, TokensEstimated: t.TokensEstimated,
+		Branch: w.Branch, PRURL: w.PRURL, Turns: w.Turns, Tokens: w.Tokens, TokensEstimated: w.TokensEstimated,
 		CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt, TraceID: tracing.TraceID(t.Trace),
 	}
 	if v.TraceID != "" && c.cfg.TraceURL != "" {
 		v.TraceURL = strings.ReplaceAll(c.cfg.TraceURL, "{trace_id}", v.TraceID)
 	}
-	viewCost(&v, t)
+	viewCost(&v, w)
 	if !full {
 		return v
 	}
-	v.Plan, v.Steps, v.Runs, v.Calls = t.Plan, t.Steps, t.Runs, t.Calls
-	if t.HeadSHA != "" && (t.PRURL != "" || len(t.Runs) > 0) {
+	v.Plan, v.Steps, v.Runs, v.Calls = w.Plan, w.Steps, w.Runs, w.Calls
+	if w.HeadSHA != "" && (w.PRURL != "" || len(w.Runs) > 0) {
 		which := "latest"
-		if t.Final {
+		if w.Final {
 			which = "final"
 		}
-		v.Verification = task.Verify(t.Runs, t.HeadSHA).Text("the " + which + " commit " + t.HeadSHA[:min(12, len(t.HeadSHA))])
+		v.Verification = task.Verify(w.Runs, w.HeadSHA).Text("the " + which + " commit " + w.HeadSHA[:min(12, len(w.HeadSHA))])
 	}
-	if rq := t.Request; rq != nil && t.State == task.AwaitingApproval && rq.Answer == nil {
+	if rq := w.Request; rq != nil && t.State == task.AwaitingApproval && rq.Answer == nil {
 		v.Pending = pending(rq)
 	}
 	return v
@@ -178,7 +183,7 @@ func (c *Console) roleIn(ctx context.Context, who *caller, repo pullwright.Repo)
 // comes, with the app's token; this list, which has only the person's,
 // counts a rule's teams as admitting them.
 func waitsFor(t *task.Task, who *caller, role string) bool {
-	r := t.Request
+	r := t.CurrentRequest()
 	if t.State != task.AwaitingApproval || r == nil || !r.Asked || r.Answer != nil {
 		return false
 	}
@@ -444,7 +449,7 @@ func stillSent(t *task.Task, verb string) bool {
 	if verb == "cancel" {
 		return true
 	}
-	r := t.Request
+	r := t.CurrentRequest()
 	return t.State == task.AwaitingApproval && r != nil && r.Answer == nil
 }
 

@@ -51,18 +51,23 @@ func (an answers) answer(ctx context.Context, t *Task) error {
 	if t.Kind == KindReject {
 		verb = "reject"
 	}
-	target, err := an.requestTarget(ctx, t)
+	found, err := an.requestTarget(ctx, t)
 	if errors.Is(err, ErrNotFound) && t.Answering.RequestID != "" && t.Issue != 0 {
 		// An id that names nothing here: answer about the request that waits.
-		target, err = activeTask(ctx, an.store, t)
+		found, err = activeTask(ctx, an.store, t)
 	}
 	if err != nil && !errors.Is(err, ErrNotFound) {
 		return err
 	}
+	// Only a task that works asks: target.Task is nil when none was found.
+	var target Job
+	if found != nil {
+		target, _ = found.Job()
+	}
 	// Replies go where the answer was given; a button has no comment, so
 	// its reply goes to the issue of the task it names.
 	where := t.Issue
-	if where == 0 && target != nil {
+	if where == 0 && target.Task != nil {
 		where = target.Issue
 	}
 	if where == 0 {
@@ -70,14 +75,14 @@ func (an answers) answer(ctx context.Context, t *Task) error {
 		an.log.WarnContext(ctx, "answer for an unknown request", "request", t.Answering.RequestID, "by", t.Requester.Login)
 		return t.Move(Done)
 	}
-	ok, why, err := an.admit(ctx, t, target, verb)
+	ok, why, err := an.admit(ctx, t, target.Task, verb)
 	if err != nil {
 		return err
 	}
 	if !ok {
 		return an.replyOn(ctx, t, where, fmt.Sprintf("@%s sorry: %s.", t.Requester.Login, why))
 	}
-	if target == nil || target.Request == nil {
+	if target.Task == nil || target.Request == nil {
 		return an.replyOn(ctx, t, where, fmt.Sprintf("@%s there is no execution request waiting for an answer here.", t.Requester.Login))
 	}
 	r := target.Request
@@ -122,7 +127,7 @@ func (an answers) answer(ctx context.Context, t *Task) error {
 // the next answer need not ask again. A comment GitHub no longer has leaves
 // the time unknown (the newest might be the one gone), and the answer is
 // refused as without it.
-func (an answers) shownOnGitHub(ctx context.Context, target *Task) error {
+func (an answers) shownOnGitHub(ctx context.Context, target Job) error {
 	r := target.Request
 	var at time.Time
 	for _, id := range []int64{r.CommentID, r.PRCommentID} {
@@ -188,7 +193,7 @@ func (an answers) admit(ctx context.Context, t, target *Task, verb string) (ok b
 // record answers target's waiting request with t's verdict, through the
 // store's compare-and-swap: of two answers at once, one wins and the other
 // is told the request was answered.
-func (an answers) record(ctx context.Context, t, target *Task, where int, source, verb string) error {
+func (an answers) record(ctx context.Context, t *Task, target Job, where int, source, verb string) error {
 	r := target.Request
 	a := Answer{Verdict: Approved, By: t.Requester.Login, Via: t.DeliveryID, Source: source, At: an.now()}
 	if verb == "reject" {
@@ -207,7 +212,7 @@ func (an answers) record(ctx context.Context, t, target *Task, where int, source
 
 // refusal is why answer task t (from source, by verb) does not answer
 // target's waiting request, or "" when it may.
-func refusal(t, target *Task, source, verb string) string {
+func refusal(t *Task, target Job, source, verb string) string {
 	r := target.Request
 	switch {
 	case t.Answering.RequestID != "" && t.Answering.RequestID != r.ID:
@@ -307,7 +312,11 @@ func (an answers) requestTarget(ctx context.Context, t *Task) (*Task, error) {
 	if target.Repo.InstallationID != t.Repo.InstallationID || !strings.EqualFold(target.Repo.FullName(), t.Repo.FullName()) {
 		return nil, ErrNotFound
 	}
-	if t.Issue != 0 && target.Issue != t.Issue && (target.PRNumber == 0 || target.PRNumber != t.Issue) {
+	pr := 0
+	if j, ok := target.Job(); ok {
+		pr = j.PRNumber
+	}
+	if t.Issue != 0 && target.Issue != t.Issue && (pr == 0 || pr != t.Issue) {
 		return nil, ErrNotFound
 	}
 	return target, nil
@@ -316,14 +325,14 @@ func (an answers) requestTarget(ctx context.Context, t *Task) (*Task, error) {
 // stale says why a request no longer matches its branch, or "" if it does:
 // an approval covers the exact commit it was asked on, so a push by anyone
 // after the request voids it.
-func (an answers) stale(ctx context.Context, t *Task) (string, error) {
+func (an answers) stale(ctx context.Context, t Job) (string, error) {
 	if t.Kind == KindReview || (t.PushedSHA == "" && !t.onHead()) {
 		// Nothing pushed to a branch of the task's own (a review pushes
 		// nothing at all): the request is on the commit it started from,
 		// which is what runs.
 		return "", nil
 	}
-	token, err := an.token(ctx, t)
+	token, err := an.token(ctx, t.Task)
 	if err != nil {
 		return "", err
 	}

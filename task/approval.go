@@ -76,7 +76,7 @@ func (rq requests) approvalTimeout() time.Duration {
 // open or keep the draft pull request, post the request on the issue and
 // the pull request, and put a check run with Approve and Reject buttons on
 // the checkpoint commit. Each call does one of these.
-func (rq requests) ask(ctx context.Context, t *Task) error {
+func (rq requests) ask(ctx context.Context, t Job) error {
 	r := t.Request
 	if err := policy.CheckCommand(r.Command); err != nil && r.Answer == nil {
 		// A command that would show as something other than what runs is
@@ -101,7 +101,7 @@ func (rq requests) ask(ctx context.Context, t *Task) error {
 	// Nor when the files change a dependency manifest: the setup would
 	// run them with network, and a person must see that first. Both are
 	// in the value shown (Fork, Setup), which is what decides here.
-	if rule, ok := rq.settings(t).AutoApproved(r.Command); ok && r.Shown != nil && r.Shown.AutoApprove.Answers() &&
+	if rule, ok := rq.settings(t.Task).AutoApproved(r.Command); ok && r.Shown != nil && r.Shown.AutoApprove.Answers() &&
 		r.Answer == nil && r.CommentID == 0 {
 		// The repository chose to run this command without asking: the
 		// answer is recorded as the rule's, and the run is shown as usual.
@@ -117,7 +117,7 @@ func (rq requests) ask(ctx context.Context, t *Task) error {
 	case t.PRNumber == 0 && t.PushedSHA != "" && t.draftable():
 		pctx, span := tracing.Start(ctx, "open pull request", attribute.Bool("pullwright.pull.draft", true))
 		pr, err := rq.gh.OpenPullRequest(pctx, t.Repo, pullwright.NewPullRequest{
-			Title: "[WIP] " + draftTitle(t),
+			Title: "[WIP] " + draftTitle(t.Task),
 			Body:  RenderPullRequest(t),
 			Head:  t.Branch,
 			Base:  t.prBase(),
@@ -138,7 +138,7 @@ func (rq requests) ask(ctx context.Context, t *Task) error {
 		r.PRUpdated = true
 		return nil
 	case r.CommentID == 0:
-		p, err := rq.desk.gh.UpsertComment(ctx, t.Repo, t.Issue, marker(t, "request-"+r.ID), 0, renderRequest(*r.Shown, t.Kind))
+		p, err := rq.desk.gh.UpsertComment(ctx, t.Repo, t.Issue, marker(t.Task, "request-"+r.ID), 0, renderRequest(*r.Shown, t.Kind))
 		if err != nil {
 			return retryf(err, "posting the execution request failed")
 		}
@@ -146,7 +146,7 @@ func (rq requests) ask(ctx context.Context, t *Task) error {
 		r.shown(p.ShownAt())
 		return nil
 	case r.PRCommentID == 0 && t.PRNumber != 0:
-		p, err := rq.desk.gh.UpsertComment(ctx, t.Repo, t.PRNumber, marker(t, "request-"+r.ID+"-pr"), 0, renderRequest(*r.Shown, t.Kind))
+		p, err := rq.desk.gh.UpsertComment(ctx, t.Repo, t.PRNumber, marker(t.Task, "request-"+r.ID+"-pr"), 0, renderRequest(*r.Shown, t.Kind))
 		if err != nil {
 			return retryf(err, "posting the execution request on the pull request failed")
 		}
@@ -187,10 +187,10 @@ func (rq requests) ask(ctx context.Context, t *Task) error {
 // pull request's branch, and not for a fork's code, whose pull request
 // here would start this repository's pull_request workflows on it before
 // the agent is done (its requests are shown on the fork's pull request).
-func (t *Task) draftable() bool { return t.Pull == nil || (t.Pull.Mode == PullInBase && !t.forkCode()) }
+func (t Job) draftable() bool { return t.Pull == nil || (t.Pull.Mode == PullInBase && !t.forkCode()) }
 
 // prBase is the branch the task's pull request targets.
-func (t *Task) prBase() string {
+func (t Job) prBase() string {
 	if t.Pull != nil {
 		return t.Pull.Info.BaseRef
 	}
@@ -211,13 +211,13 @@ func draftTitle(t *Task) string {
 // bot's own pushes (a request comes after a checkpoint), not whatever a
 // person pushed to the branch meanwhile, and the manifests are compared
 // with the pull request's base. A diff that fails is shown as such.
-func (rq requests) show(ctx context.Context, t *Task) approval.Request {
+func (rq requests) show(ctx context.Context, t Job) approval.Request {
 	if t.Settings == nil {
 		// The rules the run will have (desk.settings), shown as such.
-		s := rq.settings(t)
-		shown := *t
+		s := rq.settings(t.Task)
+		shown := *t.Task
 		shown.Settings = &s
-		t = &shown
+		t = Job{Task: &shown, Work: t.Work}
 	}
 	if t.Request.Tool != nil {
 		// A call runs no files: the server is sent the arguments alone.
@@ -245,7 +245,7 @@ const maxManifestDiff = 12 << 10
 // pull request may target any branch (the bot's own agent/* branches,
 // whose files an agent wrote, among them); its setup gets a cache of its
 // own, as changed manifests do.
-func (t *Task) sharesCaches() bool {
+func (t Job) sharesCaches() bool {
 	return t.setupBase() != "" && (t.Pull == nil || t.Pull.Info.BaseRef == t.Repo.DefaultBranch)
 }
 
@@ -269,7 +269,7 @@ type ManifestChanges struct {
 // setupBase is the commit whose files may fill a cache the repository's
 // tasks share: the task's base, or a pull request's base commit; "" when
 // there is none.
-func (t *Task) setupBase() string {
+func (t Job) setupBase() string {
 	if t.Pull != nil {
 		return t.Pull.Info.BaseSHA
 	}
@@ -278,7 +278,7 @@ func (t *Task) setupBase() string {
 
 // manifestChanges reads the task's ManifestChanges; none when no setup
 // runs (no Dependencies, the local runner, nothing to compare with).
-func (rq requests) manifestChanges(ctx context.Context, t *Task) ManifestChanges {
+func (rq requests) manifestChanges(ctx context.Context, t Job) ManifestChanges {
 	if !rq.comparesManifests(t) {
 		return ManifestChanges{}
 	}
@@ -292,13 +292,13 @@ func (rq requests) manifestChanges(ctx context.Context, t *Task) ManifestChanges
 
 // comparesManifests reports whether the task's setup compares manifests
 // with a base: there is a setup, and a base to compare with.
-func (rq requests) comparesManifests(t *Task) bool {
+func (rq requests) comparesManifests(t Job) bool {
 	return rq.setups && !rq.unisolated && t.setupBase() != ""
 }
 
 // checkManifests is manifestChanges from all, the diff stat of ws against
 // the task's setupBase, for a caller that has it already.
-func (rq requests) checkManifests(ctx context.Context, t *Task, all []pullwright.FileStat, ws Workspace) ManifestChanges {
+func (rq requests) checkManifests(ctx context.Context, t Job, all []pullwright.FileStat, ws Workspace) ManifestChanges {
 	if !rq.comparesManifests(t) {
 		return ManifestChanges{}
 	}
@@ -358,7 +358,7 @@ func workspacePlan(ws Workspace) (deps.Plan, error) {
 
 // await handles a parked task that became due: its request was answered,
 // or its deadline passed.
-func (rq requests) await(ctx context.Context, t *Task) (err error) {
+func (rq requests) await(ctx context.Context, t Job) (err error) {
 	r := t.Request
 	if r.Answer == nil {
 		if rq.now().Before(r.Deadline) {
@@ -375,10 +375,11 @@ func (rq requests) await(ctx context.Context, t *Task) (err error) {
 		if err != nil {
 			return retryf(err, "reading the task failed")
 		}
-		if fresh.Request == nil || fresh.Request.Answer == nil {
+		stored, ok := fresh.Job()
+		if !ok || stored.Request == nil || stored.Request.Answer == nil {
 			return retryf(nil, "the request's answer was not recorded")
 		}
-		r.Answer = fresh.Request.Answer
+		r.Answer = stored.Request.Answer
 	}
 	a := r.Answer
 	defer func() {
@@ -408,7 +409,7 @@ func (rq requests) await(ctx context.Context, t *Task) (err error) {
 		}
 		return rq.updateStatus(ctx, t)
 	case TimedOut:
-		if _, err := rq.desk.gh.UpsertComment(ctx, t.Repo, t.Issue, marker(t, "request-"+r.ID+"-timeout"), 0,
+		if _, err := rq.desk.gh.UpsertComment(ctx, t.Repo, t.Issue, marker(t.Task, "request-"+r.ID+"-timeout"), 0,
 			fmt.Sprintf("Request `%s` got no answer within %s, so it counts as rejected: %s was not run, and the agent goes on without it.",
 				r.ID, rq.approvalTimeout(), code(oneLine(r.Command)))); err != nil {
 			return retryf(err, "reporting the timeout failed")
@@ -426,7 +427,7 @@ func (rq requests) await(ctx context.Context, t *Task) (err error) {
 
 // closeApproval completes the approval check run with the answer, so its
 // buttons no longer invite one. Done once; repeating it is harmless.
-func (rq requests) closeApproval(ctx context.Context, t *Task, conclusion, title string) error {
+func (rq requests) closeApproval(ctx context.Context, t Job, conclusion, title string) error {
 	r := t.Request
 	if r.Closed || r.CheckRunID == 0 {
 		return nil
@@ -449,7 +450,7 @@ func (rq requests) closeApproval(ctx context.Context, t *Task, conclusion, title
 }
 
 // resolve hands the agent its request's outcome and lets it go on.
-func (rq requests) resolve(ctx context.Context, t *Task, o Outcome) error {
+func (rq requests) resolve(ctx context.Context, t Job, o Outcome) error {
 	t.record(o)
 	if err := rq.classify(ctx, t); err != nil {
 		return err
@@ -476,7 +477,7 @@ const botAnswer = "pullwright"
 // and fixtures included), other code, or both. A file that holds both
 // the tests' configuration and other things is read at both commits, so
 // that its change decides (changeKinds).
-func (rq requests) classify(ctx context.Context, t *Task) error {
+func (rq requests) classify(ctx context.Context, t Job) error {
 	if len(t.Runs) == 0 {
 		return nil
 	}
@@ -570,7 +571,7 @@ func readVersions(ws Workspace, base, sha string, paths []string) (map[string]ve
 // because a person said no or nobody answered: publishing goes on, and the
 // pull request is ready for review or stays a draft. Ran and did not pass:
 // the agent, which had finished, is told and goes on working.
-func (rq requests) resolveRequired(ctx context.Context, t *Task, o Outcome) error {
+func (rq requests) resolveRequired(ctx context.Context, t Job, o Outcome) error {
 	// A run that could not happen (the sandbox failed, the setup failed,
 	// the bot stopped mid-run) says nothing of the agent's work: the
 	// agent is not sent back over it; the pull request stays a draft and
@@ -603,7 +604,7 @@ func ranAndFailed(outcome string) bool {
 // request's commit showing it. An approval runs the command once: a run cut
 // short (the bot died, the sandbox failed) is reported to the agent, which
 // may ask again, never repeated on the same approval.
-func (rq requests) run(ctx context.Context, t *Task) error {
+func (rq requests) run(ctx context.Context, t Job) error {
 	r := t.Request
 	switch {
 	case r.RunCheckID == 0:

@@ -56,12 +56,12 @@ func (c checkouts) freeBranch(ctx context.Context, t *Task, name string) (string
 }
 
 // clone makes a fresh checkout of branch in the task's workdir.
-func (c checkouts) clone(ctx context.Context, t *Task, branch string) (Workspace, error) {
-	token, err := c.token(ctx, t)
+func (c checkouts) clone(ctx context.Context, t Job, branch string) (Workspace, error) {
+	token, err := c.token(ctx, t.Task)
 	if err != nil {
 		return nil, err
 	}
-	dir := workdir(c.dir, t)
+	dir := workdir(c.dir, t.Task)
 	if err := os.RemoveAll(dir); err != nil {
 		return nil, retryf(err, "clearing the workspace failed")
 	}
@@ -84,7 +84,7 @@ func (c checkouts) clone(ctx context.Context, t *Task, branch string) (Workspace
 // replica). Either way the files are made to match the store, so a step
 // replayed after a crash runs on what the store recorded, not on what the
 // lost attempt left behind.
-func (c checkouts) workspace(ctx context.Context, t *Task) (Workspace, error) {
+func (c checkouts) workspace(ctx context.Context, t Job) (Workspace, error) {
 	ws, err := c.reopen(ctx, t)
 	if err != nil {
 		return nil, err
@@ -95,7 +95,7 @@ func (c checkouts) workspace(ctx context.Context, t *Task) (Workspace, error) {
 	return ws, nil
 }
 
-func (c checkouts) reopen(ctx context.Context, t *Task) (Workspace, error) {
+func (c checkouts) reopen(ctx context.Context, t Job) (Workspace, error) {
 	if t.Workdir != "" {
 		if ws, err := c.spaces.Open(t.Workdir); err == nil {
 			return ws, nil
@@ -114,7 +114,7 @@ func (c checkouts) reopen(ctx context.Context, t *Task) (Workspace, error) {
 		return nil, err
 	}
 	if head, err := ws.Head(); err != nil || head != at {
-		token, err := c.token(ctx, t)
+		token, err := c.token(ctx, t.Task)
 		if err != nil {
 			return nil, err
 		}
@@ -206,7 +206,7 @@ func snapshot(ws Workspace) ([]FileSnapshot, error) {
 }
 
 // diffStat sizes the whole change against the base, for the pull request.
-func (c checkouts) diffStat(ctx context.Context, t *Task) ([]pullwright.FileStat, error) {
+func (c checkouts) diffStat(ctx context.Context, t Job) ([]pullwright.FileStat, error) {
 	stats, _, err := c.diffStatAgainst(ctx, t, t.BaseSHA)
 	return stats, err
 }
@@ -220,12 +220,12 @@ const (
 
 // apiChanges lists the changes to the exported Go API between the task's
 // base and its final commit, reading only the Go files it changed.
-func (c checkouts) apiChanges(ctx context.Context, t *Task) ([]string, error) {
+func (c checkouts) apiChanges(ctx context.Context, t Job) ([]string, error) {
 	ws, err := c.workspace(ctx, t)
 	if err != nil {
 		return nil, err
 	}
-	if err := c.fetch(ctx, t, ws, t.BaseSHA); err != nil {
+	if err := c.fetch(ctx, t.Task, ws, t.BaseSHA); err != nil {
 		return nil, err
 	}
 	paths, err := ws.ChangedPaths(t.BaseSHA, t.HeadSHA)
@@ -267,12 +267,12 @@ func (c checkouts) apiChanges(ctx context.Context, t *Task) ([]string, error) {
 
 // diffStatAgainst sizes the workspace's change against commit base,
 // fetching it first, and returns the workspace for more of the diff.
-func (c checkouts) diffStatAgainst(ctx context.Context, t *Task, base string) ([]pullwright.FileStat, Workspace, error) {
+func (c checkouts) diffStatAgainst(ctx context.Context, t Job, base string) ([]pullwright.FileStat, Workspace, error) {
 	ws, err := c.workspace(ctx, t)
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := c.fetch(ctx, t, ws, base); err != nil {
+	if err := c.fetch(ctx, t.Task, ws, base); err != nil {
 		return nil, nil, err
 	}
 	stats, err := ws.DiffStat(base)
@@ -285,7 +285,7 @@ func (c checkouts) diffStatAgainst(ctx context.Context, t *Task, base string) ([
 // on the new head is the same change. When the person changed those files
 // too, the bot stops, keeping its commit on a branch of its own: it never
 // force-pushes over a person's work, and never merges it on a guess.
-func (c checkouts) rebase(ctx context.Context, t *Task, ws Workspace, token string) error {
+func (c checkouts) rebase(ctx context.Context, t Job, ws Workspace, token string) error {
 	gctx, cancel := c.gitCtx(ctx)
 	defer cancel()
 	head, err := c.spaces.RemoteHead(gctx, t.Repo.CloneURL, token, t.Branch)
@@ -370,7 +370,7 @@ func (c checkouts) rebase(ctx context.Context, t *Task, ws Workspace, token stri
 
 // keepAside pushes the task's commit to a branch of its own and stops the
 // task, saying why it did not go onto t.Branch.
-func (c checkouts) keepAside(ctx context.Context, t *Task, ws Workspace, token, head, why string) error {
+func (c checkouts) keepAside(ctx context.Context, t Job, ws Workspace, token, head, why string) error {
 	aside := fmt.Sprintf("%s-pullwright-%d", t.Branch, t.ID)
 	msg := fmt.Sprintf("someone pushed to `%s` while the agent worked (it is now at %s), and %s. The bot never force-pushes over a person's work, so it stopped", t.Branch, words.Short(head), why)
 	gctx, cancel := c.gitCtx(ctx)

@@ -67,7 +67,9 @@ func (c commands) status(ctx context.Context, t *Task) error {
 		if err != nil {
 			return retryf(err, "reading the issue's task failed")
 		}
-		lines = append(lines, StatusLine(running))
+		if j, ok := running.Job(); ok {
+			lines = append(lines, StatusLine(j))
+		}
 	}
 	if len(lines) > 0 {
 		return c.reply(ctx, t, strings.Join(lines, "\n\n"))
@@ -79,7 +81,11 @@ func (c commands) status(ctx context.Context, t *Task) error {
 	if err != nil {
 		return retryf(err, "reading the issue's task failed")
 	}
-	return c.reply(ctx, t, StatusLine(latest))
+	j, ok := latest.Job()
+	if !ok {
+		return Fatal(fmt.Sprintf("task %d of kind %s has no status line", latest.ID, latest.Kind), nil)
+	}
+	return c.reply(ctx, t, StatusLine(j))
 }
 
 // busy answers a fix asked while another task runs on the issue, or a
@@ -165,13 +171,13 @@ func (c commands) cancelRequest(ctx context.Context, t *Task) error {
 	if err != nil {
 		return err
 	}
-	if active.published() {
-		if active.onHead() {
+	if j, ok := active.Job(); ok && j.published() {
+		if j.onHead() {
 			// Its commits went onto a pull request that is not the bot's
 			// to close: what is left is replies, and they tell where.
-			return c.reply(ctx, t, fmt.Sprintf("Task %d has already pushed its final commit to `%s`, this pull request's branch, and is only posting its replies; revert its commits on the branch if you do not want them.", active.ID, active.Branch))
+			return c.reply(ctx, t, fmt.Sprintf("Task %d has already pushed its final commit to `%s`, this pull request's branch, and is only posting its replies; revert its commits on the branch if you do not want them.", active.ID, j.Branch))
 		}
-		return c.reply(ctx, t, fmt.Sprintf("Task %d has already pushed its final commit to `%s` and is finishing the pull request; close the pull request instead.", active.ID, active.Branch))
+		return c.reply(ctx, t, fmt.Sprintf("Task %d has already pushed its final commit to `%s` and is finishing the pull request; close the pull request instead.", active.ID, j.Branch))
 	}
 	err = c.store.RequestCancel(ctx, active.ID, t.Requester.Login)
 	if errors.Is(err, ErrNotFound) {

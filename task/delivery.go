@@ -26,7 +26,7 @@ func pullRef(number int) string { return fmt.Sprintf("refs/pull/%d/head", number
 
 // startRef is what a task's work starts from: the default branch for an
 // issue, the pull request's branch or head ref for a pull request.
-func (t *Task) startRef() string {
+func (t Job) startRef() string {
 	switch {
 	case t.Pull == nil:
 		return t.Repo.DefaultBranch
@@ -38,11 +38,11 @@ func (t *Task) startRef() string {
 
 // onHead reports whether the task pushes onto a branch that existed before
 // it: a pull request's own branch.
-func (t *Task) onHead() bool { return t.Pull != nil && t.Pull.Mode == PushToHead }
+func (t Job) onHead() bool { return t.Pull != nil && t.Pull.Mode == PushToHead }
 
 // forkCode reports whether the task works on code from a fork, which
 // nobody with write access wrote.
-func (t *Task) forkCode() bool { return t.Pull != nil && t.Pull.Info.Fork }
+func (t Job) forkCode() bool { return t.Pull != nil && t.Pull.Info.Fork }
 
 // deliveryMode decides how a fix delivers its commits to a pull request,
 // and says why for the status comment. The bot never pushes to a fork,
@@ -91,20 +91,20 @@ func addStats(total []pullwright.FileStat, more []pullwright.FileStat) []pullwri
 // answer the review comment that asked and the review threads addressed.
 // It reports whether it did a sub-step; when it did none, only the report
 // is left.
-func (pw pulls) deliver(ctx context.Context, t *Task) (acted bool, err error) {
+func (pw pulls) deliver(ctx context.Context, t Job) (acted bool, err error) {
 	p := t.Pull
 	switch {
 	case p.Mode == PullToFork && t.PRURL == "":
 		return true, pw.openForkPull(ctx, t)
 	case t.Review != nil && !p.ReviewReplied:
-		if err := pw.replyInThread(ctx, t, t.Review.Root(), marker(t, "review"), reviewReply(t, "")); err != nil {
+		if err := pw.replyInThread(ctx, t, t.Review.Root(), marker(t.Task, "review"), reviewReply(t, "")); err != nil {
 			return true, retryf(err, "replying in the review thread failed")
 		}
 		p.ReviewReplied = true
 		return true, nil
 	case p.Replied < len(p.Threads):
 		th := p.Threads[p.Replied]
-		if err := pw.replyInThread(ctx, t, th.Root, marker(t, fmt.Sprintf("thread-%d", p.Replied+1)), reviewReply(t, p.Notes[p.Replied+1])); err != nil {
+		if err := pw.replyInThread(ctx, t, th.Root, marker(t.Task, fmt.Sprintf("thread-%d", p.Replied+1)), reviewReply(t, p.Notes[p.Replied+1])); err != nil {
 			return true, retryf(err, "replying in review thread %d failed", p.Replied+1)
 		}
 		p.Replied++
@@ -115,7 +115,7 @@ func (pw pulls) deliver(ctx context.Context, t *Task) (acted bool, err error) {
 
 // reviewReply is the answer posted in a review thread once the work is
 // pushed; note is the agent's own word on that thread, if it gave one.
-func reviewReply(t *Task, note string) string {
+func reviewReply(t Job, note string) string {
 	var b strings.Builder
 	switch {
 	case strings.TrimSpace(note) != "":
@@ -131,7 +131,7 @@ func reviewReply(t *Task, note string) string {
 }
 
 // whereItWent says where the task's commits are, in a sentence.
-func whereItWent(t *Task) string {
+func whereItWent(t Job) string {
 	p := t.Pull
 	commits := ""
 	if n := len(p.Commits); n > 0 {
@@ -147,7 +147,7 @@ func whereItWent(t *Task) string {
 }
 
 // renderPullDone is the comment that reports a finished fix on a pull request.
-func renderPullDone(t *Task) string {
+func renderPullDone(t Job) string {
 	p := t.Pull
 	var b strings.Builder
 	fmt.Fprintf(&b, "@%s done: **%s**\n\n", t.Requester.Login, defang(oneLine(t.Title)))

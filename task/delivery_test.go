@@ -44,14 +44,14 @@ func TestStartRef(t *testing.T) {
 		t    Task
 		want string
 	}{
-		{"issue", Task{Repo: pullwright.Repo{DefaultBranch: "main"}, Issue: 3}, "main"},
-		{"same-repository pull request", Task{Repo: pullwright.Repo{DefaultBranch: "main"}, Issue: 3, Work: Work{Pull: &PullWork{Mode: PushToHead, Info: pullwright.Pull{HeadRef: "feature"}}}}, "feature"},
-		{"fork", Task{Repo: pullwright.Repo{DefaultBranch: "main"}, Issue: 3, Work: Work{Pull: &PullWork{Mode: PullInBase, Info: pullwright.Pull{HeadRef: "feature", Fork: true}}}}, "refs/pull/3/head"},
-		{"fork allowing edits", Task{Repo: pullwright.Repo{DefaultBranch: "main"}, Issue: 3, Work: Work{Pull: &PullWork{Mode: PullToFork, Info: pullwright.Pull{HeadRef: "feature", Fork: true}}}}, "refs/pull/3/head"},
+		{"issue", Task{Kind: KindFix, Repo: pullwright.Repo{DefaultBranch: "main"}, Issue: 3}, "main"},
+		{"same-repository pull request", Task{Kind: KindFix, Repo: pullwright.Repo{DefaultBranch: "main"}, Issue: 3, work: &Work{Pull: &PullWork{Mode: PushToHead, Info: pullwright.Pull{HeadRef: "feature"}}}}, "feature"},
+		{"fork", Task{Kind: KindFix, Repo: pullwright.Repo{DefaultBranch: "main"}, Issue: 3, work: &Work{Pull: &PullWork{Mode: PullInBase, Info: pullwright.Pull{HeadRef: "feature", Fork: true}}}}, "refs/pull/3/head"},
+		{"fork allowing edits", Task{Kind: KindFix, Repo: pullwright.Repo{DefaultBranch: "main"}, Issue: 3, work: &Work{Pull: &PullWork{Mode: PullToFork, Info: pullwright.Pull{HeadRef: "feature", Fork: true}}}}, "refs/pull/3/head"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := tt.t.startRef(); got != tt.want {
+			if got := job(&tt.t).startRef(); got != tt.want {
 				t.Errorf("startRef = %q, want %q", got, tt.want)
 			}
 		})
@@ -89,16 +89,16 @@ func TestLineRange(t *testing.T) {
 }
 
 func TestRenderRequestWarnsOfForkCode(t *testing.T) {
-	base := Task{ID: 7, Issue: 2, Work: Work{Branch: "agent/2-x", Request: &ExecRequest{ID: "7-1", Command: "make test", SHA: "0123456789abcdef"}}}
-	fork := base
-	fork.Pull = &PullWork{Mode: PullInBase, Info: pullwright.Pull{Fork: true, HeadRepo: "mallory/r", Author: "mallory"}}
-	same := base
-	same.Pull = &PullWork{Mode: PushToHead, Info: pullwright.Pull{HeadRepo: "o/r", HeadRef: "feature"}}
-	same.Branch = "feature"
-	if got := RenderRequest(ShowRequest(&fork, nil, ManifestChanges{}, false)); !strings.Contains(got, "This runs code from a fork") || !strings.Contains(got, "`mallory/r` by @mallory") {
+	base := Task{Kind: KindFix, ID: 7, Issue: 2, work: &Work{Branch: "agent/2-x", Request: &ExecRequest{ID: "7-1", Command: "make test", SHA: "0123456789abcdef"}}}
+	fork := *base.Clone()
+	fork.work.Pull = &PullWork{Mode: PullInBase, Info: pullwright.Pull{Fork: true, HeadRepo: "mallory/r", Author: "mallory"}}
+	same := *base.Clone()
+	same.work.Pull = &PullWork{Mode: PushToHead, Info: pullwright.Pull{HeadRepo: "o/r", HeadRef: "feature"}}
+	same.work.Branch = "feature"
+	if got := RenderRequest(ShowRequest(job(&fork), nil, ManifestChanges{}, false)); !strings.Contains(got, "This runs code from a fork") || !strings.Contains(got, "`mallory/r` by @mallory") {
 		t.Errorf("request on fork code does not warn:\n%s", got)
 	}
-	got := RenderRequest(ShowRequest(&same, nil, ManifestChanges{}, false))
+	got := RenderRequest(ShowRequest(job(&same), nil, ManifestChanges{}, false))
 	if strings.Contains(got, "from a fork") {
 		t.Errorf("request on a same-repository pull request warns of a fork:\n%s", got)
 	}
@@ -115,7 +115,7 @@ func TestRenderPullDone(t *testing.T) {
 	}{
 		{
 			name: "pushed onto the branch, after a rebase",
-			t: Task{Requester: Person{Login: "octo"}, Work: Work{Title: "Use emoji", Branch: "changes", Rebased: []string{"abc"},
+			t: Task{Kind: KindFix, Requester: Person{Login: "octo"}, work: &Work{Title: "Use emoji", Branch: "changes", Rebased: []string{"abc"},
 				Pull:         &PullWork{Mode: PushToHead, Commits: []string{"1111111111111111", "2222222222222222"}},
 				ChangedFiles: []pullwright.FileStat{{Path: "README.md", Added: 1, Deleted: 1}},
 				Final:        true, HeadSHA: "2222222222222222",
@@ -125,20 +125,20 @@ func TestRenderPullDone(t *testing.T) {
 		},
 		{
 			name: "fork, pull request in this repository",
-			t: Task{Requester: Person{Login: "octo"}, Work: Work{Title: "Fix", Branch: "agent/2-x", PRURL: "https://github.com/o/r/pull/3",
+			t: Task{Kind: KindFix, Requester: Person{Login: "octo"}, work: &Work{Title: "Fix", Branch: "agent/2-x", PRURL: "https://github.com/o/r/pull/3",
 				Pull: &PullWork{Mode: PullInBase, Why: "it comes from a fork", Threads: []ThreadRef{{Root: 1}, {Root: 2}}}}},
 			want: []string{"I opened https://github.com/o/r/pull/3", "it comes from a fork", "I answered 2 review threads"},
 		},
 		{
 			name: "fork, pull request against its branch",
-			t: Task{Requester: Person{Login: "octo"}, Work: Work{Title: "Fix", Branch: "agent/2-x", PRURL: "https://github.com/alice/r/pull/9",
+			t: Task{Kind: KindFix, Requester: Person{Login: "octo"}, work: &Work{Title: "Fix", Branch: "agent/2-x", PRURL: "https://github.com/alice/r/pull/9",
 				Pull: &PullWork{Mode: PullToFork, Why: "edits allowed", Info: pullwright.Pull{HeadRepo: "alice/r", HeadRef: "fix"}}}},
 			want: []string{"against `alice/r:fix`", "edits allowed"},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := renderPullDone(&tt.t)
+			got := renderPullDone(job(&tt.t))
 			for _, w := range tt.want {
 				if !strings.Contains(got, w) {
 					t.Errorf("report lacks %q:\n%s", w, got)
@@ -155,15 +155,15 @@ func TestStateOfAPullRequestTask(t *testing.T) {
 		want string
 	}{
 		{Task{State: Publishing}, "📤 Opening the pull request"},
-		{Task{State: Publishing, IsPR: true, Work: Work{Pull: &PullWork{Mode: PullInBase}}}, "📤 Opening the pull request"},
-		{Task{State: Publishing, IsPR: true, Work: Work{Pull: onHead}}, "📤 Pushing to the pull request's branch"},
+		{Task{Kind: KindFix, State: Publishing, IsPR: true, work: &Work{Pull: &PullWork{Mode: PullInBase}}}, "📤 Opening the pull request"},
+		{Task{Kind: KindFix, State: Publishing, IsPR: true, work: &Work{Pull: onHead}}, "📤 Pushing to the pull request's branch"},
 		{Task{State: Preparing}, "📥 Reading the issue and cloning the repository"},
 		{Task{State: Preparing, IsPR: true}, "📥 Reading the pull request and cloning its branch"},
-		{Task{State: Working, IsPR: true, Work: Work{Pull: onHead}}, "🛠️ Working"},
+		{Task{Kind: KindFix, State: Working, IsPR: true, work: &Work{Pull: onHead}}, "🛠️ Working"},
 	}
 	for _, tt := range tests {
 		if got := stateOf(&tt.t); got != tt.want {
-			t.Errorf("stateOf(%s, pull %+v) = %q, want %q", tt.t.State, tt.t.Pull, got, tt.want)
+			t.Errorf("stateOf(%s, pull %+v) = %q, want %q", tt.t.State, tt.t.work.Pull, got, tt.want)
 		}
 	}
 }
@@ -192,22 +192,22 @@ func TestStatusShowsUntrustedTextInert(t *testing.T) {
 	tk := &Task{ID: 9, Kind: KindFix, State: Failed, Issue: 2, Repo: pullwright.Repo{Owner: "o", Name: "r"},
 		Error:  "its files differ on " + listPaths([]string{".github/workflows/x` @acme/admins <!-- pullwright:task-9-status --> `.yml"}),
 		Review: &ReviewRef{Path: "a` @acme/admins `b", Line: 3},
-		Work:   Work{Pull: &PullWork{Info: info, Mode: mode, Why: why}},
+		work:   &Work{Pull: &PullWork{Info: info, Mode: mode, Why: why}},
 	}
 	// GitHub makes no mention inside a code span, and the zero-width
 	// joiner spoils one outside it.
-	for name, got := range map[string]string{"status": RenderStatus(tk, "/agent"), "status line": StatusLine(tk)} {
+	for name, got := range map[string]string{"status": RenderStatus(job(tk), "/agent"), "status line": StatusLine(job(tk))} {
 		if !strings.Contains(got, "`` .github/workflows/x` @\u200dacme/admins <!-- pullwright:task-9-status --> `.yml ``") {
 			t.Errorf("%s does not show the failure's path as one code span:\n%s", name, got)
 		}
 	}
-	if got := RenderStatus(tk, "/agent"); !strings.Contains(got, "Asked on `` a` @acme/admins `b `` line 3.") ||
+	if got := RenderStatus(job(tk), "/agent"); !strings.Contains(got, "Asked on `` a` @acme/admins `b `` line 3.") ||
 		!strings.Contains(got, "a pull request against `` evil/fork:x`@\u200dacme/admins`y ``") {
 		t.Errorf("status does not show the review comment's path and the fork's branch as code spans:\n%s", got)
 	}
 	// A blank line would end the span, and git allows one in a name.
 	tk.Review.Path = "a\n\n@acme/admins"
-	if got := RenderStatus(tk, "/agent"); !strings.Contains(got, "Asked on `a\uFFFD\uFFFD@acme/admins` line 3.") {
+	if got := RenderStatus(job(tk), "/agent"); !strings.Contains(got, "Asked on `a\uFFFD\uFFFD@acme/admins` line 3.") {
 		t.Errorf("a path with line breaks:\n%s", got)
 	}
 }

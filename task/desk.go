@@ -68,8 +68,8 @@ func (d desk) replyOn(ctx context.Context, t *Task, issue int, body string) erro
 
 // updateStatus edits the fix's status comment (posted by the first call)
 // to show where the task stands.
-func (d desk) updateStatus(ctx context.Context, t *Task) error {
-	p, err := d.gh.UpsertComment(ctx, t.Repo, t.Issue, marker(t, "status"), t.StatusCommentID, RenderStatusWith(t, d.command, d.sessionURL(t)))
+func (d desk) updateStatus(ctx context.Context, t Job) error {
+	p, err := d.gh.UpsertComment(ctx, t.Repo, t.Issue, marker(t.Task, "status"), t.StatusCommentID, RenderStatusWith(t, d.command, d.sessionURL(t.Task)))
 	if err != nil {
 		return retryf(err, "updating the status comment failed")
 	}

@@ -28,7 +28,7 @@ func TestDrainWaitsOutRetriesAndStopsAtAWait(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.State, w.RunAfter = task.AwaitingApproval, time.Now().Add(time.Hour)
-	w.Request = &task.ExecRequest{ID: fmt.Sprint(w.ID, "-1"), Command: "make", Asked: true}
+	tasktest.Job(w).Request = &task.ExecRequest{ID: fmt.Sprint(w.ID, "-1"), Command: "make", Asked: true}
 	if err := s.Save(ctx, w, "w"); err != nil {
 		t.Fatal(err)
 	}

@@ -20,9 +20,9 @@ import (
 // acknowledge reads the repository's rules, checks who asked against them
 // and the installation's rate, reacts to the comment and posts the status
 // comment that the rest of the task edits in place.
-func (f *Flow) acknowledge(ctx context.Context, t *Task) error {
+func (f *Flow) acknowledge(ctx context.Context, t Job) error {
 	if t.Settings == nil {
-		s, err := f.loadSettings(ctx, t)
+		s, err := f.loadSettings(ctx, t.Task)
 		if Permanent(err) {
 			// A broken file is reported only to someone the default rule
 			// admits; anyone else gets the usual refusal.
@@ -31,7 +31,7 @@ func (f *Flow) acknowledge(ctx context.Context, t *Task) error {
 				return aerr
 			}
 			if !ok {
-				return f.desk().refuse(ctx, t, why)
+				return f.desk().refuse(ctx, t.Task, why)
 			}
 			return err
 		}
@@ -45,7 +45,7 @@ func (f *Flow) acknowledge(ctx context.Context, t *Task) error {
 		return err
 	}
 	if !ok {
-		return f.desk().refuse(ctx, t, why)
+		return f.desk().refuse(ctx, t.Task, why)
 	}
 	if t.IsPR {
 		ended, err := f.pulls().admitPull(ctx, t)
@@ -60,15 +60,15 @@ func (f *Flow) acknowledge(ctx context.Context, t *Task) error {
 			return err
 		}
 	}
-	why, err = f.admitRate(ctx, t)
+	why, err = f.admitRate(ctx, t.Task)
 	if err != nil {
 		return err
 	}
 	if why != "" {
 		f.Logger.InfoContext(ctx, "task refused: rate limit", "task_id", t.ID, "installation_id", t.Repo.InstallationID, "why", why)
-		return f.desk().reply(ctx, t, fmt.Sprintf("@%s sorry, I can't start on this now: %s. Please ask again a little later.", t.Requester.Login, why))
+		return f.desk().reply(ctx, t.Task, fmt.Sprintf("@%s sorry, I can't start on this now: %s. Please ask again a little later.", t.Requester.Login, why))
 	}
-	f.desk().react(ctx, t, "eyes")
+	f.desk().react(ctx, t.Task, "eyes")
 	if err := t.Move(Preparing); err != nil {
 		return err
 	}
@@ -79,7 +79,7 @@ func (f *Flow) acknowledge(ctx context.Context, t *Task) error {
 // (the default branch, or the pull request's head), names the branch the
 // work goes to, reads the repository's instructions for agents from the
 // default branch and starts the agent's conversation.
-func (f *Flow) prepare(ctx context.Context, t *Task) error {
+func (f *Flow) prepare(ctx context.Context, t Job) error {
 	what := "issue"
 	if t.Pull != nil {
 		what = "pull request"
@@ -103,11 +103,11 @@ func (f *Flow) prepare(ctx context.Context, t *Task) error {
 			return err
 		}
 	}
-	settings := f.desk().settings(t)
+	settings := f.desk().settings(t.Task)
 	if t.onHead() {
 		t.Branch = t.Pull.Info.HeadRef
 	} else {
-		branch, err := f.checkouts().freeBranch(ctx, t, f.BranchName(settings.BranchPrefix, t.Issue, issue.Title))
+		branch, err := f.checkouts().freeBranch(ctx, t.Task, f.BranchName(settings.BranchPrefix, t.Issue, issue.Title))
 		if err != nil {
 			return err
 		}
@@ -115,7 +115,7 @@ func (f *Flow) prepare(ctx context.Context, t *Task) error {
 	}
 	// Two pull requests may share a head branch, or a person may open one
 	// from another task's branch: one task at a time pushes to a branch.
-	holder, err := f.Store.HoldBranch(ctx, t)
+	holder, err := f.Store.HoldBranch(ctx, t.Task)
 	if err != nil {
 		return retryf(err, "recording the work branch failed")
 	}
@@ -135,7 +135,7 @@ func (f *Flow) prepare(ctx context.Context, t *Task) error {
 	if err != nil {
 		return err
 	}
-	comments, unheard := f.desk().heard(ctx, t, issue.Comments, map[string]bool{})
+	comments, unheard := f.desk().heard(ctx, t.Task, issue.Comments, map[string]bool{})
 	t.Unheard = unheard
 	lim := limits(settings)
 	pics, leftOut, err := f.pictures(ctx, t, lim.Profile.Images, settings.Model, issue)
@@ -174,11 +174,11 @@ func (f *Flow) prepare(ctx context.Context, t *Task) error {
 
 // work runs one turn of the agent, unless a budget is spent: then the
 // work so far is pushed and the task stops.
-func (f *Flow) work(ctx context.Context, t *Task) error {
+func (f *Flow) work(ctx context.Context, t Job) error {
 	if t.Stop != "" {
 		return f.stop(ctx, t)
 	}
-	if limit := f.desk().settings(t).MaxWallTime; limit > 0 && !t.CreatedAt.IsZero() {
+	if limit := f.desk().settings(t.Task).MaxWallTime; limit > 0 && !t.CreatedAt.IsZero() {
 		if used := f.now().Sub(t.CreatedAt) - t.Waited; used >= limit {
 			t.CommitAt = f.now().UTC().Truncate(time.Second)
 			if t.reopened() {
@@ -220,7 +220,7 @@ func (f *Flow) work(ctx context.Context, t *Task) error {
 	}
 	t.Files = files
 	now := f.now().UTC().Truncate(time.Second)
-	s := f.desk().settings(t)
+	s := f.desk().settings(t.Task)
 	switch {
 	case p.Pending != nil && ((s.MaxTurns > 0 && p.Turns >= s.MaxTurns) || (s.MaxTokens > 0 && p.Tokens >= s.MaxTokens)):
 		// The agent could never read the result: asking a maintainer to
@@ -254,7 +254,7 @@ func (f *Flow) work(ctx context.Context, t *Task) error {
 // checkpoint brings the remote branch up to date with the workspace:
 // commit the changes (local, and the same commit however often it is made)
 // and push them. It reports done when the remote already has everything.
-func (f *Flow) checkpoint(ctx context.Context, t *Task) (done bool, err error) {
+func (f *Flow) checkpoint(ctx context.Context, t Job) (done bool, err error) {
 	if t.Kind == KindReview {
 		// A review commits and pushes nothing, whatever its workspace
 		// holds (a change the revert of its files could not undo, such
@@ -274,7 +274,7 @@ func (f *Flow) checkpoint(ctx context.Context, t *Task) (done bool, err error) {
 		return false, retryf(err, "reading the workspace failed")
 	}
 	if len(changes) > 0 {
-		if bad := protectedChanges(f.desk().settings(t), ws.Dir(), changes); len(bad) > 0 {
+		if bad := protectedChanges(f.desk().settings(t.Task), ws.Dir(), changes); len(bad) > 0 {
 			return false, Fatal("the change touches paths this repository protects, so nothing was pushed: "+strings.Join(bad, ", "), nil)
 		}
 		if head, err = f.makeCommit(ctx, t, ws); err != nil {
@@ -298,7 +298,7 @@ func (f *Flow) checkpoint(ctx context.Context, t *Task) (done bool, err error) {
 			return false, err
 		}
 	}
-	token, err := f.remote().token(ctx, t)
+	token, err := f.remote().token(ctx, t.Task)
 	if err != nil {
 		return false, err
 	}
@@ -322,7 +322,7 @@ func (f *Flow) checkpoint(ctx context.Context, t *Task) (done bool, err error) {
 
 // checkpointRequest pushes the work the agent's request would run, one
 // sub-step per call, and binds the request to the commit that holds it.
-func (f *Flow) checkpointRequest(ctx context.Context, t *Task) error {
+func (f *Flow) checkpointRequest(ctx context.Context, t Job) error {
 	done, err := f.checkpoint(ctx, t)
 	if err != nil || !done {
 		return err
@@ -337,7 +337,7 @@ func (f *Flow) checkpointRequest(ctx context.Context, t *Task) error {
 
 // pushed records that the remote branch has head, the workspace's commit
 // on from.
-func pushed(t *Task, ws Workspace, head, from string) error {
+func pushed(t Job, ws Workspace, head, from string) error {
 	if t.Pull != nil {
 		// Each push is one commit on from; summing them keeps a person's
 		// commits, rebased onto, out of the bot's account.
@@ -357,7 +357,7 @@ func pushed(t *Task, ws Workspace, head, from string) error {
 
 // makeCommit commits the workspace's changes for t, dated t.CommitAt, so
 // that making it twice gives the same commit.
-func (f *Flow) makeCommit(ctx context.Context, t *Task, ws Workspace) (string, error) {
+func (f *Flow) makeCommit(ctx context.Context, t Job, ws Workspace) (string, error) {
 	bot, err := f.GitHub.Identity(ctx)
 	if err != nil {
 		return "", retryf(err, "reading the app's identity failed")
@@ -387,7 +387,7 @@ func (f *Flow) makeCommit(ctx context.Context, t *Task, ws Workspace) (string, e
 
 // publish commits, pushes, opens the pull request (or makes the draft
 // ready) and reports, one idempotent sub-step per call.
-func (f *Flow) publish(ctx context.Context, t *Task) error {
+func (f *Flow) publish(ctx context.Context, t Job) error {
 	if !t.Final {
 		done, err := f.checkpoint(ctx, t)
 		if err != nil || !done {
@@ -446,8 +446,8 @@ func (f *Flow) publish(ctx context.Context, t *Task) error {
 // bot's own that goes through the approval rules like the agent's, unless
 // a run of it passed there or the bot already asked for it there. It
 // reports whether it asked.
-func (f *Flow) requirePassing(t *Task) bool {
-	cmd := f.desk().settings(t).RequirePassing
+func (f *Flow) requirePassing(t Job) bool {
+	cmd := f.desk().settings(t.Task).RequirePassing
 	if cmd == "" || t.HeadSHA == "" {
 		return false
 	}
@@ -470,7 +470,7 @@ func (f *Flow) requirePassing(t *Task) bool {
 
 // reopened reports whether the agent works again after it had finished,
 // because the repository's required command failed (resolveRequired).
-func (t *Task) reopened() bool {
+func (t Job) reopened() bool {
 	for _, r := range t.Runs {
 		if r.Required && ranAndFailed(r.Outcome) {
 			return t.Title != ""
@@ -482,13 +482,13 @@ func (t *Task) reopened() bool {
 // unmet says why the repository's required command does not yet allow the
 // pull request to be ready for review, or "" when it does (or there is
 // none).
-func (f *Flow) unmet(t *Task) string {
-	return t.unmet(f.desk().settings(t).RequirePassing)
+func (f *Flow) unmet(t Job) string {
+	return t.unmet(f.desk().settings(t.Task).RequirePassing)
 }
 
 // unmet says why required (the repository's require_passing) has not
 // passed on t's head, or "" when it has or there is none.
-func (t *Task) unmet(cmd string) string {
+func (t Job) unmet(cmd string) string {
 	if cmd == "" || t.HeadSHA == "" {
 		return ""
 	}
@@ -506,7 +506,7 @@ func (t *Task) unmet(cmd string) string {
 // t.prBase(), or, when it opened a draft while it worked, gives the draft
 // its final title and body and makes it ready for review. It reports
 // whether it did either: one sub-step of publishing.
-func (f *Flow) openPullRequest(ctx context.Context, t *Task) (acted bool, err error) {
+func (f *Flow) openPullRequest(ctx context.Context, t Job) (acted bool, err error) {
 	// A repository's required command that has not passed on the final
 	// commit keeps the pull request a draft.
 	ready := f.unmet(t) == ""
@@ -544,8 +544,8 @@ func (f *Flow) openPullRequest(ctx context.Context, t *Task) (acted bool, err er
 }
 
 // done posts the report of a finished task and ends it.
-func (f *Flow) done(ctx context.Context, t *Task, report string) error {
-	if _, err := f.GitHub.UpsertComment(ctx, t.Repo, t.Issue, marker(t, "done"), 0, report); err != nil {
+func (f *Flow) done(ctx context.Context, t Job, report string) error {
+	if _, err := f.GitHub.UpsertComment(ctx, t.Repo, t.Issue, marker(t.Task, "done"), 0, report); err != nil {
 		return retryf(err, "posting the result failed")
 	}
 	if err := t.Move(Done); err != nil {
@@ -561,7 +561,7 @@ func (f *Flow) done(ctx context.Context, t *Task, report string) error {
 // stop ends a task whose budget is spent: the work so far is committed and
 // pushed, so nothing the agent did is lost, and the task fails saying why
 // and where the work is.
-func (f *Flow) stop(ctx context.Context, t *Task) error {
+func (f *Flow) stop(ctx context.Context, t Job) error {
 	done, err := f.checkpoint(ctx, t)
 	if err != nil || !done {
 		return err
@@ -578,14 +578,14 @@ func (f *Flow) stop(ctx context.Context, t *Task) error {
 	return Fatal(msg, nil)
 }
 
-func (f *Flow) cleanup(ctx context.Context, t *Task) {
+func (f *Flow) cleanup(ctx context.Context, t Job) {
 	if t.Workdir == "" {
 		return
 	}
 	if err := os.RemoveAll(t.Workdir); err != nil {
 		f.Logger.WarnContext(ctx, "remove workspace", "task_id", t.ID, "err", err)
 	}
-	f.runs().removeRunTree(ctx, t)
+	f.runs().removeRunTree(ctx, t.Task)
 }
 
 // limits are the agent's rules for a task: the repository's settings,

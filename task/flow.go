@@ -106,16 +106,18 @@ func (f *Flow) Step(ctx context.Context, t *Task) error {
 	case KindApprove, KindReject:
 		return f.answers().answer(ctx, t)
 	case KindFix:
-		return f.fix(ctx, t)
+		j, _ := t.Job()
+		return f.fix(ctx, j)
 	case KindReview:
-		return f.review(ctx, t)
+		j, _ := t.Job()
+		return f.review(ctx, j)
 	case KindTrigger:
 		return f.trigger(ctx, t)
 	}
 	return Fatal(fmt.Sprintf("unknown task kind %q", t.Kind), nil)
 }
 
-func (f *Flow) fix(ctx context.Context, t *Task) error {
+func (f *Flow) fix(ctx context.Context, t Job) error {
 	switch t.State {
 	case Queued:
 		return f.acknowledge(ctx, t)
@@ -142,18 +144,19 @@ func (f *Flow) fix(ctx context.Context, t *Task) error {
 
 // published reports whether the task pushed its final commit: from there
 // on the pull request follows, and stopping would leave it half made.
-func (t *Task) published() bool {
+func (t Job) published() bool {
 	return t.State == Publishing && t.Final
 }
 
 // Finish reports the end of a fix task that failed or was cancelled: a
 // pending request's check run is closed and the status comment says why.
 // Other kinds have nothing to report.
-func (f *Flow) Finish(ctx context.Context, t *Task) error {
-	f.cleanup(ctx, t)
-	if t.Kind != KindFix && t.Kind != KindReview {
+func (f *Flow) Finish(ctx context.Context, tk *Task) error {
+	t, ok := tk.Job()
+	if !ok {
 		return nil
 	}
+	f.cleanup(ctx, t)
 	if r := t.Request; r != nil {
 		conclusion, title := "cancelled", "Cancelled"
 		if t.State == Failed {
@@ -176,7 +179,7 @@ func (f *Flow) Finish(ctx context.Context, t *Task) error {
 		if t.StatusCommentURL != "" {
 			body += fmt.Sprintf(" ([status](%s))", t.StatusCommentURL)
 		}
-		if err := f.pulls().replyInThread(ctx, t, t.Review.Root(), marker(t, "review-ended"), body); err != nil {
+		if err := f.pulls().replyInThread(ctx, t, t.Review.Root(), marker(t.Task, "review-ended"), body); err != nil {
 			return retryf(err, "replying in the review thread failed")
 		}
 		t.Pull.ReviewReplied = true

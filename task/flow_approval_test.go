@@ -49,7 +49,7 @@ func TestAnswers(t *testing.T) {
 		{
 			name: "a maintainer approves",
 			answer: func(w *world, fix *task.Task) *task.Task {
-				return w.answer(task.KindApprove, "maint", 12, fix.Request.ID)
+				return w.answer(task.KindApprove, "maint", 12, tasktest.Job(fix).Request.ID)
 			},
 			state: task.Done,
 			check: func(t *testing.T, w *world, fix *task.Task) {
@@ -69,7 +69,7 @@ func TestAnswers(t *testing.T) {
 				if o := w.agent.Outcomes; len(o) != 1 || o[0].Verdict != task.Rejected || o[0].By != "bob" {
 					t.Errorf("the agent heard %+v", o)
 				}
-				if c := w.gh.CheckRuns[fix.Request.CheckRunID]; c.Conclusion != "neutral" || !strings.Contains(c.Title, "Rejected by @bob") {
+				if c := w.gh.CheckRuns[tasktest.Job(fix).Request.CheckRunID]; c.Conclusion != "neutral" || !strings.Contains(c.Title, "Rejected by @bob") {
 					t.Errorf("approval check %+v", c)
 				}
 			},
@@ -78,7 +78,7 @@ func TestAnswers(t *testing.T) {
 			name: "the button of the approval check run",
 			answer: func(w *world, fix *task.Task) *task.Task {
 				return w.ask(&task.Task{Kind: task.KindApprove, Requester: person("maint"),
-					Answering: task.AnswerRef{RequestID: fix.Request.ID, Run: fix.Request.CheckRunID, SHA: fix.Request.SHA}})
+					Answering: task.AnswerRef{RequestID: tasktest.Job(fix).Request.ID, Run: tasktest.Job(fix).Request.CheckRunID, SHA: tasktest.Job(fix).Request.SHA}})
 			},
 			state: task.Done,
 		},
@@ -86,7 +86,7 @@ func TestAnswers(t *testing.T) {
 			name: "the console's approval of the value it showed",
 			answer: func(w *world, fix *task.Task) *task.Task {
 				return w.ask(&task.Task{Kind: task.KindApprove, Requester: person("maint"),
-					Answering: task.AnswerRef{RequestID: fix.Request.ID, Run: fix.Request.CheckRunID, SHA: fix.Request.SHA, Digest: fix.Request.Shown.Digest}})
+					Answering: task.AnswerRef{RequestID: tasktest.Job(fix).Request.ID, Run: tasktest.Job(fix).Request.CheckRunID, SHA: tasktest.Job(fix).Request.SHA, Digest: tasktest.Job(fix).Request.Shown.Digest}})
 			},
 			state: task.Done,
 		},
@@ -94,7 +94,7 @@ func TestAnswers(t *testing.T) {
 			name: "the console's approval of another value",
 			answer: func(w *world, fix *task.Task) *task.Task {
 				return w.ask(&task.Task{Kind: task.KindApprove, Requester: person("maint"),
-					Answering: task.AnswerRef{RequestID: fix.Request.ID, Run: fix.Request.CheckRunID, SHA: fix.Request.SHA, Digest: strings.Repeat("0", 64)}})
+					Answering: task.AnswerRef{RequestID: tasktest.Job(fix).Request.ID, Run: tasktest.Job(fix).Request.CheckRunID, SHA: tasktest.Job(fix).Request.SHA, Digest: strings.Repeat("0", 64)}})
 			},
 			state: task.AwaitingApproval,
 			reply: "the request changed since you read it",
@@ -103,7 +103,7 @@ func TestAnswers(t *testing.T) {
 			name: "a button on another check run",
 			answer: func(w *world, fix *task.Task) *task.Task {
 				return w.ask(&task.Task{Kind: task.KindApprove, Requester: person("maint"),
-					Answering: task.AnswerRef{RequestID: fix.Request.ID, Run: 1, SHA: fix.Request.SHA}})
+					Answering: task.AnswerRef{RequestID: tasktest.Job(fix).Request.ID, Run: 1, SHA: tasktest.Job(fix).Request.SHA}})
 			},
 			state: task.AwaitingApproval,
 			reply: "that button is not on the approval check run",
@@ -112,7 +112,7 @@ func TestAnswers(t *testing.T) {
 			name: "a button on an older commit",
 			answer: func(w *world, fix *task.Task) *task.Task {
 				return w.ask(&task.Task{Kind: task.KindApprove, Requester: person("maint"),
-					Answering: task.AnswerRef{RequestID: fix.Request.ID, Run: fix.Request.CheckRunID, SHA: w.base}})
+					Answering: task.AnswerRef{RequestID: tasktest.Job(fix).Request.ID, Run: tasktest.Job(fix).Request.CheckRunID, SHA: w.base}})
 			},
 			state: task.AwaitingApproval,
 			reply: "that button belongs to an older commit",
@@ -139,7 +139,7 @@ func TestAnswers(t *testing.T) {
 		{
 			name: "a comment GitHub dates in the second the request was shown",
 			answer: func(w *world, fix *task.Task) *task.Task {
-				return w.ask(&task.Task{Kind: task.KindApprove, Issue: 1, CommentID: 12, Requester: person("maint"), AskedAt: fix.Request.ShownAt})
+				return w.ask(&task.Task{Kind: task.KindApprove, Issue: 1, CommentID: 12, Requester: person("maint"), AskedAt: tasktest.Job(fix).Request.ShownAt})
 			},
 			state: task.AwaitingApproval,
 			reply: "your answer was written before request",
@@ -159,7 +159,7 @@ func TestAnswers(t *testing.T) {
 		{
 			name: "a push after the request makes it stale",
 			answer: func(w *world, fix *task.Task) *task.Task {
-				w.ws.Commit(cloneURL, fix.Branch, map[string]string{"other.txt": "a person's\n"}, "a person's push")
+				w.ws.Commit(cloneURL, tasktest.Job(fix).Branch, map[string]string{"other.txt": "a person's\n"}, "a person's push")
 				return w.answer(task.KindApprove, "maint", 12, "")
 			},
 			state: task.AwaitingApproval,
@@ -168,7 +168,7 @@ func TestAnswers(t *testing.T) {
 		{
 			name: "a deleted branch makes it stale",
 			answer: func(w *world, fix *task.Task) *task.Task {
-				w.ws.SetRef(cloneURL, fix.Branch, "")
+				w.ws.SetRef(cloneURL, tasktest.Job(fix).Branch, "")
 				return w.answer(task.KindApprove, "maint", 12, "")
 			},
 			state: task.AwaitingApproval,
@@ -186,8 +186,8 @@ func TestAnswers(t *testing.T) {
 				if r := w.reply(a); !strings.Contains(r, c.reply) {
 					t.Errorf("reply %q does not say %q", r, c.reply)
 				}
-				if got.Request.Answer != nil || len(w.runner.Specs) != 0 {
-					t.Errorf("a refused answer answered: %+v, %d runs", got.Request.Answer, len(w.runner.Specs))
+				if tasktest.Job(got).Request.Answer != nil || len(w.runner.Specs) != 0 {
+					t.Errorf("a refused answer answered: %+v, %d runs", tasktest.Job(got).Request.Answer, len(w.runner.Specs))
 				}
 			}
 			if c.check != nil {
@@ -205,8 +205,8 @@ func TestAnAnswerCountsOnce(t *testing.T) {
 	w.answer(task.KindApprove, "maint", 12, "")
 	w.drain()
 	second := w.want(fix.ID, task.AwaitingApproval)
-	if second.Request.ID == fix.Request.ID || len(second.Answers) != 1 {
-		t.Fatalf("second request %+v, answers %v", second.Request, second.Answers)
+	if tasktest.Job(second).Request.ID == tasktest.Job(fix).Request.ID || len(tasktest.Job(second).Answers) != 1 {
+		t.Fatalf("second request %+v, answers %v", tasktest.Job(second).Request, tasktest.Job(second).Answers)
 	}
 	w.clock.Advance(time.Minute)
 	again := w.answer(task.KindApprove, "maint", 12, "")
@@ -219,12 +219,12 @@ func TestAnAnswerCountsOnce(t *testing.T) {
 	// been meant for the one before.
 	bare := w.answer(task.KindApprove, "maint", 15, "")
 	w.drain()
-	if r := w.reply(bare); !strings.Contains(r, "with `/approve "+second.Request.ID+"`") {
+	if r := w.reply(bare); !strings.Contains(r, "with `/approve "+tasktest.Job(second).Request.ID+"`") {
 		t.Errorf("a bare approval of the second request: reply %q", r)
 	}
 	// A second approval of the same request loses to the first.
-	w.answer(task.KindApprove, "maint", 13, second.Request.ID)
-	late := w.answer(task.KindApprove, "bob", 14, second.Request.ID)
+	w.answer(task.KindApprove, "maint", 13, tasktest.Job(second).Request.ID)
+	late := w.answer(task.KindApprove, "bob", 14, tasktest.Job(second).Request.ID)
 	w.drain()
 	if r := w.reply(late); !strings.Contains(r, "no execution request waiting") && !strings.Contains(r, "already answered") {
 		t.Errorf("late approval's reply %q", r)
@@ -238,24 +238,24 @@ func TestAnAnswerCountsOnce(t *testing.T) {
 func TestARequestTimesOut(t *testing.T) {
 	w, fix := parked(t, "")
 	// Woken before the deadline (a restart), it parks again.
-	if err := w.flow.Step(w.ctx, fix); err != nil || fix.State != task.AwaitingApproval || !fix.RunAfter.Equal(fix.Request.Deadline) {
-		t.Fatalf("early wake: %v, %s, run after %s (deadline %s)", err, fix.State, fix.RunAfter, fix.Request.Deadline)
+	if err := w.flow.Step(w.ctx, fix); err != nil || fix.State != task.AwaitingApproval || !fix.RunAfter.Equal(tasktest.Job(fix).Request.Deadline) {
+		t.Fatalf("early wake: %v, %s, run after %s (deadline %s)", err, fix.State, fix.RunAfter, tasktest.Job(fix).Request.Deadline)
 	}
 	w.clock.Advance(25 * time.Hour)
 	if err := w.flow.Step(w.ctx, fix); err != nil {
 		t.Fatal(err)
 	}
-	if fix.State != task.Working || fix.Request.Answer.Verdict != task.TimedOut {
-		t.Fatalf("after the deadline: %s, %+v", fix.State, fix.Request.Answer)
+	if fix.State != task.Working || tasktest.Job(fix).Request.Answer.Verdict != task.TimedOut {
+		t.Fatalf("after the deadline: %s, %+v", fix.State, tasktest.Job(fix).Request.Answer)
 	}
 	if o := w.agent.Outcomes; len(o) != 1 || o[0].Verdict != task.TimedOut {
 		t.Errorf("the agent heard %+v", o)
 	}
-	note := w.gh.Comment(1, "task-1-request-"+fix.Request.ID+"-timeout")
+	note := w.gh.Comment(1, "task-1-request-"+tasktest.Job(fix).Request.ID+"-timeout")
 	if note == nil || !strings.Contains(note.Text(), "got no answer within 24h0m0s") {
 		t.Errorf("timeout note: %+v", note)
 	}
-	if c := w.gh.CheckRuns[fix.Request.CheckRunID]; c.Conclusion != "timed_out" {
+	if c := w.gh.CheckRuns[tasktest.Job(fix).Request.CheckRunID]; c.Conclusion != "timed_out" {
 		t.Errorf("approval check %+v", c)
 	}
 	// The timeout is in the store: an approval now is too late.
@@ -294,7 +294,7 @@ func TestRequestsAnsweredWithoutAsking(t *testing.T) {
 			w.drain()
 			if c.verdict == "" {
 				got := w.want(fix.ID, task.AwaitingApproval)
-				if got.Request.CommentID == 0 {
+				if tasktest.Job(got).Request.CommentID == 0 {
 					t.Error("the request was not shown")
 				}
 				return
@@ -306,7 +306,7 @@ func TestRequestsAnsweredWithoutAsking(t *testing.T) {
 			if o := w.agent.Outcomes; len(o) != 1 || o[0].Verdict != c.verdict || o[0].By != c.by {
 				t.Errorf("the agent heard %+v", o)
 			}
-			if w.gh.Comment(1, "task-1-request-"+got.Request.ID) != nil {
+			if w.gh.Comment(1, "task-1-request-"+tasktest.Job(got).Request.ID) != nil {
 				t.Error("a request answered without asking was shown as a question")
 			}
 		})
@@ -334,11 +334,11 @@ func TestAnswerWithNothingWaiting(t *testing.T) {
 // texts are renderings of it and nothing else.
 func TestARequestIsOneValue(t *testing.T) {
 	w, fix := parked(t, "auto_approve:\n  - command: make lint\n")
-	shown := fix.Request.Shown
-	if shown == nil || !shown.Sealed() || shown.Command != "go test ./..." || shown.Commit != fix.Request.SHA {
+	shown := tasktest.Job(fix).Request.Shown
+	if shown == nil || !shown.Sealed() || shown.Command != "go test ./..." || shown.Commit != tasktest.Job(fix).Request.SHA {
 		t.Fatalf("the request as shown = %+v", shown)
 	}
-	comment := w.gh.Comment(fix.Issue, fmt.Sprintf("task-%d-request-%s", fix.ID, fix.Request.ID))
+	comment := w.gh.Comment(fix.Issue, fmt.Sprintf("task-%d-request-%s", fix.ID, tasktest.Job(fix).Request.ID))
 	if comment == nil {
 		for _, c := range w.gh.CommentsOn(fix.Issue) {
 			t.Logf("comment %q", c.Marker)
@@ -348,7 +348,7 @@ func TestARequestIsOneValue(t *testing.T) {
 	if !strings.Contains(comment.Body, task.RenderRequest(*shown)) {
 		t.Errorf("the comment is not the value's rendering:\n%s", comment.Body)
 	}
-	summary := w.gh.CheckRuns[fix.Request.CheckRunID].Summary
+	summary := w.gh.CheckRuns[tasktest.Job(fix).Request.CheckRunID].Summary
 	for _, s := range shown.Sentences() {
 		plain := approval.PlainText(s)
 		if !strings.Contains(approval.Text(*shown), plain) {
@@ -372,11 +372,11 @@ func TestARequestIsOneValue(t *testing.T) {
 // approval was of the request as shown.
 func TestARunGoesWhereTheRequestSaid(t *testing.T) {
 	w, fix := parked(t, "")
-	if !fix.Request.Shown.Where.Sandbox {
-		t.Fatalf("the request was shown to run without a sandbox: %+v", fix.Request.Shown.Where)
+	if !tasktest.Job(fix).Request.Shown.Where.Sandbox {
+		t.Fatalf("the request was shown to run without a sandbox: %+v", tasktest.Job(fix).Request.Shown.Where)
 	}
 	w.flow.Unisolated = true
-	w.answer(task.KindApprove, "maint", 12, fix.Request.ID)
+	w.answer(task.KindApprove, "maint", 12, tasktest.Job(fix).Request.ID)
 	w.drain()
 	if len(w.runner.Specs) != 0 {
 		t.Fatalf("the command ran: %+v", w.runner.Specs)
@@ -385,7 +385,7 @@ func TestARunGoesWhereTheRequestSaid(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got.Runs) != 1 || got.Runs[0].Outcome != task.OutcomeNotRun || !strings.Contains(got.Runs[0].Output, "runner changed since the request was shown") {
-		t.Fatalf("the record = %+v", got.Runs)
+	if len(tasktest.Job(got).Runs) != 1 || tasktest.Job(got).Runs[0].Outcome != task.OutcomeNotRun || !strings.Contains(tasktest.Job(got).Runs[0].Output, "runner changed since the request was shown") {
+		t.Fatalf("the record = %+v", tasktest.Job(got).Runs)
 	}
 }

@@ -22,7 +22,7 @@ func TestParkingCostsTheSameCallsWhateverTheCommitHolds(t *testing.T) {
 			fix := w.fix("fix the typo")
 			w.drain()
 			got := w.want(fix.ID, task.AwaitingApproval)
-			if got.Request.CheckRunID == 0 {
+			if tasktest.Job(got).Request.CheckRunID == 0 {
 				t.Fatal("parked without an approval check run")
 			}
 			if n := w.gh.Asked["FindCheckRun"]; n != 0 {
@@ -48,7 +48,7 @@ func TestAReplayedCheckRunCreateFindsItsRun(t *testing.T) {
 	fix := w.fix("fix the typo")
 	w.drain()
 	got := w.want(fix.ID, task.AwaitingApproval)
-	r := got.Request
+	r := tasktest.Job(got).Request
 	var ours []int64
 	for id, cr := range w.gh.CheckRuns {
 		if cr.Name == task.ApprovalCheck && cr.ExternalID == r.ID {

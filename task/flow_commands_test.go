@@ -53,7 +53,7 @@ func TestCommandsBesideAFix(t *testing.T) {
 			if got.CancelledBy != "bob" {
 				t.Errorf("cancelled by %q", got.CancelledBy)
 			}
-			if ch := w.gh.CheckRuns[fix.Request.CheckRunID]; ch.Conclusion != "cancelled" {
+			if ch := w.gh.CheckRuns[tasktest.Job(fix).Request.CheckRunID]; ch.Conclusion != "cancelled" {
 				t.Errorf("approval check %+v", ch)
 			}
 			if st := w.status(fix); !strings.Contains(st.Text(), "ancel") {
@@ -91,7 +91,7 @@ func TestCancelAfterTheFinalPush(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for !(claimed.State == task.Publishing && claimed.Final) {
+	for !(claimed.State == task.Publishing && tasktest.Job(claimed).Final) {
 		if err := w.flow.Step(w.ctx, claimed); err != nil {
 			t.Fatal(err)
 		}

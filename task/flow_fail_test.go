@@ -100,7 +100,7 @@ func TestFixFailures(t *testing.T) {
 			state: task.Failed,
 			why:   "stopped: the agent used up its budget (tokens). The work so far is on branch `agent/1-fix-the-typo`.",
 			check: func(t *testing.T, w *world, fix *task.Task) {
-				if head := w.ws.Ref(cloneURL, fix.Branch); head == "" || w.ws.Lookup(head).Files["README.md"] != "half done\n" {
+				if head := w.ws.Ref(cloneURL, tasktest.Job(fix).Branch); head == "" || w.ws.Lookup(head).Files["README.md"] != "half done\n" {
 					t.Errorf("the work so far is not on the branch (at %q)", head)
 				}
 			},
@@ -194,17 +194,17 @@ func TestAFailedStepIsRetried(t *testing.T) {
 // A task picked up where its workspace is gone rebuilds it from the store.
 func TestALostWorkspaceIsRebuilt(t *testing.T) {
 	w, fix := parked(t, "")
-	w.ws.Forget(fix.Workdir)
+	w.ws.Forget(tasktest.Job(fix).Workdir)
 	w.answer(task.KindApprove, "maint", 12, "")
 	w.drain()
 	done := w.want(fix.ID, task.Done)
-	if len(w.ws.Clones) != 2 || !strings.HasSuffix(w.ws.Clones[1], " "+fix.Branch) {
+	if len(w.ws.Clones) != 2 || !strings.HasSuffix(w.ws.Clones[1], " "+tasktest.Job(fix).Branch) {
 		t.Errorf("clones %v", w.ws.Clones)
 	}
 	if got := w.runner.Files[0]["README.md"]; got != "# widget\n\nNo typo.\n" {
 		t.Errorf("the run had README.md %q", got)
 	}
-	if done.PRNumber == 0 {
+	if tasktest.Job(done).PRNumber == 0 {
 		t.Error("no pull request")
 	}
 }
@@ -224,7 +224,7 @@ func TestAPersonPushesWhileTheAgentWorks(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			w, fix := parked(t, "")
 			w.agent.Script = []tasktest.Turn{{
-				During:   func() { w.ws.Commit(cloneURL, fix.Branch, c.theirs, "a person's push") },
+				During:   func() { w.ws.Commit(cloneURL, tasktest.Job(fix).Branch, c.theirs, "a person's push") },
 				Write:    map[string]string{"main.go": "package main // ours\n"},
 				Progress: task.Progress{Finished: true, Title: "Fix", Summary: "fixed"},
 			}}
@@ -234,18 +234,18 @@ func TestAPersonPushesWhileTheAgentWorks(t *testing.T) {
 			if !strings.Contains(got.Error, c.why) {
 				t.Fatalf("error %q, want %q", got.Error, c.why)
 			}
-			head := w.ws.Ref(cloneURL, fix.Branch)
+			head := w.ws.Ref(cloneURL, tasktest.Job(fix).Branch)
 			if c.state == task.Done {
 				files := w.ws.Lookup(head).Files
-				if files["docs.md"] != "theirs\n" || files["main.go"] != "package main // ours\n" || len(got.Rebased) != 1 {
-					t.Errorf("branch files %v, rebased %v", files, got.Rebased)
+				if files["docs.md"] != "theirs\n" || files["main.go"] != "package main // ours\n" || len(tasktest.Job(got).Rebased) != 1 {
+					t.Errorf("branch files %v, rebased %v", files, tasktest.Job(got).Rebased)
 				}
 				return
 			}
 			if w.ws.Lookup(head).Files["main.go"] != "theirs\n" {
 				t.Error("the person's push was overwritten")
 			}
-			aside := w.ws.Ref(cloneURL, fmt.Sprintf("%s-pullwright-%d", fix.Branch, fix.ID))
+			aside := w.ws.Ref(cloneURL, fmt.Sprintf("%s-pullwright-%d", tasktest.Job(fix).Branch, fix.ID))
 			if aside == "" || w.ws.Lookup(aside).Files["main.go"] != "package main // ours\n" {
 				t.Errorf("the kept-aside branch is at %q", aside)
 			}

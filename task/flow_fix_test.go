@@ -191,10 +191,10 @@ func TestFixOnAnIssueFromRequestToPullRequest(t *testing.T) {
 	w.drain()
 
 	parked := w.want(fix.ID, task.AwaitingApproval)
-	r := parked.Request
+	r := tasktest.Job(parked).Request
 	branch := "agent/1-fix-the-typo"
-	if parked.Branch != branch || w.ws.Ref(cloneURL, branch) != r.SHA || r.SHA == w.base {
-		t.Fatalf("branch %q at %s, request on %s (base %s)", parked.Branch, w.ws.Ref(cloneURL, branch), r.SHA, w.base)
+	if tasktest.Job(parked).Branch != branch || w.ws.Ref(cloneURL, branch) != r.SHA || r.SHA == w.base {
+		t.Fatalf("branch %q at %s, request on %s (base %s)", tasktest.Job(parked).Branch, w.ws.Ref(cloneURL, branch), r.SHA, w.base)
 	}
 	if got := w.ws.Lookup(r.SHA).Files["README.md"]; got != "# widget\n\nNo typo.\n" {
 		t.Errorf("the checkpoint holds README.md %q", got)
@@ -210,7 +210,7 @@ func TestFixOnAnIssueFromRequestToPullRequest(t *testing.T) {
 	if req == nil || !strings.Contains(req.Text(), "go test ./...") || !r.ShownAt.Equal(req.CreatedAt) {
 		t.Fatalf("request comment %+v, shown at %s", req, r.ShownAt)
 	}
-	if w.gh.Comment(parked.PRNumber, "task-1-request-"+r.ID+"-pr") == nil {
+	if w.gh.Comment(tasktest.Job(parked).PRNumber, "task-1-request-"+r.ID+"-pr") == nil {
 		t.Error("the request is not shown on the draft pull request")
 	}
 	// Only writers' comments reach the model.
@@ -237,11 +237,11 @@ func TestFixOnAnIssueFromRequestToPullRequest(t *testing.T) {
 		t.Errorf("the agent heard %+v", o)
 	}
 	pr := w.gh.Opened[0]
-	if len(w.gh.Opened) != 1 || pr.Draft || pr.Title != "Fix the README typo" || done.PRNumber != pr.Number {
-		t.Errorf("pull request after publishing: %+v (task's #%d)", pr, done.PRNumber)
+	if len(w.gh.Opened) != 1 || pr.Draft || pr.Title != "Fix the README typo" || tasktest.Job(done).PRNumber != pr.Number {
+		t.Errorf("pull request after publishing: %+v (task's #%d)", pr, tasktest.Job(done).PRNumber)
 	}
-	if w.ws.Ref(cloneURL, branch) != done.HeadSHA || w.ws.Lookup(done.HeadSHA).Files["main.go"] == "" {
-		t.Errorf("branch at %s, task's head %s", w.ws.Ref(cloneURL, branch), done.HeadSHA)
+	if w.ws.Ref(cloneURL, branch) != tasktest.Job(done).HeadSHA || w.ws.Lookup(tasktest.Job(done).HeadSHA).Files["main.go"] == "" {
+		t.Errorf("branch at %s, task's head %s", w.ws.Ref(cloneURL, branch), tasktest.Job(done).HeadSHA)
 	}
 	st := w.status(fix)
 	if st.Edits == 0 || !st.UpdatedAt.After(st.CreatedAt) {
@@ -259,17 +259,17 @@ func TestFixOnAnIssueFromRequestToPullRequest(t *testing.T) {
 	if closed.Conclusion != "success" || len(closed.Actions) != 0 {
 		t.Errorf("approval check after the approval: %+v", closed)
 	}
-	if run := w.gh.CheckRuns[done.Request.RunCheckID]; run == nil || run.Conclusion != "success" || run.Name != task.RunCheck {
+	if run := w.gh.CheckRuns[tasktest.Job(done).Request.RunCheckID]; run == nil || run.Conclusion != "success" || run.Name != task.RunCheck {
 		t.Errorf("run check: %+v", run)
 	}
-	if _, err := os.Stat(done.Workdir); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(tasktest.Job(done).Workdir); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the workspace is still there: %v", err)
 	}
 	golden.Check(t, "testdata/flow-fix-done.golden", w.gh.Comment(1, "task-1-done").Text())
 	// The fake's commits are named by their inputs, a temporary path
 	// among them: the golden names them by role.
 	golden.Check(t, "testdata/flow-fix-pull-request.golden", strings.NewReplacer(
-		done.Request.SHA[:12], "<the request's commit>", done.HeadSHA[:12], "<the final commit>").Replace(pr.Body))
+		tasktest.Job(done).Request.SHA[:12], "<the request's commit>", tasktest.Job(done).HeadSHA[:12], "<the final commit>").Replace(pr.Body))
 }
 
 func containsReaction(rs []tasktest.Reaction, want tasktest.Reaction) bool {

@@ -86,8 +86,8 @@ func TestCommandsBesideAReview(t *testing.T) {
 		a := w.ask(&task.Task{Kind: task.KindApprove, Issue: 7, IsPR: true, CommentID: 80, Requester: person("maint")})
 		w.drain()
 		w.want(a.ID, task.Done)
-		if got := w.want(rv.ID, task.AwaitingApproval); got.Request.Answer != nil {
-			t.Errorf("the review's request was answered: %+v", got.Request.Answer)
+		if got := w.want(rv.ID, task.AwaitingApproval); tasktest.Job(got).Request.Answer != nil {
+			t.Errorf("the review's request was answered: %+v", tasktest.Job(got).Request.Answer)
 		}
 		if len(w.runner.Specs) != 0 {
 			t.Errorf("%d commands ran", len(w.runner.Specs))

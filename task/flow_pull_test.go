@@ -58,8 +58,8 @@ func TestFixOnAPullRequest(t *testing.T) {
 			name: "its own branch gets the commit", instructions: "rename x",
 			state: task.Done, said: "I pushed 1 commit to this pull request's branch `feature`",
 			check: func(t *testing.T, w *world, fix *task.Task) {
-				if head := w.ws.Ref(cloneURL, "feature"); head != fix.HeadSHA || w.ws.Lookup(head).Files["feature.go"] != "package feature // fixed\n" {
-					t.Errorf("feature is at %s, the task's head %s", head, fix.HeadSHA)
+				if head := w.ws.Ref(cloneURL, "feature"); head != tasktest.Job(fix).HeadSHA || w.ws.Lookup(head).Files["feature.go"] != "package feature // fixed\n" {
+					t.Errorf("feature is at %s, the task's head %s", head, tasktest.Job(fix).HeadSHA)
 				}
 				if len(w.gh.Opened) != 0 {
 					t.Errorf("opened %+v", w.gh.Opened)
@@ -147,8 +147,8 @@ func TestFixOnAPullRequest(t *testing.T) {
 			setup: func(w *world, info *pullwright.Pull) { w.gh.Forbidden = []string{"eve/widget"} },
 			state: task.Done, said: "GitHub refused to open a pull request in the fork for this app",
 			check: func(t *testing.T, w *world, fix *task.Task) {
-				if len(w.gh.Opened) != 1 || w.gh.Opened[0].Repo != "acme/widget" || fix.Pull.Mode != task.PullInBase {
-					t.Errorf("opened %+v, mode %s", w.gh.Opened, fix.Pull.Mode)
+				if len(w.gh.Opened) != 1 || w.gh.Opened[0].Repo != "acme/widget" || tasktest.Job(fix).Pull.Mode != task.PullInBase {
+					t.Errorf("opened %+v, mode %s", w.gh.Opened, tasktest.Job(fix).Pull.Mode)
 				}
 			},
 		},
@@ -192,7 +192,7 @@ func TestFixOnAPullRequest(t *testing.T) {
 			switch {
 			case c.state == task.Failed:
 				said = got.Error
-			case got.Pull == nil || got.Branch == "":
+			case tasktest.Job(got).Pull == nil || tasktest.Job(got).Branch == "":
 				said = w.reply(fix)
 			default:
 				said = w.gh.Comment(7, "task-1-done").Text()
@@ -218,19 +218,19 @@ func TestARequestOnAPullRequest(t *testing.T) {
 	fix := w.fixPull("rename x", nil)
 	w.drain()
 	parked := w.want(fix.ID, task.AwaitingApproval)
-	if len(w.gh.Opened) != 0 || w.gh.Comment(7, "task-1-request-1-1") == nil || parked.Request.SHA != w.ws.Ref(cloneURL, "feature") {
-		t.Fatalf("opened %+v, request %+v", w.gh.Opened, parked.Request)
+	if len(w.gh.Opened) != 0 || w.gh.Comment(7, "task-1-request-1-1") == nil || tasktest.Job(parked).Request.SHA != w.ws.Ref(cloneURL, "feature") {
+		t.Fatalf("opened %+v, request %+v", w.gh.Opened, tasktest.Job(parked).Request)
 	}
 	w.clock.Advance(time.Minute)
 	approve := w.ask(&task.Task{Kind: task.KindApprove, Issue: 7, CommentID: 71, Requester: person("maint")})
 	w.drain()
 	w.want(approve.ID, task.Done)
 	done := w.want(fix.ID, task.Done)
-	if len(done.Pull.Commits) != 2 || w.ws.Ref(cloneURL, "feature") != done.Pull.Commits[1] {
-		t.Errorf("commits %v, feature at %s", done.Pull.Commits, w.ws.Ref(cloneURL, "feature"))
+	if len(tasktest.Job(done).Pull.Commits) != 2 || w.ws.Ref(cloneURL, "feature") != tasktest.Job(done).Pull.Commits[1] {
+		t.Errorf("commits %v, feature at %s", tasktest.Job(done).Pull.Commits, w.ws.Ref(cloneURL, "feature"))
 	}
-	if len(done.ChangedFiles) != 1 || done.ChangedFiles[0].Added != 2 {
-		t.Errorf("changed files %+v (summed over the bot's commits)", done.ChangedFiles)
+	if len(tasktest.Job(done).ChangedFiles) != 1 || tasktest.Job(done).ChangedFiles[0].Added != 2 {
+		t.Errorf("changed files %+v (summed over the bot's commits)", tasktest.Job(done).ChangedFiles)
 	}
 }
 
@@ -254,10 +254,10 @@ func TestASetupOnAnotherBaseIsPrivate(t *testing.T) {
 			fix := w.fixPull("rename x", nil)
 			w.drain()
 			got := w.get(fix.ID)
-			shown := got.Request.Shown
+			shown := tasktest.Job(got).Request.Shown
 			private := base != "main"
-			if shown == nil || (shown.Setup != nil && shown.Setup.Private) != private || (got.Request.Auto != "") == private {
-				t.Fatalf("request shown %+v, auto %q", shown, got.Request.Auto)
+			if shown == nil || (shown.Setup != nil && shown.Setup.Private) != private || (tasktest.Job(got).Request.Auto != "") == private {
+				t.Fatalf("request shown %+v, auto %q", shown, tasktest.Job(got).Request.Auto)
 			}
 			if private {
 				w.clock.Advance(time.Minute)

@@ -182,9 +182,9 @@ func TestReview(t *testing.T) {
 			if len(w.ws.Pushes) != 0 {
 				t.Errorf("a review pushed: %+v", w.ws.Pushes)
 			}
-			if got.Workdir != "" {
-				if _, err := os.Stat(got.Workdir); !errors.Is(err, fs.ErrNotExist) {
-					t.Errorf("the workspace %s is left: %v", got.Workdir, err)
+			if tasktest.Job(got).Workdir != "" {
+				if _, err := os.Stat(tasktest.Job(got).Workdir); !errors.Is(err, fs.ErrNotExist) {
+					t.Errorf("the workspace %s is left: %v", tasktest.Job(got).Workdir, err)
 				}
 			}
 			if tc.check != nil {
@@ -230,16 +230,16 @@ func TestAReviewAsksToRun(t *testing.T) {
 	rv := w.reviewPull("", "alice")
 	w.drain()
 	parked := w.want(rv.ID, task.AwaitingApproval)
-	if parked.Request.SHA != info.HeadSHA || w.gh.Comment(7, fmt.Sprintf("task-%d-request-%s", rv.ID, parked.Request.ID)) == nil {
-		t.Fatalf("request %+v on %s", parked.Request, info.HeadSHA)
+	if tasktest.Job(parked).Request.SHA != info.HeadSHA || w.gh.Comment(7, fmt.Sprintf("task-%d-request-%s", rv.ID, tasktest.Job(parked).Request.ID)) == nil {
+		t.Fatalf("request %+v on %s", tasktest.Job(parked).Request, info.HeadSHA)
 	}
 	w.clock.Advance(time.Minute)
-	approve := w.ask(&task.Task{Kind: task.KindApprove, Issue: 7, CommentID: 72, Requester: person("maint"), Answering: task.AnswerRef{RequestID: parked.Request.ID}})
+	approve := w.ask(&task.Task{Kind: task.KindApprove, Issue: 7, CommentID: 72, Requester: person("maint"), Answering: task.AnswerRef{RequestID: tasktest.Job(parked).Request.ID}})
 	w.drain()
 	w.want(approve.ID, task.Done)
 	done := w.want(rv.ID, task.Done)
-	if len(w.runner.Specs) != 1 || len(done.Runs) != 1 || done.Runs[0].SHA != info.HeadSHA {
-		t.Errorf("runs %+v, specs %d", done.Runs, len(w.runner.Specs))
+	if len(w.runner.Specs) != 1 || len(tasktest.Job(done).Runs) != 1 || tasktest.Job(done).Runs[0].SHA != info.HeadSHA {
+		t.Errorf("runs %+v, specs %d", tasktest.Job(done).Runs, len(w.runner.Specs))
 	}
 	if len(w.ws.Pushes) != 0 {
 		t.Errorf("a review pushed: %+v", w.ws.Pushes)

@@ -37,7 +37,7 @@ func TestApprovedRuns(t *testing.T) {
 			},
 			exit: 2, output: "FAIL", runs: 1,
 			check: func(t *testing.T, w *world, deps *tasktest.Deps, fix *task.Task) {
-				if c := w.gh.CheckRuns[fix.Request.RunCheckID]; c.Conclusion != "failure" || !strings.Contains(c.Text, "FAIL") {
+				if c := w.gh.CheckRuns[tasktest.Job(fix).Request.RunCheckID]; c.Conclusion != "failure" || !strings.Contains(c.Text, "FAIL") {
 					t.Errorf("run check %+v", c)
 				}
 			},
@@ -107,7 +107,7 @@ func TestApprovedRuns(t *testing.T) {
 			name: "a changed manifest is shown with the request", write: map[string]string{"go.mod": "module widget\n\nrequire evil v1.0.0\n"},
 			exit: 0, output: "ok", runs: 1,
 			check: func(t *testing.T, w *world, deps *tasktest.Deps, fix *task.Task) {
-				c := w.gh.Comment(1, "task-1-request-"+fix.Request.ID)
+				c := w.gh.Comment(1, "task-1-request-"+tasktest.Job(fix).Request.ID)
 				if c == nil || !strings.Contains(c.Text(), "+require evil v1.0.0") {
 					t.Errorf("request comment %q lacks the manifest's diff", c.Text())
 				}
@@ -126,7 +126,7 @@ func TestApprovedRuns(t *testing.T) {
 			},
 			exit: 0, output: "ok", runs: 1,
 			check: func(t *testing.T, w *world, deps *tasktest.Deps, fix *task.Task) {
-				c := w.gh.Comment(1, "task-1-request-"+fix.Request.ID)
+				c := w.gh.Comment(1, "task-1-request-"+tasktest.Job(fix).Request.ID)
 				if c == nil || !strings.Contains(c.Text(), "setup runs first, with these manifests") || !strings.Contains(c.Text(), "+import os") {
 					t.Errorf("request comment %q lacks the build backend's diff", c.Text())
 				}
@@ -142,7 +142,7 @@ func TestApprovedRuns(t *testing.T) {
 			},
 			exit: 0, output: "ok", runs: 1,
 			check: func(t *testing.T, w *world, deps *tasktest.Deps, fix *task.Task) {
-				c := w.gh.Comment(1, "task-1-request-"+fix.Request.ID)
+				c := w.gh.Comment(1, "task-1-request-"+tasktest.Job(fix).Request.ID)
 				if c == nil || !strings.Contains(c.Text(), "The dependency manifests could not be compared") {
 					t.Errorf("request comment %q does not say the manifests are unknown", c.Text())
 				}
@@ -163,7 +163,7 @@ func TestApprovedRuns(t *testing.T) {
 			w.drain()
 			parked := w.want(fix.ID, task.AwaitingApproval)
 			w.clock.Advance(time.Minute)
-			w.answer(task.KindApprove, "maint", 12, parked.Request.ID)
+			w.answer(task.KindApprove, "maint", 12, tasktest.Job(parked).Request.ID)
 			w.drain()
 			got := w.want(fix.ID, task.Done)
 			o := w.agent.Outcomes
@@ -183,10 +183,10 @@ func TestApprovedRuns(t *testing.T) {
 			var botRun task.RunRecord
 			ran, err := task.Sandboxed{Runner: &tasktest.Runner{Script: script}, Deps: &tasktest.Deps{Ready: ready, Err: depsErr}}.Run(
 				t.Context(), pullwright.RunSpec{Dir: t.TempDir(), Command: "go test ./..."}, &pullwright.SetupRequest{Repo: "acme/widget"}, &botRun)
-			if err != nil || len(got.Runs) != 1 {
-				t.Fatalf("Run = %v; serve recorded %+v", err, got.Runs)
+			if err != nil || len(tasktest.Job(got).Runs) != 1 {
+				t.Fatalf("Run = %v; serve recorded %+v", err, tasktest.Job(got).Runs)
 			}
-			serve := got.Runs[0]
+			serve := tasktest.Job(got).Runs[0]
 			if serve.Outcome != botRun.Outcome || serve.ExitCode != botRun.ExitCode || serve.Duration != botRun.Duration ||
 				ran.Err == nil && len(w.ws.Ignored) == 0 && serve.Output != botRun.Output {
 				t.Errorf("serve recorded\n%+v\nthe shared step records\n%+v", serve, botRun)
@@ -203,11 +203,11 @@ func TestAnInterruptedRunIsNotRepeated(t *testing.T) {
 	// Replay the run's last step from a later claim: a task that had
 	// started the command in claim 1 and is picked up in claim 2.
 	got := w.want(fix.ID, task.Done)
-	replay := *got
-	r := *got.Request
-	replay.Request, replay.State, replay.Claim = &r, task.Running, 2
+	replay := got.Clone()
+	r := *tasktest.Job(got).Request
+	tasktest.Job(replay).Request, replay.State, replay.Claim = &r, task.Running, 2
 	r.Result, r.StartedIn, r.RunClosed = nil, 1, false
-	if err := w.flow.Step(w.ctx, &replay); err != nil {
+	if err := w.flow.Step(w.ctx, replay); err != nil {
 		t.Fatal(err)
 	}
 	if r.Result == nil || r.Result.ExitCode != -1 || !strings.Contains(r.Result.Output, "was not repeated") || len(w.runner.Specs) != 1 {

@@ -41,7 +41,7 @@ func TestAnApprovedToolCallIsMadeOnce(t *testing.T) {
 	fix := w.fix("fix the typo")
 	w.drain()
 	parked := w.want(fix.ID, task.AwaitingApproval)
-	r := parked.Request
+	r := tasktest.Job(parked).Request
 	if r.Shown == nil || r.Shown.Tool == nil || *r.Shown.Tool != call || r.Shown.ServerHost != "docs.internal.test" || r.Shown.Where != (approval.Where{}) || r.Shown.Setup != nil || len(r.Shown.Files) != 0 {
 		t.Fatalf("shown %+v", r.Shown)
 	}
@@ -64,20 +64,20 @@ func TestAnApprovedToolCallIsMadeOnce(t *testing.T) {
 	if len(w.runner.Specs) != 0 {
 		t.Errorf("a tool call ran %d commands in a sandbox", len(w.runner.Specs))
 	}
-	if len(done.Calls) != 1 || done.Calls[0].RequestID != r.ID || done.Calls[0].By != "maint" || done.Calls[0].Output != "" || len(done.Runs) != 0 {
-		t.Errorf("record: calls %+v runs %+v", done.Calls, done.Runs)
+	if len(tasktest.Job(done).Calls) != 1 || tasktest.Job(done).Calls[0].RequestID != r.ID || tasktest.Job(done).Calls[0].By != "maint" || tasktest.Job(done).Calls[0].Output != "" || len(tasktest.Job(done).Runs) != 0 {
+		t.Errorf("record: calls %+v runs %+v", tasktest.Job(done).Calls, tasktest.Job(done).Runs)
 	}
-	if c := w.gh.CheckRuns[done.Request.RunCheckID]; !strings.HasPrefix(c.Title, "Called") || strings.Contains(c.Text, "filed as #7") {
+	if c := w.gh.CheckRuns[tasktest.Job(done).Request.RunCheckID]; !strings.HasPrefix(c.Title, "Called") || strings.Contains(c.Text, "filed as #7") {
 		t.Errorf("run check run %+v", c)
 	}
 
 	// The same step replayed by a later claim, as after a crash mid-call:
 	// reported, never made again.
-	replay := *done
-	again := *done.Request
-	replay.Request, replay.State, replay.Claim = &again, task.Running, 2
+	replay := done.Clone()
+	again := *tasktest.Job(done).Request
+	tasktest.Job(replay).Request, replay.State, replay.Claim = &again, task.Running, 2
 	again.Result, again.StartedIn, again.RunClosed = nil, 1, false
-	if err := w.flow.Step(w.ctx, &replay); err != nil {
+	if err := w.flow.Step(w.ctx, replay); err != nil {
 		t.Fatal(err)
 	}
 	// Not "not called": the server may have acted, and a second
@@ -95,13 +95,13 @@ func TestAToolCallIsNeverAutoApprovedNorMadeOnAWithdrawnServer(t *testing.T) {
 	fix := w.fix("fix the typo")
 	w.drain()
 	parked := w.want(fix.ID, task.AwaitingApproval)
-	if parked.Request.Answer != nil || parked.Request.Auto != "" || parked.Request.Shown.AutoApprove != nil {
-		t.Fatalf("a rule answered a tool call: %+v", parked.Request)
+	if tasktest.Job(parked).Request.Answer != nil || tasktest.Job(parked).Request.Auto != "" || tasktest.Job(parked).Request.Shown.AutoApprove != nil {
+		t.Fatalf("a rule answered a tool call: %+v", tasktest.Job(parked).Request)
 	}
 	op := policy.DefaultOperator()
 	w.flow.Operator = op
 	w.clock.Advance(time.Minute)
-	w.answer(task.KindApprove, "maint", 12, parked.Request.ID)
+	w.answer(task.KindApprove, "maint", 12, tasktest.Job(parked).Request.ID)
 	w.drain()
 	w.want(fix.ID, task.Done)
 	if len(tools.Calls) != 0 {

@@ -46,7 +46,7 @@ func TestATaskIsOneTraceAcrossARestart(t *testing.T) {
 	w.pool = &task.Pool{Store: w.store, Steps: w.flow, Workers: 1, MaxAttempts: 3, Backoff: func(int) time.Duration { return 0 },
 		Tracer: tracer().Tracer(tracing.Name)}
 	w.clock.Advance(time.Minute)
-	w.answer(task.KindApprove, "maint", 12, parked.Request.ID)
+	w.answer(task.KindApprove, "maint", 12, tasktest.Job(parked).Request.ID)
 	w.drain()
 	done := w.want(fix.ID, task.Done)
 

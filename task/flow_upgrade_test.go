@@ -15,10 +15,10 @@ import (
 func undated(t *testing.T) (*world, *task.Task) {
 	t.Helper()
 	w, fix := parked(t, "")
-	if fix.Request.CommentID == 0 || fix.Request.PRCommentID == 0 {
-		t.Fatalf("the request is not shown on the issue and the pull request: %+v", fix.Request)
+	if tasktest.Job(fix).Request.CommentID == 0 || tasktest.Job(fix).Request.PRCommentID == 0 {
+		t.Fatalf("the request is not shown on the issue and the pull request: %+v", tasktest.Job(fix).Request)
 	}
-	if err := w.store.(*tasktest.Store).Rewrite(fix.ID, func(tk *task.Task) { tk.Request.ShownAt = time.Time{} }); err != nil {
+	if err := w.store.(*tasktest.Store).Rewrite(fix.ID, func(tk *task.Task) { tasktest.Job(tk).Request.ShownAt = time.Time{} }); err != nil {
 		t.Fatal(err)
 	}
 	return w, w.get(fix.ID)
@@ -29,7 +29,7 @@ func undated(t *testing.T) (*world, *task.Task) {
 func shownAt(w *world, fix *task.Task) time.Time {
 	var at time.Time
 	for _, c := range w.gh.Comments {
-		if c.ID != fix.Request.CommentID && c.ID != fix.Request.PRCommentID {
+		if c.ID != tasktest.Job(fix).Request.CommentID && c.ID != tasktest.Job(fix).Request.PRCommentID {
 			continue
 		}
 		for _, t := range []time.Time{c.CreatedAt, c.UpdatedAt} {
@@ -74,7 +74,7 @@ func TestAnUndatedRequestTakesItsCommentsTimeFromGitHub(t *testing.T) {
 				early := w.ask(&task.Task{Kind: task.KindApprove, Issue: 1, CommentID: 12, Requester: person("maint"), AskedAt: shownAt(w, fix)})
 				w.drain()
 				w.clock.Advance(time.Minute)
-				return []*task.Task{early, w.answer(task.KindApprove, "maint", 13, fix.Request.ID)}
+				return []*task.Task{early, w.answer(task.KindApprove, "maint", 13, tasktest.Job(fix).Request.ID)}
 			},
 			state: task.Done, reply: "your answer was written before request", reads: 2, dated: true,
 		},
@@ -83,7 +83,7 @@ func TestAnUndatedRequestTakesItsCommentsTimeFromGitHub(t *testing.T) {
 			answer: func(w *world, fix *task.Task) []*task.Task {
 				var created time.Time
 				for _, c := range w.gh.Comments {
-					if c.ID == fix.Request.CommentID {
+					if c.ID == tasktest.Job(fix).Request.CommentID {
 						created, c.UpdatedAt = c.CreatedAt, c.CreatedAt.Add(10*time.Minute)
 					}
 				}
@@ -94,7 +94,7 @@ func TestAnUndatedRequestTakesItsCommentsTimeFromGitHub(t *testing.T) {
 		{
 			name: "a deleted request comment leaves the time unknown",
 			answer: func(w *world, fix *task.Task) []*task.Task {
-				w.gh.Comments = slices.DeleteFunc(w.gh.Comments, func(c *tasktest.IssueComment) bool { return c.ID == fix.Request.CommentID })
+				w.gh.Comments = slices.DeleteFunc(w.gh.Comments, func(c *tasktest.IssueComment) bool { return c.ID == tasktest.Job(fix).Request.CommentID })
 				return []*task.Task{w.answer(task.KindApprove, "maint", 12, "")}
 			},
 			state: task.AwaitingApproval, reply: "is not known, so your answer cannot be matched", reads: 1,
@@ -103,7 +103,7 @@ func TestAnUndatedRequestTakesItsCommentsTimeFromGitHub(t *testing.T) {
 			name: "the button needs no time",
 			answer: func(w *world, fix *task.Task) []*task.Task {
 				return []*task.Task{w.ask(&task.Task{Kind: task.KindApprove, Requester: person("maint"),
-					Answering: task.AnswerRef{RequestID: fix.Request.ID, Run: fix.Request.CheckRunID, SHA: fix.Request.SHA}})}
+					Answering: task.AnswerRef{RequestID: tasktest.Job(fix).Request.ID, Run: tasktest.Job(fix).Request.CheckRunID, SHA: tasktest.Job(fix).Request.SHA}})}
 			},
 			state: task.Done,
 		},
@@ -129,8 +129,8 @@ func TestAnUndatedRequestTakesItsCommentsTimeFromGitHub(t *testing.T) {
 			if n := w.gh.Asked["ReadComment"]; n != c.reads {
 				t.Errorf("the request's comments were read %d times, want %d", n, c.reads)
 			}
-			if dated := got.Request.ShownAt.Equal(want); dated != c.dated {
-				t.Errorf("request shown at %v; GitHub's time of its newest comment is %v", got.Request.ShownAt, want)
+			if dated := tasktest.Job(got).Request.ShownAt.Equal(want); dated != c.dated {
+				t.Errorf("request shown at %v; GitHub's time of its newest comment is %v", tasktest.Job(got).Request.ShownAt, want)
 			}
 		})
 	}

@@ -73,9 +73,9 @@ func TestRequirePassing(t *testing.T) {
 					continue // auto_approve answered
 				}
 				parked := w.want(fix.ID, task.AwaitingApproval)
-				r := parked.Request
-				if !r.Required || r.Command != required || r.SHA != parked.HeadSHA {
-					t.Fatalf("answer %d: the waiting request is %+v on %s, want the required command on the head", i+1, r, parked.HeadSHA)
+				r := tasktest.Job(parked).Request
+				if !r.Required || r.Command != required || r.SHA != tasktest.Job(parked).HeadSHA {
+					t.Fatalf("answer %d: the waiting request is %+v on %s, want the required command on the head", i+1, r, tasktest.Job(parked).HeadSHA)
 				}
 				if len(w.gh.Opened) != 1 || !w.gh.Opened[0].Draft {
 					t.Fatalf("while the required command waits, pull requests = %+v, want one draft", w.gh.Opened)
@@ -86,7 +86,7 @@ func TestRequirePassing(t *testing.T) {
 			}
 			done := w.want(fix.ID, task.Done)
 			var outcomes []string
-			for _, r := range done.Runs {
+			for _, r := range tasktest.Job(done).Runs {
 				if !r.Required || r.Command != required {
 					t.Errorf("record %+v is not the required command's", r)
 				}
@@ -95,9 +95,9 @@ func TestRequirePassing(t *testing.T) {
 			if strings.Join(outcomes, ",") != strings.Join(c.wantRuns, ",") {
 				t.Errorf("records = %q, want %q", outcomes, c.wantRuns)
 			}
-			last := done.Runs[len(done.Runs)-1]
-			if last.Outcome == task.OutcomePassed && last.SHA != done.HeadSHA {
-				t.Errorf("the passing run was on %s, the final commit is %s", last.SHA, done.HeadSHA)
+			last := tasktest.Job(done).Runs[len(tasktest.Job(done).Runs)-1]
+			if last.Outcome == task.OutcomePassed && last.SHA != tasktest.Job(done).HeadSHA {
+				t.Errorf("the passing run was on %s, the final commit is %s", last.SHA, tasktest.Job(done).HeadSHA)
 			}
 			reopened := 0
 			for _, o := range w.agent.Outcomes {
@@ -117,8 +117,8 @@ func TestRequirePassing(t *testing.T) {
 				t.Fatalf("pull requests opened: %+v", w.gh.Opened)
 			}
 			pr := w.gh.Opened[0]
-			if pr.Draft != c.wantDraft || done.Draft != c.wantDraft {
-				t.Errorf("pull request draft %v (task %v), want %v", pr.Draft, done.Draft, c.wantDraft)
+			if pr.Draft != c.wantDraft || tasktest.Job(done).Draft != c.wantDraft {
+				t.Errorf("pull request draft %v (task %v), want %v", pr.Draft, tasktest.Job(done).Draft, c.wantDraft)
 			}
 			if !strings.Contains(pr.Body, "### Verification") || !strings.Contains(pr.Body, "`make check`") {
 				t.Errorf("the pull request's body does not show the required run:\n%s", pr.Body)
@@ -212,15 +212,15 @@ func TestModeIsCheckedAgainstTheRecord(t *testing.T) {
 					break
 				}
 				w.clock.Advance(time.Minute)
-				w.answer(task.KindApprove, "maint", int64(20+i), got.Request.ID)
+				w.answer(task.KindApprove, "maint", int64(20+i), tasktest.Job(got).Request.ID)
 				w.drain()
 			}
 			done := w.want(fixTask.ID, task.Done)
 			if w.agent.Briefs[0].Mode != c.mode {
 				t.Errorf("the agent's brief has mode %q", w.agent.Briefs[0].Mode)
 			}
-			for _, r := range done.Runs {
-				if r.SHA != done.BaseSHA && !r.Tests && !r.Code {
+			for _, r := range tasktest.Job(done).Runs {
+				if r.SHA != tasktest.Job(done).BaseSHA && !r.Tests && !r.Code {
 					t.Errorf("record %s on %s says its commit changed nothing", r.RequestID, r.SHA)
 				}
 			}

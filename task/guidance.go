@@ -33,14 +33,14 @@ type GuidanceNote struct {
 // by changing AGENTS.md in it. Not the pull request's base branch either:
 // the configuration comes from the default branch, and the guidance ranks
 // with it.
-func readGuidance(ctx context.Context, rm remote, t *Task, ws Workspace, in policy.Instructions) (pullwright.Guidance, error) {
+func readGuidance(ctx context.Context, rm remote, t Job, ws Workspace, in policy.Instructions) (pullwright.Guidance, error) {
 	t.Guidance = nil
 	if len(in) == 0 {
 		return pullwright.Guidance{}, nil
 	}
 	sha := t.BaseSHA
 	if t.Pull != nil {
-		token, err := rm.token(ctx, t)
+		token, err := rm.token(ctx, t.Task)
 		if err != nil {
 			return pullwright.Guidance{}, err
 		}

@@ -58,7 +58,7 @@ type pictureSource struct{ name, text string }
 // reader sees counts (untrusted.Visible), and only those texts: the other
 // comments' pictures are not fetched. Links to hosts that are not
 // GitHub's are never asked (the port refuses them).
-func (f *Flow) pictures(ctx context.Context, t *Task, vision bool, model string, issue pullwright.Issue) ([]pullwright.Image, []string, error) {
+func (f *Flow) pictures(ctx context.Context, t Job, vision bool, model string, issue pullwright.Issue) ([]pullwright.Image, []string, error) {
 	where := "the issue's body"
 	if t.Pull != nil {
 		where = "the pull request's description"

@@ -444,7 +444,7 @@ type ModeCheck struct {
 //     or the tests,
 //     the same command passing on the final commit, and the exported API
 //     unchanged (Work.APIChanges) unless the instructions speak of it.
-func checkMode(t *Task) ModeCheck {
+func checkMode(t Job) ModeCheck {
 	final := t.HeadSHA
 	ran := func(r RunRecord) bool {
 		// A command that never started, or was cut short, shows nothing of
@@ -523,7 +523,7 @@ func checkMode(t *Task) ModeCheck {
 // nearestOnFinal is what the record has on the final commit where the
 // second step is missing: the last run there of the first step's
 // command, or, without a first step, the last run there that passed.
-func nearestOnFinal(t *Task, before *RunRecord) *RunRecord {
+func nearestOnFinal(t Job, before *RunRecord) *RunRecord {
 	for i := len(t.Runs) - 1; i >= 0; i-- {
 		r := t.Runs[i]
 		if r.SHA != t.HeadSHA || r.Verdict != Approved {
@@ -578,7 +578,7 @@ func clipList(s []string, n int) []string {
 // Verification section and the status comment. It says what the record
 // shows of the mode's steps, the runs and what their commits changed, so
 // that a reader judges the work by them; then which steps it lacks.
-func renderMode(t *Task) string {
+func renderMode(t Job) string {
 	if t.Mode == "" {
 		return ""
 	}
@@ -605,7 +605,7 @@ func renderMode(t *Task) string {
 // commits: "`go test ./...` failed on 1a2b3c4d5e6f (changes tests only),
 // then passed on 6f5e4d3c2b1a (the final commit, changes code only; the
 // tests as when they failed)".
-func modeShown(t *Task, c ModeCheck) string {
+func modeShown(t Job, c ModeCheck) string {
 	var parts []string
 	switch before, after := c.Before, c.After; {
 	case before != nil && after != nil:
@@ -645,7 +645,7 @@ func modeShown(t *Task, c ModeCheck) string {
 
 // commitText says what a run's commit is and what it changed from the
 // task's base.
-func commitText(t *Task, r RunRecord) string {
+func commitText(t Job, r RunRecord) string {
 	var what string
 	switch {
 	case r.SHA == t.BaseSHA:
@@ -667,7 +667,7 @@ func commitText(t *Task, r RunRecord) string {
 
 // finalWord names the task's head commit: final once the agent finished,
 // latest while it works.
-func finalWord(t *Task) string {
+func finalWord(t Job) string {
 	if t.Final {
 		return "final"
 	}

@@ -94,12 +94,12 @@ func TestCheckMode(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			task := &Task{Mode: c.mode, Instructions: c.instructions, Work: Work{Final: true, HeadSHA: final, BaseSHA: base, Runs: c.runs, APIChanges: c.api}}
-			got := checkMode(task)
+			task := &Task{Kind: KindFix, Mode: c.mode, Instructions: c.instructions, work: &Work{Final: true, HeadSHA: final, BaseSHA: base, Runs: c.runs, APIChanges: c.api}}
+			got := checkMode(job(task))
 			if got.OK != (c.want == nil) || !reflect.DeepEqual(got.Missing, c.want) {
 				t.Errorf("checkMode = %+v, want missing %q", got, c.want)
 			}
-			text := renderMode(task)
+			text := renderMode(job(task))
 			if c.mode == "" {
 				if text != "" {
 					t.Errorf("a task without a mode renders %q", text)

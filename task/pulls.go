@@ -51,7 +51,7 @@ type pullHeads interface {
 // admitPull reads the pull request a fix was asked on and decides how the
 // commits will reach it. A closed pull request, or a request to address
 // review comments when none is open, ends the task with a reply (ended).
-func (pw pulls) admitPull(ctx context.Context, t *Task) (ended bool, err error) {
+func (pw pulls) admitPull(ctx context.Context, t Job) (ended bool, err error) {
 	if t.Pull == nil {
 		info, err := pw.gh.PullRequest(ctx, t.Repo, t.Issue)
 		if err != nil {
@@ -62,10 +62,10 @@ func (pw pulls) admitPull(ctx context.Context, t *Task) (ended bool, err error) 
 			if info.Merged {
 				what = "merged"
 			}
-			return true, pw.reply(ctx, t, fmt.Sprintf("@%s pull request #%d is %s, so I won't change it. Reopen it, or ask on an issue.", t.Requester.Login, t.Issue, what))
+			return true, pw.reply(ctx, t.Task, fmt.Sprintf("@%s pull request #%d is %s, so I won't change it. Reopen it, or ask on an issue.", t.Requester.Login, t.Issue, what))
 		}
 		if info.Fork {
-			if ended, err := pw.admitFork(ctx, t, info); err != nil || ended {
+			if ended, err := pw.admitFork(ctx, t.Task, info); err != nil || ended {
 				return ended, err
 			}
 		}
@@ -73,7 +73,7 @@ func (pw pulls) admitPull(ctx context.Context, t *Task) (ended bool, err error) 
 		t.Pull = &PullWork{Info: info, Mode: mode, Why: why}
 	}
 	if t.Kind == KindFix && strings.TrimSpace(t.Instructions) == "" && t.Review == nil && t.Pull.Threads == nil {
-		threads, err := pw.openThreads(ctx, t)
+		threads, err := pw.openThreads(ctx, t.Task)
 		if err != nil {
 			return false, err
 		}
@@ -90,7 +90,7 @@ func (pw pulls) admitPull(ctx context.Context, t *Task) (ended bool, err error) 
 			if len(fails) > 0 {
 				return false, nil
 			}
-			return true, pw.reply(ctx, t, fmt.Sprintf("@%s this pull request has no unresolved review comments by people with write access and no failing checks, so there is nothing to address. Say what to change with `%s fix <instructions>`.",
+			return true, pw.reply(ctx, t.Task, fmt.Sprintf("@%s this pull request has no unresolved review comments by people with write access and no failing checks, so there is nothing to address. Say what to change with `%s fix <instructions>`.",
 				t.Requester.Login, pw.command))
 		}
 		t.Pull.Threads = threads
@@ -170,7 +170,7 @@ func (pw pulls) openThreads(ctx context.Context, t *Task) ([]ThreadRef, error) {
 // older commit, a reopening that brings a head: refusing those costs a
 // second request). A delivery may arrive only after the clone, which is
 // why this runs again before every push.
-func (pw pulls) checkForkSeen(ctx context.Context, t *Task) error {
+func (pw pulls) checkForkSeen(ctx context.Context, t Job) error {
 	if t.Review != nil && t.Review.CommitID == t.BaseSHA {
 		return nil
 	}
@@ -199,7 +199,7 @@ func (pw pulls) checkForkSeen(ctx context.Context, t *Task) error {
 // pullBrief gathers what the agent is told of the pull request beyond its
 // conversation: the diff, the line comment it was asked in, the threads to
 // address. Only writers' review comments are passed on.
-func (pw pulls) pullBrief(ctx context.Context, t *Task) (*pullwright.PullBrief, error) {
+func (pw pulls) pullBrief(ctx context.Context, t Job) (*pullwright.PullBrief, error) {
 	info := t.Pull.Info
 	b := &pullwright.PullBrief{Number: t.Issue, Author: info.Author, HeadRef: info.HeadRef, BaseRef: info.BaseRef, Fork: info.Fork}
 	diff, cut, err := pw.gh.PullRequestDiff(ctx, t.Repo, t.Issue, maxPullDiff)
@@ -212,7 +212,7 @@ func (pw pulls) pullBrief(ctx context.Context, t *Task) (*pullwright.PullBrief, 
 	// The checks of the commit the agent starts from, which is the head
 	// the pull request had when the task cloned it.
 	b.CheckedSHA = cmp.Or(t.BaseSHA, info.HeadSHA)
-	b.Checks, b.MoreChecks, err = pw.failingChecks(ctx, t, b.CheckedSHA)
+	b.Checks, b.MoreChecks, err = pw.failingChecks(ctx, t.Task, b.CheckedSHA)
 	if err != nil {
 		return nil, retryf(err, "reading the checks of #%d failed", t.Issue)
 	}
@@ -238,7 +238,7 @@ func (pw pulls) pullBrief(ctx context.Context, t *Task) (*pullwright.PullBrief, 
 				in = append(in, pullwright.Comment{Author: c.Author, AuthorType: c.AuthorType, Body: c.Body})
 			}
 		}
-		out, _ := pw.heard(ctx, t, in, writers)
+		out, _ := pw.heard(ctx, t.Task, in, writers)
 		return out
 	}
 	if r != nil {
@@ -268,7 +268,7 @@ func (pw pulls) pullBrief(ctx context.Context, t *Task) (*pullwright.PullBrief, 
 // replyInThread posts t's reply in the review thread of root. A thread
 // deleted since is counted in Pull.Gone and is no error: the work is pushed,
 // and there is nowhere left to answer.
-func (pw pulls) replyInThread(ctx context.Context, t *Task, root int64, mk, body string) error {
+func (pw pulls) replyInThread(ctx context.Context, t Job, root int64, mk, body string) error {
 	_, err := pw.gh.ReplyInThread(ctx, t.Repo, t.Issue, root, mk, body)
 	if errors.Is(err, pullwright.ErrGone) {
 		pw.log.WarnContext(ctx, "review thread deleted; its reply is not posted", "task_id", t.ID, "root", root, "err", err)
@@ -281,7 +281,7 @@ func (pw pulls) replyInThread(ctx context.Context, t *Task, root int64, mk, body
 // openForkPull proposes the change to the fork's branch. An installation
 // rarely covers the fork, so GitHub may refuse: then the change goes into
 // a pull request in this repository instead, and the reason is kept.
-func (pw pulls) openForkPull(ctx context.Context, t *Task) error {
+func (pw pulls) openForkPull(ctx context.Context, t Job) error {
 	p := t.Pull
 	owner, name, _ := strings.Cut(p.Info.HeadRepo, "/")
 	fork := pullwright.Repo{InstallationID: t.Repo.InstallationID, Owner: owner, Name: name}
@@ -306,7 +306,7 @@ func (pw pulls) openForkPull(ctx context.Context, t *Task) error {
 // checkForkStart refuses a fork's code that is not what was asked about,
 // or that the protected paths forbid here, before the agent sees it. The
 // workspace holds the clone of the pull request's head, at t.BaseSHA.
-func (pw pulls) checkForkStart(ctx context.Context, t *Task, ws Workspace) error {
+func (pw pulls) checkForkStart(ctx context.Context, t Job, ws Workspace) error {
 	if head := t.Pull.Info.HeadSHA; head != "" && t.BaseSHA != head {
 		// The fork pushed between the request and the clone: what would
 		// run is not what was asked about.
@@ -324,12 +324,12 @@ func (pw pulls) checkForkStart(ctx context.Context, t *Task, ws Workspace) error
 // repository has since fixed, would run as this repository's own. So whole
 // trees are compared, not only what the fork's commits changed, and before
 // every push of the fork's code: a branch may fix a workflow meanwhile.
-func (pw pulls) checkForkPaths(ctx context.Context, t *Task, ws Workspace, sha string) error {
+func (pw pulls) checkForkPaths(ctx context.Context, t Job, ws Workspace, sha string) error {
 	if err := pw.checkForkSeen(ctx, t); err != nil {
 		return err
 	}
-	s := pw.settings(t)
-	token, err := pw.token(ctx, t)
+	s := pw.settings(t.Task)
+	token, err := pw.token(ctx, t.Task)
 	if err != nil {
 		return err
 	}

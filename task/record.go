@@ -78,7 +78,7 @@ const maxRecordOutput = 2 << 10
 
 // record adds the end of t's current request to t.Runs, once: a step
 // replayed after a crash finds it there.
-func (t *Task) record(o Outcome) {
+func (t Job) record(o Outcome) {
 	r := t.Request
 	if r == nil {
 		return
@@ -290,7 +290,7 @@ func (v Verification) Text(commit string) string {
 // command that ran, on which commit, with its result; the last result of
 // each command on the final commit; "not verified" unless each passed;
 // and a warning when the agent's summary claims more than the record shows.
-func RenderVerification(t *Task) string {
+func RenderVerification(t Job) string {
 	var b strings.Builder
 	b.WriteString("### Verification\n\n")
 	b.WriteString(renderMode(t))

@@ -93,8 +93,9 @@ var stateLine = map[State]string{
 // onto a pull request's branch opens no pull request, and one asked on a
 // pull request reads it, not an issue.
 func stateOf(t *Task) string {
+	j, works := t.Job()
 	switch {
-	case t.State == Publishing && t.onHead():
+	case t.State == Publishing && works && j.onHead():
 		return "📤 Pushing to the pull request's branch"
 	case t.State == Preparing && t.IsPR:
 		return "📥 Reading the pull request and cloning its branch"
@@ -107,14 +108,14 @@ const maxSteps = 15
 
 // RenderStatus is the body of a fix task's status comment, which is edited
 // in place as the task advances.
-func RenderStatus(t *Task, command string) string { return RenderStatusWith(t, command, "") }
+func RenderStatus(t Job, command string) string { return RenderStatusWith(t, command, "") }
 
 // RenderStatusWith is RenderStatus with a link to the task's page in the
 // console, when session is its address.
-func RenderStatusWith(t *Task, command, session string) string {
+func RenderStatusWith(t Job, command, session string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "### Pullwright · task %d\n\n", t.ID)
-	fmt.Fprintf(&b, "**%s**", stateOf(t))
+	fmt.Fprintf(&b, "**%s**", stateOf(t.Task))
 	switch t.State {
 	case Done:
 		switch {
@@ -234,9 +235,9 @@ func RenderStatusWith(t *Task, command, session string) string {
 }
 
 // StatusLine answers "/agent status" about t.
-func StatusLine(t *Task) string {
+func StatusLine(t Job) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Task %d: **%s**", t.ID, stateOf(t))
+	fmt.Fprintf(&b, "Task %d: **%s**", t.ID, stateOf(t.Task))
 	switch {
 	case t.State == Done && t.onHead():
 		fmt.Fprintf(&b, ", pushed %s to `%s`", words.Count(len(t.Pull.Commits), "commit", "commits"), t.Branch)
@@ -253,7 +254,7 @@ func StatusLine(t *Task) string {
 }
 
 // RenderPullRequest is the body of the pull request a fix opens.
-func RenderPullRequest(t *Task) string {
+func RenderPullRequest(t Job) string {
 	var b strings.Builder
 	if s := strings.TrimSpace(t.Summary); s != "" {
 		b.WriteString(defang(noHTML(s)))
@@ -285,7 +286,7 @@ func RenderPullRequest(t *Task) string {
 }
 
 // requirementLine says where the repository's required command stands.
-func requirementLine(t *Task, cmd string) string {
+func requirementLine(t Job, cmd string) string {
 	shown := code(oneLine(cmd))
 	switch why := t.unmet(cmd); {
 	case t.HeadSHA == "":
@@ -301,7 +302,7 @@ func requirementLine(t *Task, cmd string) string {
 
 // tokens is what the task's model calls used and cost, as the comments
 // show it (pullwright.Spend's one rendering).
-func tokens(t *Task) string {
+func tokens(t Job) string {
 	if len(t.Spend.Models) > 0 {
 		return t.Spend.String()
 	}
@@ -312,7 +313,7 @@ func tokens(t *Task) string {
 }
 
 // CommitMessage is the message of the commit a fix pushes.
-func CommitMessage(t *Task) string {
+func CommitMessage(t Job) string {
 	title := oneLine(t.Title)
 	if title == "" {
 		title = fmt.Sprintf("Address #%d", t.Issue)
@@ -488,7 +489,7 @@ func setupLine(s *pullwright.SetupRecord) string {
 
 // RenderRequestSummary is the summary of the request's check runs: the
 // request as shown, in full, and its answer once there is one.
-func RenderRequestSummary(t *Task) string {
+func RenderRequestSummary(t Job) string {
 	r := t.Request
 	var s string
 	if r.Shown != nil {
@@ -523,13 +524,13 @@ func RunTitle(r *pullwright.RunResult) string {
 }
 
 // CheckpointMessage is the message of the commit made before a request.
-func CheckpointMessage(t *Task) string {
+func CheckpointMessage(t Job) string {
 	return fmt.Sprintf("WIP: checkpoint before request %s\n\nThe agent asked to %s %s.\nRequested in #%d by @%s.\n",
 		t.Request.ID, t.Request.verb(), defang(code(oneLine(t.Request.Command))), t.Issue, t.Requester.Login)
 }
 
 // StopMessage is the message of the commit that keeps a stopped task's work.
-func StopMessage(t *Task) string {
+func StopMessage(t Job) string {
 	return fmt.Sprintf("WIP: work so far, stopped\n\nThe task was stopped: %s.\nRequested in #%d by @%s.\n",
 		defang(oneLine(t.Stop)), t.Issue, t.Requester.Login)
 }

@@ -18,7 +18,7 @@ func sampleTask() *Task {
 		Repo:         pullwright.Repo{Owner: "Codertocat", Name: "Hello-World", DefaultBranch: "master"},
 		Requester:    Person{Login: "Codertocat", ID: 21031067},
 		Instructions: "fix the spelling of 'commit' in the README\nand keep the rest",
-		Work: Work{
+		work: &Work{
 			Branch: "agent/1-spelling-error-in-the-readme-file",
 			Turns:  4, Tokens: 5321,
 			Spend: pullwright.Spend{Models: []pullwright.ModelSpend{{Model: "o3", Calls: 4, PromptTokens: 5000, CachedTokens: 1200,
@@ -38,7 +38,7 @@ func sampleTask() *Task {
 func TestRenderGolden(t *testing.T) {
 	working := sampleTask()
 	working.State = Working
-	working.Guidance = &GuidanceUsed{SHA: "4e5f6a7b8c9d0e1f2a3b4c5d6e7f8a9b0c1d2e3f", More: 2, Files: []GuidanceNote{
+	working.work.Guidance = &GuidanceUsed{SHA: "4e5f6a7b8c9d0e1f2a3b4c5d6e7f8a9b0c1d2e3f", More: 2, Files: []GuidanceNote{
 		{Path: "AGENTS.md"}, {Path: "docs/AGENTS.md", Cut: true},
 		{Path: "CLAUDE.md", Skipped: "it is a symbolic link, which is not followed"},
 		{Path: "z/AGENTS.md", Skipped: "the guidance's total bound of 32 KiB was reached"},
@@ -46,8 +46,8 @@ func TestRenderGolden(t *testing.T) {
 
 	done := sampleTask()
 	done.State = Done
-	done.PRNumber, done.PRURL = 2, "https://github.com/Codertocat/Hello-World/pull/2"
-	done.ChangedFiles = []pullwright.FileStat{{Path: "README.md", Added: 1, Deleted: 1}}
+	done.work.PRNumber, done.work.PRURL = 2, "https://github.com/Codertocat/Hello-World/pull/2"
+	done.work.ChangedFiles = []pullwright.FileStat{{Path: "README.md", Added: 1, Deleted: 1}}
 
 	failed := sampleTask()
 	failed.State = Failed
@@ -56,23 +56,23 @@ func TestRenderGolden(t *testing.T) {
 	required := sampleTask()
 	required.State = AwaitingApproval
 	required.Settings = &policy.Settings{RequirePassing: "make check"}
-	required.HeadSHA = "4e5f6a7b8c9d0e1f2a3b4c5d6e7f8a9b0c1d2e3f"
-	required.Request = &ExecRequest{ID: "12-2", Command: "make check", Required: true, SHA: required.HeadSHA}
-	required.Runs = []RunRecord{{RequestID: "12-1", Command: "make check", SHA: "1111111111111111111111111111111111111111", Verdict: Approved, Outcome: OutcomeFailed, ExitCode: 2}}
+	required.work.HeadSHA = "4e5f6a7b8c9d0e1f2a3b4c5d6e7f8a9b0c1d2e3f"
+	required.work.Request = &ExecRequest{ID: "12-2", Command: "make check", Required: true, SHA: required.work.HeadSHA}
+	required.work.Runs = []RunRecord{{RequestID: "12-1", Command: "make check", SHA: "1111111111111111111111111111111111111111", Verdict: Approved, Outcome: OutcomeFailed, ExitCode: 2}}
 
 	estimated := sampleTask()
 	estimated.State = Working
 	// A task saved before it kept its spend shows its tokens alone.
-	estimated.TokensEstimated, estimated.Spend = true, pullwright.Spend{}
+	estimated.work.TokensEstimated, estimated.work.Spend = true, pullwright.Spend{}
 
 	// A fix in a mode, done: its status says what the record shows.
 	tdd := sampleTask()
-	tdd.State, tdd.Mode, tdd.Final = Done, ModeTDD, true
-	tdd.PRNumber, tdd.PRURL = 2, "https://github.com/Codertocat/Hello-World/pull/2"
-	tdd.BaseSHA, tdd.HeadSHA = "0000000000000000000000000000000000000000", "2222222222222222222222222222222222222222"
-	tdd.Runs = []RunRecord{
+	tdd.State, tdd.Mode, tdd.work.Final = Done, ModeTDD, true
+	tdd.work.PRNumber, tdd.work.PRURL = 2, "https://github.com/Codertocat/Hello-World/pull/2"
+	tdd.work.BaseSHA, tdd.work.HeadSHA = "0000000000000000000000000000000000000000", "2222222222222222222222222222222222222222"
+	tdd.work.Runs = []RunRecord{
 		{RequestID: "12-1", Command: "go test ./...", SHA: "1111111111111111111111111111111111111111", Verdict: Approved, Outcome: OutcomeFailed, ExitCode: 1, Tests: true},
-		{RequestID: "12-2", Command: "go test ./...", SHA: tdd.HeadSHA, Verdict: Approved, Outcome: OutcomePassed, Tests: true, Code: true},
+		{RequestID: "12-2", Command: "go test ./...", SHA: tdd.work.HeadSHA, Verdict: Approved, Outcome: OutcomePassed, Tests: true, Code: true},
 	}
 
 	cancelled := sampleTask()
@@ -83,16 +83,16 @@ func TestRenderGolden(t *testing.T) {
 		name string
 		got  string
 	}{
-		{"status-working", RenderStatus(working, "/agent")},
-		{"status-done", RenderStatus(done, "/agent")},
-		{"status-failed", RenderStatus(failed, "/agent")},
-		{"status-cancelled", RenderStatus(cancelled, "/agent")},
-		{"pull-request", RenderPullRequest(done)},
-		{"commit-message", CommitMessage(done)},
-		{"status-line-done", StatusLine(done)},
-		{"status-estimated-tokens", RenderStatus(estimated, "/agent")},
-		{"status-required-asked", RenderStatus(required, "/agent")},
-		{"status-mode-done", RenderStatus(tdd, "/agent")},
+		{"status-working", RenderStatus(job(working), "/agent")},
+		{"status-done", RenderStatus(job(done), "/agent")},
+		{"status-failed", RenderStatus(job(failed), "/agent")},
+		{"status-cancelled", RenderStatus(job(cancelled), "/agent")},
+		{"pull-request", RenderPullRequest(job(done))},
+		{"commit-message", CommitMessage(job(done))},
+		{"status-line-done", StatusLine(job(done))},
+		{"status-estimated-tokens", RenderStatus(job(estimated), "/agent")},
+		{"status-required-asked", RenderStatus(job(required), "/agent")},
+		{"status-mode-done", RenderStatus(job(tdd), "/agent")},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { golden.Check(t, "testdata/"+tc.name+".golden", tc.got) })
@@ -102,11 +102,11 @@ func TestRenderGolden(t *testing.T) {
 func TestRenderStatusListsOnlyRecentSteps(t *testing.T) {
 	tk := sampleTask()
 	tk.State = Working
-	tk.Steps = nil
+	tk.work.Steps = nil
 	for i := range 40 {
-		tk.Steps = append(tk.Steps, "step "+string(rune('a'+i%26)))
+		tk.work.Steps = append(tk.work.Steps, "step "+string(rune('a'+i%26)))
 	}
-	golden.Check(t, "testdata/status-many-steps.golden", RenderStatus(tk, "/agent"))
+	golden.Check(t, "testdata/status-many-steps.golden", RenderStatus(job(tk), "/agent"))
 }
 
 func TestDefang(t *testing.T) {
@@ -131,13 +131,13 @@ func TestDefang(t *testing.T) {
 // code points wherever the request is shown.
 func TestRequestShowsUnshownCharactersEscaped(t *testing.T) {
 	const rlo = "\u202e"
-	tk := &Task{ID: 7, Issue: 2, State: AwaitingApproval, Requester: Person{Login: "alice"}, Work: Work{Branch: "agent/2-x",
+	tk := &Task{Kind: KindFix, ID: 7, Issue: 2, State: AwaitingApproval, Requester: Person{Login: "alice"}, work: &Work{Branch: "agent/2-x",
 		Request: &ExecRequest{ID: "7-1", Command: "echo ok " + rlo + "; rm -rf . #", Reason: "why", SHA: "0123456789abcdef"}}}
 	files := []pullwright.FileStat{{Path: "x" + rlo + "og.sh", Added: 1}}
 	for name, got := range map[string]string{
-		"comment":   RenderRequest(ShowRequest(tk, files, ManifestChanges{}, false)),
-		"check run": RenderRequestSummary(tk),
-		"status":    RenderStatus(tk, "/agent"),
+		"comment":   RenderRequest(ShowRequest(job(tk), files, ManifestChanges{}, false)),
+		"check run": RenderRequestSummary(job(tk)),
+		"status":    RenderStatus(job(tk), "/agent"),
 	} {
 		if strings.Contains(got, rlo) {
 			t.Errorf("the %s holds U+202E as is:\n%s", name, got)
@@ -146,7 +146,7 @@ func TestRequestShowsUnshownCharactersEscaped(t *testing.T) {
 			t.Errorf("the %s does not show the command escaped:\n%s", name, got)
 		}
 	}
-	if got := RenderRequest(ShowRequest(tk, files, ManifestChanges{}, false)); !strings.Contains(got, "x<U+202E>og.sh") {
+	if got := RenderRequest(ShowRequest(job(tk), files, ManifestChanges{}, false)); !strings.Contains(got, "x<U+202E>og.sh") {
 		t.Errorf("the file name is not shown escaped:\n%s", got)
 	}
 }
@@ -154,11 +154,11 @@ func TestRequestShowsUnshownCharactersEscaped(t *testing.T) {
 // The agent's reason is its own text, steered perhaps by the issue: in a
 // request it shows as written and cannot fold away the facts after it.
 func TestRequestShowsTheReasonInert(t *testing.T) {
-	tk := &Task{ID: 7, Issue: 2, Requester: Person{Login: "alice"}, Work: Work{Branch: "agent/2-x",
+	tk := &Task{Kind: KindFix, ID: 7, Issue: 2, Requester: Person{Login: "alice"}, work: &Work{Branch: "agent/2-x",
 		Request: &ExecRequest{ID: "7-1", Command: "make test", SHA: "0123456789abcdef",
 			Reason: "checks it <details><summary>more</summary> <!-- x --> \u202eok fixes #3 @acme/admins ![big](https://evil.test/tall.png) [Approve](https://evil.test)"}}}
 	files := []pullwright.FileStat{{Path: "Makefile", Added: 1}}
-	for name, got := range map[string]string{"comment": RenderRequest(ShowRequest(tk, files, ManifestChanges{}, false)), "check run": RenderRequestSummary(tk)} {
+	for name, got := range map[string]string{"comment": RenderRequest(ShowRequest(job(tk), files, ManifestChanges{}, false)), "check run": RenderRequestSummary(job(tk))} {
 		if strings.Contains(got, "<details><summary>more") || strings.Contains(got, "<!--") || strings.Contains(got, "\u202e") {
 			t.Errorf("the %s shows the reason's markup live:\n%s", name, got)
 		}
@@ -173,41 +173,41 @@ func TestRequestShowsTheReasonInert(t *testing.T) {
 // repository's setup runs first with them, so that the approval covers
 // both; and the status says what a setup did, hosts shown as code.
 func TestRequestAndStatusShowTheSetup(t *testing.T) {
-	tk := &Task{ID: 7, Issue: 2, State: Running, Requester: Person{Login: "alice"},
+	tk := &Task{Kind: KindFix, ID: 7, Issue: 2, State: Running, Requester: Person{Login: "alice"},
 		Repo: pullwright.Repo{Owner: "o", Name: "r", DefaultBranch: "main"},
-		Work: Work{Branch: "agent/2-x", Request: &ExecRequest{ID: "7-1", Command: "go test ./...", SHA: "0123456789abcdef"}}}
+		work: &Work{Branch: "agent/2-x", Request: &ExecRequest{ID: "7-1", Command: "go test ./...", SHA: "0123456789abcdef"}}}
 	files := []pullwright.FileStat{{Path: "main.go", Added: 1}, {Path: "go.mod", Added: 2, Deleted: 1}}
-	plain := RenderRequest(ShowRequest(tk, files, ManifestChanges{}, false))
+	plain := RenderRequest(ShowRequest(job(tk), files, ManifestChanges{}, false))
 	if strings.Contains(plain, "setup") {
 		t.Errorf("a request with no manifest change speaks of setup:\n%s", plain)
 	}
 	// The manifests' diff is shown as it is: a fence in it does not end
 	// the block, and a character that hides text is written as its code.
 	diff := "diff --git a/go.mod b/go.mod\n--- a/go.mod\n+++ b/go.mod\n@@ -1 +1,2 @@\n module x\n+require evil.test/m v1.0.0 // ```\u202e\n"
-	changed := RenderRequest(ShowRequest(tk, files, ManifestChanges{Files: files[1:], Diff: diff}, false))
+	changed := RenderRequest(ShowRequest(job(tk), files, ManifestChanges{Files: files[1:], Diff: diff}, false))
 	if !strings.Contains(changed, "setup runs first, with these manifests") || !strings.Contains(changed, "change `go.mod` (+2 −1) against `main`") ||
 		!strings.Contains(changed, "```diff\ndiff --git a/go.mod b/go.mod\n") || !strings.Contains(changed, "+require evil.test/m v1.0.0 // `\u200d``<U+202E>\n```") {
 		t.Errorf("a request with a changed go.mod:\n%s", changed)
 	}
 	// A pull request's are compared with its base branch.
-	pr := *tk
-	pr.Pull = &PullWork{Info: pullwright.Pull{Number: 3, BaseRef: "release-1", BaseSHA: "feedface"}}
-	if got := RenderRequest(ShowRequest(&pr, nil, ManifestChanges{Files: files[1:]}, false)); !strings.Contains(got, "change `go.mod` (+2 −1) against `release-1`") {
+	pr := *tk.Clone()
+	pr.work.Pull = &PullWork{Info: pullwright.Pull{Number: 3, BaseRef: "release-1", BaseSHA: "feedface"}}
+	if got := RenderRequest(ShowRequest(job(&pr), nil, ManifestChanges{Files: files[1:]}, false)); !strings.Contains(got, "change `go.mod` (+2 −1) against `release-1`") {
 		t.Errorf("a pull request's changed go.mod:\n%s", got)
 	}
-	if got := RenderRequest(ShowRequest(tk, files, ManifestChanges{Err: errors.New("fetch failed")}, false)); !strings.Contains(got, "could not be compared** with `main`") {
+	if got := RenderRequest(ShowRequest(job(tk), files, ManifestChanges{Err: errors.New("fetch failed")}, false)); !strings.Contains(got, "could not be compared** with `main`") {
 		t.Errorf("manifests that could not be read:\n%s", got)
 	}
-	if got := RenderRequest(ShowRequest(tk, files, ManifestChanges{Files: files[1:]}, true)); strings.Contains(got, "setup") {
+	if got := RenderRequest(ShowRequest(job(tk), files, ManifestChanges{Files: files[1:]}, true)); strings.Contains(got, "setup") {
 		t.Errorf("the local runner runs no setup, and its request speaks of one:\n%s", got)
 	}
-	tk.Request.Setup = &pullwright.SetupRecord{Steps: []string{"go mod download"}, Failed: true, ExitCode: 1, Duration: 3200 * time.Millisecond,
+	tk.work.Request.Setup = &pullwright.SetupRecord{Steps: []string{"go mod download"}, Failed: true, ExitCode: 1, Duration: 3200 * time.Millisecond,
 		Reached: []string{"mirror.test:443"}, Blocked: []string{"x`@acme/admins`:443"}}
-	status := RenderStatus(tk, "/agent")
+	status := RenderStatus(job(tk), "/agent")
 	if !strings.Contains(status, "📦 Setup **failed** (exit code 1) in 3.2s: `go mod download` · reached `mirror.test:443` · **blocked** `` x`@acme/admins`:443 ``") {
 		t.Errorf("status:\n%s", status)
 	}
-	if got := setupFailure(tk.Request.Setup); !strings.Contains(got, "the command was not run") || !strings.Contains(got, "blocked: x`@acme/admins`:443") {
+	if got := setupFailure(tk.work.Request.Setup); !strings.Contains(got, "the command was not run") || !strings.Contains(got, "blocked: x`@acme/admins`:443") {
 		t.Errorf("what the agent learns of a failed setup:\n%s", got)
 	}
 	// A monorepo's many steps are named up to a bound.
@@ -224,11 +224,11 @@ func TestRequestAndStatusShowTheSetup(t *testing.T) {
 // changed manifests) is named in the request, with why it did not answer.
 func TestRequestNamesTheRuleThatDidNotAnswer(t *testing.T) {
 	settings := &policy.Settings{AutoApprove: []policy.AutoRule{{Command: "make lint"}, {Pattern: "go test .*"}}}
-	tk := &Task{ID: 7, Issue: 2, Requester: Person{Login: "alice"}, Settings: settings,
+	tk := &Task{Kind: KindFix, ID: 7, Issue: 2, Requester: Person{Login: "alice"}, Settings: settings,
 		Repo: pullwright.Repo{Owner: "o", Name: "r", DefaultBranch: "main"},
-		Work: Work{Branch: "agent/2-x", Request: &ExecRequest{ID: "7-1", Command: "go test ./...", SHA: "0123456789abcdef"}}}
-	fork := *tk
-	fork.Pull = &PullWork{Info: pullwright.Pull{Number: 2, Fork: true, HeadRepo: "mallory/r", Author: "mallory", BaseRef: "main", BaseSHA: "feed"}}
+		work: &Work{Branch: "agent/2-x", Request: &ExecRequest{ID: "7-1", Command: "go test ./...", SHA: "0123456789abcdef"}}}
+	fork := *tk.Clone()
+	fork.work.Pull = &PullWork{Info: pullwright.Pull{Number: 2, Fork: true, HeadRepo: "mallory/r", Author: "mallory", BaseRef: "main", BaseSHA: "feed"}}
 	tests := []struct {
 		name      string
 		t         *Task
@@ -239,7 +239,7 @@ func TestRequestNamesTheRuleThatDidNotAnswer(t *testing.T) {
 		{"changed manifests", tk, ManifestChanges{Files: []pullwright.FileStat{{Path: "go.mod", Added: 1}}}, "changed dependency manifests"},
 	}
 	for _, tt := range tests {
-		v := ShowRequest(tt.t, nil, tt.manifests, false)
+		v := ShowRequest(job(tt.t), nil, tt.manifests, false)
 		if a := v.AutoApprove; a == nil || a.Matched != "pattern go test .*" || !strings.Contains(a.Why, tt.want) {
 			t.Errorf("%s: auto_approve shown as %+v", tt.name, v.AutoApprove)
 		}

@@ -57,7 +57,7 @@ type reviews struct {
 	checkouts checkouts
 	remote    remote
 	// cleanup removes the task's workspace once it is done.
-	cleanup func(context.Context, *Task)
+	cleanup func(context.Context, Job)
 }
 
 func (f *Flow) reviews() reviews {
@@ -68,7 +68,7 @@ func (f *Flow) reviews() reviews {
 // fix (prepare, a turn, post), and the fix's elsewhere: acknowledge (rules,
 // permission, pull request and fork checks, rate) and a run's request,
 // approval and run, which push nothing since the workspace has no change.
-func (f *Flow) review(ctx context.Context, t *Task) error {
+func (f *Flow) review(ctx context.Context, t Job) error {
 	switch t.State {
 	case Preparing:
 		return f.reviews().prepare(ctx, t)
@@ -92,7 +92,7 @@ func isReviewMarker(key string) bool {
 // prepare clones the pull request's head, finds the head the bot last
 // reviewed, works out the diff under review and where comments may go,
 // and starts the agent.
-func (rw reviews) prepare(ctx context.Context, t *Task) error {
+func (rw reviews) prepare(ctx context.Context, t Job) error {
 	issue, err := rw.gh.Issue(ctx, t.Repo, t.Issue)
 	if err != nil {
 		return retryf(err, "reading pull request #%d failed", t.Issue)
@@ -112,7 +112,7 @@ func (rw reviews) prepare(ctx context.Context, t *Task) error {
 	if err := ws.CreateBranch(t.Branch); err != nil {
 		return retryf(err, "creating branch %s failed", t.Branch)
 	}
-	since, err := rw.lastReviewed(ctx, t)
+	since, err := rw.lastReviewed(ctx, t.Task)
 	if err != nil {
 		return err
 	}
@@ -125,7 +125,7 @@ func (rw reviews) prepare(ctx context.Context, t *Task) error {
 	}
 	scope := &pullwright.ReviewScope{Focus: t.Instructions, Head: head, Diff: prDiff, Cut: cut, Lines: review.Ranges(prDiff)}
 	if since != "" {
-		if err := rw.remote.fetch(ctx, t, ws, since); err != nil {
+		if err := rw.remote.fetch(ctx, t.Task, ws, since); err != nil {
 			if !errors.Is(err, pullwright.ErrGone) {
 				return retryf(err, "fetching %s, the head reviewed before, failed", words.Short(since))
 			}
@@ -148,7 +148,7 @@ func (rw reviews) prepare(ctx context.Context, t *Task) error {
 		// pull request's diff has them: GitHub takes comments there.
 		scope.Lines = review.Intersect(scope.Lines, review.Added(changed))
 	}
-	settings := rw.settings(t)
+	settings := rw.settings(t.Task)
 	guide, err := readGuidance(ctx, rw.remote, t, ws, settings.InstructionFiles())
 	if err != nil {
 		return err
@@ -180,11 +180,11 @@ func (rw reviews) prepare(ctx context.Context, t *Task) error {
 
 // reviewedAlready ends t, before it is admitted, when the pull request's
 // head is the one the bot last reviewed: there is nothing to review.
-func (rw reviews) reviewedAlready(ctx context.Context, t *Task) (bool, error) {
+func (rw reviews) reviewedAlready(ctx context.Context, t Job) (bool, error) {
 	if t.Pull == nil || t.Pull.Info.HeadSHA == "" {
 		return false, nil
 	}
-	since, err := rw.lastReviewed(ctx, t)
+	since, err := rw.lastReviewed(ctx, t.Task)
 	if err != nil || since != t.Pull.Info.HeadSHA {
 		return false, err
 	}
@@ -193,7 +193,7 @@ func (rw reviews) reviewedAlready(ctx context.Context, t *Task) (bool, error) {
 
 // reviewed ends t, which has nothing to review: the bot reviewed head
 // already. The status says so; the workspace, if one was cloned, goes.
-func (rw reviews) reviewed(ctx context.Context, t *Task, head string) error {
+func (rw reviews) reviewed(ctx context.Context, t Job, head string) error {
 	t.Reviewing = &ReviewWork{Head: head, Since: head}
 	if err := t.Move(Done); err != nil {
 		return err
@@ -218,8 +218,8 @@ func (rw reviews) lastReviewed(ctx context.Context, t *Task) (string, error) {
 }
 
 // work runs one turn of the agent; a finished review goes to posting.
-func (rw reviews) work(ctx context.Context, t *Task) error {
-	if limit := rw.settings(t).MaxWallTime; limit > 0 && !t.CreatedAt.IsZero() {
+func (rw reviews) work(ctx context.Context, t Job) error {
+	if limit := rw.settings(t.Task).MaxWallTime; limit > 0 && !t.CreatedAt.IsZero() {
 		if used := rw.now().Sub(t.CreatedAt) - t.Waited; used >= limit {
 			return Fatal(fmt.Sprintf("the review used its wall-time budget (%s of %s, not counting waits for approval)", used, limit), nil)
 		}
@@ -257,7 +257,7 @@ func (rw reviews) work(ctx context.Context, t *Task) error {
 
 // post posts the one review, unless an earlier try did (found again by its
 // marker), and ends the task with a link to it.
-func (rw reviews) post(ctx context.Context, t *Task) error {
+func (rw reviews) post(ctx context.Context, t Job) error {
 	w := t.Reviewing
 	if w.URL == "" {
 		all, err := rw.gh.BotReviews(ctx, t.Repo, t.Issue)
@@ -265,15 +265,15 @@ func (rw reviews) post(ctx context.Context, t *Task) error {
 			return retryf(err, "reading the reviews of #%d failed", t.Issue)
 		}
 		for _, r := range all {
-			if r.Marker == reviewMarker(t) {
+			if r.Marker == reviewMarker(t.Task) {
 				w.URL = r.URL
 			}
 		}
 	}
 	if w.URL == "" {
-		intro := reviewIntro(t)
+		intro := reviewIntro(t.Task)
 		rv := review.Place(*w.Draft, w.Lines, w.Head, intro)
-		posted, err := rw.gh.PostReview(ctx, t.Repo, t.Issue, reviewMarker(t), rv)
+		posted, err := rw.gh.PostReview(ctx, t.Repo, t.Issue, reviewMarker(t.Task), rv)
 		refused := false
 		if errors.Is(err, pullwright.ErrInvalid) && len(rv.Comments) > 0 {
 			// GitHub refuses a review whole when it will not take one of
@@ -282,7 +282,7 @@ func (rw reviews) post(ctx context.Context, t *Task) error {
 			rw.log.WarnContext(ctx, "GitHub refused the review's line comments; posting them in its body", "task_id", t.ID, "err", err)
 			refused = true
 			rv = review.Place(*w.Draft, nil, w.Head, intro+" "+refusedNote)
-			posted, err = rw.gh.PostReview(ctx, t.Repo, t.Issue, reviewMarker(t), rv)
+			posted, err = rw.gh.PostReview(ctx, t.Repo, t.Issue, reviewMarker(t.Task), rv)
 		}
 		if errors.Is(err, pullwright.ErrInvalid) {
 			return Fatal(fmt.Sprintf("GitHub refused the review of #%d", t.Issue), err)

@@ -68,7 +68,7 @@ func sandboxMessage(err error) string {
 }
 
 // closeRun completes the run check run, once.
-func (rn runs) closeRun(ctx context.Context, t *Task, conclusion, title string) error {
+func (rn runs) closeRun(ctx context.Context, t Job, conclusion, title string) error {
 	r := t.Request
 	if r.RunClosed || r.RunCheckID == 0 {
 		return nil
@@ -97,7 +97,7 @@ func (rn runs) closeRun(ctx context.Context, t *Task, conclusion, title string) 
 // (no Dependencies, or no base to compare the run's manifests with). When
 // the base's files cannot be written out it gives the request its result
 // instead and reports done: neither the setup nor the command runs.
-func (rn runs) setupRequest(ctx context.Context, t *Task, ws Workspace, spec pullwright.RunSpec) (req *pullwright.SetupRequest, done bool) {
+func (rn runs) setupRequest(ctx context.Context, t Job, ws Workspace, spec pullwright.RunSpec) (req *pullwright.SetupRequest, done bool) {
 	if rn.deps == nil || t.setupBase() == "" {
 		// Without a base nothing says which manifests are trusted, nor
 		// was the request shown with their changes: no setup.
@@ -109,14 +109,14 @@ func (rn runs) setupRequest(ctx context.Context, t *Task, ws Workspace, spec pul
 		// A base other than the default branch fills no shared cache:
 		// the setup runs on the run's files into a cache of the task's
 		// own, as the request said (approval.Setup.Private).
-		setup := rn.settings(t).SetupRequest(t.Repo.FullName(), "", spec, labels, rn.operator().Caps.Images)
+		setup := rn.settings(t.Task).SetupRequest(t.Repo.FullName(), "", spec, labels, rn.operator().Caps.Images)
 		return &setup, false
 	}
 	// The base's files, which alone may fill a shared cache: the default
 	// branch's, or the base of a pull request to it (never its head's,
 	// which its author wrote). Removed with the run's files
 	// (removeRunTree), like them.
-	base := workdir(rn.dir, t) + ".base"
+	base := workdir(rn.dir, t.Task) + ".base"
 	err := os.RemoveAll(base)
 	if err == nil {
 		err = rn.exportBase(ctx, t, ws, base)
@@ -134,19 +134,19 @@ func (rn runs) setupRequest(ctx context.Context, t *Task, ws Workspace, spec pul
 		r.Result = &res
 		return nil, true
 	}
-	setup := rn.settings(t).SetupRequest(t.Repo.FullName(), base, spec, labels, rn.operator().Caps.Images)
+	setup := rn.settings(t.Task).SetupRequest(t.Repo.FullName(), base, spec, labels, rn.operator().Caps.Images)
 	return &setup, false
 }
 
 // exportBase writes the files of the task's setupBase into dir.
-func (rn runs) exportBase(ctx context.Context, t *Task, ws Workspace, dir string) error {
+func (rn runs) exportBase(ctx context.Context, t Job, ws Workspace, dir string) error {
 	sha := t.setupBase()
 	if sha == "" {
 		return errors.New("no base commit")
 	}
 	// A workspace restored elsewhere (bot action's next run) or a pull
 	// request's may not hold the base yet.
-	if err := rn.fetch(ctx, t, ws, sha); err != nil {
+	if err := rn.fetch(ctx, t.Task, ws, sha); err != nil {
 		return err
 	}
 	return ws.Export(ctx, sha, dir)
@@ -155,7 +155,7 @@ func (rn runs) exportBase(ctx context.Context, t *Task, ws Workspace, dir string
 // leftOutNote tells the agent (and the run's check) which files of its
 // workspace the run did not have, because git ignores them: a test or
 // build file the agent wrote there never runs, and it should know why.
-func (rn runs) leftOutNote(ctx context.Context, t *Task, ws Workspace) string {
+func (rn runs) leftOutNote(ctx context.Context, t Job, ws Workspace) string {
 	paths, more, err := ws.LeftOut(t.Request.SHA, leftOutShown)
 	if err != nil {
 		rn.log.WarnContext(ctx, "list the files a run left out", "task_id", t.ID, "err", err)
@@ -176,7 +176,7 @@ func (rn runs) leftOutNote(ctx context.Context, t *Task, ws Workspace) string {
 // dependencies made ready, the command in the sandbox, and a note of what
 // the run did not get. A failure of the sandbox itself is a result the
 // agent is told of, not an error of the step.
-func (rn runs) execute(ctx context.Context, t *Task, ws Workspace) error {
+func (rn runs) execute(ctx context.Context, t Job, ws Workspace) error {
 	r := t.Request
 	if r.Shown != nil && r.Shown.Where.Sandbox == rn.unisolated {
 		// The bot was restarted with another runner since the request
@@ -190,11 +190,11 @@ func (rn runs) execute(ctx context.Context, t *Task, ws Workspace) error {
 	// What runs is the approved commit's tree and nothing else: not
 	// the files git ignores in the workspace, which the request did not
 	// show, and nothing an earlier run left.
-	tree := rn.runTree(t)
+	tree := rn.runTree(t.Task)
 	if err := os.RemoveAll(tree); err != nil {
 		return retryf(err, "clearing the run's files failed")
 	}
-	defer rn.removeRunTree(ctx, t)
+	defer rn.removeRunTree(ctx, t.Task)
 	if err := ws.Export(ctx, r.SHA, tree); err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -204,7 +204,7 @@ func (rn runs) execute(ctx context.Context, t *Task, ws Workspace) error {
 		r.Result = &res
 		return nil
 	}
-	spec := rn.settings(t).RunSpec(tree, r.Command, map[string]string{"pullwright.task": strconv.FormatInt(t.ID, 10), "pullwright.request": r.ID})
+	spec := rn.settings(t.Task).RunSpec(tree, r.Command, map[string]string{"pullwright.task": strconv.FormatInt(t.ID, 10), "pullwright.request": r.ID})
 	setup, done := rn.setupRequest(ctx, t, ws, spec)
 	if done {
 		return nil
@@ -232,7 +232,7 @@ func (rn runs) execute(ctx context.Context, t *Task, ws Workspace) error {
 // to the repository now: a server or tool withdrawn since the request
 // was shown is not called. Its answer is the request's result (exit code
 // 0, or 1 when the call failed).
-func (rn runs) callTool(ctx context.Context, t *Task) error {
+func (rn runs) callTool(ctx context.Context, t Job) error {
 	r := t.Request
 	c := *r.Tool
 	if r.Shown == nil || r.Shown.Tool == nil || *r.Shown.Tool != c {
@@ -244,7 +244,7 @@ func (rn runs) callTool(ctx context.Context, t *Task) error {
 	// its start: a server withdrawn since, or moved from the URL the task
 	// started with (whose host the request showed), is not called.
 	now, err := rn.operator().ToolServers(t.Repo.FullName(), &policy.Config{MCP: []string{c.Server}})
-	was, ok := pullwright.ToolServerNamed(rn.settings(t).MCP, c.Server)
+	was, ok := pullwright.ToolServerNamed(rn.settings(t.Task).MCP, c.Server)
 	if err != nil || len(now) != 1 || !ok || now[0].URL != was.URL || !now[0].Offers(c.Tool) || rn.tools == nil {
 		res := notRun(fmt.Sprintf("the operator no longer offers the tool %s of the MCP server %s to this repository as the request showed it, so it was not called", c.Tool, c.Server))
 		r.Result = &res

@@ -133,12 +133,12 @@ func (s Shown) autoApprove(v approval.Request) *approval.AutoApprove {
 // manifests they change against the base a shared cache is filled from
 // (see requests.manifestChanges), and unisolated says the command would
 // run on the bot's own machine.
-func ShowRequest(t *Task, changes []pullwright.FileStat, manifests ManifestChanges, unisolated bool) approval.Request {
+func ShowRequest(t Job, changes []pullwright.FileStat, manifests ManifestChanges, unisolated bool) approval.Request {
 	return showing(t, changes, manifests, unisolated).Request()
 }
 
 // showing is what a task knows of its current request when it asks.
-func showing(t *Task, changes []pullwright.FileStat, manifests ManifestChanges, unisolated bool) Shown {
+func showing(t Job, changes []pullwright.FileStat, manifests ManifestChanges, unisolated bool) Shown {
 	r := t.Request
 	s := Shown{ID: r.ID, Command: r.Command, Reason: r.Reason, Commit: r.SHA, Files: changes,
 		Where: approval.Where{Sandbox: !unisolated}, SetupBase: t.prBase(), Manifests: manifests}

@@ -236,8 +236,12 @@ type Task struct {
 
 	// Reviewing is what a review does (KindReview); nil on other kinds.
 	Reviewing *ReviewWork `json:"reviewing,omitempty"`
-	// Work is what a fix does (KindFix); zero on other kinds.
-	Work
+	// work is what the agent did for a fix or a review (Kind.Works), nil
+	// on the other kinds, which never touch it: code reaches it only
+	// through Job, which a task of another kind does not give. It is
+	// stored at the top of the task's JSON, beside the rest, where every
+	// release before it wrote it.
+	work *Work
 	// Answering is what an approve or reject task answers; zero on
 	// other kinds.
 	Answering AnswerRef `json:"answering,omitzero"`
@@ -258,20 +262,66 @@ type AnswerRef struct {
 	Digest string `json:"digest,omitempty"`
 }
 
-// UnmarshalJSON reads a task as the store keeps it, also as stores wrote
-// it before an answer's fields moved into Answering (request_id,
-// answer_sha and answer_run at the top), so that an answer queued across
-// an upgrade answers the same request.
+// Works reports whether a task of kind k runs the agent and so has Work:
+// a fix, or a review (which asks for runs the fix's way).
+func (k Kind) Works() bool { return k == KindFix || k == KindReview }
+
+// Job is a task of a kind that works (Kind.Works) with its Work in hand:
+// the only way to a fix's or a review's branch, conversation, requests,
+// runs and pull request. The two share no field name, so each reads as
+// its own (j.Repo, j.Branch).
+type Job struct {
+	*Task
+	*Work
+}
+
+// Job gives t with its Work, which it makes on first use; ok is false
+// for a kind that does not work, which has none.
+func (t *Task) Job() (j Job, ok bool) {
+	if !t.Kind.Works() {
+		return Job{}, false
+	}
+	if t.work == nil {
+		t.work = &Work{}
+	}
+	return Job{Task: t, Work: t.work}, true
+}
+
+// Clone copies t as assigning a Task did while Work was part of it: its
+// Work is copied too, one level deep, so that setting a field of the
+// copy's Work leaves t's alone.
+func (t *Task) Clone() *Task {
+	c := *t
+	if t.work != nil {
+		w := *t.work
+		c.work = &w
+	}
+	return &c
+}
+
+// UnmarshalJSON reads a task as the store keeps it: a working kind's Work
+// from the keys beside the rest (a stored task of another kind has none
+// worth reading: releases before Job wrote an empty "changed_files" on
+// every kind), and Answering also as stores wrote it before an answer's
+// fields moved into it (request_id, answer_sha and answer_run at the
+// top), so that an answer queued across an upgrade answers the same
+// request.
 func (t *Task) UnmarshalJSON(b []byte) error {
 	type plain Task
+	w := new(Work)
 	v := struct {
 		*plain
+		*Work
 		RequestID string `json:"request_id"`
 		AnswerSHA string `json:"answer_sha"`
 		AnswerRun int64  `json:"answer_run"`
-	}{plain: (*plain)(t)}
+	}{plain: (*plain)(t), Work: w}
 	if err := json.Unmarshal(b, &v); err != nil {
 		return err
+	}
+	t.work = nil
+	if t.Kind.Works() {
+		t.work = w
 	}
 	if t.Answering == (AnswerRef{}) {
 		t.Answering = AnswerRef{RequestID: v.RequestID, SHA: v.AnswerSHA, Run: v.AnswerRun}
@@ -279,18 +329,27 @@ func (t *Task) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// MarshalJSON writes Answering also under the keys stores read before it
-// existed (request_id, answer_sha and answer_run at the top), so that a
-// bot rolled back to that release answers the request a queued answer
-// named, not the issue's current one. Drop them a release later.
+// MarshalJSON writes a working kind's Work at the top of the object, as
+// every release wrote it, and Answering also under the keys stores read
+// before it existed (request_id, answer_sha and answer_run at the top),
+// so that a bot rolled back to that release answers the request a queued
+// answer named, not the issue's current one. Drop them a release later.
 func (t Task) MarshalJSON() ([]byte, error) {
 	type plain Task
+	var w *Work
+	if t.Kind.Works() {
+		w = t.work
+		if w == nil {
+			w = &Work{}
+		}
+	}
 	return json.Marshal(struct {
 		plain
+		*Work
 		RequestID string `json:"request_id,omitempty"`
 		AnswerSHA string `json:"answer_sha,omitempty"`
 		AnswerRun int64  `json:"answer_run,omitempty"`
-	}{plain(t), t.Answering.RequestID, t.Answering.SHA, t.Answering.Run})
+	}{plain(t), w, t.Answering.RequestID, t.Answering.SHA, t.Answering.Run})
 }
 
 // ReviewRef is the review comment a task was asked in, as the delivery
@@ -326,20 +385,20 @@ func (t *Task) IssueKey() string {
 // PRKey names the pull request the task opened in IssueKey's form, so that
 // answers and fixes asked there find the task; "" until it opens one.
 func (t *Task) PRKey() string {
-	if t.PRNumber == 0 {
+	if t.work == nil || t.work.PRNumber == 0 {
 		return ""
 	}
-	return fmt.Sprintf("%d/%s/%d", t.Repo.InstallationID, t.Repo.FullName(), t.PRNumber)
+	return fmt.Sprintf("%d/%s/%d", t.Repo.InstallationID, t.Repo.FullName(), t.work.PRNumber)
 }
 
 // BranchKey names the branch the task pushes to, across installations: one
 // repository has one set of branches whoever reaches it. It is "" until
 // the task has a branch.
 func (t *Task) BranchKey() string {
-	if t.Branch == "" {
+	if t.work == nil || t.work.Branch == "" {
 		return ""
 	}
-	return strings.ToLower(t.Repo.FullName()) + ":" + t.Branch
+	return strings.ToLower(t.Repo.FullName()) + ":" + t.work.Branch
 }
 
 // Recorded fills in what a Store's Record sets on a new task at now, from
@@ -371,3 +430,13 @@ func (t *Task) Move(to State) error {
 
 // ErrBadTransition is a move the lifecycle forbids.
 var ErrBadTransition = errors.New("transition not allowed")
+
+// CurrentRequest is t's current (or last) execution request, nil when it
+// has none or is of a kind that never asks: what a store keeps the answer
+// of apart from the task's data.
+func (t *Task) CurrentRequest() *ExecRequest {
+	if t.work == nil {
+		return nil
+	}
+	return t.work.Request
+}

@@ -2,6 +2,7 @@ package task
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -124,7 +125,7 @@ func storedTask() *Task {
 		UpdatedAt:        at.Add(time.Second),
 	}
 	t.IssueTitle = "It is broken"
-	t.Work = Work{
+	t.work = &Work{
 		Branch:       "agent/7-it-is-broken",
 		BaseSHA:      "base",
 		HeadSHA:      "head",
@@ -198,9 +199,9 @@ func TestStoredTaskKeepsItsForm(t *testing.T) {
 	}
 	want := storedTask()
 	// The store keeps these apart from the task's data.
-	want.CancelledBy, want.Crashes, want.Claim, want.Request.Answer = "", 0, 0, nil
-	if !reflect.DeepEqual(got.Work, want.Work) {
-		t.Errorf("a fix's data reads back as\n%+v\nwant\n%+v", got.Work, want.Work)
+	want.CancelledBy, want.Crashes, want.Claim, want.work.Request.Answer = "", 0, 0, nil
+	if !reflect.DeepEqual(got.work, want.work) {
+		t.Errorf("a fix's data reads back as\n%+v\nwant\n%+v", got.work, want.work)
 	}
 	if !reflect.DeepEqual(&got, want) {
 		t.Errorf("a stored task reads back as\n%+v\nwant\n%+v", got, *want)
@@ -220,19 +221,19 @@ func TestStoredTaskReadsIntoWork(t *testing.T) {
 	}
 	tests := []struct {
 		name, stored string
-		want         Work
+		want         *Work
 		wantIssue    int
 	}{
 		{
 			name:      "a fix waiting for an answer",
 			stored:    `{"id":5,"kind":"fix","state":"awaiting_approval","issue":3,"issue_title":"Broken","branch":"agent/3-broken","pushed_sha":"abc","turns":4,"request":{"id":"5-1","command":"make","sha":"abc","asked":true},"request_seq":1,"answers":["comment 9"],"waited":1000000000}`,
-			want:      Work{Branch: "agent/3-broken", PushedSHA: "abc", Turns: 4, Request: &ExecRequest{ID: "5-1", Command: "make", SHA: "abc", Asked: true}, RequestSeq: 1, Answers: []string{"comment 9"}, Waited: time.Second},
+			want:      &Work{Branch: "agent/3-broken", PushedSHA: "abc", Turns: 4, Request: &ExecRequest{ID: "5-1", Command: "make", SHA: "abc", Asked: true}, RequestSeq: 1, Answers: []string{"comment 9"}, Waited: time.Second},
 			wantIssue: 3,
 		},
 		{
 			name:      "a fix on a pull request, done",
 			stored:    `{"id":5,"kind":"fix","state":"done","issue":3,"is_pr":true,"pr_number":3,"pr_url":"https://example.test/pull/3","final":true,"changed_files":[{"path":"a.go","added":1,"deleted":0}],"pull":{"info":{"number":3,"head_ref":"x","head_sha":"h","base_ref":"main"},"mode":"push","commits":["c1"]}}`,
-			want:      Work{PRNumber: 3, PRURL: "https://example.test/pull/3", Final: true, ChangedFiles: []pullwright.FileStat{{Path: "a.go", Added: 1}}, Pull: &PullWork{Info: pullwright.Pull{Number: 3, HeadRef: "x", HeadSHA: "h", BaseRef: "main"}, Mode: PushToHead, Commits: []string{"c1"}}},
+			want:      &Work{PRNumber: 3, PRURL: "https://example.test/pull/3", Final: true, ChangedFiles: []pullwright.FileStat{{Path: "a.go", Added: 1}}, Pull: &PullWork{Info: pullwright.Pull{Number: 3, HeadRef: "x", HeadSHA: "h", BaseRef: "main"}, Mode: PushToHead, Commits: []string{"c1"}}},
 			wantIssue: 3,
 		},
 		{
@@ -247,9 +248,75 @@ func TestStoredTaskReadsIntoWork(t *testing.T) {
 			if err := json.Unmarshal([]byte(tt.stored), &got); err != nil {
 				t.Fatal(err)
 			}
-			if !reflect.DeepEqual(got.Work, tt.want) || got.Issue != tt.wantIssue {
-				t.Errorf("read %s as issue %d, %+v; want issue %d, %+v", tt.stored, got.Issue, got.Work, tt.wantIssue, tt.want)
+			if !reflect.DeepEqual(got.work, tt.want) || got.Issue != tt.wantIssue {
+				t.Errorf("read %s as issue %d, %+v; want issue %d, %+v", tt.stored, got.Issue, got.work, tt.wantIssue, tt.want)
 			}
 		})
+	}
+}
+
+// job is t's Job, for a test with a fix or a review in hand.
+func job(t *Task) Job {
+	j, ok := t.Job()
+	if !ok {
+		panic(fmt.Sprintf("a task of kind %q has no work", t.Kind))
+	}
+	return j
+}
+
+// Only a fix and a review have work: Job gives it to them alone, and a
+// task of another kind neither writes nor reads any, whatever its Go
+// value holds.
+func TestOnlyAFixOrAReviewHasWork(t *testing.T) {
+	kinds := []Kind{KindFix, KindReview, KindReply, KindStatus, KindCancel, KindBusy, KindApprove, KindReject, KindTrigger}
+	for _, kind := range kinds {
+		t.Run(string(kind), func(t *testing.T) {
+			tk := &Task{Kind: kind, work: &Work{Branch: "agent/1-x", Request: &ExecRequest{ID: "1-1"}}}
+			j, ok := tk.Job()
+			if ok != (kind == KindFix || kind == KindReview) {
+				t.Fatalf("Job ok = %v", ok)
+			}
+			data, err := json.Marshal(tk)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var back Task
+			if err := json.Unmarshal(data, &back); err != nil {
+				t.Fatal(err)
+			}
+			if !ok {
+				if strings.Contains(string(data), `,"branch":`) || strings.Contains(string(data), `"changed_files"`) || back.work != nil || back.CurrentRequest() != nil {
+					t.Errorf("a %s task stores work: %s", kind, data)
+				}
+				return
+			}
+			if j.Branch != "agent/1-x" || back.work == nil || back.work.Branch != "agent/1-x" || back.CurrentRequest().ID != "1-1" {
+				t.Errorf("a %s task's work reads back as %+v from %s", kind, back.work, data)
+			}
+		})
+	}
+	// A fix or a review made without work gets it on first use, and is
+	// stored with the keys every release wrote.
+	tk := &Task{Kind: KindReview}
+	data, err := json.Marshal(tk)
+	if err != nil || !strings.Contains(string(data), `"changed_files":null`) {
+		t.Errorf("a review without work stored as %s, %v", data, err)
+	}
+	if j, ok := tk.Job(); !ok || j.Work == nil || tk.work != j.Work {
+		t.Errorf("Job of a review without work = %+v, %v", j, ok)
+	}
+}
+
+// A clone's work is its own, as a copy of Task was while Work was part
+// of it: the worker puts a failed step's task back from one.
+func TestCloneCopiesTheWork(t *testing.T) {
+	tk := storedTask()
+	c := tk.Clone()
+	job(c).Branch, job(c).Turns, c.Issue = "other", 99, 1
+	if job(tk).Branch != "agent/7-it-is-broken" || job(tk).Turns != 3 || tk.Issue != 7 {
+		t.Errorf("a change to the clone reached the task: %+v", *tk.work)
+	}
+	if r := (&Task{Kind: KindReply}).Clone(); r.work != nil {
+		t.Errorf("a reply's clone has work %+v", r.work)
 	}
 }

@@ -7,14 +7,14 @@ import (
 	"github.com/pullwright/pullwright/approval"
 )
 
-// Work is a fix's own data (KindFix): its branch and commits, the agent's
-// conversation and the files it changed, its execution requests and its
-// pull request. It is apart from the rest of Task because no other kind
-// writes it: a command or an answer reads it only from the fix it names.
-// Task embeds it, not a pointer to it, so that its fields stay at the top
-// of the stored JSON, where releases before it wrote and read them. It
-// must have no JSON methods of its own: they would be promoted to Task
-// and replace Task's.
+// Work is what the agent does for a fix or a review (Kind.Works): the
+// branch and commits, the agent's conversation and the files it changed,
+// the execution requests and their runs, and a fix's pull request. Only
+// those kinds have it, and code reaches it through Task.Job: a command or
+// an answer reads it only from the task it names. Task's JSON methods
+// write its fields at the top of the stored object, where releases before
+// it wrote and read them, by embedding it in the value they encode; so it
+// must have no JSON methods of its own, which would take their place.
 type Work struct {
 	Branch  string `json:"branch,omitempty"`
 	BaseSHA string `json:"base_sha,omitempty"`

@@ -128,10 +128,11 @@ type StepResult struct {
 // answered fills in r.Answer and r.Waited when the step took t out of the
 // wait for an answer.
 func (r *StepResult) answered(t *Task) {
-	if r.Err != nil || r.From != AwaitingApproval || r.To == AwaitingApproval {
+	j, ok := t.Job()
+	if !ok || r.Err != nil || r.From != AwaitingApproval || r.To == AwaitingApproval {
 		return
 	}
-	req := t.Request
+	req := j.Request
 	if req == nil || req.Answer == nil || req.Auto != "" || req.ParkedAt.IsZero() {
 		return
 	}
@@ -252,7 +253,7 @@ func (p *Pool) work(ctx context.Context, owner string, t *Task) {
 		}
 		// Once the branch is pushed the pull request follows: stopping
 		// then would leave a branch nobody reports on.
-		if t.CancelledBy != "" && !t.published() {
+		if j, ok := t.Job(); t.CancelledBy != "" && !(ok && j.published()) {
 			from := t.State
 			t.State = Cancelled
 			p.finish(ctx, log, owner, t, from)
@@ -261,11 +262,11 @@ func (p *Pool) work(ctx context.Context, owner string, t *Task) {
 		from := t.State
 		// A failed step leaves no trace in the task but its retry count:
 		// what it half did is redone, idempotently, by the next try.
-		before := *t
-		if t.Request != nil {
+		before := t.Clone()
+		if j, ok := before.Job(); ok && j.Request != nil {
 			// Steps change the request in place: keep a copy of it too.
-			r := *t.Request
-			before.Request = &r
+			r := *j.Request
+			j.Request = &r
 		}
 		began := time.Now()
 		err := p.step(ctx, t)
@@ -277,7 +278,7 @@ func (p *Pool) work(ctx context.Context, owner string, t *Task) {
 				log.InfoContext(ctx, "step interrupted", "state", from, "cause", context.Cause(ctx))
 				return
 			}
-			*t = before
+			*t = *before
 			t.Attempts++
 			if Permanent(err) || t.Attempts >= p.MaxAttempts {
 				log.ErrorContext(ctx, "task failed", "state", from, "attempts", t.Attempts, "err", err)

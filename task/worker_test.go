@@ -53,8 +53,7 @@ func (s *scriptStepper) Finish(_ context.Context, t *task.Task) error {
 	if s.finishCalls <= s.finishFails {
 		return task.Retry("GitHub is down", nil)
 	}
-	c := *t
-	s.finished = append(s.finished, &c)
+	s.finished = append(s.finished, t.Clone())
 	return nil
 }
 
@@ -279,15 +278,15 @@ func TestFailedStepLeavesNoPartialState(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := waitFor(t, s, tk.ID, func(t *task.Task) bool { return t.Attempts == 1 })
-	if got.State != task.Queued || got.Title != "" {
-		t.Fatalf("after a failed step: state %s, title %q; want queued and no title", got.State, got.Title)
+	if got.State != task.Queued || tasktest.Job(got).Title != "" {
+		t.Fatalf("after a failed step: state %s, title %q; want queued and no title", got.State, tasktest.Job(got).Title)
 	}
 }
 
 type halfStepper struct{ scriptStepper }
 
 func (h *halfStepper) Step(_ context.Context, t *task.Task) error {
-	t.Title = "half done"
+	tasktest.Job(t).Title = "half done"
 	t.State = task.Preparing
 	return task.Retry("then it broke", nil)
 }

@@ -134,15 +134,16 @@ func seedDemo(ctx context.Context, store *sqlite.Store, now time.Time) error {
 	done := &task.Task{Kind: task.KindFix, State: task.Done, Repo: demoRepo, Issue: 41,
 		IssueTitle: "Parsing a widget with an empty name panics", Requester: task.Person{Login: "maria"},
 		Instructions: "fix the panic on an empty name and add a test", CreatedAt: at(3 * time.Hour), RunAfter: at(3 * time.Hour)}
-	done.Branch, done.PRURL, done.HeadSHA, done.Final = "pullwright/41-empty-name", "https://github.com/acme/widgets/pull/44", sha('c'), true
-	done.Turns, done.Tokens = 9, 48210
-	done.Plan = []pullwright.PlanItem{
+	dj, _ := done.Job()
+	dj.Branch, dj.PRURL, dj.HeadSHA, dj.Final = "pullwright/41-empty-name", "https://github.com/acme/widgets/pull/44", sha('c'), true
+	dj.Turns, dj.Tokens = 9, 48210
+	dj.Plan = []pullwright.PlanItem{
 		{Title: "Reproduce the panic with a test", Status: "done"},
 		{Title: "Return an error for an empty name", Status: "done"},
 		{Title: "Run the package's tests", Status: "done"},
 	}
-	done.Steps = []string{"read widget/parse.go", "edited widget/parse.go", "edited widget/parse_test.go", "ran go test ./widget/...", "opened pull request #44"}
-	done.Runs = []task.RunRecord{
+	dj.Steps = []string{"read widget/parse.go", "edited widget/parse.go", "edited widget/parse_test.go", "ran go test ./widget/...", "opened pull request #44"}
+	dj.Runs = []task.RunRecord{
 		{RequestID: "2-1", Command: "go test ./widget/...", Reason: "check that the new test fails before the fix", SHA: sha('b'), AskedAt: at(170 * time.Minute),
 			Verdict: task.Approved, By: "maria", Outcome: task.OutcomeFailed, ExitCode: 1, Duration: 3236 * time.Millisecond,
 			Output: "--- FAIL: TestParseEmptyName (0.00s)\npanic: runtime error: index out of range [0] with length 0\nFAIL\tgithub.com/acme/widgets/widget\t0.412s"},
@@ -154,26 +155,28 @@ func seedDemo(ctx context.Context, store *sqlite.Store, now time.Time) error {
 	failed := &task.Task{Kind: task.KindFix, State: task.Failed, Repo: demoRepo, Issue: 38,
 		IssueTitle: "Upgrade the protobuf code generator", Requester: task.Person{Login: "li"},
 		Instructions: "regenerate the protobuf code with the new generator", CreatedAt: at(26 * time.Hour), RunAfter: at(26 * time.Hour)}
-	failed.Turns, failed.Tokens = 4, 15630
+	fj, _ := failed.Job()
+	fj.Turns, fj.Tokens = 4, 15630
 	failed.Error = "the run of `make generate` was rejected by @li: the generator must come from the pinned tools module"
-	failed.Runs = []task.RunRecord{{RequestID: "1-1", Command: "make generate", Reason: "regenerate the code", SHA: sha('d'), AskedAt: at(25 * time.Hour),
+	fj.Runs = []task.RunRecord{{RequestID: "1-1", Command: "make generate", Reason: "regenerate the code", SHA: sha('d'), AskedAt: at(25 * time.Hour),
 		Verdict: task.Rejected, By: "li", Why: "the generator must come from the pinned tools module", Outcome: task.OutcomeRejected}}
 
 	waiting := &task.Task{Kind: task.KindFix, State: task.AwaitingApproval, Repo: demoRepo, Issue: 52, IsPR: true,
 		IssueTitle: "Add a --json flag to widgetctl list", Requester: task.Person{Login: "maria"},
 		Instructions: "make the flaky TestListJSON pass", CreatedAt: at(12 * time.Minute), RunAfter: at(12 * time.Minute)}
-	waiting.Branch, waiting.HeadSHA, waiting.Turns, waiting.Tokens = "contributor/json-flag", sha('e'), 5, 21877
-	waiting.Plan = []pullwright.PlanItem{
+	wj, _ := waiting.Job()
+	wj.Branch, wj.HeadSHA, wj.Turns, wj.Tokens = "contributor/json-flag", sha('e'), 5, 21877
+	wj.Plan = []pullwright.PlanItem{
 		{Title: "Find why TestListJSON fails", Status: "done"},
 		{Title: "Sort the widgets before encoding", Status: "done"},
 		{Title: "Run the command's tests", Status: "in_progress"},
 	}
-	waiting.Steps = []string{"read cmd/widgetctl/list.go", "edited cmd/widgetctl/list.go", "edited go.mod"}
+	wj.Steps = []string{"read cmd/widgetctl/list.go", "edited cmd/widgetctl/list.go", "edited go.mod"}
 	return recordDemo(ctx, store, now, done, failed, waiting, func(id int64) *task.ExecRequest {
 		rq := &task.ExecRequest{ID: fmt.Sprintf("%d-1", id), Command: "go test ./cmd/widgetctl/...",
 			Reason: "check that the sorted output makes TestListJSON pass", SHA: sha('e'), AskedAt: at(2 * time.Minute),
 			Deadline: at(2 * time.Minute).Add(24 * time.Hour), Asked: true, CheckRunID: 9001}
-		shown := approval.Seal(approval.Request{ID: rq.ID, Command: rq.Command, Reason: rq.Reason, Commit: rq.SHA, Branch: waiting.Branch,
+		shown := approval.Seal(approval.Request{ID: rq.ID, Command: rq.Command, Reason: rq.Reason, Commit: rq.SHA, Branch: wj.Branch,
 			Files: []pullwright.FileStat{{Path: "cmd/widgetctl/list.go", Added: 6, Deleted: 1}, {Path: "go.mod", Added: 1}, {Path: "go.sum", Added: 2}},
 			Where: approval.Where{Sandbox: true, Image: "golang:1.26"},
 			Fork:  &approval.Fork{Pull: 52, HeadRepo: "contributor/widgets", Author: "contributor"},
@@ -204,7 +207,11 @@ func recordDemo(ctx context.Context, store *sqlite.Store, now time.Time, done, f
 	if t.ID != waiting.ID {
 		return fmt.Errorf("claimed task %d, not the waiting task %d", t.ID, waiting.ID)
 	}
-	t.Request = ask(t.ID)
+	j, ok := t.Job()
+	if !ok {
+		return fmt.Errorf("claimed task %d is a %s, not a fix", t.ID, t.Kind)
+	}
+	j.Request = ask(t.ID)
 	t.RunAfter = now.Add(24 * time.Hour)
 	if err := store.Save(ctx, t, owner); err != nil {
 		return err

@@ -24,6 +24,7 @@ import (
 	"github.com/pullwright/pullwright/internal/fakegithub"
 	"github.com/pullwright/pullwright/internal/fakellm"
 	"github.com/pullwright/pullwright/task"
+	"github.com/pullwright/pullwright/task/tasktest"
 )
 
 func TestMain(m *testing.M) {
@@ -80,7 +81,7 @@ func startKillTest(t *testing.T, llm *fakellm.Server, opts botproc.Options, inst
 func wantApprovedOnce(t *testing.T, h *botproc.Harness, done *task.Task, requestID string) fakegithub.PullRequest {
 	t.Helper()
 	prs := h.GitHub.PullRequests(botproc.Owner, botproc.Repo)
-	if len(prs) != 1 || prs[0].Draft || prs[0].Head != done.Branch {
+	if len(prs) != 1 || prs[0].Draft || prs[0].Head != tasktest.Job(done).Branch {
 		t.Fatalf("pull requests = %+v", prs)
 	}
 	wantComments(t, h, 1, done.ID, "status", "request-"+requestID, "done")
@@ -149,7 +150,7 @@ func killDuringApprovalWaitLosesNothing(t *testing.T, databaseURL string) {
 
 	// Parked: the state is saved and no worker holds the task any more.
 	waiting := h.WaitState(1, task.AwaitingApproval)
-	r := waiting.Request
+	r := tasktest.Job(waiting).Request
 	if r == nil || r.Command != command || r.SHA == "" || r.CheckRunID == 0 || r.CommentID == 0 {
 		t.Fatalf("request = %+v", r)
 	}
@@ -161,7 +162,7 @@ func killDuringApprovalWaitLosesNothing(t *testing.T, databaseURL string) {
 
 	// The row is all there is, and it is intact.
 	saved := h.Latest(1)
-	if saved.State != task.AwaitingApproval || saved.Request == nil || saved.Request.ID != r.ID || saved.Request.Answer != nil || h.Crashes(saved.ID) != 0 {
+	if saved.State != task.AwaitingApproval || tasktest.Job(saved).Request == nil || tasktest.Job(saved).Request.ID != r.ID || tasktest.Job(saved).Request.Answer != nil || h.Crashes(saved.ID) != 0 {
 		t.Fatalf("after kill -9 the store holds %s", botproc.Describe(saved))
 	}
 	if h.Leased(saved.ID) {
@@ -211,7 +212,7 @@ func killDuringApprovalWaitLosesNothing(t *testing.T, databaseURL string) {
 	if !strings.Contains(prs.Body, "Fixes #1") {
 		t.Errorf("the pull request does not link the issue:\n%s", prs.Body)
 	}
-	commits := h.Git.Commits(t, botproc.Owner, botproc.Repo, done.Branch)
+	commits := h.Git.Commits(t, botproc.Owner, botproc.Repo, tasktest.Job(done).Branch)
 	if len(commits) != 2 || commits[0].SHA != r.SHA {
 		t.Fatalf("branch history %+v: want the base and the one checkpoint", commits)
 	}
@@ -249,8 +250,8 @@ func killBetweenTurnsResumes(t *testing.T, databaseURL string) {
 
 	// What the dead bot left: two turns and their files, and its lease.
 	saved := h.Latest(1)
-	if saved.State != task.Working || saved.Turns != killAt || len(saved.Files) != 2 {
-		t.Fatalf("after kill -9 the store holds %s, files %v", botproc.Describe(saved), saved.Files)
+	if saved.State != task.Working || tasktest.Job(saved).Turns != killAt || len(tasktest.Job(saved).Files) != 2 {
+		t.Fatalf("after kill -9 the store holds %s, files %v", botproc.Describe(saved), tasktest.Job(saved).Files)
 	}
 	if !h.Leased(saved.ID) {
 		t.Fatalf("the killed worker's lease is gone; the kill was not in the middle of a step")
@@ -291,7 +292,7 @@ func killBetweenTurnsResumes(t *testing.T, databaseURL string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	commits := h.Git.Commits(t, botproc.Owner, botproc.Repo, done.Branch)
+	commits := h.Git.Commits(t, botproc.Owner, botproc.Repo, tasktest.Job(done).Branch)
 	if len(commits) != 2 || commits[1].SHA != base {
 		t.Fatalf("branch history = %+v, want base %s and one commit", commits, base)
 	}
@@ -300,14 +301,14 @@ func killBetweenTurnsResumes(t *testing.T, databaseURL string) {
 		"NOTES.md":  "Spelling is checked by hand.\n",
 		"main.go":   "package main\n\n// main does nothing.\nfunc main() {}\n",
 	} {
-		if got, err := h.Git.ReadFile(t, botproc.Owner, botproc.Repo, done.Branch, path); err != nil || got != want {
+		if got, err := h.Git.ReadFile(t, botproc.Owner, botproc.Repo, tasktest.Job(done).Branch, path); err != nil || got != want {
 			t.Errorf("%s on the branch = %q, %v; want %q", path, got, err, want)
 		}
 	}
 
 	// Nothing on GitHub twice.
 	prs := h.GitHub.PullRequests(botproc.Owner, botproc.Repo)
-	if len(prs) != 1 || prs[0].Draft || prs[0].Head != done.Branch {
+	if len(prs) != 1 || prs[0].Draft || prs[0].Head != tasktest.Job(done).Branch {
 		t.Fatalf("pull requests = %+v", prs)
 	}
 	wantComments(t, h, 1, done.ID, "status", "done")
@@ -400,7 +401,7 @@ func killAfterCompactionResumes(t *testing.T, databaseURL string) {
 		Compactions int `json:"compactions"`
 		Turns       int `json:"turns"`
 	}
-	if err := json.Unmarshal(saved.Conversation, &st); err != nil || st.Compactions != 1 {
+	if err := json.Unmarshal(tasktest.Job(saved).Conversation, &st); err != nil || st.Compactions != 1 {
 		t.Fatalf("after kill -9 the stored conversation has %d compactions (%v), want 1: %s", st.Compactions, err, botproc.Describe(saved))
 	}
 	h.Bot.Restart()
@@ -418,7 +419,7 @@ func killAfterCompactionResumes(t *testing.T, databaseURL string) {
 	if crashes := h.Crashes(done.ID); crashes != 1 {
 		t.Logf("%d crashes (the kill, and %d leases that ran out): a replayed step may have asked for its compaction again", crashes, crashes-1)
 	} else {
-		if err := json.Unmarshal(done.Conversation, &st); err != nil || st.Compactions != n {
+		if err := json.Unmarshal(tasktest.Job(done).Conversation, &st); err != nil || st.Compactions != n {
 			t.Errorf("%d compaction calls, the finished conversation counts %d (%v): one was lost", n, st.Compactions, err)
 		}
 		seen := map[string]bool{}
@@ -443,7 +444,7 @@ func killAfterCompactionResumes(t *testing.T, databaseURL string) {
 	}
 	for k := range parts {
 		path := fmt.Sprintf("notes/part-%d.md", k)
-		if got, err := h.Git.ReadFile(t, botproc.Owner, botproc.Repo, done.Branch, path); err != nil || !strings.HasPrefix(got, fmt.Sprintf("Part %d ", k)) {
+		if got, err := h.Git.ReadFile(t, botproc.Owner, botproc.Repo, tasktest.Job(done).Branch, path); err != nil || !strings.HasPrefix(got, fmt.Sprintf("Part %d ", k)) {
 			t.Errorf("%s on the branch = %.40q, %v", path, got, err)
 		}
 	}

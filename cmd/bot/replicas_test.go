@@ -14,6 +14,7 @@ import (
 	"github.com/pullwright/pullwright/internal/fakellm"
 	"github.com/pullwright/pullwright/internal/pgtest"
 	"github.com/pullwright/pullwright/task"
+	"github.com/pullwright/pullwright/task/tasktest"
 )
 
 // Three bot serve replicas on one Postgres, deliveries spread across them.
@@ -93,7 +94,7 @@ func TestReplicasOnPostgresLoseNothing(t *testing.T) {
 
 	// 2. Killed while it waits: the task is a row, taken up by no one.
 	waiting := h.WaitState(1, task.AwaitingApproval)
-	r := waiting.Request
+	r := tasktest.Job(waiting).Request
 	if r == nil || r.Command != command {
 		t.Fatalf("request = %+v", r)
 	}

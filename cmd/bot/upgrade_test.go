@@ -24,6 +24,7 @@ import (
 	"github.com/pullwright/pullwright/internal/fakellm"
 	"github.com/pullwright/pullwright/internal/pgtest"
 	"github.com/pullwright/pullwright/task"
+	"github.com/pullwright/pullwright/task/tasktest"
 )
 
 // release is an earlier release a database may come from.
@@ -40,6 +41,9 @@ type release struct {
 var releases = []release{
 	{name: "before-the-clock-rule", commit: "5011ac2", undated: true},
 	{name: "issue-29", commit: "5abe228", postgres: true},
+	// The last release whose Task embedded a fix's Work: this one reads
+	// it through Task.Job.
+	{name: "before-job", commit: "cc0763d", postgres: true},
 }
 
 func TestUpgradeCarriesAWaitingTaskOn(t *testing.T) {
@@ -98,7 +102,7 @@ func upgradeAndApprove(t *testing.T, rel release, old, databaseURL, by string) {
 		t.Fatal(err)
 	}
 	h.Bot.Upgrade(cur)
-	if st := h.Latest(1); st == nil || st.State != task.AwaitingApproval || st.Request == nil || st.Request.ID != requestID {
+	if st := h.Latest(1); st == nil || st.State != task.AwaitingApproval || tasktest.Job(st).Request == nil || tasktest.Job(st).Request.ID != requestID {
 		t.Fatalf("after the upgrade the store holds %s", botproc.Describe(st))
 	}
 
@@ -114,7 +118,7 @@ func upgradeAndApprove(t *testing.T, rel release, old, databaseURL, by string) {
 		}
 	}
 	done := h.WaitState(1, task.Done)
-	if r := done.Request; r == nil || r.ID != requestID || r.Answer == nil || r.Answer.Verdict != task.Approved || r.Answer.By != "maintainer" {
+	if r := tasktest.Job(done).Request; r == nil || r.ID != requestID || r.Answer == nil || r.Answer.Verdict != task.Approved || r.Answer.By != "maintainer" {
 		t.Fatalf("done: %s", botproc.Describe(done))
 	}
 	runs := h.CheckRuns(task.RunCheck)
@@ -135,7 +139,7 @@ func upgradeAndApprove(t *testing.T, rel release, old, databaseURL, by string) {
 	if n := h.Posts(http.MethodGet, commentRead) - reads; n != want {
 		t.Errorf("the bot read %d comments back from GitHub, want %d", n, want)
 	}
-	if by == "comment" && done.Request.ShownAt.IsZero() {
+	if by == "comment" && tasktest.Job(done).Request.ShownAt.IsZero() {
 		t.Errorf("the request still has no GitHub time")
 	}
 	for _, c := range h.GitHub.Comments(botproc.Owner, botproc.Repo, 1) {

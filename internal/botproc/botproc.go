@@ -969,8 +969,13 @@ func Describe(t *task.Task) string {
 	if t == nil {
 		return "no task"
 	}
-	s := fmt.Sprintf("task %d %s (error %q, attempts %d, turns %d)", t.ID, t.State, t.Error, t.Attempts, t.Turns)
-	if r := t.Request; r != nil {
+	s := fmt.Sprintf("task %d %s %s (error %q, attempts %d", t.ID, t.Kind, t.State, t.Error, t.Attempts)
+	j, ok := t.Job()
+	if !ok {
+		return s + ")"
+	}
+	s += fmt.Sprintf(", turns %d)", j.Turns)
+	if r := j.Request; r != nil {
 		s += fmt.Sprintf(" request %s %q asked %v answer %+v", r.ID, r.Command, r.Asked, r.Answer)
 	}
 	return s

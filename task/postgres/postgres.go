@@ -335,12 +335,12 @@ func decodeTask(id int64, data []byte, cancelledBy string, answer []byte) (*task
 	}
 	t.ID = id
 	t.CancelledBy = cancelledBy
-	if answer != nil && t.Request != nil {
+	if r := t.CurrentRequest(); answer != nil && r != nil {
 		a := new(task.Answer)
 		if err := json.Unmarshal(answer, a); err != nil {
 			return nil, fmt.Errorf("decode task %d: answer: %w", id, err)
 		}
-		t.Request.Answer = a
+		r.Answer = a
 	}
 	return t, nil
 }
@@ -349,14 +349,15 @@ func decodeTask(id int64, data []byte, cancelledBy string, answer []byte) (*task
 // lives outside data so that whoever handles the "/approve" can set it with
 // a compare-and-swap while no worker holds the task. No answer is NULL.
 func answerColumns(t *task.Task) (requestID string, answer []byte, err error) {
-	if t.Request == nil {
+	r := t.CurrentRequest()
+	if r == nil {
 		return "", nil, nil
 	}
-	if t.Request.Answer == nil {
-		return t.Request.ID, nil, nil
+	if r.Answer == nil {
+		return r.ID, nil, nil
 	}
-	b, err := json.Marshal(t.Request.Answer)
-	return t.Request.ID, b, err
+	b, err := json.Marshal(r.Answer)
+	return r.ID, b, err
 }
 
 // PullHeadsAround implements task.Store. Both answers are read whole, however
@@ -448,12 +449,12 @@ RETURNING cancelled_by, answer, run_after`,
 	if err != nil {
 		return fmt.Errorf("save task %d: %w", t.ID, err)
 	}
-	if stored != nil && t.Request != nil {
+	if r := t.CurrentRequest(); stored != nil && r != nil {
 		a := new(task.Answer)
 		if err := json.Unmarshal(stored, a); err != nil {
 			return fmt.Errorf("save task %d: answer: %w", t.ID, err)
 		}
-		t.Request.Answer = a
+		r.Answer = a
 	}
 	t.RunAfter = runAfter.UTC()
 	return nil

@@ -16,6 +16,7 @@ import (
 	"github.com/pullwright/pullwright/internal/pgtest"
 	"github.com/pullwright/pullwright/task"
 	"github.com/pullwright/pullwright/task/storetest"
+	"github.com/pullwright/pullwright/task/tasktest"
 )
 
 func TestStore(t *testing.T) {
@@ -108,7 +109,7 @@ func TestHoldBranchRace(t *testing.T) {
 		if err := s.Record(ctx, task.Delivery{ID: fmt.Sprint("d", i)}, tasks[i]); err != nil {
 			t.Fatal(err)
 		}
-		tasks[i].Branch = "feature"
+		tasktest.Job(tasks[i]).Branch = "feature"
 	}
 	holders := make([]*task.Task, len(tasks))
 	errs := make([]error, len(tasks))

@@ -14,6 +14,7 @@ import (
 	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/internal/pgtest"
 	"github.com/pullwright/pullwright/task"
+	"github.com/pullwright/pullwright/task/tasktest"
 )
 
 // scripted is a task.Stepper that ends each task in one step, or, with
@@ -36,7 +37,7 @@ func (s *scripted) Step(ctx context.Context, t *task.Task) error {
 	switch {
 	case t.State == task.Queued && s.park:
 		t.State = task.AwaitingApproval
-		t.Request = &task.ExecRequest{ID: fmt.Sprint(t.ID, "-1"), Command: "make test", Asked: true}
+		tasktest.Job(t).Request = &task.ExecRequest{ID: fmt.Sprint(t.ID, "-1"), Command: "make test", Asked: true}
 		t.RunAfter = time.Now().Add(time.Hour)
 	default:
 		t.State = task.Done
@@ -178,7 +179,7 @@ func TestWaitingForApprovalHoldsOnlyTheDeadlinesJob(t *testing.T) {
 	if d := at.Sub(parked.RunAfter); d < -time.Millisecond || d > time.Millisecond {
 		t.Errorf("the parked task's job is scheduled at %s, want its deadline %s", at, parked.RunAfter)
 	}
-	if err := s.Answer(context.Background(), tk.ID, parked.Request.ID, task.Answer{Verdict: task.Approved, By: "alice"}); err != nil {
+	if err := s.Answer(context.Background(), tk.ID, tasktest.Job(parked).Request.ID, task.Answer{Verdict: task.Approved, By: "alice"}); err != nil {
 		t.Fatal(err)
 	}
 	waitState(t, s, tk.ID, task.Done)

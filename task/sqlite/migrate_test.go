@@ -13,6 +13,7 @@ import (
 
 	"github.com/pullwright/pullwright/task"
 	"github.com/pullwright/pullwright/task/storetest"
+	"github.com/pullwright/pullwright/task/tasktest"
 )
 
 func TestOpenMigratesAnOlderFile(t *testing.T) {
@@ -85,7 +86,7 @@ func TestOpenMigratesAnOlderFile(t *testing.T) {
 		if err := s.Record(ctx, task.Delivery{ID: fmt.Sprint("d", try)}, tk); err != nil {
 			t.Fatal(err)
 		}
-		tk.Branch = "feature"
+		tasktest.Job(tk).Branch = "feature"
 		if holder, err := s.HoldBranch(ctx, tk); err != nil || holder == nil || holder.ID != 1 {
 			t.Fatalf("open #%d: hold = %v, %v; want held by task 1", try, holder, err)
 		}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/pullwright/pullwright/task"
+	"github.com/pullwright/pullwright/task/tasktest"
 )
 
 func TestRestoreKeepsTheTaskAndItsRequest(t *testing.T) {
@@ -15,12 +16,12 @@ func TestRestoreKeepsTheTaskAndItsRequest(t *testing.T) {
 	deadline := c.Now().Add(time.Hour)
 	saved := fixTask(3)
 	saved.ID, saved.State, saved.RunAfter = 900001, task.AwaitingApproval, deadline
-	saved.Request = &task.ExecRequest{ID: "900001-2", Command: "make test", Asked: true, ParkedAt: c.Now(), Deadline: deadline}
+	tasktest.Job(saved).Request = &task.ExecRequest{ID: "900001-2", Command: "make test", Asked: true, ParkedAt: c.Now(), Deadline: deadline}
 	if err := s.Restore(ctx, saved); err != nil {
 		t.Fatal(err)
 	}
 	got, err := s.Get(ctx, 900001)
-	if err != nil || got.State != task.AwaitingApproval || got.Request.ID != "900001-2" {
+	if err != nil || got.State != task.AwaitingApproval || tasktest.Job(got).Request.ID != "900001-2" {
 		t.Fatalf("Get = %+v, %v", got, err)
 	}
 	if a, err := s.Active(ctx, saved.IssueKey()); err != nil || a.ID != saved.ID {
@@ -43,7 +44,7 @@ func TestRestoreKeepsTheTaskAndItsRequest(t *testing.T) {
 		t.Fatal(err)
 	}
 	claimed, err := s.Claim(ctx, "w", time.Minute)
-	if err != nil || claimed.ID != saved.ID || claimed.Request.Answer == nil {
+	if err != nil || claimed.ID != saved.ID || tasktest.Job(claimed).Request.Answer == nil {
 		t.Fatalf("Claim after the answer = %+v, %v", claimed, err)
 	}
 }

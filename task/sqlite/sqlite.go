@@ -406,26 +406,28 @@ func decodeTask(id int64, data, cancelledBy, answer string) (*task.Task, error) 
 }
 
 func setAnswer(t *task.Task, answer string) error {
-	if answer == "" || t.Request == nil {
+	r := t.CurrentRequest()
+	if answer == "" || r == nil {
 		return nil
 	}
 	a := new(task.Answer)
 	if err := json.Unmarshal([]byte(answer), a); err != nil {
 		return fmt.Errorf("answer: %w", err)
 	}
-	t.Request.Answer = a
+	r.Answer = a
 	return nil
 }
 
 func answerColumn(t *task.Task) (requestID, answer string, err error) {
-	if t.Request == nil {
+	r := t.CurrentRequest()
+	if r == nil {
 		return "", "", nil
 	}
-	if t.Request.Answer == nil {
-		return t.Request.ID, "", nil
+	if r.Answer == nil {
+		return r.ID, "", nil
 	}
-	b, err := json.Marshal(t.Request.Answer)
-	return t.Request.ID, string(b), err
+	b, err := json.Marshal(r.Answer)
+	return r.ID, string(b), err
 }
 
 // PullHeadsAround implements task.Store. Both answers are read whole, however

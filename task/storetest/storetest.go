@@ -16,6 +16,7 @@ import (
 	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/internal/testclock"
 	"github.com/pullwright/pullwright/task"
+	"github.com/pullwright/pullwright/task/tasktest"
 )
 
 // Open makes a new, empty store whose clock is now. The suite moves the
@@ -196,7 +197,7 @@ func testAwaitingApprovalIsDue(t *testing.T, open opener) {
 		t.Helper()
 		got := claimFirst(t, s)
 		got.State = task.AwaitingApproval
-		got.Request = &task.ExecRequest{ID: fmt.Sprint(got.ID, "-1"), Command: "go test ./...", Asked: true}
+		tasktest.Job(got).Request = &task.ExecRequest{ID: fmt.Sprint(got.ID, "-1"), Command: "go test ./...", Asked: true}
 		got.RunAfter = c.Now().Add(24 * time.Hour)
 		saveAndRelease(t, s, got, "w1")
 		if _, err := s.Claim(ctx, "w1", time.Minute); !errors.Is(err, task.ErrNoTask) {
@@ -221,11 +222,11 @@ func testAwaitingApprovalIsDue(t *testing.T, open opener) {
 	t.Run("answered", func(t *testing.T) {
 		s, c := open(t)
 		got := park(t, s, c)
-		if err := s.Answer(ctx, got.ID, got.Request.ID, task.Answer{Verdict: task.Approved, By: "alice"}); err != nil {
+		if err := s.Answer(ctx, got.ID, tasktest.Job(got).Request.ID, task.Answer{Verdict: task.Approved, By: "alice"}); err != nil {
 			t.Fatal(err)
 		}
 		cl, err := s.Claim(ctx, "w1", time.Minute)
-		if err != nil || cl.Request.Answer == nil || cl.Request.Answer.By != "alice" {
+		if err != nil || tasktest.Job(cl).Request.Answer == nil || tasktest.Job(cl).Request.Answer.By != "alice" {
 			t.Fatalf("claim after answer = %+v, %v", cl, err)
 		}
 	})
@@ -234,7 +235,7 @@ func testAwaitingApprovalIsDue(t *testing.T, open opener) {
 		got := park(t, s, c)
 		c.Advance(25 * time.Hour)
 		cl, err := s.Claim(ctx, "w1", time.Minute)
-		if err != nil || cl.ID != got.ID || cl.Request.Answer != nil {
+		if err != nil || cl.ID != got.ID || tasktest.Job(cl).Request.Answer != nil {
 			t.Fatalf("claim after the deadline = %+v, %v", cl, err)
 		}
 	})
@@ -244,7 +245,7 @@ func testAnswerIsACompareAndSwap(t *testing.T, open opener) {
 	ctx := context.Background()
 	s, c := open(t)
 	got := claimFirst(t, s)
-	got.Request = &task.ExecRequest{ID: "1-1", Command: "make"}
+	tasktest.Job(got).Request = &task.ExecRequest{ID: "1-1", Command: "make"}
 	// Not waiting yet: nothing can be answered.
 	if err := s.Save(ctx, got, "w1"); err != nil {
 		t.Fatal(err)
@@ -290,7 +291,7 @@ func testRequestShown(t *testing.T, open opener) {
 	ctx := context.Background()
 	s, c := open(t)
 	got := claimFirst(t, s)
-	got.Request = &task.ExecRequest{ID: "1-1", Command: "make", CommentID: 7}
+	tasktest.Job(got).Request = &task.ExecRequest{ID: "1-1", Command: "make", CommentID: 7}
 	if err := s.Save(ctx, got, "w1"); err != nil {
 		t.Fatal(err)
 	}
@@ -319,7 +320,7 @@ func testRequestShown(t *testing.T, open opener) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := back.Request
+	r := tasktest.Job(back).Request
 	if r == nil || !r.ShownAt.Equal(at) || r.CommentID != 7 || r.Command != "make" || back.State != task.AwaitingApproval || !back.RunAfter.Equal(got.RunAfter) {
 		t.Fatalf("after RequestShown the store holds %+v, request %+v", back, r)
 	}
@@ -335,12 +336,12 @@ func testRequestShown(t *testing.T, open opener) {
 		t.Fatalf("claim = %+v, %v", claimed, err)
 	}
 	claimed.State, claimed.RunAfter = task.AwaitingApproval, c.Now().Add(time.Hour)
-	claimed.Request = &task.ExecRequest{ID: fmt.Sprintf("%d-1", claimed.ID), Command: "make"}
+	tasktest.Job(claimed).Request = &task.ExecRequest{ID: fmt.Sprintf("%d-1", claimed.ID), Command: "make"}
 	saveAndRelease(t, s, claimed, "w1")
-	if err := s.Answer(ctx, claimed.ID, claimed.Request.ID, task.Answer{Verdict: task.Approved, By: "alice"}); err != nil {
+	if err := s.Answer(ctx, claimed.ID, tasktest.Job(claimed).Request.ID, task.Answer{Verdict: task.Approved, By: "alice"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.RequestShown(ctx, claimed.ID, claimed.Request.ID, at); !errors.Is(err, task.ErrAnswered) {
+	if err := s.RequestShown(ctx, claimed.ID, tasktest.Job(claimed).Request.ID, at); !errors.Is(err, task.ErrAnswered) {
 		t.Fatalf("dating an answered request = %v", err)
 	}
 }
@@ -352,7 +353,7 @@ func testSaveKeepsAnAnswerGivenMeanwhile(t *testing.T, open opener) {
 	s, c := open(t)
 	got := claimFirst(t, s)
 	got.State = task.AwaitingApproval
-	got.Request = &task.ExecRequest{ID: "1-1", Command: "make"}
+	tasktest.Job(got).Request = &task.ExecRequest{ID: "1-1", Command: "make"}
 	got.RunAfter = c.Now()
 	if err := s.Save(ctx, got, "w1"); err != nil {
 		t.Fatal(err)
@@ -364,20 +365,20 @@ func testSaveKeepsAnAnswerGivenMeanwhile(t *testing.T, open opener) {
 	if err := s.Save(ctx, got, "w1"); err != nil {
 		t.Fatal(err)
 	}
-	if got.Request.Answer == nil || got.Request.Answer.By != "alice" {
-		t.Fatalf("Save did not hand back the answer: %+v", got.Request.Answer)
+	if tasktest.Job(got).Request.Answer == nil || tasktest.Job(got).Request.Answer.By != "alice" {
+		t.Fatalf("Save did not hand back the answer: %+v", tasktest.Job(got).Request.Answer)
 	}
 	stored, _ := s.Get(ctx, got.ID)
-	if stored.Request.Answer == nil || stored.RunAfter.After(c.Now()) {
-		t.Fatalf("stored answer %+v, run after %v; want the answer kept and the task due", stored.Request.Answer, stored.RunAfter)
+	if tasktest.Job(stored).Request.Answer == nil || stored.RunAfter.After(c.Now()) {
+		t.Fatalf("stored answer %+v, run after %v; want the answer kept and the task due", tasktest.Job(stored).Request.Answer, stored.RunAfter)
 	}
 	// A new request starts with no answer.
-	got.Request = &task.ExecRequest{ID: "1-2", Command: "make test"}
+	tasktest.Job(got).Request = &task.ExecRequest{ID: "1-2", Command: "make test"}
 	if err := s.Save(ctx, got, "w1"); err != nil {
 		t.Fatal(err)
 	}
-	if stored, _ := s.Get(ctx, got.ID); stored.Request.Answer != nil {
-		t.Fatalf("new request inherited an answer: %+v", stored.Request.Answer)
+	if stored, _ := s.Get(ctx, got.ID); tasktest.Job(stored).Request.Answer != nil {
+		t.Fatalf("new request inherited an answer: %+v", tasktest.Job(stored).Request.Answer)
 	}
 }
 
@@ -487,7 +488,7 @@ func testCountsOnlyUnfinishedTasks(t *testing.T, open opener) {
 		}
 		tk.State, tk.RunAfter = to, c.Now().Add(time.Hour)
 		if to == task.AwaitingApproval {
-			tk.Request = &task.ExecRequest{ID: fmt.Sprintf("%d-1", tk.ID), Command: "make test"}
+			tasktest.Job(tk).Request = &task.ExecRequest{ID: fmt.Sprintf("%d-1", tk.ID), Command: "make test"}
 		}
 		saveAndRelease(t, s, tk, "w")
 	}
@@ -513,7 +514,7 @@ func testHoldBranch(t *testing.T, open opener) {
 		t.Helper()
 		tk := fixTask(issue)
 		mustRecord(t, s, id, tk)
-		tk.Branch = branch
+		tasktest.Job(tk).Branch = branch
 		return tk
 	}
 	first := record("d1", 1, "feature")
@@ -752,12 +753,12 @@ func testNextDue(t *testing.T, open opener) {
 		t.Fatalf("claim = %+v, %v", got, err)
 	}
 	got.State, got.RunAfter = task.AwaitingApproval, c.Now().Add(time.Hour)
-	got.Request = &task.ExecRequest{ID: fmt.Sprint(got.ID, "-1"), Command: "make", Asked: true}
+	tasktest.Job(got).Request = &task.ExecRequest{ID: fmt.Sprint(got.ID, "-1"), Command: "make", Asked: true}
 	saveAndRelease(t, s, got, "w")
 	next(second.RunAfter)
 
 	c.Advance(time.Second)
-	if err := s.Answer(ctx, got.ID, got.Request.ID, task.Answer{Verdict: task.Approved, By: "alice"}); err != nil {
+	if err := s.Answer(ctx, got.ID, tasktest.Job(got).Request.ID, task.Answer{Verdict: task.Approved, By: "alice"}); err != nil {
 		t.Fatal(err)
 	}
 	next(c.Now())
@@ -795,7 +796,10 @@ func testList(t *testing.T, open opener) {
 			kind = r.kind
 		}
 		tk := &task.Task{Kind: kind, State: r.state, Repo: pullwright.Repo{InstallationID: 1, Owner: r.owner, Name: r.repo}, Issue: i + 1,
-			Instructions: "fix " + r.name, Work: task.Work{Conversation: []byte(`{"big":true}`), Files: []task.FileSnapshot{{Path: "f", Content: []byte("x")}}}}
+			Instructions: "fix " + r.name}
+		if j, ok := tk.Job(); ok {
+			*j.Work = task.Work{Conversation: []byte(`{"big":true}`), Files: []task.FileSnapshot{{Path: "f", Content: []byte("x")}}}
+		}
 		mustRecord(t, s, "d-"+r.name, tk)
 		ids[r.name] = tk.ID
 	}
@@ -836,7 +840,7 @@ func testList(t *testing.T, open opener) {
 				t.Fatalf("listed %v, want %v", n, tc.want)
 			}
 			for _, tk := range got {
-				if tk.Conversation != nil || tk.Files != nil {
+				if j, ok := tk.Job(); ok && (j.Conversation != nil || j.Files != nil) {
 					t.Errorf("task %d listed with its conversation or files", tk.ID)
 				}
 				if (tk.Kind != task.KindFix && tk.Kind != task.KindReview) || tk.Repo.InstallationID != 1 || !strings.HasPrefix(tk.Instructions, "fix ") {
@@ -846,7 +850,7 @@ func testList(t *testing.T, open opener) {
 		})
 	}
 	// Get still reads the whole task.
-	if full, err := s.Get(ctx, ids["a1"]); err != nil || len(full.Conversation) == 0 || len(full.Files) != 1 {
+	if full, err := s.Get(ctx, ids["a1"]); err != nil || len(tasktest.Job(full).Conversation) == 0 || len(tasktest.Job(full).Files) != 1 {
 		t.Fatalf("get after list = %+v, %v", full, err)
 	}
 }

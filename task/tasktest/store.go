@@ -99,9 +99,9 @@ func (s *Store) decode(id int64) (*task.Task, error) {
 	t.CancelledBy = r.cancelledBy
 	t.RunAfter = time.UnixMilli(r.runAfterMS).UTC()
 	t.Crashes = r.crashes
-	if t.Request != nil && r.answer != nil {
+	if req := t.CurrentRequest(); req != nil && r.answer != nil {
 		a := *r.answer
-		t.Request.Answer = &a
+		req.Answer = &a
 	}
 	return t, nil
 }
@@ -216,10 +216,10 @@ func (s *Store) Save(ctx context.Context, t *task.Task, owner string) error {
 		requestID string
 		answer    *task.Answer
 	)
-	if t.Request != nil {
-		requestID = t.Request.ID
-		if t.Request.Answer != nil {
-			a := *t.Request.Answer
+	if req := t.CurrentRequest(); req != nil {
+		requestID = req.ID
+		if req.Answer != nil {
+			a := *req.Answer
 			answer = &a
 		}
 	}
@@ -236,9 +236,9 @@ func (s *Store) Save(ctx context.Context, t *task.Task, owner string) error {
 	r.state, r.runAfterMS, r.answer, r.requestID = t.State, runAfter, answer, requestID
 	r.prKey, r.data = t.PRKey(), data
 	t.CancelledBy = r.cancelledBy
-	if t.Request != nil && answer != nil {
+	if req := t.CurrentRequest(); req != nil && answer != nil {
 		a := *answer
-		t.Request.Answer = &a
+		req.Answer = &a
 	}
 	t.RunAfter = time.UnixMilli(runAfter).UTC()
 	return nil
@@ -339,7 +339,9 @@ func (s *Store) List(ctx context.Context, q task.ListQuery) ([]*task.Task, error
 		if q.Repo != "" && !strings.EqualFold(t.Repo.FullName(), q.Repo) {
 			continue
 		}
-		t.Conversation, t.Files = nil, nil
+		if j, ok := t.Job(); ok {
+			j.Conversation, j.Files = nil, nil
+		}
 		out = append(out, t)
 	}
 	return out, nil
@@ -449,10 +451,11 @@ func (s *Store) RequestShown(ctx context.Context, id int64, requestID string, at
 	if err != nil {
 		return fmt.Errorf("date request %s: %w", requestID, err)
 	}
-	if t.Request == nil || !t.Request.ShownAt.IsZero() {
+	req := t.CurrentRequest()
+	if req == nil || !req.ShownAt.IsZero() {
 		return fmt.Errorf("date request %s: %w", requestID, task.ErrAnswered)
 	}
-	t.Request.ShownAt = at.UTC()
+	req.ShownAt = at.UTC()
 	return s.rewrite(r, t)
 }
 
