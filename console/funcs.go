@@ -1,14 +1,14 @@
 package console
 
 import (
-	"github.com/pullwright/pullwright"
-
 	"fmt"
 	"html/template"
 	"strings"
 	"time"
 
+	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/approval"
+	"github.com/pullwright/pullwright/internal/words"
 	"github.com/pullwright/pullwright/task"
 )
 
@@ -30,12 +30,16 @@ var funcs = template.FuncMap{
 	"duration":   duration,
 	"count":      pullwright.Thousands,
 	"modelCost":  modelCost,
-	"short": func(sha string) string {
-		if len(sha) > 12 {
-			return sha[:12]
-		}
-		return sha
-	},
+	"short":      words.Short,
+	"run":        func(r task.RunRecord) record { return record{RunRecord: r} },
+	"call":       func(r task.RunRecord) record { return record{RunRecord: r, Call: true} },
+}
+
+// record is a RunRecord as the task page shows it: the end of a run, or
+// of a call of a tool (Call), which the page shows with less.
+type record struct {
+	task.RunRecord
+	Call bool
 }
 
 // stateWords is a task's state as a person reads it; the API and the

@@ -456,15 +456,13 @@ func (r *run) showSetup(s *pullwright.SetupRecord) {
 
 // tail is the last n lines of output, indented, made safe to print.
 func tail(output string, n int) string {
-	output = strings.TrimRight(output, "\n")
-	if output == "" {
+	if strings.TrimRight(output, "\n") == "" {
 		return ""
 	}
-	lines := strings.Split(output, "\n")
+	lines, cut := words.LastLines(output, n)
 	prefix := ""
-	if len(lines) > n {
-		prefix = fmt.Sprintf("    │ (%d lines before)\n", len(lines)-n)
-		lines = lines[len(lines)-n:]
+	if cut > 0 {
+		prefix = fmt.Sprintf("    │ (%d lines before)\n", cut)
 	}
 	for i, l := range lines {
 		lines[i] = words.Clip(safe(l), 200)

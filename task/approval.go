@@ -664,10 +664,7 @@ func (rq requests) run(ctx context.Context, t Job) error {
 
 // tail is the last n lines of s, at most max bytes.
 func tail(s string, n, max int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
+	lines, _ := words.LastLines(s, n)
 	out := strings.Join(lines, "\n")
 	if len(out) > max {
 		out = out[len(out)-max:]

@@ -6,6 +6,7 @@ package words
 
 import (
 	"fmt"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -37,4 +38,15 @@ func Clip(s string, n int) string {
 	}
 	r := []rune(s)
 	return string(r[:n-1]) + "…"
+}
+
+// LastLines are the last n lines of output, without its trailing line
+// breaks, and how many lines before them were left out: the end of a
+// command's output, where its failure usually is.
+func LastLines(output string, n int) (lines []string, cut int) {
+	lines = strings.Split(strings.TrimRight(output, "\n"), "\n")
+	if len(lines) > n {
+		cut, lines = len(lines)-n, lines[len(lines)-n:]
+	}
+	return lines, cut
 }

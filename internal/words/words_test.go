@@ -1,6 +1,9 @@
 package words
 
-import "testing"
+import (
+	"reflect"
+	"testing"
+)
 
 func TestWords(t *testing.T) {
 	for _, tc := range []struct{ got, want string }{
@@ -15,6 +18,25 @@ func TestWords(t *testing.T) {
 	} {
 		if tc.got != tc.want {
 			t.Errorf("got %q, want %q", tc.got, tc.want)
+		}
+	}
+}
+
+func TestLastLines(t *testing.T) {
+	for _, tc := range []struct {
+		output string
+		n      int
+		want   []string
+		cut    int
+	}{
+		{"a\nb\nc\n\n", 2, []string{"b", "c"}, 1},
+		{"a\nb", 5, []string{"a", "b"}, 0},
+		{"", 3, []string{""}, 0},
+		{"a\n\nb", 2, []string{"", "b"}, 1},
+	} {
+		lines, cut := LastLines(tc.output, tc.n)
+		if !reflect.DeepEqual(lines, tc.want) || cut != tc.cut {
+			t.Errorf("LastLines(%q, %d) = %q, %d; want %q, %d", tc.output, tc.n, lines, cut, tc.want, tc.cut)
 		}
 	}
 }
