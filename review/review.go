@@ -7,6 +7,7 @@ package review
 
 import (
 	"fmt"
+	"iter"
 	"slices"
 	"strconv"
 	"strings"
@@ -23,21 +24,9 @@ import (
 // hunk as its end. A deleted file has none.
 func Ranges(diff string) []pullwright.LineRange {
 	var out []pullwright.LineRange
-	path, in := "", false
-	for _, line := range strings.Split(diff, "\n") {
-		switch {
-		case strings.HasPrefix(line, "diff --git "):
-			path, in = "", false
-		case strings.HasPrefix(line, "+++ ") && !in:
-			// Once a hunk began, "+++ " is an added line that starts
-			// with "++ ", not the next file's header.
-			path = newPath(strings.TrimPrefix(line, "+++ "))
-		case strings.HasPrefix(line, "@@ ") && path != "":
-			in = true
-			start, n, ok := newSide(line)
-			if ok && n > 0 {
-				out = append(out, pullwright.LineRange{Path: path, Start: start, End: start + n - 1})
-			}
+	for l := range diffLines(diff) {
+		if l.header && l.n > 0 {
+			out = append(out, pullwright.LineRange{Path: l.path, Start: l.start, End: l.start + l.n - 1})
 		}
 	}
 	return out
@@ -47,30 +36,64 @@ func Ranges(diff string) []pullwright.LineRange {
 // the new file: what changed, without the context around it.
 func Added(diff string) []pullwright.LineRange {
 	var out []pullwright.LineRange
-	path, n, in := "", 0, false
-	for _, line := range strings.Split(diff, "\n") {
+	n := 0
+	for l := range diffLines(diff) {
 		switch {
-		case strings.HasPrefix(line, "diff --git "):
-			path, in = "", false
-		case strings.HasPrefix(line, "+++ ") && !in:
-			path = newPath(strings.TrimPrefix(line, "+++ "))
-		case strings.HasPrefix(line, "--- ") && !in:
-		case strings.HasPrefix(line, "@@ "):
-			start, _, ok := newSide(line)
-			n, in = start, ok && path != ""
-		case !in:
-		case strings.HasPrefix(line, "+"):
-			if k := len(out) - 1; k >= 0 && out[k].Path == path && out[k].End == n-1 {
+		case l.header:
+			n = l.start
+		case strings.HasPrefix(l.text, "+"):
+			if k := len(out) - 1; k >= 0 && out[k].Path == l.path && out[k].End == n-1 {
 				out[k].End = n
 			} else {
-				out = append(out, pullwright.LineRange{Path: path, Start: n, End: n})
+				out = append(out, pullwright.LineRange{Path: l.path, Start: n, End: n})
 			}
 			n++
-		case strings.HasPrefix(line, " "):
+		case strings.HasPrefix(l.text, " "):
 			n++
 		}
 	}
 	return out
+}
+
+// diffLine is a hunk's line of a unified diff, in the file of the new
+// side's path, or, when header is set, a hunk's header that reads, with
+// the first line and the length of the hunk's new side.
+type diffLine struct {
+	path     string
+	text     string
+	header   bool
+	start, n int
+}
+
+// diffLines are the hunks' headers and lines of a unified diff, file by
+// file, for Ranges and Added. A file with no new side (deleted) has none,
+// and neither has a hunk whose header does not read, up to the next one.
+func diffLines(diff string) iter.Seq[diffLine] {
+	return func(yield func(diffLine) bool) {
+		path, in := "", false
+		for _, line := range strings.Split(diff, "\n") {
+			switch {
+			case strings.HasPrefix(line, "diff --git "):
+				path, in = "", false
+			case (strings.HasPrefix(line, "+++ ") || strings.HasPrefix(line, "--- ")) && !in:
+				// Once a hunk began, "+++ " is an added line that starts
+				// with "++ ", not the next file's header.
+				if strings.HasPrefix(line, "+++ ") {
+					path = newPath(strings.TrimPrefix(line, "+++ "))
+				}
+			case strings.HasPrefix(line, "@@ "):
+				start, n, ok := newSide(line)
+				in = ok && path != ""
+				if in && !yield(diffLine{path: path, text: line, header: true, start: start, n: n}) {
+					return
+				}
+			case in:
+				if !yield(diffLine{path: path, text: line}) {
+					return
+				}
+			}
+		}
+	}
 }
 
 // newPath is the path a "+++ " line names, "" for /dev/null.

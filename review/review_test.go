@@ -65,6 +65,18 @@ func TestRangesOfALineLikeAHeader(t *testing.T) {
 	}
 }
 
+// A hunk whose header does not read gives no lines, to the next header:
+// where its lines fall in the new file is not known.
+func TestRangesOfAnUnreadableHunk(t *testing.T) {
+	d := "diff --git a/a.go b/a.go\n--- a/a.go\n+++ b/a.go\n@@ -1,2 +x,y @@\n a\n+b\n@@ -9 +10,2 @@\n c\n+d\n"
+	if got := Ranges(d); !reflect.DeepEqual(got, []pullwright.LineRange{{Path: "a.go", Start: 10, End: 11}}) {
+		t.Errorf("Ranges = %+v", got)
+	}
+	if got := Added(d); !reflect.DeepEqual(got, []pullwright.LineRange{{Path: "a.go", Start: 11, End: 11}}) {
+		t.Errorf("Added = %+v", got)
+	}
+}
+
 func TestAdded(t *testing.T) {
 	got := Added(diff)
 	want := []pullwright.LineRange{
