@@ -59,7 +59,8 @@ func (an answers) answer(ctx context.Context, t *Task) error {
 	if err != nil && !errors.Is(err, ErrNotFound) {
 		return err
 	}
-	// Only a task that works asks: target.Task is nil when none was found.
+	// Only a task that works asks: target.Task is nil when none was found
+	// or what was found does not work, which is told there is no request.
 	var target Job
 	if found != nil {
 		target, _ = found.Job()
@@ -67,15 +68,15 @@ func (an answers) answer(ctx context.Context, t *Task) error {
 	// Replies go where the answer was given; a button has no comment, so
 	// its reply goes to the issue of the task it names.
 	where := t.Issue
-	if where == 0 && target.Task != nil {
-		where = target.Issue
+	if where == 0 && found != nil {
+		where = found.Issue
 	}
 	if where == 0 {
 		// A button for a task we do not know: nowhere to answer.
 		an.log.WarnContext(ctx, "answer for an unknown request", "request", t.Answering.RequestID, "by", t.Requester.Login)
 		return t.Move(Done)
 	}
-	ok, why, err := an.admit(ctx, t, target.Task, verb)
+	ok, why, err := an.admit(ctx, t, found, verb)
 	if err != nil {
 		return err
 	}
