@@ -327,6 +327,15 @@ func TestAnswerWithNothingWaiting(t *testing.T) {
 	if len(w.gh.Comments) != 1 {
 		t.Errorf("comments: %d", len(w.gh.Comments))
 	}
+	// A button naming a task that never asks (a status answer) is told,
+	// on that task's issue, that nothing waits.
+	st := w.ask(&task.Task{Kind: task.KindStatus, Issue: 1, CommentID: 13, Requester: person("maint")})
+	w.drain()
+	c := w.ask(&task.Task{Kind: task.KindApprove, Requester: person("maint"), Answering: task.AnswerRef{RequestID: fmt.Sprintf("%d-1", st.ID), Run: 5}})
+	w.drain()
+	if r := w.reply(c); !strings.Contains(r, "there is no execution request waiting") {
+		t.Errorf("reply to a button naming a status answer: %q", r)
+	}
 }
 
 // A request is one value: built once before anything shows it, sealed with
