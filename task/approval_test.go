@@ -14,7 +14,7 @@ import (
 func TestRefusalJudgesOrderOnGitHubsClock(t *testing.T) {
 	shown := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
 	waiting := func() *Task {
-		return &Task{Kind: KindFix, ID: 12, work: &Work{Request: &ExecRequest{ID: "12-1", Command: "make check", SHA: "abc", CheckRunID: 77, ShownAt: shown}}}
+		return &Task{Kind: KindFix, ID: 12, agentWork: &Work{Request: &ExecRequest{ID: "12-1", Command: "make check", SHA: "abc", CheckRunID: 77, ShownAt: shown}}}
 	}
 	comment := func(id int64, at time.Time) *Task {
 		return &Task{CommentID: id, AskedAt: at, Requester: Person{Login: "maintainer", ID: 1}}
@@ -35,28 +35,28 @@ func TestRefusalJudgesOrderOnGitHubsClock(t *testing.T) {
 		}(), want: "written before request `12-1`"},
 		{name: "comment without GitHub's time", answer: comment(5, time.Time{}), want: "is not known"},
 		{name: "request without GitHub's time", answer: comment(5, shown.Add(time.Hour)),
-			edit: func(target *Task) { target.work.Request.ShownAt = time.Time{} }, want: "is not known"},
+			edit: func(target *Task) { target.agentWork.Request.ShownAt = time.Time{} }, want: "is not known"},
 		{name: "comment that answered an earlier request", answer: comment(5, shown.Add(time.Hour)),
-			edit: func(target *Task) { target.work.Answers = []string{"comment 5"} }, want: "already used"},
+			edit: func(target *Task) { target.agentWork.Answers = []string{"comment 5"} }, want: "already used"},
 		{name: "review comment with the id of a used issue comment", answer: func() *Task {
 			a := comment(0, shown.Add(time.Second))
 			a.Review = &ReviewRef{CommentID: 5}
 			return a
-		}(), edit: func(target *Task) { target.work.Answers = []string{"comment 5"} }},
+		}(), edit: func(target *Task) { target.agentWork.Answers = []string{"comment 5"} }},
 		{name: "button of the request's check run", answer: &Task{DeliveryID: "d1", Answering: AnswerRef{Run: 77, RequestID: "12-1", SHA: "abc"}}},
 		{name: "button pressed again under a new delivery", answer: &Task{DeliveryID: "d1", Answering: AnswerRef{Run: 77, RequestID: "12-1", SHA: "abc"}},
-			edit: func(target *Task) { target.work.Answers = []string{"button d1"} }, want: "already used"},
+			edit: func(target *Task) { target.agentWork.Answers = []string{"button d1"} }, want: "already used"},
 		{name: "button of another check run", answer: &Task{DeliveryID: "d2", Answering: AnswerRef{Run: 76, RequestID: "12-1", SHA: "abc"}},
 			want: "not on the approval check run"},
 		{name: "a later request, answered without its id", answer: comment(6, shown.Add(time.Second)),
-			edit: func(target *Task) { target.work.Request.ID = "12-2" }, want: "approve request `12-2` (`make check`) with `/approve 12-2`"},
+			edit: func(target *Task) { target.agentWork.Request.ID = "12-2" }, want: "approve request `12-2` (`make check`) with `/approve 12-2`"},
 		{name: "a later request, answered by its id", answer: func() *Task {
 			a := comment(6, shown.Add(time.Second))
 			a.Answering.RequestID = "12-2"
 			return a
-		}(), edit: func(target *Task) { target.work.Request.ID = "12-2" }},
+		}(), edit: func(target *Task) { target.agentWork.Request.ID = "12-2" }},
 		{name: "request already answered", answer: comment(6, shown.Add(time.Second)),
-			edit: func(target *Task) { target.work.Request.Answer = &Answer{Verdict: Approved, By: "other"} }, want: "already answered"},
+			edit: func(target *Task) { target.agentWork.Request.Answer = &Answer{Verdict: Approved, By: "other"} }, want: "already answered"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			target := waiting()
@@ -108,7 +108,7 @@ func TestShownAtOfAnEditedComment(t *testing.T) {
 		var r ExecRequest
 		r.shown(tc.p.ShownAt())
 		answer := &Task{CommentID: 5, AskedAt: created.Add(time.Minute)}
-		target := &Task{Kind: KindFix, work: &Work{Request: &r}}
+		target := &Task{Kind: KindFix, agentWork: &Work{Request: &r}}
 		r.ID = "1-1"
 		if !r.ShownAt.Equal(tc.want) {
 			t.Errorf("%s: ShownAt = %v, want %v", tc.name, r.ShownAt, tc.want)

@@ -45,9 +45,9 @@ func TestStartRef(t *testing.T) {
 		want string
 	}{
 		{"issue", Task{Kind: KindFix, Repo: pullwright.Repo{DefaultBranch: "main"}, Issue: 3}, "main"},
-		{"same-repository pull request", Task{Kind: KindFix, Repo: pullwright.Repo{DefaultBranch: "main"}, Issue: 3, work: &Work{Pull: &PullWork{Mode: PushToHead, Info: pullwright.Pull{HeadRef: "feature"}}}}, "feature"},
-		{"fork", Task{Kind: KindFix, Repo: pullwright.Repo{DefaultBranch: "main"}, Issue: 3, work: &Work{Pull: &PullWork{Mode: PullInBase, Info: pullwright.Pull{HeadRef: "feature", Fork: true}}}}, "refs/pull/3/head"},
-		{"fork allowing edits", Task{Kind: KindFix, Repo: pullwright.Repo{DefaultBranch: "main"}, Issue: 3, work: &Work{Pull: &PullWork{Mode: PullToFork, Info: pullwright.Pull{HeadRef: "feature", Fork: true}}}}, "refs/pull/3/head"},
+		{"same-repository pull request", Task{Kind: KindFix, Repo: pullwright.Repo{DefaultBranch: "main"}, Issue: 3, agentWork: &Work{Pull: &PullWork{Mode: PushToHead, Info: pullwright.Pull{HeadRef: "feature"}}}}, "feature"},
+		{"fork", Task{Kind: KindFix, Repo: pullwright.Repo{DefaultBranch: "main"}, Issue: 3, agentWork: &Work{Pull: &PullWork{Mode: PullInBase, Info: pullwright.Pull{HeadRef: "feature", Fork: true}}}}, "refs/pull/3/head"},
+		{"fork allowing edits", Task{Kind: KindFix, Repo: pullwright.Repo{DefaultBranch: "main"}, Issue: 3, agentWork: &Work{Pull: &PullWork{Mode: PullToFork, Info: pullwright.Pull{HeadRef: "feature", Fork: true}}}}, "refs/pull/3/head"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -89,12 +89,12 @@ func TestLineRange(t *testing.T) {
 }
 
 func TestRenderRequestWarnsOfForkCode(t *testing.T) {
-	base := Task{Kind: KindFix, ID: 7, Issue: 2, work: &Work{Branch: "agent/2-x", Request: &ExecRequest{ID: "7-1", Command: "make test", SHA: "0123456789abcdef"}}}
+	base := Task{Kind: KindFix, ID: 7, Issue: 2, agentWork: &Work{Branch: "agent/2-x", Request: &ExecRequest{ID: "7-1", Command: "make test", SHA: "0123456789abcdef"}}}
 	fork := *base.Clone()
-	fork.work.Pull = &PullWork{Mode: PullInBase, Info: pullwright.Pull{Fork: true, HeadRepo: "mallory/r", Author: "mallory"}}
+	fork.agentWork.Pull = &PullWork{Mode: PullInBase, Info: pullwright.Pull{Fork: true, HeadRepo: "mallory/r", Author: "mallory"}}
 	same := *base.Clone()
-	same.work.Pull = &PullWork{Mode: PushToHead, Info: pullwright.Pull{HeadRepo: "o/r", HeadRef: "feature"}}
-	same.work.Branch = "feature"
+	same.agentWork.Pull = &PullWork{Mode: PushToHead, Info: pullwright.Pull{HeadRepo: "o/r", HeadRef: "feature"}}
+	same.agentWork.Branch = "feature"
 	if got := RenderRequest(ShowRequest(job(&fork), nil, ManifestChanges{}, false)); !strings.Contains(got, "This runs code from a fork") || !strings.Contains(got, "`mallory/r` by @mallory") {
 		t.Errorf("request on fork code does not warn:\n%s", got)
 	}
@@ -115,7 +115,7 @@ func TestRenderPullDone(t *testing.T) {
 	}{
 		{
 			name: "pushed onto the branch, after a rebase",
-			t: Task{Kind: KindFix, Requester: Person{Login: "octo"}, work: &Work{Title: "Use emoji", Branch: "changes", Rebased: []string{"abc"},
+			t: Task{Kind: KindFix, Requester: Person{Login: "octo"}, agentWork: &Work{Title: "Use emoji", Branch: "changes", Rebased: []string{"abc"},
 				Pull:         &PullWork{Mode: PushToHead, Commits: []string{"1111111111111111", "2222222222222222"}},
 				ChangedFiles: []pullwright.FileStat{{Path: "README.md", Added: 1, Deleted: 1}},
 				Final:        true, HeadSHA: "2222222222222222",
@@ -125,13 +125,13 @@ func TestRenderPullDone(t *testing.T) {
 		},
 		{
 			name: "fork, pull request in this repository",
-			t: Task{Kind: KindFix, Requester: Person{Login: "octo"}, work: &Work{Title: "Fix", Branch: "agent/2-x", PRURL: "https://github.com/o/r/pull/3",
+			t: Task{Kind: KindFix, Requester: Person{Login: "octo"}, agentWork: &Work{Title: "Fix", Branch: "agent/2-x", PRURL: "https://github.com/o/r/pull/3",
 				Pull: &PullWork{Mode: PullInBase, Why: "it comes from a fork", Threads: []ThreadRef{{Root: 1}, {Root: 2}}}}},
 			want: []string{"I opened https://github.com/o/r/pull/3", "it comes from a fork", "I answered 2 review threads"},
 		},
 		{
 			name: "fork, pull request against its branch",
-			t: Task{Kind: KindFix, Requester: Person{Login: "octo"}, work: &Work{Title: "Fix", Branch: "agent/2-x", PRURL: "https://github.com/alice/r/pull/9",
+			t: Task{Kind: KindFix, Requester: Person{Login: "octo"}, agentWork: &Work{Title: "Fix", Branch: "agent/2-x", PRURL: "https://github.com/alice/r/pull/9",
 				Pull: &PullWork{Mode: PullToFork, Why: "edits allowed", Info: pullwright.Pull{HeadRepo: "alice/r", HeadRef: "fix"}}}},
 			want: []string{"against `alice/r:fix`", "edits allowed"},
 		},
@@ -155,15 +155,15 @@ func TestStateOfAPullRequestTask(t *testing.T) {
 		want string
 	}{
 		{Task{State: Publishing}, "📤 Opening the pull request"},
-		{Task{Kind: KindFix, State: Publishing, IsPR: true, work: &Work{Pull: &PullWork{Mode: PullInBase}}}, "📤 Opening the pull request"},
-		{Task{Kind: KindFix, State: Publishing, IsPR: true, work: &Work{Pull: onHead}}, "📤 Pushing to the pull request's branch"},
+		{Task{Kind: KindFix, State: Publishing, IsPR: true, agentWork: &Work{Pull: &PullWork{Mode: PullInBase}}}, "📤 Opening the pull request"},
+		{Task{Kind: KindFix, State: Publishing, IsPR: true, agentWork: &Work{Pull: onHead}}, "📤 Pushing to the pull request's branch"},
 		{Task{State: Preparing}, "📥 Reading the issue and cloning the repository"},
 		{Task{State: Preparing, IsPR: true}, "📥 Reading the pull request and cloning its branch"},
-		{Task{Kind: KindFix, State: Working, IsPR: true, work: &Work{Pull: onHead}}, "🛠️ Working"},
+		{Task{Kind: KindFix, State: Working, IsPR: true, agentWork: &Work{Pull: onHead}}, "🛠️ Working"},
 	}
 	for _, tt := range tests {
 		if got := stateOf(&tt.t); got != tt.want {
-			t.Errorf("stateOf(%s, pull %+v) = %q, want %q", tt.t.State, tt.t.work.Pull, got, tt.want)
+			t.Errorf("stateOf(%s, pull %+v) = %q, want %q", tt.t.State, tt.t.agentWork.Pull, got, tt.want)
 		}
 	}
 }
@@ -190,9 +190,9 @@ func TestStatusShowsUntrustedTextInert(t *testing.T) {
 	info := pullwright.Pull{Fork: true, HeadRepo: "evil/fork", HeadRef: "x`@acme/admins`y", MaintainerCanModify: true}
 	mode, why := deliveryMode(info, "main")
 	tk := &Task{ID: 9, Kind: KindFix, State: Failed, Issue: 2, Repo: pullwright.Repo{Owner: "o", Name: "r"},
-		Error:  "its files differ on " + listPaths([]string{".github/workflows/x` @acme/admins <!-- pullwright:task-9-status --> `.yml"}),
-		Review: &ReviewRef{Path: "a` @acme/admins `b", Line: 3},
-		work:   &Work{Pull: &PullWork{Info: info, Mode: mode, Why: why}},
+		Error:     "its files differ on " + listPaths([]string{".github/workflows/x` @acme/admins <!-- pullwright:task-9-status --> `.yml"}),
+		Review:    &ReviewRef{Path: "a` @acme/admins `b", Line: 3},
+		agentWork: &Work{Pull: &PullWork{Info: info, Mode: mode, Why: why}},
 	}
 	// GitHub makes no mention inside a code span, and the zero-width
 	// joiner spoils one outside it.

@@ -94,7 +94,7 @@ func TestCheckMode(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			task := &Task{Kind: KindFix, Mode: c.mode, Instructions: c.instructions, work: &Work{Final: true, HeadSHA: final, BaseSHA: base, Runs: c.runs, APIChanges: c.api}}
+			task := &Task{Kind: KindFix, Mode: c.mode, Instructions: c.instructions, agentWork: &Work{Final: true, HeadSHA: final, BaseSHA: base, Runs: c.runs, APIChanges: c.api}}
 			got := checkMode(job(task))
 			if got.OK != (c.want == nil) || !reflect.DeepEqual(got.Missing, c.want) {
 				t.Errorf("checkMode = %+v, want missing %q", got, c.want)

@@ -44,13 +44,13 @@ func TestRecordKeepsEachRequestsEndOnce(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			r := tt.request
 			r.ID, r.Command, r.Reason, r.SHA = "3-1", "go test ./...", "check", "abc"
-			task := &Task{Kind: KindFix, Repo: pullwright.Repo{CloneURL: "https://github.com/o/r.git"}, work: &Work{Request: &r}}
+			task := &Task{Kind: KindFix, Repo: pullwright.Repo{CloneURL: "https://github.com/o/r.git"}, agentWork: &Work{Request: &r}}
 			job(task).record(tt.outcome)
 			job(task).record(tt.outcome) // a replayed step
-			if len(task.work.Runs) != 1 {
-				t.Fatalf("%d records, want 1", len(task.work.Runs))
+			if len(task.agentWork.Runs) != 1 {
+				t.Fatalf("%d records, want 1", len(task.agentWork.Runs))
 			}
-			got := task.work.Runs[0]
+			got := task.agentWork.Runs[0]
 			if got.RequestID != "3-1" || got.Command != "go test ./..." || got.SHA != "abc" || got.Reason != "check" {
 				t.Errorf("record of the request = %+v", got)
 			}
@@ -121,7 +121,7 @@ func TestRenderVerificationGolden(t *testing.T) {
 	}
 	var b strings.Builder
 	for _, tt := range tests {
-		task := &Task{Kind: KindFix, work: &Work{Final: tt.final, HeadSHA: tt.head, Summary: tt.summary, Runs: tt.runs}}
+		task := &Task{Kind: KindFix, agentWork: &Work{Final: tt.final, HeadSHA: tt.head, Summary: tt.summary, Runs: tt.runs}}
 		b.WriteString("<!-- " + tt.name + " -->\n")
 		b.WriteString(RenderVerification(job(task)))
 		b.WriteString("\n")
@@ -183,7 +183,7 @@ func TestRenderModeGolden(t *testing.T) {
 	}
 	var b strings.Builder
 	for _, tt := range tests {
-		task := &Task{Kind: KindFix, Mode: tt.mode, Instructions: tt.instructions, work: &Work{Final: tt.final, BaseSHA: base, HeadSHA: tt.head, Runs: tt.runs,
+		task := &Task{Kind: KindFix, Mode: tt.mode, Instructions: tt.instructions, agentWork: &Work{Final: tt.final, BaseSHA: base, HeadSHA: tt.head, Runs: tt.runs,
 			APIChanges: tt.api, APIChecked: tt.mode == ModeRefactor && tt.final}}
 		b.WriteString("<!-- " + tt.name + " -->\n")
 		b.WriteString(RenderVerification(job(task)))
@@ -204,7 +204,7 @@ func TestSummaryCannotHideTheRecord(t *testing.T) {
 		"<![CDATA[ x",
 		"</div><div hidden>",
 	} {
-		task := &Task{Kind: KindFix, Issue: 1, Requester: Person{Login: "alice"}, work: &Work{Summary: summary, Final: true, HeadSHA: "2222222222222222222222222222222222222222"}}
+		task := &Task{Kind: KindFix, Issue: 1, Requester: Person{Login: "alice"}, agentWork: &Work{Summary: summary, Final: true, HeadSHA: "2222222222222222222222222222222222222222"}}
 		body := RenderPullRequest(job(task))
 		if m := tagStart.FindString(body[:strings.Index(body, "Fixes #1")]); m != "" {
 			t.Errorf("summary %q leaves %q in the body:\n%s", summary, m, body)

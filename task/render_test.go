@@ -18,7 +18,7 @@ func sampleTask() *Task {
 		Repo:         pullwright.Repo{Owner: "Codertocat", Name: "Hello-World", DefaultBranch: "master"},
 		Requester:    Person{Login: "Codertocat", ID: 21031067},
 		Instructions: "fix the spelling of 'commit' in the README\nand keep the rest",
-		work: &Work{
+		agentWork: &Work{
 			Branch: "agent/1-spelling-error-in-the-readme-file",
 			Turns:  4, Tokens: 5321,
 			Spend: pullwright.Spend{Models: []pullwright.ModelSpend{{Model: "o3", Calls: 4, PromptTokens: 5000, CachedTokens: 1200,
@@ -38,7 +38,7 @@ func sampleTask() *Task {
 func TestRenderGolden(t *testing.T) {
 	working := sampleTask()
 	working.State = Working
-	working.work.Guidance = &GuidanceUsed{SHA: "4e5f6a7b8c9d0e1f2a3b4c5d6e7f8a9b0c1d2e3f", More: 2, Files: []GuidanceNote{
+	working.agentWork.Guidance = &GuidanceUsed{SHA: "4e5f6a7b8c9d0e1f2a3b4c5d6e7f8a9b0c1d2e3f", More: 2, Files: []GuidanceNote{
 		{Path: "AGENTS.md"}, {Path: "docs/AGENTS.md", Cut: true},
 		{Path: "CLAUDE.md", Skipped: "it is a symbolic link, which is not followed"},
 		{Path: "z/AGENTS.md", Skipped: "the guidance's total bound of 32 KiB was reached"},
@@ -46,8 +46,8 @@ func TestRenderGolden(t *testing.T) {
 
 	done := sampleTask()
 	done.State = Done
-	done.work.PRNumber, done.work.PRURL = 2, "https://github.com/Codertocat/Hello-World/pull/2"
-	done.work.ChangedFiles = []pullwright.FileStat{{Path: "README.md", Added: 1, Deleted: 1}}
+	done.agentWork.PRNumber, done.agentWork.PRURL = 2, "https://github.com/Codertocat/Hello-World/pull/2"
+	done.agentWork.ChangedFiles = []pullwright.FileStat{{Path: "README.md", Added: 1, Deleted: 1}}
 
 	failed := sampleTask()
 	failed.State = Failed
@@ -56,23 +56,23 @@ func TestRenderGolden(t *testing.T) {
 	required := sampleTask()
 	required.State = AwaitingApproval
 	required.Settings = &policy.Settings{RequirePassing: "make check"}
-	required.work.HeadSHA = "4e5f6a7b8c9d0e1f2a3b4c5d6e7f8a9b0c1d2e3f"
-	required.work.Request = &ExecRequest{ID: "12-2", Command: "make check", Required: true, SHA: required.work.HeadSHA}
-	required.work.Runs = []RunRecord{{RequestID: "12-1", Command: "make check", SHA: "1111111111111111111111111111111111111111", Verdict: Approved, Outcome: OutcomeFailed, ExitCode: 2}}
+	required.agentWork.HeadSHA = "4e5f6a7b8c9d0e1f2a3b4c5d6e7f8a9b0c1d2e3f"
+	required.agentWork.Request = &ExecRequest{ID: "12-2", Command: "make check", Required: true, SHA: required.agentWork.HeadSHA}
+	required.agentWork.Runs = []RunRecord{{RequestID: "12-1", Command: "make check", SHA: "1111111111111111111111111111111111111111", Verdict: Approved, Outcome: OutcomeFailed, ExitCode: 2}}
 
 	estimated := sampleTask()
 	estimated.State = Working
 	// A task saved before it kept its spend shows its tokens alone.
-	estimated.work.TokensEstimated, estimated.work.Spend = true, pullwright.Spend{}
+	estimated.agentWork.TokensEstimated, estimated.agentWork.Spend = true, pullwright.Spend{}
 
 	// A fix in a mode, done: its status says what the record shows.
 	tdd := sampleTask()
-	tdd.State, tdd.Mode, tdd.work.Final = Done, ModeTDD, true
-	tdd.work.PRNumber, tdd.work.PRURL = 2, "https://github.com/Codertocat/Hello-World/pull/2"
-	tdd.work.BaseSHA, tdd.work.HeadSHA = "0000000000000000000000000000000000000000", "2222222222222222222222222222222222222222"
-	tdd.work.Runs = []RunRecord{
+	tdd.State, tdd.Mode, tdd.agentWork.Final = Done, ModeTDD, true
+	tdd.agentWork.PRNumber, tdd.agentWork.PRURL = 2, "https://github.com/Codertocat/Hello-World/pull/2"
+	tdd.agentWork.BaseSHA, tdd.agentWork.HeadSHA = "0000000000000000000000000000000000000000", "2222222222222222222222222222222222222222"
+	tdd.agentWork.Runs = []RunRecord{
 		{RequestID: "12-1", Command: "go test ./...", SHA: "1111111111111111111111111111111111111111", Verdict: Approved, Outcome: OutcomeFailed, ExitCode: 1, Tests: true},
-		{RequestID: "12-2", Command: "go test ./...", SHA: tdd.work.HeadSHA, Verdict: Approved, Outcome: OutcomePassed, Tests: true, Code: true},
+		{RequestID: "12-2", Command: "go test ./...", SHA: tdd.agentWork.HeadSHA, Verdict: Approved, Outcome: OutcomePassed, Tests: true, Code: true},
 	}
 
 	cancelled := sampleTask()
@@ -102,9 +102,9 @@ func TestRenderGolden(t *testing.T) {
 func TestRenderStatusListsOnlyRecentSteps(t *testing.T) {
 	tk := sampleTask()
 	tk.State = Working
-	tk.work.Steps = nil
+	tk.agentWork.Steps = nil
 	for i := range 40 {
-		tk.work.Steps = append(tk.work.Steps, "step "+string(rune('a'+i%26)))
+		tk.agentWork.Steps = append(tk.agentWork.Steps, "step "+string(rune('a'+i%26)))
 	}
 	golden.Check(t, "testdata/status-many-steps.golden", RenderStatus(job(tk), "/agent"))
 }
@@ -131,7 +131,7 @@ func TestDefang(t *testing.T) {
 // code points wherever the request is shown.
 func TestRequestShowsUnshownCharactersEscaped(t *testing.T) {
 	const rlo = "\u202e"
-	tk := &Task{Kind: KindFix, ID: 7, Issue: 2, State: AwaitingApproval, Requester: Person{Login: "alice"}, work: &Work{Branch: "agent/2-x",
+	tk := &Task{Kind: KindFix, ID: 7, Issue: 2, State: AwaitingApproval, Requester: Person{Login: "alice"}, agentWork: &Work{Branch: "agent/2-x",
 		Request: &ExecRequest{ID: "7-1", Command: "echo ok " + rlo + "; rm -rf . #", Reason: "why", SHA: "0123456789abcdef"}}}
 	files := []pullwright.FileStat{{Path: "x" + rlo + "og.sh", Added: 1}}
 	for name, got := range map[string]string{
@@ -154,7 +154,7 @@ func TestRequestShowsUnshownCharactersEscaped(t *testing.T) {
 // The agent's reason is its own text, steered perhaps by the issue: in a
 // request it shows as written and cannot fold away the facts after it.
 func TestRequestShowsTheReasonInert(t *testing.T) {
-	tk := &Task{Kind: KindFix, ID: 7, Issue: 2, Requester: Person{Login: "alice"}, work: &Work{Branch: "agent/2-x",
+	tk := &Task{Kind: KindFix, ID: 7, Issue: 2, Requester: Person{Login: "alice"}, agentWork: &Work{Branch: "agent/2-x",
 		Request: &ExecRequest{ID: "7-1", Command: "make test", SHA: "0123456789abcdef",
 			Reason: "checks it <details><summary>more</summary> <!-- x --> \u202eok fixes #3 @acme/admins ![big](https://evil.test/tall.png) [Approve](https://evil.test)"}}}
 	files := []pullwright.FileStat{{Path: "Makefile", Added: 1}}
@@ -174,8 +174,8 @@ func TestRequestShowsTheReasonInert(t *testing.T) {
 // both; and the status says what a setup did, hosts shown as code.
 func TestRequestAndStatusShowTheSetup(t *testing.T) {
 	tk := &Task{Kind: KindFix, ID: 7, Issue: 2, State: Running, Requester: Person{Login: "alice"},
-		Repo: pullwright.Repo{Owner: "o", Name: "r", DefaultBranch: "main"},
-		work: &Work{Branch: "agent/2-x", Request: &ExecRequest{ID: "7-1", Command: "go test ./...", SHA: "0123456789abcdef"}}}
+		Repo:      pullwright.Repo{Owner: "o", Name: "r", DefaultBranch: "main"},
+		agentWork: &Work{Branch: "agent/2-x", Request: &ExecRequest{ID: "7-1", Command: "go test ./...", SHA: "0123456789abcdef"}}}
 	files := []pullwright.FileStat{{Path: "main.go", Added: 1}, {Path: "go.mod", Added: 2, Deleted: 1}}
 	plain := RenderRequest(ShowRequest(job(tk), files, ManifestChanges{}, false))
 	if strings.Contains(plain, "setup") {
@@ -191,7 +191,7 @@ func TestRequestAndStatusShowTheSetup(t *testing.T) {
 	}
 	// A pull request's are compared with its base branch.
 	pr := *tk.Clone()
-	pr.work.Pull = &PullWork{Info: pullwright.Pull{Number: 3, BaseRef: "release-1", BaseSHA: "feedface"}}
+	pr.agentWork.Pull = &PullWork{Info: pullwright.Pull{Number: 3, BaseRef: "release-1", BaseSHA: "feedface"}}
 	if got := RenderRequest(ShowRequest(job(&pr), nil, ManifestChanges{Files: files[1:]}, false)); !strings.Contains(got, "change `go.mod` (+2 −1) against `release-1`") {
 		t.Errorf("a pull request's changed go.mod:\n%s", got)
 	}
@@ -201,13 +201,13 @@ func TestRequestAndStatusShowTheSetup(t *testing.T) {
 	if got := RenderRequest(ShowRequest(job(tk), files, ManifestChanges{Files: files[1:]}, true)); strings.Contains(got, "setup") {
 		t.Errorf("the local runner runs no setup, and its request speaks of one:\n%s", got)
 	}
-	tk.work.Request.Setup = &pullwright.SetupRecord{Steps: []string{"go mod download"}, Failed: true, ExitCode: 1, Duration: 3200 * time.Millisecond,
+	tk.agentWork.Request.Setup = &pullwright.SetupRecord{Steps: []string{"go mod download"}, Failed: true, ExitCode: 1, Duration: 3200 * time.Millisecond,
 		Reached: []string{"mirror.test:443"}, Blocked: []string{"x`@acme/admins`:443"}}
 	status := RenderStatus(job(tk), "/agent")
 	if !strings.Contains(status, "📦 Setup **failed** (exit code 1) in 3.2s: `go mod download` · reached `mirror.test:443` · **blocked** `` x`@acme/admins`:443 ``") {
 		t.Errorf("status:\n%s", status)
 	}
-	if got := setupFailure(tk.work.Request.Setup); !strings.Contains(got, "the command was not run") || !strings.Contains(got, "blocked: x`@acme/admins`:443") {
+	if got := setupFailure(tk.agentWork.Request.Setup); !strings.Contains(got, "the command was not run") || !strings.Contains(got, "blocked: x`@acme/admins`:443") {
 		t.Errorf("what the agent learns of a failed setup:\n%s", got)
 	}
 	// A monorepo's many steps are named up to a bound.
@@ -225,10 +225,10 @@ func TestRequestAndStatusShowTheSetup(t *testing.T) {
 func TestRequestNamesTheRuleThatDidNotAnswer(t *testing.T) {
 	settings := &policy.Settings{AutoApprove: []policy.AutoRule{{Command: "make lint"}, {Pattern: "go test .*"}}}
 	tk := &Task{Kind: KindFix, ID: 7, Issue: 2, Requester: Person{Login: "alice"}, Settings: settings,
-		Repo: pullwright.Repo{Owner: "o", Name: "r", DefaultBranch: "main"},
-		work: &Work{Branch: "agent/2-x", Request: &ExecRequest{ID: "7-1", Command: "go test ./...", SHA: "0123456789abcdef"}}}
+		Repo:      pullwright.Repo{Owner: "o", Name: "r", DefaultBranch: "main"},
+		agentWork: &Work{Branch: "agent/2-x", Request: &ExecRequest{ID: "7-1", Command: "go test ./...", SHA: "0123456789abcdef"}}}
 	fork := *tk.Clone()
-	fork.work.Pull = &PullWork{Info: pullwright.Pull{Number: 2, Fork: true, HeadRepo: "mallory/r", Author: "mallory", BaseRef: "main", BaseSHA: "feed"}}
+	fork.agentWork.Pull = &PullWork{Info: pullwright.Pull{Number: 2, Fork: true, HeadRepo: "mallory/r", Author: "mallory", BaseRef: "main", BaseSHA: "feed"}}
 	tests := []struct {
 		name      string
 		t         *Task

@@ -236,12 +236,13 @@ type Task struct {
 
 	// Reviewing is what a review does (KindReview); nil on other kinds.
 	Reviewing *ReviewWork `json:"reviewing,omitempty"`
-	// work is what the agent did for a fix or a review (Kind.Works), nil
-	// on the other kinds, which never touch it: code reaches it only
-	// through Job, which a task of another kind does not give. It is
-	// stored at the top of the task's JSON, beside the rest, where every
-	// release before it wrote it.
-	work *Work
+	// agentWork is what the agent did for a fix or a review (Kind.Works),
+	// nil on the other kinds, which never touch it: code reaches it only
+	// through Job, which a task of another kind does not give, and only
+	// this file names it (TestOnlyTaskGoTouchesWork). It is stored at the
+	// top of the task's JSON, beside the rest, where every release before
+	// it wrote it.
+	agentWork *Work
 	// Answering is what an approve or reject task answers; zero on
 	// other kinds.
 	Answering AnswerRef `json:"answering,omitzero"`
@@ -281,10 +282,10 @@ func (t *Task) Job() (j Job, ok bool) {
 	if !t.Kind.Works() {
 		return Job{}, false
 	}
-	if t.work == nil {
-		t.work = &Work{}
+	if t.agentWork == nil {
+		t.agentWork = &Work{}
 	}
-	return Job{Task: t, Work: t.work}, true
+	return Job{Task: t, Work: t.agentWork}, true
 }
 
 // Clone copies t as assigning a Task did while Work was part of it: its
@@ -292,9 +293,9 @@ func (t *Task) Job() (j Job, ok bool) {
 // copy's Work leaves t's alone.
 func (t *Task) Clone() *Task {
 	c := *t
-	if t.work != nil {
-		w := *t.work
-		c.work = &w
+	if t.agentWork != nil {
+		w := *t.agentWork
+		c.agentWork = &w
 	}
 	return &c
 }
@@ -319,9 +320,9 @@ func (t *Task) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &v); err != nil {
 		return err
 	}
-	t.work = nil
+	t.agentWork = nil
 	if t.Kind.Works() {
-		t.work = w
+		t.agentWork = w
 	}
 	if t.Answering == (AnswerRef{}) {
 		t.Answering = AnswerRef{RequestID: v.RequestID, SHA: v.AnswerSHA, Run: v.AnswerRun}
@@ -338,7 +339,7 @@ func (t Task) MarshalJSON() ([]byte, error) {
 	type plain Task
 	var w *Work
 	if t.Kind.Works() {
-		w = t.work
+		w = t.agentWork
 		if w == nil {
 			w = &Work{}
 		}
@@ -385,20 +386,20 @@ func (t *Task) IssueKey() string {
 // PRKey names the pull request the task opened in IssueKey's form, so that
 // answers and fixes asked there find the task; "" until it opens one.
 func (t *Task) PRKey() string {
-	if t.work == nil || t.work.PRNumber == 0 {
+	if t.agentWork == nil || t.agentWork.PRNumber == 0 {
 		return ""
 	}
-	return fmt.Sprintf("%d/%s/%d", t.Repo.InstallationID, t.Repo.FullName(), t.work.PRNumber)
+	return fmt.Sprintf("%d/%s/%d", t.Repo.InstallationID, t.Repo.FullName(), t.agentWork.PRNumber)
 }
 
 // BranchKey names the branch the task pushes to, across installations: one
 // repository has one set of branches whoever reaches it. It is "" until
 // the task has a branch.
 func (t *Task) BranchKey() string {
-	if t.work == nil || t.work.Branch == "" {
+	if t.agentWork == nil || t.agentWork.Branch == "" {
 		return ""
 	}
-	return strings.ToLower(t.Repo.FullName()) + ":" + t.work.Branch
+	return strings.ToLower(t.Repo.FullName()) + ":" + t.agentWork.Branch
 }
 
 // Recorded fills in what a Store's Record sets on a new task at now, from
@@ -435,8 +436,8 @@ var ErrBadTransition = errors.New("transition not allowed")
 // has none or is of a kind that never asks: what a store keeps the answer
 // of apart from the task's data.
 func (t *Task) CurrentRequest() *ExecRequest {
-	if t.work == nil {
+	if t.agentWork == nil {
 		return nil
 	}
-	return t.work.Request
+	return t.agentWork.Request
 }

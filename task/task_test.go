@@ -3,6 +3,9 @@ package task
 import (
 	"encoding/json"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -125,7 +128,7 @@ func storedTask() *Task {
 		UpdatedAt:        at.Add(time.Second),
 	}
 	t.IssueTitle = "It is broken"
-	t.work = &Work{
+	t.agentWork = &Work{
 		Branch:       "agent/7-it-is-broken",
 		BaseSHA:      "base",
 		HeadSHA:      "head",
@@ -199,9 +202,9 @@ func TestStoredTaskKeepsItsForm(t *testing.T) {
 	}
 	want := storedTask()
 	// The store keeps these apart from the task's data.
-	want.CancelledBy, want.Crashes, want.Claim, want.work.Request.Answer = "", 0, 0, nil
-	if !reflect.DeepEqual(got.work, want.work) {
-		t.Errorf("a fix's data reads back as\n%+v\nwant\n%+v", got.work, want.work)
+	want.CancelledBy, want.Crashes, want.Claim, want.agentWork.Request.Answer = "", 0, 0, nil
+	if !reflect.DeepEqual(got.agentWork, want.agentWork) {
+		t.Errorf("a fix's data reads back as\n%+v\nwant\n%+v", got.agentWork, want.agentWork)
 	}
 	if !reflect.DeepEqual(&got, want) {
 		t.Errorf("a stored task reads back as\n%+v\nwant\n%+v", got, *want)
@@ -248,8 +251,8 @@ func TestStoredTaskReadsIntoWork(t *testing.T) {
 			if err := json.Unmarshal([]byte(tt.stored), &got); err != nil {
 				t.Fatal(err)
 			}
-			if !reflect.DeepEqual(got.work, tt.want) || got.Issue != tt.wantIssue {
-				t.Errorf("read %s as issue %d, %+v; want issue %d, %+v", tt.stored, got.Issue, got.work, tt.wantIssue, tt.want)
+			if !reflect.DeepEqual(got.agentWork, tt.want) || got.Issue != tt.wantIssue {
+				t.Errorf("read %s as issue %d, %+v; want issue %d, %+v", tt.stored, got.Issue, got.agentWork, tt.wantIssue, tt.want)
 			}
 		})
 	}
@@ -271,7 +274,7 @@ func TestOnlyAFixOrAReviewHasWork(t *testing.T) {
 	kinds := []Kind{KindFix, KindReview, KindReply, KindStatus, KindCancel, KindBusy, KindApprove, KindReject, KindTrigger}
 	for _, kind := range kinds {
 		t.Run(string(kind), func(t *testing.T) {
-			tk := &Task{Kind: kind, work: &Work{Branch: "agent/1-x", Request: &ExecRequest{ID: "1-1"}}}
+			tk := &Task{Kind: kind, agentWork: &Work{Branch: "agent/1-x", Request: &ExecRequest{ID: "1-1"}}}
 			j, ok := tk.Job()
 			if ok != (kind == KindFix || kind == KindReview) {
 				t.Fatalf("Job ok = %v", ok)
@@ -285,13 +288,13 @@ func TestOnlyAFixOrAReviewHasWork(t *testing.T) {
 				t.Fatal(err)
 			}
 			if !ok {
-				if strings.Contains(string(data), `,"branch":`) || strings.Contains(string(data), `"changed_files"`) || back.work != nil || back.CurrentRequest() != nil {
+				if strings.Contains(string(data), `,"branch":`) || strings.Contains(string(data), `"changed_files"`) || back.agentWork != nil || back.CurrentRequest() != nil {
 					t.Errorf("a %s task stores work: %s", kind, data)
 				}
 				return
 			}
-			if j.Branch != "agent/1-x" || back.work == nil || back.work.Branch != "agent/1-x" || back.CurrentRequest().ID != "1-1" {
-				t.Errorf("a %s task's work reads back as %+v from %s", kind, back.work, data)
+			if j.Branch != "agent/1-x" || back.agentWork == nil || back.agentWork.Branch != "agent/1-x" || back.CurrentRequest().ID != "1-1" {
+				t.Errorf("a %s task's work reads back as %+v from %s", kind, back.agentWork, data)
 			}
 		})
 	}
@@ -302,7 +305,7 @@ func TestOnlyAFixOrAReviewHasWork(t *testing.T) {
 	if err != nil || !strings.Contains(string(data), `"changed_files":null`) {
 		t.Errorf("a review without work stored as %s, %v", data, err)
 	}
-	if j, ok := tk.Job(); !ok || j.Work == nil || tk.work != j.Work {
+	if j, ok := tk.Job(); !ok || j.Work == nil || tk.agentWork != j.Work {
 		t.Errorf("Job of a review without work = %+v, %v", j, ok)
 	}
 }
@@ -314,9 +317,35 @@ func TestCloneCopiesTheWork(t *testing.T) {
 	c := tk.Clone()
 	job(c).Branch, job(c).Turns, c.Issue = "other", 99, 1
 	if job(tk).Branch != "agent/7-it-is-broken" || job(tk).Turns != 3 || tk.Issue != 7 {
-		t.Errorf("a change to the clone reached the task: %+v", *tk.work)
+		t.Errorf("a change to the clone reached the task: %+v", *tk.agentWork)
 	}
-	if r := (&Task{Kind: KindReply}).Clone(); r.work != nil {
-		t.Errorf("a reply's clone has work %+v", r.work)
+	if r := (&Task{Kind: KindReply}).Clone(); r.agentWork != nil {
+		t.Errorf("a reply's clone has work %+v", r.agentWork)
+	}
+}
+
+// Outside task.go, the package reaches a task's work through Job alone,
+// as other packages must: a step that reads t.agentWork could meet a
+// kind that has none.
+func TestOnlyTaskGoTouchesWork(t *testing.T) {
+	fset := token.NewFileSet()
+	paths, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range paths {
+		if path == "task.go" || strings.HasSuffix(path, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, path, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			if s, ok := n.(*ast.SelectorExpr); ok && s.Sel.Name == "agentWork" {
+				t.Errorf("%s reads a task's work without Job", fset.Position(s.Pos()))
+			}
+			return true
+		})
 	}
 }
