@@ -222,6 +222,28 @@ func TestStoredTaskReadsIntoWork(t *testing.T) {
 	if _, ok := any(&Work{}).(json.Unmarshaler); ok {
 		t.Error("Work has an UnmarshalJSON, which Task would take for its own")
 	}
+	// Task's JSON methods put Work's keys beside Task's: a key both had
+	// would be dropped from both, without a word.
+	keys := func(v any) map[string]bool {
+		out := map[string]bool{}
+		for _, f := range reflect.VisibleFields(reflect.TypeOf(v)) {
+			if name, _, _ := strings.Cut(f.Tag.Get("json"), ","); name != "" && name != "-" && f.IsExported() {
+				out[name] = true
+			}
+		}
+		return out
+	}
+	work := keys(Work{})
+	for name := range keys(Task{}) {
+		if work[name] {
+			t.Errorf("Task and Work both have the JSON key %q", name)
+		}
+	}
+	for _, legacy := range []string{"request_id", "answer_sha", "answer_run"} {
+		if work[legacy] {
+			t.Errorf("Work has the JSON key %q, which Task writes for an answer", legacy)
+		}
+	}
 	tests := []struct {
 		name, stored string
 		want         *Work
