@@ -105,12 +105,7 @@ func retryable(resp *http.Response, err error) bool {
 	if err != nil {
 		return connectionError(err)
 	}
-	switch resp.StatusCode {
-	case http.StatusTooManyRequests, http.StatusInternalServerError, http.StatusBadGateway,
-		http.StatusServiceUnavailable, http.StatusGatewayTimeout:
-		return true
-	}
-	return false
+	return resp.StatusCode == http.StatusTooManyRequests || httpretry.ServerFailed(resp.StatusCode)
 }
 
 // connectionError reports whether err is a failure to connect, or a

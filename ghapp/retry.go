@@ -109,8 +109,7 @@ func (t *retryTransport) Retry(req *http.Request, attempt int, resp *http.Respon
 			}
 		}
 		return t.backoff(attempt), "rate limited", true
-	case (s == http.StatusInternalServerError || s == http.StatusBadGateway ||
-		s == http.StatusServiceUnavailable || s == http.StatusGatewayTimeout) && idempotent(req.Method):
+	case httpretry.ServerFailed(s) && idempotent(req.Method):
 		if hasRetryAfter {
 			return retryAfter, "server error (Retry-After)", true
 		}

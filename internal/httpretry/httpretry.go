@@ -102,6 +102,17 @@ func (t Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 }
 
+// ServerFailed reports whether status is a server's failure that the
+// same request may not meet again: 500, 502, 503 or 504. Whether a client
+// may send it again (the request may have been applied) is its Policy's.
+func ServerFailed(status int) bool {
+	switch status {
+	case http.StatusInternalServerError, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return true
+	}
+	return false
+}
+
 // maxDrainBytes is how much of a failed response's body is read before it
 // is closed, so that its connection can be reused.
 const maxDrainBytes = 64 << 10

@@ -299,3 +299,11 @@ func TestRewindFails(t *testing.T) {
 		t.Errorf("RoundTrip = %v, %v; want the rewind's error", resp, err)
 	}
 }
+
+func TestServerFailed(t *testing.T) {
+	for status, want := range map[int]bool{500: true, 502: true, 503: true, 504: true, 501: false, 429: false, 404: false, 200: false} {
+		if got := ServerFailed(status); got != want {
+			t.Errorf("ServerFailed(%d) = %v, want %v", status, got, want)
+		}
+	}
+}
