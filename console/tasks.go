@@ -14,6 +14,7 @@ import (
 
 	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/approval"
+	"github.com/pullwright/pullwright/internal/words"
 	"github.com/pullwright/pullwright/policy"
 	"github.com/pullwright/pullwright/task"
 	"github.com/pullwright/pullwright/tracing"
@@ -140,7 +141,7 @@ func (c *Console) view(t *task.Task, full bool) taskView {
 		if w.Final {
 			which = "final"
 		}
-		v.Verification = task.Verify(w.Runs, w.HeadSHA).Text("the " + which + " commit " + w.HeadSHA[:min(12, len(w.HeadSHA))])
+		v.Verification = task.Verify(w.Runs, w.HeadSHA).Text("the " + which + " commit " + words.Short(w.HeadSHA))
 	}
 	if rq := w.Request; rq != nil && t.State == task.AwaitingApproval && rq.Answer == nil {
 		v.Pending = pending(rq)
