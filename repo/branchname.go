@@ -19,15 +19,12 @@ const maxSlug = 40
 // word boundary to at most 40 characters. It is never empty: without a usable
 // character in the title the name is prefix + "<issue>" (or prefix + "task"
 // when issue <= 0). A prefix not ending in '/', '-', '_' or '.' gets a '/'
-// ("bot" → "bot/"); an empty prefix or one git would not accept in a branch
-// name becomes DefaultBranchPrefix. The result always passes
+// ("bot" → "bot/"); an empty prefix, or one git would not accept before
+// this name ("0." before "lock"), becomes DefaultBranchPrefix. The result always passes
 // `git check-ref-format --branch`.
 func BranchName(prefix string, issue int, title string) string {
 	if prefix != "" && !strings.ContainsAny(prefix[len(prefix)-1:], "/-_.") {
 		prefix += "/"
-	}
-	if prefix == "" || plumbing.NewBranchReferenceName(prefix+"x").Validate() != nil || strings.HasPrefix(prefix, "-") {
-		prefix = DefaultBranchPrefix
 	}
 	slug := slugify(title)
 	var name string
@@ -40,6 +37,11 @@ func BranchName(prefix string, issue int, title string) string {
 		name = slug
 	default:
 		name = "task"
+	}
+	// The prefix is checked with the name it gets, not alone: "0." is a
+	// fine start, but not before "lock".
+	if prefix == "" || strings.HasPrefix(prefix, "-") || plumbing.NewBranchReferenceName(prefix+name).Validate() != nil {
+		prefix = DefaultBranchPrefix
 	}
 	return prefix + name
 }

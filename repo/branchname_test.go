@@ -45,6 +45,7 @@ func TestBranchName(t *testing.T) {
 		{"bad prefix/", 1, "x", "agent/1-x"},
 		{"a..b/", 1, "x", "agent/1-x"},
 		{"-x/", 1, "x", "agent/1-x"},
+		{"0.", 0, "loCk", "agent/lock"}, // "0.lock" is no branch name
 		{"agent-", 1, "x", "agent-1-x"},
 		{"bot", 1, "x", "bot/1-x"},
 		{"team/bot", 1, "x", "team/bot/1-x"},
