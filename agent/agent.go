@@ -730,7 +730,7 @@ func (t *turnRun) runToolCalls(ws *workspace, msg openai.ChatCompletionMessage, 
 			f.Arguments = storedArguments(f.Arguments)
 		}
 	}()
-	env := toolEnv{ctx: t.ctx, ws: ws, st: st, ext: t.ext, cut: cut}
+	env := toolEnv{ctx: t.ctx, ws: ws, st: st, ext: t.ext, cut: cut, maxOutput: t.a.cfg.MaxToolOutput}
 	names = make([]string, 0, len(msg.ToolCalls))
 	// A message that asks to run a command cannot also finish: the model has
 	// not seen the result yet. Its finish calls are refused, with a text that

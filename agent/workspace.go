@@ -16,6 +16,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
 
 	"github.com/pullwright/pullwright/internal/ignorefile"
+	"github.com/pullwright/pullwright/internal/words"
 	"github.com/pullwright/pullwright/policy"
 )
 
@@ -222,8 +223,10 @@ func fileErr(p string, err error) error {
 	return errorf("%s: %s", p, describe(err))
 }
 
-// readFile renders lines [start, start+max) of a file, numbered.
-func (w *workspace) readFile(p string, start, max int) (out string, first, last int, err error) {
+// readFile renders lines [start, start+max) of a file, numbered, in at
+// most budget bytes, and ends by saying which lines it showed of how many:
+// a result cut further on would lose where to resume.
+func (w *workspace) readFile(p string, start, max, budget int) (out string, first, last int, err error) {
 	rp, err := w.target(p)
 	if err != nil {
 		return "", 0, 0, err
@@ -249,12 +252,13 @@ func (w *workspace) readFile(p string, start, max int) (out string, first, last 
 		return "", 0, 0, errorf("%s is a binary file (%d bytes); it cannot be shown", p, fi.Size())
 	}
 	if fi.Size() == 0 {
-		return "(empty file)", 0, 0, nil
+		return "(empty file: 0 lines)", 0, 0, nil
 	}
 
 	var b strings.Builder
 	n := 0
 	first, last = 0, 0
+	full := false // the byte budget ended the window
 	for {
 		line, cut, eof, rerr := readLine(br, maxLineBytes)
 		if rerr != nil {
@@ -264,16 +268,21 @@ func (w *workspace) readFile(p string, start, max int) (out string, first, last 
 			break
 		}
 		n++
-		if n >= start && n < start+max {
-			if first == 0 {
-				first = n
-			}
-			last = n
-			fmt.Fprintf(&b, "%5d\t%s", n, strings.TrimSuffix(string(line), "\r"))
+		if n >= start && n < start+max && !full {
+			l := fmt.Sprintf("%5d\t%s", n, strings.TrimSuffix(string(line), "\r"))
 			if cut > 0 {
-				fmt.Fprintf(&b, " [… line cut, %d more bytes]", cut)
+				l += fmt.Sprintf(" [… line cut, %d more bytes]", cut)
 			}
-			b.WriteByte('\n')
+			if b.Len()+len(l)+1 > budget && first != 0 {
+				full = true
+			} else {
+				if first == 0 {
+					first = n
+				}
+				last = n
+				b.WriteString(l)
+				b.WriteByte('\n')
+			}
 		}
 		if eof {
 			break
@@ -282,8 +291,14 @@ func (w *workspace) readFile(p string, start, max int) (out string, first, last 
 	switch {
 	case first == 0:
 		return "", 0, 0, errorf("%s has %d lines; start_line %d is past the end", p, n, start)
-	case first > 1 || last < n:
-		fmt.Fprintf(&b, "[showing lines %d-%d of %d; use start_line to read more]\n", first, last, n)
+	case full:
+		fmt.Fprintf(&b, "[showing lines %d-%d of %d, as much as one result holds; use start_line %d to read on]\n", first, last, n, last+1)
+	case last < n:
+		fmt.Fprintf(&b, "[showing lines %d-%d of %d; use start_line %d to read on]\n", first, last, n, last+1)
+	case first > 1:
+		fmt.Fprintf(&b, "[showing lines %d-%d of %d: the end of the file]\n", first, last, n)
+	default:
+		fmt.Fprintf(&b, "[the whole file: %s]\n", words.Count(n, "line", "lines"))
 	}
 	return b.String(), first, last, nil
 }
@@ -321,90 +336,140 @@ func readLine(br *bufio.Reader, max int) (line []byte, cut int, eof bool, err er
 	}
 }
 
+// written is what writeFile did.
+type written struct {
+	created bool
+	// kept names what of the replaced file's style the content was given
+	// ("CRLF line ends", "a byte order mark", "a final newline", "no final
+	// newline"), since the model writes "\n" and sees no BOM.
+	kept []string
+	size int // bytes written
+}
+
 // writeFile creates or replaces a file, creating parent directories, unless
-// protected (globs) refuses it. It reports whether the file was created.
-func (w *workspace) writeFile(p, content string, protected []string) (created bool, err error) {
+// protected (globs) refuses it. A replaced file keeps its style: its line
+// ends, its byte order mark, and whether it ends with a newline.
+func (w *workspace) writeFile(p, content string, protected []string) (written, error) {
 	if len(content) > maxWriteBytes {
-		return false, errorf("content is %d bytes; the limit is %d", len(content), maxWriteBytes)
+		return written{}, errorf("content is %d bytes; the limit is %d", len(content), maxWriteBytes)
 	}
 	rp, err := w.writable(p, protected)
 	if err != nil {
-		return false, err
+		return written{}, err
 	}
 	if rp == "." {
-		return false, errorf("%s is the repository root, not a file", p)
+		return written{}, errorf("%s is the repository root, not a file", p)
 	}
 	fi, err := w.root.Stat(rp)
 	switch {
 	case err == nil && fi.IsDir():
-		return false, errorf("%s is a directory", p)
+		return written{}, errorf("%s is a directory", p)
 	case err == nil && !fi.Mode().IsRegular():
-		return false, errorf("%s is not a regular file", p)
+		return written{}, errorf("%s is not a regular file", p)
 	case err != nil && !errors.Is(err, fs.ErrNotExist):
-		return false, fileErr(p, err)
+		return written{}, fileErr(p, err)
 	}
-	created = err != nil
+	res := written{created: err != nil}
+	if !res.created && fi.Size() <= maxEditFileBytes {
+		old, err := w.root.ReadFile(rp)
+		if err != nil {
+			return written{}, fileErr(p, err)
+		}
+		content, res.kept = keepStyle(string(old), content)
+	}
 	if dir := path.Dir(rp); dir != "." {
 		if err := w.root.MkdirAll(dir, 0o755); err != nil {
-			return false, fileErr(p, err)
+			return written{}, fileErr(p, err)
 		}
 	}
 	// WriteFile keeps the mode of an existing file (it truncates it).
 	if err := w.root.WriteFile(rp, []byte(content), 0o644); err != nil {
-		return false, fileErr(p, err)
+		return written{}, fileErr(p, err)
 	}
-	return created, nil
+	res.size = len(content)
+	return res, nil
 }
 
-// editFile replaces old with new, which must occur exactly want times,
-// unless protected (globs) refuses the file.
-func (w *workspace) editFile(p, old, repl string, want int, protected []string) error {
+// keepStyle gives content, which replaces old, old's style, and names what
+// it changed for that. A file of mixed or "\n" line ends takes the
+// content's line ends as they are.
+func keepStyle(old, content string) (string, []string) {
+	if strings.TrimPrefix(old, bom) == "" {
+		return content, nil // an empty file has no style to keep
+	}
+	_, style := splitStyle(old)
+	var kept []string
+	text := strings.TrimPrefix(content, bom)
+	if style.crlf {
+		if strings.Count(text, "\r\n") != strings.Count(text, "\n") {
+			kept = append(kept, "CRLF line ends")
+		}
+		text = strings.ReplaceAll(text, "\r\n", "\n")
+	}
+	if style.bom && !strings.HasPrefix(content, bom) {
+		kept = append(kept, "a byte order mark")
+	}
+	switch {
+	case text == "":
+	case style.final && !strings.HasSuffix(text, "\n"):
+		text += "\n"
+		kept = append(kept, "a final newline")
+	case !style.final && strings.HasSuffix(text, "\n"):
+		text = strings.TrimSuffix(strings.TrimSuffix(text, "\n"), "\r")
+		kept = append(kept, "no final newline")
+	}
+	return style.join(text), kept
+}
+
+// editFile replaces old with new in a file, which must hold old exactly
+// want times (or once by a tolerant match: planEdit), unless protected
+// (globs) refuses the file. The file keeps its style; old and new are read
+// as the tools show text, with "\n" line ends.
+func (w *workspace) editFile(p, old, repl string, want int, protected []string) (edited, error) {
 	if old == "" {
-		return errorf("old_text is empty; give the exact text to replace (use write_file to create a file)")
+		return edited{}, errorf("old_text is empty; give the exact text to replace (use write_file to create a file)")
 	}
 	if old == repl {
-		return errorf("old_text and new_text are identical; nothing to change")
+		return edited{}, errorf("old_text and new_text are identical; nothing to change")
 	}
 	if want < 1 {
-		return errorf("expected_matches must be at least 1, got %d", want)
+		return edited{}, errorf("expected_matches must be at least 1, got %d", want)
 	}
 	rp, err := w.writable(p, protected)
 	if err != nil {
-		return err
+		return edited{}, err
 	}
 	fi, err := w.root.Stat(rp)
 	if err != nil {
-		return fileErr(p, err)
+		return edited{}, fileErr(p, err)
 	}
 	if !fi.Mode().IsRegular() {
-		return errorf("%s is not a regular file", p)
+		return edited{}, errorf("%s is not a regular file", p)
 	}
 	if fi.Size() > maxEditFileBytes {
-		return errorf("%s is %d bytes; edit_file handles files up to %d bytes", p, fi.Size(), maxEditFileBytes)
+		return edited{}, errorf("%s is %d bytes; edit_file handles files up to %d bytes", p, fi.Size(), maxEditFileBytes)
 	}
 	data, err := w.root.ReadFile(rp)
 	if err != nil {
-		return fileErr(p, err)
+		return edited{}, fileErr(p, err)
 	}
-	content := string(data)
-	got := strings.Count(content, old)
-	if got != want {
-		hint := ""
-		if got == 0 {
-			hint = "; old_text must match the file exactly, including whitespace and indentation (read the file again)"
-		} else {
-			hint = "; add surrounding lines to old_text to make it unique, or set expected_matches to replace all of them"
-		}
-		return errorf("old_text found %d times in %s, expected %d%s", got, p, want, hint)
+	content, style := splitStyle(string(data))
+	old, repl = modelText(old, style), modelText(repl, style)
+	if old == repl {
+		return edited{}, errorf("old_text and new_text differ only in line ends; nothing to change (the file keeps its own)")
 	}
-	out := strings.ReplaceAll(content, old, repl)
-	if len(out) > maxWriteBytes && len(out) > len(content) {
-		return errorf("the edit would make %s %d bytes; the limit is %d", p, len(out), maxWriteBytes)
+	e, err := planEdit(content, old, repl, want, p)
+	if err != nil {
+		return edited{}, err
+	}
+	out := style.join(e.text)
+	if len(out) > maxWriteBytes && len(out) > len(data) {
+		return edited{}, errorf("the edit would make %s %d bytes; the limit is %d", p, len(out), maxWriteBytes)
 	}
 	if err := w.root.WriteFile(rp, []byte(out), fi.Mode().Perm()); err != nil {
-		return fileErr(p, err)
+		return edited{}, fileErr(p, err)
 	}
-	return nil
+	return e, nil
 }
 
 // walkFunc is called for each file (not directory) that is neither ignored

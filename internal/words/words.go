@@ -50,3 +50,14 @@ func LastLines(output string, n int) (lines []string, cut int) {
 	}
 	return lines, cut
 }
+
+// Join lists items as people write a list: "a", "a and b", "a, b and c".
+func Join(items []string) string {
+	switch len(items) {
+	case 0:
+		return ""
+	case 1:
+		return items[0]
+	}
+	return strings.Join(items[:len(items)-1], ", ") + " and " + items[len(items)-1]
+}

@@ -15,6 +15,10 @@ func TestWords(t *testing.T) {
 		{Short("abc"), "abc"},
 		{Clip("héllo", 5), "héllo"},
 		{Clip("héllo wörld", 5), "héll…"},
+		{Join(nil), ""},
+		{Join([]string{"a"}), "a"},
+		{Join([]string{"a", "b"}), "a and b"},
+		{Join([]string{"a", "b", "c"}), "a, b and c"},
 	} {
 		if tc.got != tc.want {
 			t.Errorf("got %q, want %q", tc.got, tc.want)
