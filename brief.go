@@ -14,6 +14,9 @@ type Brief struct {
 	Requester string // login of the maintainer who asked
 	// Limits are the task's rules; the agent keeps them in its state.
 	Limits Limits
+	// Base is the commit the task's work starts from: the agent's diff
+	// tool shows the changes since. Empty: no diff tool answer.
+	Base string
 	// TestCommand is how the maintainers test the repository (its
 	// configuration's test_command), a hint for the model; may be empty.
 	TestCommand string

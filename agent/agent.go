@@ -342,6 +342,9 @@ type State struct {
 	// Reviewing is set in a review (Brief.Reviewing): the task's tools are
 	// then reviewTools, and finish_review ends it.
 	Reviewing *Reviewing `json:"reviewing,omitempty"`
+	// Base is Brief.Base, the commit the diff tool compares with; empty in
+	// a State saved before it existed.
+	Base string `json:"base,omitempty"`
 }
 
 // Tokens is the number of tokens used so far.
@@ -424,6 +427,7 @@ func (a *Agent) Start(b pullwright.Brief) *State {
 			{Role: openai.ChatMessageRoleUser, Content: firstMessage(b)},
 		},
 		Images: b.Images,
+		Base:   b.Base,
 	}
 	if b.Pull != nil && len(b.Pull.Checklist) > 0 {
 		// The status comment shows the checklist before the model's first

@@ -135,7 +135,7 @@ func TestConversation(t *testing.T) {
 		t.Fatalf("%d requests, want 4", len(reqs))
 	}
 	first := reqs[0]
-	if first.Model != "test-model" || len(first.Tools) != 9 || len(first.Messages) != 2 {
+	if first.Model != "test-model" || len(first.Tools) != len(tools) || len(first.Messages) != 2 {
 		t.Fatalf("first request: model %q, %d tools, %d messages", first.Model, len(first.Tools), len(first.Messages))
 	}
 	if first.Messages[0].Role != "system" || !strings.Contains(first.Messages[0].Content, "<untrusted-issue-body>") {

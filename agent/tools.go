@@ -274,6 +274,10 @@ var tools = []*tool{
 var toolsByName = map[string]*tool{}
 
 func init() {
+	// The tools that delete, move and change modes (files.go) follow
+	// edit_file, so that the model reads the file tools together.
+	at := slices.IndexFunc(tools, func(t *tool) bool { return t.name == ToolEditFile }) + 1
+	tools = slices.Insert(tools, at, append(fileTools, diffTool)...)
 	for _, t := range tools {
 		describeSchema(t)
 		toolsByName[t.name] = t

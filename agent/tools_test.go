@@ -488,7 +488,7 @@ func TestUnknownToolAndTruncation(t *testing.T) {
 	a := newTestAgent(t, Config{MaxToolOutput: 1000})
 
 	got, step := callTool(t, a, dir, &State{}, "shell", `{"command":"make"}`)
-	if !strings.HasPrefix(got, `error: unknown tool "shell"; the available tools are: read_file, write_file, edit_file, glob, grep, think, plan, run, finish`) {
+	if !strings.HasPrefix(got, `error: unknown tool "shell"; the available tools are: read_file, write_file, edit_file, delete_file, move_file, set_executable, diff, glob, grep, think, plan, run, finish`) {
 		t.Errorf("unknown tool = %q", got)
 	}
 	if step != "called unknown tool `shell`" {
@@ -529,20 +529,25 @@ func TestCut(t *testing.T) {
 
 func TestToolSchemas(t *testing.T) {
 	want := map[string][]string{
-		"read_file":  {"path"},
-		"write_file": {"path", "content"},
-		"edit_file":  {"path", "old_text", "new_text"},
-		"glob":       {"pattern"},
-		"grep":       {"pattern"},
-		"think":      {"thought"},
-		"plan":       {"items"},
-		"run":        {"command", "reason"},
-		"finish":     {"title", "summary"},
+		"read_file":      {"path"},
+		"write_file":     {"path", "content"},
+		"edit_file":      {"path", "old_text", "new_text"},
+		"delete_file":    {"path"},
+		"move_file":      {"from", "to"},
+		"set_executable": {"path", "executable"},
+		"diff":           {},
+		"glob":           {"pattern"},
+		"grep":           {"pattern"},
+		"think":          {"thought"},
+		"plan":           {"items"},
+		"run":            {"command", "reason"},
+		"finish":         {"title", "summary"},
 	}
 	props := map[string][]string{
 		"read_file": {"path", "start_line", "max_lines"},
 		"edit_file": {"path", "old_text", "new_text", "expected_matches"},
 		"grep":      {"pattern", "path_glob"},
+		"diff":      {"path"},
 		"run":       {"command", "reason"},
 	}
 	defs := toolDefs()

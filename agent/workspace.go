@@ -43,6 +43,7 @@ const (
 // lexical checks below were wrong.
 type workspace struct {
 	root *os.Root
+	dir  string // for the diff tool, which reads the git repository there
 }
 
 func openWorkspace(dir string) (*workspace, error) {
@@ -50,7 +51,7 @@ func openWorkspace(dir string) (*workspace, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &workspace{root: r}, nil
+	return &workspace{root: r, dir: dir}, nil
 }
 
 func (w *workspace) Close() error { return w.root.Close() }

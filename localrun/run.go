@@ -114,6 +114,7 @@ func (r *run) work(ctx context.Context) {
 		Requester:    r.who,
 		TestCommand:  s.TestCommand,
 		Guidance:     r.guidance,
+		Base:         r.src.head,
 		Limits: pullwright.Limits{
 			MaxTurns: s.MaxTurns, MaxTokens: s.MaxTokens,
 			Model: r.model, Profile: s.Profile, Protected: s.Protected,

@@ -156,6 +156,7 @@ func (f *Flow) prepare(ctx context.Context, t Job) error {
 		Mode:          t.Mode,
 		Requester:     t.Requester.Login,
 		Limits:        lim,
+		Base:          t.BaseSHA,
 		TestCommand:   settings.TestCommand,
 		Pull:          pull,
 		Guidance:      guide,
