@@ -101,7 +101,11 @@ func planEdit(content, old, repl string, want int, name string) (edited, error) 
 		return edited{}, ambiguous(name, content, at, want, "")
 	}
 	if o, r, ok := withoutLineNumbers(old, repl); ok {
-		if at := indexAll(content, o); len(at) == want {
+		// Only at the start of a line: read_file's numbers stood before
+		// whole lines, and a number-and-tab may be the file's own text
+		// (a TSV file), whose rest could match inside another line.
+		at := slices.DeleteFunc(indexAll(content, o), func(a int) bool { return a > 0 && content[a-1] != '\n' })
+		if len(at) == want {
 			return replaceAt(content, at, len(o), r, "old_text had read_file's line-number prefixes; they were left out"), nil
 		} else if len(at) > 0 {
 			return edited{}, ambiguous(name, content, at, want, " (without read_file's line-number prefixes)")

@@ -174,3 +174,17 @@ func TestReadFileFitsOneResult(t *testing.T) {
 func toolCallOf(name, args string) openai.ToolCall {
 	return openai.ToolCall{ID: "call_1", Type: openai.ToolTypeFunction, Function: openai.FunctionCall{Name: name, Arguments: args}}
 }
+
+// A TSV file's own "number, tab" is not read_file's prefix: the rest of
+// such an old_text never matches inside another line.
+func TestEditFileNumberedDataIsNotAPrefix(t *testing.T) {
+	dir := workspaceDir(t, map[string]string{"d.tsv": "1\tred apple\n2\tgreen\n"})
+	a := newTestAgent(t, Config{})
+	got, _ := callTool(t, a, dir, &State{}, ToolEditFile, `{"path":"d.tsv","old_text":"3\tapple","new_text":"3\tpear"}`)
+	if !strings.HasPrefix(got, "error: ") {
+		t.Errorf("result = %q", got)
+	}
+	if disk := readDisk(t, dir, "d.tsv"); disk != "1\tred apple\n2\tgreen\n" {
+		t.Errorf("file = %q", disk)
+	}
+}
