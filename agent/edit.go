@@ -423,7 +423,7 @@ func notFound(name string, lines []line, oldLines []string) error {
 			break
 		}
 	}
-	return errorf("%s. The nearest text is at %s:\n%s%sCopy old_text from these lines as they are (without the line numbers).",
+	return errorf("%s. The nearest text is at %s:\n%s\n%sCopy old_text from these lines as they are (without the line numbers).",
 		msg, lineRange(start, end-1), untrusted.Block("untrusted-file", " path="+strconv.Quote(name), b.String()), diff)
 }
 
@@ -462,17 +462,68 @@ func nearest(lines []line, old []string) (start, score int) {
 	if k < 0 {
 		return 0, 0
 	}
-	want := trigrams(strings.TrimSpace(old[k]))
-	best := 0.0
+	// The lines sharing most trigrams with old's first line that is not
+	// blank, then the one of them nearest by edit distance: trigrams alone
+	// misjudge short lines ("Says Hallo." and "Says Helo." share few).
+	want := strings.TrimSpace(old[k])
+	wantTri := trigrams(want)
+	type cand struct {
+		i   int
+		sim float64
+	}
+	var cands []cand
 	for i, l := range lines {
-		if sim := similarity(want, trigrams(strings.TrimSpace(l.text))); sim > best {
-			best, start = sim, i-k
+		if sim := similarity(wantTri, trigrams(strings.TrimSpace(l.text))); sim > 0 {
+			cands = append(cands, cand{i, sim})
 		}
 	}
-	if best < 0.5 {
+	slices.SortStableFunc(cands, func(a, b cand) int {
+		switch {
+		case a.sim > b.sim:
+			return -1
+		case a.sim < b.sim:
+			return 1
+		}
+		return 0
+	})
+	best := 0.0
+	for _, c := range cands[:min(len(cands), 20)] {
+		got := strings.TrimSpace(lines[c.i].text)
+		if r := editRatio(want, got); r > best {
+			best, start = r, c.i-k
+		}
+	}
+	if best < 0.6 {
 		return 0, 0
 	}
 	return max(start, 0), 1
+}
+
+// editRatio is 1 less the edit distance of a and b over the longer's
+// length: 1 for equal strings. Lines are cut to snippetLineBytes first, to
+// bound the work.
+func editRatio(a, b string) float64 {
+	a, b = untrusted.Cut(a, snippetLineBytes), untrusted.Cut(b, snippetLineBytes)
+	if a == b {
+		return 1
+	}
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return 1 - float64(prev[len(b)])/float64(max(len(a), len(b)))
 }
 
 func trigrams(s string) map[string]bool {
