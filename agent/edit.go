@@ -1,7 +1,9 @@
 package agent
 
 import (
+	"cmp"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strconv"
@@ -27,7 +29,7 @@ const (
 	snippetContext   = 3  // unchanged lines shown around a change
 	maxSnippetLines  = 40 // lines of one change shown
 	maxSnippets      = 3  // changes shown, of an edit that made several
-	maxListedMatches = 10 // line numbers named for an ambiguous old_text
+	maxListedMatches = 20 // line numbers named for an ambiguous old_text
 	snippetLineBytes = 500
 	maxNearestLines  = 12 // lines of the nearest candidate shown
 )
@@ -401,8 +403,8 @@ func ambiguous(name, content string, at []int, want int, how string) error {
 func notFound(name string, lines []line, oldLines []string) error {
 	msg := fmt.Sprintf("old_text found 0 times in %s, expected 1; old_text must match the file's text, "+
 		"whitespace and indentation included (leading and trailing white space of whole lines is forgiven)", name)
-	start, n := nearest(lines, oldLines)
-	if n == 0 {
+	start, score := nearest(lines, oldLines)
+	if score == 0 {
 		return errorf("%s. No lines of the file resemble it: read the file again.", msg)
 	}
 	end := min(start+len(oldLines), len(lines), start+maxNearestLines)
@@ -427,76 +429,90 @@ func notFound(name string, lines []line, oldLines []string) error {
 		msg, lineRange(start, end-1), untrusted.Block("untrusted-file", " path="+strconv.Quote(name), b.String()), diff)
 }
 
-// nearest is the line where the file's lines best match old's, and how
-// many of old's lines match there (by their text without surrounding
-// white space); when none does, the line most like old's first line that
-// is not blank, by shared trigrams.
-func nearest(lines []line, old []string) (start, score int) {
+// nearest is the line where the file's lines best resemble old's, and a
+// score above 0 when some do (0: none does). Candidate places come from
+// the lines of old found in the file as they are (a line found often, like
+// "}", says little of where, and weighs less) and from the file's lines
+// most like old's most distinctive lines; each is then scored by the edit
+// distance of its lines to old's, so that the rare line decides, not the
+// first one.
+func nearest(lines []line, old []string) (start int, score float64) {
 	index := map[string][]int{}
 	for i, l := range lines {
 		if t := strings.TrimSpace(l.text); t != "" {
 			index[t] = append(index[t], i)
 		}
 	}
-	votes := map[int]int{}
+	votes := map[int]float64{}
 	for k, o := range old {
 		t := strings.TrimSpace(o)
-		if t == "" || len(index[t]) > 50 { // a "}" or blank-ish line says nothing of where
+		if n := len(index[t]); t == "" || n == 0 || n > 50 {
 			continue
 		}
 		for _, i := range index[t] {
 			if s := i - k; s >= 0 {
-				votes[s]++
+				votes[s] += 1 / float64(len(index[t]))
 			}
 		}
 	}
-	for s, v := range votes {
-		if v > score || v == score && s < start {
-			start, score = s, v
+	// Old's longest lines are its most distinctive: the file's lines most
+	// like them, by shared trigrams, are candidates too.
+	ks := make([]int, 0, len(old))
+	for k, o := range old {
+		if strings.TrimSpace(o) != "" {
+			ks = append(ks, k)
 		}
 	}
-	if score > 0 {
-		return start, score
-	}
-	k := slices.IndexFunc(old, func(s string) bool { return strings.TrimSpace(s) != "" })
-	if k < 0 {
-		return 0, 0
-	}
-	// The lines sharing most trigrams with old's first line that is not
-	// blank, then the one of them nearest by edit distance: trigrams alone
-	// misjudge short lines ("Says Hallo." and "Says Helo." share few).
-	want := strings.TrimSpace(old[k])
-	wantTri := trigrams(want)
-	type cand struct {
-		i   int
-		sim float64
-	}
-	var cands []cand
-	for i, l := range lines {
-		if sim := similarity(wantTri, trigrams(strings.TrimSpace(l.text))); sim > 0 {
-			cands = append(cands, cand{i, sim})
+	slices.SortStableFunc(ks, func(a, b int) int { return len(strings.TrimSpace(old[b])) - len(strings.TrimSpace(old[a])) })
+	var alike []int // places from trigrams, kept whatever the votes
+	for _, k := range ks[:min(len(ks), 3)] {
+		want := trigrams(strings.TrimSpace(old[k]))
+		type cand struct {
+			i   int
+			sim float64
+		}
+		var cands []cand
+		for i, l := range lines {
+			if sim := similarity(want, trigrams(strings.TrimSpace(l.text))); sim > 0 {
+				cands = append(cands, cand{i, sim})
+			}
+		}
+		slices.SortStableFunc(cands, func(a, b cand) int { return cmp.Compare(b.sim, a.sim) })
+		for _, c := range cands[:min(len(cands), 10)] {
+			alike = append(alike, max(c.i-k, 0))
 		}
 	}
-	slices.SortStableFunc(cands, func(a, b cand) int {
-		switch {
-		case a.sim > b.sim:
-			return -1
-		case a.sim < b.sim:
-			return 1
+	starts := slices.Collect(maps.Keys(votes))
+	slices.SortFunc(starts, func(a, b int) int {
+		if c := cmp.Compare(votes[b], votes[a]); c != 0 {
+			return c
 		}
-		return 0
+		return cmp.Compare(a, b)
 	})
-	best := 0.0
-	for _, c := range cands[:min(len(cands), 20)] {
-		got := strings.TrimSpace(lines[c.i].text)
-		if r := editRatio(want, got); r > best {
-			best, start = r, c.i-k
+	starts = append(starts[:min(len(starts), 100)], alike...)
+	// Score each place by how alike its lines are to old's, over at most
+	// the first 20 lines of old that are not blank.
+	scored := ks
+	if len(scored) > 20 {
+		scored = slices.Clone(ks[:20])
+	}
+	slices.Sort(scored)
+	best := -1.0
+	for _, s := range starts {
+		sum := 0.0
+		for _, k := range scored {
+			if s+k < len(lines) {
+				sum += editRatio(strings.TrimSpace(old[k]), strings.TrimSpace(lines[s+k].text))
+			}
+		}
+		if sum > best || sum == best && s < start {
+			best, start = sum, s
 		}
 	}
-	if best < 0.6 {
+	if len(scored) == 0 || best/float64(len(scored)) < 0.5 {
 		return 0, 0
 	}
-	return max(start, 0), 1
+	return start, best
 }
 
 // editRatio is 1 less the edit distance of a and b over the longer's

@@ -522,9 +522,6 @@ func TestNearMissNamesTheRareLine(t *testing.T) {
 	}
 	switch got {
 	case outAnswered:
-	case outMissed:
-		t.Skipf("KNOWN FAILURE (issue 40): a near miss whose matching lines are common is answered with the "+
-			"wrong place; want the answer to name line %d:\n%s", line, out)
 	default:
 		t.Errorf("outcome %q, want the answer to name line %d:\n%s", got, line, out)
 	}
