@@ -465,6 +465,10 @@ func nearest(lines []line, old []string) (start int, score float64) {
 	}
 	slices.SortStableFunc(ks, func(a, b int) int { return len(strings.TrimSpace(old[b])) - len(strings.TrimSpace(old[a])) })
 	var alike []int // places from trigrams, kept whatever the votes
+	fileTri := make([]map[string]bool, len(lines))
+	for i, l := range lines {
+		fileTri[i] = trigrams(strings.TrimSpace(l.text))
+	}
 	for _, k := range ks[:min(len(ks), 3)] {
 		want := trigrams(strings.TrimSpace(old[k]))
 		type cand struct {
@@ -472,8 +476,8 @@ func nearest(lines []line, old []string) (start int, score float64) {
 			sim float64
 		}
 		var cands []cand
-		for i, l := range lines {
-			if sim := similarity(want, trigrams(strings.TrimSpace(l.text))); sim > 0 {
+		for i := range lines {
+			if sim := similarity(want, fileTri[i]); sim > 0 {
 				cands = append(cands, cand{i, sim})
 			}
 		}
