@@ -72,6 +72,12 @@ func TestCheckSyntax(t *testing.T) {
 		{"tsx valid", "src/C.tsx", "export const C = <T,>({ items }: { items: T[] }) => (\n  <ul>{items.map((x, i) => <li key={i}>{String(x)}</li>)}</ul>\n);\n", 0, 0, ""},
 		{"tsx unclosed tag", "src/C.tsx", "export const C = () => (\n  <div>\n    <span>hi\n  </div>\n);\n", 4, 5, ""},
 
+		// Python
+		{"python valid modern", "app/main.py", "type Pair[T] = tuple[T, T]\n\nasync def main(xs: list[int]) -> None:\n    if (n := len(xs)) > 1:\n        print(f\"{n=} {xs[0]!r}\")\n    match xs:\n        case [first, *_]:\n            pass\n", 0, 0, ""},
+		{"python stub", "pkg/a.pyi", "def f(x: int, /) -> str: ...\n", 0, 0, ""},
+		{"python missing colon", "app/main.py", "import os\n\ndef f(x)\n    return x\n", 3, 1, "invalid syntax"},
+		{"python stray operator", "app/util.py", "x = 1\ny = = 2\n", 2, 5, "invalid syntax"},
+
 		// Not checked
 		{"unknown extension", "README.md", "{{{ not ] anything", 0, 0, ""},
 		{"no extension", "Makefile", "all:\n\t@echo {", 0, 0, ""},
@@ -126,6 +132,7 @@ func TestCheckedLanguage(t *testing.T) {
 		"a.yml": "YAML", "a.yaml": "YAML", "Cargo.toml": "TOML",
 		"a.js": "JavaScript", "a.mjs": "JavaScript", "a.cjs": "JavaScript", "a.jsx": "JavaScript",
 		"a.ts": "TypeScript", "a.tsx": "TypeScript", "a.mts": "TypeScript", "a.cts": "TypeScript",
+		"a.py": "Python", "a.pyi": "Python",
 		"README.md": "", "Makefile": "", "a.go.orig": "", "go.mod": "",
 	}
 	for p, want := range tests {
@@ -173,6 +180,7 @@ func FuzzCheckSyntax(f *testing.F) {
 		{"a.toml", "[a]\nb = \"c\"\n[[d]]\ne = 1979-05-27T07:32:00Z\n"},
 		{"a.js", "const a = <div>{b}</div>;"},
 		{"a.tsx", "let a = <T,>(x: T) => x;"},
+		{"a.py", "def f(x):\n    return x +\n"},
 	}
 	for _, s := range seeds {
 		f.Add(s.path, []byte(s.src))
@@ -189,18 +197,21 @@ func FuzzCheckSyntax(f *testing.F) {
 }
 
 // BenchmarkCheckSyntax measures the cost a check adds to an edit of a
-// 2,000-line file.
+// 2,000-line file (Go, JavaScript, Python).
 func BenchmarkCheckSyntax(b *testing.B) {
 	var goSrc, jsSrc strings.Builder
 	goSrc.WriteString("package bench\n\nimport \"fmt\"\n\n")
 	jsSrc.WriteString("import { format } from './format.js';\n\n")
+	var pySrc strings.Builder
 	for i := range 2000 / 8 {
 		fmt.Fprintf(&goSrc, "// F%d formats a value.\nfunc F%d(xs []int, s string) (string, error) {\n\tif len(xs) == 0 {\n\t\treturn \"\", fmt.Errorf(\"empty %%s\", s)\n\t}\n\treturn fmt.Sprint(xs[0]+%d, s), nil\n}\n\n", i, i, i)
+		fmt.Fprintf(&pySrc, "def f%d(xs: list[int], s: str) -> str:\n    \"\"\"Formats a value.\"\"\"\n    if not xs:\n        raise ValueError(f\"empty {s}\")\n    total = sum(x + %d for x in xs)\n    return f\"{total}: {s!r}\"\n\n\n", i, i)
 		fmt.Fprintf(&jsSrc, "// f%d formats a value.\nexport async function f%d(xs, s) {\n  if (xs.length === 0) {\n    throw new Error(`empty ${s}`);\n  }\n  return format(xs.map((x) => x + %d), { s, n: xs?.length ?? 0 });\n}\n\n", i, i, i)
 	}
 	for _, c := range []struct{ name, path, src string }{
 		{"go", "bench.go", goSrc.String()},
 		{"js", "bench.js", jsSrc.String()},
+		{"python", "bench.py", pySrc.String()},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			data := []byte(c.src)
