@@ -86,6 +86,8 @@ type edited struct {
 	text    string
 	changes []span // where new_text went in text, in order
 	how     string // how old_text was found, when not as given ("" if exact)
+	// before and after are the file's bytes, for the syntax check.
+	before, after []byte
 }
 
 // span is a byte range of a text.
@@ -632,4 +634,44 @@ func lineAt(lines []line, off int) int {
 		return 0
 	})
 	return min(i, max(len(lines)-1, 0))
+}
+
+// syntaxNote is what a tool that wrote path says of its syntax: nothing
+// when it parses (or its language is not checked), else the first error
+// with the lines around it, and whether the file parsed before (before is
+// nil for a new file). The change is kept either way. SWE-agent's linting
+// edit, which refused a change that broke the syntax, was worth 3 points
+// of SWE-bench Lite in its paper; its current editor, OpenHands and Aider
+// keep the change and show the error instead, as here: a change may pass
+// through a broken state on purpose, and a checker can be wrong.
+func syntaxNote(path string, before, after []byte) string {
+	e := checkSyntax(path, after)
+	if e == nil {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("\nSyntax check: " + e.String() + ". ")
+	if before != nil {
+		if was := checkSyntax(path, before); was != nil {
+			b.WriteString("The file did not parse before this change either (" + was.String() + ").")
+		} else {
+			b.WriteString("The file parsed before this change: fix the error next.")
+		}
+	} else {
+		b.WriteString("Fix it next.")
+	}
+	text, _ := splitStyle(string(after))
+	lines := splitLines(text)
+	if e.Line >= 1 && e.Line <= len(lines) {
+		var near strings.Builder
+		for n := max(e.Line-3, 1); n <= min(e.Line+2, len(lines)); n++ {
+			mark := " "
+			if n == e.Line {
+				mark = ">"
+			}
+			fmt.Fprintf(&near, "%s%4d\t%s\n", mark, n, untrusted.Cut(strings.TrimRight(lines[n-1].text, "\r\n"), snippetLineBytes))
+		}
+		b.WriteString("\n" + untrusted.Block("untrusted-file", " path="+strconv.Quote(path), near.String()))
+	}
+	return b.String()
 }

@@ -188,3 +188,57 @@ func TestEditFileNumberedDataIsNotAPrefix(t *testing.T) {
 		t.Errorf("file = %q", disk)
 	}
 }
+
+// A change that breaks a file's syntax is kept and reported with the
+// lines around the error, and with whether the file parsed before.
+func TestSyntaxCheckAfterAChange(t *testing.T) {
+	const goSrc = "package p\n\nfunc f() int {\n\treturn 1\n}\n"
+	cases := []struct {
+		name, file, tool, args string
+		want                   []string
+		notWant                []string
+	}{
+		{name: "an edit that breaks Go", file: goSrc, tool: ToolEditFile,
+			args: `{"path":"f.go","old_text":"\treturn 1\n}","new_text":"\treturn 1"}`,
+			want: []string{"replaced 1 occurrence", "Syntax check: Go syntax error at line 4, column 11", "The file parsed before this change: fix the error next.", ">   4\t\treturn 1"}},
+		{name: "an edit that keeps Go whole", file: goSrc, tool: ToolEditFile,
+			args:    `{"path":"f.go","old_text":"return 1","new_text":"return 2"}`,
+			notWant: []string{"Syntax check"}},
+		{name: "an edit of a file that was broken", file: "package p\n\nfunc f( {\n", tool: ToolEditFile,
+			args: `{"path":"f.go","old_text":"package p","new_text":"package q"}`,
+			want: []string{"Syntax check: Go syntax error", "did not parse before this change either"}},
+		{name: "a new broken JSON file", tool: ToolWriteFile,
+			args: `{"path":"c.json","content":"{\"a\": 1,\n \"b\": }\n"}`,
+			want: []string{"created c.json", "Syntax check: JSON syntax error at line 2", "Fix it next."}},
+		{name: "a rewritten Go file", file: goSrc, tool: ToolWriteFile,
+			args: `{"path":"f.go","content":"package p\nfunc {\n"}`,
+			want: []string{"replaced the content of f.go", "Go syntax error at line 2"}},
+		{name: "an unchecked language", tool: ToolWriteFile,
+			args:    `{"path":"notes.txt","content":"{{{ not code"}`,
+			notWant: []string{"Syntax check"}},
+	}
+	a := newTestAgent(t, Config{})
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			files := map[string]string{}
+			if tc.file != "" {
+				files["f.go"] = tc.file
+			}
+			dir := workspaceDir(t, files)
+			got, _ := callTool(t, a, dir, &State{}, tc.tool, tc.args)
+			if strings.HasPrefix(got, "error: ") {
+				t.Fatalf("the change was refused: %s", got)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("result lacks %q; result:\n%s", w, got)
+				}
+			}
+			for _, w := range tc.notWant {
+				if strings.Contains(got, w) {
+					t.Errorf("result has %q; result:\n%s", w, got)
+				}
+			}
+		})
+	}
+}

@@ -32,6 +32,10 @@ const (
 	ToolFinish    = "finish"
 )
 
+// syntaxCheckNote says what the tools that write a file check of it.
+const syntaxCheckNote = "says the first syntax error of a Go, JSON, YAML, TOML, JavaScript, TypeScript or Python file " +
+	"with the lines around it (the change is kept: fix the error next)."
+
 // protectedNote ends the description of every tool that changes files.
 const protectedNote = "Paths the maintainers protected (listed in the first message, if any) are refused, " +
 	"also through symlinks: read them if useful, but describe a change they would need in your finish summary instead."
@@ -108,7 +112,7 @@ var tools = []*tool{
 		name: ToolWriteFile,
 		description: "Create a file, or replace the whole content of an existing one. Parent directories are created. " +
 			"Prefer edit_file for changes to existing files; use write_file for new files or complete rewrites of small files. " +
-			protectedNote,
+			"A replaced file keeps its line ends, byte order mark and final newline. The result " + syntaxCheckNote + " " + protectedNote,
 		schema: `{
   "type": "object",
   "properties": {
@@ -128,7 +132,7 @@ var tools = []*tool{
 			"lines. Whole lines that differ only in trailing white space or indentation still match when that match " +
 			"is unique (new_text is then re-indented as the file is), and the result says so. Include enough " +
 			"surrounding lines to make old_text unique. Line ends and a byte order mark are the file's own: write " +
-			"\"\\n\". The result shows the lines around your change. " + protectedNote,
+			"\"\\n\". The result shows the lines around your change, and " + syntaxCheckNote + " " + protectedNote,
 		schema: `{
   "type": "object",
   "properties": {
@@ -439,7 +443,7 @@ func runWriteFile(env toolEnv, raw json.RawMessage) (toolResult, error) {
 	if len(w.kept) > 0 {
 		text += "; the file keeps its " + words.Join(w.kept)
 	}
-	return toolResult{text: text, step: step}, nil
+	return toolResult{text: text + syntaxNote(a.Path, w.before, w.after), step: step}, nil
 }
 
 func runEditFile(env toolEnv, raw json.RawMessage) (toolResult, error) {
@@ -468,7 +472,7 @@ func runEditFile(env toolEnv, raw json.RawMessage) (toolResult, error) {
 	}
 	fmt.Fprintf(&b, "; the new text is at %s. The file there now reads:\n", where)
 	b.WriteString(untrusted.Block("untrusted-file", " path="+strconv.Quote(a.Path), shown))
-	b.WriteString("\nCheck that this is what you meant.")
+	b.WriteString(syntaxNote(a.Path, e.before, e.after))
 	return toolResult{text: b.String(), step: "edited " + a.Path}, nil
 }
 

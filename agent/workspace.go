@@ -345,6 +345,9 @@ type written struct {
 	// newline"), since the model writes "\n" and sees no BOM.
 	kept []string
 	size int // bytes written
+	// before (nil for a new file) and after are the file's bytes, for
+	// the syntax check.
+	before, after []byte
 }
 
 // writeFile creates or replaces a file, creating parent directories, unless
@@ -377,6 +380,7 @@ func (w *workspace) writeFile(p, content string, protected []string) (written, e
 			return written{}, fileErr(p, err)
 		}
 		content, res.kept = keepStyle(string(old), content)
+		res.before = old
 	}
 	if dir := path.Dir(rp); dir != "." {
 		if err := w.root.MkdirAll(dir, 0o755); err != nil {
@@ -387,7 +391,7 @@ func (w *workspace) writeFile(p, content string, protected []string) (written, e
 	if err := w.root.WriteFile(rp, []byte(content), 0o644); err != nil {
 		return written{}, fileErr(p, err)
 	}
-	res.size = len(content)
+	res.size, res.after = len(content), []byte(content)
 	return res, nil
 }
 
@@ -470,6 +474,7 @@ func (w *workspace) editFile(p, old, repl string, want int, protected []string) 
 	if err := w.root.WriteFile(rp, []byte(out), fi.Mode().Perm()); err != nil {
 		return edited{}, fileErr(p, err)
 	}
+	e.before, e.after = data, []byte(out)
 	return e, nil
 }
 
