@@ -345,6 +345,9 @@ type State struct {
 	// Base is Brief.Base, the commit the diff tool compares with; empty in
 	// a State saved before it existed.
 	Base string `json:"base,omitempty"`
+	// Mapped is set once the first turn appended the map of the
+	// repository to the first message (agent/repomap.go).
+	Mapped bool `json:"mapped,omitempty"`
 }
 
 // Tokens is the number of tokens used so far.
@@ -495,7 +498,7 @@ func (a *Agent) budget(st *State) error {
 // model must see the result before it finishes. After a turn that ends with
 // st.Pending set, the caller persists st, has the request approved and run,
 // and calls Resolve before the next Turn.
-func (a *Agent) Turn(ctx context.Context, st *State, workdir string) error {
+func (a *Agent) Turn(ctx context.Context, st *State, workdir string) (err error) {
 	if err := a.refuseTurn(st); err != nil {
 		return err
 	}
@@ -504,6 +507,15 @@ func (a *Agent) Turn(ctx context.Context, st *State, workdir string) error {
 		return fmt.Errorf("agent: open workspace: %w", err)
 	}
 	defer ws.Close()
+	undo, err := a.addMap(ctx, st, ws)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			undo() // a failed turn leaves st as it was
+		}
+	}()
 
 	t := a.newTurn(ctx, st)
 	t.listServerTools()

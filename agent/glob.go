@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"encoding/json"
 	"path"
 	"strings"
 
@@ -21,9 +22,19 @@ type globMatcher struct {
 	basename bool   // match the last path element only (pattern without '/')
 }
 
-// compileGlob validates a pattern. With anyDepth, a pattern without '/' is
-// matched against the file name at any depth (ripgrep's --glob rule).
-func compileGlob(pattern string, anyDepth bool) (*globMatcher, error) {
+// globRule is how every tool's description says what a glob means.
+const globRule = "A pattern without '/' matches file names at any depth (\"*.go\" is every Go file); " +
+	"with '/' it matches the path from the repository root (\"cmd/*.go\" only directly in cmd, " +
+	"\"internal/**/*.go\" at any depth under internal). '*' and '?' match within one path element, " +
+	"'**' any number of directories, {a,b} either alternative."
+
+// compileGlob validates a pattern. A pattern without '/' is matched against
+// the file name at any depth, as ripgrep's --glob, .gitignore, git's
+// pathspecs and find -name read "*.go": the meaning models have seen most,
+// and the one that, taken the other way, returns more paths rather than
+// none. Every tool that takes a glob (glob's pattern, grep's path_glob)
+// means it that way (globRule, in both descriptions).
+func compileGlob(pattern string) (*globMatcher, error) {
 	p := strings.TrimSpace(pattern)
 	if p == "" {
 		return nil, errorf("pattern is empty; e.g. **/*.go")
@@ -48,7 +59,7 @@ func compileGlob(pattern string, anyDepth bool) (*globMatcher, error) {
 	if !ok {
 		return nil, errorf("pattern %q is malformed: a [class] may not hold '/'", pattern)
 	}
-	return &globMatcher{pattern: q, basename: anyDepth && !strings.Contains(p, "/")}, nil
+	return &globMatcher{pattern: q, basename: !strings.Contains(p, "/")}, nil
 }
 
 func (m *globMatcher) match(rel string) bool {
@@ -151,4 +162,13 @@ func rangeHoldsSlash(body string) bool {
 		}
 	}
 	return false
+}
+
+// jsonString is s as a JSON string, for a tool's schema.
+func jsonString(s string) string {
+	b, err := json.Marshal(s)
+	if err != nil {
+		panic(err) // a string always encodes
+	}
+	return string(b)
 }

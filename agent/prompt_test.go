@@ -112,49 +112,6 @@ func TestToolDescriptionsMentionProtectedPaths(t *testing.T) {
 	}
 }
 
-func TestGlobMatch(t *testing.T) {
-	tests := []struct {
-		pattern  string
-		anyDepth bool
-		path     string
-		want     bool
-	}{
-		{"*.go", false, "main.go", true},
-		{"*.go", false, "cmd/main.go", false},
-		{"*.go", true, "cmd/main.go", true},
-		{"**/*.go", false, "main.go", true},
-		{"**/*.go", false, "a/b/c.go", true},
-		{"a/**", false, "a/b/c", true},
-		{"a/**", false, "b/a/c", false},
-		{"a/**/c.go", false, "a/c.go", true},
-		{"a/**/c.go", false, "a/x/y/c.go", true},
-		{"a/**/**/c.go", false, "a/x/c.go", true},
-		{"./src/*.go", false, "src/x.go", true},
-		{"src/*.{go,md}", false, "src/x.md", true},
-		{"src/*.{go,md}", false, "src/x.txt", false},
-		{"{a,b/{c,d}}/x", false, "b/d/x", true},
-		{"{a,b/{c,d}}/x", false, "b/e/x", false},
-		{"?.txt", false, "ab.txt", false},
-		{"[ab].txt", false, "b.txt", true},
-		{"docs", false, "docs/x", false},
-	}
-	for _, tt := range tests {
-		m, err := compileGlob(tt.pattern, tt.anyDepth)
-		if err != nil {
-			t.Errorf("compileGlob(%q): %v", tt.pattern, err)
-			continue
-		}
-		if got := m.match(tt.path); got != tt.want {
-			t.Errorf("match(%q, %q, anyDepth=%v) = %v, want %v", tt.pattern, tt.path, tt.anyDepth, got, tt.want)
-		}
-	}
-	for _, bad := range []string{"", "[", "/abs/*", "../x", "a/../b", "{a,b", "a}", strings.Repeat("{a,b}", 8)} {
-		if _, err := compileGlob(bad, false); err == nil {
-			t.Errorf("compileGlob(%q) accepted", bad)
-		}
-	}
-}
-
 func TestSymlinkLoop(t *testing.T) {
 	dir := t.TempDir()
 	mustSymlink(t, "loop", filepath.Join(dir, "loop"))
