@@ -35,6 +35,10 @@ type Result struct {
 	StateRef string
 	// Error is the user-safe reason a fix task failed.
 	Error string
+	// OutOfBudget is which budget the fix task's agent used up before it
+	// was done, when it did: its pull request is then a draft holding the
+	// work so far (task's Work.OutOfBudget).
+	OutOfBudget string
 	// Spend is what the fix task's model calls used and cost so far, in
 	// this run and the runs before it.
 	Spend pullwright.Spend
@@ -196,7 +200,7 @@ func (s *Step) Run(ctx context.Context) (Result, error) {
 		}
 		res.TaskID, res.Issue, res.Error = ft.ID, ft.Issue, ft.Error
 		if j, ok := ft.Job(); ok {
-			res.PRURL, res.Spend = j.PRURL, j.Spend
+			res.PRURL, res.Spend, res.OutOfBudget = j.PRURL, j.Spend, j.OutOfBudget
 		}
 		ref, err := s.settle(ctx, ft, restored[id])
 		if err != nil {

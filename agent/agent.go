@@ -276,6 +276,9 @@ type Finish struct {
 	// number (from 1): what it did about the thread, or why not. Threads
 	// without a note are absent.
 	Replies map[int]string `json:"replies,omitempty"`
+	// OutOfBudget is set when the model finished on its last turn, when
+	// only finish was offered: which budget ran out, in ErrBudget's words.
+	OutOfBudget string `json:"out_of_budget,omitempty"`
 }
 
 // State is the whole conversation of a task. It round-trips through
@@ -522,6 +525,7 @@ func (a *Agent) Turn(ctx context.Context, st *State, workdir string) (err error)
 	if compacted, err := t.fitContext(); compacted || err != nil {
 		return err
 	}
+	t.last = t.noteBudget()
 	resp, compacted, err := t.callModel()
 	if compacted || err != nil {
 		return err
@@ -538,6 +542,9 @@ func (a *Agent) Turn(ctx context.Context, st *State, workdir string) (err error)
 		return nil
 	}
 	names, repaired := t.runToolCalls(ws, msg, cut)
+	if t.last && st.Finish != nil {
+		st.Finish.OutOfBudget = t.why
+	}
 	t.logTurn(attrs, names, repaired)
 	return nil
 }
@@ -580,6 +587,10 @@ type turnRun struct {
 	// estimated from the one and calibrates the count of the other.
 	req  openai.ChatCompletionRequest
 	sent int
+	// last is set on the task's last turn (noteBudget): the request
+	// offers only the finish tool, and why says which budget ran out.
+	last bool
+	why  string
 }
 
 // newTurn notes where st stands before the turn: its steps compare
@@ -626,6 +637,9 @@ func (t *turnRun) fitContext() (compacted bool, err error) {
 func (t *turnRun) request() openai.ChatCompletionRequest {
 	req := t.a.request(t.st, t.model)
 	req.Tools = t.ext.with(req.Tools)
+	if t.last {
+		req.Tools = finishOnly(req.Tools)
+	}
 	return req
 }
 
@@ -751,10 +765,17 @@ func (t *turnRun) runToolCalls(ws *workspace, msg openai.ChatCompletionMessage, 
 	// A message that asks to run a command cannot also finish: the model has
 	// not seen the result yet. Its finish calls are refused, with a text that
 	// depends on whether the run request turned out valid.
-	hasRun := slices.ContainsFunc(msg.ToolCalls, func(tc openai.ToolCall) bool { return tc.Function.Name == ToolRun || t.ext.asks(tc.Function.Name) })
+	hasRun := !t.last && slices.ContainsFunc(msg.ToolCalls, func(tc openai.ToolCall) bool { return tc.Function.Name == ToolRun || t.ext.asks(tc.Function.Name) })
 	var refused []int // indexes in st.Messages of refused finish results
 	for _, tc := range msg.ToolCalls {
 		names = append(names, tc.Function.Name)
+		if t.last && !isFinish(tc.Function.Name) {
+			// The last turn offered only finish: nothing else runs, since
+			// no turn is left to read its result.
+			st.Steps = append(st.Steps, untrusted.Cut(tc.Function.Name, 40)+stepLastTurn)
+			st.Messages = append(st.Messages, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleTool, Content: lastTurnRefused, ToolCallID: tc.ID})
+			continue
+		}
 		if hasRun && isFinish(tc.Function.Name) {
 			refused = append(refused, len(st.Messages))
 			st.Steps = append(st.Steps, stepFinishRefused)

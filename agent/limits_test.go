@@ -99,7 +99,8 @@ func TestCostUSD(t *testing.T) {
 // without the key.
 func TestStateWithoutLimits(t *testing.T) {
 	s := fakellm.NewByTurn(t, fakellm.Step{ToolCalls: []fakellm.ToolCall{call("write_file", `{"path":".github/workflows/ci.yml","content":"x"}`)}})
-	a := agentFor(t, s, Config{MaxTurns: 1})
+	// Two turns: the last offers only finish, and runs nothing else.
+	a := agentFor(t, s, Config{MaxTurns: 2})
 	data, err := json.Marshal(a.Start(testBrief))
 	if err != nil {
 		t.Fatal(err)
@@ -117,6 +118,9 @@ func TestStateWithoutLimits(t *testing.T) {
 	}
 	if got := readDisk(t, dir, ".github/workflows/ci.yml"); got != "x" {
 		t.Errorf("without limits nothing is protected; file = %q", got)
+	}
+	if err := a.Turn(context.Background(), &st, dir); err != nil {
+		t.Fatal(err)
 	}
 	if err := a.Turn(context.Background(), &st, dir); !errors.Is(err, ErrBudget) {
 		t.Errorf("Config.MaxTurns does not apply: %v", err)

@@ -200,6 +200,7 @@ func progress(out []byte, st *agent.State, spend pullwright.Spend) task.Progress
 		p.Finished, p.Title, p.Summary = true, st.Finish.Title, st.Finish.Summary
 		p.Replies = st.Finish.Replies
 		p.Review = st.Draft()
+		p.OutOfBudget = st.Finish.OutOfBudget
 	}
 	if st.Pending != nil {
 		p.Pending = &task.Pending{Command: st.Pending.Command, Reason: st.Pending.Reason, Tool: st.Pending.Tool}

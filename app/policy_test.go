@@ -271,7 +271,10 @@ func TestTriggerAllowList(t *testing.T) {
 	}
 }
 
-func TestBudgetStopKeepsTheWorkPushed(t *testing.T) {
+// TestBudgetEndsWithADraft: the last turn offers only finish; a model
+// that does something else ends the task with its work so far in a draft
+// pull request and the bot's summary.
+func TestBudgetEndsWithADraft(t *testing.T) {
 	llm := fakellm.NewByTurn(t,
 		fakellm.Step{ToolCalls: []fakellm.ToolCall{call("edit_file", map[string]any{"path": "README.md", "old_text": "comitt", "new_text": "commit"})}},
 		fakellm.Step{ToolCalls: []fakellm.ToolCall{call("think", map[string]any{"thought": "more to do"})}},
@@ -281,18 +284,25 @@ func TestBudgetStopKeepsTheWorkPushed(t *testing.T) {
 	e.configure("budget:\n  max_turns: 2\n")
 	e.comment("d1", 1, owner, "/agent fix the typo")
 	tk := e.waitTask(1)
-	if tk.State != task.Failed || !strings.Contains(tk.Error, "turns: 2 of 2 used") || !strings.Contains(tk.Error, tasktest.Job(tk).Branch) {
+	if tk.State != task.Done {
 		t.Fatalf("task ended %s: %q", tk.State, tk.Error)
 	}
 	if n := llm.Calls(); n != 2 {
 		t.Errorf("the model was called %d times with a budget of 2 turns", n)
 	}
+	if reqs := llm.Requests(); len(reqs) == 2 && (len(reqs[1].Tools) != 1 || reqs[1].Tools[0].Function.Name != "finish") {
+		t.Errorf("the last turn offered %d tools, want finish alone", len(reqs[1].Tools))
+	}
 	readme, err := e.git.ReadFile(t, owner, repoName, tasktest.Job(tk).Branch, "README.md")
 	if err != nil || !strings.Contains(readme, "commit your work") {
 		t.Fatalf("the work so far was not pushed: %q, %v", readme, err)
 	}
+	prs := e.gh.PullRequests(owner, repoName)
+	if len(prs) != 1 || !prs[0].Draft || !strings.Contains(prs[0].Body, "turns: 2 of 2 used") || !strings.Contains(prs[0].Body, "so it wrote no summary") {
+		t.Fatalf("pull requests = %+v, want one draft with the bot's summary", prs)
+	}
 	// The end is saved before it is reported: wait for the report.
-	e.waitComment(1, "used up its budget")
+	e.waitComment(1, "the pull request stays a draft: the agent used up its budget")
 }
 
 func TestTasksPerHourAreLimited(t *testing.T) {

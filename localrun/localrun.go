@@ -155,7 +155,12 @@ type Result struct {
 	Finished       bool
 	Title, Summary string
 	Stopped        string
-	Turns, Tokens  int
+	// OutOfBudget says which budget ran out, when one did: either the
+	// agent finished on its last turn (Finished), or Stopped says so and
+	// Summary is the bot's account of its plan and steps
+	// (task.BudgetSummary), not the agent's.
+	OutOfBudget   string
+	Turns, Tokens int
 	// Spend is what the model calls used and cost, by model, at Prices.
 	Spend pullwright.Spend
 	// Workspace is the temporary clone, kept only when the work could not

@@ -431,24 +431,60 @@ func TestRunWithoutChangesCreatesNoBranch(t *testing.T) {
 	mustContain(t, "stdout", stdout.String(), "no branch was created")
 }
 
-func TestRunStopsOnBudgetAndKeepsTheWork(t *testing.T) {
-	dir := newRepo(t, false, map[string]string{".github/pullwright.yml": "budget:\n  max_turns: 2\n"})
-	llm := fakellm.New(t, readStep, editStep)
-	o, stdout, _ := options(t, dir, llm, strings.NewReader(""), true)
-	res, err := localrun.Run(context.Background(), o)
-	if err == nil || !strings.Contains(err.Error(), "budget") {
-		t.Fatalf("Run: %v, want a budget error", err)
+// TestRunOutOfBudget: the last turn offers only finish; a model that does
+// something else stops the run with its work on the branch and the bot's
+// account of the plan and steps in the report, and one that finishes there
+// is reported as out of budget.
+func TestRunOutOfBudget(t *testing.T) {
+	cases := []struct {
+		name     string
+		last     fakellm.Step
+		finished bool
+		want     []string
+	}{
+		{"no finish", readStep, false, []string{
+			"Stopped: the agent used up its budget (turns: 3 of 3 used).",
+			"What the agent did, and what is left:",
+			"so it wrote no summary",
+			"- [ ] Fix the typo *(in progress)*",
+			"edited README.md",
+			"New branch " + workBranch,
+		}},
+		{"finish on the last turn", finishStep, true, []string{
+			"Out of budget: the agent used up its budget (turns: 3 of 3 used); it finished on its last turn: Fix the spelling of commit in the README",
+			"The agent's summary, in its own words:",
+			"New branch " + workBranch,
+		}},
 	}
-	if res.Branch != workBranch || res.Finished {
-		t.Fatalf("Result %+v", res)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := newRepo(t, false, map[string]string{".github/pullwright.yml": "budget:\n  max_turns: 3\n"})
+			llm := fakellm.New(t, readStep, editStep, c.last)
+			o, stdout, _ := options(t, dir, llm, strings.NewReader(""), true)
+			res, err := localrun.Run(context.Background(), o)
+			if c.finished != (err == nil) {
+				t.Fatalf("Run: %v", err)
+			}
+			if !c.finished && !strings.Contains(err.Error(), "budget") {
+				t.Fatalf("Run: %v, want a budget error", err)
+			}
+			if res.Branch != workBranch || res.Finished != c.finished || res.OutOfBudget == "" {
+				t.Fatalf("Result %+v", res)
+			}
+			if got := gitCmd(t, dir, "show", workBranch+":README.md"); got != strings.TrimSpace(fixed) {
+				t.Errorf("README.md on the branch:\n%s", got)
+			}
+			if reqs := llm.Requests(); len(reqs[2].Tools) != 1 || reqs[2].Tools[0].Function.Name != "finish" {
+				t.Errorf("the last turn offered %d tools, want finish alone", len(reqs[2].Tools))
+			}
+			mustContain(t, "stdout", stdout.String(), c.want...)
+			if !c.finished {
+				if got := gitCmd(t, dir, "log", "-1", "--format=%B", workBranch); !strings.HasPrefix(got, "WIP: fix the README typo") || !strings.Contains(got, "so it wrote no summary") {
+					t.Errorf("commit message %q", got)
+				}
+			}
+		})
 	}
-	if got := gitCmd(t, dir, "log", "-1", "--format=%s", workBranch); !strings.HasPrefix(got, "WIP: fix the README typo") {
-		t.Errorf("commit subject %q", got)
-	}
-	if got := gitCmd(t, dir, "show", workBranch+":README.md"); got != strings.TrimSpace(fixed) {
-		t.Errorf("README.md on the branch:\n%s", got)
-	}
-	mustContain(t, "stdout", stdout.String(), "Stopped: the agent used up its budget", "New branch "+workBranch)
 }
 
 // Ctrl-C at a question: the run stops, the work so far is saved on the new

@@ -160,6 +160,8 @@ func (r *run) work(ctx context.Context) {
 			return
 		case errors.Is(err, agent.ErrBudget):
 			r.res.Stopped = "the agent used up its budget (" + strings.TrimPrefix(err.Error(), agent.ErrBudget.Error()+": ") + ")"
+			r.res.OutOfBudget = r.res.Stopped
+			r.res.Summary = task.BudgetSummary(r.res.Stopped, r.st.Plan, r.st.Steps)
 			return
 		default:
 			r.failure = fmt.Errorf("the model endpoint %s failed: %w", endpoint(r.o.BaseURL), err)
@@ -170,6 +172,9 @@ func (r *run) work(ctx context.Context) {
 		case r.st.Finish != nil:
 			r.res.Finished = true
 			r.res.Title, r.res.Summary = r.st.Finish.Title, r.st.Finish.Summary
+			if why := r.st.Finish.OutOfBudget; why != "" {
+				r.res.OutOfBudget = "the agent used up its budget (" + why + ")"
+			}
 			return
 		case r.st.Pending != nil:
 			if r.st.Turns >= s.MaxTurns || r.st.Tokens() >= s.MaxTokens {
@@ -554,6 +559,9 @@ func (r *run) commitMessage(v task.Verification) string {
 	} else {
 		b.WriteString(words.Clip("WIP: "+oneLine(instr), 72) + "\n")
 		b.WriteString("\nThe work so far: the run stopped before the agent finished (" + r.res.Stopped + ").\n")
+		if s := strings.TrimSpace(r.res.Summary); r.res.OutOfBudget != "" && s != "" {
+			b.WriteString("\n" + s + "\n")
+		}
 	}
 	b.WriteString("\n" + v.Text("this commit"))
 	if s := strings.TrimSpace(r.res.Summary); r.res.Finished && s != "" {
@@ -583,6 +591,8 @@ func (r *run) report() {
 	v := res.Verification
 	fmt.Fprintln(w)
 	switch {
+	case res.Finished && res.OutOfBudget != "":
+		fmt.Fprintf(w, "Out of budget: %s; it finished on its last turn: %s\n", res.OutOfBudget, r.title(v))
 	case res.Finished && v.Verified:
 		fmt.Fprintf(w, "Done: %s\n", r.title(v))
 	case res.Finished:
@@ -592,6 +602,9 @@ func (r *run) report() {
 	}
 	if s := strings.TrimSpace(res.Summary); res.Finished && s != "" {
 		fmt.Fprintf(w, "\nThe agent's summary, in its own words:\n%s", indent(safe(s), "  "))
+	}
+	if s := strings.TrimSpace(res.Summary); !res.Finished && res.OutOfBudget != "" && s != "" {
+		fmt.Fprintf(w, "\nWhat the agent did, and what is left:\n%s", indent(safe(s), "  "))
 	}
 	fmt.Fprintf(w, "(%d %s, %s)\n\n", res.Turns, words.Plural(res.Turns, "turn", "turns"), res.Spend)
 	if res.Branch == "" {

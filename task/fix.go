@@ -205,9 +205,13 @@ func (f *Flow) work(ctx context.Context, t Job) error {
 		return t.Move(Publishing)
 	}
 	if errors.Is(err, ErrBudget) {
-		t.Stop = UserMessage(err)
+		// The agent did not finish: its work so far becomes a draft, with
+		// the bot's account of what it did and what is left.
 		t.CommitAt = f.now().UTC().Truncate(time.Second)
-		return nil
+		if err := t.outOfBudget(UserMessage(err)); err != nil {
+			return err
+		}
+		return f.desk().updateStatus(ctx, t)
 	}
 	if err != nil {
 		return err
@@ -241,6 +245,11 @@ func (f *Flow) work(ctx context.Context, t Job) error {
 		t.CommitAt = now
 	case p.Finished:
 		t.Title, t.Summary = p.Title, p.Summary
+		if p.OutOfBudget != "" {
+			// It finished on its last turn, when it could do nothing
+			// else: a draft, saying why.
+			t.OutOfBudget = "the agent used up its budget (" + p.OutOfBudget + ")"
+		}
 		if t.Pull != nil {
 			t.Pull.Notes = p.Replies
 		}
@@ -394,6 +403,9 @@ func (f *Flow) publish(ctx context.Context, t Job) error {
 		if err != nil || !done {
 			return err
 		}
+		if t.HeadSHA == "" && t.OutOfBudget != "" {
+			return Fatal(t.OutOfBudget+" before it changed any file, so there is nothing to propose", pullwright.ErrNoChanges)
+		}
 		if t.HeadSHA == "" {
 			return Fatal("the agent finished without changing any file, so there is nothing to propose", pullwright.ErrNoChanges)
 		}
@@ -436,6 +448,9 @@ func (f *Flow) publish(ctx context.Context, t Job) error {
 		}
 		return f.done(ctx, t, renderPullDone(t))
 	}
+	if t.OutOfBudget != "" {
+		return f.done(ctx, t, fmt.Sprintf("@%s the pull request stays a draft: %s before the work was done. %s **%s**", t.Requester.Login, defang(t.OutOfBudget), t.PRURL, defang(oneLine(t.Title))))
+	}
 	if why := f.unmet(t); why != "" {
 		return f.done(ctx, t, fmt.Sprintf("@%s the pull request stays a draft: %s. %s **%s**", t.Requester.Login, why, t.PRURL, defang(oneLine(t.Title))))
 	}
@@ -449,7 +464,9 @@ func (f *Flow) publish(ctx context.Context, t Job) error {
 // reports whether it asked.
 func (f *Flow) requirePassing(t Job) bool {
 	cmd := f.desk().settings(t.Task).RequirePassing
-	if cmd == "" || t.HeadSHA == "" {
+	if cmd == "" || t.HeadSHA == "" || t.OutOfBudget != "" {
+		// A task out of budget is a draft whatever the command says, and
+		// its agent could not go on if it failed.
 		return false
 	}
 	passedOrAsked := func(r RunRecord) bool { return r.Outcome == OutcomePassed || r.Required }
@@ -510,7 +527,7 @@ func (t Job) unmet(cmd string) string {
 func (f *Flow) openPullRequest(ctx context.Context, t Job) (acted bool, err error) {
 	// A repository's required command that has not passed on the final
 	// commit keeps the pull request a draft.
-	ready := f.unmet(t) == ""
+	ready := f.unmet(t) == "" && t.OutOfBudget == ""
 	switch {
 	case t.PRNumber == 0:
 		pctx, span := tracing.Start(ctx, "open pull request", attribute.Bool("pullwright.pull.draft", !ready))

@@ -88,20 +88,26 @@ func TestFixFailures(t *testing.T) {
 			},
 		},
 		{
-			name: "the agent spends its budget",
+			name: "the agent spends its budget before changing anything",
 			setup: func(w *world) {
 				// The agent checks its budget before a model call: the turn
 				// that finds it spent writes nothing.
 				w.agent.Script = []tasktest.Turn{
-					{Write: map[string]string{"README.md": "half done\n"}},
+					{Progress: task.Progress{Plan: []pullwright.PlanItem{{Title: "find the typo", Status: "in_progress"}}, Steps: []string{"read README.md"}}},
 					{Err: task.Fatal("the agent used up its budget (tokens)", task.ErrBudget)},
 				}
 			},
 			state: task.Failed,
-			why:   "stopped: the agent used up its budget (tokens). The work so far is on branch `agent/1-fix-the-typo`.",
+			why:   "the agent used up its budget (tokens) before it changed any file, so there is nothing to propose",
 			check: func(t *testing.T, w *world, fix *task.Task) {
-				if head := w.ws.Ref(cloneURL, tasktest.Job(fix).Branch); head == "" || w.ws.Lookup(head).Files["README.md"] != "half done\n" {
-					t.Errorf("the work so far is not on the branch (at %q)", head)
+				st := w.status(fix).Text()
+				for _, want := range []string{"**Out of budget**: the agent used up its budget (tokens)", "- [ ] find the typo *(in progress)*", "- read README.md"} {
+					if !strings.Contains(st, want) {
+						t.Errorf("the status comment lacks %q:\n%s", want, st)
+					}
+				}
+				if len(w.gh.Opened) != 0 {
+					t.Errorf("opened %+v", w.gh.Opened)
 				}
 			},
 		},

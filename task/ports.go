@@ -100,6 +100,9 @@ type Progress struct {
 	Replies map[int]string
 	// Review is a finished review's draft (a review task's agent).
 	Review *pullwright.ReviewDraft
+	// OutOfBudget is set when the agent finished on its last turn, when
+	// it could do nothing else: which budget ran out.
+	OutOfBudget string
 }
 
 // Pending is an execution request as the agent made it: a command, or a

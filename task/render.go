@@ -159,6 +159,12 @@ func RenderStatusWith(t Job, command, session string) string {
 	if t.PRURL != "" && t.Draft {
 		fmt.Fprintf(&b, "Draft pull request: %s\n\n", t.PRURL)
 	}
+	if line := budgetLine(t); line != "" {
+		b.WriteString(line + "\n\n")
+		if s := strings.TrimSpace(t.Summary); s != "" {
+			fmt.Fprintf(&b, "<details><summary>Summary</summary>\n\n%s\n\n</details>\n\n", defang(noHTML(s)))
+		}
+	}
 	if s := t.Settings; s != nil && s.RequirePassing != "" && t.Kind == KindFix && (t.Pull == nil || t.Pull.Mode == PullInBase) {
 		b.WriteString(requirementLine(t, s.RequirePassing) + "\n\n")
 	}
@@ -256,6 +262,9 @@ func StatusLine(t Job) string {
 // RenderPullRequest is the body of the pull request a fix opens.
 func RenderPullRequest(t Job) string {
 	var b strings.Builder
+	if line := budgetLine(t); line != "" {
+		b.WriteString(line + " This draft holds the work so far.\n\n")
+	}
 	if s := strings.TrimSpace(t.Summary); s != "" {
 		b.WriteString(defang(noHTML(s)))
 		b.WriteString("\n\n")

@@ -77,6 +77,12 @@ type Work struct {
 	// Stop is why the agent was stopped (a budget spent); the work so far
 	// is pushed before the task fails with it.
 	Stop string `json:"stop,omitempty"`
+	// OutOfBudget is why the agent's budget ran out (turns, tokens or
+	// cost), in the words the task shows, when it did: the work so far is
+	// then published as a draft pull request, with the agent's finish if
+	// it made one on its last turn, else the bot's account of its plan and
+	// steps (BudgetSummary).
+	OutOfBudget string `json:"out_of_budget,omitempty"`
 	// Waited is the time spent waiting for answers, which the wall-time
 	// budget does not count.
 	Waited time.Duration `json:"waited,omitempty"`

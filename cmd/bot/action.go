@@ -56,6 +56,9 @@ func report(getenv func(string) string, log *slog.Logger, res app.ActionResult) 
 	if res.PRURL != "" {
 		line += ", pull request " + res.PRURL
 	}
+	if res.OutOfBudget != "" && res.Error == "" {
+		line += ", a draft: " + res.OutOfBudget + " before the work was done"
+	}
 	if res.Error != "" {
 		line += ": " + res.Error
 	}

@@ -26,6 +26,8 @@ func TestActionReportSummary(t *testing.T) {
 			"Pullwright: done: task 7 on #3 (12,400 tokens · $0.015), pull request https://github.example/o/r/pull/8\n"},
 		{"waiting", app.ActionResult{Outcome: "waiting", TaskID: 7, Issue: 3, StateRef: "refs/pullwright/3/7", Spend: unpriced},
 			"Pullwright: waiting: task 7 on #3 waits for an answer; its state is in refs/pullwright/3/7 (12,400 tokens · cost unknown (no price for gpt-4.1))\n"},
+		{"out of budget", app.ActionResult{Outcome: "done", TaskID: 7, Issue: 3, PRURL: "https://github.example/o/r/pull/8", Spend: spend, OutOfBudget: "the agent used up its budget (turns: 40 of 40 used)"},
+			"Pullwright: done: task 7 on #3 (12,400 tokens · $0.015), pull request https://github.example/o/r/pull/8, a draft: the agent used up its budget (turns: 40 of 40 used) before the work was done\n"},
 		{"ignored", app.ActionResult{Outcome: "ignored", Why: "not a command"}, "Pullwright: ignored (not a command)\n"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
