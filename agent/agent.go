@@ -705,7 +705,9 @@ func (t *turnRun) account(resp openai.ChatCompletionResponse) (attrs []any) {
 	use := usageOf(t.req, resp)
 	t.st.Turns = t.n
 	t.st.count(t.model, use)
-	if !use.estimated {
+	if !use.estimated && !t.last {
+		// The last turn sends the finish tool alone, fewer bytes than
+		// t.sent counted: its usage would skew the calibration.
 		t.st.calibrate(t.sent, use.prompt)
 	}
 	attrs = []any{"prompt_tokens", use.prompt, "completion_tokens", use.completion, "cached_prompt_tokens", use.cached}
