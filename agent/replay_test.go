@@ -1,24 +1,20 @@
 package agent
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"crypto/sha1"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
-	"unicode/utf8"
+
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/pullwright/pullwright/internal/replay"
 )
 
 // The oracle replay (issue 40, "How we will know"): real commits replayed
@@ -28,22 +24,8 @@ import (
 // express the patches a repository really gets, and what that costs in
 // calls, turns and tokens; not whether a model finds the patch.
 //
-// The scripted model, per commit: it reads every file it will edit
-// (read_file, window by window), then in one answer deletes (delete_file),
-// moves (move_file, git's rename detection), writes new files and go.sum
-// (write_file) and sets modes (set_executable); then for each modified
-// file one answer with an edit_file per hunk of `git diff -U0`, bottom-up,
-// each old_text the hunk's lines grown one line at a time (before, then
-// after) until it occurs once in the file; an insertion anchors on the line
-// before it (or after it, at the top). Then it calls finish.
-
-// replayCommit is one commit's change as the replay sees it.
-type replayChange struct {
-	status           byte // A, D, M, R, T (git diff-tree --raw)
-	oldMode, newMode string
-	oldSHA, newSHA   string
-	oldPath, newPath string
-}
+// The scripted model is internal/replay's Script; localrun's replay_test.go
+// plays the same script through `bot run`.
 
 // replayCall is one tool call the scripted model made, and its answer.
 type replayCall struct {
@@ -53,125 +35,58 @@ type replayCall struct {
 // replayResult is what replaying one commit gave.
 type replayResult struct {
 	commit, subject string
-	// notExpressible, when set, is why the tools cannot write this commit
-	// (a binary file, text that is not UTF-8, a symlink): the replay still
-	// runs and compares the rest, but the commit counts apart.
+	// notExpressible, needsKept and skipped are the script's (see
+	// replay.Script).
 	notExpressible string
-	// needsKept: the commit changes go.sum, which a careful model gets from
-	// `go mod tidy` run with its changes kept; the replay writes it instead.
-	needsKept bool
-	// skipped are the paths the tools cannot write, left out of the
-	// comparison.
-	skipped  map[string]bool
-	kinds    map[byte]bool // its changes' statuses (A, D, M, R, T), and X for a mode change
-	failures []string      // why the tree differs, or which call failed
-	calls    []replayCall
-	turns    [][]replayCall // the calls of each answer, finish last (empty)
+	needsKept      bool
+	skipped        map[string]bool
+	kinds          map[byte]bool // its changes' statuses (A, D, M, R, T), and X for a mode change
+	failures       []string      // why the tree differs, or which call failed
+	calls          []replayCall
+	turns          [][]replayCall // the calls of each answer, finish last (empty)
 }
 
 func (r replayResult) exact() bool { return len(r.failures) == 0 }
 
-// git runs git in dir and returns its output.
-func gitOut(dir string, args ...string) ([]byte, error) {
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "LC_ALL=C")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return nil, fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, stderr.String())
-	}
-	return out, nil
-}
+// gitOut runs git in dir and returns its output.
+func gitOut(dir string, args ...string) ([]byte, error) { return replay.Git(dir, args...) }
 
-// blobStore reads git objects through one `git cat-file --batch`.
-type blobStore struct {
-	cmd *exec.Cmd
-	in  io.WriteCloser
-	out *bufio.Reader
-}
+// The names robust_test.go reads files of this repository with.
+var splitKeep = replay.SplitKeep
 
-func newBlobStore(repo string) (*blobStore, error) {
-	cmd := exec.Command("git", "cat-file", "--batch")
-	cmd.Dir = repo
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		return nil, err
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start git cat-file: %w", err)
-	}
-	return &blobStore{cmd: cmd, in: in, out: bufio.NewReaderSize(out, 1<<20)}, nil
-}
-
-func (b *blobStore) close() {
-	b.in.Close()
-	_ = b.cmd.Wait()
-}
-
-func (b *blobStore) blob(sha string) ([]byte, error) {
-	if _, err := fmt.Fprintln(b.in, sha); err != nil {
-		return nil, err
-	}
-	head, err := b.out.ReadString('\n')
-	if err != nil {
-		return nil, err
-	}
-	f := strings.Fields(head)
-	if len(f) != 3 {
-		return nil, fmt.Errorf("cat-file %s: %q", sha, head)
-	}
-	n, err := strconv.Atoi(f[2])
-	if err != nil {
-		return nil, err
-	}
-	data := make([]byte, n+1) // and the newline after it
-	if _, err := io.ReadFull(b.out, data); err != nil {
-		return nil, err
-	}
-	return data[:n], nil
-}
-
-// treeEntry is a file of a git tree.
 type treeEntry struct{ mode, sha string }
 
 func lsTree(repo, commit string) (map[string]treeEntry, error) {
-	out, err := gitOut(repo, "ls-tree", "-r", "-z", "--full-tree", commit)
-	if err != nil {
-		return nil, err
+	tree, err := replay.LsTree(repo, commit)
+	m := make(map[string]treeEntry, len(tree))
+	for p, e := range tree {
+		m[p] = treeEntry{mode: e.Mode, sha: e.SHA}
 	}
-	m := map[string]treeEntry{}
-	for _, rec := range strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00") {
-		if rec == "" {
-			continue
-		}
-		meta, p, ok := strings.Cut(rec, "\t")
-		f := strings.Fields(meta)
-		if !ok || len(f) != 3 {
-			return nil, fmt.Errorf("ls-tree: %q", rec)
-		}
-		m[p] = treeEntry{mode: f[0], sha: f[2]}
-	}
-	return m, nil
+	return m, err
 }
+
+type blobStore struct{ *replay.Blobs }
+
+func newBlobStore(repo string) (blobStore, error) {
+	b, err := replay.NewBlobs(repo)
+	return blobStore{b}, err
+}
+
+func (b blobStore) blob(sha string) ([]byte, error) { return b.Blob(sha) }
+func (b blobStore) close()                          { b.Close() }
 
 // replayer holds a directory kept equal to some tree of the repository.
 type replayer struct {
 	repo  string
 	dir   string
-	blobs *blobStore
-	have  map[string]treeEntry // what dir holds, when known
+	blobs *replay.Blobs
+	have  map[string]replay.Entry // what dir holds, when known
 	agent *Agent
 }
 
 // sync makes r.dir hold the tree want, writing only what differs from what
 // it holds.
-func (r *replayer) sync(want map[string]treeEntry) error {
+func (r *replayer) sync(want map[string]replay.Entry) error {
 	if r.have == nil {
 		if err := os.RemoveAll(r.dir); err != nil {
 			return err
@@ -179,7 +94,7 @@ func (r *replayer) sync(want map[string]treeEntry) error {
 		if err := os.MkdirAll(r.dir, 0o755); err != nil {
 			return err
 		}
-		r.have = map[string]treeEntry{}
+		r.have = map[string]replay.Entry{}
 	}
 	for p := range r.have {
 		if _, ok := want[p]; !ok {
@@ -197,11 +112,11 @@ func (r *replayer) sync(want map[string]treeEntry) error {
 			return err
 		}
 		_ = os.Remove(full)
-		data, err := r.blobs.blob(e.sha)
+		data, err := r.blobs.Blob(e.SHA)
 		if err != nil {
 			return err
 		}
-		switch e.mode {
+		switch e.Mode {
 		case "120000":
 			err = os.Symlink(string(data), full)
 		case "100755":
@@ -245,215 +160,15 @@ func pruneEmptyDirs(root string) error {
 	return nil
 }
 
-// snapshot is the tree dir holds: each file's git mode and blob id.
-func snapshot(dir string) (map[string]treeEntry, error) {
-	m := map[string]treeEntry{}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		rel = filepath.ToSlash(rel)
-		fi, err := d.Info()
-		if err != nil {
-			return err
-		}
-		var data []byte
-		mode := "100644"
-		switch {
-		case fi.Mode()&fs.ModeSymlink != 0:
-			t, err := os.Readlink(p)
-			if err != nil {
-				return err
-			}
-			data, mode = []byte(t), "120000"
-		default:
-			if data, err = os.ReadFile(p); err != nil {
-				return err
-			}
-			if fi.Mode().Perm()&0o100 != 0 {
-				mode = "100755"
-			}
-		}
-		h := sha1.New()
-		fmt.Fprintf(h, "blob %d\x00", len(data))
-		h.Write(data)
-		m[rel] = treeEntry{mode: mode, sha: hex.EncodeToString(h.Sum(nil))}
-		return nil
-	})
-	return m, err
-}
-
-// treeDiff names how got differs from want.
-func treeDiff(got, want map[string]treeEntry) []string {
-	var out []string
-	for p, w := range want {
-		g, ok := got[p]
-		switch {
-		case !ok:
-			out = append(out, p+": missing")
-		case g.sha != w.sha:
-			out = append(out, p+": content differs")
-		case g.mode != w.mode:
-			out = append(out, fmt.Sprintf("%s: mode %s, want %s", p, g.mode, w.mode))
-		}
-	}
-	for p := range got {
-		if _, ok := want[p]; !ok {
-			out = append(out, p+": should not exist")
-		}
-	}
-	slices.Sort(out)
-	return out
-}
-
-// emptyTree is git's empty tree, the parent of a root commit.
-const emptyTree = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
-
-func commitChanges(repo, parent, commit string) ([]replayChange, error) {
-	out, err := gitOut(repo, "diff-tree", "-r", "-z", "-M", "--raw", parent, commit)
-	if err != nil {
-		return nil, err
-	}
-	recs := strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00")
-	var cs []replayChange
-	for i := 0; i < len(recs); i++ {
-		meta := recs[i]
-		if meta == "" {
-			continue
-		}
-		f := strings.Fields(strings.TrimPrefix(meta, ":"))
-		if len(f) != 5 {
-			return nil, fmt.Errorf("diff-tree: %q", meta)
-		}
-		c := replayChange{status: f[4][0], oldMode: f[0], newMode: f[1], oldSHA: f[2], newSHA: f[3]}
-		i++
-		c.oldPath, c.newPath = recs[i], recs[i]
-		if c.status == 'R' || c.status == 'C' {
-			i++
-			c.newPath = recs[i]
-		}
-		cs = append(cs, c)
-	}
-	return cs, nil
-}
-
-// hunk is one hunk of `git diff -U0`: lines [oldStart, oldStart+oldLen)
-// of the old file become [newStart, newStart+newLen) of the new (1-based;
-// a zero-length range starts after its line).
-type hunk struct{ oldStart, oldLen, newStart, newLen int }
-
-var hunkHeader = regexp.MustCompile(`(?m)^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@`)
-
-func diffHunks(repo, oldSHA, newSHA string) ([]hunk, error) {
-	out, err := gitOut(repo, "diff", "-U0", "--no-color", "--no-ext-diff", "--no-textconv",
-		"--diff-algorithm=myers", "--text", oldSHA, newSHA)
-	if err != nil {
-		return nil, err
-	}
-	var hs []hunk
-	for _, m := range hunkHeader.FindAllStringSubmatch(string(out), -1) {
-		n := func(s string) int {
-			if s == "" {
-				return 1
-			}
-			v, _ := strconv.Atoi(s)
-			return v
-		}
-		hs = append(hs, hunk{n(m[1]), n(m[2]), n(m[3]), n(m[4])})
-	}
-	return hs, nil
-}
-
-// modelView is a file's text as the tools show it and take it: without a
-// byte order mark, and with "\n" line ends when all its line ends are
-// "\r\n". crlf and bom say which.
-func modelView(data string) (text string, crlf, bomb bool) {
-	if strings.HasPrefix(data, "\ufeff") {
-		data, bomb = data[3:], true
-	}
-	if n := strings.Count(data, "\n"); n > 0 && strings.Count(data, "\r\n") == n {
-		data, crlf = strings.ReplaceAll(data, "\r\n", "\n"), true
-	}
-	return data, crlf, bomb
-}
-
-// splitKeep splits text into lines that keep their "\n".
-func splitKeep(text string) []string {
-	var out []string
-	for text != "" {
-		i := strings.IndexByte(text, '\n')
-		if i < 0 {
-			out = append(out, text)
-			break
-		}
-		out = append(out, text[:i+1])
-		text = text[i+1:]
-	}
-	return out
-}
-
-// minimalEdit is the edit of hunk h a careful model sends: the hunk's old
-// lines of content (its current text, as the tools show it) grown one line
-// at a time, before and then after, until they occur once, and the same
-// lines with the hunk's new lines in their place.
-func minimalEdit(content string, h hunk, newLines []string) (old, repl string, ok bool) {
-	lines := splitKeep(content)
-	a := h.oldStart - 1 // the old lines are lines[a:b]
-	if h.oldLen == 0 {
-		a = h.oldStart // an insertion after line oldStart
-	}
-	b := a + h.oldLen
-	ins := strings.Join(newLines, "")
-	lo, hi := a, b
-	if lo == hi {
-		// A pure insertion anchors on the line before it, or after it at
-		// the top of the file.
-		switch {
-		case lo > 0:
-			lo--
-		case hi < len(lines):
-			hi++
-		default:
-			return "", "", false // an empty file: write_file it
-		}
-	}
-	offset := func(i int) int {
-		n := 0
-		for _, l := range lines[:i] {
-			n += len(l)
-		}
-		return n
-	}
-	for before := true; ; before = !before {
-		old = strings.Join(lines[lo:hi], "")
-		if strings.Count(content, old) == 1 && strings.Index(content, old) == offset(lo) {
-			break
-		}
-		if before && lo > 0 || hi == len(lines) {
-			lo--
-		} else {
-			hi++
-		}
-	}
-	repl = strings.Join(lines[lo:a], "") + ins + strings.Join(lines[b:hi], "")
-	return old, repl, true
-}
-
 // replayOne replays commit (whose parent tree is parent) in r.dir, which
-// already holds the parent's tree.
-func (r *replayer) replayOne(ctx context.Context, parent, commit string, want map[string]treeEntry) (replayResult, error) {
-	res := replayResult{commit: commit}
-	changes, err := commitChanges(r.repo, parent, commit)
+// already holds the parent's tree: the script's calls go through the
+// agent's tools, answer by answer, and the tree they leave is compared
+// with want, the commit's.
+func (r *replayer) replayOne(ctx context.Context, parent, commit, subject string, want map[string]replay.Entry) (replayResult, error) {
+	res := replayResult{commit: commit, subject: subject}
+	s, err := replay.New(r.repo, r.blobs, parent, commit, subject)
 	if err != nil {
 		return res, err
-	}
-	res.kinds = map[byte]bool{}
-	for _, c := range changes {
-		res.kinds[c.status] = true
-		if c.status != 'A' && c.status != 'D' && c.oldMode != c.newMode {
-			res.kinds['X'] = true
-		}
 	}
 	ws, err := openWorkspace(r.dir)
 	if err != nil {
@@ -461,183 +176,39 @@ func (r *replayer) replayOne(ctx context.Context, parent, commit string, want ma
 	}
 	defer ws.Close()
 	st := &State{}
-	call := func(turn *[]replayCall, name string, v any) string {
-		b, _ := json.Marshal(v)
-		out, _, _ := r.agent.runTool(toolEnv{ctx: ctx, ws: ws, st: st, maxOutput: r.agent.cfg.MaxToolOutput},
-			toolCallOf(name, string(b)))
-		c := replayCall{name: name, args: string(b), result: out}
-		res.calls = append(res.calls, c)
-		*turn = append(*turn, c)
-		if strings.HasPrefix(out, "error: ") {
-			res.failures = append(res.failures, fmt.Sprintf("%s %s: %s", name, b, firstLine(out)))
-		}
-		return out
-	}
-	res.skipped = map[string]bool{}
-	unexpressible := func(why, p string) {
-		res.skipped[p] = true
-		if res.notExpressible == "" {
-			res.notExpressible = why
-		}
-	}
-	textOf := func(sha, p string) (string, bool, error) {
-		data, err := r.blobs.blob(sha)
+	var results []string
+	for {
+		calls, err := s.Next(results)
 		if err != nil {
-			return "", false, err
+			return res, err
 		}
-		switch {
-		case bytes.IndexByte(data[:min(len(data), binarySniffBytes)], 0) >= 0:
-			unexpressible("binary file "+p, p)
-			return "", false, nil
-		case !utf8.Valid(data):
-			unexpressible("text that is not UTF-8 in "+p, p)
-			return "", false, nil
-		}
-		return string(data), true, nil
-	}
-
-	// Reads: every file to be edited, window by window, all files at once.
-	var edits []replayChange
-	for _, c := range changes {
-		if (c.status == 'M' || c.status == 'R') && c.oldSHA != c.newSHA && c.newPath != "go.sum" {
-			edits = append(edits, c)
-		}
-		if c.newPath == "go.sum" && c.status != 'D' || c.oldPath == "go.sum" && c.status == 'R' {
-			res.needsKept = true
-		}
-	}
-	next := map[string]int{}
-	for _, c := range edits {
-		next[c.oldPath] = 1
-	}
-	for rounds := 0; len(next) > 0; rounds++ {
-		if rounds == maxReadRounds {
-			res.failures = append(res.failures, fmt.Sprintf("reading %v took more than %d windows", slices.Sorted(mapsKeys(next)), rounds))
+		if len(calls) == 0 {
 			break
 		}
+		if calls[0].Name == replay.Finish {
+			// finish costs a turn, not a tool result.
+			res.turns = append(res.turns, nil)
+			continue
+		}
+		results = nil
 		var turn []replayCall
-		for _, p := range slices.Sorted(mapsKeys(next)) {
-			out := call(&turn, ToolReadFile, map[string]any{"path": p, "start_line": next[p], "max_lines": maxReadLines})
-			// The footer is the last line that starts with "[": the
-			// file's own lines start with their numbers, and may hold
-			// the footer's words (this package's tests do).
-			footer := out[strings.LastIndex(out, "\n[")+1:]
-			if m := readOn.FindStringSubmatch(footer); m != nil {
-				next[p], _ = strconv.Atoi(m[1])
-			} else {
-				delete(next, p)
+		for _, c := range calls {
+			out, _, _ := r.agent.runTool(toolEnv{ctx: ctx, ws: ws, st: st, maxOutput: r.agent.cfg.MaxToolOutput},
+				toolCallOf(c.Name, c.Args))
+			rc := replayCall{name: c.Name, args: c.Args, result: out}
+			res.calls = append(res.calls, rc)
+			turn = append(turn, rc)
+			results = append(results, out)
+			if strings.HasPrefix(out, "error: ") {
+				res.failures = append(res.failures, fmt.Sprintf("%s %s: %s", c.Name, c.Args, firstLine(out)))
 			}
 		}
 		res.turns = append(res.turns, turn)
 	}
+	res.kinds, res.notExpressible, res.needsKept, res.skipped = s.Kinds, s.NotExpressible, s.NeedsKept, s.Skipped
+	res.failures = append(s.Failures, res.failures...)
 
-	// One answer: deletes, moves, new files, go.sum and modes.
-	var turn []replayCall
-	for _, c := range changes {
-		if c.status == 'D' || c.status == 'T' {
-			call(&turn, ToolDeleteFile, map[string]any{"path": c.oldPath})
-		}
-	}
-	moves := slices.DeleteFunc(slices.Clone(changes), func(c replayChange) bool { return c.status != 'R' })
-	for len(moves) > 0 {
-		// A move waits for its destination to be moved away first.
-		free := slices.IndexFunc(moves, func(m replayChange) bool {
-			return !slices.ContainsFunc(moves, func(o replayChange) bool { return o.oldPath == m.newPath })
-		})
-		if free < 0 {
-			res.failures = append(res.failures, "renames form a cycle: move_file cannot swap paths")
-			free = 0
-		}
-		m := moves[free]
-		call(&turn, ToolMoveFile, map[string]any{"from": m.oldPath, "to": m.newPath})
-		moves = slices.Delete(moves, free, free+1)
-	}
-	for _, c := range changes {
-		write := c.status == 'A' || c.status == 'T' || c.status == 'C'
-		if c.newPath == "go.sum" && c.status != 'D' && c.oldSHA != c.newSHA {
-			write = true
-		}
-		if !write {
-			continue
-		}
-		switch c.newMode {
-		case "120000":
-			unexpressible("symlink "+c.newPath, c.newPath)
-			continue
-		case "160000":
-			unexpressible("submodule "+c.newPath, c.newPath)
-			continue
-		}
-		text, ok, err := textOf(c.newSHA, c.newPath)
-		if err != nil {
-			return res, err
-		}
-		if ok {
-			call(&turn, ToolWriteFile, map[string]any{"path": c.newPath, "content": text})
-		}
-	}
-	for _, c := range changes {
-		if c.status == 'D' {
-			continue
-		}
-		oldExec := c.oldMode == "100755"
-		if c.status == 'A' || c.status == 'T' || c.status == 'C' {
-			oldExec = false
-		}
-		if newExec := c.newMode == "100755"; newExec != oldExec {
-			call(&turn, ToolSetExecutable, map[string]any{"path": c.newPath, "executable": newExec})
-		}
-	}
-	if len(turn) > 0 {
-		res.turns = append(res.turns, turn)
-	}
-
-	// One answer per modified file: its hunks, bottom-up.
-	for _, c := range edits {
-		if c.oldMode == "120000" || c.newMode == "120000" {
-			unexpressible("symlink "+c.newPath, c.newPath)
-			continue
-		}
-		newText, ok, err := textOf(c.newSHA, c.newPath)
-		if err != nil {
-			return res, err
-		}
-		if _, ok2, err := textOf(c.oldSHA, c.oldPath); err != nil {
-			return res, err
-		} else if !ok || !ok2 {
-			continue
-		}
-		newView, newCRLF, newBOM := modelView(newText)
-		hunks, err := diffHunks(r.repo, c.oldSHA, c.newSHA)
-		if err != nil {
-			return res, err
-		}
-		newLines := splitKeep(newView)
-		var turn []replayCall
-		for _, h := range slices.Backward(hunks) {
-			data, err := os.ReadFile(filepath.Join(r.dir, c.newPath))
-			if err != nil {
-				res.failures = append(res.failures, fmt.Sprintf("%s: %v", c.newPath, err))
-				break
-			}
-			cur, crlf, bomb := modelView(string(data))
-			if crlf != newCRLF || bomb != newBOM {
-				res.failures = append(res.failures, c.newPath+": the commit changes its line ends or byte order mark, "+
-					"which edit_file and write_file keep")
-				break
-			}
-			old, repl, ok := minimalEdit(cur, h, newLines[h.newStart-1+boolInt(h.newLen == 0):][:h.newLen])
-			if !ok {
-				call(&turn, ToolWriteFile, map[string]any{"path": c.newPath, "content": newText})
-				break
-			}
-			call(&turn, ToolEditFile, map[string]any{"path": c.newPath, "old_text": old, "new_text": repl})
-		}
-		res.turns = append(res.turns, turn)
-	}
-	res.turns = append(res.turns, nil) // finish
-
-	got, err := snapshot(r.dir)
+	got, err := replay.Snapshot(r.dir)
 	if err != nil {
 		return res, err
 	}
@@ -649,22 +220,24 @@ func (r *replayer) replayOne(ctx context.Context, parent, commit string, want ma
 		delete(got, p)
 		delete(want, p)
 	}
-	if d := treeDiff(got, want); len(d) > 0 {
+	if d := replay.TreeDiff(got, want); len(d) > 0 {
 		res.failures = append(res.failures, "tree differs: "+strings.Join(d[:min(len(d), 5)], "; "))
 	}
 	return res, nil
 }
 
-// maxReadRounds bounds the windows of one file the scripted model reads.
-const maxReadRounds = 200
-
-var readOn = regexp.MustCompile(`use start_line (\d+) to read on\]`)
-
-func boolInt(b bool) int {
-	if b {
-		return 1
+// The script obeys the tools' limits: they must agree.
+func TestReplayLimits(t *testing.T) {
+	if replay.MaxReadLines != maxReadLines || replay.BinarySniffBytes != binarySniffBytes {
+		t.Errorf("replay's limits %d lines, %d bytes; the tools' %d, %d",
+			replay.MaxReadLines, replay.BinarySniffBytes, maxReadLines, binarySniffBytes)
 	}
-	return 0
+	for _, n := range []string{replay.ReadFile, replay.WriteFile, replay.EditFile, replay.DeleteFile,
+		replay.MoveFile, replay.SetExecutable, replay.Finish} {
+		if !slices.ContainsFunc(toolDefs(), func(d openai.Tool) bool { return d.Function.Name == n }) {
+			t.Errorf("replay calls %s, which is no tool", n)
+		}
+	}
 }
 
 func mapsKeys[V any](m map[string]V) func(func(string) bool) {
@@ -681,35 +254,34 @@ func mapsKeys[V any](m map[string]V) func(func(string) bool) {
 // its own.
 func replayCommits(t testing.TB, repo string, commits []string) []replayResult {
 	t.Helper()
-	blobs, err := newBlobStore(repo)
+	blobs, err := replay.NewBlobs(repo)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer blobs.close()
+	defer blobs.Close()
 	r := &replayer{repo: repo, dir: filepath.Join(t.TempDir(), "w"), blobs: blobs, agent: newTestAgent(t, Config{})}
 	var out []replayResult
 	for _, c := range commits {
-		parent := emptyTree
+		parent := replay.EmptyTree
 		if p, err := gitOut(repo, "rev-parse", "--verify", "-q", c+"^"); err == nil {
 			parent = strings.TrimSpace(string(p))
 		}
-		before, err := lsTree(repo, parent)
+		before, err := replay.LsTree(repo, parent)
 		if err != nil {
 			t.Fatal(err)
 		}
-		after, err := lsTree(repo, c)
+		after, err := replay.LsTree(repo, c)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if err := r.sync(before); err != nil {
 			t.Fatal(err)
 		}
-		res, err := r.replayOne(context.Background(), parent, c, after)
+		subj, _ := gitOut(repo, "log", "-1", "--format=%s", c)
+		res, err := r.replayOne(context.Background(), parent, c, strings.TrimSpace(string(subj)), after)
 		if err != nil {
 			t.Fatalf("replay %s: %v", c, err)
 		}
-		subj, _ := gitOut(repo, "log", "-1", "--format=%s", c)
-		res.subject = strings.TrimSpace(string(subj))
 		out = append(out, res)
 	}
 	return out
@@ -964,42 +536,6 @@ func readFile(t *testing.T, p string) string {
 		t.Fatal(err)
 	}
 	return string(b)
-}
-
-// The harness must see a wrong tree: a replay whose tools did something
-// else than the commit fails.
-func TestReplayTreeDiff(t *testing.T) {
-	want := map[string]treeEntry{"a": {"100644", "1"}, "b": {"100755", "2"}, "c": {"100644", "3"}}
-	got := map[string]treeEntry{"a": {"100644", "1"}, "b": {"100644", "2"}, "d": {"100644", "4"}}
-	d := treeDiff(got, want)
-	wantD := []string{"b: mode 100644, want 100755", "c: missing", "d: should not exist"}
-	if !slices.Equal(d, wantD) {
-		t.Errorf("treeDiff = %q, want %q", d, wantD)
-	}
-}
-
-func TestMinimalEdit(t *testing.T) {
-	content := "a\nx\nb\nx\nc\n"
-	for _, tc := range []struct {
-		name      string
-		h         hunk
-		newLines  []string
-		old, repl string
-	}{
-		{"unique line", hunk{1, 1, 1, 1}, []string{"A\n"}, "a\n", "A\n"},
-		{"repeated line grows before", hunk{4, 1, 4, 1}, []string{"y\n"}, "b\nx\n", "b\ny\n"},
-		{"repeated first line grows after", hunk{2, 1, 2, 1}, []string{"y\n"}, "a\nx\n", "a\ny\n"},
-		{"insertion anchors before", hunk{5, 0, 6, 1}, []string{"d\n"}, "c\n", "c\nd\n"},
-		{"insertion at the top anchors after", hunk{0, 0, 1, 1}, []string{"z\n"}, "a\n", "z\na\n"},
-		{"deletion", hunk{3, 1, 2, 0}, nil, "b\n", ""},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			old, repl, ok := minimalEdit(content, tc.h, tc.newLines)
-			if !ok || old != tc.old || repl != tc.repl {
-				t.Errorf("minimalEdit = %q, %q, %v; want %q, %q", old, repl, ok, tc.old, tc.repl)
-			}
-		})
-	}
 }
 
 // TestReplayHistory replays this repository's own history. It takes
