@@ -38,6 +38,29 @@ type RunResult struct {
 	// Output says why, and ExitCode is -1. Set by whoever decided it, never
 	// read from the output, which a command writes.
 	NotStarted bool `json:"not_started,omitempty"`
+	// Changes are the files the command changed in its copy of the
+	// workspace, when its spec asked to keep them (RunSpec.KeepChanges)
+	// and it exited 0: regular files added, changed or deleted, with
+	// their new contents, in path order. What a runner could not bring
+	// back is listed with Refused set. KeptNote says why nothing is
+	// listed when nothing could be (the command failed, too many files
+	// changed); it is empty when every change is listed.
+	Changes  []FileChange `json:"changes,omitempty"`
+	KeptNote string       `json:"kept_note,omitempty"`
+}
+
+// FileChange is one file a run changed in its copy of the workspace.
+type FileChange struct {
+	// Path is slash-separated, relative to the workspace.
+	Path string `json:"path"`
+	// Deleted is true when the file is gone; Content and Executable then
+	// say nothing.
+	Deleted    bool   `json:"deleted,omitempty"`
+	Executable bool   `json:"executable,omitempty"`
+	Content    []byte `json:"content,omitempty"`
+	// Refused says why the change is not brought back (a symbolic link,
+	// a file too large), if it is not.
+	Refused string `json:"refused,omitempty"`
 }
 
 // CacheMount is a volume a run mounts at Target (an absolute path outside
@@ -114,6 +137,12 @@ type RunSpec struct {
 	// Route (fence.Proxy enforces its allow-list there). Only setup sets
 	// it; the local backend refuses it.
 	Route Route
+
+	// KeepChanges asks the runner for what the command changed in its
+	// copy of the workspace (RunResult.Changes), which is otherwise
+	// thrown away with the copy. Only an approved request that said so
+	// sets it.
+	KeepChanges bool
 }
 
 // Route is how a fenced run reaches the network: the runner hands it the

@@ -61,6 +61,12 @@ type Request struct {
 	Tool *pullwright.ToolCall `json:"tool,omitempty"`
 	// ServerHost is the host of Tool's server, as the operator set it.
 	ServerHost string `json:"server_host,omitempty"`
+	// KeepChanges is true when what the command changes in the
+	// repository comes back into the agent's work (the agent asked for
+	// it): a file the command writes is then the agent's change. Left
+	// out of the value when false, so that a request sealed before it
+	// existed keeps its digest.
+	KeepChanges bool `json:"keep_changes,omitempty"`
 	// Digest is the hex SHA-256 of the value with Digest empty (Seal).
 	Digest string `json:"digest"`
 }
@@ -177,6 +183,7 @@ const (
 	KindSetupPrivate = "setup_private"
 	KindFilesAnyway  = "files_unknown"
 	KindTool         = "tool"
+	KindKeep         = "keep_changes"
 )
 
 // Sentence is one statement about a request, in the order surfaces show
@@ -267,6 +274,13 @@ func (r Request) Sentences() []Sentence {
 				text(", so before the command the setup fetches the dependencies they name (unless it already did for these very files), running their code with network only to the hosts allowed for it. Approving covers both: read those changes first."))
 			out = append(out, Sentence{Kind: KindSetup, Warning: true, Spans: spans})
 		}
+	}
+	if r.KeepChanges {
+		out = append(out, Sentence{Kind: KindKeep, Warning: true, Spans: []Span{
+			strong("This command may change files in the repository; what it changes is kept."),
+			text(" Files it adds, changes or deletes become the agent's change, and go into the pull request unless the agent changes them again; links it makes, "),
+			code(".git"), text(" and the paths protected from the agent are not kept."),
+		}})
 	}
 	if r.FilesUnknown != "" {
 		out = append(out, Sentence{Kind: KindFilesAnyway, Warning: true, Spans: []Span{

@@ -37,6 +37,7 @@ func TestDigestCoversEveryFact(t *testing.T) {
 		"setup's diff":  func(r *Request) { s := *r.Setup; s.Diff = ""; r.Setup = &s },
 		"matched rule":  func(r *Request) { a := *r.AutoApprove; a.Matched = ""; r.AutoApprove = &a },
 		"the id itself": func(r *Request) { r.ID = "7-3" },
+		"keep changes":  func(r *Request) { r.KeepChanges = true },
 	}
 	for name, change := range changes {
 		r := every()
@@ -100,6 +101,7 @@ func TestSentences(t *testing.T) {
 		{"bot run on this machine", Request{Commit: "abc", Where: Where{Local: true}}, "no_sandbox!"},
 		{"manifests not compared", Request{Commit: "abc", Where: Where{Sandbox: true}, Setup: &Setup{Base: "main", Unknown: "x"}}, "setup_unknown! where"},
 		{"files not compared", Request{Commit: "abc", Where: Where{Sandbox: true}, FilesUnknown: "the diff failed"}, "files_unknown! where"},
+		{"its changes kept", Request{Commit: "abc", Where: Where{Sandbox: true}, KeepChanges: true}, "keep_changes! where"},
 	}
 	for _, tt := range tests {
 		if got := strings.Join(kinds(tt.r), " "); got != tt.want {
@@ -163,5 +165,24 @@ func TestTextKeepsValuesOnTheirLine(t *testing.T) {
 	}
 	if got := Text(Seal(many)); !strings.Contains(got, fmt.Sprintf("and %d more", len(many.Files)-MaxFilesShown)) || strings.Contains(got, "f199") {
 		t.Errorf("the file list is not bounded:\n%s", got)
+	}
+}
+
+// A request that does not keep its changes is sealed as before the field
+// existed: stored requests keep their digests.
+func TestKeepChangesLeavesOldDigests(t *testing.T) {
+	r := Seal(Request{ID: "1-1", Command: "go test ./...", Commit: "abc", Where: Where{Sandbox: true}})
+	// The digest of this value as sealed before keep_changes existed.
+	const before = "5ec93207c14a1f9d8b2ce90eb1ff3fb34b64baef49fc043473bed45255fe8e9b"
+	if r.Digest != before {
+		t.Errorf("digest = %s, want %s as before", r.Digest, before)
+	}
+	keep := r
+	keep.KeepChanges = true
+	if Seal(keep).Digest == r.Digest {
+		t.Error("keep_changes does not change the digest")
+	}
+	if got := Text(Seal(keep)); !strings.Contains(got, "! This command may change files in the repository; what it changes is kept.") {
+		t.Errorf("the terminal does not say the changes are kept:\n%s", got)
 	}
 }

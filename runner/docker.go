@@ -140,7 +140,10 @@ type DockerConfig struct {
 //     workspace's language (ImageFor); pulled if missing;
 //   - a copy of Spec.Dir at /workspace, the working directory, owned by
 //     the sandbox user, in a volume of its own (a 2 GiB tmpfs); removed
-//     after the run, so the agent's workspace never changes;
+//     after the run, so the agent's workspace never changes (unless
+//     Spec.KeepChanges asks for what the command changed: then the
+//     copy is read back after a command that exited 0, see
+//     RunResult.Changes);
 //   - no network; 2 GiB of memory and no swap; 2 CPUs; 512 pids; a
 //     read-only root file system with a 1 GiB tmpfs at /tmp and another
 //     at /var/tmp (exec allowed, so `go test` can run its binaries); all
@@ -591,7 +594,7 @@ func (d *Docker) containerConfig(s pullwright.RunSpec, image string, lim limits)
 			Image:        image,
 			User:         d.cfg.User,
 			Hostname:     "sandbox",
-			Entrypoint:   []string{"/bin/sh", "-c", goAheadScript, "pullwright"},
+			Entrypoint:   []string{"/bin/sh", "-c", entryScript(s), "pullwright"},
 			Cmd:          []string{s.Command},
 			WorkingDir:   SandboxWorkdir,
 			Env:          append(sandboxEnv(s), d.caEnv()...),
@@ -653,7 +656,21 @@ func (d *Docker) mounts(s pullwright.RunSpec, lim limits) []mount.Mount {
 	if d.needsTools(s) {
 		m = append(m, d.toolsVolume(s))
 	}
+	if s.KeepChanges {
+		// On the engine's disk: its contents outlive the container's
+		// stop, when they are read. Removed with the container.
+		m = append(m, mount.Mount{Type: mount.TypeVolume, Target: keepMount,
+			VolumeOptions: &mount.VolumeOptions{NoCopy: true, Labels: d.labels(s)}})
+	}
 	return m
+}
+
+// entryScript is the container's entry point for s.
+func entryScript(s pullwright.RunSpec) string {
+	if s.KeepChanges {
+		return goAheadKeepScript
+	}
+	return goAheadScript
 }
 
 // forwarderVolumeSize holds the forwarder, the bot's binary, and a

@@ -60,7 +60,11 @@ func (d *Docker) run(ctx context.Context, log *slog.Logger, s pullwright.RunSpec
 	if err != nil {
 		return res, err
 	}
-	return r.result(ctx, res, state, ex)
+	res, err = r.result(ctx, res, state, ex)
+	if err != nil {
+		return res, err
+	}
+	return res, keep(ctx, s, &res, d.keptEntries(ctx, created.ID))
 }
 
 // createContainer exists to tell a cancelled run from an engine that
@@ -202,6 +206,11 @@ func (r *dockerRun) provision(ctx context.Context) (stop func(), err error) {
 	}
 	if err := r.d.copyCABundle(ctx, r.id); err != nil {
 		return fail(err)
+	}
+	if r.s.KeepChanges {
+		if err := r.d.makeKeepDir(ctx, r.id); err != nil {
+			return fail(err)
+		}
 	}
 	if r.s.Route == nil {
 		return func() {}, nil

@@ -115,7 +115,11 @@ func (l *Local) Run(ctx context.Context, s pullwright.RunSpec) (pullwright.RunRe
 		}
 		env = append(env, v.name+"="+dir)
 	}
-	return l.run(ctx, log, s, work, env)
+	res, err = l.run(ctx, log, s, work, env)
+	if err != nil {
+		return res, err
+	}
+	return res, keep(ctx, s, &res, walkCopy(ctx, work))
 }
 
 // run starts the shell and collects its result; see Run.

@@ -566,13 +566,27 @@ func links(plan deps.Plan) []pullwright.Link {
 // and for an approved run read-only and offline, so that a dependency the
 // setup did not fetch fails at once with a clear error instead of a
 // network timeout.
+//
+// Only the setup may change what the files say they need. An approved
+// run (and the warm, which must build as runs do for its cache to serve
+// them) sees the tree as the user's toolchain would, with its defaults:
+// for Go -mod=readonly (or the vendor directory), so a go.mod whose go.sum
+// lacks an entry fails with "missing go.sum entry", as it would in CI,
+// instead of the go command adding the entry in the run's copy and the
+// run passing on a tree nobody else can build.
 func env(plan deps.Plan, setup bool) []string {
 	e := plan.Env(Dir, "")
 	for _, eco := range plan.Ecosystems {
 		switch eco {
 		case deps.Go:
-			e = append(e, "GOMODCACHE="+path.Join(Dir, "go", "mod"), "GOFLAGS=-mod=mod")
-			if !setup {
+			e = append(e, "GOMODCACHE="+path.Join(Dir, "go", "mod"))
+			if setup {
+				// go mod download on manifests the agent changed fetches
+				// what go.mod names even when go.sum lags behind; the
+				// run that follows then fails on the missing entry, as
+				// a checkout would, not on a failed setup.
+				e = append(e, "GOFLAGS=-mod=mod")
+			} else {
 				e = append(e, "GOPROXY=off")
 			}
 		case deps.NPM, deps.PNPM, deps.Yarn:

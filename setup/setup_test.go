@@ -536,3 +536,63 @@ func TestABuildCacheIsUsedWhenTheMeasuringImageIsMissing(t *testing.T) {
 		t.Errorf("ready caches %+v; want %s with an unknown size (-1)", ready, p.Caches[0].Volume)
 	}
 }
+
+// An approved run sees the tree as the user's toolchain would. The agent
+// bumped a module in go.mod and go.sum still has the old version's lines:
+// setup (which may write the caches) fetches the new version, and the
+// run's go test then fails with "missing go.sum entry", as it would on a
+// checkout of the commit in CI, instead of the go command adding the
+// entry in the run's copy and the run passing. The same module with its
+// go.sum right passes.
+func TestARunSeesGoSumAsCIWould(t *testing.T) {
+	image := sandboxtest.Image(t)
+	host, _ := fencetest.ModProxy(t)
+	repo := fmt.Sprintf("test/setup-gosum-%d", os.Getpid())
+	d := newDocker(t, repo, image)
+	s := &setup.Setup{Runner: d, Resolver: fencetest.Resolver(), Logger: slog.New(slog.NewTextHandler(t.Output(), nil))}
+	base := fencetest.GoModule("")
+	bumped := fencetest.GoModule("")
+	// The old version's lines (their hashes are never checked: no build
+	// uses that version), not the new one's.
+	bumped["go.sum"] = "github.com/hashicorp/yamux v0.1.1 h1:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\n" +
+		"github.com/hashicorp/yamux v0.1.1/go.mod h1:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\n"
+	for _, tc := range []struct {
+		name  string
+		files map[string]string
+		exit0 bool
+		want  string
+	}{
+		{"go.sum has the entry", base, true, "no test files"},
+		{"a bump whose go.sum entry is missing", bumped, false, "missing go.sum entry"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := write(t, tc.files)
+			p, err := s.Prepare(t.Context(), pullwright.SetupRequest{
+				Repo: repo, Dir: dir, Base: write(t, base), Timeout: 2 * time.Minute,
+				// The checksum database, which a real setup reaches for
+				// a new version, has no stand-in here.
+				Setup: []string{"GOPROXY=http://" + host + " GOSUMDB=off GOTOOLCHAIN=local go mod download"},
+				Hosts: []string{host}, Nets: []netip.Prefix{fencetest.Loopback},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Release(t.Context())
+			if p.Record != nil && p.Record.Failed {
+				t.Fatalf("setup failed: %s", p.Record.Output)
+			}
+			res, err := d.Run(t.Context(), pullwright.RunSpec{Dir: dir, Command: "GOTOOLCHAIN=local go test ./...",
+				Caches: p.Caches, Env: p.Env, Timeout: 2 * time.Minute})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (res.ExitCode == 0) != tc.exit0 || !strings.Contains(res.Output, tc.want) {
+				t.Fatalf("go test ./... on the cache: exit %d, want %q\n%s", res.ExitCode, tc.want, res.Output)
+			}
+			got, err := os.ReadFile(filepath.Join(dir, "go.sum"))
+			if err != nil || string(got) != tc.files["go.sum"] {
+				t.Errorf("the workspace's go.sum changed: %q, %v", got, err)
+			}
+		})
+	}
+}

@@ -50,6 +50,9 @@ type Shown struct {
 	// Line); ServerHost is its server's host, as the operator set it.
 	Tool       *pullwright.ToolCall
 	ServerHost string
+	// KeepChanges is true when what the command changes in the
+	// repository comes back into the work (approval.Request.KeepChanges).
+	KeepChanges bool
 }
 
 // Request is the value every surface shows of s, sealed.
@@ -62,7 +65,7 @@ func (s Shown) Request() approval.Request {
 			Tool: &tool, ServerHost: s.ServerHost})
 	}
 	v := approval.Request{ID: s.ID, Command: s.Command, Reason: s.Reason, Commit: s.Commit, Branch: s.Branch,
-		Files: s.Files, FilesUnknown: s.FilesUnknown, Where: s.Where, Fork: s.Fork}
+		Files: s.Files, FilesUnknown: s.FilesUnknown, Where: s.Where, Fork: s.Fork, KeepChanges: s.KeepChanges}
 	if !v.Where.Sandbox {
 		v.Where.Image, v.Where.Network = "", false
 	}
@@ -120,6 +123,10 @@ func (s Shown) autoApprove(v approval.Request) *approval.AutoApprove {
 	case a.Matched == "":
 	case v.Fork != nil:
 		a.Why = "a rule never answers for a fork's code"
+	case v.KeepChanges:
+		// What such a command writes becomes the agent's change: a
+		// person decides each time.
+		a.Why = "a rule never answers a command whose changes are kept"
 	case v.Setup != nil && v.Setup.Private && len(v.Setup.Manifests) == 0 && v.Setup.Unknown == "":
 		a.Why = "a rule never answers when the setup would run on files whose base is not the default branch"
 	case v.Setup != nil:

@@ -62,6 +62,12 @@ func TestShownRequest(t *testing.T) {
 		{name: "a private base", shown: task.Shown{Where: boxed, SetupBase: "release-1", Manifests: task.ManifestChanges{Private: true}},
 			warnings: []string{approval.KindSetupPrivate}, where: boxed,
 			setup: &approval.Setup{Base: "release-1", Private: true}},
+		{name: "its changes kept", shown: task.Shown{Where: boxed, KeepChanges: true},
+			warnings: []string{approval.KindKeep}, where: boxed},
+		{name: "a rule matches a command whose changes are kept", shown: task.Shown{Command: "make lint", Where: boxed, AutoApprove: rules, KeepChanges: true},
+			warnings: []string{approval.KindKeep}, where: boxed,
+			auto: &approval.AutoApprove{Rules: []string{"make lint", "pattern go test .*"}, Matched: "make lint",
+				Why: "a rule never answers a command whose changes are kept"}},
 		{name: "files unknown", shown: task.Shown{Where: boxed, FilesUnknown: "the diff against the work's start failed"},
 			warnings: []string{approval.KindFilesAnyway}, where: boxed},
 		{name: "a rule answers", shown: task.Shown{Command: "go test ./...", Where: boxed, AutoApprove: rules},
@@ -114,7 +120,7 @@ func TestShownRequest(t *testing.T) {
 			if !reflect.DeepEqual(v.AutoApprove, tt.auto) {
 				t.Errorf("auto_approve %+v, want %+v", v.AutoApprove, tt.auto)
 			}
-			if v.Fork != tt.shown.Fork || v.FilesUnknown != tt.shown.FilesUnknown || !slices.Equal(v.Files, tt.shown.Files) {
+			if v.Fork != tt.shown.Fork || v.FilesUnknown != tt.shown.FilesUnknown || !slices.Equal(v.Files, tt.shown.Files) || v.KeepChanges != tt.shown.KeepChanges {
 				t.Errorf("the facts were not kept as given: %+v", v)
 			}
 		})

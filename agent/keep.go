@@ -1,0 +1,184 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/go-git/go-git/v5/utils/diff"
+	"github.com/sergi/go-diff/diffmatchpatch"
+
+	"github.com/pullwright/pullwright"
+)
+
+// Bounds of the changes a run may bring back, checked again here
+// whatever the runner bounded: the workspace is the agent's.
+const (
+	maxKeptFiles = 200
+	maxKeptBytes = 16 << 20
+)
+
+// Kept is what KeepChanges did with a run's changes: either every file
+// applied (Files, with the lines each added and deleted; Deleted those
+// removed), or none, and Refused says which changes refused all of them.
+type Kept struct {
+	Files   []pullwright.FileStat   `json:"files,omitempty"`
+	Added   []string                `json:"added,omitempty"`
+	Deleted []string                `json:"deleted,omitempty"`
+	Refused []pullwright.FileChange `json:"refused,omitempty"`
+	// Note is why nothing could be kept at all (the runner's KeptNote).
+	Note string `json:"note,omitempty"`
+}
+
+// KeepChanges makes the files a run changed (pullwright.RunResult.Changes,
+// its note in note) the agent's own change in the workspace at workdir,
+// under every rule its file tools obey: a path is cleaned and confined as
+// write_file's, nothing in .git, nothing protected (st.Limits.Protected,
+// as given or where a link leads), no link followed out of the workspace
+// or written through, and bounded. It is all or nothing: one change
+// refused (here, or by the runner: a link the command made, a file too
+// large) and none is applied, so that the workspace never holds half of
+// what a command did.
+func KeepChanges(st *State, workdir string, changes []pullwright.FileChange, note string) (Kept, error) {
+	if note != "" {
+		return Kept{Note: note}, nil
+	}
+	w, err := openWorkspace(workdir)
+	if err != nil {
+		return Kept{}, fmt.Errorf("keep the run's changes: %w", err)
+	}
+	defer w.Close()
+	var protected []string
+	if st != nil {
+		protected = st.Limits.Protected
+	}
+	var k Kept
+	var total int
+	targets := make([]string, len(changes))
+	for i, c := range changes {
+		total += len(c.Content)
+		if c.Refused != "" {
+			k.Refused = append(k.Refused, c)
+			continue
+		}
+		rp, err := w.writable(c.Path, protected)
+		if err == nil && rp != c.Path {
+			err = errorf("%s is a symbolic link in the workspace, and a command's change is never written through one", c.Path)
+		}
+		if err == nil && !c.Deleted {
+			if fi, serr := w.root.Lstat(rp); serr == nil && !fi.Mode().IsRegular() {
+				err = errorf("%s is not a regular file in the workspace", c.Path)
+			}
+		}
+		if err != nil {
+			k.Refused = append(k.Refused, pullwright.FileChange{Path: c.Path, Refused: toolText(err)})
+			continue
+		}
+		targets[i] = rp
+	}
+	switch {
+	case len(changes) > maxKeptFiles:
+		return Kept{Note: fmt.Sprintf("%d files changed, more than the %d a run may keep", len(changes), maxKeptFiles)}, nil
+	case total > maxKeptBytes:
+		return Kept{Note: fmt.Sprintf("the changed files are %d bytes, more than the %d a run may keep", total, maxKeptBytes)}, nil
+	case len(k.Refused) > 0:
+		return k, nil
+	}
+	for i, c := range changes {
+		rp := targets[i]
+		old, rerr := w.root.ReadFile(rp)
+		if rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+			return k, fmt.Errorf("keep %s: %w", c.Path, rerr)
+		}
+		if c.Deleted {
+			if rerr == nil {
+				if err := w.root.Remove(rp); err != nil {
+					return k, fmt.Errorf("keep the deletion of %s: %w", c.Path, err)
+				}
+				k.Deleted = append(k.Deleted, c.Path)
+				k.Files = append(k.Files, lineStat(c.Path, string(old), ""))
+			}
+			continue
+		}
+		if dir := path.Dir(rp); dir != "." {
+			if err := w.root.MkdirAll(dir, 0o755); err != nil {
+				return k, fmt.Errorf("keep %s: %w", c.Path, err)
+			}
+		}
+		if err := w.root.WriteFile(rp, c.Content, 0o644); err != nil {
+			return k, fmt.Errorf("keep %s: %w", c.Path, err)
+		}
+		mode := fs.FileMode(0o644)
+		if c.Executable {
+			mode = 0o755
+		}
+		if err := w.root.Chmod(rp, mode); err != nil {
+			return k, fmt.Errorf("keep the mode of %s: %w", c.Path, err)
+		}
+		if rerr != nil {
+			k.Added = append(k.Added, c.Path)
+		}
+		k.Files = append(k.Files, lineStat(c.Path, string(old), string(c.Content)))
+	}
+	return k, nil
+}
+
+// toolText is an error's text as the model may read it.
+func toolText(err error) string {
+	var te *toolError
+	if errors.As(err, &te) {
+		return te.msg
+	}
+	return describe(err)
+}
+
+// lineStat counts the lines from old to new adds and deletes.
+func lineStat(p, old, new string) pullwright.FileStat {
+	st := pullwright.FileStat{Path: p}
+	for _, d := range diff.Do(old, new) {
+		n := strings.Count(d.Text, "\n")
+		if !strings.HasSuffix(d.Text, "\n") && d.Text != "" {
+			n++
+		}
+		switch d.Type {
+		case diffmatchpatch.DiffInsert:
+			st.Added += n
+		case diffmatchpatch.DiffDelete:
+			st.Deleted += n
+		}
+	}
+	return st
+}
+
+// Text is what the agent is told of k, after the command's output.
+func (k Kept) Text() string {
+	var b strings.Builder
+	switch {
+	case k.Note != "":
+		b.WriteString("Nothing the command changed was kept: " + k.Note + ".")
+	case len(k.Refused) > 0:
+		b.WriteString("Nothing the command changed was kept, because some of its changes may not be made:\n")
+		for _, r := range k.Refused {
+			fmt.Fprintf(&b, "- %s: %s\n", r.Path, r.Refused)
+		}
+		b.WriteString("Make the change another way, or leave it and say so in your summary.")
+	case len(k.Files) == 0:
+		b.WriteString("The command changed no file of the repository; nothing was kept.")
+	default:
+		fmt.Fprintf(&b, "Kept what the command changed, now part of your change (%d files):\n", len(k.Files))
+		for _, f := range k.Files {
+			what := "changed"
+			switch {
+			case slices.Contains(k.Deleted, f.Path):
+				what = "deleted"
+			case slices.Contains(k.Added, f.Path):
+				what = "added"
+			}
+			fmt.Fprintf(&b, "- %s %s (+%d -%d)\n", f.Path, what, f.Added, f.Deleted)
+		}
+	}
+	return strings.TrimRight(b.String(), "\n")
+}

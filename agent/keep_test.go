@@ -1,0 +1,89 @@
+package agent
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/pullwright/pullwright"
+)
+
+// A run's kept changes become the agent's change under the rules its file
+// tools obey, all or nothing: a protected path, a link out of the
+// workspace or into .git, a path in .git, a change the runner refused
+// (a link the command made) refuses every change, and says which.
+func TestKeepChanges(t *testing.T) {
+	tidy := []pullwright.FileChange{
+		{Path: "go.sum", Content: []byte("a\nb\nc\n")},
+		{Path: "old.txt", Deleted: true},
+		{Path: "tools/gen.sh", Content: []byte("#!/bin/sh\n"), Executable: true},
+	}
+	with := func(c pullwright.FileChange) []pullwright.FileChange { return append(slices.Clone(tidy), c) }
+	tests := []struct {
+		name    string
+		changes []pullwright.FileChange
+		note    string
+		refused string // in the text; "" when every change is kept
+	}{
+		{name: "kept", changes: tidy},
+		{name: "a protected path", changes: with(pullwright.FileChange{Path: ".github/workflows/ci.yml", Content: []byte("x")}),
+			refused: ".github/workflows/ci.yml: .github/workflows/ci.yml is protected"},
+		{name: "a link out of the workspace", changes: with(pullwright.FileChange{Path: "out/x", Content: []byte("x")}),
+			refused: "out/x:"},
+		{name: "a link into .git", changes: with(pullwright.FileChange{Path: "g/config", Content: []byte("x")}),
+			refused: "g/config:"},
+		{name: "in .git", changes: with(pullwright.FileChange{Path: ".git/config", Content: []byte("x")}),
+			refused: ".git/config: path \".git/config\" refused: the .git directory is off limits"},
+		{name: "through a link in the workspace", changes: with(pullwright.FileChange{Path: "alias.txt", Content: []byte("x")}),
+			refused: "alias.txt: alias.txt is a symbolic link in the workspace"},
+		{name: "refused by the runner", changes: with(pullwright.FileChange{Path: "l", Refused: "a symbolic link (to \"/etc\"): links a command makes are not kept"}),
+			refused: "l: a symbolic link"},
+		{name: "the runner's note", changes: nil, note: "more than 200 files changed", refused: "more than 200 files changed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			for name, content := range map[string]string{"go.sum": "a\nc\nd\n", "old.txt": "1\n2\n", "other.txt": "o\n", ".git/HEAD": "ref\n"} {
+				if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for link, target := range map[string]string{"out": t.TempDir(), "g": ".git", "alias.txt": "other.txt"} {
+				if err := os.Symlink(target, filepath.Join(dir, link)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			st := &State{Limits: pullwright.Limits{Protected: []string{".github/workflows"}}}
+			k, err := KeepChanges(st, dir, tt.changes, tt.note)
+			if err != nil {
+				t.Fatal(err)
+			}
+			text := k.Text()
+			sum, _ := os.ReadFile(filepath.Join(dir, "go.sum"))
+			_, oldErr := os.Stat(filepath.Join(dir, "old.txt"))
+			if tt.refused != "" {
+				if !strings.Contains(text, tt.refused) || !strings.HasPrefix(text, "Nothing the command changed was kept") {
+					t.Errorf("text = %q, want it to refuse with %q", text, tt.refused)
+				}
+				if string(sum) != "a\nc\nd\n" || oldErr != nil {
+					t.Errorf("a refused keep changed the workspace: go.sum %q, old.txt %v", sum, oldErr)
+				}
+				return
+			}
+			want := "Kept what the command changed, now part of your change (3 files):\n" +
+				"- go.sum changed (+1 -1)\n- old.txt deleted (+0 -2)\n- tools/gen.sh added (+1 -0)"
+			if text != want {
+				t.Errorf("text = %q\nwant %q", text, want)
+			}
+			fi, err := os.Stat(filepath.Join(dir, "tools/gen.sh"))
+			if string(sum) != "a\nb\nc\n" || oldErr == nil || err != nil || fi.Mode().Perm() != 0o755 {
+				t.Errorf("the workspace: go.sum %q, old.txt %v, gen.sh %v %v", sum, oldErr, fi, err)
+			}
+		})
+	}
+}
