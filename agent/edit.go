@@ -529,23 +529,7 @@ func editRatio(a, b string) float64 {
 	if a == b {
 		return 1
 	}
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return 1 - float64(prev[len(b)])/float64(max(len(a), len(b)))
+	return 1 - float64(words.Distance(a, b))/float64(max(len(a), len(b)))
 }
 
 func trigrams(s string) map[string]bool {

@@ -3,6 +3,8 @@ package webhook
 import (
 	"fmt"
 	"strings"
+
+	"github.com/pullwright/pullwright/internal/words"
 )
 
 // DefaultCommand is the comment command word used when none is configured.
@@ -304,30 +306,9 @@ func suggest(word string) (Verb, bool) {
 		if len(v) < 4 {
 			limit = 1
 		}
-		if d := distance(word, string(v)); d <= limit && d < bestDist {
+		if d := words.Distance(word, string(v)); d <= limit && d < bestDist {
 			best, bestDist = v, d
 		}
 	}
 	return best, best != ""
-}
-
-// distance is the Levenshtein distance between two short ASCII words.
-func distance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

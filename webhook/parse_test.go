@@ -166,20 +166,6 @@ func TestUsageListsEveryCommand(t *testing.T) {
 	}
 }
 
-func TestDistance(t *testing.T) {
-	for _, tt := range []struct {
-		a, b string
-		want int
-	}{
-		{"", "", 0}, {"fix", "", 3}, {"", "fix", 3}, {"fix", "fix", 0},
-		{"stauts", "status", 2}, {"cancle", "cancel", 2}, {"hlep", "help", 2}, {"kitten", "sitting", 3},
-	} {
-		if got := distance(tt.a, tt.b); got != tt.want {
-			t.Errorf("distance(%q, %q) = %d, want %d", tt.a, tt.b, got, tt.want)
-		}
-	}
-}
-
 func equalResult(a, b Result) bool {
 	if a.Reply != b.Reply || (a.Command == nil) != (b.Command == nil) {
 		return false

@@ -44,3 +44,17 @@ func TestLastLines(t *testing.T) {
 		}
 	}
 }
+
+func TestDistance(t *testing.T) {
+	for _, tt := range []struct {
+		a, b string
+		want int
+	}{
+		{"", "", 0}, {"fix", "", 3}, {"", "fix", 3}, {"fix", "fix", 0},
+		{"stauts", "status", 2}, {"cancle", "cancel", 2}, {"hlep", "help", 2}, {"kitten", "sitting", 3},
+	} {
+		if got := Distance(tt.a, tt.b); got != tt.want {
+			t.Errorf("Distance(%q, %q) = %d, want %d", tt.a, tt.b, got, tt.want)
+		}
+	}
+}
