@@ -12,6 +12,7 @@ import (
 	"github.com/sergi/go-diff/diffmatchpatch"
 
 	"github.com/pullwright/pullwright"
+	"github.com/pullwright/pullwright/untrusted"
 )
 
 // Bounds of the changes a run may bring back, checked again here
@@ -126,6 +127,10 @@ func KeepChanges(st *State, workdir string, changes []pullwright.FileChange, not
 	return k, nil
 }
 
+// keptPath is a path a command chose, as the agent is told it outside
+// any untrusted block: one line, no delimiter.
+func keptPath(p string) string { return untrusted.Neutralise(untrusted.OneLine(p, 200)) }
+
 // toolText is an error's text as the model may read it.
 func toolText(err error) string {
 	var te *toolError
@@ -162,7 +167,7 @@ func (k Kept) Text() string {
 	case len(k.Refused) > 0:
 		b.WriteString("Nothing the command changed was kept, because some of its changes may not be made:\n")
 		for _, r := range k.Refused {
-			fmt.Fprintf(&b, "- %s: %s\n", r.Path, r.Refused)
+			fmt.Fprintf(&b, "- %s: %s\n", keptPath(r.Path), untrusted.Neutralise(untrusted.OneLine(r.Refused, 300)))
 		}
 		b.WriteString("Make the change another way, or leave it and say so in your summary.")
 	case len(k.Files) == 0:
@@ -177,8 +182,34 @@ func (k Kept) Text() string {
 			case slices.Contains(k.Added, f.Path):
 				what = "added"
 			}
-			fmt.Fprintf(&b, "- %s %s (+%d -%d)\n", f.Path, what, f.Added, f.Deleted)
+			fmt.Fprintf(&b, "- %s %s (+%d -%d)\n", keptPath(f.Path), what, f.Added, f.Deleted)
 		}
 	}
 	return strings.TrimRight(b.String(), "\n")
+}
+
+// Summary is one line for the record of runs: why nothing was kept, or
+// "" when something was (the record lists the files).
+func (k Kept) Summary() string {
+	switch {
+	case k.Note != "":
+		return k.Note
+	case len(k.Refused) > 0:
+		paths := make([]string, 0, len(k.Refused))
+		for _, r := range k.Refused {
+			paths = append(paths, r.Path)
+		}
+		return "refused, because some changes may not be made: " + strings.Join(paths, ", ")
+	case len(k.Files) == 0:
+		return "the command changed no file of the repository"
+	}
+	return ""
+}
+
+// WithKept is result (a RunResult) with what k kept said after its first
+// line, before the command's output, so that the output stays the end
+// of the tool result, where the agent's bound on it expects it.
+func WithKept(result string, k Kept) string {
+	head, rest, _ := strings.Cut(result, "\n")
+	return head + "\n" + k.Text() + "\n" + rest
 }

@@ -83,12 +83,37 @@ var reviewOnly = []*tool{
 	},
 }
 
+const (
+	reviewRunDescription = "Ask to run a shell command, such as the tests or a build. You do not run it yourself: the request " +
+		"ends your turn and a maintainer is asked to approve it; once approved it runs in a sandbox on a copy of the " +
+		"pull request's files, at the repository root, without network access and with a time limit. Ask for the " +
+		"narrowest command that answers your question and say why in reason. One run request per turn. The result " +
+		"arrives as this tool's result: the exit code and the (bounded) output, or the maintainer's rejection; if " +
+		"rejected, continue without it."
+	reviewRunSchema = `{
+  "type": "object",
+  "properties": {
+    "command": {"type": "string", "description": "The command line, run at the repository root, e.g. \"go test ./internal/cache/...\". No network access; do not install anything."},
+    "reason": {"type": "string", "description": "One or two sentences for the maintainer who approves it: what the command checks and why you need it now."}
+  },
+  "required": ["command", "reason"],
+  "additionalProperties": false
+}`
+)
+
 // initReviewTools builds the review's tool set; tools.go's init calls
 // it after indexing the others (init functions run in file order).
 func initReviewTools() {
-	for _, n := range []string{ToolReadFile, ToolGlob, ToolGrep, ToolThink, ToolPlan, ToolRun} {
+	for _, n := range []string{ToolReadFile, ToolGlob, ToolGrep, ToolThink, ToolPlan} {
 		reviewTools = append(reviewTools, toolsByName[n])
 	}
+	// A review changes no file: its run keeps nothing, and is not
+	// offered to.
+	run := *toolsByName[ToolRun]
+	run.description = reviewRunDescription
+	run.schema = reviewRunSchema
+	describeSchema(&run)
+	reviewTools = append(reviewTools, &run)
 	for _, t := range reviewOnly {
 		describeSchema(t)
 		reviewTools = append(reviewTools, t)

@@ -29,6 +29,9 @@ type Request struct {
 	// Tool is set when the request calls an MCP tool that is not
 	// read-only (askCall); Command is then Tool.Line().
 	Tool *pullwright.ToolCall `json:"tool,omitempty"`
+	// KeepChanges is true when the model asked to keep what the command
+	// changes in the repository (KeepChanges applies it once it ran).
+	KeepChanges bool `json:"keep_changes,omitempty"`
 }
 
 // ErrPending is wrapped by Turn's error when an execution request is waiting
@@ -65,11 +68,15 @@ func runRun(env toolEnv, raw json.RawMessage) (toolResult, error) {
 		return toolResult{}, errorf("%s", errSecondRun)
 	}
 	var a struct {
-		Command string `json:"command"`
-		Reason  string `json:"reason"`
+		Command     string `json:"command"`
+		Reason      string `json:"reason"`
+		KeepChanges bool   `json:"keep_changes"`
 	}
 	if err := toolsByName[ToolRun].decodeArgs(raw, &a); err != nil {
 		return toolResult{}, err
+	}
+	if a.KeepChanges && env.st.Reviewing != nil {
+		return toolResult{}, errorf("keep_changes is not for a review: a review changes no file; ask for the command without it")
 	}
 	cmd := strings.TrimSpace(a.Command)
 	switch {
@@ -86,11 +93,12 @@ func runRun(env toolEnv, raw json.RawMessage) (toolResult, error) {
 	if reason == "" {
 		return toolResult{}, errorf("reason is empty; tell the maintainer who approves it what the command checks and why you need it")
 	}
-	env.st.Pending = &Request{ToolCallID: env.callID, Command: cmd, Reason: untrusted.Cut(reason, maxReasonBytes)}
-	return toolResult{
-		text: "run request recorded; waiting for a maintainer's approval",
-		step: "asked to run `" + untrusted.Cut(strings.Join(strings.Fields(cmd), " "), 120) + "`",
-	}, nil
+	env.st.Pending = &Request{ToolCallID: env.callID, Command: cmd, Reason: untrusted.Cut(reason, maxReasonBytes), KeepChanges: a.KeepChanges}
+	step := "asked to run `" + untrusted.Cut(strings.Join(strings.Fields(cmd), " "), 120) + "`"
+	if a.KeepChanges {
+		step += ", keeping what it changes"
+	}
+	return toolResult{text: "run request recorded; waiting for a maintainer's approval", step: step}, nil
 }
 
 // Resolve answers the pending request: result becomes the tool message of

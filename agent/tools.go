@@ -227,16 +227,21 @@ var tools = []*tool{
 	{
 		name: ToolRun,
 		description: "Ask to run a shell command, such as the tests or a build. You do not run it yourself: the request " +
-			"ends your turn and a maintainer is asked to approve it; once approved it runs in a sandbox at the " +
-			"repository root, with your changes so far, without network access and with a time limit. Ask for the " +
-			"narrowest command that answers your question (e.g. \"go test ./pkg/pagination/...\" rather than the " +
-			"whole suite) and say why in reason. One run request per turn. The result arrives as this tool's result: " +
-			"the exit code and the (bounded) output, or the maintainer's rejection; if rejected, continue without it.",
+			"ends your turn and a maintainer is asked to approve it; once approved it runs in a sandbox on a copy of the " +
+			"repository with your changes so far, at its root, without network access and with a time limit. What the " +
+			"command changes in that copy is thrown away, unless you set keep_changes: then, if it exits 0, the files it " +
+			"added, changed or deleted in the repository become part of your change, as if you had edited them " +
+			"(use it for go mod tidy, gofmt -w, go generate, a snapshot update; never files git ignores, links, or a " +
+			"protected path). Ask for the narrowest command that answers your question (e.g. \"go test ./pkg/pagination/...\" " +
+			"rather than the whole suite) and say why in reason. One run request per turn. The result arrives as this " +
+			"tool's result: the exit code, the (bounded) output and what was kept, or the maintainer's rejection; if " +
+			"rejected, continue without it.",
 		schema: `{
   "type": "object",
   "properties": {
     "command": {"type": "string", "description": "The command line, run at the repository root, e.g. \"go test ./internal/cache/...\". No network access; do not install anything."},
-    "reason": {"type": "string", "description": "One or two sentences for the maintainer who approves it: what the command checks and why you need it now."}
+    "reason": {"type": "string", "description": "One or two sentences for the maintainer who approves it: what the command checks and why you need it now."},
+    "keep_changes": {"type": "boolean", "description": "true to keep what the command changes in the repository (a lock file, formatting, generated code) as part of your change; the maintainer is told so. Default false: the changes are thrown away."}
   },
   "required": ["command", "reason"],
   "additionalProperties": false

@@ -127,16 +127,47 @@ func spentSince(before, after pullwright.Spend) pullwright.Spend {
 	return out
 }
 
-func (m model) Resolve(conv []byte, o task.Outcome) ([]byte, error) {
+func (m model) Resolve(conv []byte, o task.Outcome) (task.Resolved, error) {
 	var st agent.State
 	if err := json.Unmarshal(conv, &st); err != nil {
-		return nil, fmt.Errorf("read the saved conversation: %w", err)
+		return task.Resolved{}, fmt.Errorf("read the saved conversation: %w", err)
 	}
-	var result string
+	result, kept, err := m.result(&st, o)
+	if err != nil {
+		return task.Resolved{}, err
+	}
+	switch {
+	case result == "":
+		// A tool's call, answered by result.
+	case o.Required != "":
+		if err := m.a.Reopen(&st, o.Required, result); err != nil {
+			return task.Resolved{}, err
+		}
+	default:
+		if err := m.a.Resolve(&st, result); err != nil {
+			return task.Resolved{}, err
+		}
+	}
+	out, err := json.Marshal(&st)
+	if err != nil {
+		return task.Resolved{}, err
+	}
+	r := task.Resolved{Conversation: out}
+	if kept != nil {
+		r.Kept, r.KeptNote = kept.Files, kept.Summary()
+	}
+	return r, nil
+}
+
+// result is the tool result o makes of st's pending request, after the
+// run's kept changes, if it kept any, are applied to o.Workdir; kept says
+// what was (nil when the request kept nothing). A call of an MCP tool is
+// answered here (its result is "").
+func (m model) result(st *agent.State, o task.Outcome) (result string, kept *agent.Kept, err error) {
 	switch o.Verdict {
 	case task.Approved:
 		if o.Result == nil {
-			return nil, errors.New("an approved request without a result")
+			return "", nil, errors.New("an approved request without a result")
 		}
 		if st.Pending != nil && st.Pending.Tool != nil && o.Required == "" {
 			switch {
@@ -148,10 +179,7 @@ func (m model) Resolve(conv []byte, o task.Outcome) ([]byte, error) {
 			if result != "" {
 				break
 			}
-			if err := m.a.ResolveCall(&st, o.Result.Output, o.Result.ExitCode != 0); err != nil {
-				return nil, err
-			}
-			return json.Marshal(&st)
+			return "", nil, m.a.ResolveCall(st, o.Result.Output, o.Result.ExitCode != 0)
 		}
 		r := o.Result
 		output := r.Output
@@ -159,23 +187,21 @@ func (m model) Resolve(conv []byte, o task.Outcome) ([]byte, error) {
 			output += "\n[the sandbox killed the command: it ran out of memory]"
 		}
 		result = agent.RunResult(r.ExitCode, output, r.Truncated, r.TimedOut, r.Duration)
+		if st.Pending != nil && st.Pending.KeepChanges && o.Workdir != "" && !r.NotStarted {
+			k, err := agent.KeepChanges(st, o.Workdir, r.Changes, r.KeptNote)
+			if err != nil {
+				return "", nil, fmt.Errorf("keep the run's changes: %w", err)
+			}
+			result, kept = agent.WithKept(result, k), &k
+		}
 	case task.Rejected:
 		result = agent.Rejected(o.By, o.Reason)
 	case task.TimedOut:
 		result = agent.TimedOut()
 	default:
-		return nil, fmt.Errorf("unknown verdict %q", o.Verdict)
+		return "", nil, fmt.Errorf("unknown verdict %q", o.Verdict)
 	}
-	if o.Required != "" {
-		if err := m.a.Reopen(&st, o.Required, result); err != nil {
-			return nil, err
-		}
-		return json.Marshal(&st)
-	}
-	if err := m.a.Resolve(&st, result); err != nil {
-		return nil, err
-	}
-	return json.Marshal(&st)
+	return result, kept, nil
 }
 
 // budgetMessage says which budget the agent spent, for the issue.

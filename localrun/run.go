@@ -269,7 +269,7 @@ func (r *run) request(ctx context.Context, req agent.Request) (string, error) {
 		return r.notRun(rec, ran), nil
 	}
 	spec := s.RunSpec(dir, req.Command, map[string]string{"pullwright.run": "bot-run"})
-	spec.Image = r.image
+	spec.Image, spec.KeepChanges = r.image, req.KeepChanges
 	// The same step as serve's: the setup, when one runs, then the
 	// command, then the record of how it ended, told as it goes.
 	step := task.Sandboxed{Runner: r.sb.r, SetUp: func(s *pullwright.SetupRecord) {
@@ -302,8 +302,18 @@ func (r *run) request(ctx context.Context, req agent.Request) (string, error) {
 	if _, ok := task.NotStarted(ran.Result); ok {
 		return r.notRun(rec, ran), nil
 	}
-	r.runs = append(r.runs, rec)
 	res := ran.Result
+	var kept *agent.Kept
+	if req.KeepChanges {
+		// What the command changed becomes the agent's change in the
+		// workspace, under its file tools' rules, as serve keeps it.
+		k, err := agent.KeepChanges(r.st, r.ws.Dir(), res.Changes, res.KeptNote)
+		if err != nil {
+			return "", err
+		}
+		kept, rec.Kept, rec.KeptNote = &k, k.Files, k.Summary()
+	}
+	r.runs = append(r.runs, rec)
 	output := res.Output
 	if res.OOMKilled {
 		output += "\n[the sandbox killed the command: it ran out of memory]"
@@ -313,7 +323,12 @@ func (r *run) request(ctx context.Context, req agent.Request) (string, error) {
 		how = fmt.Sprintf("timed out after %s", res.Duration.Round(time.Second))
 	}
 	r.d.printf("  ran `%s`: %s\n%s", words.Clip(cmd, 120), how, tail(output, outputTail))
-	return agent.RunResult(res.ExitCode, output, res.Truncated, res.TimedOut, res.Duration), nil
+	result := agent.RunResult(res.ExitCode, output, res.Truncated, res.TimedOut, res.Duration)
+	if kept != nil {
+		r.d.printf("%s\n", indent(safe(kept.Text()), "  "))
+		result = agent.WithKept(result, *kept)
+	}
+	return result, nil
 }
 
 // notRun keeps rec, which the step ended with ran, for an approved
@@ -360,7 +375,7 @@ func (r *run) show(req agent.Request, tree *repo.Tree) approval.Request {
 func (r *run) facts(req agent.Request, tree *repo.Tree) task.Shown {
 	s := task.Shown{ID: strconv.Itoa(len(r.runs) + 1), Command: req.Command, Reason: req.Reason, Commit: tree.Hash(),
 		Where:    approval.Where{Local: true, Sandbox: r.sb.where != whereLocal},
-		Detailed: true}
+		Detailed: true, KeepChanges: req.KeepChanges}
 	if s.Where.Sandbox {
 		s.Where.Image, s.Where.Network = r.image, r.settings.Sandbox.Network == "bridge"
 	}

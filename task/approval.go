@@ -53,7 +53,7 @@ type requests struct {
 		Get(ctx context.Context, id int64) (*Task, error)
 	}
 	agent interface {
-		Resolve(conversation []byte, o Outcome) ([]byte, error)
+		Resolve(conversation []byte, o Outcome) (Resolved, error)
 	}
 	checkouts checkouts
 	runs      runs
@@ -458,11 +458,36 @@ func (rq requests) resolve(ctx context.Context, t Job, o Outcome) error {
 	if t.Request.Required {
 		return rq.resolveRequired(ctx, t, o)
 	}
-	conv, err := rq.agent.Resolve(t.Conversation, o)
+	var ws Workspace
+	if res := o.Result; res != nil && t.Request.KeepChanges && !res.NotStarted {
+		// The changes go into the workspace the agent works in, at the
+		// request's commit, which is what the run's copy started from.
+		var err error
+		if ws, err = rq.checkouts.workspace(ctx, t); err != nil {
+			return err
+		}
+		o.Workdir = ws.Dir()
+	}
+	got, err := rq.agent.Resolve(t.Conversation, o)
 	if err != nil {
 		return Fatal("handing the result to the agent failed", err)
 	}
-	t.Conversation = conv
+	t.Conversation = got.Conversation
+	if ws != nil {
+		// The kept files are the agent's change now: saved like the
+		// files it edits, so that a workspace rebuilt elsewhere has them.
+		files, err := snapshot(ws)
+		if err != nil {
+			return retryf(err, "saving the run's kept changes failed")
+		}
+		t.Files = files
+		if n := len(t.Runs); n > 0 && t.Runs[n-1].RequestID == t.Request.ID {
+			t.Runs[n-1].Kept, t.Runs[n-1].KeptNote = got.Kept, got.KeptNote
+		}
+		// Their contents are in the workspace and in Files; the request
+		// need not carry them in the stored task any longer.
+		t.Request.Result.Changes = nil
+	}
 	if err := t.Move(Working); err != nil {
 		return err
 	}
@@ -578,11 +603,11 @@ func (rq requests) resolveRequired(ctx context.Context, t Job, o Outcome) error 
 	// says why.
 	if o.Verdict == Approved && o.Result != nil && ranAndFailed(Ran{Result: *o.Result, Setup: t.Request.Setup}.Outcome()) {
 		o.Required = t.Request.Command
-		conv, err := rq.agent.Resolve(t.Conversation, o)
+		got, err := rq.agent.Resolve(t.Conversation, o)
 		if err != nil {
 			return Fatal("handing the required command's result to the agent failed", err)
 		}
-		t.Conversation = conv
+		t.Conversation = got.Conversation
 		t.Final, t.PRFinal, t.ChangedFiles, t.APIChecked = false, false, nil, false
 		if err := t.Move(Working); err != nil {
 			return err

@@ -171,8 +171,17 @@ func syncFiles(ws Workspace, files []FileSnapshot) error {
 				return fmt.Errorf("restore %s: %w", fs.Path, err)
 			}
 		}
-		if err := root.WriteFile(fs.Path, fs.Content, 0o644); err != nil {
+		mode := os.FileMode(0o644)
+		if fs.Executable {
+			mode = 0o755
+		}
+		if err := root.WriteFile(fs.Path, fs.Content, mode); err != nil {
 			return fmt.Errorf("restore %s: %w", fs.Path, err)
+		}
+		// WriteFile keeps an existing file's mode: the saved one is the
+		// agent's (set_executable, a kept run).
+		if err := root.Chmod(fs.Path, mode); err != nil {
+			return fmt.Errorf("restore the mode of %s: %w", fs.Path, err)
 		}
 	}
 	return nil
@@ -200,7 +209,11 @@ func snapshot(ws Workspace) ([]FileSnapshot, error) {
 		if err != nil {
 			return nil, fmt.Errorf("snapshot %s: %w", c.Path, err)
 		}
-		out = append(out, FileSnapshot{Path: c.Path, Content: b})
+		fi, err := root.Lstat(c.Path)
+		if err != nil {
+			return nil, fmt.Errorf("snapshot %s: %w", c.Path, err)
+		}
+		out = append(out, FileSnapshot{Path: c.Path, Content: b, Executable: fi.Mode()&0o111 != 0})
 	}
 	return out, nil
 }

@@ -241,6 +241,8 @@ func (f *Flow) work(ctx context.Context, t Job) error {
 			Reason:  p.Pending.Reason,
 			Tool:    p.Pending.Tool,
 			AskedAt: now,
+			// A call of a tool changes no file of the workspace.
+			KeepChanges: p.Pending.KeepChanges && p.Pending.Tool == nil,
 		}
 		t.CommitAt = now
 	case p.Finished:

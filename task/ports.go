@@ -110,6 +110,8 @@ type Progress struct {
 type Pending struct {
 	Command, Reason string
 	Tool            *pullwright.ToolCall
+	// KeepChanges asks to keep what the command changes (ExecRequest.KeepChanges).
+	KeepChanges bool
 }
 
 // Outcome is what the agent is told about its execution request.
@@ -122,6 +124,19 @@ type Outcome struct {
 	// when the bot, not the agent, asked for it: it failed on the final
 	// commit, and the agent, which had finished, is to go on.
 	Required string
+	// Workdir is the task's workspace, where the files a run that kept
+	// its changes changed (Result.Changes) are made the agent's own, under
+	// the rules of its file tools, before it is told the result.
+	Workdir string
+}
+
+// Resolved is what the agent did with an Outcome: the conversation to
+// keep, and what it kept of the run's changes (Kept, in the diff stat's
+// terms, or KeptNote: why nothing was kept).
+type Resolved struct {
+	Conversation []byte
+	Kept         []pullwright.FileStat
+	KeptNote     string
 }
 
 // Agent runs the model one turn at a time over a conversation the task
@@ -133,7 +148,7 @@ type Agent interface {
 	Turn(ctx context.Context, repo string, conversation []byte, workdir string) (Progress, error)
 	// Resolve hands the agent the outcome of its pending request, or, with
 	// o.Required, of the required command that failed after it finished.
-	Resolve(conversation []byte, o Outcome) ([]byte, error)
+	Resolve(conversation []byte, o Outcome) (Resolved, error)
 }
 
 // ToolCaller calls the MCP tool of an approved request on the operator's

@@ -54,6 +54,11 @@ type RunRecord struct {
 	// included) at the run's commit, for a tdd task: the test that failed
 	// must be the test that passes, run the same way.
 	TestsDigest string `json:"tests_digest,omitempty"`
+	// Kept is what the run changed that became the agent's change, for a
+	// request that asked to keep it (ExecRequest.KeepChanges), as a diff
+	// stat; KeptNote says why nothing was kept, when nothing was.
+	Kept     []pullwright.FileStat `json:"kept,omitempty"`
+	KeptNote string                `json:"kept_note,omitempty"`
 }
 
 // Outcomes of a RunRecord.

@@ -1,6 +1,7 @@
 package task
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -61,7 +62,7 @@ func TestRecordKeepsEachRequestsEndOnce(t *testing.T) {
 				got.Output = ""
 			}
 			got.RequestID, got.Command, got.SHA, got.Reason, got.AskedAt = "", "", "", "", time.Time{}
-			if got != tt.want {
+			if !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("record =\n %+v\nwant\n %+v", got, tt.want)
 			}
 		})

@@ -204,7 +204,14 @@ func (rn runs) execute(ctx context.Context, t Job, ws Workspace) error {
 		r.Result = &res
 		return nil
 	}
+	if shownKeep := r.Shown != nil && r.Shown.KeepChanges; shownKeep != r.KeepChanges {
+		// What runs is what was approved, keeping included.
+		res := notRun("the request is not the one that was shown for approval (whether its changes are kept), so it did not run; ask again")
+		r.Result = &res
+		return nil
+	}
 	spec := rn.settings(t.Task).RunSpec(tree, r.Command, map[string]string{"pullwright.task": strconv.FormatInt(t.ID, 10), "pullwright.request": r.ID})
+	spec.KeepChanges = r.KeepChanges
 	setup, done := rn.setupRequest(ctx, t, ws, spec)
 	if done {
 		return nil

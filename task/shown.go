@@ -148,7 +148,7 @@ func ShowRequest(t Job, changes []pullwright.FileStat, manifests ManifestChanges
 func showing(t Job, changes []pullwright.FileStat, manifests ManifestChanges, unisolated bool) Shown {
 	r := t.Request
 	s := Shown{ID: r.ID, Command: r.Command, Reason: r.Reason, Commit: r.SHA, Files: changes,
-		Where: approval.Where{Sandbox: !unisolated}, SetupBase: t.prBase(), Manifests: manifests}
+		Where: approval.Where{Sandbox: !unisolated}, SetupBase: t.prBase(), Manifests: manifests, KeepChanges: r.KeepChanges}
 	if t.PushedSHA != "" || t.onHead() {
 		s.Branch = t.Branch
 	}

@@ -97,6 +97,9 @@ type FileSnapshot struct {
 	Path    string `json:"path"`
 	Content []byte `json:"content,omitempty"`
 	Deleted bool   `json:"deleted,omitempty"`
+	// Executable is the file's executable bit, which set_executable and a
+	// kept run may change as much as its content.
+	Executable bool `json:"executable,omitempty"`
 }
 
 // Verdicts an execution request can get.
@@ -178,6 +181,10 @@ type ExecRequest struct {
 	// mark read-only: Command is then Tool.Line(), and the call, not a
 	// command, is what an approval lets happen (runs.callTool).
 	Tool *pullwright.ToolCall `json:"tool,omitempty"`
+	// KeepChanges is true when the agent asked to keep what the command
+	// changes in the repository: shown so (approval.Request.KeepChanges),
+	// and once it ran, its changes become the agent's (Outcome.Workdir).
+	KeepChanges bool `json:"keep_changes,omitempty"`
 }
 
 // verb is what the request asks to do, as the sentences that name it say.

@@ -1,6 +1,7 @@
 package tasktest
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -99,13 +100,49 @@ func (a *Agent) Turn(ctx context.Context, repo string, conversation []byte, work
 	return p, nil
 }
 
-// Resolve records the outcome and adds it to the conversation.
-func (a *Agent) Resolve(conversation []byte, o task.Outcome) ([]byte, error) {
+// Resolve records the outcome and adds it to the conversation. When the
+// outcome has a workspace (Outcome.Workdir), the run's changes are
+// written into it as they came, and said kept: the rules the real agent
+// keeps them under are its own, tested in agent.
+func (a *Agent) Resolve(conversation []byte, o task.Outcome) (task.Resolved, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.Outcomes = append(a.Outcomes, o)
 	if a.ResolveErr != nil {
-		return nil, a.ResolveErr
+		return task.Resolved{}, a.ResolveErr
 	}
-	return fmt.Appendf(conversation, "|%s", o.Verdict), nil
+	r := task.Resolved{Conversation: fmt.Appendf(conversation, "|%s", o.Verdict)}
+	if o.Workdir == "" || o.Result == nil {
+		return r, nil
+	}
+	if o.Result.KeptNote != "" {
+		r.KeptNote = o.Result.KeptNote
+		return r, nil
+	}
+	for _, c := range o.Result.Changes {
+		p := filepath.Join(o.Workdir, filepath.FromSlash(c.Path))
+		st := pullwright.FileStat{Path: c.Path}
+		if c.Deleted {
+			if err := os.Remove(p); err != nil {
+				return task.Resolved{}, err
+			}
+		} else {
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				return task.Resolved{}, err
+			}
+			mode := os.FileMode(0o644)
+			if c.Executable {
+				mode = 0o755
+			}
+			if err := os.WriteFile(p, c.Content, mode); err != nil {
+				return task.Resolved{}, err
+			}
+			if err := os.Chmod(p, mode); err != nil {
+				return task.Resolved{}, err
+			}
+			st.Added = bytes.Count(c.Content, []byte("\n"))
+		}
+		r.Kept = append(r.Kept, st)
+	}
+	return r, nil
 }

@@ -1,0 +1,87 @@
+package task_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pullwright/pullwright"
+	"github.com/pullwright/pullwright/task"
+	"github.com/pullwright/pullwright/task/tasktest"
+)
+
+const goSumLine = "example.com/dep v1.2.0 h1:abc=\nexample.com/dep v1.2.0/go.mod h1:def=\n"
+
+// A run that keeps its changes: it is shown so, runs asking the runner
+// for them, and what it changed (a go.sum line go mod tidy added) is the
+// agent's change from then on, in the record and in the pull request.
+func TestAKeptRunLandsInThePullRequest(t *testing.T) {
+	w := newWorld(t)
+	ask := pending("go mod tidy", map[string]string{"go.mod": "module widget\n\nrequire example.com/dep v1.2.0\n"})
+	ask.Progress.Pending.KeepChanges = true
+	w.agent.Script = []tasktest.Turn{ask, finish("Bump dep", nil)}
+	w.runner.Script = []tasktest.Run{{Result: pullwright.RunResult{ExitCode: 0, Output: "", Duration: time.Second,
+		Changes: []pullwright.FileChange{{Path: "go.sum", Content: []byte(goSumLine)}}}}}
+	fix := w.fix("bump dep")
+	w.drain()
+	parked := w.want(fix.ID, task.AwaitingApproval)
+	r := tasktest.Job(parked).Request
+	if !r.KeepChanges || r.Shown == nil || !r.Shown.KeepChanges {
+		t.Fatalf("request %+v shown %+v: not marked as keeping its changes", r, r.Shown)
+	}
+	if c := w.gh.Comment(1, "task-1-request-"+r.ID); c == nil || !strings.Contains(c.Text(), "what it changes is kept") {
+		t.Errorf("the request comment does not say its changes are kept: %v", c)
+	}
+	if cr := w.gh.CheckRuns[r.CheckRunID]; cr == nil || !strings.Contains(cr.Summary, "what it changes is kept") {
+		t.Errorf("the approval check run does not say its changes are kept: %+v", cr)
+	}
+	w.clock.Advance(time.Minute)
+	w.answer(task.KindApprove, "maint", 12, r.ID)
+	w.drain()
+	done := w.want(fix.ID, task.Done)
+	if len(w.runner.Specs) != 1 || !w.runner.Specs[0].KeepChanges {
+		t.Fatalf("runs %+v: the runner was not asked for the changes", w.runner.Specs)
+	}
+	if o := w.agent.Outcomes; len(o) != 1 || o[0].Workdir == "" {
+		t.Fatalf("the agent heard %+v, without the workspace to keep the changes in", o)
+	}
+	job := tasktest.Job(done)
+	if len(job.Runs) != 1 || len(job.Runs[0].Kept) != 1 || job.Runs[0].Kept[0].Path != "go.sum" {
+		t.Errorf("the record of runs %+v does not show what was kept", job.Runs)
+	}
+	if job.Request.Result != nil && job.Request.Result.Changes != nil {
+		t.Error("the stored request still carries the changes' contents")
+	}
+	head := w.ws.Ref(cloneURL, job.Branch)
+	if got := w.ws.Lookup(head).Files["go.sum"]; got != goSumLine {
+		t.Errorf("the pull request's go.sum = %q, want the kept %q", got, goSumLine)
+	}
+	if len(w.gh.Opened) != 1 {
+		t.Fatalf("pull requests opened: %+v", w.gh.Opened)
+	}
+}
+
+// A request that does not keep its changes runs without asking for them,
+// and nothing of what a runner might return is applied.
+func TestARunThatKeepsNothingChangesNothing(t *testing.T) {
+	w := newWorld(t)
+	w.agent.Script = []tasktest.Turn{pending("go test ./...", map[string]string{"README.md": "x\n"}), finish("Fix", nil)}
+	w.runner.Script = []tasktest.Run{{Result: pullwright.RunResult{ExitCode: 0,
+		Changes: []pullwright.FileChange{{Path: "go.sum", Content: []byte(goSumLine)}}}}}
+	fix := w.fix("")
+	w.drain()
+	parked := w.want(fix.ID, task.AwaitingApproval)
+	w.clock.Advance(time.Minute)
+	w.answer(task.KindApprove, "maint", 12, tasktest.Job(parked).Request.ID)
+	w.drain()
+	done := w.want(fix.ID, task.Done)
+	if w.runner.Specs[0].KeepChanges {
+		t.Error("a request that keeps nothing asked the runner for the changes")
+	}
+	if o := w.agent.Outcomes; len(o) != 1 || o[0].Workdir != "" {
+		t.Errorf("the agent was handed a workspace to keep changes in: %+v", o)
+	}
+	if got, ok := w.ws.Lookup(w.ws.Ref(cloneURL, tasktest.Job(done).Branch)).Files["go.sum"]; ok {
+		t.Errorf("go.sum %q reached the pull request", got)
+	}
+}
