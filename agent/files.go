@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"path/filepath"
 	"strings"
 
 	"github.com/pullwright/pullwright/internal/words"
@@ -269,6 +270,25 @@ func (w *workspace) moveFile(from, to string, protected []string) (string, error
 	}
 	if src == dst {
 		return "", errorf("%s and %s are the same path", from, to)
+	}
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		// A link goes on pointing where its new place leads: never
+		// outside the workspace, nor into .git, from there.
+		target, err := w.root.Readlink(src)
+		if err != nil {
+			return "", fileErr(from, err)
+		}
+		t := filepath.ToSlash(target)
+		r, err := w.resolve(path.Dir(dst) + "/" + t)
+		if err == nil && (path.IsAbs(t) || filepath.IsAbs(target)) {
+			err = errorf("it points to an absolute path")
+		}
+		if err == nil {
+			err = checkGitDir(r, to)
+		}
+		if err != nil {
+			return "", errorf("%s is a symbolic link that would lead outside the workspace or into .git from %s, so it is not moved", from, to)
+		}
 	}
 	what := from
 	if fi.IsDir() {

@@ -227,3 +227,40 @@ func TestDiffTool(t *testing.T) {
 		t.Errorf("diff without a base = %q", got)
 	}
 }
+
+// A symbolic link moves only where it still leads inside the workspace,
+// and not into .git: moved onto a tracked directory's place, a link out
+// would have its files read through it.
+func TestMoveFileKeepsLinksInside(t *testing.T) {
+	a := newTestAgent(t, Config{})
+	cases := []struct {
+		link, target, to string
+		ok               bool
+	}{
+		{"abs", "/etc", "conf", false},
+		{"docs/up", "../a.go", "up", false},
+		{"out", "../..", "deep/out", false},
+		{"g", ".git", "x/g", false},
+		{"rel", "docs/readme.md", "rel2", true},
+		{"docs/back", "../a.go", "pkg/back", true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.link+" to "+tc.to, func(t *testing.T) {
+			dir := workspaceDir(t, map[string]string{"a.go": "package a\n", "docs/readme.md": "docs\n", "pkg/p.go": "package p\n"})
+			if err := os.Mkdir(filepath.Join(dir, ".git"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(tc.target, filepath.Join(dir, tc.link)); err != nil {
+				t.Fatal(err)
+			}
+			got, _ := callTool(t, a, dir, &State{}, ToolMoveFile, args(t, map[string]any{"from": tc.link, "to": tc.to}))
+			if ok := !strings.HasPrefix(got, "error: "); ok != tc.ok {
+				t.Fatalf("moved = %v, want %v: %s", ok, tc.ok, got)
+			}
+			_, err := os.Lstat(filepath.Join(dir, tc.link))
+			if moved := err != nil; moved != tc.ok {
+				t.Errorf("the link moved = %v, want %v", moved, tc.ok)
+			}
+		})
+	}
+}

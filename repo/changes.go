@@ -8,11 +8,13 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/format/index"
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/pullwright/pullwright"
@@ -120,6 +122,13 @@ func (w *Workspace) worktreeChanges(withContent bool) ([]wtChange, error) {
 // readWorktreeFile returns the git mode and blob content of the file at the
 // slash path p; ok is false if there is no file (or a directory) there.
 func readWorktreeFile(root, p string) (mode filemode.FileMode, content []byte, ok bool, err error) {
+	if beyond, err := beyondLink(root, p); err != nil || beyond {
+		// As git: a path whose directory is now a symbolic link (or a
+		// file) has no file there, whatever the link leads to. Reading
+		// through it would read where the link points, outside the
+		// workspace as well.
+		return 0, nil, false, err
+	}
 	full := filepath.Join(root, filepath.FromSlash(p))
 	fi, err := os.Lstat(full)
 	if errors.Is(err, fs.ErrNotExist) || (err == nil && fi.IsDir()) {
@@ -147,6 +156,49 @@ func readWorktreeFile(root, p string) (mode filemode.FileMode, content []byte, o
 	default:
 		return 0, nil, false, nil // sockets, devices: git ignores them too
 	}
+}
+
+// unstage takes deleted files out of the index. go-git's Remove would
+// look at the worktree first, and refuses a path beyond a symbolic link,
+// which is exactly a file that is gone (beyondLink).
+func (w *Workspace) unstage(paths []string) error {
+	if len(paths) == 0 {
+		return nil
+	}
+	idx, err := w.repo.Storer.Index()
+	if err != nil {
+		return fmt.Errorf("read the index: %w", err)
+	}
+	for _, p := range paths {
+		if _, err := idx.Remove(p); err != nil && !errors.Is(err, index.ErrEntryNotFound) {
+			return fmt.Errorf("unstage %s: %w", p, err)
+		}
+	}
+	if err := w.repo.Storer.SetIndex(idx); err != nil {
+		return fmt.Errorf("write the index: %w", err)
+	}
+	return nil
+}
+
+// beyondLink reports whether a directory on the way to the slash path p
+// under root is a symbolic link or not a directory, so that p names
+// nothing git would read.
+func beyondLink(root, p string) (bool, error) {
+	dir := root
+	parts := strings.Split(p, "/")
+	for _, part := range parts[:len(parts)-1] {
+		dir = filepath.Join(dir, part)
+		fi, err := os.Lstat(dir)
+		switch {
+		case errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR):
+			return true, nil
+		case err != nil:
+			return false, err
+		case !fi.IsDir():
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // CommitAll is CommitAllAt with the current time.
@@ -200,16 +252,18 @@ func (w *Workspace) CommitAllAt(when time.Time, msg string, author pullwright.Id
 	// The changes, path by path: staging the whole tree would read a
 	// submodule's empty directory as a file, and Changes already applied
 	// .gitignore.
+	var deleted []string
 	for _, c := range changes {
-		var err error
 		if c.Status == pullwright.ChangeDeleted {
-			_, err = wt.Remove(c.Path)
-		} else {
-			_, err = wt.Add(c.Path)
+			deleted = append(deleted, c.Path)
+			continue
 		}
-		if err != nil {
+		if _, err := wt.Add(c.Path); err != nil {
 			return "", fmt.Errorf("commit: stage %s: %w", c.Path, err)
 		}
+	}
+	if err := w.unstage(deleted); err != nil {
+		return "", fmt.Errorf("commit: %w", err)
 	}
 	sig := &object.Signature{Name: author.Name, Email: author.Email, When: when}
 	h, err := wt.Commit(full, &git.CommitOptions{Author: sig, Committer: sig})
