@@ -59,6 +59,12 @@ func KeepChanges(st *State, workdir string, changes []pullwright.FileChange, not
 	var k Kept
 	var total int
 	targets := make([]string, len(changes))
+	deleted := map[string]bool{}
+	for _, c := range changes {
+		if c.Deleted && c.Refused == "" {
+			deleted[c.Path] = true
+		}
+	}
 	for i, c := range changes {
 		total += len(c.Content)
 		if c.Refused != "" {
@@ -72,6 +78,16 @@ func KeepChanges(st *State, workdir string, changes []pullwright.FileChange, not
 		if err == nil && !c.Deleted {
 			if fi, serr := w.root.Lstat(rp); serr == nil && !fi.Mode().IsRegular() {
 				err = errorf("%s is not a regular file in the workspace", c.Path)
+			}
+		}
+		if err == nil && !c.Deleted {
+			// Each directory on the way is one, or a file the same
+			// changes delete first (a file the command replaced by a
+			// directory).
+			for d := path.Dir(rp); d != "." && err == nil; d = path.Dir(d) {
+				if fi, serr := w.root.Lstat(d); serr == nil && !fi.IsDir() && !deleted[d] {
+					err = errorf("%s is in %s, which is a file in the workspace", c.Path, d)
+				}
 			}
 		}
 		if err != nil {
@@ -88,7 +104,21 @@ func KeepChanges(st *State, workdir string, changes []pullwright.FileChange, not
 	case len(k.Refused) > 0:
 		return k, nil
 	}
+	// Deletions first: a file the command replaced by a directory goes
+	// before the directory's files are written.
+	order := make([]int, 0, len(changes))
 	for i, c := range changes {
+		if c.Deleted {
+			order = append(order, i)
+		}
+	}
+	for i, c := range changes {
+		if !c.Deleted {
+			order = append(order, i)
+		}
+	}
+	for _, i := range order {
+		c := changes[i]
 		rp := targets[i]
 		old, rerr := w.root.ReadFile(rp)
 		if rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
@@ -124,6 +154,7 @@ func KeepChanges(st *State, workdir string, changes []pullwright.FileChange, not
 		}
 		k.Files = append(k.Files, lineStat(c.Path, string(old), string(c.Content)))
 	}
+	slices.SortFunc(k.Files, func(a, b pullwright.FileStat) int { return strings.Compare(a.Path, b.Path) })
 	return k, nil
 }
 

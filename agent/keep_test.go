@@ -134,3 +134,28 @@ func TestWithKeptKeepsTheOutputLast(t *testing.T) {
 		t.Errorf("a crafted path is shown as %q", txt)
 	}
 }
+
+// A file the command replaced by a directory: with its deletion the
+// changes apply in full; without it (a runner that did not say) none
+// does, rather than half.
+func TestKeepAFileReplacedByADirectory(t *testing.T) {
+	for _, withDeletion := range []bool{true, false} {
+		dir := workspaceDir(t, map[string]string{"f": "a file\n", "a.txt": "a\n"})
+		changes := []pullwright.FileChange{{Path: "a.txt", Content: []byte("b\n")}, {Path: "f/x", Content: []byte("x\n")}}
+		if withDeletion {
+			changes = append([]pullwright.FileChange{{Path: "f", Deleted: true}}, changes...)
+		}
+		k, err := KeepChanges(&State{}, dir, changes, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, _ := os.ReadFile(filepath.Join(dir, "a.txt"))
+		x, xerr := os.ReadFile(filepath.Join(dir, "f/x"))
+		if withDeletion && (len(k.Files) != 3 || string(a) != "b\n" || string(x) != "x\n") {
+			t.Errorf("kept %q: a.txt %q, f/x %q %v", k.Text(), a, x, xerr)
+		}
+		if !withDeletion && (len(k.Refused) != 1 || string(a) != "a\n" || xerr == nil) {
+			t.Errorf("without the deletion: %q; a.txt %q, f/x %v", k.Text(), a, xerr)
+		}
+	}
+}

@@ -41,6 +41,7 @@ type keptEntry struct {
 	name     string      // slash-separated, relative to the workspace
 	mode     fs.FileMode // type bits and permission bits
 	linkname string      // a symbolic link's target
+	hardlink string      // the earlier entry a hard link names (Docker's tar)
 	size     int64
 	body     io.Reader // a regular file's contents
 }
@@ -89,6 +90,17 @@ func (c *changeSet) add(e keptEntry) error {
 	}
 	c.seen[name] = true
 	if e.mode.IsDir() {
+		// A directory where the workspace has a file or a link: that is
+		// gone, and the files in the directory are new.
+		if orig, err := os.Lstat(c.local(name)); err == nil && !orig.IsDir() {
+			c.record(pullwright.FileChange{Path: name, Deleted: true})
+		}
+		return nil
+	}
+	if e.hardlink != "" {
+		// The engine's tar sends a second name of a file as a link to
+		// the first, without its contents.
+		c.record(pullwright.FileChange{Path: name, Refused: fmt.Sprintf("a hard link (to %q): links a command makes are not kept", e.hardlink)})
 		return nil
 	}
 	orig, err := os.Lstat(c.local(name))
@@ -381,35 +393,44 @@ func (d *Docker) keptEntries(ctx context.Context, id string) func(add func(keptE
 			return fmt.Errorf("read the run's copy of the workspace: %w", err)
 		}
 		defer got.Content.Close()
-		base := path.Base(keepDir)
-		tree := base + "/tree/"
-		copied := false
-		tr := tar.NewReader(got.Content)
-		for {
-			hdr, err := tr.Next()
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				return fmt.Errorf("read the run's copy of the workspace: %w", err)
-			}
-			name := strings.TrimPrefix(hdr.Name, "./")
-			if name == base+"/copied" {
-				copied = true
-				continue
-			}
-			rel, ok := strings.CutPrefix(name, tree)
-			if !ok {
-				continue
-			}
-			e := keptEntry{name: strings.TrimSuffix(rel, "/"), mode: hdr.FileInfo().Mode(), linkname: hdr.Linkname, size: hdr.Size, body: tr}
-			if err := add(e); err != nil {
-				return err
-			}
-		}
-		if !copied {
-			return errNotCopied
-		}
-		return nil
+		return readKept(got.Content, add)
 	}
+}
+
+// readKept feeds the entries of the tar stream the engine sends of
+// keepDir to add; the copy counts only if the script said it finished.
+func readKept(r io.Reader, add func(keptEntry) error) error {
+	base := path.Base(keepDir)
+	tree := base + "/tree/"
+	copied := false
+	tr := tar.NewReader(r)
+	for {
+		hdr, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("read the run's copy of the workspace: %w", err)
+		}
+		name := strings.TrimPrefix(hdr.Name, "./")
+		if name == base+"/copied" {
+			copied = true
+			continue
+		}
+		rel, ok := strings.CutPrefix(name, tree)
+		if !ok {
+			continue
+		}
+		e := keptEntry{name: strings.TrimSuffix(rel, "/"), mode: hdr.FileInfo().Mode(), linkname: hdr.Linkname, size: hdr.Size, body: tr}
+		if hdr.Typeflag == tar.TypeLink {
+			e.hardlink, e.linkname = hdr.Linkname, ""
+		}
+		if err := add(e); err != nil {
+			return err
+		}
+	}
+	if !copied {
+		return errNotCopied
+	}
+	return nil
 }

@@ -130,3 +130,22 @@ func TestRunKeepsDeletesAndLargeFiles(t *testing.T) {
 		t.Errorf("changes = %q\nwant %q", got, want)
 	}
 }
+
+// A directory that replaced a file: the file is deleted and the
+// directory's files are new, so that the changes apply in full.
+func TestRunKeepsAFileReplacedByADirectory(t *testing.T) {
+	l, runs := newLocal(t)
+	dir := t.TempDir()
+	writeTree(t, dir, map[string]string{"f": "was a file\n", "g": "g\n"})
+	res, err := run(t, l, runs, pullwright.RunSpec{Dir: dir, KeepChanges: true, Command: "rm f && mkdir f && echo x > f/x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range res.Changes {
+		got = append(got, keptChange(c))
+	}
+	if want := []string{"f deleted", "f/x \"x\\n\""}; !slices.Equal(got, want) {
+		t.Errorf("changes = %q\nwant %q", got, want)
+	}
+}
