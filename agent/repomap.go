@@ -73,7 +73,7 @@ func (a *Agent) addMap(ctx context.Context, st *State, ws *workspace) (undo func
 // it shows, and the tree in its block.
 func (w *workspace) repoMap(ctx context.Context) (string, error) {
 	root := newMapDir()
-	truncated, err := w.walk(ctx, func(rel string, _ fs.DirEntry) error {
+	walked, err := w.walkIgnoring(ctx, func(rel string, _ fs.DirEntry) error {
 		parts := strings.Split(rel, "/")
 		d := root
 		d.total++
@@ -96,8 +96,12 @@ func (w *workspace) repoMap(ctx context.Context) (string, error) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "A map of the repository (%s; files ignored by .gitignore and the .git directory are left out): %s. "+
 		"Use glob and grep to see more.", words.Count(root.total, "file", "files"), shown)
-	if truncated {
+	if walked.truncated {
 		fmt.Fprintf(&b, " The listing stopped after %d entries: the counts are lower bounds.", maxWalkEntries)
+	}
+	if n := walked.ignoresSkipped; n > 0 {
+		fmt.Fprintf(&b, " %s %s not read, being over the bounds on ignore patterns, so files %s ignore may be listed.",
+			words.Count(n, ".gitignore file", ".gitignore files"), words.Plural(n, "was", "were"), words.Plural(n, "it", "they"))
 	}
 	b.WriteString("\n")
 	b.WriteString(untrusted.Block(mapBlock, "", tree))

@@ -13,8 +13,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
-
 	"github.com/pullwright/pullwright/internal/ignorefile"
 	"github.com/pullwright/pullwright/internal/words"
 	"github.com/pullwright/pullwright/policy"
@@ -484,14 +482,50 @@ type walkFunc func(rel string, d fs.DirEntry) error
 
 var errStopWalk = errors.New("stop walk")
 
+// walkIgnoreLimits bound the ignore files one walk reads (see
+// ignorefile.Limits): a .gitignore over them is not read, so the files it
+// would hide are listed, which is the lesser harm for a listing (a
+// tracked file hidden would be the greater). Generic bounds the patterns
+// each entry is matched against one by one, and so the walk's time.
+var walkIgnoreLimits = ignorefile.Limits{
+	FileBytes:  maxIgnoreBytes,
+	TotalBytes: 4 * maxIgnoreBytes,
+	Patterns:   100000,
+	Generic:    512,
+}
+
+// walkCheckWork is how many pattern matches may pass between two looks at
+// the walk's context, besides one every 1024 entries.
+const walkCheckWork = 1 << 14
+
+// walked is what a walk saw besides its files.
+type walked struct {
+	truncated bool // maxWalkEntries cut it short
+	// ignoresSkipped counts the .gitignore files it did not read, being
+	// over walkIgnoreLimits: files they ignore may have been visited.
+	ignoresSkipped int
+	work           int64 // patterns matched, for the tests
+}
+
 // walk visits the files of the workspace, honouring .gitignore files (and
 // .git/info/exclude) the way git does, never entering .git, never following
 // symlinked directories, and visiting at most maxWalkEntries entries. It
 // reports whether that bound cut the walk short.
 func (w *workspace) walk(ctx context.Context, fn walkFunc) (truncated bool, err error) {
-	patterns := map[string][]gitignore.Pattern{}
-	rootPatterns := w.ignorePatterns(".git/info/exclude", nil)
+	res, err := w.walkIgnoring(ctx, fn)
+	return res.truncated, err
+}
+
+// walkIgnoring is walk, reporting also what it did with the ignore files.
+// Each directory with a .gitignore gets a scope of its own patterns linked
+// to its parent's, so the patterns are read once, whatever the depth.
+func (w *workspace) walkIgnoring(ctx context.Context, fn walkFunc) (res walked, err error) {
+	root := ignorefile.NewRoot(walkIgnoreLimits)
+	tally := root.Tally()
+	defer func() { res.ignoresSkipped, res.work = tally.Skipped, tally.Work }()
+	scopes := map[string]*ignorefile.Scope{}
 	visited := 0
+	checked := int64(0)
 	err = fs.WalkDir(w.root.FS(), ".", func(rel string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if rel == "." {
@@ -500,14 +534,16 @@ func (w *workspace) walk(ctx context.Context, fn walkFunc) (truncated bool, err 
 			return nil // unreadable entry: skip it, keep walking
 		}
 		if rel == "." {
-			patterns["."] = append(rootPatterns, w.ignorePatterns(".gitignore", nil)...)
+			s := w.ignoreScope(root, ".git/info/exclude", nil)
+			scopes["."] = w.ignoreScope(s, ".gitignore", nil)
 			return nil
 		}
 		if visited++; visited > maxWalkEntries {
-			truncated = true
+			res.truncated = true
 			return fs.SkipAll
 		}
-		if visited%1024 == 0 {
+		if visited%1024 == 0 || tally.Work-checked >= walkCheckWork {
+			checked = tally.Work
 			if err := ctx.Err(); err != nil {
 				return err
 			}
@@ -519,17 +555,15 @@ func (w *workspace) walk(ctx context.Context, fn walkFunc) (truncated bool, err 
 			return nil
 		}
 		parts := strings.Split(rel, "/")
-		parent := path.Dir(rel)
-		if gitignore.NewMatcher(patterns[parent]).Match(parts, d.IsDir()) {
+		scope := scopes[path.Dir(rel)]
+		if scope.Ignored(parts, d.IsDir()) {
 			if d.IsDir() {
 				return fs.SkipDir
 			}
 			return nil
 		}
 		if d.IsDir() {
-			own := w.ignorePatterns(rel+"/.gitignore", parts)
-			inherited := patterns[parent]
-			patterns[rel] = append(inherited[:len(inherited):len(inherited)], own...)
+			scopes[rel] = w.ignoreScope(scope, rel+"/.gitignore", parts)
 			return nil
 		}
 		if err := fn(rel, d); err != nil {
@@ -540,19 +574,17 @@ func (w *workspace) walk(ctx context.Context, fn walkFunc) (truncated bool, err 
 		}
 		return nil
 	})
-	return truncated, err
+	return res, err
 }
 
-func (w *workspace) ignorePatterns(file string, domain []string) []gitignore.Pattern {
+// ignoreScope is the scope under parent of the ignore file at file, in the
+// directory domain.
+func (w *workspace) ignoreScope(parent *ignorefile.Scope, file string, domain []string) *ignorefile.Scope {
 	fi, err := w.root.Stat(file)
-	if err != nil || !fi.Mode().IsRegular() || fi.Size() > maxIgnoreBytes {
-		return nil
+	if err != nil || !fi.Mode().IsRegular() {
+		return parent
 	}
-	data, err := w.root.ReadFile(file)
-	if err != nil {
-		return nil
-	}
-	return ignorefile.Parse(data, domain)
+	return parent.Child(domain, fi.Size(), func() ([]byte, error) { return w.root.ReadFile(file) })
 }
 
 // isBinary reports whether data looks binary (a NUL byte near the start).

@@ -178,29 +178,37 @@ func (c *changeSet) ignored(name string) bool {
 	return false
 }
 
-// patterns are the ignore patterns that apply in dir ("" for the root).
+// patterns are the ignore patterns that apply in dir ("" for the root):
+// one ignorefile.Scope, dir's own .gitignore linked to its parent's, so
+// that each file is read once, whatever the depth. The ignore files are
+// bounded as the agent's walk bounds them; one over the bounds is not
+// read, so a new file it would ignore comes back, under the bounds on
+// what a run keeps, rather than a file the repository keeps being lost.
 func (c *changeSet) patterns(dir string) []gitignore.Pattern {
 	if ps, ok := c.ignores[dir]; ok {
 		return ps
 	}
-	var inherited []gitignore.Pattern
+	var parent *ignorefile.Scope
 	var domain []string
 	file := ".gitignore"
-	if dir != "" {
-		parent := path.Dir(dir)
-		if parent == "." {
-			parent = ""
+	if dir == "" {
+		parent = ignorefile.NewRoot(ignorefile.Limits{
+			FileBytes: maxIgnoreBytes, TotalBytes: 4 * maxIgnoreBytes, Patterns: 100000, Generic: 512,
+		})
+	} else {
+		up := path.Dir(dir)
+		if up == "." {
+			up = ""
 		}
-		inherited = c.patterns(parent)
+		parent = c.patterns(up)[0].(*ignorefile.Scope)
 		domain = strings.Split(dir, "/")
 		file = dir + "/.gitignore"
 	}
-	ps := inherited[:len(inherited):len(inherited)]
-	if fi, err := os.Lstat(c.local(file)); err == nil && fi.Mode().IsRegular() && fi.Size() <= maxIgnoreBytes {
-		if data, err := os.ReadFile(c.local(file)); err == nil {
-			ps = append(ps, ignorefile.Parse(data, domain)...)
-		}
+	scope := parent
+	if fi, err := os.Lstat(c.local(file)); err == nil && fi.Mode().IsRegular() {
+		scope = parent.Child(domain, fi.Size(), func() ([]byte, error) { return os.ReadFile(c.local(file)) })
 	}
+	ps := []gitignore.Pattern{scope}
 	c.ignores[dir] = ps
 	return ps
 }

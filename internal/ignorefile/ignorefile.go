@@ -14,12 +14,22 @@ import (
 // one per line, blank lines and comments left out, as git reads them.
 func Parse(data []byte, domain []string) []gitignore.Pattern {
 	var ps []gitignore.Pattern
+	for _, line := range Lines(data) {
+		ps = append(ps, gitignore.ParsePattern(line, domain))
+	}
+	return ps
+}
+
+// Lines are the pattern lines of data, an ignore file: blank lines and
+// comments left out, line ends taken off.
+func Lines(data []byte) []string {
+	var ls []string
 	for _, line := range strings.Split(string(data), "\n") {
 		line = strings.TrimRight(line, "\r")
 		if strings.TrimSpace(line) == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
-		ps = append(ps, gitignore.ParsePattern(line, domain))
+		ls = append(ls, line)
 	}
-	return ps
+	return ls
 }
