@@ -336,8 +336,8 @@ func (s *Script) files() ([]Call, error) {
 		}
 	}
 	for _, c := range s.Changes {
-		if c.Status == 'D' {
-			continue
+		if c.Status == 'D' || s.Skipped[c.NewPath] {
+			continue // nothing to set on a file left out
 		}
 		oldExec := c.OldMode == "100755"
 		if c.Status == 'A' || c.Status == 'T' || c.Status == 'C' {
