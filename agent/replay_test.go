@@ -3,18 +3,25 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
+	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/internal/replay"
+	"github.com/pullwright/pullwright/runner"
 )
 
 // The oracle replay (issue 40, "How we will know"): real commits replayed
@@ -35,15 +42,16 @@ type replayCall struct {
 // replayResult is what replaying one commit gave.
 type replayResult struct {
 	commit, subject string
-	// notExpressible, needsKept and skipped are the script's (see
-	// replay.Script).
-	notExpressible string
-	needsKept      bool
-	skipped        map[string]bool
-	kinds          map[byte]bool // its changes' statuses (A, D, M, R, T), and X for a mode change
-	failures       []string      // why the tree differs, or which call failed
-	calls          []replayCall
-	turns          [][]replayCall // the calls of each answer, finish last (empty)
+	// notExpressible, needsKept, skipped, tidied and tidyNote are the
+	// script's (see replay.Script).
+	notExpressible   string
+	needsKept        bool
+	skipped          map[string]bool
+	tidied, tidyNote string
+	kinds            map[byte]bool // its changes' statuses (A, D, M, R, T), and X for a mode change
+	failures         []string      // why the tree differs, or which call failed
+	calls            []replayCall
+	turns            [][]replayCall // the calls of each answer, finish last (empty)
 }
 
 func (r replayResult) exact() bool { return len(r.failures) == 0 }
@@ -82,6 +90,12 @@ type replayer struct {
 	blobs *replay.Blobs
 	have  map[string]replay.Entry // what dir holds, when known
 	agent *Agent
+	// runner, when set, answers the scripted model's run requests: a
+	// commit that changes go.sum gets it from tidy (a kept run of
+	// tidy), as bot run answers a request. Without it go.sum is
+	// written with write_file.
+	runner runner.Runner
+	tidy   string
 }
 
 // sync makes r.dir hold the tree want, writing only what differs from what
@@ -170,6 +184,16 @@ func (r *replayer) replayOne(ctx context.Context, parent, commit, subject string
 	if err != nil {
 		return res, err
 	}
+	if r.runner != nil {
+		s.Tidy = &replay.Tidy{Command: r.tidy, Reason: "go.mod changed: bring go.sum in line with it",
+			Look: func(p string) ([]byte, bool, error) {
+				data, err := os.ReadFile(filepath.Join(r.dir, p))
+				if errors.Is(err, fs.ErrNotExist) {
+					return nil, false, nil
+				}
+				return data, err == nil, err
+			}}
+	}
 	ws, err := openWorkspace(r.dir)
 	if err != nil {
 		return res, err
@@ -192,9 +216,15 @@ func (r *replayer) replayOne(ctx context.Context, parent, commit, subject string
 		}
 		results = nil
 		var turn []replayCall
-		for _, c := range calls {
-			out, _, _ := r.agent.runTool(toolEnv{ctx: ctx, ws: ws, st: st, maxOutput: r.agent.cfg.MaxToolOutput},
-				toolCallOf(c.Name, c.Args))
+		for i, c := range calls {
+			tc := toolCallOf(c.Name, c.Args)
+			tc.ID = fmt.Sprintf("call_%d_%d", len(res.turns), i)
+			out, _, _ := r.agent.runTool(toolEnv{ctx: ctx, ws: ws, st: st, callID: tc.ID, maxOutput: r.agent.cfg.MaxToolOutput}, tc)
+			if st.Pending != nil {
+				if out, err = r.resolve(ctx, st, tc); err != nil {
+					return res, err
+				}
+			}
 			rc := replayCall{name: c.Name, args: c.Args, result: out}
 			res.calls = append(res.calls, rc)
 			turn = append(turn, rc)
@@ -206,6 +236,7 @@ func (r *replayer) replayOne(ctx context.Context, parent, commit, subject string
 		res.turns = append(res.turns, turn)
 	}
 	res.kinds, res.notExpressible, res.needsKept, res.skipped = s.Kinds, s.NotExpressible, s.NeedsKept, s.Skipped
+	res.tidied, res.tidyNote = s.Tidied, s.TidyNote
 	res.failures = append(s.Failures, res.failures...)
 
 	got, err := replay.Snapshot(r.dir)
@@ -226,6 +257,76 @@ func (r *replayer) replayOne(ctx context.Context, parent, commit, subject string
 	return res, nil
 }
 
+// resolve answers st's pending run request, made by call tc, as bot run
+// does (localrun's request): the command runs on an export of the
+// workspace's current files, what it changed is kept in the workspace
+// under the file tools' rules (KeepChanges), and the result goes to the
+// conversation with Resolve. It returns that tool message.
+func (r *replayer) resolve(ctx context.Context, st *State, tc openai.ToolCall) (string, error) {
+	req := *st.Pending
+	st.Messages = append(st.Messages, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant, ToolCalls: []openai.ToolCall{tc}})
+	export := r.dir + ".run"
+	defer os.RemoveAll(export)
+	if err := exportFiles(r.dir, export); err != nil {
+		return "", err
+	}
+	res, err := r.runner.Run(ctx, pullwright.RunSpec{Dir: export, Command: req.Command, KeepChanges: req.KeepChanges,
+		Timeout: 5 * time.Minute, Labels: map[string]string{"pullwright.run": "replay"}})
+	if err != nil {
+		return "", fmt.Errorf("run %q: %w", req.Command, err)
+	}
+	if res.NotStarted {
+		return "", fmt.Errorf("run %q did not start: %s", req.Command, res.Output)
+	}
+	result := RunResult(res.ExitCode, res.Output, res.Truncated, res.TimedOut, res.Duration)
+	if req.KeepChanges {
+		k, err := KeepChanges(st, r.dir, res.Changes, res.KeptNote)
+		if err != nil {
+			return "", err
+		}
+		result = WithKept(result, k)
+	}
+	if err := r.agent.Resolve(st, result); err != nil {
+		return "", err
+	}
+	return st.Messages[len(st.Messages)-1].Content, nil
+}
+
+// exportFiles writes the files dir holds (bytes, executable bits,
+// symbolic links) into a new directory to, as bot run exports the
+// workspace's tree for a run: dir holds no .git and no file git would
+// leave out.
+func exportFiles(dir, to string) error {
+	if err := os.RemoveAll(to); err != nil {
+		return err
+	}
+	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		dst := filepath.Join(to, rel)
+		fi, err := d.Info()
+		switch {
+		case err != nil:
+			return err
+		case d.IsDir():
+			return os.MkdirAll(dst, 0o755)
+		case fi.Mode()&fs.ModeSymlink != 0:
+			link, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			return os.Symlink(link, dst)
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(dst, data, fi.Mode().Perm())
+	})
+}
+
 // The script obeys the tools' limits: they must agree.
 func TestReplayLimits(t *testing.T) {
 	if replay.MaxReadLines != maxReadLines || replay.BinarySniffBytes != binarySniffBytes {
@@ -233,7 +334,7 @@ func TestReplayLimits(t *testing.T) {
 			replay.MaxReadLines, replay.BinarySniffBytes, maxReadLines, binarySniffBytes)
 	}
 	for _, n := range []string{replay.ReadFile, replay.WriteFile, replay.EditFile, replay.DeleteFile,
-		replay.MoveFile, replay.SetExecutable, replay.Finish} {
+		replay.MoveFile, replay.SetExecutable, replay.Run, replay.Finish} {
 		if !slices.ContainsFunc(toolDefs(), func(d openai.Tool) bool { return d.Function.Name == n }) {
 			t.Errorf("replay calls %s, which is no tool", n)
 		}
@@ -251,15 +352,17 @@ func mapsKeys[V any](m map[string]V) func(func(string) bool) {
 }
 
 // replayCommits replays commits (oldest first) of repo in a directory of
-// its own.
-func replayCommits(t testing.TB, repo string, commits []string) []replayResult {
+// its own. With run, a commit that changes go.sum asks run for the
+// command tidy with its changes kept (see replayer).
+func replayCommits(t testing.TB, repo string, commits []string, run runner.Runner, tidy string) []replayResult {
 	t.Helper()
 	blobs, err := replay.NewBlobs(repo)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer blobs.Close()
-	r := &replayer{repo: repo, dir: filepath.Join(t.TempDir(), "w"), blobs: blobs, agent: newTestAgent(t, Config{})}
+	r := &replayer{repo: repo, dir: filepath.Join(t.TempDir(), "w"), blobs: blobs, agent: newTestAgent(t, Config{}),
+		runner: run, tidy: tidy}
 	var out []replayResult
 	for _, c := range commits {
 		parent := replay.EmptyTree
@@ -354,7 +457,21 @@ func replaySummary(results []replayResult, fixed, maxTurns int) string {
 	}
 	fmt.Fprintf(&b, "commits: %d; not expressible: %d; replayed exactly: %d of %d expressible (%.1f%%)\n",
 		len(results), len(results)-expressible, exact, expressible, 100*float64(exact)/float64(max(expressible, 1)))
-	fmt.Fprintf(&b, "need a kept command (go.sum; written with write_file here): %d, of them exact (the rest, where not expressible): %d\n", kept, keptExact)
+	fmt.Fprintf(&b, "change go.sum (need a kept command): %d, of them exact (the rest, where not expressible): %d\n", kept, keptExact)
+	b.WriteString(tidySummary(results))
+	if kept > 0 {
+		var sum replayCost
+		for _, r := range results {
+			if r.needsKept {
+				c := costOf(r, fixed)
+				sum.calls, sum.turns, sum.toolTokens, sum.promptTokens = sum.calls+c.calls, sum.turns+c.turns,
+					sum.toolTokens+c.toolTokens, sum.promptTokens+c.promptTokens
+			}
+		}
+		n := float64(kept)
+		fmt.Fprintf(&b, "  per commit that changes go.sum: mean %.1f tool calls, %.1f turns, %.0f tool tokens, %.0f prompt tokens\n",
+			float64(sum.calls)/n, float64(sum.turns)/n, float64(sum.toolTokens)/n, float64(sum.promptTokens)/n)
+	}
 	fmt.Fprintf(&b, "fixed prompt (system prompt + tool definitions): %d bytes, ~%d tokens a turn\n", fixed, fixed/4)
 	stat := func(name string, f func(replayCost) int) {
 		v := make([]int, len(costs))
@@ -422,9 +539,93 @@ func replaySummary(results []replayResult, fixed, maxTurns int) string {
 	return b.String()
 }
 
+// tidySummary renders how the commits that change go.sum got it: from a
+// kept run of tidy alone, or written with write_file after it, and why.
+func tidySummary(results []replayResult) string {
+	var b strings.Builder
+	var asked, exact, notAsked int
+	type why struct{ outcome, note string }
+	fell := map[why][]string{}
+	for _, r := range results {
+		switch {
+		case !r.needsKept:
+		case r.tidied == "":
+			notAsked++
+		default:
+			asked++
+			if r.tidied == replay.TidyExact {
+				exact++
+			} else {
+				w := why{r.tidied, r.tidyNote}
+				fell[w] = append(fell[w], r.commit[:min(len(r.commit), 7)])
+			}
+		}
+	}
+	if notAsked > 0 {
+		fmt.Fprintf(&b, "go.sum written with write_file, no run asked: %d\n", notAsked)
+	}
+	if asked == 0 {
+		return b.String()
+	}
+	failed, differed := 0, 0
+	for w, cs := range fell {
+		if w.outcome == replay.TidyFailed {
+			failed += len(cs)
+		} else {
+			differed += len(cs)
+		}
+	}
+	fmt.Fprintf(&b, "go.sum from a kept run of tidy: %d asked; reproduced exactly by it: %d; written with write_file after it: %d "+
+		"(tidy failed: %d; tidy's go.mod or go.sum differed: %d)\n", asked, exact, asked-exact, failed, differed)
+	ws := slices.SortedFunc(maps.Keys(fell), func(a, b why) int { return strings.Compare(a.outcome+a.note, b.outcome+b.note) })
+	for _, w := range ws {
+		fmt.Fprintf(&b, "  tidy %s (%s): %d: %s\n", w.outcome, w.note, len(fell[w]), strings.Join(fell[w], " "))
+	}
+	return b.String()
+}
+
+// fakeTidy is a runner whose every command is a made-up tidy, quick and
+// without a module cache: go.sum gets a line per module go.mod requires,
+// and a go.mod that requires example.com/broken fails, as tidy fails
+// offline for a module the cache lacks.
+type fakeTidy struct{}
+
+func (fakeTidy) Run(_ context.Context, s pullwright.RunSpec) (pullwright.RunResult, error) {
+	mod, err := os.ReadFile(filepath.Join(s.Dir, "go.mod"))
+	if err != nil {
+		return pullwright.RunResult{ExitCode: 1, Output: "go: go.mod file not found\n"}, nil
+	}
+	if strings.Contains(string(mod), "example.com/broken") {
+		return pullwright.RunResult{ExitCode: 1, KeptNote: "the command did not exit 0, so nothing it changed is kept",
+			Output: "go: finding module for package example.com/broken\n\texample.com/broken@v1.0.0: module lookup disabled by GOPROXY=off\n"}, nil
+	}
+	res := pullwright.RunResult{Duration: time.Second}
+	if sum := fakeSum(string(mod)); readOr(filepath.Join(s.Dir, "go.sum")) != sum {
+		res.Changes = []pullwright.FileChange{{Path: "go.sum", Content: []byte(sum)}}
+	}
+	return res, nil
+}
+
+// fakeSum is the go.sum fakeTidy writes for mod.
+func fakeSum(mod string) string {
+	var b strings.Builder
+	for _, l := range strings.Split(mod, "\n") {
+		if f := strings.Fields(strings.TrimPrefix(l, "require ")); len(f) == 2 && strings.HasPrefix(f[1], "v") {
+			fmt.Fprintf(&b, "%s %s h1:%s=\n", f[0], f[1], f[0])
+		}
+	}
+	return b.String()
+}
+
+func readOr(p string) string {
+	b, _ := os.ReadFile(p)
+	return string(b)
+}
+
 // TestReplayHarness replays a handful of commits made in a new repository,
 // each a shape of change the tools must express, so that the harness
-// itself is tested wherever the tests run.
+// itself is tested wherever the tests run. go.sum comes from a kept run
+// of fakeTidy.
 func TestReplayHarness(t *testing.T) {
 	repo := t.TempDir()
 	git := func(args ...string) string {
@@ -467,7 +668,8 @@ func TestReplayHarness(t *testing.T) {
 			write("tail.txt", "a\nb", 0o644)
 			write("gone.txt", "bye\n", 0o644)
 			write("quote.txt", "[showing lines 1-2 of 9; use start_line 1 to read on]\nx\n", 0o644)
-			write("go.sum", "example.com/a v1.0.0 h1:x=\n", 0o644)
+			write("go.mod", "module example.com/m\n\ngo 1.22\n\nrequire example.com/a v1.0.0\n", 0o644)
+			write("go.sum", fakeSum(readFile(t, filepath.Join(repo, "go.mod"))), 0o644)
 		}},
 		{"a delete", func() { os.Remove(filepath.Join(repo, "gone.txt")) }},
 		{"a rename with an edit", func() {
@@ -493,8 +695,23 @@ func TestReplayHarness(t *testing.T) {
 		}},
 		{"an insertion at the top and go.sum", func() {
 			write("main.go", "// Package main.\n"+readFile(t, filepath.Join(repo, "main.go")), 0o644)
-			write("go.sum", "example.com/a v1.0.0 h1:x=\nexample.com/b v1.0.0 h1:y=\n", 0o644)
+			write("go.mod", "module example.com/m\n\ngo 1.22\n\nrequire (\n\texample.com/a v1.0.0\n\texample.com/b v1.0.0\n)\n", 0o644)
+			write("go.sum", fakeSum(readFile(t, filepath.Join(repo, "go.mod"))), 0o644)
 		}},
+		{"go.sum that tidy does not write", func() {
+			write("go.sum", readFile(t, filepath.Join(repo, "go.sum"))+"example.com/old v0.1.0 h1:z=\n", 0o644)
+		}},
+		{"go.sum of a go.mod that tidy fails on", func() {
+			write("go.mod", readFile(t, filepath.Join(repo, "go.mod"))+"\nrequire example.com/broken v1.0.0\n", 0o644)
+			write("go.sum", fakeSum(readFile(t, filepath.Join(repo, "go.mod"))), 0o644)
+		}},
+	}
+	// How the kept tidy does, by step.
+	tidied := map[string]string{
+		"root: new files":                       replay.TidyExact,
+		"an insertion at the top and go.sum":    replay.TidyExact,
+		"go.sum that tidy does not write":       replay.TidyDiffered,
+		"go.sum of a go.mod that tidy fails on": replay.TidyFailed,
 	}
 	var commits []string
 	for _, s := range steps {
@@ -503,7 +720,7 @@ func TestReplayHarness(t *testing.T) {
 		git("commit", "-q", "-m", s.name)
 		commits = append(commits, git("rev-parse", "HEAD"))
 	}
-	results := replayCommits(t, repo, commits)
+	results := replayCommits(t, repo, commits, fakeTidy{}, "go mod tidy")
 	t.Log("\n" + replaySummary(results, fixedPromptBytes(t), DefaultMaxTurns))
 	for i, r := range results {
 		if !r.exact() {
@@ -512,9 +729,28 @@ func TestReplayHarness(t *testing.T) {
 		if binary := strings.HasPrefix(steps[i].name, "a binary file"); binary != (r.notExpressible != "") {
 			t.Errorf("%s: not expressible = %q", steps[i].name, r.notExpressible)
 		}
-		if want := i == 0 || i == len(steps)-1; r.needsKept != want {
+		if want := tidied[steps[i].name] != ""; r.needsKept != want {
 			t.Errorf("%s: needs a kept command = %v, want %v", steps[i].name, r.needsKept, want)
 		}
+		if r.tidied != tidied[steps[i].name] {
+			t.Errorf("%s: the kept tidy %q (%s), want %q", steps[i].name, r.tidied, r.tidyNote, tidied[steps[i].name])
+		}
+		// The run costs a turn; a fallback one more.
+		runs := 0
+		for _, c := range r.calls {
+			if c.name == ToolRun {
+				runs++
+				if !strings.HasPrefix(c.result, "exit code ") {
+					t.Errorf("%s: the run's result is %q", steps[i].name, c.result)
+				}
+			}
+		}
+		if want := min(1, len(tidied[steps[i].name])); runs != want {
+			t.Errorf("%s: %d runs, want %d", steps[i].name, runs, want)
+		}
+	}
+	if r := results[len(results)-1]; !strings.Contains(r.tidyNote, "module lookup disabled by GOPROXY=off") {
+		t.Errorf("a failed tidy's note is %q, want its last line of output", r.tidyNote)
 	}
 	used := map[string]bool{}
 	for _, r := range results {
@@ -522,7 +758,7 @@ func TestReplayHarness(t *testing.T) {
 			used[c.name] = true
 		}
 	}
-	for _, n := range []string{ToolWriteFile, ToolEditFile, ToolDeleteFile, ToolMoveFile, ToolSetExecutable, ToolReadFile} {
+	for _, n := range []string{ToolWriteFile, ToolEditFile, ToolDeleteFile, ToolMoveFile, ToolSetExecutable, ToolReadFile, ToolRun} {
 		if !used[n] {
 			t.Errorf("the replay never used %s", n)
 		}
@@ -538,10 +774,38 @@ func readFile(t *testing.T, p string) string {
 	return string(b)
 }
 
+// localTidy is the runner and the command that get go.sum in the history
+// replay: `go mod tidy` run for real by the local runner, offline, on
+// this machine's module cache (the local runner ignores RunSpec.Env, so
+// the settings are in the command). Without a go command, or with
+// PULLWRIGHT_REPLAY_TIDY=off, it is nil, and go.sum is written with
+// write_file.
+func localTidy(t *testing.T) (runner.Runner, string) {
+	if os.Getenv("PULLWRIGHT_REPLAY_TIDY") == "off" {
+		t.Log("PULLWRIGHT_REPLAY_TIDY=off: go.sum is written with write_file")
+		return nil, ""
+	}
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Logf("no go command (%v): go.sum is written with write_file", err)
+		return nil, ""
+	}
+	out, err := exec.Command(goBin, "env", "GOMODCACHE").Output()
+	cache := strings.TrimSpace(string(out))
+	if err != nil || cache == "" || strings.ContainsAny(cache, " \t\n'\"$`\\") {
+		t.Logf("no module cache to use (%q, %v): go.sum is written with write_file", cache, err)
+		return nil, ""
+	}
+	return &runner.Local{TempDir: t.TempDir(), Path: filepath.Dir(goBin) + ":" + runner.DefaultPath, Logger: slog.New(slog.DiscardHandler)},
+		"GOFLAGS=-mod=mod GOPROXY=off GOSUMDB=off GOTOOLCHAIN=local GOMODCACHE=" + cache + " go mod tidy"
+}
+
 // TestReplayHistory replays this repository's own history. It takes
 // minutes, so it runs only when PULLWRIGHT_REPLAY says how many of the
 // newest commits (or "all"); every commit that deletes, renames or changes
-// the mode of a file or changes go.sum is replayed as well.
+// the mode of a file or changes go.sum is replayed as well. A commit that
+// changes go.sum asks for `go mod tidy` with its changes kept, and runs it
+// (localTidy).
 //
 //	PULLWRIGHT_REPLAY=200 go test -run TestReplayHistory -v ./agent/
 func TestReplayHistory(t *testing.T) {
@@ -601,7 +865,8 @@ func TestReplayHistory(t *testing.T) {
 			commits = append(commits, c)
 		}
 	}
-	results := replayCommits(t, repo, commits)
+	run, tidy := localTidy(t)
+	results := replayCommits(t, repo, commits, run, tidy)
 	summary := replaySummary(results, fixedPromptBytes(t), DefaultMaxTurns)
 	t.Log("\n" + summary)
 	if p := os.Getenv("PULLWRIGHT_REPLAY_OUT"); p != "" {

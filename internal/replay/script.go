@@ -19,7 +19,11 @@ import (
 // edit_file per hunk of `git diff -U0`, bottom-up, each old_text the
 // hunk's lines grown one line at a time (before, then after) until it
 // occurs once in the file; an insertion anchors on the line before it (or
-// after it, at the top). Then it calls finish.
+// after it, at the top). When the commit changes go.sum and the caller
+// gave a Tidy, go.sum is not written with the new files: after the edits
+// the script asks run for Tidy's command with keep_changes, and when the
+// run failed or left go.mod or go.sum other than the commit's, writes
+// them with write_file in one more answer. Then it calls finish.
 
 // The agent's limits the script obeys (agent/workspace.go; the agent's
 // tests check that they agree).
@@ -41,7 +45,36 @@ const (
 	DeleteFile    = "delete_file"
 	MoveFile      = "move_file"
 	SetExecutable = "set_executable"
+	Run           = "run"
 	Finish        = "finish"
+)
+
+// The files `go mod tidy` writes.
+var tidyFiles = []string{"go.mod", "go.sum"}
+
+// Tidy is how a script gets go.sum: by asking run for Command (`go mod
+// tidy`, with what settings the runner needs) with keep_changes.
+type Tidy struct {
+	Command, Reason string
+	// Look reads a file of the workspace as the run's kept changes left
+	// it (ok false when there is none): the oracle's look, which is no
+	// tool call and costs the model nothing. It tells the script whether
+	// the run gave the commit's go.mod and go.sum, which a real model
+	// would judge from the command's output and the go.sum it expects.
+	Look func(path string) (data []byte, ok bool, err error)
+}
+
+// How a kept tidy did (Script.Tidied).
+const (
+	// TidyExact: the run's kept changes left go.mod and go.sum the
+	// commit's.
+	TidyExact = "exact"
+	// TidyFailed: the run did not exit 0, or nothing it changed was
+	// kept; go.sum was written with write_file.
+	TidyFailed = "failed"
+	// TidyDiffered: the run's kept changes left go.mod or go.sum other
+	// than the commit's; they were written with write_file.
+	TidyDiffered = "differed"
 )
 
 // Call is one tool call of the scripted model: the tool and its JSON
@@ -142,9 +175,17 @@ type Script struct {
 	NotExpressible string
 	Skipped        map[string]bool
 	// NeedsKept: the commit changes go.sum, which a careful model gets
-	// from `go mod tidy` run with its changes kept; the script writes it
-	// with write_file instead.
+	// from `go mod tidy` run with its changes kept. Without Tidy the
+	// script writes it with write_file instead.
 	NeedsKept bool
+	// Tidy, set before the first Next, has the script ask for go.sum
+	// from a kept `go mod tidy` (see Tidy).
+	Tidy *Tidy
+	// Tidied is how that run did: "" when none was asked, else
+	// TidyExact, TidyFailed or TidyDiffered; TidyNote says why it fell
+	// back (the command's last line of output, or the files that
+	// differed).
+	Tidied, TidyNote string
 	// Failures are what the script could not do (a rename cycle, a change
 	// of line ends, a file too long to read); the tools' own errors are
 	// the caller's to see in their results.
@@ -152,7 +193,7 @@ type Script struct {
 
 	title, summary string
 	blobs          *Blobs
-	repo           string
+	repo, commit   string
 	edits          []Change // modified files, in the commit's order
 	next           map[string]int
 	reading        []string // the paths of the last read answer, in order
@@ -165,6 +206,8 @@ const (
 	phaseRead = iota
 	phaseFiles
 	phaseEdits
+	phaseTidy
+	phaseFallback
 	phaseFinish
 	phaseDone
 )
@@ -179,7 +222,7 @@ func New(repo string, blobs *Blobs, parent, commit, title string) (*Script, erro
 	}
 	s := &Script{Changes: changes, Kinds: map[byte]bool{}, Skipped: map[string]bool{},
 		title: title, summary: fmt.Sprintf("Replays commit %.12s.", commit),
-		blobs: blobs, repo: repo, next: map[string]int{}}
+		blobs: blobs, repo: repo, commit: commit, next: map[string]int{}}
 	for _, c := range changes {
 		s.Kinds[c.Status] = true
 		if c.Status != 'A' && c.Status != 'D' && c.OldMode != c.NewMode {
@@ -246,12 +289,26 @@ func (s *Script) Next(results []string) ([]Call, error) {
 	}
 	for s.phase == phaseEdits {
 		if len(s.edits) == 0 {
-			s.phase = phaseFinish
+			s.phase = phaseTidy
 			break
 		}
 		c := s.edits[0]
 		s.edits = s.edits[1:]
 		calls, err := s.edit(c)
+		if err != nil || len(calls) > 0 {
+			return calls, err
+		}
+	}
+	if s.phase == phaseTidy {
+		s.phase = phaseFinish
+		if s.tidying() {
+			s.phase = phaseFallback
+			return []Call{callOf(Run, map[string]any{"command": s.Tidy.Command, "reason": s.Tidy.Reason, "keep_changes": true})}, nil
+		}
+	}
+	if s.phase == phaseFallback {
+		s.phase = phaseFinish
+		calls, err := s.fallback(results)
 		if err != nil || len(calls) > 0 {
 			return calls, err
 		}
@@ -314,7 +371,7 @@ func (s *Script) files() ([]Call, error) {
 	for _, c := range s.Changes {
 		write := c.Status == 'A' || c.Status == 'T' || c.Status == 'C'
 		if c.NewPath == "go.sum" && c.Status != 'D' && c.OldSHA != c.NewSHA {
-			write = true
+			write = !s.tidying() // the kept run writes it
 		}
 		if !write {
 			continue
@@ -336,8 +393,8 @@ func (s *Script) files() ([]Call, error) {
 		}
 	}
 	for _, c := range s.Changes {
-		if c.Status == 'D' {
-			continue
+		if c.Status == 'D' || s.Skipped[c.NewPath] {
+			continue // nothing to set on a file left out
 		}
 		oldExec := c.OldMode == "100755"
 		if c.Status == 'A' || c.Status == 'T' || c.Status == 'C' {
@@ -393,6 +450,87 @@ func (s *Script) edit(c Change) ([]Call, error) {
 		cur = strings.Replace(cur, old, repl, 1)
 	}
 	return calls, nil
+}
+
+// tidying says the script asks the kept run for go.sum: it has a Tidy,
+// and the commit changes go.sum in place (adds it, or changes its
+// content).
+func (s *Script) tidying() bool {
+	return s.Tidy != nil && slices.ContainsFunc(s.Changes, func(c Change) bool {
+		return c.NewPath == "go.sum" && c.Status != 'D' && c.Status != 'R' && c.OldSHA != c.NewSHA
+	})
+}
+
+// fallback is what the script does with the kept run's result (the
+// first of results): nothing when it left go.mod and go.sum the
+// commit's, else one answer that writes those that are not.
+func (s *Script) fallback(results []string) ([]Call, error) {
+	out := ""
+	if len(results) > 0 {
+		out = results[0]
+	}
+	var calls []Call
+	var differ []string
+	for _, p := range tidyFiles {
+		want, wok := "", true
+		id, err := Git(s.repo, "rev-parse", "--verify", "-q", s.commit+":"+p)
+		if err != nil {
+			wok = false // the commit has none
+		} else if data, err := s.blobs.Blob(strings.TrimSpace(string(id))); err != nil {
+			return nil, err
+		} else {
+			want = string(data)
+		}
+		got, gok, err := s.Tidy.Look(p)
+		if err != nil {
+			return nil, err
+		}
+		if gok == wok && string(got) == want {
+			continue
+		}
+		differ = append(differ, p)
+		if !wok {
+			calls = append(calls, callOf(DeleteFile, map[string]any{"path": p}))
+			continue
+		}
+		calls = append(calls, callOf(WriteFile, map[string]any{"path": p, "content": want}))
+	}
+	failed, why := tidyFailed(out)
+	switch {
+	case failed:
+		s.Tidied, s.TidyNote = TidyFailed, why
+	case len(differ) > 0:
+		s.Tidied, s.TidyNote = TidyDiffered, strings.Join(differ, " and ")+" differed"
+	default:
+		s.Tidied = TidyExact
+	}
+	return calls, nil
+}
+
+// tidyFailed reads a kept run's result (agent.WithKept of agent.RunResult:
+// the exit code, what was kept, the output in a block): whether the
+// command failed or kept nothing it changed, and why: the last line of
+// its output, or why nothing was kept.
+func tidyFailed(result string) (bool, string) {
+	head, rest, _ := strings.Cut(result, "\n")
+	kept, _, _ := strings.Cut(rest, "\n")
+	nothing := strings.HasPrefix(kept, "Nothing the command changed was kept")
+	switch {
+	case !strings.HasPrefix(head, "exit code "):
+		return true, head // not run at all
+	case strings.HasPrefix(head, "exit code 0 ") && !nothing:
+		return false, ""
+	case strings.HasPrefix(head, "exit code 0 "):
+		return true, kept
+	}
+	why := head
+	if out, ok := strings.CutSuffix(strings.TrimRight(result, "\n"), "</untrusted-output>"); ok {
+		lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+		if last := strings.TrimSpace(lines[len(lines)-1]); last != "" && !strings.HasPrefix(last, "<untrusted-output") {
+			why = last
+		}
+	}
+	return true, why
 }
 
 func keys[V any](m map[string]V) func(func(string) bool) {
