@@ -766,7 +766,11 @@ func snippets(e edited) (where, shown string) {
 		if c.end > c.start {
 			last = lineAt(lines, c.end-1)
 		}
-		ranges = append(ranges, lineRange(first, last))
+		if len(ranges) < maxListedMatches {
+			ranges = append(ranges, lineRange(first, last))
+		} else if len(ranges) == maxListedMatches {
+			ranges = append(ranges, "")
+		}
 		from, to := max(first-snippetContext, 0), min(last+snippetContext, len(lines)-1)
 		if n := len(windows); n > 0 && from <= windows[n-1].end+1 {
 			windows[n-1].end = max(windows[n-1].end, to)
@@ -793,6 +797,9 @@ func snippets(e edited) (where, shown string) {
 	}
 	if len(lines) == 0 {
 		b.WriteString("(the file is now empty)\n")
+	}
+	if len(ranges) > maxListedMatches {
+		ranges[maxListedMatches] = fmt.Sprintf("%d more places", len(e.changes)-maxListedMatches)
 	}
 	return words.Join(ranges), b.String()
 }

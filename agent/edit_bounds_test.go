@@ -219,3 +219,16 @@ func TestEditLineNumbersMustNameTheLines(t *testing.T) {
 		})
 	}
 }
+
+// An edit of many places names the first of them, and how many more.
+func TestSnippetsNameAFewPlaces(t *testing.T) {
+	const n = maxListedMatches + 10
+	e, err := planEdit(strings.Repeat("a\n\n\n\n\n\n\n\n", n), "a", "b", n, "f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	where, _ := snippets(e)
+	if !strings.HasPrefix(where, "line 1, line 9, ") || !strings.HasSuffix(where, "line 153 and 10 more places") {
+		t.Errorf("where = %q", where)
+	}
+}
