@@ -94,72 +94,91 @@ type edited struct {
 type span struct{ start, end int }
 
 // planEdit replaces old with repl in content, which must hold old exactly
-// want times, or else once by one of the tolerant tiers. Its errors say
-// where old_text was found, or what the file holds nearest to it.
+// want times, or else want times by one of the tolerant tiers. Its errors
+// say where old_text was found, or what the file holds nearest to it.
+//
+// The whitespace tiers are tried on old_text as given before its line
+// numbers are taken off, and read_file's numbers are taken off only when
+// they name the lines where the rest of old_text is: a file's own numbered
+// lines (a TSV file whose first column is a number) are never read as
+// prefixes, so an edit of them cannot land on other lines.
 func planEdit(content, old, repl string, want int, name string) (edited, error) {
 	at := indexAll(content, old)
 	if len(at) == want {
-		return replaceAt(content, at, len(old), repl, ""), nil
+		return replaceAt(content, name, at, len(old), repl, "")
 	}
 	if len(at) > 0 {
 		return edited{}, ambiguous(name, content, at, want, "")
 	}
-	if o, r, ok := withoutLineNumbers(old, repl); ok {
-		// Only at the start of a line: read_file's numbers stood before
-		// whole lines, and a number-and-tab may be the file's own text
-		// (a TSV file), whose rest could match inside another line.
-		at := slices.DeleteFunc(indexAll(content, o), func(a int) bool { return a > 0 && content[a-1] != '\n' })
-		if len(at) == want {
-			return replaceAt(content, at, len(o), r, "old_text had read_file's line-number prefixes; they were left out"), nil
-		} else if len(at) > 0 {
-			return edited{}, ambiguous(name, content, at, want, " (without read_file's line-number prefixes)")
-		}
-		old, repl = o, r
-	}
 	lines := splitLines(content)
 	oldLines := strings.Split(strings.TrimSuffix(old, "\n"), "\n")
-	for _, tier := range []struct {
-		eq  func(a, b string) bool
-		how string
-	}{
-		{func(a, b string) bool { return trimRight(a) == trimRight(b) }, "trailing white space"},
-		{func(a, b string) bool { return strings.TrimSpace(a) == strings.TrimSpace(b) }, "indentation"},
-	} {
-		found := findLines(lines, oldLines, tier.eq)
+	var w work
+	for _, t := range tiers {
+		found := findLines(lines, oldLines, t.key, &w)
 		switch {
 		case len(found) == 0:
 			continue
 		case len(found) != want:
-			return edited{}, ambiguous(name, content, lineStarts(lines, found), want, " when "+tier.how+" is ignored")
+			return edited{}, ambiguous(name, content, lineStarts(lines, found), want, " when "+t.how+" is ignored")
 		}
-		r := strings.TrimSuffix(repl, "\n")
-		if !strings.HasSuffix(old, "\n") {
-			r = repl
-		}
-		how := "old_text matched only when " + tier.how + " is ignored"
-		if tier.how == "indentation" {
-			var ok bool
-			if r, ok = reindent(lines, found, oldLines, r); !ok {
-				return edited{}, errorf("old_text matches %s at %s only when indentation is ignored, and its indentation "+
-					"differs from the file's in a way that cannot be carried over to new_text; copy the lines with "+
-					"their exact indentation (read the file again)", name, lineRange(found[0], found[0]+len(oldLines)-1))
-			}
-			how += "; new_text was re-indented as the file is"
-		}
-		at := make([]int, len(found))
-		for i, f := range found {
-			at[i] = lines[f].start
-		}
-		// Each match is the whole lines, without the last line's end.
-		var spans []span
-		for _, f := range found {
-			last := lines[f+len(oldLines)-1]
-			spans = append(spans, span{lines[f].start, last.start + len(strings.TrimSuffix(last.text, "\n"))})
-		}
-		r = keepCR(lines, found, len(oldLines), r)
-		return replaceSpans(content, spans, r, how), nil
+		return applyTier(content, name, lines, found, old, oldLines, repl, t, "")
 	}
-	return edited{}, notFound(name, lines, oldLines)
+	note := ""
+	if o, r, first, ok := withoutLineNumbers(old, repl); ok {
+		const how = "old_text had read_file's line-number prefixes; they were left out"
+		oLines := strings.Split(strings.TrimSuffix(o, "\n"), "\n")
+		if i := first - 1; want == 1 && i < len(lines) {
+			if strings.HasPrefix(content[lines[i].start:], o) {
+				return replaceAt(content, name, []int{lines[i].start}, len(o), r, how)
+			}
+			for _, t := range tiers {
+				if linesAt(lines, i, oLines, t.key) {
+					return applyTier(content, name, lines, []int{i}, o, oLines, r, t, how+"; ")
+				}
+			}
+		}
+		note = fmt.Sprintf("old_text's lines start with read_file's line numbers, but the file's %s not hold the rest of it "+
+			"(the numbers were not taken off). ", lineRange(first-1, first+len(oLines)-2)+words.Plural(len(oLines), " does", " do"))
+		oldLines = oLines
+	}
+	return edited{}, notFound(name, lines, oldLines, note, newNearestWork())
+}
+
+// tier is a tolerant match: whole lines whose keys are equal.
+type tier struct {
+	key func(string) string
+	how string
+}
+
+var tiers = []tier{
+	{trimRight, "trailing white space"},
+	{strings.TrimSpace, "indentation"},
+}
+
+// applyTier replaces the whole lines of old found by t at found with repl.
+func applyTier(content, name string, lines []line, found []int, old string, oldLines []string, repl string, t tier, how string) (edited, error) {
+	r := strings.TrimSuffix(repl, "\n")
+	if !strings.HasSuffix(old, "\n") {
+		r = repl
+	}
+	how += "old_text matched only when " + t.how + " is ignored"
+	if t.how == "indentation" {
+		var ok bool
+		if r, ok = reindent(lines, found, oldLines, r); !ok {
+			return edited{}, errorf("old_text matches %s at %s only when indentation is ignored, and its indentation "+
+				"differs from the file's in a way that cannot be carried over to new_text; copy the lines with "+
+				"their exact indentation (read the file again)", name, lineRange(found[0], found[0]+len(oldLines)-1))
+		}
+		how += "; new_text was re-indented as the file is"
+	}
+	// Each match is the whole lines, without the last line's end.
+	spans := make([]span, 0, len(found))
+	for _, f := range found {
+		last := lines[f+len(oldLines)-1]
+		spans = append(spans, span{lines[f].start, last.start + len(strings.TrimSuffix(last.text, "\n"))})
+	}
+	r = keepCR(lines, found, len(oldLines), r)
+	return replaceSpans(content, name, spans, r, how)
 }
 
 // indexAll is the offsets of the non-overlapping occurrences of s in text,
@@ -176,17 +195,26 @@ func indexAll(text, s string) []int {
 	}
 }
 
-func replaceAt(content string, at []int, n int, repl, how string) edited {
+func replaceAt(content, name string, at []int, n int, repl, how string) (edited, error) {
 	spans := make([]span, len(at))
 	for i, a := range at {
 		spans[i] = span{a, a + n}
 	}
-	return replaceSpans(content, spans, repl, how)
+	return replaceSpans(content, name, spans, repl, how)
 }
 
-func replaceSpans(content string, spans []span, repl, how string) edited {
+// replaceSpans replaces spans of content with repl. It works out the
+// result's size first, and refuses one that the file could not be written
+// with (see workspace.editFile: more than maxWriteBytes, and larger than
+// the file) before building anything: many matches of a long new_text
+// would otherwise take memory without bound first.
+func replaceSpans(content, name string, spans []span, repl, how string) (edited, error) {
+	if size, grown := resultSize(content, spans, repl); size > maxWriteBytes && grown {
+		return edited{}, errorf("the edit would make %s at least %d bytes; the limit is %d: replace fewer occurrences at a time, "+
+			"or write a shorter new_text", name, size, maxWriteBytes)
+	}
 	var b strings.Builder
-	e := edited{how: how}
+	e := edited{how: how, changes: make([]span, 0, len(spans))}
 	prev := 0
 	for _, s := range spans {
 		b.WriteString(content[prev:s.start])
@@ -197,7 +225,20 @@ func replaceSpans(content string, spans []span, repl, how string) edited {
 	}
 	b.WriteString(content[prev:])
 	e.text = b.String()
-	return e
+	return e, nil
+}
+
+// resultSize is the size of content with spans replaced by repl, and
+// whether the file grows however its lines end: the text is larger, and
+// so is the text with "\r\n" line ends.
+func resultSize(content string, spans []span, repl string) (size int, grown bool) {
+	size = len(content)
+	lineEnds, replEnds := 0, strings.Count(repl, "\n")
+	for _, s := range spans {
+		size += len(repl) - (s.end - s.start)
+		lineEnds += replEnds - strings.Count(content[s.start:s.end], "\n")
+	}
+	return size, size > len(content) && size+lineEnds > len(content)
 }
 
 // line is one line of a text: its offset and its text with its "\n".
@@ -207,7 +248,7 @@ type line struct {
 }
 
 func splitLines(s string) []line {
-	var out []line
+	out := make([]line, 0, strings.Count(s, "\n")+1)
 	for i := 0; i < len(s); {
 		j := strings.IndexByte(s[i:], '\n')
 		end := len(s)
@@ -223,25 +264,85 @@ func splitLines(s string) []line {
 func trimRight(s string) string { return strings.TrimRight(s, " \t\r\n") }
 
 // findLines is where the lines want start in lines, one after another
-// without overlapping, comparing line by line with eq.
-func findLines(lines []line, want []string, eq func(a, b string) bool) []int {
+// without overlapping, comparing lines by their key. It is linear in the
+// lines of both (Knuth-Morris-Pratt over the keys' numbers), and counts
+// its steps in w.
+func findLines(lines []line, want []string, key func(string) string, w *work) []int {
+	ids := map[string]int{}
+	pat := make([]int, len(want))
+	for k, s := range want {
+		id, ok := ids[key(s)]
+		if !ok {
+			id = len(ids)
+			ids[key(s)] = id
+		}
+		pat[k] = id
+	}
+	// fail[k] is the length of the longest proper prefix of pat[:k+1]
+	// that is also its suffix.
+	fail := make([]int, len(pat))
+	for i, j := 1, 0; i < len(pat); i++ {
+		for j > 0 && pat[i] != pat[j] {
+			j = fail[j-1]
+			w.n++
+		}
+		if pat[i] == pat[j] {
+			j++
+		}
+		fail[i] = j
+		w.n++
+	}
 	var found []int
-	for i := 0; i+len(want) <= len(lines); {
-		ok := true
-		for k, w := range want {
-			if !eq(lines[i+k].text, w) {
-				ok = false
-				break
-			}
+	j := 0
+	for i, l := range lines {
+		id, ok := ids[key(l.text)]
+		if !ok {
+			id = -1
 		}
-		if ok {
-			found = append(found, i)
-			i += len(want)
-			continue
+		for j > 0 && id != pat[j] {
+			j = fail[j-1]
+			w.n++
 		}
-		i++
+		if id == pat[j] {
+			j++
+		}
+		w.n++
+		if j == len(pat) {
+			found = append(found, i+1-len(pat))
+			j = 0
+		}
 	}
 	return found
+}
+
+// linesAt reports whether the lines want are at lines[i:], by their key.
+func linesAt(lines []line, i int, want []string, key func(string) string) bool {
+	if i < 0 || i+len(want) > len(lines) {
+		return false
+	}
+	for k, s := range want {
+		if key(lines[i+k].text) != key(s) {
+			return false
+		}
+	}
+	return true
+}
+
+// work counts the steps of a search, and bounds them when limit is set.
+type work struct {
+	n, limit int
+	cut      bool // a step was refused
+}
+
+// spend takes n steps, unless they would pass the limit or a step was
+// refused before.
+func (w *work) spend(n int) bool {
+	if w.cut || w.limit > 0 && w.n+n > w.limit {
+		w.cut = true
+		return false
+	}
+	w.n += n
+	return true
 }
 
 func lineStarts(lines []line, idx []int) []int {
@@ -253,30 +354,38 @@ func lineStarts(lines []line, idx []int) []int {
 }
 
 // lineNumberPrefix is read_file's "   12\t" before a line.
-var lineNumberPrefix = regexp.MustCompile(`^ *[0-9]+\t`)
+var lineNumberPrefix = regexp.MustCompile(`^ *([0-9]+)\t`)
 
 // withoutLineNumbers strips read_file's line numbers from old, when every
-// line of it has one, and from repl's lines that have one.
-func withoutLineNumbers(old, repl string) (string, string, bool) {
-	strip := func(s string, all bool) (string, bool) {
+// line of it has one and they count up by one from first, and from repl's
+// lines that have one.
+func withoutLineNumbers(old, repl string) (o, r string, first int, ok bool) {
+	strip := func(s string, all bool) (string, int, bool) {
 		ls := strings.Split(s, "\n")
-		n := 0
+		n, first := 0, 0
 		for i, l := range ls {
-			if loc := lineNumberPrefix.FindStringIndex(l); loc != nil {
-				ls[i] = l[loc[1]:]
+			if m := lineNumberPrefix.FindStringSubmatchIndex(l); m != nil {
+				num, err := strconv.Atoi(l[m[2]:m[3]])
+				if all && (err != nil || num < 1 || n > 0 && num != first+n) {
+					return s, 0, false
+				}
+				if n == 0 {
+					first = num
+				}
+				ls[i] = l[m[1]:]
 				n++
 			} else if all && !(i == len(ls)-1 && l == "") {
-				return s, false
+				return s, 0, false
 			}
 		}
-		return strings.Join(ls, "\n"), n > 0
+		return strings.Join(ls, "\n"), first, n > 0
 	}
-	o, ok := strip(old, true)
+	o, first, ok = strip(old, true)
 	if !ok {
-		return old, repl, false
+		return old, repl, 0, false
 	}
-	r, _ := strip(repl, false)
-	return o, r, true
+	r, _, _ = strip(repl, false)
+	return o, r, first, true
 }
 
 // reindent carries the difference between old_text's indentation and the
@@ -401,13 +510,22 @@ func ambiguous(name, content string, at []int, want int, how string) error {
 }
 
 // notFound is the error of an old_text no tier found: the nearest lines of
-// the file, numbered, and the first line of them that differs.
-func notFound(name string, lines []line, oldLines []string) error {
+// the file, numbered, and the first line of them that differs. note, if
+// any, comes before the nearest lines.
+func notFound(name string, lines []line, oldLines []string, note string, nw *nearestWork) error {
 	msg := fmt.Sprintf("old_text found 0 times in %s, expected 1; old_text must match the file's text, "+
 		"whitespace and indentation included (leading and trailing white space of whole lines is forgiven)", name)
-	start, score := nearest(lines, oldLines)
+	start, score := nearest(lines, oldLines, nw)
+	cut := ""
+	if nw.cut() {
+		cut = " The search for the nearest lines was cut short (the file is too large to search whole): " +
+			"read the part of the file you mean to edit and copy old_text from it."
+	}
 	if score == 0 {
-		return errorf("%s. No lines of the file resemble it: read the file again.", msg)
+		if cut != "" {
+			return errorf("%s. %sNo lines resembling it were found in the part of the file searched.%s", msg, note, cut)
+		}
+		return errorf("%s. %sNo lines of the file resemble it: read the file again.", msg, note)
 	}
 	end := min(start+len(oldLines), len(lines), start+maxNearestLines)
 	var b strings.Builder
@@ -427,9 +545,27 @@ func notFound(name string, lines []line, oldLines []string) error {
 			break
 		}
 	}
-	return errorf("%s. The nearest text is at %s:\n%s\n%sCopy old_text from these lines as they are (without the line numbers).",
-		msg, lineRange(start, end-1), untrusted.Block("untrusted-file", " path="+strconv.Quote(name), b.String()), diff)
+	return errorf("%s. %sThe nearest text is at %s:\n%s\n%sCopy old_text from these lines as they are (without the line numbers).%s",
+		msg, note, lineRange(start, end-1), untrusted.Block("untrusted-file", " path="+strconv.Quote(name), b.String()), diff, cut)
 }
+
+// Bounds of the search for the nearest lines, whose steps grow faster than
+// the file: trigram steps (a line's trigrams taken, or looked up in
+// another line's) and edit-distance cells (one byte of a line against one
+// of another). Files of a few hundred kilobytes are searched whole.
+const (
+	maxTrigramSteps  = 16 << 20
+	maxDistanceCells = 64 << 20
+)
+
+// nearestWork is the work of one search for the nearest lines.
+type nearestWork struct{ trigrams, cells work }
+
+func newNearestWork() *nearestWork {
+	return &nearestWork{trigrams: work{limit: maxTrigramSteps}, cells: work{limit: maxDistanceCells}}
+}
+
+func (nw *nearestWork) cut() bool { return nw.trigrams.cut || nw.cells.cut }
 
 // nearest is the line where the file's lines best resemble old's, and a
 // score above 0 when some do (0: none does). Candidate places come from
@@ -437,18 +573,26 @@ func notFound(name string, lines []line, oldLines []string) error {
 // "}", says little of where, and weighs less) and from the file's lines
 // most like old's most distinctive lines; each is then scored by the edit
 // distance of its lines to old's, so that the rare line decides, not the
-// first one.
-func nearest(lines []line, old []string) (start int, score float64) {
+// first one. The trigram search and the scoring stop at nw's bounds: the
+// places found until then are scored, the first ones first.
+func nearest(lines []line, old []string, nw *nearestWork) (start int, score float64) {
+	const maxVotingLines = 50 // a line found more often gives no votes
 	index := map[string][]int{}
+	for _, o := range old {
+		if t := strings.TrimSpace(o); t != "" {
+			index[t] = nil
+		}
+	}
 	for i, l := range lines {
-		if t := strings.TrimSpace(l.text); t != "" {
-			index[t] = append(index[t], i)
+		t := strings.TrimSpace(l.text)
+		if at, ok := index[t]; ok && len(at) <= maxVotingLines {
+			index[t] = append(at, i)
 		}
 	}
 	votes := map[int]float64{}
 	for k, o := range old {
 		t := strings.TrimSpace(o)
-		if n := len(index[t]); t == "" || n == 0 || n > 50 {
+		if n := len(index[t]); t == "" || n == 0 || n > maxVotingLines {
 			continue
 		}
 		for _, i := range index[t] {
@@ -466,25 +610,46 @@ func nearest(lines []line, old []string) (start int, score float64) {
 		}
 	}
 	slices.SortStableFunc(ks, func(a, b int) int { return len(strings.TrimSpace(old[b])) - len(strings.TrimSpace(old[a])) })
-	var alike []int // places from trigrams, kept whatever the votes
-	fileTri := make([]map[string]bool, len(lines))
-	for i, l := range lines {
-		fileTri[i] = trigrams(strings.TrimSpace(l.text))
+	type cand struct {
+		i   int
+		sim float64
 	}
+	var (
+		wants [][]uint32
+		best  [][]cand // of each want, the 10 most alike, most alike first
+		buf   []uint32
+	)
 	for _, k := range ks[:min(len(ks), 3)] {
-		want := trigrams(strings.TrimSpace(old[k]))
-		type cand struct {
-			i   int
-			sim float64
+		wants = append(wants, trigrams(strings.TrimSpace(old[k]), nil))
+		best = append(best, nil)
+	}
+	for i, l := range lines {
+		t := strings.TrimSpace(l.text)
+		if !nw.trigrams.spend(min(len(t), snippetLineBytes)) {
+			break
 		}
-		var cands []cand
-		for i := range lines {
-			if sim := similarity(want, fileTri[i]); sim > 0 {
-				cands = append(cands, cand{i, sim})
+		buf = trigrams(t, buf)
+		for w, want := range wants {
+			if !nw.trigrams.spend(min(len(want), len(buf))) {
+				break
 			}
+			sim := similarity(want, buf)
+			c := best[w]
+			if sim == 0 || len(c) == 10 && sim <= c[9].sim {
+				continue
+			}
+			// After the places as alike, which come earlier in the file.
+			at := len(c) - 1
+			for at >= 0 && c[at].sim < sim {
+				at--
+			}
+			c = slices.Insert(c, at+1, cand{i, sim})
+			best[w] = c[:min(len(c), 10)]
 		}
-		slices.SortStableFunc(cands, func(a, b cand) int { return cmp.Compare(b.sim, a.sim) })
-		for _, c := range cands[:min(len(cands), 10)] {
+	}
+	var alike []int // places from trigrams, kept whatever the votes
+	for w, k := range ks[:len(wants)] {
+		for _, c := range best[w] {
 			alike = append(alike, max(c.i-k, 0))
 		}
 	}
@@ -495,7 +660,11 @@ func nearest(lines []line, old []string) (start int, score float64) {
 		}
 		return cmp.Compare(a, b)
 	})
-	starts = append(starts[:min(len(starts), 100)], alike...)
+	starts = starts[:min(len(starts), 100)]
+	// The order places are scored in matters only when the scoring is cut:
+	// the ten best voted, those from trigrams, the rest.
+	n := min(len(starts), 10)
+	starts = slices.Concat(starts[:n], alike, starts[n:])
 	// Score each place by how alike its lines are to old's, over at most
 	// the first 20 lines of old that are not blank.
 	scored := ks
@@ -503,22 +672,36 @@ func nearest(lines []line, old []string) (start int, score float64) {
 		scored = slices.Clone(ks[:20])
 	}
 	slices.Sort(scored)
-	best := -1.0
+	top := -1.0
+	seen := map[int]bool{}
 	for _, s := range starts {
+		if seen[s] {
+			continue
+		}
+		seen[s] = true
+		cells := 0
+		for _, k := range scored {
+			if s+k < len(lines) {
+				cells += min(len(strings.TrimSpace(old[k])), snippetLineBytes) * min(len(strings.TrimSpace(lines[s+k].text)), snippetLineBytes)
+			}
+		}
+		if !nw.cells.spend(cells) {
+			break
+		}
 		sum := 0.0
 		for _, k := range scored {
 			if s+k < len(lines) {
 				sum += editRatio(strings.TrimSpace(old[k]), strings.TrimSpace(lines[s+k].text))
 			}
 		}
-		if sum > best || sum == best && s < start {
-			best, start = sum, s
+		if sum > top || sum == top && s < start {
+			top, start = sum, s
 		}
 	}
-	if len(scored) == 0 || best/float64(len(scored)) < 0.5 {
+	if len(scored) == 0 || top/float64(len(scored)) < 0.5 {
 		return 0, 0
 	}
-	return start, best
+	return start, top
 }
 
 // editRatio is 1 less the edit distance of a and b over the longer's
@@ -532,22 +715,30 @@ func editRatio(a, b string) float64 {
 	return 1 - float64(words.Distance(a, b))/float64(max(len(a), len(b)))
 }
 
-func trigrams(s string) map[string]bool {
-	m := map[string]bool{}
+// trigrams is the distinct trigrams of s's first snippetLineBytes bytes,
+// sorted, in buf's storage.
+func trigrams(s string, buf []uint32) []uint32 {
+	s = s[:min(len(s), snippetLineBytes)]
+	buf = buf[:0]
 	for i := 0; i+3 <= len(s); i++ {
-		m[s[i:i+3]] = true
+		buf = append(buf, uint32(s[i])<<16|uint32(s[i+1])<<8|uint32(s[i+2]))
 	}
-	return m
+	slices.Sort(buf)
+	return slices.Compact(buf)
 }
 
-// similarity is the Jaccard index of two trigram sets.
-func similarity(a, b map[string]bool) float64 {
+// similarity is the Jaccard index of two trigram sets (sorted), in steps
+// of the smaller set.
+func similarity(a, b []uint32) float64 {
 	if len(a) == 0 || len(b) == 0 {
 		return 0
 	}
+	if len(a) > len(b) {
+		a, b = b, a
+	}
 	common := 0
-	for t := range a {
-		if b[t] {
+	for _, t := range a {
+		if _, ok := slices.BinarySearch(b, t); ok {
 			common++
 		}
 	}
@@ -575,7 +766,11 @@ func snippets(e edited) (where, shown string) {
 		if c.end > c.start {
 			last = lineAt(lines, c.end-1)
 		}
-		ranges = append(ranges, lineRange(first, last))
+		if len(ranges) < maxListedMatches {
+			ranges = append(ranges, lineRange(first, last))
+		} else if len(ranges) == maxListedMatches {
+			ranges = append(ranges, "")
+		}
 		from, to := max(first-snippetContext, 0), min(last+snippetContext, len(lines)-1)
 		if n := len(windows); n > 0 && from <= windows[n-1].end+1 {
 			windows[n-1].end = max(windows[n-1].end, to)
@@ -602,6 +797,9 @@ func snippets(e edited) (where, shown string) {
 	}
 	if len(lines) == 0 {
 		b.WriteString("(the file is now empty)\n")
+	}
+	if len(ranges) > maxListedMatches {
+		ranges[maxListedMatches] = fmt.Sprintf("%d more places", len(e.changes)-maxListedMatches)
 	}
 	return words.Join(ranges), b.String()
 }
