@@ -819,7 +819,8 @@ func lineAt(lines []line, off int) int {
 }
 
 // syntaxNote is what a tool that wrote path says of its syntax: nothing
-// when it parses (or its language is not checked), else the first error
+// when it parses (or its language is not checked), why when it could not be
+// checked, else the first error
 // with the lines around it, and whether the file parsed before (before is
 // nil for a new file). The change is kept either way. SWE-agent's linting
 // edit, which refused a change that broke the syntax, was worth 3 points
@@ -827,15 +828,21 @@ func lineAt(lines []line, off int) int {
 // keep the change and show the error instead, as here: a change may pass
 // through a broken state on purpose, and a checker can be wrong.
 func syntaxNote(path string, before, after []byte) string {
-	e := checkSyntax(path, after)
+	e, skipped := checkSyntax(path, after)
+	if skipped != "" {
+		return "\nSyntax check: not done, " + skipped + "."
+	}
 	if e == nil {
 		return ""
 	}
 	var b strings.Builder
 	b.WriteString("\nSyntax check: " + e.String() + ". ")
 	if before != nil {
-		if was := checkSyntax(path, before); was != nil {
+		// The content before is parsed only when the new one fails.
+		if was, skipped := checkSyntax(path, before); was != nil {
 			b.WriteString("The file did not parse before this change either (" + was.String() + ").")
+		} else if skipped != "" {
+			b.WriteString("Whether the file parsed before this change is not known: " + skipped + ".")
 		} else {
 			b.WriteString("The file parsed before this change: fix the error next.")
 		}

@@ -30,12 +30,14 @@ import (
 // BurntSushi/toml, esbuild, tree-sitter's Python grammar run as WebAssembly), never a tool that
 // runs the file. A false "syntax error" makes a model break good code, so
 // every doubtful case (templated YAML, JSON with comments, a parser's own
-// depth limit) is reported as no error.
+// depth limit) is reported as no error, and a file that could not be checked
+// is said to be unchecked.
 
 // maxSyntaxCheckBytes bounds the file a check parses; a larger file is not
-// checked, so one call stays within tens of milliseconds and a few times the
-// file's size in memory.
-const maxSyntaxCheckBytes = 8 << 20
+// checked. Measured on flat files of many small values at 8 MiB: YAML took
+// 6.2 s and 761 MB, TOML 5.2 s and 526 MB, JavaScript 387 MB; at 1 MiB each
+// is an eighth of that, and Python's own bound (pysyntax.MaxSource) is the same.
+const maxSyntaxCheckBytes = 1 << 20
 
 // maxSyntaxMessage bounds the message the model reads: parsers quote the
 // offending text, which may be a very long line.
@@ -155,19 +157,26 @@ func isJSONC(p string) bool {
 }
 
 // checkSyntax parses data as the language its path names (by extension or
-// file name) and returns its first syntax error, or nil when it parses, when
-// the language is not one we check, or when the file is over
-// maxSyntaxCheckBytes. It never panics and never executes anything.
-func checkSyntax(p string, data []byte) (se *fileSyntaxError) {
+// file name) and returns its first syntax error, or nil when it parses or
+// when the language is not one we check. When the language is checked but
+// this file could not be (too large, nested too deep for the parser), skipped
+// says why and se is nil. It never panics and never executes anything.
+func checkSyntax(p string, data []byte) (se *fileSyntaxError, skipped string) {
 	lang := checkedLanguage(p)
-	if lang == "" || len(data) > maxSyntaxCheckBytes {
-		return nil
+	if lang == "" {
+		return nil, ""
+	}
+	if len(data) > maxSyntaxCheckBytes {
+		return nil, fmt.Sprintf("the file is over %d MiB", maxSyntaxCheckBytes>>20)
+	}
+	if why := tooDeep(lang, data); why != "" {
+		return nil, why
 	}
 	defer func() {
 		// A parser's bug must not take the edit down with it: the check is
 		// advice, so a panic means "no error known".
 		if recover() != nil {
-			se = nil
+			se, skipped = nil, "the "+lang+" parser failed"
 		}
 		if se != nil {
 			se.Language = lang
@@ -184,14 +193,18 @@ func checkSyntax(p string, data []byte) (se *fileSyntaxError) {
 	case langYAML:
 		return checkYAML(p, data)
 	case langTOML:
-		return checkTOML(data)
+		return checkTOML(data), ""
 	case langJavaScript, langTypeScript:
-		return checkJS(p, data)
+		return checkJS(p, data), ""
 	case langPython:
 		return checkPython(data)
 	}
-	return nil
+	return nil, ""
 }
+
+// parserDepthLimit is what the answer says of a file that reached a
+// parser's own nesting limit (Go's, encoding/json's, yaml's).
+const parserDepthLimit = "the file nests deeper than the parser allows"
 
 func clipMessage(m string) string {
 	m = strings.TrimSpace(m)
@@ -205,22 +218,28 @@ func clipMessage(m string) string {
 	return m[:cut] + "…"
 }
 
-func checkGo(p string, data []byte) *fileSyntaxError {
+func checkGo(p string, data []byte) (*fileSyntaxError, string) {
 	// SkipObjectResolution: only the syntax matters, and resolution costs
 	// time; without AllErrors the parser stops after ten errors.
 	_, err := parser.ParseFile(token.NewFileSet(), p, data, parser.SkipObjectResolution)
 	var list scanner.ErrorList
 	if !errors.As(err, &list) || len(list) == 0 {
-		return nil
+		return nil, ""
 	}
 	list.Sort()
+	for _, e := range list {
+		if e.Msg == "exceeded max nesting depth" {
+			// go/parser's own limit (100,000 levels), not the file's fault.
+			return nil, parserDepthLimit
+		}
+	}
 	first := list[0]
-	return &fileSyntaxError{Line: first.Pos.Line, Column: first.Pos.Column, Message: first.Msg}
+	return &fileSyntaxError{Line: first.Pos.Line, Column: first.Pos.Column, Message: first.Msg}, ""
 }
 
 var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
 
-func checkJSON(data []byte, jsonc bool) *fileSyntaxError {
+func checkJSON(data []byte, jsonc bool) (*fileSyntaxError, string) {
 	// A byte-order mark is read by npm, VS Code and most tools, and
 	// encoding/json refuses it: blank it (offsets stay the same).
 	src := data
@@ -237,11 +256,11 @@ func checkJSON(data []byte, jsonc bool) *fileSyntaxError {
 	err := json.Unmarshal(src, new(json.RawMessage))
 	var se *json.SyntaxError
 	if !errors.As(err, &se) {
-		return nil
+		return nil, ""
 	}
 	if strings.Contains(se.Error(), "exceeded max depth") {
-		// encoding/json's own nesting limit, not the file's fault.
-		return nil
+		// encoding/json's own nesting limit (10,000), not the file's fault.
+		return nil, parserDepthLimit
 	}
 	off := int(se.Offset)
 	if off > 0 && se.Error() != "unexpected end of JSON input" {
@@ -249,7 +268,7 @@ func checkJSON(data []byte, jsonc bool) *fileSyntaxError {
 		off--
 	}
 	line, col := lineColumn(data, off)
-	return &fileSyntaxError{Line: line, Column: col, Message: strings.TrimPrefix(se.Error(), "json: ")}
+	return &fileSyntaxError{Line: line, Column: col, Message: strings.TrimPrefix(se.Error(), "json: ")}, ""
 }
 
 // blankJSONC turns JSONC into JSON of the same length, in place: comments
@@ -325,9 +344,9 @@ var yamlParserProblems = []string{
 	"found undefined tag handle",
 }
 
-func checkYAML(p string, data []byte) *fileSyntaxError {
+func checkYAML(p string, data []byte) (*fileSyntaxError, string) {
 	if isTemplatedYAML(p, data) {
-		return nil
+		return nil, ""
 	}
 	// Decoding into a Node checks the syntax of every document without
 	// expanding aliases (no "billion laughs") or judging duplicate keys,
@@ -340,11 +359,12 @@ func checkYAML(p string, data []byte) *fileSyntaxError {
 			continue
 		}
 		if errors.Is(err, io.EOF) {
-			return nil
+			return nil, ""
 		}
 		msg := strings.TrimPrefix(err.Error(), "yaml: ")
 		if strings.Contains(msg, "exceeded max depth") {
-			return nil
+			// yaml's own nesting limit (10,000), not the file's fault.
+			return nil, parserDepthLimit
 		}
 		line := 0
 		if m := yamlLineRE.FindStringSubmatch(err.Error()); m != nil {
@@ -359,7 +379,7 @@ func checkYAML(p string, data []byte) *fileSyntaxError {
 			// (bad UTF-8, a control character), found here.
 			line, _ = lineColumn(data, badYAMLByte(data))
 		}
-		return &fileSyntaxError{Line: line, Message: msg}
+		return &fileSyntaxError{Line: line, Message: msg}, ""
 	}
 }
 
@@ -467,11 +487,284 @@ func isFlow(data []byte) bool {
 // (match, the walrus, PEP 695 type parameters, PEP 701 f-strings) and is
 // lenient rather than strict: it misses some errors CPython reports but was
 // measured to report none on valid code. A file it could not check in time
-// is reported as no error.
-func checkPython(data []byte) *fileSyntaxError {
+// is reported as unchecked.
+func checkPython(data []byte) (*fileSyntaxError, string) {
 	e, err := pysyntax.Check(context.Background(), data)
-	if err != nil || e == nil {
-		return nil
+	if err != nil {
+		return nil, "the Python checker could not tell"
 	}
-	return &fileSyntaxError{Line: e.Line, Column: e.Column, Message: e.Message}
+	if e == nil {
+		return nil, ""
+	}
+	return &fileSyntaxError{Line: e.Line, Column: e.Column, Message: e.Message}, ""
+}
+
+// esbuild and BurntSushi/toml parse nested brackets, and esbuild chains of
+// operators, by recursion, and a goroutine over Go's stack limit (1 GB) is a
+// fatal error no recover catches: 500,000 parentheses in a 1 MB .js file
+// killed the process. tree-sitter's Python module, run as WebAssembly,
+// overruns its own stack from about 450 levels and then fails. So a file is
+// first scanned, in linear time, for how deep it could make the parser go,
+// and not checked past these bounds. Measured (go test -v -run
+// TestSyntaxDeepStack ./agent/): at 1,000 levels esbuild uses 4 MiB of stack
+// and BurntSushi/toml 512 KiB; a chain of 10,000 (5,000 assignments) 32 MiB.
+// No JavaScript, TypeScript, Python or TOML file of Go's module cache and
+// Python's standard library (2,639 files) came near a bound. Also, esbuild's nested blocks and BurntSushi/toml's nested
+// inline tables and dotted keys take time quadratic in their depth.
+const (
+	maxNesting       = 1000  // brackets open at once (JavaScript, TypeScript, TOML)
+	maxPythonNesting = 200   // CPython's own limit on nested brackets
+	maxChain         = 10000 // brackets open plus operators pending (JavaScript, TypeScript)
+	maxTOMLDots      = 100   // dots in one TOML key or table header
+)
+
+// tooDeep says why a file of lang nests too deep for its parser, or "".
+func tooDeep(lang string, data []byte) string {
+	switch lang {
+	case langJavaScript, langTypeScript:
+		depth, chain := scanNesting(data, '/', true)
+		if depth > maxNesting {
+			return fmt.Sprintf("the file nests brackets over %d levels deep", maxNesting)
+		}
+		if chain > maxChain {
+			return fmt.Sprintf("the file chains over %d operators in one expression", maxChain)
+		}
+	case langTOML:
+		depth, _ := scanNesting(data, '#', false)
+		if depth > maxNesting {
+			return fmt.Sprintf("the file nests brackets over %d levels deep", maxNesting)
+		}
+		if tomlDots(data) > maxTOMLDots {
+			return fmt.Sprintf("a key of the file has over %d dots", maxTOMLDots)
+		}
+	case langPython:
+		if depth, _ := scanNesting(data, '#', false); depth > maxPythonNesting {
+			return fmt.Sprintf("the file nests brackets over %d levels deep", maxPythonNesting)
+		}
+	}
+	return ""
+}
+
+// jsChainWords are JavaScript's words that make its parser recurse, as an
+// operator does.
+var jsChainWords = map[string]bool{
+	"if": true, "else": true, "for": true, "while": true, "do": true, "with": true,
+	"new": true, "typeof": true, "void": true, "delete": true, "await": true,
+	"yield": true, "return": true, "throw": true, "case": true, "in": true,
+	"of": true, "instanceof": true, "extends": true, "async": true, "keyof": true,
+	"as": true, "satisfies": true, "is": true, "infer": true, "readonly": true,
+}
+
+// scanNesting returns the most brackets a file holds open at once and, when
+// ops, the most brackets open plus operators (and words that act as ones)
+// since the last comma or semicolon of each open bracket: an estimate of
+// how deep a recursive parser goes, meant to err high. It skips quoted
+// strings and comments (comment starts "//" and "/*" when comment is '/', "#"
+// when it is '#'); a closing bracket counts only when it matches the last
+// open one. For JavaScript a template's ${...} counts as a bracket, and a
+// slash where an operand is expected starts a regular expression, skipped.
+func scanNesting(data []byte, comment byte, ops bool) (maxDepth, maxChain int) {
+	type frame struct {
+		open byte // '(', '[', '{', or '`' for a template's ${
+		ops  int
+	}
+	stack := []frame{{}}
+	chain := 0      // len(stack)-1 plus the ops of every frame
+	operand := true // for a slash: an operand is expected, so it starts a regular expression
+	bump := func() {
+		top := &stack[len(stack)-1]
+		top.ops++
+		chain++
+		maxChain = max(maxChain, chain)
+	}
+	closeTop := func() {
+		top := stack[len(stack)-1]
+		chain -= top.ops + 1
+		stack = stack[:len(stack)-1]
+	}
+	// skipString skips a string from its opening quote at i; it returns the
+	// index of its last byte. A template stops at ${, pushing a frame.
+	skipString := func(i int) (int, bool) {
+		q := data[i]
+		long := comment == '#' && i+2 < len(data) && data[i+1] == q && data[i+2] == q
+		if long {
+			i += 2
+		}
+		for i++; i < len(data); i++ {
+			switch c := data[i]; {
+			case c == '\\':
+				i++
+			case long:
+				if c == q && i+2 < len(data) && data[i+1] == q && data[i+2] == q {
+					return i + 2, false
+				}
+			case c == q:
+				return i, false
+			case q == '`' && c == '$' && i+1 < len(data) && data[i+1] == '{':
+				return i + 1, true
+			case c == '\n' && q != '`':
+				return i, false
+			}
+		}
+		return len(data), false
+	}
+	resumeTemplate := func(i int) int {
+		// data[i] is the } closing a ${: the template goes on.
+		j, sub := skipStringFrom(data, i)
+		if sub {
+			stack = append(stack, frame{open: '`'})
+			chain++
+			maxDepth = max(maxDepth, len(stack)-1)
+			maxChain = max(maxChain, chain)
+		}
+		return j
+	}
+	for i := 0; i < len(data); i++ {
+		c := data[i]
+		switch {
+		case c == ' ' || c == '\t' || c == '\r' || c == '\n':
+			continue
+		case comment == '#' && c == '#':
+			for i < len(data) && data[i] != '\n' {
+				i++
+			}
+			continue
+		case comment == '/' && c == '/' && i+1 < len(data) && data[i+1] == '/':
+			for i < len(data) && data[i] != '\n' {
+				i++
+			}
+			continue
+		case comment == '/' && c == '/' && i+1 < len(data) && data[i+1] == '*':
+			end := bytes.Index(data[i+2:], []byte("*/"))
+			if end < 0 {
+				return maxDepth, maxChain
+			}
+			i += 2 + end + 1
+			continue
+		case c == '"' || c == '\'' || (comment == '/' && c == '`'):
+			j, sub := skipString(i)
+			i = j
+			if sub {
+				stack = append(stack, frame{open: '`'})
+				chain++
+				maxDepth = max(maxDepth, len(stack)-1)
+				maxChain = max(maxChain, chain)
+			}
+			operand = false
+			continue
+		case comment == '/' && c == '/' && operand:
+			// A regular expression: to its closing slash, outside a class.
+			class := false
+			for i++; i < len(data) && data[i] != '\n'; i++ {
+				if d := data[i]; d == '\\' {
+					i++
+				} else if d == '[' {
+					class = true
+				} else if d == ']' {
+					class = false
+				} else if d == '/' && !class {
+					break
+				}
+			}
+			operand = false
+			continue
+		case c == '\\':
+			i++ // an escape in an identifier
+			operand = false
+			continue
+		case c == '(' || c == '[' || c == '{':
+			if ops {
+				bump()
+			}
+			stack = append(stack, frame{open: c})
+			chain++
+			maxDepth = max(maxDepth, len(stack)-1)
+			maxChain = max(maxChain, chain)
+			operand = true
+			continue
+		case c == ')' || c == ']' || c == '}':
+			if len(stack) > 1 {
+				top := stack[len(stack)-1].open
+				if top == c-1 || top == c-2 { // ( ) and [ ], { } in ASCII
+					closeTop()
+				} else if c == '}' && top == '`' {
+					closeTop()
+					i = resumeTemplate(i)
+				}
+			}
+			operand = false
+			continue
+		case c == ',' || c == ';':
+			top := &stack[len(stack)-1]
+			chain -= top.ops
+			top.ops = 0
+			operand = true
+			continue
+		case c == '_' || c == '$' || c >= '0' && c <= '9' || c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= 0x80:
+			j := i
+			for j < len(data) && (data[j] == '_' || data[j] == '$' || data[j] >= '0' && data[j] <= '9' || data[j] >= 'A' && data[j] <= 'Z' || data[j] >= 'a' && data[j] <= 'z' || data[j] >= 0x80) {
+				j++
+			}
+			word := string(data[i:j])
+			i = j - 1
+			operand = false
+			if ops && jsChainWords[word] {
+				bump()
+				operand = true
+			}
+			continue
+		}
+		// Any other byte is an operator or punctuation.
+		if ops {
+			bump()
+		}
+		operand = true
+	}
+	return maxDepth, maxChain
+}
+
+// skipStringFrom goes on with a template after the } of a ${ at i: it
+// returns the index of the template's closing backquote, or of the { of its
+// next ${ (and true).
+func skipStringFrom(data []byte, i int) (int, bool) {
+	for i++; i < len(data); i++ {
+		switch data[i] {
+		case '\\':
+			i++
+		case '`':
+			return i, false
+		case '$':
+			if i+1 < len(data) && data[i+1] == '{' {
+				return i + 1, true
+			}
+		}
+	}
+	return len(data), false
+}
+
+// tomlDots is the most dots in one line of a TOML file outside strings and
+// comments, more than in any of its keys.
+func tomlDots(data []byte) int {
+	most, n := 0, 0
+	for i := 0; i < len(data); i++ {
+		switch c := data[i]; c {
+		case '\n':
+			n = 0
+		case '#':
+			for i < len(data) && data[i] != '\n' {
+				i++
+			}
+			n = 0
+		case '"', '\'':
+			for i++; i < len(data) && data[i] != c && data[i] != '\n'; i++ {
+				if c == '"' && data[i] == '\\' {
+					i++
+				}
+			}
+		case '.':
+			n++
+			most = max(most, n)
+		}
+	}
+	return most
 }

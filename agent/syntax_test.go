@@ -84,7 +84,7 @@ func TestCheckSyntax(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := checkSyntax(tt.path, []byte(tt.src))
+			got, _ := checkSyntax(tt.path, []byte(tt.src))
 			if tt.wantLine == 0 {
 				if got != nil {
 					t.Fatalf("checkSyntax(%q) = %q, want no error", tt.path, got.String())
@@ -159,7 +159,7 @@ func TestCheckSyntaxBounds(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := checkSyntax(tt.path, []byte(tt.src))
+			got, _ := checkSyntax(tt.path, []byte(tt.src))
 			if (got != nil) != tt.want {
 				t.Fatalf("checkSyntax = %v, want an error: %v", got, tt.want)
 			}
@@ -186,7 +186,7 @@ func FuzzCheckSyntax(f *testing.F) {
 		f.Add(s.path, []byte(s.src))
 	}
 	f.Fuzz(func(t *testing.T, p string, src []byte) {
-		se := checkSyntax(p, src)
+		se, _ := checkSyntax(p, src)
 		if se == nil {
 			return
 		}
@@ -215,8 +215,8 @@ func BenchmarkCheckSyntax(b *testing.B) {
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			data := []byte(c.src)
-			if se := checkSyntax(c.path, data); se != nil {
-				b.Fatalf("benchmark input has an error: %s", se)
+			if se, skipped := checkSyntax(c.path, data); se != nil || skipped != "" {
+				b.Fatalf("benchmark input has an error: %v %s", se, skipped)
 			}
 			b.SetBytes(int64(len(data)))
 			for b.Loop() {
