@@ -143,11 +143,22 @@ func (p prepared) result() pullwright.SetupResult {
 	out := pullwright.SetupResult{Key: p.Plan.Key, Steps: p.Plan.Steps, Caches: p.Caches, Env: p.Env, Links: p.Links,
 		Private: p.Private, Measured: p.Measured, CacheBytes: p.CacheBytes, Evicted: p.Evicted, Release: p.Release}
 	if p.Setup != nil {
-		reached, blocked := p.Hosts()
-		out.Record = &pullwright.SetupRecord{Steps: p.Plan.Steps, ExitCode: p.Setup.ExitCode, Failed: p.Failed, Duration: p.Setup.Duration,
-			Output: tailLines(p.Setup.Output, maxOutputLines), Reached: reached[:min(len(reached), maxHostsShown)], Blocked: blocked[:min(len(blocked), maxHostsShown)]}
+		out.Record = record(p.Plan.Steps, *p.Setup, p.Failed, p)
 	}
 	return out
+}
+
+// failed reports a setup's run that did not succeed.
+func failed(res pullwright.RunResult) bool {
+	return res.ExitCode != 0 || res.TimedOut || res.OOMKilled
+}
+
+// record is the record of a run of steps that ended as res, whose
+// connections p.Events holds.
+func record(steps []string, res pullwright.RunResult, failed bool, p prepared) *pullwright.SetupRecord {
+	reached, blocked := p.Hosts()
+	return &pullwright.SetupRecord{Steps: steps, ExitCode: res.ExitCode, Failed: failed, Duration: res.Duration,
+		Output: tailLines(res.Output, maxOutputLines), Reached: reached[:min(len(reached), maxHostsShown)], Blocked: blocked[:min(len(blocked), maxHostsShown)]}
 }
 
 // tailLines keeps the last n lines of s.
@@ -356,7 +367,7 @@ func (s *Setup) run(ctx context.Context, p *prepared, dir, image, volume string,
 		return fmt.Errorf("setup: %w", err)
 	}
 	p.Setup = &res
-	if res.ExitCode != 0 || res.TimedOut || res.OOMKilled {
+	if failed(res) {
 		p.Failed = true
 		s.logger().Warn("setup: failed", "repo", req.Repo, "exit_code", res.ExitCode)
 	}
