@@ -39,6 +39,15 @@ import (
 // is an eighth of that, and Python's own bound (pysyntax.MaxSource) is the same.
 const maxSyntaxCheckBytes = 1 << 20
 
+// maxScriptCheckBytes bounds a JavaScript or TypeScript file more tightly:
+// esbuild's parser recurses, at up to 6.7 KiB of stack for each level (a
+// bracket, a unary operator, one link of a chain), and Go ends the whole
+// process, with no recover, when a goroutine's stack passes 1 GB. tooDeep
+// scans for nesting first, but a file crafted to fool its scan (a regular
+// expression where it sees a division) could still nest deep. At 64 KiB
+// even one level per byte stays under 450 MB of stack.
+const maxScriptCheckBytes = 64 << 10
+
 // maxSyntaxMessage bounds the message the model reads: parsers quote the
 // offending text, which may be a very long line.
 const maxSyntaxMessage = 200
@@ -168,6 +177,9 @@ func checkSyntax(p string, data []byte) (se *fileSyntaxError, skipped string) {
 	}
 	if len(data) > maxSyntaxCheckBytes {
 		return nil, fmt.Sprintf("the file is over %d MiB", maxSyntaxCheckBytes>>20)
+	}
+	if (lang == langJavaScript || lang == langTypeScript) && len(data) > maxScriptCheckBytes {
+		return nil, fmt.Sprintf("a JavaScript or TypeScript file over %d KiB is not checked", maxScriptCheckBytes>>10)
 	}
 	if why := tooDeep(lang, data); why != "" {
 		return nil, why
