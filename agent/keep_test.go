@@ -103,13 +103,20 @@ func TestRunAsksToKeepChanges(t *testing.T) {
 	if st.Pending == nil || st.Pending.KeepChanges {
 		t.Fatalf("pending %+v: kept without asking", st.Pending)
 	}
-	st = &State{Reviewing: &Reviewing{}}
-	got, _ = callTool(t, a, dir, st, "run", `{"command":"gofmt -w .","reason":"x","keep_changes":true}`)
-	if st.Pending != nil || !strings.Contains(got, "keep_changes is not for a review") {
-		t.Errorf("a review's kept run: pending %+v, result %q", st.Pending, got)
+	st = &State{}
+	_, step = callTool(t, a, dir, st, "run", `{"command":"go get example.com/dep@v1.2.0","reason":"add the dependency","network":true}`)
+	if st.Pending == nil || !st.Pending.Network || !st.Pending.KeepChanges || !strings.Contains(step, "with the setup's network") {
+		t.Fatalf("pending %+v, step %q: network without keeping", st.Pending, step)
 	}
-	if strings.Contains(reviewToolsByName[ToolRun].schema, "keep_changes") || strings.Contains(reviewToolsByName[ToolRun].description, "keep_changes") {
-		t.Error("the review is offered keep_changes")
+	for _, args := range []string{`{"command":"gofmt -w .","reason":"x","keep_changes":true}`, `{"command":"go get x","reason":"x","network":true}`} {
+		st = &State{Reviewing: &Reviewing{}}
+		got, _ = callTool(t, a, dir, st, "run", args)
+		if st.Pending != nil || !strings.Contains(got, "not for a review") {
+			t.Errorf("a review's run %s: pending %+v, result %q", args, st.Pending, got)
+		}
+	}
+	if r := reviewToolsByName[ToolRun]; strings.Contains(r.schema, "keep_changes") || strings.Contains(r.description, "keep_changes") || strings.Contains(r.schema, `"network":`) {
+		t.Error("the review is offered keep_changes or network")
 	}
 }
 

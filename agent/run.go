@@ -32,6 +32,10 @@ type Request struct {
 	// KeepChanges is true when the model asked to keep what the command
 	// changes in the repository (KeepChanges applies it once it ran).
 	KeepChanges bool `json:"keep_changes,omitempty"`
+	// Network is true when the model asked to run a dependency command
+	// with the setup's network, through the fence; KeepChanges is then
+	// true as well.
+	Network bool `json:"network,omitempty"`
 }
 
 // ErrPending is wrapped by Turn's error when an execution request is waiting
@@ -71,12 +75,13 @@ func runRun(env toolEnv, raw json.RawMessage) (toolResult, error) {
 		Command     string `json:"command"`
 		Reason      string `json:"reason"`
 		KeepChanges bool   `json:"keep_changes"`
+		Network     bool   `json:"network"`
 	}
 	if err := toolsByName[ToolRun].decodeArgs(raw, &a); err != nil {
 		return toolResult{}, err
 	}
-	if a.KeepChanges && env.st.Reviewing != nil {
-		return toolResult{}, errorf("keep_changes is not for a review: a review changes no file; ask for the command without it")
+	if (a.KeepChanges || a.Network) && env.st.Reviewing != nil {
+		return toolResult{}, errorf("keep_changes and network are not for a review: a review changes no file; ask for the command without them")
 	}
 	cmd := strings.TrimSpace(a.Command)
 	switch {
@@ -93,9 +98,13 @@ func runRun(env toolEnv, raw json.RawMessage) (toolResult, error) {
 	if reason == "" {
 		return toolResult{}, errorf("reason is empty; tell the maintainer who approves it what the command checks and why you need it")
 	}
-	env.st.Pending = &Request{ToolCallID: env.callID, Command: cmd, Reason: untrusted.Cut(reason, maxReasonBytes), KeepChanges: a.KeepChanges}
+	env.st.Pending = &Request{ToolCallID: env.callID, Command: cmd, Reason: untrusted.Cut(reason, maxReasonBytes),
+		KeepChanges: a.KeepChanges || a.Network, Network: a.Network}
 	step := "asked to run `" + untrusted.Cut(strings.Join(strings.Fields(cmd), " "), 120) + "`"
-	if a.KeepChanges {
+	switch {
+	case a.Network:
+		step += " with the setup's network, keeping what it changes"
+	case a.KeepChanges:
 		step += ", keeping what it changes"
 	}
 	return toolResult{text: "run request recorded; waiting for a maintainer's approval", step: step}, nil

@@ -333,7 +333,7 @@ func TestRunBadArguments(t *testing.T) {
 		{"command not a string", `{"command":["go","test"],"reason":"x"}`, `"command" must be a JSON string`},
 		{"missing reason", `{"command":"go test ./..."}`, `run: missing required argument "reason"`},
 		{"empty reason", `{"command":"go test ./...","reason":""}`, "reason is empty"},
-		{"unknown argument", `{"command":"go test ./...","reason":"x","timeout":60}`, `run has no argument "timeout"; its arguments are: command, keep_changes, reason`},
+		{"unknown argument", `{"command":"go test ./...","reason":"x","timeout":60}`, `run has no argument "timeout"; its arguments are: command, keep_changes, network, reason`},
 		{"NUL", `{"command":"go test\u0000","reason":"x"}`, "U+0000"},
 		// What is approved must be what runs: nothing that shows as
 		// something else (Trojan Source) or as nothing.

@@ -232,7 +232,8 @@ var tools = []*tool{
 			"command changes in that copy is thrown away, unless you set keep_changes: then, if it exits 0, the files it " +
 			"added, changed or deleted in the repository become part of your change, as if you had edited them " +
 			"(use it for go mod tidy, gofmt -w, go generate, a snapshot update; never files git ignores, links, or a " +
-			"protected path). Ask for the narrowest command that answers your question (e.g. \"go test ./pkg/pagination/...\" " +
+			"protected path). A command that adds or updates a dependency may set network to reach the package " +
+			"registries through a fence. Ask for the narrowest command that answers your question (e.g. \"go test ./pkg/pagination/...\" " +
 			"rather than the whole suite) and say why in reason. One run request per turn. The result arrives as this " +
 			"tool's result: the exit code, the (bounded) output and what was kept, or the maintainer's rejection; if " +
 			"rejected, continue without it.",
@@ -241,7 +242,8 @@ var tools = []*tool{
   "properties": {
     "command": {"type": "string", "description": "The command line, run at the repository root, e.g. \"go test ./internal/cache/...\". No network access; do not install anything."},
     "reason": {"type": "string", "description": "One or two sentences for the maintainer who approves it: what the command checks and why you need it now."},
-    "keep_changes": {"type": "boolean", "description": "true to keep what the command changes in the repository (a lock file, formatting, generated code) as part of your change; the maintainer is told so. Default false: the changes are thrown away."}
+    "keep_changes": {"type": "boolean", "description": "true to keep what the command changes in the repository (a lock file, formatting, generated code) as part of your change; the maintainer is told so. Default false: the changes are thrown away."},
+    "network": {"type": "boolean", "description": "Only for a command that changes dependencies and needs to fetch them (go get, npm install --package-lock-only, cargo update -p, a lock command): true runs it with network to the package registries the repository's setup may reach, through a fence, and keeps its changes (as keep_changes). Never for tests or builds."}
   },
   "required": ["command", "reason"],
   "additionalProperties": false

@@ -229,7 +229,8 @@ func progress(out []byte, st *agent.State, spend pullwright.Spend) task.Progress
 		p.OutOfBudget = st.Finish.OutOfBudget
 	}
 	if st.Pending != nil {
-		p.Pending = &task.Pending{Command: st.Pending.Command, Reason: st.Pending.Reason, Tool: st.Pending.Tool}
+		p.Pending = &task.Pending{Command: st.Pending.Command, Reason: st.Pending.Reason, Tool: st.Pending.Tool,
+			KeepChanges: st.Pending.KeepChanges, Network: st.Pending.Network}
 	}
 	return p
 }

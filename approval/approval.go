@@ -67,6 +67,11 @@ type Request struct {
 	// out of the value when false, so that a request sealed before it
 	// existed keeps its digest.
 	KeepChanges bool `json:"keep_changes,omitempty"`
+	// Fetch is set when the command runs with network, through the fence,
+	// as the repository's setup does (a dependency command, such as go get
+	// or npm install --package-lock-only): instead of the setup, on the
+	// files' own manifests, into a cache of its own. Its changes are kept.
+	Fetch *Fetch `json:"fetch,omitempty"`
 	// Digest is the hex SHA-256 of the value with Digest empty (Seal).
 	Digest string `json:"digest"`
 }
@@ -107,6 +112,14 @@ type Setup struct {
 	// on the files' own manifests into a cache of the task's own, changed
 	// or not, since only the default branch fills the caches tasks share.
 	Private bool `json:"private,omitempty"`
+}
+
+// Fetch is the network a dependency command may reach: the hosts the
+// fence allows by name, and whether the hosts the image's package
+// managers are configured with are allowed as well.
+type Fetch struct {
+	Hosts      []string `json:"hosts,omitempty"`
+	Toolchains bool     `json:"toolchains,omitempty"`
 }
 
 // AutoApprove is the repository's auto_approve rules as they bear on the
@@ -184,6 +197,7 @@ const (
 	KindFilesAnyway  = "files_unknown"
 	KindTool         = "tool"
 	KindKeep         = "keep_changes"
+	KindFetch        = "fetch"
 )
 
 // Sentence is one statement about a request, in the order surfaces show
@@ -275,6 +289,29 @@ func (r Request) Sentences() []Sentence {
 			out = append(out, Sentence{Kind: KindSetup, Warning: true, Spans: spans})
 		}
 	}
+	if f := r.Fetch; f != nil {
+		spans := []Span{strong("This command may reach the network, through the fence:"), text(" only ")}
+		for i, h := range f.Hosts {
+			if i == maxHostsNamed {
+				spans = append(spans, text(fmt.Sprintf(" and %d more", len(f.Hosts)-i)))
+				break
+			}
+			if i > 0 {
+				spans = append(spans, text(", "))
+			}
+			spans = append(spans, code(h))
+		}
+		switch {
+		case f.Toolchains && len(f.Hosts) > 0:
+			spans = append(spans, text(" and the hosts the image's package managers are configured with"))
+		case f.Toolchains:
+			spans = append(spans, text("the hosts the image's package managers are configured with"))
+		case len(f.Hosts) == 0:
+			spans = append(spans, text("no host at all, as none is allowed for the repository's setup"))
+		}
+		spans = append(spans, text(", as the repository's setup may, with a cache of its own. It runs instead of the setup, with the files' own manifests, so their code may run too."))
+		out = append(out, Sentence{Kind: KindFetch, Warning: true, Spans: spans})
+	}
 	if r.KeepChanges {
 		out = append(out, Sentence{Kind: KindKeep, Warning: true, Spans: []Span{
 			strong("This command may change files in the repository; what it changes is kept."),
@@ -312,7 +349,10 @@ func ruleSpans(rule string) []Span {
 
 // maxManifestsNamed bounds the manifests a sentence names; the diff
 // shows them all (bounded by its own size).
-const maxManifestsNamed = 20
+const (
+	maxManifestsNamed = 20
+	maxHostsNamed     = 20
+)
 
 // Parts are r's sentences as every surface places them around the
 // agent's reason: the warnings before it, the rest after.

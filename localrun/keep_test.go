@@ -93,3 +93,47 @@ func TestRunKeepsTheGoSumTidyWrites(t *testing.T) {
 		t.Errorf("go.sum on the branch:\n%s\nwant\n%s\nstderr:\n%s", got, mod["go.sum"], stderr)
 	}
 }
+
+// A dependency command with the setup's network: go get fetches through
+// the fence, as the setup would, and what it wrote to go.mod and go.sum
+// lands on the branch; the user was told it has network, and a plain
+// build passes on it.
+func TestRunFetchesADependencyThroughTheFence(t *testing.T) {
+	host, served := fencetest.ModProxy(t)
+	image := sandboxtest.ImageWith(t, "ENV GOPROXY=http://"+host, "ENV GOSUMDB=off")
+	mod := fencetest.GoModule("")
+	dir := newRepo(t, false, map[string]string{
+		"go.mod": "module example.com/app\n\ngo 1.21\n",
+		"app.go": "package main\n\nfunc main() {}\n",
+	})
+	top, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fencetest.RemoveCaches(t, "local:"+top)
+	llm := fakellm.New(t,
+		step(call("write_file", map[string]any{"path": "app.go", "content": strings.Replace(mod["main.go"], "func main", "func run", 1)})),
+		step(call("run", map[string]any{"command": "go get github.com/hashicorp/yamux@v0.1.2", "reason": "add the dependency", "network": true})),
+		run("go build ./...", "build with the new dependency as CI would"),
+		finishStep,
+	)
+	o, _, stderr := options(t, dir, llm, strings.NewReader("y\ny\n"), true)
+	o.Runner, o.Image = localrun.RunnerDocker, image
+	o.Forwarder, o.Resolver, o.FenceNets = fencetest.Forwarder(t), fencetest.Resolver(), []string{fencetest.Loopback.String()}
+	if _, err := localrun.Run(context.Background(), o); err != nil {
+		t.Fatalf("Run: %v\nstderr:\n%s", err, stderr)
+	}
+	reqs := llm.Requests()
+	mustContain(t, "go get's result", lastResult(t, reqs, 2), "exit code 0", "- go.mod changed", "- go.sum added (+2 -0)")
+	mustContain(t, "the build's result", lastResult(t, reqs, 3), "exit code 0")
+	mustContain(t, "stderr", stderr.String(), "This command may reach the network, through the fence:", "reached modproxy.test:")
+	if served.Load() == 0 {
+		t.Error("the module proxy was never asked")
+	}
+	if got := gitCmd(t, dir, "show", workBranch+":go.sum"); got != strings.TrimSpace(mod["go.sum"]) {
+		t.Errorf("go.sum on the branch:\n%s\nwant\n%s", got, mod["go.sum"])
+	}
+	if got := gitCmd(t, dir, "show", workBranch+":go.mod"); !strings.Contains(got, "require github.com/hashicorp/yamux v0.1.2") {
+		t.Errorf("go.mod on the branch:\n%s", got)
+	}
+}

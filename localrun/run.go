@@ -238,6 +238,14 @@ func (r *run) request(ctx context.Context, req agent.Request) (string, error) {
 		RequestID: strconv.Itoa(len(r.runs) + 1), Command: req.Command, Reason: req.Reason,
 		SHA: tree.Hash(), AskedAt: time.Now(), By: r.who,
 	}
+	if req.Network && (r.sb.setup == nil || r.sb.where == whereLocal) {
+		// Only the fence gives a command network: not asked, not run.
+		why := "this run has no network fence (it runs commands without the Docker sandbox, or without the fence's forwarder), so a command cannot have network here; change the dependency manifests and ask for the command without network: the repository's setup fetches what they name before it runs"
+		rec.Verdict, rec.Outcome, rec.Why = task.Rejected, task.OutcomeRejected, why
+		r.runs = append(r.runs, rec)
+		r.d.printf("  `%s` was not asked: %s\n", words.Clip(cmd, 120), why)
+		return agent.Rejected("pullwright", why), nil
+	}
 	q := question{shown: r.show(req, tree), where: r.sb.where}
 	r.status("waiting for your answer")
 	v, err := r.ask.decide(ctx, q)
@@ -295,7 +303,15 @@ func (r *run) request(ctx context.Context, req agent.Request) (string, error) {
 		setup, step.Deps = &req, r.sb.setup
 		r.status("setting up the repository's dependencies")
 	}
-	ran, err := step.Run(ctx, spec, setup, &rec)
+	run := step.Run
+	if req.Network {
+		if setup != nil {
+			// The fetch runs on the files to run, into a cache of its own.
+			setup.Dir, setup.Base = spec.Dir, ""
+		}
+		run = step.Fetch
+	}
+	ran, err := run(ctx, spec, setup, &rec)
 	if err != nil {
 		return "", err
 	}
@@ -378,6 +394,11 @@ func (r *run) facts(req agent.Request, tree *repo.Tree) task.Shown {
 		Detailed: true, KeepChanges: req.KeepChanges}
 	if s.Where.Sandbox {
 		s.Where.Image, s.Where.Network = r.image, r.settings.Sandbox.Network == "bridge"
+	}
+	if req.Network {
+		// The user's own image is theirs to trust: its toolchains' hosts
+		// count, as for bot run's setup.
+		s.Fetch = &approval.Fetch{Hosts: r.settings.SetupHosts(), Toolchains: r.settings.ToolchainHosts()}
 	}
 	setup := s.Where.Sandbox && r.sb.setup != nil
 	if setup {

@@ -185,9 +185,13 @@ func (f *Flow) work(ctx context.Context, t Job) error {
 			if t.reopened() {
 				return t.Move(Publishing) // as for a spent budget, below
 			}
-			t.Stop = fmt.Sprintf("the task used its wall-time budget (%s of %s, not counting waits for approval)",
-				used.Round(time.Second), limit)
-			return nil
+			// As a spent turn or token budget: the work so far is a
+			// draft, with the account of what was done and what is left.
+			if err := t.outOfBudget(fmt.Sprintf("the task used its wall-time budget (%s of %s, not counting waits for approval)",
+				used.Round(time.Second), limit)); err != nil {
+				return err
+			}
+			return f.desk().updateStatus(ctx, t)
 		}
 	}
 	ws, err := f.checkouts().workspace(ctx, t)
@@ -242,7 +246,8 @@ func (f *Flow) work(ctx context.Context, t Job) error {
 			Tool:    p.Pending.Tool,
 			AskedAt: now,
 			// A call of a tool changes no file of the workspace.
-			KeepChanges: p.Pending.KeepChanges && p.Pending.Tool == nil,
+			KeepChanges: (p.Pending.KeepChanges || p.Pending.Network) && p.Pending.Tool == nil,
+			Fetch:       p.Pending.Network && p.Pending.Tool == nil,
 		}
 		t.CommitAt = now
 	case p.Finished:

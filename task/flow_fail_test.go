@@ -130,6 +130,26 @@ func TestFixFailures(t *testing.T) {
 			why:   "the task used its wall-time budget",
 		},
 		{
+			name: "the wall-time budget after some work",
+			setup: func(w *world) {
+				w.agent.Script = []tasktest.Turn{{Write: map[string]string{"README.md": "half fixed\n"}, During: func() { w.clock.Advance(3 * time.Hour) },
+					Progress: task.Progress{Plan: []pullwright.PlanItem{{Title: "fix the typo", Status: "in_progress"}}, Steps: []string{"edited README.md"}}}}
+			},
+			state: task.Done,
+			why:   "",
+			check: func(t *testing.T, w *world, fix *task.Task) {
+				if len(w.gh.Opened) != 1 || !w.gh.Opened[0].Draft {
+					t.Fatalf("opened %+v, want one draft", w.gh.Opened)
+				}
+				body := w.gh.Opened[0].Body
+				for _, want := range []string{"**Out of budget**: the task used its wall-time budget", "- [ ] fix the typo *(in progress)*", "- edited README.md"} {
+					if !strings.Contains(body, want) {
+						t.Errorf("the draft's body lacks %q:\n%s", want, body)
+					}
+				}
+			},
+		},
+		{
 			name:  "the model fails",
 			setup: func(w *world) { w.agent.StartErr = errors.New("bad request") },
 			state: task.Failed,
@@ -168,7 +188,7 @@ func TestFixFailures(t *testing.T) {
 			w.drain()
 			got := w.want(fix.ID, c.state)
 			text := got.Error
-			if c.state == task.Done {
+			if c.state == task.Done && c.why != "" {
 				text = w.reply(fix)
 			}
 			if !strings.Contains(text, c.why) {

@@ -85,3 +85,60 @@ func TestARunThatKeepsNothingChangesNothing(t *testing.T) {
 		t.Errorf("go.sum %q reached the pull request", got)
 	}
 }
+
+// A dependency command that asks for network runs as the setup does, in
+// its place, with the setup's allow-list, shown so; what it changed lands
+// in the pull request. A bot without the fence refuses it unshown.
+func TestADependencyCommandFetchesThroughTheFence(t *testing.T) {
+	w := newWorld(t)
+	deps := &tasktest.Deps{
+		Fetched:     pullwright.RunResult{ExitCode: 0, Changes: []pullwright.FileChange{{Path: "go.sum", Content: []byte(goSumLine)}}},
+		FetchRecord: &pullwright.SetupRecord{Steps: []string{"go get example.com/dep@v1.2.0"}, Reached: []string{"proxy.example:443"}},
+	}
+	w.flow.Deps = deps
+	ask := pending("go get example.com/dep@v1.2.0", map[string]string{"main.go": "package main\n\nimport _ \"example.com/dep\"\n"})
+	ask.Progress.Pending.Network = true
+	w.agent.Script = []tasktest.Turn{ask, finish("Use dep", nil)}
+	fix := w.fix("use dep")
+	w.drain()
+	parked := w.want(fix.ID, task.AwaitingApproval)
+	r := tasktest.Job(parked).Request
+	if !r.Fetch || !r.KeepChanges || r.Shown == nil || r.Shown.Fetch == nil || !r.Shown.KeepChanges || r.Shown.Setup != nil {
+		t.Fatalf("request %+v shown %+v", r, r.Shown)
+	}
+	if c := w.gh.Comment(1, "task-1-request-"+r.ID); c == nil || !strings.Contains(c.Text(), "may reach the network, through the fence") {
+		t.Errorf("the request comment does not say it has network: %v", c)
+	}
+	w.clock.Advance(time.Minute)
+	w.answer(task.KindApprove, "maint", 12, r.ID)
+	w.drain()
+	done := w.want(fix.ID, task.Done)
+	if len(w.runner.Specs) != 0 || len(deps.Fetches) != 1 || len(deps.Requests) != 0 {
+		t.Fatalf("runs %d, fetches %d, setups %d: want the fetch alone", len(w.runner.Specs), len(deps.Fetches), len(deps.Requests))
+	}
+	f := deps.Fetches[0]
+	if !f.Spec.KeepChanges || f.Spec.Command != "go get example.com/dep@v1.2.0" || f.Request.Dir != f.Spec.Dir || f.Request.Base != "" {
+		t.Errorf("fetch %+v", f)
+	}
+	job := tasktest.Job(done)
+	if len(job.Runs) != 1 || len(job.Runs[0].Kept) != 1 || job.Runs[0].Outcome != task.OutcomePassed {
+		t.Errorf("record %+v", job.Runs)
+	}
+	if got := w.ws.Lookup(w.ws.Ref(cloneURL, job.Branch)).Files["go.sum"]; got != goSumLine {
+		t.Errorf("the pull request's go.sum = %q", got)
+	}
+
+	// No fence: refused before it is shown.
+	w = newWorld(t)
+	ask.Progress.Pending.Network = true
+	w.agent.Script = []tasktest.Turn{ask, finish("Use dep", nil)}
+	fix = w.fix("use dep")
+	w.drain()
+	w.want(fix.ID, task.Done)
+	if o := w.agent.Outcomes; len(o) != 1 || o[0].Verdict != task.Rejected || !strings.Contains(o[0].Reason, "no network fence") {
+		t.Errorf("the agent heard %+v", o)
+	}
+	if len(w.runner.Specs) != 0 || w.gh.Comment(1, "task-1-request-1-1") != nil {
+		t.Error("a request for network was shown or run without a fence")
+	}
+}

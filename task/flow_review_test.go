@@ -150,6 +150,21 @@ func TestReview(t *testing.T) {
 			},
 		},
 		{
+			// Finished on its last turn: the review says it may not cover
+			// everything.
+			name: "a review at the end of its budget", by: "alice", state: task.Done, said: "posted [a review](",
+			setup: func(w *world, head string) {
+				last := finished
+				last.Progress.OutOfBudget = "turns: 40 of 40 used"
+				w.agent.Script = []tasktest.Turn{last}
+			},
+			check: func(t *testing.T, w *world, rv *task.Task, head string) {
+				if p := w.gh.Reviews[7]; len(p) != 1 || !strings.Contains(p[0].Body, "This review ended when the agent used up its budget (turns: 40 of 40 used), so it may not cover the whole change.") {
+					t.Errorf("reviews %+v", p)
+				}
+			},
+		},
+		{
 			name: "a reader may not ask", by: "mallory", state: task.Done, said: "sorry",
 			check: func(t *testing.T, w *world, rv *task.Task, head string) {
 				if len(w.gh.Reviews[7]) != 0 || len(w.agent.Briefs) != 0 {

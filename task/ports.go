@@ -112,6 +112,9 @@ type Pending struct {
 	Tool            *pullwright.ToolCall
 	// KeepChanges asks to keep what the command changes (ExecRequest.KeepChanges).
 	KeepChanges bool
+	// Network asks for the setup's network, through the fence
+	// (ExecRequest.Fetch); it comes with KeepChanges.
+	Network bool
 }
 
 // Outcome is what the agent is told about its execution request.
@@ -164,6 +167,16 @@ type ToolCaller interface {
 // repository's cache unless that cache is ready for the run's manifests.
 type Dependencies interface {
 	Prepare(ctx context.Context, r pullwright.SetupRequest) (pullwright.SetupResult, error)
+	// Fetch runs spec's command (an approved dependency command, such as
+	// go get or npm install --package-lock-only) as the repository's
+	// setup runs: on spec.Dir's files, behind the fence with r's
+	// allow-list, with the setup's environment, into a cache of the run's
+	// own that is removed before Fetch returns (never a shared cache: the
+	// command runs code of files the agent wrote). spec.KeepChanges is
+	// set: the result carries the files the command changed. The record
+	// says what ran and what the fence let through and refused. An error
+	// is only the engine's or ctx's failure.
+	Fetch(ctx context.Context, r pullwright.SetupRequest, spec pullwright.RunSpec) (pullwright.RunResult, *pullwright.SetupRecord, error)
 }
 
 // Runner runs approved commands in a sandbox. A command that fails, times

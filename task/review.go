@@ -33,6 +33,9 @@ type ReviewWork struct {
 	Moved   int    `json:"moved,omitempty"`
 	Refused bool   `json:"refused,omitempty"`
 	LeftOut int    `json:"left_out,omitempty"`
+	// OutOfBudget is set when the agent finished the review on its last
+	// turn, and why (Progress.OutOfBudget): the review says so.
+	OutOfBudget string `json:"out_of_budget,omitempty"`
 }
 
 // reviewGitHub is what the review room asks of GitHub beyond the desk.
@@ -248,6 +251,7 @@ func (rw reviews) work(ctx context.Context, t Job) error {
 			return Fatal("the agent finished without a review", nil)
 		}
 		t.Reviewing.Draft = p.Review
+		t.Reviewing.OutOfBudget = p.OutOfBudget
 		if err := t.Move(Publishing); err != nil {
 			return err
 		}
@@ -318,5 +322,8 @@ func reviewIntro(t *Task) string {
 		fmt.Fprintf(&b, ", looking at: %s", untrusted.OneLine(f, 200))
 	}
 	b.WriteString(".")
+	if w.OutOfBudget != "" {
+		fmt.Fprintf(&b, " This review ended when the agent used up its budget (%s), so it may not cover the whole change.", w.OutOfBudget)
+	}
 	return b.String()
 }

@@ -204,9 +204,9 @@ func (rn runs) execute(ctx context.Context, t Job, ws Workspace) error {
 		r.Result = &res
 		return nil
 	}
-	if shownKeep := r.Shown != nil && r.Shown.KeepChanges; shownKeep != r.KeepChanges {
-		// What runs is what was approved, keeping included.
-		res := notRun("the request is not the one that was shown for approval (whether its changes are kept), so it did not run; ask again")
+	if shownKeep, shownFetch := r.Shown != nil && r.Shown.KeepChanges, r.Shown != nil && r.Shown.Fetch != nil; shownKeep != r.KeepChanges || shownFetch != r.Fetch {
+		// What runs is what was approved, keeping and network included.
+		res := notRun("the request is not the one that was shown for approval (whether its changes are kept, whether it has network), so it did not run; ask again")
 		r.Result = &res
 		return nil
 	}
@@ -223,7 +223,16 @@ func (rn runs) execute(ctx context.Context, t Job, ws Workspace) error {
 	step := Sandboxed{Runner: rn.runner, Deps: rn.deps,
 		Explain: func(err error) string { return UserMessage(Retry(sandboxMessage(err), err)) },
 		LeftOut: func() string { return rn.leftOutNote(ctx, t, ws) }}
-	ran, err := step.Run(ctx, spec, setup, nil)
+	run := step.Run
+	if r.Fetch {
+		if setup != nil {
+			// The fetch takes the setup's allow-list, and runs on the
+			// files to run, into a cache of its own, never a shared one.
+			setup.Dir, setup.Base = spec.Dir, ""
+		}
+		run = step.Fetch
+	}
+	ran, err := run(ctx, spec, setup, nil)
 	if err != nil {
 		return err
 	}

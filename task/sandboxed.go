@@ -153,6 +153,50 @@ func (s Sandboxed) run(ctx context.Context, spec pullwright.RunSpec, setup *pull
 	return ran, nil
 }
 
+// Fetch runs spec, an approved dependency command, with the setup's
+// network through the fence (Dependencies.Fetch) in place of a setup and
+// the command, keeping its changes, and ends rec, when given, as Run
+// does. Without Deps or a setup request (no fence here, no base to take
+// the allow-list from) it never starts, and says why. Its error is only
+// ctx's.
+func (s Sandboxed) Fetch(ctx context.Context, spec pullwright.RunSpec, setup *pullwright.SetupRequest, rec *RunRecord) (Ran, error) {
+	var ran Ran
+	if s.Deps == nil || setup == nil {
+		ran = Unstarted("this bot has no network fence for an approved command (it runs commands without a sandbox, or without the fence's forwarder), so a command that asks for network cannot run here", rec)
+		return ran, nil
+	}
+	spec.KeepChanges = true
+	fctx, span := tracing.Start(ctx, "fetch", attribute.String("pullwright.sandbox.image", spec.Image))
+	res, record, err := s.Deps.Fetch(fctx, *setup, spec)
+	if record != nil {
+		span.SetAttributes(attribute.Int("pullwright.fence.reached", len(record.Reached)), attribute.Int("pullwright.fence.blocked", len(record.Blocked)))
+	}
+	tracing.End(span, err)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ran, ctx.Err()
+		}
+		ran.Result = notRun("the sandbox failed to run the command with the setup's network: " + s.explain(err))
+		ran.Err = fmt.Errorf("fetch: %w", err)
+	} else {
+		// What the fence let through is the record's, as a setup's is;
+		// how the command ended is its result, not a setup's failure.
+		if record != nil {
+			r := *record
+			r.Failed = false
+			ran.Setup = &r
+			if s.SetUp != nil {
+				s.SetUp(&r)
+			}
+		}
+		ran.Result = res
+	}
+	if rec != nil {
+		ran.End(rec)
+	}
+	return ran, nil
+}
+
 func (s Sandboxed) explain(err error) string {
 	if s.Explain == nil {
 		return err.Error()

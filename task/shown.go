@@ -2,6 +2,7 @@ package task
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/approval"
@@ -53,6 +54,9 @@ type Shown struct {
 	// KeepChanges is true when what the command changes in the
 	// repository comes back into the work (approval.Request.KeepChanges).
 	KeepChanges bool
+	// Fetch is set when the command runs with the setup's network
+	// (approval.Request.Fetch); its changes are then kept.
+	Fetch *approval.Fetch
 }
 
 // Request is the value every surface shows of s, sealed.
@@ -70,6 +74,11 @@ func (s Shown) Request() approval.Request {
 		v.Where.Image, v.Where.Network = "", false
 	}
 	v.Setup = s.setup()
+	if f := s.Fetch; f != nil && v.Where.Sandbox {
+		// It runs in the setup's place: no setup runs before it.
+		v.Fetch = &approval.Fetch{Hosts: slices.Clone(f.Hosts), Toolchains: f.Toolchains}
+		v.Setup, v.KeepChanges = nil, true
+	}
 	v.AutoApprove = s.autoApprove(v)
 	return approval.Seal(v)
 }
@@ -135,6 +144,17 @@ func (s Shown) autoApprove(v approval.Request) *approval.AutoApprove {
 	return a
 }
 
+// fetchOf is the network a dependency command may reach under set: the
+// setup's. The toolchains' hosts count only in an image the operator
+// trusts, which is not known here: the request may say more than the
+// fence then allows, never less.
+func fetchOf(set *policy.Settings) *approval.Fetch {
+	if set == nil {
+		return &approval.Fetch{}
+	}
+	return &approval.Fetch{Hosts: set.SetupHosts(), Toolchains: set.ToolchainHosts()}
+}
+
 // ShowRequest is t's current request as it is shown (approval.Request),
 // sealed: changes are the files changed so far, manifests the dependency
 // manifests they change against the base a shared cache is filled from
@@ -149,6 +169,9 @@ func showing(t Job, changes []pullwright.FileStat, manifests ManifestChanges, un
 	r := t.Request
 	s := Shown{ID: r.ID, Command: r.Command, Reason: r.Reason, Commit: r.SHA, Files: changes,
 		Where: approval.Where{Sandbox: !unisolated}, SetupBase: t.prBase(), Manifests: manifests, KeepChanges: r.KeepChanges}
+	if r.Fetch {
+		s.Fetch = fetchOf(t.Settings)
+	}
 	if t.PushedSHA != "" || t.onHead() {
 		s.Branch = t.Branch
 	}

@@ -185,6 +185,10 @@ type ExecRequest struct {
 	// changes in the repository: shown so (approval.Request.KeepChanges),
 	// and once it ran, its changes become the agent's (Outcome.Workdir).
 	KeepChanges bool `json:"keep_changes,omitempty"`
+	// Fetch is true when the agent asked for the command to run with the
+	// setup's network, through the fence, as a dependency command
+	// (Dependencies.Fetch); it keeps its changes too.
+	Fetch bool `json:"fetch,omitempty"`
 }
 
 // verb is what the request asks to do, as the sentences that name it say.

@@ -2,6 +2,7 @@ package tasktest
 
 import (
 	"context"
+	"errors"
 	"sync"
 
 	"github.com/pullwright/pullwright"
@@ -16,6 +17,10 @@ type Deps struct {
 	Requests []pullwright.SetupRequest
 	// Released counts the calls of the answer's Release.
 	Released int
+	// Fetched and FetchRecord answer Fetch; Fetches are its calls.
+	Fetched     pullwright.RunResult
+	FetchRecord *pullwright.SetupRecord
+	Fetches     []Fetch
 }
 
 func (d *Deps) Prepare(ctx context.Context, r pullwright.SetupRequest) (pullwright.SetupResult, error) {
@@ -29,4 +34,26 @@ func (d *Deps) Prepare(ctx context.Context, r pullwright.SetupRequest) (pullwrig
 		d.Released++
 	}
 	return ready, d.Err
+}
+
+// Fetch records the request and the spec (in Fetches) and answers
+// Fetched, with its record, or Err. Like the real one, it refuses a spec
+// that does not keep its changes.
+func (d *Deps) Fetch(ctx context.Context, r pullwright.SetupRequest, spec pullwright.RunSpec) (pullwright.RunResult, *pullwright.SetupRecord, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.Fetches = append(d.Fetches, Fetch{Request: r, Spec: spec})
+	if !spec.KeepChanges {
+		return pullwright.RunResult{}, nil, errors.New("a fetch keeps its changes")
+	}
+	if d.Err != nil {
+		return pullwright.RunResult{}, nil, d.Err
+	}
+	return d.Fetched, d.FetchRecord, nil
+}
+
+// Fetch is one call of Deps.Fetch.
+type Fetch struct {
+	Request pullwright.SetupRequest
+	Spec    pullwright.RunSpec
 }
