@@ -240,7 +240,7 @@ func (r *run) request(ctx context.Context, req agent.Request) (string, error) {
 	}
 	if req.Network && (r.sb.setup == nil || r.sb.where == whereLocal) {
 		// Only the fence gives a command network: not asked, not run.
-		why := "this run has no network fence (it runs commands without the Docker sandbox, or without the fence's forwarder), so a command cannot have network here; change the dependency manifests and ask for the command without network: the repository's setup fetches what they name before it runs"
+		why := task.NoFence
 		rec.Verdict, rec.Outcome, rec.Why = task.Rejected, task.OutcomeRejected, why
 		r.runs = append(r.runs, rec)
 		r.d.printf("  `%s` was not asked: %s\n", words.Clip(cmd, 120), why)
@@ -288,7 +288,12 @@ func (r *run) request(ctx context.Context, req agent.Request) (string, error) {
 	}, LeftOut: func() string { return r.leftOut(tree) }}
 	var setup *pullwright.SetupRequest
 	if r.sb.setup != nil {
-		base, err := r.headFiles(ctx)
+		// A fetch runs on the files to run into a cache of its own: it
+		// needs no base.
+		base, err := "", error(nil)
+		if !req.Network {
+			base, err = r.headFiles(ctx)
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return "", ctx.Err()
@@ -305,10 +310,6 @@ func (r *run) request(ctx context.Context, req agent.Request) (string, error) {
 	}
 	run := step.Run
 	if req.Network {
-		if setup != nil {
-			// The fetch runs on the files to run, into a cache of its own.
-			setup.Dir, setup.Base = spec.Dir, ""
-		}
 		run = step.Fetch
 	}
 	ran, err := run(ctx, spec, setup, &rec)

@@ -93,8 +93,7 @@ func (rq requests) ask(ctx context.Context, t Job) error {
 		// Only the fence gives a command network: without it the request
 		// is never shown, and the agent hears how to do without.
 		now := rq.now()
-		r.Answer = &Answer{Verdict: Rejected, By: botAnswer, At: now,
-			Reason: "this bot has no network fence for commands, so a command cannot have network here; change the dependency manifests and ask for the command without network: the repository's setup fetches what they name before it runs"}
+		r.Answer = &Answer{Verdict: Rejected, By: botAnswer, At: now, Reason: NoFence}
 		r.Asked, r.ParkedAt, r.Deadline = true, now, now
 		t.RunAfter = now
 		rq.log.WarnContext(ctx, "request for network refused unshown: no fence", "task_id", t.ID, "request", r.ID)

@@ -138,6 +138,18 @@ func (rn runs) setupRequest(ctx context.Context, t Job, ws Workspace, spec pullw
 	return &setup, false
 }
 
+// fetchRequest is the setup request whose allow-list a fetch of spec
+// takes: nil when no setup would run (see setupRequest), and never with
+// a base, since a fetch fills no shared cache.
+func (rn runs) fetchRequest(t Job, spec pullwright.RunSpec) *pullwright.SetupRequest {
+	if rn.deps == nil || t.setupBase() == "" {
+		return nil
+	}
+	labels := map[string]string{"pullwright.task": strconv.FormatInt(t.ID, 10), "pullwright.request": t.Request.ID, "pullwright.setup": "true"}
+	setup := rn.settings(t.Task).SetupRequest(t.Repo.FullName(), "", spec, labels, rn.operator().Caps.Images)
+	return &setup
+}
+
 // exportBase writes the files of the task's setupBase into dir.
 func (rn runs) exportBase(ctx context.Context, t Job, ws Workspace, dir string) error {
 	sha := t.setupBase()
@@ -212,9 +224,16 @@ func (rn runs) execute(ctx context.Context, t Job, ws Workspace) error {
 	}
 	spec := rn.settings(t.Task).RunSpec(tree, r.Command, map[string]string{"pullwright.task": strconv.FormatInt(t.ID, 10), "pullwright.request": r.ID})
 	spec.KeepChanges = r.KeepChanges
-	setup, done := rn.setupRequest(ctx, t, ws, spec)
-	if done {
-		return nil
+	var setup *pullwright.SetupRequest
+	if r.Fetch {
+		// A fetch takes the setup's allow-list and runs on the files to
+		// run into a cache of its own: no base to write out.
+		setup = rn.fetchRequest(t, spec)
+	} else {
+		var done bool
+		if setup, done = rn.setupRequest(ctx, t, ws, spec); done {
+			return nil
+		}
 	}
 	// No record is ended here: serve's is made when the request is
 	// resolved (Task.record), a step later, once for a step replayed
@@ -225,11 +244,6 @@ func (rn runs) execute(ctx context.Context, t Job, ws Workspace) error {
 		LeftOut: func() string { return rn.leftOutNote(ctx, t, ws) }}
 	run := step.Run
 	if r.Fetch {
-		if setup != nil {
-			// The fetch takes the setup's allow-list, and runs on the
-			// files to run, into a cache of its own, never a shared one.
-			setup.Dir, setup.Base = spec.Dir, ""
-		}
 		run = step.Fetch
 	}
 	ran, err := run(ctx, spec, setup, nil)

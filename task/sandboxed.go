@@ -153,6 +153,11 @@ func (s Sandboxed) run(ctx context.Context, spec pullwright.RunSpec, setup *pull
 	return ran, nil
 }
 
+// NoFence is what the agent is told of a request for network where there
+// is no fence to give it: serve refuses it unshown, bot run does not ask.
+const NoFence = "there is no network fence here for an approved command (commands run without a sandbox, or without the fence's forwarder), " +
+	"so a command cannot have network; change the dependency manifests and ask for the command without network: the repository's setup fetches what they name before it runs"
+
 // Fetch runs spec, an approved dependency command, with the setup's
 // network through the fence (Dependencies.Fetch) in place of a setup and
 // the command, keeping its changes, and ends rec, when given, as Run
