@@ -18,6 +18,7 @@ import (
 	"github.com/pullwright/pullwright/agent"
 	"github.com/pullwright/pullwright/approval"
 	"github.com/pullwright/pullwright/deps"
+	"github.com/pullwright/pullwright/inert"
 	"github.com/pullwright/pullwright/internal/words"
 	"github.com/pullwright/pullwright/policy"
 	"github.com/pullwright/pullwright/repo"
@@ -587,24 +588,27 @@ func (r *run) title(v task.Verification) string {
 }
 
 // commitMessage says what the record v shows of the commit's files; the
-// agent's summary comes after it, as the agent's words.
+// agent's summary comes after it, as the agent's words. A commit message
+// is plain text, but GitHub links its mentions and closes the issues its
+// closing keywords name once it reaches the default branch: the agent's
+// words are defanged (inert.Defang), as in every pull request.
 func (r *run) commitMessage(v task.Verification) string {
 	instr := strings.TrimSpace(r.o.Instructions)
 	var b strings.Builder
 	if r.res.Finished {
-		b.WriteString(words.Clip(r.title(v), 72) + "\n")
+		b.WriteString(inert.Defang(words.Clip(r.title(v), 72)) + "\n")
 	} else {
 		b.WriteString(words.Clip("WIP: "+oneLine(instr), 72) + "\n")
 		b.WriteString("\nThe work so far: the run stopped before the agent finished (" + r.res.Stopped + ").\n")
 		if s := strings.TrimSpace(r.res.Summary); r.res.OutOfBudget != "" && s != "" {
-			b.WriteString("\n" + s + "\n")
+			b.WriteString("\n" + inert.Defang(s) + "\n")
 		}
 	}
 	b.WriteString("\n" + v.Text("this commit"))
 	if s := strings.TrimSpace(r.res.Summary); r.res.Finished && s != "" {
-		b.WriteString("\nThe agent's summary, in its own words (Pullwright did not check them):\n\n" + indent(s, "    "))
+		b.WriteString("\nThe agent's summary, in its own words (Pullwright did not check them):\n\n" + indent(inert.Defang(s), "    "))
 		if claim := v.Unbacked(s); claim != "" {
-			fmt.Fprintf(&b, "\nThe record of runs above does not back the summary's %q.\n", oneLine(claim))
+			fmt.Fprintf(&b, "\nThe record of runs above does not back the summary's %q.\n", inert.Defang(oneLine(claim)))
 		}
 	}
 	b.WriteString("\nMade with Pullwright (bot run) from these instructions:\n\n" + indent(instr, "    "))

@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/pullwright/pullwright"
+	"github.com/pullwright/pullwright/inert"
 	"github.com/pullwright/pullwright/internal/words"
 )
 
@@ -245,15 +246,19 @@ const (
 // comments that fit in ranges become line comments (with their suggestion
 // blocks), the others are quoted in the body under the lines they were
 // meant for, so nothing the agent wrote is lost. intro, when set, opens
-// the body (what was reviewed). What exceeds the bounds above is cut with
+// the body (what was reviewed). The agent's words (the summary and every
+// comment) are made inert for h's GitHub (inert.Markdown): they may have
+// been steered by the diff they review, so they ping no one, hide nothing
+// and show no image from elsewhere; a suggestion block is kept byte for
+// byte. What exceeds the bounds above is cut with
 // a note: a suggestion too long is left out (a cut one would replace the
 // lines with part of the text), and the comments moved into the body
 // that do not fit in it are counted.
-func Place(d pullwright.ReviewDraft, ranges []pullwright.LineRange, head, intro string) pullwright.NewReview {
+func Place(d pullwright.ReviewDraft, ranges []pullwright.LineRange, head, intro string, h inert.Hosts) pullwright.NewReview {
 	r := pullwright.NewReview{CommitID: head}
 	var outside []string
 	for _, c := range d.Comments {
-		body := commentBody(c)
+		body := commentBody(c, h)
 		start := c.StartLine
 		if start == c.Line {
 			// GitHub refuses a range whose start does not precede its end.
@@ -269,7 +274,7 @@ func Place(d pullwright.ReviewDraft, ranges []pullwright.LineRange, head, intro 
 		}
 		r.Comments = append(r.Comments, pullwright.NewReviewComment{Path: c.Path, Line: c.Line, StartLine: start, Body: body})
 	}
-	parts := slices.DeleteFunc([]string{strings.TrimSpace(intro), cut(strings.TrimSpace(d.Summary), MaxSummary)}, func(s string) bool { return s == "" })
+	parts := slices.DeleteFunc([]string{strings.TrimSpace(intro), safe(d.Summary, MaxSummary, h)}, func(s string) bool { return s == "" })
 	body := strings.Join(parts, "\n\n")
 	if len(outside) > 0 {
 		const heading, sep = "### Comments on lines outside the diff\n\n", "\n\n---\n\n"
@@ -298,9 +303,9 @@ func Place(d pullwright.ReviewDraft, ranges []pullwright.LineRange, head, intro 
 // commentBody is a draft comment's body as posted, within MaxComment: its
 // text and its suggestion block, or a note where a suggestion too long to
 // post was.
-func commentBody(c pullwright.DraftComment) string {
+func commentBody(c pullwright.DraftComment, h inert.Hosts) string {
 	if c.Suggestion == nil {
-		return cut(c.Body, MaxComment)
+		return safe(c.Body, MaxComment, h)
 	}
 	block := Suggestion("", *c.Suggestion)
 	// The same bounds the agent's tool holds a suggestion to (its text,
@@ -308,13 +313,28 @@ func commentBody(c pullwright.DraftComment) string {
 	// never dropped here.
 	if len(*c.Suggestion) > MaxSuggestion || len(block)+2 > MaxComment {
 		note := fmt.Sprintf("*(A suggested replacement of %d bytes is left out: a suggestion may have at most %d.)*", len(*c.Suggestion), MaxSuggestion)
-		body := strings.TrimSpace(cut(c.Body, MaxComment-len(note)-2))
+		body := safe(c.Body, MaxComment-len(note)-2, h)
 		if body == "" {
 			return note
 		}
 		return body + "\n\n" + note
 	}
-	return Suggestion(cut(c.Body, MaxComment-len(block)-2), *c.Suggestion)
+	return Suggestion(safe(c.Body, MaxComment-len(block)-2, h), *c.Suggestion)
+}
+
+// safe is s, the agent's Markdown, made inert for h's GitHub within n
+// bytes: cut first, so that what is posted is whole, and cut shorter when
+// the escapes made it longer.
+func safe(s string, n int, h inert.Hosts) string {
+	keep := n
+	for keep > 0 {
+		out := inert.Markdown(cut(strings.TrimSpace(s), keep), h)
+		if len(out) <= n {
+			return out
+		}
+		keep -= len(out) - n
+	}
+	return ""
 }
 
 // cut keeps s within n bytes: a longer s is cut at a line's end (or a

