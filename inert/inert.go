@@ -24,6 +24,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/yuin/goldmark"
 	"github.com/yuin/goldmark/ast"
@@ -100,7 +101,7 @@ var md = goldmark.New(goldmark.WithExtensions(extension.GFM))
 // shows it. Whatever follows it after a blank line starts a block of its
 // own that nothing in it can hide or restyle.
 func Markdown(s string, h Hosts) string {
-	w := newWriter(s, h)
+	w := newWriter(within(s, MaxMarkdown), h)
 	return strings.TrimRight(w.blocks(w.doc, "\n\n"), "\n")
 }
 
@@ -108,7 +109,7 @@ func Markdown(s string, h Hosts) string {
 // title repeated in a comment. No image is shown; code blocks become code
 // spans.
 func Line(s string, h Hosts) string {
-	w := newWriter(s, h)
+	w := newWriter(within(s, MaxLine), h)
 	w.oneLine = true
 	var parts []string
 	for n := w.doc.FirstChild(); n != nil; n = n.NextSibling() {
@@ -117,6 +118,28 @@ func Line(s string, h Hosts) string {
 		}
 	}
 	return strings.Join(parts, " ")
+}
+
+// Bounds of what Markdown and Line read, in bytes: the parser takes time
+// that grows faster than the length on some texts (a thousand nested
+// quotes), and GitHub takes at most 65536 characters in a body. What is
+// longer is cut, with a note.
+const (
+	MaxMarkdown = 32 << 10
+	MaxLine     = 4 << 10
+)
+
+// within is s cut to n bytes at a character's start, with a note of what
+// was left out.
+func within(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	k := n
+	for k > 0 && !utf8.RuneStart(s[k]) {
+		k--
+	}
+	return s[:k] + "\n\n(cut: " + strconv.Itoa(len(s)-k) + " more bytes are left out.)"
 }
 
 type writer struct {
@@ -130,7 +153,15 @@ type writer struct {
 	// inTable is set in a table's cell, where "|" ends the cell even in
 	// a code span.
 	inTable bool
+	// depth is how many quotes and lists hold the block being written.
+	depth int
 }
+
+// maxDepth bounds the quotes and lists written inside one another: each
+// level prefixes every line inside it, so a text of nothing but ">" would
+// take time in the square of its length. Deeper blocks are written
+// without their markers, as the text they hold.
+const maxDepth = 16
 
 func newWriter(s string, h Hosts) *writer {
 	// A lone carriage return ends a line in CommonMark: make every line
@@ -189,6 +220,11 @@ func (w *writer) block(n ast.Node) string {
 	case *ast.CodeBlock:
 		return codeBlock(w.lines(n), "")
 	case *ast.Blockquote:
+		if w.depth >= maxDepth {
+			return w.blocks(n, "\n\n")
+		}
+		w.depth++
+		defer func() { w.depth-- }()
 		return prefixLines(w.blocks(n, "\n\n"), "> ", "> ")
 	case *ast.HTMLBlock:
 		// Shown as the text it is: a <details> or an unclosed <!-- would
@@ -275,6 +311,12 @@ func (w *writer) list(l *ast.List, m byte) string {
 	if l.IsTight {
 		sep = "\n"
 	}
+	if w.depth >= maxDepth {
+		// Deeper than anyone reads: the items' blocks, one after another.
+		return w.blocks(l, "\n\n")
+	}
+	w.depth++
+	defer func() { w.depth-- }()
 	var items []string
 	num := l.Start
 	for c := l.FirstChild(); c != nil; c = c.NextSibling() {

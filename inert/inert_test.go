@@ -193,3 +193,21 @@ func FuzzMarkdown(f *testing.F) {
 		check(t, s)
 	})
 }
+
+// TestMarkdownBounds: a text longer than the bounds is cut with a note, and
+// one nested deeper than anyone reads is written without its markers, so
+// that no text makes the filter slow (the time of the parser and of the
+// prefixes grows faster than the length on such texts).
+func TestMarkdownBounds(t *testing.T) {
+	long := check(t, strings.Repeat("word ", inert.MaxMarkdown))
+	if !strings.HasSuffix(long, "more bytes are left out.)") || len(long) > inert.MaxMarkdown+100 {
+		t.Errorf("a long text is not cut: %d bytes, ends %q", len(long), long[max(0, len(long)-60):])
+	}
+	deep := check(t, strings.Repeat(">", 1000)+" x\n\n"+strings.Repeat("- ", 1000)+"y")
+	if strings.Count(deep, ">") > 16 || strings.Count(deep, "-") > 16 {
+		t.Errorf("deep nesting kept its markers:\n%s", deep)
+	}
+	if len(inert.Line(strings.Repeat("a", inert.MaxLine*2), gh)) > inert.MaxLine+100 {
+		t.Errorf("a long line is not cut")
+	}
+}
