@@ -81,6 +81,9 @@ type Config struct {
 	// MCPTransport carries the calls to MCP servers (nil: the default
 	// transport); for tests.
 	MCPTransport http.RoundTripper
+	// ImageTest lets a test's loopback servers stand in for GitHub's
+	// image hosts (ghapp.Config.ImageTest); nil in production.
+	ImageTest *ghapp.ImageTest
 	// WorkDir holds the task workspaces.
 	WorkDir string
 	// Workers is how many tasks run at once.
@@ -212,6 +215,7 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 		PermissionTTL: cfg.PermissionTTL,
 		Token:         cfg.Token,
 		Identity:      cfg.TokenIdentity,
+		ImageTest:     cfg.ImageTest,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("github app: %w", err)

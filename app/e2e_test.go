@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/app"
+	"github.com/pullwright/pullwright/ghapp"
 	"github.com/pullwright/pullwright/internal/botproc"
 	"github.com/pullwright/pullwright/internal/fakegithub"
 	"github.com/pullwright/pullwright/internal/fakellm"
@@ -103,6 +105,9 @@ func newEnv(t *testing.T, llm *fakellm.Server, opts ...envOption) *env {
 		// the agent's own retries of a call are tested in agent.
 		LLMRetries: -1,
 		Logger:     slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		// The fake's attachments redirect to its storage host, on
+		// loopback as localhost: the bot takes it as GitHub's.
+		ImageTest: &ghapp.ImageTest{Storage: []string{gh.StorageURL()}, Loopback: []netip.AddrPort{gh.StorageAddr()}},
 	}
 	for _, o := range opts {
 		o(&cfg)

@@ -210,6 +210,12 @@ const idSkew = time.Hour
 // when it runs out of time), and a replica computes at most maxSums at
 // once, one per person: anyone signed in can ask for one, whatever they
 // may see, and each reads the store from its newest task.
+// errNoneVisible is a sum stopped by its limits before it found a task
+// the person may see: it has nowhere to go on from that would not name a
+// task of a repository they may not see, and the same sum would stop
+// there again. One repository's sum reads that repository's tasks alone.
+var errNoneVisible = errors.New("the sum stopped among tasks of repositories you may not see before it found one you may: sum one repository's (repo=owner/name)")
+
 const (
 	maxTotalScan = 20000
 	maxSums      = 4
@@ -227,12 +233,20 @@ func (c *Console) totals(ctx context.Context, who *caller, f totalsFilter) (tota
 	a := c.readers(who)
 	var out totals
 	byRepo, byDay := map[string]*spendTotal{}, map[string]*spendTotal{}
-	var last int64 // the last task looked at: where a cut sum goes on from
-	scanned := 0
+	// last is the last task looked at that who may see: where a cut sum
+	// goes on from. Not the last task looked at, which may be of a
+	// repository they may not see: next_before would name it. The tasks
+	// between the two are looked at again by the next sum, and counted
+	// by neither.
+	var last int64
+	scanned, looked := 0, false
 	cut := func() (totals, error) {
-		if last == 0 {
+		switch {
+		case !looked:
 			// Out of time before the first task: nothing to count.
 			return totals{}, fmt.Errorf("%w: %w", errGitHub, ctx.Err())
+		case last == 0:
+			return totals{}, errNoneVisible
 		}
 		out.Next, out.Cut, out.Unchecked = last, true, a.unchecked
 		out.finish(byRepo, byDay)
@@ -269,8 +283,12 @@ scan:
 					return totals{}, err
 				}
 			}
+			looked = true
+			if role == "" {
+				continue
+			}
 			last = t.ID
-			if role == "" || (!f.since.IsZero() && created.Before(f.since)) || (!f.until.IsZero() && !created.Before(f.until)) {
+			if (!f.since.IsZero() && created.Before(f.since)) || (!f.until.IsZero() && !created.Before(f.until)) {
 				continue
 			}
 			out.Total.add(t)
@@ -325,6 +343,10 @@ func (c *Console) apiSpend(w http.ResponseWriter, r *http.Request, who *caller) 
 	}
 	defer c.sums.close(who.ID)
 	out, err := c.totals(r.Context(), who, f)
+	if errors.Is(err, errNoneVisible) {
+		apiError(w, http.StatusUnprocessableEntity, err.Error())
+		return
+	}
 	if err != nil {
 		c.apiFailed(w, r, err)
 		return
@@ -344,6 +366,10 @@ func (c *Console) spendPage(w http.ResponseWriter, r *http.Request, who *caller)
 	}
 	defer c.sums.close(who.ID)
 	out, err := c.totals(r.Context(), who, f)
+	if errors.Is(err, errNoneVisible) {
+		c.fail(w, r, http.StatusUnprocessableEntity, "The sum stopped among tasks of repositories you may not see before it found one you may. Sum one repository's spend instead.")
+		return
+	}
 	if err != nil {
 		c.failed(w, r, err)
 		return

@@ -467,6 +467,111 @@ func spendTotalsCut(t *testing.T, limit string) {
 	}
 }
 
+// A cut sum goes on from the last task the person may see, never from
+// one of a repository they may not: next_before names only tasks of
+// theirs, and paging with it counts each of them exactly once. Tasks of
+// four repositories, two of them alice's, take turns; each page stops at
+// the limit of tasks read or of repositories asked.
+func TestSpendTotalsCutNamesOnlyVisibleTasks(t *testing.T) {
+	for _, limit := range []string{"repositories", "tasks"} {
+		t.Run(limit, func(t *testing.T) {
+			f := newFixture(t)
+			o := loadOpenAPI(t)
+			one := pullwright.Spend{Models: []pullwright.ModelSpend{{Model: "o3", Calls: 1, PromptTokens: 10, CompletionTokens: 1, USD: 0.001}}}
+			names := []string{"private", "secret", "hostile", "readonly"}
+			for i := range 23 {
+				tk := &task.Task{Kind: task.KindFix, Repo: pullwright.Repo{InstallationID: 1, Owner: "o", Name: names[i%len(names)]}, Issue: 100 + i,
+					Requester: task.Person{Login: "dave"}}
+				tasktest.Job(tk).Spend = one
+				if err := f.store.Record(context.Background(), task.Delivery{ID: "turn" + itoa(int64(i))}, tk); err != nil {
+					t.Fatal(err)
+				}
+			}
+			all, err := f.store.List(context.Background(), task.ListQuery{Limit: task.MaxList})
+			if err != nil {
+				t.Fatal(err)
+			}
+			visible := map[int64]bool{}
+			for _, tk := range all {
+				visible[tk.ID] = tk.Repo.Name == "private" || tk.Repo.Name == "hostile"
+			}
+			alice := f.signIn(t, "alice")
+			whole, code := f.spendTotals(t, o, alice, "")
+			if code != 200 || whole.Cut {
+				t.Fatalf("the whole sum = %d, cut %v", code, whole.Cut)
+			}
+			if limit == "repositories" {
+				f.c.totalRepos = 3
+			} else {
+				f.c.totalScan = 3
+			}
+			var (
+				tasks, pages int
+				sum          pullwright.Spend
+				before       int64
+			)
+			for {
+				q := ""
+				if before > 0 {
+					q = "before=" + itoa(before)
+				}
+				got, code := f.spendTotals(t, o, alice, q)
+				if code != 200 {
+					t.Fatalf("the sum %q = %d", q, code)
+				}
+				pages++
+				tasks += got.Total.Tasks
+				sum.Merge(pullwright.Spend{Models: got.Total.Spend.Models})
+				if got.Next == 0 {
+					break
+				}
+				if ok, known := visible[got.Next]; !ok {
+					t.Fatalf("page %d: next_before %d names a task alice may not see (known %v)", pages, got.Next, known)
+				}
+				if before > 0 && got.Next >= before || pages > len(all) {
+					t.Fatalf("page %d: next_before %d after before=%d: no progress", pages, got.Next, before)
+				}
+				before = got.Next
+			}
+			if pages < 3 {
+				t.Errorf("the sum took %d pages; the limits should cut it more often", pages)
+			}
+			if tasks != whole.Total.Tasks || sum.String() != whole.Total.Spend.Text {
+				t.Errorf("the pages counted %d tasks, %s; the whole sum %d, %s", tasks, sum.String(), whole.Total.Tasks, whole.Total.Spend.Text)
+			}
+		})
+	}
+}
+
+// A sum stopped by its limits before it found a task the person may see
+// has nowhere to go on from that names none of another's: it says so, and
+// how to sum what they may see.
+func TestSpendTotalsCutBeforeAnyVisibleTask(t *testing.T) {
+	f := newFixture(t)
+	o := loadOpenAPI(t)
+	alice := f.signIn(t, "alice")
+	f.c.totalScan = 2
+	// Below o/hostile's task: o/secret's and o/readonly's, then o/private's.
+	q := "before=" + itoa(f.ids["hostile"])
+	w := f.serve(t, "GET", "/api/spend?"+q, nil, []*http.Cookie{alice}, nil)
+	o.check(t, "GET /api/spend", w)
+	if w.Code != http.StatusUnprocessableEntity || !strings.Contains(w.Body.String(), "repo=owner/name") {
+		t.Errorf("= %d %s; want 422 saying to sum one repository", w.Code, w.Body)
+	}
+	if strings.Contains(w.Body.String(), "next_before") {
+		t.Errorf("the answer names a task to go on from, of a repository alice may not see: %s", w.Body)
+	}
+	page := f.serve(t, "GET", "/console/spend?"+q, nil, []*http.Cookie{alice}, nil)
+	if page.Code != http.StatusUnprocessableEntity || !strings.Contains(page.Body.String(), "Sum one repository") {
+		t.Errorf("the page = %d; want 422 saying to sum one repository:\n%s", page.Code, page.Body)
+	}
+	// One repository's sum reads its tasks alone, and is whole.
+	got, code := f.spendTotals(t, o, alice, q+"&repo=o/private")
+	if code != 200 || got.Cut || got.Total.Tasks != 1 {
+		t.Errorf("o/private's sum = %d, cut %v, %d tasks; want its one task", code, got.Cut, got.Total.Tasks)
+	}
+}
+
 // One sum at a time per person, and a few in all: a second waits its turn
 // with 429 while someone else's goes on.
 func TestSpendTotalsOneAtATime(t *testing.T) {

@@ -2,12 +2,14 @@ package fence
 
 import "net/netip"
 
-// notPublic says what kind of non-public address a is ("a loopback
+// NotPublic says what kind of non-public address a is ("a loopback
 // address", …), or "" when a is an ordinary public unicast address. Names
 // of such addresses are refused unless the operator allowed the range:
 // they are the bot's machine, its network, or a cloud's metadata service,
-// none of which a dependency download has any business with.
-func notPublic(a netip.Addr) string {
+// none of which a dependency download has any business with. It is
+// exported so that the bot's other fetches of addresses someone else
+// wrote (ghapp's image fetch) judge them by the same list.
+func NotPublic(a netip.Addr) string {
 	a = a.Unmap()
 	switch {
 	case !a.IsValid():
@@ -32,7 +34,7 @@ func notPublic(a netip.Addr) string {
 			if !f.prefix.Contains(a) {
 				continue
 			}
-			if why := notPublic(inner); why != "" {
+			if why := NotPublic(inner); why != "" {
 				return "an IPv6 form of " + inner.String() + ", " + why
 			}
 			if f.refused != "" {

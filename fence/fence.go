@@ -303,7 +303,7 @@ func (p *Proxy) refuses(a netip.Addr) string {
 			return ""
 		}
 	}
-	return notPublic(a)
+	return NotPublic(a)
 }
 
 // listed reports whether host:port matches an allowed pattern.

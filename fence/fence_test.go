@@ -295,9 +295,9 @@ func TestNotPublic(t *testing.T) {
 		{"::5db8:d70e", "IPv4-compatible"}, {"::ffff:0:7f00:1", "IPv6 form of 127.0.0.1"}, {"::ffff:0:5db8:d70e", "IPv4-translated"},
 		{"fec0::1", "site-local"}, {"192.88.99.1", "6to4 relay"},
 	} {
-		got := notPublic(netip.MustParseAddr(tc.addr))
+		got := NotPublic(netip.MustParseAddr(tc.addr))
 		if tc.want == "" && got != "" || tc.want != "" && !strings.Contains(got, tc.want) {
-			t.Errorf("notPublic(%s) = %q, want %q", tc.addr, got, tc.want)
+			t.Errorf("NotPublic(%s) = %q, want %q", tc.addr, got, tc.want)
 		}
 	}
 }

@@ -82,6 +82,10 @@ type Config struct {
 	PermissionTTL time.Duration
 	// Now is the clock of the permission cache; default time.Now. For tests.
 	Now func() time.Time
+	// ImageTest lets a test's loopback servers stand in for GitHub's
+	// image hosts (images.go); nil, as in production, allows nothing
+	// beyond GitHub's own hosts at public addresses.
+	ImageTest *ImageTest
 }
 
 // App is a GitHub App client. It is safe for concurrent use.
@@ -109,6 +113,10 @@ type App struct {
 	ident *pullwright.Identity
 
 	answers *answerCache // Permission and TeamMember answers
+
+	imgHosts     imageHosts      // where pictures may be fetched from
+	imgTransport *http.Transport // their connections, judged by address
+	imgDial      *imageDial      // the judge
 }
 
 type installation struct {
@@ -188,6 +196,12 @@ func New(cfg Config) (*App, error) {
 		answers:    newAnswerCache(cfg.PermissionTTL, cfg.Now, maxAnswers),
 	}
 	a.rt = newRetryTransport(cfg.Transport, cfg.Logger, cfg.MaxRetries, cfg.MinBackoff, cfg.MaxWait)
+	if a.imgHosts, err = newImageHosts(base, cfg.ImageTest); err != nil {
+		return nil, fmt.Errorf("ghapp: %w", err)
+	}
+	if a.imgTransport, a.imgDial, err = newImageTransport(cfg.Transport, u, cfg.ImageTest); err != nil {
+		return nil, fmt.Errorf("ghapp: %w", err)
+	}
 
 	if a.anonClient, err = a.newClient(a.rt); err != nil {
 		return nil, err

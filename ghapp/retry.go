@@ -2,12 +2,14 @@ package ghapp
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"strconv"
 	"time"
 
+	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/internal/httpretry"
 )
 
@@ -86,7 +88,9 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 // Retry implements httpretry.Policy.
 func (t *retryTransport) Retry(req *http.Request, attempt int, resp *http.Response, err error) (time.Duration, string, bool) {
 	if err != nil {
-		if req.Context().Err() != nil || !idempotent(req.Method) {
+		// A connection the bot refused to make (an image host at a
+		// non-public address) would be refused again.
+		if req.Context().Err() != nil || !idempotent(req.Method) || errors.Is(err, pullwright.ErrNotGitHubs) {
 			return 0, "", false
 		}
 		return t.backoff(attempt), "network error", true

@@ -3,6 +3,7 @@ package fakegithub
 import (
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"net/url"
 	"strings"
 	"sync"
@@ -67,6 +68,21 @@ func (s *Server) StorageRequests() []StorageRequest {
 	return append([]StorageRequest(nil), st.requests...)
 }
 
+// StorageURL is the storage host's origin as the web host's redirects
+// name it ("http://localhost:PORT"), and StorageAddr the loopback
+// address it listens on: what a client that judges hosts and addresses
+// must be told to take as GitHub's (ghapp.ImageTest).
+func (s *Server) StorageURL() string {
+	u, _ := url.Parse(s.attachmentStorage().srv.URL)
+	u.Host = strings.Replace(u.Host, "127.0.0.1", "localhost", 1)
+	return u.String()
+}
+
+// StorageAddr is the address the storage host listens on.
+func (s *Server) StorageAddr() netip.AddrPort {
+	return netip.MustParseAddrPort(s.attachmentStorage().srv.Listener.Addr().String())
+}
+
 func (s *Server) attachmentStorage() *storage {
 	s.storageOnce.Do(func() {
 		st := &storage{files: map[string]Attachment{}, signed: map[string]string{}}
@@ -96,9 +112,7 @@ func (s *Server) attachment(w http.ResponseWriter, r *http.Request) {
 	st.mu.Lock()
 	st.signed[jwt] = id
 	st.mu.Unlock()
-	u, _ := url.Parse(st.srv.URL)
-	u.Host = strings.Replace(u.Host, "127.0.0.1", "localhost", 1)
-	w.Header().Set("Location", u.String()+"/1/"+id+"?jwt="+jwt)
+	w.Header().Set("Location", s.StorageURL()+"/1/"+id+"?jwt="+jwt)
 	w.WriteHeader(http.StatusFound)
 }
 
