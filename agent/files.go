@@ -329,6 +329,11 @@ func (w *workspace) setExecutable(p string, executable bool, protected []string)
 	if !fi.Mode().IsRegular() {
 		return false, errorf("%s is not a regular file", p)
 	}
+	// The mode is the file's, not the name's: it would change for every
+	// name.
+	if err := oneName(p, fi, "changed"); err != nil {
+		return false, err
+	}
 	mode := fs.FileMode(0o644)
 	if executable {
 		mode = 0o755

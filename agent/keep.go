@@ -12,6 +12,7 @@ import (
 	"github.com/sergi/go-diff/diffmatchpatch"
 
 	"github.com/pullwright/pullwright"
+	"github.com/pullwright/pullwright/internal/hardlink"
 	"github.com/pullwright/pullwright/untrusted"
 )
 
@@ -75,9 +76,17 @@ func KeepChanges(st *State, workdir string, changes []pullwright.FileChange, not
 		if err == nil && rp != c.Path {
 			err = errorf("%s is a symbolic link in the workspace, and a command's change is never written through one", c.Path)
 		}
-		if err == nil && !c.Deleted {
-			if fi, serr := w.root.Lstat(rp); serr == nil && !fi.Mode().IsRegular() {
+		if err == nil {
+			fi, serr := w.root.Lstat(rp)
+			switch {
+			case serr != nil:
+			case !c.Deleted && !fi.Mode().IsRegular():
 				err = errorf("%s is not a regular file in the workspace", c.Path)
+			case fi.Mode().IsRegular() && hardlink.Count(fi) > 1:
+				// Written in place, it would change the file's other
+				// names, which may be outside the workspace; even a
+				// deletion reads it first, to count its lines.
+				err = errorf("%s is a hard link in the workspace (the file has %d names), and a command's change never goes through one", c.Path, hardlink.Count(fi))
 			}
 		}
 		if err == nil && !c.Deleted {

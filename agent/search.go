@@ -265,7 +265,8 @@ func byteLines(data []byte) [][]byte {
 }
 
 // grepContent returns the content of a searchable file: regular (through
-// symlinks inside the workspace), not too large, not binary.
+// symlinks inside the workspace), of one name (oneName), not too large,
+// not binary.
 func (w *workspace) grepContent(rel string) ([]byte, bool) {
 	rp, err := w.resolve(rel)
 	if err != nil {
@@ -277,7 +278,7 @@ func (w *workspace) grepContent(rel string) ([]byte, bool) {
 	}
 	defer f.Close()
 	fi, err := f.Stat()
-	if err != nil || !fi.Mode().IsRegular() || fi.Size() > maxGrepFileBytes {
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() > maxGrepFileBytes || oneName(rel, fi, "searched") != nil {
 		return nil, false
 	}
 	data, err := io.ReadAll(io.LimitReader(f, maxGrepFileBytes+1))

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/pullwright/pullwright/internal/hardlink"
 	"github.com/pullwright/pullwright/internal/ignorefile"
 	"github.com/pullwright/pullwright/internal/words"
 	"github.com/pullwright/pullwright/policy"
@@ -214,6 +215,23 @@ func describe(err error) string {
 	return err.Error()
 }
 
+// oneName refuses a regular file that has more than one name (hard link).
+// Another name may be outside the workspace, where os.Root does not look:
+// reading the file could show the model a file the task may not see, and
+// writing it in place would change that file too. Git never checks out a
+// hard link, so nothing a task needs is lost; deleting this name and
+// writing the file anew gives the workspace a file of its own.
+func oneName(p string, fi fs.FileInfo, done string) error {
+	if !fi.Mode().IsRegular() {
+		return nil
+	}
+	if n := hardlink.Count(fi); n > 1 {
+		return errorf("%s is a hard link: the file has %d names, and another may be outside the workspace, so it is not %s. "+
+			"Git never checks out such a file; delete_file removes this name alone, and write_file then makes a file of its own.", p, n, done)
+	}
+	return nil
+}
+
 func fileErr(p string, err error) error {
 	var te *toolError
 	if errors.As(err, &te) {
@@ -244,6 +262,9 @@ func (w *workspace) readFile(p string, start, max, budget int) (out string, firs
 	}
 	if !fi.Mode().IsRegular() {
 		return "", 0, 0, errorf("%s is not a regular file", p)
+	}
+	if err := oneName(p, fi, "read"); err != nil {
+		return "", 0, 0, err
 	}
 	br := bufio.NewReaderSize(f, 64<<10)
 	head, _ := br.Peek(binarySniffBytes)
@@ -370,6 +391,13 @@ func (w *workspace) writeFile(p, content string, protected []string) (written, e
 		return written{}, errorf("%s is not a regular file", p)
 	case err != nil && !errors.Is(err, fs.ErrNotExist):
 		return written{}, fileErr(p, err)
+	case err == nil:
+		// Refused, not replaced by a new file: writes go in place, and a
+		// second way to write, for a file git never makes, would be one
+		// more to get wrong. The message names the two calls that do it.
+		if err := oneName(p, fi, "read or changed"); err != nil {
+			return written{}, err
+		}
 	}
 	res := written{created: err != nil}
 	if !res.created && fi.Size() <= maxEditFileBytes {
@@ -448,6 +476,9 @@ func (w *workspace) editFile(p, old, repl string, want int, protected []string) 
 	}
 	if !fi.Mode().IsRegular() {
 		return edited{}, errorf("%s is not a regular file", p)
+	}
+	if err := oneName(p, fi, "read or changed"); err != nil {
+		return edited{}, err
 	}
 	if fi.Size() > maxEditFileBytes {
 		return edited{}, errorf("%s is %d bytes; edit_file handles files up to %d bytes", p, fi.Size(), maxEditFileBytes)

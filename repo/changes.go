@@ -3,6 +3,7 @@ package repo
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -18,6 +19,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/pullwright/pullwright"
+	"github.com/pullwright/pullwright/internal/hardlink"
 )
 
 // wtChange is a Change with the worktree content needed to diff it.
@@ -26,6 +28,7 @@ type wtChange struct {
 	mode    filemode.FileMode // worktree mode (not for deleted)
 	content []byte            // worktree content (not for deleted)
 	hash    plumbing.Hash     // blob hash of content
+	info    fs.FileInfo       // the file's Lstat, for the index (not for deleted)
 }
 
 // Changes lists the paths whose worktree state differs from HEAD, sorted by
@@ -72,6 +75,11 @@ func (w *Workspace) worktreeChanges(withContent bool) ([]wtChange, error) {
 	if err != nil {
 		return nil, err
 	}
+	root, err := os.OpenRoot(w.dir)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
 	var out []wtChange
 	for p, fs := range st {
 		if fs.Staging == git.Unmodified && fs.Worktree == git.Unmodified {
@@ -88,7 +96,7 @@ func (w *Workspace) worktreeChanges(withContent bool) ([]wtChange, error) {
 			// deletion, and the bot changes no submodule.
 			continue
 		}
-		mode, content, ok, err := readWorktreeFile(w.dir, p)
+		f, ok, err := readWorktreeFile(root, p)
 		if err != nil {
 			return nil, err
 		}
@@ -104,13 +112,20 @@ func (w *Workspace) worktreeChanges(withContent bool) ([]wtChange, error) {
 			c.Status = pullwright.ChangeModified
 		}
 		if ok {
-			c.mode = mode
-			c.hash = plumbing.ComputeHash(plumbing.BlobObject, content)
-			if headEntry != nil && headEntry.Hash == c.hash && headEntry.Mode == mode {
+			c.mode, c.info = f.mode, f.info
+			c.hash = plumbing.ComputeHash(plumbing.BlobObject, f.content)
+			if headEntry != nil && headEntry.Hash == c.hash && headEntry.Mode == f.mode {
 				continue // same as HEAD: only the index differed
 			}
+			if n := hardlink.Count(f.info); f.info.Mode().IsRegular() && n > 1 {
+				// Another name of the file may be outside the workspace
+				// (a secret on the same file system): its bytes would go
+				// into the diff the agent reads and the commit pushed.
+				// Git never checks out a hard link, so one is foreign.
+				return nil, fmt.Errorf("%s is a hard link: the file has %d names, and another may be outside the workspace, so it goes into no diff or commit; delete it or write it anew", p, n)
+			}
 			if withContent {
-				c.content = content
+				c.content = f.content
 			}
 		}
 		out = append(out, c)
@@ -119,76 +134,82 @@ func (w *Workspace) worktreeChanges(withContent bool) ([]wtChange, error) {
 	return out, nil
 }
 
-// readWorktreeFile returns the git mode and blob content of the file at the
-// slash path p; ok is false if there is no file (or a directory) there.
-func readWorktreeFile(root, p string) (mode filemode.FileMode, content []byte, ok bool, err error) {
+// worktreeFile is a file of the worktree as git reads it.
+type worktreeFile struct {
+	mode    filemode.FileMode
+	content []byte      // a symbolic link's target, for a link
+	info    fs.FileInfo // Lstat's
+}
+
+// readWorktreeFile reads the file at the slash path p under root: its git
+// mode and blob content; ok is false if there is no file (or a directory)
+// there. Everything goes through root, so that no component of p, a
+// directory on the way or the file itself, leads outside the tree, even
+// one that became a link after it was looked at.
+func readWorktreeFile(root *os.Root, p string) (f worktreeFile, ok bool, err error) {
 	if beyond, err := beyondLink(root, p); err != nil || beyond {
 		// As git: a path whose directory is now a symbolic link (or a
 		// file) has no file there, whatever the link leads to. Reading
 		// through it would read where the link points, outside the
 		// workspace as well.
-		return 0, nil, false, err
+		return worktreeFile{}, false, err
 	}
-	full := filepath.Join(root, filepath.FromSlash(p))
-	fi, err := os.Lstat(full)
+	fi, err := root.Lstat(p)
 	if errors.Is(err, fs.ErrNotExist) || (err == nil && fi.IsDir()) {
-		return 0, nil, false, nil
+		return worktreeFile{}, false, nil
 	}
 	if err != nil {
-		return 0, nil, false, err
+		return worktreeFile{}, false, err
 	}
 	switch {
 	case fi.Mode()&fs.ModeSymlink != 0:
-		target, err := os.Readlink(full)
+		target, err := root.Readlink(p)
 		if err != nil {
-			return 0, nil, false, err
+			return worktreeFile{}, false, err
 		}
-		return filemode.Symlink, []byte(filepath.ToSlash(target)), true, nil
+		return worktreeFile{mode: filemode.Symlink, content: []byte(filepath.ToSlash(target)), info: fi}, true, nil
 	case fi.Mode().IsRegular():
-		b, err := os.ReadFile(full)
+		b, err := readSame(root, p, fi)
 		if err != nil {
-			return 0, nil, false, err
+			return worktreeFile{}, false, err
 		}
+		mode := filemode.Regular
 		if fi.Mode()&0o111 != 0 {
-			return filemode.Executable, b, true, nil
+			mode = filemode.Executable
 		}
-		return filemode.Regular, b, true, nil
+		return worktreeFile{mode: mode, content: b, info: fi}, true, nil
 	default:
-		return 0, nil, false, nil // sockets, devices: git ignores them too
+		return worktreeFile{}, false, nil // sockets, devices: git ignores them too
 	}
 }
 
-// unstage takes deleted files out of the index. go-git's Remove would
-// look at the worktree first, and refuses a path beyond a symbolic link,
-// which is exactly a file that is gone (beyondLink).
-func (w *Workspace) unstage(paths []string) error {
-	if len(paths) == 0 {
-		return nil
-	}
-	idx, err := w.repo.Storer.Index()
+// readSame reads the regular file at p, which must still be the file fi
+// describes. Between the look and the read a directory on the way may
+// have become a link, or the name another file's: root keeps either
+// inside the tree, and this keeps what is read to what was looked at.
+func readSame(root *os.Root, p string, fi fs.FileInfo) ([]byte, error) {
+	f, err := root.Open(p)
 	if err != nil {
-		return fmt.Errorf("read the index: %w", err)
+		return nil, err
 	}
-	for _, p := range paths {
-		if _, err := idx.Remove(p); err != nil && !errors.Is(err, index.ErrEntryNotFound) {
-			return fmt.Errorf("unstage %s: %w", p, err)
-		}
+	defer f.Close()
+	got, err := f.Stat()
+	if err != nil {
+		return nil, err
 	}
-	if err := w.repo.Storer.SetIndex(idx); err != nil {
-		return fmt.Errorf("write the index: %w", err)
+	if !os.SameFile(fi, got) {
+		return nil, fmt.Errorf("%s changed while it was read", p)
 	}
-	return nil
+	return io.ReadAll(f)
 }
 
 // beyondLink reports whether a directory on the way to the slash path p
 // under root is a symbolic link or not a directory, so that p names
 // nothing git would read.
-func beyondLink(root, p string) (bool, error) {
-	dir := root
+func beyondLink(root *os.Root, p string) (bool, error) {
 	parts := strings.Split(p, "/")
-	for _, part := range parts[:len(parts)-1] {
-		dir = filepath.Join(dir, part)
-		fi, err := os.Lstat(dir)
+	for i := range parts[:len(parts)-1] {
+		fi, err := root.Lstat(strings.Join(parts[:i+1], "/"))
 		switch {
 		case errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR):
 			return true, nil
@@ -238,40 +259,98 @@ func (w *Workspace) CommitAllAt(when time.Time, msg string, author pullwright.Id
 		full += "\n" + strings.Join(trailers, "\n") + "\n"
 	}
 
-	changes, err := w.Changes()
+	// The commit is the tree Current reads, through the workspace root,
+	// written to the store: not the index after go-git's Add, which
+	// reads every file again by its path (following any link on the way)
+	// and could commit bytes no diff showed.
+	head, err := w.repo.Head()
 	if err != nil {
 		return "", fmt.Errorf("commit: %w", err)
 	}
-	if len(changes) == 0 {
+	parent, err := w.repo.CommitObject(head.Hash())
+	if err != nil {
+		return "", fmt.Errorf("commit: %w", err)
+	}
+	tree, ov, changes, err := w.current()
+	if err != nil {
+		return "", fmt.Errorf("commit: %w", err)
+	}
+	if len(changes) == 0 || tree.Hash == parent.TreeHash {
 		return "", fmt.Errorf("nothing to commit: %w", pullwright.ErrNoChanges)
 	}
-	wt, err := w.repo.Worktree()
-	if err != nil {
-		return "", fmt.Errorf("commit: %w", err)
-	}
-	// The changes, path by path: staging the whole tree would read a
-	// submodule's empty directory as a file, and Changes already applied
-	// .gitignore.
-	var deleted []string
-	for _, c := range changes {
-		if c.Status == pullwright.ChangeDeleted {
-			deleted = append(deleted, c.Path)
+	for h, obj := range ov.mem {
+		if w.repo.Storer.HasEncodedObject(h) == nil {
 			continue
 		}
-		if _, err := wt.Add(c.Path); err != nil {
-			return "", fmt.Errorf("commit: stage %s: %w", c.Path, err)
+		if _, err := w.repo.Storer.SetEncodedObject(obj); err != nil {
+			return "", fmt.Errorf("commit: store %s: %w", h, err)
 		}
 	}
-	if err := w.unstage(deleted); err != nil {
+	sig := object.Signature{Name: author.Name, Email: author.Email, When: when}
+	c := &object.Commit{Author: sig, Committer: sig, Message: full, TreeHash: tree.Hash, ParentHashes: []plumbing.Hash{head.Hash()}}
+	obj := w.repo.Storer.NewEncodedObject()
+	if err := c.Encode(obj); err != nil {
 		return "", fmt.Errorf("commit: %w", err)
 	}
-	sig := &object.Signature{Name: author.Name, Email: author.Email, When: when}
-	h, err := wt.Commit(full, &git.CommitOptions{Author: sig, Committer: sig})
-	if errors.Is(err, git.ErrEmptyCommit) {
-		return "", fmt.Errorf("nothing to commit: %w", pullwright.ErrNoChanges)
-	}
+	h, err := w.repo.Storer.SetEncodedObject(obj)
 	if err != nil {
+		return "", fmt.Errorf("commit: %w", err)
+	}
+	// The index first: one that is ahead of HEAD only makes Changes
+	// look at more paths, each decided against HEAD.
+	if err := w.stage(changes); err != nil {
+		return "", fmt.Errorf("commit: %w", err)
+	}
+	if err := w.moveHead(h); err != nil {
 		return "", fmt.Errorf("commit: %w", err)
 	}
 	return h.String(), nil
+}
+
+// stage makes the index say what the worktree holds at each changed
+// path, with the size and time go-git's Status compares, so that it
+// hashes no file again to find the commit's changes unchanged.
+func (w *Workspace) stage(changes []wtChange) error {
+	idx, err := w.repo.Storer.Index()
+	if err != nil {
+		return fmt.Errorf("read the index: %w", err)
+	}
+	for _, c := range changes {
+		if c.Status == pullwright.ChangeDeleted {
+			if _, err := idx.Remove(c.Path); err != nil && !errors.Is(err, index.ErrEntryNotFound) {
+				return fmt.Errorf("unstage %s: %w", c.Path, err)
+			}
+			continue
+		}
+		e, err := idx.Entry(c.Path)
+		switch {
+		case errors.Is(err, index.ErrEntryNotFound):
+			e = idx.Add(c.Path)
+		case err != nil:
+			return fmt.Errorf("stage %s: %w", c.Path, err)
+		}
+		e.Hash, e.Mode = c.hash, c.mode
+		e.ModifiedAt, e.Size = c.info.ModTime(), uint32(c.info.Size())
+	}
+	if err := w.repo.Storer.SetIndex(idx); err != nil {
+		return fmt.Errorf("write the index: %w", err)
+	}
+	return nil
+}
+
+// moveHead points HEAD's branch (or a detached HEAD) at commit h, as a
+// commit does.
+func (w *Workspace) moveHead(h plumbing.Hash) error {
+	head, err := w.repo.Storer.Reference(plumbing.HEAD)
+	if err != nil {
+		return fmt.Errorf("read HEAD: %w", err)
+	}
+	name := plumbing.HEAD
+	if head.Type() == plumbing.SymbolicReference {
+		name = head.Target()
+	}
+	if err := w.repo.Storer.SetReference(plumbing.NewHashReference(name, h)); err != nil {
+		return fmt.Errorf("move %s to %s: %w", name, h, err)
+	}
+	return nil
 }

@@ -154,18 +154,25 @@ func (w *Workspace) patchTo(baseSHA string, cur *object.Tree) (*object.Patch, er
 // workspace's object store is not written to): HEAD's tree with the
 // worktree's changes on top.
 func (w *Workspace) currentTree() (*object.Tree, error) {
+	t, _, _, err := w.current()
+	return t, err
+}
+
+// current is currentTree, the store holding its new objects (blobs and
+// trees), and the changes it is made of.
+func (w *Workspace) current() (*object.Tree, *overlayStorer, []wtChange, error) {
 	headTree, err := w.headTree()
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
 	changes, err := w.worktreeChanges(true)
 	if err != nil {
-		return nil, err
-	}
-	if len(changes) == 0 {
-		return headTree, nil
+		return nil, nil, nil, err
 	}
 	ov := &overlayStorer{EncodedObjectStorer: w.repo.Storer, mem: map[plumbing.Hash]plumbing.EncodedObject{}}
+	if len(changes) == 0 {
+		return headTree, ov, nil, nil
+	}
 	entries := map[string]object.TreeEntry{}
 	walker := object.NewTreeWalker(headTree, true, nil)
 	defer walker.Close()
@@ -175,7 +182,7 @@ func (w *Workspace) currentTree() (*object.Tree, error) {
 			break
 		}
 		if err != nil {
-			return nil, err
+			return nil, nil, nil, err
 		}
 		if e.Mode != filemode.Dir {
 			entries[name] = object.TreeEntry{Name: name, Mode: e.Mode, Hash: e.Hash}
@@ -188,15 +195,19 @@ func (w *Workspace) currentTree() (*object.Tree, error) {
 		}
 		h, err := ov.put(plumbing.BlobObject, c.content)
 		if err != nil {
-			return nil, err
+			return nil, nil, nil, err
 		}
 		entries[c.Path] = object.TreeEntry{Name: c.Path, Mode: c.mode, Hash: h}
 	}
 	root, err := buildTree(ov, "", entries)
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
-	return object.GetTree(ov, root)
+	t, err := object.GetTree(ov, root)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return t, ov, changes, nil
 }
 
 // buildTree writes the tree for the directory prefix (""=root) holding the

@@ -85,7 +85,7 @@ func (t *Tree) Export(ctx context.Context, dst string) (err error) {
 	if err := writeTree(ctx, root, t.tree, "", want); err != nil {
 		return err
 	}
-	return checkExport(ctx, dst, want)
+	return checkExport(ctx, root, want)
 }
 
 // checkName refuses tree entry names that git itself would not check out.
@@ -197,24 +197,20 @@ func writeBlob(root *os.Root, t *object.Tree, e object.TreeEntry, name string, p
 	return root.Chmod(name, perm)
 }
 
-// checkExport reads dst back and compares it with what the tree holds.
-func checkExport(ctx context.Context, dst string, want map[string]exportEntry) error {
+// checkExport reads the export back, through its root, and compares it
+// with what the tree holds.
+func checkExport(ctx context.Context, root *os.Root, want map[string]exportEntry) error {
 	found := 0
-	err := filepath.WalkDir(dst, func(full string, d fs.DirEntry, err error) error {
+	err := fs.WalkDir(root.FS(), ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if full == dst {
+		if p == "." {
 			return nil
 		}
-		rel, err := filepath.Rel(dst, full)
-		if err != nil {
-			return err
-		}
-		p := filepath.ToSlash(rel)
 		w, ok := want[p]
 		if !ok {
 			return fmt.Errorf("%s is in the export but not in the tree", p)
@@ -226,15 +222,15 @@ func checkExport(ctx context.Context, dst string, want map[string]exportEntry) e
 			}
 			return nil
 		}
-		mode, content, ok, err := readWorktreeFile(dst, p)
+		f, ok, err := readWorktreeFile(root, p)
 		if err != nil {
 			return err
 		}
 		if !ok {
 			return fmt.Errorf("%s is in the export but is no file git knows", p)
 		}
-		if got := plumbing.ComputeHash(plumbing.BlobObject, content); mode != w.mode || got != w.hash {
-			return fmt.Errorf("%s differs from the tree (mode %v, blob %s; the tree has %v, %s)", p, mode, words.Short(got.String()), w.mode, words.Short(w.hash.String()))
+		if got := plumbing.ComputeHash(plumbing.BlobObject, f.content); f.mode != w.mode || got != w.hash {
+			return fmt.Errorf("%s differs from the tree (mode %v, blob %s; the tree has %v, %s)", p, f.mode, words.Short(got.String()), w.mode, words.Short(w.hash.String()))
 		}
 		return nil
 	})
@@ -244,7 +240,7 @@ func checkExport(ctx context.Context, dst string, want map[string]exportEntry) e
 	if found != len(want) {
 		var missing []string
 		for p := range want {
-			if _, err := os.Lstat(filepath.Join(dst, filepath.FromSlash(p))); errors.Is(err, fs.ErrNotExist) {
+			if _, err := root.Lstat(p); errors.Is(err, fs.ErrNotExist) {
 				missing = append(missing, p)
 			}
 		}
@@ -260,14 +256,19 @@ func checkExport(ctx context.Context, dst string, want map[string]exportEntry) e
 // not listed. At most max paths are returned, sorted; more counts the rest.
 // An approved command runs on t alone, so these are what it does not see.
 func (w *Workspace) LeftOutOf(t *Tree, max int) (paths []string, more int, err error) {
+	root, err := os.OpenRoot(w.dir)
+	if err != nil {
+		return nil, 0, fmt.Errorf("left out of tree %s: %w", words.Short(t.Hash()), err)
+	}
+	defer root.Close()
 	var walk func(tree *object.Tree, dir string) error
 	walk = func(tree *object.Tree, dir string) error {
-		entries, err := os.ReadDir(filepath.Join(w.dir, filepath.FromSlash(dir)))
+		entries, err := fs.ReadDir(root.FS(), dir)
 		if err != nil {
 			return err
 		}
 		for _, d := range entries {
-			if dir == "" && d.Name() == ".git" {
+			if dir == "." && d.Name() == ".git" {
 				continue
 			}
 			p := path.Join(dir, d.Name())
@@ -297,7 +298,7 @@ func (w *Workspace) LeftOutOf(t *Tree, max int) (paths []string, more int, err e
 		}
 		return nil
 	}
-	if err := walk(t.tree, ""); err != nil {
+	if err := walk(t.tree, "."); err != nil {
 		return nil, 0, fmt.Errorf("left out of tree %s: %w", words.Short(t.Hash()), err)
 	}
 	slices.Sort(paths)

@@ -112,13 +112,13 @@ func TestCheckExportFindsDifferences(t *testing.T) {
 			if err := writeTree(context.Background(), root, tree.tree, "", want); err != nil {
 				t.Fatal(err)
 			}
-			if err := checkExport(context.Background(), dst, want); err != nil {
+			if err := checkExport(context.Background(), root, want); err != nil {
 				t.Fatalf("an untouched export fails the check: %v", err)
 			}
 			if err := tt.tamper(dst); err != nil {
 				t.Fatal(err)
 			}
-			if err := checkExport(context.Background(), dst, want); err == nil || !strings.Contains(err.Error(), tt.want) {
+			if err := checkExport(context.Background(), root, want); err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("check = %v, want %q", err, tt.want)
 			}
 		})
