@@ -30,6 +30,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/pullwright/pullwright/internal/prereq"
 )
 
 // deployFile reads a file of the repository (the test runs in cmd/bot).
@@ -565,11 +567,7 @@ func needImage(t *testing.T) string {
 	image := deployImage()
 	missing := func(format string, args ...any) {
 		t.Helper()
-		msg := fmt.Sprintf(format, args...)
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg + " (CI=true: .ci/run builds it with scripts/base-images.sh and docker build)")
-		}
-		t.Skip(msg + "; build it with: scripts/base-images.sh && docker build -t " + image + " .")
+		prereq.Missing(t, "the bot's image", fmt.Sprintf(format, args...)+"; build it with: scripts/base-images.sh && docker build -t "+image+" .")
 	}
 	if _, err := exec.LookPath("docker"); err != nil {
 		missing("no docker command")

@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/pullwright/pullwright/internal/prereq"
 )
 
 // names are the browser's executable names, Debian's first.
@@ -47,11 +49,7 @@ func New(t testing.TB) context.Context {
 	t.Helper()
 	path := Path()
 	if path == "" {
-		msg := "no Chromium on this machine (apt-get install chromium, or set PULLWRIGHT_CHROMIUM)"
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg + ": CI=true, so a missing browser is a failure (.ci/run installs it)")
-		}
-		t.Skip(msg)
+		prereq.Missing(t, "Chromium", "no Chromium on this machine (apt-get install chromium, or set PULLWRIGHT_CHROMIUM)")
 	}
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(path),

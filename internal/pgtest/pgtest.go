@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/pullwright/pullwright/internal/prereq"
 )
 
 // Env names the variable that holds a DSN of a superuser (one who may
@@ -27,11 +29,7 @@ func URL(t testing.TB) string {
 	t.Helper()
 	admin := os.Getenv(Env)
 	if admin == "" {
-		msg := Env + " is not set (a postgres:// URL of a superuser on a test server; scripts/test-postgres.sh starts one)"
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg + ": CI=true, so a missing Postgres is a failure (.ci/run starts one)")
-		}
-		t.Skip(msg)
+		prereq.Missing(t, "Postgres", Env+" is not set (a postgres:// URL of a superuser on a test server; scripts/test-postgres.sh start DIR starts one and prints it)")
 	}
 	u, err := url.Parse(admin)
 	if err != nil {
