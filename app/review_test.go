@@ -145,7 +145,7 @@ func TestReviewIsPostedInert(t *testing.T) {
 	_, agents, _ := strings.Cut(rv.Body, "\n\n")
 	agents, _, _ = strings.Cut(agents, "<!-- pullwright:") // the bot's marker
 	for _, body := range []string{agents, comments[0].Body} {
-		if acts := inerttest.Acts(body, elsewhere); len(acts) > 0 {
+		if acts := inerttest.Acts(body, elsewhere, elsewhere); len(acts) > 0 {
 			t.Errorf("the review posts what acts on GitHub: %q\n%s", acts, body)
 		}
 	}

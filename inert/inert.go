@@ -43,7 +43,9 @@ import (
 // only links relative to the page.
 type Hosts struct {
 	scheme string
-	hosts  map[string]bool
+	web    string
+	// storage are the hosts GitHub serves uploaded pictures from.
+	storage map[string]bool
 }
 
 // GitHub is the Hosts of the GitHub that serves repoURL (a repository's
@@ -56,12 +58,12 @@ func GitHub(repoURL string) Hosts {
 		return Hosts{}
 	}
 	host := strings.ToLower(u.Host)
-	h := Hosts{scheme: u.Scheme, hosts: map[string]bool{host: true}}
+	h := Hosts{scheme: u.Scheme, web: host, storage: map[string]bool{}}
 	if host == "github.com" {
-		h.hosts["user-images.githubusercontent.com"] = true
-		h.hosts["private-user-images.githubusercontent.com"] = true
+		h.storage["user-images.githubusercontent.com"] = true
+		h.storage["private-user-images.githubusercontent.com"] = true
 	} else {
-		h.hosts["media."+host] = true
+		h.storage["media."+host] = true
 	}
 	return h
 }
@@ -72,25 +74,58 @@ func GitHub(repoURL string) Hosts {
 // plainly (a backslash a browser reads as a slash, a scheme-relative
 // "//host", a control character) is refused.
 func (h Hosts) Allows(dest string) bool {
-	if dest == "" || strings.ContainsAny(dest, "\\\x00\t\n\r ") {
+	u, ok := h.parse(dest)
+	if !ok {
 		return false
 	}
-	if strings.HasPrefix(dest, "#") {
+	if u == nil {
 		return true
+	}
+	host := strings.ToLower(u.Host)
+	return host == h.web || h.storage[host]
+}
+
+// AllowsImage tells whether dest may be shown as a picture: a browser
+// fetches it whenever anyone opens the page, following redirects, so only
+// where GitHub keeps uploaded pictures: its storage hosts, and attachment
+// links on its web host. Not any page of the web host, whose redirects
+// the bot does not know, nor a relative path.
+func (h Hosts) AllowsImage(dest string) bool {
+	u, ok := h.parse(dest)
+	if !ok || u == nil {
+		return false
+	}
+	host := strings.ToLower(u.Host)
+	if h.storage[host] {
+		return true
+	}
+	rest, ok := strings.CutPrefix(u.Path, "/user-attachments/assets/")
+	return host == h.web && ok && rest != "" && !strings.Contains(rest, "/")
+}
+
+// parse reads dest plainly: nil and true for a link on the page's own
+// host (a path, "/owner/repo/blob/…", or "#anchor"); false for anything
+// that does not parse plainly (a backslash a browser reads as a slash, a
+// scheme-relative "//host", a control character, user info), or a scheme
+// other than https or the repository's own.
+func (h Hosts) parse(dest string) (*url.URL, bool) {
+	if dest == "" || strings.ContainsAny(dest, "\\\x00\t\n\r ") {
+		return nil, false
+	}
+	if strings.HasPrefix(dest, "#") {
+		return nil, true
 	}
 	u, err := url.Parse(dest)
 	if err != nil || u.User != nil || u.Opaque != "" {
-		return false
+		return nil, false
 	}
 	if u.Scheme == "" && u.Host == "" {
-		// A path on GitHub's own page: "/owner/repo/blob/…". Not "//…",
-		// which names a host.
-		return strings.HasPrefix(dest, "/") && !strings.HasPrefix(dest, "//")
+		return nil, strings.HasPrefix(dest, "/") && !strings.HasPrefix(dest, "//")
 	}
 	if u.Scheme != "https" && u.Scheme != h.scheme {
-		return false
+		return nil, false
 	}
-	return h.hosts[strings.ToLower(u.Host)]
+	return u, true
 }
 
 // md is the parser: GitHub's flavour (tables, strikethrough, task lists,
@@ -415,7 +450,9 @@ func (w *writer) inlines(n ast.Node) string {
 	for c := n.FirstChild(); c != nil; c = c.NextSibling() {
 		t, ok := c.(*ast.Text)
 		if !ok || t.IsRaw() {
-			b.WriteString(w.text(run.String()))
+			_, link := c.(*ast.Link)
+			_, auto := c.(*ast.AutoLink)
+			b.WriteString(w.textBefore(run.String(), link || auto))
 			run.Reset()
 			w.inline(&b, c)
 			continue
@@ -488,7 +525,7 @@ func (w *writer) inline(b *strings.Builder, n ast.Node) {
 	case *ast.Image:
 		dest := decode(n.Destination)
 		alt := w.text(oneLine(plainText(n, w.src)))
-		if !w.oneLine && w.hosts.Allows(dest) {
+		if !w.oneLine && w.hosts.AllowsImage(dest) {
 			b.WriteString("![" + alt + "](" + escapeDest(dest) + ")")
 		} else {
 			if alt != "" {
@@ -556,7 +593,7 @@ func (w *writer) link(inner, dest string) string {
 // control character) so that it ends where it should: no parenthesis or
 // angle bracket of its own.
 func escapeDest(s string) string {
-	return strings.NewReplacer("(", "%28", ")", "%29", "<", "%3C", ">", "%3E").Replace(s)
+	return strings.NewReplacer("(", "%28", ")", "%29", "<", "%3C", ">", "%3E", "|", "%7C").Replace(s)
 }
 
 // plainText is the text an image's description holds.
@@ -629,13 +666,20 @@ func (w *writer) textLine(s string) string {
 
 // bareLink is what GitHub links without any markup: it does so after
 // parsing, in text, so an escaped character does not stop it.
-var bareLink = regexp.MustCompile(`(?i)\b(?:https?://|www\.)[^\s<>"]+`)
+var bareLink = regexp.MustCompile(`(?i)\b(?:https?://|ftp://|www\.)[^\s<>"]+`)
 
 // text is literal text as Markdown that reads as that text and does no
 // more: no mention, no closing keyword, no markup, no bare link to a host
 // the hosts do not allow, no character that does not show as itself.
-func (w *writer) text(s string) string {
+func (w *writer) text(s string) string { return w.textBefore(s, false) }
+
+// textBefore is text for s, which a link follows when link is set: a
+// closing keyword at its end would close the issue the link names.
+func (w *writer) textBefore(s string, link bool) string {
 	s = defang(policy.Escaped(s))
+	if link {
+		s = closingEnd.ReplaceAllString(s, "$1\u200d$2")
+	}
 	var b strings.Builder
 	last := 0
 	for _, m := range bareLink.FindAllStringIndex(s, -1) {
@@ -693,8 +737,12 @@ func (w *writer) escape(s string) string {
 
 var (
 	mention = regexp.MustCompile(`@([A-Za-z0-9])`)
-	// closing matches GitHub's issue-closing keywords before a reference.
-	closing = regexp.MustCompile(`(?i)\b(close[sd]?|fix(?:e[sd])?|resolve[sd]?)(\s*:?\s+(?:[\w.-]+/[\w.-]+)?#\d)`)
+	// closing matches GitHub's issue-closing keywords before a
+	// reference: #12, owner/repo#12, or an issue's address.
+	closing = regexp.MustCompile(`(?i)\b(close[sd]?|fix(?:e[sd])?|resolve[sd]?)(\s*:?\s+(?:(?:[\w.-]+/[\w.-]+)?#\d|https?://))`)
+	// closingEnd is a closing keyword at the end of a text a link
+	// follows: "fixes [#12](…)" closes #12 too.
+	closingEnd = regexp.MustCompile(`(?i)\b(close[sd]?|fix(?:e[sd])?|resolve[sd]?)(\s*:?\s+)$`)
 )
 
 // defang keeps text from acting on GitHub: an @mention would notify people

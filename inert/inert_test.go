@@ -28,7 +28,7 @@ func check(t *testing.T, s string) string {
 	if len(top) < len(want) || !slices.Equal(top[len(top)-len(want):len(top)-1], want[:len(want)-1]) {
 		t.Fatalf("the bot's sections are not visible after\n%s\n--- filtered:\n%s\n--- blocks: %q", s, out, top)
 	}
-	if acts := inerttest.Acts(out, gh.Allows); len(acts) > 0 {
+	if acts := inerttest.Acts(out, gh.Allows, gh.AllowsImage); len(acts) > 0 {
 		t.Fatalf("the filtered text acts on GitHub: %q\n--- from:\n%s\n--- filtered:\n%s", acts, s, out)
 	}
 	return out
@@ -92,6 +92,11 @@ func TestMarkdownInert(t *testing.T) {
 		{"list kept", "- [x] done\n- [ ] not", []string{"- [x] done\n- [ ] not"}, nil},
 		{"bidi", "a\u202eb", []string{`a\<U+202E\>b`}, nil},
 		{"code keeps html", "`<!--`", []string{"`<!--`"}, nil},
+		{"closing keyword before a link", "Fixes [#3](https://github.com/acme/widget/issues/3)", []string{"Fixes\u200d [\\#3]"}, nil},
+		{"closing keyword before an address", "fixes https://github.com/acme/widget/issues/3", []string{"fixes\u200d "}, nil},
+		{"image on a page of the web host", "![x](https://github.com/acme/widget/raw/main/x.png)", []string{"image not shown"}, nil},
+		{"relative image", "![x](/acme/widget/raw/main/x.png)", []string{"image not shown"}, nil},
+		{"pipe in a link in a table", "| a |\n|---|\n| [x](https://github.com/a\\|b) |", []string{"(https://github.com/a%7Cb)"}, nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -282,7 +282,7 @@ func TestPlaceInert(t *testing.T) {
 		bodies = append(bodies, c.Body)
 	}
 	for _, b := range bodies {
-		if acts := inerttest.Acts(b, h.Allows); len(acts) > 0 {
+		if acts := inerttest.Acts(b, h.Allows, h.AllowsImage); len(acts) > 0 {
 			t.Errorf("the review posts what acts on GitHub: %q\n%s", acts, b)
 		}
 	}

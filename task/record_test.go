@@ -229,7 +229,7 @@ func TestSummaryCannotHideTheRecord(t *testing.T) {
 		}
 		// The bot's own sections (its footer's <sub> and mention) follow.
 		agents := body[:max(strings.Index(body, "\n\nFixes #1"), 0)]
-		if acts := inerttest.Acts(agents, inert.GitHub(task.Repo.CloneURL).Allows); len(acts) > 0 {
+		if acts := inerttest.Acts(agents, inert.GitHub(task.Repo.CloneURL).Allows, inert.GitHub(task.Repo.CloneURL).AllowsImage); len(acts) > 0 {
 			t.Errorf("summary %q acts in the body: %q\n%s", summary, acts, body)
 		}
 	}

@@ -66,14 +66,14 @@ func plain(n ast.Node, src []byte) string {
 
 var (
 	pings   = regexp.MustCompile(`(^|[^A-Za-z0-9_` + "`" + `])@[A-Za-z0-9]`)
-	closing = regexp.MustCompile(`(?i)\b(close[sd]?|fix(?:e[sd])?|resolve[sd]?)\s*:?\s+(?:[\w.-]+/[\w.-]+)?#\d`)
+	closing = regexp.MustCompile(`(?i)\b(close[sd]?|fix(?:e[sd])?|resolve[sd]?)\s*:?\s+((?:[\w.-]+/[\w.-]+)?#\d|https?://|\[)`)
 )
 
 // Acts lists what in body would do more than show text on GitHub: raw
-// HTML, an image or a link whose destination allowed refuses, a mention
-// that pings, a closing keyword (other than those in except, the bot's
-// own "Fixes #N").
-func Acts(body string, allowed func(dest string) bool, except ...string) []string {
+// HTML, a link whose destination links refuses, an image whose source
+// images refuses, a mention that pings, a closing keyword (other than
+// those in except, the bot's own "Fixes #N").
+func Acts(body string, links, images func(dest string) bool, except ...string) []string {
 	src := []byte(body)
 	doc := md.Parser().Parse(text.NewReader(src))
 	var out []string
@@ -87,15 +87,15 @@ func Acts(body string, allowed func(dest string) bool, except ...string) []strin
 		case *ast.RawHTML:
 			out = append(out, fmt.Sprintf("raw HTML %q", n.Segments.Value(src)))
 		case *ast.Image:
-			if !allowed(string(n.Destination)) {
+			if !images(string(n.Destination)) {
 				out = append(out, fmt.Sprintf("image %q", n.Destination))
 			}
 		case *ast.Link:
-			if !allowed(string(n.Destination)) {
+			if !links(string(n.Destination)) {
 				out = append(out, fmt.Sprintf("link %q", n.Destination))
 			}
 		case *ast.AutoLink:
-			if n.AutoLinkType == ast.AutoLinkURL && !allowed(string(n.URL(src))) {
+			if n.AutoLinkType == ast.AutoLinkURL && !links(string(n.URL(src))) {
 				out = append(out, fmt.Sprintf("autolink %q", n.URL(src)))
 			}
 		case *ast.CodeSpan, *ast.FencedCodeBlock, *ast.CodeBlock:
