@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -15,6 +14,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
 
 	"github.com/pullwright/pullwright/appmanifest"
+	"github.com/pullwright/pullwright/internal/ignorefile"
 )
 
 // host is what serve knows of the machine it started on: its environment
@@ -253,16 +253,7 @@ func readIgnoreFile(name string, domain []string) ([]gitignore.Pattern, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", name, err)
 	}
-	var ps []gitignore.Pattern
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		line := strings.TrimSuffix(sc.Text(), "\r")
-		if strings.HasPrefix(line, "#") || strings.TrimSpace(line) == "" {
-			continue
-		}
-		ps = append(ps, gitignore.ParsePattern(line, domain))
-	}
-	return ps, nil
+	return ignorefile.Parse(b, domain), nil
 }
 
 // exposedWarning is what the log and the setup page say of an app's
