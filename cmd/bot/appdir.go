@@ -75,7 +75,7 @@ func (h host) cgroupIsContainer() bool {
 func (h host) defaultAppDir(start appmanifest.Start) (dir, why string) {
 	switch start {
 	case appmanifest.StartContainer, appmanifest.StartKubernetes:
-		return "", "in a container there is no default: its home directory is gone with the container"
+		return "", "in a container there is no default, since its home directory goes with the container"
 	}
 	if s, _, _ := strings.Cut(h.getenv("STATE_DIRECTORY"), ":"); filepath.IsAbs(s) {
 		return filepath.Join(s, "app"), ""
@@ -98,7 +98,7 @@ func (h host) defaultAppDir(start appmanifest.Start) (dir, why string) {
 		}
 	}
 	if base == "" {
-		return "", "there is no default: neither XDG_CONFIG_HOME nor HOME is set"
+		return "", "there is no default, since neither XDG_CONFIG_HOME nor HOME is set"
 	}
 	return filepath.Join(base, "pullwright", "app"), ""
 }

@@ -37,7 +37,7 @@ func withAppDir(ctx context.Context, get func(string) string, h host, log *slog.
 		if def == "" {
 			// A newcomer's first start, who needs to hear of the
 			// setup page before anything else.
-			return nil, noAppError("", noDefault)
+			return nil, noAppError("", noDefault, get("BOT_PUBLIC_URL") != "")
 		}
 		dir = def
 	}
@@ -56,7 +56,7 @@ func withAppDir(ctx context.Context, get func(string) string, h host, log *slog.
 	creds, err := appmanifest.Load(dir)
 	if errors.Is(err, appmanifest.ErrNoApp) {
 		if get("BOT_APP_DIR") == "" && get("BOT_PUBLIC_URL") == "" {
-			return nil, noAppError(dir, "")
+			return nil, noAppError(dir, "", false)
 		}
 		creds, err = firstRun(ctx, get, firstRunAt{dir: dir, start: start, hostname: h.hostname, exposed: exposed}, log)
 	}
@@ -78,18 +78,24 @@ func withAppDir(ctx context.Context, get func(string) string, h host, log *slog.
 
 // noAppError is serve's answer to a start with no GitHub App configured:
 // def is the directory the setup page would save the app in, or "" when
-// there is no default, and noDefault then says why.
-func noAppError(def, noDefault string) error {
+// there is no default, and noDefault then says why; withURL says
+// BOT_PUBLIC_URL is set.
+func noAppError(def, noDefault string, withURL bool) error {
+	byHand := "For an app you created yourself, set GITHUB_APP_ID, GITHUB_WEBHOOK_SECRET and GITHUB_APP_PRIVATE_KEY_PATH. " +
+		"See docs/deploy.md, \"The GitHub App\""
+	if def == "" && withURL {
+		return errors.New("no GitHub App is configured, and BOT_PUBLIC_URL asks for first-run mode, but BOT_APP_DIR is not set and " +
+			noDefault + ". Set BOT_APP_DIR to a directory kept across restarts (a volume), outside any git clone: " +
+			"the setup page creates the app on GitHub in one click and saves its credentials there. " + byHand)
+	}
 	where := "BOT_APP_DIR (by default " + def + ", outside any clone)"
 	if def == "" {
-		where = "BOT_APP_DIR (" + noDefault + ": set it to a directory kept across restarts, outside any git clone, a volume in a container)"
+		where = "BOT_APP_DIR (" + noDefault + ": set it to a directory kept across restarts, a volume, outside any git clone)"
 	}
 	return errors.New("no GitHub App is configured. " +
 		"To create one in one click, set BOT_PUBLIC_URL (the https address GitHub and you reach this bot at, " +
 		"or http://localhost:PORT to try it): that starts first-run mode, whose setup page " +
-		"creates the app on GitHub and saves its credentials in " + where + ". " +
-		"For an app you created yourself, set GITHUB_APP_ID, GITHUB_WEBHOOK_SECRET and GITHUB_APP_PRIVATE_KEY_PATH. " +
-		"See docs/deploy.md, \"The GitHub App\"")
+		"creates the app on GitHub and saves its credentials in " + where + ". " + byHand)
 }
 
 // firstRunAt is where a first run saves the app and what the setup page
