@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -314,5 +315,54 @@ func TestServeWarnsOfAnAppDirGitWouldCommit(t *testing.T) {
 				t.Errorf("the warning does not say %q:\n%s", want, &logs)
 			}
 		}
+	}
+}
+
+// With no default directory (a container, no home), serve asks for what
+// is missing: the directory when the address is given, else both.
+func TestServeAsksForWhatIsMissing(t *testing.T) {
+	tests := []struct {
+		name      string
+		env       map[string]string
+		container bool
+		want      []string
+		wantNot   string
+	}{
+		{name: "a container with an address", env: map[string]string{"HOME": "/home/nonroot", "BOT_PUBLIC_URL": "https://bot.example.com"}, container: true,
+			want: []string{"BOT_APP_DIR is not set", "in a container", "a volume", "outside any git clone"}, wantNot: "set BOT_PUBLIC_URL"},
+		{name: "a container without", env: map[string]string{"HOME": "/home/nonroot"}, container: true,
+			want: []string{"set BOT_PUBLIC_URL", "in a container", "BOT_APP_DIR", "first-run mode"}},
+		{name: "no home", env: map[string]string{"BOT_PUBLIC_URL": "https://bot.example.com"},
+			want: []string{"BOT_APP_DIR is not set", "neither XDG_CONFIG_HOME nor HOME"}},
+		{name: "a home without an address", env: map[string]string{"HOME": "HOME"},
+			want: []string{"set BOT_PUBLIC_URL", "by default HOME/.config/pullwright/app"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if runtime.GOOS != "linux" {
+				t.Skip("the paths are Linux's")
+			}
+			root, home := t.TempDir(), t.TempDir()
+			if tt.container {
+				write(t, root, ".dockerenv", "")
+			}
+			if tt.env["HOME"] == "HOME" {
+				tt.env["HOME"] = home
+			}
+			vars := env(tt.env)
+			_, err := withAppDir(context.Background(), vars, host{getenv: vars, root: root}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+			if err == nil {
+				t.Fatal("serve started")
+			}
+			msg := strings.ReplaceAll(err.Error(), home, "HOME")
+			for _, w := range tt.want {
+				if !strings.Contains(msg, w) {
+					t.Errorf("the error does not say %q:\n%s", w, msg)
+				}
+			}
+			if tt.wantNot != "" && strings.Contains(msg, tt.wantNot) {
+				t.Errorf("the error says %q:\n%s", tt.wantNot, msg)
+			}
+		})
 	}
 }
