@@ -28,10 +28,12 @@ COPY go.mod go.sum ./
 # half of it) into the build cache of this layer, which depends on go.mod and
 # go.sum only: a change to the bot's own code then recompiles little more than
 # that code. A module whose root holds tests only (no package) is left out.
+# It takes minutes: -v names each package as it is compiled, so the build's
+# output shows it working (docs/deploy.md, "The container image").
 RUN go mod download \
  && pkgs=$(go list -e -f '{{if and (not .Error) .GoFiles}}{{.ImportPath}}{{end}}' \
       $(go list -m -f '{{if not (or .Main .Indirect)}}{{.Path}}{{end}}' all)) \
- && if [ -n "$pkgs" ]; then go build -trimpath $pkgs; fi
+ && if [ -n "$pkgs" ]; then go build -v -trimpath $pkgs; fi
 
 COPY . .
 ARG VERSION=

@@ -75,19 +75,101 @@ func TestSetupPageShowsWhatTheAppAsksFor(t *testing.T) {
 	}
 }
 
-// The page tells how to read the token file where the bot cannot be
-// asked to print it: a distroless container, Kubernetes, systemd.
+// The page tells the one way to read the token file that fits how the
+// bot was started, with the file's absolute path even for a relative
+// BOT_APP_DIR (a "/" was missing after /proc/1/root), and not the others.
 func TestSetupPageTellsHowToReadTheToken(t *testing.T) {
-	s, body := page(t, "https://bot.example.com", nil)
-	path := html.EscapeString(s.TokenPath())
-	for _, want := range []string{
-		"sudo cat " + path,
-		"docker cp pullwright:" + path + " - | tar -xO",
-		"kubectl debug -it POD --image=busybox --target=pullwright -- cat /proc/1/root" + path,
-		"deploy/pullwright.service",
-	} {
-		if !strings.Contains(body, want) {
-			t.Errorf("the page does not say %q", want)
+	commands := map[string]string{
+		"local":      "<pre>cat PATH</pre>",
+		"systemd":    "<pre>sudo cat PATH</pre>",
+		"docker":     "<pre>docker cp HOST:PATH - | tar -xO</pre>",
+		"kubernetes": "<pre>kubectl debug -it POD --image=busybox --target=pullwright -- cat /proc/1/rootPATH</pre>",
+	}
+	tests := []struct {
+		started  Start
+		hostname string
+		want     string // the key of commands
+		also     []string
+	}{
+		{started: StartLocal, want: "local", also: []string{"as the user that started the bot"}},
+		{started: StartSystemd, want: "systemd", also: []string{"deploy/pullwright.service"}},
+		{started: StartContainer, hostname: "3f2a9c1d7e4b", want: "docker", also: []string{"no shell", "<code>3f2a9c1d7e4b</code> is this container's host name"}},
+		{started: StartContainer, want: "docker"},
+		{started: StartKubernetes, want: "kubernetes", also: []string{"deploy/kubernetes.yaml"}},
+	}
+	// A relative directory, as the README's quick start once had it.
+	t.Chdir(t.TempDir())
+	for _, tt := range tests {
+		t.Run(tt.want+"/"+tt.hostname, func(t *testing.T) {
+			s, err := New(Config{
+				APIURL: "https://api.github.com", WebURL: "https://github.com", PublicURL: "https://bot.example.com",
+				Dir: "pullwright-app", Started: tt.started, Hostname: tt.hostname, Manifest: pullwright.AppManifest(),
+				Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			w := httptest.NewRecorder()
+			s.Handler().ServeHTTP(w, httptest.NewRequest("GET", "/setup", nil))
+			body := w.Body.String()
+			path := s.TokenPath()
+			wd, _ := os.Getwd()
+			if want := filepath.Join(wd, "pullwright-app", "setup-token"); path != want {
+				t.Errorf("TokenPath() = %q, want %q", path, want)
+			}
+			host := tt.hostname
+			if host == "" {
+				host = "pullwright"
+			}
+			for kind, cmd := range commands {
+				cmd = strings.NewReplacer("PATH", html.EscapeString(path), "HOST", host).Replace(cmd)
+				has := strings.Contains(body, cmd)
+				switch {
+				case kind == tt.want && !has:
+					t.Errorf("the page does not say %q:\n%s", cmd, section.ReplaceAllString(body, ""))
+				case kind != tt.want && has:
+					t.Errorf("started as %q, the page says %q too", tt.started, cmd)
+				}
+			}
+			if tt.want != "docker" && strings.Contains(body, "docker") {
+				t.Errorf("started as %q, the page speaks of docker", tt.started)
+			}
+			if tt.want != "kubernetes" && strings.Contains(body, "kubectl") {
+				t.Errorf("started as %q, the page speaks of kubectl", tt.started)
+			}
+			for _, a := range tt.also {
+				if !strings.Contains(body, a) {
+					t.Errorf("the page does not say %q", a)
+				}
+			}
+			if cmd := strings.NewReplacer("PATH", path, "HOST", host).Replace(strings.TrimSuffix(strings.TrimPrefix(commands[tt.want], "<pre>"), "</pre>")); s.TokenCommand() != cmd {
+				t.Errorf("TokenCommand() = %q, want %q", s.TokenCommand(), cmd)
+			}
+		})
+	}
+}
+
+// A directory git would commit is warned of on the page, on every page
+// of the setup (the key is saved there at the end); none is warned of
+// otherwise.
+func TestSetupPageWarnsOfACommittableDirectory(t *testing.T) {
+	for _, exposed := range []string{"", "the GitHub App's directory /src/clone/pullwright-app is inside the git work tree /src/clone"} {
+		s, err := New(Config{
+			APIURL: "https://api.github.com", WebURL: "https://github.com", PublicURL: "https://bot.example.com",
+			Dir: filepath.Join(t.TempDir(), "app"), Exposed: exposed, Manifest: pullwright.AppManifest(),
+			Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range []pageData{{Page: "token"}, {Page: "create"}, {Page: "done", App: Credentials{Slug: "bot", AppID: 1}}} {
+			w := httptest.NewRecorder()
+			s.render(w, http.StatusOK, d)
+			body := w.Body.String()
+			warned := strings.Contains(body, `id="exposed"`)
+			if warned != (exposed != "") || (exposed != "" && !strings.Contains(body, html.EscapeString(exposed))) {
+				t.Errorf("page %s with Exposed %q: warned %v:\n%s", d.Page, exposed, warned, body)
+			}
 		}
 	}
 }

@@ -58,8 +58,19 @@ type Config struct {
 	// PublicURL is where people and GitHub reach the bot: the app's
 	// webhook, the flow's return and the console's callback are under it.
 	PublicURL string
-	// Dir is where the credentials are saved (BOT_APP_DIR).
+	// Dir is where the credentials are saved (BOT_APP_DIR); a relative
+	// one is made absolute, since the page names it to a shell started
+	// elsewhere.
 	Dir string
+	// Started is how the bot was started, which decides the one way the
+	// page gives to read the token file.
+	Started Start
+	// Hostname is the bot's host name: in a container, its id unless
+	// --hostname set it, which docker cp takes.
+	Hostname string
+	// Exposed, when not "", warns that Dir is in a git work tree that
+	// does not ignore it.
+	Exposed string
 	// Manifest is app-manifest.json.
 	Manifest []byte
 	// Stylesheet is the console's stylesheet, served at
@@ -70,6 +81,23 @@ type Config struct {
 	Logger     *slog.Logger
 	Now        func() time.Time
 }
+
+// Start is how the bot was started: the setup token is read differently
+// on the machine, from a container's engine and from a pod.
+type Start string
+
+const (
+	// StartLocal is a process of the user's, started from a shell (go
+	// run, the binary): the zero value.
+	StartLocal Start = ""
+	// StartSystemd is a service of systemd, as deploy/pullwright.service.
+	StartSystemd Start = "systemd"
+	// StartContainer is a container of Docker or Podman, such as the
+	// image the Dockerfile builds, which has no shell.
+	StartContainer Start = "container"
+	// StartKubernetes is a pod's container.
+	StartKubernetes Start = "kubernetes"
+)
 
 // Setup serves the first-run pages until an app is created.
 type Setup struct {
@@ -109,6 +137,9 @@ func New(cfg Config) (*Setup, error) {
 	cfg.PublicURL = pub.String()
 	if cfg.Dir == "" || cfg.WebURL == "" || cfg.APIURL == "" {
 		return nil, errors.New("setup: the directory and GitHub's addresses are needed")
+	}
+	if cfg.Dir, err = filepath.Abs(cfg.Dir); err != nil {
+		return nil, fmt.Errorf("setup: %w", err)
 	}
 	if cfg.HTTPClient == nil {
 		cfg.HTTPClient = &http.Client{Timeout: exchangeTimeout}
@@ -170,6 +201,31 @@ func New(cfg Config) (*Setup, error) {
 // TokenPath is the file holding the setup token the page asks for.
 func (s *Setup) TokenPath() string { return filepath.Join(s.cfg.Dir, tokenFile) }
 
+// TokenCommand is the command that prints the setup token, for how the
+// bot was started.
+func (s *Setup) TokenCommand() string {
+	path := s.TokenPath()
+	switch s.cfg.Started {
+	case StartSystemd:
+		return "sudo cat " + path
+	case StartContainer:
+		return "docker cp " + s.container() + ":" + path + " - | tar -xO"
+	case StartKubernetes:
+		return "kubectl debug -it POD --image=busybox --target=pullwright -- cat /proc/1/root" + path
+	}
+	return "cat " + path
+}
+
+// container is the name docker cp is given: the container's host name,
+// which is its id unless --hostname set it (docs/deploy.md sets it to
+// the container's name, pullwright).
+func (s *Setup) container() string {
+	if s.cfg.Hostname != "" {
+		return s.cfg.Hostname
+	}
+	return "pullwright"
+}
+
 // Done delivers the credentials once they are saved.
 func (s *Setup) Done() <-chan Credentials { return s.done }
 
@@ -224,12 +280,19 @@ type pageData struct {
 	Asks        asks
 	Unreachable string
 	PublicURL   string
+	// Started, TokenCommand and Container say how to read the token;
+	// Exposed warns of a directory git would commit.
+	Started      Start
+	TokenCommand string
+	Container    string
+	Exposed      string
 }
 
 func (s *Setup) render(w http.ResponseWriter, status int, d pageData) {
 	d.TokenPath = s.TokenPath()
 	d.Styled, d.Asks = s.cfg.Stylesheet != nil, s.asks
 	d.Unreachable, d.PublicURL = s.unreachable, s.cfg.PublicURL
+	d.Started, d.TokenCommand, d.Container, d.Exposed = s.cfg.Started, s.TokenCommand(), s.container(), s.cfg.Exposed
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(status)
 	if err := s.pages.Execute(w, d); err != nil {
@@ -439,6 +502,8 @@ const pagesHTML = `<!doctype html>
 {{.Unreachable}}. The app will be created, but GitHub's webhook deliveries will not arrive unless a tunnel or
 proxy forwards that address to this bot. Set <code>BOT_PUBLIC_URL</code> to the public https address
 GitHub reaches the bot at, and restart it.</p>{{end}}
+{{if .Exposed}}<p class="notice warning" id="exposed"><strong>The app's secrets would be committed:</strong>
+{{.Exposed}}.</p>{{end}}
 {{if eq .Page "token"}}
 <p>This bot has no GitHub App yet. It creates one from <code>app-manifest.json</code> through GitHub's
 manifest flow: GitHub asks you to name the app and creates it in your account, or in an
@@ -452,20 +517,23 @@ organization you own; this bot saves its credentials and starts with them.</p>
 <h2>Where the setup token is</h2>
 <p>The bot wrote it to <code>{{.TokenPath}}</code> on its own machine, readable by the bot's user only,
 and never logs it: whoever finishes this setup owns the app the bot will trust.</p>
-<dl>
-<dt>On the machine</dt><dd><pre>sudo cat {{.TokenPath}}</pre>
-With the systemd unit (<code>deploy/pullwright.service</code>), the directory is under the unit's
-<code>/var/lib/pullwright</code>, owned by its user <code>pullwright</code>.</dd>
-<dt>Docker</dt><dd>The image has no shell and no <code>cat</code>, so <code>docker exec</code> cannot print
-the file. Copy it out through the engine instead (<code>pullwright</code> is the container's name):
-<pre>docker cp pullwright:{{.TokenPath}} - | tar -xO</pre>
-or read it on the host, in the directory or volume mounted at the token's directory.</dd>
-<dt>Kubernetes</dt><dd><code>kubectl exec</code> and <code>kubectl cp</code> need a shell or
-<code>tar</code> the image lacks; an ephemeral container that shares the bot's processes can read it
-(<code>pullwright</code> is the container's name in <code>deploy/kubernetes.yaml</code>):
-<pre>kubectl debug -it POD --image=busybox --target=pullwright -- cat /proc/1/root{{.TokenPath}}</pre></dd>
-</dl>
-</section>
+{{if eq .Started "systemd"}}<p>As a systemd service, the bot's user is the unit's
+(<code>pullwright</code> in <code>deploy/pullwright.service</code>); print it with</p>
+<pre>{{.TokenCommand}}</pre>
+{{else if eq .Started "container"}}<p>The bot runs in a container. The bot's image has no shell and no
+<code>cat</code>, so <code>docker exec</code> cannot print the file; copy it out through the engine,
+from the host (<code>{{.Container}}</code> is this container's host name, which is its id unless
+<code>--hostname</code> set it; <code>docker ps</code> names it):</p>
+<pre>{{.TokenCommand}}</pre>
+<p>or read it on the host, in the directory or volume mounted there.</p>
+{{else if eq .Started "kubernetes"}}<p>The bot runs in a pod. <code>kubectl exec</code> and
+<code>kubectl cp</code> need a shell or <code>tar</code> the image lacks; an ephemeral container that
+shares the bot's processes can read it (<code>POD</code> is the bot's pod, <code>pullwright</code> the
+container's name in <code>deploy/kubernetes.yaml</code> and the Helm chart):</p>
+<pre>{{.TokenCommand}}</pre>
+{{else}}<p>In a terminal on this machine, as the user that started the bot:</p>
+<pre>{{.TokenCommand}}</pre>
+{{end}}</section>
 {{else if eq .Page "create"}}
 <p>The next button posts the app's manifest (its permissions, events and this bot's addresses) to
 GitHub, which asks you to name the app and create it.</p>

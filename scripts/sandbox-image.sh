@@ -14,7 +14,10 @@
 #                                             or $PULLWRIGHT_SANDBOX_IMAGE)
 # Prints the tag on stdout (progress goes to stderr). Idempotent: the image
 # carries a fingerprint of this script, busybox and the Go toolchain, and is
-# only rebuilt when one of them changed. GOROOT=/path overrides /usr/local/go.
+# only rebuilt when one of them changed. GOROOT_FOR_SANDBOX=/path takes the
+# toolchain from there instead of /usr/local/go (a name of its own, as
+# scripts/base-images.sh's GOROOT_FOR_IMAGES: a GOROOT set in the shell for
+# the go command does not change the image).
 set -euo pipefail
 
 tag=${1:-${PULLWRIGHT_SANDBOX_IMAGE:-pullwright/sandbox-go:test}}
@@ -69,14 +72,17 @@ GROUP
 
 log "building $tag from $busybox and $goroot ($(cat "$goroot/VERSION" | head -1))"
 # The Go tree is added straight from $goroot, renamed to usr/local/go,
-# without what neither building nor testing needs.
+# without what neither building nor testing needs. The top-level directories
+# are excluded anchored: unanchored (tar's default), go/doc also dropped the
+# standard library's go/doc packages (go/src/go/doc), which go/printer and
+# go/format import, as scripts/base-images.sh found.
 goparent=$(dirname "$goroot")
 gobase=$(basename "$goroot")
 trap 'rm -rf "$stage" "$stage.tar"' EXIT
 tar -C "$stage" --numeric-owner --owner=0 --group=0 -cf "$stage.tar" .
 tar -C "$goparent" --numeric-owner --owner=0 --group=0 \
-	--exclude="$gobase/doc" --exclude="$gobase/test" --exclude="$gobase/api" \
-	--exclude="$gobase/misc" --exclude='testdata' --exclude='*.md' \
+	--anchored --exclude="$gobase/doc" --exclude="$gobase/test" --exclude="$gobase/api" \
+	--exclude="$gobase/misc" --no-anchored --exclude='testdata' --exclude='*.md' \
 	--transform="s,^$gobase,usr/local/go," \
 	-rf "$stage.tar" "$gobase"
 

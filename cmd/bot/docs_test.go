@@ -463,7 +463,7 @@ func botFlags(t *testing.T) map[string][]string {
 var otherTools = map[string]string{
 	"api-key": "vllm", "enable-auto-tool-choice": "vllm", "tool-call-parser": "vllm",
 	"read-only": "docker run", "group-add": "docker run", "hostname": "docker run",
-	"ignore-scripts": "npm", "find-links": "pip", "mode": "yarn",
+	"ignore-scripts": "npm", "find-links": "pip", "mode": "yarn", "progress": "docker build",
 }
 
 var (

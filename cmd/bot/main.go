@@ -124,7 +124,7 @@ func settings(fs *flag.FlagSet, getenv func(string) string) func(env string) str
 		{env: "GITHUB_CLIENT_SECRET", secret: true, help: "the GitHub App's client secret, for the console's sign-in"},
 		{env: "BOT_TRACE_URL", help: "address of a trace in your tracing UI, {trace_id} standing for the id, e.g. https://grafana.example.com/explore?traceId={trace_id}: the console links each task's trace (traces need OTEL_EXPORTER_OTLP_ENDPOINT; docs/deploy.md#traces)"},
 		{env: "BOT_SESSION_KEY", secret: true, help: "at least 32 random bytes sealing the console's cookies"},
-		{env: "BOT_APP_DIR", help: "directory of the GitHub App's credentials: with no GITHUB_APP_ID, serve reads them there, or on the first run serves a setup page that creates the app from app-manifest.json and saves them there (docs/deploy.md)"},
+		{env: "BOT_APP_DIR", help: "directory of the GitHub App's credentials: with no GITHUB_APP_ID, serve reads them there, or on the first run serves a setup page that creates the app from app-manifest.json and saves them there (docs/deploy.md); unset, the user's configuration directory's pullwright/app (~/.config/pullwright/app), or the systemd unit's state directory's app, and none in a container"},
 		{env: "BOT_CONFIG", help: "operator configuration file (YAML): caps, defaults, allowed models, prices, rates, served installations; see docs/configuration.md"},
 	}
 	byEnv := map[string]*setting{}
@@ -160,7 +160,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	log := logger(get("BOT_LOG_FORMAT"), stderr)
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	get, err := withAppDir(ctx, get, log)
+	get, err := withAppDir(ctx, get, thisHost(getenv), log)
 	if err != nil && ctx.Err() != nil {
 		// Stopped during the setup, as serve stops: not a failure.
 		return nil
