@@ -70,13 +70,25 @@ func (h host) cgroupIsContainer() bool {
 // defaultAppDir is BOT_APP_DIR when it is unset: outside any clone, in a
 // place the user's later starts find again (systemd's StateDirectory,
 // else the user's configuration directory, as os.UserConfigDir names
-// it). In a container there is none, and why says so: its home goes
-// with the container, and a lost app is one to delete on GitHub.
+// it). With no directory, why says so. In a container the directory is
+// the same, and why warns: a home goes with the container unless it is on
+// a volume, and a lost app is one to delete on GitHub. It is still a
+// default, so that the README's quick start works in a development
+// container too.
 func (h host) defaultAppDir(start appmanifest.Start) (dir, why string) {
+	dir, why = h.userAppDir()
 	switch start {
 	case appmanifest.StartContainer, appmanifest.StartKubernetes:
-		return "", "in a container there is no default, since its home directory goes with the container"
+		if dir == "" {
+			return "", "in a container, " + why
+		}
+		return dir, "in a container, " + dir + " goes with the container unless it is on a volume: set BOT_APP_DIR to a directory on a volume"
 	}
+	return dir, why
+}
+
+// userAppDir is the default directory outside a container.
+func (h host) userAppDir() (dir, why string) {
 	if s, _, _ := strings.Cut(h.getenv("STATE_DIRECTORY"), ":"); filepath.IsAbs(s) {
 		return filepath.Join(s, "app"), ""
 	}
@@ -98,7 +110,7 @@ func (h host) defaultAppDir(start appmanifest.Start) (dir, why string) {
 		}
 	}
 	if base == "" {
-		return "", "there is no default, since neither XDG_CONFIG_HOME nor HOME is set"
+		return "", "there is no default directory, since neither XDG_CONFIG_HOME nor HOME is set"
 	}
 	return filepath.Join(base, "pullwright", "app"), ""
 }

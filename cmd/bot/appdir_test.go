@@ -93,14 +93,16 @@ func TestDefaultAppDir(t *testing.T) {
 		env   map[string]string
 		start appmanifest.Start
 		want  string // "" for none
+		warns bool   // a directory with a warning: a container's
 	}{
 		{name: "home", env: map[string]string{"HOME": "/home/li"}, want: "/home/li/.config/pullwright/app"},
 		{name: "XDG_CONFIG_HOME", env: map[string]string{"HOME": "/home/li", "XDG_CONFIG_HOME": "/home/li/.cfg"}, want: "/home/li/.cfg/pullwright/app"},
 		{name: "relative XDG_CONFIG_HOME is ignored, as os.UserConfigDir does", env: map[string]string{"HOME": "/home/li", "XDG_CONFIG_HOME": "cfg"}, want: "/home/li/.config/pullwright/app"},
 		{name: "systemd's state directory", env: map[string]string{"HOME": "/home/pullwright", "STATE_DIRECTORY": "/var/lib/pullwright"}, start: appmanifest.StartSystemd, want: "/var/lib/pullwright/app"},
 		{name: "no home", env: map[string]string{}},
-		{name: "docker", env: map[string]string{"HOME": "/home/nonroot"}, start: appmanifest.StartContainer},
-		{name: "kubernetes", env: map[string]string{"HOME": "/home/nonroot"}, start: appmanifest.StartKubernetes},
+		{name: "docker", env: map[string]string{"HOME": "/home/nonroot"}, start: appmanifest.StartContainer, want: "/home/nonroot/.config/pullwright/app", warns: true},
+		{name: "kubernetes", env: map[string]string{"HOME": "/home/nonroot"}, start: appmanifest.StartKubernetes, want: "/home/nonroot/.config/pullwright/app", warns: true},
+		{name: "docker without a home", env: map[string]string{}, start: appmanifest.StartContainer},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -108,8 +110,11 @@ func TestDefaultAppDir(t *testing.T) {
 			if got != tt.want {
 				t.Errorf("defaultAppDir() = %q, want %q", got, tt.want)
 			}
-			if (got == "") != (why != "") {
-				t.Errorf("defaultAppDir() = %q, %q: want a reason exactly when there is no default", got, why)
+			if (got == "" || tt.warns) != (why != "") {
+				t.Errorf("defaultAppDir() = %q, %q: want a reason exactly when there is no default, or it is a container's", got, why)
+			}
+			if tt.warns && !strings.Contains(why, "volume") {
+				t.Errorf("a container's default does not say to put it on a volume: %q", why)
 			}
 		})
 	}
@@ -318,8 +323,8 @@ func TestServeWarnsOfAnAppDirGitWouldCommit(t *testing.T) {
 	}
 }
 
-// With no default directory (a container, no home), serve asks for what
-// is missing: the directory when the address is given, else both.
+// With no default directory (no home), serve asks for what is missing:
+// the directory when the address is given, else both.
 func TestServeAsksForWhatIsMissing(t *testing.T) {
 	tests := []struct {
 		name      string
@@ -328,9 +333,9 @@ func TestServeAsksForWhatIsMissing(t *testing.T) {
 		want      []string
 		wantNot   string
 	}{
-		{name: "a container with an address", env: map[string]string{"HOME": "/home/nonroot", "BOT_PUBLIC_URL": "https://bot.example.com"}, container: true,
+		{name: "a container with an address and no home", env: map[string]string{"BOT_PUBLIC_URL": "https://bot.example.com"}, container: true,
 			want: []string{"BOT_APP_DIR is not set", "in a container", "a volume", "outside any git clone"}, wantNot: "set BOT_PUBLIC_URL"},
-		{name: "a container without", env: map[string]string{"HOME": "/home/nonroot"}, container: true,
+		{name: "a container without either", env: map[string]string{}, container: true,
 			want: []string{"set BOT_PUBLIC_URL", "in a container", "BOT_APP_DIR", "first-run mode"}},
 		{name: "no home", env: map[string]string{"BOT_PUBLIC_URL": "https://bot.example.com"},
 			want: []string{"BOT_APP_DIR is not set", "neither XDG_CONFIG_HOME nor HOME"}},
@@ -364,5 +369,28 @@ func TestServeAsksForWhatIsMissing(t *testing.T) {
 				t.Errorf("the error says %q:\n%s", tt.wantNot, msg)
 			}
 		})
+	}
+}
+
+// In a container with a home (a development container, where the README's
+// quick start is run), the default directory is used, with a warning
+// that it goes with the container unless it is on a volume.
+func TestServeInAContainerUsesTheDefaultAndWarns(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the paths are Linux's")
+	}
+	root, home := t.TempDir(), t.TempDir()
+	write(t, root, ".dockerenv", "")
+	vars := env(map[string]string{"HOME": home})
+	var logs strings.Builder
+	_, err := withAppDir(context.Background(), vars, host{getenv: vars, root: root}, slog.New(slog.NewTextHandler(&logs, nil)))
+	// No address: serve stops and says to set one, after naming the
+	// directory it would use.
+	if err == nil || !strings.Contains(err.Error(), "BOT_PUBLIC_URL") {
+		t.Fatalf("withAppDir: %v, want it to ask for BOT_PUBLIC_URL", err)
+	}
+	want := filepath.Join(home, ".config", "pullwright", "app")
+	if !strings.Contains(err.Error(), want) || !strings.Contains(logs.String(), "on a volume") {
+		t.Errorf("the default %s is not used with a warning:\nerror: %v\nlogs: %s", want, err, logs.String())
 	}
 }

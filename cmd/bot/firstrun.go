@@ -39,6 +39,9 @@ func withAppDir(ctx context.Context, get func(string) string, h host, log *slog.
 			// setup page before anything else.
 			return nil, noAppError("", noDefault, get("BOT_PUBLIC_URL") != "")
 		}
+		if noDefault != "" {
+			log.Warn("BOT_APP_DIR is not set: the GitHub App's credentials go to the default directory, "+noDefault, "dir", def)
+		}
 		dir = def
 	}
 	abs, err := filepath.Abs(dir)
