@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -24,12 +25,25 @@ type host struct {
 	getenv   func(string) string
 	root     string
 	hostname string
+	// goRun is set when the binary is one go run built: whoever started
+	// it has a shell where it runs, container or not.
+	goRun bool
 }
 
 // thisHost is the machine the process runs on.
 func thisHost(getenv func(string) string) host {
 	name, _ := os.Hostname()
-	return host{getenv: getenv, root: "/", hostname: name}
+	exe, _ := os.Executable()
+	return host{getenv: getenv, root: "/", hostname: name, goRun: builtByGoRun(exe)}
+}
+
+// builtByGoRun tells a binary go run built: it lives in a go-build
+// directory of the temporary directory ($TMPDIR/go-build…/b001/exe/bot)
+// or, once cached, of the build cache ($GOCACHE/8f/8f87…-d/bot).
+func builtByGoRun(exe string) bool {
+	exe = filepath.ToSlash(exe)
+	dir := path.Dir(exe)
+	return strings.Contains(exe, "/go-build") && (path.Base(dir) == "exe" || strings.HasSuffix(dir, "-d"))
 }
 
 // started says how the bot was started, for the setup page's way of
@@ -39,6 +53,10 @@ func thisHost(getenv func(string) string) host {
 // INVOCATION_ID.
 func (h host) started() appmanifest.Start {
 	switch {
+	case h.goRun:
+		// The README's quick start, on a laptop or in a development
+		// container: a shell is at hand where the bot runs.
+		return appmanifest.StartLocal
 	case h.getenv("KUBERNETES_SERVICE_HOST") != "":
 		return appmanifest.StartKubernetes
 	case h.exists(".dockerenv") || h.exists("run/.containerenv") || h.cgroupIsContainer():

@@ -58,9 +58,11 @@ func TestHostStarted(t *testing.T) {
 		name  string
 		env   map[string]string
 		files map[string]string
+		goRun bool
 		want  appmanifest.Start
 	}{
 		{name: "a shell", want: appmanifest.StartLocal},
+		{name: "go run in a development container", files: map[string]string{".dockerenv": ""}, goRun: true, want: appmanifest.StartLocal},
 		{name: "cgroup v2 on the host", files: map[string]string{"proc/1/cgroup": "0::/init.scope\n"}, want: appmanifest.StartLocal},
 		{name: "systemd", env: map[string]string{"INVOCATION_ID": "0f1e2d"}, want: appmanifest.StartSystemd},
 		{name: "docker", files: map[string]string{".dockerenv": ""}, want: appmanifest.StartContainer},
@@ -75,10 +77,24 @@ func TestHostStarted(t *testing.T) {
 			for name, content := range tt.files {
 				write(t, root, name, content)
 			}
-			if got := (host{getenv: env(tt.env), root: root}).started(); got != tt.want {
+			if got := (host{getenv: env(tt.env), root: root, goRun: tt.goRun}).started(); got != tt.want {
 				t.Errorf("started() = %q, want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+func TestBuiltByGoRun(t *testing.T) {
+	for exe, want := range map[string]bool{
+		"/tmp/go-build3177/b001/exe/bot":      true,
+		"/home/li/.cache/go-build/ab/exe/bot": true,
+		"/usr/local/bin/bot":                  false,
+		"/home/li/go-builds/pullwright/bot":   false,
+		"/tmp/go-build3177/b001/bot.test":     false,
+	} {
+		if got := builtByGoRun(exe); got != want {
+			t.Errorf("builtByGoRun(%q) = %v, want %v", exe, got, want)
+		}
 	}
 }
 
