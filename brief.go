@@ -1,5 +1,7 @@
 package pullwright
 
+import "strings"
+
 // Brief is what the agent is asked to do. Everything a user other than the
 // requester wrote (the title, the body, the comments, a pull request's
 // diff and threads) is data, and reaches the model as such.
@@ -203,7 +205,30 @@ type ThreadBrief struct {
 // PlanItem is one line of the agent's checklist.
 type PlanItem struct {
 	Title  string `json:"title"`
-	Status string `json:"status"` // pending, in_progress or done
+	Status string `json:"status"` // PlanPending, PlanInProgress or PlanDone
+}
+
+// A plan item's statuses, as the agent's plan tool records them.
+const (
+	PlanPending    = "pending"
+	PlanInProgress = "in_progress"
+	PlanDone       = "done"
+)
+
+// Words is the item's status as a person reads it on every surface (the
+// status comment, the console): "pending", "in progress" or "done". The
+// status's name stays for classes and the API.
+func (p PlanItem) Words() string {
+	switch p.Status {
+	case PlanInProgress:
+		return "in progress"
+	case PlanDone:
+		return "done"
+	case PlanPending, "":
+		return "pending"
+	}
+	// A status of a later release: its name, read as words.
+	return strings.ReplaceAll(p.Status, "_", " ")
 }
 
 // Price is the price of the task's model, and whether the operator set

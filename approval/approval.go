@@ -114,6 +114,42 @@ type Setup struct {
 	Private bool `json:"private,omitempty"`
 }
 
+// Unshown are the Manifests whose changes Diff does not show: a long diff
+// is cut (a lockfile's is often long), and what comes after the cut is
+// not shown. A surface that names the manifests says which of them its diff leaves
+// out, so that the list and the diff never disagree without a word. A
+// file's part of the diff starts with git's "diff --git a/P b/P" line,
+// which no line of a file's content can be (those start with a space, a
+// plus, a minus or a backslash), so a file's content cannot pass for
+// another file's part. Nil when there is no diff.
+func (s *Setup) Unshown() []string {
+	if s == nil || s.Diff == "" {
+		return nil
+	}
+	var unshown []string
+	for _, m := range s.Manifests {
+		if !diffShows(s.Diff, m.Path) {
+			unshown = append(unshown, m.Path)
+		}
+	}
+	return unshown
+}
+
+// diffShows reports whether the unified diff d has a part of path's:
+// its header names path as the file before or after.
+func diffShows(d, path string) bool {
+	for line := range strings.Lines(d) {
+		rest, ok := strings.CutPrefix(strings.TrimRight(line, "\n"), "diff --git ")
+		if !ok {
+			continue
+		}
+		if rest == "a/"+path+" b/"+path || strings.HasPrefix(rest, "a/"+path+" b/") || strings.HasSuffix(rest, " b/"+path) {
+			return true
+		}
+	}
+	return false
+}
+
 // Fetch is the network a dependency command may reach: the hosts the
 // fence allows by name, and whether the hosts the image's package
 // managers are configured with are allowed as well.

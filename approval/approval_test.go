@@ -186,3 +186,32 @@ func TestKeepChangesLeavesOldDigests(t *testing.T) {
 		t.Errorf("the terminal does not say the changes are kept:\n%s", got)
 	}
 }
+
+// The manifests a setup names and the diff it shows agree, or the
+// manifests it leaves out are known: by the diff's file headers, never
+// by a line of a file's content that looks like one.
+func TestSetupUnshown(t *testing.T) {
+	part := func(p string) string {
+		return "diff --git a/" + p + " b/" + p + "\nindex 1111111..2222222 100644\n--- a/" + p + "\n+++ b/" + p + "\n@@ -1 +1,2 @@\n x\n+y\n"
+	}
+	mods := []pullwright.FileStat{{Path: "go.mod", Added: 1}, {Path: "go.sum", Added: 2}}
+	tests := []struct {
+		name  string
+		setup *Setup
+		want  string
+	}{
+		{"no setup", nil, ""},
+		{"no diff", &Setup{Manifests: mods}, ""},
+		{"every manifest's part", &Setup{Manifests: mods, Diff: part("go.mod") + part("go.sum")}, ""},
+		{"the lockfile's cut", &Setup{Manifests: mods, Diff: part("go.mod") + "[… 4096 more bytes: the whole diff is in the commit to approve]\n"}, "go.sum"},
+		{"headers without git's line", &Setup{Manifests: mods, Diff: "--- a/go.mod\n+++ b/go.mod\n@@ -1 +1,2 @@\n+x\n"}, "go.mod go.sum"},
+		{"content that looks like a header", &Setup{Manifests: mods, Diff: part("go.mod") + "+diff --git a/go.sum b/go.sum\n"}, "go.sum"},
+		{"a new file", &Setup{Manifests: []pullwright.FileStat{{Path: "package-lock.json", Added: 9}}, Diff: "diff --git a/package-lock.json b/package-lock.json\nnew file mode 100644\n--- /dev/null\n+++ b/package-lock.json\n"}, ""},
+		{"a renamed file", &Setup{Manifests: []pullwright.FileStat{{Path: "requirements.txt"}}, Diff: "diff --git a/reqs.txt b/requirements.txt\nrename from reqs.txt\nrename to requirements.txt\n"}, ""},
+	}
+	for _, tt := range tests {
+		if got := strings.Join(tt.setup.Unshown(), " "); got != tt.want {
+			t.Errorf("%s: Unshown() = %q, want %q", tt.name, got, tt.want)
+		}
+	}
+}

@@ -33,10 +33,10 @@ func BudgetSummary(why string, plan []pullwright.PlanItem, steps []string) strin
 		for _, p := range plan {
 			box, suffix := " ", ""
 			switch p.Status {
-			case "done":
+			case pullwright.PlanDone:
 				box = "x"
-			case "in_progress":
-				suffix = " *(in progress)*"
+			case pullwright.PlanInProgress:
+				suffix = " *(" + p.Words() + ")*"
 			}
 			fmt.Fprintf(&b, "- [%s] %s%s\n", box, oneLine(p.Title), suffix)
 		}

@@ -179,12 +179,12 @@ func RenderStatusWith(t Job, command, session string) string {
 		b.WriteString("**Plan**\n\n")
 		for _, p := range t.Plan {
 			box := " "
-			if p.Status == "done" {
+			if p.Status == pullwright.PlanDone {
 				box = "x"
 			}
 			suffix := ""
-			if p.Status == "in_progress" {
-				suffix = " *(in progress)*"
+			if p.Status == pullwright.PlanInProgress {
+				suffix = " *(" + p.Words() + ")*"
 			}
 			fmt.Fprintf(&b, "- [%s] %s%s\n", box, line(t.Task, p.Title), suffix)
 		}

@@ -61,6 +61,12 @@
         var cur = document.getElementById("task");
         if (fresh && cur) {
           keepPending(cur, fresh);
+          // A cancel's confirmation the person opened stays open.
+          var was = cur.querySelector("#cancel-confirm");
+          var now = fresh.querySelector("#cancel-confirm");
+          if (was && was.open && now) {
+            now.open = true;
+          }
           cur.replaceWith(document.adoptNode(fresh));
           shown = fresh.dataset.updated;
         }
