@@ -421,7 +421,7 @@ func (d *Docker) Run(ctx context.Context, s pullwright.RunSpec) (pullwright.RunR
 	if err := checkLimits(s); err != nil {
 		return res, err
 	}
-	if s.Route != nil && d.cfg.Forwarder == "" {
+	if (s.Route != nil || s.Bot) && d.cfg.Forwarder == "" {
 		return res, errNoForwarder
 	}
 	if err := ctx.Err(); err != nil {
