@@ -138,6 +138,13 @@ type RunSpec struct {
 	// it; the local backend refuses it.
 	Route Route
 
+	// Bot puts the bot's own binary in the sandbox, as a fenced run gets
+	// it for its forwarder (with a dynamic build's loader and libraries),
+	// root's and read-only, for the command to copy: how setup gives a
+	// cache the program that serves its Go build cache, which nothing then
+	// compiles. Only setup sets it; the local backend ignores it.
+	Bot bool
+
 	// KeepChanges asks the runner for what the command changed in its
 	// copy of the workspace (RunResult.Changes), which is otherwise
 	// thrown away with the copy. Only an approved request that said so

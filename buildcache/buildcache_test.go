@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/pullwright/pullwright/buildcache"
+	"github.com/pullwright/pullwright/internal/fencetest"
 )
 
 // run runs a shell script in dir with the go command's environment kept
@@ -86,7 +87,10 @@ func TestWarmedRunsCompileOnlyWhatChanged(t *testing.T) {
 		"a/a_test.go": "package a\n\nimport (\"os\"; \"testing\")\n\nfunc TestMain(m *testing.M) { os.WriteFile(os.Getenv(\"RAN\"), nil, 0o644); os.Exit(m.Run()) }\n",
 	})
 	ran := filepath.Join(t.TempDir(), "ran")
-	if out := run(t, mod, buildcache.Warm(cache, []string{"."}), "RAN="+ran); !strings.Contains(out, "the Go build cache is warm") {
+	// The bot's binary, as the runner puts it in the setup's sandbox.
+	bot := fencetest.Forwarder(t)
+	prog := buildcache.Program{Files: []string{bot}, Start: func(bin, _ string) []string { return []string{bin} }}
+	if out := run(t, mod, buildcache.Warm(cache, []string{"."}, prog), "RAN="+ran); !strings.Contains(out, "the Go build cache is warm") {
 		t.Fatalf("warm script said:\n%s", out)
 	}
 	if _, err := os.Stat(ran); err == nil {
@@ -129,5 +133,42 @@ func TestWarmedRunsCompileOnlyWhatChanged(t *testing.T) {
 	}
 	if v := buildcache.RunEnv("/deps/files"); v != "GOCACHEPROG=/deps/files/go/bin/pullwright-gocache -shared /deps/files/go/build -own "+buildcache.RunLayer {
 		t.Errorf("RunEnv = %q", v)
+	}
+}
+
+// The cache's program is the bot's own binary, copied, never compiled:
+// the warm script builds nothing but the repository's packages, and the
+// program it leaves starts the copy (through its loader, for a dynamic
+// build).
+func TestWarmCopiesTheBotAndCompilesNoProgram(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		prog buildcache.Program
+		want string
+	}{
+		{"static", buildcache.Program{Files: []string{"/.pullwright/bot"}, Start: func(bin, _ string) []string { return []string{bin} }},
+			`exec /deps/files/go/bin/bot gocacheprog "$@"`},
+		{"dynamic", buildcache.Program{Files: []string{"/.pullwright/bot", "/.pullwright/lib/ld.so", "/.pullwright/lib/libc.so.6"},
+			Start: func(bin, lib string) []string { return []string{lib + "/ld.so", "--library-path", lib, bin} }},
+			`exec /deps/files/go/bin/lib/ld.so --library-path /deps/files/go/bin/lib /deps/files/go/bin/bot gocacheprog "$@"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			script := buildcache.Warm("/deps/files", []string{".", "tools"}, tc.prog)
+			for line := range strings.Lines(script) {
+				// Each go command of the script builds the module's
+				// packages, and nothing else.
+				for _, f := range []string{"go build", "go install", "go run"} {
+					if i := strings.Index(line, f); i >= 0 && !strings.HasPrefix(line[i:], f+" ./...") {
+						t.Errorf("the warm script compiles something else than the repository's packages: %s", line)
+					}
+				}
+			}
+			if !strings.Contains(script, "cp /.pullwright/bot /deps/files/go/bin/bot") {
+				t.Errorf("the warm script does not copy the bot:\n%s", script)
+			}
+			if !strings.Contains(script, tc.want) {
+				t.Errorf("the program does not start the bot with %s:\n%s", tc.want, script)
+			}
+		})
 	}
 }

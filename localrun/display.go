@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -31,25 +32,77 @@ func IsTerminal(f any) bool {
 	return true
 }
 
-// statusWidth bounds the status line, so that it never wraps (a wrapped
-// line cannot be rewritten in place).
-const statusWidth = 78
+// defaultWidth is the terminal's width when it cannot be told.
+const defaultWidth = 80
+
+// tickEvery is how often a status line on a terminal is drawn again, for
+// its time.
+const tickEvery = time.Second
 
 // display is the terminal output of a run: permanent lines, and on a
 // terminal one status line at the bottom that is rewritten in place. Its
 // Write (for the logger) and printf clear the status line first and draw
 // it again after. Elsewhere a status is printed as a plain line when it
 // changes.
+//
+// On a terminal the status line says for how long it has said what it
+// says (from a second on), so that a long wait shows it is one, and it is
+// cut to the terminal's width, which it never reaches: a wrapped line
+// cannot be rewritten in place.
 type display struct {
 	mu     sync.Mutex
 	w      io.Writer
 	tty    bool
-	line   string // current status
-	shown  bool   // the status line is on screen (tty)
-	lastNL bool   // the last permanent output ended a line
+	line   string    // current status
+	since  time.Time // when it was set
+	drawn  string    // what is on screen of it
+	shown  bool      // the status line is on screen (tty)
+	lastNL bool      // the last permanent output ended a line
+
+	now   func() time.Time
+	width func() int // the terminal's columns; 0 when unknown
 }
 
-func newDisplay(w io.Writer, tty bool) *display { return &display{w: w, tty: tty, lastNL: true} }
+func newDisplay(w io.Writer, tty bool) *display {
+	return &display{w: w, tty: tty, lastNL: true, now: time.Now, width: func() int { return terminalWidth(w) }}
+}
+
+// keepTime draws the status line again every tickEvery, so that its time
+// goes on, until stop is called; nothing where output is no terminal.
+func (d *display) keepTime() (stop func()) {
+	if !d.tty {
+		return func() {}
+	}
+	done := make(chan struct{})
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		t := time.NewTicker(tickEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				d.redraw()
+			case <-done:
+				return
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-ended
+	}
+}
+
+// redraw draws the status line again when what it would show changed.
+func (d *display) redraw() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.shown && d.render() != d.drawn {
+		d.hide()
+		d.show()
+	}
+}
 
 // Write prints p as permanent output.
 func (d *display) Write(p []byte) (int, error) {
@@ -70,19 +123,57 @@ func (d *display) printf(format string, args ...any) {
 
 // status replaces the status line.
 func (d *display) status(s string) {
-	s = words.Clip(oneLine(s), statusWidth)
+	s = oneLine(s)
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if s == d.line {
 		return
 	}
-	d.line = s
+	d.line, d.since = s, d.now()
 	if d.tty {
 		d.hide()
 		d.show()
 		return
 	}
 	fmt.Fprintf(d.w, "… %s\n", s)
+}
+
+// render is the status line as it is drawn now.
+func (d *display) render() string {
+	return statusLine(d.line, d.now().Sub(d.since), d.width())
+}
+
+// statusLine is status on a terminal of width columns (0: unknown) after
+// it has been shown for elapsed: cut to fit, so that the time stays.
+func statusLine(status string, elapsed time.Duration, width int) string {
+	if width <= 0 {
+		width = defaultWidth
+	}
+	// Two columns short of the width: a line as wide as the terminal
+	// wraps on some.
+	room := max(width-2, 10)
+	if elapsed < time.Second {
+		return words.Clip(status, room)
+	}
+	took := " · " + formatElapsed(elapsed)
+	n := utf8.RuneCountInString(took)
+	if room <= n+1 {
+		return words.Clip(status, room)
+	}
+	return words.Clip(status, room-n) + took
+}
+
+// formatElapsed is d as a wait is told: 7s, 3m05s, 1h02m.
+func formatElapsed(d time.Duration) string {
+	s := int(d / time.Second)
+	switch {
+	case s < 60:
+		return fmt.Sprintf("%ds", s)
+	case s < 3600:
+		return fmt.Sprintf("%dm%02ds", s/60, s%60)
+	default:
+		return fmt.Sprintf("%dh%02dm", s/3600, s%3600/60)
+	}
 }
 
 // prompt prints a question without a status line after it, so that the
@@ -126,7 +217,8 @@ func (d *display) hide() {
 
 func (d *display) show() {
 	if d.tty && !d.shown && d.line != "" && d.lastNL {
-		io.WriteString(d.w, d.line)
+		d.drawn = d.render()
+		io.WriteString(d.w, d.drawn)
 		d.shown = true
 	}
 }

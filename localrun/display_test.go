@@ -9,9 +9,12 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
+	"unicode/utf8"
 
 	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/approval"
+	"github.com/pullwright/pullwright/internal/words"
 	"github.com/pullwright/pullwright/task"
 )
 
@@ -234,5 +237,69 @@ func TestChangedManifestsAreAlwaysAsked(t *testing.T) {
 				t.Errorf("question shown with the change: %v, want %v:\n%s", shown, tt.asked, out.String())
 			}
 		})
+	}
+}
+
+// The status line on a terminal says for how long it has said what it
+// says, and uses the terminal's width: the time stays when the text is
+// cut.
+func TestStatusLine(t *testing.T) {
+	long := "3/40 turns · setting up the repository's dependencies · 12,345 tokens · $0.0123 at the model's price"
+	const took = " · 3s"
+	cut := func(cols int) string { return words.Clip(long, cols-utf8.RuneCountInString(took)) + took }
+	for _, tc := range []struct {
+		name    string
+		elapsed time.Duration
+		width   int
+		want    string
+	}{
+		{"at once", 0, 150, "waiting for the model"},
+		{"under a second", 999 * time.Millisecond, 150, "waiting for the model"},
+		{"seconds", 7 * time.Second, 150, "waiting for the model · 7s"},
+		{"minutes", 185 * time.Second, 150, "waiting for the model · 3m05s"},
+		{"hours", 62*time.Minute + 5*time.Second, 150, "waiting for the model · 1h02m"},
+		{"a wide terminal shows it all", 3 * time.Second, 150, long + " · 3s"},
+		{"an unknown width is 80", 3 * time.Second, 0, cut(78)},
+		{"a narrow terminal keeps the time", 3 * time.Second, 30, cut(28)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			status := long
+			if !strings.HasPrefix(tc.want, "3/40") {
+				status = "waiting for the model"
+			}
+			got := statusLine(status, tc.elapsed, tc.width)
+			if got != tc.want {
+				t.Errorf("statusLine(%v, %d) = %q, want %q", tc.elapsed, tc.width, got, tc.want)
+			}
+			width := tc.width
+			if width == 0 {
+				width = 80
+			}
+			if n := utf8.RuneCountInString(got); n > width-2 {
+				t.Errorf("%d columns on a terminal of %d", n, width)
+			}
+		})
+	}
+}
+
+// The line is drawn again as its time goes on, and only then.
+func TestDisplayKeepsTime(t *testing.T) {
+	var b bytes.Buffer
+	clock := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	d := newDisplay(&b, true)
+	d.now = func() time.Time { return clock }
+	d.width = func() int { return 150 }
+	d.status("running go test ./...")
+	d.redraw()
+	clock = clock.Add(500 * time.Millisecond)
+	d.redraw()
+	clock = clock.Add(2 * time.Second)
+	d.redraw()
+	d.redraw()
+	d.status("waiting for the model")
+	d.done()
+	want := "running go test ./...\r\033[Krunning go test ./... · 2s\r\033[Kwaiting for the model\r\033[K"
+	if got := b.String(); got != want {
+		t.Errorf("terminal output %q, want %q", got, want)
 	}
 }

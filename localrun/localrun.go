@@ -207,6 +207,8 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	}
 	d := newDisplay(o.Stderr, isTerm(o.Stderr))
 	defer d.done()
+	// A long wait (a setup, a command, the model) shows for how long.
+	defer d.keepTime()()
 	level := slog.LevelWarn
 	if o.Verbose {
 		level = slog.LevelInfo

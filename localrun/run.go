@@ -277,7 +277,9 @@ func (r *run) request(ctx context.Context, req agent.Request) (string, error) {
 		ran := task.Unstarted(fmt.Sprintf("the workspace's files could not be written out for the run: %v", err), &rec)
 		return r.notRun(rec, ran), nil
 	}
-	spec := s.RunSpec(dir, req.Command, map[string]string{"pullwright.run": "bot-run"})
+	// The sandbox's runner labels what it makes with this process
+	// (process.go).
+	spec := s.RunSpec(dir, req.Command, nil)
 	spec.Image, spec.KeepChanges = r.image, req.KeepChanges
 	// The same step as serve's: the setup, when one runs, then the
 	// command, then the record of how it ended, told as it goes.
@@ -305,7 +307,7 @@ func (r *run) request(ctx context.Context, req agent.Request) (string, error) {
 		// The user's own image is theirs to trust, as it was before
 		// bot run shared serve's step.
 		req := s.SetupRequest("local:"+r.src.top, base, spec,
-			map[string]string{"pullwright.run": "bot-run", "pullwright.setup": "true"}, []string{s.Sandbox.Image})
+			map[string]string{"pullwright.setup": "true"}, []string{s.Sandbox.Image})
 		setup, step.Deps = &req, r.sb.setup
 		r.status("setting up the repository's dependencies")
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/pullwright/pullwright/fence"
+	"github.com/pullwright/pullwright/internal/words"
 	"github.com/pullwright/pullwright/policy"
 	"github.com/pullwright/pullwright/runner"
 	"github.com/pullwright/pullwright/setup"
@@ -54,10 +55,14 @@ func newSandbox(ctx context.Context, o Options, log *slog.Logger) (*sandbox, err
 		return &sandbox{r: &runner.Local{TempDir: o.TempDir, Path: o.Path, Logger: rlog}, where: whereLocal, close: func() {}}, nil
 	}
 	fwd, fwdErr := setup.Forwarder(o.Forwarder)
+	self := thisProcess()
 	d, err := runner.NewDocker(runner.DockerConfig{
-		Image:     o.DefaultImage,
-		TempDir:   o.TempDir,
-		Owner:     "bot-run",
+		Image:   o.DefaultImage,
+		TempDir: o.TempDir,
+		Owner:   sandboxOwner,
+		// Whatever this run leaves, if it is killed, the next one
+		// removes (process.go).
+		Labels:    self.labels(),
 		Logger:    rlog,
 		Forwarder: fwd,
 		CABundle:  o.CABundle,
@@ -75,6 +80,11 @@ func newSandbox(ctx context.Context, o Options, log *slog.Logger) (*sandbox, err
 		d.Close()
 		return nil, fmt.Errorf("the Docker engine does not answer (%v): start it (docker info should work), "+
 			"or run the approved commands unsandboxed on this machine with --runner local", err)
+	}
+	if n, err := removeLeftBehind(ctx, d, self); err != nil {
+		log.Warn("bot run: " + err.Error())
+	} else if n > 0 {
+		fmt.Fprintf(o.Stderr, "Removed %d sandbox %s that a bot run which was killed left running.\n", n, words.Plural(n, "container", "containers"))
 	}
 	// The same engine as the runner's: both clients come from the
 	// environment (DOCKER_HOST …).

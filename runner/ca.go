@@ -97,9 +97,10 @@ func (d *Docker) caEnv() []string {
 }
 
 // needsTools reports whether a run of s gets a tools volume at ToolsDir:
-// a fenced run for its forwarder, and every run when there is a bundle.
+// a fenced run for its forwarder, a run given the bot's binary, and every
+// run when there is a bundle.
 func (d *Docker) needsTools(s pullwright.RunSpec) bool {
-	return s.Route != nil || d.ca != nil
+	return s.Route != nil || s.Bot || d.ca != nil
 }
 
 // toolsVolume is the run's ToolsDir: a small tmpfs that belongs to root,

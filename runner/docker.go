@@ -115,6 +115,10 @@ type DockerConfig struct {
 	// those with the same owner: set it when several bots share one Docker
 	// host.
 	Owner string
+	// Labels are put on every container and volume the runner makes,
+	// over a Spec's own (not on shared caches, which outlive it): what
+	// names the process that made them, for RemoveLeftBehind.
+	Labels map[string]string
 	// TempDir, if set, is where CleanupOrphans removes the workspace
 	// copies (pullwright-docker-*) that versions which bind-mounted them
 	// left after a crash. The runner itself writes nothing there: the
@@ -421,7 +425,7 @@ func (d *Docker) Run(ctx context.Context, s pullwright.RunSpec) (pullwright.RunR
 	if err := checkLimits(s); err != nil {
 		return res, err
 	}
-	if s.Route != nil && d.cfg.Forwarder == "" {
+	if (s.Route != nil || s.Bot) && d.cfg.Forwarder == "" {
 		return res, errNoForwarder
 	}
 	if err := ctx.Err(); err != nil {
@@ -552,6 +556,7 @@ func (d *Docker) labels(s pullwright.RunSpec) map[string]string {
 	if labels == nil {
 		labels = map[string]string{}
 	}
+	maps.Copy(labels, d.cfg.Labels)
 	labels[LabelManaged] = "true"
 	if d.cfg.Owner != "" {
 		labels[LabelOwner] = d.cfg.Owner
@@ -828,6 +833,60 @@ func (d *Docker) CleanupOrphans(ctx context.Context) (int, error) {
 			if err := removeTree(dir); err != nil {
 				errs = append(errs, fmt.Errorf("remove workspace copy: %w", err))
 			}
+		}
+	}
+	return n, errors.Join(errs...)
+}
+
+// RemoveLeftBehind removes the containers (running or not, with their
+// volumes) and the volumes other than caches that this runner's
+// configuration owns (as CleanupOrphans finds them), that carry the label
+// key, and for whose labels gone is true: what a process that was killed
+// left, when several share an engine and an owner, so that CleanupOrphans
+// would take the live ones' too. Nothing without the label is looked at.
+// It returns how many containers it removed.
+func (d *Docker) RemoveLeftBehind(ctx context.Context, key string, gone func(labels map[string]string) bool) (int, error) {
+	filters := client.Filters{}.Add("label", LabelManaged+"=true").Add("label", key)
+	if d.cfg.Owner != "" {
+		filters = filters.Add("label", LabelOwner+"="+d.cfg.Owner)
+	}
+	// The engine's filters are the first guard, this the second: a
+	// container is removed only if it carries every label it was listed
+	// by.
+	ours := func(labels map[string]string) bool {
+		_, has := labels[key]
+		return has && labels[LabelManaged] == "true" && (d.cfg.Owner == "" || labels[LabelOwner] == d.cfg.Owner) && gone(labels)
+	}
+	list, err := d.cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: filters})
+	if err != nil {
+		return 0, fmt.Errorf("list sandbox containers: %w", err)
+	}
+	var errs []error
+	n := 0
+	for _, c := range list.Items {
+		if !ours(c.Labels) {
+			continue
+		}
+		_, err := d.cli.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+		switch {
+		case err == nil:
+			n++
+			d.log.Info("runner: removed a sandbox container left behind", "container", shortID(c.ID), "labels", c.Labels, "state", c.State)
+		case cerrdefs.IsNotFound(err):
+		default:
+			errs = append(errs, fmt.Errorf("remove container %s: %w", shortID(c.ID), err))
+		}
+	}
+	vols, err := d.cli.VolumeList(ctx, client.VolumeListOptions{Filters: filters})
+	if err != nil {
+		errs = append(errs, fmt.Errorf("list sandbox volumes: %w", err))
+	}
+	for _, v := range vols.Items {
+		if _, cache := v.Labels[LabelCacheRepo]; cache || !ours(v.Labels) {
+			continue
+		}
+		if _, err := d.cli.VolumeRemove(ctx, v.Name, client.VolumeRemoveOptions{Force: true}); err != nil && !cerrdefs.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("remove volume %s: %w", v.Name, err))
 		}
 	}
 	return n, errors.Join(errs...)

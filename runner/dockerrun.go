@@ -193,7 +193,8 @@ func (r *dockerRun) notRun(ctx context.Context, err error) (pullwright.RunResult
 
 // provision adds what the command finds beside the workspace: the caches
 // it mounts, the operator's CA bundle and, for a fenced run, the forwarder
-// that carries its connections. Like the copy, any of them failing closes
+// that carries its connections (for a run given the bot's binary, the
+// same binary, not started). Like the copy, any of them failing closes
 // stdin without the go-ahead. stop ends the forwarder; call it after the
 // command has ended (it does nothing for a run without a route).
 func (r *dockerRun) provision(ctx context.Context) (stop func(), err error) {
@@ -212,11 +213,14 @@ func (r *dockerRun) provision(ctx context.Context) (stop func(), err error) {
 			return fail(err)
 		}
 	}
-	if r.s.Route == nil {
+	if r.s.Route == nil && !r.s.Bot {
 		return func() {}, nil
 	}
 	if err := r.d.copyForwarder(ctx, r.id); err != nil {
 		return fail(err)
+	}
+	if r.s.Route == nil {
+		return func() {}, nil
 	}
 	stop, err = r.d.startForwarder(ctx, r.log, r.id, r.s.Route)
 	if err != nil {

@@ -22,13 +22,14 @@ import (
 	"github.com/pullwright/pullwright/fence"
 )
 
-// ToolsDir is where a fenced run's forwarder is, and every run's CA bundle
+// ToolsDir is where a fenced run's forwarder is (the bot's binary, which a
+// run that asks for it gets too: RunSpec.Bot), and every run's CA bundle
 // when the operator gave one (ca.go), in a small volume of root's beside
 // the workspace: nothing of the bot's lands among the repository's files.
 const ToolsDir = "/.pullwright"
 
-// forwarderName is the forwarder's file in ToolsDir.
-const forwarderName = "forward"
+// forwarderName is the forwarder's file in ToolsDir: the bot's binary.
+const forwarderName = "bot"
 
 // forwarderStartTimeout bounds the wait for the forwarder to listen.
 const forwarderStartTimeout = 15 * time.Second
@@ -226,8 +227,9 @@ func (w *readyWatcher) text() string {
 	return s
 }
 
-// errNoForwarder is a fenced run on a runner that has no forwarder.
-var errNoForwarder = errors.New("run: a fenced run needs DockerConfig.Forwarder, a Linux build of the bot")
+// errNoForwarder is a fenced run, or one that asks for the bot's binary,
+// on a runner that has no forwarder.
+var errNoForwarder = errors.New("run: a fenced run, and one given the bot's binary, needs DockerConfig.Forwarder, a Linux build of the bot")
 
 // prepareCaches makes each writable cache's CacheFiles directory the
 // sandbox user's, through the engine's API like the workspace.

@@ -191,13 +191,39 @@ func parseLoaderList(out string) ([]Library, error) {
 
 // command is what starts the forwarder in the sandbox.
 func (f Forwarder) command() []string {
-	prog := ToolsDir + "/" + forwarderName
-	if !f.Dynamic() {
-		return []string{prog, "fence-forward"}
-	}
-	lib := ToolsDir + "/" + forwarderLibDir
-	return []string{lib + "/" + path.Base(f.Interpreter), "--library-path", lib, prog, "fence-forward"}
+	return append(f.start(ToolsDir+"/"+forwarderName, ToolsDir+"/"+forwarderLibDir), "fence-forward")
 }
+
+// start is what starts the binary at prog whose loader and libraries,
+// for a dynamic build, are in lib.
+func (f Forwarder) start(prog, lib string) []string {
+	if !f.Dynamic() {
+		return []string{prog}
+	}
+	return []string{lib + "/" + path.Base(f.Interpreter), "--library-path", lib, prog}
+}
+
+// BotFiles are the files of the bot's binary in a sandbox of a run that
+// asked for it (RunSpec.Bot): the binary, then for a dynamic build its
+// loader and libraries; nil without a forwarder.
+func (d *Docker) BotFiles() []string {
+	if d.cfg.Forwarder == "" {
+		return nil
+	}
+	files := []string{ToolsDir + "/" + forwarderName}
+	if d.fwd.Dynamic() {
+		lib := ToolsDir + "/" + forwarderLibDir + "/"
+		files = append(files, lib+path.Base(d.fwd.Interpreter))
+		for _, l := range d.fwd.Libraries {
+			files = append(files, lib+l.Name)
+		}
+	}
+	return files
+}
+
+// BotStart is the command that starts a copy of the bot's binary at prog
+// whose loader and libraries (BotFiles) were copied into lib.
+func (d *Docker) BotStart(prog, lib string) []string { return d.fwd.start(prog, lib) }
 
 // loaderVariable reports whether env ("NAME=value") tells a dynamic
 // loader to load, audit or trace more than a program needs.

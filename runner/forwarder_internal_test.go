@@ -44,11 +44,11 @@ func TestParseLoaderList(t *testing.T) {
 // A static forwarder starts as it is; a dynamic one through the copied
 // loader, which finds the copied libraries first.
 func TestForwarderCommand(t *testing.T) {
-	if got, want := (Forwarder{Program: "/bot"}).command(), []string{"/.pullwright/forward", "fence-forward"}; !reflect.DeepEqual(got, want) {
+	if got, want := (Forwarder{Program: "/bot"}).command(), []string{"/.pullwright/bot", "fence-forward"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("static: %q, want %q", got, want)
 	}
 	dyn := Forwarder{Program: "/bot", Interpreter: "/lib64/ld-linux-x86-64.so.2", Libraries: []Library{{"libc.so.6", "/lib/libc.so.6"}}}
-	want := []string{"/.pullwright/lib/ld-linux-x86-64.so.2", "--library-path", "/.pullwright/lib", "/.pullwright/forward", "fence-forward"}
+	want := []string{"/.pullwright/lib/ld-linux-x86-64.so.2", "--library-path", "/.pullwright/lib", "/.pullwright/bot", "fence-forward"}
 	if got := dyn.command(); !reflect.DeepEqual(got, want) {
 		t.Errorf("dynamic: %q, want %q", got, want)
 	}

@@ -374,15 +374,20 @@ func (s *Setup) run(ctx context.Context, p *prepared, dir, image, volume string,
 	return nil
 }
 
-// warm compiles the default branch's packages into the cache in volume
+// warm copies the bot's binary into the cache in volume, to serve its
+// build cache, and compiles the default branch's packages into it
 // (buildcache.Warm), with no network and in the environment of an
 // approved run. It is a run of its own after the setup's, and nothing it
 // does fails the setup: a build that does not finish in the run's time or
 // memory leaves what it compiled, and measure says whether runs can use it.
 func (s *Setup) warm(ctx context.Context, image, volume string, req pullwright.SetupRequest, plan deps.Plan, modules []string) {
 	log := s.logger().With("repo", req.Repo, "cache", volume)
+	// The program that serves the cache is the bot's binary, which the
+	// runner puts in the sandbox as it does the forwarder: nothing is
+	// compiled for it there.
+	prog := buildcache.Program{Files: s.Runner.BotFiles(), Start: s.Runner.BotStart}
 	res, err := s.Runner.Run(ctx, pullwright.RunSpec{
-		Dir: req.Base, Image: image, Command: buildcache.Warm(Dir, modules),
+		Dir: req.Base, Image: image, Command: buildcache.Warm(Dir, modules, prog), Bot: true,
 		Caches: []pullwright.CacheMount{{Volume: volume, Target: Mount}},
 		Env:    env(plan, false),
 		Memory: req.Memory, Disk: req.Disk, NanoCPUs: req.NanoCPUs, Timeout: req.Timeout, Labels: req.Labels,

@@ -596,3 +596,59 @@ func TestARunSeesGoSumAsCIWould(t *testing.T) {
 		})
 	}
 }
+
+// The program that serves a cache's Go build cache is the bot's own
+// binary (the forwarder's), copied into the cache, never compiled in the
+// sandbox: the copy in the cache is the very file, and a run through it
+// compiles nothing the setup compiled. A dynamic build runs there through
+// its own loader and libraries, in an image without a C library.
+func TestTheBuildCachesProgramIsTheBotsBinary(t *testing.T) {
+	image := sandboxtest.Image(t)
+	for _, tc := range []struct {
+		name string
+		bot  func(t *testing.T) string
+	}{
+		{"static", func(t *testing.T) string { return fencetest.Forwarder(t) }},
+		{"dynamic", func(t *testing.T) string {
+			return fencetest.BuildDynamic(t, "github.com/pullwright/pullwright/internal/fencetest/forward", "")
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bot := tc.bot(t)
+			repo := fmt.Sprintf("test/setup-prog-%s-%d", tc.name, os.Getpid())
+			fencetest.RemoveCaches(t, repo)
+			d, err := runner.NewDocker(runner.DockerConfig{Image: image, Forwarder: bot, Owner: repo,
+				Logger: slog.New(slog.NewTextHandler(t.Output(), nil))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { d.Close() })
+			s := &setup.Setup{Runner: d, Resolver: fencetest.Resolver(), Logger: slog.New(slog.NewTextHandler(t.Output(), nil))}
+			dir := write(t, map[string]string{"go.mod": "module example.com/tool\n\ngo 1.24\n", "main.go": "package main\n\nfunc main() {}\n"})
+			p, err := s.Prepare(t.Context(), pullwright.SetupRequest{Repo: repo, Dir: dir, Base: dir, Timeout: 2 * time.Minute})
+			if err != nil || p.Record == nil || p.Record.Failed {
+				t.Fatalf("prepare = %+v, %v", p, err)
+			}
+			defer p.Release(t.Context())
+			if !slices.ContainsFunc(p.Env, func(e string) bool { return strings.HasPrefix(e, "GOCACHEPROG=") }) {
+				t.Fatalf("runs are not pointed at the build cache; env %q", p.Env)
+			}
+			want, err := exec.Command("sha256sum", bot).Output()
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := d.Run(t.Context(), pullwright.RunSpec{Dir: dir,
+				Command: "sha256sum " + setup.Dir + "/go/bin/bot; GOTOOLCHAIN=local go build -x -o /tmp/app . 2>/tmp/x && echo built; echo compiled $(grep -c /compile /tmp/x)",
+				Caches:  p.Caches, Env: p.Env, Timeout: 2 * time.Minute})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sum := strings.Fields(string(want))[0]; !strings.Contains(res.Output, sum+"  "+setup.Dir+"/go/bin/bot") {
+				t.Errorf("the cache's program is not the bot's binary (sha256 %s):\n%s", sum, res.Output)
+			}
+			if !strings.Contains(res.Output, "built\ncompiled 0\n") {
+				t.Errorf("a run through the bot's program compiled again:\n%s", res.Output)
+			}
+		})
+	}
+}

@@ -251,11 +251,10 @@ var (
 // notSettings are strings of the code shaped like variables that no one
 // sets: each says why. The test fails when one is gone from the code.
 var notSettings = map[string]string{
-	"GITHUB_APP_OWNER":              "a key of BOT_APP_DIR/app.env, written and read by the bot (appmanifest)",
-	"GITHUB_APP_SLUG":               "a key of BOT_APP_DIR/app.env, written and read by the bot (appmanifest)",
-	"GITHUB_APP_URL":                "a key of BOT_APP_DIR/app.env, written and read by the bot (appmanifest)",
-	"PULLWRIGHT_GOCACHEPROG_SOURCE": "the end marker of a here-document in the setup's script (buildcache)",
-	"PULLWRIGHT_BENCH_TOKEN":        "bench/clone hands its test token to its own child process",
+	"GITHUB_APP_OWNER":       "a key of BOT_APP_DIR/app.env, written and read by the bot (appmanifest)",
+	"GITHUB_APP_SLUG":        "a key of BOT_APP_DIR/app.env, written and read by the bot (appmanifest)",
+	"GITHUB_APP_URL":         "a key of BOT_APP_DIR/app.env, written and read by the bot (appmanifest)",
+	"PULLWRIGHT_BENCH_TOKEN": "bench/clone hands its test token to its own child process",
 }
 
 // codeEnv returns the variables the module's code reads, each with where:

@@ -7,7 +7,9 @@ import (
 	"github.com/pullwright/pullwright/fence"
 )
 
-// fenceForward is "bot fence-forward": not for people. The runner copies
+// fenceForward is "bot fence-forward": not for people (nor is "bot
+// gocacheprog", the Go build cache's program that setup copies into a
+// cache, buildcache.Serve). The runner copies
 // this binary into a sandbox that fetches dependencies, which has no
 // network but loopback, and starts it there; it carries the sandbox's
 // connections over its stdin and stdout to the bot's fence.

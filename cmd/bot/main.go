@@ -28,6 +28,7 @@ import (
 
 	"github.com/pullwright/pullwright/agent"
 	"github.com/pullwright/pullwright/app"
+	"github.com/pullwright/pullwright/buildcache"
 	"github.com/pullwright/pullwright/policy"
 
 	"github.com/pullwright/pullwright/tracing"
@@ -74,6 +75,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return runLocal(ctx, args[1:], getenv, os.Stdin, stdout, stderr)
 	case "fence-forward":
 		return fenceForward(ctx, os.Stdin, stdout, stderr)
+	case "gocacheprog":
+		return buildcache.Serve(args[1:], os.Stdin, stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprintln(stdout, usage)
 		return nil

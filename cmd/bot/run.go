@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/localrun"
@@ -56,7 +57,7 @@ func runLocal(ctx context.Context, args []string, getenv func(string) string, st
 		return err
 	}
 	o.Stdin, o.Stdout, o.Stderr = stdin, stdout, stderr
-	ctx, stop := interrupts(ctx, stderr)
+	ctx, stop := interrupts(ctx, stderr, o.Runner != localrun.RunnerLocal)
 	defer stop()
 	res, err := localrun.Run(ctx, o)
 	if err != nil {
@@ -191,12 +192,19 @@ func operatorPrices(path string) (map[string]pullwright.Price, error) {
 	return op.Prices, nil
 }
 
-// interrupts cancels ctx at the first Ctrl-C (or SIGTERM), so that the run
-// stops and saves its work, and exits at the second.
-func interrupts(ctx context.Context, stderr io.Writer) (context.Context, func()) {
+// quitCleanupTimeout bounds the removal of the run's sandboxes when it
+// quits at once.
+const quitCleanupTimeout = 10 * time.Second
+
+// interrupts cancels ctx at the first Ctrl-C (or SIGTERM, or SIGHUP when
+// the terminal goes away), so that the run stops, removes its sandboxes
+// and saves its work, and exits at the second, after removing the
+// sandboxes at once. (A run killed outright leaves them to the next bot
+// run, which removes them.)
+func interrupts(ctx context.Context, stderr io.Writer, sandboxes bool) (context.Context, func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	sig := make(chan os.Signal, 2)
-	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	done := make(chan struct{})
 	finished := make(chan struct{})
 	go func() {
@@ -210,6 +218,13 @@ func interrupts(ctx context.Context, stderr io.Writer) (context.Context, func())
 		cancel()
 		select {
 		case <-sig:
+			if sandboxes {
+				rctx, rcancel := context.WithTimeout(context.Background(), quitCleanupTimeout)
+				if _, err := localrun.RemoveSandboxes(rctx); err != nil {
+					fmt.Fprintf(stderr, "Quit: some sandbox containers may be left running (the next bot run removes them): %v\n", err)
+				}
+				rcancel()
+			}
 			fmt.Fprintln(stderr, "Quit: the temporary workspace may be left in the temporary directory (pullwright-run-*).")
 			os.Exit(130)
 		case <-done:

@@ -83,8 +83,8 @@ func Resolver() Names {
 }
 
 // Forwarder builds the fence's forwarder (package forward, what `bot
-// fence-forward` runs) as a static Linux binary, as the bot's image has
-// it: a test binary is none.
+// fence-forward` and `bot gocacheprog` run) as a static Linux binary, as
+// the bot's image has it: a test binary is none.
 func Forwarder(t testing.TB) string {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), "forward")

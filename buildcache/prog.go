@@ -1,9 +1,11 @@
-// Command gocacheprog is the Go build cache of an approved run: a
+package buildcache
+
+// The program (Serve) is the Go build cache of an approved run: a
 // GOCACHEPROG program (the go command's protocol for a cache kept by
 // another program) that reads a shared layer it never writes and writes a
 // layer of the run's own.
 //
-//	GOCACHEPROG="gocacheprog -shared DIR -own DIR"
+//	GOCACHEPROG="bot gocacheprog -shared DIR -own DIR"
 //
 // The shared layer is what the bot's setup compiled from the default
 // branch, mounted read-only; the own layer is the run's. A get looks in
@@ -12,13 +14,11 @@
 // and a run cannot change what it reads from the shared layer. The setup
 // fills the shared layer with the same program, given only -own.
 //
-// It is built inside the sandbox by the image's own go command (setup
-// writes this file there): it uses the standard library only, and
-// nothing newer than Go 1.21, so that an image with an older Go (which
-// ignores GOCACHEPROG) still builds it. A layer is two directories: a/ holds, per action ID,
-// a line "v1 <output ID> <size> <unix nanoseconds>", and o/ holds the
-// outputs by output ID.
-package main
+// It is the bot's own binary ("bot gocacheprog", hidden), which setup
+// copies into the cache as it copies the fence's forwarder into a
+// sandbox: nothing is compiled in a sandbox to serve the cache. A layer is
+// two directories: a/ holds, per action ID, a line "v1 <output ID> <size>
+// <unix nanoseconds>", and o/ holds the outputs by output ID.
 
 import (
 	"bufio"
@@ -56,23 +56,31 @@ type response struct {
 	DiskPath      string     `json:",omitempty"`
 }
 
-func main() {
-	shared := flag.String("shared", "", "the read-only layer, if any")
-	own := flag.String("own", "", "the layer this program writes")
-	flag.Parse()
-	if *own == "" || flag.NArg() != 0 {
-		fmt.Fprintln(os.Stderr, "usage: gocacheprog [-shared DIR] -own DIR")
-		os.Exit(2)
+// ErrUsage is Serve's answer to arguments it does not take.
+var ErrUsage = errors.New("usage: bot gocacheprog [-shared DIR] -own DIR")
+
+// Serve is "bot gocacheprog [-shared DIR] -own DIR": it answers the go
+// command's requests on stdin, on stdout, until the go command closes the
+// cache or its end of stdin.
+func Serve(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("gocacheprog", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	shared := fs.String("shared", "", "the read-only layer, if any")
+	own := fs.String("own", "", "the layer this program writes")
+	if err := fs.Parse(args); err != nil {
+		return fmt.Errorf("gocacheprog: %w", ErrUsage)
+	}
+	if *own == "" || fs.NArg() != 0 {
+		return fmt.Errorf("gocacheprog: %w", ErrUsage)
 	}
 	c, err := newCache(*shared, *own)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "gocacheprog:", err)
-		os.Exit(1)
+		return fmt.Errorf("gocacheprog: %w", err)
 	}
-	if err := c.serve(os.Stdin, os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "gocacheprog:", err)
-		os.Exit(1)
+	if err := c.serve(stdin, stdout); err != nil {
+		return fmt.Errorf("gocacheprog: %w", err)
 	}
+	return nil
 }
 
 type cache struct {
