@@ -107,6 +107,13 @@ type Options struct {
 	// the ends aside). When Stdin is not a terminal, every other command
 	// is rejected without asking.
 	YesTo []string
+	// YesToSetup lets YesTo also approve a command whose setup runs on
+	// dependency manifests the agent changed (go.mod, a lockfile): that
+	// setup installs them with network, through the fence, without
+	// anyone reading their diff first (it is printed). Off, such a
+	// command is asked at a terminal and rejected without one. It needs
+	// YesTo.
+	YesToSetup bool
 
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
@@ -258,6 +265,8 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		model: model, branch: branch, res: &res, who: localUser(),
 		ask: newAsker(o.Stdin, interactive, o.YesTo, d),
 	}
+	r.ask.setupToo = o.YesToSetup
+	r.ask.asking = func() { r.status("waiting for your answer") }
 	defer r.ask.close()
 
 	base, err := os.MkdirTemp(o.TempDir, "pullwright-run-")
@@ -332,6 +341,9 @@ func (o *Options) check() error {
 		}
 	}
 	o.YesTo = yes
+	if o.YesToSetup && len(o.YesTo) == 0 {
+		return errors.New("--yes-to-setup lets the --yes-to list approve a setup on changed manifests, and no command is on the list: name them with --yes-to CMD")
+	}
 	return nil
 }
 

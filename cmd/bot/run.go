@@ -32,6 +32,11 @@ BOT_SANDBOX_IMAGE, BOT_CONFIG. Example with Ollama:
   OPENAI_BASE_URL=http://localhost:11434/v1 BOT_MODEL=qwen2.5-coder \
     bot run "fix the off-by-one in pagination, keep the public API"
 
+Without a terminal (a script, CI), only the commands named with --yes-to
+run, and the list, not you, is named as their approver. When the agent
+changes a dependency manifest, a command's setup installs the changed
+manifests first: the list approves that only with --yes-to-setup.
+
 Flags may come before or after the instructions; -- ends the flags.
 
 Exit status: 0 when the work is verified (the last run of each command on
@@ -110,6 +115,8 @@ func runOptions(args []string, getenv func(string) string, stderr io.Writer) (lo
 	fs.StringVar(&o.Runner, "runner", orDefault(getenv("BOT_RUNNER"), localrun.RunnerDocker),
 		"where approved commands run: docker (sandbox) or local (NO isolation, as you) (env BOT_RUNNER)")
 	fs.Var(&yesTo, "yes-to", "a command that runs without asking (exact match; repeatable); with input that is not a terminal, every other command is rejected")
+	fs.BoolVar(&o.YesToSetup, "yes-to-setup", false, "let the --yes-to list also approve a command whose setup first installs dependency manifests the agent changed (go.mod, a lockfile): "+
+		"that setup runs the changed manifests' install with network through the fence, unread (its diff is printed); without it such a command is asked, or rejected with no terminal")
 	fs.StringVar(&o.Model, "model", getenv("BOT_MODEL"), "model name (env BOT_MODEL; default: the repository's, else "+localrun.DefaultModel+")")
 	fs.StringVar(&o.BaseURL, "base-url", getenv("OPENAI_BASE_URL"), "OpenAI-compatible base URL, e.g. http://localhost:11434/v1 for Ollama (env OPENAI_BASE_URL; default OpenAI's)")
 	fs.StringVar(&o.APIType, "api-type", getenv("OPENAI_API_TYPE"), "openai (default), or azure for Azure OpenAI (--base-url is then the resource's endpoint) (env OPENAI_API_TYPE)")
