@@ -65,7 +65,7 @@ type run struct {
 	failure error
 }
 
-func (r *run) banner(notes []string) {
+func (r *run) banner(notes []string, drift string) {
 	d, s := r.d, r.settings
 	d.printf("Pullwright: %s, branch %s at %s\n", r.src.top, r.src.branch, words.Short(r.src.head))
 	d.printf("  model %s at %s\n", r.model, endpoint(r.o.BaseURL))
@@ -104,6 +104,9 @@ func (r *run) banner(notes []string) {
 	d.printf("  the work goes to the new branch %s; your branch and files are left alone\n", r.branch)
 	for _, n := range notes {
 		d.printf("  note: %s\n", n)
+	}
+	if drift != "" {
+		d.printf("warning: %s\n", drift)
 	}
 	if paths, err := r.src.uncommitted(); err != nil {
 		d.printf("warning: could not check %s for uncommitted changes: %v\n", r.src.top, err)

@@ -14,7 +14,6 @@ import (
 
 	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/localrun"
-	"github.com/pullwright/pullwright/policy"
 )
 
 const runUsage = `usage: bot run [flags] "instructions"
@@ -183,17 +182,9 @@ func runOptions(args []string, getenv func(string) string, stderr io.Writer) (lo
 // operatorPrices reads the operator file at path, as bot serve would, for
 // its prices: the rest of it governs a service, not a local run.
 func operatorPrices(path string) (map[string]pullwright.Price, error) {
-	b, err := os.ReadFile(path)
+	op, err := operatorFile(path, "")
 	if err != nil {
-		return nil, fmt.Errorf("read the operator configuration: %w", err)
-	}
-	op, err := policy.LoadOperator(b)
-	var list *policy.Errors
-	if errors.As(err, &list) {
-		list.File = path
-	}
-	if err != nil {
-		return nil, fmt.Errorf("operator configuration %s:\n%w", path, err)
+		return nil, err
 	}
 	return op.Prices, nil
 }
