@@ -16,8 +16,16 @@ const (
 	reasonNotListed = "not on the --yes-to list"
 	reasonNoInput   = "not on the --yes-to list, and it could not be asked: the input ended"
 	reasonEOF       = "no answer: the input ended"
-	reasonManifests = "it needs the repository's setup to run with the dependency manifests you changed, " +
-		"and with input that is not a terminal nobody can approve that (--yes-to does not cover it)"
+	reasonManifests = "it needs the repository's setup to run with the dependency manifests the agent changed, " +
+		"which the --yes-to list approves only with --yes-to-setup, and with input that is not a terminal nobody can be asked"
+)
+
+// Who answered, in the record of runs, when the list did rather than a
+// person: the flags themselves, so that a report or a commit message
+// never says a person approved what nobody saw.
+const (
+	byList      = "--yes-to"
+	byListSetup = "--yes-to and --yes-to-setup"
 )
 
 // verdict is the answer to one execution request.
@@ -26,6 +34,9 @@ type verdict struct {
 	// how says why it runs without a question (approvals), or is the
 	// reason handed to the agent (rejections).
 	how string
+	// by is who answered when it was not the person at the terminal:
+	// byList or byListSetup; "" for the person.
+	by string
 }
 
 // asker answers execution requests: from the --yes-to list, from the
@@ -34,10 +45,17 @@ type verdict struct {
 type asker struct {
 	interactive bool
 	yes         map[string]bool
-	always      map[string]bool
-	in          *lineReader
-	d           *display
-	eof         bool // the input ended: nothing more is asked
+	// setupToo lets the list approve a command whose setup runs on
+	// manifests the agent changed (--yes-to-setup).
+	setupToo bool
+	// asking, when set, is called before a question is put at the
+	// terminal, and only then: the status says a person is waited for
+	// only when one is.
+	asking func()
+	always map[string]bool
+	in     *lineReader
+	d      *display
+	eof    bool // the input ended: nothing more is asked
 }
 
 func newAsker(in io.Reader, interactive bool, yesTo []string, d *display) *asker {
@@ -61,20 +79,30 @@ type question struct {
 func (a *asker) decide(ctx context.Context, q question) (verdict, error) {
 	cmd := strings.TrimSpace(q.shown.Command)
 	// A setup on manifests the agent changed (or that could not be
-	// compared) is never answered by a list: as in serve, where a changed
-	// manifest is never auto-approved.
-	listed := q.shown.Setup == nil
+	// compared) is answered by the list only when the user said so
+	// (--yes-to-setup), and never by an earlier "a": as in serve, where
+	// a changed manifest is never auto-approved.
+	plain := q.shown.Setup == nil
 	switch {
-	case listed && a.yes[cmd]:
-		return verdict{approved: true, how: "on the --yes-to list"}, nil
-	case listed && a.always[cmd]:
+	case plain && a.yes[cmd]:
+		return verdict{approved: true, how: "approved by --yes-to", by: byList}, nil
+	case a.yes[cmd] && a.setupToo:
+		// Nobody reads it as it runs, so the log holds what was
+		// approved: the same value a question shows, manifests' diff
+		// and all.
+		a.d.printf("\n%s", approval.Text(q.shown))
+		return verdict{approved: true, how: "approved by " + byListSetup + ": the setup installs the changed manifests first", by: byListSetup}, nil
+	case plain && a.always[cmd]:
 		return verdict{approved: true, how: "approved with \"a\" earlier in this run"}, nil
-	case !a.interactive && !listed:
-		return verdict{how: reasonManifests}, nil
+	case !a.interactive && !plain && a.yes[cmd]:
+		return verdict{how: reasonManifests, by: byList}, nil
 	case !a.interactive:
-		return verdict{how: reasonNotListed}, nil
+		return verdict{how: reasonNotListed, by: byList}, nil
 	case a.eof:
 		return verdict{how: reasonNoInput}, nil
+	}
+	if a.asking != nil {
+		a.asking()
 	}
 	// The same value, sentences and escaping as the request comment.
 	a.d.printf("\n%s", approval.Text(q.shown))

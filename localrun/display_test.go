@@ -214,7 +214,7 @@ func TestChangedManifestsAreAlwaysAsked(t *testing.T) {
 		how         string
 		asked       bool
 	}{
-		{"listed, unchanged", false, "", question{shown: approval.Seal(plain)}, true, "on the --yes-to list", false},
+		{"listed, unchanged", false, "", question{shown: approval.Seal(plain)}, true, "approved by --yes-to", false},
 		{"listed, changed, no terminal", false, "", question{shown: approval.Seal(changed)}, false, reasonManifests, false},
 		{"listed, changed, asked", true, "y\n", question{shown: approval.Seal(changed)}, true, "approved", true},
 		{"listed, changed, refused", true, "n not that module\n", question{shown: approval.Seal(changed)}, false, "not that module", true},

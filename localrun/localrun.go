@@ -13,14 +13,17 @@
 package localrun
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"os/user"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -30,6 +33,7 @@ import (
 	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/agent"
 	"github.com/pullwright/pullwright/fence"
+	"github.com/pullwright/pullwright/internal/words"
 	"github.com/pullwright/pullwright/policy"
 	"github.com/pullwright/pullwright/runner"
 	"github.com/pullwright/pullwright/task"
@@ -107,6 +111,13 @@ type Options struct {
 	// the ends aside). When Stdin is not a terminal, every other command
 	// is rejected without asking.
 	YesTo []string
+	// YesToSetup lets YesTo also approve a command whose setup runs on
+	// dependency manifests the agent changed (go.mod, a lockfile): that
+	// setup installs them with network, through the fence, without
+	// anyone reading their diff first (it is printed). Off, such a
+	// command is asked at a terminal and rejected without one. It needs
+	// YesTo.
+	YesToSetup bool
 
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
@@ -220,7 +231,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		return Result{}, err
 	}
 	res := Result{Repo: src.top, Base: src.head}
-	settings, notes, err := resolveSettings(src, o.Model, o.FenceHosts, o.FenceNets)
+	settings, notes, drift, err := resolveSettings(src, o.Model, o.FenceHosts, o.FenceNets)
 	if err != nil {
 		return res, err
 	}
@@ -260,6 +271,8 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		model: model, branch: branch, res: &res, who: localUser(),
 		ask: newAsker(o.Stdin, interactive, o.YesTo, d),
 	}
+	r.ask.setupToo = o.YesToSetup
+	r.ask.asking = func() { r.status("waiting for your answer") }
 	defer r.ask.close()
 
 	base, err := os.MkdirTemp(o.TempDir, "pullwright-run-")
@@ -291,7 +304,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		return res, err
 	}
 	d.status("looking for uncommitted changes in " + src.top)
-	r.banner(notes)
+	r.banner(notes, drift)
 
 	r.work(ctx)
 	if err := r.save(ctx); err != nil {
@@ -334,6 +347,9 @@ func (o *Options) check() error {
 		}
 	}
 	o.YesTo = yes
+	if o.YesToSetup && len(o.YesTo) == 0 {
+		return errors.New("--yes-to-setup lets the --yes-to list approve a setup on changed manifests, and no command is on the list: name them with --yes-to CMD")
+	}
 	return nil
 }
 
@@ -342,16 +358,23 @@ func (o *Options) check() error {
 // may ask for a network and name its model, and no cost budget applies
 // (bot run's prices, if any, only show the cost). notes say what was set
 // aside.
-func resolveSettings(src *checkout, model string, fenceHosts, fenceNets []string) (policy.Settings, []string, error) {
+//
+// drift says how the working tree's file differs from HEAD's, which is
+// the one used: an edit that is not committed yet would otherwise be
+// ignored without a word.
+func resolveSettings(src *checkout, model string, fenceHosts, fenceNets []string) (s policy.Settings, notes []string, drift string, err error) {
 	data, found, err := src.file(policy.Path)
 	if err != nil {
-		return policy.Settings{}, nil, err
+		return policy.Settings{}, nil, "", err
 	}
+	drift = configDrift(src, data, found)
 	var c *policy.Config
-	var notes []string
 	if found {
 		if c, err = policy.Load(data); err != nil {
-			return policy.Settings{}, nil, fmt.Errorf("the repository configuration at HEAD is invalid:\n%w", err)
+			if drift != "" {
+				err = fmt.Errorf("%w\n(%s)", err, drift)
+			}
+			return policy.Settings{}, nil, "", fmt.Errorf("the repository configuration at HEAD is invalid:\n%w", err)
 		}
 		if c.Budget.MaxCostUSD > 0 {
 			notes = append(notes, fmt.Sprintf("%s: budget.max_cost_usd is not enforced by bot run, whose prices only show what a run cost", policy.Path))
@@ -368,11 +391,33 @@ func resolveSettings(src *checkout, model string, fenceHosts, fenceNets []string
 	if c != nil && c.Model != "" {
 		op.Models.Allowed = append(op.Models.Allowed, c.Model)
 	}
-	s, err := op.Resolve(c)
+	s, err = op.Resolve(c)
 	if err != nil {
-		return policy.Settings{}, nil, fmt.Errorf("the repository configuration at HEAD asks for more than bot run allows:\n%w", err)
+		return policy.Settings{}, nil, "", fmt.Errorf("the repository configuration at HEAD asks for more than bot run allows:\n%w", err)
 	}
-	return s, notes, nil
+	return s, notes, drift, nil
+}
+
+// configDrift says how the working tree's repository file differs from
+// HEAD's (head, found), in a sentence for a warning; "" when it does not,
+// or when the working tree's cannot be read (the warning of uncommitted
+// changes still names it).
+func configDrift(src *checkout, head []byte, found bool) string {
+	at := words.Short(src.head)
+	b, err := os.ReadFile(filepath.Join(src.top, filepath.FromSlash(policy.Path)))
+	switch {
+	case errors.Is(err, fs.ErrNotExist) && found:
+		return fmt.Sprintf("%s is deleted in the working tree, but bot run reads it from HEAD (%s): commit the deletion to run without it", policy.Path, at)
+	case err != nil:
+		return ""
+	case !found:
+		return fmt.Sprintf("%s is not committed, so it is not used: bot run reads the configuration from HEAD (%s), which has none; "+
+			"commit it to use it (bot check checks the file as it is now)", policy.Path, at)
+	case bytes.Equal(b, head):
+		return ""
+	}
+	return fmt.Sprintf("uncommitted changes to %s are not used: bot run reads it from HEAD (%s); "+
+		"commit them to use them (bot check checks the file as it is now)", policy.Path, at)
 }
 
 // sandboxImage is the image of a run's commands, and who chose it: the

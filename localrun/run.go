@@ -65,14 +65,23 @@ type run struct {
 	failure error
 }
 
-func (r *run) banner(notes []string) {
+func (r *run) banner(notes []string, drift string) {
 	d, s := r.d, r.settings
 	d.printf("Pullwright: %s, branch %s at %s\n", r.src.top, r.src.branch, words.Short(r.src.head))
 	d.printf("  model %s at %s\n", r.model, endpoint(r.o.BaseURL))
+	// Who lets a command run: the person at the terminal, or, without
+	// one, the --yes-to list alone.
+	who := "after your approval"
+	switch {
+	case !r.ask.interactive:
+		who = "only when on the --yes-to list: the input is not a terminal, so nobody is asked and every other command is rejected"
+	case len(r.o.YesTo) > 0:
+		who = "after your approval, or without asking when on the --yes-to list"
+	}
 	if r.o.Runner == RunnerLocal {
-		d.printf("  commands run %s, after your approval\n", r.sb.where)
+		d.printf("  commands run %s, %s\n", r.sb.where, who)
 	} else {
-		d.printf("  commands run %s (image %s, network %s), after your approval\n", r.sb.where, r.image, s.Sandbox.Network)
+		d.printf("  commands run %s (image %s, network %s), %s\n", r.sb.where, r.image, s.Sandbox.Network, who)
 		switch {
 		case r.sb.noSetup != "":
 			d.printf("  note: %s\n", r.sb.noSetup)
@@ -83,11 +92,21 @@ func (r *run) banner(notes []string) {
 	}
 	if len(r.o.YesTo) > 0 {
 		d.printf("  run without asking (--yes-to): %s\n", strings.Join(quoteAll(r.o.YesTo), ", "))
+		switch {
+		case r.o.YesToSetup:
+			d.printf("  --yes-to-setup: the list also approves a command whose setup first installs dependency manifests\n" +
+				"  the agent changed, with network through the fence; what was approved is printed\n")
+		case !r.ask.interactive && r.sb.setup != nil && r.sb.where != whereLocal:
+			d.printf("  a listed command whose setup would install manifests the agent changed is rejected (--yes-to-setup lets the list approve it)\n")
+		}
 	}
 	d.printf("  budget: %d turns, %s tokens\n", s.MaxTurns, pullwright.Thousands(s.MaxTokens))
 	d.printf("  the work goes to the new branch %s; your branch and files are left alone\n", r.branch)
 	for _, n := range notes {
 		d.printf("  note: %s\n", n)
+	}
+	if drift != "" {
+		d.printf("warning: %s\n", drift)
 	}
 	if paths, err := r.src.uncommitted(); err != nil {
 		d.printf("warning: could not check %s for uncommitted changes: %v\n", r.src.top, err)
@@ -242,20 +261,27 @@ func (r *run) request(ctx context.Context, req agent.Request) (string, error) {
 	if req.Network && (r.sb.setup == nil || r.sb.where == whereLocal) {
 		// Only the fence gives a command network: not asked, not run.
 		why := task.NoFence
-		rec.Verdict, rec.Outcome, rec.Why = task.Rejected, task.OutcomeRejected, why
+		rec.Verdict, rec.Outcome, rec.Why, rec.By = task.Rejected, task.OutcomeRejected, why, "pullwright"
 		r.runs = append(r.runs, rec)
 		r.d.printf("  `%s` was not asked: %s\n", words.Clip(cmd, 120), why)
 		return agent.Rejected("pullwright", why), nil
 	}
 	q := question{shown: r.show(req, tree), where: r.sb.where}
-	r.status("waiting for your answer")
 	v, err := r.ask.decide(ctx, q)
 	if err != nil {
 		return "", fmt.Errorf("read your answer: %w", err)
 	}
+	// The record names who answered: the person, or the list.
+	rec.By = cmp.Or(v.by, r.who)
 	if !v.approved {
 		rec.Verdict, rec.Outcome, rec.Why = task.Rejected, task.OutcomeRejected, v.how
 		r.runs = append(r.runs, rec)
+		if v.by != "" {
+			r.d.printf("  rejected `%s` (by %s): %s\n", words.Clip(cmd, 120), v.by, oneLine(v.how))
+			// The bot's rule refused it, as for a command that needs a
+			// fence it does not have: no person saw it.
+			return agent.Rejected("pullwright", v.how), nil
+		}
 		r.d.printf("  rejected `%s`: %s\n", words.Clip(cmd, 120), cmp.Or(oneLine(v.how), "no reason given"))
 		return agent.Rejected(r.who, v.how), nil
 	}

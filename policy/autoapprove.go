@@ -3,7 +3,20 @@ package policy
 import (
 	"regexp"
 	"strings"
+
+	"go.yaml.in/yaml/v3"
 )
+
+// textHint shows an auto_approve entry written as bare text ("- npm
+// test") in the form it takes: the command as a command entry, written
+// so that it reads back as the same text.
+func (AutoRule) textHint(text string) string {
+	b, err := yaml.Marshal(map[string]string{"command": text})
+	if err != nil || len(text) > 200 || strings.Count(string(b), "\n") != 1 {
+		return `write each entry as - command: THE COMMAND (the exact command) or - pattern: REGEXP (a regular expression for the whole command)`
+	}
+	return "write it as - " + strings.TrimSpace(string(b)) + " (the exact command), or as - pattern: REGEXP (a regular expression for the whole command)"
+}
 
 // compileRule anchors a pattern at both ends: "go test .*" must describe
 // the whole command, not any command that contains "go test".

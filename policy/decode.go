@@ -306,8 +306,20 @@ func yamlFields(t reflect.Type) []field {
 	return out
 }
 
+// textHinter is a struct often written as bare text by mistake; its
+// hint shows how that text is written in the struct's form.
+type textHinter interface{ textHint(text string) string }
+
 func (d *decoder) structValue(n *yaml.Node, v reflect.Value, path string) {
 	if n.Kind != yaml.MappingNode {
+		hint := ""
+		if h, ok := v.Interface().(textHinter); ok && n.Kind == yaml.ScalarNode && n.ShortTag() != "!!null" {
+			hint = h.textHint(n.Value)
+		}
+		if hint != "" {
+			d.fail(n, path, "expected keys and values, got %s: %s", describe(n), hint)
+			return
+		}
 		d.fail(n, path, "expected keys and values (each on its own line below, indented), got %s", describe(n))
 		return
 	}

@@ -337,3 +337,52 @@ func TestSchemaCoversConfig(t *testing.T) {
 	}
 	walk("", reflect.TypeFor[Config](), root)
 }
+
+// TestDocExamplesCoverTheLanguages: the Examples section of
+// docs/configuration.md has a file for a Go, a Node and a Python project
+// that works on an installation without an operator file, and whose
+// auto_approve rules approve its own test command.
+func TestDocExamplesCoverTheLanguages(t *testing.T) {
+	data, err := os.ReadFile(docsFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The section's lines: from its heading to the next of its level.
+	from, to := 0, 0
+	for i, l := range strings.Split(string(data), "\n") {
+		switch {
+		case l == "### Examples":
+			from = i + 1
+		case from > 0 && to == 0 && (strings.HasPrefix(l, "### ") || strings.HasPrefix(l, "## ")):
+			to = i + 1
+		}
+	}
+	if from == 0 || to == 0 {
+		t.Fatalf("%s has no ### Examples section", docsFile)
+	}
+	languages := []struct{ name, test string }{{"Go", "go test"}, {"Node", "npm test"}, {"Python", "pytest"}}
+	for _, lang := range languages {
+		found := false
+		for _, ex := range docExamples(t) {
+			if ex.operator || ex.line < from || ex.line > to {
+				continue
+			}
+			c, err := Load([]byte(ex.text))
+			if err != nil || !strings.HasPrefix(c.TestCommand, lang.test) {
+				continue // TestDocExamples reports a file that does not load
+			}
+			s, err := DefaultOperator().Resolve(c)
+			if err != nil {
+				continue // the full example needs an operator's file
+			}
+			if _, ok := s.AutoApproved(c.TestCommand); !ok {
+				t.Errorf("%s:%d: the %s example's auto_approve does not approve its test_command %q", docsFile, ex.line, lang.name, c.TestCommand)
+				continue
+			}
+			found = true
+		}
+		if !found {
+			t.Errorf("%s: the Examples section has no %s project's file (a test_command starting %q) that works without an operator file", docsFile, lang.name, lang.test)
+		}
+	}
+}

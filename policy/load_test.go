@@ -232,7 +232,12 @@ func TestLoadErrors(t *testing.T) {
 		{"number for disk", "sandbox:\n  disk: 2048\n", []string{f + "2: sandbox.disk: expected a size like 2GiB or 512MiB, got the number 2048"}},
 		{"list for disk", "sandbox:\n  disk: [1g]\n", []string{f + "2: sandbox.disk: expected a size like 2GiB or 512MiB, got a list"}},
 		{"list item of wrong type", "protected_paths:\n  - a/**\n  - 7\n", []string{f + `3: protected_paths[1]: expected text, got the number 7 (put it in quotes if you mean the text: "7")`}},
-		{"auto_approve item not a mapping", "auto_approve:\n  - go test ./...\n", []string{f + `2: auto_approve[0]: expected keys and values (each on its own line below, indented), got the text "go test ./..."`}},
+		{"auto_approve item not a mapping", "auto_approve:\n  - go test ./...\n", []string{f + `2: auto_approve[0]: expected keys and values, got the text "go test ./...": write it as - command: go test ./... (the exact command), or as - pattern: REGEXP (a regular expression for the whole command)`}},
+		{"auto_approve items as text", "auto_approve: [npm test, 'pytest -q # fast', 7]\n", []string{
+			f + `1: auto_approve[0]: expected keys and values, got the text "npm test": write it as - command: npm test (the exact command), or as - pattern: REGEXP (a regular expression for the whole command)`,
+			f + `1: auto_approve[1]: expected keys and values, got the text "pytest -q # fast": write it as - command: 'pytest -q # fast' (the exact command), or as - pattern: REGEXP (a regular expression for the whole command)`,
+			f + `1: auto_approve[2]: expected keys and values, got the number 7: write it as - command: "7" (the exact command), or as - pattern: REGEXP (a regular expression for the whole command)`,
+		}},
 		{"custom tag", "model: !env MODEL\n", []string{f + `1: model: expected text, got "MODEL" (tagged !env)`}},
 
 		// Values.

@@ -449,11 +449,15 @@ func botFlags(t *testing.T) map[string][]string {
 	demoFlags(demo)
 	var demoNames []string
 	demo.VisitAll(func(f *flag.Flag) { demoNames = append(demoNames, f.Name) })
+	check := flag.NewFlagSet("check", flag.ContinueOnError)
+	checkFlags(check, none)
+	var checkNames []string
+	check.VisitAll(func(f *flag.Flag) { checkNames = append(checkNames, f.Name) })
 	if len(serve) == 0 || len(run) == 0 {
 		t.Fatalf("found no flags: serve %v, run %v", serve, run)
 	}
 	// action, healthcheck and version read the environment only.
-	return map[string][]string{"serve": serve, "run": run, "demo": demoNames, "action": nil, "healthcheck": nil, "version": nil}
+	return map[string][]string{"serve": serve, "run": run, "demo": demoNames, "check": checkNames, "action": nil, "healthcheck": nil, "version": nil}
 }
 
 // otherTools are flags of other programs that the guides name in code
@@ -468,7 +472,7 @@ var otherTools = map[string]string{
 var (
 	// An invocation of the bot, in a code span or a line of code: its
 	// subcommand and what follows.
-	invocation = regexp.MustCompile(`(?:^|[\s/])(?:bot|pullwright)\s+(serve|run|action|healthcheck|version)\b(.*)`)
+	invocation = regexp.MustCompile(`(?:^|[\s/])(?:bot|pullwright)\s+(serve|run|check|action|healthcheck|version)\b(.*)`)
 	// A span that starts with a subcommand and a flag: "serve --config FILE".
 	bareInvocation = regexp.MustCompile(`^(serve|run)(\s+-.*)`)
 	quoted         = regexp.MustCompile(`"[^"]*"|'[^']*'`)

@@ -4,6 +4,7 @@
 //	bot serve        run the webhook server and the workers
 //	bot action       run as a GitHub Actions step
 //	bot run          work on a local checkout
+//	bot check        check a repository's configuration file
 //	bot healthcheck  ask a running serve's /healthz
 //	bot demo         the console over recorded tasks, on loopback
 //	bot version      print the version and what this binary can do
@@ -47,6 +48,7 @@ commands:
   serve        run the webhook server and the task workers
   action       run as a GitHub Actions step (see action.yml, docs/action.md)
   run          work on a local checkout, no GitHub App needed ("bot run -h")
+  check        check a repository's .github/pullwright.yml as the bot reads it ("bot check -h")
   healthcheck  ask a running serve's /healthz (the image's HEALTHCHECK)
   demo         the console over a few recorded tasks, no GitHub App or model needed
   version      print the version and what this binary can do (also --version)
@@ -73,6 +75,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return runDemo(ctx, args[1:], stderr)
 	case "run":
 		return runLocal(ctx, args[1:], getenv, os.Stdin, stdout, stderr)
+	case "check":
+		return check(args[1:], getenv, stdout, stderr)
 	case "fence-forward":
 		return fenceForward(ctx, os.Stdin, stdout, stderr)
 	case "gocacheprog":
@@ -262,21 +266,9 @@ func config(get func(string) string) (app.Config, error) {
 		cfg.Lease = d
 	}
 	if path := get("BOT_CONFIG"); path != "" {
-		b, err := os.ReadFile(path)
+		op, err := operatorFile(path, cfg.Model)
 		if err != nil {
-			return cfg, fmt.Errorf("read the operator configuration: %w", err)
-		}
-		op, err := policy.LoadOperator(b)
-		var list *policy.Errors
-		if errors.As(err, &list) {
-			list.File = path // so that each line reads "FILE:LINE: key: problem"
-		}
-		if err != nil {
-			return cfg, fmt.Errorf("operator configuration %s:\n%w", path, err)
-		}
-		// BOT_MODEL is the default model unless the file names one.
-		if op.Models.Default == policy.DefaultOperator().Models.Default {
-			op.Models.Default = cfg.Model
+			return cfg, err
 		}
 		cfg.Operator = op
 	}
@@ -286,6 +278,28 @@ func config(get func(string) string) (app.Config, error) {
 		cfg.Workers = n
 	}
 	return cfg, nil
+}
+
+// operatorFile reads the operator file at path as bot serve does: with
+// model (BOT_MODEL) as the default model unless the file names one, or
+// model is "".
+func operatorFile(path, model string) (*policy.Operator, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read the operator configuration: %w", err)
+	}
+	op, err := policy.LoadOperator(b)
+	var list *policy.Errors
+	if errors.As(err, &list) {
+		list.File = path // so that each line reads "FILE:LINE: key: problem"
+	}
+	if err != nil {
+		return nil, fmt.Errorf("operator configuration %s:\n%w", path, err)
+	}
+	if model != "" && op.Models.Default == policy.DefaultOperator().Models.Default {
+		op.Models.Default = model
+	}
+	return op, nil
 }
 
 // proxyEnv is the bot's own proxy environment as net/http reads it (the

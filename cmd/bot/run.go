@@ -15,7 +15,6 @@ import (
 
 	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/localrun"
-	"github.com/pullwright/pullwright/policy"
 )
 
 const runUsage = `usage: bot run [flags] "instructions"
@@ -32,6 +31,11 @@ BOT_SANDBOX_IMAGE, BOT_CONFIG. Example with Ollama:
 
   OPENAI_BASE_URL=http://localhost:11434/v1 BOT_MODEL=qwen2.5-coder \
     bot run "fix the off-by-one in pagination, keep the public API"
+
+Without a terminal (a script, CI), only the commands named with --yes-to
+run, and the list, not you, is named as their approver. When the agent
+changes a dependency manifest, a command's setup installs the changed
+manifests first: the list approves that only with --yes-to-setup.
 
 Flags may come before or after the instructions; -- ends the flags.
 
@@ -111,6 +115,8 @@ func runOptions(args []string, getenv func(string) string, stderr io.Writer) (lo
 	fs.StringVar(&o.Runner, "runner", orDefault(getenv("BOT_RUNNER"), localrun.RunnerDocker),
 		"where approved commands run: docker (sandbox) or local (NO isolation, as you) (env BOT_RUNNER)")
 	fs.Var(&yesTo, "yes-to", "a command that runs without asking (exact match; repeatable); with input that is not a terminal, every other command is rejected")
+	fs.BoolVar(&o.YesToSetup, "yes-to-setup", false, "let the --yes-to list also approve a command whose setup first installs dependency manifests the agent changed (go.mod, a lockfile): "+
+		"that setup runs the changed manifests' install with network through the fence, unread (its diff is printed); without it such a command is asked, or rejected with no terminal")
 	fs.StringVar(&o.Model, "model", getenv("BOT_MODEL"), "model name (env BOT_MODEL; default: the repository's, else "+localrun.DefaultModel+")")
 	fs.StringVar(&o.BaseURL, "base-url", getenv("OPENAI_BASE_URL"), "OpenAI-compatible base URL, e.g. http://localhost:11434/v1 for Ollama (env OPENAI_BASE_URL; default OpenAI's)")
 	fs.StringVar(&o.APIType, "api-type", getenv("OPENAI_API_TYPE"), "openai (default), or azure for Azure OpenAI (--base-url is then the resource's endpoint) (env OPENAI_API_TYPE)")
@@ -177,17 +183,9 @@ func runOptions(args []string, getenv func(string) string, stderr io.Writer) (lo
 // operatorPrices reads the operator file at path, as bot serve would, for
 // its prices: the rest of it governs a service, not a local run.
 func operatorPrices(path string) (map[string]pullwright.Price, error) {
-	b, err := os.ReadFile(path)
+	op, err := operatorFile(path, "")
 	if err != nil {
-		return nil, fmt.Errorf("read the operator configuration: %w", err)
-	}
-	op, err := policy.LoadOperator(b)
-	var list *policy.Errors
-	if errors.As(err, &list) {
-		list.File = path
-	}
-	if err != nil {
-		return nil, fmt.Errorf("operator configuration %s:\n%w", path, err)
+		return nil, err
 	}
 	return op.Prices, nil
 }

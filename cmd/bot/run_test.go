@@ -88,6 +88,13 @@ func TestRunOptions(t *testing.T) {
 			env:  base,
 			want: localrun.Options{Repo: ".", Runner: "docker", Instructions: "fix it", APIKey: "sk-test", CallTimeout: localrun.DefaultCallTimeout, Prices: prices},
 		},
+		{
+			name: "--yes-to-setup",
+			args: []string{"--yes-to", "go test ./...", "--yes-to-setup", "bump x/text"},
+			env:  base,
+			want: localrun.Options{Repo: ".", Runner: "docker", Instructions: "bump x/text", APIKey: "sk-test", CallTimeout: localrun.DefaultCallTimeout,
+				YesTo: []string{"go test ./..."}, YesToSetup: true},
+		},
 		{name: "an invalid operator file", args: []string{"--config", badConfig, "fix it"}, env: base, wantErr: "operator configuration " + badConfig},
 		{name: "no operator file", args: []string{"--config", filepath.Join(dir, "none.yml"), "fix it"}, env: base, wantErr: "read the operator configuration"},
 		{name: "azure without a version", args: []string{"--api-type", "azure", "--base-url", "https://r.openai.azure.com", "fix it"}, env: base,
@@ -122,7 +129,8 @@ func TestRunLocalHelp(t *testing.T) {
 	if err := runLocal(context.Background(), []string{"-h"}, func(string) string { return "" }, strings.NewReader(""), &stdout, &stderr); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"usage: bot run", "-yes-to", "-runner", "Ollama"} {
+	for _, want := range []string{"usage: bot run", "-yes-to", "-runner", "Ollama",
+		"-yes-to-setup", "with network through the fence", "approves that only with --yes-to-setup"} {
 		if !strings.Contains(stderr.String(), want) {
 			t.Errorf("help lacks %q:\n%s", want, stderr.String())
 		}
@@ -208,6 +216,19 @@ func TestRunLocalWithYesTo(t *testing.T) {
 	}
 	if !strings.Contains(stdout.String(), "New branch pullwright/fix-the-typo") || strings.Contains(stderr.String(), "Run it") {
 		t.Errorf("stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
+	}
+	// The list approved and rejected, and the output says so: nobody
+	// was asked, and no approval of anyone's is spoken of.
+	all := stderr.String() + stdout.String()
+	for _, want := range []string{"only when on the --yes-to list", "(approved by --yes-to)", "), approved by --yes-to\n", "rejected by --yes-to (not on the --yes-to list)"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("the output does not say %q:\n%s", want, all)
+		}
+	}
+	for _, dont := range []string{"your approval", "waiting for your answer"} {
+		if strings.Contains(all, dont) {
+			t.Errorf("the output says %q:\n%s", dont, all)
+		}
 	}
 }
 
