@@ -100,7 +100,7 @@ func (h Hosts) AllowsImage(dest string) bool {
 		return true
 	}
 	rest, ok := strings.CutPrefix(u.Path, "/user-attachments/assets/")
-	return host == h.web && ok && rest != "" && !strings.Contains(rest, "/")
+	return host == h.web && ok && rest != "" && rest != "." && rest != ".." && !strings.Contains(rest, "/")
 }
 
 // parse reads dest plainly: nil and true for a link on the page's own
@@ -125,12 +125,51 @@ func (h Hosts) parse(dest string) (*url.URL, bool) {
 	if u.Scheme != "https" && u.Scheme != h.scheme {
 		return nil, false
 	}
+	if u.Host == "" {
+		// "https:/host" and "https:///host": a browser finds a host in
+		// the path, and the zero Hosts' web host is "" too.
+		return nil, false
+	}
 	return u, true
 }
 
 // md is the parser: GitHub's flavour (tables, strikethrough, task lists,
-// bare links), as GitHub reads what the bot posts.
-var md = goldmark.New(goldmark.WithExtensions(extension.GFM))
+// bare links), as GitHub reads what the bot posts. noTables is the same
+// without tables, for a text whose tables would be too large: the parser
+// pads every row to the header's width, so a wide header over many short
+// lines costs time and memory in the product of the two.
+var (
+	md       = goldmark.New(goldmark.WithExtensions(extension.GFM))
+	noTables = goldmark.New(goldmark.WithExtensions(extension.Strikethrough, extension.Linkify, extension.TaskList))
+)
+
+// maxCells bounds the cells the tables of one text may have.
+const maxCells = 1 << 16
+
+// tableCells is at least the number of cells the tables in s would have:
+// for each line that could be a table's delimiter row, its columns times
+// the lines that follow it up to a blank one.
+func tableCells(s string) int {
+	lines := strings.Split(s, "\n")
+	cells := 0
+	for i, l := range lines {
+		if !strings.Contains(l, "|") || !strings.Contains(l, "-") || strings.Trim(l, "|:-> \t") != "" {
+			continue
+		}
+		rows := 0
+		for _, r := range lines[i+1:] {
+			if strings.Trim(r, "> \t") == "" {
+				break
+			}
+			rows++
+		}
+		cells += (strings.Count(l, "|") + 1) * (rows + 1)
+		if cells > maxCells {
+			break
+		}
+	}
+	return cells
+}
 
 // Markdown is s, a model's Markdown, made safe to post where h's GitHub
 // shows it. Whatever follows it after a blank line starts a block of its
@@ -203,7 +242,11 @@ func newWriter(s string, h Hosts) *writer {
 	// end the same so that the parser and GitHub agree.
 	s = strings.ReplaceAll(strings.ReplaceAll(s, "\r\n", "\n"), "\r", "\n")
 	src := []byte(s)
-	return &writer{src: src, doc: md.Parser().Parse(text.NewReader(src), parser.WithContext(parser.NewContext())), hosts: h}
+	p := md.Parser()
+	if tableCells(s) > maxCells {
+		p = noTables.Parser()
+	}
+	return &writer{src: src, doc: p.Parse(text.NewReader(src), parser.WithContext(parser.NewContext())), hosts: h}
 }
 
 // blocks writes n's children as blocks, sep apart.
@@ -347,18 +390,28 @@ func (w *writer) list(l *ast.List, m byte) string {
 		sep = "\n"
 	}
 	if w.depth >= maxDepth {
-		// Deeper than anyone reads: the items' blocks, one after another.
-		return w.blocks(l, "\n\n")
+		// Deeper than anyone reads: the items' blocks, one after another,
+		// each a block of its own (not the items' text run together, which
+		// would join "@" and a name, or a keyword and a reference).
+		var parts []string
+		for c := l.FirstChild(); c != nil; c = c.NextSibling() {
+			if s := w.blocks(c, "\n\n"); s != "" {
+				parts = append(parts, s)
+			}
+		}
+		return strings.Join(parts, "\n\n")
 	}
 	w.depth++
 	defer func() { w.depth-- }()
 	var items []string
-	num := l.Start
+	// Only the first number counts (CommonMark), and a marker has at most
+	// nine digits: every item is written with the start, so that no
+	// renumbering reaches "1000000000.", which GitHub reads as text.
+	start := min(max(l.Start, 0), 999999999)
 	for c := l.FirstChild(); c != nil; c = c.NextSibling() {
 		marker := string(m)
 		if l.IsOrdered() {
-			marker = strconv.Itoa(num) + string(m)
-			num++
+			marker = strconv.Itoa(start) + string(m)
 		}
 		body := w.blocks(c, sep)
 		if body == "" {
@@ -450,9 +503,10 @@ func (w *writer) inlines(n ast.Node) string {
 	for c := n.FirstChild(); c != nil; c = c.NextSibling() {
 		t, ok := c.(*ast.Text)
 		if !ok || t.IsRaw() {
-			_, link := c.(*ast.Link)
-			_, auto := c.(*ast.AutoLink)
-			b.WriteString(w.textBefore(run.String(), link || auto))
+			// Before code, a keyword is only a word: nothing in code is a
+			// reference.
+			_, code := c.(*ast.CodeSpan)
+			b.WriteString(w.textBefore(run.String(), !code))
 			run.Reset()
 			w.inline(&b, c)
 			continue
@@ -593,7 +647,9 @@ func (w *writer) link(inner, dest string) string {
 // control character) so that it ends where it should: no parenthesis or
 // angle bracket of its own.
 func escapeDest(s string) string {
-	return strings.NewReplacer("(", "%28", ")", "%29", "<", "%3C", ">", "%3E", "|", "%7C").Replace(s)
+	// '&' too: GitHub resolves character references in a destination, so
+	// "/&#47;host" (checked as written) would become "//host".
+	return strings.NewReplacer("&", "&amp;", "(", "%28", ")", "%29", "<", "%3C", ">", "%3E", "|", "%7C").Replace(s)
 }
 
 // plainText is the text an image's description holds.
@@ -666,18 +722,27 @@ func (w *writer) textLine(s string) string {
 
 // bareLink is what GitHub links without any markup: it does so after
 // parsing, in text, so an escaped character does not stop it.
-var bareLink = regexp.MustCompile(`(?i)\b(?:https?://|ftp://|www\.)[^\s<>"]+`)
+// No \b before the scheme: cmark-gfm links "1https://host", it looks only
+// at the letters before the ':'.
+var bareLink = regexp.MustCompile(`(?i)(?:https?://|ftp://|\bwww\.)[^\s<>"]+`)
 
 // text is literal text as Markdown that reads as that text and does no
 // more: no mention, no closing keyword, no markup, no bare link to a host
 // the hosts do not allow, no character that does not show as itself.
-func (w *writer) text(s string) string { return w.textBefore(s, false) }
+func (w *writer) text(s string) string { return w.textBefore(s, true) }
 
-// textBefore is text for s, which a link follows when link is set: a
-// closing keyword at its end would close the issue the link names.
-func (w *writer) textBefore(s string, link bool) string {
+// textBefore is text for s, which something other than code follows
+// when more is set. A closing keyword at its end is broken then: a link
+// ("fixes [#12](…)"), an image's text, emphasis ("fixes *#12*"), the
+// next line or the next run of text all read as "fixes #12" once rendered.
+func (w *writer) textBefore(s string, more bool) string {
 	s = defang(policy.Escaped(s))
-	if link {
+	if strings.HasSuffix(s, "@") {
+		// What follows may be a name written as text: a refused link's
+		// or image's text, a flattened strikethrough.
+		s += "\u200d"
+	}
+	if more {
 		s = closingEnd.ReplaceAllString(s, "$1\u200d$2")
 	}
 	var b strings.Builder
@@ -740,9 +805,9 @@ var (
 	// closing matches GitHub's issue-closing keywords before a
 	// reference: #12, owner/repo#12, or an issue's address.
 	closing = regexp.MustCompile(`(?i)\b(close[sd]?|fix(?:e[sd])?|resolve[sd]?)(\s*:?\s+(?:(?:[\w.-]+/[\w.-]+)?#\d|https?://))`)
-	// closingEnd is a closing keyword at the end of a text a link
-	// follows: "fixes [#12](…)" closes #12 too.
-	closingEnd = regexp.MustCompile(`(?i)\b(close[sd]?|fix(?:e[sd])?|resolve[sd]?)(\s*:?\s+)$`)
+	// closingEnd is a closing keyword at the end of a text something
+	// else follows: "fixes [#12](…)" closes #12 too.
+	closingEnd = regexp.MustCompile(`(?i)\b(close[sd]?|fix(?:e[sd])?|resolve[sd]?)(\s*:?\s*)$`)
 )
 
 // defang keeps text from acting on GitHub: an @mention would notify people
