@@ -229,6 +229,8 @@ type writer struct {
 	inTable bool
 	// depth is how many quotes and lists hold the block being written.
 	depth int
+	// inHeading is set in a heading's text.
+	inHeading bool
 }
 
 // maxDepth bounds the quotes and lists written inside one another: each
@@ -283,7 +285,9 @@ func (w *writer) block(n ast.Node) string {
 	case *ast.Paragraph, *ast.TextBlock:
 		return w.paragraph(n)
 	case *ast.Heading:
-		w.lineStart = false
+		// In a heading every "#" is escaped: trailing ones would close it.
+		w.lineStart, w.inHeading = false, true
+		defer func() { w.inHeading = false }()
 		return strings.Repeat("#", n.Level) + " " + oneLine(w.inlines(n))
 	case *ast.ThematicBreak:
 		// "***", never "---", which under a paragraph's line would make
@@ -773,7 +777,7 @@ func (w *writer) escape(s string) string {
 			}
 			w.lineStart = false
 			switch {
-			case c == '-' || c == '+' || c == '=':
+			case c == '-' || c == '+' || c == '=' || c == '>' || (c == '#' && !w.inHeading):
 				b.WriteByte('\\')
 			case c >= '0' && c <= '9':
 				// "1." or "1)" would start an ordered list.
@@ -790,8 +794,12 @@ func (w *writer) escape(s string) string {
 			}
 		}
 		switch c {
-		case '\\', '`', '*', '_', '[', ']', '<', '>', '&', '|', '~', '$', '#':
+		case '\\', '`', '*', '_', '[', ']', '<', '&', '|', '~', '$':
 			b.WriteByte('\\')
+		case '#':
+			if w.inHeading {
+				b.WriteByte('\\')
+			}
 		case '\n':
 			w.lineStart = true
 		}
