@@ -2,13 +2,9 @@ package runner_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io/fs"
 	"net/netip"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -46,7 +42,7 @@ func TestRealRepoGinAsInAPlainContainer(t *testing.T) {
 		t.Skipf("set %s=1 to run gin's tests in the sandbox (the module proxy, minutes of compiling)", realReposEnv)
 	}
 	image := sandboxtest.Image(t)
-	src := moduleSource(t, ginModule)
+	src := fencetest.ModuleSource(t, ginModule)
 	fencetest.DownloadModules(t, src)
 	host, served := fencetest.ModProxy(t)
 	image = sandboxtest.ImageWith(t, "ENV GOPROXY=http://"+host, "ENV GOSUMDB=off")
@@ -85,7 +81,7 @@ func TestRealRepoGinAsInAPlainContainer(t *testing.T) {
 	// belongs to the user, as the sandbox's copy does (gin's
 	// TestContextFormFile and two more chmod their working directory).
 	user := d.Config().User
-	mounts := []mount.Mount{{Type: mount.TypeBind, Source: ownedCopy(t, src, user), Target: runner.SandboxWorkdir}}
+	mounts := []mount.Mount{{Type: mount.TypeBind, Source: sandboxtest.OwnedCopy(t, src, user), Target: runner.SandboxWorkdir}}
 	for _, c := range p.Caches {
 		mounts = append(mounts, mount.Mount{Type: mount.TypeVolume, Source: c.Volume, Target: c.Target, ReadOnly: true})
 	}
@@ -139,50 +135,6 @@ func dockerRunLine(image, command, user string, env []string, mounts []mount.Mou
 		}
 	}
 	return strings.Join(args, " ")
-}
-
-// moduleSource is a copy of the module at path@version, from this
-// machine's module cache (filled through its module proxy if need be).
-func moduleSource(t *testing.T, module string) string {
-	t.Helper()
-	out, err := exec.Command("go", "mod", "download", "-json", module).Output()
-	if err != nil {
-		t.Fatalf("go mod download %s: %v", module, err)
-	}
-	var m struct{ Dir, Error string }
-	if err := json.Unmarshal(out, &m); err != nil || m.Dir == "" {
-		t.Fatalf("go mod download %s: %v %s", module, err, m.Error)
-	}
-	dir := filepath.Join(t.TempDir(), "src")
-	if err := os.CopyFS(dir, os.DirFS(m.Dir)); err != nil {
-		t.Fatalf("copy %s: %v", m.Dir, err)
-	}
-	return dir
-}
-
-// ownedCopy is a copy of dir whose files belong to user ("uid:gid"), for
-// a bind mount, as the sandbox's copy belongs to the sandbox's user. The
-// test runs as root, or as the sandbox's user itself.
-func ownedCopy(t *testing.T, dir, user string) string {
-	t.Helper()
-	var uid, gid int
-	if _, err := fmt.Sscanf(user, "%d:%d", &uid, &gid); err != nil {
-		t.Fatalf("user %q: %v", user, err)
-	}
-	dst := filepath.Join(t.TempDir(), "plain")
-	if err := os.CopyFS(dst, os.DirFS(dir)); err != nil {
-		t.Fatal(err)
-	}
-	err := filepath.WalkDir(dst, func(p string, _ fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		return os.Lchown(p, uid, gid)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dst
 }
 
 var (

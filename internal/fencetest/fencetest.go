@@ -6,11 +6,13 @@ package fencetest
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -167,4 +169,24 @@ func removeVolume(ctx context.Context, cli *client.Client, name string) error {
 		case <-time.After(time.Second):
 		}
 	}
+}
+
+// ModuleSource is a copy of the module at path@version (a real
+// repository's tree as its release has it, tests included), from this
+// machine's module cache, filled through its module proxy if need be.
+func ModuleSource(t testing.TB, module string) string {
+	t.Helper()
+	out, err := exec.Command("go", "mod", "download", "-json", module).Output()
+	if err != nil {
+		t.Fatalf("go mod download %s: %v", module, err)
+	}
+	var m struct{ Dir, Error string }
+	if err := json.Unmarshal(out, &m); err != nil || m.Dir == "" {
+		t.Fatalf("go mod download %s: %v %s", module, err, m.Error)
+	}
+	dir := filepath.Join(t.TempDir(), "src")
+	if err := os.CopyFS(dir, os.DirFS(m.Dir)); err != nil {
+		t.Fatalf("copy %s: %v", m.Dir, err)
+	}
+	return dir
 }

@@ -10,6 +10,7 @@ package sandboxtest
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -162,4 +163,29 @@ func commit(t testing.TB, base, script string, changes []string) string {
 		_, _ = c.ImageRemove(context.Background(), ref, client.ImageRemoveOptions{Force: true})
 	})
 	return ref
+}
+
+// OwnedCopy is a copy of dir whose files belong to user ("uid:gid"), for
+// a bind mount, as the sandbox's copy belongs to the sandbox's user. The
+// test runs as root, or as the sandbox's user itself.
+func OwnedCopy(t testing.TB, dir, user string) string {
+	t.Helper()
+	var uid, gid int
+	if _, err := fmt.Sscanf(user, "%d:%d", &uid, &gid); err != nil {
+		t.Fatalf("user %q: %v", user, err)
+	}
+	dst := filepath.Join(t.TempDir(), "plain")
+	if err := os.CopyFS(dst, os.DirFS(dir)); err != nil {
+		t.Fatal(err)
+	}
+	err := filepath.WalkDir(dst, func(p string, _ fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, uid, gid)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dst
 }
