@@ -46,7 +46,19 @@ type Program struct {
 // Version names what Warm leaves in a cache: a cache is kept under a
 // key that holds it, so that a change to the program or the layout is a
 // new cache, never a run pointed at a program that is not there.
-const Version = "gocacheprog/2"
+const Version = "gocacheprog/3"
+
+// Tools are the go command's own tools that a test or a common command
+// runs and that Go 1.25 and later no longer ship prebuilt: the first
+// `go tool nm` (cobra's tests run it) or `go test -cover -coverprofile`
+// over packages without tests (covdata) compiles the tool, about 60
+// packages of the standard library and cmd, which a plain container does
+// once into its own cache and a run would do every time into a layer that
+// dies with it. Warm builds them into the shared layer. pprof and trace
+// are left out: they are large and a test seldom runs them.
+func Tools() []string {
+	return []string{"addr2line", "buildid", "covdata", "nm", "objdump", "pack"}
+}
 
 // RunLayer is where a run's own layer is: in its /tmp, which lives as
 // long as the run and is no other's.
@@ -93,6 +105,10 @@ func Warm(cacheDir string, moduleDirs []string, prog Program) string {
 		fmt.Fprintf(&b, "(cd %s && GOCACHEPROG=%q GOPROXY=off go build ./... >/dev/null 2>&1; GOCACHEPROG=%q GOPROXY=off go test -exec true ./... >/dev/null 2>&1) || echo 'pullwright: some packages in %s did not compile; runs compile them'\n",
 			d, cmd, cmd, d)
 	}
+	// A tool the image's toolchain ships is not built: go tool runs it
+	// from GOTOOLDIR. One that does not build is left to the runs.
+	fmt.Fprintf(&b, "tooldir=$(go env GOTOOLDIR)\nfor t in %s; do [ -x \"$tooldir/$t\" ] || GOCACHEPROG=%q GOPROXY=off go tool -n $t >/dev/null 2>&1 || echo \"pullwright: go tool $t did not build; runs build it\"; done\n",
+		strings.Join(Tools(), " "), cmd)
 	fmt.Fprintf(&b, "echo 'pullwright: the Go build cache is warm'\n")
 	return b.String()
 }

@@ -56,6 +56,16 @@ func tree(t *testing.T, dir string) map[string]string {
 	return m
 }
 
+// layerBytes is the size of the outputs in a layer of the program's.
+func layerBytes(t *testing.T, layer string) int64 {
+	t.Helper()
+	var n int64
+	for _, s := range tree(t, filepath.Join(layer, "o")) {
+		n += int64(len(s))
+	}
+	return n
+}
+
 // compiled lists the packages a go command run with -x compiled.
 func compiled(out string) []string {
 	var pkgs []string
@@ -129,6 +139,16 @@ func TestWarmedRunsCompileOnlyWhatChanged(t *testing.T) {
 			if after[p] != s {
 				t.Errorf("runs changed %s", p)
 			}
+		}
+	}
+	// A run that asks for a tool the toolchain does not ship prebuilt
+	// (a test running go tool nm, go test -cover's covdata) finds it
+	// built: nothing compiled lands in its layer.
+	for _, tool := range buildcache.Tools() {
+		own := t.TempDir()
+		run(t, mod, "go tool -n "+tool, env(own))
+		if n := layerBytes(t, own); n > 0 {
+			t.Errorf("go tool -n %s in a run wrote %d bytes to its own layer: the warm script did not build it", tool, n)
 		}
 	}
 	if v := buildcache.RunEnv("/deps/files"); v != "GOCACHEPROG=/deps/files/go/bin/pullwright-gocache -shared /deps/files/go/build -own "+buildcache.RunLayer {
