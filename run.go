@@ -125,11 +125,18 @@ type RunSpec struct {
 	// the bot's. Links are symbolic links put in the sandbox's copy of the
 	// workspace where the tree has nothing of that name and has the
 	// directory it would be in: how a run finds what setup left in a cache
-	// for the working directory (a node_modules). The local backend
-	// ignores all three.
-	Caches []CacheMount
-	Env    []string
-	Links  []Link
+	// for the working directory (a node_modules). Prepare, if set, is a
+	// command of the bot's own that readies what a cache gives the run (a
+	// Go build cache directory in the run's /tmp, buildcache.Prepare):
+	// the sandbox runs it with /bin/sh -c just before Command, in the same
+	// container and as the same user, its output discarded; whether it
+	// succeeds or not, Command runs next, so a failed Prepare costs the
+	// command its warm cache, never its run. Only setup sets it. The local
+	// backend ignores all four.
+	Caches  []CacheMount
+	Env     []string
+	Links   []Link
+	Prepare string
 
 	// Route, if set, makes the run fenced: it has no network whatever
 	// Network says, and its processes reach hosts only through a
@@ -141,8 +148,8 @@ type RunSpec struct {
 	// Bot puts the bot's own binary in the sandbox, as a fenced run gets
 	// it for its forwarder (with a dynamic build's loader and libraries),
 	// root's and read-only, for the command to copy: how setup gives a
-	// cache the program that serves its Go build cache, which nothing then
-	// compiles. Only setup sets it; the local backend ignores it.
+	// cache the program that links its Go build cache for each run, which
+	// nothing then compiles. Only setup sets it; the local backend ignores it.
 	Bot bool
 
 	// KeepChanges asks the runner for what the command changed in its
@@ -203,10 +210,11 @@ type SetupResult struct {
 	// files need no setup.
 	Key   string
 	Steps []string
-	// Caches, Env and Links go into the approved run's RunSpec.
-	Caches []CacheMount
-	Env    []string
-	Links  []Link
+	// Caches, Env, Links and Prepare go into the approved run's RunSpec.
+	Caches  []CacheMount
+	Env     []string
+	Links   []Link
+	Prepare string
 	// Record is set when a setup ran for this run; Record.Failed then
 	// means the command must not run on a half-filled cache.
 	Record *SetupRecord

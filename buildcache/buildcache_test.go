@@ -56,12 +56,21 @@ func tree(t *testing.T, dir string) map[string]string {
 	return m
 }
 
-// layerBytes is the size of the outputs in a layer of the program's.
-func layerBytes(t *testing.T, layer string) int64 {
+// layerBytes is the size of the files a run's build cache directory
+// holds of its own (its links and copied action entries left out): what
+// the run's go command wrote.
+func layerBytes(t *testing.T, dir string) int64 {
 	t.Helper()
 	var n int64
-	for _, s := range tree(t, filepath.Join(layer, "o")) {
-		n += int64(len(s))
+	err := filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
+		if err != nil || !fi.Mode().IsRegular() || strings.HasSuffix(p, "-a") || filepath.Base(p) == "trim.txt" {
+			return err
+		}
+		n += fi.Size()
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 	return n
 }
@@ -110,12 +119,15 @@ func TestWarmedRunsCompileOnlyWhatChanged(t *testing.T) {
 	if len(shared) == 0 {
 		t.Fatal("the warm script left the shared layer empty")
 	}
-	env := func(own string) string {
-		return "GOCACHEPROG=" + filepath.Join(cache, buildcache.Tool) + " -shared " + filepath.Join(cache, buildcache.Store) + " -own " + own
+	// A run: the link step makes its build cache directory, then the
+	// command runs on it.
+	linked := func(own, script string) string {
+		return filepath.Join(cache, buildcache.Tool) + " -shared " + filepath.Join(cache, buildcache.Store) + " " + own + " && " + script
 	}
+	env := func(own string) string { return "GOCACHE=" + own }
 
 	own1 := t.TempDir()
-	if got := compiled(run(t, mod, "go build -x ./... && go vet ./... && go test -x ./... 2>&1", env(own1), "RAN="+ran)); len(got) != 0 {
+	if got := compiled(run(t, mod, linked(own1, "go build -x ./... && go vet ./... && go test -x ./... 2>&1"), env(own1), "RAN="+ran)); len(got) != 0 {
 		t.Errorf("a run on the warmed files compiled %v", got)
 	}
 	// The run changes a: a and what imports it compile (into its own
@@ -129,7 +141,8 @@ func TestWarmedRunsCompileOnlyWhatChanged(t *testing.T) {
 		t.Errorf("the same run's next command compiled %v again", got)
 	}
 	// Another run with the same change reads nothing of the first's.
-	if got := compiled(run(t, mod, "go build -x ./... 2>&1", env(t.TempDir()))); strings.Join(got, " ") != want {
+	own2 := t.TempDir()
+	if got := compiled(run(t, mod, linked(own2, "go build -x ./... 2>&1"), env(own2))); strings.Join(got, " ") != want {
 		t.Errorf("another run compiled %v, want %s again", got, want)
 	}
 	if after := tree(t, filepath.Join(cache, buildcache.Store)); len(after) != len(shared) {
@@ -146,13 +159,13 @@ func TestWarmedRunsCompileOnlyWhatChanged(t *testing.T) {
 	// built: nothing compiled lands in its layer.
 	for _, tool := range buildcache.Tools() {
 		own := t.TempDir()
-		run(t, mod, "go tool -n "+tool, env(own))
+		run(t, mod, linked(own, "go tool -n "+tool), env(own))
 		if n := layerBytes(t, own); n > 0 {
 			t.Errorf("go tool -n %s in a run wrote %d bytes to its own layer: the warm script did not build it", tool, n)
 		}
 	}
-	if v := buildcache.RunEnv("/deps/files"); v != "GOCACHEPROG=/deps/files/go/bin/pullwright-gocache -shared /deps/files/go/build -own "+buildcache.RunLayer {
-		t.Errorf("RunEnv = %q", v)
+	if v := buildcache.Prepare("/deps/files"); v != "/deps/files/go/bin/pullwright-gocache -shared /deps/files/go/build "+buildcache.RunLayer {
+		t.Errorf("Prepare = %q", v)
 	}
 }
 
@@ -167,10 +180,10 @@ func TestWarmCopiesTheBotAndCompilesNoProgram(t *testing.T) {
 		want string
 	}{
 		{"static", buildcache.Program{Files: []string{"/.pullwright/bot"}, Start: func(bin, _ string) []string { return []string{bin} }},
-			`exec /deps/files/go/bin/bot gocacheprog "$@"`},
+			`exec /deps/files/go/bin/bot gocache "$@"`},
 		{"dynamic", buildcache.Program{Files: []string{"/.pullwright/bot", "/.pullwright/lib/ld.so", "/.pullwright/lib/libc.so.6"},
 			Start: func(bin, lib string) []string { return []string{lib + "/ld.so", "--library-path", lib, bin} }},
-			`exec /deps/files/go/bin/lib/ld.so --library-path /deps/files/go/bin/lib /deps/files/go/bin/bot gocacheprog "$@"`},
+			`exec /deps/files/go/bin/lib/ld.so --library-path /deps/files/go/bin/lib /deps/files/go/bin/bot gocache "$@"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			script := buildcache.Warm("/deps/files", []string{".", "tools"}, tc.prog)

@@ -371,7 +371,7 @@ const (
 // goAheadKeepScript is goAheadScript for a run that keeps its changes:
 // the shell stays, so that after the command it can copy the workspace
 // out, and the run's exit code is still the command's.
-const goAheadKeepScript = `read -r _ && { /bin/sh -c "$1"; rc=$?; if [ "$rc" = 0 ]; then cp -a ` + SandboxWorkdir + ` ` + keepDir + `/tree && : > ` + keepDir + `/copied; fi; exit "$rc"; }`
+const goAheadKeepScript = `read -r _ && { ` + prepareStep + `/bin/sh -c "$1"; rc=$?; if [ "$rc" = 0 ]; then cp -a ` + SandboxWorkdir + ` ` + keepDir + `/tree && : > ` + keepDir + `/copied; fi; exit "$rc"; }`
 
 // makeKeepDir makes keepDir, the sandbox user's, in the container's keep
 // volume.

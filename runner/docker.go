@@ -54,7 +54,13 @@ const (
 // stdin, which Run writes once the workspace is in /workspace, and only then
 // runs the command, which comes as $1 so it is never part of a script. If
 // stdin closes without that line (the copy failed), the command never runs.
-const goAheadScript = `read -r _ && exec /bin/sh -c "$1"`
+// Before it, the spec's Prepare ($2, prepareStep).
+const goAheadScript = `read -r _ && { ` + prepareStep + `exec /bin/sh -c "$1"; }`
+
+// prepareStep runs RunSpec.Prepare, $2, when there is one: with no
+// input and its output dropped (the command's output is the command's),
+// and whatever its status, the command after it.
+const prepareStep = `if [ -n "$2" ]; then /bin/sh -c "$2" </dev/null >/dev/null 2>&1; fi; `
 
 // cleanupTimeout bounds the clean-up calls (kill, inspect, remove) that run
 // on a fresh context after the run's context is done.
@@ -600,7 +606,7 @@ func (d *Docker) containerConfig(s pullwright.RunSpec, image string, lim limits)
 			User:         d.cfg.User,
 			Hostname:     "sandbox",
 			Entrypoint:   []string{"/bin/sh", "-c", entryScript(s), "pullwright"},
-			Cmd:          []string{s.Command},
+			Cmd:          []string{s.Command, s.Prepare},
 			WorkingDir:   SandboxWorkdir,
 			Env:          append(sandboxEnv(s), d.caEnv()...),
 			AttachStdin:  true,
@@ -768,10 +774,13 @@ func (d *Docker) discard(log *slog.Logger, id string, now bool) {
 func (d *Docker) remove(log *slog.Logger, id string) {
 	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
 	defer cancel()
+	start := time.Now()
 	_, err := d.cli.ContainerRemove(ctx, id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
 	if err != nil && !cerrdefs.IsNotFound(err) {
 		log.Error("runner: remove container", "err", err)
+		return
 	}
+	log.Debug("runner: removed", "remove_ms", time.Since(start).Milliseconds())
 }
 
 // CleanupOrphans removes every container and workspace volume this runner's

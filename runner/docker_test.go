@@ -730,3 +730,38 @@ func TestNewDockerRefusesRoot(t *testing.T) {
 		}
 	}
 }
+
+// A spec's Prepare runs before the command, in the same sandbox and as
+// the same user, its output is not the command's, and whether it succeeds
+// or not the command runs and its status is the run's; with KeepChanges
+// too.
+func TestDockerPrepareRunsBeforeTheCommand(t *testing.T) {
+	t.Parallel()
+	d := newDocker(t, runner.DockerConfig{})
+	for _, tc := range []struct {
+		name, prepare, command string
+		keep                   bool
+		wantExit               int
+		wantOut                string
+	}{
+		{"ready", "echo noise; echo ready > /tmp/made", "cat /tmp/made; id -u", false, 0, "ready\n65534\n"},
+		{"failed prepare", "echo noise >&2; exit 3", "echo ran; exit 4", false, 4, "ran\n"},
+		{"prepare reads no input", "cat", "echo ran", false, 0, "ran\n"},
+		{"keep changes", "echo ready > /tmp/made", "cat /tmp/made > kept && cat kept", true, 0, "ready\n"},
+		{"none", "", "echo ran", false, 0, "ran\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := d.Run(t.Context(), pullwright.RunSpec{Dir: t.TempDir(), Command: tc.command, Prepare: tc.prepare,
+				KeepChanges: tc.keep, Timeout: time.Minute})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.ExitCode != tc.wantExit || res.Output != tc.wantOut {
+				t.Errorf("exit %d, output %q; want %d, %q", res.ExitCode, res.Output, tc.wantExit, tc.wantOut)
+			}
+			if tc.keep && (len(res.Changes) != 1 || res.Changes[0].Path != "kept") {
+				t.Errorf("changes = %+v, want kept", res.Changes)
+			}
+		})
+	}
+}

@@ -23,6 +23,8 @@ import (
 // still uses it.
 func (d *Docker) run(ctx context.Context, log *slog.Logger, s pullwright.RunSpec, image string, lim limits) (pullwright.RunResult, error) {
 	res := pullwright.RunResult{ExitCode: -1}
+	var ph phases
+	ph.begin = time.Now()
 	created, err := d.createContainer(ctx, s, image, lim)
 	if err != nil {
 		return res, err
@@ -36,16 +38,21 @@ func (d *Docker) run(ctx context.Context, log *slog.Logger, s pullwright.RunSpec
 		return res, err
 	}
 	defer r.close()
+	ph.created = time.Now()
 	if err := r.startContainer(ctx); err != nil {
 		return res, err
 	}
+	ph.started = time.Now()
 	if err := r.copyWorkspace(ctx); err != nil {
 		return r.notRun(ctx, err)
 	}
+	ph.copied = time.Now()
 	stopForwarder, err := r.provision(ctx)
 	if err != nil {
 		return res, err
 	}
+	ph.provisioned = time.Now()
+	r.phases = &ph
 	// After the wait below: the command's connections end with it.
 	defer stopForwarder()
 
@@ -109,6 +116,24 @@ type dockerRun struct {
 	out          *boundedOutput
 	noSpace      *phraseSpotter
 	copied       chan struct{} // closed when the output stream has ended
+	phases       *phases
+}
+
+// phases are when each step before the command ended, for the log: what
+// a run costs besides its command has names (the engine's create and
+// start, the workspace's copy, the caches, CA bundle and forwarder).
+type phases struct {
+	begin, created, started, copied, provisioned time.Time
+}
+
+// attrs are the steps' durations, in milliseconds, as log attributes.
+func (p *phases) attrs() []any {
+	if p == nil {
+		return nil
+	}
+	ms := func(from, to time.Time) int64 { return to.Sub(from).Milliseconds() }
+	return []any{"create_ms", ms(p.begin, p.created), "start_ms", ms(p.created, p.started),
+		"copy_ms", ms(p.started, p.copied), "provision_ms", ms(p.copied, p.provisioned)}
 }
 
 // attach connects to the container before it starts, so that no output is
@@ -347,9 +372,10 @@ func (r *dockerRun) result(ctx context.Context, res pullwright.RunResult, state 
 	r.addNotes(ctx, res, ex.cancelled)
 	res.Output, res.Truncated = r.out.String()
 
-	r.log.Info("runner: end", "command", loggedCommand(r.s.Command), "exit_code", res.ExitCode,
+	r.log.Info("runner: end", append([]any{"command", loggedCommand(r.s.Command), "exit_code", res.ExitCode,
 		"duration", res.Duration, "timed_out", res.TimedOut, "oom_killed", res.OOMKilled,
-		"out_of_space", r.noSpace.seen, "cancelled", ex.cancelled, "output_bytes", r.out.total, "truncated", res.Truncated)
+		"out_of_space", r.noSpace.seen, "cancelled", ex.cancelled, "output_bytes", r.out.total, "truncated", res.Truncated},
+		r.phases.attrs()...)...)
 	if ex.cancelled {
 		return res, fmt.Errorf("run %q: %w", r.s.Command, ctx.Err())
 	}

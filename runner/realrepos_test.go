@@ -68,7 +68,7 @@ func TestRealRepoGinAsInAPlainContainer(t *testing.T) {
 	const command = "go test ./... 2>&1"
 	before := served.Load()
 	res, err := d.Run(t.Context(), pullwright.RunSpec{
-		Dir: src, Image: image, Command: command, Caches: p.Caches, Env: p.Env, Links: p.Links,
+		Dir: src, Image: image, Command: command, Caches: p.Caches, Env: p.Env, Links: p.Links, Prepare: p.Prepare,
 		Memory: memory, Timeout: 30 * time.Minute,
 	})
 	if err != nil {

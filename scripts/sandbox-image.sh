@@ -5,7 +5,15 @@
 #
 #   /bin/busybox + one symlink per applet   Debian's busybox-static (installed if missing)
 #   /usr/local/go                           the Go toolchain of this machine, without
-#                                           docs, tests, api/ and testdata/ directories
+#                                           docs, tests, api/ and testdata/ directories,
+#                                           with the go command's tools that Go 1.25 and
+#                                           later no longer ship (nm, objdump, covdata, …)
+#                                           built into its pkg/tool, as older releases and
+#                                           Debian's golang packages have them: every Go
+#                                           setup of the tests would build them otherwise
+#                                           (buildcache.Tools, which a test of its own and
+#                                           BenchmarkWarmRealRepos, on an image without
+#                                           them, cover)
 #   /etc/passwd, /etc/group                 root and nobody/nogroup (65534)
 #   /tmp, /workspace                        mount points (the runner mounts a tmpfs
 #                                           and the workspace copy there)
@@ -78,13 +86,27 @@ log "building $tag from $busybox and $goroot ($(cat "$goroot/VERSION" | head -1)
 # go/format import, as scripts/base-images.sh found.
 goparent=$(dirname "$goroot")
 gobase=$(basename "$goroot")
-trap 'rm -rf "$stage" "$stage.tar"' EXIT
+tools="$stage.tools"
+trap 'rm -rf "$stage" "$stage.tar" "$tools"' EXIT
 tar -C "$stage" --numeric-owner --owner=0 --group=0 -cf "$stage.tar" .
 tar -C "$goparent" --numeric-owner --owner=0 --group=0 \
 	--anchored --exclude="$gobase/doc" --exclude="$gobase/test" --exclude="$gobase/api" \
 	--exclude="$gobase/misc" --no-anchored --exclude='testdata' --exclude='*.md' \
 	--transform="s,^$gobase,usr/local/go," \
 	-rf "$stage.tar" "$gobase"
+# The same list as buildcache.Tools, added as files alone (the engine
+# refuses a directory twice in one tar). One the toolchain already has is
+# left as it is.
+tooldir="pkg/tool/$("$goroot/bin/go" env GOOS)_$("$goroot/bin/go" env GOARCH)"
+mkdir -p "$tools"
+for t in addr2line buildid covdata nm objdump pack; do
+	[ -e "$goroot/$tooldir/$t" ] || GOROOT="$goroot" GOFLAGS= GOTOOLCHAIN=local CGO_ENABLED=0 \
+		"$goroot/bin/go" build -trimpath -o "$tools/$t" "cmd/$t"
+done
+if [ -n "$(ls -A "$tools")" ]; then
+	tar -C "$tools" --numeric-owner --owner=0 --group=0 --transform="s,^,usr/local/go/$tooldir/," \
+		-rf "$stage.tar" $(ls "$tools")
+fi
 
 docker import \
 	-c 'ENV PATH=/usr/local/go/bin:/bin' \

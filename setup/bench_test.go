@@ -165,7 +165,7 @@ func BenchmarkWarmRun(b *testing.B) {
 				ToolchainHosts: true, Nets: []netip.Prefix{fencetest.Loopback}}
 			run := func(p pullwright.SetupResult) time.Duration {
 				res, err := d.Run(b.Context(), pullwright.RunSpec{Dir: c.dir, Image: c.image, Command: c.test, Caches: p.Caches, Env: p.Env,
-					Links: p.Links, Timeout: 10 * time.Minute, Memory: 4 << 30})
+					Links: p.Links, Prepare: p.Prepare, Timeout: 10 * time.Minute, Memory: 4 << 30})
 				if err != nil || res.ExitCode != 0 {
 					b.Fatalf("run: %v exit %d\n%s", err, res.ExitCode, res.Output)
 				}
@@ -189,7 +189,12 @@ func BenchmarkWarmRun(b *testing.B) {
 			for _, e := range first.Env {
 				plainArgs = append(plainArgs, "-e", e)
 			}
-			plainArgs = append(plainArgs, c.image, "sh", "-c", c.test+" >/dev/null 2>&1")
+			command := c.test + " >/dev/null 2>&1"
+			if first.Prepare != "" {
+				// The build cache's link step, as the sandbox runs it.
+				command = first.Prepare + " >/dev/null 2>&1; " + command
+			}
+			plainArgs = append(plainArgs, c.image, "sh", "-c", command)
 			var sandbox, host, prepare, inside, plain time.Duration
 			for b.Loop() {
 				start := time.Now()

@@ -175,7 +175,7 @@ func TestNodeAndPythonProjectsPassOnTheCache(t *testing.T) {
 			}
 			before := len(c.requests.Paths())
 			res, err := d.Run(t.Context(), pullwright.RunSpec{
-				Dir: dir, Image: c.image, Command: c.test, Caches: p.Caches, Env: p.Env, Links: p.Links,
+				Dir: dir, Image: c.image, Command: c.test, Caches: p.Caches, Env: p.Env, Links: p.Links, Prepare: p.Prepare,
 				Timeout: 2 * time.Minute,
 			})
 			if err != nil {

@@ -1,16 +1,20 @@
 package setup_test
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net/netip"
 	"os"
 	"os/exec"
+	"path"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/pullwright/pullwright"
+	"github.com/pullwright/pullwright/buildcache"
 	"github.com/pullwright/pullwright/internal/fencetest"
 	"github.com/pullwright/pullwright/internal/sandboxtest"
 	"github.com/pullwright/pullwright/runner"
@@ -58,13 +62,20 @@ func BenchmarkWarmRealRepos(b *testing.B) {
 		"cobra": func(b *testing.B) realCase {
 			return goRealCase(b, "github.com/spf13/cobra@v1.10.2", "go test -count=1 -skip '^TestFailGen' ./...")
 		},
+		// spf13/viper: a configuration library, seven packages and 54
+		// modules of dependencies (mapstructure, afero, cast, toml,
+		// yaml, fsnotify and theirs).
+		"viper": func(b *testing.B) realCase {
+			return goRealCase(b, "github.com/spf13/viper@v1.21.0", "go test -count=1 ./...")
+		},
 	}
-	for _, name := range []string{"cobra"} {
+	for _, name := range []string{"cobra", "viper"} {
 		b.Run(name, func(b *testing.B) {
 			c := cases[name](b)
 			repo := fmt.Sprintf("bench/real-%s-%d", name, os.Getpid())
 			fencetest.RemoveCaches(b, repo)
-			d, err := runner.NewDocker(runner.DockerConfig{Image: c.image, Forwarder: fencetest.Forwarder(b), Owner: repo, Logger: slog.New(slog.DiscardHandler)})
+			steps := &stepTimes{ms: map[string]int64{}}
+			d, err := runner.NewDocker(runner.DockerConfig{Image: c.image, Forwarder: fencetest.Forwarder(b), Owner: repo, Logger: slog.New(steps)})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -74,7 +85,7 @@ func BenchmarkWarmRealRepos(b *testing.B) {
 				ToolchainHosts: true, Nets: []netip.Prefix{fencetest.Loopback}}
 			run := func(p pullwright.SetupResult) time.Duration {
 				res, err := d.Run(b.Context(), pullwright.RunSpec{Dir: c.dir, Image: c.image, Command: c.test, Caches: p.Caches, Env: p.Env,
-					Links: p.Links, Timeout: 20 * time.Minute, Memory: 4 << 30})
+					Links: p.Links, Prepare: p.Prepare, Timeout: 20 * time.Minute, Memory: 4 << 30})
 				if err != nil || res.ExitCode != 0 {
 					b.Fatalf("run: %v exit %d\n%s", err, res.ExitCode, res.Output)
 				}
@@ -103,6 +114,7 @@ func BenchmarkWarmRealRepos(b *testing.B) {
 			env := c.host(b, first)
 
 			var sandbox, prepare, inside, plainT, host time.Duration
+			steps.reset()
 			for b.Loop() {
 				start := time.Now()
 				p, err := s.Prepare(b.Context(), req)
@@ -124,6 +136,12 @@ func BenchmarkWarmRealRepos(b *testing.B) {
 			b.ReportMetric(sandbox.Seconds()/n, "sandbox-s")
 			b.ReportMetric(prepare.Seconds()/n, "prepare-s")
 			b.ReportMetric(inside.Seconds()/n, "inside-s")
+			// The rest of the sandbox's time, by the runner's log: the
+			// engine's create and start, the workspace's copy, the caches
+			// and CA bundle put in place, and the container's removal.
+			for _, k := range []string{"create", "start", "copy", "provision", "remove"} {
+				b.ReportMetric(float64(steps.get(k+"_ms"))/1000/n, k+"-s")
+			}
 			b.ReportMetric(plainT.Seconds()/n, "plain-s")
 			b.ReportMetric(host.Seconds()/n, "host-s")
 			b.ReportMetric(sandbox.Seconds()/plainT.Seconds(), "sandbox/plain")
@@ -139,13 +157,17 @@ func goRealCase(b *testing.B, module, test string) realCase {
 	src := fencetest.ModuleSource(b, module)
 	fencetest.DownloadModules(b, src)
 	proxy, _ := fencetest.ModProxy(b)
-	image := sandboxtest.ImageWith(b, "ENV GOPROXY=http://"+proxy, "ENV GOSUMDB=off")
+	// Without the tools the test image adds (scripts/sandbox-image.sh),
+	// as Go's own releases since 1.25 and the images built from them
+	// are: the setup builds them.
+	image := sandboxtest.CommitAfter(b, sandboxtest.Image(b), "cd \"$(go env GOTOOLDIR)\" && rm -f "+strings.Join(buildcache.Tools(), " "),
+		"ENV GOPROXY=http://"+proxy, "ENV GOSUMDB=off")
 	return realCase{image: image, dir: src, test: test,
 		plain: func(b *testing.B, p pullwright.SetupResult) []string {
 			// Its own build cache, in a volume owned by the sandbox's
 			// user, and the module cache the setup filled (read-only, as
 			// a module cache is).
-			vol := fmt.Sprintf("pullwright-bench-gocache-%d", os.Getpid())
+			vol := fmt.Sprintf("pullwright-bench-gocache-%d-%s", os.Getpid(), path.Base(strings.Split(module, "@")[0]))
 			b.Cleanup(func() { _ = exec.Command("docker", "volume", "rm", "-f", vol).Run() })
 			if out, err := exec.Command("docker", "run", "--rm", "-u", "0", "-v", vol+":/gocache", image,
 				"chown", runner.DefaultSandboxUser, "/gocache").CombinedOutput(); err != nil {
@@ -153,7 +175,7 @@ func goRealCase(b *testing.B, module, test string) realCase {
 			}
 			args := []string{"-v", vol + ":/gocache", "-v", p.Caches[0].Volume + ":" + setup.Mount + ":ro", "-e", "GOCACHE=/gocache"}
 			for _, e := range p.Env {
-				if !strings.HasPrefix(e, "GOCACHEPROG=") {
+				if !strings.HasPrefix(e, "GOCACHE=") {
 					args = append(args, "-e", e)
 				}
 			}
@@ -165,4 +187,42 @@ func goRealCase(b *testing.B, module, test string) realCase {
 			return env
 		},
 	}
+}
+
+// stepTimes is a log handler that adds up the runner's step durations
+// (the attributes ending in _ms of its "runner: end" and "runner:
+// removed" records).
+type stepTimes struct {
+	mu sync.Mutex
+	ms map[string]int64
+}
+
+func (h *stepTimes) Enabled(context.Context, slog.Level) bool { return true }
+func (h *stepTimes) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *stepTimes) WithGroup(string) slog.Handler            { return h }
+func (h *stepTimes) Handle(_ context.Context, r slog.Record) error {
+	if r.Message != "runner: end" && r.Message != "runner: removed" {
+		return nil
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	r.Attrs(func(a slog.Attr) bool {
+		if strings.HasSuffix(a.Key, "_ms") {
+			h.ms[a.Key] += a.Value.Int64()
+		}
+		return true
+	})
+	return nil
+}
+
+func (h *stepTimes) reset() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	clear(h.ms)
+}
+
+func (h *stepTimes) get(k string) int64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.ms[k]
 }

@@ -80,6 +80,8 @@ type prepared struct {
 	Caches []pullwright.CacheMount
 	Env    []string
 	Links  []pullwright.Link
+	// Prepare makes the run's Go build cache directory (buildcache).
+	Prepare string
 	// Setup is the setup run, when this call ran one (nil when the cache
 	// was ready or there is nothing to set up); Events are the
 	// connections it asked the fence for.
@@ -140,7 +142,7 @@ const (
 
 // result is p told in the vocabulary.
 func (p prepared) result() pullwright.SetupResult {
-	out := pullwright.SetupResult{Key: p.Plan.Key, Steps: p.Plan.Steps, Caches: p.Caches, Env: p.Env, Links: p.Links,
+	out := pullwright.SetupResult{Key: p.Plan.Key, Steps: p.Plan.Steps, Caches: p.Caches, Env: p.Env, Links: p.Links, Prepare: p.Prepare,
 		Private: p.Private, Measured: p.Measured, CacheBytes: p.CacheBytes, Evicted: p.Evicted, Release: p.Release}
 	if p.Setup != nil {
 		out.Record = record(p.Plan.Steps, *p.Setup, p.Failed, p)
@@ -264,7 +266,7 @@ func (s *Setup) prepare(ctx context.Context, req pullwright.SetupRequest) (prepa
 	p.Caches = []pullwright.CacheMount{{Volume: cache.Volume, Target: Mount, ReadOnly: true}}
 	p.Env, p.Links = env(plan, false), links(plan)
 	if cache.BuildCache {
-		p.Env = append(p.Env, buildcache.RunEnv(Dir))
+		p.Env, p.Prepare = append(p.Env, buildcache.RunEnv()), buildcache.Prepare(Dir)
 	}
 	return p, nil
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/pullwright/pullwright"
+	"github.com/pullwright/pullwright/buildcache"
 	"github.com/pullwright/pullwright/internal/fencetest"
 	"github.com/pullwright/pullwright/internal/sandboxtest"
 	"github.com/pullwright/pullwright/runner"
@@ -500,10 +501,8 @@ func TestPrepareWithoutGoInTheImage(t *testing.T) {
 		t.Fatalf("prepare = %+v, %v", p, err)
 	}
 	defer p.Release(t.Context())
-	for _, e := range p.Env {
-		if strings.HasPrefix(e, "GOCACHEPROG=") {
-			t.Errorf("a run is pointed at a build cache program the setup could not build: %s", e)
-		}
+	if p.Prepare != "" || slices.Contains(p.Env, buildcache.RunEnv()) {
+		t.Errorf("a run is pointed at a build cache the setup could not make: env %q, prepare %q", p.Env, p.Prepare)
 	}
 	if !p.Measured || p.CacheBytes <= 0 {
 		t.Errorf("the cache was not measured: %+v", p)
@@ -525,8 +524,8 @@ func TestABuildCacheIsUsedWhenTheMeasuringImageIsMissing(t *testing.T) {
 		t.Fatalf("prepare = %+v, %v", p, err)
 	}
 	defer p.Release(t.Context())
-	if !slices.ContainsFunc(p.Env, func(e string) bool { return strings.HasPrefix(e, "GOCACHEPROG=") }) {
-		t.Errorf("runs are not pointed at the build cache; env %q", p.Env)
+	if p.Prepare == "" || !slices.Contains(p.Env, buildcache.RunEnv()) {
+		t.Errorf("runs are not pointed at the build cache; env %q, prepare %q", p.Env, p.Prepare)
 	}
 	ready, err := d.ReadyCaches(t.Context())
 	if err != nil {
@@ -630,8 +629,8 @@ func TestTheBuildCachesProgramIsTheBotsBinary(t *testing.T) {
 				t.Fatalf("prepare = %+v, %v", p, err)
 			}
 			defer p.Release(t.Context())
-			if !slices.ContainsFunc(p.Env, func(e string) bool { return strings.HasPrefix(e, "GOCACHEPROG=") }) {
-				t.Fatalf("runs are not pointed at the build cache; env %q", p.Env)
+			if p.Prepare == "" || !slices.Contains(p.Env, buildcache.RunEnv()) {
+				t.Fatalf("runs are not pointed at the build cache; env %q, prepare %q", p.Env, p.Prepare)
 			}
 			want, err := exec.Command("sha256sum", bot).Output()
 			if err != nil {
@@ -639,7 +638,7 @@ func TestTheBuildCachesProgramIsTheBotsBinary(t *testing.T) {
 			}
 			res, err := d.Run(t.Context(), pullwright.RunSpec{Dir: dir,
 				Command: "sha256sum " + setup.Dir + "/go/bin/bot; GOTOOLCHAIN=local go build -x -o /tmp/app . 2>/tmp/x && echo built; echo compiled $(grep -c /compile /tmp/x)",
-				Caches:  p.Caches, Env: p.Env, Timeout: 2 * time.Minute})
+				Caches:  p.Caches, Env: p.Env, Prepare: p.Prepare, Timeout: 2 * time.Minute})
 			if err != nil {
 				t.Fatal(err)
 			}

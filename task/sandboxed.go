@@ -131,7 +131,7 @@ func (s Sandboxed) run(ctx context.Context, spec pullwright.RunSpec, setup *pull
 			ran.Result = pullwright.RunResult{ExitCode: -1, Output: setupFailure(r), NotStarted: true}
 			return ran, nil
 		}
-		spec.Caches, spec.Env, spec.Links = ready.Caches, ready.Env, ready.Links
+		spec.Caches, spec.Env, spec.Links, spec.Prepare = ready.Caches, ready.Env, ready.Links, ready.Prepare
 	}
 	rctx, span := tracing.Start(ctx, "sandbox run", attribute.String("pullwright.sandbox.image", spec.Image))
 	res, err := s.Runner.Run(rctx, spec)

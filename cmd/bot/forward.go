@@ -8,8 +8,8 @@ import (
 )
 
 // fenceForward is "bot fence-forward": not for people (nor is "bot
-// gocacheprog", the Go build cache's program that setup copies into a
-// cache, buildcache.Serve). The runner copies
+// gocache", the Go build cache's link step that setup copies into a
+// cache, buildcache.Main). The runner copies
 // this binary into a sandbox that fetches dependencies, which has no
 // network but loopback, and starts it there; it carries the sandbox's
 // connections over its stdin and stdout to the bot's fence.

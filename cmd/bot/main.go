@@ -79,8 +79,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return check(args[1:], getenv, stdout, stderr)
 	case "fence-forward":
 		return fenceForward(ctx, os.Stdin, stdout, stderr)
-	case "gocacheprog":
-		return buildcache.Serve(args[1:], os.Stdin, stdout, stderr)
+	case "gocache":
+		return buildcache.Main(args[1:], stderr)
 	case "-h", "--help", "help":
 		fmt.Fprintln(stdout, usage)
 		return nil

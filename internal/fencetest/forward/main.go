@@ -1,5 +1,5 @@
 // Command forward is what the bot's binary serves inside a sandbox, alone,
-// as `bot fence-forward` and `bot gocacheprog` run it, for tests
+// as `bot fence-forward` and `bot gocache` run it, for tests
 // (fencetest.Forwarder): built in seconds where the whole bot takes
 // minutes.
 package main
@@ -16,8 +16,8 @@ import (
 
 func main() {
 	var err error
-	if len(os.Args) > 1 && os.Args[1] == "gocacheprog" {
-		err = buildcache.Serve(os.Args[2:], os.Stdin, os.Stdout, os.Stderr)
+	if len(os.Args) > 1 && os.Args[1] == "gocache" {
+		err = buildcache.Main(os.Args[2:], os.Stderr)
 	} else {
 		err = fence.RunForwarder(context.Background(), os.Stdin, os.Stdout, os.Stderr)
 	}
