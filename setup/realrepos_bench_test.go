@@ -27,11 +27,14 @@ type realCase struct {
 	// earlier runs of the same command (warm), and the environment that
 	// points the tools at them. prepared is the sandbox's setup, whose
 	// fetched packages a plain container may mount read-only: fetching
-	// is not what is compared.
-	plain func(b *testing.B, prepared pullwright.SetupResult) []string
+	// is not what is compared. workspace is the plain container's own
+	// copy of dir, which it keeps from run to run as a checkout is kept.
+	plain func(b *testing.B, prepared pullwright.SetupResult, workspace string) []string
 	// host prepares this machine's run (its caches warm) and returns the
-	// environment to run test with.
-	host func(b *testing.B, prepared pullwright.SetupResult) []string
+	// environment to run test with, and the directory to run it in: dir,
+	// or a copy of its own where the tools write next to the sources
+	// (Python's __pycache__), which the sandbox's runs must not find.
+	host func(b *testing.B, prepared pullwright.SetupResult) (env []string, dir string)
 }
 
 // BenchmarkWarmRealRepos is what a maintainer waits for after approving a
@@ -58,8 +61,10 @@ func BenchmarkWarmRealRepos(b *testing.B) {
 		"cobra": func(b *testing.B) realCase {
 			return goRealCase(b, "github.com/spf13/cobra@v1.10.2", "go test -count=1 -skip '^TestFailGen' ./...")
 		},
+		"moment-timezone": momentTimezoneCase,
+		"pyflakes":        pyflakesCase,
 	}
-	for _, name := range []string{"cobra"} {
+	for _, name := range []string{"cobra", "moment-timezone", "pyflakes"} {
 		b.Run(name, func(b *testing.B) {
 			c := cases[name](b)
 			repo := fmt.Sprintf("bench/real-%s-%d", name, os.Getpid())
@@ -88,9 +93,10 @@ func BenchmarkWarmRealRepos(b *testing.B) {
 			run(first) // a first task
 			first.Release(b.Context())
 
+			workspace := sandboxtest.OwnedCopy(b, c.dir, d.Config().User)
 			plainArgs := append([]string{"run", "--rm", "--network", "none", "-u", d.Config().User,
-				"-v", sandboxtest.OwnedCopy(b, c.dir, d.Config().User) + ":" + runner.SandboxWorkdir, "-w", runner.SandboxWorkdir, "--tmpfs", "/tmp:exec"},
-				c.plain(b, first)...)
+				"-v", workspace + ":" + runner.SandboxWorkdir, "-w", runner.SandboxWorkdir, "--tmpfs", "/tmp:exec"},
+				c.plain(b, first, workspace)...)
 			plain := func(command string) time.Duration {
 				args := append(plainArgs, c.image, "sh", "-c", command)
 				start := time.Now()
@@ -100,7 +106,7 @@ func BenchmarkWarmRealRepos(b *testing.B) {
 				return time.Since(start)
 			}
 			plain(c.test) // warm its caches
-			env := c.host(b, first)
+			env, hostDir := c.host(b, first)
 
 			var sandbox, prepare, inside, plainT, host time.Duration
 			for b.Loop() {
@@ -117,7 +123,7 @@ func BenchmarkWarmRealRepos(b *testing.B) {
 				plainT += plain(c.test + " >/dev/null 2>&1")
 
 				start = time.Now()
-				hostRun(b, c.dir, env, c.test+" >/dev/null 2>&1")
+				hostRun(b, hostDir, env, c.test+" >/dev/null 2>&1")
 				host += time.Since(start)
 			}
 			n := float64(b.N)
@@ -141,7 +147,7 @@ func goRealCase(b *testing.B, module, test string) realCase {
 	proxy, _ := fencetest.ModProxy(b)
 	image := sandboxtest.ImageWith(b, "ENV GOPROXY=http://"+proxy, "ENV GOSUMDB=off")
 	return realCase{image: image, dir: src, test: test,
-		plain: func(b *testing.B, p pullwright.SetupResult) []string {
+		plain: func(b *testing.B, p pullwright.SetupResult, _ string) []string {
 			// Its own build cache, in a volume owned by the sandbox's
 			// user, and the module cache the setup filled (read-only, as
 			// a module cache is).
@@ -159,10 +165,10 @@ func goRealCase(b *testing.B, module, test string) realCase {
 			}
 			return args
 		},
-		host: func(b *testing.B, _ pullwright.SetupResult) []string {
+		host: func(b *testing.B, _ pullwright.SetupResult) ([]string, string) {
 			env := append(os.Environ(), "GOCACHE="+b.TempDir(), "GOFLAGS=-mod=mod", "GOTOOLCHAIN=local")
 			hostRun(b, src, env, test+" >/dev/null") // warm it
-			return env
+			return env, src
 		},
 	}
 }
