@@ -44,12 +44,17 @@ type realCase struct {
 //
 //   - plain: `docker run --rm --network none` of the same image, as the
 //     same user, with warm caches of its own (a Go build cache in a
-//     volume that earlier runs of the same command filled); the floor of
-//     an approved command, since a container per command is kept;
+//     volume that earlier runs of the same command filled; a
+//     node_modules that npm ci installed once in its workspace; a
+//     virtualenv pip installed once in a volume, and the __pycache__
+//     its workspace keeps); the floor of an approved command, since a
+//     container per command is kept;
 //   - host: the same command on this machine with its caches warm,
 //     reported, not the goal.
 //
-// Tests run with -count=1: the sandbox never has a cached test result.
+// Go tests run with -count=1: the sandbox never has a cached test
+// result. The Node and Python cases need Debian's packages (see
+// realrepos_debian_test.go) and are skipped without them.
 //
 //	go test -run '^$' -bench WarmRealRepos -benchtime 5x ./setup/
 func BenchmarkWarmRealRepos(b *testing.B) {

@@ -245,7 +245,7 @@ func DebianNode(t testing.TB, names ...string) ([]Package, []NodeModule) {
 	}
 	for _, n := range names {
 		if find(n, "/") == "" {
-			skipOrFail(t, "no Node package %s on this machine (apt-get install node-%s)", n, n)
+			skipOrFail(t, "no Node package %s in Debian's directories on this machine (apt-get install its Debian package)", n)
 		}
 		place(n, "/", "")
 	}
