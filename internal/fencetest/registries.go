@@ -49,6 +49,13 @@ func (r *Requests) Paths() []string {
 type Package struct {
 	Name, Version string
 	Files         map[string]string
+	// Dependencies are an npm package's, as its registry document
+	// lists them (its package.json, if Files has one, says the same).
+	Dependencies map[string]string
+	// Requires are a Python distribution's Requires-Dist, which pip
+	// installs with it. A wheel's entry points are its Files'
+	// "entry_points.txt", which goes into its dist-info.
+	Requires []string
 }
 
 // NPMRegistry speaks the npm registry's protocol for the packages it was
@@ -123,10 +130,14 @@ func (r *NPMRegistry) serve(w http.ResponseWriter, req *http.Request) {
 	versions := map[string]any{}
 	times := map[string]string{}
 	for _, rel := range rels {
-		versions[rel.Version] = map[string]any{
+		v := map[string]any{
 			"name": rel.Name, "version": rel.Version,
 			"dist": map[string]string{"tarball": rel.tarURL, "integrity": rel.integrity, "shasum": rel.shasum},
 		}
+		if len(rel.Dependencies) > 0 {
+			v["dependencies"] = rel.Dependencies
+		}
+		versions[rel.Version] = v
 		times[rel.Version] = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Format(time.RFC3339)
 	}
 	doc["versions"], doc["time"] = versions, times
@@ -158,6 +169,42 @@ func (r *NPMRegistry) Lockfile(name string, deps ...string) string {
 	root["dependencies"] = want
 	b, _ := json.MarshalIndent(map[string]any{
 		"name": name, "version": "1.0.0", "lockfileVersion": 3, "requires": true, "packages": pkgs,
+	}, "", "  ")
+	return string(b) + "\n"
+}
+
+// LockfileOf is a package-lock.json (version 3) for a project whose
+// package.json is root, with the node_modules tree of the registry's
+// packages tree: what `npm install` would have written.
+func (r *NPMRegistry) LockfileOf(root map[string]any, tree []NodeModule) string {
+	entry := map[string]any{}
+	for _, k := range []string{"name", "version", "dependencies", "devDependencies", "bin", "license"} {
+		if v, ok := root[k]; ok {
+			entry[k] = v
+		}
+	}
+	pkgs := map[string]any{"": entry}
+	for _, m := range tree {
+		var rel *npmRelease
+		for i, x := range r.pkgs[m.Name] {
+			if x.Version == m.Version {
+				rel = &r.pkgs[m.Name][i]
+			}
+		}
+		if rel == nil {
+			panic(fmt.Sprintf("the registry has no %s@%s", m.Name, m.Version))
+		}
+		e := map[string]any{"version": m.Version, "resolved": rel.tarURL, "integrity": rel.integrity}
+		if len(m.Dependencies) > 0 {
+			e["dependencies"] = m.Dependencies
+		}
+		if m.Bin != nil {
+			e["bin"] = m.Bin
+		}
+		pkgs[m.Path] = e
+	}
+	b, _ := json.MarshalIndent(map[string]any{
+		"name": root["name"], "version": root["version"], "lockfileVersion": 3, "requires": true, "packages": pkgs,
 	}, "", "  ")
 	return string(b) + "\n"
 }
@@ -274,9 +321,16 @@ func buildWheel(p Package) (wheel, error) {
 	info := dist + "-" + p.Version + ".dist-info/"
 	files := map[string]string{}
 	for name, content := range p.Files {
+		if name == "entry_points.txt" {
+			name = info + name
+		}
 		files[name] = content
 	}
-	files[info+"METADATA"] = "Metadata-Version: 2.1\nName: " + p.Name + "\nVersion: " + p.Version + "\n"
+	meta := "Metadata-Version: 2.1\nName: " + p.Name + "\nVersion: " + p.Version + "\n"
+	for _, r := range p.Requires {
+		meta += "Requires-Dist: " + r + "\n"
+	}
+	files[info+"METADATA"] = meta
 	files[info+"WHEEL"] = "Wheel-Version: 1.0\nGenerator: pullwright-fencetest\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
 	var record strings.Builder
 	for _, name := range sortedKeys(files) {
