@@ -85,7 +85,7 @@ func TestPrepareFillsTheCacheOnce(t *testing.T) {
 	// The setup compiled the default branch's packages: the run builds
 	// on them and compiles nothing again.
 	run, err := d.Run(t.Context(), pullwright.RunSpec{Dir: dir, Command: "GOTOOLCHAIN=local go build -x -o /tmp/app . 2>/tmp/x && echo built; echo compiled $(grep -c /compile /tmp/x)",
-		Caches: first.Caches, Env: first.Env, Timeout: 2 * time.Minute})
+		Caches: first.Caches, Env: first.Env, Prepare: first.Prepare, Timeout: 2 * time.Minute})
 	if err != nil || !strings.Contains(run.Output, "built") || !strings.Contains(run.Output, "compiled 0\n") {
 		t.Fatalf("approved run on the cache: %v, exit %d\n%s\n(setup said: %s)", err, run.ExitCode, run.Output, first.Record.Output)
 	}
@@ -247,7 +247,7 @@ func TestPullwrightsOwnTestsPassOnTheCache(t *testing.T) {
 	t.Logf("setup: %d requests to the module proxy in %s", served.Load(), p.Record.Duration)
 	before := served.Load()
 	res, err := d.Run(t.Context(), pullwright.RunSpec{
-		Dir: dir, Image: image, Command: "GOTOOLCHAIN=local go test ./policy/", Caches: p.Caches, Env: p.Env,
+		Dir: dir, Image: image, Command: "GOTOOLCHAIN=local go test ./policy/", Caches: p.Caches, Env: p.Env, Prepare: p.Prepare,
 		Timeout: 10 * time.Minute, Memory: 4 << 30,
 	})
 	if err != nil {
@@ -581,7 +581,7 @@ func TestARunSeesGoSumAsCIWould(t *testing.T) {
 				t.Fatalf("setup failed: %s", p.Record.Output)
 			}
 			res, err := d.Run(t.Context(), pullwright.RunSpec{Dir: dir, Command: "GOTOOLCHAIN=local go test ./...",
-				Caches: p.Caches, Env: p.Env, Timeout: 2 * time.Minute})
+				Caches: p.Caches, Env: p.Env, Prepare: p.Prepare, Timeout: 2 * time.Minute})
 			if err != nil {
 				t.Fatal(err)
 			}
