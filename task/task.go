@@ -288,16 +288,62 @@ func (t *Task) Job() (j Job, ok bool) {
 	return Job{Task: t, Work: t.agentWork}, true
 }
 
-// Clone copies t as assigning a Task did while Work was part of it: its
-// Work is copied too, one level deep, so that setting a field of the
-// copy's Work leaves t's alone.
+// Clone copies t deeply: nothing the copy holds is shared with t. It is
+// the task as the store would give it back (Task.snapshot), for tests and
+// tools; it panics on a task the store's codec refuses, which could not be
+// saved either (the worker uses snapshot, which returns that error).
 func (t *Task) Clone() *Task {
-	c := *t
-	if t.agentWork != nil {
-		w := *t.agentWork
-		c.agentWork = &w
+	s, err := t.snapshot()
+	if err != nil {
+		panic(fmt.Sprintf("task %d: clone: %v", t.ID, err))
 	}
-	return &c
+	c, err := s.restore()
+	if err != nil {
+		panic(fmt.Sprintf("task %d: clone: %v", t.ID, err))
+	}
+	return c
+}
+
+// A taskSnapshot is a task as the store keeps it: its document, written by
+// the store's own codec (MarshalJSON), and the fields the store keeps
+// apart from the document. Restoring one gives a task that shares nothing
+// with the one it was taken of, however deep a step reaches into it (a
+// pull request's commits, a request, the settings), so a failed step's
+// rollback is correct by construction: whatever a field's type, it comes
+// back as the store would load it.
+type taskSnapshot struct {
+	doc []byte
+	// Kept by the store apart from the document, or never stored.
+	cancelledBy    string
+	crashes, claim int
+	savedIn        int
+	answer         *Answer
+}
+
+func (t *Task) snapshot() (taskSnapshot, error) {
+	doc, err := json.Marshal(t)
+	if err != nil {
+		return taskSnapshot{}, fmt.Errorf("snapshot task %d: %w", t.ID, err)
+	}
+	s := taskSnapshot{doc: doc, cancelledBy: t.CancelledBy, crashes: t.Crashes, claim: t.Claim, savedIn: t.savedIn}
+	if r := t.CurrentRequest(); r != nil && r.Answer != nil {
+		a := *r.Answer
+		s.answer = &a
+	}
+	return s, nil
+}
+
+func (s taskSnapshot) restore() (*Task, error) {
+	t := new(Task)
+	if err := json.Unmarshal(s.doc, t); err != nil {
+		return nil, fmt.Errorf("restore a task's snapshot: %w", err)
+	}
+	t.CancelledBy, t.Crashes, t.Claim, t.savedIn = s.cancelledBy, s.crashes, s.claim, s.savedIn
+	if r := t.CurrentRequest(); r != nil && s.answer != nil {
+		a := *s.answer
+		r.Answer = &a
+	}
+	return t, nil
 }
 
 // UnmarshalJSON reads a task as the store keeps it: a working kind's Work

@@ -332,8 +332,8 @@ func TestOnlyAFixOrAReviewHasWork(t *testing.T) {
 	}
 }
 
-// A clone's work is its own, as a copy of Task was while Work was part
-// of it: the worker puts a failed step's task back from one.
+// A clone's work is its own, however deep: a clone is the task as the
+// store would give it back.
 func TestCloneCopiesTheWork(t *testing.T) {
 	tk := storedTask()
 	c := tk.Clone()

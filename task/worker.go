@@ -262,14 +262,13 @@ func (p *Pool) work(ctx context.Context, owner string, t *Task) {
 		from := t.State
 		// A failed step leaves no trace in the task but its retry count:
 		// what it half did is redone, idempotently, by the next try.
-		before := t.Clone()
-		if j, ok := before.Job(); ok && j.Request != nil {
-			// Steps change the request in place: keep a copy of it too.
-			r := *j.Request
-			j.Request = &r
+		before, err := t.snapshot()
+		if err != nil {
+			log.ErrorContext(ctx, "keep the task before its step", "state", from, "err", err)
+			return
 		}
 		began := time.Now()
-		err := p.step(ctx, t)
+		err = p.step(ctx, t)
 		res := StepResult{Kind: t.Kind, From: from, To: t.State, Err: err, Duration: time.Since(began)}
 		res.answered(t)
 		p.observe(res)
@@ -278,7 +277,12 @@ func (p *Pool) work(ctx context.Context, owner string, t *Task) {
 				log.InfoContext(ctx, "step interrupted", "state", from, "cause", context.Cause(ctx))
 				return
 			}
-			*t = *before
+			restored, rerr := before.restore()
+			if rerr != nil {
+				log.ErrorContext(ctx, "put the task back as it was before its step", "state", from, "err", rerr)
+				return
+			}
+			*t = *restored
 			t.Attempts++
 			if Permanent(err) || t.Attempts >= p.MaxAttempts {
 				log.ErrorContext(ctx, "task failed", "state", from, "attempts", t.Attempts, "err", err)

@@ -2,13 +2,16 @@ package task_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/pullwright/pullwright"
+	"github.com/pullwright/pullwright/approval"
 	"github.com/pullwright/pullwright/internal/testclock"
+	"github.com/pullwright/pullwright/policy"
 	"github.com/pullwright/pullwright/task"
 	"github.com/pullwright/pullwright/task/tasktest"
 )
@@ -328,4 +331,100 @@ func TestAPanickingReportDoesNotStopTheProcess(t *testing.T) {
 	if got := waitFor(t, s, tk.ID, func(t *task.Task) bool { return t.State.Terminal() }); got.State != task.Failed {
 		t.Fatalf("task ended %s", got.State)
 	}
+}
+
+// A failed step leaves the task exactly as it was loaded, whatever the
+// step changed before failing and however deep: a pull request's commits
+// or its count of deleted threads (shared with the copy the worker kept
+// while that copy was one level deep), the request, the settings, the
+// record of runs. The stored document after the failure is the one before
+// it but for the retry's own fields.
+func TestFailedStepRollsBackEveryKindOfChange(t *testing.T) {
+	tests := []struct {
+		name   string
+		change func(*task.Task)
+	}{
+		{"a pushed commit on the pull request", func(tk *task.Task) {
+			j := tasktest.Job(tk)
+			j.PushedSHA = "c2"
+			j.Pull.Commits = append(j.Pull.Commits, "c2")
+		}},
+		{"a deleted review thread counted", func(tk *task.Task) { tasktest.Job(tk).Pull.Gone++ }},
+		{"a pull request's note", func(tk *task.Task) { tasktest.Job(tk).Pull.Notes[1] = "changed" }},
+		{"the request's fields", func(tk *task.Task) {
+			r := tasktest.Job(tk).Request
+			r.CommentID, r.Shown.Command = 99, "rm -rf /"
+		}},
+		{"a run's record", func(tk *task.Task) { tasktest.Job(tk).Runs[0].Outcome = "passed" }},
+		{"a run recorded", func(tk *task.Task) {
+			j := tasktest.Job(tk)
+			j.Runs = append(j.Runs, task.RunRecord{Command: "go test ./...", SHA: "c2"})
+		}},
+		{"the settings", func(tk *task.Task) { tk.Settings.TestCommand = "true" }},
+		{"the conversation, in place", func(tk *task.Task) { tasktest.Job(tk).Conversation[0] = 'X' }},
+		{"the state and the title", func(tk *task.Task) {
+			tk.State = task.Publishing
+			tasktest.Job(tk).Title = "half done"
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := tasktest.NewStore(time.Now)
+			st := &changeStepper{change: tc.change}
+			p := &task.Pool{Store: s, Steps: st, Workers: 1, Poll: 5 * time.Millisecond, MaxAttempts: 3,
+				Backoff: func(int) time.Duration { return time.Hour }}
+			tk := deepTask()
+			if err := s.Record(context.Background(), task.Delivery{ID: "d"}, tk); err != nil {
+				t.Fatal(err)
+			}
+			before, err := s.Get(context.Background(), tk.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer runPool(t, p)()
+			after := waitFor(t, s, tk.ID, func(t *task.Task) bool { return t.Attempts == 1 })
+			if got, want := comparable(t, after), comparable(t, before); got != want {
+				t.Errorf("the failed step's change was kept:\n got %s\nwant %s", got, want)
+			}
+		})
+	}
+}
+
+// deepTask is a fix at work on a pull request, with a field of every kind
+// a step changes: slices, maps and pointers nested in the work.
+func deepTask() *task.Task {
+	tk := fixTask(1)
+	tk.State = task.Working
+	tk.Settings = &policy.Settings{TestCommand: "go test ./..."}
+	return tasktest.WithWork(tk, task.Work{
+		Branch: "agent/1-fix", PushedSHA: "c1", Conversation: []byte(`[{"role":"user"}]`),
+		Request: &task.ExecRequest{ID: "1-1", Command: "go test ./...", SHA: "c1",
+			Shown: &approval.Request{Command: "go test ./..."}},
+		Runs: []task.RunRecord{{Command: "go test ./...", SHA: "c1", Outcome: "failed"}},
+		Pull: &task.PullWork{Commits: []string{"c1"}, Notes: map[int]string{1: "note"}},
+	})
+}
+
+// comparable is a stored task's document without the fields a failed
+// step's retry sets (its count, its time, the save's time).
+func comparable(t *testing.T, tk *task.Task) string {
+	t.Helper()
+	c := *tk
+	c.Attempts, c.RunAfter, c.UpdatedAt = 0, time.Time{}, time.Time{}
+	b, err := json.Marshal(&c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// changeStepper changes the task as a step would, then fails.
+type changeStepper struct {
+	scriptStepper
+	change func(*task.Task)
+}
+
+func (c *changeStepper) Step(_ context.Context, t *task.Task) error {
+	c.change(t)
+	return task.Retry("then it broke", nil)
 }
