@@ -13,6 +13,7 @@ import (
 
 	"github.com/pullwright/pullwright"
 	"github.com/pullwright/pullwright/approval"
+	"github.com/pullwright/pullwright/changes"
 	"github.com/pullwright/pullwright/deps"
 	"github.com/pullwright/pullwright/policy"
 
@@ -532,7 +533,7 @@ func (rq requests) classify(ctx context.Context, t Job) error {
 	if err != nil {
 		return retryf(err, "reading what request %s's commit changed failed", rec.RequestID)
 	}
-	tests, code := changeKinds(paths, read)
+	tests, code := changes.Kinds(paths, read)
 	rec.Tests, rec.Code = len(tests) > 0, code
 	if t.Mode == ModeTDD && rec.Tests {
 		files, more, err := ws.ReadTree(rec.SHA, func(p string) bool { return slices.Contains(tests, p) }, len(tests), maxAPIFileBytes)
@@ -554,10 +555,10 @@ func (rq requests) classify(ctx context.Context, t Job) error {
 // whose kind depends on their change (needsContent). A file it could not
 // read whole (too large, a symbolic link, beyond the bound on files) is
 // left out, and so counts as a test.
-func readVersions(ws Workspace, base, sha string, paths []string) (map[string]versions, error) {
+func readVersions(ws Workspace, base, sha string, paths []string) (map[string]changes.Versions, error) {
 	want := map[string]bool{}
 	for _, p := range paths {
-		if needsContent(p) {
+		if changes.NeedsContent(p) {
 			want[p] = true
 		}
 	}
@@ -585,7 +586,7 @@ func readVersions(ws Workspace, base, sha string, paths []string) (map[string]ve
 		}
 		trees[i] = tr
 	}
-	out := map[string]versions{}
+	out := map[string]changes.Versions{}
 	for p := range want {
 		var v [2][]byte
 		known := true
@@ -595,7 +596,7 @@ func readVersions(ws Workspace, base, sha string, paths []string) (map[string]ve
 			v[i] = d
 		}
 		if known {
-			out[p] = versions{before: v[0], after: v[1]}
+			out[p] = changes.Versions{Before: v[0], After: v[1]}
 		}
 	}
 	return out, nil

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/pullwright/pullwright"
+	"github.com/pullwright/pullwright/changes"
 
 	"github.com/pullwright/pullwright/internal/words"
 	"github.com/pullwright/pullwright/tracing"
@@ -275,7 +276,7 @@ func (c checkouts) apiChanges(ctx context.Context, t Job) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	return apiChanges(before, after), nil
+	return changes.API(before, after), nil
 }
 
 // diffStatAgainst sizes the workspace's change against commit base,
