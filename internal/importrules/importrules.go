@@ -68,7 +68,7 @@ const leafText = "no package of this module"
 var (
 	ruleLine = regexp.MustCompile(`^Import rule: (.*)\.$`)
 	name     = regexp.MustCompile(`^[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*$`)
-	prose    = regexp.MustCompile(`(?i)\b(must|may|should|shall) not import\b`)
+	prose    = regexp.MustCompile(`(?i)\b(must|may|should|shall) (not|never) import\b`)
 )
 
 // Parse reads the import rule from the text of a package comment (as

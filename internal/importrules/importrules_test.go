@@ -62,6 +62,8 @@ func TestParse(t *testing.T) {
 		{name: "two rules", doc: "Import rule: only a.\n\nImport rule: none of b.\n", err: "a second import rule"},
 		{name: "prose", doc: "Package task owns tasks. It must not import ghapp,\nagent or repo.\n", err: `says "must not import" in prose`},
 		{name: "prose, another modal", doc: "Package a may not import b.\n", err: `says "may not import" in prose`},
+		{name: "prose, never", doc: "Package a must never import b.\n", err: `says "must never import" in prose`},
+		{name: "prose that forbids nothing", doc: "Package a imports b, and a test that imports a may import c.\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
