@@ -6,7 +6,10 @@
 // copy fields.
 //
 // It holds data and nothing that acts: no I/O, no GitHub or model wire
-// format, no import of another package of this module. A new field of a
-// piece of GitHub data is one edit here and one where ghapp fills it. See
-// docs/architecture.md for the map of the rooms that speak it.
+// format, and it stands below every other package of the module. A new
+// field of a piece of GitHub data is one edit here and one where ghapp
+// fills it. See docs/architecture.md for the map of the rooms that speak
+// it.
+//
+// Import rule: no package of this module.
 package pullwright

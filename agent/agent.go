@@ -9,6 +9,8 @@
 // its tools only read and write files inside the workspace, and running a
 // command is a request (State.Pending, from the run tool) that the task
 // package turns into an approval, runs elsewhere, and answers with Resolve.
+//
+// Import rule: none of task, runner, setup or ghapp.
 package agent
 
 import (

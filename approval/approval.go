@@ -12,6 +12,8 @@
 //
 // It decides nothing (whether a request may run is policy's and task's),
 // and it does no I/O.
+//
+// Import rule: only pullwright, policy, untrusted and internal/words.
 package approval
 
 import (

@@ -8,6 +8,13 @@
 // through html/template under a strict Content-Security-Policy), or keep
 // state in memory that another replica would need (sessions are sealed
 // cookies). See docs/console.md.
+//
+// It reads the store through task's interfaces and asks GitHub for an
+// installation through a port that app fills, so it reaches neither a
+// store's driver nor ghapp, nor the packages that do a task's work.
+//
+// Import rule: none of ghapp, agent, repo, runner, setup, task/sqlite or
+// task/postgres.
 package console
 
 import (

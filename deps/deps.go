@@ -19,6 +19,8 @@
 // tree with changes nobody approved. The files a step is known to run or
 // load, and those that configure it, are manifests all the same, so that
 // a change to one is shown and makes a key of its own.
+//
+// Import rule: none of runner, setup or fence.
 package deps
 
 import (

@@ -19,6 +19,11 @@
 // Authorization headers or the private key, must not read the environment
 // (cmd/bot hands it a Config), and must not decide policy: who may do what is
 // the policy package's business, ghapp only reports what GitHub says.
+//
+// It answers in the vocabulary of package pullwright, so that *App is
+// task's GitHub port as it is, without knowing task.
+//
+// Import rule: none of policy or task.
 package ghapp
 
 import (

@@ -7,6 +7,8 @@
 // an image in markup a person does not see (an HTML comment, a hidden
 // element) is not found: the model is shown no picture a maintainer could
 // not have seen.
+//
+// Import rule: no package of this module.
 package images
 
 import (

@@ -14,6 +14,10 @@
 // nothing fetches or links), and mentions and closing keywords are broken
 // with a zero-width joiner. Code blocks keep their content byte for byte,
 // so a review's suggestion means what the agent wrote.
+//
+// It is pure: no I/O.
+//
+// Import rule: only pullwright, policy, untrusted and internal/words.
 package inert
 
 import (

@@ -7,6 +7,8 @@
 // It does no I/O beyond what it is handed: callers read the files and ask
 // GitHub, and pass the answers in (the answer to "is this person in that
 // team?" as a function, so that GitHub is asked only when a rule needs it).
+//
+// Import rule: only pullwright, untrusted and internal/words.
 package policy
 
 import "time"

@@ -9,6 +9,12 @@
 // never contain the token.
 //
 // Everything is done with go-git in process; the git CLI is not required.
+//
+// It speaks the vocabulary of package pullwright, so that *Workspace is
+// task's Workspace port as it is, without knowing task; tokens come from
+// its callers, not from ghapp.
+//
+// Import rule: none of task or ghapp.
 package repo
 
 import (

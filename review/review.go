@@ -3,6 +3,9 @@
 // placed on (the right side of a hunk), the suggestion block around a
 // replacement, and the comments that no line can carry moved into the
 // review's body. It is pure: no I/O.
+//
+// Import rule: only pullwright, inert, policy, untrusted and
+// internal/words.
 package review
 
 import (

@@ -10,6 +10,8 @@
 // Backends: Docker (one locked-down container per command, the default) and
 // Local (a process group on this machine; no isolation, for development and
 // GitHub Actions runners only).
+//
+// Import rule: none of policy, approval or task.
 package runner
 
 import (

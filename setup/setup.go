@@ -5,6 +5,11 @@
 // repository's, and gives every approved run that cache, read-only, with
 // the variables that point the tools at it. A later task with the same
 // manifests finds the cache ready and runs no setup.
+//
+// It speaks the vocabulary of package pullwright, so that *Setup is
+// task's Dependencies port as it is, without knowing task.
+//
+// Import rule: none of task.
 package setup
 
 import (

@@ -5,8 +5,11 @@
 // pull request, approval requests and runs; answers to a request;
 // one-reply commands). It knows neither GitHub's JSON nor the LLM's wire
 // format: those arrive, in the shared vocabulary of package pullwright,
-// through the small interfaces in ports.go and beside each room. It must
-// not import ghapp, agent, repo or runner. Map: docs/architecture.md.
+// through the small interfaces in ports.go and beside each room, so it
+// reaches none of the packages that implement them. Map:
+// docs/architecture.md.
+//
+// Import rule: none of ghapp, agent, repo, runner, setup or mcptools.
 package task
 
 import (

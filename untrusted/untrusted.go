@@ -10,4 +10,6 @@
 // strings to strings. It must not do I/O, read configuration, log, or
 // know about GitHub, tasks or the model; how much of a text to pass and
 // which block it goes in are the callers' to decide.
+//
+// Import rule: no package of this module.
 package untrusted

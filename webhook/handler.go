@@ -4,6 +4,8 @@
 // and hands what a delivery asks for to package task as at most one queued
 // task. It must not call the LLM, clone, or wait on anything slow: a delivery
 // is answered as soon as it is committed to the store, and never before.
+//
+// Import rule: none of agent, repo, runner, setup or ghapp.
 package webhook
 
 import (

@@ -8,6 +8,17 @@
 //	bot healthcheck  ask a running serve's /healthz
 //	bot demo         the console over recorded tasks, on loopback
 //	bot version      print the version and what this binary can do
+//
+// The binary carries nothing made for tests: no fake of GitHub or the
+// model, no test server, no helper of tests.
+//
+// Import rule: none of inert/inerttest, internal/botproc,
+// internal/browsertest, internal/difftest, internal/egresstest,
+// internal/fakegithub, internal/fakellm, internal/fencetest,
+// internal/gitserver, internal/golden, internal/mcptest, internal/otlptest,
+// internal/pgtest, internal/prereq, internal/replay, internal/sandboxtest,
+// internal/syncbuf, internal/testclock, internal/testimage, task/storetest
+// or task/tasktest.
 package main
 
 import (

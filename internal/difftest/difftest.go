@@ -3,6 +3,8 @@
 // serves the fakes of GitHub (internal/fakegithub, task/tasktest) and is
 // written apart from the product's parser (review.Ranges) on purpose: a
 // fake that shared it would agree with its bugs.
+//
+// Import rule: none of review.
 package difftest
 
 import (

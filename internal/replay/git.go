@@ -5,6 +5,8 @@
 // scripted model (localrun/replay_test.go). It holds no tool of its own:
 // the tool names and arguments are the model's contract
 // (docs/architecture.md "Contract"), written here as the model writes them.
+//
+// Import rule: no package of this module.
 package replay
 
 import (

@@ -1,6 +1,8 @@
 // Package testclock is a hand-moved clock for tests: time moves only when
 // a test moves it. Tests of several floors use it (task's fakes, ghapp's
 // caches), so it sits below all of them.
+//
+// Import rule: no package of this module.
 package testclock
 
 import (

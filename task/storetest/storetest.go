@@ -1,6 +1,8 @@
 // Package storetest is the behaviour every task.Store must have, as a test
 // suite each implementation runs against itself (Run). It knows no database:
 // it speaks task.Store alone, so what it checks holds for all of them.
+//
+// Import rule: none of task/sqlite, task/postgres or task/internal/sqlstore.
 package storetest
 
 import (

@@ -3,7 +3,9 @@
 // Workspace, Agent, Runner and Dependencies. Each fake answers as the real
 // implementation (ghapp against GitHub, repo over git) does, and records
 // what it was asked, so tests assert on outcomes rather than on call
-// sequences. It must not import app, ghapp, repo, agent or runner.
+// sequences.
+//
+// Import rule: none of app, ghapp, repo, agent or runner.
 package tasktest
 
 import (
