@@ -3,6 +3,8 @@
 // tests or how tests run, whether any change is to the code, and what a
 // change does to a Go module's exported API. It reads paths and file
 // contents only; fetching them is its caller's.
+//
+// Import rule: no package of this module.
 package changes
 
 import (
