@@ -76,113 +76,208 @@ func (rq requests) approvalTimeout() time.Duration {
 // (r.SHA, which Flow pushed), and parks the task until it is answered:
 // open or keep the draft pull request, post the request on the issue and
 // the pull request, and put a check run with Approve and Reject buttons on
-// the checkpoint commit. Each call does one of these.
+// the checkpoint commit. Each call performs the first phase of asking
+// (asking) that is due, and only that one: its side effect is recorded
+// in the request, which the worker saves before the next call, so a
+// restart resumes at the phase after the last one saved.
 func (rq requests) ask(ctx context.Context, t Job) error {
+	for _, p := range asking {
+		if p.due(rq, t) {
+			return p.do(rq, ctx, t)
+		}
+	}
+	return fmt.Errorf("request %s: no phase of asking is due", t.Request.ID)
+}
+
+// askPhase is one phase of asking for a request (asking).
+type askPhase int
+
+const (
+	// Refusals, before anything is shown: the request is answered by the
+	// bot and the agent hears why.
+	askRefuseUnsafe  askPhase = iota // a command that would show as other than what runs
+	askRefuseNoFence                 // a command that needs network, without the fence
+	askShow                          // build the value every surface shows, once
+	askAutoApprove                   // the repository's auto_approve rule answers it
+	askOpenDraft                     // open the task's draft pull request
+	askUpdateDraft                   // bring a draft's body up to the work
+	askComment                       // post the request on the issue
+	askPullComment                   // post it on the pull request too
+	askCheckRun                      // the approval check run, with its buttons
+	askPark                          // wait for the answer
+)
+
+// asking is the protocol of asking, in order: ask performs the first
+// phase that is due. Each phase has one side effect and records it in the
+// request (or moves the task on), which is what makes it not due again.
+var asking = []struct {
+	phase askPhase
+	// effect is the phase's side effect, for a reader of the protocol.
+	effect string
+	due    func(rq requests, t Job) bool
+	do     func(rq requests, ctx context.Context, t Job) error
+}{
+	{askRefuseUnsafe, "none outside: the request is answered Rejected by the bot, unshown, and the task parks",
+		func(rq requests, t Job) bool {
+			return t.Request.Answer == nil && policy.CheckCommand(t.Request.Command) != nil
+		}, requests.refuseUnsafe},
+	{askRefuseNoFence, "none outside: the request is answered Rejected by the bot (no fence), unshown, and the task parks",
+		func(rq requests, t Job) bool {
+			return t.Request.Answer == nil && t.Request.Fetch && (rq.unisolated || !rq.setups)
+		}, requests.refuseNoFence},
+	{askShow, "none outside: the request's shown value and digest are built and stored (ExecRequest.Shown)",
+		func(rq requests, t Job) bool { return t.Request.Shown == nil && t.Request.Answer == nil }, requests.showOnce},
+	{askAutoApprove, "none outside: the request is answered Approved by the rule, and the task parks",
+		func(rq requests, t Job) bool {
+			r := t.Request
+			_, ok := rq.settings(t.Task).AutoApproved(r.Command)
+			// Code from a fork was written by nobody with write access: a
+			// person reads every command that would run it, whatever the
+			// rules say. Nor when the files change a dependency manifest:
+			// the setup would run them with network, and a person must
+			// see that first. Both are in the value shown (Fork, Setup),
+			// which is what decides here.
+			return ok && r.Shown != nil && r.Shown.AutoApprove.Answers() && r.Answer == nil && r.CommentID == 0
+		}, requests.autoApprove},
+	{askOpenDraft, "GitHub: opens the task's draft pull request (Job.PRNumber)",
+		func(rq requests, t Job) bool { return t.PRNumber == 0 && t.PushedSHA != "" && t.draftable() }, requests.openDraft},
+	{askUpdateDraft, "GitHub: updates the draft pull request's body (ExecRequest.PRUpdated)",
+		func(rq requests, t Job) bool { return t.PRNumber != 0 && t.Draft && !t.Request.PRUpdated }, requests.updateDraft},
+	{askComment, "GitHub: posts the request on the issue (ExecRequest.CommentID)",
+		func(rq requests, t Job) bool { return t.Request.CommentID == 0 }, requests.comment},
+	{askPullComment, "GitHub: posts the request on the pull request (ExecRequest.PRCommentID)",
+		func(rq requests, t Job) bool { return t.Request.PRCommentID == 0 && t.PRNumber != 0 }, requests.pullComment},
+	{askCheckRun, "GitHub: creates the approval check run on the request's commit (ExecRequest.CheckRunID)",
+		func(rq requests, t Job) bool { return t.Request.CheckRunID == 0 }, requests.checkRun},
+	{askPark, "GitHub: updates the status comment; the task parks until the answer or the deadline (ExecRequest.Asked)",
+		func(rq requests, t Job) bool { return true }, requests.park},
+}
+
+// refuseUnsafe answers a command that would show as something other than
+// what runs: it is never shown for approval, and the agent hears why and
+// goes on. (The agent refuses such a request itself; this is the task's
+// own word.)
+func (rq requests) refuseUnsafe(ctx context.Context, t Job) error {
 	r := t.Request
-	if err := policy.CheckCommand(r.Command); err != nil && r.Answer == nil {
-		// A command that would show as something other than what runs is
-		// never shown for approval: the agent hears why and goes on. (The
-		// agent refuses such a request itself; this is the task's own word.)
-		now := rq.now()
-		r.Answer = &Answer{Verdict: Rejected, By: botAnswer, Reason: err.Error(), At: now}
-		r.Asked, r.ParkedAt, r.Deadline = true, now, now
-		t.RunAfter = now
-		rq.log.WarnContext(ctx, "request refused unshown", "task_id", t.ID, "request", r.ID, "error", err)
-		return t.Move(AwaitingApproval)
+	err := policy.CheckCommand(r.Command)
+	now := rq.now()
+	r.Answer = &Answer{Verdict: Rejected, By: botAnswer, Reason: err.Error(), At: now}
+	r.Asked, r.ParkedAt, r.Deadline = true, now, now
+	t.RunAfter = now
+	rq.log.WarnContext(ctx, "request refused unshown", "task_id", t.ID, "request", r.ID, "error", err)
+	return t.Move(AwaitingApproval)
+}
+
+// refuseNoFence answers a request for network without the fence: only the
+// fence gives a command network, so the request is never shown, and the
+// agent hears how to do without.
+func (rq requests) refuseNoFence(ctx context.Context, t Job) error {
+	r := t.Request
+	now := rq.now()
+	r.Answer = &Answer{Verdict: Rejected, By: botAnswer, At: now, Reason: NoFence}
+	r.Asked, r.ParkedAt, r.Deadline = true, now, now
+	t.RunAfter = now
+	rq.log.WarnContext(ctx, "request for network refused unshown: no fence", "task_id", t.ID, "request", r.ID)
+	return t.Move(AwaitingApproval)
+}
+
+// showOnce builds the value every surface shows and every answer names,
+// once, and stores it before anything shows it.
+func (rq requests) showOnce(ctx context.Context, t Job) error {
+	shown := rq.show(ctx, t)
+	t.Request.Shown = &shown
+	return nil
+}
+
+// autoApprove answers the request by the repository's rule: it chose to
+// run this command without asking. The answer is recorded as the rule's,
+// and the run is shown as usual.
+func (rq requests) autoApprove(ctx context.Context, t Job) error {
+	r := t.Request
+	rule, _ := rq.settings(t.Task).AutoApproved(r.Command)
+	now := rq.now()
+	r.Auto = rule
+	r.Answer = &Answer{Verdict: Approved, By: "auto_approve", Reason: rule, At: now}
+	r.Asked, r.ParkedAt, r.Deadline = true, now, now
+	t.RunAfter = now
+	rq.log.InfoContext(ctx, "request auto-approved", "task_id", t.ID, "request", r.ID, "rule", rule)
+	return t.Move(AwaitingApproval)
+}
+
+func (rq requests) openDraft(ctx context.Context, t Job) error {
+	pctx, span := tracing.Start(ctx, "open pull request", attribute.Bool("pullwright.pull.draft", true))
+	pr, err := rq.gh.OpenPullRequest(pctx, t.Repo, pullwright.NewPullRequest{
+		Title: "[WIP] " + draftTitle(t.Task),
+		Body:  RenderPullRequest(t),
+		Head:  t.Branch,
+		Base:  t.prBase(),
+		Draft: true,
+	})
+	tracing.End(span, err)
+	if err != nil {
+		return retryf(err, "opening the draft pull request failed")
 	}
-	if r.Fetch && (rq.unisolated || !rq.setups) && r.Answer == nil {
-		// Only the fence gives a command network: without it the request
-		// is never shown, and the agent hears how to do without.
-		now := rq.now()
-		r.Answer = &Answer{Verdict: Rejected, By: botAnswer, At: now, Reason: NoFence}
-		r.Asked, r.ParkedAt, r.Deadline = true, now, now
-		t.RunAfter = now
-		rq.log.WarnContext(ctx, "request for network refused unshown: no fence", "task_id", t.ID, "request", r.ID)
-		return t.Move(AwaitingApproval)
+	t.PRNumber, t.PRURL, t.Draft = pr.Number, pr.URL, true
+	t.Request.PRUpdated = true
+	return nil
+}
+
+// updateDraft brings a draft's body up to the work, for a later request.
+func (rq requests) updateDraft(ctx context.Context, t Job) error {
+	if err := rq.gh.UpdatePullRequest(ctx, t.Repo, t.PRNumber, "", RenderPullRequest(t)); err != nil {
+		return retryf(err, "updating the draft pull request failed")
 	}
-	if r.Shown == nil && r.Answer == nil {
-		// The value every surface shows and every answer names is built
-		// once, and stored before anything shows it.
-		shown := rq.show(ctx, t)
-		r.Shown = &shown
-		return nil
+	t.Request.PRUpdated = true
+	return nil
+}
+
+func (rq requests) comment(ctx context.Context, t Job) error {
+	r := t.Request
+	p, err := rq.desk.gh.UpsertComment(ctx, t.Repo, t.Issue, marker(t.Task, "request-"+r.ID), 0, renderRequest(*r.Shown, t.Kind))
+	if err != nil {
+		return retryf(err, "posting the execution request failed")
 	}
-	// Code from a fork was written by nobody with write access: a person
-	// reads every command that would run it, whatever the rules say.
-	// Nor when the files change a dependency manifest: the setup would
-	// run them with network, and a person must see that first. Both are
-	// in the value shown (Fork, Setup), which is what decides here.
-	if rule, ok := rq.settings(t.Task).AutoApproved(r.Command); ok && r.Shown != nil && r.Shown.AutoApprove.Answers() &&
-		r.Answer == nil && r.CommentID == 0 {
-		// The repository chose to run this command without asking: the
-		// answer is recorded as the rule's, and the run is shown as usual.
-		now := rq.now()
-		r.Auto = rule
-		r.Answer = &Answer{Verdict: Approved, By: "auto_approve", Reason: rule, At: now}
-		r.Asked, r.ParkedAt, r.Deadline = true, now, now
-		t.RunAfter = now
-		rq.log.InfoContext(ctx, "request auto-approved", "task_id", t.ID, "request", r.ID, "rule", rule)
-		return t.Move(AwaitingApproval)
+	r.CommentID, r.CommentURL = p.ID, p.URL
+	r.shown(p.ShownAt())
+	return nil
+}
+
+func (rq requests) pullComment(ctx context.Context, t Job) error {
+	r := t.Request
+	p, err := rq.desk.gh.UpsertComment(ctx, t.Repo, t.PRNumber, marker(t.Task, "request-"+r.ID+"-pr"), 0, renderRequest(*r.Shown, t.Kind))
+	if err != nil {
+		return retryf(err, "posting the execution request on the pull request failed")
 	}
-	switch {
-	case t.PRNumber == 0 && t.PushedSHA != "" && t.draftable():
-		pctx, span := tracing.Start(ctx, "open pull request", attribute.Bool("pullwright.pull.draft", true))
-		pr, err := rq.gh.OpenPullRequest(pctx, t.Repo, pullwright.NewPullRequest{
-			Title: "[WIP] " + draftTitle(t.Task),
-			Body:  RenderPullRequest(t),
-			Head:  t.Branch,
-			Base:  t.prBase(),
-			Draft: true,
-		})
-		tracing.End(span, err)
-		if err != nil {
-			return retryf(err, "opening the draft pull request failed")
-		}
-		t.PRNumber, t.PRURL, t.Draft = pr.Number, pr.URL, true
-		r.PRUpdated = true
-		return nil
-	case t.PRNumber != 0 && t.Draft && !r.PRUpdated:
-		// A later request: the draft's body follows the work.
-		if err := rq.gh.UpdatePullRequest(ctx, t.Repo, t.PRNumber, "", RenderPullRequest(t)); err != nil {
-			return retryf(err, "updating the draft pull request failed")
-		}
-		r.PRUpdated = true
-		return nil
-	case r.CommentID == 0:
-		p, err := rq.desk.gh.UpsertComment(ctx, t.Repo, t.Issue, marker(t.Task, "request-"+r.ID), 0, renderRequest(*r.Shown, t.Kind))
-		if err != nil {
-			return retryf(err, "posting the execution request failed")
-		}
-		r.CommentID, r.CommentURL = p.ID, p.URL
-		r.shown(p.ShownAt())
-		return nil
-	case r.PRCommentID == 0 && t.PRNumber != 0:
-		p, err := rq.desk.gh.UpsertComment(ctx, t.Repo, t.PRNumber, marker(t.Task, "request-"+r.ID+"-pr"), 0, renderRequest(*r.Shown, t.Kind))
-		if err != nil {
-			return retryf(err, "posting the execution request on the pull request failed")
-		}
-		r.PRCommentID = p.ID
-		r.shown(p.ShownAt())
-		return nil
-	case r.CheckRunID == 0:
-		id, err := rq.gh.UpsertCheckRun(ctx, t.Repo, pullwright.CheckRun{
-			Name:       ApprovalCheck,
-			HeadSHA:    r.SHA,
-			Status:     "completed",
-			Conclusion: "action_required",
-			ExternalID: r.ID,
-			FirstTry:   t.firstTry(),
-			DetailsURL: r.CommentURL,
-			Title:      clip(map[string]string{"run": "Approve running: ", "call": "Approve calling: "}[r.verb()]+oneLine(policy.Escaped(r.Command)), 200),
-			Summary:    RenderRequestSummary(t),
-			Actions:    approvalActions,
-		})
-		if err != nil {
-			return retryf(err, "creating the approval check run failed")
-		}
-		r.CheckRunID = id
-		return nil
+	r.PRCommentID = p.ID
+	r.shown(p.ShownAt())
+	return nil
+}
+
+func (rq requests) checkRun(ctx context.Context, t Job) error {
+	r := t.Request
+	id, err := rq.gh.UpsertCheckRun(ctx, t.Repo, pullwright.CheckRun{
+		Name:       ApprovalCheck,
+		HeadSHA:    r.SHA,
+		Status:     "completed",
+		Conclusion: "action_required",
+		ExternalID: r.ID,
+		FirstTry:   t.firstTry(),
+		DetailsURL: r.CommentURL,
+		Title:      clip(map[string]string{"run": "Approve running: ", "call": "Approve calling: "}[r.verb()]+oneLine(policy.Escaped(r.Command)), 200),
+		Summary:    RenderRequestSummary(t),
+		Actions:    approvalActions,
+	})
+	if err != nil {
+		return retryf(err, "creating the approval check run failed")
 	}
+	r.CheckRunID = id
+	return nil
+}
+
+// park waits for the answer: until the request's deadline, or at once
+// when an answer or a cancel makes the task due.
+func (rq requests) park(ctx context.Context, t Job) error {
+	r := t.Request
 	r.Asked = true
 	r.ParkedAt = rq.now()
 	r.Deadline = r.AskedAt.Add(rq.approvalTimeout())

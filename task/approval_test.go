@@ -119,3 +119,23 @@ func TestShownAtOfAnEditedComment(t *testing.T) {
 		}
 	}
 }
+
+// The protocol of asking is one table, in the order of its phases: each
+// phase once, each with its side effect written down, and the last one
+// always due, so that ask always performs one.
+func TestAskingIsOneTableInOrder(t *testing.T) {
+	if len(asking) != int(askPark)+1 {
+		t.Fatalf("asking has %d phases, want %d", len(asking), askPark+1)
+	}
+	for i, p := range asking {
+		if p.phase != askPhase(i) {
+			t.Errorf("phase %d of asking is %d", i, p.phase)
+		}
+		if p.effect == "" || p.due == nil || p.do == nil {
+			t.Errorf("phase %d of asking lacks its effect, its condition or its step", i)
+		}
+	}
+	if !asking[len(asking)-1].due(requests{}, Job{}) {
+		t.Error("the last phase of asking is not always due")
+	}
+}
