@@ -448,7 +448,7 @@ func TestACacheIsMeasuredInAnImageTheOperatorTrusts(t *testing.T) {
 // du -sk DIR, that every directory is empty.
 func lyingDu(t *testing.T, base string) string {
 	t.Helper()
-	return sandboxtest.CommitAfter(t, base, `printf '#!/bin/sh\necho "0	$2"\n' > /usr/local/bin/du && chmod 755 /usr/local/bin/du`)
+	return sandboxtest.WithFile(t, base, "/usr/local/bin/du", 0o755, "#!/bin/sh\necho \"0\t$2\"\n")
 }
 
 // A setup that leaves part of its cache unreadable hides its size from

@@ -20,6 +20,7 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"regexp"
 	"runtime"
@@ -129,14 +130,43 @@ func CommitAfter(t testing.TB, base, script string, changes ...string) string {
 	return commit(t, base, script, changes)
 }
 
-func commit(t testing.TB, base, script string, changes []string) string {
+// WithFile is base with one more file, name (absolute, in a directory
+// base has) holding content with mode, removed when the test ends: an
+// image whose files differ from base's, made by loading one small layer
+// over base's rather than by committing a container (see withEnv).
+func WithFile(t testing.TB, base, name string, mode int64, content string) string {
 	t.Helper()
+	if !path.IsAbs(name) || path.Clean(name) != name {
+		t.Fatalf("WithFile: %q is not a clean absolute path", name)
+	}
+	var layer bytes.Buffer
+	tw := tar.NewWriter(&layer)
+	if err := tw.WriteHeader(&tar.Header{Name: name[1:], Mode: mode, Size: int64(len(content)), Typeflag: tar.TypeReg}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.WriteString(tw, content); err != nil {
+		t.Fatal(err)
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
 	cli, err := client.New(client.FromEnv)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cli.Close()
-	ctx := context.Background()
+	ref := variant(t)
+	err = load(context.Background(), cli, base, ref, nil, layer.Bytes())
+	if err == nil {
+		return ref
+	}
+	t.Logf("%s: the layer could not be loaded over %s's (%v); committing a container instead", ref, base, err)
+	quoted := "'" + strings.ReplaceAll(content, "'", `'\''`) + "'"
+	return CommitAfter(t, base, fmt.Sprintf("printf '%%s' %s > %s && chmod %o %s", quoted, name, mode, name))
+}
+
+// variant is the name of a new image of the test's, removed when it ends.
+func variant(t testing.TB) string {
 	ref := fmt.Sprintf("pullwright/sandbox-variant:test-%d-%d", os.Getpid(), time.Now().UnixNano())
 	t.Cleanup(func() {
 		c, err := client.New(client.FromEnv)
@@ -146,6 +176,18 @@ func commit(t testing.TB, base, script string, changes []string) string {
 		defer c.Close()
 		_, _ = c.ImageRemove(context.Background(), ref, client.ImageRemoveOptions{Force: true})
 	})
+	return ref
+}
+
+func commit(t testing.TB, base, script string, changes []string) string {
+	t.Helper()
+	cli, err := client.New(client.FromEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	ctx := context.Background()
+	ref := variant(t)
 	if script == "" {
 		if err := withEnv(ctx, cli, base, ref, changes); err == nil {
 			return ref
@@ -198,6 +240,13 @@ var envLine = regexp.MustCompile(`^ENV ([A-Za-z_][A-Za-z0-9_]*)=([^\s"'\\$]*)$`)
 // Another engine may want the layers: the error says so, and the caller
 // commits instead.
 func withEnv(ctx context.Context, cli *client.Client, base, ref string, changes []string) error {
+	return load(ctx, cli, base, ref, changes, nil)
+}
+
+// load tags ref as base with changes (ENV lines only) and, if layer is
+// not nil, that layer (an uncompressed tar) on top of base's: the archive
+// holds the layer, and none of base's (see withEnv).
+func load(ctx context.Context, cli *client.Client, base, ref string, changes []string, layer []byte) error {
 	vars := make([][]string, len(changes))
 	for i, c := range changes {
 		if vars[i] = envLine.FindStringSubmatch(c); vars[i] == nil {
@@ -234,21 +283,36 @@ func withEnv(ctx context.Context, cli *client.Client, base, ref string, changes 
 		}
 	}
 	img.Config["Env"], _ = json.Marshal(env)
+	diffIDs := img.RootFS.Layers
+	if layer != nil {
+		sum := sha256.Sum256(layer)
+		diffIDs = append(slices.Clip(diffIDs), "sha256:"+hex.EncodeToString(sum[:]))
+	}
 	config, err := json.Marshal(map[string]any{
 		"architecture": img.Architecture, "os": img.Os, "variant": img.Variant, "config": img.Config,
 		// A time of its own, so that it is an image of its own, as a
 		// commit's is: removing it leaves another test's alone.
 		"created": time.Now().UTC(),
-		"rootfs":  map[string]any{"type": "layers", "diff_ids": img.RootFS.Layers},
+		"rootfs":  map[string]any{"type": "layers", "diff_ids": diffIDs},
 	})
 	if err != nil {
 		return err
 	}
 	sum := sha256.Sum256(config)
 	name := hex.EncodeToString(sum[:]) + ".json"
-	layers := make([]string, len(img.RootFS.Layers))
+	layers := make([]string, len(diffIDs))
 	for i := range layers {
-		layers[i] = fmt.Sprintf("%d/layer.tar", i) // not in the archive
+		layers[i] = fmt.Sprintf("%d/layer.tar", i) // base's are not in the archive
+	}
+	files := []struct {
+		name string
+		data []byte
+	}{{name, config}}
+	if layer != nil {
+		files = append(files, struct {
+			name string
+			data []byte
+		}{layers[len(layers)-1], layer})
 	}
 	manifest, err := json.Marshal([]map[string]any{{"Config": name, "RepoTags": []string{ref}, "Layers": layers}})
 	if err != nil {
@@ -256,10 +320,10 @@ func withEnv(ctx context.Context, cli *client.Client, base, ref string, changes 
 	}
 	var archive bytes.Buffer
 	tw := tar.NewWriter(&archive)
-	for _, f := range []struct {
+	for _, f := range append(files, struct {
 		name string
 		data []byte
-	}{{name, config}, {"manifest.json", manifest}} {
+	}{"manifest.json", manifest}) {
 		if err := tw.WriteHeader(&tar.Header{Name: f.name, Mode: 0o644, Size: int64(len(f.data))}); err != nil {
 			return err
 		}
@@ -298,7 +362,7 @@ func withEnv(ctx context.Context, cli *client.Client, base, ref string, changes 
 	if err != nil {
 		return err
 	}
-	if !slices.Equal(got.RootFS.Layers, img.RootFS.Layers) || got.Config == nil || !slices.Equal(got.Config.Env, env) {
+	if !slices.Equal(got.RootFS.Layers, diffIDs) || got.Config == nil || !slices.Equal(got.Config.Env, env) {
 		return fmt.Errorf("the image loaded as %s is not %s with %q", ref, base, changes)
 	}
 	return nil

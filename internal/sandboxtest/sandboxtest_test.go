@@ -60,3 +60,14 @@ func TestCommitWithVariables(t *testing.T) {
 		})
 	}
 }
+
+// An image with a file is its base with that file, executable if its
+// mode says so, and the base's other files.
+func TestWithFile(t *testing.T) {
+	base := sandboxtest.NodeAndPython(t)
+	img := sandboxtest.WithFile(t, base, "/usr/local/bin/du", 0o755, "#!/bin/sh\necho \"0\t$2 isn't it\"\n")
+	out, err := exec.Command("docker", "run", "--rm", img, "sh", "-c", "du -sk /etc; ls -l /usr/local/bin/du | cut -c1-10; node --version >/dev/null && echo node").CombinedOutput()
+	if want := "0\t/etc isn't it\n-rwxr-xr-x\nnode\n"; err != nil || string(out) != want {
+		t.Errorf("in %s: %q, %v; want %q", img, out, err, want)
+	}
+}
