@@ -3,6 +3,7 @@ package setup_test
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net/netip"
 	"os"
@@ -219,10 +220,79 @@ func pullwrightTree(t testing.TB) string {
 	return dir
 }
 
+// pullwrightPackages is pullwrightTree with the Go files of only the
+// packages that pkgs and their tests build on, and those packages' tests
+// in turn (the setup's warm builds and tests every package it finds): the
+// module's go.mod and go.sum, its other files (docs, test data) and those
+// packages stay as they are, and the rest of the module has no Go package
+// left. A shared setup compiles the default branch's every package and
+// test into the build cache; on the whole module that is most of a test's
+// time, and none of its point.
+func pullwrightPackages(t testing.TB, pkgs ...string) string {
+	t.Helper()
+	dir := pullwrightTree(t)
+	root, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keep := map[string]bool{}
+	for len(pkgs) > 0 {
+		cmd := exec.Command("go", append([]string{"list", "-deps", "-test", "-f", "{{if .Module}}{{if .Module.Main}}{{.Dir}}{{end}}{{end}}"}, pkgs...)...)
+		cmd.Dir = root
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("go list -deps -test %s: %v", pkgs, err)
+		}
+		pkgs = nil
+		for _, d := range strings.Fields(string(out)) {
+			d, err := filepath.EvalSymlinks(d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rel, err := filepath.Rel(root, d)
+			if err != nil || !filepath.IsLocal(rel) {
+				t.Fatalf("go list named %s, outside the module at %s", d, root)
+			}
+			if !keep[rel] {
+				keep[rel] = true
+				pkgs = append(pkgs, "./"+filepath.ToSlash(rel)) // "./." for the root
+			}
+		}
+	}
+	if len(keep) < 2 {
+		t.Fatalf("go list named %d of the module's packages: %v", len(keep), keep)
+	}
+	err = filepath.WalkDir(root, func(p string, e fs.DirEntry, err error) error {
+		switch {
+		case err != nil:
+			return err
+		case e.IsDir() && e.Name() == "testdata":
+			return filepath.SkipDir // no package, and perhaps a test's files
+		case e.IsDir() || !strings.HasSuffix(p, ".go"):
+			return nil
+		}
+		rel, _ := filepath.Rel(root, filepath.Dir(p))
+		if keep[rel] {
+			return nil
+		}
+		return os.Remove(p)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
 // Pullwright's own repository, a real module with dozens of dependencies:
 // its default setup fetches them all through the fence from a module
 // proxy the test serves (the image's go env names it), and its policy
 // package's tests then pass in a sandbox with no network, on the cache.
+//
+// The module's go.mod and go.sum are whole, so the setup fetches every
+// dependency, but only the packages the policy package's tests build on
+// are left (pullwrightPackages): the setup's warm of the build cache then
+// compiles those, not the whole bot and its every test binary, which took
+// most of this package's time and tests nothing the smaller warm does not.
 func TestPullwrightsOwnTestsPassOnTheCache(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and tests a real module in the sandbox")
@@ -233,7 +303,7 @@ func TestPullwrightsOwnTestsPassOnTheCache(t *testing.T) {
 	repo := fmt.Sprintf("test/pullwright-%d", os.Getpid())
 	d := newDocker(t, repo, "")
 	s := &setup.Setup{Runner: d, Resolver: fencetest.Resolver()}
-	dir := pullwrightTree(t)
+	dir := pullwrightPackages(t, "./policy/")
 	p, err := s.Prepare(t.Context(), pullwright.SetupRequest{
 		Repo: repo, Dir: dir, Base: dir, Image: image, Timeout: 10 * time.Minute, ToolchainHosts: true,
 		Nets: []netip.Prefix{fencetest.Loopback},
@@ -448,7 +518,7 @@ func TestACacheIsMeasuredInAnImageTheOperatorTrusts(t *testing.T) {
 // du -sk DIR, that every directory is empty.
 func lyingDu(t *testing.T, base string) string {
 	t.Helper()
-	return sandboxtest.CommitAfter(t, base, `printf '#!/bin/sh\necho "0	$2"\n' > /usr/local/bin/du && chmod 755 /usr/local/bin/du`)
+	return sandboxtest.WithFile(t, base, "/usr/local/bin/du", 0o755, "#!/bin/sh\necho \"0\t$2\"\n")
 }
 
 // A setup that leaves part of its cache unreadable hides its size from

@@ -8,13 +8,24 @@
 package sandboxtest
 
 import (
+	"archive/tar"
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
+	"regexp"
 	"runtime"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -119,6 +130,55 @@ func CommitAfter(t testing.TB, base, script string, changes ...string) string {
 	return commit(t, base, script, changes)
 }
 
+// WithFile is base with one more file, name (absolute, in a directory
+// base has) holding content with mode, removed when the test ends: an
+// image whose files differ from base's, made by loading one small layer
+// over base's rather than by committing a container (see withEnv).
+func WithFile(t testing.TB, base, name string, mode int64, content string) string {
+	t.Helper()
+	if !path.IsAbs(name) || path.Clean(name) != name {
+		t.Fatalf("WithFile: %q is not a clean absolute path", name)
+	}
+	var layer bytes.Buffer
+	tw := tar.NewWriter(&layer)
+	if err := tw.WriteHeader(&tar.Header{Name: name[1:], Mode: mode, Size: int64(len(content)), Typeflag: tar.TypeReg}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.WriteString(tw, content); err != nil {
+		t.Fatal(err)
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	cli, err := client.New(client.FromEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	ref := variant(t)
+	err = load(context.Background(), cli, base, ref, nil, layer.Bytes())
+	if err == nil {
+		return ref
+	}
+	t.Logf("%s: the layer could not be loaded over %s's (%v); committing a container instead", ref, base, err)
+	quoted := "'" + strings.ReplaceAll(content, "'", `'\''`) + "'"
+	return CommitAfter(t, base, fmt.Sprintf("printf '%%s' %s > %s && chmod %o %s", quoted, name, mode, name))
+}
+
+// variant is the name of a new image of the test's, removed when it ends.
+func variant(t testing.TB) string {
+	ref := fmt.Sprintf("pullwright/sandbox-variant:test-%d-%d", os.Getpid(), time.Now().UnixNano())
+	t.Cleanup(func() {
+		c, err := client.New(client.FromEnv)
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		_, _ = c.ImageRemove(context.Background(), ref, client.ImageRemoveOptions{Force: true})
+	})
+	return ref
+}
+
 func commit(t testing.TB, base, script string, changes []string) string {
 	t.Helper()
 	cli, err := client.New(client.FromEnv)
@@ -127,6 +187,14 @@ func commit(t testing.TB, base, script string, changes []string) string {
 	}
 	defer cli.Close()
 	ctx := context.Background()
+	ref := variant(t)
+	if script == "" {
+		if err := withEnv(ctx, cli, base, ref, changes); err == nil {
+			return ref
+		} else if !errors.Is(err, errNotEnv) {
+			t.Logf("%s: the image's configuration could not be loaded over its layers (%v); committing a container instead", ref, err)
+		}
+	}
 	cfg := &container.Config{Image: base, Cmd: []string{"true"}}
 	if script != "" {
 		cfg.User, cfg.Cmd = "0", []string{"sh", "-c", script}
@@ -150,19 +218,154 @@ func commit(t testing.TB, base, script string, changes []string) string {
 			t.Fatal(err)
 		}
 	}
-	ref := fmt.Sprintf("pullwright/sandbox-variant:test-%d-%d", os.Getpid(), time.Now().UnixNano())
 	if _, err := cli.ContainerCommit(ctx, created.ID, client.ContainerCommitOptions{Reference: ref, Changes: changes}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		c, err := client.New(client.FromEnv)
-		if err != nil {
-			return
-		}
-		defer c.Close()
-		_, _ = c.ImageRemove(context.Background(), ref, client.ImageRemoveOptions{Force: true})
-	})
 	return ref
+}
+
+// errNotEnv is withEnv's answer to a change it does not make.
+var errNotEnv = errors.New("not a plain ENV line")
+
+// envLine is the ENV line withEnv makes: one variable, a value with
+// nothing a Dockerfile would unquote or expand.
+var envLine = regexp.MustCompile(`^ENV ([A-Za-z_][A-Za-z0-9_]*)=([^\s"'\\$]*)$`)
+
+// withEnv tags ref as base with changes, ENV lines only, by loading an
+// image whose configuration is base's with those variables and whose
+// layers are base's, which the engine already has and so does not read
+// (the archive holds none). A commit does the same with a container, and
+// on an engine whose storage driver diffs by walking the files
+// (fuse-overlayfs) takes seconds to a minute for a change of no file.
+// Another engine may want the layers: the error says so, and the caller
+// commits instead.
+func withEnv(ctx context.Context, cli *client.Client, base, ref string, changes []string) error {
+	return load(ctx, cli, base, ref, changes, nil)
+}
+
+// load tags ref as base with changes (ENV lines only) and, if layer is
+// not nil, that layer (an uncompressed tar) on top of base's: the archive
+// holds the layer, and none of base's (see withEnv).
+func load(ctx context.Context, cli *client.Client, base, ref string, changes []string, layer []byte) error {
+	vars := make([][]string, len(changes))
+	for i, c := range changes {
+		if vars[i] = envLine.FindStringSubmatch(c); vars[i] == nil {
+			return errNotEnv
+		}
+	}
+	var raw bytes.Buffer
+	if _, err := cli.ImageInspect(ctx, base, client.ImageInspectWithRawResponse(&raw)); err != nil {
+		return err
+	}
+	var img struct {
+		Architecture, Os, Variant string
+		Config                    map[string]json.RawMessage
+		RootFS                    struct{ Layers []string }
+	}
+	if err := json.Unmarshal(raw.Bytes(), &img); err != nil {
+		return err
+	}
+	if img.Config == nil || len(img.RootFS.Layers) == 0 {
+		return fmt.Errorf("%s has no configuration or no layers", base)
+	}
+	var env []string
+	if e, ok := img.Config["Env"]; ok {
+		if err := json.Unmarshal(e, &env); err != nil {
+			return err
+		}
+	}
+	for _, v := range vars {
+		i := slices.IndexFunc(env, func(e string) bool { return strings.HasPrefix(e, v[1]+"=") })
+		if i < 0 {
+			env = append(env, v[1]+"="+v[2])
+		} else {
+			env[i] = v[1] + "=" + v[2]
+		}
+	}
+	img.Config["Env"], _ = json.Marshal(env)
+	diffIDs := img.RootFS.Layers
+	if layer != nil {
+		sum := sha256.Sum256(layer)
+		diffIDs = append(slices.Clip(diffIDs), "sha256:"+hex.EncodeToString(sum[:]))
+	}
+	config, err := json.Marshal(map[string]any{
+		"architecture": img.Architecture, "os": img.Os, "variant": img.Variant, "config": img.Config,
+		// A time of its own, so that it is an image of its own, as a
+		// commit's is: removing it leaves another test's alone.
+		"created": time.Now().UTC(),
+		"rootfs":  map[string]any{"type": "layers", "diff_ids": diffIDs},
+	})
+	if err != nil {
+		return err
+	}
+	sum := sha256.Sum256(config)
+	name := hex.EncodeToString(sum[:]) + ".json"
+	layers := make([]string, len(diffIDs))
+	for i := range layers {
+		layers[i] = fmt.Sprintf("%d/layer.tar", i) // base's are not in the archive
+	}
+	files := []struct {
+		name string
+		data []byte
+	}{{name, config}}
+	if layer != nil {
+		files = append(files, struct {
+			name string
+			data []byte
+		}{layers[len(layers)-1], layer})
+	}
+	manifest, err := json.Marshal([]map[string]any{{"Config": name, "RepoTags": []string{ref}, "Layers": layers}})
+	if err != nil {
+		return err
+	}
+	var archive bytes.Buffer
+	tw := tar.NewWriter(&archive)
+	for _, f := range append(files, struct {
+		name string
+		data []byte
+	}{"manifest.json", manifest}) {
+		if err := tw.WriteHeader(&tar.Header{Name: f.name, Mode: 0o644, Size: int64(len(f.data))}); err != nil {
+			return err
+		}
+		if _, err := tw.Write(f.data); err != nil {
+			return err
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return err
+	}
+	res, err := cli.ImageLoad(ctx, &archive, client.ImageLoadWithQuiet(true))
+	if err != nil {
+		return err
+	}
+	defer res.Close()
+	dec := json.NewDecoder(res)
+	for {
+		var msg struct {
+			Error       string
+			ErrorDetail *struct{ Message string }
+		}
+		if err := dec.Decode(&msg); err == io.EOF {
+			break
+		} else if err != nil {
+			return err
+		}
+		if msg.Error != "" {
+			return errors.New(msg.Error)
+		}
+		if msg.ErrorDetail != nil {
+			return errors.New(msg.ErrorDetail.Message)
+		}
+	}
+	// What it loaded is base with the variables, or no image at all.
+	got, err := cli.ImageInspect(ctx, ref)
+	if err != nil {
+		return err
+	}
+	if !slices.Equal(got.RootFS.Layers, diffIDs) || got.Config == nil || !slices.Equal(got.Config.Env, env) {
+		return fmt.Errorf("the image loaded as %s is not %s with %q", ref, base, changes)
+	}
+	return nil
 }
 
 // OwnedCopy is a copy of dir whose files belong to user ("uid:gid"), for
