@@ -32,7 +32,6 @@ func deepFiles() []struct{ path, src string } {
 func TestSyntaxCheckDeepFile(t *testing.T) {
 	for _, f := range deepFiles() {
 		t.Run(f.path, func(t *testing.T) {
-			start := time.Now()
 			dir := workspaceDir(t, map[string]string{f.path: f.src})
 			a := newTestAgent(t, Config{})
 			got, _ := callTool(t, a, dir, &State{}, ToolEditFile, `{"path":"`+f.path+`","old_text":"teh","new_text":"the"}`)
@@ -43,8 +42,24 @@ func TestSyntaxCheckDeepFile(t *testing.T) {
 			if !strings.Contains(got, "Syntax check: not done, ") {
 				t.Errorf("write_file answered %.300q, want the check said to be skipped", got)
 			}
-			if d := time.Since(start); d > 2*time.Second {
-				t.Errorf("took %v", d)
+		})
+	}
+}
+
+// BenchmarkSyntaxCheckDeepFile measures an edit of each deep file, which
+// the check's bounds keep to a fraction of a second here (0.5 ms to 0.3 s
+// on this project's 2-core machine). TestSyntaxCheckDeepFile bounded it
+// with a wall clock, which failed on a busy machine; the figure is
+// measured here instead: go test -run '^$' -bench SyntaxCheckDeepFile ./agent/
+func BenchmarkSyntaxCheckDeepFile(b *testing.B) {
+	for _, f := range deepFiles() {
+		b.Run(f.path, func(b *testing.B) {
+			a := newTestAgent(b, Config{})
+			for b.Loop() {
+				b.StopTimer()
+				dir := workspaceDir(b, map[string]string{f.path: f.src})
+				b.StartTimer()
+				callTool(b, a, dir, &State{}, ToolEditFile, `{"path":"`+f.path+`","old_text":"teh","new_text":"the"}`)
 			}
 		})
 	}

@@ -19,7 +19,7 @@ import (
 
 // workspaceDir writes files (path → content, "" entries ending in / are
 // directories) into a fresh directory.
-func workspaceDir(t *testing.T, files map[string]string) string {
+func workspaceDir(t testing.TB, files map[string]string) string {
 	t.Helper()
 	dir := t.TempDir()
 	for p, content := range files {
@@ -95,7 +95,7 @@ func (c *fakeClock) Waits() []time.Duration {
 }
 
 // callTool runs one tool call directly, as Turn would.
-func callTool(t *testing.T, a *Agent, dir string, st *State, name, args string) (content, step string) {
+func callTool(t testing.TB, a *Agent, dir string, st *State, name, args string) (content, step string) {
 	t.Helper()
 	ws, err := openWorkspace(dir)
 	if err != nil {
