@@ -48,7 +48,7 @@ type metrics struct {
 
 // Label values known in advance: their series exist from the start, at 0.
 var (
-	verdicts       = []string{task.Approved, task.Rejected, task.TimedOut}
+	verdicts       = []task.Verdict{task.Approved, task.Rejected, task.TimedOut}
 	runOutcomes    = []string{"ok", "failed", "timed_out", "oom_killed", "error"}
 	tokenTypes     = []string{"prompt", "completion"}
 	llmErrorKinds  = []string{"transient", "permanent"}
@@ -151,7 +151,7 @@ func newMetrics(store counter, log *slog.Logger) *metrics {
 		m.depCaches.WithLabelValues(r)
 	}
 	for _, v := range verdicts {
-		m.approvalWait.WithLabelValues(v)
+		m.approvalWait.WithLabelValues(string(v))
 	}
 	for _, o := range runOutcomes {
 		m.runs.WithLabelValues(o)
@@ -216,7 +216,7 @@ func (m *metrics) observe(r task.StepResult) {
 	if r.Answer != nil {
 		switch v := r.Answer.Verdict; v {
 		case task.Approved, task.Rejected, task.TimedOut:
-			m.approvalWait.WithLabelValues(v).Observe(r.Waited.Seconds())
+			m.approvalWait.WithLabelValues(string(v)).Observe(r.Waited.Seconds())
 		}
 	}
 }

@@ -206,7 +206,7 @@ func TestMetricsCountAnApprovedFix(t *testing.T) {
 // A request rejected or left to time out is counted under its verdict.
 func TestMetricsApprovalWaitByVerdict(t *testing.T) {
 	tests := []struct {
-		verdict string
+		verdict task.Verdict
 		timeout time.Duration
 		answer  func(e *env, r *task.ExecRequest)
 	}{
@@ -218,7 +218,7 @@ func TestMetricsApprovalWaitByVerdict(t *testing.T) {
 		{task.TimedOut, 300 * time.Millisecond, nil},
 	}
 	for _, tc := range tests {
-		t.Run(tc.verdict, func(t *testing.T) {
+		t.Run(string(tc.verdict), func(t *testing.T) {
 			e := newEnv(t, newRunLLM(t, "make test"), func(c *app.Config) { c.ApprovalTimeout = tc.timeout })
 			e.gh.SetPermission(owner, repoName, "maintainer", "maintain")
 			e.comment("d1", 1, owner, "/agent fix the typo")
@@ -229,12 +229,12 @@ func TestMetricsApprovalWaitByVerdict(t *testing.T) {
 				t.Fatalf("task ended %s: %s", done.State, done.Error)
 			}
 			var checks []check
-			for _, v := range []string{task.Approved, task.Rejected, task.TimedOut} {
+			for _, v := range []task.Verdict{task.Approved, task.Rejected, task.TimedOut} {
 				want := 0.0
 				if v == tc.verdict {
 					want = 1
 				}
-				checks = append(checks, check{"pullwright_approval_wait_seconds", []string{"verdict=" + v}, want})
+				checks = append(checks, check{"pullwright_approval_wait_seconds", []string{"verdict=" + string(v)}, want})
 			}
 			// Nothing ran.
 			for _, o := range []string{"ok", "failed", "timed_out", "oom_killed", "error"} {

@@ -66,7 +66,7 @@ func (q startRequest) check() (owner, name string, err error) {
 	case len(q.Instructions) > maxInstructions:
 		return "", "", fmt.Errorf("instructions: longer than %d bytes", maxInstructions)
 	}
-	switch q.Mode {
+	switch task.Mode(q.Mode) {
 	case "", task.ModeTDD, task.ModeDebug, task.ModeRefactor:
 	default:
 		return "", "", fmt.Errorf("mode %q: want one of %s, %s, %s or none", q.Mode, task.ModeTDD, task.ModeDebug, task.ModeRefactor)
@@ -162,7 +162,7 @@ func (c *Console) start(ctx context.Context, who *caller, q startRequest) (*task
 		IssueTitle:   is.Title,
 		Requester:    task.Person{Login: who.Login, ID: who.ID},
 		Instructions: strings.TrimSpace(q.Instructions),
-		Mode:         q.Mode,
+		Mode:         task.Mode(q.Mode),
 		CreatedAt:    now,
 		RunAfter:     now,
 	}

@@ -124,7 +124,7 @@ func (c *Console) view(t *task.Task, full bool) taskView {
 	v := taskView{
 		ID: t.ID, Kind: t.Kind, State: t.State, Repo: t.Repo.FullName(), Issue: t.Issue, IsPR: t.IsPR, IssueTitle: t.IssueTitle,
 		IssueURL:  fmt.Sprintf("%s/%s/%s/%s/%d", c.gh.web, url.PathEscape(t.Repo.Owner), url.PathEscape(t.Repo.Name), kind, t.Issue),
-		Requester: t.Requester.Login, Instructions: t.Instructions, Mode: t.Mode, Error: t.Error, CancelledBy: t.CancelledBy,
+		Requester: t.Requester.Login, Instructions: t.Instructions, Mode: string(t.Mode), Error: t.Error, CancelledBy: t.CancelledBy,
 		Branch: w.Branch, PRURL: w.PRURL, Turns: w.Turns, Tokens: w.Tokens, TokensEstimated: w.TokensEstimated,
 		CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt, TraceID: tracing.TraceID(t.Trace),
 	}

@@ -727,7 +727,7 @@ func (rq requests) resolveRequired(ctx context.Context, t Job, o Outcome) error 
 }
 
 // ranAndFailed reports whether an outcome is the command's own failure.
-func ranAndFailed(outcome string) bool {
+func ranAndFailed(outcome RunOutcome) bool {
 	return outcome == OutcomeFailed || outcome == OutcomeTimedOut || outcome == OutcomeOOM
 }
 

@@ -153,7 +153,7 @@ func (f *Flow) prepare(ctx context.Context, t Job) error {
 		Body:          untrusted.Visible(issue.Body),
 		Comments:      comments,
 		Instructions:  untrusted.Visible(t.Instructions),
-		Mode:          t.Mode,
+		Mode:          string(t.Mode),
 		Requester:     t.Requester.Login,
 		Limits:        lim,
 		Base:          t.BaseSHA,

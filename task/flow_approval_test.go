@@ -273,7 +273,8 @@ func TestARequestTimesOut(t *testing.T) {
 func TestRequestsAnsweredWithoutAsking(t *testing.T) {
 	cases := []struct {
 		name, config, command string
-		verdict, by           string
+		verdict               task.Verdict
+		by                    string
 		runs                  int
 	}{
 		{"auto_approve runs a listed command", "auto_approve:\n  - command: go test ./...\n", "go test ./...", task.Approved, "auto_approve", 1},

@@ -3,6 +3,7 @@ package task_test
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -32,31 +33,31 @@ func TestRequirePassing(t *testing.T) {
 		// wantRuns are the records' outcomes; wantDraft whether the pull
 		// request stays a draft; wantReopened how many times the agent
 		// heard that the required command failed.
-		wantRuns     []string
+		wantRuns     []task.RunOutcome
 		wantDraft    bool
 		wantReopened int
 	}{
 		{name: "auto-approved and passing", config: "require_passing: make check\nauto_approve:\n  - command: make check\n",
 			runs: []pullwright.RunResult{{ExitCode: 0, Output: "all good\n"}}, answers: []task.Kind{""},
-			wantRuns: []string{task.OutcomePassed}},
+			wantRuns: []task.RunOutcome{task.OutcomePassed}},
 		{name: "approved, failing, fixed, passing", config: "require_passing: make check\n",
 			script:   []tasktest.Turn{finish("Fix the README typo", map[string]string{"main.go": "package main\n\nfunc main() { println(2) }\n"})},
 			runs:     []pullwright.RunResult{{ExitCode: 2, Output: "FAIL: lint\n"}, {ExitCode: 0, Output: "ok\n"}},
 			answers:  []task.Kind{task.KindApprove, task.KindApprove},
-			wantRuns: []string{task.OutcomeFailed, task.OutcomePassed}, wantReopened: 1},
+			wantRuns: []task.RunOutcome{task.OutcomeFailed, task.OutcomePassed}, wantReopened: 1},
 		{name: "rejected: the pull request stays a draft", config: "require_passing: make check\n",
-			answers: []task.Kind{task.KindReject}, wantRuns: []string{task.OutcomeRejected}, wantDraft: true},
+			answers: []task.Kind{task.KindReject}, wantRuns: []task.RunOutcome{task.OutcomeRejected}, wantDraft: true},
 		{name: "the sandbox failed: a draft, and the agent is not sent back", config: "require_passing: make check\n",
 			runs:    []pullwright.RunResult{{ExitCode: -1, Output: "the run was interrupted before it finished"}},
-			answers: []task.Kind{task.KindApprove}, wantRuns: []string{task.OutcomeInterrupted}, wantDraft: true},
+			answers: []task.Kind{task.KindApprove}, wantRuns: []task.RunOutcome{task.OutcomeInterrupted}, wantDraft: true},
 		{name: "failing, and the agent's budget runs out: a draft", config: "require_passing: make check\nauto_approve:\n  - command: make check\n",
 			script:  []tasktest.Turn{{Err: fmt.Errorf("%w: 40 of 40 turns", task.ErrBudget)}},
 			runs:    []pullwright.RunResult{{ExitCode: 1, Output: "FAIL\n"}},
-			answers: []task.Kind{""}, wantRuns: []string{task.OutcomeFailed}, wantDraft: true, wantReopened: 1},
+			answers: []task.Kind{""}, wantRuns: []task.RunOutcome{task.OutcomeFailed}, wantDraft: true, wantReopened: 1},
 		{name: "failing and the agent changes nothing: a draft", config: "require_passing: make check\n",
 			script:  []tasktest.Turn{finish("Fix the README typo", nil)},
 			runs:    []pullwright.RunResult{{ExitCode: 1, Output: "FAIL\n"}},
-			answers: []task.Kind{task.KindApprove}, wantRuns: []string{task.OutcomeFailed}, wantDraft: true, wantReopened: 1},
+			answers: []task.Kind{task.KindApprove}, wantRuns: []task.RunOutcome{task.OutcomeFailed}, wantDraft: true, wantReopened: 1},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -85,14 +86,14 @@ func TestRequirePassing(t *testing.T) {
 				w.drain()
 			}
 			done := w.want(fix.ID, task.Done)
-			var outcomes []string
+			var outcomes []task.RunOutcome
 			for _, r := range tasktest.Job(done).Runs {
 				if !r.Required || r.Command != required {
 					t.Errorf("record %+v is not the required command's", r)
 				}
 				outcomes = append(outcomes, r.Outcome)
 			}
-			if strings.Join(outcomes, ",") != strings.Join(c.wantRuns, ",") {
+			if !slices.Equal(outcomes, c.wantRuns) {
 				t.Errorf("records = %q, want %q", outcomes, c.wantRuns)
 			}
 			last := tasktest.Job(done).Runs[len(tasktest.Job(done).Runs)-1]
@@ -147,7 +148,7 @@ func TestModeIsCheckedAgainstTheRecord(t *testing.T) {
 	const pyproject = "[project]\nname = \"widget\"\ndependencies = [\"requests>=2.31\"]\n\n[tool.pytest.ini_options]\nminversion = \"7\"\n"
 	cases := []struct {
 		name   string
-		mode   string
+		mode   task.Mode
 		script []tasktest.Turn
 		runs   []pullwright.RunResult
 		links  []string // paths the world's commits hold as symbolic links
@@ -216,7 +217,7 @@ func TestModeIsCheckedAgainstTheRecord(t *testing.T) {
 				w.drain()
 			}
 			done := w.want(fixTask.ID, task.Done)
-			if w.agent.Briefs[0].Mode != c.mode {
+			if w.agent.Briefs[0].Mode != string(c.mode) {
 				t.Errorf("the agent's brief has mode %q", w.agent.Briefs[0].Mode)
 			}
 			for _, r := range tasktest.Job(done).Runs {

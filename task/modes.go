@@ -14,10 +14,13 @@ import (
 // runs, checkMode: the pull request says whether the work was verified as
 // its mode, or which step is missing.
 const (
-	ModeTDD      = "tdd"
-	ModeDebug    = "debug"
-	ModeRefactor = "refactor"
+	ModeTDD      Mode = "tdd"
+	ModeDebug    Mode = "debug"
+	ModeRefactor Mode = "refactor"
 )
+
+// Mode is how a fix must prove its work ("" for no mode).
+type Mode string
 
 // ModeCheck is what a task's record shows of its mode's steps: the runs
 // that show them, and the steps it does not show.
@@ -276,7 +279,7 @@ func finalWord(t Job) string {
 }
 
 // outcomeVerb is a run's outcome as the verb of a sentence.
-func outcomeVerb(outcome string) string {
+func outcomeVerb(outcome RunOutcome) string {
 	switch outcome {
 	case OutcomeTimedOut:
 		return "timed out"
@@ -291,5 +294,5 @@ func outcomeVerb(outcome string) string {
 	case OutcomeNoAnswer:
 		return "had no answer"
 	}
-	return outcome // passed, failed
+	return string(outcome) // passed, failed
 }

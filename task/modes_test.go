@@ -8,12 +8,12 @@ import (
 
 func TestCheckMode(t *testing.T) {
 	const base, testOnly, fixed, final = "base", "tests", "fixed", "final"
-	run := func(cmd, sha, outcome string, tests, code bool) RunRecord {
+	run := func(cmd, sha string, outcome RunOutcome, tests, code bool) RunRecord {
 		return RunRecord{Command: cmd, SHA: sha, Verdict: Approved, Outcome: outcome, Tests: tests, Code: code}
 	}
 	cases := []struct {
 		name         string
-		mode         string
+		mode         Mode
 		instructions string
 		api          []string
 		runs         []RunRecord
@@ -106,7 +106,7 @@ func TestCheckMode(t *testing.T) {
 				}
 				return
 			}
-			if !strings.HasPrefix(text, "**Mode "+c.mode+"**: the record shows ") || strings.Contains(text, "Missing") != (c.want != nil) {
+			if !strings.HasPrefix(text, "**Mode "+string(c.mode)+"**: the record shows ") || strings.Contains(text, "Missing") != (c.want != nil) {
 				t.Errorf("rendered %q", text)
 			}
 			for _, m := range c.want {

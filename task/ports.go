@@ -119,7 +119,7 @@ type Pending struct {
 
 // Outcome is what the agent is told about its execution request.
 type Outcome struct {
-	Verdict string // Approved (then Result is set), Rejected, TimedOut, Withdrawn
+	Verdict Verdict // Approved (then Result is set), Rejected, TimedOut, Withdrawn
 	By      string
 	Reason  string
 	Result  *pullwright.RunResult

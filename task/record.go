@@ -27,14 +27,14 @@ type RunRecord struct {
 	// Verdict is the answer (Approved, Rejected, TimedOut); By who gave
 	// it, Auto the auto_approve rule that gave it instead, Why a
 	// rejection's reason.
-	Verdict string `json:"verdict"`
-	By      string `json:"by,omitempty"`
-	Auto    string `json:"auto,omitempty"`
-	Why     string `json:"why,omitempty"`
+	Verdict Verdict `json:"verdict"`
+	By      string  `json:"by,omitempty"`
+	Auto    string  `json:"auto,omitempty"`
+	Why     string  `json:"why,omitempty"`
 	// Outcome sums up the run (the Outcome… constants); ExitCode,
 	// Duration and Output (its last lines, bounded) are the command's,
 	// when it ran.
-	Outcome  string        `json:"outcome"`
+	Outcome  RunOutcome    `json:"outcome"`
 	ExitCode int           `json:"exit_code"`
 	Duration time.Duration `json:"duration,omitempty"`
 	Output   string        `json:"output,omitempty"`
@@ -61,19 +61,24 @@ type RunRecord struct {
 	KeptNote string                `json:"kept_note,omitempty"`
 }
 
+// RunOutcome sums up how a request for a run ended, in the record of runs:
+// what the approved command came to, or the answer that kept it from
+// running. Its words are shown as they are.
+type RunOutcome string
+
 // Outcomes of a RunRecord.
 const (
-	OutcomePassed      = "passed"
-	OutcomeFailed      = "failed"
-	OutcomeTimedOut    = "timed out"
-	OutcomeOOM         = "out of memory"
-	OutcomeInterrupted = "interrupted"
-	OutcomeSetupFailed = "setup failed"
-	OutcomeRejected    = "rejected"
-	OutcomeNoAnswer    = "no answer"
+	OutcomePassed      RunOutcome = "passed"
+	OutcomeFailed      RunOutcome = "failed"
+	OutcomeTimedOut    RunOutcome = "timed out"
+	OutcomeOOM         RunOutcome = "out of memory"
+	OutcomeInterrupted RunOutcome = "interrupted"
+	OutcomeSetupFailed RunOutcome = "setup failed"
+	OutcomeRejected    RunOutcome = "rejected"
+	OutcomeNoAnswer    RunOutcome = "no answer"
 	// OutcomeNotRun is an approved command that never started: the
 	// setup or the sandbox could not run it (Sandboxed, NotStarted).
-	OutcomeNotRun = "could not run"
+	OutcomeNotRun RunOutcome = "could not run"
 )
 
 // maxRecordOutput bounds the output a record keeps: the check run holds
@@ -119,10 +124,10 @@ func (t Job) record(o Outcome) {
 	t.Runs = append(t.Runs, rec)
 }
 
-// RunOutcome sums up how an approved command ended (one of the Outcome…
+// OutcomeOf sums up how an approved command ended (one of the Outcome…
 // constants), from its result and whether the repository's setup before
 // it failed: the one reading of a RunResult for every record of runs.
-func RunOutcome(res pullwright.RunResult, setupFailed bool) string {
+func OutcomeOf(res pullwright.RunResult, setupFailed bool) RunOutcome {
 	switch {
 	case setupFailed:
 		return OutcomeSetupFailed
@@ -394,7 +399,7 @@ func (r RunRecord) Describe() string {
 	case TimedOut:
 		return "not run: no answer in time"
 	}
-	s := r.Outcome
+	s := string(r.Outcome)
 	if r.Outcome != OutcomeNotRun && r.Outcome != OutcomeSetupFailed {
 		s += fmt.Sprintf(" (exit code %d, %s)", r.ExitCode, r.Duration.Round(time.Second))
 	}
@@ -423,7 +428,7 @@ func briefResult(r RunRecord) string {
 func shortResult(r RunRecord) string {
 	switch r.Outcome {
 	case OutcomeNotRun:
-		return r.Outcome
+		return string(r.Outcome)
 	case OutcomeSetupFailed:
 		return "did not run (its setup failed)"
 	}

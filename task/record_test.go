@@ -92,7 +92,7 @@ func TestCheckRunURL(t *testing.T) {
 }
 
 func TestRenderVerificationGolden(t *testing.T) {
-	run := func(id, cmd, sha, outcome string, code int) RunRecord {
+	run := func(id, cmd, sha string, outcome RunOutcome, code int) RunRecord {
 		return RunRecord{RequestID: id, Command: cmd, SHA: sha, Verdict: Approved, By: "maint", Outcome: outcome, ExitCode: code,
 			Duration: 3 * time.Second, CheckRunID: 9, CheckRunURL: "https://github.com/o/r/runs/9"}
 	}
@@ -138,7 +138,7 @@ func TestRenderVerificationGolden(t *testing.T) {
 // steps it lacks.
 func TestRenderModeGolden(t *testing.T) {
 	const base, early, final = "0000000000000000000000000000000000000000", "1111111111111111111111111111111111111111", "2222222222222222222222222222222222222222"
-	run := func(id, cmd, sha, outcome string, tests, code bool, digest string) RunRecord {
+	run := func(id, cmd, sha string, outcome RunOutcome, tests, code bool, digest string) RunRecord {
 		exit := 0
 		if outcome != OutcomePassed {
 			exit = 1
@@ -148,7 +148,7 @@ func TestRenderModeGolden(t *testing.T) {
 	}
 	tests := []struct {
 		name         string
-		mode         string
+		mode         Mode
 		final        bool
 		head         string
 		instructions string
@@ -271,7 +271,7 @@ func TestRecordOnIsTheNewestMatchOfCommandOnCommit(t *testing.T) {
 // that the record does not back is found, and never passes as a fact.
 func TestVerify(t *testing.T) {
 	const early, final = "1111111111111111111111111111111111111111", "2222222222222222222222222222222222222222"
-	ran := func(cmd, sha, outcome string, code int) RunRecord {
+	ran := func(cmd, sha string, outcome RunOutcome, code int) RunRecord {
 		return RunRecord{Command: cmd, SHA: sha, Verdict: Approved, By: "ada", Outcome: outcome, ExitCode: code, Duration: 2 * time.Second}
 	}
 	tests := []struct {

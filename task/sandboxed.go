@@ -63,8 +63,8 @@ func (ran Ran) End(rec *RunRecord) {
 }
 
 // Outcome sums up how the step ended (one of the Outcome… constants).
-func (ran Ran) Outcome() string {
-	return RunOutcome(ran.Result, ran.Setup != nil && ran.Setup.Failed)
+func (ran Ran) Outcome() RunOutcome {
+	return OutcomeOf(ran.Result, ran.Setup != nil && ran.Setup.Failed)
 }
 
 // Unstarted is the step for an approved command that could not be handed

@@ -25,7 +25,7 @@ func TestSandboxed(t *testing.T) {
 		run       []tasktest.Run
 		runs      int
 		output    string // part of the result's output, and of the record's
-		outcome   string
+		outcome   task.RunOutcome
 		err       bool // Ran.Err is set
 		released  int
 		withCache bool

@@ -188,7 +188,7 @@ type Task struct {
 	Instructions string    `json:"instructions,omitempty"`
 	// Mode is how a fix must prove its work: "" or one of Modes (tdd,
 	// debug, refactor), a prompt for the agent and a check of Work.Runs.
-	Mode string `json:"mode,omitempty"`
+	Mode Mode `json:"mode,omitempty"`
 	// Reply is the body a KindReply task posts.
 	Reply string `json:"reply,omitempty"`
 	// Trigger is the event a KindTrigger task weighs; nil on other kinds.

@@ -102,19 +102,22 @@ type FileSnapshot struct {
 	Executable bool `json:"executable,omitempty"`
 }
 
+// Verdict is the answer an execution request got.
+type Verdict string
+
 // Verdicts an execution request can get.
 const (
-	Approved  = "approved"
-	Rejected  = "rejected"
-	TimedOut  = "timed_out"
-	Withdrawn = "cancelled"
+	Approved  Verdict = "approved"
+	Rejected  Verdict = "rejected"
+	TimedOut  Verdict = "timed_out"
+	Withdrawn Verdict = "cancelled"
 )
 
 // Answer is how an execution request was answered. The store sets it with
 // a compare-and-swap, so two answers arriving at once cannot both win.
 type Answer struct {
-	Verdict string `json:"verdict"`
-	By      string `json:"by,omitempty"`
+	Verdict Verdict `json:"verdict"`
+	By      string  `json:"by,omitempty"`
 	// Via is the delivery that answered, so replaying that answer's step
 	// after a crash recognises its own success.
 	Via string `json:"via,omitempty"`

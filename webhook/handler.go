@@ -641,7 +641,7 @@ func (h *Handler) command(d task.Delivery, p *event, a ask) (*task.Task, string)
 				"What should I fix? The issue has no description and the command none either: write the instructions after `%s fix`, or describe the problem in the issue and ask again.\n\n%s",
 				h.word, Usage(h.word))), "fix_without_instructions"
 		}
-		t.Kind, t.Instructions, t.Mode = task.KindFix, c.Args, c.Mode
+		t.Kind, t.Instructions, t.Mode = task.KindFix, c.Args, task.Mode(c.Mode)
 	case Review:
 		switch {
 		case !a.isPR:

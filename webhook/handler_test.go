@@ -415,7 +415,7 @@ func checkTask(t *testing.T, got task.Task, deliveryID string, want wantTask) {
 	if got.Kind != want.Kind {
 		t.Fatalf("kind %q, want %q (reply %q)", got.Kind, want.Kind, got.Reply)
 	}
-	if got.Mode != want.Mode {
+	if got.Mode != task.Mode(want.Mode) {
 		t.Errorf("mode %q, want %q", got.Mode, want.Mode)
 	}
 	if got.Instructions != want.Instructions {
