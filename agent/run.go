@@ -150,6 +150,28 @@ func (a *Agent) ResolveCall(st *State, text string, failed bool) error {
 	return a.answer(st, head+untrusted.Block("untrusted-mcp-result", fmt.Sprintf(" server=%q tool=%q", c.Server, c.Tool), text))
 }
 
+// AnswerCall answers a pending call of an MCP tool (Request.Tool) that
+// was approved, with res, how the call went: the server's answer
+// (ResolveCall), or why it was not made or did not end (NotCalled,
+// Interrupted).
+func (a *Agent) AnswerCall(st *State, res pullwright.RunResult) error {
+	switch {
+	case res.NotStarted:
+		return a.Resolve(st, NotCalled(res.Output))
+	case res.ExitCode < 0:
+		return a.Resolve(st, Interrupted(res.Output))
+	}
+	return a.ResolveCall(st, res.Output, res.ExitCode != 0)
+}
+
+// NotCalled is the tool result of an approved call of an MCP tool that
+// was never made, and why.
+func NotCalled(why string) string { return "not called: " + why }
+
+// Interrupted is the tool result of an approved call of an MCP tool that
+// did not end, with what it said until then.
+func Interrupted(output string) string { return "interrupted: " + output }
+
 // answer places content as the tool message of the pending call.
 func (a *Agent) answer(st *State, content string) error {
 	id := st.Pending.ToolCallID
@@ -270,6 +292,21 @@ func RunResult(exitCode int, output string, truncated bool, timedOut bool, durat
 	}
 	b.WriteString(untrusted.Block("untrusted-output", "", output))
 	return b.String()
+}
+
+// Ran is the tool result of a command that ran, res: RunResult of its
+// exit code and RanOutput.
+func Ran(res pullwright.RunResult) string {
+	return RunResult(res.ExitCode, RanOutput(res), res.Truncated, res.TimedOut, res.Duration)
+}
+
+// RanOutput is res's output as the agent reads it: with the sandbox's
+// note when it killed the command for running out of memory.
+func RanOutput(res pullwright.RunResult) string {
+	if res.OOMKilled {
+		return res.Output + "\n[the sandbox killed the command: it ran out of memory]"
+	}
+	return res.Output
 }
 
 func roundDuration(d time.Duration) time.Duration {

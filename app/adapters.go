@@ -22,7 +22,8 @@ import (
 // ghapp and repo speak the vocabulary task's ports are written in, so they
 // are those ports as they are; what is left here translates where a plain
 // assignment cannot: the agent's state as JSON in the task, repo's
-// constructors' concrete results, the sandbox's CPU units.
+// constructors' concrete results. What the agent reads of a run is
+// worded in agent (agent.Ran, AnswerCall, Rejected, TimedOut).
 var (
 	_ task.GitHub    = (*ghapp.App)(nil)
 	_ task.Workspace = (*repo.Workspace)(nil)
@@ -170,23 +171,10 @@ func (m model) result(st *agent.State, o task.Outcome) (result string, kept *age
 			return "", nil, errors.New("an approved request without a result")
 		}
 		if st.Pending != nil && st.Pending.Tool != nil && o.Required == "" {
-			switch {
-			case o.Result.NotStarted:
-				result = "not called: " + o.Result.Output
-			case o.Result.ExitCode < 0:
-				result = "interrupted: " + o.Result.Output
-			}
-			if result != "" {
-				break
-			}
-			return "", nil, m.a.ResolveCall(st, o.Result.Output, o.Result.ExitCode != 0)
+			return "", nil, m.a.AnswerCall(st, *o.Result)
 		}
 		r := o.Result
-		output := r.Output
-		if r.OOMKilled {
-			output += "\n[the sandbox killed the command: it ran out of memory]"
-		}
-		result = agent.RunResult(r.ExitCode, output, r.Truncated, r.TimedOut, r.Duration)
+		result = agent.Ran(*r)
 		if st.Pending != nil && st.Pending.KeepChanges && o.Workdir != "" && !r.NotStarted {
 			k, err := agent.KeepChanges(st, o.Workdir, r.Changes, r.KeptNote)
 			if err != nil {

@@ -29,8 +29,7 @@ import (
 	"github.com/pullwright/pullwright/ghapp"
 	"github.com/pullwright/pullwright/policy"
 	"github.com/pullwright/pullwright/repo"
-	"github.com/pullwright/pullwright/runner"
-	"github.com/pullwright/pullwright/setup"
+	"github.com/pullwright/pullwright/sandbox"
 	"github.com/pullwright/pullwright/task"
 	"github.com/pullwright/pullwright/task/postgres"
 	"github.com/pullwright/pullwright/task/sqlite"
@@ -425,42 +424,29 @@ func (a *App) sandbox(ctx context.Context, op *policy.Operator) (task.Runner, ta
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, nil, fmt.Errorf("create %s: %w", dir, err)
 	}
-	if a.cfg.Runner == "local" {
-		if a.cfg.SandboxCABundle != "" {
-			log.Warn("the sandboxes' CA bundle is for Docker sandboxes; the local runner's commands trust what this machine trusts", "bundle", a.cfg.SandboxCABundle)
-		}
-		l := runner.NewLocal(dir, log)
-		l.Path = a.cfg.LocalPath
-		return l, nil, nil
-	}
-	fwd, fwdErr := setup.Forwarder(a.cfg.Forwarder)
-	if fwdErr != nil {
-		log.Warn("repositories' setups will not run: no binary to forward their connections to the fence", "err", fwdErr)
-	}
-	parent, err := fenceParent(op.Fence, a.cfg.ProxyEnv, log)
-	if err != nil {
-		return nil, nil, err
-	}
-	d, err := runner.NewDocker(runner.DockerConfig{
-		Image: a.cfg.SandboxImage, TempDir: dir, Owner: sandboxOwner(dir), Logger: log,
-		// A repository's sandbox.disk is within caps.disk: the volume is
-		// made as large as the cap allows, never larger.
-		WorkspaceSize: op.DiskCap(),
-		Forwarder:     fwd,
-		CABundle:      a.cfg.SandboxCABundle,
+	sb, err := sandbox.New(sandbox.Config{
+		Local: a.cfg.Runner == "local", Path: a.cfg.LocalPath, TempDir: dir,
+		Operator: op, ProxyEnv: a.cfg.ProxyEnv, StrictParent: true, Resolver: a.cfg.FenceResolver,
+		Image: a.cfg.SandboxImage, Owner: sandboxOwner(dir), Forwarder: a.cfg.Forwarder, CABundle: a.cfg.SandboxCABundle,
+		Logger: a.log,
 	})
-	if err != nil {
+	var pe *sandbox.ParentError
+	switch {
+	case errors.As(err, &pe):
+		return nil, nil, err
+	case err != nil:
 		return nil, nil, fmt.Errorf("docker sandbox: %w", err)
+	case sb.Docker == nil:
+		return sb.Runner, nil, nil
 	}
-	a.closers = append(a.closers, d.Close)
+	a.closers = append(a.closers, sb.Close)
 	var deps task.Dependencies
-	if fwdErr == nil {
-		keep, repoBytes, hostBytes := op.CacheLimits()
-		deps = meteredSetup{&setup.Setup{Runner: d, Resolver: a.cfg.FenceResolver, Logger: log.With("component", "setup"),
-			Limits: setup.Limits{Keep: keep, RepoBytes: repoBytes, HostBytes: hostBytes}, Denied: setup.OwnAddresses(),
-			Parent: parent},
-			a.metrics}
+	if sb.Setup != nil {
+		deps = meteredSetup{sb.Setup, a.metrics}
+	} else {
+		log.Warn("repositories' setups will not run: no binary to forward their connections to the fence", "err", sb.NoSetup)
 	}
+	d := sb.Docker
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := d.Ping(pctx); err != nil {

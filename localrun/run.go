@@ -205,7 +205,7 @@ func (r *run) work(ctx context.Context) {
 			if r.st.Pending.Tool != nil {
 				// bot run offers no MCP server, so none can be asked for;
 				// a call must never reach the shell as a command line.
-				if err := r.agent.Resolve(r.st, "not called: bot run offers no MCP tools that need approval"); err != nil {
+				if err := r.agent.Resolve(r.st, agent.NotCalled("bot run offers no MCP tools that need approval")); err != nil {
 					r.failure = err
 					r.res.Stopped = "the run failed"
 					return
@@ -360,16 +360,13 @@ func (r *run) request(ctx context.Context, req agent.Request) (string, error) {
 		kept, rec.Kept, rec.KeptNote = &k, k.Files, k.Summary()
 	}
 	r.runs = append(r.runs, rec)
-	output := res.Output
-	if res.OOMKilled {
-		output += "\n[the sandbox killed the command: it ran out of memory]"
-	}
+	output := agent.RanOutput(res)
 	how := fmt.Sprintf("exit code %d after %s", res.ExitCode, res.Duration.Round(time.Millisecond))
 	if res.TimedOut {
 		how = fmt.Sprintf("timed out after %s", res.Duration.Round(time.Second))
 	}
 	r.d.printf("  ran `%s`: %s\n%s", words.Clip(cmd, 120), how, tail(output, outputTail))
-	result := agent.RunResult(res.ExitCode, output, res.Truncated, res.TimedOut, res.Duration)
+	result := agent.Ran(res)
 	if kept != nil {
 		r.d.printf("%s\n", indent(safe(kept.Text()), "  "))
 		result = agent.WithKept(result, *kept)

@@ -2,6 +2,7 @@ package localrun
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -9,10 +10,9 @@ import (
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/client"
 
-	"github.com/pullwright/pullwright/fence"
 	"github.com/pullwright/pullwright/internal/words"
-	"github.com/pullwright/pullwright/policy"
 	"github.com/pullwright/pullwright/runner"
+	box "github.com/pullwright/pullwright/sandbox"
 	"github.com/pullwright/pullwright/setup"
 )
 
@@ -47,33 +47,36 @@ would type yourself. Use the Docker sandbox (the default) when you can.
 // newSandbox builds the runner o.Runner names. Docker must answer: bot run
 // never falls back to running commands without isolation.
 func newSandbox(ctx context.Context, o Options, log *slog.Logger) (*sandbox, error) {
-	rlog := log.With("component", "runner")
-	if o.Runner == RunnerLocal {
+	local := o.Runner == RunnerLocal
+	if local {
 		fmt.Fprint(o.Stderr, localWarning)
-		// Not runner.NewLocal: its warning is the one above, in words
-		// for a terminal.
-		return &sandbox{r: &runner.Local{TempDir: o.TempDir, Path: o.Path, Logger: rlog}, where: whereLocal, close: func() {}}, nil
 	}
-	fwd, fwdErr := setup.Forwarder(o.Forwarder)
 	self := thisProcess()
-	d, err := runner.NewDocker(runner.DockerConfig{
-		Image:   o.DefaultImage,
-		TempDir: o.TempDir,
-		Owner:   sandboxOwner,
+	// bot run has no operator file: the caches' limits are the default
+	// operator's, and the parent proxy, if any, is the environment's.
+	b, err := box.New(box.Config{
+		// The warning is the one above, in words for a terminal.
+		Local: local, QuietLocal: true, Path: o.Path, TempDir: o.TempDir,
+		ProxyEnv: o.ProxyEnv, Resolver: o.Resolver,
+		Image: o.DefaultImage, Owner: sandboxOwner,
 		// Whatever this run leaves, if it is killed, the next one
 		// removes (process.go).
-		Labels:    self.labels(),
-		Logger:    rlog,
-		Forwarder: fwd,
-		CABundle:  o.CABundle,
+		Labels: self.labels(),
 		// The image is checked before the agent starts (checkImage); one
 		// gone since is a run that could not start, not a download in
 		// the middle of the work.
-		NoPull: true,
+		NoPull:    true,
+		Forwarder: o.Forwarder,
+		CABundle:  o.CABundle,
+		Logger:    log,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("docker sandbox: %w; to run commands unsandboxed instead, use --runner local", err)
 	}
+	if local {
+		return &sandbox{r: b.Runner, where: whereLocal, close: func() {}}, nil
+	}
+	d := b.Docker
 	pctx, cancel := context.WithTimeout(ctx, pingTimeout)
 	defer cancel()
 	if err := d.Ping(pctx); err != nil {
@@ -93,7 +96,7 @@ func newSandbox(ctx context.Context, o Options, log *slog.Logger) (*sandbox, err
 		d.Close()
 		return nil, fmt.Errorf("docker sandbox: %w; to run commands unsandboxed instead, use --runner local", err)
 	}
-	sb := &sandbox{r: d, where: "in the Docker sandbox", close: func() { d.Close(); cli.Close() },
+	sb := &sandbox{r: d, where: "in the Docker sandbox", setup: b.Setup, close: func() { d.Close(); cli.Close() },
 		hasImage: func(ctx context.Context, image string) (bool, error) {
 			_, err := cli.ImageInspect(ctx, image)
 			if cerrdefs.IsNotFound(err) {
@@ -101,20 +104,14 @@ func newSandbox(ctx context.Context, o Options, log *slog.Logger) (*sandbox, err
 			}
 			return err == nil, err
 		}}
-	// bot run has no operator file: the parent proxy, if any, is the
-	// environment's.
-	parent, parentErr := fence.NewParent(o.ProxyEnv)
+	var pe *box.ParentError
 	switch {
-	case fwdErr != nil:
-		sb.noSetup = fmt.Sprintf("the repository's setup (fetching dependencies) will not run: %v", fwdErr)
-	case parentErr != nil:
+	case b.NoSetup == nil:
+	case errors.As(b.NoSetup, &pe):
 		sb.noSetup = fmt.Sprintf("the repository's setup (fetching dependencies) will not run: its fence would go out through "+
-			"your HTTPS_PROXY or HTTP_PROXY, and %v", parentErr)
+			"your HTTPS_PROXY or HTTP_PROXY, and %v", pe.Err)
 	default:
-		keep, repoBytes, hostBytes := policy.DefaultOperator().CacheLimits()
-		sb.setup = &setup.Setup{Runner: d, Resolver: o.Resolver, Logger: log.With("component", "setup"),
-			Limits: setup.Limits{Keep: keep, RepoBytes: repoBytes, HostBytes: hostBytes}, Denied: setup.OwnAddresses(),
-			Parent: parent}
+		sb.noSetup = fmt.Sprintf("the repository's setup (fetching dependencies) will not run: %v", b.NoSetup)
 	}
 	return sb, nil
 }
