@@ -10,7 +10,9 @@
 // It decides nothing about a command, and it does not contact the
 // Docker engine: whether the engine answers, what to do when it does
 // not, and which sandboxes left by an earlier run to remove are each
-// surface's. It must not import task (the queue).
+// surface's.
+//
+// Import rule: none of task, app or localrun.
 package sandbox
 
 import (
