@@ -9,6 +9,8 @@
 // the store, the workers, GitHub and the repository's refs only through
 // the small interfaces run.go declares, which app fills in; it reads no
 // environment but in FromEnv and opens no connection of its own.
+//
+// Import rule: none of ghapp, runner or console.
 package action
 
 import (

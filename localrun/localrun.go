@@ -10,6 +10,8 @@
 // is pushed back into the user's repository as a new branch, never forced.
 // It must not read the environment: cmd/bot turns flags and variables into
 // Options.
+//
+// Import rule: none of ghapp, app, webhook or console.
 package localrun
 
 import (
