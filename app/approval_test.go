@@ -261,7 +261,7 @@ func TestRefusedAnswers(t *testing.T) {
 	e.comment("a5", 1, "maintainer", "/approve "+r.ID)
 	e.waitComment(1, "is stale: branch `"+tasktest.Job(waiting).Branch+"` moved")
 
-	time.Sleep(300 * time.Millisecond)
+	e.waitIdle()
 	if runs := checkRunsNamed(e.gh, task.RunCheck); len(runs) != 0 {
 		t.Fatalf("a refused answer ran the command: %+v", runs)
 	}

@@ -276,6 +276,37 @@ func (e *env) waitTask(issue int) *task.Task {
 	}
 }
 
+// waitIdle waits until the bot has nothing left to do: every task it
+// recorded has ended or waits, unanswered, for a person, as Pool.Drain
+// waits (task.Due). A delivery's task is recorded before the delivery is
+// answered, and an answer a task records makes the task it answers due,
+// so once a delivery is answered, waitIdle returns only after the work
+// it caused has been done: what it did not do by then, it will not do.
+// (A failed task's report, posted after the task is saved as failed, may
+// still be on its way; the tests here assert on what a task does before
+// it ends.)
+func (e *env) waitIdle() {
+	e.t.Helper()
+	due, ok := e.bot.Store().(task.Due)
+	if !ok {
+		e.t.Fatalf("the store %T cannot tell when the next task is due", e.bot.Store())
+	}
+	deadline := time.Now().Add(patience)
+	for {
+		at, busy, err := due.NextDue(context.Background())
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		if !busy {
+			return
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("the bot still has a task due at %v\nlogs:\n%s", at, e.logs.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // waitComments waits until the issue has n comments by the bot.
 func (e *env) waitComments(issue, n int) []fakegithub.Comment {
 	e.t.Helper()
@@ -477,7 +508,7 @@ func TestFixCommentBecomesPullRequest(t *testing.T) {
 	if code := e.deliver("72d3162e-cc78-11e3-81ab-4c9367dc0958", "issue_comment", body); code != http.StatusOK {
 		t.Fatalf("redelivery answered %d, want 200", code)
 	}
-	time.Sleep(200 * time.Millisecond) // give a wrongly created task time to show up
+	e.waitIdle()
 	if got := e.gh.PullRequests(owner, repoName); len(got) != 1 {
 		t.Errorf("redelivery made %d pull requests", len(got))
 	}
@@ -658,7 +689,7 @@ func TestIgnoredDeliveries(t *testing.T) {
 			}
 		})
 	}
-	time.Sleep(200 * time.Millisecond)
+	e.waitIdle()
 	for _, c := range e.gh.Comments(owner, repoName, 1) {
 		if c.Author == e.gh.BotLogin() {
 			t.Fatalf("an ignored delivery made the bot comment: %q", c.Body)

@@ -468,7 +468,7 @@ func TestOperatorServesAndHearsListedBots(t *testing.T) {
 	if code := e.deliver("unserved", "issue_comment", e.payload("/agent fix the typo again", nil)); code != http.StatusOK {
 		t.Fatalf("an unserved installation's command answered %d, want 200 (ignored)", code)
 	}
-	time.Sleep(200 * time.Millisecond)
+	e.waitIdle()
 	if n := llm.Calls(); n != calls {
 		t.Fatalf("an unserved installation's command called the model")
 	}
