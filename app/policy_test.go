@@ -15,6 +15,7 @@ import (
 	"github.com/pullwright/pullwright/app"
 	"github.com/pullwright/pullwright/internal/fakegithub"
 	"github.com/pullwright/pullwright/internal/fakellm"
+	"github.com/pullwright/pullwright/internal/testclock"
 	"github.com/pullwright/pullwright/policy"
 	"github.com/pullwright/pullwright/task"
 	"github.com/pullwright/pullwright/task/tasktest"
@@ -216,8 +217,13 @@ func TestPromptInjectionEndsAtARequestNeverAnExecution(t *testing.T) {
 }
 
 func TestRevokedPermissionCannotApprove(t *testing.T) {
-	const ttl = 200 * time.Millisecond
-	e := newEnv(t, newRunLLM(t, "grep -c commit README.md"), func(c *app.Config) { c.PermissionTTL = ttl })
+	// The longest TTL production allows; the cache counts it on a test
+	// clock, which nothing but the test moves.
+	const ttl = time.Minute
+	clock := testclock.New(time.Now())
+	e := newEnv(t, newRunLLM(t, "grep -c commit README.md"), func(c *app.Config) {
+		c.PermissionTTL, c.PermissionClock = ttl, clock.Now
+	})
 	e.gh.SetPermission(owner, repoName, "maintainer", "write")
 	e.comment("d1", 1, "maintainer", "/agent fix the typo")
 	e.waitState(1, task.AwaitingApproval)
@@ -225,14 +231,15 @@ func TestRevokedPermissionCannotApprove(t *testing.T) {
 	// Revoked after triggering: once the cached answer expires (in
 	// production within a minute), the approval is refused.
 	e.gh.SetPermission(owner, repoName, "maintainer", "read")
-	time.Sleep(2 * ttl)
+	clock.Advance(ttl)
 	e.comment("a1", 1, "maintainer", "/approve")
+	e.waitIdle()
+	if runs := checkRunsNamed(e.gh, task.RunCheck); len(runs) != 0 {
+		t.Fatalf("the command ran: %+v", runs)
+	}
 	e.waitComment(1, "@maintainer sorry: approving commands needs write permission or higher")
 	if st := e.waitState(1, task.AwaitingApproval); tasktest.Job(st).Request.Answer != nil {
 		t.Fatalf("a revoked user's approval was recorded: %+v", tasktest.Job(st).Request.Answer)
-	}
-	if runs := checkRunsNamed(e.gh, task.RunCheck); len(runs) != 0 {
-		t.Fatalf("the command ran: %+v", runs)
 	}
 }
 
