@@ -17,6 +17,7 @@ import (
 // the fence cannot speak to stops the start with where it came from, and
 // the log says which parent it took, without its password.
 func TestFenceParent(t *testing.T) {
+	t.Parallel()
 	env := httpproxy.Config{HTTPSProxy: "http://fence:s3cret@env.test:3128"}
 	for _, tc := range []struct {
 		name  string
@@ -57,6 +58,7 @@ func TestFenceParent(t *testing.T) {
 // A CA bundle for the sandboxes that is no bundle stops the bot at start,
 // naming the file.
 func TestNewRefusesABadCABundle(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "corp-ca.pem")
 	if err := os.WriteFile(bad, []byte("-----BEGIN RSA PRIVATE KEY-----\nAAAA\n-----END RSA PRIVATE KEY-----\n"), 0o600); err != nil {

@@ -407,6 +407,7 @@ func fixScript() []fakellm.Step {
 }
 
 func TestFixCommentBecomesPullRequest(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, fakellm.New(t, fixScript()...))
 	body := e.payload("Thanks!\n\n/agent fix the spelling of commit in the README", nil)
 
@@ -548,6 +549,7 @@ func (e *env) get(path string) string {
 }
 
 func TestFailuresEndWithAClearComment(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		llm     func(t *testing.T) *fakellm.Server
@@ -625,6 +627,7 @@ func TestFailuresEndWithAClearComment(t *testing.T) {
 // The model's malformed tool call comes back to it as an error, and the
 // task carries on.
 func TestMalformedToolCallIsReturnedToTheModel(t *testing.T) {
+	t.Parallel()
 	steps := append([]fakellm.Step{{ToolCalls: []fakellm.ToolCall{{Name: "edit_file", Arguments: `{"path": "README.md", "old_text": `}}}}, fixScript()...)
 	e := newEnv(t, fakellm.New(t, steps...))
 	if code := e.deliver("d1", "issue_comment", e.payload("/agent fix the typo", nil)); code != http.StatusAccepted {
@@ -640,6 +643,7 @@ func TestMalformedToolCallIsReturnedToTheModel(t *testing.T) {
 }
 
 func TestCommandsThatOnlyReply(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		comment string
@@ -668,6 +672,7 @@ func TestCommandsThatOnlyReply(t *testing.T) {
 }
 
 func TestIgnoredDeliveries(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, fakellm.New(t))
 	tests := []struct {
 		name  string
@@ -701,6 +706,7 @@ func TestIgnoredDeliveries(t *testing.T) {
 }
 
 func TestBadDeliveries(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, fakellm.New(t))
 	good := e.payload("/agent fix it", nil)
 	post := func(body []byte, sig string) int {
@@ -747,6 +753,7 @@ func TestBadDeliveries(t *testing.T) {
 // A second fix on an issue whose first branch is still there gets a branch
 // of its own instead of pushing over (or being refused by) the first.
 func TestSecondFixOnAnIssueGetsItsOwnBranch(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, fakellm.New(t, append(fixScript(), secondFix()...)...))
 	if code := e.deliver("d1", "issue_comment", e.payload("/agent fix the typo", nil)); code != http.StatusAccepted {
 		t.Fatalf("first delivery answered %d", code)
@@ -786,6 +793,7 @@ func secondFix() []fakellm.Step {
 }
 
 func TestHealthAndReadiness(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, fakellm.New(t))
 	for path, want := range map[string]string{"/healthz": "ok", "/readyz": "ready", "/metrics": "go_goroutines"} {
 		if got := e.get(path); !strings.Contains(got, want) {
@@ -797,7 +805,10 @@ func TestHealthAndReadiness(t *testing.T) {
 // The bot is stopped in the middle of a task and a new one, on another
 // machine (a fresh work directory) but the same database, finishes it: the
 // conversation and the files the agent changed come back from the store.
-func TestTaskSurvivesRestartOnAnotherMachine(t *testing.T) { taskSurvivesRestart(t) }
+func TestTaskSurvivesRestartOnAnotherMachine(t *testing.T) {
+	t.Parallel()
+	taskSurvivesRestart(t)
+}
 
 // taskSurvivesRestart is TestTaskSurvivesRestartOnAnotherMachine on the
 // store opts choose (onPostgres).
