@@ -200,6 +200,7 @@ func (w *workflow) firstRun() app.ActionResult {
 }
 
 func TestActionApprovalAcrossTwoRuns(t *testing.T) {
+	t.Parallel()
 	for _, via := range []string{"comment", "button"} {
 		t.Run(via, func(t *testing.T) {
 			w := newWorkflow(t, newRunLLM(t, "grep -c commit README.md"))
@@ -292,6 +293,7 @@ func TestActionApprovalAcrossTwoRuns(t *testing.T) {
 }
 
 func TestActionRefusesAForgedState(t *testing.T) {
+	t.Parallel()
 	w := newWorkflow(t, newRunLLM(t, "grep -c commit README.md"))
 	first := w.firstRun()
 	ref := first.StateRef
@@ -331,6 +333,7 @@ func TestActionRefusesAForgedState(t *testing.T) {
 }
 
 func TestActionApprovalIsStaleAfterAPush(t *testing.T) {
+	t.Parallel()
 	w := newWorkflow(t, newRunLLM(t, "grep -c commit README.md"))
 	first := w.firstRun()
 	url := w.git.CloneURL(owner, repoName)
@@ -359,6 +362,7 @@ func TestActionApprovalIsStaleAfterAPush(t *testing.T) {
 }
 
 func TestActionOnlyWritersApprove(t *testing.T) {
+	t.Parallel()
 	w := newWorkflow(t, newRunLLM(t, "grep -c commit README.md"))
 	first := w.firstRun()
 	res, err := w.run("issue_comment", w.commentEvent("reader", "/approve"))
@@ -374,6 +378,7 @@ func TestActionOnlyWritersApprove(t *testing.T) {
 }
 
 func TestActionIgnoresOrdinaryComments(t *testing.T) {
+	t.Parallel()
 	w := newWorkflow(t, fakellm.New(t))
 	res, err := w.run("issue_comment", w.commentEvent(owner, "Thanks, looks good."))
 	if err != nil || res.Outcome != "ignored" || res.Why != "no_command" {
@@ -385,6 +390,7 @@ func TestActionIgnoresOrdinaryComments(t *testing.T) {
 }
 
 func TestActionEnvironmentErrors(t *testing.T) {
+	t.Parallel()
 	_, err := action.FromEnv(func(k string) string {
 		return map[string]string{"GITHUB_EVENT_NAME": "issue_comment", "INPUT_STATE-KEY": "Zq7-secret"}[k]
 	})
@@ -402,6 +408,7 @@ func TestActionEnvironmentErrors(t *testing.T) {
 }
 
 func TestActionRefusesAReplayedState(t *testing.T) {
+	t.Parallel()
 	w := newWorkflow(t, newRunLLM(t, "grep -c commit README.md"))
 	first := w.firstRun()
 	url := w.git.CloneURL(owner, repoName)
@@ -438,6 +445,7 @@ func TestActionRefusesAReplayedState(t *testing.T) {
 }
 
 func TestActionButtonOnAnotherCheckRunIsRefused(t *testing.T) {
+	t.Parallel()
 	w := newWorkflow(t, newRunLLM(t, "grep -c commit README.md"))
 	first := w.firstRun()
 	requestID := fmt.Sprintf("%d-1", first.TaskID)
@@ -467,6 +475,7 @@ func TestActionButtonOnAnotherCheckRunIsRefused(t *testing.T) {
 // second's run, and a re-run of the first's, find the next request shown
 // after their comments were written, and its command does not run.
 func TestActionAnApprovalAnswersOneRequest(t *testing.T) {
+	t.Parallel()
 	w := newWorkflow(t, newTwoRunLLM(t, "grep -c commit README.md", "wc -l README.md"))
 	w.gh.SetPermission(owner, repoName, "maintainer", "write")
 	first := w.firstRun()
@@ -511,6 +520,7 @@ func TestActionAnApprovalAnswersOneRequest(t *testing.T) {
 // same id, editing the comment that showed it; a re-run of the workflow of
 // the /approve that answered it the first time must not answer it now.
 func TestActionReRunsDoNotApproveARequestAnew(t *testing.T) {
+	t.Parallel()
 	w := newWorkflow(t, newRunLLM(t, "grep -c commit README.md"))
 	fix := w.commentEvent(owner, "/agent fix the typo")
 	w.runID++

@@ -10,6 +10,7 @@ import (
 )
 
 func TestProgressSaysWhenTokensAreEstimated(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		estimatedTurns int
 		want           bool
@@ -25,6 +26,7 @@ func TestProgressSaysWhenTokensAreEstimated(t *testing.T) {
 // A turn's spend is the task's after it less the task's before, model by
 // model; models the turn did not call are left out.
 func TestSpentSince(t *testing.T) {
+	t.Parallel()
 	p := pullwright.Price{Input: 2, Output: 8}
 	var before pullwright.Spend
 	before.Add("a", 1000, 0, 100, false, p, true)

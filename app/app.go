@@ -108,6 +108,10 @@ type Config struct {
 	Operator *policy.Operator
 	// PermissionTTL is how long a permission answer is cached (at most 1m).
 	PermissionTTL time.Duration
+	// PermissionClock is the clock the GitHub client's permission cache
+	// counts PermissionTTL on (ghapp.Config.Now; the console's keeps
+	// time.Now); nil is time.Now. For tests.
+	PermissionClock func() time.Time
 	// Token, when set, is the one GitHub token the bot acts with instead
 	// of the App's credentials (bot action, with the job's token), and
 	// TokenIdentity who it acts as (default: github-actions[bot]). AppID,
@@ -212,6 +216,7 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 		Logger:        log.With("component", "ghapp"),
 		MinBackoff:    cfg.GitHubRetry,
 		PermissionTTL: cfg.PermissionTTL,
+		Now:           cfg.PermissionClock,
 		Token:         cfg.Token,
 		Identity:      cfg.TokenIdentity,
 		ImageTest:     cfg.ImageTest,

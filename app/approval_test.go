@@ -115,6 +115,7 @@ func lastToolResult(llm *fakellm.Server) string {
 }
 
 func TestApprovedCommandRunsAndTheDraftBecomesReady(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, newRunLLM(t, "grep -c commit README.md"))
 	e.gh.SetPermission(owner, repoName, "maintainer", "write")
 	if code := e.comment("d1", 1, owner, "/agent fix the typo"); code != http.StatusAccepted {
@@ -198,6 +199,7 @@ func TestApprovedCommandRunsAndTheDraftBecomesReady(t *testing.T) {
 }
 
 func TestRejectedWithTheButtonAndTheAgentGoesOn(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, newRunLLM(t, "make test"))
 	e.gh.SetPermission(owner, repoName, "maintainer", "maintain")
 	e.comment("d1", 1, owner, "/agent fix the typo")
@@ -220,6 +222,7 @@ func TestRejectedWithTheButtonAndTheAgentGoesOn(t *testing.T) {
 }
 
 func TestUnansweredRequestTimesOut(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, newRunLLM(t, "make test"), func(c *app.Config) { c.ApprovalTimeout = 500 * time.Millisecond })
 	e.comment("d1", 1, owner, "/agent fix the typo")
 	if done := e.waitTask(1); done.State != task.Done {
@@ -236,6 +239,7 @@ func TestUnansweredRequestTimesOut(t *testing.T) {
 
 // Answers that must not run anything, each refused with a reply.
 func TestRefusedAnswers(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, newRunLLM(t, "make test"))
 	e.gh.SetPermission(owner, repoName, "reader", "read")
 	e.gh.SetPermission(owner, repoName, "maintainer", "write")
@@ -261,7 +265,7 @@ func TestRefusedAnswers(t *testing.T) {
 	e.comment("a5", 1, "maintainer", "/approve "+r.ID)
 	e.waitComment(1, "is stale: branch `"+tasktest.Job(waiting).Branch+"` moved")
 
-	time.Sleep(300 * time.Millisecond)
+	e.waitIdle()
 	if runs := checkRunsNamed(e.gh, task.RunCheck); len(runs) != 0 {
 		t.Fatalf("a refused answer ran the command: %+v", runs)
 	}
@@ -275,6 +279,7 @@ func TestRefusedAnswers(t *testing.T) {
 
 // Two approvals at once (a comment and a button) run the command once.
 func TestConcurrentApprovalsRunOnce(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, newRunLLM(t, "grep -c commit README.md"))
 	e.gh.SetPermission(owner, repoName, "maintainer", "write")
 	e.comment("d1", 1, owner, "/agent fix the typo")
@@ -303,6 +308,7 @@ func TestConcurrentApprovalsRunOnce(t *testing.T) {
 }
 
 func TestCancelAndStatusWhileWaiting(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, newRunLLM(t, "make test"))
 	e.comment("d1", 1, owner, "/agent fix the typo")
 	r := tasktest.Job(e.waitState(1, task.AwaitingApproval)).Request
@@ -322,6 +328,7 @@ func TestCancelAndStatusWhileWaiting(t *testing.T) {
 }
 
 func TestSecondFixWhileOneRunsLinksIt(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, newRunLLM(t, "make test"))
 	e.comment("d1", 1, owner, "/agent fix the typo")
 	first := e.waitState(1, task.AwaitingApproval)
@@ -335,6 +342,7 @@ func TestSecondFixWhileOneRunsLinksIt(t *testing.T) {
 // The common loop: edit, run the tests, fix what they show, finish. What the
 // agent changed after the run must reach the branch and the pull request.
 func TestWorkAfterTheRunIsPublished(t *testing.T) {
+	t.Parallel()
 	steps := []fakellm.Step{
 		{ToolCalls: []fakellm.ToolCall{call("edit_file", map[string]any{"path": "README.md", "old_text": "comitt", "new_text": "commit"})}},
 		{ToolCalls: []fakellm.ToolCall{call("run", map[string]any{"command": "grep -c commit README.md", "reason": "check"})}},
@@ -367,6 +375,7 @@ func TestWorkAfterTheRunIsPublished(t *testing.T) {
 
 // An answer naming a request of another issue's task does not answer it.
 func TestAnswerOnAnotherIssueIsRefused(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, newRunLLM(t, "make test"))
 	e.gh.AddIssue(owner, repoName, fakegithub.Issue{Number: 2, Title: "Another", Body: "x", Author: owner})
 	e.comment("d1", 1, owner, "/agent fix the typo")
@@ -383,6 +392,7 @@ func TestAnswerOnAnotherIssueIsRefused(t *testing.T) {
 // next request's command does not run on it; nor does the first's comment,
 // delivered again.
 func TestAnApprovalAnswersOneRequest(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, newTwoRunLLM(t, "grep -c commit README.md", "wc -l README.md"))
 	e.gh.SetPermission(owner, repoName, "maintainer", "write")
 	e.comment("d1", 1, owner, "/agent fix the typo")
@@ -440,6 +450,7 @@ func TestAnApprovalAnswersOneRequest(t *testing.T) {
 // Source) is never shown for approval: the model is told why, and only the
 // plain command it asks next reaches the comment and the check run.
 func TestACommandThatHidesTextIsNeverShown(t *testing.T) {
+	t.Parallel()
 	const hidden = "echo ok \u202e; rm -rf . #"
 	e := newEnv(t, fakellm.NewByTurn(t,
 		fakellm.Step{ToolCalls: []fakellm.ToolCall{call("edit_file", map[string]any{"path": "README.md", "old_text": "comitt", "new_text": "commit"})}},

@@ -209,7 +209,7 @@ func TestTheLivePageKeepsTheFormItShowed(t *testing.T) {
 	if err != nil || !strings.Contains(shows, second) {
 		t.Fatalf("the refusal page shows %q (%v)", shows, err)
 	}
-	time.Sleep(300 * time.Millisecond) // a wrongly recorded answer would be worked by now
+	e.waitIdle()
 	if tk := e.waitState(1, task.AwaitingApproval); tasktest.Job(tk).Request.ID != tasktest.Job(now).Request.ID || tasktest.Job(tk).Request.Answer != nil {
 		t.Fatalf("the second request was answered: %+v", tasktest.Job(tk).Request.Answer)
 	}

@@ -18,6 +18,7 @@ import (
 // branch: there is no pull request of the bot's to close, so the reply says
 // what is left and what undoing it takes.
 func TestCancelAfterTheFinalPush(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	const owner, name = "acme", "widgets"

@@ -14,6 +14,7 @@ import (
 // annotation and the end of the job's log, as data, and the job's log is
 // fetched from its download URL without the app's token.
 func TestEmptyFixWorksOnTheFailingChecks(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, fixDocs(t))
 	head := e.openPull()
 	// The failing job of workflow_job.completed.failure.json, on this

@@ -42,6 +42,7 @@ func consoleConfig(t *testing.T, gh *fakegithub.Server, ln net.Listener, withCon
 }
 
 func TestConsoleIsServedOnlyWhenConfigured(t *testing.T) {
+	t.Parallel()
 	gh := fakegithub.New(t)
 	gh.AddInstallation(1, "o/r")
 	gh.SetPermission("o", "r", "alice", "write")
@@ -93,6 +94,7 @@ func TestConsoleIsServedOnlyWhenConfigured(t *testing.T) {
 }
 
 func TestConsoleHalfConfiguredIsRefused(t *testing.T) {
+	t.Parallel()
 	gh := fakegithub.New(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -117,6 +119,7 @@ var digestField = regexp.MustCompile(`name="digest" value="([0-9a-f]+)"`)
 // approves the waiting request from the page, and the command runs: the
 // console's button is decided by the rules of the check run's.
 func TestApproveFromTheConsoleRunsTheCommand(t *testing.T) {
+	t.Parallel()
 	const command = "grep -c commit README.md"
 	e := newEnv(t, newRunLLM(t, command), withConsole)
 	e.gh.SetPermission(owner, repoName, "maintainer", "write")
@@ -202,6 +205,7 @@ func TestApproveFromTheConsoleRunsTheCommand(t *testing.T) {
 // found the app's installation, the repository's clone URL and the issue
 // with the maintainer's token, and the fix checked the trigger rule.
 func TestStartFromTheConsoleOpensAPullRequest(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, fakellm.New(t, fixScript()...), withConsole)
 	e.gh.CloneURL = e.git.CloneURL
 	e.gh.SetPermission(owner, repoName, "maintainer", "write")

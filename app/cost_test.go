@@ -60,6 +60,7 @@ func spentOn(llm *fakellm.Server, steps []fakellm.Step, model string, prices map
 // pull request's footer, /agent status and the metrics all say what the
 // model reported at the operator's prices.
 func TestCostIsShownWhereTheTaskIs(t *testing.T) {
+	t.Parallel()
 	prices := map[string]policy.Price{"test-model": {Input: 3, Output: 15, CachedInput: 0.3}}
 	steps := costScript()
 	e := newEnv(t, fakellm.New(t, steps...), withPrices(prices), withConsole)
@@ -141,6 +142,7 @@ func TestCostIsShownWhereTheTaskIs(t *testing.T) {
 // Without a price the tokens are still counted, the cost is not: no
 // cost series, and the comments say the cost is unknown.
 func TestCostOfAnUnpricedModel(t *testing.T) {
+	t.Parallel()
 	steps := costScript()
 	e := newEnv(t, fakellm.New(t, steps...), withPrices(nil))
 	e.comment("d1", 1, owner, "/agent fix the typo")

@@ -11,6 +11,7 @@ import (
 // A CA bundle for the sandboxes that is no bundle stops the bot at start,
 // naming the file.
 func TestNewRefusesABadCABundle(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "corp-ca.pem")
 	if err := os.WriteFile(bad, []byte("-----BEGIN RSA PRIVATE KEY-----\nAAAA\n-----END RSA PRIVATE KEY-----\n"), 0o600); err != nil {

@@ -59,6 +59,7 @@ func TestApprovedCommandRunsInDockerWhileTheBotServes(t *testing.T) {
 // run, with either runner: a run has the approved commit's files only, and
 // the agent is told what was left out.
 func TestFilesGitIgnoresDoNotRun(t *testing.T) {
+	t.Parallel()
 	for _, runnerName := range []string{"local", "docker"} {
 		t.Run(runnerName, func(t *testing.T) {
 			image := ""
@@ -101,6 +102,7 @@ func TestFilesGitIgnoresDoNotRun(t *testing.T) {
 // writes past it fails inside the sandbox with "no space left on device",
 // and the agent sees that as the command's result, with the limits named.
 func TestWritingPastTheDiskLimitIsAResult(t *testing.T) {
+	t.Parallel()
 	image := sandboxtest.Image(t)
 	e := newEnv(t, newRunLLM(t, "dd if=/dev/zero of=big bs=1M count=64; echo exit=$?"), func(c *app.Config) {
 		c.Runner, c.SandboxImage = "docker", image

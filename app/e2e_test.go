@@ -276,6 +276,37 @@ func (e *env) waitTask(issue int) *task.Task {
 	}
 }
 
+// waitIdle waits until the bot has nothing left to do: every task it
+// recorded has ended or waits, unanswered, for a person, as Pool.Drain
+// waits (task.Due). A delivery's task is recorded before the delivery is
+// answered, and an answer a task records makes the task it answers due,
+// so once a delivery is answered, waitIdle returns only after the work
+// it caused has been done: what it did not do by then, it will not do.
+// (A failed task's report, posted after the task is saved as failed, may
+// still be on its way; the tests here assert on what a task does before
+// it ends.)
+func (e *env) waitIdle() {
+	e.t.Helper()
+	due, ok := e.bot.Store().(task.Due)
+	if !ok {
+		e.t.Fatalf("the store %T cannot tell when the next task is due", e.bot.Store())
+	}
+	deadline := time.Now().Add(patience)
+	for {
+		at, busy, err := due.NextDue(context.Background())
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		if !busy {
+			return
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("the bot still has a task due at %v\nlogs:\n%s", at, e.logs.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // waitComments waits until the issue has n comments by the bot.
 func (e *env) waitComments(issue, n int) []fakegithub.Comment {
 	e.t.Helper()
@@ -376,6 +407,7 @@ func fixScript() []fakellm.Step {
 }
 
 func TestFixCommentBecomesPullRequest(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, fakellm.New(t, fixScript()...))
 	body := e.payload("Thanks!\n\n/agent fix the spelling of commit in the README", nil)
 
@@ -477,7 +509,7 @@ func TestFixCommentBecomesPullRequest(t *testing.T) {
 	if code := e.deliver("72d3162e-cc78-11e3-81ab-4c9367dc0958", "issue_comment", body); code != http.StatusOK {
 		t.Fatalf("redelivery answered %d, want 200", code)
 	}
-	time.Sleep(200 * time.Millisecond) // give a wrongly created task time to show up
+	e.waitIdle()
 	if got := e.gh.PullRequests(owner, repoName); len(got) != 1 {
 		t.Errorf("redelivery made %d pull requests", len(got))
 	}
@@ -517,6 +549,7 @@ func (e *env) get(path string) string {
 }
 
 func TestFailuresEndWithAClearComment(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		llm     func(t *testing.T) *fakellm.Server
@@ -594,6 +627,7 @@ func TestFailuresEndWithAClearComment(t *testing.T) {
 // The model's malformed tool call comes back to it as an error, and the
 // task carries on.
 func TestMalformedToolCallIsReturnedToTheModel(t *testing.T) {
+	t.Parallel()
 	steps := append([]fakellm.Step{{ToolCalls: []fakellm.ToolCall{{Name: "edit_file", Arguments: `{"path": "README.md", "old_text": `}}}}, fixScript()...)
 	e := newEnv(t, fakellm.New(t, steps...))
 	if code := e.deliver("d1", "issue_comment", e.payload("/agent fix the typo", nil)); code != http.StatusAccepted {
@@ -609,6 +643,7 @@ func TestMalformedToolCallIsReturnedToTheModel(t *testing.T) {
 }
 
 func TestCommandsThatOnlyReply(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		comment string
@@ -637,6 +672,7 @@ func TestCommandsThatOnlyReply(t *testing.T) {
 }
 
 func TestIgnoredDeliveries(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, fakellm.New(t))
 	tests := []struct {
 		name  string
@@ -658,7 +694,7 @@ func TestIgnoredDeliveries(t *testing.T) {
 			}
 		})
 	}
-	time.Sleep(200 * time.Millisecond)
+	e.waitIdle()
 	for _, c := range e.gh.Comments(owner, repoName, 1) {
 		if c.Author == e.gh.BotLogin() {
 			t.Fatalf("an ignored delivery made the bot comment: %q", c.Body)
@@ -670,6 +706,7 @@ func TestIgnoredDeliveries(t *testing.T) {
 }
 
 func TestBadDeliveries(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, fakellm.New(t))
 	good := e.payload("/agent fix it", nil)
 	post := func(body []byte, sig string) int {
@@ -716,6 +753,7 @@ func TestBadDeliveries(t *testing.T) {
 // A second fix on an issue whose first branch is still there gets a branch
 // of its own instead of pushing over (or being refused by) the first.
 func TestSecondFixOnAnIssueGetsItsOwnBranch(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, fakellm.New(t, append(fixScript(), secondFix()...)...))
 	if code := e.deliver("d1", "issue_comment", e.payload("/agent fix the typo", nil)); code != http.StatusAccepted {
 		t.Fatalf("first delivery answered %d", code)
@@ -755,6 +793,7 @@ func secondFix() []fakellm.Step {
 }
 
 func TestHealthAndReadiness(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, fakellm.New(t))
 	for path, want := range map[string]string{"/healthz": "ok", "/readyz": "ready", "/metrics": "go_goroutines"} {
 		if got := e.get(path); !strings.Contains(got, want) {
@@ -766,7 +805,10 @@ func TestHealthAndReadiness(t *testing.T) {
 // The bot is stopped in the middle of a task and a new one, on another
 // machine (a fresh work directory) but the same database, finishes it: the
 // conversation and the files the agent changed come back from the store.
-func TestTaskSurvivesRestartOnAnotherMachine(t *testing.T) { taskSurvivesRestart(t) }
+func TestTaskSurvivesRestartOnAnotherMachine(t *testing.T) {
+	t.Parallel()
+	taskSurvivesRestart(t)
+}
 
 // taskSurvivesRestart is TestTaskSurvivesRestartOnAnotherMachine on the
 // store opts choose (onPostgres).

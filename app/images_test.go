@@ -39,6 +39,7 @@ var screenshot = testimage.PNG(4, 3)
 // sentence saying it was left out, and nothing is fetched. A picture on
 // another host and one in an HTML comment are never asked for.
 func TestAnIssuesScreenshotReachesTheModel(t *testing.T) {
+	t.Parallel()
 	for _, vision := range []bool{true, false} {
 		name := map[bool]string{true: "a model that takes images", false: "a text-only model"}[vision]
 		t.Run(name, func(t *testing.T) {

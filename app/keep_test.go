@@ -15,6 +15,7 @@ import (
 // files in its copy, the agent is told what it kept, and the pull
 // request holds it.
 func TestAKeptRunLandsThroughServe(t *testing.T) {
+	t.Parallel()
 	llm := fakellm.NewByTurn(t,
 		fakellm.Step{ToolCalls: []fakellm.ToolCall{call("edit_file", map[string]any{"path": "README.md", "old_text": "comitt", "new_text": "commit"})}},
 		fakellm.Step{ToolCalls: []fakellm.ToolCall{call("run", map[string]any{"command": "echo generated > GENERATED.txt",

@@ -16,6 +16,7 @@ import (
 // request as "/agent fix" would: GitHub's labeled delivery as sent, with
 // the installation an App's delivery carries and the default label.
 func TestLabelBecomesPullRequest(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, fakellm.New(t, fixScript()...))
 	e.gh.AddIssue(owner, repoName, fakegithub.Issue{
 		Number: 1,

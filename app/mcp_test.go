@@ -37,6 +37,7 @@ func withMCP(url string, repos ...string) envOption {
 // tool: the agent calls it, the call runs at once with the operator's
 // credential, and the result reaches the model as data.
 func TestAnMCPToolReachesTheModel(t *testing.T) {
+	t.Parallel()
 	srv := mcptest.New(t)
 	steps := append([]fakellm.Step{{ToolCalls: []fakellm.ToolCall{call("docs__search", map[string]any{"q": "commit spelling"})}}}, fixScript()...)
 	llm := fakellm.New(t, steps...)
@@ -90,6 +91,7 @@ func TestAnMCPToolReachesTheModel(t *testing.T) {
 // arguments shown, and its answer reaches the model as data; the record
 // keeps it apart from the runs, and no check run shows the answer.
 func TestAnMCPToolCallWaitsForApproval(t *testing.T) {
+	t.Parallel()
 	srv := mcptest.New(t)
 	llm := fakellm.NewByTurn(t,
 		fakellm.Step{ToolCalls: []fakellm.ToolCall{call("edit_file", map[string]any{"path": "README.md", "old_text": "comitt", "new_text": "commit"})}},
@@ -196,6 +198,7 @@ func TestAnMCPToolCallWaitsForApproval(t *testing.T) {
 // A repository cannot reach a server the operator did not offer it: the
 // task does not start, the comment names the line, and nothing is called.
 func TestARepositoryCannotReachAnMCPServerItIsNotOffered(t *testing.T) {
+	t.Parallel()
 	srv := mcptest.New(t)
 	llm := fakellm.New(t)
 	e := newEnv(t, llm, withMCP(srv.URL, "someone-else/*"))

@@ -129,6 +129,7 @@ func (e *env) deliverUnsigned(id, event string, body []byte) int {
 // One approved fix, a redelivery and a forged delivery, then a scrape:
 // every series the issue asks for counts what happened.
 func TestMetricsCountAnApprovedFix(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, newRunLLM(t, "grep -c commit README.md"))
 	e.gh.SetPermission(owner, repoName, "maintainer", "write")
 
@@ -205,6 +206,7 @@ func TestMetricsCountAnApprovedFix(t *testing.T) {
 
 // A request rejected or left to time out is counted under its verdict.
 func TestMetricsApprovalWaitByVerdict(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		verdict task.Verdict
 		timeout time.Duration
@@ -248,6 +250,7 @@ func TestMetricsApprovalWaitByVerdict(t *testing.T) {
 // A model endpoint that fails moves the error counter by kind: a 5xx is
 // retried by the task, a 4xx fails it.
 func TestMetricsCountModelErrors(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		status          int
 		state           task.State
@@ -277,6 +280,7 @@ func TestMetricsCountModelErrors(t *testing.T) {
 }
 
 func TestReadyz(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, fakellm.New(t))
 	get := func(path string) (int, string) {
 		t.Helper()

@@ -62,6 +62,7 @@ func TestFixOnPostgres(t *testing.T) {
 func TestTaskSurvivesRestartOnPostgres(t *testing.T) { taskSurvivesRestart(t, onPostgres(t)) }
 
 func TestOpenStoreRefusesBadURLs(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	tests := []struct {

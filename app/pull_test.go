@@ -190,6 +190,7 @@ func fixDocs(t *testing.T) *fakellm.Server {
 }
 
 func TestFixOnAPullRequestPushesOntoItsBranch(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, fixDocs(t))
 	personal := e.openPull()
 	master, _ := e.git.RevParse(t, owner, repoName, "master")
@@ -258,6 +259,7 @@ func TestFixOnAPullRequestPushesOntoItsBranch(t *testing.T) {
 }
 
 func TestFixOnAForkPullRequestNeverPushesToTheFork(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		seed fakegithub.PullRequestSeed
@@ -373,6 +375,7 @@ func mapsEqual(a, b map[string]string) bool {
 // with the repository's secrets. Its own workflow is refused, and so is an
 // older copy of one that the repository has since changed.
 func TestForkPullRequestWithAnotherWorkflowIsRefused(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		fork  map[string]string
@@ -445,6 +448,7 @@ func TestForkPullRequestWithAnotherWorkflowIsRefused(t *testing.T) {
 // Asking for work on a fork's pull request puts its code where this
 // repository's workflows run it, so it takes who may approve commands.
 func TestForkPullRequestNeedsAnApprover(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, fakellm.New(t))
 	e.configure("approve:\n  permission: maintain\n")
 	e.gh.SetPermission(owner, repoName, "writer", "write")
@@ -466,6 +470,7 @@ func TestForkPullRequestNeedsAnApprover(t *testing.T) {
 // comment on an older commit than the fork's head, or a head that moved
 // before the clone, is refused before anything runs or is pushed.
 func TestForkCodeIsPinnedToWhatWasAsked(t *testing.T) {
+	t.Parallel()
 	t.Run("review comment on an older commit", func(t *testing.T) {
 		e := newEnv(t, fakellm.New(t))
 		first := e.openForkPull(fakegithub.PullRequestSeed{}, map[string]string{"docs.md": docs})
@@ -512,6 +517,7 @@ func TestForkCodeIsPinnedToWhatWasAsked(t *testing.T) {
 // A repository whose approvals take a second person does not let one
 // person put a fork's code in its workflows.
 func TestForkPullRequestWhereApprovalsTakeTwo(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, fakellm.New(t))
 	e.configure("approve:\n  exclude_requester: true\n")
 	e.openForkPull(fakegithub.PullRequestSeed{}, map[string]string{"docs.md": docs})
@@ -527,6 +533,7 @@ func TestForkPullRequestWhereApprovalsTakeTwo(t *testing.T) {
 // A fork's pull request into a release branch may carry that branch's
 // workflows: they are the repository's own, if not the default branch's.
 func TestForkPullRequestIntoAnotherBranchKeepsItsWorkflows(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, fixDocs(t))
 	e.git.Push(t, owner, repoName, "release", map[string]string{".github/workflows/release.yml": "on: push # release\n"}, "Release CI")
 	e.servePulls()
@@ -553,6 +560,7 @@ func TestForkPullRequestIntoAnotherBranchKeepsItsWorkflows(t *testing.T) {
 }
 
 func TestReviewCommentOnALine(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, fixDocs(t))
 	head := e.openPull()
 	e.gh.SetPermission(owner, repoName, "reviewer", "write")
@@ -621,6 +629,7 @@ func TestReviewCommentOnALine(t *testing.T) {
 }
 
 func TestEmptyFixAddressesTheUnresolvedReviewThreads(t *testing.T) {
+	t.Parallel()
 	llm := fakellm.NewByTurn(t,
 		fakellm.Step{ToolCalls: []fakellm.ToolCall{call("edit_file", map[string]any{"path": "docs.md", "old_text": "comitt", "new_text": "commit"})}},
 		fakellm.Step{ToolCalls: []fakellm.ToolCall{call("edit_file", map[string]any{"path": "docs.md", "old_text": "How to", "new_text": "# Committing\n\nHow to"})}},
@@ -705,6 +714,7 @@ func TestEmptyFixAddressesTheUnresolvedReviewThreads(t *testing.T) {
 
 // An empty fix on a pull request with nothing to address says so.
 func TestEmptyFixWithoutReviewThreadsReplies(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, fakellm.New(t))
 	e.openPull()
 	if code := e.prComment("d1", pr, owner, "/agent fix"); code != http.StatusAccepted {
@@ -717,6 +727,7 @@ func TestEmptyFixWithoutReviewThreadsReplies(t *testing.T) {
 }
 
 func TestFixOnAClosedPullRequestReplies(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, fakellm.New(t))
 	e.servePulls()
 	e.git.Push(t, owner, repoName, prBranch, map[string]string{"docs.md": docs}, "Add docs")
@@ -742,6 +753,7 @@ func runDocs(t *testing.T) *fakellm.Server {
 }
 
 func TestApprovalOnAPullRequest(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, runDocs(t))
 	e.openPull()
 	e.gh.SetPermission(owner, repoName, "maintainer", "write")
@@ -783,6 +795,7 @@ func TestApprovalOnAPullRequest(t *testing.T) {
 }
 
 func TestApprovalOnAPullRequestIsStaleAfterAPersonPushes(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, runDocs(t))
 	e.openPull()
 	e.gh.SetPermission(owner, repoName, "maintainer", "write")
@@ -814,6 +827,7 @@ func TestApprovalOnAPullRequestIsStaleAfterAPersonPushes(t *testing.T) {
 // bot never forces over it. It moves its change on top when the person's
 // commits left its files alone, and keeps it aside when they did not.
 func TestPersonPushesWhileTheAgentWorks(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		files map[string]string // the person's push
@@ -895,6 +909,7 @@ func TestPersonPushesWhileTheAgentWorks(t *testing.T) {
 // A command on a fork's code is always put to a person, whatever the
 // repository's auto_approve rules say, and the request says whose code runs.
 func TestCommandOnForkCodeIsNeverAutoApproved(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, runDocs(t))
 	e.configure("auto_approve:\n  - command: cat docs.md\n")
 	e.openForkPull(fakegithub.PullRequestSeed{}, map[string]string{"docs.md": docs})
@@ -918,6 +933,7 @@ func TestCommandOnForkCodeIsNeverAutoApproved(t *testing.T) {
 // does: the commit goes onto the pull request's branch, the answer into
 // the thread, in one workflow run.
 func TestActionReviewCommentOnALine(t *testing.T) {
+	t.Parallel()
 	w := newWorkflow(t, fixDocs(t))
 	e := &env{t: t, gh: w.gh, git: w.git}
 	head := e.openPull()
@@ -957,6 +973,7 @@ func TestActionReviewCommentOnALine(t *testing.T) {
 // A review thread deleted while the agent works gets no reply, and the task
 // still ends well: its work is pushed, and the report says so.
 func TestReviewThreadDeletedWhileTheAgentWorks(t *testing.T) {
+	t.Parallel()
 	var (
 		e       *env
 		gone    int64
@@ -1015,6 +1032,7 @@ func TestReviewThreadDeletedWhileTheAgentWorks(t *testing.T) {
 // while a task works on the branch for one, a fix asked on the other is
 // refused, and the branch keeps only the first task's work.
 func TestTwoPullRequestsSharingABranchGetOneTaskAtATime(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, runDocs(t))
 	e.git.Push(t, owner, repoName, "release", map[string]string{"RELEASE.md": "1.0\n"}, "Release branch")
 	e.openPull()
@@ -1064,6 +1082,7 @@ func TestTwoPullRequestsSharingABranchGetOneTaskAtATime(t *testing.T) {
 // the branch). Either way the bot follows that branch, and lays its change
 // on the person's commit.
 func TestPersonPushesToTheBotsBranch(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		issue int
@@ -1177,6 +1196,7 @@ func (e *env) prCommentAt(id string, user, body string, at time.Time) {
 // the cloned commit came after it; whether the delivery arrives before the
 // task clones or while the agent works.
 func TestForkCodePushedAfterTheCommentIsRefused(t *testing.T) {
+	t.Parallel()
 	type delivery struct {
 		id, action string
 		newHead    bool          // the fork's newer commit, or its first

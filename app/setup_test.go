@@ -44,6 +44,11 @@ func newSetupEnv(t *testing.T, llm *fakellm.Server) (e *env, host string, served
 	return e, host, served
 }
 
+// The tests of this file do not run in parallel: a repository's
+// dependency caches are Docker volumes labelled with its name, the same
+// owner/name in every test here, which each test counts and removes
+// (fencetest.RemoveCaches).
+
 // An approved test run works on a repository with a dependency: before
 // the command, the repository's setup fetches it through the fence (the
 // installation allows the module proxy) into the repository's cache, and

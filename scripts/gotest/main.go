@@ -4,7 +4,9 @@
 // tests skipped because this machine lacks a part they need (a Docker
 // engine, Postgres, a browser; internal/prereq), counted by part, with how
 // to get each. A plain go test ./... hides those skips among its ok lines,
-// and on a laptop without Docker most of what matters is skipped.
+// and on a laptop without Docker most of what matters is skipped. Last come
+// the ten slowest packages with their times, where to look when the whole
+// run is slow.
 //
 //	go run ./scripts/gotest -race -timeout 30m ./...
 //
@@ -13,6 +15,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -75,6 +78,8 @@ type report struct {
 	missing map[string]*part
 	// skipped counts the tests skipped for other reasons.
 	skipped int
+	// took is each package's time, as its ending event gave it.
+	took map[string]float64
 }
 
 // part is what a run lacked of one part: how many tests, in which
@@ -86,7 +91,7 @@ type part struct {
 }
 
 func newReport(w io.Writer) *report {
-	return &report{w: w, out: map[[2]string][]string{}, missing: map[string]*part{}}
+	return &report{w: w, out: map[[2]string][]string{}, missing: map[string]*part{}, took: map[string]float64{}}
 }
 
 func (r *report) read(in io.Reader) error {
@@ -110,6 +115,9 @@ func (r *report) event(e event) {
 		pkg = e.ImportPath
 	}
 	key := [2]string{pkg, e.Test}
+	if e.Test == "" && (e.Action == "pass" || e.Action == "fail") && e.Elapsed > 0 {
+		r.took[pkg] = e.Elapsed
+	}
 	switch e.Action {
 	case "output", "build-output":
 		r.out[key] = append(r.out[key], e.Output)
@@ -176,6 +184,12 @@ func (r *report) skip(pkg string, out []string) {
 
 func (r *report) summary(took time.Duration) {
 	fmt.Fprintf(r.w, "\ngotest: %s in all.", took.Round(time.Second))
+	r.notRun()
+	r.slowest()
+}
+
+// notRun ends the line summary began with what was not run, and why.
+func (r *report) notRun() {
 	if len(r.missing) == 0 {
 		fmt.Fprintf(r.w, " No test was skipped for a part this machine lacks")
 		if r.skipped > 0 {
@@ -203,6 +217,35 @@ func (r *report) summary(took time.Duration) {
 		fmt.Fprintf(r.w, "%d more %s skipped for other reasons (-short, or a variable a test needs).\n", r.skipped, plural(r.skipped, "test was", "tests were"))
 	}
 	fmt.Fprintln(r.w, "README.md's Tests section says what each part is for and how to get it.")
+}
+
+// slowestShown is how many packages slowest lists.
+const slowestShown = 10
+
+// slowest prints the packages that took longest, slowest first, with go
+// test's time for each (packages run side by side, so the times add up to
+// more than the run took).
+func (r *report) slowest() {
+	pkgs := make([]string, 0, len(r.took))
+	for p := range r.took {
+		pkgs = append(pkgs, p)
+	}
+	slices.SortFunc(pkgs, func(a, b string) int {
+		if c := cmp.Compare(r.took[b], r.took[a]); c != 0 {
+			return c
+		}
+		return strings.Compare(a, b)
+	})
+	if len(pkgs) > slowestShown {
+		pkgs = pkgs[:slowestShown]
+	}
+	if len(pkgs) == 0 {
+		return
+	}
+	fmt.Fprintf(r.w, "The %d slowest %s:\n", len(pkgs), plural(len(pkgs), "package", "packages"))
+	for _, p := range pkgs {
+		fmt.Fprintf(r.w, "%8.1fs  %s\n", r.took[p], p)
+	}
 }
 
 func plural(n int, one, many string) string {

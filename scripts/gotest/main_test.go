@@ -38,3 +38,59 @@ func TestReportSaysWhatWasNotRun(t *testing.T) {
 		t.Errorf("the report shows the output of tests that did not fail:\n%s", got)
 	}
 }
+
+// TestReportEndsWithTheSlowestPackages reads the run of fourteen packages
+// (twelve that pass, one without tests, one that fails) and lists the ten
+// that took longest, slowest first, after the skip report.
+func TestReportEndsWithTheSlowestPackages(t *testing.T) {
+	in, err := os.Open("testdata/slowest.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	var b strings.Builder
+	r := newReport(&b)
+	if err := r.read(in); err != nil {
+		t.Fatal(err)
+	}
+	r.summary(40 * time.Second)
+	got := b.String()
+	want := "gotest: 40s in all. No test was skipped for a part this machine lacks.\n" +
+		"The 10 slowest packages:\n" +
+		"    30.0s  gtx/f\n" +
+		"    20.0s  gtx/slow\n" +
+		"    12.5s  gtx/b\n" +
+		"     9.0s  gtx/i\n" +
+		"     7.5s  gtx/d\n" +
+		"     6.0s  gtx/l\n" +
+		"     5.0s  gtx/k\n" +
+		"     4.0s  gtx/h\n" +
+		"     3.0s  gtx/c\n" +
+		"     2.0s  gtx/g\n"
+	if !strings.HasSuffix(got, want) {
+		t.Errorf("the report does not end with the slowest packages:\n%s\nwant it to end with:\n%s", got, want)
+	}
+	for _, pkg := range []string{"ok  \tgtx/a\t0.500s\n", "?   \tgtx/none\t[no test files]\n", "FAIL\tgtx/slow\t20.010s\n"} {
+		if !strings.Contains(got, pkg) {
+			t.Errorf("the report lacks go test's line %q", pkg)
+		}
+	}
+}
+
+// A run whose packages report no time (all without tests, or not built)
+// lists no slowest packages.
+func TestReportListsNoSlowestWithoutTimes(t *testing.T) {
+	var b strings.Builder
+	r := newReport(&b)
+	in := `{"Action":"start","Package":"gtx/none"}
+{"Action":"output","Package":"gtx/none","Output":"?   \tgtx/none\t[no test files]\n"}
+{"Action":"skip","Package":"gtx/none","Elapsed":0}
+`
+	if err := r.read(strings.NewReader(in)); err != nil {
+		t.Fatal(err)
+	}
+	r.summary(time.Second)
+	if got := b.String(); strings.Contains(got, "slowest") {
+		t.Errorf("the report lists slowest packages of a run that timed none:\n%s", got)
+	}
+}
