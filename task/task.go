@@ -349,21 +349,6 @@ func (s taskSnapshot) restore() (*Task, error) {
 	return t, nil
 }
 
-// DocumentVersion is the version of the task's stored document that this
-// release writes (under "version") and the latest it reads. A document
-// without one was written by a release before versions, in the same
-// shape, and reads as version 0. Raise it when the document changes in a
-// way an older release would misread (a field that moves, a meaning that
-// changes): a release refuses a document newer than it reads rather than
-// drop what it does not know and save the rest, and the stores do not
-// hand such a task to its workers (a replica left on the old release
-// during a rolling upgrade leaves it to the new ones).
-const DocumentVersion = 1
-
-// ErrNewerDocument is a stored task written by a later release than this
-// one, in a shape this one may misread.
-var ErrNewerDocument = errors.New("the task was stored by a newer release of the bot")
-
 // UnmarshalJSON reads a task as the store keeps it: a working kind's Work
 // from the keys beside the rest (a stored task of another kind has none
 // worth reading: releases before Job wrote an empty "changed_files" on
@@ -380,13 +365,9 @@ func (t *Task) UnmarshalJSON(b []byte) error {
 		RequestID string `json:"request_id"`
 		AnswerSHA string `json:"answer_sha"`
 		AnswerRun int64  `json:"answer_run"`
-		Version   int    `json:"version"`
 	}{plain: (*plain)(t), Work: w}
 	if err := json.Unmarshal(b, &v); err != nil {
 		return err
-	}
-	if v.Version > DocumentVersion {
-		return fmt.Errorf("%w: version %d, and this release reads up to %d", ErrNewerDocument, v.Version, DocumentVersion)
 	}
 	t.agentWork = nil
 	if t.Kind.Works() {
@@ -418,8 +399,7 @@ func (t Task) MarshalJSON() ([]byte, error) {
 		RequestID string `json:"request_id,omitempty"`
 		AnswerSHA string `json:"answer_sha,omitempty"`
 		AnswerRun int64  `json:"answer_run,omitempty"`
-		Version   int    `json:"version"`
-	}{plain(t), w, t.Answering.RequestID, t.Answering.SHA, t.Answering.Run, DocumentVersion})
+	}{plain(t), w, t.Answering.RequestID, t.Answering.SHA, t.Answering.Run})
 }
 
 // ReviewRef is the review comment a task was asked in, as the delivery

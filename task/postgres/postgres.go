@@ -55,15 +55,6 @@ const DefaultMaxConns = 16
 // ended is the SQL list of the states a task never leaves.
 const ended = `('done', 'failed', 'cancelled')`
 
-// readable is the SQL condition for a task whose document this release
-// reads (task.DocumentVersion): one a later release stored waits for a
-// worker of that release, instead of being failed as unreadable by this
-// one, during a rolling upgrade or after a rollback.
-// A document whose version is not a number counts as readable: its claim
-// fails it as unreadable, as before versions.
-var readable = fmt.Sprintf(`(CASE WHEN jsonb_typeof(data->'version') = 'number'
-	THEN (data->>'version')::numeric ELSE 0 END) <= %d`, task.DocumentVersion)
-
 // Open connects to the database url names (postgres:// or postgresql://,
 // with pgx's parameters) and brings its schema up to date. It fails when
 // the server cannot be reached, or when its schema is newer than this bot
@@ -256,7 +247,7 @@ func (s *Store) claim(ctx context.Context, want int64, owner string, lease time.
 	var row pgx.Row
 	if want == 0 {
 		row = tx.QueryRow(ctx, `SELECT `+columns+` FROM tasks
-		WHERE state NOT IN `+ended+` AND run_after <= $1 AND (lease_owner = '' OR lease_until < $1) AND `+readable+`
+		WHERE state NOT IN `+ended+` AND run_after <= $1 AND (lease_owner = '' OR lease_until < $1)
 		ORDER BY run_after, id LIMIT 1 FOR UPDATE SKIP LOCKED`, now)
 	} else {
 		// Not SKIP LOCKED: a claim of this row in flight ends in
@@ -286,11 +277,6 @@ func (s *Store) claim(ctx context.Context, want int64, owner string, lease time.
 		return nil, fmt.Errorf("claim task %d: %w", want, &leasedError{until: leaseUntil.Time})
 	}
 	t, derr := decodeTask(id, data, cancelledBy, answer)
-	if errors.Is(derr, task.ErrNewerDocument) {
-		// A later release's task (its job reached a replica of this one
-		// during a rolling upgrade): leave it to a worker of that release.
-		return nil, fmt.Errorf("claim task %d: %w", id, &newerError{err: derr})
-	}
 	if derr != nil {
 		// A row no worker can read would be first in line forever: take it
 		// out of the queue and say why.
@@ -727,7 +713,7 @@ func (s *Store) NextDue(ctx context.Context) (time.Time, bool, error) {
 	var at *time.Time
 	if err := s.db.QueryRow(ctx, `SELECT min(run_after) FROM tasks
 		WHERE state NOT IN `+ended+`
-		AND NOT (state = 'awaiting_approval' AND answer IS NULL AND cancelled_by = '') AND `+readable).Scan(&at); err != nil {
+		AND NOT (state = 'awaiting_approval' AND answer IS NULL AND cancelled_by = '')`).Scan(&at); err != nil {
 		return time.Time{}, false, fmt.Errorf("next due task: %w", err)
 	}
 	if at == nil {

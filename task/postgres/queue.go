@@ -155,7 +155,6 @@ func (s *Store) Serve(ctx context.Context, q task.QueueConfig) error {
 	log := q.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
-		q.Logger = log
 	}
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &stepWorker{s: s, q: q})
@@ -229,9 +228,6 @@ func (w *stepWorker) Work(ctx context.Context, job *river.Job[stepArgs]) error {
 		// Not until the lease ends: the holder may give the task back much
 		// sooner, and its release finds this job and adds none.
 		return river.JobSnooze(min(max(leased.until.Sub(w.s.now()), 0), w.q.Poll) + 100*time.Millisecond)
-	case errors.As(err, new(*newerError)):
-		w.q.Logger.WarnContext(ctx, "a later release stored the task; leaving it to a worker of that release", "task", job.Args.Task, "err", err)
-		return river.JobSnooze(newerSnooze)
 	case errors.Is(err, task.ErrNoTask), errors.Is(err, errUnreadable):
 		return nil
 	case err != nil:
@@ -338,15 +334,3 @@ func (e *earlyError) Error() string { return fmt.Sprintf("due in %s", e.wait) }
 
 // errUnreadable means a claimed task could not be decoded and was failed.
 var errUnreadable = errors.New("unreadable task")
-
-// newerError is a claimed task that a later release stored: left as it
-// is, for a worker of that release.
-type newerError struct{ err error }
-
-func (e *newerError) Error() string { return e.err.Error() }
-func (e *newerError) Unwrap() error { return e.err }
-
-// newerSnooze is how long a job whose task a later release stored waits
-// before a replica tries it again: long enough not to spin on it, short
-// enough that the upgrade's new replicas take it soon after they start.
-const newerSnooze = 30 * time.Second

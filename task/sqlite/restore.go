@@ -70,13 +70,13 @@ func (s *Store) StartIDsAt(ctx context.Context, n int64) error {
 	return nil
 }
 
-// NextDue implements task.Due: the earliest due time of a task that is not over,
-// does not wait for an answer, and is readable by this release.
+// NextDue implements task.Due: the earliest due time of a task that is not over
+// and does not wait for an answer.
 func (s *Store) NextDue(ctx context.Context) (time.Time, bool, error) {
 	var at sql.NullInt64
 	err := s.read.QueryRowContext(ctx, `SELECT min(run_after) FROM tasks
 		WHERE state NOT IN ('done', 'failed', 'cancelled')
-		AND NOT (state = 'awaiting_approval' AND answer = '' AND cancelled_by = '') AND `+readable).Scan(&at)
+		AND NOT (state = 'awaiting_approval' AND answer = '' AND cancelled_by = '')`).Scan(&at)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return time.Time{}, false, fmt.Errorf("next due task: %w", err)
 	}

@@ -310,20 +310,10 @@ func (s *Store) recordIn(ctx context.Context, tx *sql.Tx, d task.Delivery, t *ta
 }
 
 // claimable is the SQL condition for a task a worker may take: not finished,
-// due, free of a live lease, and stored by a release this one reads
-// (readable). A task waiting for approval is due at its deadline, or at
-// once when it is answered or cancelled.
-var claimable = `state NOT IN ('done', 'failed', 'cancelled')
-	AND run_after <= ? AND (lease_owner = '' OR lease_until < ?) AND ` + readable
-
-// readable is the SQL condition for a task whose document this release
-// reads (task.DocumentVersion): one a later release stored waits for a
-// worker of that release, instead of being failed as unreadable by this
-// one, during a rolling upgrade or after a rollback.
-// A document that is not JSON, or whose version is not a number, counts
-// as readable: its claim fails it as unreadable, as before versions.
-var readable = fmt.Sprintf(`(CASE WHEN json_valid(data) AND json_type(data, '$.version') IN ('integer', 'real')
-	THEN json_extract(data, '$.version') ELSE 0 END) <= %d`, task.DocumentVersion)
+// due, and free of a live lease. A task waiting for approval is due at its
+// deadline, or at once when it is answered or cancelled.
+const claimable = `state NOT IN ('done', 'failed', 'cancelled')
+	AND run_after <= ? AND (lease_owner = '' OR lease_until < ?)`
 
 // Claim implements task.Store.
 func (s *Store) Claim(ctx context.Context, owner string, lease time.Duration) (*task.Task, error) {
