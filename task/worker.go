@@ -279,7 +279,13 @@ func (p *Pool) work(ctx context.Context, owner string, t *Task) {
 			}
 			restored, rerr := before.restore()
 			if rerr != nil {
-				log.ErrorContext(ctx, "put the task back as it was before its step", "state", from, "err", rerr)
+				// The store's codec did not read back what it wrote: the
+				// step cannot be undone, so it is not tried again (a retry
+				// from here would repeat what it half did, on every claim).
+				log.ErrorContext(ctx, "put the task back as it was before its step; failing it", "state", from, "err", rerr, "step_err", err)
+				t.Error = UserMessage(Fatal("the task could not be put back as it was before a failed step", rerr))
+				t.State = Failed
+				p.finish(ctx, log, owner, t, from)
 				return
 			}
 			*t = *restored
