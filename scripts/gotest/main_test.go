@@ -12,18 +12,7 @@ import (
 // skipped for another reason, and prints what go test would, then the
 // missing part, counted, at the end.
 func TestReportSaysWhatWasNotRun(t *testing.T) {
-	in, err := os.Open("testdata/skips.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close()
-	var b strings.Builder
-	r := newReport(&b)
-	if err := r.read(in); err != nil {
-		t.Fatal(err)
-	}
-	r.summary(3 * time.Second)
-	got := b.String()
+	got := reportOf(t, readFile(t, "testdata/skips.json"), 3*time.Second)
 	for _, want := range []string{
 		"    a_test.go:3: boom\n--- FAIL: TestA",
 		"FAIL\tgtx/a\t",
@@ -43,18 +32,7 @@ func TestReportSaysWhatWasNotRun(t *testing.T) {
 // (twelve that pass, one without tests, one that fails) and lists the ten
 // that took longest, slowest first, after the skip report.
 func TestReportEndsWithTheSlowestPackages(t *testing.T) {
-	in, err := os.Open("testdata/slowest.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close()
-	var b strings.Builder
-	r := newReport(&b)
-	if err := r.read(in); err != nil {
-		t.Fatal(err)
-	}
-	r.summary(40 * time.Second)
-	got := b.String()
+	got := reportOf(t, readFile(t, "testdata/slowest.json"), 40*time.Second)
 	want := "gotest: 40s in all. No test was skipped for a part this machine lacks.\n" +
 		"The 10 slowest packages:\n" +
 		"    30.0s  gtx/f\n" +
@@ -80,17 +58,33 @@ func TestReportEndsWithTheSlowestPackages(t *testing.T) {
 // A run whose packages report no time (all without tests, or not built)
 // lists no slowest packages.
 func TestReportListsNoSlowestWithoutTimes(t *testing.T) {
-	var b strings.Builder
-	r := newReport(&b)
 	in := `{"Action":"start","Package":"gtx/none"}
 {"Action":"output","Package":"gtx/none","Output":"?   \tgtx/none\t[no test files]\n"}
 {"Action":"skip","Package":"gtx/none","Elapsed":0}
 `
+	if got := reportOf(t, in, time.Second); strings.Contains(got, "slowest") {
+		t.Errorf("the report lists slowest packages of a run that timed none:\n%s", got)
+	}
+}
+
+// reportOf is what gotest prints for a run whose go test -json output is
+// in, which took elapsed in all.
+func reportOf(t *testing.T, in string, elapsed time.Duration) string {
+	t.Helper()
+	var b strings.Builder
+	r := newReport(&b)
 	if err := r.read(strings.NewReader(in)); err != nil {
 		t.Fatal(err)
 	}
-	r.summary(time.Second)
-	if got := b.String(); strings.Contains(got, "slowest") {
-		t.Errorf("the report lists slowest packages of a run that timed none:\n%s", got)
+	r.summary(elapsed)
+	return b.String()
+}
+
+func readFile(t *testing.T, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
 	}
+	return string(b)
 }
