@@ -383,7 +383,7 @@ func TestFailedStepRollsBackEveryKindOfChange(t *testing.T) {
 			}
 			defer runPool(t, p)()
 			after := waitFor(t, s, tk.ID, func(t *task.Task) bool { return t.Attempts == 1 })
-			if got, want := comparable(t, after), comparable(t, before); got != want {
+			if got, want := storedForm(t, after), storedForm(t, before); got != want {
 				t.Errorf("the failed step's change was kept:\n got %s\nwant %s", got, want)
 			}
 		})
@@ -405,9 +405,9 @@ func deepTask() *task.Task {
 	})
 }
 
-// comparable is a stored task's document without the fields a failed
+// storedForm is a stored task's document without the fields a failed
 // step's retry sets (its count, its time, the save's time).
-func comparable(t *testing.T, tk *task.Task) string {
+func storedForm(t *testing.T, tk *task.Task) string {
 	t.Helper()
 	c := *tk
 	c.Attempts, c.RunAfter, c.UpdatedAt = 0, time.Time{}, time.Time{}
